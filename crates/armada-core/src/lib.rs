@@ -1,0 +1,4 @@
+//! armada-core: guest memory, the CPU engine, the ELF loader and the Linux syscall layer.
+
+pub mod memory;
+pub mod state;

@@ -1,0 +1,788 @@
+//! Guest address space: 4 KiB pages with permissions.
+//!
+//! The model every engine follows:
+//! - the address space is a set of *areas* (like Linux VMAs: start, end, permissions), and a
+//!   sparse set of *materialized pages*; a page inside an area that was never touched reads
+//!   as zeros and costs nothing;
+//! - pages of the loaded image are `Arc`-shared by every lane and copied on a lane's first
+//!   write (copy-on-write), so N lanes of one program share its read-only data;
+//! - every access is checked against the area's permissions; a bad access yields a `Fault`
+//!   with the address and never touches memory outside the lane;
+//! - a lane's private memory can be capped (`set_limit`), and running over the cap is a fault
+//!   for that lane alone (brk/mmap see ENOMEM first).
+//!
+//! The CPU engine reaches pages through a small direct-mapped TLB of host pointers. Pointers
+//! in the TLB always point into page buffers owned (through `Arc`) by this address space, and
+//! every operation that drops or replaces a page flushes the entries that could see it.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, OnceLock};
+
+pub const PAGE_SHIFT: u32 = 12;
+pub const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
+pub const PAGE_MASK: u64 = PAGE_SIZE - 1;
+/// Guest virtual addresses are 48 bits, as on Linux/arm64 with 4 KiB pages.
+pub const ADDR_LIMIT: u64 = 1 << 48;
+
+pub type PageData = [u8; PAGE_SIZE as usize];
+
+/// Page permissions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+pub struct Perm(pub u8);
+
+impl Perm {
+    pub const NONE: Perm = Perm(0);
+    pub const R: Perm = Perm(1);
+    pub const W: Perm = Perm(2);
+    pub const X: Perm = Perm(4);
+    pub const RW: Perm = Perm(3);
+    pub const RX: Perm = Perm(5);
+    pub const RWX: Perm = Perm(7);
+    pub fn contains(self, other: Perm) -> bool {
+        self.0 & other.0 == other.0
+    }
+    /// From Linux PROT_* bits (PROT_READ=1, PROT_WRITE=2, PROT_EXEC=4 are the same bits).
+    pub fn from_prot(prot: u64) -> Perm {
+        Perm((prot & 7) as u8)
+    }
+}
+
+impl std::fmt::Display for Perm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = |p: Perm, ch: char| if self.contains(p) { ch } else { '-' };
+        write!(f, "{}{}{}", c(Perm::R, 'r'), c(Perm::W, 'w'), c(Perm::X, 'x'))
+    }
+}
+
+/// What kind of access faulted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+    Execute,
+}
+
+/// A guest memory access that the address space refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    pub addr: u64,
+    pub access: Access,
+    /// True when the address is mapped but the permission is missing (SEGV_ACCERR), false when
+    /// nothing is mapped there (SEGV_MAPERR) or the lane's memory cap was reached.
+    pub mapped: bool,
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.access {
+            Access::Read => "read from",
+            Access::Write => "write to",
+            Access::Execute => "execute at",
+        };
+        let why = if self.mapped {
+            "permission denied"
+        } else {
+            "address not mapped"
+        };
+        write!(f, "{what} {:#x}: {why}", self.addr)
+    }
+}
+
+/// Errors of the mapping calls (what mmap/munmap/mprotect/brk report as errno).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MapError {
+    #[error("address range is not page-aligned or outside the guest address space")]
+    Invalid,
+    #[error("no free address range of that size")]
+    NoSpace,
+    #[error("the lane's memory limit would be exceeded")]
+    OverLimit,
+    #[error("range is not mapped")]
+    NotMapped,
+}
+
+#[derive(Clone, Debug)]
+struct Area {
+    end: u64,
+    perm: Perm,
+}
+
+#[derive(Clone)]
+struct Page {
+    data: Arc<PageData>,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct TlbEntry {
+    rtag: u64,
+    rptr: *const u8,
+    wtag: u64,
+    wptr: *mut u8,
+}
+
+const TLB_BITS: u32 = 8;
+const TLB_SIZE: usize = 1 << TLB_BITS;
+const NO_TAG: u64 = u64::MAX;
+const EMPTY: TlbEntry = TlbEntry {
+    rtag: NO_TAG,
+    rptr: std::ptr::null(),
+    wtag: NO_TAG,
+    wptr: std::ptr::null_mut(),
+};
+
+fn zero_page() -> Arc<PageData> {
+    static ZERO: OnceLock<Arc<PageData>> = OnceLock::new();
+    ZERO.get_or_init(|| Arc::new([0u8; PAGE_SIZE as usize])).clone()
+}
+
+/// One lane's guest address space.
+pub struct AddressSpace {
+    /// start -> area; areas never overlap and are page-aligned.
+    areas: BTreeMap<u64, Area>,
+    /// Materialized pages by page number.
+    pages: HashMap<u64, Page>,
+    /// Pages whose contents were decoded into micro-ops: writes to them go the slow way and
+    /// are reported so the engine can drop the stale micro-ops.
+    code_pages: HashSet<u64>,
+    tlb: Box<[TlbEntry; TLB_SIZE]>,
+    /// Private bytes the lane may own; `u64::MAX` when unlimited.
+    limit: u64,
+    private_pages: u64,
+    /// Set when a write hit a page in `code_pages`; the engine takes it with `take_code_write`.
+    code_written: Option<u64>,
+}
+
+// SAFETY: the raw pointers in the TLB point into page buffers that this address space keeps
+// alive through its own `Arc`s. Buffers shared with other address spaces (image pages) are
+// only ever read through those pointers; a write first makes the page private
+// (`Arc::make_mut`) and refreshes the TLB. So moving the whole structure to another thread
+// moves sole access with it.
+unsafe impl Send for AddressSpace {}
+
+impl Clone for AddressSpace {
+    fn clone(&self) -> Self {
+        AddressSpace {
+            areas: self.areas.clone(),
+            pages: self.pages.clone(),
+            code_pages: HashSet::new(),
+            tlb: Box::new([EMPTY; TLB_SIZE]),
+            limit: self.limit,
+            private_pages: 0,
+            code_written: None,
+        }
+    }
+}
+
+impl Default for AddressSpace {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AddressSpace {
+    pub fn new() -> Self {
+        AddressSpace {
+            areas: BTreeMap::new(),
+            pages: HashMap::new(),
+            code_pages: HashSet::new(),
+            tlb: Box::new([EMPTY; TLB_SIZE]),
+            limit: u64::MAX,
+            private_pages: 0,
+            code_written: None,
+        }
+    }
+
+    /// Caps the memory this lane may own privately (pages it wrote), in bytes.
+    pub fn set_limit(&mut self, bytes: u64) {
+        self.limit = bytes;
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Bytes of memory owned by this lane alone.
+    pub fn private_bytes(&self) -> u64 {
+        self.private_pages * PAGE_SIZE
+    }
+
+    /// Bytes of all materialized pages (shared and private).
+    pub fn resident_bytes(&self) -> u64 {
+        self.pages.len() as u64 * PAGE_SIZE
+    }
+
+    fn flush_tlb(&mut self) {
+        self.tlb.fill(EMPTY);
+    }
+
+    fn flush_page(&mut self, vpn: u64) {
+        let e = &mut self.tlb[(vpn as usize) & (TLB_SIZE - 1)];
+        if e.rtag == vpn || e.wtag == vpn {
+            *e = EMPTY;
+        }
+    }
+
+    // ----- areas -----------------------------------------------------------------------
+
+    fn check_range(addr: u64, len: u64) -> Result<u64, MapError> {
+        if addr & PAGE_MASK != 0 || len == 0 {
+            return Err(MapError::Invalid);
+        }
+        let end = addr
+            .checked_add(len.checked_add(PAGE_MASK).ok_or(MapError::Invalid)? & !PAGE_MASK)
+            .ok_or(MapError::Invalid)?;
+        if end > ADDR_LIMIT {
+            return Err(MapError::Invalid);
+        }
+        Ok(end)
+    }
+
+    /// The area containing `addr`, as (start, end, perm).
+    pub fn area_at(&self, addr: u64) -> Option<(u64, u64, Perm)> {
+        let (&start, area) = self.areas.range(..=addr).next_back()?;
+        (addr < area.end).then_some((start, area.end, area.perm))
+    }
+
+    /// All areas, in address order, as (start, end, perm).
+    pub fn areas(&self) -> impl Iterator<Item = (u64, u64, Perm)> + '_ {
+        self.areas.iter().map(|(&s, a)| (s, a.end, a.perm))
+    }
+
+    /// Splits areas so that `at` is an area boundary (if it falls inside one).
+    fn split_at(&mut self, at: u64) {
+        if let Some((&start, area)) = self.areas.range(..at).next_back() {
+            if area.end > at {
+                let tail = Area {
+                    end: area.end,
+                    perm: area.perm,
+                };
+                self.areas.get_mut(&start).unwrap().end = at;
+                self.areas.insert(at, tail);
+            }
+        }
+    }
+
+    /// Removes every area and page in [addr, end).
+    fn clear_range(&mut self, addr: u64, end: u64) {
+        self.split_at(addr);
+        self.split_at(end);
+        let starts: Vec<u64> = self.areas.range(addr..end).map(|(&s, _)| s).collect();
+        for s in starts {
+            self.areas.remove(&s);
+        }
+        self.drop_pages(addr, end);
+    }
+
+    fn drop_pages(&mut self, addr: u64, end: u64) {
+        let first = addr >> PAGE_SHIFT;
+        let last = end >> PAGE_SHIFT;
+        if last - first > self.pages.len() as u64 {
+            let mut dropped = Vec::new();
+            self.pages.retain(|&vpn, page| {
+                let keep = vpn < first || vpn >= last;
+                if !keep {
+                    dropped.push(Arc::strong_count(&page.data) == 1);
+                }
+                keep
+            });
+            self.private_pages = self
+                .private_pages
+                .saturating_sub(dropped.iter().filter(|&&p| p).count() as u64);
+        } else {
+            for vpn in first..last {
+                if let Some(p) = self.pages.remove(&vpn) {
+                    if Arc::strong_count(&p.data) == 1 {
+                        self.private_pages = self.private_pages.saturating_sub(1);
+                    }
+                }
+            }
+        }
+        self.code_pages.retain(|&v| v < first || v >= last);
+        if self.code_written.is_some() {
+            // keep the notice: the engine still needs to drop its micro-ops
+        }
+        self.flush_tlb();
+    }
+
+    /// Maps [addr, addr+len) as fresh zero-filled memory with `perm`, replacing whatever was
+    /// there (MAP_FIXED semantics).
+    pub fn map(&mut self, addr: u64, len: u64, perm: Perm) -> Result<(), MapError> {
+        let end = Self::check_range(addr, len)?;
+        self.clear_range(addr, end);
+        self.areas.insert(addr, Area { end, perm });
+        Ok(())
+    }
+
+    /// Unmaps [addr, addr+len); unmapped holes inside are fine, as in Linux.
+    pub fn unmap(&mut self, addr: u64, len: u64) -> Result<(), MapError> {
+        let end = Self::check_range(addr, len)?;
+        self.clear_range(addr, end);
+        Ok(())
+    }
+
+    /// Changes permissions of [addr, addr+len); every page in it must be mapped.
+    pub fn protect(&mut self, addr: u64, len: u64, perm: Perm) -> Result<(), MapError> {
+        let end = Self::check_range(addr, len)?;
+        // Linux fails with ENOMEM if any part is unmapped.
+        let mut cur = addr;
+        while cur < end {
+            match self.area_at(cur) {
+                Some((_, e, _)) => cur = e,
+                None => return Err(MapError::NotMapped),
+            }
+        }
+        self.split_at(addr);
+        self.split_at(end);
+        for (_, area) in self.areas.range_mut(addr..end) {
+            area.perm = perm;
+        }
+        self.flush_tlb();
+        Ok(())
+    }
+
+    /// Whether every byte of [addr, addr+len) is mapped.
+    pub fn is_mapped(&self, addr: u64, len: u64) -> bool {
+        let Some(end) = addr.checked_add(len) else {
+            return false;
+        };
+        let mut cur = addr;
+        while cur < end {
+            match self.area_at(cur) {
+                Some((_, e, _)) => cur = e,
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// Finds a free, page-aligned range of `len` bytes, searching down from `below` to
+    /// `above` (the mmap area grows down, as on Linux).
+    pub fn find_free(&self, len: u64, above: u64, below: u64) -> Option<u64> {
+        let len = (len.checked_add(PAGE_MASK)?) & !PAGE_MASK;
+        let mut top = below & !PAGE_MASK;
+        for (&start, area) in self.areas.range(..below).rev() {
+            if area.end <= top && top - area.end >= len {
+                return Some(top - len);
+            }
+            top = top.min(start);
+            if top < above + len {
+                return None;
+            }
+        }
+        (top >= above + len).then(|| top - len)
+    }
+
+    /// Grows or shrinks an area that ends at `old_end` to `new_end` in place (brk, mremap).
+    /// Fails if the growth would overlap another area.
+    pub fn resize_area(&mut self, start: u64, new_end: u64) -> Result<(), MapError> {
+        let area = self.areas.get(&start).ok_or(MapError::NotMapped)?.clone();
+        if new_end & PAGE_MASK != 0 || new_end > ADDR_LIMIT || new_end <= start {
+            return Err(MapError::Invalid);
+        }
+        if new_end > area.end {
+            if self
+                .areas
+                .range(area.end..new_end)
+                .next()
+                .is_some_and(|(&s, _)| s < new_end)
+            {
+                return Err(MapError::NoSpace);
+            }
+            self.areas.get_mut(&start).unwrap().end = new_end;
+        } else if new_end < area.end {
+            self.areas.get_mut(&start).unwrap().end = new_end;
+            self.drop_pages(new_end, area.end);
+        }
+        Ok(())
+    }
+
+    // ----- pages -----------------------------------------------------------------------
+
+    /// Installs a shared page (from a loaded image) at page number `vpn`. The caller maps the
+    /// area. The lane copies it on its first write.
+    pub fn share_page(&mut self, vpn: u64, data: Arc<PageData>) {
+        if let Some(old) = self.pages.insert(vpn, Page { data }) {
+            if Arc::strong_count(&old.data) == 1 {
+                self.private_pages = self.private_pages.saturating_sub(1);
+            }
+        }
+        self.flush_page(vpn);
+    }
+
+    /// The shared page buffers of this address space (for building an image others share).
+    pub fn page_data(&self, vpn: u64) -> Option<&Arc<PageData>> {
+        self.pages.get(&vpn).map(|p| &p.data)
+    }
+
+    fn perm_at(&self, addr: u64) -> Option<Perm> {
+        self.area_at(addr).map(|a| a.2)
+    }
+
+    /// Read pointer to the page holding `addr`, after checking `need`.
+    fn page_for_read(&mut self, addr: u64, need: Perm) -> Result<*const u8, Fault> {
+        let vpn = addr >> PAGE_SHIFT;
+        let access = if need == Perm::X {
+            Access::Execute
+        } else {
+            Access::Read
+        };
+        let perm = self.perm_at(addr).ok_or(Fault {
+            addr,
+            access,
+            mapped: false,
+        })?;
+        if !perm.contains(need) {
+            return Err(Fault {
+                addr,
+                access,
+                mapped: true,
+            });
+        }
+        let page = self
+            .pages
+            .entry(vpn)
+            .or_insert_with(|| Page { data: zero_page() });
+        let ptr = page.data.as_ptr();
+        if need == Perm::R {
+            let e = &mut self.tlb[(vpn as usize) & (TLB_SIZE - 1)];
+            if e.wtag != vpn {
+                e.wtag = NO_TAG;
+            }
+            e.rtag = vpn;
+            e.rptr = ptr;
+        }
+        Ok(ptr)
+    }
+
+    fn page_for_write(&mut self, addr: u64) -> Result<*mut u8, Fault> {
+        let vpn = addr >> PAGE_SHIFT;
+        let perm = self.perm_at(addr).ok_or(Fault {
+            addr,
+            access: Access::Write,
+            mapped: false,
+        })?;
+        if !perm.contains(Perm::W) {
+            return Err(Fault {
+                addr,
+                access: Access::Write,
+                mapped: true,
+            });
+        }
+        let over = self.private_pages >= self.limit / PAGE_SIZE;
+        let page = self
+            .pages
+            .entry(vpn)
+            .or_insert_with(|| Page { data: zero_page() });
+        if Arc::strong_count(&page.data) != 1 {
+            if over {
+                return Err(Fault {
+                    addr,
+                    access: Access::Write,
+                    mapped: false,
+                });
+            }
+            self.private_pages += 1;
+        }
+        let ptr = Arc::make_mut(&mut page.data).as_mut_ptr();
+        let code = self.code_pages.contains(&vpn);
+        if code {
+            self.code_pages.remove(&vpn);
+            self.code_written = Some(vpn);
+        }
+        let e = &mut self.tlb[(vpn as usize) & (TLB_SIZE - 1)];
+        *e = TlbEntry {
+            rtag: vpn,
+            rptr: ptr,
+            wtag: vpn,
+            wptr: ptr,
+        };
+        Ok(ptr)
+    }
+
+    /// Marks a page as holding decoded code: its next write is reported through
+    /// `take_code_write` so the engine can drop stale micro-ops.
+    pub fn mark_code_page(&mut self, vpn: u64) {
+        if self.code_pages.insert(vpn) {
+            self.flush_page(vpn);
+        }
+    }
+
+    /// The page number of a code page written since the last call, if any.
+    #[inline]
+    pub fn take_code_write(&mut self) -> Option<u64> {
+        self.code_written.take()
+    }
+
+    // ----- accesses ---------------------------------------------------------------------
+
+    /// Reads `N` bytes at `addr` (little-endian value), checking read permission.
+    #[inline(always)]
+    pub fn read<const N: usize>(&mut self, addr: u64) -> Result<[u8; N], Fault> {
+        let vpn = addr >> PAGE_SHIFT;
+        let off = (addr & PAGE_MASK) as usize;
+        let e = &self.tlb[(vpn as usize) & (TLB_SIZE - 1)];
+        if e.rtag == vpn && off + N <= PAGE_SIZE as usize {
+            // SAFETY: rptr points to a live page buffer of PAGE_SIZE bytes (see the type's
+            // comment) and off + N is within it.
+            return Ok(unsafe { std::ptr::read_unaligned(e.rptr.add(off) as *const [u8; N]) });
+        }
+        self.read_slow(addr)
+    }
+
+    #[inline(never)]
+    fn read_slow<const N: usize>(&mut self, addr: u64) -> Result<[u8; N], Fault> {
+        let mut out = [0u8; N];
+        self.read_bytes(addr, &mut out)?;
+        Ok(out)
+    }
+
+    /// Writes `N` bytes at `addr`, checking write permission.
+    #[inline(always)]
+    pub fn write<const N: usize>(&mut self, addr: u64, val: [u8; N]) -> Result<(), Fault> {
+        let vpn = addr >> PAGE_SHIFT;
+        let off = (addr & PAGE_MASK) as usize;
+        let e = &self.tlb[(vpn as usize) & (TLB_SIZE - 1)];
+        if e.wtag == vpn && off + N <= PAGE_SIZE as usize {
+            // SAFETY: wptr points to a page buffer this address space owns alone.
+            unsafe { std::ptr::write_unaligned(e.wptr.add(off) as *mut [u8; N], val) };
+            return Ok(());
+        }
+        self.write_bytes(addr, &val)
+    }
+
+    #[inline(always)]
+    pub fn read_u8(&mut self, addr: u64) -> Result<u8, Fault> {
+        Ok(self.read::<1>(addr)?[0])
+    }
+    #[inline(always)]
+    pub fn read_u16(&mut self, addr: u64) -> Result<u16, Fault> {
+        Ok(u16::from_le_bytes(self.read(addr)?))
+    }
+    #[inline(always)]
+    pub fn read_u32(&mut self, addr: u64) -> Result<u32, Fault> {
+        Ok(u32::from_le_bytes(self.read(addr)?))
+    }
+    #[inline(always)]
+    pub fn read_u64(&mut self, addr: u64) -> Result<u64, Fault> {
+        Ok(u64::from_le_bytes(self.read(addr)?))
+    }
+    #[inline(always)]
+    pub fn read_u128(&mut self, addr: u64) -> Result<u128, Fault> {
+        Ok(u128::from_le_bytes(self.read(addr)?))
+    }
+    #[inline(always)]
+    pub fn write_u8(&mut self, addr: u64, v: u8) -> Result<(), Fault> {
+        self.write(addr, [v])
+    }
+    #[inline(always)]
+    pub fn write_u16(&mut self, addr: u64, v: u16) -> Result<(), Fault> {
+        self.write(addr, v.to_le_bytes())
+    }
+    #[inline(always)]
+    pub fn write_u32(&mut self, addr: u64, v: u32) -> Result<(), Fault> {
+        self.write(addr, v.to_le_bytes())
+    }
+    #[inline(always)]
+    pub fn write_u64(&mut self, addr: u64, v: u64) -> Result<(), Fault> {
+        self.write(addr, v.to_le_bytes())
+    }
+    #[inline(always)]
+    pub fn write_u128(&mut self, addr: u64, v: u128) -> Result<(), Fault> {
+        self.write(addr, v.to_le_bytes())
+    }
+
+    /// Reads guest memory into `buf`, checking read permission on every page.
+    pub fn read_bytes(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Fault> {
+        self.read_bytes_perm(addr, buf, Perm::R)
+    }
+
+    /// Reads instruction bytes (execute permission).
+    pub fn fetch_bytes(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Fault> {
+        self.read_bytes_perm(addr, buf, Perm::X)
+    }
+
+    fn read_bytes_perm(&mut self, addr: u64, buf: &mut [u8], need: Perm) -> Result<(), Fault> {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let a = addr.wrapping_add(done as u64);
+            let off = (a & PAGE_MASK) as usize;
+            let n = (PAGE_SIZE as usize - off).min(buf.len() - done);
+            let ptr = self.page_for_read(a, need)?;
+            // SAFETY: ptr is a live page buffer; off + n <= PAGE_SIZE.
+            let src = unsafe { std::slice::from_raw_parts(ptr.add(off), n) };
+            buf[done..done + n].copy_from_slice(src);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Writes `data` to guest memory, checking write permission on every page first so that
+    /// a failing write changes nothing.
+    pub fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), Fault> {
+        self.check_writable(addr, data.len() as u64)?;
+        let mut done = 0usize;
+        while done < data.len() {
+            let a = addr.wrapping_add(done as u64);
+            let off = (a & PAGE_MASK) as usize;
+            let n = (PAGE_SIZE as usize - off).min(data.len() - done);
+            let ptr = self.page_for_write(a)?;
+            // SAFETY: ptr is a page buffer owned by this address space alone.
+            let dst = unsafe { std::slice::from_raw_parts_mut(ptr.add(off), n) };
+            dst.copy_from_slice(&data[done..done + n]);
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn check_writable(&self, addr: u64, len: u64) -> Result<(), Fault> {
+        if len == 0 {
+            return Ok(());
+        }
+        let mut page = addr & !PAGE_MASK;
+        let last = addr.checked_add(len - 1).ok_or(Fault {
+            addr,
+            access: Access::Write,
+            mapped: false,
+        })?;
+        while page <= last {
+            let a = page.max(addr);
+            match self.perm_at(a) {
+                None => {
+                    return Err(Fault {
+                        addr: a,
+                        access: Access::Write,
+                        mapped: false,
+                    })
+                }
+                Some(p) if !p.contains(Perm::W) => {
+                    return Err(Fault {
+                        addr: a,
+                        access: Access::Write,
+                        mapped: true,
+                    })
+                }
+                _ => {}
+            }
+            page = match page.checked_add(PAGE_SIZE) {
+                Some(p) => p,
+                None => break,
+            };
+        }
+        Ok(())
+    }
+
+    /// Writes ignoring permissions (the loader filling read-only segments). The range must be
+    /// mapped.
+    pub fn poke_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), Fault> {
+        let mut done = 0usize;
+        while done < data.len() {
+            let a = addr + done as u64;
+            let (start, end, perm) = self.area_at(a).ok_or(Fault {
+                addr: a,
+                access: Access::Write,
+                mapped: false,
+            })?;
+            let n = ((end - a) as usize).min(data.len() - done);
+            self.areas.get_mut(&start).unwrap().perm = Perm::RWX;
+            let r = self.write_bytes(a, &data[done..done + n]);
+            self.areas.get_mut(&start).unwrap().perm = perm;
+            self.flush_tlb();
+            r?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Reads a NUL-terminated string of at most `max` bytes (without the NUL).
+    pub fn read_cstr(&mut self, addr: u64, max: usize) -> Result<Vec<u8>, Fault> {
+        let mut out = Vec::new();
+        let mut a = addr;
+        loop {
+            let b = self.read_u8(a)?;
+            if b == 0 || out.len() >= max {
+                return Ok(out);
+            }
+            out.push(b);
+            a = a.wrapping_add(1);
+        }
+    }
+
+    /// Fills [addr, addr+len) with zeros (DC ZVA), checking write permission.
+    pub fn zero(&mut self, addr: u64, len: u64) -> Result<(), Fault> {
+        self.write_bytes(addr, &vec![0u8; len as usize])
+    }
+
+    /// A view of the page that holds `addr`, for the engines' instruction fetch: the page's
+    /// bytes, after checking execute permission.
+    pub fn fetch_page(&mut self, addr: u64) -> Result<PageData, Fault> {
+        let mut buf = [0u8; PAGE_SIZE as usize];
+        self.fetch_bytes(addr & !PAGE_MASK, &mut buf)?;
+        Ok(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_read_write_fault() {
+        let mut m = AddressSpace::new();
+        m.map(0x10000, 0x2000, Perm::RW).unwrap();
+        assert_eq!(m.read_u64(0x10000).unwrap(), 0);
+        m.write_u64(0x10ffc, 0x1122334455667788).unwrap(); // crosses a page
+        assert_eq!(m.read_u64(0x10ffc).unwrap(), 0x1122334455667788);
+        assert_eq!(m.read_u32(0x11000).unwrap(), 0x11223344);
+        let f = m.read_u8(0x12000).unwrap_err();
+        assert_eq!(f.addr, 0x12000);
+        assert!(!f.mapped);
+        m.protect(0x10000, 0x1000, Perm::R).unwrap();
+        let f = m.write_u8(0x10000, 1).unwrap_err();
+        assert!(f.mapped);
+        assert_eq!(f.access, Access::Write);
+        // a write that straddles into a read-only page changes nothing
+        m.protect(0x10000, 0x1000, Perm::RW).unwrap();
+        m.protect(0x11000, 0x1000, Perm::R).unwrap();
+        assert!(m.write_u64(0x10ffc, 0).is_err());
+        assert_eq!(m.read_u64(0x10ffc).unwrap(), 0x1122334455667788);
+    }
+
+    #[test]
+    fn shared_pages_copy_on_write() {
+        let data = Arc::new([7u8; PAGE_SIZE as usize]);
+        let mut a = AddressSpace::new();
+        a.map(0x4000, 0x1000, Perm::RW).unwrap();
+        a.share_page(4, data.clone());
+        let mut b = a.clone();
+        assert_eq!(b.read_u8(0x4000).unwrap(), 7);
+        b.write_u8(0x4000, 9).unwrap();
+        assert_eq!(b.read_u8(0x4000).unwrap(), 9);
+        assert_eq!(a.read_u8(0x4000).unwrap(), 7);
+        assert_eq!(data[0], 7);
+        assert_eq!(b.private_bytes(), PAGE_SIZE);
+    }
+
+    #[test]
+    fn limit_faults_alone() {
+        let mut m = AddressSpace::new();
+        m.set_limit(2 * PAGE_SIZE);
+        m.map(0x10000, 0x10000, Perm::RW).unwrap();
+        m.write_u8(0x10000, 1).unwrap();
+        m.write_u8(0x11000, 1).unwrap();
+        assert!(m.write_u8(0x12000, 1).is_err());
+        m.unmap(0x10000, 0x1000).unwrap();
+        m.write_u8(0x12000, 1).unwrap();
+    }
+
+    #[test]
+    fn find_free_goes_down() {
+        let mut m = AddressSpace::new();
+        m.map(0x7000_0000, 0x1000, Perm::RW).unwrap();
+        let a = m.find_free(0x2000, 0x1000_0000, 0x8000_0000).unwrap();
+        assert_eq!(a, 0x8000_0000 - 0x2000);
+        m.map(a, 0x2000, Perm::RW).unwrap();
+        let b = m.find_free(0x1000, 0x1000_0000, 0x8000_0000).unwrap();
+        assert_eq!(b, a - 0x1000);
+    }
+}

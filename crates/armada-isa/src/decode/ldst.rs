@@ -1,0 +1,3 @@
+use super::Encoding;
+
+pub(super) const TABLE: &[Encoding] = &[];
