@@ -50,7 +50,13 @@ impl Perm {
 impl std::fmt::Display for Perm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let c = |p: Perm, ch: char| if self.contains(p) { ch } else { '-' };
-        write!(f, "{}{}{}", c(Perm::R, 'r'), c(Perm::W, 'w'), c(Perm::X, 'x'))
+        write!(
+            f,
+            "{}{}{}",
+            c(Perm::R, 'r'),
+            c(Perm::W, 'w'),
+            c(Perm::X, 'x')
+        )
     }
 }
 
@@ -133,7 +139,8 @@ const EMPTY: TlbEntry = TlbEntry {
 
 fn zero_page() -> Arc<PageData> {
     static ZERO: OnceLock<Arc<PageData>> = OnceLock::new();
-    ZERO.get_or_init(|| Arc::new([0u8; PAGE_SIZE as usize])).clone()
+    ZERO.get_or_init(|| Arc::new([0u8; PAGE_SIZE as usize]))
+        .clone()
 }
 
 /// One lane's guest address space.
@@ -151,6 +158,9 @@ pub struct AddressSpace {
     private_pages: u64,
     /// Set when a write hit a page in `code_pages`; the engine takes it with `take_code_write`.
     code_written: Option<u64>,
+    /// Bumped whenever areas change (map, unmap, protect, resize), so an engine can tell that
+    /// its decoded code regions need checking again.
+    generation: u64,
 }
 
 // SAFETY: the raw pointers in the TLB point into page buffers that this address space keeps
@@ -170,6 +180,7 @@ impl Clone for AddressSpace {
             limit: self.limit,
             private_pages: 0,
             code_written: None,
+            generation: 0,
         }
     }
 }
@@ -190,6 +201,7 @@ impl AddressSpace {
             limit: u64::MAX,
             private_pages: 0,
             code_written: None,
+            generation: 0,
         }
     }
 
@@ -214,6 +226,13 @@ impl AddressSpace {
 
     fn flush_tlb(&mut self) {
         self.tlb.fill(EMPTY);
+        self.generation += 1;
+    }
+
+    /// Changes whenever the set of areas or their permissions changes.
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     fn flush_page(&mut self, vpn: u64) {
@@ -506,6 +525,12 @@ impl AddressSpace {
         if self.code_pages.insert(vpn) {
             self.flush_page(vpn);
         }
+    }
+
+    /// Whether a write hit decoded code since the last `take_code_write`.
+    #[inline(always)]
+    pub fn has_code_write(&self) -> bool {
+        self.code_written.is_some()
     }
 
     /// The page number of a code page written since the last call, if any.

@@ -219,10 +219,6 @@ pub mod sysreg {
     }
 
     pub fn name(id: u64) -> &'static str {
-        TABLE
-            .iter()
-            .find(|e| e.1 == id)
-            .map(|e| e.2)
-            .unwrap_or("?")
+        TABLE.iter().find(|e| e.1 == id).map(|e| e.2).unwrap_or("?")
     }
 }

@@ -289,7 +289,10 @@ mod tests {
         // and w0, w0, #0x80000001 -> N=0 immr=1 imms=1
         assert_eq!(decode_bit_masks(0, 1, 1, 32), Some(0x8000_0001));
         // 0x5555... pattern: esize 2
-        assert_eq!(decode_bit_masks(0, 0b111100, 0, 64), Some(0x5555_5555_5555_5555));
+        assert_eq!(
+            decode_bit_masks(0, 0b111100, 0, 64),
+            Some(0x5555_5555_5555_5555)
+        );
         assert_eq!(decode_bit_masks(0, 0b111111, 0, 64), None);
     }
 }

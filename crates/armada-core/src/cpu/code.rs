@@ -1,0 +1,124 @@
+//! Decoded code: micro-ops for the executable areas of one address space.
+//!
+//! A *region* covers one executable area. Its micro-op array has one slot per instruction
+//! word plus an `END_OF_REGION` sentinel, and starts all `NOT_DECODED` (op number 0, so a
+//! fresh array is zeroed memory the OS hands out lazily). The interpreter decodes a page of
+//! slots the first time it runs into `NOT_DECODED`. A branch inside the region is an index
+//! computation; only leaving the region costs a lookup.
+//!
+//! Regions follow the address space: when its areas change (`generation`), regions are
+//! checked against them again, and a write to a page whose words were decoded (reported by
+//! the address space) resets that page's slots to `NOT_DECODED`.
+
+use crate::memory::{Access, AddressSpace, Fault, Perm, PAGE_SHIFT, PAGE_SIZE};
+use armada_isa::{decode, ops, MicroOp};
+
+const WORDS_PER_PAGE: usize = (PAGE_SIZE / 4) as usize;
+
+pub(crate) struct Region {
+    pub base: u64,
+    pub end: u64,
+    /// (end - base) / 4 slots and the sentinel.
+    pub ops: Vec<MicroOp>,
+    /// Whether the area is writable too (then decoded pages are watched for writes).
+    writable: bool,
+}
+
+/// The decoded code of one lane.
+#[derive(Default)]
+pub struct CodeCache {
+    regions: Vec<Region>,
+    generation: u64,
+}
+
+impl CodeCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Drops regions that no longer match the address space's areas, and stale pages.
+    fn revalidate(&mut self, mem: &mut AddressSpace) {
+        if let Some(vpn) = mem.take_code_write() {
+            self.invalidate_page(vpn);
+        }
+        if self.generation == mem.generation() {
+            return;
+        }
+        self.regions.retain(|r| {
+            matches!(mem.area_at(r.base), Some((s, e, p))
+                if s == r.base && e == r.end && p.contains(Perm::X)
+                    && p.contains(Perm::W) == r.writable)
+        });
+        self.generation = mem.generation();
+    }
+
+    /// Resets the slots of page `vpn` so they are decoded again before they run.
+    pub fn invalidate_page(&mut self, vpn: u64) {
+        let addr = vpn << PAGE_SHIFT;
+        for r in &mut self.regions {
+            if addr >= r.base && addr < r.end {
+                let first = ((addr - r.base) / 4) as usize;
+                let n = WORDS_PER_PAGE.min(r.ops.len() - 1 - first);
+                r.ops[first..first + n].fill(MicroOp::new(ops::NOT_DECODED));
+            }
+        }
+    }
+
+    /// Drops every decoded micro-op.
+    pub fn clear(&mut self) {
+        self.regions.clear();
+    }
+
+    /// The index of the region holding `pc`, creating it if `pc` is in an executable area.
+    pub(crate) fn region_for(&mut self, pc: u64, mem: &mut AddressSpace) -> Result<usize, Fault> {
+        self.revalidate(mem);
+        if let Some(i) = self.regions.iter().position(|r| pc >= r.base && pc < r.end) {
+            return Ok(i);
+        }
+        let fault = |mapped| Fault {
+            addr: pc,
+            access: Access::Execute,
+            mapped,
+        };
+        let (start, end, perm) = mem.area_at(pc).ok_or(fault(false))?;
+        if !perm.contains(Perm::X) {
+            return Err(fault(true));
+        }
+        let n = ((end - start) / 4) as usize;
+        let mut slots = vec![MicroOp::new(ops::NOT_DECODED); n + 1];
+        slots[n] = MicroOp::new(ops::END_OF_REGION);
+        self.regions.push(Region {
+            base: start,
+            end,
+            ops: slots,
+            writable: perm.contains(Perm::W),
+        });
+        Ok(self.regions.len() - 1)
+    }
+
+    pub(crate) fn region(&self, i: usize) -> &Region {
+        &self.regions[i]
+    }
+
+    /// Decodes the page of region `i` that holds slot `idx`.
+    pub(crate) fn decode_page(
+        &mut self,
+        i: usize,
+        idx: usize,
+        mem: &mut AddressSpace,
+    ) -> Result<(), Fault> {
+        let r = &mut self.regions[i];
+        let first = idx & !(WORDS_PER_PAGE - 1);
+        let addr = r.base + (first as u64) * 4;
+        let page = mem.fetch_page(addr)?;
+        let n = WORDS_PER_PAGE.min(r.ops.len() - 1 - first);
+        for k in 0..n {
+            let word = u32::from_le_bytes(page[k * 4..k * 4 + 4].try_into().unwrap());
+            r.ops[first + k] = decode(word, addr + (k as u64) * 4);
+        }
+        if r.writable {
+            mem.mark_code_page(addr >> PAGE_SHIFT);
+        }
+        Ok(())
+    }
+}
