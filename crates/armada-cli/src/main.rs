@@ -1,1 +1,55 @@
-fn main() {}
+//! The `armada` command.
+
+mod bench;
+mod run;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "armada",
+    version,
+    about = "Run AArch64 Linux programs on the CPU or the GPU",
+    long_about = "armada runs statically linked AArch64 (ARM64) Linux programs with the same \
+                  output and exit status as on a real ARM64 machine. The CPU engine runs \
+                  everywhere; the GPU engines run many copies at once."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// The CPU interpreter (the reference engine; runs everywhere).
+    Cpu,
+    /// NVIDIA GPUs through CUDA.
+    Cuda,
+    /// Any GPU through wgpu (Vulkan, Metal, DX12).
+    Wgpu,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one program: stdin, stdout and stderr pass through, and armada exits with the
+    /// program's status.
+    Run(run::RunArgs),
+    /// Measure the CPU engine against qemu-aarch64 on compute-bound programs.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Bench(args) => bench::bench(args),
+    };
+    match result {
+        Ok(status) => ExitCode::from(status),
+        Err(e) => {
+            eprintln!("armada: {e:#}");
+            ExitCode::from(125)
+        }
+    }
+}

@@ -3,12 +3,18 @@
 use crate::memory::Fault;
 use armada_isa::uop::reg;
 
+/// Size of the CPU engine's general register array (see `CpuState::x`).
+pub const REG_FILE: usize = 64;
+const _: () = assert!(reg::COUNT <= REG_FILE);
+
 /// The registers of one guest thread. Plain data: the GPU engines keep the same fields.
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct CpuState {
-    /// x0..x30, SP (31), the zero register (32, always 0) and a write sink (33).
-    pub x: [u64; reg::COUNT],
+    /// x0..x30, SP (31), the zero register (32, always 0) and a write sink (33). The array is
+    /// larger than `reg::COUNT` so that the interpreter can index it with `& 63`, which the
+    /// compiler proves in bounds; entries past 33 are never used.
+    pub x: [u64; REG_FILE],
     pub pc: u64,
     /// NZCV in bits 31..28, as MRS NZCV reads it.
     pub nzcv: u64,
@@ -26,7 +32,7 @@ pub struct CpuState {
 impl Default for CpuState {
     fn default() -> Self {
         CpuState {
-            x: [0; reg::COUNT],
+            x: [0; REG_FILE],
             pc: 0,
             nzcv: 0,
             v: [0; 32],

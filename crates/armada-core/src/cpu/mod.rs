@@ -13,9 +13,9 @@ mod int;
 pub use code::CodeCache;
 
 use crate::memory::{AddressSpace, Fault};
-use crate::state::{CpuState, Stop};
+use crate::state::{CpuState, Stop, REG_FILE};
 use armada_isa::ops::*;
-use armada_isa::uop::{addr_mode, cond, reg, sysreg, MicroOp};
+use armada_isa::uop::{addr_mode, cond, sysreg, MicroOp};
 use int::*;
 
 /// Runs the lane until it stops or has retired `budget` more instructions.
@@ -102,7 +102,12 @@ pub fn run(st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budg
             }
             let u = ops[idx];
             let x = &mut st.x;
-            let (a, b, c, d) = (u.a as usize, u.b as usize, u.c as usize, u.d as usize);
+            let (a, b, c, d) = (
+                u.a as usize & 63,
+                u.b as usize & 63,
+                u.c as usize & 63,
+                u.d as usize & 63,
+            );
             match u.op {
                 NOT_DECODED => {
                     st.retired = retired;
@@ -774,19 +779,19 @@ const FPCR_MASK: u64 = 0x07f0_0000;
 const FPSR_MASK: u64 = 0xf800_009f;
 
 #[inline(always)]
-fn ea(x: &[u64; reg::COUNT], u: &MicroOp) -> u64 {
+fn ea(x: &[u64; REG_FILE], u: &MicroOp) -> u64 {
     match u.f {
-        addr_mode::OFFSET | addr_mode::PRE => x[u.b as usize].wrapping_add(u.imm),
-        addr_mode::POST => x[u.b as usize],
-        _ => x[u.b as usize].wrapping_add(extend(x[u.c as usize], u.e >> 3, u.e & 7)),
+        addr_mode::OFFSET | addr_mode::PRE => x[u.b as usize & 63].wrapping_add(u.imm),
+        addr_mode::POST => x[u.b as usize & 63],
+        _ => x[u.b as usize & 63].wrapping_add(extend(x[u.c as usize & 63], u.e >> 3, u.e & 7)),
     }
 }
 
 #[inline(always)]
-fn writeback(x: &mut [u64; reg::COUNT], u: &MicroOp, addr: u64) {
+fn writeback(x: &mut [u64; REG_FILE], u: &MicroOp, addr: u64) {
     match u.f {
-        addr_mode::PRE => x[u.b as usize] = addr,
-        addr_mode::POST => x[u.b as usize] = addr.wrapping_add(u.imm),
+        addr_mode::PRE => x[u.b as usize & 63] = addr,
+        addr_mode::POST => x[u.b as usize & 63] = addr.wrapping_add(u.imm),
         _ => {}
     }
 }

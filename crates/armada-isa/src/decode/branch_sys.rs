@@ -87,11 +87,11 @@ pub(super) const TABLE: &[Encoding] = &[
         |_| Some(MicroOp::new(NOP)),
     ),
     // --- System register moves
-    enc("MRS", "1101010100111sssssssssssssssttttt", |f| {
+    enc("MRS", "110101010011sssssssssssssssttttt", |f| {
         let id = sysreg::lookup(f.get('s'))?;
         Some(MicroOp::new(MRS).a(f.wz('t')).imm(id))
     }),
-    enc("MSR (register)", "1101010100011sssssssssssssssttttt", |f| {
+    enc("MSR (register)", "110101010001sssssssssssssssttttt", |f| {
         let id = sysreg::lookup(f.get('s'))?;
         matches!(
             id,

@@ -89,6 +89,7 @@ impl Fields<'_> {
 
 /// Where each lettered field sits in the word: (shift, width) by letter.
 struct Layout {
+    name: &'static str,
     fields: Vec<(char, u32, u32)>,
 }
 
@@ -98,7 +99,7 @@ impl Layout {
             .iter()
             .find(|f| f.0 == c)
             .map(|f| (f.1, f.2))
-            .unwrap_or_else(|| panic!("encoding table: no field '{c}'"))
+            .unwrap_or_else(|| panic!("encoding table: {} has no field '{c}'", self.name))
     }
 }
 
@@ -138,7 +139,10 @@ fn compile(e: &'static Encoding) -> Compiled {
     Compiled {
         mask,
         value,
-        layout: Layout { fields },
+        layout: Layout {
+            name: e.name,
+            fields,
+        },
         enc: e,
     }
 }

@@ -1,0 +1,178 @@
+//! `armada bench`: the CPU engine's speed next to qemu-aarch64's, measured in the same run on
+//! the same programs, with outputs compared so a wrong answer never counts as fast.
+
+use anyhow::{bail, Context, Result};
+use armada_core::elf::Image;
+use armada_core::linux::{LinuxConfig, Stdio};
+use armada_core::process::Program;
+use armada_core::runner::Lane;
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Benchmark cases, each a program and its arguments in one string
+    /// (e.g. "target/guest/crc32 20"). Default: the compute-bound guest programs built by
+    /// tests/guest/build.sh into target/guest.
+    pub cases: Vec<String>,
+    /// Timed runs of each case per engine; the best is reported.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// The qemu-aarch64 to compare with.
+    #[arg(long, default_value = "qemu-aarch64")]
+    pub qemu: String,
+    /// Skip qemu-aarch64 (report armada alone).
+    #[arg(long)]
+    pub no_qemu: bool,
+    /// Also print the results as a Markdown table.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+const DEFAULT_CASES: &[&str] = &[
+    "target/guest/crc32 30",
+    "target/guest/sort 400000",
+    "target/guest/matmul",
+    "target/guest/sieve",
+];
+
+struct Row {
+    case: String,
+    instructions: u64,
+    armada_s: f64,
+    qemu_s: Option<f64>,
+}
+
+fn run_armada(path: &Path, args: &[String]) -> Result<(u64, f64, Vec<u8>, i32)> {
+    let image = Arc::new(Image::load(path)?);
+    let mut argv = vec![path.as_os_str().as_encoded_bytes().to_vec()];
+    argv.extend(args.iter().map(|a| a.as_bytes().to_vec()));
+    let cfg = LinuxConfig {
+        root: None,
+        strace: false,
+        deterministic: true,
+        seed: 0,
+        exe_host_path: path.to_path_buf(),
+        exe_guest_path: argv[0].clone(),
+    };
+    let program = Program::spawn(image, &cfg, argv, Vec::new(), Stdio::Captured { stdin: Vec::new() })?;
+    let mut lane = Lane::new(program);
+    let t = Instant::now();
+    let status = lane.run(None).status();
+    let secs = t.elapsed().as_secs_f64();
+    let (out, _) = lane.program.process.take_output();
+    Ok((lane.retired(), secs, out, status))
+}
+
+fn run_qemu(qemu: &str, path: &Path, args: &[String]) -> Result<(f64, Vec<u8>, i32)> {
+    let t = Instant::now();
+    let out = Command::new(qemu)
+        .arg(path)
+        .args(args)
+        .env_clear()
+        .output()
+        .with_context(|| format!("cannot start {qemu} (install qemu-user, or pass --no-qemu)"))?;
+    let secs = t.elapsed().as_secs_f64();
+    Ok((secs, out.stdout, out.status.code().unwrap_or(128)))
+}
+
+pub fn bench(args: BenchArgs) -> Result<u8> {
+    let cases: Vec<String> = if args.cases.is_empty() {
+        DEFAULT_CASES
+            .iter()
+            .filter(|c| Path::new(c.split_whitespace().next().unwrap()).exists())
+            .map(|c| c.to_string())
+            .collect()
+    } else {
+        args.cases.clone()
+    };
+    if cases.is_empty() {
+        bail!(
+            "no benchmark programs: build them with tests/guest/build.sh (needs \
+             aarch64-linux-gnu-gcc), or name cases like \"path/to/prog arg\""
+        );
+    }
+    let mut rows = Vec::new();
+    for case in &cases {
+        let mut words = case.split_whitespace();
+        let path = PathBuf::from(words.next().context("empty case")?);
+        let pargs: Vec<String> = words.map(String::from).collect();
+        let mut best = f64::INFINITY;
+        let mut result = None;
+        for _ in 0..args.runs.max(1) {
+            let (n, s, out, status) = run_armada(&path, &pargs)
+                .with_context(|| format!("armada could not run {}", path.display()))?;
+            best = best.min(s);
+            result = Some((n, out, status));
+        }
+        let (instructions, out, status) = result.unwrap();
+        let mut qemu_s = None;
+        if !args.no_qemu {
+            let mut qbest = f64::INFINITY;
+            for _ in 0..args.runs.max(1) {
+                let (s, qout, qstatus) = run_qemu(&args.qemu, &path, &pargs)?;
+                if qout != out || qstatus != status {
+                    bail!(
+                        "{case}: armada and qemu disagree (exit {status} vs {qstatus}, stdout \
+                         {} vs {} bytes): not timing a wrong answer",
+                        out.len(),
+                        qout.len()
+                    );
+                }
+                qbest = qbest.min(s);
+            }
+            qemu_s = Some(qbest);
+        }
+        let row = Row {
+            case: case.clone(),
+            instructions,
+            armada_s: best,
+            qemu_s,
+        };
+        print_row(&row);
+        rows.push(row);
+    }
+    if args.markdown {
+        println!();
+        println!("| case | guest instructions | armada cpu (s) | armada M instr/s | qemu-aarch64 (s) | armada / qemu wall time |");
+        println!("|---|---|---|---|---|---|");
+        for r in &rows {
+            let (q, ratio) = match r.qemu_s {
+                Some(q) => (format!("{q:.3}"), format!("{:.2}x", r.armada_s / q)),
+                None => ("-".into(), "-".into()),
+            };
+            println!(
+                "| `{}` | {} | {:.3} | {:.0} | {} | {} |",
+                r.case,
+                r.instructions,
+                r.armada_s,
+                r.instructions as f64 / r.armada_s / 1e6,
+                q,
+                ratio
+            );
+        }
+    }
+    Ok(0)
+}
+
+fn print_row(r: &Row) {
+    let mips = r.instructions as f64 / r.armada_s / 1e6;
+    match r.qemu_s {
+        Some(q) => println!(
+            "{:<32} {:>13} instr  armada {:>7.3} s ({:>6.0} M/s)  qemu {:>7.3} s  armada/qemu {:>5.2}x",
+            r.case,
+            r.instructions,
+            r.armada_s,
+            mips,
+            q,
+            r.armada_s / q
+        ),
+        None => println!(
+            "{:<32} {:>13} instr  armada {:>7.3} s ({:>6.0} M/s)",
+            r.case, r.instructions, r.armada_s, mips
+        ),
+    }
+}

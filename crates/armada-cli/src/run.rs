@@ -1,0 +1,131 @@
+//! `armada run`.
+
+use crate::Backend;
+use anyhow::{bail, Context, Result};
+use armada_core::elf::Image;
+use armada_core::linux::{LinuxConfig, Stdio};
+use armada_core::process::Program;
+use armada_core::runner::{Exit, Lane};
+use clap::Args;
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Engine to run on.
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub backend: Backend,
+    /// Set a variable in the guest's environment (which starts as armada's own).
+    #[arg(short = 'E', value_name = "VAR=VALUE")]
+    pub set_env: Vec<String>,
+    /// Remove a variable from the guest's environment.
+    #[arg(short = 'U', value_name = "VAR")]
+    pub unset_env: Vec<String>,
+    /// Confine the guest's file access to DIR: every guest path resolves inside it.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Stop the program after N instructions (exit status 124).
+    #[arg(long, value_name = "N")]
+    pub max_instructions: Option<u64>,
+    /// Print each syscall and its result on stderr.
+    #[arg(long)]
+    pub strace: bool,
+    /// Print instructions retired, wall time and instructions per second on stderr.
+    #[arg(long)]
+    pub stats: bool,
+    /// Give the guest a virtual clock and seeded random bytes, so that runs repeat exactly.
+    #[arg(long)]
+    pub deterministic: bool,
+    /// Seed for --deterministic random bytes.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The AArch64 Linux program.
+    pub program: PathBuf,
+    /// Arguments passed to the program.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<OsString>,
+}
+
+/// The guest environment: the host's, with -U removals and -E additions applied.
+pub fn guest_env(set: &[String], unset: &[String]) -> Result<Vec<Vec<u8>>> {
+    let mut env: Vec<(Vec<u8>, Vec<u8>)> = std::env::vars_os()
+        .map(|(k, v)| (k.into_vec(), v.into_vec()))
+        .collect();
+    for name in unset {
+        env.retain(|(k, _)| k != name.as_bytes());
+    }
+    for kv in set {
+        let Some((k, v)) = kv.split_once('=') else {
+            bail!("-E takes VAR=VALUE, got {kv:?}");
+        };
+        env.retain(|(key, _)| key != k.as_bytes());
+        env.push((k.as_bytes().to_vec(), v.as_bytes().to_vec()));
+    }
+    Ok(env
+        .into_iter()
+        .map(|(mut k, v)| {
+            k.push(b'=');
+            k.extend_from_slice(&v);
+            k
+        })
+        .collect())
+}
+
+pub fn check_backend(backend: Backend) -> Result<()> {
+    match backend {
+        Backend::Cpu => Ok(()),
+        Backend::Cuda => bail!(
+            "the CUDA engine is not part of this build yet; use --backend cpu (the default)"
+        ),
+        Backend::Wgpu => bail!(
+            "the wgpu engine is not part of this build yet; use --backend cpu (the default)"
+        ),
+    }
+}
+
+pub fn run(args: RunArgs) -> Result<u8> {
+    check_backend(args.backend)?;
+    let image = Image::load(&args.program)
+        .with_context(|| format!("cannot run {}", args.program.display()))?;
+    let guest_path = args.program.as_os_str().as_bytes().to_vec();
+    let mut argv = vec![guest_path.clone()];
+    argv.extend(args.args.iter().map(|a| a.as_bytes().to_vec()));
+    let env = guest_env(&args.set_env, &args.unset_env)?;
+    let cfg = LinuxConfig {
+        root: args.root.clone(),
+        strace: args.strace,
+        deterministic: args.deterministic,
+        seed: args.seed,
+        exe_host_path: std::fs::canonicalize(&args.program).unwrap_or(args.program.clone()),
+        exe_guest_path: guest_path,
+    };
+    let program = Program::spawn(Arc::new(image), &cfg, argv, env, Stdio::Inherit)
+        .with_context(|| format!("cannot start {}", args.program.display()))?;
+    let mut lane = Lane::new(program);
+    let start = Instant::now();
+    let exit = lane.run(args.max_instructions).clone();
+    let elapsed = start.elapsed().as_secs_f64();
+    match &exit {
+        Exit::Signal {
+            message: Some(m), ..
+        } => eprintln!("armada: {m}"),
+        Exit::InstructionLimit => eprintln!(
+            "armada: stopped after {} instructions (--max-instructions) at pc {:#x}",
+            lane.retired(),
+            lane.program.state.pc
+        ),
+        _ => {}
+    }
+    if args.stats {
+        let n = lane.retired();
+        eprintln!(
+            "armada: {n} instructions in {elapsed:.3} s ({:.1} M instructions/s), {} KiB private guest memory",
+            n as f64 / elapsed.max(1e-9) / 1e6,
+            lane.program.mem.private_bytes() / 1024
+        );
+    }
+    Ok(exit.status() as u8)
+}
