@@ -1,5 +1,9 @@
 //! armada-core: guest memory, the CPU engine, the ELF loader and the Linux syscall layer.
 
 pub mod cpu;
+pub mod elf;
+pub mod linux;
 pub mod memory;
+pub mod process;
 pub mod state;
+pub mod runner;

@@ -105,13 +105,8 @@ fn fmov_imm(f: &Fields) -> Option<MicroOp> {
 
 fn fcmp(f: &Fields, zero: bool) -> Option<MicroOp> {
     let e = ty(f)?;
-    Some(
-        MicroOp::new(F_CMP)
-            .b(f.r('n'))
-            .c(f.r('m'))
-            .e(e)
-            .d(zero as u8),
-    )
+    let m = if zero { 0 } else { f.r('m') };
+    Some(MicroOp::new(F_CMP).b(f.r('n')).c(m).e(e).d(zero as u8))
 }
 
 fn fccmp(f: &Fields) -> Option<MicroOp> {
@@ -371,6 +366,6 @@ mod tests {
         assert_eq!(vfp_expand_imm(0x70, 2), 0x3f80_0000); // 1.0
         assert_eq!(vfp_expand_imm(0x00, 3), 0x4000_0000_0000_0000); // 2.0
         assert_eq!(vfp_expand_imm(0x70, 1), 0x3c00); // 1.0 (half)
-        assert_eq!(vfp_expand_imm(0x1f, 2), 0x41f8_0000); // 31.0
+        assert_eq!(vfp_expand_imm(0x1f, 2), 0x40f8_0000); // 7.75
     }
 }

@@ -1061,3 +1061,27 @@ pub(super) const TABLE: &[Encoding] = &[
     enc("FMUL (by element, scalar)",  "01 0 11111 1S L M mmmm 1001 H 0 nnnnn ddddd", |f| elem_fp(f, F_MUL, true, false)),
     enc("FMULX (by element, scalar)", "01 1 11111 1S L M mmmm 1001 H 0 nnnnn ddddd", |f| elem_fp(f, F_MULX, true, false)),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::decode_named;
+
+    /// Decodes the hex words of the file named by ARMADA_WORDS, one per line, and writes
+    /// `word name` lines next to it (`.decoded`): for comparing the UNDEFINED space with qemu.
+    #[test]
+    #[ignore = "tool: needs ARMADA_WORDS"]
+    fn classify_words() {
+        let Ok(path) = std::env::var("ARMADA_WORDS") else {
+            return;
+        };
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut out = String::new();
+        for w in text.split_whitespace() {
+            let word = u32::from_str_radix(w, 16).unwrap();
+            let (_, name) = decode_named(word, 0x40_0000);
+            out.push_str(&format!("{w} {name}\n"));
+        }
+        std::fs::write(format!("{path}.decoded"), out).unwrap();
+    }
+}

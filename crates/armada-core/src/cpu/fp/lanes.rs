@@ -1,0 +1,195 @@
+//! Element access on 128-bit vector registers, and the integer element operations.
+
+/// Mask of an element of 2^e bytes (e <= 3).
+#[inline(always)]
+pub(super) fn mask(e: u8) -> u64 {
+    if e >= 3 {
+        u64::MAX
+    } else {
+        (1u64 << (8u32 << e)) - 1
+    }
+}
+
+/// Bits in an element.
+#[inline(always)]
+pub(super) fn bits(e: u8) -> u32 {
+    8u32 << e
+}
+
+/// Element `i` of size 2^e bytes.
+#[inline(always)]
+pub(super) fn get(v: u128, e: u8, i: usize) -> u64 {
+    ((v >> (i as u32 * bits(e))) as u64) & mask(e)
+}
+
+/// Sets element `i` of size 2^e bytes.
+#[inline(always)]
+pub(super) fn set(v: &mut u128, e: u8, i: usize, x: u64) {
+    let sh = i as u32 * bits(e);
+    let m = (mask(e) as u128) << sh;
+    *v = (*v & !m) | (((x & mask(e)) as u128) << sh);
+}
+
+/// Mask of the low 2^f bytes of a register.
+#[inline(always)]
+pub(super) fn datamask(f: u8) -> u128 {
+    if f >= 4 {
+        u128::MAX
+    } else {
+        (1u128 << (8u32 << f)) - 1
+    }
+}
+
+/// Sign-extends an element.
+#[inline(always)]
+pub(super) fn sx(x: u64, e: u8) -> i64 {
+    let sh = 64 - bits(e);
+    ((x << sh) as i64) >> sh
+}
+
+/// An element as a signed or unsigned wide integer.
+#[inline(always)]
+pub(super) fn int(x: u64, e: u8, unsigned: bool) -> i128 {
+    if unsigned {
+        (x & mask(e)) as i128
+    } else {
+        sx(x, e) as i128
+    }
+}
+
+/// Element `x` in every lane of a register.
+pub(super) fn broadcast(x: u64, e: u8) -> u128 {
+    let mut r = 0u128;
+    for i in 0..(16usize >> e) {
+        set(&mut r, e, i, x);
+    }
+    r
+}
+
+/// Signed saturation to 2^e bytes: (value, saturated).
+#[inline]
+pub(super) fn sat_s(x: i128, e: u8) -> (u64, bool) {
+    let b = bits(e);
+    let max = (1i128 << (b - 1)) - 1;
+    let min = -(1i128 << (b - 1));
+    if x > max {
+        (max as u64 & mask(e), true)
+    } else if x < min {
+        (min as u64 & mask(e), true)
+    } else {
+        (x as u64 & mask(e), false)
+    }
+}
+
+/// Unsigned saturation to 2^e bytes.
+#[inline]
+pub(super) fn sat_u(x: i128, e: u8) -> (u64, bool) {
+    let max = mask(e) as i128;
+    if x > max {
+        (mask(e), true)
+    } else if x < 0 {
+        (0, true)
+    } else {
+        (x as u64, false)
+    }
+}
+
+/// Saturation to signed or unsigned.
+#[inline]
+pub(super) fn sat(x: i128, e: u8, unsigned: bool) -> (u64, bool) {
+    if unsigned {
+        sat_u(x, e)
+    } else {
+        sat_s(x, e)
+    }
+}
+
+/// SSHL/USHL/SRSHL/URSHL/SQSHL/UQSHL/SQRSHL/UQRSHL of one element: shift by the signed low
+/// byte of `m`. Returns (value, saturated).
+pub(super) fn shl_reg(
+    x: u64,
+    m: u64,
+    e: u8,
+    unsigned: bool,
+    round: bool,
+    satq: bool,
+) -> (u64, bool) {
+    let shift = m as u8 as i8 as i32;
+    let v = int(x, e, unsigned);
+    let b = bits(e) as i32;
+    let r: i128 = if shift >= 0 {
+        if shift >= b {
+            if v == 0 {
+                0
+            } else if satq {
+                // any nonzero value overflows: saturate towards its sign
+                return if unsigned || v > 0 {
+                    sat(i128::MAX, e, unsigned)
+                } else {
+                    sat(i128::MIN, e, unsigned)
+                };
+            } else {
+                0
+            }
+        } else {
+            v << shift
+        }
+    } else {
+        let s = -shift;
+        if round {
+            let s = s.min(65);
+            (v + (1i128 << (s - 1))) >> s
+        } else {
+            v >> s.min(64)
+        }
+    };
+    if satq {
+        sat(r, e, unsigned)
+    } else {
+        (r as u64 & mask(e), false)
+    }
+}
+
+/// Right shift by 1..=esize, optionally rounding, of an element.
+#[inline]
+pub(super) fn shr(x: u64, e: u8, sh: u32, unsigned: bool, round: bool) -> i128 {
+    let v = int(x, e, unsigned);
+    if round {
+        (v + (1i128 << (sh - 1))) >> sh
+    } else {
+        v >> sh
+    }
+}
+
+/// Count of leading sign bits (not counting the sign bit itself).
+pub(super) fn cls(x: u64, e: u8) -> u64 {
+    let s = sx(x, e);
+    let y = if s < 0 { !s } else { s } as u64 & mask(e);
+    (y.leading_zeros() - (64 - bits(e)) - 1) as u64
+}
+
+pub(super) fn clz(x: u64, e: u8) -> u64 {
+    ((x & mask(e)).leading_zeros() - (64 - bits(e))) as u64
+}
+
+/// Carry-less product of two 64-bit values.
+pub(super) fn clmul(a: u64, b: u64) -> u128 {
+    let mut r = 0u128;
+    for i in 0..64 {
+        if (b >> i) & 1 != 0 {
+            r ^= (a as u128) << i;
+        }
+    }
+    r
+}
+
+/// Bytes of a register and back.
+#[inline]
+pub(super) fn bytes(v: u128) -> [u8; 16] {
+    v.to_le_bytes()
+}
+
+#[inline]
+pub(super) fn from_bytes(b: [u8; 16]) -> u128 {
+    u128::from_le_bytes(b)
+}

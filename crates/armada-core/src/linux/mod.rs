@@ -1,0 +1,630 @@
+//! The Linux syscall layer, host side: one [`Process`] per lane.
+//!
+//! A lane that executes `SVC #0` stops with the PC past the SVC; the engine calls
+//! [`Process::syscall`], which reads the number from x8 and the arguments from x0..x5, does the
+//! work against the lane's [`AddressSpace`] and the host, and writes the result (or `-errno`)
+//! to x0. [`service_batch`] does the same for many stopped lanes at once, in parallel.
+//!
+//! Everything the guest passes in is untrusted: pointers are checked through the address
+//! space (a bad one is `EFAULT`), sizes are checked and capped, and nothing here panics on
+//! guest input. Guest file access can be confined to a root directory (see `path`).
+//! With `deterministic` set, time and random bytes come from a virtual clock driven by the
+//! lane's retired instruction count and a seeded generator, so runs repeat exactly.
+//!
+//! Struct layouts are arm64's (asm-generic): `struct stat` is 128 bytes, `struct sigaction`
+//! is handler/flags/restorer/mask, open flags differ from x86-64 in O_DIRECTORY, O_NOFOLLOW,
+//! O_DIRECT and O_LARGEFILE (translated in `fs`).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+use crate::memory::{AddressSpace, Perm};
+use crate::state::CpuState;
+
+pub mod fs;
+pub mod mm;
+pub mod nr;
+pub mod path;
+pub mod signal;
+mod strace;
+pub mod sys;
+pub mod time;
+
+/// How a lane's guest sees the host.
+#[derive(Clone, Debug, Default)]
+pub struct LinuxConfig {
+    /// Guest paths resolve inside this host directory: no `..`, absolute path or symlink
+    /// escapes it. `None`: guest paths are host paths (as with qemu-user).
+    pub root: Option<PathBuf>,
+    /// Print one line per syscall to the host's stderr.
+    pub strace: bool,
+    /// Virtual clock and seeded random bytes instead of the host's.
+    pub deterministic: bool,
+    /// Seed of the random bytes (AT_RANDOM, getrandom, /dev/urandom) in deterministic mode.
+    pub seed: u64,
+    /// The program file on the host (what `/proc/self/exe` opens).
+    pub exe_host_path: PathBuf,
+    /// The program's path as the guest sees it (what `/proc/self/exe` reads as).
+    pub exe_guest_path: Vec<u8>,
+}
+
+/// Where the guest's standard streams go.
+#[derive(Clone, Debug)]
+pub enum Stdio {
+    /// fds 0, 1 and 2 are the host's.
+    Inherit,
+    /// stdin reads from this buffer; stdout and stderr are collected in memory
+    /// ([`Process::take_output`]).
+    Captured { stdin: Vec<u8> },
+}
+
+/// What the lane does after a syscall.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SysOutcome {
+    /// Resume the lane (x0 holds the result).
+    Continue,
+    /// exit/exit_group with this status (0..=255).
+    Exit(i32),
+    /// Killed by this signal.
+    Killed(i32),
+}
+
+/// A Linux errno value (positive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Errno(pub i32);
+
+impl Errno {
+    pub const EPERM: Errno = Errno(libc::EPERM);
+    pub const ENOENT: Errno = Errno(libc::ENOENT);
+    pub const ESRCH: Errno = Errno(libc::ESRCH);
+    pub const EINTR: Errno = Errno(libc::EINTR);
+    pub const EIO: Errno = Errno(libc::EIO);
+    pub const EBADF: Errno = Errno(libc::EBADF);
+    pub const ECHILD: Errno = Errno(libc::ECHILD);
+    pub const EAGAIN: Errno = Errno(libc::EAGAIN);
+    pub const ENOMEM: Errno = Errno(libc::ENOMEM);
+    pub const EACCES: Errno = Errno(libc::EACCES);
+    pub const EFAULT: Errno = Errno(libc::EFAULT);
+    pub const EEXIST: Errno = Errno(libc::EEXIST);
+    pub const ENODEV: Errno = Errno(libc::ENODEV);
+    pub const ENOTDIR: Errno = Errno(libc::ENOTDIR);
+    pub const EISDIR: Errno = Errno(libc::EISDIR);
+    pub const EINVAL: Errno = Errno(libc::EINVAL);
+    pub const EMFILE: Errno = Errno(libc::EMFILE);
+    pub const ENOTTY: Errno = Errno(libc::ENOTTY);
+    pub const EFBIG: Errno = Errno(libc::EFBIG);
+    pub const ENOSPC: Errno = Errno(libc::ENOSPC);
+    pub const ESPIPE: Errno = Errno(libc::ESPIPE);
+    pub const EPIPE: Errno = Errno(libc::EPIPE);
+    pub const ERANGE: Errno = Errno(libc::ERANGE);
+    pub const ENAMETOOLONG: Errno = Errno(libc::ENAMETOOLONG);
+    pub const ENOSYS: Errno = Errno(libc::ENOSYS);
+    pub const ELOOP: Errno = Errno(libc::ELOOP);
+    pub const ETIMEDOUT: Errno = Errno(libc::ETIMEDOUT);
+    pub const EOPNOTSUPP: Errno = Errno(libc::EOPNOTSUPP);
+    pub const EXDEV: Errno = Errno(libc::EXDEV);
+
+    /// The errno of a host I/O error (EIO when it carries none).
+    pub fn from_io(e: &std::io::Error) -> Errno {
+        Errno(e.raw_os_error().unwrap_or(libc::EIO))
+    }
+
+    /// The errno the last failing libc call left.
+    pub(crate) fn last() -> Errno {
+        Errno::from_io(&std::io::Error::last_os_error())
+    }
+
+    /// The symbolic name, for traces.
+    pub fn name(self) -> &'static str {
+        errno_name(self.0)
+    }
+}
+
+pub(crate) type SysResult = Result<u64, Errno>;
+
+fn errno_name(e: i32) -> &'static str {
+    match e {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::ESRCH => "ESRCH",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::ENXIO => "ENXIO",
+        libc::E2BIG => "E2BIG",
+        libc::ENOEXEC => "ENOEXEC",
+        libc::EBADF => "EBADF",
+        libc::ECHILD => "ECHILD",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EFAULT => "EFAULT",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EXDEV => "EXDEV",
+        libc::ENODEV => "ENODEV",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EISDIR => "EISDIR",
+        libc::EINVAL => "EINVAL",
+        libc::ENFILE => "ENFILE",
+        libc::EMFILE => "EMFILE",
+        libc::ENOTTY => "ENOTTY",
+        libc::EFBIG => "EFBIG",
+        libc::ENOSPC => "ENOSPC",
+        libc::ESPIPE => "ESPIPE",
+        libc::EROFS => "EROFS",
+        libc::EMLINK => "EMLINK",
+        libc::EPIPE => "EPIPE",
+        libc::ERANGE => "ERANGE",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
+        libc::ENOSYS => "ENOSYS",
+        libc::ENOTEMPTY => "ENOTEMPTY",
+        libc::ELOOP => "ELOOP",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        _ => "E?",
+    }
+}
+
+// ----- guest memory helpers ---------------------------------------------------------------
+
+/// Longest path accepted (PATH_MAX, including the NUL).
+pub(crate) const PATH_MAX: usize = 4096;
+
+pub(crate) fn rd(mem: &mut AddressSpace, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+    mem.read_bytes(addr, buf).map_err(|_| Errno::EFAULT)
+}
+
+pub(crate) fn wr(mem: &mut AddressSpace, addr: u64, data: &[u8]) -> Result<(), Errno> {
+    mem.write_bytes(addr, data).map_err(|_| Errno::EFAULT)
+}
+
+pub(crate) fn rd_u64(mem: &mut AddressSpace, addr: u64) -> Result<u64, Errno> {
+    mem.read_u64(addr).map_err(|_| Errno::EFAULT)
+}
+
+pub(crate) fn rd_u32(mem: &mut AddressSpace, addr: u64) -> Result<u32, Errno> {
+    mem.read_u32(addr).map_err(|_| Errno::EFAULT)
+}
+
+pub(crate) fn wr_u64(mem: &mut AddressSpace, addr: u64, v: u64) -> Result<(), Errno> {
+    mem.write_u64(addr, v).map_err(|_| Errno::EFAULT)
+}
+
+pub(crate) fn wr_u32(mem: &mut AddressSpace, addr: u64, v: u32) -> Result<(), Errno> {
+    mem.write_u32(addr, v).map_err(|_| Errno::EFAULT)
+}
+
+/// A NUL-terminated guest string of at most PATH_MAX bytes.
+pub(crate) fn cstr(mem: &mut AddressSpace, addr: u64) -> Result<Vec<u8>, Errno> {
+    let s = mem.read_cstr(addr, PATH_MAX).map_err(|_| Errno::EFAULT)?;
+    if s.len() >= PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    Ok(s)
+}
+
+/// Whether [addr, addr+len) is mapped writable (checked before consuming host data).
+pub(crate) fn check_writable(mem: &AddressSpace, addr: u64, len: u64) -> Result<(), Errno> {
+    if len == 0 {
+        return Ok(());
+    }
+    let end = addr.checked_add(len).ok_or(Errno::EFAULT)?;
+    let mut cur = addr;
+    while cur < end {
+        match mem.area_at(cur) {
+            Some((_, e, p)) if p.contains(Perm::W) => cur = e,
+            _ => return Err(Errno::EFAULT),
+        }
+    }
+    Ok(())
+}
+
+/// Whether [addr, addr+len) is mapped readable.
+pub(crate) fn check_readable(mem: &AddressSpace, addr: u64, len: u64) -> Result<(), Errno> {
+    if len == 0 {
+        return Ok(());
+    }
+    let end = addr.checked_add(len).ok_or(Errno::EFAULT)?;
+    let mut cur = addr;
+    while cur < end {
+        match mem.area_at(cur) {
+            Some((_, e, p)) if p.contains(Perm::R) => cur = e,
+            _ => return Err(Errno::EFAULT),
+        }
+    }
+    Ok(())
+}
+
+// ----- notes printed once -----------------------------------------------------------------
+
+static NOTES: Mutex<BTreeSet<(u8, u64)>> = Mutex::new(BTreeSet::new());
+
+/// Prints `msg` to stderr the first time (kind, key) is seen in this host process.
+pub(crate) fn note_once(kind: u8, key: u64, msg: impl FnOnce() -> String) {
+    let first = match NOTES.lock() {
+        Ok(mut s) => s.insert((kind, key)),
+        Err(p) => p.into_inner().insert((kind, key)),
+    };
+    if first {
+        eprintln!("armada: {}", msg());
+    }
+}
+
+pub(crate) const NOTE_UNSUPPORTED: u8 = 0;
+pub(crate) const NOTE_SIGNAL_HANDLER: u8 = 1;
+pub(crate) const NOTE_MISC: u8 = 2;
+
+// ----- the process ------------------------------------------------------------------------
+
+/// The Linux-side state of one guest process (one lane): open files, cwd, brk, signal
+/// dispositions, clock and random generator.
+pub struct Process {
+    pub(crate) cfg: LinuxConfig,
+    /// Canonical host root when confined.
+    pub(crate) root: Option<PathBuf>,
+    pub(crate) pid: i32,
+    pub(crate) ppid: i32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    pub(crate) files: fs::Files,
+    pub(crate) cwd: fs::Cwd,
+    pub(crate) umask: u32,
+    pub(crate) brk_start: u64,
+    pub(crate) brk_cur: u64,
+    pub(crate) clock: time::Clock,
+    pub(crate) rng: time::Rng,
+    pub(crate) signals: signal::Signals,
+    pub(crate) rlimits: [(u64, u64); sys::RLIM_NLIMITS],
+    pub(crate) comm: [u8; 16],
+    /// Retired instructions of the lane at the current syscall (for the virtual clock).
+    pub(crate) retired: u64,
+    /// Set by a handler that ends the process.
+    pub(crate) outcome: Option<SysOutcome>,
+    pub(crate) syscalls: u64,
+    pub(crate) shared_maps: Vec<mm::SharedMap>,
+}
+
+// Process moves between the rayon worker threads of `service_batch`.
+const _: () = {
+    const fn assert_send<T: Send>() {}
+    assert_send::<Process>();
+};
+
+/// The process id the guest sees in deterministic mode.
+pub const DETERMINISTIC_PID: i32 = 1000;
+
+impl Process {
+    /// A process whose heap (brk) starts at `brk_start` (page-aligned end of the image).
+    pub fn new(cfg: LinuxConfig, stdio: Stdio, brk_start: u64) -> Self {
+        let root = cfg
+            .root
+            .as_ref()
+            .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()));
+        // SAFETY: these libc calls take no arguments and cannot fail.
+        let (host_pid, host_ppid, uid, gid) = unsafe {
+            (
+                libc::getpid(),
+                libc::getppid(),
+                libc::getuid(),
+                libc::getgid(),
+            )
+        };
+        let (pid, ppid) = if cfg.deterministic {
+            (DETERMINISTIC_PID, DETERMINISTIC_PID - 1)
+        } else {
+            (host_pid, host_ppid)
+        };
+        let mut comm = [0u8; 16];
+        let base = cfg
+            .exe_guest_path
+            .rsplit(|&c| c == b'/')
+            .next()
+            .unwrap_or(&[]);
+        let n = base.len().min(15);
+        comm[..n].copy_from_slice(&base[..n]);
+        let rng = if cfg.deterministic {
+            time::Rng::seeded(cfg.seed)
+        } else {
+            time::Rng::from_host()
+        };
+        let cwd = fs::Cwd::initial(root.is_some());
+        Process {
+            clock: time::Clock::new(cfg.deterministic),
+            files: fs::Files::new(stdio),
+            cwd,
+            root,
+            pid,
+            ppid,
+            uid,
+            gid,
+            umask: 0o022,
+            brk_start,
+            brk_cur: brk_start,
+            rng,
+            signals: signal::Signals::default(),
+            rlimits: sys::default_rlimits(),
+            comm,
+            retired: 0,
+            outcome: None,
+            syscalls: 0,
+            shared_maps: Vec::new(),
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> &LinuxConfig {
+        &self.cfg
+    }
+
+    /// The pid the guest sees.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// The current program break.
+    pub fn brk(&self) -> u64 {
+        self.brk_cur
+    }
+
+    /// Syscalls serviced so far.
+    pub fn syscall_count(&self) -> u64 {
+        self.syscalls
+    }
+
+    /// Takes what the guest wrote to stdout and stderr (with `Stdio::Captured`).
+    pub fn take_output(&mut self) -> (Vec<u8>, Vec<u8>) {
+        (
+            std::mem::take(&mut self.files.out),
+            std::mem::take(&mut self.files.err),
+        )
+    }
+
+    /// Random bytes from the process's generator (seeded in deterministic mode): AT_RANDOM.
+    pub fn random_bytes(&mut self, buf: &mut [u8]) {
+        self.rng.fill(buf);
+    }
+
+    /// Delivers signal `sig` to the process as the kernel would with no handler support:
+    /// returns the outcome if the signal ends the process (used for faults: SIGSEGV etc.).
+    pub fn raise_signal(&mut self, sig: i32) -> Option<SysOutcome> {
+        self.raise(sig);
+        self.outcome.take()
+    }
+
+    /// Services the syscall the lane stopped at: number in x8, arguments in x0..x5, result
+    /// (or -errno) into x0.
+    pub fn syscall(&mut self, st: &mut CpuState, mem: &mut AddressSpace) -> SysOutcome {
+        let nr = st.x[8];
+        let a = [st.x[0], st.x[1], st.x[2], st.x[3], st.x[4], st.x[5]];
+        self.retired = st.retired;
+        self.syscalls += 1;
+        let trace = self.cfg.strace.then(|| strace::format_call(nr, &a, mem));
+        let r = self.dispatch(nr, a, mem);
+        let ret = match r {
+            Ok(v) => v,
+            Err(e) => (-(e.0 as i64)) as u64,
+        };
+        if let Some(outcome) = self.outcome.take() {
+            if outcome != SysOutcome::Continue {
+                self.flush_shared_mappings(mem);
+            }
+            if let Some(t) = &trace {
+                eprintln!("{} {t} = ?", self.pid);
+                match outcome {
+                    SysOutcome::Killed(sig) => {
+                        eprintln!("{} +++ killed by {} +++", self.pid, signal::name(sig))
+                    }
+                    SysOutcome::Exit(code) => eprintln!("{} +++ exited with {code} +++", self.pid),
+                    SysOutcome::Continue => {}
+                }
+            }
+            if outcome != SysOutcome::Continue {
+                st.x[0] = ret;
+                return outcome;
+            }
+        }
+        st.x[0] = ret;
+        if let Some(t) = trace {
+            eprintln!("{} {t} = {}", self.pid, strace::format_ret(nr, r));
+        }
+        SysOutcome::Continue
+    }
+
+    fn dispatch(&mut self, nr: u64, a: [u64; 6], mem: &mut AddressSpace) -> SysResult {
+        use nr::*;
+        // int arguments are the low 32 bits, sign-extended
+        let i = |k: usize| a[k] as i32;
+        match nr {
+            // files
+            READ => self.sys_read(mem, i(0), a[1], a[2]),
+            WRITE => self.sys_write(mem, i(0), a[1], a[2]),
+            READV => self.sys_readv(mem, i(0), a[1], a[2], None),
+            WRITEV => self.sys_writev(mem, i(0), a[1], a[2], None),
+            PREAD64 => self.sys_pread(mem, i(0), a[1], a[2], a[3]),
+            PWRITE64 => self.sys_pwrite(mem, i(0), a[1], a[2], a[3]),
+            PREADV => self.sys_readv(mem, i(0), a[1], a[2], Some(a[3])),
+            PWRITEV => self.sys_writev(mem, i(0), a[1], a[2], Some(a[3])),
+            OPENAT => self.sys_openat(mem, i(0), a[1], a[2] as u32, a[3] as u32),
+            CLOSE => self.sys_close(i(0)),
+            CLOSE_RANGE => self.sys_close_range(a[0] as u32, a[1] as u32, a[2] as u32),
+            LSEEK => self.sys_lseek(i(0), a[1] as i64, i(2)),
+            FSTAT => self.sys_fstat(mem, i(0), a[1]),
+            NEWFSTATAT => self.sys_newfstatat(mem, i(0), a[1], a[2], i(3)),
+            STATX => self.sys_statx(mem, i(0), a[1], i(2), a[3] as u32, a[4]),
+            STATFS => self.sys_statfs(mem, a[0], a[1]),
+            FSTATFS => self.sys_fstatfs(mem, i(0), a[1]),
+            GETDENTS64 => self.sys_getdents64(mem, i(0), a[1], a[2]),
+            READLINKAT => self.sys_readlinkat(mem, i(0), a[1], a[2], a[3]),
+            FACCESSAT => self.sys_faccessat(mem, i(0), a[1], i(2), 0),
+            FACCESSAT2 => self.sys_faccessat(mem, i(0), a[1], i(2), i(3)),
+            MKDIRAT => self.sys_mkdirat(mem, i(0), a[1], a[2] as u32),
+            MKNODAT => self.sys_mknodat(mem, i(0), a[1], a[2] as u32, a[3]),
+            UNLINKAT => self.sys_unlinkat(mem, i(0), a[1], i(2)),
+            SYMLINKAT => self.sys_symlinkat(mem, a[0], i(1), a[2]),
+            LINKAT => self.sys_linkat(mem, i(0), a[1], i(2), a[3], i(4)),
+            RENAMEAT => self.sys_renameat2(mem, i(0), a[1], i(2), a[3], 0),
+            RENAMEAT2 => self.sys_renameat2(mem, i(0), a[1], i(2), a[3], a[4] as u32),
+            TRUNCATE => self.sys_truncate(mem, a[0], a[1] as i64),
+            FTRUNCATE => self.sys_ftruncate(i(0), a[1] as i64),
+            FALLOCATE => self.sys_fallocate(i(0), i(1), a[2] as i64, a[3] as i64),
+            FCNTL => self.sys_fcntl(mem, i(0), i(1), a[2]),
+            DUP => self.sys_dup(i(0)),
+            DUP3 => self.sys_dup3(i(0), i(1), i(2)),
+            PIPE2 => self.sys_pipe2(mem, a[0], i(1)),
+            IOCTL => self.sys_ioctl(mem, i(0), a[1] as u32, a[2]),
+            FLOCK => self.fd_check(i(0)),
+            CHDIR => self.sys_chdir(mem, a[0]),
+            FCHDIR => self.sys_fchdir(i(0)),
+            GETCWD => self.sys_getcwd(mem, a[0], a[1]),
+            UMASK => {
+                let old = self.umask;
+                self.umask = a[0] as u32 & 0o777;
+                Ok(old as u64)
+            }
+            FCHMOD => self.sys_fchmod(i(0), a[1] as u32),
+            FCHMODAT => self.sys_fchmodat(mem, i(0), a[1], a[2] as u32, 0),
+            FCHMODAT2 => self.sys_fchmodat(mem, i(0), a[1], a[2] as u32, i(3)),
+            FCHOWN => self.sys_fchown(i(0), a[1] as u32, a[2] as u32),
+            FCHOWNAT => self.sys_fchownat(mem, i(0), a[1], a[2] as u32, a[3] as u32, i(4)),
+            UTIMENSAT => self.sys_utimensat(mem, i(0), a[1], a[2], i(3)),
+            SYNC => Ok(0),
+            SYNCFS | FSYNC | FDATASYNC => self.sys_fsync(i(0)),
+            SYNC_FILE_RANGE | FADVISE64 | READAHEAD => self.fd_check(i(0)),
+            SENDFILE => self.sys_sendfile(mem, i(0), i(1), a[2], a[3]),
+            PPOLL => self.sys_ppoll(mem, a[0], a[1], a[2]),
+            PSELECT6 => self.sys_pselect6(mem, i(0), a[1], a[2], a[3], a[4]),
+
+            // memory
+            BRK => self.sys_brk(mem, a[0]),
+            MMAP => self.sys_mmap(mem, a[0], a[1], a[2], a[3] as u32, i(4), a[5]),
+            MUNMAP => self.sys_munmap(mem, a[0], a[1]),
+            MREMAP => self.sys_mremap(mem, a[0], a[1], a[2], a[3] as u32, a[4]),
+            MPROTECT => self.sys_mprotect(mem, a[0], a[1], a[2]),
+            MADVISE => self.sys_madvise(mem, a[0], a[1], i(2)),
+            MSYNC => self.sys_msync(mem, a[0], a[1], i(2)),
+            MLOCK | MUNLOCK | MLOCK2 => Ok(0),
+            MLOCKALL | MUNLOCKALL => Ok(0),
+            MINCORE => self.sys_mincore(mem, a[0], a[1], a[2]),
+
+            // process
+            EXIT | EXIT_GROUP => {
+                self.outcome = Some(SysOutcome::Exit(a[0] as i32 & 0xff));
+                Ok(0)
+            }
+            SET_TID_ADDRESS => Ok(self.pid as u64),
+            SET_ROBUST_LIST => {
+                if a[1] != 24 {
+                    Err(Errno::EINVAL)
+                } else {
+                    Ok(0)
+                }
+            }
+            GET_ROBUST_LIST => Err(Errno::EPERM),
+            RSEQ => Err(Errno::ENOSYS),
+            PRLIMIT64 => self.sys_prlimit64(mem, i(0), i(1), a[2], a[3]),
+            GETRLIMIT => self.sys_prlimit64(mem, 0, i(0), 0, a[1]),
+            SETRLIMIT => self.sys_prlimit64(mem, 0, i(0), a[1], 0),
+            UNAME => self.sys_uname(mem, a[0]),
+            GETPID => Ok(self.pid as u64),
+            GETTID => Ok(self.pid as u64),
+            GETPPID => Ok(self.ppid as u64),
+            GETUID | GETEUID => Ok(self.uid as u64),
+            GETGID | GETEGID => Ok(self.gid as u64),
+            GETRESUID => self.sys_getres(mem, [a[0], a[1], a[2]], self.uid),
+            GETRESGID => self.sys_getres(mem, [a[0], a[1], a[2]], self.gid),
+            GETGROUPS => Ok(0),
+            SETUID | SETGID | SETREUID | SETREGID | SETRESUID | SETRESGID | SETFSUID | SETFSGID
+            | SETGROUPS => self.sys_setid(nr, a),
+            GETPGID | GETSID => self.sys_getpgid(i(0)),
+            SETPGID => self.sys_setpgid(i(0), i(1)),
+            SETSID => Err(Errno::EPERM),
+            TIMES => self.sys_times(mem, a[0]),
+            GETRUSAGE => self.sys_getrusage(mem, i(0), a[1]),
+            SYSINFO => self.sys_sysinfo(mem, a[0]),
+            PRCTL => self.sys_prctl(mem, i(0), a[1], a[2]),
+            PERSONALITY => Ok(0),
+            GETCPU => self.sys_getcpu(mem, a[0], a[1]),
+            SCHED_GETAFFINITY => self.sys_sched_getaffinity(mem, i(0), a[1], a[2]),
+            SCHED_SETAFFINITY => Ok(0),
+            SCHED_YIELD => Ok(0),
+            SCHED_GETSCHEDULER => Ok(0),
+            SCHED_SETSCHEDULER | SCHED_SETPARAM => Ok(0),
+            SCHED_GETPARAM => wr_u32(mem, a[1], 0).map(|_| 0),
+            SCHED_GET_PRIORITY_MAX | SCHED_GET_PRIORITY_MIN => Ok(0),
+            GETPRIORITY => Ok(20),
+            SETPRIORITY => Ok(0),
+            WAIT4 | WAITID => Err(Errno::ECHILD),
+            CLONE | CLONE3 | EXECVE | EXECVEAT => {
+                self.unsupported(nr);
+                Err(Errno::ENOSYS)
+            }
+            MEMBARRIER => Err(Errno::ENOSYS),
+            GETRANDOM => self.sys_getrandom(mem, a[0], a[1], a[2] as u32),
+
+            // time
+            CLOCK_GETTIME => self.sys_clock_gettime(mem, i(0), a[1]),
+            CLOCK_GETRES => self.sys_clock_getres(mem, i(0), a[1]),
+            GETTIMEOFDAY => self.sys_gettimeofday(mem, a[0], a[1]),
+            NANOSLEEP => self.sys_nanosleep(mem, a[0], a[1]),
+            CLOCK_NANOSLEEP => self.sys_clock_nanosleep(mem, i(0), i(1), a[2], a[3]),
+            GETITIMER => self.sys_getitimer(mem, i(0), a[1]),
+            SETITIMER => self.sys_setitimer(mem, i(0), a[1], a[2]),
+
+            // signals
+            RT_SIGACTION => self.sys_rt_sigaction(mem, i(0), a[1], a[2], a[3]),
+            RT_SIGPROCMASK => self.sys_rt_sigprocmask(mem, i(0), a[1], a[2], a[3]),
+            RT_SIGPENDING => self.sys_rt_sigpending(mem, a[0], a[1]),
+            RT_SIGSUSPEND => self.sys_rt_sigsuspend(mem, a[0], a[1]),
+            RT_SIGTIMEDWAIT => self.sys_rt_sigtimedwait(mem, a[0], a[1], a[2], a[3]),
+            SIGALTSTACK => self.sys_sigaltstack(mem, a[0], a[1]),
+            KILL => self.sys_kill(i(0), i(1)),
+            TKILL => self.sys_tgkill(self.pid, i(0), i(1)),
+            TGKILL => self.sys_tgkill(i(0), i(1), i(2)),
+            RT_SIGRETURN => {
+                self.unsupported(nr);
+                Err(Errno::ENOSYS)
+            }
+            FUTEX => self.sys_futex(mem, a),
+
+            _ => {
+                self.unsupported(nr);
+                Err(Errno::ENOSYS)
+            }
+        }
+    }
+
+    pub(crate) fn unsupported(&self, nr: u64) {
+        note_once(NOTE_UNSUPPORTED, nr, || {
+            format!(
+                "unsupported syscall {} ({nr}), returning ENOSYS",
+                nr::name(nr).unwrap_or("unknown")
+            )
+        });
+    }
+
+    /// Ends the guest when it would wait forever: nothing else in a single-threaded process
+    /// can wake it.
+    pub(crate) fn deadlock(&mut self, what: &str) -> Errno {
+        eprintln!(
+            "armada: the guest would block forever in {what} (no other thread or process can wake it); killing it"
+        );
+        self.outcome = Some(SysOutcome::Killed(signal::SIGKILL));
+        Errno::EINTR
+    }
+}
+
+/// Services many stopped lanes in parallel (rayon). Each lane must have stopped at an SVC.
+pub fn service_batch(
+    lanes: &mut [(&mut Process, &mut CpuState, &mut AddressSpace)],
+) -> Vec<SysOutcome> {
+    lanes
+        .par_iter_mut()
+        .map(|(p, st, mem)| p.syscall(st, mem))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

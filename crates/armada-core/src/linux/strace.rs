@@ -1,0 +1,210 @@
+//! `--strace`: one line per syscall, `openat(AT_FDCWD, "/etc/passwd", O_RDONLY) = 3`.
+
+use super::nr::*;
+use super::{Errno, SysResult};
+use crate::memory::AddressSpace;
+
+#[derive(Clone, Copy)]
+enum K {
+    /// signed decimal
+    I,
+    /// unsigned decimal
+    U,
+    /// hex
+    X,
+    /// pointer (hex, NULL for 0)
+    P,
+    /// fd or dirfd (AT_FDCWD)
+    Fd,
+    /// NUL-terminated string
+    S,
+    /// open flags
+    O,
+    /// octal mode
+    M,
+    /// buffer written by the guest (shown as a string, first bytes)
+    B,
+}
+
+fn signature(nr: u64) -> Option<&'static [K]> {
+    use K::*;
+    Some(match nr {
+        READ | GETDENTS64 => &[Fd, P, U],
+        WRITE => &[Fd, B, U],
+        READV | WRITEV => &[Fd, P, U],
+        PREAD64 => &[Fd, P, U, I],
+        PWRITE64 => &[Fd, B, U, I],
+        OPENAT => &[Fd, S, O, M],
+        CLOSE | DUP | FSYNC | FDATASYNC | FCHDIR => &[Fd],
+        LSEEK => &[Fd, I, I],
+        FSTAT | FSTATFS => &[Fd, P],
+        NEWFSTATAT => &[Fd, S, P, X],
+        STATX => &[Fd, S, X, X, P],
+        READLINKAT => &[Fd, S, P, U],
+        FACCESSAT => &[Fd, S, I],
+        FACCESSAT2 => &[Fd, S, I, X],
+        MKDIRAT => &[Fd, S, M],
+        UNLINKAT => &[Fd, S, X],
+        SYMLINKAT => &[S, Fd, S],
+        LINKAT => &[Fd, S, Fd, S, X],
+        RENAMEAT => &[Fd, S, Fd, S],
+        RENAMEAT2 => &[Fd, S, Fd, S, X],
+        CHDIR | STATFS | TRUNCATE => &[S, X],
+        FTRUNCATE => &[Fd, I],
+        FCNTL => &[Fd, I, X],
+        DUP3 => &[Fd, Fd, X],
+        PIPE2 => &[P, X],
+        IOCTL => &[Fd, X, X],
+        GETCWD => &[P, U],
+        FCHMODAT => &[Fd, S, M],
+        FCHMOD => &[Fd, M],
+        UTIMENSAT => &[Fd, S, P, X],
+        BRK => &[X],
+        MMAP => &[X, U, X, X, Fd, X],
+        MUNMAP => &[X, U],
+        MPROTECT => &[X, U, X],
+        MREMAP => &[X, U, U, X, X],
+        MADVISE => &[X, U, I],
+        EXIT | EXIT_GROUP => &[I],
+        SET_TID_ADDRESS => &[P],
+        SET_ROBUST_LIST => &[P, U],
+        PRLIMIT64 => &[I, I, P, P],
+        UNAME | SYSINFO | TIMES => &[P],
+        CLOCK_GETTIME | CLOCK_GETRES => &[I, P],
+        CLOCK_NANOSLEEP => &[I, I, P, P],
+        NANOSLEEP | GETTIMEOFDAY => &[P, P],
+        GETRANDOM => &[P, U, X],
+        RT_SIGACTION => &[I, P, P, U],
+        RT_SIGPROCMASK => &[I, P, P, U],
+        SIGALTSTACK => &[P, P],
+        KILL | TKILL => &[I, I],
+        TGKILL => &[I, I, I],
+        FUTEX => &[P, I, U, P, P, U],
+        GETPID | GETPPID | GETTID | GETUID | GETEUID | GETGID | GETEGID | SCHED_YIELD | SYNC
+        | SETSID => &[],
+        SCHED_GETAFFINITY => &[I, U, P],
+        PPOLL => &[P, U, P, P, U],
+        SENDFILE => &[Fd, Fd, P, U],
+        _ => return None,
+    })
+}
+
+fn quote(bytes: &[u8], limit: usize) -> String {
+    let mut s = String::from("\"");
+    for &c in bytes.iter().take(limit) {
+        match c {
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            b'\n' => s.push_str("\\n"),
+            b'\t' => s.push_str("\\t"),
+            0x20..=0x7e => s.push(c as char),
+            _ => s.push_str(&format!("\\{c:o}")),
+        }
+    }
+    s.push('"');
+    if bytes.len() > limit {
+        s.push_str("...");
+    }
+    s
+}
+
+fn open_flags(f: u64) -> String {
+    use super::fs::o::*;
+    let f = f as u32;
+    let mut parts = vec![match f & O_ACCMODE {
+        O_RDONLY => "O_RDONLY",
+        O_WRONLY => "O_WRONLY",
+        _ => "O_RDWR",
+    }
+    .to_string()];
+    let names = [
+        (O_CREAT, "O_CREAT"),
+        (O_EXCL, "O_EXCL"),
+        (O_NOCTTY, "O_NOCTTY"),
+        (O_TRUNC, "O_TRUNC"),
+        (O_APPEND, "O_APPEND"),
+        (O_NONBLOCK, "O_NONBLOCK"),
+        (O_DIRECTORY, "O_DIRECTORY"),
+        (O_NOFOLLOW, "O_NOFOLLOW"),
+        (O_LARGEFILE, "O_LARGEFILE"),
+        (O_CLOEXEC, "O_CLOEXEC"),
+        (O_PATH, "O_PATH"),
+    ];
+    let mut rest = f & !O_ACCMODE;
+    for (b, n) in names {
+        if rest & b != 0 {
+            parts.push(n.to_string());
+            rest &= !b;
+        }
+    }
+    if rest != 0 {
+        parts.push(format!("{rest:#o}"));
+    }
+    parts.join("|")
+}
+
+/// Formats `name(args)` for syscall `nr` (strings are read now, before the call runs).
+pub(super) fn format_call(nr: u64, a: &[u64; 6], mem: &mut AddressSpace) -> String {
+    let name = match name(nr) {
+        Some(n) => n.to_string(),
+        None => format!("syscall_{nr}"),
+    };
+    let args: Vec<String> = match signature(nr) {
+        Some(sig) => sig
+            .iter()
+            .zip(a.iter())
+            .map(|(k, &v)| match k {
+                K::I => (v as i64).to_string(),
+                K::U => v.to_string(),
+                K::X => format!("{v:#x}"),
+                K::P if v == 0 => "NULL".into(),
+                K::P => format!("{v:#x}"),
+                K::Fd if v as i32 == super::fs::AT_FDCWD => "AT_FDCWD".into(),
+                K::Fd => (v as i32).to_string(),
+                K::S if v == 0 => "NULL".into(),
+                K::S => match mem.read_cstr(v, 256) {
+                    Ok(s) => quote(&s, 255),
+                    Err(_) => format!("{v:#x}"),
+                },
+                K::B => {
+                    let n = (a[2] as usize).min(32);
+                    let mut buf = vec![0u8; n];
+                    match mem.read_bytes(v, &mut buf) {
+                        Ok(()) => {
+                            let mut s = quote(&buf, 32);
+                            if a[2] > 32 && !s.ends_with("...") {
+                                s.push_str("...");
+                            }
+                            s
+                        }
+                        Err(_) => format!("{v:#x}"),
+                    }
+                }
+                K::O => open_flags(v),
+                K::M if v as u32 == 0 => "0".into(),
+                K::M => format!("0{:o}", v as u32),
+            })
+            .collect(),
+        None => a.iter().map(|v| format!("{v:#x}")).collect(),
+    };
+    format!("{name}({})", args.join(", "))
+}
+
+/// Formats the result: a number (hex for addresses) or `-1 ENOENT (No such file or directory)`.
+pub(super) fn format_ret(nr: u64, r: SysResult) -> String {
+    match r {
+        Ok(v) => match nr {
+            BRK | MMAP | MREMAP => format!("{v:#x}"),
+            _ => (v as i64).to_string(),
+        },
+        Err(Errno(e)) => format!(
+            "-1 {} ({})",
+            Errno(e).name(),
+            std::io::Error::from_raw_os_error(e)
+                .to_string()
+                .split(" (os error")
+                .next()
+                .unwrap_or("")
+        ),
+    }
+}

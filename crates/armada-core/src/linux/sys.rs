@@ -1,0 +1,325 @@
+//! Process and system information: uname, ids, resource limits, usage, sysinfo, prctl,
+//! CPU affinity.
+
+use super::{wr, wr_u32, Errno, Process, SysResult};
+use crate::memory::AddressSpace;
+
+pub const RLIMIT_CPU: usize = 0;
+pub const RLIMIT_FSIZE: usize = 1;
+pub const RLIMIT_DATA: usize = 2;
+pub const RLIMIT_STACK: usize = 3;
+pub const RLIMIT_CORE: usize = 4;
+pub const RLIMIT_RSS: usize = 5;
+pub const RLIMIT_NPROC: usize = 6;
+pub const RLIMIT_NOFILE: usize = 7;
+pub const RLIMIT_MEMLOCK: usize = 8;
+pub const RLIMIT_AS: usize = 9;
+pub const RLIMIT_NLIMITS: usize = 16;
+pub(crate) const RLIM_NLIMITS: usize = RLIMIT_NLIMITS;
+pub const RLIM_INFINITY: u64 = u64::MAX;
+
+/// The limits a fresh guest sees (what a default Linux login shell has).
+pub(crate) fn default_rlimits() -> [(u64, u64); RLIM_NLIMITS] {
+    let inf = (RLIM_INFINITY, RLIM_INFINITY);
+    let mut r = [inf; RLIM_NLIMITS];
+    r[RLIMIT_STACK] = (super::mm::STACK_SIZE, RLIM_INFINITY);
+    r[RLIMIT_CORE] = (0, RLIM_INFINITY);
+    r[RLIMIT_NPROC] = (63_536, 63_536);
+    r[RLIMIT_NOFILE] = (1024, 4096);
+    r[RLIMIT_MEMLOCK] = (8 << 20, 8 << 20);
+    r[10] = inf; // LOCKS
+    r[11] = (63_536, 63_536); // SIGPENDING
+    r[12] = (819_200, 819_200); // MSGQUEUE
+    r[13] = (0, 0); // NICE
+    r[14] = (0, 0); // RTPRIO
+    r
+}
+
+/// Simulated machine for sysinfo in deterministic mode.
+const DET_TOTALRAM: u64 = 8 << 30;
+const DET_FREERAM: u64 = 6 << 30;
+
+fn utsfield(s: &[u8]) -> [u8; 65] {
+    let mut f = [0u8; 65];
+    let n = s.len().min(64);
+    f[..n].copy_from_slice(&s[..n]);
+    f
+}
+
+fn host_uname() -> Option<libc::utsname> {
+    // SAFETY: u is plain data filled by the kernel.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        (libc::uname(&mut u) == 0).then_some(u)
+    }
+}
+
+fn cfield(f: &[libc::c_char]) -> Vec<u8> {
+    f.iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect()
+}
+
+impl Process {
+    pub(crate) fn sys_prlimit64(
+        &mut self,
+        mem: &mut AddressSpace,
+        pid: i32,
+        res: i32,
+        new: u64,
+        old: u64,
+    ) -> SysResult {
+        if pid != 0 && pid != self.pid {
+            return Err(Errno::ESRCH);
+        }
+        let r = usize::try_from(res)
+            .ok()
+            .filter(|&r| r < RLIM_NLIMITS)
+            .ok_or(Errno::EINVAL)?;
+        let newv = if new != 0 {
+            let cur = super::rd_u64(mem, new)?;
+            let max = super::rd_u64(mem, new + 8)?;
+            if cur > max {
+                return Err(Errno::EINVAL);
+            }
+            if max > self.rlimits[r].1 {
+                return Err(Errno::EPERM);
+            }
+            Some((cur, max))
+        } else {
+            None
+        };
+        if old != 0 {
+            let (cur, max) = self.rlimits[r];
+            let mut b = [0u8; 16];
+            b[..8].copy_from_slice(&cur.to_le_bytes());
+            b[8..].copy_from_slice(&max.to_le_bytes());
+            wr(mem, old, &b)?;
+        }
+        if let Some(v) = newv {
+            self.rlimits[r] = v;
+        }
+        Ok(0)
+    }
+
+    pub(crate) fn sys_uname(&mut self, mem: &mut AddressSpace, buf: u64) -> SysResult {
+        let host = if self.cfg.deterministic {
+            None
+        } else {
+            host_uname()
+        };
+        let (node, release, version) = match &host {
+            Some(u) => (cfield(&u.nodename), cfield(&u.release), cfield(&u.version)),
+            None => (
+                b"armada".to_vec(),
+                b"6.1.0".to_vec(),
+                b"#1 SMP PREEMPT_DYNAMIC Debian 6.1.0".to_vec(),
+            ),
+        };
+        let mut b = Vec::with_capacity(65 * 6);
+        b.extend_from_slice(&utsfield(b"Linux"));
+        b.extend_from_slice(&utsfield(&node));
+        b.extend_from_slice(&utsfield(&release));
+        b.extend_from_slice(&utsfield(&version));
+        b.extend_from_slice(&utsfield(b"aarch64"));
+        b.extend_from_slice(&utsfield(b"(none)"));
+        wr(mem, buf, &b)?;
+        Ok(0)
+    }
+
+    pub(crate) fn sys_getres(
+        &mut self,
+        mem: &mut AddressSpace,
+        ptrs: [u64; 3],
+        id: u32,
+    ) -> SysResult {
+        for p in ptrs {
+            wr_u32(mem, p, id)?;
+        }
+        Ok(0)
+    }
+
+    /// set*id: allowed only to the ids the process already has.
+    pub(crate) fn sys_setid(&mut self, nr: u64, a: [u64; 6]) -> SysResult {
+        use super::nr::*;
+        let own = match nr {
+            SETUID | SETREUID | SETRESUID | SETFSUID => self.uid,
+            SETGROUPS => return Err(Errno::EPERM),
+            _ => self.gid,
+        };
+        let n = match nr {
+            SETUID | SETGID | SETFSUID | SETFSGID => 1,
+            SETREUID | SETREGID => 2,
+            _ => 3,
+        };
+        let ok = a[..n].iter().all(|&v| v as u32 == own || v as i32 == -1);
+        if nr == SETFSUID || nr == SETFSGID {
+            return Ok(own as u64); // returns the previous fsuid/fsgid
+        }
+        if ok {
+            Ok(0)
+        } else {
+            Err(Errno::EPERM)
+        }
+    }
+
+    pub(crate) fn sys_getpgid(&mut self, pid: i32) -> SysResult {
+        if pid == 0 || pid == self.pid {
+            Ok(self.pid as u64)
+        } else {
+            Err(Errno::ESRCH)
+        }
+    }
+
+    pub(crate) fn sys_setpgid(&mut self, pid: i32, pgid: i32) -> SysResult {
+        if pgid < 0 {
+            return Err(Errno::EINVAL);
+        }
+        if (pid == 0 || pid == self.pid) && (pgid == 0 || pgid == self.pid) {
+            Ok(0)
+        } else if pid != 0 && pid != self.pid {
+            Err(Errno::ESRCH)
+        } else {
+            Err(Errno::EPERM)
+        }
+    }
+
+    /// Guest CPU time in nanoseconds: virtual (retired instructions) or the host's.
+    fn user_ns(&self) -> u64 {
+        if self.cfg.deterministic {
+            return self.retired.saturating_mul(super::time::NS_PER_INSN);
+        }
+        self.clock_now(super::time::CLOCK_PROCESS_CPUTIME_ID)
+            .map(|(s, n)| (s as u64).saturating_mul(1_000_000_000) + n as u64)
+            .unwrap_or(0)
+    }
+
+    pub(crate) fn sys_times(&mut self, mem: &mut AddressSpace, buf: u64) -> SysResult {
+        let ticks = |ns: u64| ns / 10_000_000; // USER_HZ = 100
+        if buf != 0 {
+            let mut b = [0u8; 32];
+            b[..8].copy_from_slice(&ticks(self.user_ns()).to_le_bytes());
+            wr(mem, buf, &b)?;
+        }
+        let (s, n) = self.clock_now(super::time::CLOCK_MONOTONIC)?;
+        Ok(ticks((s as u64).saturating_mul(1_000_000_000) + n as u64))
+    }
+
+    pub(crate) fn sys_getrusage(
+        &mut self,
+        mem: &mut AddressSpace,
+        who: i32,
+        buf: u64,
+    ) -> SysResult {
+        // RUSAGE_SELF 0, RUSAGE_CHILDREN -1, RUSAGE_THREAD 1
+        if !(-1..=1).contains(&who) {
+            return Err(Errno::EINVAL);
+        }
+        let mut b = [0u8; 144];
+        if who != -1 {
+            let ns = self.user_ns();
+            b[0..8].copy_from_slice(&((ns / 1_000_000_000) as i64).to_le_bytes());
+            b[8..16].copy_from_slice(&(((ns % 1_000_000_000) / 1000) as i64).to_le_bytes());
+            let maxrss_kb = (mem.resident_bytes() / 1024) as i64;
+            b[32..40].copy_from_slice(&maxrss_kb.to_le_bytes());
+        }
+        wr(mem, buf, &b)?;
+        Ok(0)
+    }
+
+    pub(crate) fn sys_sysinfo(&mut self, mem: &mut AddressSpace, buf: u64) -> SysResult {
+        let mut b = [0u8; 112];
+        let put =
+            |b: &mut [u8; 112], at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        let (uptime, total, free, procs) = if self.cfg.deterministic {
+            let (s, _) = self.clock_now(super::time::CLOCK_BOOTTIME)?;
+            (s as u64, DET_TOTALRAM, DET_FREERAM, 1u16)
+        } else {
+            // SAFETY: si is plain data filled by the kernel.
+            let si = unsafe {
+                let mut si: libc::sysinfo = std::mem::zeroed();
+                if libc::sysinfo(&mut si) < 0 {
+                    return Err(Errno::last());
+                }
+                si
+            };
+            let unit = si.mem_unit.max(1) as u64;
+            (
+                si.uptime as u64,
+                si.totalram as u64 * unit,
+                si.freeram as u64 * unit,
+                si.procs,
+            )
+        };
+        put(&mut b, 0, uptime);
+        put(&mut b, 32, total);
+        put(&mut b, 40, free);
+        b[80..82].copy_from_slice(&procs.to_le_bytes());
+        b[104..108].copy_from_slice(&1u32.to_le_bytes()); // mem_unit
+        wr(mem, buf, &b)?;
+        Ok(0)
+    }
+
+    pub(crate) fn sys_prctl(
+        &mut self,
+        mem: &mut AddressSpace,
+        op: i32,
+        a2: u64,
+        _a3: u64,
+    ) -> SysResult {
+        const PR_SET_PDEATHSIG: i32 = 1;
+        const PR_GET_PDEATHSIG: i32 = 2;
+        const PR_GET_DUMPABLE: i32 = 3;
+        const PR_SET_DUMPABLE: i32 = 4;
+        const PR_SET_NAME: i32 = 15;
+        const PR_GET_NAME: i32 = 16;
+        const PR_SET_VMA: i32 = 0x53564d41;
+        match op {
+            PR_SET_NAME => {
+                let mut n = [0u8; 16];
+                let s = mem.read_cstr(a2, 15).map_err(|_| Errno::EFAULT)?;
+                n[..s.len()].copy_from_slice(&s);
+                self.comm = n;
+                Ok(0)
+            }
+            PR_GET_NAME => {
+                let c = self.comm;
+                wr(mem, a2, &c)?;
+                Ok(0)
+            }
+            PR_SET_PDEATHSIG | PR_SET_DUMPABLE | PR_SET_VMA => Ok(0),
+            PR_GET_PDEATHSIG => wr_u32(mem, a2, 0).map(|_| 0),
+            PR_GET_DUMPABLE => Ok(1),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    pub(crate) fn sys_getcpu(&mut self, mem: &mut AddressSpace, cpu: u64, node: u64) -> SysResult {
+        if cpu != 0 {
+            wr_u32(mem, cpu, 0)?;
+        }
+        if node != 0 {
+            wr_u32(mem, node, 0)?;
+        }
+        Ok(0)
+    }
+
+    /// One CPU: the guest is one thread on one (virtual) core.
+    pub(crate) fn sys_sched_getaffinity(
+        &mut self,
+        mem: &mut AddressSpace,
+        pid: i32,
+        len: u64,
+        mask: u64,
+    ) -> SysResult {
+        if pid != 0 && pid != self.pid {
+            return Err(Errno::ESRCH);
+        }
+        if len < 8 || len & 7 != 0 {
+            return Err(Errno::EINVAL);
+        }
+        wr(mem, mask, &1u64.to_le_bytes())?;
+        Ok(8)
+    }
+}

@@ -1,0 +1,298 @@
+//! Process start: the initial stack (argv, envp, auxv) as Linux builds it, and [`Program`],
+//! one ready-to-run guest process (registers, memory, Linux state).
+//!
+//! Stack layout from the top, as in Linux's `create_elf_tables`: the exec file name
+//! (AT_EXECFN), the environment strings, the argument strings, the platform string
+//! ("aarch64"), the 16 AT_RANDOM bytes; then, 16-byte aligned, argc, argv[], NULL, envp[],
+//! NULL and the auxiliary vector, with sp pointing at argc.
+
+use std::sync::Arc;
+
+use crate::elf::{Image, LoadError};
+use crate::linux::mm::{STACK_SIZE, STACK_TOP};
+use crate::linux::{LinuxConfig, Process, Stdio, SysOutcome};
+use crate::memory::{AddressSpace, Perm, PAGE_SIZE};
+use crate::state::CpuState;
+
+/// HWCAP_FP | HWCAP_ASIMD | HWCAP_ATOMICS: what armada implements (never SVE).
+pub const HWCAP: u64 = (1 << 0) | (1 << 1) | (1 << 8);
+pub const HWCAP2: u64 = 0;
+/// AT_MINSIGSTKSZ as Linux/arm64 reports it.
+pub const MINSIGSTKSZ: u64 = 5120;
+
+pub const AT_NULL: u64 = 0;
+pub const AT_PHDR: u64 = 3;
+pub const AT_PHENT: u64 = 4;
+pub const AT_PHNUM: u64 = 5;
+pub const AT_PAGESZ: u64 = 6;
+pub const AT_BASE: u64 = 7;
+pub const AT_FLAGS: u64 = 8;
+pub const AT_ENTRY: u64 = 9;
+pub const AT_UID: u64 = 11;
+pub const AT_EUID: u64 = 12;
+pub const AT_GID: u64 = 13;
+pub const AT_EGID: u64 = 14;
+pub const AT_PLATFORM: u64 = 15;
+pub const AT_HWCAP: u64 = 16;
+pub const AT_CLKTCK: u64 = 17;
+pub const AT_SECURE: u64 = 23;
+pub const AT_RANDOM: u64 = 25;
+pub const AT_HWCAP2: u64 = 26;
+pub const AT_EXECFN: u64 = 31;
+pub const AT_MINSIGSTKSZ: u64 = 51;
+
+/// Most bytes of argument and environment strings (Linux: a quarter of the stack limit).
+pub const MAX_ARG_BYTES: u64 = STACK_SIZE / 4;
+
+fn stack_err(what: &str) -> LoadError {
+    LoadError::Stack(what.to_string())
+}
+
+/// Maps the stack and writes argv, envp and the auxiliary vector; returns the initial sp.
+/// `argv` is the complete argument vector (argv[0] included); `exe_name` becomes AT_EXECFN.
+#[allow(clippy::too_many_arguments)]
+pub fn setup_stack(
+    mem: &mut AddressSpace,
+    image: &Image,
+    exe_name: &str,
+    argv: &[Vec<u8>],
+    envp: &[Vec<u8>],
+    random16: [u8; 16],
+    hwcap: u64,
+    hwcap2: u64,
+) -> Result<u64, LoadError> {
+    let strings: u64 = argv
+        .iter()
+        .chain(envp.iter())
+        .map(|s| s.len() as u64 + 1)
+        .sum::<u64>()
+        + exe_name.len() as u64
+        + 1;
+    if strings > MAX_ARG_BYTES {
+        return Err(stack_err(&format!(
+            "arguments and environment take {strings} bytes, more than the {MAX_ARG_BYTES} Linux allows (E2BIG)"
+        )));
+    }
+    let stack_start = STACK_TOP - STACK_SIZE;
+    mem.map(stack_start, STACK_SIZE, Perm::RW)
+        .map_err(|source| LoadError::Map {
+            what: "stack".into(),
+            source,
+        })?;
+
+    let mut p = STACK_TOP - 8; // a NULL word at the very top, as Linux leaves
+    fn push_str(mem: &mut AddressSpace, p: &mut u64, s: &[u8]) -> Result<u64, LoadError> {
+        *p -= s.len() as u64 + 1;
+        let mut v = s.to_vec();
+        v.push(0);
+        mem.write_bytes(*p, &v)
+            .map_err(|f| stack_err(&f.to_string()))?;
+        Ok(*p)
+    }
+    let execfn = push_str(mem, &mut p, exe_name.as_bytes())?;
+    let mut env_ptrs = Vec::with_capacity(envp.len());
+    for e in envp.iter().rev() {
+        env_ptrs.push(push_str(mem, &mut p, e)?);
+    }
+    env_ptrs.reverse();
+    let mut arg_ptrs = Vec::with_capacity(argv.len());
+    for a in argv.iter().rev() {
+        arg_ptrs.push(push_str(mem, &mut p, a)?);
+    }
+    arg_ptrs.reverse();
+    p &= !15;
+    let platform = push_str(mem, &mut p, b"aarch64")?;
+    p &= !15;
+    p -= 16;
+    let random = p;
+    mem.write_bytes(random, &random16)
+        .map_err(|f| stack_err(&f.to_string()))?;
+
+    // SAFETY: these libc calls take no arguments and cannot fail.
+    let (uid, euid, gid, egid) = unsafe {
+        (
+            libc::getuid(),
+            libc::geteuid(),
+            libc::getgid(),
+            libc::getegid(),
+        )
+    };
+    let auxv: [(u64, u64); 20] = [
+        (AT_MINSIGSTKSZ, MINSIGSTKSZ),
+        (AT_HWCAP, hwcap),
+        (AT_PAGESZ, PAGE_SIZE),
+        (AT_CLKTCK, 100),
+        (AT_PHDR, image.phdr),
+        (AT_PHENT, image.phent),
+        (AT_PHNUM, image.phnum),
+        (AT_BASE, 0),
+        (AT_FLAGS, 0),
+        (AT_ENTRY, image.entry),
+        (AT_UID, uid as u64),
+        (AT_EUID, euid as u64),
+        (AT_GID, gid as u64),
+        (AT_EGID, egid as u64),
+        (AT_SECURE, 0),
+        (AT_RANDOM, random),
+        (AT_HWCAP2, hwcap2),
+        (AT_EXECFN, execfn),
+        (AT_PLATFORM, platform),
+        (AT_NULL, 0),
+    ];
+    let mut words: Vec<u64> = Vec::with_capacity(3 + argv.len() + envp.len() + 2 * auxv.len());
+    words.push(argv.len() as u64);
+    words.extend(&arg_ptrs);
+    words.push(0);
+    words.extend(&env_ptrs);
+    words.push(0);
+    for (k, v) in auxv {
+        words.push(k);
+        words.push(v);
+    }
+    let sp = (p - words.len() as u64 * 8) & !15;
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    mem.write_bytes(sp, &bytes)
+        .map_err(|f| stack_err(&f.to_string()))?;
+    Ok(sp)
+}
+
+/// One guest process ready to run: registers at the entry point, memory with the image and
+/// stack, and its Linux state.
+pub struct Program {
+    pub state: CpuState,
+    pub mem: AddressSpace,
+    pub process: Process,
+    pub image: Arc<Image>,
+}
+
+impl Program {
+    /// Maps `image`, builds the stack from `argv` (argv[0] included) and `env` ("K=V"
+    /// strings), and sets pc and sp. AT_EXECFN is `cfg.exe_guest_path`.
+    pub fn spawn(
+        image: Arc<Image>,
+        cfg: &LinuxConfig,
+        argv: Vec<Vec<u8>>,
+        env: Vec<Vec<u8>>,
+        stdio: Stdio,
+    ) -> Result<Program, LoadError> {
+        let mut mem = AddressSpace::new();
+        image.map_into(&mut mem)?;
+        let mut process = Process::new(cfg.clone(), stdio, image.brk_start);
+        let mut random = [0u8; 16];
+        process.random_bytes(&mut random);
+        let exe = String::from_utf8_lossy(&cfg.exe_guest_path).into_owned();
+        let sp = setup_stack(&mut mem, &image, &exe, &argv, &env, random, HWCAP, HWCAP2)?;
+        let mut state = CpuState {
+            pc: image.entry,
+            ..Default::default()
+        };
+        state.x[31] = sp;
+        Ok(Program {
+            state,
+            mem,
+            process,
+            image,
+        })
+    }
+
+    /// Services the syscall this program stopped at.
+    pub fn syscall(&mut self) -> SysOutcome {
+        self.process.syscall(&mut self.state, &mut self.mem)
+    }
+}
+
+/// Services the syscalls of many stopped programs in parallel.
+pub fn service_programs(programs: &mut [&mut Program]) -> Vec<SysOutcome> {
+    use rayon::prelude::*;
+    programs.par_iter_mut().map(|p| p.syscall()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::elf::tests::tiny_elf;
+
+    fn read_u64(mem: &mut AddressSpace, a: u64) -> u64 {
+        mem.read_u64(a).unwrap()
+    }
+
+    #[test]
+    fn stack_layout_and_auxv() {
+        let img = Image::parse(&tiny_elf(object::elf::ET_EXEC, 0x400000)).unwrap();
+        let cfg = LinuxConfig {
+            deterministic: true,
+            seed: 5,
+            exe_guest_path: b"/bin/prog".to_vec(),
+            ..Default::default()
+        };
+        let argv = vec![b"prog".to_vec(), b"one".to_vec(), b"".to_vec()];
+        let env = vec![b"A=1".to_vec(), b"HOME=/root".to_vec()];
+        let mut p = Program::spawn(
+            Arc::new(img),
+            &cfg,
+            argv.clone(),
+            env.clone(),
+            Stdio::Captured { stdin: vec![] },
+        )
+        .unwrap();
+        assert_eq!(p.state.pc, 0x4000b0);
+        let sp = p.state.x[31];
+        assert_eq!(sp % 16, 0);
+        assert!(sp < STACK_TOP && sp > STACK_TOP - STACK_SIZE);
+        let m = &mut p.mem;
+        assert_eq!(read_u64(m, sp), 3);
+        for (i, a) in argv.iter().enumerate() {
+            let ptr = read_u64(m, sp + 8 + 8 * i as u64);
+            assert_eq!(&m.read_cstr(ptr, 100).unwrap(), a);
+        }
+        assert_eq!(read_u64(m, sp + 32), 0);
+        for (i, e) in env.iter().enumerate() {
+            let ptr = read_u64(m, sp + 40 + 8 * i as u64);
+            assert_eq!(&m.read_cstr(ptr, 100).unwrap(), e);
+        }
+        assert_eq!(read_u64(m, sp + 56), 0);
+        let mut aux = std::collections::HashMap::new();
+        let mut a = sp + 64;
+        loop {
+            let (k, v) = (read_u64(m, a), read_u64(m, a + 8));
+            if k == AT_NULL {
+                break;
+            }
+            aux.insert(k, v);
+            a += 16;
+        }
+        assert_eq!(aux[&AT_PAGESZ], 4096);
+        assert_eq!(aux[&AT_PHDR], 0x400040);
+        assert_eq!(aux[&AT_PHENT], 56);
+        assert_eq!(aux[&AT_PHNUM], 2);
+        assert_eq!(aux[&AT_ENTRY], 0x4000b0);
+        assert_eq!(aux[&AT_HWCAP], HWCAP);
+        assert_eq!(aux[&AT_HWCAP2], 0);
+        assert_eq!(aux[&AT_CLKTCK], 100);
+        assert_eq!(aux[&AT_SECURE], 0);
+        assert_eq!(aux[&AT_BASE], 0);
+        assert_eq!(aux[&AT_MINSIGSTKSZ], 5120);
+        assert_eq!(m.read_cstr(aux[&AT_EXECFN], 100).unwrap(), b"/bin/prog");
+        assert_eq!(m.read_cstr(aux[&AT_PLATFORM], 100).unwrap(), b"aarch64");
+        // AT_RANDOM is seeded: the same seed gives the same bytes
+        let mut r1 = [0u8; 16];
+        m.read_bytes(aux[&AT_RANDOM], &mut r1).unwrap();
+        let img2 = Image::parse(&tiny_elf(object::elf::ET_EXEC, 0x400000)).unwrap();
+        let mut q = Program::spawn(Arc::new(img2), &cfg, argv, env, Stdio::Inherit).unwrap();
+        assert_eq!(q.state.x[31], sp);
+        let mut r2 = [0u8; 16];
+        q.mem.read_bytes(aux[&AT_RANDOM], &mut r2).unwrap();
+        assert_eq!(r1, r2);
+        assert_ne!(r1, [0u8; 16]);
+        assert_eq!(HWCAP, 0x103);
+    }
+
+    #[test]
+    fn too_many_args_is_an_error() {
+        let img = Image::parse(&tiny_elf(object::elf::ET_EXEC, 0x400000)).unwrap();
+        let mut mem = AddressSpace::new();
+        let big = vec![vec![b'x'; 1 << 20]; 3];
+        let e = setup_stack(&mut mem, &img, "p", &big, &[], [0; 16], HWCAP, 0).unwrap_err();
+        assert!(e.to_string().contains("E2BIG"));
+    }
+}
