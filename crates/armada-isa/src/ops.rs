@@ -170,6 +170,9 @@ pub mod int {
             REV16_W,
             REV16_X,
             REV32_X,
+            // CRC32{B,H,W,X} and CRC32C*: a = Rd, b = Rn (accumulator), c = Rm (data),
+            // e = log2(data bytes), f = 1 for the Castagnoli polynomial
+            CRC32,
             // --- loads and stores: a = Rt, b = Rn|SP, c = Rm, imm = offset, f = addr_mode, e = reg-offset extend
             LDR_B,
             LDR_H,

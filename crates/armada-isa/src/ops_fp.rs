@@ -76,6 +76,7 @@ pub mod narrow {
     pub const SU: u8 = 3;
 }
 
+#[rustfmt::skip]
 crate::ops::define_ops!(FpOps, 0x400, [
     // ---- moves, copies, permutes
     V_MOVI,      // a = Vd, imm = 64-bit pattern, f: 1/2/3 = H/S/D scalar (rest zeroed), 4 = imm in both halves

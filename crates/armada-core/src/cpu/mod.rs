@@ -520,6 +520,8 @@ pub fn run(st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budg
                         | (((v >> 32) as u32).swap_bytes() as u64) << 32;
                 }
 
+                CRC32 => x[a] = crc32(x[b] as u32, x[c], u.e, u.f) as u64,
+
                 // ----- loads and stores
                 LDR_B | LDR_H | LDR_W | LDR_X | LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X | LDRSW => {
                     let addr = ea(x, &u);

@@ -136,7 +136,23 @@ fn cond_select(f: &Fields) -> Option<MicroOp> {
 }
 
 fn dp_2src(f: &Fields) -> Option<MicroOp> {
-    let (w, x) = match f.get('o') {
+    let opcode = f.get('o');
+    if opcode >> 3 == 0b010 {
+        // CRC32 / CRC32C: the X form (sz = 11) needs sf = 1 and the others sf = 0.
+        let sz = opcode & 3;
+        if (sz == 3) != (f.get('z') == 1) {
+            return None;
+        }
+        return Some(
+            MicroOp::new(CRC32)
+                .a(f.wz('d'))
+                .b(f.rz('n'))
+                .c(f.rz('m'))
+                .e(sz as u8)
+                .f(((opcode >> 2) & 1) as u8),
+        );
+    }
+    let (w, x) = match opcode {
         0b000010 => (UDIV_W, UDIV_X),
         0b000011 => (SDIV_W, SDIV_X),
         0b001000 => (LSLV_W, LSLV_X),
@@ -238,7 +254,7 @@ pub(super) const TABLE: &[Encoding] = &[
     ),
     // --- Data-processing (2 source)
     enc(
-        "UDIV/SDIV/LSLV/LSRV/ASRV/RORV",
+        "UDIV/SDIV/LSLV/LSRV/ASRV/RORV/CRC32/CRC32C",
         "z0011010110mmmmmoooooonnnnnddddd",
         dp_2src,
     ),

@@ -166,13 +166,7 @@ fn fbits(f: &Fields) -> Option<u32> {
 
 /// FMOV (general), general -> FP register: `e` is the FP size; the rest of Vd is zeroed.
 fn fmov_to_v(f: &Fields, e: u8) -> Option<MicroOp> {
-    Some(
-        MicroOp::new(V_DUP_GEN)
-            .a(f.r('d'))
-            .b(f.rz('n'))
-            .e(e)
-            .f(e),
-    )
+    Some(MicroOp::new(V_DUP_GEN).a(f.r('d')).b(f.rz('n')).e(e).f(e))
 }
 
 /// FMOV (general), FP register -> general (zero-extended).
@@ -295,7 +289,10 @@ mod tests {
     fn moves_and_immediates() {
         // fmov d0, d1
         let (u, _) = d(0x1e604020);
-        assert_eq!((u.op, u.a, u.b, u.e, u.f, u.imm), (V_DUP_ELEM, 0, 1, 3, 3, 0));
+        assert_eq!(
+            (u.op, u.a, u.b, u.e, u.f, u.imm),
+            (V_DUP_ELEM, 0, 1, 3, 3, 0)
+        );
         // fmov s0, #1.0
         let (u, _) = d(0x1e2e1000);
         assert_eq!((u.op, u.f, u.imm), (V_MOVI, 2, 0x3f80_0000));
@@ -342,7 +339,10 @@ mod tests {
         assert_eq!((u.op, u.e, u.d), (F_CVT, 3, 1));
         // fcvtzs w0, d1 ; fcvtzu x2, s3 ; fcvtms x0, d0 ; fcvtzs wzr, s0
         let (u, _) = d(0x1e780020);
-        assert_eq!((u.op, u.a, u.b, u.d, u.e, u.f), (F_TO_INT, 0, 1, rmode::Z, 3, 0));
+        assert_eq!(
+            (u.op, u.a, u.b, u.d, u.e, u.f),
+            (F_TO_INT, 0, 1, rmode::Z, 3, 0)
+        );
         let (u, _) = d(0x9e390062);
         assert_eq!((u.op, u.d, u.e, u.f), (F_TO_INT, rmode::Z | 8, 2, 1));
         assert_eq!(d(0x9e700000).0.d, rmode::M);

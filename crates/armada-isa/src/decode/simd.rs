@@ -292,7 +292,11 @@ fn shrn(f: &Fields, d: u8, scalar: bool) -> Option<MicroOp> {
         return None;
     }
     let shift = (16u64 << e) - immhb(f) as u64;
-    let part = if scalar { PART_SCALAR } else { f.get('Q') as u8 };
+    let part = if scalar {
+        PART_SCALAR
+    } else {
+        f.get('Q') as u8
+    };
     Some(rr(f, V_SHRN, e, part).d(d).imm(shift))
 }
 
@@ -303,7 +307,11 @@ fn shll(f: &Fields, unsigned: bool) -> Option<MicroOp> {
         return None;
     }
     let shift = immhb(f) as u64 - (8u64 << e);
-    Some(rr(f, V_SHLL, e, f.get('Q') as u8).d(unsigned as u8).imm(shift))
+    Some(
+        rr(f, V_SHLL, e, f.get('Q') as u8)
+            .d(unsigned as u8)
+            .imm(shift),
+    )
 }
 
 /// Fixed-point conversions (vector or scalar): S or D only.
@@ -357,7 +365,11 @@ fn elem_int(f: &Fields, op: u16, scalar: bool, d: u8) -> Option<MicroOp> {
 
 fn elem_long(f: &Fields, op: u16, scalar: bool, d: u8) -> Option<MicroOp> {
     let (e, rm, i) = idx_int(f)?;
-    let part = if scalar { PART_SCALAR } else { f.get('Q') as u8 };
+    let part = if scalar {
+        PART_SCALAR
+    } else {
+        f.get('Q') as u8
+    };
     Some(
         MicroOp::new(op)
             .a(f.r('d'))
@@ -459,13 +471,7 @@ fn umov(f: &Fields) -> Option<MicroOp> {
     if (f.get('Q') == 1) != (e == 3) {
         return None;
     }
-    Some(
-        MicroOp::new(V_UMOV)
-            .a(f.wz('d'))
-            .b(f.r('n'))
-            .e(e)
-            .imm(idx),
-    )
+    Some(MicroOp::new(V_UMOV).a(f.wz('d')).b(f.r('n')).e(e).imm(idx))
 }
 
 fn smov(f: &Fields) -> Option<MicroOp> {
@@ -556,9 +562,9 @@ fn mod_imm(f: &Fields) -> Option<MicroOp> {
         // MOVI 64-bit (scalar Dd when Q = 0, 2D when Q = 1), MOVI 8-bit, FMOV single
         (_, 0b1110) | (0, 0b1111) => MicroOp::new(V_MOVI).imm(imm).f(fsz),
         // shifting-ones forms: MOVI / MVNI
-        (_, 0b1100) | (_, 0b1101) => {
-            MicroOp::new(V_MOVI).imm(if op == 1 { !imm } else { imm }).f(fsz)
-        }
+        (_, 0b1100) | (_, 0b1101) => MicroOp::new(V_MOVI)
+            .imm(if op == 1 { !imm } else { imm })
+            .f(fsz),
         // 32-bit and 16-bit shifted forms: even cmode = MOVI/MVNI, odd = ORR/BIC
         (0, c) if c & 1 == 0 => MicroOp::new(V_MOVI).imm(imm).f(fsz),
         (1, c) if c & 1 == 0 => MicroOp::new(V_MOVI).imm(!imm).f(fsz),
@@ -1066,6 +1072,212 @@ pub(super) const TABLE: &[Encoding] = &[
 mod tests {
     use super::*;
     use crate::decode::decode_named;
+
+    #[allow(clippy::too_many_arguments)]
+    fn m(op: u16, a: u8, b: u8, c: u8, d: u8, e: u8, f: u8, imm: u64) -> MicroOp {
+        MicroOp {
+            op,
+            a,
+            b,
+            c,
+            d,
+            e,
+            f,
+            imm,
+        }
+    }
+
+    fn check(cases: &[(u32, MicroOp)]) {
+        for (word, want) in cases {
+            let (got, name) = decode_named(*word, 0x40_0000);
+            assert_eq!(got, *want, "{word:08x} ({name})");
+        }
+    }
+
+    const ZR: u8 = reg::ZR;
+
+    #[test]
+    fn loads_and_stores() {
+        check(&[
+            // ld1 {v0.16b}, [x0]
+            (0x4c407000, m(V_LD_MULTI, 0, 0, ZR, 1 | 1 << 3, 0, 4, 0)),
+            // ld4 {v1.4s-v4.4s}, [sp], #64
+            (
+                0x4cdf0be1,
+                m(V_LD_MULTI, 1, 31, ZR, 4 | 1 << 3 | LDST_WB, 2, 4, 64),
+            ),
+            // st1 {v31.2d, v0.2d}, [x2], x3
+            (
+                0x4c83ac5f,
+                m(V_ST_MULTI, 31, 2, 3, 1 | 2 << 3 | LDST_WB, 3, 4, 0),
+            ),
+            // ld1 {v0.s}[3], [x1]
+            (0x4d409020, m(V_LD_SINGLE, 0, 1, ZR, 1, 2, 3, 0)),
+            // ld3r {v5.8h-v7.8h}, [x9], x10
+            (0x4dcae525, m(V_LD_REPL, 5, 9, 10, 3 | LDST_WB, 1, 4, 0)),
+            // st2 {v0.d, v1.d}[1], [x4], #16
+            (0x4dbf8480, m(V_ST_SINGLE, 0, 4, ZR, 2 | LDST_WB, 3, 1, 16)),
+        ]);
+        // ld2 {v0.1d, v1.1d}, [x0] is reserved
+        assert_eq!(decode_named(0x0c408c00, 0).0.op, UNDEFINED);
+    }
+
+    #[test]
+    fn copies_tables_permutes_immediates() {
+        check(&[
+            // tbl v0.16b, {v1.16b-v3.16b}, v4.16b ; tbx v0.8b, {v30.16b, v31.16b}, v4.8b
+            (0x4e044020, m(V_TBL, 0, 1, 4, 3, 0, 4, 0)),
+            (0x0e0433c0, m(V_TBL, 0, 30, 4, 2, 1, 3, 0)),
+            // zip2 v0.4s, v1.4s, v2.4s ; ext v0.8b, v1.8b, v2.8b, #7
+            (0x4e827820, m(V_ZIP, 0, 1, 2, 1, 2, 4, 0)),
+            (0x2e023820, m(V_EXT, 0, 1, 2, 0, 0, 3, 7)),
+            // dup v0.8h, v1.h[5] ; dup v0.2d, x3 ; mov d0, v1.d[1]
+            (0x4e160420, m(V_DUP_ELEM, 0, 1, 0, 0, 1, 4, 5)),
+            (0x4e080c60, m(V_DUP_GEN, 0, 3, 0, 0, 3, 4, 0)),
+            (0x5e180420, m(V_DUP_ELEM, 0, 1, 0, 0, 3, 3, 1)),
+            // smov x0, v1.s[3] ; umov w0, v1.b[9]
+            (0x4e1c2c20, m(V_SMOV, 0, 1, 0, 0, 2, 1, 3)),
+            (0x0e133c20, m(V_UMOV, 0, 1, 0, 0, 0, 0, 9)),
+            // mov v0.s[2], v1.s[1] ; mov v1.b[15], wzr
+            (0x6e142420, m(V_INS_ELEM, 0, 1, 0, 1, 2, 0, 2)),
+            (0x4e1f1fe1, m(V_INS_GEN, 1, ZR, 0, 0, 0, 0, 15)),
+            // movi v0.2d, #0xff00ff00ff00ff00 ; mvni v2.4s, #0x12, lsl #8
+            (
+                0x6f05e540,
+                m(V_MOVI, 0, 0, 0, 0, 0, 4, 0xff00_ff00_ff00_ff00),
+            ),
+            (
+                0x6f002642,
+                m(V_MOVI, 2, 0, 0, 0, 0, 4, 0xffff_edff_ffff_edff),
+            ),
+            // bic v3.8h, #0x34, lsl #8 ; fmov v0.4s, #-2.0
+            (
+                0x6f01b683,
+                m(V_AND_IMM, 3, 0, 0, 0, 0, 4, 0xcbff_cbff_cbff_cbff),
+            ),
+            (
+                0x4f04f400,
+                m(V_MOVI, 0, 0, 0, 0, 0, 4, 0xc000_0000_c000_0000),
+            ),
+        ]);
+    }
+
+    #[test]
+    fn three_same_different_and_misc() {
+        check(&[
+            // add v0.4s ; uqrshl v0.8h ; sqrdmulh v0.2s ; bsl v0.16b
+            (0x4ea28420, m(V_ADD, 0, 1, 2, 0, 2, 4, 0)),
+            (0x6e625c20, m(V_SHL_REG, 0, 1, 2, 7, 1, 4, 0)),
+            (0x2ea2b420, m(V_SQDMULH, 0, 1, 2, 1, 2, 3, 0)),
+            (0x6e621c20, m(V_BSL, 0, 1, 2, 0, 0, 4, 0)),
+            // fmla v0.2d ; fmaxnmp v0.4s
+            (0x4e62cc20, m(F_MADD, 0, 1, 2, 0, 3, 4, 0)),
+            (0x6e22c420, m(F_PAIR, 0, 1, 2, fred::MAXNM, 2, 4, 0)),
+            // umlal2 v0.2d, v1.4s, v2.4s ; raddhn2 v0.16b ; pmull2 v0.1q
+            (0x6ea28020, m(V_MLAL, 0, 1, 2, 1, 2, 1, 0)),
+            (0x6e224020, m(V_ADDHN, 0, 1, 2, 1, 0, 1, 0)),
+            (0x4ee2e020, m(V_PMULL, 0, 1, 2, 0, 3, 1, 0)),
+            // rev32 v0.8h ; sadalp v0.2d, v1.4s ; sqxtun2 v0.8h, v1.4s
+            (0x6e600820, m(V_REV, 0, 1, 0, 2, 1, 4, 0)),
+            (0x4ea06820, m(V_ADDLP, 0, 1, 0, 2, 2, 4, 0)),
+            (0x6e612820, m(V_XTN, 0, 1, 0, narrow::SU << 1, 1, 1, 0)),
+            // fcvtn v0.4h, v1.4s ; fcvtl2 v0.2d, v1.4s ; fcmle v0.2d, #0.0
+            (0x0e216820, m(F_CVTN, 0, 1, 0, 0, 2, 0, 0)),
+            (0x4e617820, m(F_CVTL, 0, 1, 0, 0, 2, 1, 0)),
+            (0x6ee0d820, m(F_CMP0, 0, 1, 0, cmp0::LE, 3, 4, 0)),
+            // frinti v0.4s ; fcvtzu v0.2s ; uaddlv s0, v1.8h ; fminnmv s0, v1.4s
+            (0x6ea19820, m(F_RINT, 0, 1, 0, rmode::FPCR, 2, 4, 0)),
+            (0x2ea1b820, m(F_TO_INT_V, 0, 1, 0, rmode::Z | 8, 2, 3, 0)),
+            (0x6e703820, m(V_REDUCE, 0, 1, 0, ired::UADDL, 1, 4, 0)),
+            (0x6eb0c820, m(F_REDUCE, 0, 1, 0, fred::MINNM, 2, 4, 0)),
+        ]);
+        // add v0.1d (size 11, Q = 0), mul v0.2d, fadd v0.1d are reserved
+        for w in [0x0ee28420, 0x4ee29c20, 0x0e62d420] {
+            assert_eq!(decode_named(w, 0).0.op, UNDEFINED, "{w:08x}");
+        }
+    }
+
+    #[test]
+    fn shifts_and_by_element() {
+        check(&[
+            // ushr v0.2d, #64 ; sli v0.4s, #31 ; sqrshrun2 v0.16b, v1.8h, #3 ; uxtl v0.4s, v1.4h
+            (0x6f400420, m(V_SHR, 0, 1, 0, 1, 3, 4, 64)),
+            (0x6f3f5420, m(V_SLI, 0, 1, 0, 0, 2, 4, 31)),
+            (0x6f0d8c20, m(V_SHRN, 0, 1, 0, narrow::SU << 1 | 1, 0, 1, 3)),
+            (0x2f10a420, m(V_SHLL, 0, 1, 0, 1, 1, 0, 0)),
+            // scvtf v0.2d, #10 ; fcvtzs v0.4s, #32
+            (0x4f76e420, m(INT_TO_F_V, 0, 1, 0, 0, 3, 4, 10)),
+            (0x4f20fc20, m(F_TO_INT_V, 0, 1, 0, rmode::Z, 2, 4, 32)),
+            // mla v0.8h, v1.8h, v15.h[7] ; fmla v0.4s, v1.4s, v31.s[3] ; fmul v0.2d, v17.d[1]
+            (0x6f7f0820, m(V_MLA, 0, 1, 15, 0, 1, 4, BY_ELEM | 7)),
+            (0x4fbf1820, m(F_MADD, 0, 1, 31, 0, 2, 4, BY_ELEM | 3)),
+            (0x4fd19820, m(F_MUL, 0, 1, 17, 0, 3, 4, BY_ELEM | 1)),
+            // smull2 v0.4s, v1.8h, v2.h[3] ; sqdmulh s0, s1, v31.s[1] ; fmulx d0, d1, v2.d[1]
+            (0x4f72a020, m(V_MULL, 0, 1, 2, 0, 1, 1, BY_ELEM | 3)),
+            (0x5fbfc020, m(V_SQDMULH, 0, 1, 31, 0, 2, 2, BY_ELEM | 1)),
+            (0x7fc29820, m(F_MULX, 0, 1, 2, 0, 3, 3, BY_ELEM | 1)),
+        ]);
+    }
+
+    #[test]
+    fn scalar_forms() {
+        check(&[
+            // addp d0, v1.2d ; faddp s0, v1.2s ; fmaxp d0, v1.2d
+            (0x5ef1b820, m(V_REDUCE, 0, 1, 0, ired::ADD, 3, 4, 0)),
+            (0x7e30d820, m(F_REDUCE, 0, 1, 0, fred::ADD, 2, 3, 0)),
+            (0x7e70f820, m(F_REDUCE, 0, 1, 0, fred::MAX, 3, 4, 0)),
+            // cmhi d0, d1, d2 ; sqadd b0, b1, b2 ; fabd s0, s1, s2 ; sqdmlal d0, s1, s2
+            (0x7ee23420, m(V_CMHI, 0, 1, 2, 0, 3, 3, 0)),
+            (0x5e220c20, m(V_QADD, 0, 1, 2, 0, 0, 0, 0)),
+            (0x7ea2d420, m(F_ABD, 0, 1, 2, 0, 2, 2, 0)),
+            (0x5ea29020, m(V_SQDMLAL, 0, 1, 2, 0, 2, PART_SCALAR, 0)),
+            // abs d0, d1 ; sqxtn h0, s1 ; fcvtzs d0, d1 ; frecpx s0, s1 ; fcvtxn s0, d1
+            (0x5ee0b820, m(V_ABS, 0, 1, 0, 0, 3, 3, 0)),
+            (
+                0x5e614820,
+                m(V_XTN, 0, 1, 0, narrow::SS << 1, 1, PART_SCALAR, 0),
+            ),
+            (0x5ee1b820, m(F_TO_INT_V, 0, 1, 0, rmode::Z, 3, 3, 0)),
+            (0x5ea1f820, m(F_RECPX, 0, 1, 0, 0, 2, 2, 0)),
+            (0x7e616820, m(F_CVTN, 0, 1, 0, 1, 3, PART_SCALAR, 0)),
+            // sshr d0, d1, #1 ; uqshl b0, b1, #7 ; sqshrn s0, d1, #32 ; ucvtf s0, s1, #32
+            (0x5f7f0420, m(V_SHR, 0, 1, 0, 0, 3, 3, 1)),
+            (0x7f0f7420, m(V_QSHL_IMM, 0, 1, 0, 1, 0, 0, 7)),
+            (
+                0x5f209420,
+                m(V_SHRN, 0, 1, 0, narrow::SS << 1, 2, PART_SCALAR, 32),
+            ),
+            (0x7f20e420, m(INT_TO_F_V, 0, 1, 0, 1, 2, 2, 32)),
+        ]);
+    }
+
+    #[test]
+    fn modified_immediate_expansion() {
+        assert_eq!(
+            adv_simd_expand_imm(0, 0b1110, 0xab),
+            Some(0xabab_abab_abab_abab)
+        );
+        assert_eq!(
+            adv_simd_expand_imm(1, 0b1110, 0b1000_0001),
+            Some(0xff00_0000_0000_00ff)
+        );
+        assert_eq!(
+            adv_simd_expand_imm(0, 0b1100, 0x12),
+            Some(0x0000_12ff_0000_12ff)
+        );
+        assert_eq!(
+            adv_simd_expand_imm(0, 0b1101, 0x12),
+            Some(0x0012_ffff_0012_ffff)
+        );
+        assert_eq!(
+            adv_simd_expand_imm(0, 0b1111, 0x70),
+            Some(0x3f80_0000_3f80_0000)
+        );
+        assert_eq!(
+            adv_simd_expand_imm(1, 0b1111, 0x70),
+            Some(0x3ff0_0000_0000_0000)
+        );
+    }
 
     /// Decodes the hex words of the file named by ARMADA_WORDS, one per line, and writes
     /// `word name` lines next to it (`.decoded`): for comparing the UNDEFINED space with qemu.
