@@ -1219,7 +1219,7 @@ class Gen:
         return lines
 
 
-def emit(cls, seed, ncases, only=None):
+def emit(cls, seed, ncases, only=None, fpcr_mode="random"):
     g = Gen(cls, seed)
     fp = cls in FP_CLASSES
     mem = cls in MEM_CLASSES
@@ -1237,6 +1237,8 @@ def emit(cls, seed, ncases, only=None):
         xin = [g.gp_value() for _ in range(30)]   # x0..x27, x29, x30
         nzcv = g.ri(0, 15) << 28
         fpcr = g.fpcr_value() if fp else 0
+        if fpcr_mode == "zero":
+            fpcr = 0   # same random stream, only FPCR forced to the default
         vin = [g.v_value() for _ in range(32)] if fp else []
         poolofs = g.ri(0, (POOL_QUADS * 8 - WINDOW) // 16) * 16
         lit = [g.pool_quad() for _ in range(8)]
@@ -1394,6 +1396,9 @@ def main():
     ap.add_argument("--cases-out", help="side file path (default: OUT with .cases suffix)")
     ap.add_argument("--case", type=int, default=None,
                     help="emit only this case (same inputs and block as in the full program)")
+    ap.add_argument("--fpcr", choices=["random", "zero"], default="random",
+                    help="FPCR per case: random rounding mode/FZ/DN/AHP for the FP classes "
+                         "(default), or always 0; nothing else changes")
     ap.add_argument("--list-classes", action="store_true")
     a = ap.parse_args()
     if a.list_classes:
@@ -1407,7 +1412,7 @@ def main():
         ap.error("--cases must be >= 1")
     if a.case is not None and not (0 <= a.case < a.cases):
         ap.error("--case must be in [0, cases)")
-    asm, side = emit(a.cls, a.seed, a.cases, a.case)
+    asm, side = emit(a.cls, a.seed, a.cases, a.case, a.fpcr)
     side_path = a.cases_out or (os.path.splitext(a.out)[0] + ".cases")
     for path, text in ((a.out, asm), (side_path, side)):
         tmp = f"{path}.tmp{os.getpid()}"

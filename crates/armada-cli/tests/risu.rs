@@ -13,6 +13,7 @@
 //! * `RISU_CASES`    cases per class (default: `DEFAULT_CASES`)
 //! * `RISU_TIMEOUT`  seconds allowed per emulator run (default 120)
 //! * `RISU_REPORT`   how many differing cases to describe in detail (default 3)
+//! * `RISU_FPCR`     `zero`: keep FPCR at 0 (default `random` rounding mode/FZ/DN/AHP)
 //! * `ARMADA_BIN`    armada binary to test (default: the one cargo built)
 //! * `RISU_QEMU`, `RISU_CC`, `RISU_PYTHON`: tool overrides
 //! * `CI`            if set, missing tools are a failure instead of a skip
@@ -480,7 +481,17 @@ fn run_class(class: &str) {
     let dir = out_dir();
     fs::create_dir_all(&dir)
         .unwrap_or_else(|e| panic!("risu: cannot create {}: {e}", dir.display()));
-    let stem = format!("{class}-s{seed}-n{cases}");
+    let fpcr_zero = match env::var("RISU_FPCR") {
+        Ok(v) if v == "zero" || v == "0" => true,
+        Ok(v) if v.is_empty() || v == "random" => false,
+        Err(_) => false,
+        Ok(v) => panic!("RISU_FPCR must be `random` or `zero`, not {v:?}"),
+    };
+    let fpcr_arg = if fpcr_zero { "zero" } else { "random" };
+    let stem = format!(
+        "{class}-s{seed}-n{cases}{}",
+        if fpcr_zero { "-fpcr0" } else { "" }
+    );
     let asm = dir.join(format!("{stem}.S"));
     let side_path = dir.join(format!("{stem}.cases"));
     let elf = dir.join(&stem);
@@ -500,6 +511,7 @@ fn run_class(class: &str) {
                 "--out",
             ])
             .arg(&asm)
+            .args(["--fpcr", fpcr_arg])
             .arg("--cases-out")
             .arg(&side_path),
     );
@@ -675,7 +687,7 @@ fn run_class(class: &str) {
         r.push_str(&disassembly(&tools, &elf, c));
         let _ = writeln!(
             r,
-            "  reproduce: python3 tests/risu/gen.py --class {class} --seed {seed} --cases {cases} --case {c} \
+            "  reproduce: python3 tests/risu/gen.py --class {class} --seed {seed} --cases {cases} --case {c} --fpcr {fpcr_arg} \
              --out /tmp/risu-case.S && aarch64-linux-gnu-gcc -nostdlib -static -o /tmp/risu-case /tmp/risu-case.S \
              && armada run /tmp/risu-case | od -A d -t x8  (compare: qemu-aarch64 /tmp/risu-case | od -A d -t x8)"
         );

@@ -695,6 +695,14 @@ pub(crate) mod tests {
 
     use proptest::prelude::*;
 
+    /// Cases per property: `default`, or ARMADA_PROPTEST_CASES for a longer run.
+    fn cases(default: u32) -> u32 {
+        std::env::var("ARMADA_PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+
     fn mutate(
         mut f: Vec<u8>,
         edits: &[(usize, u8)],
@@ -722,7 +730,7 @@ pub(crate) mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #![proptest_config(ProptestConfig::with_cases(cases(2000)))]
         #[test]
         fn mutated_elf_never_panics(
             edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..16),

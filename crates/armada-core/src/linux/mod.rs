@@ -106,6 +106,7 @@ impl Errno {
     pub const ETIMEDOUT: Errno = Errno(libc::ETIMEDOUT);
     pub const EOPNOTSUPP: Errno = Errno(libc::EOPNOTSUPP);
     pub const EXDEV: Errno = Errno(libc::EXDEV);
+    pub const ENOTSOCK: Errno = Errno(libc::ENOTSOCK);
 
     /// The errno of a host I/O error (EIO when it carries none).
     pub fn from_io(e: &std::io::Error) -> Errno {
@@ -164,6 +165,7 @@ fn errno_name(e: i32) -> &'static str {
         libc::ELOOP => "ELOOP",
         libc::ETIMEDOUT => "ETIMEDOUT",
         libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ENOTSOCK => "ENOTSOCK",
         _ => "E?",
     }
 }
@@ -254,7 +256,6 @@ pub(crate) fn note_once(kind: u8, key: u64, msg: impl FnOnce() -> String) {
 }
 
 pub(crate) const NOTE_UNSUPPORTED: u8 = 0;
-pub(crate) const NOTE_SIGNAL_HANDLER: u8 = 1;
 pub(crate) const NOTE_MISC: u8 = 2;
 
 // ----- the process ------------------------------------------------------------------------
@@ -387,13 +388,6 @@ impl Process {
         self.rng.fill(buf);
     }
 
-    /// Delivers signal `sig` to the process as the kernel would with no handler support:
-    /// returns the outcome if the signal ends the process (used for faults: SIGSEGV etc.).
-    pub fn raise_signal(&mut self, sig: i32) -> Option<SysOutcome> {
-        self.raise(sig);
-        self.outcome.take()
-    }
-
     /// Services the syscall the lane stopped at: number in x8, arguments in x0..x5, result
     /// (or -errno) into x0.
     pub fn syscall(&mut self, st: &mut CpuState, mem: &mut AddressSpace) -> SysOutcome {
@@ -402,7 +396,7 @@ impl Process {
         self.retired = st.retired;
         self.syscalls += 1;
         let trace = self.cfg.strace.then(|| strace::format_call(nr, &a, mem));
-        let r = self.dispatch(nr, a, mem);
+        let r = self.dispatch(nr, a, st, mem);
         let ret = match r {
             Ok(v) => v,
             Err(e) => (-(e.0 as i64)) as u64,
@@ -430,10 +424,22 @@ impl Process {
         if let Some(t) = trace {
             eprintln!("{} {t} = {}", self.pid, strace::format_ret(nr, r));
         }
+        if self.signals.pending != 0 {
+            if let Some(o) = self.deliver_frame(st, mem) {
+                self.flush_shared_mappings(mem);
+                return o;
+            }
+        }
         SysOutcome::Continue
     }
 
-    fn dispatch(&mut self, nr: u64, a: [u64; 6], mem: &mut AddressSpace) -> SysResult {
+    fn dispatch(
+        &mut self,
+        nr: u64,
+        a: [u64; 6],
+        st: &mut CpuState,
+        mem: &mut AddressSpace,
+    ) -> SysResult {
         use nr::*;
         // int arguments are the low 32 bits, sign-extended
         let i = |k: usize| a[k] as i32;
@@ -562,6 +568,10 @@ impl Process {
                 Err(Errno::ENOSYS)
             }
             MEMBARRIER => Err(Errno::ENOSYS),
+            // there are no sockets: calls on an fd say it is not one (bash asks getpeername(0))
+            BIND | LISTEN | ACCEPT | ACCEPT4 | CONNECT | GETSOCKNAME | GETPEERNAME | SENDTO
+            | RECVFROM | SETSOCKOPT | GETSOCKOPT | SHUTDOWN | SENDMSG | RECVMSG | SENDMMSG
+            | RECVMMSG => self.fd_check(i(0)).and(Err(Errno::ENOTSOCK)),
             GETRANDOM => self.sys_getrandom(mem, a[0], a[1], a[2] as u32),
 
             // time
@@ -579,14 +589,11 @@ impl Process {
             RT_SIGPENDING => self.sys_rt_sigpending(mem, a[0], a[1]),
             RT_SIGSUSPEND => self.sys_rt_sigsuspend(mem, a[0], a[1]),
             RT_SIGTIMEDWAIT => self.sys_rt_sigtimedwait(mem, a[0], a[1], a[2], a[3]),
-            SIGALTSTACK => self.sys_sigaltstack(mem, a[0], a[1]),
+            SIGALTSTACK => self.sys_sigaltstack(mem, a[0], a[1], st.x[31]),
             KILL => self.sys_kill(i(0), i(1)),
             TKILL => self.sys_tgkill(self.pid, i(0), i(1)),
             TGKILL => self.sys_tgkill(i(0), i(1), i(2)),
-            RT_SIGRETURN => {
-                self.unsupported(nr);
-                Err(Errno::ENOSYS)
-            }
+            RT_SIGRETURN => self.sys_rt_sigreturn(st, mem),
             FUTEX => self.sys_futex(mem, a),
 
             _ => {

@@ -1,14 +1,19 @@
 //! Signals (dispositions, mask, pending set, signals a process sends itself) and futex.
 //!
-//! armada cannot run guest signal handlers yet. Dispositions are recorded and returned as
-//! Linux does; a signal that arrives (kill/tgkill to self, SIGPIPE, a fault) takes its
-//! default action when its handler is SIG_DFL, is dropped when SIG_IGN, and when the guest
-//! installed a handler armada says so once and applies the default action. A blocked signal
-//! stays pending until the mask lets it through (glibc's raise() blocks signals around the
-//! tgkill, and abort() relies on delivery when it unblocks).
+//! Signals a process sends itself (kill, tgkill, raise, abort, SIGPIPE) and synchronous
+//! signals from faults ([`Process::deliver_fault`]) are delivered as Linux/arm64 does: a
+//! blocked signal stays pending until the mask lets it through; SIG_IGN drops it; SIG_DFL
+//! takes the default action (usually ending the process); a handler runs on an arm64
+//! `rt_sigframe` (siginfo, ucontext with the registers and an FPSIMD record) built on the
+//! stack or the alternate stack, and returns through `rt_sigreturn`. Since the guest has
+//! no vDSO, handlers installed without SA_RESTORER (glibc on arm64) return through a
+//! two-instruction trampoline armada maps at [`SIGTRAMP_ADDR`]. One handler frame is set
+//! up per return to the guest, lowest signal number first. Asynchronous signals from
+//! outside (timers, other processes) do not exist here.
 
 use super::{rd, rd_u32, rd_u64, wr, wr_u32, wr_u64, Errno, Process, SysOutcome, SysResult};
-use crate::memory::AddressSpace;
+use crate::memory::{AddressSpace, Perm, PAGE_SIZE};
+use crate::state::CpuState;
 
 pub const SIGHUP: i32 = 1;
 pub const SIGINT: i32 = 2;
@@ -110,12 +115,68 @@ pub(crate) struct SigAction {
     mask: u64,
 }
 
+impl SigAction {
+    fn has_handler(&self) -> bool {
+        self.handler != SIG_DFL && self.handler != SIG_IGN
+    }
+}
+
+/// What the handler's siginfo says about a signal.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SigInfo {
+    code: i32,
+    /// si_addr for faults; for kill/tgkill the sender's pid (low 32 bits) and uid (high).
+    value: u64,
+}
+
+/// si_code values.
+pub const SI_USER: i32 = 0;
+pub const SI_KERNEL: i32 = 0x80;
+pub const SI_TKILL: i32 = -6;
+pub const SEGV_MAPERR: i32 = 1;
+pub const SEGV_ACCERR: i32 = 2;
+pub const BUS_ADRALN: i32 = 1;
+pub const ILL_ILLOPC: i32 = 1;
+pub const TRAP_BRKPT: i32 = 1;
+
+const SA_ONSTACK: u64 = 0x0800_0000;
+const SA_RESTORER: u64 = 0x0400_0000;
+const SA_NODEFER: u64 = 0x4000_0000;
+const SA_RESETHAND: u64 = 0x8000_0000;
+const SS_ONSTACK: i32 = 1;
+const SS_DISABLE: i32 = 2;
+
+/// Where armada puts its signal-return trampoline (`mov x8, #139; svc #0`): the guest has
+/// no vDSO, and glibc on arm64 returns from handlers through the vDSO's sigreturn.
+pub const SIGTRAMP_ADDR: u64 = super::mm::STACK_TOP - super::mm::STACK_SIZE - 0x1_0000;
+const SIGTRAMP_CODE: [u32; 2] = [0xd280_1168, 0xd400_0001];
+
+// arm64 signal frame layout (arch/arm64/include/uapi/asm/{sigcontext,ucontext}.h)
+const SIGINFO_SIZE: u64 = 128;
+const UC_STACK: u64 = 16;
+const UC_SIGMASK: u64 = 40;
+const UC_MCONTEXT: u64 = 176;
+const UCONTEXT_SIZE: u64 = 4560;
+const MC_REGS: u64 = 8;
+const MC_SP: u64 = 256;
+const MC_PC: u64 = 264;
+const MC_PSTATE: u64 = 272;
+const MC_RESERVED: u64 = 288;
+const RESERVED_SIZE: u64 = 4096;
+const FPSIMD_MAGIC: u32 = 0x4650_8001;
+const FPSIMD_SIZE: u32 = 528;
+const ESR_MAGIC: u32 = 0x4553_5201;
+const FRAME_SIZE: u64 = SIGINFO_SIZE + UCONTEXT_SIZE;
+
 #[derive(Clone, Debug)]
 pub(crate) struct Signals {
     actions: [SigAction; NSIG as usize + 1],
     mask: u64,
-    pending: u64,
+    pub(crate) pending: u64,
+    info: [SigInfo; NSIG as usize + 1],
     altstack: (u64, i32, u64),
+    /// rt_sigsuspend: the mask to save in the frame (restored by sigreturn).
+    suspend_mask: Option<u64>,
 }
 
 impl Default for Signals {
@@ -124,59 +185,328 @@ impl Default for Signals {
             actions: [SigAction::default(); NSIG as usize + 1],
             mask: 0,
             pending: 0,
-            altstack: (0, 2, 0), // SS_DISABLE
+            info: [SigInfo::default(); NSIG as usize + 1],
+            altstack: (0, SS_DISABLE, 0),
+            suspend_mask: None,
         }
     }
 }
 
 impl Process {
-    /// A signal arrives for the process: pend it if blocked, otherwise act on it. Sets
-    /// `self.outcome` when it ends the process.
+    /// A signal arrives for the process (kill/tgkill to self, SIGPIPE). It stays pending
+    /// while blocked; a handler runs when the syscall returns; otherwise the default action
+    /// (or SIG_IGN) applies now. Sets `self.outcome` when the signal ends the process.
     pub(crate) fn raise(&mut self, sig: i32) {
+        self.raise_info(sig, SI_KERNEL, 0);
+    }
+
+    fn raise_info(&mut self, sig: i32, code: i32, value: u64) {
         if !(1..=NSIG).contains(&sig) {
             return;
         }
-        if self.signals.mask & bit(sig) & !UNBLOCKABLE != 0 {
-            self.signals.pending |= bit(sig);
-            return;
+        if self.signals.pending & bit(sig) == 0 {
+            self.signals.info[sig as usize] = SigInfo { code, value };
         }
-        self.deliver(sig);
+        self.signals.pending |= bit(sig);
+        self.deliver_pending();
     }
 
-    fn deliver(&mut self, sig: i32) {
-        let act = self.signals.actions[sig as usize];
-        let unstoppable = sig == SIGKILL || sig == SIGSTOP;
-        if !unstoppable && act.handler == SIG_IGN {
-            return;
-        }
-        if !unstoppable && act.handler != SIG_DFL {
-            super::note_once(super::NOTE_SIGNAL_HANDLER, sig as u64, || {
-                format!(
-                    "the guest has a handler for {}, but armada cannot run signal handlers yet: the default action applies",
-                    name(sig)
-                )
-            });
-        }
-        match default_action(sig) {
-            Default_::Terminate => self.outcome = Some(SysOutcome::Killed(sig)),
-            Default_::Ignore => {}
-            Default_::Stop => super::note_once(super::NOTE_MISC, 100 + sig as u64, || {
-                format!("{} would stop the guest; armada ignores it", name(sig))
-            }),
-        }
-    }
-
-    /// Delivers pending signals that the mask now lets through.
+    /// Acts on pending, unblocked signals whose action is not a handler (handlers run when
+    /// the syscall returns to the guest, through `deliver_frame`).
     fn deliver_pending(&mut self) {
         while self.outcome.is_none() {
-            let ready = self.signals.pending & !self.signals.mask;
-            if ready == 0 {
+            let ready = self.signals.pending & !(self.signals.mask & !UNBLOCKABLE);
+            let Some(sig) = (0..64)
+                .filter(|b| ready & (1 << b) != 0)
+                .map(|b| b + 1)
+                .find(|&s| {
+                    !self.signals.actions[s as usize].has_handler() || s == SIGKILL || s == SIGSTOP
+                })
+            else {
+                break;
+            };
+            self.signals.pending &= !bit(sig);
+            let act = self.signals.actions[sig as usize];
+            let unstoppable = sig == SIGKILL || sig == SIGSTOP;
+            if !unstoppable && act.handler == SIG_IGN {
+                continue;
+            }
+            match default_action(sig) {
+                Default_::Terminate => self.outcome = Some(SysOutcome::Killed(sig)),
+                Default_::Ignore => {}
+                Default_::Stop => super::note_once(super::NOTE_MISC, 100 + sig as u64, || {
+                    format!("{} would stop the guest; armada ignores it", name(sig))
+                }),
+            }
+        }
+    }
+
+    /// Whether a handler is waiting to run.
+    pub(crate) fn handler_ready(&self) -> bool {
+        let ready = self.signals.pending & !self.signals.mask;
+        ready != 0
+            && (1..=NSIG)
+                .any(|s| ready & bit(s) != 0 && self.signals.actions[s as usize].has_handler())
+    }
+
+    /// Sets up the frame of the lowest pending, unblocked signal that has a handler, so
+    /// that the guest continues in the handler. One signal per return to the guest (the
+    /// next one is delivered when the handler's sigreturn or next syscall returns).
+    pub(crate) fn deliver_frame(
+        &mut self,
+        st: &mut CpuState,
+        mem: &mut AddressSpace,
+    ) -> Option<SysOutcome> {
+        let ready = self.signals.pending & !self.signals.mask;
+        let sig = (1..=NSIG)
+            .find(|&s| ready & bit(s) != 0 && self.signals.actions[s as usize].has_handler())?;
+        self.signals.pending &= !bit(sig);
+        let info = self.signals.info[sig as usize];
+        if self.cfg.strace {
+            eprintln!("{} --- {} (si_code={}) ---", self.pid, name(sig), info.code);
+        }
+        if self.setup_frame(st, mem, sig, info, 0).is_err() {
+            return Some(SysOutcome::Killed(SIGSEGV));
+        }
+        None
+    }
+
+    /// Delivers a synchronous signal caused by the instruction at `st.pc` (a fault, an
+    /// undefined instruction, a breakpoint): runs the guest's handler if it has one and the
+    /// signal is neither blocked nor ignored, otherwise the process dies of it (as Linux's
+    /// force_sig). `code` is the si_code (e.g. [`SEGV_MAPERR`]), `addr` the si_addr.
+    /// Returns the outcome when the process ends; None when the lane should continue (at
+    /// the handler).
+    pub fn deliver_fault(
+        &mut self,
+        st: &mut CpuState,
+        mem: &mut AddressSpace,
+        sig: i32,
+        code: i32,
+        addr: u64,
+    ) -> Option<SysOutcome> {
+        if !(1..=NSIG).contains(&sig) {
+            return Some(SysOutcome::Killed(SIGSEGV));
+        }
+        let act = self.signals.actions[sig as usize];
+        if !act.has_handler() || self.signals.mask & bit(sig) != 0 {
+            return Some(SysOutcome::Killed(sig));
+        }
+        if self.cfg.strace {
+            eprintln!(
+                "{} --- {} (si_code={code}, si_addr={addr:#x}) ---",
+                self.pid,
+                name(sig)
+            );
+        }
+        let esr = match sig {
+            SIGSEGV | SIGBUS => 0x9200_0000u64, // data abort from EL0; enough for handlers
+            _ => 0,
+        };
+        match self.setup_frame(st, mem, sig, SigInfo { code, value: addr }, esr) {
+            Ok(()) => None,
+            Err(()) => Some(SysOutcome::Killed(SIGSEGV)),
+        }
+    }
+
+    fn ensure_trampoline(&mut self, mem: &mut AddressSpace) -> Result<(), ()> {
+        if matches!(mem.area_at(SIGTRAMP_ADDR), Some((_, _, p)) if p == Perm::RX) {
+            let mut w = [0u8; 8];
+            if mem.fetch_bytes(SIGTRAMP_ADDR, &mut w).is_ok()
+                && w[..4] == SIGTRAMP_CODE[0].to_le_bytes()
+                && w[4..] == SIGTRAMP_CODE[1].to_le_bytes()
+            {
+                return Ok(());
+            }
+        }
+        mem.map(SIGTRAMP_ADDR, PAGE_SIZE, Perm::RX)
+            .map_err(|_| ())?;
+        let mut code = [0u8; 8];
+        code[..4].copy_from_slice(&SIGTRAMP_CODE[0].to_le_bytes());
+        code[4..].copy_from_slice(&SIGTRAMP_CODE[1].to_le_bytes());
+        mem.poke_bytes(SIGTRAMP_ADDR, &code).map_err(|_| ())
+    }
+
+    fn on_altstack(&self, sp: u64) -> bool {
+        let (ss_sp, flags, size) = self.signals.altstack;
+        flags != SS_DISABLE && sp > ss_sp && sp - ss_sp <= size
+    }
+
+    /// Builds the arm64 rt_sigframe and points the registers at the handler.
+    fn setup_frame(
+        &mut self,
+        st: &mut CpuState,
+        mem: &mut AddressSpace,
+        sig: i32,
+        info: SigInfo,
+        esr: u64,
+    ) -> Result<(), ()> {
+        let act = self.signals.actions[sig as usize];
+        let sp0 = st.x[31];
+        let (ss_sp, ss_flags, ss_size) = self.signals.altstack;
+        let use_alt =
+            act.flags & SA_ONSTACK != 0 && ss_flags != SS_DISABLE && !self.on_altstack(sp0);
+        let top = if use_alt {
+            ss_sp.wrapping_add(ss_size)
+        } else {
+            sp0
+        };
+        let record = top.checked_sub(16).ok_or(())? & !15;
+        let frame = record.checked_sub(FRAME_SIZE).ok_or(())? & !15;
+
+        let mut f = vec![0u8; (record + 16 - frame) as usize];
+        let put = |f: &mut Vec<u8>, at: u64, v: &[u8]| {
+            let at = at as usize;
+            f[at..at + v.len()].copy_from_slice(v);
+        };
+        // siginfo
+        put(&mut f, 0, &sig.to_le_bytes());
+        put(&mut f, 8, &info.code.to_le_bytes());
+        put(&mut f, 16, &info.value.to_le_bytes());
+        // ucontext
+        let uc = SIGINFO_SIZE;
+        let cur_flags = if ss_flags == SS_DISABLE {
+            SS_DISABLE
+        } else if self.on_altstack(sp0) {
+            SS_ONSTACK
+        } else {
+            0
+        };
+        put(&mut f, uc + UC_STACK, &ss_sp.to_le_bytes());
+        put(&mut f, uc + UC_STACK + 8, &cur_flags.to_le_bytes());
+        put(&mut f, uc + UC_STACK + 16, &ss_size.to_le_bytes());
+        let saved_mask = self
+            .signals
+            .suspend_mask
+            .take()
+            .unwrap_or(self.signals.mask);
+        put(&mut f, uc + UC_SIGMASK, &saved_mask.to_le_bytes());
+        let mc = uc + UC_MCONTEXT;
+        if esr != 0 {
+            put(&mut f, mc, &info.value.to_le_bytes()); // fault_address
+        }
+        for r in 0..31 {
+            put(
+                &mut f,
+                mc + MC_REGS + 8 * r,
+                &st.x[r as usize].to_le_bytes(),
+            );
+        }
+        put(&mut f, mc + MC_SP, &sp0.to_le_bytes());
+        put(&mut f, mc + MC_PC, &st.pc.to_le_bytes());
+        put(
+            &mut f,
+            mc + MC_PSTATE,
+            &(st.nzcv & 0xf000_0000).to_le_bytes(),
+        );
+        let mut rsv = mc + MC_RESERVED;
+        put(&mut f, rsv, &FPSIMD_MAGIC.to_le_bytes());
+        put(&mut f, rsv + 4, &FPSIMD_SIZE.to_le_bytes());
+        put(&mut f, rsv + 8, &(st.fpsr as u32).to_le_bytes());
+        put(&mut f, rsv + 12, &(st.fpcr as u32).to_le_bytes());
+        for (k, v) in st.v.iter().enumerate() {
+            put(&mut f, rsv + 16 + 16 * k as u64, &v.to_le_bytes());
+        }
+        rsv += FPSIMD_SIZE as u64;
+        if esr != 0 {
+            put(&mut f, rsv, &ESR_MAGIC.to_le_bytes());
+            put(&mut f, rsv + 4, &16u32.to_le_bytes());
+            put(&mut f, rsv + 8, &esr.to_le_bytes());
+        }
+        // frame record {fp, lr} above the frame
+        let rec = record - frame;
+        put(&mut f, rec, &st.x[29].to_le_bytes());
+        put(&mut f, rec + 8, &st.x[30].to_le_bytes());
+        mem.write_bytes(frame, &f).map_err(|_| ())?;
+
+        let ret = if act.flags & SA_RESTORER != 0 && act.restorer != 0 {
+            act.restorer
+        } else {
+            self.ensure_trampoline(mem)?;
+            SIGTRAMP_ADDR
+        };
+        st.x[0] = sig as u64;
+        st.x[1] = frame;
+        st.x[2] = frame + uc;
+        st.x[29] = record;
+        st.x[30] = ret;
+        st.x[31] = frame;
+        st.pc = act.handler;
+        st.excl_addr = u64::MAX;
+        let mut m = self.signals.mask | act.mask;
+        if act.flags & SA_NODEFER == 0 {
+            m |= bit(sig);
+        }
+        self.signals.mask = m & !UNBLOCKABLE;
+        if act.flags & SA_RESETHAND != 0 {
+            self.signals.actions[sig as usize] = SigAction::default();
+        }
+        Ok(())
+    }
+
+    /// rt_sigreturn: restores the registers, mask and alternate stack saved in the frame at sp.
+    pub(crate) fn sys_rt_sigreturn(
+        &mut self,
+        st: &mut CpuState,
+        mem: &mut AddressSpace,
+    ) -> SysResult {
+        let frame = st.x[31];
+        let uc = frame.wrapping_add(SIGINFO_SIZE);
+        let mc = uc.wrapping_add(UC_MCONTEXT);
+        let mut buf = vec![0u8; (UC_MCONTEXT + MC_RESERVED + RESERVED_SIZE) as usize];
+        if mem.read_bytes(uc, &mut buf).is_err() {
+            self.outcome = Some(SysOutcome::Killed(SIGSEGV));
+            return Err(Errno::EFAULT);
+        }
+        let g64 = |at: u64| {
+            let at = at as usize;
+            u64::from_le_bytes(buf[at..at + 8].try_into().unwrap_or([0; 8]))
+        };
+        let g32 = |at: u64| {
+            let at = at as usize;
+            u32::from_le_bytes(buf[at..at + 4].try_into().unwrap_or([0; 4]))
+        };
+        let m = UC_MCONTEXT;
+        for r in 0..31 {
+            st.x[r] = g64(m + MC_REGS + 8 * r as u64);
+        }
+        st.x[31] = g64(m + MC_SP);
+        st.pc = g64(m + MC_PC);
+        st.nzcv = g64(m + MC_PSTATE) & 0xf000_0000;
+        st.excl_addr = u64::MAX;
+        // records in __reserved
+        let mut at = m + MC_RESERVED;
+        let end = at + RESERVED_SIZE;
+        while at + 8 <= end {
+            let (magic, size) = (g32(at), g32(at + 4) as u64);
+            if magic == 0 || size < 8 || at + size > end {
                 break;
             }
-            let sig = ready.trailing_zeros() as i32 + 1;
-            self.signals.pending &= !bit(sig);
-            self.deliver(sig);
+            if magic == FPSIMD_MAGIC && size >= FPSIMD_SIZE as u64 {
+                st.fpsr = g32(at + 8) as u64;
+                st.fpcr = g32(at + 12) as u64;
+                for k in 0..32u64 {
+                    let o = (at + 16 + 16 * k) as usize;
+                    st.v[k as usize] =
+                        u128::from_le_bytes(buf[o..o + 16].try_into().unwrap_or([0; 16]));
+                }
+            }
+            at += size;
         }
+        self.signals.mask = g64(UC_SIGMASK) & !UNBLOCKABLE;
+        // restore_altstack: only when it is a valid setting and we are not on it
+        let (ss_sp, ss_flags, ss_size) =
+            (g64(UC_STACK), g32(UC_STACK + 8) as i32, g64(UC_STACK + 16));
+        if !self.on_altstack(st.x[31]) {
+            if ss_flags & SS_DISABLE != 0 {
+                self.signals.altstack = (0, SS_DISABLE, 0);
+            } else if ss_size >= 5120 {
+                self.signals.altstack = (ss_sp, ss_flags & (1 << 31), ss_size);
+            }
+        }
+        let _ = mc;
+        self.deliver_pending();
+        Ok(st.x[0])
     }
 
     pub(crate) fn sys_rt_sigaction(
@@ -285,6 +615,11 @@ impl Process {
         let old = self.signals.mask;
         self.signals.mask = m;
         self.deliver_pending();
+        if self.outcome.is_none() && self.handler_ready() {
+            // the handler runs on return; its sigreturn restores the old mask
+            self.signals.suspend_mask = Some(old);
+            return Err(Errno::EINTR);
+        }
         self.signals.mask = old;
         if self.outcome.is_none() {
             return Err(self.deadlock("rt_sigsuspend"));
@@ -332,18 +667,21 @@ impl Process {
         mem: &mut AddressSpace,
         ss: u64,
         old: u64,
+        sp: u64,
     ) -> SysResult {
-        const SS_ONSTACK: i32 = 1;
-        const SS_DISABLE: i32 = 2;
         const SS_AUTODISARM: i32 = 1 << 31;
         const MINSIGSTKSZ: u64 = 5120;
+        let on = self.on_altstack(sp);
         let new = if ss != 0 {
-            let sp = rd_u64(mem, ss)?;
+            let ss_sp = rd_u64(mem, ss)?;
             let flags = rd_u32(mem, ss + 8)? as i32;
             let size = rd_u64(mem, ss + 16)?;
             let mode = flags & !SS_AUTODISARM;
             if mode != 0 && mode != SS_DISABLE && mode != SS_ONSTACK {
                 return Err(Errno::EINVAL);
+            }
+            if on {
+                return Err(Errno::EPERM);
             }
             if mode == SS_DISABLE {
                 Some((0, SS_DISABLE, 0))
@@ -351,15 +689,16 @@ impl Process {
                 if size < MINSIGSTKSZ {
                     return Err(Errno::ENOMEM);
                 }
-                Some((sp, flags & SS_AUTODISARM, size))
+                Some((ss_sp, flags & SS_AUTODISARM, size))
             }
         } else {
             None
         };
         if old != 0 {
-            let (sp, flags, size) = self.signals.altstack;
+            let (ss_sp, flags, size) = self.signals.altstack;
+            let flags = if on { flags | SS_ONSTACK } else { flags };
             let mut b = [0u8; 24];
-            b[0..8].copy_from_slice(&sp.to_le_bytes());
+            b[0..8].copy_from_slice(&ss_sp.to_le_bytes());
             b[8..12].copy_from_slice(&flags.to_le_bytes());
             b[16..24].copy_from_slice(&size.to_le_bytes());
             wr(mem, old, &b)?;
@@ -370,12 +709,13 @@ impl Process {
         Ok(0)
     }
 
-    fn signal_self(&mut self, sig: i32) -> SysResult {
+    fn signal_self(&mut self, sig: i32, code: i32) -> SysResult {
         if !(0..=NSIG).contains(&sig) {
             return Err(Errno::EINVAL);
         }
         if sig != 0 {
-            self.raise(sig);
+            let sender = (self.pid as u32 as u64) | ((self.uid as u64) << 32);
+            self.raise_info(sig, code, sender);
         }
         Ok(0)
     }
@@ -385,7 +725,7 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         if pid == self.pid || pid == 0 || pid == -1 || pid == -self.pid {
-            return self.signal_self(sig);
+            return self.signal_self(sig, SI_USER);
         }
         Err(Errno::ESRCH)
     }
@@ -395,7 +735,7 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         if tgid == self.pid && tid == self.pid {
-            return self.signal_self(sig);
+            return self.signal_self(sig, SI_TKILL);
         }
         Err(Errno::ESRCH)
     }

@@ -568,11 +568,66 @@ fn signals() {
     assert_eq!(l.call(KILL, &[4242, 15]), neg(libc::ESRCH));
     // SIGCHLD's default is to ignore
     assert_eq!(l.call(KILL, &[0, 17]), 0);
-    // a handler cannot run yet: the default action applies
-    l.put(act, &0x400123u64.to_le_bytes());
+    // a handler runs on a signal frame and returns through rt_sigreturn
+    let stack_top = SCRATCH + 0x3_0000;
+    l.st.x[31] = stack_top;
+    l.st.x[19] = 0x1919;
+    l.st.x[29] = 0x2929;
+    l.st.v[5] = 0x5555_u128 << 64;
+    l.st.nzcv = 0x6000_0000;
+    l.st.pc = 0x40_1000;
+    l.put(act, &0x40_0123u64.to_le_bytes());
     assert_eq!(l.call(RT_SIGACTION, &[10, act, 0, 8]), 0);
+    let (r, o) = l.call_o(KILL, &[1000, 10]);
+    assert_eq!(o, SysOutcome::Continue);
+    assert_eq!(r, 10, "x0 = signal number");
+    assert_eq!(l.st.pc, 0x40_0123);
+    let frame = l.st.x[31];
+    assert_eq!(frame % 16, 0);
+    assert!(frame < stack_top - 4688);
+    assert_eq!(l.st.x[1], frame);
+    assert_eq!(l.st.x[2], frame + 128);
+    assert_eq!(l.st.x[30], signal::SIGTRAMP_ADDR);
+    assert_eq!(l.mem.read_u32(frame).unwrap(), 10); // si_signo
+    assert_eq!(l.mem.read_u32(frame + 8).unwrap() as i32, signal::SI_USER);
+    assert_eq!(l.u64_at(frame + 128 + 176 + 8 + 19 * 8), 0x1919);
+    assert_eq!(l.u64_at(frame + 128 + 176 + 264), 0x40_1000); // pc
+                                                              // the signal is blocked while its handler runs
+    assert_eq!(l.call(RT_SIGPROCMASK, &[0, 0, SCRATCH + 0x200, 8]), 0);
+    assert_eq!(l.u64_at(SCRATCH + 0x200), 1 << 9);
+    // the trampoline is there and executable
+    let mut w = [0u8; 8];
+    l.mem.fetch_bytes(signal::SIGTRAMP_ADDR, &mut w).unwrap();
+    assert_eq!(w, [0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4]);
+    // the handler clobbers registers, then returns
+    l.st.x[19] = 0;
+    l.st.v[5] = 0;
+    l.st.nzcv = 0;
+    let r = l.call(RT_SIGRETURN, &[]);
+    assert_eq!(r, 0, "x0 as it was after kill returned 0");
+    assert_eq!(l.st.pc, 0x40_1000);
+    assert_eq!(l.st.x[31], stack_top);
+    assert_eq!(l.st.x[19], 0x1919);
+    assert_eq!(l.st.x[29], 0x2929);
+    assert_eq!(l.st.v[5], 0x5555_u128 << 64);
+    assert_eq!(l.st.nzcv, 0x6000_0000);
+    assert_eq!(l.call(RT_SIGPROCMASK, &[0, 0, SCRATCH + 0x200, 8]), 0);
+    assert_eq!(l.u64_at(SCRATCH + 0x200), 0);
+    // a fault with a handler goes to the handler; without one the process dies
+    let o =
+        l.p.deliver_fault(&mut l.st, &mut l.mem, 10, signal::SEGV_MAPERR, 0x10);
+    assert_eq!(o, None);
+    assert_eq!(l.st.pc, 0x40_0123);
+    let o =
+        l.p.deliver_fault(&mut l.st, &mut l.mem, 11, signal::SEGV_MAPERR, 0x10);
+    assert_eq!(o, Some(SysOutcome::Killed(11)));
+    // a handler with no usable stack: SIGSEGV
+    let mut l = Lane::det();
+    l.put(act, &0x40_0123u64.to_le_bytes());
+    assert_eq!(l.call(RT_SIGACTION, &[10, act, 0, 8]), 0);
+    l.st.x[31] = 0x7000_0000;
     let (_, o) = l.call_o(KILL, &[1000, 10]);
-    assert_eq!(o, SysOutcome::Killed(10));
+    assert_eq!(o, SysOutcome::Killed(11));
     // exit_group
     let mut l = Lane::det();
     let (_, o) = l.call_o(EXIT_GROUP, &[0x1_0000_0103]);
@@ -646,8 +701,16 @@ mod fuzz {
     use super::*;
     use proptest::prelude::*;
 
+    /// Cases per property: `default`, or ARMADA_PROPTEST_CASES for a longer run.
+    fn cases(default: u32) -> u32 {
+        std::env::var("ARMADA_PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #![proptest_config(ProptestConfig::with_cases(cases(3000)))]
         /// Random syscalls with random arguments (pointers often into scratch memory full of
         /// random bytes) never panic and never touch anything outside the root.
         #[test]

@@ -153,10 +153,8 @@ fn ordered(f: &Fields, load: bool) -> Option<MicroOp> {
 }
 
 fn exclusive(f: &Fields, load: bool, pair: bool) -> Option<MicroOp> {
-    let size = f.get('z');
-    if pair && size < 2 {
-        return None;
-    }
+    // Single registers carry the size in a 2-bit field; pairs in one bit (0: W, 1: X).
+    let size = if pair { 2 + f.get('z') } else { f.get('z') };
     let u = MicroOp::new(match (load, pair) {
         (true, false) => LDXR,
         (false, false) => STXR,

@@ -630,7 +630,7 @@ pub(super) fn recip_sqrt_estimate(input: u32) -> u32 {
     while a * (b + 1) * (b + 1) < (1 << 28) {
         b += 1;
     }
-    ((b + 1) / 2) as u32
+    b.div_ceil(2) as u32
 }
 
 /// FRECPE.

@@ -888,11 +888,18 @@ fn random_words_vs_qemu() {
         }
         for k in 0..26 {
             if got.x[k] != want.x[k] {
-                diffs.push(format!("x{k}: want {:016x} got {:016x}", want.x[k], got.x[k]));
+                diffs.push(format!(
+                    "x{k}: want {:016x} got {:016x}",
+                    want.x[k], got.x[k]
+                ));
             }
         }
         if got.nzcv != want.nzcv {
-            diffs.push(format!("nzcv: want {:x} got {:x}", want.nzcv >> 28, got.nzcv >> 28));
+            diffs.push(format!(
+                "nzcv: want {:x} got {:x}",
+                want.nzcv >> 28,
+                got.nzcv >> 28
+            ));
         }
         if got_qc != want_qc {
             diffs.push(format!("qc: want {want_qc} got {got_qc}"));
@@ -910,6 +917,9 @@ fn random_words_vs_qemu() {
     if !bad.is_empty() {
         let k = bad.len();
         bad.truncate(30);
-        panic!("{k} of {n} random words differ from qemu:\n{}", bad.join("\n"));
+        panic!(
+            "{k} of {n} random words differ from qemu:\n{}",
+            bad.join("\n")
+        );
     }
 }
