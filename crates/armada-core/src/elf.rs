@@ -82,7 +82,7 @@ pub enum LoadError {
 
 /// One mapped range of the image: page-aligned, one permission, with the pages that hold file
 /// contents (pages left out read as zeros).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Segment {
     /// Page-aligned start address (bias applied).
     pub start: u64,
@@ -91,6 +91,17 @@ pub struct Segment {
     pub perm: Perm,
     /// (page number, contents), ascending.
     pub pages: Vec<(u64, Arc<PageData>)>,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("start", &format_args!("{:#x}", self.start))
+            .field("end", &format_args!("{:#x}", self.end))
+            .field("perm", &format_args!("{}", self.perm))
+            .field("pages", &self.pages.len())
+            .finish()
+    }
 }
 
 /// A parsed, ready-to-map executable.

@@ -5,19 +5,19 @@
 //! or narrowing op), and every write of a result replaces the whole 128-bit register, so the
 //! bits above the operated size are zero as the architecture requires.
 //!
-//! What is not modelled (documented in `float`): FPCR rounding modes other than
-//! round-to-nearest for arithmetic (FRINTI/FRINTX do honour FPCR.RMode), FPCR.FZ/DN/AHP, and
-//! the FPSR cumulative exception flags; FPSR.QC (saturation) is set.
+//! FPCR.RMode, FZ, DN and AHP are honoured (see `float`); the FPSR cumulative exception
+//! flags are not modelled, FPSR.QC (saturation) is.
 
 mod float;
 mod lanes;
 mod ldst;
+mod soft;
 
 use crate::memory::{AddressSpace, Fault};
 use crate::state::CpuState;
 use armada_isa::ops::*;
 use armada_isa::uop::{cond, MicroOp};
-use float::Float;
+use float::{Ctx, Float};
 use lanes::*;
 
 /// FPSR.QC, the cumulative saturation bit.
@@ -28,15 +28,16 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
     let (a, b, c) = (u.a as usize, u.b as usize, u.c as usize);
     let (d, e, f) = (u.d, u.e, u.f);
     let mut qc = false;
+    let cx = Ctx::from_fpcr(st.fpcr);
 
     // FP op on one or two bit patterns, by element size.
     macro_rules! fp1 {
         ($func:ident) => {
             map1(st, u, |x| {
                 if e == 2 {
-                    float::$func::<f32>(x)
+                    float::$func::<f32>(x, cx)
                 } else {
-                    float::$func::<f64>(x)
+                    float::$func::<f64>(x, cx)
                 }
             })
         };
@@ -45,9 +46,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
         ($func:ident) => {
             map2(st, u, |x, y| {
                 if e == 2 {
-                    float::$func::<f32>(x, y)
+                    float::$func::<f32>(x, y, cx)
                 } else {
-                    float::$func::<f64>(x, y)
+                    float::$func::<f64>(x, y, cx)
                 }
             })
         };
@@ -56,9 +57,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
         ($func:ident) => {
             map2(st, u, |x, y| {
                 let t = if e == 2 {
-                    float::$func::<f32>(x, y)
+                    float::$func::<f32>(x, y, cx)
                 } else {
-                    float::$func::<f64>(x, y)
+                    float::$func::<f64>(x, y, cx)
                 };
                 if t {
                     u64::MAX
@@ -531,18 +532,18 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             let ge = u.op == F_ACGE;
             map2(st, u, |x, y| {
                 let t = if e == 2 {
-                    fabs_cmp::<f32>(x, y, ge)
+                    fabs_cmp::<f32>(x, y, ge, cx)
                 } else {
-                    fabs_cmp::<f64>(x, y, ge)
+                    fabs_cmp::<f64>(x, y, ge, cx)
                 };
                 mask_if(t)
             })
         }
         F_CMP0 => map1(st, u, |x| {
             let t = if e == 2 {
-                fcmp0::<f32>(x, d)
+                fcmp0::<f32>(x, d, cx)
             } else {
-                fcmp0::<f64>(x, d)
+                fcmp0::<f64>(x, d, cx)
             };
             mask_if(t)
         }),
@@ -566,16 +567,28 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                     get(m, e, i),
                 );
                 let v = if e == 2 {
-                    float::muladd::<f32>(x, y, z)
+                    float::muladd::<f32>(x, y, z, cx)
                 } else {
-                    float::muladd::<f64>(x, y, z)
+                    float::muladd::<f64>(x, y, z, cx)
                 };
                 set(&mut r, e, i, v);
             }
             st.v[a] = r;
         }
-        F_ABS => fp1!(abs),
-        F_NEG => fp1!(neg),
+        F_ABS => map1(st, u, |x| {
+            if e == 2 {
+                float::abs::<f32>(x)
+            } else {
+                float::abs::<f64>(x)
+            }
+        }),
+        F_NEG => map1(st, u, |x| {
+            if e == 2 {
+                float::neg::<f32>(x)
+            } else {
+                float::neg::<f64>(x)
+            }
+        }),
         F_SQRT => fp1!(sqrt),
         F_RECPE => fp1!(recpe),
         F_RSQRTE => fp1!(rsqrte),
@@ -588,9 +601,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             };
             map1(st, u, |x| {
                 if e == 2 {
-                    float::round_int::<f32>(x, mode)
+                    float::round_int::<f32>(x, mode, cx)
                 } else {
-                    float::round_int::<f64>(x, mode)
+                    float::round_int::<f64>(x, mode, cx)
                 }
             })
         }
@@ -606,20 +619,20 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             };
             let mut r = 0u128;
             for i in 0..cnt {
-                set(&mut r, e, i, fp_red(d, e, el(2 * i), el(2 * i + 1)));
+                set(&mut r, e, i, fp_red(d, e, el(2 * i), el(2 * i + 1), cx));
             }
             st.v[a] = r;
         }
         F_REDUCE => {
             let cnt = 1usize << (f - e);
             let n = st.v[b];
-            st.v[a] = fp_reduce(d, e, n, 0, cnt) as u128;
+            st.v[a] = fp_reduce(d, e, n, 0, cnt, cx) as u128;
         }
 
         // ------------------------------------------------------------ FP conversions
         F_CVT => {
             let x = get(st.v[b], d, 0);
-            st.v[a] = float::convert(x, d, e) as u128;
+            st.v[a] = float::convert(x, d, e, cx) as u128;
         }
         F_CVTL => {
             let n = st.v[b];
@@ -631,7 +644,7 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                     &mut r,
                     e + 1,
                     i,
-                    float::convert(get(n, e, base + i), e, e + 1),
+                    float::convert(get(n, e, base + i), e, e + 1, cx),
                 );
             }
             st.v[a] = r;
@@ -643,9 +656,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             let nu = MicroOp { e: e - 1, ..*u };
             narrow_op(st, &nu, |x, _| {
                 if odd {
-                    float::d_to_s_odd(x)
+                    float::d_to_s_odd(x, cx)
                 } else {
-                    float::convert(x, src, src - 1)
+                    float::convert(x, src, src - 1, cx)
                 }
             })
         }
@@ -655,9 +668,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             let wide = f == 1;
             let fbits = u.imm as u32;
             st.x[a] = if e == 2 {
-                float::to_int::<f32>(x, mode, uns, wide, fbits)
+                float::to_int::<f32>(x, mode, uns, wide, fbits, cx)
             } else {
-                float::to_int::<f64>(x, mode, uns, wide, fbits)
+                float::to_int::<f64>(x, mode, uns, wide, fbits, cx)
             };
         }
         INT_TO_F => {
@@ -670,9 +683,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             };
             let fbits = u.imm as u32;
             st.v[a] = if e == 2 {
-                float::from_int::<f32>(x, uns, fbits)
+                float::from_int::<f32>(x, uns, fbits, cx)
             } else {
-                float::from_int::<f64>(x, uns, fbits)
+                float::from_int::<f64>(x, uns, fbits, cx)
             } as u128;
         }
         F_TO_INT_V => {
@@ -680,9 +693,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             let fbits = u.imm as u32;
             map1(st, u, |x| {
                 if e == 2 {
-                    float::to_int::<f32>(x, mode, uns, false, fbits)
+                    float::to_int::<f32>(x, mode, uns, false, fbits, cx)
                 } else {
-                    float::to_int::<f64>(x, mode, uns, true, fbits)
+                    float::to_int::<f64>(x, mode, uns, true, fbits, cx)
                 }
             })
         }
@@ -692,9 +705,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             map1(st, u, |x| {
                 let x = int(x, e, uns) as u64;
                 if e == 2 {
-                    float::from_int::<f32>(x, uns, fbits)
+                    float::from_int::<f32>(x, uns, fbits, cx)
                 } else {
-                    float::from_int::<f64>(x, uns, fbits)
+                    float::from_int::<f64>(x, uns, fbits, cx)
                 }
             })
         }
@@ -711,9 +724,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                     get(st.v[c], e, 0)
                 };
                 st.nzcv = if e == 2 {
-                    float::compare::<f32>(x, y)
+                    float::compare::<f32>(x, y, cx)
                 } else {
-                    float::compare::<f64>(x, y)
+                    float::compare::<f64>(x, y, cx)
                 };
             }
         }
@@ -857,50 +870,50 @@ fn int_red(kind: u8, e: u8, x: u64, y: u64) -> u64 {
 }
 
 /// One step of an FP pairwise operation or reduction.
-fn fp_red(kind: u8, e: u8, x: u64, y: u64) -> u64 {
-    fn go<F: Float>(kind: u8, x: u64, y: u64) -> u64 {
+fn fp_red(kind: u8, e: u8, x: u64, y: u64, cx: Ctx) -> u64 {
+    fn go<F: Float>(kind: u8, x: u64, y: u64, cx: Ctx) -> u64 {
         match kind {
-            fred::ADD => float::add::<F>(x, y),
-            fred::MAX => float::max::<F>(x, y),
-            fred::MIN => float::min::<F>(x, y),
-            fred::MAXNM => float::maxnm::<F>(x, y),
-            _ => float::minnm::<F>(x, y),
+            fred::ADD => float::add::<F>(x, y, cx),
+            fred::MAX => float::max::<F>(x, y, cx),
+            fred::MIN => float::min::<F>(x, y, cx),
+            fred::MAXNM => float::maxnm::<F>(x, y, cx),
+            _ => float::minnm::<F>(x, y, cx),
         }
     }
     if e == 2 {
-        go::<f32>(kind, x, y)
+        go::<f32>(kind, x, y, cx)
     } else {
-        go::<f64>(kind, x, y)
+        go::<f64>(kind, x, y, cx)
     }
 }
 
 /// The manual's Reduce(): halves reduced recursively, op(low half, high half).
-fn fp_reduce(kind: u8, e: u8, n: u128, lo: usize, cnt: usize) -> u64 {
+fn fp_reduce(kind: u8, e: u8, n: u128, lo: usize, cnt: usize, cx: Ctx) -> u64 {
     if cnt == 1 {
         return get(n, e, lo);
     }
     let half = cnt / 2;
-    let x = fp_reduce(kind, e, n, lo, half);
-    let y = fp_reduce(kind, e, n, lo + half, half);
-    fp_red(kind, e, x, y)
+    let x = fp_reduce(kind, e, n, lo, half, cx);
+    let y = fp_reduce(kind, e, n, lo + half, half, cx);
+    fp_red(kind, e, x, y, cx)
 }
 
-fn fabs_cmp<F: Float>(x: u64, y: u64, ge: bool) -> bool {
+fn fabs_cmp<F: Float>(x: u64, y: u64, ge: bool, cx: Ctx) -> bool {
     let (x, y) = (float::abs::<F>(x), float::abs::<F>(y));
     if ge {
-        float::cmp_ge::<F>(x, y)
+        float::cmp_ge::<F>(x, y, cx)
     } else {
-        float::cmp_gt::<F>(x, y)
+        float::cmp_gt::<F>(x, y, cx)
     }
 }
 
-fn fcmp0<F: Float>(x: u64, kind: u8) -> bool {
+fn fcmp0<F: Float>(x: u64, kind: u8, cx: Ctx) -> bool {
     match kind {
-        cmp0::EQ => float::cmp_eq::<F>(x, 0),
-        cmp0::GE => float::cmp_ge::<F>(x, 0),
-        cmp0::GT => float::cmp_gt::<F>(x, 0),
-        cmp0::LE => float::cmp_ge::<F>(0, x),
-        _ => float::cmp_gt::<F>(0, x),
+        cmp0::EQ => float::cmp_eq::<F>(x, 0, cx),
+        cmp0::GE => float::cmp_ge::<F>(x, 0, cx),
+        cmp0::GT => float::cmp_gt::<F>(x, 0, cx),
+        cmp0::LE => float::cmp_ge::<F>(0, x, cx),
+        _ => float::cmp_gt::<F>(0, x, cx),
     }
 }
 

@@ -389,12 +389,11 @@ impl Files {
     }
 }
 
-/// The current directory.
+/// The current directory, as a path: the guest path inside the root when confined, the
+/// host path otherwise (relative paths are joined to it, so each lane has its own cwd and
+/// holds no host fd for it).
 #[derive(Debug)]
 pub(crate) struct Cwd {
-    /// Unconfined: the host directory (O_PATH), so relative paths resolve like the kernel's.
-    pub(crate) fd: Option<OwnedFd>,
-    /// The guest path (confined: inside the root; unconfined: the host path).
     pub(crate) guest: Vec<u8>,
 }
 
@@ -402,29 +401,14 @@ impl Cwd {
     pub(crate) fn initial(confined: bool) -> Cwd {
         if confined {
             return Cwd {
-                fd: None,
                 guest: b"/".to_vec(),
             };
         }
-        let fd = open_path_dir(libc::AT_FDCWD, c".");
         let guest = std::env::current_dir()
             .map(|p| p.as_os_str().as_bytes().to_vec())
             .unwrap_or_else(|_| b"/".to_vec());
-        Cwd { fd, guest }
+        Cwd { guest }
     }
-}
-
-fn open_path_dir(dirfd: RawFd, path: &std::ffi::CStr) -> Option<OwnedFd> {
-    // SAFETY: path is a valid C string; the returned fd is owned by us.
-    let fd = unsafe {
-        libc::openat(
-            dirfd,
-            path.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    // SAFETY: fd is a fresh descriptor owned by nobody else.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 fn fd_path(fd: RawFd) -> Option<Vec<u8>> {
@@ -687,18 +671,19 @@ impl Process {
         match &self.root {
             None => {
                 let abs = path.first() == Some(&b'/');
-                let host_dirfd = if abs {
-                    libc::AT_FDCWD
+                let (host_dirfd, host_path) = if abs {
+                    (libc::AT_FDCWD, path.to_vec())
                 } else if dirfd == AT_FDCWD {
-                    self.cwd
-                        .fd
-                        .as_ref()
-                        .map(|f| f.as_raw_fd())
-                        .unwrap_or(libc::AT_FDCWD)
+                    let mut p = self.cwd.guest.clone();
+                    if p.last() != Some(&b'/') {
+                        p.push(b'/');
+                    }
+                    p.extend_from_slice(path);
+                    (libc::AT_FDCWD, p)
                 } else {
                     let f = self.files.file(dirfd)?;
                     match f.host_fd() {
-                        Some(fd) => fd,
+                        Some(fd) => (fd, path.to_vec()),
                         None => return Err(Errno::ENOTDIR),
                     }
                 };
@@ -709,7 +694,7 @@ impl Process {
                 };
                 Ok(HostTarget {
                     dirfd: host_dirfd,
-                    path: CString::new(path).map_err(|_| Errno::EINVAL)?,
+                    path: CString::new(host_path).map_err(|_| Errno::EINVAL)?,
                     guest: normalize_lexically(&base, path),
                     confined: false,
                 })
@@ -762,7 +747,9 @@ impl Process {
         let mut s = String::new();
         let exe = String::from_utf8_lossy(&self.exe_guest_bytes()).into_owned();
         for (start, end, perm) in mem.areas() {
-            let name = if start >= super::mm::STACK_TOP - super::mm::STACK_SIZE
+            let name = if start == super::signal::SIGTRAMP_ADDR {
+                "[sigpage]".to_string()
+            } else if start >= super::mm::STACK_TOP - super::mm::STACK_SIZE
                 && end <= super::mm::STACK_TOP
             {
                 "[stack]".to_string()
@@ -1223,7 +1210,34 @@ impl Process {
             self.pos_check(fd)?;
         }
         let iovs = self.read_iovecs(mem, iov, cnt)?;
-        let fills = self.fills(fd);
+        if !self.fills(fd) {
+            // a pipe or terminal: one read of what is there, scattered over the buffers
+            let total = iovs.iter().map(|v| v.1).sum::<u64>().min(CHUNK as u64);
+            if total == 0 {
+                return Ok(0);
+            }
+            let mut left = total;
+            for &(base, len) in &iovs {
+                let n = len.min(left);
+                check_writable(mem, base, n)?;
+                left -= n;
+            }
+            let mut tmp = vec![0u8; total as usize];
+            let n = match self.do_read(fd, &mut tmp, off) {
+                Ok(n) => n,
+                Err(e) => return Err(self.io_error(e, "readv")),
+            };
+            let mut done = 0usize;
+            for (base, len) in iovs {
+                if done == n {
+                    break;
+                }
+                let k = (len as usize).min(n - done);
+                wr(mem, base, &tmp[done..done + k])?;
+                done += k;
+            }
+            return Ok(n as u64);
+        }
         let mut total = 0u64;
         for (base, len) in iovs {
             let len = len.min(MAX_RW - total);
@@ -1233,7 +1247,7 @@ impl Process {
             match self.read_to_guest(mem, fd, base, len, off.map(|o| o + total)) {
                 Ok(n) => {
                     total += n;
-                    if n < len || !fills {
+                    if n < len {
                         break;
                     }
                 }
@@ -1338,7 +1352,7 @@ impl Process {
                     (Kind::Mem(self.maps_text(mem)), b"/proc/self/maps")
                 } else {
                     (
-                        Kind::Mem(b"0\n".to_vec()),
+                        Kind::Mem(self.cpu_list()),
                         b"/sys/devices/system/cpu/online",
                     )
                 }
@@ -1347,7 +1361,7 @@ impl Process {
             Special::Zero => (Kind::Zero, b"/dev/zero"),
             Special::Random => (Kind::Random, b"/dev/urandom"),
         };
-        let keep = acc | (flags & (O_APPEND | O_NONBLOCK)) | O_LARGEFILE;
+        let keep = acc | (flags & (O_APPEND | O_NONBLOCK));
         let idx = self.files.add(OpenFile::new(kind, keep, path.to_vec()));
         self.files
             .install(idx, 0, cloexec, limit)
@@ -1386,7 +1400,8 @@ impl Process {
         // SAFETY: fresh fd owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let hmode = host_mode(fd.as_raw_fd());
-        let keep = flags & !(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC) | O_LARGEFILE;
+        // no O_LARGEFILE: qemu-user on a 64-bit host does not report it either
+        let keep = flags & !(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC | O_LARGEFILE);
         let idx = self.files.add(OpenFile::new(
             Kind::Host {
                 fd: HostFd::Owned(fd),
@@ -1948,8 +1963,7 @@ impl Process {
                 let f = self.files.file(fd)?;
                 Ok(match &f.kind {
                     Kind::Host { fd, .. } if f.flags & O_PATH == 0 => {
-                        let h = host_getfl(fd.raw());
-                        (h & !O_LARGEFILE) | (f.flags & O_LARGEFILE)
+                        host_getfl(fd.raw()) & !O_LARGEFILE
                     }
                     _ => f.flags,
                 } as u64)
@@ -2172,12 +2186,11 @@ impl Process {
         }
         // SAFETY: fresh fd.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        if self.root.is_some() {
-            self.cwd.guest = t.guest;
+        self.cwd.guest = if self.root.is_some() {
+            t.guest
         } else {
-            self.cwd.guest = fd_path(fd.as_raw_fd()).unwrap_or(t.guest);
-            self.cwd.fd = Some(fd);
-        }
+            fd_path(fd.as_raw_fd()).unwrap_or(t.guest)
+        };
         Ok(0)
     }
 
@@ -2188,23 +2201,16 @@ impl Process {
         }
         let path = f.path.clone();
         let h = f.host_fd().ok_or(Errno::ENOTDIR)?;
-        if self.root.is_some() {
-            self.cwd.guest = path;
+        self.cwd.guest = if self.root.is_some() {
+            path
         } else {
-            let nfd = open_path_dir(h, c".").ok_or_else(Errno::last)?;
-            self.cwd.guest = fd_path(nfd.as_raw_fd()).unwrap_or(path);
-            self.cwd.fd = Some(nfd);
-        }
+            fd_path(h).unwrap_or(path)
+        };
         Ok(0)
     }
 
     pub(crate) fn sys_getcwd(&mut self, mem: &mut AddressSpace, buf: u64, size: u64) -> SysResult {
-        let mut p = match &self.cwd.fd {
-            Some(fd) if self.root.is_none() => {
-                fd_path(fd.as_raw_fd()).unwrap_or_else(|| self.cwd.guest.clone())
-            }
-            _ => self.cwd.guest.clone(),
-        };
+        let mut p = self.cwd.guest.clone();
         p.push(0);
         if (size as usize) < p.len() {
             return Err(Errno::ERANGE);

@@ -346,7 +346,7 @@ impl Process {
             brk_cur: brk_start,
             rng,
             signals: signal::Signals::default(),
-            rlimits: sys::default_rlimits(),
+            rlimits: sys::default_rlimits(cfg.deterministic),
             comm,
             retired: 0,
             outcome: None,
@@ -544,7 +544,7 @@ impl Process {
             GETGROUPS => Ok(0),
             SETUID | SETGID | SETREUID | SETREGID | SETRESUID | SETRESGID | SETFSUID | SETFSGID
             | SETGROUPS => self.sys_setid(nr, a),
-            GETPGID | GETSID => self.sys_getpgid(i(0)),
+            GETPGID | GETSID => self.sys_getpgid(nr, i(0)),
             SETPGID => self.sys_setpgid(i(0), i(1)),
             SETSID => Err(Errno::EPERM),
             TIMES => self.sys_times(mem, a[0]),

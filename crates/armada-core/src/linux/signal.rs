@@ -727,6 +727,10 @@ impl Process {
         if pid == self.pid || pid == 0 || pid == -1 || pid == -self.pid {
             return self.signal_self(sig, SI_USER);
         }
+        // other processes are out of reach; init always exists
+        if pid == 1 {
+            return Err(Errno::EPERM);
+        }
         Err(Errno::ESRCH)
     }
 

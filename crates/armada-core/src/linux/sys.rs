@@ -18,8 +18,9 @@ pub const RLIMIT_NLIMITS: usize = 16;
 pub(crate) const RLIM_NLIMITS: usize = RLIMIT_NLIMITS;
 pub const RLIM_INFINITY: u64 = u64::MAX;
 
-/// The limits a fresh guest sees (what a default Linux login shell has).
-pub(crate) fn default_rlimits() -> [(u64, u64); RLIM_NLIMITS] {
+/// The limits a fresh guest sees: fixed ones (what a default Linux login shell has) in
+/// deterministic mode, the host's otherwise (as qemu-user reports them).
+pub(crate) fn default_rlimits(deterministic: bool) -> [(u64, u64); RLIM_NLIMITS] {
     let inf = (RLIM_INFINITY, RLIM_INFINITY);
     let mut r = [inf; RLIM_NLIMITS];
     r[RLIMIT_STACK] = (super::mm::STACK_SIZE, RLIM_INFINITY);
@@ -32,6 +33,18 @@ pub(crate) fn default_rlimits() -> [(u64, u64); RLIM_NLIMITS] {
     r[12] = (819_200, 819_200); // MSGQUEUE
     r[13] = (0, 0); // NICE
     r[14] = (0, 0); // RTPRIO
+    if !deterministic {
+        for (res, v) in r.iter_mut().enumerate() {
+            let mut l = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: l is a valid rlimit.
+            if unsafe { libc::getrlimit(res as _, &mut l) } == 0 {
+                *v = (l.rlim_cur, l.rlim_max);
+            }
+        }
+    }
     r
 }
 
@@ -164,12 +177,23 @@ impl Process {
         }
     }
 
-    pub(crate) fn sys_getpgid(&mut self, pid: i32) -> SysResult {
-        if pid == 0 || pid == self.pid {
-            Ok(self.pid as u64)
-        } else {
-            Err(Errno::ESRCH)
+    /// Process group and session: the pid in deterministic mode, the host's otherwise.
+    pub(crate) fn sys_getpgid(&mut self, nr: u64, pid: i32) -> SysResult {
+        if pid != 0 && pid != self.pid {
+            return Err(Errno::ESRCH);
         }
+        if self.cfg.deterministic {
+            return Ok(self.pid as u64);
+        }
+        // SAFETY: plain integer argument.
+        let r = unsafe {
+            if nr == super::nr::GETSID {
+                libc::getsid(0)
+            } else {
+                libc::getpgid(0)
+            }
+        };
+        Ok(if r < 0 { self.pid as u64 } else { r as u64 })
     }
 
     pub(crate) fn sys_setpgid(&mut self, pid: i32, pgid: i32) -> SysResult {
@@ -191,7 +215,11 @@ impl Process {
             return self.retired.saturating_mul(super::time::NS_PER_INSN);
         }
         self.clock_now(super::time::CLOCK_PROCESS_CPUTIME_ID)
-            .map(|(s, n)| (s as u64).saturating_mul(1_000_000_000) + n as u64)
+            .map(|(s, n)| {
+                (s as u64)
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(n as u64)
+            })
             .unwrap_or(0)
     }
 
@@ -203,7 +231,11 @@ impl Process {
             wr(mem, buf, &b)?;
         }
         let (s, n) = self.clock_now(super::time::CLOCK_MONOTONIC)?;
-        Ok(ticks((s as u64).saturating_mul(1_000_000_000) + n as u64))
+        Ok(ticks(
+            (s as u64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(n as u64),
+        ))
     }
 
     pub(crate) fn sys_getrusage(
@@ -305,7 +337,43 @@ impl Process {
         Ok(0)
     }
 
-    /// One CPU: the guest is one thread on one (virtual) core.
+    /// The CPUs the guest sees: one (virtual) core in deterministic mode, the host's
+    /// otherwise (as qemu-user reports them).
+    fn cpu_mask(&self) -> u64 {
+        if self.cfg.deterministic {
+            return 1;
+        }
+        // SAFETY: set is plain data filled by the kernel.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+                return 1;
+            }
+            let mut m = 0u64;
+            for c in 0..64 {
+                if libc::CPU_ISSET(c, &set) {
+                    m |= 1 << c;
+                }
+            }
+            m.max(1)
+        }
+    }
+
+    /// /sys/devices/system/cpu/online (and possible): "0" or "0-3".
+    pub(crate) fn cpu_list(&self) -> Vec<u8> {
+        if !self.cfg.deterministic {
+            if let Ok(v) = std::fs::read("/sys/devices/system/cpu/online") {
+                return v;
+            }
+        }
+        let n = 64 - self.cpu_mask().leading_zeros();
+        if n <= 1 {
+            b"0\n".to_vec()
+        } else {
+            format!("0-{}\n", n - 1).into_bytes()
+        }
+    }
+
     pub(crate) fn sys_sched_getaffinity(
         &mut self,
         mem: &mut AddressSpace,
@@ -319,7 +387,7 @@ impl Process {
         if len < 8 || len & 7 != 0 {
             return Err(Errno::EINVAL);
         }
-        wr(mem, mask, &1u64.to_le_bytes())?;
+        wr(mem, mask, &self.cpu_mask().to_le_bytes())?;
         Ok(8)
     }
 }

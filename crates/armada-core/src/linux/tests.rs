@@ -440,6 +440,36 @@ fn mmap_file() {
 }
 
 #[test]
+fn shared_file_mapping_writes_back() {
+    let t = tempdir("shared");
+    std::fs::write(t.0.join("s.bin"), b"0123456789").unwrap();
+    let mut l = Lane::rooted(&t.0);
+    let p = l.cstr(SCRATCH, "/s.bin");
+    let fd = l.call(OPENAT, &[FDCWD, p, 2, 0]) as u64;
+    let a = l.call(MMAP, &[0, 0x1000, 3, 1, fd, 0]) as u64; // RW, MAP_SHARED
+    assert_eq!(l.get(a, 10), b"0123456789");
+    l.mem.write_bytes(a + 2, b"AB").unwrap();
+    l.mem.write_bytes(a + 20, b"past the end").unwrap();
+    // a write() to the file meanwhile is not clobbered by unchanged bytes
+    l.cstr(SCRATCH + 0x100, "Z");
+    assert_eq!(l.call(PWRITE64, &[fd, SCRATCH + 0x100, 1, 8]), 1);
+    assert_eq!(l.call(MSYNC, &[a, 0x1000, 4]), 0);
+    assert_eq!(std::fs::read(t.0.join("s.bin")).unwrap(), b"01AB4567Z9");
+    l.mem.write_bytes(a, b"x").unwrap();
+    assert_eq!(l.call(MUNMAP, &[a, 0x1000]), 0);
+    assert_eq!(std::fs::read(t.0.join("s.bin")).unwrap(), b"x1AB4567Z9");
+    // a read-only fd cannot be mapped shared and writable
+    let fd2 = l.call(OPENAT, &[FDCWD, p, 0, 0]) as u64;
+    assert_eq!(l.call(MMAP, &[0, 0x1000, 3, 1, fd2, 0]), neg(libc::EACCES));
+    // the process ending writes back too
+    let b = l.call(MMAP, &[0, 0x1000, 3, 1, fd, 0]) as u64;
+    l.mem.write_bytes(b + 9, b"!").unwrap();
+    let (_, o) = l.call_o(EXIT_GROUP, &[0]);
+    assert_eq!(o, SysOutcome::Exit(0));
+    assert_eq!(std::fs::read(t.0.join("s.bin")).unwrap(), b"x1AB4567Z!");
+}
+
+#[test]
 fn pipes() {
     let mut l = Lane::det();
     let fds = SCRATCH + 0x800;

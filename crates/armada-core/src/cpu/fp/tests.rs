@@ -2,7 +2,8 @@
 //!
 //! The main test replays `testdata/qemu_vectors.txt`: for each instruction of `insns::list()`
 //! and a few deterministic random input states (V0-V7, X0-X5, NZCV, FPCR and a 256-byte
-//! memory buffer), the state qemu-aarch64 left after executing the instruction. The file is
+//! memory buffer; odd cases hold FP special values only, case 3 has a random FPCR), the
+//! state qemu-aarch64 left after executing the instruction. The file is
 //! produced by the ignored test `generate_qemu_vectors` (needs aarch64-linux-gnu-gcc and
 //! qemu-aarch64):
 //!
@@ -257,7 +258,10 @@ fn inputs(insn: &str, case: u32) -> Inputs {
         *y = xval(&mut r);
     }
     let nzcv = r.below(16) << 28;
-    let fpcr = if insn.starts_with("frinti") || insn.starts_with("frintx") {
+    // case 3: a random FPCR (rounding mode, FZ, DN, AHP)
+    let fpcr = if case % 4 == 3 {
+        (r.below(4) << 22) | (r.below(8) << 24)
+    } else if insn.starts_with("frinti") || insn.starts_with("frintx") {
         r.below(4) << 22
     } else {
         0
@@ -780,7 +784,9 @@ fn random_word_ok(u: &MicroOp) -> bool {
 }
 
 /// Random FP/SIMD words with random registers, all 32 V registers and x0-x25 as inputs,
-/// compared with qemu-aarch64. ARMADA_FP_RANDOM sets the number of words (default 20000).
+/// compared with qemu-aarch64. ARMADA_FP_RANDOM sets the number of words (default 20000),
+/// ARMADA_FP_SEED the seed; ARMADA_FP_FPCR=random gives every word a random FPCR (rounding
+/// mode, FZ, DN, AHP); ARMADA_FP_SOFT=1 runs round-to-nearest on the soft-float path too.
 #[test]
 #[ignore = "needs aarch64-linux-gnu-gcc and qemu-aarch64"]
 fn random_words_vs_qemu() {
@@ -795,6 +801,10 @@ fn random_words_vs_qemu() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
+    let random_fpcr = std::env::var("ARMADA_FP_FPCR").is_ok_and(|v| v == "random");
+    if std::env::var("ARMADA_FP_SOFT").is_ok_and(|v| v == "1") {
+        float::FORCE_SOFT.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let mut r = Rng(seed);
     let mut recs: Vec<(u32, CpuState)> = Vec::new();
     while recs.len() < n {
@@ -813,7 +823,9 @@ fn random_words_vs_qemu() {
             *x = xval(&mut r);
         }
         st.nzcv = r.below(16) << 28;
-        if u.op == F_RINT && u.d == armada_isa::ops::rmode::FPCR {
+        if random_fpcr {
+            st.fpcr = (r.below(4) << 22) | (r.below(8) << 24);
+        } else if u.op == F_RINT && u.d == armada_isa::ops::rmode::FPCR {
             st.fpcr = r.below(4) << 22;
         }
         recs.push((word, st));
@@ -873,6 +885,7 @@ fn random_words_vs_qemu() {
             want.x[k] = rd64(536 + 8 * k);
         }
         let mut got = inp.clone();
+        got.fpcr = inp.fpcr;
         let mut mem = AddressSpace::new();
         let u = decode(*word, 0x40_0000);
         exec_fp(&mut got, &mut mem, &u).unwrap();
@@ -907,7 +920,8 @@ fn random_words_vs_qemu() {
         if !diffs.is_empty() {
             let (_, name) = armada_isa::decode_named(*word, 0);
             bad.push(format!(
-                "{word:08x} {name} {u:?}\n    {}\n    inputs v[b]={:032x} v[c]={:032x}",
+                "{word:08x} {name} {u:?} fpcr={:#x}\n    {}\n    inputs v[b]={:032x} v[c]={:032x}",
+                inp.fpcr,
                 diffs.join("\n    "),
                 inp.v[u.b as usize & 31],
                 inp.v[u.c as usize & 31]
