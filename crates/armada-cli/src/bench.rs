@@ -58,7 +58,13 @@ fn run_armada(path: &Path, args: &[String]) -> Result<(u64, f64, Vec<u8>, i32)> 
         exe_host_path: path.to_path_buf(),
         exe_guest_path: argv[0].clone(),
     };
-    let program = Program::spawn(image, &cfg, argv, Vec::new(), Stdio::Captured { stdin: Vec::new() })?;
+    let program = Program::spawn(
+        image,
+        &cfg,
+        argv,
+        Vec::new(),
+        Stdio::Captured { stdin: Vec::new() },
+    )?;
     let mut lane = Lane::new(program);
     let t = Instant::now();
     let status = lane.run(None).status();

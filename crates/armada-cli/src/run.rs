@@ -77,12 +77,12 @@ pub fn guest_env(set: &[String], unset: &[String]) -> Result<Vec<Vec<u8>>> {
 pub fn check_backend(backend: Backend) -> Result<()> {
     match backend {
         Backend::Cpu => Ok(()),
-        Backend::Cuda => bail!(
-            "the CUDA engine is not part of this build yet; use --backend cpu (the default)"
-        ),
-        Backend::Wgpu => bail!(
-            "the wgpu engine is not part of this build yet; use --backend cpu (the default)"
-        ),
+        Backend::Cuda => {
+            bail!("the CUDA engine is not part of this build yet; use --backend cpu (the default)")
+        }
+        Backend::Wgpu => {
+            bail!("the wgpu engine is not part of this build yet; use --backend cpu (the default)")
+        }
     }
 }
 

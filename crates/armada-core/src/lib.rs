@@ -5,5 +5,5 @@ pub mod elf;
 pub mod linux;
 pub mod memory;
 pub mod process;
-pub mod state;
 pub mod runner;
+pub mod state;

@@ -158,8 +158,9 @@ pub struct AddressSpace {
     private_pages: u64,
     /// Set when a write hit a page in `code_pages`; the engine takes it with `take_code_write`.
     code_written: Option<u64>,
-    /// Bumped whenever areas change (map, unmap, protect, resize), so an engine can tell that
-    /// its decoded code regions need checking again.
+    /// Bumped whenever an executable area changes (mapped, unmapped, re-protected or
+    /// resized), so an engine knows its decoded code may be stale. Data-only mappings leave it
+    /// alone, so programs that mmap and munmap buffers keep their decoded code.
     generation: u64,
 }
 
@@ -226,10 +227,23 @@ impl AddressSpace {
 
     fn flush_tlb(&mut self) {
         self.tlb.fill(EMPTY);
-        self.generation += 1;
     }
 
-    /// Changes whenever the set of areas or their permissions changes.
+    /// Whether any area intersecting [addr, end) is executable.
+    fn any_exec(&self, addr: u64, end: u64) -> bool {
+        let before = self
+            .areas
+            .range(..addr)
+            .next_back()
+            .is_some_and(|(_, a)| a.end > addr && a.perm.contains(Perm::X));
+        before
+            || self
+                .areas
+                .range(addr..end)
+                .any(|(_, a)| a.perm.contains(Perm::X))
+    }
+
+    /// Changes whenever an executable area changes.
     #[inline]
     pub fn generation(&self) -> u64 {
         self.generation
@@ -284,6 +298,9 @@ impl AddressSpace {
 
     /// Removes every area and page in [addr, end).
     fn clear_range(&mut self, addr: u64, end: u64) {
+        if self.any_exec(addr, end) {
+            self.generation += 1;
+        }
         self.split_at(addr);
         self.split_at(end);
         let starts: Vec<u64> = self.areas.range(addr..end).map(|(&s, _)| s).collect();
@@ -318,9 +335,6 @@ impl AddressSpace {
             }
         }
         self.code_pages.retain(|&v| v < first || v >= last);
-        if self.code_written.is_some() {
-            // keep the notice: the engine still needs to drop its micro-ops
-        }
         self.flush_tlb();
     }
 
@@ -329,6 +343,9 @@ impl AddressSpace {
     pub fn map(&mut self, addr: u64, len: u64, perm: Perm) -> Result<(), MapError> {
         let end = Self::check_range(addr, len)?;
         self.clear_range(addr, end);
+        if perm.contains(Perm::X) {
+            self.generation += 1;
+        }
         self.areas.insert(addr, Area { end, perm });
         Ok(())
     }
@@ -350,6 +367,9 @@ impl AddressSpace {
                 Some((_, e, _)) => cur = e,
                 None => return Err(MapError::NotMapped),
             }
+        }
+        if perm.contains(Perm::X) || self.any_exec(addr, end) {
+            self.generation += 1;
         }
         self.split_at(addr);
         self.split_at(end);
@@ -398,6 +418,9 @@ impl AddressSpace {
         let area = self.areas.get(&start).ok_or(MapError::NotMapped)?.clone();
         if new_end & PAGE_MASK != 0 || new_end > ADDR_LIMIT || new_end <= start {
             return Err(MapError::Invalid);
+        }
+        if area.perm.contains(Perm::X) {
+            self.generation += 1;
         }
         if new_end > area.end {
             if self

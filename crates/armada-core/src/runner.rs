@@ -2,41 +2,11 @@
 //! syscalls, and faults end the program as the matching signal would.
 
 use crate::cpu::{self, CodeCache};
+use crate::linux::signal as sig;
 use crate::linux::SysOutcome;
 use crate::memory::Access;
 use crate::process::Program;
 use crate::state::Stop;
-
-/// Linux signal numbers the runner reports.
-pub mod signal {
-    pub const SIGILL: i32 = 4;
-    pub const SIGTRAP: i32 = 5;
-    pub const SIGABRT: i32 = 6;
-    pub const SIGBUS: i32 = 7;
-    pub const SIGKILL: i32 = 9;
-    pub const SIGSEGV: i32 = 11;
-
-    pub fn name(sig: i32) -> &'static str {
-        match sig {
-            1 => "SIGHUP",
-            2 => "SIGINT",
-            3 => "SIGQUIT",
-            4 => "SIGILL",
-            5 => "SIGTRAP",
-            6 => "SIGABRT",
-            7 => "SIGBUS",
-            8 => "SIGFPE",
-            9 => "SIGKILL",
-            10 => "SIGUSR1",
-            11 => "SIGSEGV",
-            12 => "SIGUSR2",
-            13 => "SIGPIPE",
-            14 => "SIGALRM",
-            15 => "SIGTERM",
-            _ => "signal",
-        }
-    }
-}
 
 /// How a program ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,7 +14,10 @@ pub enum Exit {
     /// exit/exit_group with this status.
     Code(i32),
     /// Killed by a signal; `message` says why when armada raised it (a fault, say).
-    Signal { signal: i32, message: Option<String> },
+    Signal {
+        signal: i32,
+        message: Option<String>,
+    },
     /// The instruction limit was reached before the program ended.
     InstructionLimit,
 }
@@ -113,31 +86,68 @@ impl Lane {
             },
             Stop::Budget => Some(Exit::InstructionLimit),
             Stop::Fault(f) => {
-                let sig = if f.access == Access::Execute && pc & 3 != 0 {
-                    signal::SIGBUS
+                let (sig, code) = if f.access == Access::Execute && pc & 3 != 0 {
+                    (sig::SIGBUS, sig::BUS_ADRALN)
+                } else if f.mapped {
+                    (sig::SIGSEGV, sig::SEGV_ACCERR)
                 } else {
-                    signal::SIGSEGV
+                    (sig::SIGSEGV, sig::SEGV_MAPERR)
                 };
-                Some(Exit::Signal {
-                    signal: sig,
-                    message: Some(format!("{} at pc {pc:#x}: {f}", signal::name(sig))),
-                })
+                let why = format!("{} at pc {pc:#x}: {f}", sig::name(sig));
+                self.signal(sig, code, f.addr, why)
             }
-            Stop::Undefined(word) => Some(Exit::Signal {
-                signal: signal::SIGILL,
-                message: Some(format!(
+            Stop::Undefined(word) => self.signal(
+                sig::SIGILL,
+                sig::ILL_ILLOPC,
+                pc,
+                format!(
                     "SIGILL at pc {pc:#x}: undefined or unimplemented instruction {word:#010x}"
-                )),
-            }),
-            Stop::Breakpoint(imm) => Some(Exit::Signal {
-                signal: signal::SIGTRAP,
-                message: Some(format!("SIGTRAP at pc {pc:#x}: brk #{imm:#x}")),
-            }),
-            Stop::Halt(imm) => Some(Exit::Signal {
-                // HLT is undefined at EL0 on Linux.
-                signal: signal::SIGILL,
-                message: Some(format!("SIGILL at pc {:#x}: hlt #{imm:#x}", pc.wrapping_sub(4))),
-            }),
+                ),
+            ),
+            Stop::Breakpoint(imm) => self.signal(
+                sig::SIGTRAP,
+                sig::TRAP_BRKPT,
+                pc,
+                format!("SIGTRAP at pc {pc:#x}: brk #{imm:#x}"),
+            ),
+            Stop::Halt(imm) => {
+                // HLT is undefined at EL0 on Linux; the signal reports the HLT itself.
+                let at = pc.wrapping_sub(4);
+                self.program.state.pc = at;
+                self.signal(
+                    sig::SIGILL,
+                    sig::ILL_ILLOPC,
+                    at,
+                    format!("SIGILL at pc {at:#x}: hlt #{imm:#x}"),
+                )
+            }
+        }
+    }
+
+    /// Raises a synchronous signal: the guest's handler runs if it installed one, otherwise
+    /// the program ends with `why` as the message.
+    fn signal(&mut self, signal: i32, code: i32, addr: u64, why: String) -> Option<Exit> {
+        let p = &mut self.program;
+        match p
+            .process
+            .deliver_fault(&mut p.state, &mut p.mem, signal, code, addr)
+        {
+            None => None,
+            Some(outcome) => {
+                p.process.flush_shared_mappings(&p.mem);
+                match outcome {
+                    SysOutcome::Exit(c) => Some(Exit::Code(c)),
+                    SysOutcome::Killed(s) if s == signal => Some(Exit::Signal {
+                        signal,
+                        message: Some(why),
+                    }),
+                    SysOutcome::Killed(s) => Some(Exit::Signal {
+                        signal: s,
+                        message: None,
+                    }),
+                    SysOutcome::Continue => None,
+                }
+            }
         }
     }
 }

@@ -82,5 +82,41 @@ fn speed_probe() {
     let t = std::time::Instant::now();
     let (st, _) = run_words(&words, 300_000_000);
     let s = t.elapsed().as_secs_f64();
-    eprintln!("{} instructions in {s:.3}s = {:.0} M/s", st.retired, st.retired as f64 / s / 1e6);
+    eprintln!(
+        "{} instructions in {s:.3}s = {:.0} M/s",
+        st.retired,
+        st.retired as f64 / s / 1e6
+    );
+}
+
+/// The same as the `decode_run` fuzz target, on pseudo-random words, so every test run
+/// exercises it: random code must never panic the host.
+#[test]
+fn random_code_never_panics() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..300 {
+        let mut mem = AddressSpace::new();
+        mem.map(0x10000, 0x10000, Perm::RWX).unwrap();
+        let mut bytes = Vec::with_capacity(4096);
+        for _ in 0..1024 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            bytes.extend_from_slice(&(seed as u32).to_le_bytes());
+        }
+        mem.poke_bytes(0x10000, &bytes).unwrap();
+        let mut st = CpuState {
+            pc: 0x10000,
+            ..Default::default()
+        };
+        for (i, r) in st.x.iter_mut().take(31).enumerate() {
+            *r = 0x10000 + (i as u64) * 0x100;
+        }
+        st.x[31] = 0x1f000;
+        let mut code = CodeCache::new();
+        for _ in 0..16 {
+            let _ = cpu::run(&mut st, &mut mem, &mut code, 500);
+            st.pc = st.pc.wrapping_add(4) & 0x1fffc;
+        }
+    }
 }

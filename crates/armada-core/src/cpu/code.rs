@@ -6,8 +6,8 @@
 //! slots the first time it runs into `NOT_DECODED`. A branch inside the region is an index
 //! computation; only leaving the region costs a lookup.
 //!
-//! Regions follow the address space: when its areas change (`generation`), regions are
-//! checked against them again, and a write to a page whose words were decoded (reported by
+//! Regions follow the address space: when one of its executable areas changes
+//! (`generation`), every region is dropped and decoded again on demand, and a write to a page whose words were decoded (reported by
 //! the address space) resets that page's slots to `NOT_DECODED`.
 
 use crate::memory::{Access, AddressSpace, Fault, Perm, PAGE_SHIFT, PAGE_SIZE};
@@ -41,15 +41,11 @@ impl CodeCache {
         if let Some(vpn) = mem.take_code_write() {
             self.invalidate_page(vpn);
         }
-        if self.generation == mem.generation() {
-            return;
+        if self.generation != mem.generation() {
+            // An executable area changed: whatever was decoded may be stale.
+            self.regions.clear();
+            self.generation = mem.generation();
         }
-        self.regions.retain(|r| {
-            matches!(mem.area_at(r.base), Some((s, e, p))
-                if s == r.base && e == r.end && p.contains(Perm::X)
-                    && p.contains(Perm::W) == r.writable)
-        });
-        self.generation = mem.generation();
     }
 
     /// Resets the slots of page `vpn` so they are decoded again before they run.

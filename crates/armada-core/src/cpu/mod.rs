@@ -484,11 +484,11 @@ pub fn run(st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budg
                 }
                 UDIV_W => {
                     let (n, m) = (x[b] as u32, x[c] as u32);
-                    x[a] = if m == 0 { 0 } else { (n / m) as u64 };
+                    x[a] = n.checked_div(m).unwrap_or(0) as u64;
                 }
                 UDIV_X => {
                     let (n, m) = (x[b], x[c]);
-                    x[a] = if m == 0 { 0 } else { n / m };
+                    x[a] = n.checked_div(m).unwrap_or(0);
                 }
                 LSLV_W => x[a] = ((x[b] as u32) << (x[c] & 31)) as u64,
                 LSLV_X => x[a] = x[b] << (x[c] & 63),
@@ -738,7 +738,7 @@ pub fn run(st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budg
                     if s0 != 31 {
                         st.x[s0] = old0;
                     }
-                    if s1 != 31 && s1 < 31 {
+                    if s1 < 31 {
                         st.x[s1] = old1;
                     }
                     after_store!();

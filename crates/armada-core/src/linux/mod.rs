@@ -572,6 +572,8 @@ impl Process {
             BIND | LISTEN | ACCEPT | ACCEPT4 | CONNECT | GETSOCKNAME | GETPEERNAME | SENDTO
             | RECVFROM | SETSOCKOPT | GETSOCKOPT | SHUTDOWN | SENDMSG | RECVMSG | SENDMMSG
             | RECVMMSG => self.fd_check(i(0)).and(Err(Errno::ENOTSOCK)),
+            // and none can be made: glibc's nscd client and similar probes fall back quietly
+            SOCKET | SOCKETPAIR => Err(Errno(libc::EAFNOSUPPORT)),
             GETRANDOM => self.sys_getrandom(mem, a[0], a[1], a[2] as u32),
 
             // time

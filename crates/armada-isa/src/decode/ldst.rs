@@ -289,7 +289,11 @@ pub(super) const TABLE: &[Encoding] = &[
     enc(
         "STTR/LDTR (unprivileged)",
         "ss111V00oo0iiiiiiiii10nnnnnttttt",
-        |f| (f.get('V') == 0).then(|| single_op(f, addr_mode::OFFSET, f.sget('i') as u64, false)).flatten(),
+        |f| {
+            (f.get('V') == 0)
+                .then(|| single_op(f, addr_mode::OFFSET, f.sget('i') as u64, false))
+                .flatten()
+        },
     ),
     enc(
         "STR/LDR (immediate, pre-index)",
