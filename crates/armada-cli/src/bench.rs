@@ -34,8 +34,8 @@ pub struct BenchArgs {
 
 const DEFAULT_CASES: &[&str] = &[
     "target/guest/crc32 30",
-    "target/guest/sort 400000",
-    "target/guest/matmul",
+    "target/guest/sort_bench 1000000",
+    "target/guest/matmul 200",
     "target/guest/sieve",
 ];
 
@@ -52,7 +52,7 @@ fn run_armada(path: &Path, args: &[String]) -> Result<(u64, f64, Vec<u8>, i32)> 
     argv.extend(args.iter().map(|a| a.as_bytes().to_vec()));
     let cfg = LinuxConfig {
         root: None,
-        strace: false,
+        strace: std::env::var_os("ARMADA_BENCH_STRACE").is_some(),
         deterministic: true,
         seed: 0,
         exe_host_path: path.to_path_buf(),
@@ -69,7 +69,13 @@ fn run_armada(path: &Path, args: &[String]) -> Result<(u64, f64, Vec<u8>, i32)> 
     let t = Instant::now();
     let status = lane.run(None).status();
     let secs = t.elapsed().as_secs_f64();
-    let (out, _) = lane.program.process.take_output();
+    let (out, err) = lane.program.process.take_output();
+    if status != 0 {
+        bail!(
+            "the program failed under armada (status {status}): {}",
+            String::from_utf8_lossy(&err).trim()
+        );
+    }
     Ok((lane.retired(), secs, out, status))
 }
 

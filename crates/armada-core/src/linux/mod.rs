@@ -300,6 +300,13 @@ pub const DETERMINISTIC_PID: i32 = 1000;
 impl Process {
     /// A process whose heap (brk) starts at `brk_start` (page-aligned end of the image).
     pub fn new(cfg: LinuxConfig, stdio: Stdio, brk_start: u64) -> Self {
+        let mut cfg = cfg;
+        // /proc/self/exe must read as an absolute path (glibc asserts it does).
+        if cfg.exe_host_path.is_relative() {
+            if let Ok(abs) = std::path::absolute(&cfg.exe_host_path) {
+                cfg.exe_host_path = abs;
+            }
+        }
         let root = cfg
             .root
             .as_ref()
