@@ -114,6 +114,25 @@ struct Area {
 }
 
 #[derive(Clone)]
+struct Flat {
+    base: u64,
+    buf: Box<[u8]>,
+}
+
+impl Flat {
+    /// Pointer to the start of the page holding `addr`, if the buffer covers it.
+    #[inline]
+    fn page_ptr(&mut self, addr: u64) -> Option<*mut u8> {
+        let off = addr.checked_sub(self.base)?;
+        if off >= self.buf.len() as u64 {
+            return None;
+        }
+        // SAFETY: off is inside the buffer; page starts are inside it as base is page-aligned.
+        Some(unsafe { self.buf.as_mut_ptr().add((off & !PAGE_MASK) as usize) })
+    }
+}
+
+#[derive(Clone)]
 struct Page {
     data: Arc<PageData>,
 }
@@ -158,6 +177,9 @@ pub struct AddressSpace {
     private_pages: u64,
     /// Set when a write hit a page in `code_pages`; the engine takes it with `take_code_write`.
     code_written: Option<u64>,
+    /// One contiguous buffer backing [base, base + len) instead of individual pages (the
+    /// bare-machine API hands it out as a zero-copy view). Never shared, never copied.
+    flat: Option<Flat>,
     /// Bumped whenever an executable area changes (mapped, unmapped, re-protected or
     /// resized), so an engine knows its decoded code may be stale. Data-only mappings leave it
     /// alone, so programs that mmap and munmap buffers keep their decoded code.
@@ -181,6 +203,7 @@ impl Clone for AddressSpace {
             limit: self.limit,
             private_pages: 0,
             code_written: None,
+            flat: self.flat.clone(),
             generation: 0,
         }
     }
@@ -202,8 +225,40 @@ impl AddressSpace {
             limit: u64::MAX,
             private_pages: 0,
             code_written: None,
+            flat: None,
             generation: 0,
         }
+    }
+
+    /// An address space whose [base, base + len) is one contiguous, zero-filled buffer with
+    /// permissions `perm` (the bare machine of the Python API). `base` and `len` must be
+    /// page-aligned.
+    pub fn with_flat(base: u64, len: u64, perm: Perm) -> Result<Self, MapError> {
+        let mut m = Self::new();
+        m.map(base, len, perm)?;
+        let len = usize::try_from(len).map_err(|_| MapError::Invalid)?;
+        m.flat = Some(Flat {
+            base,
+            buf: vec![0u8; len].into_boxed_slice(),
+        });
+        Ok(m)
+    }
+
+    /// The contiguous buffer of `with_flat`, and its guest base address.
+    pub fn flat(&self) -> Option<(u64, &[u8])> {
+        self.flat.as_ref().map(|f| (f.base, &f.buf[..]))
+    }
+
+    /// The contiguous buffer, writable. Writes through it bypass the engine's view of
+    /// decoded code: call `invalidate_code` after changing code this way.
+    pub fn flat_mut(&mut self) -> Option<(u64, &mut [u8])> {
+        self.flat.as_mut().map(|f| (f.base, &mut f.buf[..]))
+    }
+
+    /// Tells the engines that code may have changed behind their back (a write through a raw
+    /// view of memory): everything decoded is dropped before the next instruction runs.
+    pub fn invalidate_code(&mut self) {
+        self.generation += 1;
     }
 
     /// Caps the memory this lane may own privately (pages it wrote), in bytes.
@@ -217,7 +272,7 @@ impl AddressSpace {
 
     /// Bytes of memory owned by this lane alone.
     pub fn private_bytes(&self) -> u64 {
-        self.private_pages * PAGE_SIZE
+        self.private_pages * PAGE_SIZE + self.flat.as_ref().map_or(0, |f| f.buf.len() as u64)
     }
 
     /// Bytes of all materialized pages (shared and private).
@@ -335,6 +390,12 @@ impl AddressSpace {
             }
         }
         self.code_pages.retain(|&v| v < first || v >= last);
+        if let Some(f) = self.flat.as_mut() {
+            // Unmapped flat memory reads as zeros when it is mapped again, like fresh pages.
+            let lo = addr.clamp(f.base, f.base + f.buf.len() as u64) - f.base;
+            let hi = end.clamp(f.base, f.base + f.buf.len() as u64) - f.base;
+            f.buf[lo as usize..hi as usize].fill(0);
+        }
         self.flush_tlb();
     }
 
@@ -481,11 +542,15 @@ impl AddressSpace {
                 mapped: true,
             });
         }
-        let page = self
-            .pages
-            .entry(vpn)
-            .or_insert_with(|| Page { data: zero_page() });
-        let ptr = page.data.as_ptr();
+        let ptr = match self.flat.as_mut().and_then(|f| f.page_ptr(addr)) {
+            Some(p) => p as *const u8,
+            None => self
+                .pages
+                .entry(vpn)
+                .or_insert_with(|| Page { data: zero_page() })
+                .data
+                .as_ptr(),
+        };
         if need == Perm::R {
             let e = &mut self.tlb[(vpn as usize) & (TLB_SIZE - 1)];
             if e.wtag != vpn {
@@ -511,6 +576,9 @@ impl AddressSpace {
                 mapped: true,
             });
         }
+        if let Some(ptr) = self.flat.as_mut().and_then(|f| f.page_ptr(addr)) {
+            return Ok(self.fill_write_entry(vpn, ptr));
+        }
         let over = self.private_pages >= self.limit / PAGE_SIZE;
         let page = self
             .pages
@@ -527,9 +595,12 @@ impl AddressSpace {
             self.private_pages += 1;
         }
         let ptr = Arc::make_mut(&mut page.data).as_mut_ptr();
-        let code = self.code_pages.contains(&vpn);
-        if code {
-            self.code_pages.remove(&vpn);
+        Ok(self.fill_write_entry(vpn, ptr))
+    }
+
+    /// Reports a write to decoded code, and fills the TLB entry of a writable page.
+    fn fill_write_entry(&mut self, vpn: u64, ptr: *mut u8) -> *mut u8 {
+        if self.code_pages.remove(&vpn) {
             self.code_written = Some(vpn);
         }
         let e = &mut self.tlb[(vpn as usize) & (TLB_SIZE - 1)];
@@ -539,7 +610,7 @@ impl AddressSpace {
             wtag: vpn,
             wptr: ptr,
         };
-        Ok(ptr)
+        ptr
     }
 
     /// Marks a page as holding decoded code: its next write is reported through
@@ -821,6 +892,23 @@ mod tests {
         assert!(m.write_u8(0x12000, 1).is_err());
         m.unmap(0x10000, 0x1000).unwrap();
         m.write_u8(0x12000, 1).unwrap();
+    }
+
+    #[test]
+    fn flat_memory_is_one_buffer() {
+        let mut m = AddressSpace::with_flat(0, 0x10000, Perm::RWX).unwrap();
+        m.write_u64(0x1ffc, 0x1122_3344_5566_7788).unwrap();
+        let (base, buf) = m.flat().unwrap();
+        assert_eq!(base, 0);
+        assert_eq!(
+            &buf[0x1ffc..0x2004],
+            &0x1122_3344_5566_7788u64.to_le_bytes()
+        );
+        m.flat_mut().unwrap().1[0x3000] = 0xab;
+        assert_eq!(m.read_u8(0x3000).unwrap(), 0xab);
+        assert!(m.read_u8(0x10000).is_err());
+        let c = m.clone();
+        assert_eq!(c.flat().unwrap().1[0x3000], 0xab);
     }
 
     #[test]
