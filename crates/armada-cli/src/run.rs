@@ -49,7 +49,8 @@ pub struct RunArgs {
     pub args: Vec<OsString>,
 }
 
-/// The guest environment: the host's, with -U removals and -E additions applied.
+/// The guest environment: the host's, with -U removals and -E additions applied, in the
+/// order qemu-aarch64 gives it.
 pub fn guest_env(set: &[String], unset: &[String]) -> Result<Vec<Vec<u8>>> {
     let mut env: Vec<(Vec<u8>, Vec<u8>)> = std::env::vars_os()
         .map(|(k, v)| (k.into_vec(), v.into_vec()))
@@ -64,6 +65,9 @@ pub fn guest_env(set: &[String], unset: &[String]) -> Result<Vec<Vec<u8>>> {
         env.retain(|(key, _)| key != k.as_bytes());
         env.push((k.as_bytes().to_vec(), v.as_bytes().to_vec()));
     }
+    // qemu-user hands the guest its environment in reverse order (it builds a list by
+    // prepending); qemu is the reference, so do the same.
+    env.reverse();
     Ok(env
         .into_iter()
         .map(|(mut k, v)| {
