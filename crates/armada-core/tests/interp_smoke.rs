@@ -120,3 +120,29 @@ fn random_code_never_panics() {
         }
     }
 }
+
+/// A compare and B.cond fused into one dispatch still retire as two instructions, and a
+/// budget that ends between them stops after the compare.
+#[test]
+fn fused_compare_branch_counts_both_instructions() {
+    // mov x0,#0; 1: add x0,x0,#1; cmp x0,#10; b.ne 1b; svc #0
+    let words = [0xd2800000u32, 0x91000400, 0xf100281f, 0x54ffffc1, 0xd4000001];
+    let (st, stop) = run_words(&words, u64::MAX);
+    assert_eq!(stop, Stop::Syscall);
+    assert_eq!(st.x[0], 10);
+    assert_eq!(st.retired, 1 + 3 * 10 + 1);
+    // The program's instruction trace: pc of every instruction in execution order.
+    let mut trace = vec![0x10000u64];
+    for _ in 0..10 {
+        trace.extend([0x10004, 0x10008, 0x1000c]);
+    }
+    trace.push(0x10010);
+    for budget in 1..trace.len() as u64 {
+        let (st, stop) = run_words(&words, budget);
+        assert_eq!(stop, Stop::Budget, "budget {budget}");
+        assert_eq!(st.retired, budget);
+        assert_eq!(st.pc, trace[budget as usize], "budget {budget}");
+        let adds = trace[..budget as usize].iter().filter(|&&p| p == 0x10004).count();
+        assert_eq!(st.x[0], adds as u64, "budget {budget}");
+    }
+}

@@ -112,6 +112,15 @@ impl CodeCache {
             let word = u32::from_le_bytes(page[k * 4..k * 4 + 4].try_into().unwrap());
             r.ops[first + k] = decode(word, addr + (k as u64) * 4);
         }
+        // Compare-and-branch pairs become one dispatch (see `fused`); the pair never spans
+        // pages, so invalidating a page always takes both halves with it.
+        for k in 0..n.saturating_sub(1) {
+            if r.ops[first + k + 1].op == ops::B_COND {
+                if let Some(f) = super::fused::with_branch(r.ops[first + k].op) {
+                    r.ops[first + k].op = f;
+                }
+            }
+        }
         if r.writable {
             mem.mark_code_page(addr >> PAGE_SHIFT);
         }

@@ -8,6 +8,7 @@
 
 pub mod code;
 pub mod fp;
+mod fused;
 mod int;
 
 pub use code::CodeCache;
@@ -742,6 +743,38 @@ pub fn run(st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budg
                         st.x[s1] = old1;
                     }
                     after_store!();
+                }
+
+                // ----- compare + B.cond pairs (CPU engine only, see `fused`)
+                fused::ADDS_IMM_W_BCOND
+                | fused::ADDS_IMM_X_BCOND
+                | fused::SUBS_SR_W_BCOND
+                | fused::SUBS_SR_X_BCOND => {
+                    let (r, f) = match u.op {
+                        fused::ADDS_IMM_W_BCOND => {
+                            let (r, f) = add_with_flags32(x[b] as u32, u.imm as u32, u.e as u32);
+                            (r as u64, f)
+                        }
+                        fused::ADDS_IMM_X_BCOND => add_with_flags64(x[b], u.imm, u.e as u64),
+                        fused::SUBS_SR_W_BCOND => {
+                            let (r, f) =
+                                add_with_flags32(x[b] as u32, !shift32(x[c] as u32, u.e, u.f), 1);
+                            (r as u64, f)
+                        }
+                        _ => add_with_flags64(x[b], !shift64(x[c], u.e, u.f), 1),
+                    };
+                    x[a] = r;
+                    st.nzcv = f;
+                    // Run the branch in the same dispatch when the budget has room for both;
+                    // otherwise only the compare retires here and the branch runs alone.
+                    if retired + 1 < limit {
+                        let br = ops[idx + 1];
+                        retired += 1;
+                        if cond::check(br.e, f) {
+                            jump!(br.imm)
+                        }
+                        idx += 1;
+                    }
                 }
 
                 // ----- FP and AdvSIMD
