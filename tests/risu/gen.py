@@ -18,6 +18,8 @@ Record layout (little endian), one per case, written with write(1, ...):
     -- FP/SIMD classes only --
     264  u64  FPCR
     272  u128 v0 .. v31            (32 * 16 bytes)
+    -- FP classes (fp_scalar, fp_convert, simd_fp) only: FPSR is cleared before the block --
+    784  u64  FPSR                 (mrs fpsr: cumulative exception flags and QC)
     -- memory classes only, a second write() --
     +0   1024 bytes: the first 1 KiB of the scratch buffer
 
@@ -38,6 +40,7 @@ SP_OFF = 512           # sp = scratch + SP_OFF while a block runs
 POOL_QUADS = 1024      # 8 KiB pool the scratch window is initialised from
 REC_BASE = 264
 REC_FP = 784
+REC_FPSR = 792         # REC_FP + FPSR
 SP = 32                # register "number" meaning sp/wsp
 ZR = 31
 
@@ -50,6 +53,7 @@ CLASSES = [
 ]
 FP_CLASSES = {"fp_scalar", "fp_convert", "simd_int", "simd_fp", "simd_ldst"}
 FPCR_RANDOM = {"fp_scalar", "fp_convert", "simd_fp"}
+FPSR_CLASSES = {"fp_scalar", "fp_convert", "simd_fp"}   # record FPSR (cleared before the block)
 MEM_CLASSES = {"load_store", "load_store_excl", "atomics_lse", "simd_ldst"}
 
 CONDS = ["eq", "ne", "cs", "cc", "mi", "pl", "vs", "vc",
@@ -1222,8 +1226,9 @@ class Gen:
 def emit(cls, seed, ncases, only=None, fpcr_mode="random"):
     g = Gen(cls, seed)
     fp = cls in FP_CLASSES
+    fpsr = cls in FPSR_CLASSES
     mem = cls in MEM_CLASSES
-    reclen = REC_FP if fp else REC_BASE
+    reclen = REC_FPSR if fpsr else REC_FP if fp else REC_BASE
     g_pool = random.Random(f"risu-pool:{cls}:{seed}")
     saved_r = g.r
     g.r = g_pool
@@ -1293,6 +1298,8 @@ def emit(cls, seed, ncases, only=None, fpcr_mode="random"):
                 w(f"\tldp q{i}, q{i + 1}, [x0, #{256 + 16 * i}]")
             w("\tldr x1, [x0, #248]")
             w("\tmsr fpcr, x1")
+        if fpsr:
+            w("\tmsr fpsr, xzr")
         w("\tldr x1, [x0, #240]")
         w("\tmsr nzcv, x1")
         w("\tldp x29, x30, [x0, #224]")
@@ -1320,6 +1327,9 @@ def emit(cls, seed, ncases, only=None, fpcr_mode="random"):
             w("\tstr x0, [sp, #264]")
             for i in range(0, 32, 2):
                 w(f"\tstp q{i}, q{i + 1}, [sp, #{272 + 16 * i}]")
+        if fpsr:
+            w("\tmrs x0, fpsr")
+            w(f"\tstr x0, [sp, #{REC_FP}]")
         w("\tmov x0, #1")
         w("\tmov x1, sp")
         w(f"\tmov x2, #{reclen}")
@@ -1367,7 +1377,7 @@ def emit(cls, seed, ncases, only=None, fpcr_mode="random"):
     # side file
     s = []
     s.append(f"#risu v1 class={cls} seed={seed} cases={ncases} record={reclen} "
-             f"fp={int(fp)} mem={WINDOW if mem else 0}"
+             f"fp={int(fp)} fpsr={int(fpsr)} mem={WINDOW if mem else 0}"
              + (f" only={only}" if only is not None else ""))
     for (c, xin, nzcv, fpcr, vin, poolofs, lit, blk) in cases:
         if only is not None and c != only:

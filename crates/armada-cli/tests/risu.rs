@@ -309,6 +309,8 @@ fn check_cmd(what: &str, cmd: &mut Command) {
 struct Layout {
     record: usize,
     fp: bool,
+    /// FPSR at offset 784 (the FP classes; side files from before it have no `fpsr=`).
+    fpsr: bool,
     mem: usize,
 }
 
@@ -319,16 +321,19 @@ impl Layout {
 
     fn parse(side: &str) -> Layout {
         let first = side.lines().next().unwrap_or("");
-        let get = |k: &str| -> usize {
+        let find = |k: &str| -> Option<usize> {
             first
                 .split_whitespace()
                 .find_map(|kv| kv.strip_prefix(k).and_then(|v| v.strip_prefix('=')))
                 .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("risu: bad side file header {first:?} (no {k}=)"))
+        };
+        let get = |k: &str| -> usize {
+            find(k).unwrap_or_else(|| panic!("risu: bad side file header {first:?} (no {k}=)"))
         };
         Layout {
             record: get("record"),
             fp: get("fp") != 0,
+            fpsr: find("fpsr").unwrap_or(0) != 0,
             mem: get("mem"),
         }
     }
@@ -345,6 +350,9 @@ impl Layout {
             for i in 0..32 {
                 f.push((format!("v{i}"), 272 + 16 * i, 16));
             }
+        }
+        if self.fpsr {
+            f.push(("fpsr".to_string(), 784, 8));
         }
         for i in 0..self.mem / 8 {
             f.push((format!("mem[x28+{:#05x}]", 8 * i), self.record + 8 * i, 8));
@@ -373,6 +381,23 @@ fn fmt_val(name: &str, b: &[u8]) -> String {
             })
             .collect();
         return format!("{v:#010x} ({fl})");
+    }
+    if name == "fpsr" {
+        let names = [
+            (27, "QC"),
+            (7, "IDC"),
+            (4, "IXC"),
+            (3, "UFC"),
+            (2, "OFC"),
+            (1, "DZC"),
+            (0, "IOC"),
+        ];
+        let set: Vec<&str> = names
+            .iter()
+            .filter(|(b, _)| v >> b & 1 == 1)
+            .map(|(_, n)| *n)
+            .collect();
+        return format!("{v:#010x} ({})", set.join(" "));
     }
     format!("{v:#018x}")
 }

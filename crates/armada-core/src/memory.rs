@@ -175,8 +175,9 @@ pub struct AddressSpace {
     /// Private bytes the lane may own; `u64::MAX` when unlimited.
     limit: u64,
     private_pages: u64,
-    /// Set when a write hit a page in `code_pages`; the engine takes it with `take_code_write`.
-    code_written: Option<u64>,
+    /// Pages in `code_pages` that writes hit since the engine last asked (`take_code_write`).
+    /// A list, since one store can straddle two decoded pages.
+    code_written: Vec<u64>,
     /// One contiguous buffer backing [base, base + len) instead of individual pages (the
     /// bare-machine API hands it out as a zero-copy view). Never shared, never copied.
     flat: Option<Flat>,
@@ -184,6 +185,9 @@ pub struct AddressSpace {
     /// resized), so an engine knows its decoded code may be stale. Data-only mappings leave it
     /// alone, so programs that mmap and munmap buffers keep their decoded code.
     generation: u64,
+    /// GPU engine support: pages written through this address space while tracking is on
+    /// (`gpu_track_writes`), so the GPU engine uploads only what the host changed.
+    host_written: Option<HashSet<u64>>,
 }
 
 // SAFETY: the raw pointers in the TLB point into page buffers that this address space keeps
@@ -202,9 +206,10 @@ impl Clone for AddressSpace {
             tlb: Box::new([EMPTY; TLB_SIZE]),
             limit: self.limit,
             private_pages: 0,
-            code_written: None,
+            code_written: Vec::new(),
             flat: self.flat.clone(),
             generation: 0,
+            host_written: None,
         }
     }
 }
@@ -224,9 +229,10 @@ impl AddressSpace {
             tlb: Box::new([EMPTY; TLB_SIZE]),
             limit: u64::MAX,
             private_pages: 0,
-            code_written: None,
+            code_written: Vec::new(),
             flat: None,
             generation: 0,
+            host_written: None,
         }
     }
 
@@ -600,8 +606,12 @@ impl AddressSpace {
 
     /// Reports a write to decoded code, and fills the TLB entry of a writable page.
     fn fill_write_entry(&mut self, vpn: u64, ptr: *mut u8) -> *mut u8 {
+        // GPU engine support: every host write reaches a page through here after a TLB flush.
+        if let Some(w) = self.host_written.as_mut() {
+            w.insert(vpn);
+        }
         if self.code_pages.remove(&vpn) {
-            self.code_written = Some(vpn);
+            self.code_written.push(vpn);
         }
         let e = &mut self.tlb[(vpn as usize) & (TLB_SIZE - 1)];
         *e = TlbEntry {
@@ -624,13 +634,13 @@ impl AddressSpace {
     /// Whether a write hit decoded code since the last `take_code_write`.
     #[inline(always)]
     pub fn has_code_write(&self) -> bool {
-        self.code_written.is_some()
+        !self.code_written.is_empty()
     }
 
-    /// The page number of a code page written since the last call, if any.
+    /// The page numbers of decoded code pages written since the last call.
     #[inline]
-    pub fn take_code_write(&mut self) -> Option<u64> {
-        self.code_written.take()
+    pub fn take_code_write(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.code_written)
     }
 
     // ----- accesses ---------------------------------------------------------------------
@@ -838,6 +848,83 @@ impl AddressSpace {
         let mut buf = [0u8; PAGE_SIZE as usize];
         self.fetch_bytes(addr & !PAGE_MASK, &mut buf)?;
         Ok(buf)
+    }
+}
+
+// ----- GPU engine support --------------------------------------------------------------------
+//
+// The GPU engines keep a copy of each lane's pages in device memory and this address space as
+// the authoritative mirror the Linux layer works on. These calls let them list pages, take
+// pages private for a guest write the device asked for, store pages downloaded from the
+// device, and learn which pages the host wrote (a syscall, a signal frame) since the last sync.
+
+impl AddressSpace {
+    /// Every materialized page: (page number, bytes, whether this address space owns it alone).
+    pub fn gpu_pages(&self) -> impl Iterator<Item = (u64, &Arc<PageData>, bool)> + '_ {
+        self.pages
+            .iter()
+            .map(|(&vpn, p)| (vpn, &p.data, Arc::strong_count(&p.data) == 1))
+    }
+
+    /// Page `vpn` if it is materialized: its bytes and whether it is private.
+    pub fn gpu_page(&self, vpn: u64) -> Option<(&Arc<PageData>, bool)> {
+        self.pages
+            .get(&vpn)
+            .map(|p| (&p.data, Arc::strong_count(&p.data) == 1))
+    }
+
+    /// Makes the page holding `addr` private for a guest write, exactly as a guest store would
+    /// (write permission, copy-on-write, the lane's memory cap), and returns its bytes. Not
+    /// recorded as a host write.
+    pub fn gpu_make_private(&mut self, addr: u64) -> Result<&PageData, Fault> {
+        let saved = self.host_written.take();
+        let r = self.page_for_write(addr);
+        self.host_written = saved;
+        r?;
+        let vpn = addr >> PAGE_SHIFT;
+        Ok(&self.pages[&vpn].data)
+    }
+
+    /// Stores bytes downloaded from a device into page `vpn`, which becomes private (counted
+    /// against the cap like any written page). Not recorded as a host write. Pages outside
+    /// every area are ignored.
+    pub fn gpu_store_page(&mut self, vpn: u64, data: &PageData) {
+        if self.area_at(vpn << PAGE_SHIFT).is_none() {
+            return;
+        }
+        let page = self
+            .pages
+            .entry(vpn)
+            .or_insert_with(|| Page { data: zero_page() });
+        if Arc::strong_count(&page.data) != 1 {
+            self.private_pages += 1;
+        }
+        if let Some(buf) = Arc::get_mut(&mut page.data) {
+            buf.copy_from_slice(data);
+        } else {
+            page.data = Arc::new(*data);
+        }
+        self.flush_page(vpn);
+        if self.code_pages.remove(&vpn) {
+            self.code_written.push(vpn);
+        }
+    }
+
+    /// Starts recording the pages the host writes (see `gpu_take_written`).
+    pub fn gpu_track_writes(&mut self) {
+        self.flush_tlb();
+        self.host_written = Some(HashSet::new());
+    }
+
+    /// Stops recording and returns the page numbers written since `gpu_track_writes`.
+    pub fn gpu_take_written(&mut self) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .host_written
+            .take()
+            .map(|s| s.into_iter().collect())
+            .unwrap_or_default();
+        v.sort_unstable();
+        v
     }
 }
 

@@ -126,7 +126,13 @@ fn random_code_never_panics() {
 #[test]
 fn fused_compare_branch_counts_both_instructions() {
     // mov x0,#0; 1: add x0,x0,#1; cmp x0,#10; b.ne 1b; svc #0
-    let words = [0xd2800000u32, 0x91000400, 0xf100281f, 0x54ffffc1, 0xd4000001];
+    let words = [
+        0xd2800000u32,
+        0x91000400,
+        0xf100281f,
+        0x54ffffc1,
+        0xd4000001,
+    ];
     let (st, stop) = run_words(&words, u64::MAX);
     assert_eq!(stop, Stop::Syscall);
     assert_eq!(st.x[0], 10);
@@ -142,7 +148,10 @@ fn fused_compare_branch_counts_both_instructions() {
         assert_eq!(stop, Stop::Budget, "budget {budget}");
         assert_eq!(st.retired, budget);
         assert_eq!(st.pc, trace[budget as usize], "budget {budget}");
-        let adds = trace[..budget as usize].iter().filter(|&&p| p == 0x10004).count();
+        let adds = trace[..budget as usize]
+            .iter()
+            .filter(|&&p| p == 0x10004)
+            .count();
         assert_eq!(st.x[0], adds as u64, "budget {budget}");
     }
 }

@@ -31,7 +31,18 @@ pub mod rmode {
     pub const M: u8 = 2; // towards -inf
     pub const Z: u8 = 3; // towards zero
     pub const A: u8 = 4; // to nearest, ties away from zero
-    pub const FPCR: u8 = 5; // FPCR.RMode (FRINTI, FRINTX)
+    pub const FPCR: u8 = 5; // FPCR.RMode (FRINTI)
+    pub const FPCR_EXACT: u8 = 6; // FPCR.RMode, Inexact raised when the value changes (FRINTX)
+}
+
+/// Flags in `d` of `F_CMP` and `F_CCMP`.
+pub mod fcmp {
+    /// `F_CMP`: compare with +0.0.
+    pub const ZERO: u8 = 1;
+    /// `F_CMP`: signalling compare (FCMPE): any NaN operand is an Invalid Operation.
+    pub const SIGNAL: u8 = 2;
+    /// `F_CCMP`: signalling compare (FCCMPE); bits 3..0 are the condition.
+    pub const CCMP_SIGNAL: u8 = 0x10;
 }
 
 /// Comparison selectors of `V_CMP0` and `F_CMP0` (`d`).
@@ -154,8 +165,8 @@ crate::ops::define_ops!(FpOps, 0x400, [
     F_TO_INT_V,  // a, b, e, f, d = rmode | unsigned << 3, imm = fbits (FCVTZS (vector) ...)
     INT_TO_F_V,  // a, b, e, f, d = 1: unsigned, imm = fbits (SCVTF (vector) ...)
     // ---- FP scalar compare and select (e = esize)
-    F_CMP,       // b = Vn, c = Vm, d = 1: compare with +0.0 (FCMP, FCMPE)
-    F_CCMP,      // b, c, d = cond, imm = nzcv when the condition fails (FCCMP, FCCMPE)
+    F_CMP,       // b = Vn, c = Vm, d = fcmp::ZERO | fcmp::SIGNAL (FCMP, FCMPE)
+    F_CCMP,      // b, c, d = cond | fcmp::CCMP_SIGNAL, imm = nzcv when the condition fails (FCCMP, FCCMPE)
     F_CSEL,      // a, b, c, d = cond
     // ---- structure loads and stores (a = Vt, b = Rn|SP, c = Rm or 32 (zero register),
     //      post-index adds X[c] + imm to the base when d & LDST_WB)

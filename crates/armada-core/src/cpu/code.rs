@@ -15,6 +15,26 @@ use armada_isa::{decode, ops, MicroOp};
 
 const WORDS_PER_PAGE: usize = (PAGE_SIZE / 4) as usize;
 
+/// `len` slots of `NOT_DECODED` from zeroed memory: the OS hands out pages of it only when a
+/// page of code is first decoded, so a large executable area costs nothing up front.
+fn zeroed_slots(len: usize) -> Vec<MicroOp> {
+    const _: () = assert!(ops::NOT_DECODED == 0);
+    let layout = std::alloc::Layout::array::<MicroOp>(len).expect("region size fits in memory");
+    if layout.size() == 0 {
+        return Vec::new();
+    }
+    // SAFETY: MicroOp is plain integers (#[repr(C)], no padding invariants), so all-zero
+    // bytes are a valid value (NOT_DECODED); the allocation has the layout of `len` MicroOps
+    // and is handed to Vec with that same length and capacity.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout) as *mut MicroOp;
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Vec::from_raw_parts(ptr, len, len)
+    }
+}
+
 pub(crate) struct Region {
     pub base: u64,
     pub end: u64,
@@ -38,7 +58,7 @@ impl CodeCache {
 
     /// Drops regions that no longer match the address space's areas, and stale pages.
     fn revalidate(&mut self, mem: &mut AddressSpace) {
-        if let Some(vpn) = mem.take_code_write() {
+        for vpn in mem.take_code_write() {
             self.invalidate_page(vpn);
         }
         if self.generation != mem.generation() {
@@ -81,7 +101,7 @@ impl CodeCache {
             return Err(fault(true));
         }
         let n = ((end - start) / 4) as usize;
-        let mut slots = vec![MicroOp::new(ops::NOT_DECODED); n + 1];
+        let mut slots = zeroed_slots(n + 1);
         slots[n] = MicroOp::new(ops::END_OF_REGION);
         self.regions.push(Region {
             base: start,

@@ -5,8 +5,8 @@
 //! or narrowing op), and every write of a result replaces the whole 128-bit register, so the
 //! bits above the operated size are zero as the architecture requires.
 //!
-//! FPCR.RMode, FZ, DN and AHP are honoured (see `float`); the FPSR cumulative exception
-//! flags are not modelled, FPSR.QC (saturation) is.
+//! FPCR.RMode, FZ, DN and AHP are honoured (see `float`), and the FPSR cumulative exception
+//! flags (IOC, DZC, OFC, UFC, IXC, IDC) and FPSR.QC (saturation) are set as on hardware.
 
 mod float;
 mod lanes;
@@ -23,21 +23,27 @@ use lanes::*;
 /// FPSR.QC, the cumulative saturation bit.
 const QC: u64 = 1 << 27;
 
+/// The FPSR cumulative exception flags (IDC, IXC, UFC, OFC, DZC, IOC).
+const EXC: u32 = 0x9f;
+
 /// Executes one FP/AdvSIMD micro-op. The caller advances the PC.
 pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) -> Result<(), Fault> {
     let (a, b, c) = (u.a as usize, u.b as usize, u.c as usize);
     let (d, e, f) = (u.d, u.e, u.f);
     let mut qc = false;
     let cx = Ctx::from_fpcr(st.fpcr);
+    // The exception flags: those already set, and those the op raises. Knowing the sticky
+    // ones lets the fast paths skip working out Inexact once it is set.
+    let mut fl = st.fpsr as u32 & EXC;
 
     // FP op on one or two bit patterns, by element size.
     macro_rules! fp1 {
         ($func:ident) => {
             map1(st, u, |x| {
                 if e == 2 {
-                    float::$func::<f32>(x, cx)
+                    float::$func::<f32>(x, cx, &mut fl)
                 } else {
-                    float::$func::<f64>(x, cx)
+                    float::$func::<f64>(x, cx, &mut fl)
                 }
             })
         };
@@ -46,9 +52,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
         ($func:ident) => {
             map2(st, u, |x, y| {
                 if e == 2 {
-                    float::$func::<f32>(x, y, cx)
+                    float::$func::<f32>(x, y, cx, &mut fl)
                 } else {
-                    float::$func::<f64>(x, y, cx)
+                    float::$func::<f64>(x, y, cx, &mut fl)
                 }
             })
         };
@@ -57,9 +63,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
         ($func:ident) => {
             map2(st, u, |x, y| {
                 let t = if e == 2 {
-                    float::$func::<f32>(x, y, cx)
+                    float::$func::<f32>(x, y, cx, &mut fl)
                 } else {
-                    float::$func::<f64>(x, y, cx)
+                    float::$func::<f64>(x, y, cx, &mut fl)
                 };
                 if t {
                     u64::MAX
@@ -532,18 +538,18 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             let ge = u.op == F_ACGE;
             map2(st, u, |x, y| {
                 let t = if e == 2 {
-                    fabs_cmp::<f32>(x, y, ge, cx)
+                    fabs_cmp::<f32>(x, y, ge, cx, &mut fl)
                 } else {
-                    fabs_cmp::<f64>(x, y, ge, cx)
+                    fabs_cmp::<f64>(x, y, ge, cx, &mut fl)
                 };
                 mask_if(t)
             })
         }
         F_CMP0 => map1(st, u, |x| {
             let t = if e == 2 {
-                fcmp0::<f32>(x, d, cx)
+                fcmp0::<f32>(x, d, cx, &mut fl)
             } else {
-                fcmp0::<f64>(x, d, cx)
+                fcmp0::<f64>(x, d, cx, &mut fl)
             };
             mask_if(t)
         }),
@@ -567,9 +573,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                     get(m, e, i),
                 );
                 let v = if e == 2 {
-                    float::muladd::<f32>(x, y, z, cx)
+                    float::muladd::<f32>(x, y, z, cx, &mut fl)
                 } else {
-                    float::muladd::<f64>(x, y, z, cx)
+                    float::muladd::<f64>(x, y, z, cx, &mut fl)
                 };
                 set(&mut r, e, i, v);
             }
@@ -594,16 +600,17 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
         F_RSQRTE => fp1!(rsqrte),
         F_RECPX => fp1!(recpx),
         F_RINT => {
-            let mode = if d == rmode::FPCR {
+            let exact = d == rmode::FPCR_EXACT;
+            let mode = if d == rmode::FPCR || exact {
                 ((st.fpcr >> 22) & 3) as u8
             } else {
                 d
             };
             map1(st, u, |x| {
                 if e == 2 {
-                    float::round_int::<f32>(x, mode, cx)
+                    float::round_int::<f32>(x, mode, exact, cx, &mut fl)
                 } else {
-                    float::round_int::<f64>(x, mode, cx)
+                    float::round_int::<f64>(x, mode, exact, cx, &mut fl)
                 }
             })
         }
@@ -619,20 +626,25 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             };
             let mut r = 0u128;
             for i in 0..cnt {
-                set(&mut r, e, i, fp_red(d, e, el(2 * i), el(2 * i + 1), cx));
+                set(
+                    &mut r,
+                    e,
+                    i,
+                    fp_red(d, e, el(2 * i), el(2 * i + 1), cx, &mut fl),
+                );
             }
             st.v[a] = r;
         }
         F_REDUCE => {
             let cnt = 1usize << (f - e);
             let n = st.v[b];
-            st.v[a] = fp_reduce(d, e, n, 0, cnt, cx) as u128;
+            st.v[a] = fp_reduce(d, e, n, 0, cnt, cx, &mut fl) as u128;
         }
 
         // ------------------------------------------------------------ FP conversions
         F_CVT => {
             let x = get(st.v[b], d, 0);
-            st.v[a] = float::convert(x, d, e, cx) as u128;
+            st.v[a] = float::convert(x, d, e, cx, &mut fl) as u128;
         }
         F_CVTL => {
             let n = st.v[b];
@@ -644,7 +656,7 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                     &mut r,
                     e + 1,
                     i,
-                    float::convert(get(n, e, base + i), e, e + 1, cx),
+                    float::convert(get(n, e, base + i), e, e + 1, cx, &mut fl),
                 );
             }
             st.v[a] = r;
@@ -656,9 +668,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             let nu = MicroOp { e: e - 1, ..*u };
             narrow_op(st, &nu, |x, _| {
                 if odd {
-                    float::d_to_s_odd(x, cx)
+                    float::d_to_s_odd(x, cx, &mut fl)
                 } else {
-                    float::convert(x, src, src - 1, cx)
+                    float::convert(x, src, src - 1, cx, &mut fl)
                 }
             })
         }
@@ -668,9 +680,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             let wide = f == 1;
             let fbits = u.imm as u32;
             st.x[a] = if e == 2 {
-                float::to_int::<f32>(x, mode, uns, wide, fbits, cx)
+                float::to_int::<f32>(x, mode, uns, wide, fbits, cx, &mut fl)
             } else {
-                float::to_int::<f64>(x, mode, uns, wide, fbits, cx)
+                float::to_int::<f64>(x, mode, uns, wide, fbits, cx, &mut fl)
             };
         }
         INT_TO_F => {
@@ -683,9 +695,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             };
             let fbits = u.imm as u32;
             st.v[a] = if e == 2 {
-                float::from_int::<f32>(x, uns, fbits, cx)
+                float::from_int::<f32>(x, uns, fbits, cx, &mut fl)
             } else {
-                float::from_int::<f64>(x, uns, fbits, cx)
+                float::from_int::<f64>(x, uns, fbits, cx, &mut fl)
             } as u128;
         }
         F_TO_INT_V => {
@@ -693,9 +705,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             let fbits = u.imm as u32;
             map1(st, u, |x| {
                 if e == 2 {
-                    float::to_int::<f32>(x, mode, uns, false, fbits, cx)
+                    float::to_int::<f32>(x, mode, uns, false, fbits, cx, &mut fl)
                 } else {
-                    float::to_int::<f64>(x, mode, uns, true, fbits, cx)
+                    float::to_int::<f64>(x, mode, uns, true, fbits, cx, &mut fl)
                 }
             })
         }
@@ -705,28 +717,33 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             map1(st, u, |x| {
                 let x = int(x, e, uns) as u64;
                 if e == 2 {
-                    float::from_int::<f32>(x, uns, fbits, cx)
+                    float::from_int::<f32>(x, uns, fbits, cx, &mut fl)
                 } else {
-                    float::from_int::<f64>(x, uns, fbits, cx)
+                    float::from_int::<f64>(x, uns, fbits, cx, &mut fl)
                 }
             })
         }
 
         // ------------------------------------------------------------ FP compare and select
         F_CMP | F_CCMP => {
-            if u.op == F_CCMP && !cond::check(d, st.nzcv) {
+            if u.op == F_CCMP && !cond::check(d & 15, st.nzcv) {
                 st.nzcv = u.imm & 0xf000_0000;
             } else {
                 let x = get(st.v[b], e, 0);
-                let y = if u.op == F_CMP && d == 1 {
+                let y = if u.op == F_CMP && d & fcmp::ZERO != 0 {
                     0
                 } else {
                     get(st.v[c], e, 0)
                 };
-                st.nzcv = if e == 2 {
-                    float::compare::<f32>(x, y, cx)
+                let signal = if u.op == F_CMP {
+                    d & fcmp::SIGNAL != 0
                 } else {
-                    float::compare::<f64>(x, y, cx)
+                    d & fcmp::CCMP_SIGNAL != 0
+                };
+                st.nzcv = if e == 2 {
+                    float::compare::<f32>(x, y, signal, cx, &mut fl)
+                } else {
+                    float::compare::<f64>(x, y, signal, cx, &mut fl)
                 };
             }
         }
@@ -745,9 +762,7 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             debug_assert!(false, "exec_fp: unknown op {:#x}", u.op);
         }
     }
-    if qc {
-        st.fpsr |= QC;
-    }
+    st.fpsr |= fl as u64 | if qc { QC } else { 0 };
     Ok(())
 }
 
@@ -870,50 +885,52 @@ fn int_red(kind: u8, e: u8, x: u64, y: u64) -> u64 {
 }
 
 /// One step of an FP pairwise operation or reduction.
-fn fp_red(kind: u8, e: u8, x: u64, y: u64, cx: Ctx) -> u64 {
-    fn go<F: Float>(kind: u8, x: u64, y: u64, cx: Ctx) -> u64 {
+fn fp_red(kind: u8, e: u8, x: u64, y: u64, cx: Ctx, fl: &mut u32) -> u64 {
+    fn go<F: Float>(kind: u8, x: u64, y: u64, cx: Ctx, fl: &mut u32) -> u64 {
         match kind {
-            fred::ADD => float::add::<F>(x, y, cx),
-            fred::MAX => float::max::<F>(x, y, cx),
-            fred::MIN => float::min::<F>(x, y, cx),
-            fred::MAXNM => float::maxnm::<F>(x, y, cx),
-            _ => float::minnm::<F>(x, y, cx),
+            fred::ADD => float::add::<F>(x, y, cx, fl),
+            fred::MAX => float::max::<F>(x, y, cx, fl),
+            fred::MIN => float::min::<F>(x, y, cx, fl),
+            fred::MAXNM => float::maxnm::<F>(x, y, cx, fl),
+            _ => float::minnm::<F>(x, y, cx, fl),
         }
     }
     if e == 2 {
-        go::<f32>(kind, x, y, cx)
+        go::<f32>(kind, x, y, cx, fl)
     } else {
-        go::<f64>(kind, x, y, cx)
+        go::<f64>(kind, x, y, cx, fl)
     }
 }
 
 /// The manual's Reduce(): halves reduced recursively, op(low half, high half).
-fn fp_reduce(kind: u8, e: u8, n: u128, lo: usize, cnt: usize, cx: Ctx) -> u64 {
+fn fp_reduce(kind: u8, e: u8, n: u128, lo: usize, cnt: usize, cx: Ctx, fl: &mut u32) -> u64 {
     if cnt == 1 {
         return get(n, e, lo);
     }
     let half = cnt / 2;
-    let x = fp_reduce(kind, e, n, lo, half, cx);
-    let y = fp_reduce(kind, e, n, lo + half, half, cx);
-    fp_red(kind, e, x, y, cx)
+    let x = fp_reduce(kind, e, n, lo, half, cx, fl);
+    let y = fp_reduce(kind, e, n, lo + half, half, cx, fl);
+    fp_red(kind, e, x, y, cx, fl)
 }
 
-fn fabs_cmp<F: Float>(x: u64, y: u64, ge: bool, cx: Ctx) -> bool {
+/// FACGE / FACGT: signalling compares of the absolute values.
+fn fabs_cmp<F: Float>(x: u64, y: u64, ge: bool, cx: Ctx, fl: &mut u32) -> bool {
     let (x, y) = (float::abs::<F>(x), float::abs::<F>(y));
     if ge {
-        float::cmp_ge::<F>(x, y, cx)
+        float::cmp_ge::<F>(x, y, cx, fl)
     } else {
-        float::cmp_gt::<F>(x, y, cx)
+        float::cmp_gt::<F>(x, y, cx, fl)
     }
 }
 
-fn fcmp0<F: Float>(x: u64, kind: u8, cx: Ctx) -> bool {
+/// FCMEQ (quiet) and FCMGE/FCMGT/FCMLE/FCMLT (signalling) against zero.
+fn fcmp0<F: Float>(x: u64, kind: u8, cx: Ctx, fl: &mut u32) -> bool {
     match kind {
-        cmp0::EQ => float::cmp_eq::<F>(x, 0, cx),
-        cmp0::GE => float::cmp_ge::<F>(x, 0, cx),
-        cmp0::GT => float::cmp_gt::<F>(x, 0, cx),
-        cmp0::LE => float::cmp_ge::<F>(0, x, cx),
-        _ => float::cmp_gt::<F>(0, x, cx),
+        cmp0::EQ => float::cmp_eq::<F>(x, 0, cx, fl),
+        cmp0::GE => float::cmp_ge::<F>(x, 0, cx, fl),
+        cmp0::GT => float::cmp_gt::<F>(x, 0, cx, fl),
+        cmp0::LE => float::cmp_ge::<F>(0, x, cx, fl),
+        _ => float::cmp_gt::<F>(0, x, cx, fl),
     }
 }
 

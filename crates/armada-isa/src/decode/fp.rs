@@ -103,20 +103,22 @@ fn fmov_imm(f: &Fields) -> Option<MicroOp> {
     )
 }
 
-fn fcmp(f: &Fields, zero: bool) -> Option<MicroOp> {
+fn fcmp(f: &Fields, zero: bool, signal: bool) -> Option<MicroOp> {
     let e = ty(f)?;
     let m = if zero { 0 } else { f.r('m') };
-    Some(MicroOp::new(F_CMP).b(f.r('n')).c(m).e(e).d(zero as u8))
+    let d = if zero { fcmp::ZERO } else { 0 } | if signal { fcmp::SIGNAL } else { 0 };
+    Some(MicroOp::new(F_CMP).b(f.r('n')).c(m).e(e).d(d))
 }
 
-fn fccmp(f: &Fields) -> Option<MicroOp> {
+fn fccmp(f: &Fields, signal: bool) -> Option<MicroOp> {
     let e = ty(f)?;
+    let sig = if signal { fcmp::CCMP_SIGNAL } else { 0 };
     Some(
         MicroOp::new(F_CCMP)
             .b(f.r('n'))
             .c(f.r('m'))
             .e(e)
-            .d(f.get('c') as u8)
+            .d(f.get('c') as u8 | sig)
             .imm((f.get('v') as u64) << 28),
     )
 }
@@ -193,18 +195,18 @@ pub(super) const TABLE: &[Encoding] = &[
     enc("FRINTM (scalar)",          "00011110 tt1 001010 10000 nnnnn ddddd", |f| rint(f, rmode::M)),
     enc("FRINTZ (scalar)",          "00011110 tt1 001011 10000 nnnnn ddddd", |f| rint(f, rmode::Z)),
     enc("FRINTA (scalar)",          "00011110 tt1 001100 10000 nnnnn ddddd", |f| rint(f, rmode::A)),
-    enc("FRINTX (scalar)",          "00011110 tt1 001110 10000 nnnnn ddddd", |f| rint(f, rmode::FPCR)),
+    enc("FRINTX (scalar)",          "00011110 tt1 001110 10000 nnnnn ddddd", |f| rint(f, rmode::FPCR_EXACT)),
     enc("FRINTI (scalar)",          "00011110 tt1 001111 10000 nnnnn ddddd", |f| rint(f, rmode::FPCR)),
     // --- Floating-point compare
-    enc("FCMP",                     "00011110 tt1 mmmmm 001000 nnnnn 00000", |f| fcmp(f, false)),
-    enc("FCMP (zero)",              "00011110 tt1 ----- 001000 nnnnn 01000", |f| fcmp(f, true)),
-    enc("FCMPE",                    "00011110 tt1 mmmmm 001000 nnnnn 10000", |f| fcmp(f, false)),
-    enc("FCMPE (zero)",             "00011110 tt1 ----- 001000 nnnnn 11000", |f| fcmp(f, true)),
+    enc("FCMP",                     "00011110 tt1 mmmmm 001000 nnnnn 00000", |f| fcmp(f, false, false)),
+    enc("FCMP (zero)",              "00011110 tt1 ----- 001000 nnnnn 01000", |f| fcmp(f, true, false)),
+    enc("FCMPE",                    "00011110 tt1 mmmmm 001000 nnnnn 10000", |f| fcmp(f, false, true)),
+    enc("FCMPE (zero)",             "00011110 tt1 ----- 001000 nnnnn 11000", |f| fcmp(f, true, true)),
     // --- Floating-point immediate
     enc("FMOV (scalar, immediate)", "00011110 tt1 iiiiiiii 100 00000 ddddd", fmov_imm),
     // --- Floating-point conditional compare
-    enc("FCCMP",                    "00011110 tt1 mmmmm cccc 01 nnnnn 0 vvvv", fccmp),
-    enc("FCCMPE",                   "00011110 tt1 mmmmm cccc 01 nnnnn 1 vvvv", fccmp),
+    enc("FCCMP",                    "00011110 tt1 mmmmm cccc 01 nnnnn 0 vvvv", |f| fccmp(f, false)),
+    enc("FCCMPE",                   "00011110 tt1 mmmmm cccc 01 nnnnn 1 vvvv", |f| fccmp(f, true)),
     // --- Floating-point data-processing (2 source)
     enc("FMUL (scalar)",            "00011110 tt1 mmmmm 0000 10 nnnnn ddddd", |f| two(f, F_MUL)),
     enc("FDIV (scalar)",            "00011110 tt1 mmmmm 0001 10 nnnnn ddddd", |f| two(f, F_DIV)),
@@ -319,10 +321,19 @@ mod tests {
         let (u, n) = d(0x1e612000);
         assert_eq!((n, u.op, u.b, u.c, u.d, u.e), ("FCMP", F_CMP, 0, 1, 0, 3));
         let (u, _) = d(0x1e202058);
-        assert_eq!((u.op, u.b, u.d, u.e), (F_CMP, 2, 1, 2));
-        // fccmp d0, d1, #0x4, ne
+        assert_eq!(
+            (u.op, u.b, u.d, u.e),
+            (F_CMP, 2, fcmp::ZERO | fcmp::SIGNAL, 2)
+        );
+        // fcmpe d0, d1 ; fccmp d0, d1, #0x4, ne ; fccmpe d0, d1, #0x4, ne
+        assert_eq!(d(0x1e612010).0.d, fcmp::SIGNAL);
         let (u, _) = d(0x1e611404);
         assert_eq!((u.op, u.d, u.imm), (F_CCMP, 1, 0x4000_0000));
+        let (u, _) = d(0x1e611414);
+        assert_eq!(
+            (u.op, u.d, u.imm),
+            (F_CCMP, 1 | fcmp::CCMP_SIGNAL, 0x4000_0000)
+        );
         // fcsel s0, s1, s2, gt
         let (u, _) = d(0x1e22cc20);
         assert_eq!((u.op, u.a, u.b, u.c, u.d, u.e), (F_CSEL, 0, 1, 2, 12, 2));
@@ -356,8 +367,9 @@ mod tests {
         assert_eq!((u.op, u.imm, u.f), (INT_TO_F, 16, 0));
         let (u, _) = d(0x9e58d820);
         assert_eq!((u.op, u.imm, u.d), (F_TO_INT, 10, rmode::Z));
-        // frinti d0, d1 ; frinta s0, s1
+        // frinti d0, d1 ; frintx d0, d1 ; frinta s0, s1
         assert_eq!(d(0x1e67c020).0.d, rmode::FPCR);
+        assert_eq!(d(0x1e674020).0.d, rmode::FPCR_EXACT);
         assert_eq!(d(0x1e264020).0.d, rmode::A);
     }
 

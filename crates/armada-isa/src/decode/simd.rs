@@ -870,7 +870,7 @@ pub(super) const TABLE: &[Encoding] = &[
     enc("FRECPE (vector)", "0Q 0 01110 1S 10000 11101 10 nnnnn ddddd", |f| fv2(f, F_RECPE, 0)),
     enc("FCVTXN, FCVTXN2", "0Q 1 01110 01 10000 10110 10 nnnnn ddddd", |f| Some(rr(f, F_CVTN, 3, f.get('Q') as u8).d(1))),
     enc("FRINTA (vector)", "0Q 1 01110 0S 10000 11000 10 nnnnn ddddd", |f| fv2(f, F_RINT, rmode::A)),
-    enc("FRINTX (vector)", "0Q 1 01110 0S 10000 11001 10 nnnnn ddddd", |f| fv2(f, F_RINT, rmode::FPCR)),
+    enc("FRINTX (vector)", "0Q 1 01110 0S 10000 11001 10 nnnnn ddddd", |f| fv2(f, F_RINT, rmode::FPCR_EXACT)),
     enc("FCVTNU (vector)", "0Q 1 01110 0S 10000 11010 10 nnnnn ddddd", |f| fcvt_v(f, rmode::N, true)),
     enc("FCVTMU (vector)", "0Q 1 01110 0S 10000 11011 10 nnnnn ddddd", |f| fcvt_v(f, rmode::M, true)),
     enc("FCVTAU (vector)", "0Q 1 01110 0S 10000 11100 10 nnnnn ddddd", |f| fcvt_v(f, rmode::A, true)),

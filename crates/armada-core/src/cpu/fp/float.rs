@@ -8,12 +8,16 @@
 //! - FPCR.RMode, FPCR.FZ (flush denormal inputs and tiny results to zero) and FPCR.AHP (for
 //!   half-precision conversions) are honoured: round-to-nearest without FZ runs on the host's
 //!   IEEE arithmetic, everything else on the exact integer arithmetic of `soft`.
-//! - FPCR.FZ16 does not matter (no half-precision arithmetic), and the cumulative exception
-//!   flags of FPSR are never set.
+//! - FPCR.FZ16 does not matter (no half-precision arithmetic).
+//! - The FPSR cumulative exception flags (`soft::IOC` ...) are ORed into `fl`. On the host
+//!   path an operation whose result is finite and not tiny can only raise Inexact, and that
+//!   is only worked out (with an error-free transformation) while `fl` does not have it yet;
+//!   every other result (NaN or infinite operands, invalid operations, overflow, tiny or zero
+//!   results) goes to an out-of-line path that redoes the operation on `soft` with exact flags.
 //!
 //! Values travel as `u64` bit patterns holding an f32 (low 32 bits) or an f64; `e` = 2 or 3.
 
-use super::soft::{self, Fmt, Rnd};
+use super::soft::{self, Fmt, Rnd, DZC, IDC, IOC, IXC, OFC, UFC};
 use core::ops::{Add, Div, Mul, Neg, Sub};
 
 /// The parts of FPCR the arithmetic reads.
@@ -76,7 +80,6 @@ pub(super) trait Float:
     /// self * b + c with a single rounding.
     fn fma(self, b: Self, c: Self) -> Self;
     fn sqrt_(self) -> Self;
-    fn is_nan_(self) -> bool;
     fn rne(self) -> Self;
     fn floor_(self) -> Self;
     fn ceil_(self) -> Self;
@@ -90,6 +93,20 @@ pub(super) trait Float:
     /// Integer to float, rounding to nearest-even.
     fn from_i64(v: i64) -> Self;
     fn from_u64(v: u64) -> Self;
+    fn abs_(self) -> Self;
+
+    /// Bits of the smallest magnitude of a result whose flags the host path works out: a
+    /// finite result at least this large is not tiny, and the error terms of the checks
+    /// below do not underflow.
+    const SAFE_MIN: u64;
+    /// Whether r = a * b, correctly rounded, finite and at least SAFE_MIN, is inexact.
+    fn mul_inexact(a: Self, b: Self, r: Self) -> bool;
+    /// Whether q = a / b (as above) is inexact, if that is cheap to tell.
+    fn div_inexact(a: Self, b: Self, q: Self) -> Option<bool>;
+    /// Whether r = sqrt(a) (as above) is inexact, if that is cheap to tell.
+    fn sqrt_inexact(a: Self, r: Self) -> Option<bool>;
+    /// Whether r = a * b + c with one rounding (as above) is inexact, if that is cheap to tell.
+    fn fma_inexact(a: Self, b: Self, c: Self, r: Self) -> Option<bool>;
 
     const SIGN: u64 = 1 << (Self::BITS - 1);
     const INF: u64 = ((1u64 << (Self::BITS - 1)) - 1) & !((1u64 << Self::FRAC) - 1);
@@ -123,9 +140,6 @@ impl Float for f32 {
     fn sqrt_(self) -> Self {
         self.sqrt()
     }
-    fn is_nan_(self) -> bool {
-        self.is_nan()
-    }
     fn rne(self) -> Self {
         self.round_ties_even()
     }
@@ -158,6 +172,30 @@ impl Float for f32 {
     }
     fn from_u64(v: u64) -> Self {
         v as f32
+    }
+    fn abs_(self) -> Self {
+        self.abs()
+    }
+
+    // 2^-125. Products, quotients and square roots of singles are exact in double.
+    const SAFE_MIN: u64 = 2 << 23;
+    #[inline(always)]
+    fn mul_inexact(a: Self, b: Self, r: Self) -> bool {
+        a as f64 * b as f64 != r as f64
+    }
+    #[inline(always)]
+    fn div_inexact(a: Self, b: Self, q: Self) -> Option<bool> {
+        Some(q as f64 * b as f64 != a as f64)
+    }
+    #[inline(always)]
+    fn sqrt_inexact(a: Self, r: Self) -> Option<bool> {
+        Some(r as f64 * r as f64 != a as f64)
+    }
+    #[inline(always)]
+    fn fma_inexact(a: Self, b: Self, c: Self, r: Self) -> Option<bool> {
+        // a * b is exact in double, the sum is exact as s + t
+        let (s, t) = two_sum(a as f64 * b as f64, c as f64);
+        Some(t != 0.0 || s != r as f64)
     }
 }
 
@@ -180,9 +218,6 @@ impl Float for f64 {
     fn sqrt_(self) -> Self {
         self.sqrt()
     }
-    fn is_nan_(self) -> bool {
-        self.is_nan()
-    }
     fn rne(self) -> Self {
         self.round_ties_even()
     }
@@ -216,6 +251,59 @@ impl Float for f64 {
     fn from_u64(v: u64) -> Self {
         v as f64
     }
+    fn abs_(self) -> Self {
+        self.abs()
+    }
+
+    // 2^-960: residuals of results this large are representable (no underflow).
+    const SAFE_MIN: u64 = 63 << 52;
+    #[inline(always)]
+    fn mul_inexact(a: Self, b: Self, r: Self) -> bool {
+        a.mul_add(b, -r) != 0.0
+    }
+    #[inline(always)]
+    fn div_inexact(a: Self, b: Self, q: Self) -> Option<bool> {
+        // the remainder a - q*b is exact when a is not tiny
+        if a.abs() < f64::from_bits(Self::SAFE_MIN) {
+            return None;
+        }
+        Some((-q).mul_add(b, a) != 0.0)
+    }
+    #[inline(always)]
+    fn sqrt_inexact(a: Self, r: Self) -> Option<bool> {
+        if a < f64::from_bits(Self::SAFE_MIN) {
+            return None;
+        }
+        Some((-r).mul_add(r, a) != 0.0)
+    }
+    #[inline(always)]
+    fn fma_inexact(a: Self, b: Self, c: Self, r: Self) -> Option<bool> {
+        // Decided here only when the product is exact (and neither tiny nor huge, so that
+        // its error term and the sum's are exact): then r = RN(p + c).
+        let p = a * b;
+        let (pa, ca) = (p.abs(), c.abs());
+        let (lo, hi) = (f64::from_bits(123 << 52), f64::from_bits(2023 << 52)); // 2^-900, 2^1000
+        if !(pa >= lo && pa <= hi && ca <= hi) || a.mul_add(b, -p) != 0.0 {
+            return None;
+        }
+        Some(sum_inexact(p, c, r))
+    }
+}
+
+/// Knuth's 2Sum: s = RN(a + b) and the exact error t = a + b - s (no overflow).
+#[inline(always)]
+fn two_sum<F: Float>(a: F, b: F) -> (F, F) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// Whether the finite s = RN(a + b) is inexact (Fast2Sum: with |x| >= |y|, s - x is exact
+/// and equals y exactly when the sum was).
+#[inline(always)]
+fn sum_inexact<F: Float>(a: F, b: F, s: F) -> bool {
+    let (x, y) = if a.abs_() >= b.abs_() { (a, b) } else { (b, a) };
+    s - x != y
 }
 
 // ---------------------------------------------------------------- classification, NaNs
@@ -245,19 +333,47 @@ fn is_zero<F: Float>(b: u64) -> bool {
     b & !F::SIGN == 0
 }
 
-/// A denormal operand read as zero when FPCR.FZ is set.
+/// Finite (not infinite, not NaN).
+#[inline(always)]
+fn finite<F: Float>(b: u64) -> bool {
+    b & !F::SIGN < F::INF
+}
+
+/// Finite and at least `F::SAFE_MIN` in magnitude: a result whose only possible exception
+/// is Inexact.
+#[inline(always)]
+fn safe<F: Float>(b: u64) -> bool {
+    (b & !F::SIGN).wrapping_sub(F::SAFE_MIN) < F::INF - F::SAFE_MIN
+}
+
+/// Input Denormal: FPCR.FZ flushes the operand.
 #[inline]
-fn flush<F: Float>(b: u64, cx: Ctx) -> u64 {
+fn idc<F: Float>(b: u64, cx: Ctx, fl: &mut u32) {
+    if cx.fz && b & F::INF == 0 && b & !F::SIGN != 0 {
+        *fl |= IDC;
+    }
+}
+
+/// A denormal operand read as zero when FPCR.FZ is set (raising Input Denormal).
+#[inline]
+fn flush<F: Float>(b: u64, cx: Ctx, fl: &mut u32) -> u64 {
     if cx.fz && b & F::INF == 0 {
+        if b & !F::SIGN != 0 {
+            *fl |= IDC;
+        }
         b & F::SIGN
     } else {
         b
     }
 }
 
-/// FPProcessNaN: a NaN operand made quiet (the default NaN under FPCR.DN).
+/// FPProcessNaN: a NaN operand made quiet (the default NaN under FPCR.DN); a signalling NaN
+/// is an Invalid Operation.
 #[inline]
-fn quiet<F: Float>(b: u64, cx: Ctx) -> u64 {
+fn quiet<F: Float>(b: u64, cx: Ctx, fl: &mut u32) -> u64 {
+    if b & F::QUIET == 0 {
+        *fl |= IOC;
+    }
     if cx.dn {
         F::DEFAULT_NAN
     } else {
@@ -265,17 +381,20 @@ fn quiet<F: Float>(b: u64, cx: Ctx) -> u64 {
     }
 }
 
-/// FPProcessNaNs: the NaN result of a two-operand operation, if any operand is a NaN.
+/// FPProcessNaNs: the NaN result of a two-operand operation, if any operand is a NaN. Also
+/// raises Input Denormal for flushed operands, as the unpacking before it does.
 #[inline]
-fn nans2<F: Float>(a: u64, b: u64, cx: Ctx) -> Option<u64> {
+fn nans2<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> Option<u64> {
+    idc::<F>(a, cx, fl);
+    idc::<F>(b, cx, fl);
     if is_snan::<F>(a) {
-        Some(quiet::<F>(a, cx))
+        Some(quiet::<F>(a, cx, fl))
     } else if is_snan::<F>(b) {
-        Some(quiet::<F>(b, cx))
+        Some(quiet::<F>(b, cx, fl))
     } else if is_nan::<F>(a) {
-        Some(quiet::<F>(a, cx))
+        Some(quiet::<F>(a, cx, fl))
     } else if is_nan::<F>(b) {
-        Some(quiet::<F>(b, cx))
+        Some(quiet::<F>(b, cx, fl))
     } else {
         None
     }
@@ -283,112 +402,156 @@ fn nans2<F: Float>(a: u64, b: u64, cx: Ctx) -> Option<u64> {
 
 /// FPProcessNaNs3, operands in order.
 #[inline]
-fn nans3<F: Float>(a: u64, b: u64, c: u64, cx: Ctx) -> Option<u64> {
+fn nans3<F: Float>(a: u64, b: u64, c: u64, cx: Ctx, fl: &mut u32) -> Option<u64> {
+    idc::<F>(a, cx, fl);
+    idc::<F>(b, cx, fl);
+    idc::<F>(c, cx, fl);
     if is_snan::<F>(a) {
-        Some(quiet::<F>(a, cx))
+        Some(quiet::<F>(a, cx, fl))
     } else if is_snan::<F>(b) {
-        Some(quiet::<F>(b, cx))
+        Some(quiet::<F>(b, cx, fl))
     } else if is_snan::<F>(c) {
-        Some(quiet::<F>(c, cx))
+        Some(quiet::<F>(c, cx, fl))
     } else if is_nan::<F>(a) {
-        Some(quiet::<F>(a, cx))
+        Some(quiet::<F>(a, cx, fl))
     } else if is_nan::<F>(b) {
-        Some(quiet::<F>(b, cx))
+        Some(quiet::<F>(b, cx, fl))
     } else if is_nan::<F>(c) {
-        Some(quiet::<F>(c, cx))
+        Some(quiet::<F>(c, cx, fl))
     } else {
         None
     }
 }
 
-/// Bits of a computed (non-NaN-operand) result: any NaN it produced is the default NaN.
-#[inline]
-fn canon<F: Float>(x: F) -> u64 {
-    if x.is_nan_() {
-        F::DEFAULT_NAN
-    } else {
-        x.bits64()
-    }
-}
-
-#[inline]
+#[inline(always)]
 fn v<F: Float>(b: u64) -> F {
     F::from_bits64(b)
 }
 
 // ---------------------------------------------------------------- arithmetic
+//
+// Each operation tries the host's arithmetic first (round to nearest, no FZ) and keeps its
+// result when that is finite (and, for the multiplicative ones, not tiny); everything else
+// goes to the out-of-line `*_slow`, which handles NaNs and redoes the operation on `soft`.
 
-pub(super) fn add<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
-    if let Some(n) = nans2::<F>(a, b, cx) {
-        return n;
-    }
+#[inline(always)]
+pub(super) fn add<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
     if cx.fast() {
-        canon(v::<F>(a) + v::<F>(b))
-    } else {
-        soft::add(F::FMT, a, b, cx.rnd())
+        let (x, y) = (v::<F>(a), v::<F>(b));
+        let s = x + y;
+        // a finite sum is never tiny and inexact
+        if finite::<F>(s.bits64()) {
+            if *fl & IXC == 0 && sum_inexact(x, y, s) {
+                *fl |= IXC;
+            }
+            return s.bits64();
+        }
     }
+    add_slow::<F>(a, b, false, cx, fl)
 }
 
-pub(super) fn sub<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
-    if let Some(n) = nans2::<F>(a, b, cx) {
-        return n;
-    }
+#[inline(always)]
+pub(super) fn sub<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
     if cx.fast() {
-        canon(v::<F>(a) - v::<F>(b))
-    } else {
-        soft::add(F::FMT, a, b ^ F::SIGN, cx.rnd())
+        let (x, y) = (v::<F>(a), v::<F>(b));
+        let s = x - y;
+        if finite::<F>(s.bits64()) {
+            if *fl & IXC == 0 && sum_inexact(x, -y, s) {
+                *fl |= IXC;
+            }
+            return s.bits64();
+        }
     }
+    add_slow::<F>(a, b, true, cx, fl)
 }
 
-pub(super) fn mul<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
-    if let Some(n) = nans2::<F>(a, b, cx) {
+#[inline(never)]
+fn add_slow<F: Float>(a: u64, b: u64, subtract: bool, cx: Ctx, fl: &mut u32) -> u64 {
+    if let Some(n) = nans2::<F>(a, b, cx, fl) {
         return n;
     }
-    if cx.fast() {
-        canon(v::<F>(a) * v::<F>(b))
-    } else {
-        soft::mul(F::FMT, a, b, cx.rnd())
-    }
+    let b = if subtract { b ^ F::SIGN } else { b };
+    soft::add(F::FMT, a, b, cx.rnd(), fl)
 }
 
-pub(super) fn div<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
-    if let Some(n) = nans2::<F>(a, b, cx) {
+#[inline(always)]
+pub(super) fn mul<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
+    if cx.fast() {
+        let (x, y) = (v::<F>(a), v::<F>(b));
+        let r = x * y;
+        if safe::<F>(r.bits64()) {
+            if *fl & IXC == 0 && F::mul_inexact(x, y, r) {
+                *fl |= IXC;
+            }
+            return r.bits64();
+        }
+    }
+    mul_slow::<F>(a, b, cx, fl)
+}
+
+#[inline(never)]
+fn mul_slow<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
+    if let Some(n) = nans2::<F>(a, b, cx, fl) {
         return n;
     }
+    soft::mul(F::FMT, a, b, cx.rnd(), fl)
+}
+
+#[inline(always)]
+pub(super) fn div<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
     if cx.fast() {
-        canon(v::<F>(a) / v::<F>(b))
-    } else {
-        soft::div(F::FMT, a, b, cx.rnd())
+        let (x, y) = (v::<F>(a), v::<F>(b));
+        let q = x / y;
+        if safe::<F>(q.bits64()) {
+            if *fl & IXC != 0 {
+                return q.bits64();
+            }
+            if let Some(inexact) = F::div_inexact(x, y, q) {
+                if inexact {
+                    *fl |= IXC;
+                }
+                return q.bits64();
+            }
+        }
     }
+    div_slow::<F>(a, b, cx, fl)
+}
+
+#[inline(never)]
+fn div_slow<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
+    if let Some(n) = nans2::<F>(a, b, cx, fl) {
+        return n;
+    }
+    soft::div(F::FMT, a, b, cx.rnd(), fl)
 }
 
 /// FNMUL: the negated product (a NaN result has its sign flipped too).
-pub(super) fn nmul<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
-    mul::<F>(a, b, cx) ^ F::SIGN
+pub(super) fn nmul<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
+    mul::<F>(a, b, cx, fl) ^ F::SIGN
 }
 
 /// FABD: |a - b| (a NaN result loses its sign too).
-pub(super) fn abd<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
-    sub::<F>(a, b, cx) & !F::SIGN
+pub(super) fn abd<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
+    sub::<F>(a, b, cx, fl) & !F::SIGN
 }
 
 /// FMULX: as FMUL, but infinity times zero is 2.0 with the sign of the product.
-pub(super) fn mulx<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
-    if let Some(n) = nans2::<F>(a, b, cx) {
+pub(super) fn mulx<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
+    if let Some(n) = nans2::<F>(a, b, cx, fl) {
         return n;
     }
-    let (a, b) = (flush::<F>(a, cx), flush::<F>(b, cx));
+    let (a, b) = (flush::<F>(a, cx, fl), flush::<F>(b, cx, fl));
     if (is_inf::<F>(a) && is_zero::<F>(b)) || (is_zero::<F>(a) && is_inf::<F>(b)) {
         return ((a ^ b) & F::SIGN) | F::from_f64(2.0).bits64();
     }
-    mul::<F>(a, b, cx)
+    mul::<F>(a, b, cx, fl)
 }
 
-pub(super) fn max<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
-    if let Some(n) = nans2::<F>(a, b, cx) {
+pub(super) fn max<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
+    if let Some(n) = nans2::<F>(a, b, cx, fl) {
         return n;
     }
-    let (a, b) = (flush::<F>(a, cx), flush::<F>(b, cx));
+    let (a, b) = (flush::<F>(a, cx, fl), flush::<F>(b, cx, fl));
     if is_zero::<F>(a) && is_zero::<F>(b) {
         return a & b; // +0 unless both are -0
     }
@@ -399,11 +562,11 @@ pub(super) fn max<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
     }
 }
 
-pub(super) fn min<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
-    if let Some(n) = nans2::<F>(a, b, cx) {
+pub(super) fn min<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
+    if let Some(n) = nans2::<F>(a, b, cx, fl) {
         return n;
     }
-    let (a, b) = (flush::<F>(a, cx), flush::<F>(b, cx));
+    let (a, b) = (flush::<F>(a, cx, fl), flush::<F>(b, cx, fl));
     if is_zero::<F>(a) && is_zero::<F>(b) {
         return a | b; // -0 if either is -0
     }
@@ -415,101 +578,146 @@ pub(super) fn min<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
 }
 
 /// FMAXNM: a single quiet NaN loses against a number.
-pub(super) fn maxnm<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
+pub(super) fn maxnm<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
     let (qa, qb) = (is_qnan::<F>(a), is_qnan::<F>(b));
     if qa && !qb {
-        max::<F>(F::INF | F::SIGN, b, cx)
+        max::<F>(F::INF | F::SIGN, b, cx, fl)
     } else if qb && !qa {
-        max::<F>(a, F::INF | F::SIGN, cx)
+        max::<F>(a, F::INF | F::SIGN, cx, fl)
     } else {
-        max::<F>(a, b, cx)
+        max::<F>(a, b, cx, fl)
     }
 }
 
-pub(super) fn minnm<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
+pub(super) fn minnm<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
     let (qa, qb) = (is_qnan::<F>(a), is_qnan::<F>(b));
     if qa && !qb {
-        min::<F>(F::INF, b, cx)
+        min::<F>(F::INF, b, cx, fl)
     } else if qb && !qa {
-        min::<F>(a, F::INF, cx)
+        min::<F>(a, F::INF, cx, fl)
     } else {
-        min::<F>(a, b, cx)
+        min::<F>(a, b, cx, fl)
     }
+}
+
+/// n * m + c with one rounding on the host, if its flags are known cheaply (finite, not tiny
+/// result; Inexact already raised or decidable).
+#[inline(always)]
+fn fma_fast<F: Float>(n: u64, m: u64, c: u64, fl: &mut u32) -> Option<u64> {
+    let (x, y, z) = (v::<F>(n), v::<F>(m), v::<F>(c));
+    let r = x.fma(y, z);
+    if !safe::<F>(r.bits64()) {
+        return None;
+    }
+    if *fl & IXC == 0 && F::fma_inexact(x, y, z, r)? {
+        *fl |= IXC;
+    }
+    Some(r.bits64())
 }
 
 /// FPMulAdd(addend, op1, op2): addend + op1 * op2 with one rounding.
-pub(super) fn muladd<F: Float>(addend: u64, n: u64, m: u64, cx: Ctx) -> u64 {
-    let (fnn, fm) = (flush::<F>(n, cx), flush::<F>(m, cx));
+#[inline(always)]
+pub(super) fn muladd<F: Float>(addend: u64, n: u64, m: u64, cx: Ctx, fl: &mut u32) -> u64 {
+    if cx.fast() {
+        if let Some(r) = fma_fast::<F>(n, m, addend, fl) {
+            return r;
+        }
+    }
+    muladd_slow::<F>(addend, n, m, cx, fl)
+}
+
+#[inline(never)]
+fn muladd_slow<F: Float>(addend: u64, n: u64, m: u64, cx: Ctx, fl: &mut u32) -> u64 {
+    let (fnn, fm) = (flush::<F>(n, cx, fl), flush::<F>(m, cx, fl));
     let inf_zero = (is_inf::<F>(fnn) && is_zero::<F>(fm)) || (is_zero::<F>(fnn) && is_inf::<F>(fm));
     if is_qnan::<F>(addend) && inf_zero {
+        idc::<F>(addend, cx, fl);
+        *fl |= IOC;
         return F::DEFAULT_NAN;
     }
-    if let Some(r) = nans3::<F>(addend, n, m, cx) {
+    if let Some(r) = nans3::<F>(addend, n, m, cx, fl) {
         return r;
     }
-    if cx.fast() {
-        canon(v::<F>(n).fma(v::<F>(m), v::<F>(addend)))
-    } else {
-        soft::muladd(F::FMT, addend, n, m, false, cx.rnd())
-    }
+    soft::muladd(F::FMT, addend, n, m, false, cx.rnd(), fl)
 }
 
 /// FRECPS: 2.0 - n * m, fused.
-pub(super) fn recps<F: Float>(n: u64, m: u64, cx: Ctx) -> u64 {
+pub(super) fn recps<F: Float>(n: u64, m: u64, cx: Ctx, fl: &mut u32) -> u64 {
     let n = n ^ F::SIGN;
-    if let Some(r) = nans2::<F>(n, m, cx) {
+    let two = F::from_f64(2.0).bits64();
+    if cx.fast() {
+        if let Some(r) = fma_fast::<F>(n, m, two, fl) {
+            return r;
+        }
+    }
+    if let Some(r) = nans2::<F>(n, m, cx, fl) {
         return r;
     }
-    let (n, m) = (flush::<F>(n, cx), flush::<F>(m, cx));
+    let (n, m) = (flush::<F>(n, cx, fl), flush::<F>(m, cx, fl));
     if (is_inf::<F>(n) && is_zero::<F>(m)) || (is_zero::<F>(n) && is_inf::<F>(m)) {
-        return F::from_f64(2.0).bits64();
+        return two;
     }
-    let two = F::from_f64(2.0);
-    if cx.fast() {
-        canon(v::<F>(n).fma(v::<F>(m), two))
-    } else {
-        soft::muladd(F::FMT, two.bits64(), n, m, false, cx.rnd())
-    }
+    soft::muladd(F::FMT, two, n, m, false, cx.rnd(), fl)
 }
 
 /// FRSQRTS: (3.0 - n * m) / 2, fused (a single rounding of the halved value).
-pub(super) fn rsqrts<F: Float>(n: u64, m: u64, cx: Ctx) -> u64 {
+pub(super) fn rsqrts<F: Float>(n: u64, m: u64, cx: Ctx, fl: &mut u32) -> u64 {
     let n = n ^ F::SIGN;
-    if let Some(r) = nans2::<F>(n, m, cx) {
+    if cx.fast() && *fl & IXC != 0 {
+        let (x, y) = (v::<F>(n), v::<F>(m));
+        let half = F::from_f64(0.5);
+        let two = F::from_f64(2.0);
+        // (3 - n*m)/2 = 1.5 + (n/2)*m when halving one factor is exact.
+        let xh = x * half;
+        let yh = y * half;
+        let r = if xh * two == x {
+            xh.fma(y, F::from_f64(1.5))
+        } else if yh * two == y {
+            x.fma(yh, F::from_f64(1.5))
+        } else {
+            // Both factors are tiny: the product vanishes next to 3.
+            x.fma(y, F::from_f64(3.0)) * half
+        };
+        if safe::<F>(r.bits64()) {
+            return r.bits64();
+        }
+    }
+    if let Some(r) = nans2::<F>(n, m, cx, fl) {
         return r;
     }
-    let (n, m) = (flush::<F>(n, cx), flush::<F>(m, cx));
+    let (n, m) = (flush::<F>(n, cx, fl), flush::<F>(m, cx, fl));
     if (is_inf::<F>(n) && is_zero::<F>(m)) || (is_zero::<F>(n) && is_inf::<F>(m)) {
         return F::from_f64(1.5).bits64();
     }
-    if !cx.fast() {
-        return soft::muladd(F::FMT, F::from_f64(3.0).bits64(), n, m, true, cx.rnd());
-    }
-    let (x, y) = (v::<F>(n), v::<F>(m));
-    let half = F::from_f64(0.5);
-    let two = F::from_f64(2.0);
-    // (3 - n*m)/2 = 1.5 + (n/2)*m when halving one factor is exact.
-    let xh = x * half;
-    if xh * two == x {
-        return canon(xh.fma(y, F::from_f64(1.5)));
-    }
-    let yh = y * half;
-    if yh * two == y {
-        return canon(x.fma(yh, F::from_f64(1.5)));
-    }
-    // Both factors are tiny: the product vanishes next to 3.
-    canon(x.fma(y, F::from_f64(3.0)) * half)
+    soft::muladd(F::FMT, F::from_f64(3.0).bits64(), n, m, true, cx.rnd(), fl)
 }
 
-pub(super) fn sqrt<F: Float>(a: u64, cx: Ctx) -> u64 {
-    if is_nan::<F>(a) {
-        return quiet::<F>(a, cx);
-    }
+#[inline(always)]
+pub(super) fn sqrt<F: Float>(a: u64, cx: Ctx, fl: &mut u32) -> u64 {
     if cx.fast() {
-        canon(v::<F>(a).sqrt_())
-    } else {
-        soft::sqrt(F::FMT, a, cx.rnd())
+        let x = v::<F>(a);
+        let r = x.sqrt_();
+        if safe::<F>(r.bits64()) {
+            if *fl & IXC != 0 {
+                return r.bits64();
+            }
+            if let Some(inexact) = F::sqrt_inexact(x, r) {
+                if inexact {
+                    *fl |= IXC;
+                }
+                return r.bits64();
+            }
+        }
     }
+    sqrt_slow::<F>(a, cx, fl)
+}
+
+#[inline(never)]
+fn sqrt_slow<F: Float>(a: u64, cx: Ctx, fl: &mut u32) -> u64 {
+    if is_nan::<F>(a) {
+        return quiet::<F>(a, cx, fl);
+    }
+    soft::sqrt(F::FMT, a, cx.rnd(), fl)
 }
 
 pub(super) fn abs<F: Float>(a: u64) -> u64 {
@@ -522,12 +730,24 @@ pub(super) fn neg<F: Float>(a: u64) -> u64 {
 
 // ---------------------------------------------------------------- compares
 
+/// Invalid Operation of a compare with a NaN operand: for any NaN when `signal` (FCMPE, and
+/// the ordered compares), else for a signalling NaN only.
+#[inline]
+fn cmp_nan<F: Float>(a: u64, b: u64, signal: bool, fl: &mut u32) {
+    if signal || is_snan::<F>(a) || is_snan::<F>(b) {
+        *fl |= IOC;
+    }
+}
+
 /// FPCompare as NZCV (bits 31..28): unordered 0011, equal 0110, less 1000, greater 0010.
-pub(super) fn compare<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
+/// `signal`: FCMPE (any NaN is an Invalid Operation).
+pub(super) fn compare<F: Float>(a: u64, b: u64, signal: bool, cx: Ctx, fl: &mut u32) -> u64 {
+    let (fa, fb) = (flush::<F>(a, cx, fl), flush::<F>(b, cx, fl));
     let flags: u64 = if is_nan::<F>(a) || is_nan::<F>(b) {
+        cmp_nan::<F>(a, b, signal, fl);
         0b0011
     } else {
-        let (x, y) = (v::<F>(flush::<F>(a, cx)), v::<F>(flush::<F>(b, cx)));
+        let (x, y) = (v::<F>(fa), v::<F>(fb));
         if x == y {
             0b0110
         } else if x < y {
@@ -539,29 +759,53 @@ pub(super) fn compare<F: Float>(a: u64, b: u64, cx: Ctx) -> u64 {
     flags << 28
 }
 
-pub(super) fn cmp_eq<F: Float>(a: u64, b: u64, cx: Ctx) -> bool {
-    !is_nan::<F>(a) && !is_nan::<F>(b) && v::<F>(flush::<F>(a, cx)) == v::<F>(flush::<F>(b, cx))
+/// FCMEQ: a quiet compare.
+pub(super) fn cmp_eq<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> bool {
+    let (fa, fb) = (flush::<F>(a, cx, fl), flush::<F>(b, cx, fl));
+    if is_nan::<F>(a) || is_nan::<F>(b) {
+        cmp_nan::<F>(a, b, false, fl);
+        return false;
+    }
+    v::<F>(fa) == v::<F>(fb)
 }
 
-pub(super) fn cmp_ge<F: Float>(a: u64, b: u64, cx: Ctx) -> bool {
-    !is_nan::<F>(a) && !is_nan::<F>(b) && v::<F>(flush::<F>(a, cx)) >= v::<F>(flush::<F>(b, cx))
+/// FCMGE: a signalling compare.
+pub(super) fn cmp_ge<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> bool {
+    let (fa, fb) = (flush::<F>(a, cx, fl), flush::<F>(b, cx, fl));
+    if is_nan::<F>(a) || is_nan::<F>(b) {
+        *fl |= IOC;
+        return false;
+    }
+    v::<F>(fa) >= v::<F>(fb)
 }
 
-pub(super) fn cmp_gt<F: Float>(a: u64, b: u64, cx: Ctx) -> bool {
-    !is_nan::<F>(a) && !is_nan::<F>(b) && v::<F>(flush::<F>(a, cx)) > v::<F>(flush::<F>(b, cx))
+/// FCMGT: a signalling compare.
+pub(super) fn cmp_gt<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> bool {
+    let (fa, fb) = (flush::<F>(a, cx, fl), flush::<F>(b, cx, fl));
+    if is_nan::<F>(a) || is_nan::<F>(b) {
+        *fl |= IOC;
+        return false;
+    }
+    v::<F>(fa) > v::<F>(fb)
 }
 
 // ---------------------------------------------------------------- rounding to integral
 
-/// Rounds to an integral value in `mode` (rmode::N/P/M/Z/A; FPCR already resolved).
-pub(super) fn round_int<F: Float>(a: u64, mode: u8, cx: Ctx) -> u64 {
+/// Rounds to an integral value in `mode` (rmode::N/P/M/Z/A; FPCR already resolved);
+/// `exact` (FRINTX) raises Inexact when the result differs from the operand.
+pub(super) fn round_int<F: Float>(a: u64, mode: u8, exact: bool, cx: Ctx, fl: &mut u32) -> u64 {
     if is_nan::<F>(a) {
-        return quiet::<F>(a, cx);
+        return quiet::<F>(a, cx, fl);
     }
     if cx.fz {
-        return soft::round_int(F::FMT, a, mode, true);
+        return soft::round_int(F::FMT, a, mode, true, exact, fl);
     }
-    round_val(v::<F>(a), mode).bits64()
+    let x = v::<F>(a);
+    let r = round_val(x, mode);
+    if exact && r != x {
+        *fl |= IXC;
+    }
+    r.bits64()
 }
 
 fn round_val<F: Float>(x: F, mode: u8) -> F {
@@ -575,7 +819,8 @@ fn round_val<F: Float>(x: F, mode: u8) -> F {
 }
 
 /// FP to integer with `fbits` fraction bits, rounding in `mode`, saturating; NaN -> 0.
-/// The result is zero-extended from 32 bits when `!wide`.
+/// The result is zero-extended from 32 bits when `!wide`. Out of range (and NaN) is an
+/// Invalid Operation, otherwise an inexact result raises Inexact.
 pub(super) fn to_int<F: Float>(
     a: u64,
     mode: u8,
@@ -583,15 +828,29 @@ pub(super) fn to_int<F: Float>(
     wide: bool,
     fbits: u32,
     cx: Ctx,
+    fl: &mut u32,
 ) -> u64 {
     if is_nan::<F>(a) {
+        *fl |= IOC;
         return 0;
     }
-    let mut x = v::<F>(flush::<F>(a, cx));
+    let mut x = v::<F>(flush::<F>(a, cx, fl));
     if fbits != 0 {
         x = x * F::pow2(fbits as i32);
     }
     let r = round_val(x, mode);
+    // the range of the integer type, as [lo, hi) (bounds are powers of two, exact in F)
+    let bits = if wide { 64 } else { 32 };
+    let (lo, hi) = if unsigned {
+        (F::from_f64(0.0), F::pow2(bits))
+    } else {
+        (-F::pow2(bits - 1), F::pow2(bits - 1))
+    };
+    if !(r >= lo && r < hi) {
+        *fl |= IOC;
+    } else if r != x {
+        *fl |= IXC;
+    }
     match (unsigned, wide) {
         (false, false) => r.to_i32() as u32 as u64,
         (true, false) => r.to_u32() as u64,
@@ -602,15 +861,19 @@ pub(super) fn to_int<F: Float>(
 
 /// Integer (sign- or zero-extended to 64 bits already) to FP, with `fbits` fraction bits,
 /// rounding in FPCR's mode.
-pub(super) fn from_int<F: Float>(x: u64, unsigned: bool, fbits: u32, cx: Ctx) -> u64 {
+pub(super) fn from_int<F: Float>(x: u64, unsigned: bool, fbits: u32, cx: Ctx, fl: &mut u32) -> u64 {
     if !cx.fast() {
-        return soft::from_int(F::FMT, x, unsigned, fbits, cx.rnd());
+        return soft::from_int(F::FMT, x, unsigned, fbits, cx.rnd(), fl);
     }
-    let mut r = if unsigned {
-        F::from_u64(x)
+    let (mut r, mag) = if unsigned {
+        (F::from_u64(x), x)
     } else {
-        F::from_i64(x as i64)
+        (F::from_i64(x as i64), (x as i64).unsigned_abs())
     };
+    // inexact: more significant bits than the format holds (the scaling below is exact)
+    if mag != 0 && (mag >> mag.trailing_zeros()) >> (F::FRAC + 1) != 0 {
+        *fl |= IXC;
+    }
     if fbits != 0 {
         r = r * F::pow2(-(fbits as i32));
     }
@@ -641,54 +904,6 @@ pub(super) fn h_to_d(h: u64) -> u64 {
     s | (((exp - 15 + 1023) as u64) << 52) | (frac << 42)
 }
 
-/// Double to half precision (IEEE), rounding to nearest-even; NaNs per FPConvertNaN.
-pub(super) fn d_to_h(d: u64) -> u64 {
-    let sign = ((d >> 63) & 1) << 15;
-    let exp = ((d >> 52) & 0x7ff) as i64;
-    let frac = d & ((1 << 52) - 1);
-    if exp == 0x7ff {
-        if frac == 0 {
-            return sign | 0x7c00;
-        }
-        return sign | 0x7e00 | (frac >> 42);
-    }
-    if exp == 0 && frac == 0 {
-        return sign;
-    }
-    // value = m * 2^(e - 52), m with the hidden bit (f64 subnormals are far below half range)
-    let (m, e) = if exp == 0 {
-        (frac, -1022i64)
-    } else {
-        (frac | (1 << 52), exp - 1023)
-    };
-    // quantum of the result: 2^(e-10) for normals, 2^-24 for subnormals
-    let q_exp = if e >= -14 { e - 10 } else { -24 };
-    let shift = q_exp - (e - 52); // bits of m below the quantum, >= 42
-    let q = if shift >= 64 {
-        0
-    } else {
-        let q = m >> shift;
-        let rem = m & ((1u64 << shift) - 1);
-        let half = 1u64 << (shift - 1);
-        if rem > half || (rem == half && q & 1 == 1) {
-            q + 1
-        } else {
-            q
-        }
-    };
-    if e >= -14 {
-        // normal: q in [1024, 2048]
-        let (q, e) = if q == 2048 { (1024, e + 1) } else { (q, e) };
-        if e > 15 {
-            return sign | 0x7c00;
-        }
-        sign | (((e + 15) as u64) << 10) | (q & 0x3ff)
-    } else {
-        // subnormal; q = 1024 carries into the smallest normal
-        sign | q
-    }
-}
-
 fn fmt_of(e: u8) -> Fmt {
     match e {
         1 => soft::H,
@@ -699,11 +914,14 @@ fn fmt_of(e: u8) -> Fmt {
 
 /// FPConvert between H (1), S (2) and D (3), in FPCR's rounding mode, with FZ (single and
 /// double operands only), DN and AHP (half operands).
-pub(super) fn convert(x: u64, from: u8, to: u8, cx: Ctx) -> u64 {
+pub(super) fn convert(x: u64, from: u8, to: u8, cx: Ctx, fl: &mut u32) -> u64 {
     let (ff, tf) = (fmt_of(from), fmt_of(to));
     let ahp_in = cx.ahp && from == 1;
     let ahp_out = cx.ahp && to == 1;
     if ff.is_nan(x, ahp_in) {
+        if ahp_out || x & ff.quiet() == 0 {
+            *fl |= IOC;
+        }
         if ahp_out {
             return soft::zero(tf, x & ff.sign() != 0);
         }
@@ -720,41 +938,38 @@ pub(super) fn convert(x: u64, from: u8, to: u8, cx: Ctx) -> u64 {
         };
         return sign | tf.default_nan() | frac;
     }
-    if cx.fast() && !cx.ahp {
+    if cx.fast() && !cx.ahp && to != 1 {
         // Through double, which holds H and S exactly.
         let d = match from {
             1 => h_to_d(x),
             2 => (f32::from_bits(x as u32) as f64).to_bits(),
             _ => x,
         };
-        return match to {
-            1 => d_to_h(d),
-            2 => (f64::from_bits(d) as f32).to_bits() as u64,
-            _ => d,
-        };
+        if to == 3 {
+            return d;
+        }
+        let r = f64::from_bits(d) as f32;
+        let rb = r.to_bits() as u64;
+        if safe::<f32>(rb) {
+            if *fl & IXC == 0 && r as f64 != f64::from_bits(d) {
+                *fl |= IXC;
+            }
+            return rb;
+        }
     }
-    soft::convert(ff, tf, x, cx.rnd(), cx.ahp)
+    soft::convert(ff, tf, x, cx.rnd(), cx.ahp, fl)
 }
 
 /// FCVTXN: double to single rounding to odd.
-pub(super) fn d_to_s_odd(d: u64, cx: Ctx) -> u64 {
+pub(super) fn d_to_s_odd(d: u64, cx: Ctx, fl: &mut u32) -> u64 {
     if is_nan::<f64>(d) {
-        return convert(d, 3, 2, cx);
+        return convert(d, 3, 2, cx, fl);
     }
-    let d = flush::<f64>(d, cx);
-    let x = f64::from_bits(d);
-    if cx.fz && x != 0.0 && x.abs() < f32::MIN_POSITIVE as f64 {
-        return (d >> 32) & 0x8000_0000;
-    }
-    let mut r = x as f32;
-    if (r as f64) != x {
-        // truncate towards zero, then set the lowest bit
-        if (r as f64).abs() > x.abs() {
-            r = f32::from_bits(r.to_bits() - 1);
-        }
-        r = f32::from_bits(r.to_bits() | 1);
-    }
-    r.to_bits() as u64
+    let r = Rnd {
+        mode: soft::ODD,
+        fz: cx.fz,
+    };
+    soft::convert(soft::D, soft::S, d, r, false, fl)
 }
 
 // ---------------------------------------------------------------- estimates
@@ -783,16 +998,17 @@ pub(super) fn recip_sqrt_estimate(input: u32) -> u32 {
 }
 
 /// FRECPE.
-pub(super) fn recpe<F: Float>(a: u64, cx: Ctx) -> u64 {
+pub(super) fn recpe<F: Float>(a: u64, cx: Ctx, fl: &mut u32) -> u64 {
     if is_nan::<F>(a) {
-        return quiet::<F>(a, cx);
+        return quiet::<F>(a, cx, fl);
     }
-    let a = flush::<F>(a, cx);
+    let a = flush::<F>(a, cx, fl);
     let sign = a & F::SIGN;
     if is_inf::<F>(a) {
         return sign;
     }
     if is_zero::<F>(a) {
+        *fl |= DZC;
         return sign | F::INF;
     }
     let fb = F::FRAC;
@@ -802,6 +1018,7 @@ pub(super) fn recpe<F: Float>(a: u64, cx: Ctx) -> u64 {
     let mut frac = (a & ((1 << fb) - 1)) << (52 - fb);
     // a subnormal with the top two fraction bits zero: the reciprocal overflows
     if exp == 0 && frac >> 50 == 0 {
+        *fl |= OFC | IXC;
         let to_inf = match cx.mode {
             0 => true,
             1 => sign == 0,
@@ -816,6 +1033,7 @@ pub(super) fn recpe<F: Float>(a: u64, cx: Ctx) -> u64 {
     }
     let exp_off: i64 = if F::BITS == 32 { 253 } else { 2045 };
     if exp >= exp_off && cx.fz {
+        *fl |= UFC;
         return sign;
     }
     if exp == 0 {
@@ -841,16 +1059,18 @@ pub(super) fn recpe<F: Float>(a: u64, cx: Ctx) -> u64 {
 }
 
 /// FRSQRTE.
-pub(super) fn rsqrte<F: Float>(a: u64, cx: Ctx) -> u64 {
+pub(super) fn rsqrte<F: Float>(a: u64, cx: Ctx, fl: &mut u32) -> u64 {
     if is_nan::<F>(a) {
-        return quiet::<F>(a, cx);
+        return quiet::<F>(a, cx, fl);
     }
-    let a = flush::<F>(a, cx);
+    let a = flush::<F>(a, cx, fl);
     let sign = a & F::SIGN;
     if is_zero::<F>(a) {
+        *fl |= DZC;
         return sign | F::INF;
     }
     if sign != 0 {
+        *fl |= IOC;
         return F::DEFAULT_NAN;
     }
     if is_inf::<F>(a) {
@@ -879,11 +1099,11 @@ pub(super) fn rsqrte<F: Float>(a: u64, cx: Ctx) -> u64 {
 }
 
 /// FRECPX: the exponent inverted, fraction zero.
-pub(super) fn recpx<F: Float>(a: u64, cx: Ctx) -> u64 {
+pub(super) fn recpx<F: Float>(a: u64, cx: Ctx, fl: &mut u32) -> u64 {
     if is_nan::<F>(a) {
-        return quiet::<F>(a, cx);
+        return quiet::<F>(a, cx, fl);
     }
-    let a = flush::<F>(a, cx);
+    let a = flush::<F>(a, cx, fl);
     let sign = a & F::SIGN;
     let emask = (1u64 << F::EXP_BITS) - 1;
     let exp = (a >> F::FRAC) & emask;
@@ -921,6 +1141,10 @@ mod tests {
         ahp: false,
     };
 
+    fn d_to_h(d: u64) -> u64 {
+        convert(d, 3, 1, C0, &mut 0)
+    }
+
     #[test]
     fn half_conversions() {
         assert_eq!(d_to_h(1.0f64.to_bits()), 0x3c00);
@@ -938,25 +1162,222 @@ mod tests {
         }
         // NaNs keep their top fraction bits and become quiet
         assert_eq!(
-            convert(0x7f80_0001 | 0x40_0000, 2, 3, C0),
+            convert(0x7f80_0001 | 0x40_0000, 2, 3, C0, &mut 0),
             0x7ff8_0000_2000_0000
         );
-        assert_eq!(convert(0xfff0_0000_0000_0001, 3, 2, C0), 0xffc0_0000);
-        assert_eq!(convert(0x7d00, 1, 2, C0), 0x7fe0_0000);
+        assert_eq!(
+            convert(0xfff0_0000_0000_0001, 3, 2, C0, &mut 0),
+            0xffc0_0000
+        );
+        assert_eq!(convert(0x7d00, 1, 2, C0, &mut 0), 0x7fe0_0000);
     }
 
     #[test]
     fn nan_rules() {
         let qa = 0x7fc0_0001u64;
         let sb = 0x7f80_0002u64;
-        assert_eq!(add::<f32>(qa, sb, C0), 0x7fc0_0002);
-        assert_eq!(add::<f32>(qa, 0x3f80_0000, C0), qa);
-        assert_eq!(add::<f32>(0x7f80_0000, 0xff80_0000, C0), 0x7fc0_0000);
-        assert_eq!(maxnm::<f32>(qa, 0x3f80_0000, C0), 0x3f80_0000);
-        assert_eq!(max::<f32>(0x8000_0000, 0, C0), 0);
-        assert_eq!(min::<f32>(0, 0x8000_0000, C0), 0x8000_0000);
+        let fl = &mut 0;
+        assert_eq!(add::<f32>(qa, sb, C0, fl), 0x7fc0_0002);
+        assert_eq!(add::<f32>(qa, 0x3f80_0000, C0, fl), qa);
+        assert_eq!(add::<f32>(0x7f80_0000, 0xff80_0000, C0, fl), 0x7fc0_0000);
+        assert_eq!(maxnm::<f32>(qa, 0x3f80_0000, C0, fl), 0x3f80_0000);
+        assert_eq!(max::<f32>(0x8000_0000, 0, C0, fl), 0);
+        assert_eq!(min::<f32>(0, 0x8000_0000, C0, fl), 0x8000_0000);
         // quiet NaN addend with inf * 0: default NaN
-        assert_eq!(muladd::<f32>(qa, 0x7f80_0000, 0, C0), 0x7fc0_0000);
-        assert_eq!(muladd::<f32>(sb, 0x7f80_0000, 0, C0), 0x7fc0_0002);
+        assert_eq!(muladd::<f32>(qa, 0x7f80_0000, 0, C0, fl), 0x7fc0_0000);
+        assert_eq!(muladd::<f32>(sb, 0x7f80_0000, 0, C0, fl), 0x7fc0_0002);
+    }
+
+    /// Random operands with few significant bits over the whole exponent range (so that
+    /// exact, tiny, huge and overflowing results are all common), and random bit patterns.
+    fn operand<F: Float>(r: &mut u64) -> u64 {
+        let mut next = || {
+            *r ^= *r << 13;
+            *r ^= *r >> 7;
+            *r ^= *r << 17;
+            *r
+        };
+        let x = next();
+        let y = next();
+        let ebits = F::EXP_BITS;
+        let emax = (1u64 << ebits) - 1;
+        let bits = match x % 4 {
+            // a few significant bits
+            0 | 1 => {
+                let k = (y % (F::FRAC as u64 + 1)) as u32;
+                let m = next() >> (64 - F::FRAC) >> (F::FRAC - k) << (F::FRAC - k);
+                let e = match y >> 32 & 3 {
+                    0 => emax / 2 + (next() % 16) - 8,
+                    1 => next() % 4,
+                    2 => emax - 1 - next() % 4,
+                    _ => next() % emax,
+                };
+                (e << F::FRAC) | (m & ((1 << F::FRAC) - 1))
+            }
+            2 => next() & ((1 << (F::BITS - 1)) - 1),
+            // specials: zero, infinity, smallest numbers
+            _ => [0, F::INF, 1, 1 << F::FRAC, F::INF - 1, 2 << F::FRAC][(y % 6) as usize],
+        };
+        bits | if y >> 63 != 0 { F::SIGN } else { 0 }
+    }
+
+    /// The host fast paths give the same results and flags as the exact soft-float.
+    fn fast_agrees_with_soft<F: Float>() {
+        let rn = Rnd { mode: 0, fz: false };
+        let mut r = 0x1234_5678_9abc_def1u64;
+        for i in 0..400_000 {
+            let (a, b, c) = (
+                operand::<F>(&mut r),
+                operand::<F>(&mut r),
+                operand::<F>(&mut r),
+            );
+            // (soft-float leaves NaN operands to its callers)
+            if is_nan::<F>(a) || is_nan::<F>(b) || is_nan::<F>(c) {
+                continue;
+            }
+            // start with Inexact set now and then: the fast paths then skip it
+            let f0 = if i % 8 == 0 { IXC } else { 0 };
+            let check = |name: &str, got: (u64, u32), want: (u64, u32)| {
+                assert_eq!(
+                    got,
+                    want,
+                    "{name} {a:#x} {b:#x} {c:#x} (fl0 {f0:#x}): got {:#x} flags {:#x}, want {:#x} flags {:#x}",
+                    got.0,
+                    got.1,
+                    want.0,
+                    want.1
+                );
+            };
+            let run = |f: &dyn Fn(&mut u32) -> u64| {
+                let mut fl = f0;
+                let v = f(&mut fl);
+                (v, fl)
+            };
+            check(
+                "add",
+                run(&|fl| add::<F>(a, b, C0, fl)),
+                run(&|fl| soft::add(F::FMT, a, b, rn, fl)),
+            );
+            check(
+                "sub",
+                run(&|fl| sub::<F>(a, b, C0, fl)),
+                run(&|fl| soft::add(F::FMT, a, b ^ F::SIGN, rn, fl)),
+            );
+            check(
+                "mul",
+                run(&|fl| mul::<F>(a, b, C0, fl)),
+                run(&|fl| soft::mul(F::FMT, a, b, rn, fl)),
+            );
+            check(
+                "div",
+                run(&|fl| div::<F>(a, b, C0, fl)),
+                run(&|fl| soft::div(F::FMT, a, b, rn, fl)),
+            );
+            check(
+                "sqrt",
+                run(&|fl| sqrt::<F>(a, C0, fl)),
+                run(&|fl| soft::sqrt(F::FMT, a, rn, fl)),
+            );
+            check(
+                "muladd",
+                run(&|fl| muladd::<F>(c, a, b, C0, fl)),
+                run(&|fl| soft::muladd(F::FMT, c, a, b, false, rn, fl)),
+            );
+            // exact products: the sum decides
+            let p = mul::<F>(a, b, C0, &mut 0);
+            check(
+                "muladd -p",
+                run(&|fl| muladd::<F>(p ^ F::SIGN, a, b, C0, fl)),
+                run(&|fl| soft::muladd(F::FMT, p ^ F::SIGN, a, b, false, rn, fl)),
+            );
+            let e = if F::BITS == 32 { 2 } else { 3 };
+            for to in [1u8, 2, 3] {
+                if to != e {
+                    check(
+                        "convert",
+                        run(&|fl| convert(a, e, to, C0, fl)),
+                        run(&|fl| soft::convert(F::FMT, fmt_of(to), a, rn, false, fl)),
+                    );
+                }
+            }
+            check(
+                "from_int",
+                run(&|fl| from_int::<F>(a | (b << 32), false, 0, C0, fl)),
+                run(&|fl| soft::from_int(F::FMT, a | (b << 32), false, 0, rn, fl)),
+            );
+            check(
+                "from_int u",
+                run(&|fl| from_int::<F>(a >> (b & 63), true, (c & 63) as u32, C0, fl)),
+                run(&|fl| soft::from_int(F::FMT, a >> (b & 63), true, (c & 63) as u32, rn, fl)),
+            );
+        }
+    }
+
+    #[test]
+    fn fast_paths_agree_with_soft_float() {
+        fast_agrees_with_soft::<f32>();
+        fast_agrees_with_soft::<f64>();
+    }
+
+    #[test]
+    fn exception_flags() {
+        let one = 1.0f64.to_bits();
+        let three = 3.0f64.to_bits();
+        let flags = |f: &dyn Fn(&mut u32) -> u64| {
+            let mut fl = 0;
+            f(&mut fl);
+            fl
+        };
+        assert_eq!(flags(&|fl| div::<f64>(one, three, C0, fl)), IXC);
+        assert_eq!(flags(&|fl| div::<f64>(one, 0, C0, fl)), DZC);
+        assert_eq!(flags(&|fl| div::<f64>(0, 0, C0, fl)), IOC);
+        assert_eq!(flags(&|fl| add::<f64>(one, one, C0, fl)), 0);
+        let max = f64::MAX.to_bits();
+        assert_eq!(flags(&|fl| add::<f64>(max, max, C0, fl)), OFC | IXC);
+        let min = f64::MIN_POSITIVE.to_bits();
+        assert_eq!(flags(&|fl| div::<f64>(min, three, C0, fl)), UFC | IXC);
+        assert_eq!(flags(&|fl| mul::<f64>(min, 0.5f64.to_bits(), C0, fl)), 0);
+        // tininess is detected before rounding (this rounds up to the smallest normal)
+        let x = (1.0 - f64::EPSILON / 2.0).to_bits();
+        assert_eq!(flags(&|fl| mul::<f64>(min, x, C0, fl)), UFC | IXC);
+        // FZ: flushed inputs raise IDC, flushed results UFC (without IXC)
+        let fz = Ctx { fz: true, ..C0 };
+        assert_eq!(flags(&|fl| add::<f64>(1, one, fz, fl)), IDC);
+        assert_eq!(flags(&|fl| mul::<f64>(min, 0.5f64.to_bits(), fz, fl)), UFC);
+        // compares: FCMP is quiet, FCMPE and the ordered compares signal any NaN
+        let qnan = f64::NAN.to_bits();
+        let snan = 0x7ff0_0000_0000_0001u64;
+        assert_eq!(flags(&|fl| compare::<f64>(qnan, one, false, C0, fl)), 0);
+        assert_eq!(flags(&|fl| compare::<f64>(snan, one, false, C0, fl)), IOC);
+        assert_eq!(flags(&|fl| compare::<f64>(qnan, one, true, C0, fl)), IOC);
+        assert_eq!(flags(&|fl| cmp_eq::<f64>(qnan, one, C0, fl) as u64), 0);
+        assert_eq!(flags(&|fl| cmp_ge::<f64>(qnan, one, C0, fl) as u64), IOC);
+        // conversions to integers: out of range is invalid only, else inexact
+        let big = 1e30f64.to_bits();
+        let half = 2.5f64.to_bits();
+        assert_eq!(
+            flags(&|fl| to_int::<f64>(big, 3, false, false, 0, C0, fl)),
+            IOC
+        );
+        assert_eq!(
+            flags(&|fl| to_int::<f64>(half, 3, false, false, 0, C0, fl)),
+            IXC
+        );
+        assert_eq!(
+            flags(&|fl| to_int::<f64>(qnan, 3, false, false, 0, C0, fl)),
+            IOC
+        );
+        let m03 = (-0.3f64).to_bits();
+        assert_eq!(
+            flags(&|fl| to_int::<f64>(m03, 3, true, false, 0, C0, fl)),
+            IXC
+        );
+        assert_eq!(
+            flags(&|fl| to_int::<f64>(m03, 2, true, false, 0, C0, fl)),
+            IOC
+        );
+        // FRINTX raises inexact, FRINTI does not
+        assert_eq!(flags(&|fl| round_int::<f64>(half, 0, true, C0, fl)), IXC);
+        assert_eq!(flags(&|fl| round_int::<f64>(half, 0, false, C0, fl)), 0);
     }
 }

@@ -12,9 +12,9 @@
 //! ```
 //!
 //! Each line: `word<TAB>case<TAB>instruction<TAB>changes`, where changes lists the state that
-//! differs from the inputs: `vN=<hex>`, `xN=<hex>`, `nzcv=<hex>`, `qc=1`, and memory
-//! runs `m<offset>=<hex bytes>`. FPSR is compared on QC only (the exception flags are not
-//! modelled).
+//! differs from the inputs: `vN=<hex>`, `xN=<hex>`, `nzcv=<hex>`, `fpsr=<hex>` (FPSR starts
+//! at 0: the cumulative exception flags and QC the instruction set), and memory runs
+//! `m<offset>=<hex bytes>`.
 
 mod insns;
 
@@ -292,9 +292,13 @@ struct Outcome {
     v: [u128; 8],
     x: [u64; 6],
     nzcv: u64,
-    qc: bool,
+    /// FPSR after the instruction (from 0): QC and the cumulative exception flags.
+    fpsr: u64,
     mem: Option<[u8; BUF_LEN]>,
 }
+
+/// The FPSR bits an instruction can set: QC and the cumulative exception flags.
+const FPSR_BITS: u64 = QC | EXC as u64;
 
 fn run_case(word: u32, inp: &Inputs) -> Result<Outcome, String> {
     let u = decode(word, 0x40_0000);
@@ -330,7 +334,7 @@ fn run_case(word: u32, inp: &Inputs) -> Result<Outcome, String> {
         v: [0; 8],
         x: [0; 6],
         nzcv: st.nzcv,
-        qc: st.fpsr & QC != 0,
+        fpsr: st.fpsr & FPSR_BITS,
         mem: None,
     };
     out.v.copy_from_slice(&st.v[..8]);
@@ -359,8 +363,8 @@ fn changes(inp: &Inputs, out: &Outcome) -> String {
     if out.nzcv != inp.nzcv {
         s.push(format!("nzcv={:x}", out.nzcv >> 28));
     }
-    if out.qc {
-        s.push("qc=1".into());
+    if out.fpsr != 0 {
+        s.push(format!("fpsr={:x}", out.fpsr));
     }
     if let (Some(a), Some(b)) = (&inp.mem, &out.mem) {
         let mut i = 0;
@@ -556,7 +560,7 @@ fn generate_qemu_vectors() {
             v: [0; 8],
             x: [0; 6],
             nzcv: rd64(off + 176),
-            qc: rd64(off + 184) & QC != 0,
+            fpsr: rd64(off + 184) & FPSR_BITS,
             mem: None,
         };
         for i in 0..8 {
@@ -825,7 +829,9 @@ fn random_words_vs_qemu() {
         st.nzcv = r.below(16) << 28;
         if random_fpcr {
             st.fpcr = (r.below(4) << 22) | (r.below(8) << 24);
-        } else if u.op == F_RINT && u.d == armada_isa::ops::rmode::FPCR {
+        } else if u.op == F_RINT
+            && (u.d == armada_isa::ops::rmode::FPCR || u.d == armada_isa::ops::rmode::FPCR_EXACT)
+        {
             st.fpcr = r.below(4) << 22;
         }
         recs.push((word, st));
@@ -880,7 +886,7 @@ fn random_words_vs_qemu() {
             *v = rd64(16 * k) as u128 | (rd64(16 * k + 8) as u128) << 64;
         }
         want.nzcv = rd64(520);
-        let want_qc = rd64(528) & QC != 0;
+        let want_fpsr = rd64(528) & FPSR_BITS;
         for k in 0..26 {
             want.x[k] = rd64(536 + 8 * k);
         }
@@ -889,7 +895,7 @@ fn random_words_vs_qemu() {
         let mut mem = AddressSpace::new();
         let u = decode(*word, 0x40_0000);
         exec_fp(&mut got, &mut mem, &u).unwrap();
-        let got_qc = got.fpsr & QC != 0;
+        let got_fpsr = got.fpsr & FPSR_BITS;
         let mut diffs = Vec::new();
         for k in 0..32 {
             if got.v[k] != want.v[k] {
@@ -914,8 +920,8 @@ fn random_words_vs_qemu() {
                 got.nzcv >> 28
             ));
         }
-        if got_qc != want_qc {
-            diffs.push(format!("qc: want {want_qc} got {got_qc}"));
+        if got_fpsr != want_fpsr {
+            diffs.push(format!("fpsr: want {want_fpsr:#x} got {got_fpsr:#x}"));
         }
         if !diffs.is_empty() {
             let (_, name) = armada_isa::decode_named(*word, 0);

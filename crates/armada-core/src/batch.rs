@@ -1,0 +1,243 @@
+//! Batches: many independent runs ("lanes") of one program, each with its own arguments,
+//! input, registers and memory, on any engine.
+//!
+//! A [`BatchSpec`] says what to run: the program image (loaded once, its pages shared by every
+//! lane), per-lane argv, environment and stdin, and per-lane limits. An engine turns it into
+//! one [`LaneResult`] per lane: how the lane ended, the instructions it retired and what it
+//! wrote to stdout and stderr (always captured). The CPU engine here ([`run_cpu`]) spreads
+//! lanes over host cores with rayon; the GPU engines (crate `armada-cuda`) take the same spec
+//! and must produce the same results, lane for lane.
+//!
+//! Batches are deterministic: every lane gets the virtual clock and seeded random bytes of
+//! `--deterministic` (seed `config.seed + lane`), so a lane's output depends only on its
+//! inputs and every engine produces the same bytes.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::cpu;
+use crate::elf::{Image, LoadError};
+use crate::linux::{LinuxConfig, Stdio};
+use crate::process::Program;
+use crate::runner::{Exit, Lane};
+use crate::state::Stop;
+
+/// What one lane gets.
+#[derive(Clone, Debug, Default)]
+pub struct LaneSpec {
+    /// The complete argument vector, argv[0] included.
+    pub argv: Vec<Vec<u8>>,
+    /// Environment strings ("K=V").
+    pub env: Vec<Vec<u8>>,
+    /// Bytes the lane reads from stdin.
+    pub stdin: Vec<u8>,
+    /// Confine this lane's file access to this host directory (overrides `config.root`).
+    pub root: Option<PathBuf>,
+}
+
+/// A batch: one program, many lanes.
+#[derive(Clone)]
+pub struct BatchSpec {
+    pub image: Arc<Image>,
+    /// Linux settings shared by every lane. `deterministic` is forced on; lane i's seed is
+    /// `seed + i`.
+    pub config: LinuxConfig,
+    pub lanes: Vec<LaneSpec>,
+    /// Private guest memory a lane may own, in bytes (brk/mmap fail with ENOMEM and writes
+    /// fault beyond it). `None`: unlimited.
+    pub lane_memory: Option<u64>,
+    /// Stop each lane after this many instructions (exit status 124).
+    pub max_instructions: Option<u64>,
+}
+
+impl BatchSpec {
+    /// The Linux settings of lane `i`.
+    pub fn lane_config(&self, i: usize) -> LinuxConfig {
+        let mut cfg = self.config.clone();
+        cfg.deterministic = true;
+        cfg.seed = self.config.seed.wrapping_add(i as u64);
+        if let Some(r) = &self.lanes[i].root {
+            cfg.root = Some(r.clone());
+        }
+        cfg
+    }
+
+    /// Lane `i`, ready to run: image mapped, stack built, stdio captured, memory capped.
+    pub fn spawn(&self, i: usize) -> Result<Lane, LoadError> {
+        let l = &self.lanes[i];
+        let mut program = Program::spawn(
+            self.image.clone(),
+            &self.lane_config(i),
+            l.argv.clone(),
+            l.env.clone(),
+            Stdio::Captured {
+                stdin: l.stdin.clone(),
+            },
+        )?;
+        if let Some(m) = self.lane_memory {
+            program.mem.set_limit(m);
+        }
+        Ok(Lane::new(program))
+    }
+}
+
+/// How one lane ended and what it wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaneResult {
+    pub lane: usize,
+    pub exit: Exit,
+    /// Instructions retired.
+    pub instructions: u64,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Syscalls serviced.
+    pub syscalls: u64,
+    /// Private guest memory at the end, in bytes.
+    pub private_bytes: u64,
+    /// Instructions the host ran for a GPU engine (operations the kernel leaves to the CPU
+    /// engine); 0 on the CPU engine.
+    pub host_steps: u64,
+}
+
+impl LaneResult {
+    /// A short name for how the lane stopped: `exit`, `signal` or `instruction-limit`.
+    pub fn stop_reason(&self) -> &'static str {
+        match self.exit {
+            Exit::Code(_) => "exit",
+            Exit::Signal { .. } => "signal",
+            Exit::InstructionLimit => "instruction-limit",
+        }
+    }
+
+    /// The lane's result once it has ended (`lane.exit` set).
+    pub fn from_lane(index: usize, lane: &mut Lane, host_steps: u64) -> LaneResult {
+        let (stdout, stderr) = lane.program.process.take_output();
+        LaneResult {
+            lane: index,
+            exit: lane.exit.clone().unwrap_or(Exit::InstructionLimit),
+            instructions: lane.retired(),
+            stdout,
+            stderr,
+            syscalls: lane.program.process.syscall_count(),
+            private_bytes: lane.program.mem.private_bytes(),
+            host_steps,
+        }
+    }
+}
+
+/// Progress of a running batch, for progress bars.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Progress {
+    pub lanes_done: usize,
+    pub lanes: usize,
+    /// Instructions retired so far by all lanes.
+    pub instructions: u64,
+}
+
+/// Figures an engine reports about a whole batch (name, value), for the summary.
+pub type EngineStats = Vec<(String, String)>;
+
+/// A batch's results, one per lane in lane order, and the engine's figures.
+#[derive(Clone, Debug, Default)]
+pub struct BatchOutcome {
+    pub lanes: Vec<LaneResult>,
+    pub stats: EngineStats,
+}
+
+/// Instructions a CPU lane runs between progress reports.
+const CPU_CHUNK: u64 = 1 << 26;
+
+/// Runs one lane to its end on the CPU engine, reporting retired instructions as it goes.
+pub fn run_lane_cpu(
+    spec: &BatchSpec,
+    index: usize,
+    on_progress: &(dyn Fn(u64) + Sync),
+) -> Result<LaneResult, LoadError> {
+    let mut lane = spec.spawn(index)?;
+    let mut reported = 0u64;
+    while lane.exit.is_none() {
+        let total_left = match spec.max_instructions {
+            Some(m) => m.saturating_sub(lane.retired()),
+            None => u64::MAX,
+        };
+        let budget = total_left.min(CPU_CHUNK);
+        let stop = cpu::run(
+            &mut lane.program.state,
+            &mut lane.program.mem,
+            &mut lane.code,
+            budget,
+        );
+        let r = lane.retired();
+        on_progress(r - reported);
+        reported = r;
+        if stop == Stop::Budget && budget < total_left {
+            continue;
+        }
+        lane.exit = lane.service(stop);
+    }
+    Ok(LaneResult::from_lane(index, &mut lane, 0))
+}
+
+/// Runs a batch on the CPU engine: lanes spread over the host's cores (rayon's pool).
+pub fn run_cpu(
+    spec: &BatchSpec,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<BatchOutcome, LoadError> {
+    let n = spec.lanes.len();
+    let done = AtomicUsize::new(0);
+    let instructions = AtomicU64::new(0);
+    let report = |delta: u64, finished: usize| {
+        let i = instructions.fetch_add(delta, Ordering::Relaxed) + delta;
+        let d = done.fetch_add(finished, Ordering::Relaxed) + finished;
+        progress(Progress {
+            lanes_done: d,
+            lanes: n,
+            instructions: i,
+        });
+    };
+    let lanes = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let r = run_lane_cpu(spec, i, &|delta| report(delta, 0))?;
+            report(0, 1);
+            Ok(r)
+        })
+        .collect::<Result<Vec<_>, LoadError>>()?;
+    let threads = rayon::current_num_threads();
+    Ok(BatchOutcome {
+        lanes,
+        stats: vec![("host threads".into(), threads.to_string())],
+    })
+}
+
+/// `{lane}` in `s` replaced by the lane number.
+pub fn substitute_lane(s: &[u8], lane: usize) -> Vec<u8> {
+    const PAT: &[u8] = b"{lane}";
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i..].starts_with(PAT) {
+            out.extend_from_slice(lane.to_string().as_bytes());
+            i += PAT.len();
+        } else {
+            out.push(s[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lane_substitution() {
+        assert_eq!(substitute_lane(b"a{lane}b{lane}", 17), b"a17b17");
+        assert_eq!(substitute_lane(b"{lan}", 3), b"{lan}");
+        assert_eq!(substitute_lane(b"", 3), b"");
+    }
+}

@@ -1,0 +1,196 @@
+"""armada: run AArch64 (ARM64) code and Linux programs from Python.
+
+Two ways in:
+
+- ``armada.Machine``: a bare AArch64 machine (registers and one read-write-execute memory
+  region ``[0, memory_size)``) that runs raw code to its first stop: ``load_program``,
+  ``set_pc``, ``execute(max_cycles)``, or ``start`` / ``poll`` / ``wait`` in the background.
+- ``armada.run`` / ``armada.run_batch``: static AArch64 Linux programs with captured stdin,
+  stdout and stderr, one at a time or many copies at once on every CPU core.
+
+See docs/python.md in the repository, and the type stubs (``__init__.pyi``) for every call.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from typing import Iterable, Mapping, Optional, Sequence, Union
+
+from . import _armada
+from ._armada import (
+    ArmadaError,
+    Completed,
+    ElfError,
+    EngineUnavailableError,
+    ExecResult,
+    Flags,
+    GuestMemoryError,
+    Machine,
+    Status,
+    __version__,
+)
+
+#: Alias of :class:`GuestMemoryError`, the name the design documents use. It is not in
+#: ``__all__``, so ``from armada import *`` does not shadow the builtin ``MemoryError``.
+MemoryError = GuestMemoryError  # noqa: A001
+
+
+class StopReason(enum.IntEnum):
+    """Why ``Machine.execute`` (or ``wait``) returned."""
+
+    #: HLT #imm ran; the PC is after it.
+    HALT = 1
+    #: SVC #imm ran; the PC is after it, so ``execute`` again continues. The syscall number
+    #: is in x8 and the arguments in x0..x5, as on Linux.
+    SYSCALL = 2
+    #: ``max_cycles`` instructions retired; the PC is at the next instruction.
+    MAX_CYCLES = 3
+    #: A memory access outside guest memory (or a misaligned PC); the PC is at the
+    #: instruction, ``ExecResult.fault_address`` says where.
+    FAULT = 4
+    #: An instruction armada does not implement or that is unallocated (the word 0 is UDF);
+    #: the PC is at it, ``ExecResult.undefined_word`` holds it.
+    UNDEFINED = 5
+    #: BRK #imm ran; the PC is at the BRK (set_pc(pc + 4) to step over it).
+    BREAKPOINT = 6
+
+
+def available_backends() -> list[str]:
+    """The engines this build can run on this machine (``"cpu"`` always)."""
+    return list(_armada.available_backends())
+
+
+_PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+
+def _argv(argv: Union[_PathArg, Sequence[_PathArg]], what: str = "argv") -> list[bytes]:
+    if isinstance(argv, (str, bytes, os.PathLike)):
+        argv = [argv]
+    try:
+        out = [os.fsencode(a) for a in argv]
+    except TypeError:
+        raise TypeError(
+            f"{what} must be a list of str, bytes or path-like items (the program first)"
+        ) from None
+    if not out:
+        raise ValueError(f"{what} is empty: it needs the program first")
+    return out
+
+
+def _stdin(data: Union[bytes, bytearray, memoryview, str, None], what: str = "stdin") -> bytes:
+    if data is None:
+        return b""
+    if isinstance(data, str):
+        return data.encode()
+    try:
+        return bytes(memoryview(data))
+    except TypeError:
+        raise TypeError(f"{what} must be bytes-like or str, not {type(data).__name__}") from None
+
+
+def _env(env: Optional[Mapping[Union[str, bytes], Union[str, bytes]]]) -> list[bytes]:
+    if env is None:
+        items = list(os.environb.items())
+        # qemu-user hands the guest its environment in reverse order, and `armada run` does
+        # the same: keep the three consistent.
+        items.reverse()
+    else:
+        items = [(os.fsencode(k), os.fsencode(v)) for k, v in env.items()]
+    out = []
+    for k, v in items:
+        if not k or b"=" in k or b"\0" in k or b"\0" in v:
+            raise ValueError(f"invalid environment variable name or value: {k!r}={v!r}")
+        out.append(k + b"=" + v)
+    return out
+
+
+def _root(root: Optional[_PathArg]) -> Optional[str]:
+    return None if root is None else os.fsdecode(os.fspath(root))
+
+
+def run(
+    argv: Union[_PathArg, Sequence[_PathArg]],
+    stdin: Union[bytes, bytearray, memoryview, str, None] = b"",
+    env: Optional[Mapping[Union[str, bytes], Union[str, bytes]]] = None,
+    backend: str = "cpu",
+    root: Optional[_PathArg] = None,
+    max_instructions: Optional[int] = None,
+    *,
+    deterministic: bool = False,
+    seed: int = 0,
+) -> Completed:
+    """Run a static AArch64 Linux program to its end, like ``armada run``.
+
+    See ``__init__.pyi`` for the details.
+    """
+    return _armada.run_lanes(
+        [_argv(argv)],
+        [_stdin(stdin)],
+        _env(env),
+        backend,
+        _root(root),
+        max_instructions,
+        deterministic,
+        seed,
+        False,
+    )[0]
+
+
+def run_batch(
+    argvs: Iterable[Sequence[_PathArg]],
+    stdins: Optional[Iterable[Union[bytes, bytearray, memoryview, str, None]]] = None,
+    env: Optional[Mapping[Union[str, bytes], Union[str, bytes]]] = None,
+    backend: str = "auto",
+    root: Optional[_PathArg] = None,
+    *,
+    max_instructions: Optional[int] = None,
+    deterministic: bool = False,
+    seed: int = 0,
+) -> list[Completed]:
+    """Run one program in many lanes at once (one per argv list); results in order.
+
+    See ``__init__.pyi`` for the details.
+    """
+    if isinstance(argvs, (str, bytes, os.PathLike)):
+        raise TypeError("argvs is a list of argument lists, one per lane: [[prog, arg, ...], ...]")
+    lanes = [_argv(a, f"argvs[{i}]") for i, a in enumerate(argvs)]
+    if stdins is None:
+        ins = [b""] * len(lanes)
+    else:
+        if isinstance(stdins, (bytes, bytearray, memoryview, str)):
+            raise TypeError("stdins is a list of stdin buffers, one per lane (or None)")
+        ins = [_stdin(s, f"stdins[{i}]") for i, s in enumerate(stdins)]
+        if len(ins) != len(lanes):
+            raise ValueError(
+                f"{len(ins)} stdin buffers for {len(lanes)} argument lists: give one per lane"
+            )
+    return _armada.run_lanes(
+        lanes,
+        ins,
+        _env(env),
+        backend,
+        _root(root),
+        max_instructions,
+        deterministic,
+        seed,
+        True,
+    )
+
+
+__all__ = [
+    "ArmadaError",
+    "Completed",
+    "ElfError",
+    "EngineUnavailableError",
+    "ExecResult",
+    "Flags",
+    "GuestMemoryError",
+    "Machine",
+    "Status",
+    "StopReason",
+    "available_backends",
+    "run",
+    "run_batch",
+    "__version__",
+]

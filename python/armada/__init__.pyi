@@ -1,0 +1,422 @@
+"""armada: run AArch64 (ARM64) code and static Linux programs from Python.
+
+- :class:`Machine`: a bare AArch64 machine that runs raw code to its first stop.
+- :func:`run` / :func:`run_batch`: static AArch64 Linux programs with captured stdio, one at a
+  time or many at once.
+
+Every call that runs guest code releases the GIL, and Ctrl-C interrupts it. Errors are
+:class:`ArmadaError` subclasses; a guest that faults is a result, never an exception.
+"""
+
+import enum
+import os
+from typing import Any, Iterable, Literal, Mapping, Optional, Sequence, Union, final
+
+import numpy as np
+import numpy.typing as npt
+from typing_extensions import Self
+
+__version__: str
+
+_PathArg = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]
+_BytesLike = Union[bytes, bytearray, memoryview, npt.NDArray[Any], Sequence[int]]
+_Input = Union[bytes, bytearray, memoryview, str, None]
+_Env = Mapping[Union[str, bytes], Union[str, bytes]]
+
+# ----- errors ------------------------------------------------------------------------------
+
+class ArmadaError(Exception):
+    """Base class of every error armada raises."""
+
+class ElfError(ArmadaError):
+    """The program cannot be loaded: missing or unreadable file, not an AArch64 Linux ELF
+    executable, dynamically linked, or damaged. The message says which."""
+
+class GuestMemoryError(ArmadaError):
+    """An access from Python (``read_memory``, ``write_memory``, ``load_program``, ...) falls
+    outside guest memory ``[0, memory_size)``.
+
+    Also available as ``armada.MemoryError``, the name the design documents use; that alias is
+    left out of ``__all__`` so that ``from armada import *`` does not shadow the builtin
+    :class:`MemoryError` (which means the host ran out of memory).
+    """
+
+MemoryError = GuestMemoryError
+
+class EngineUnavailableError(ArmadaError):
+    """The requested engine is not available in this build or on this machine (``"cuda"`` and
+    ``"wgpu"`` in this build: only the CPU engine exists so far)."""
+
+# ----- the bare machine --------------------------------------------------------------------
+
+class StopReason(enum.IntEnum):
+    """Why :meth:`Machine.execute` (or :meth:`Machine.wait`) returned."""
+
+    HALT = 1
+    """HLT #imm ran. The PC is after it; :attr:`ExecResult.immediate` is the #imm."""
+    SYSCALL = 2
+    """SVC #imm ran. The PC is after it, so ``execute`` again continues; the syscall number is
+    in x8 and the arguments in x0..x5 (service it, put the result in x0, execute again)."""
+    MAX_CYCLES = 3
+    """``max_cycles`` instructions retired. The PC is at the next instruction."""
+    FAULT = 4
+    """A memory access outside guest memory, or a jump there or to a misaligned PC. The PC is
+    at the instruction; :attr:`ExecResult.fault_address` and ``fault_access`` say what."""
+    UNDEFINED = 5
+    """An instruction armada does not implement or that is unallocated; the word 0x00000000
+    (UDF #0, what fresh memory holds) is one. The PC is at it;
+    :attr:`ExecResult.undefined_word` holds the word."""
+    BREAKPOINT = 6
+    """BRK #imm ran. The PC is at the BRK (``set_pc(pc + 4)`` steps over it);
+    :attr:`ExecResult.immediate` is the #imm."""
+
+@final
+class ExecResult:
+    """The result of :meth:`Machine.execute` and :meth:`Machine.wait`."""
+
+    @property
+    def cycles(self) -> int:
+        """Instructions retired by this run."""
+    @property
+    def cycles_executed(self) -> int:
+        """Same as :attr:`cycles`."""
+    @property
+    def stop_reason(self) -> StopReason:
+        """Why the machine stopped."""
+    @property
+    def stop_reason_name(self) -> Literal[
+        "HALT", "SYSCALL", "MAX_CYCLES", "FAULT", "UNDEFINED", "BREAKPOINT"
+    ]:
+        """``stop_reason.name``."""
+    @property
+    def pc(self) -> int:
+        """The PC where the machine stopped (see :class:`StopReason` for where that is)."""
+    @property
+    def elapsed(self) -> float:
+        """Wall-clock seconds the run took."""
+    @property
+    def ips(self) -> float:
+        """Instructions per second: ``cycles / elapsed``."""
+    @property
+    def fault_address(self) -> Optional[int]:
+        """FAULT: the address that could not be accessed; None for other stops."""
+    @property
+    def fault_access(self) -> Optional[Literal["read", "write", "execute"]]:
+        """FAULT: what kind of access failed; None for other stops."""
+    @property
+    def undefined_word(self) -> Optional[int]:
+        """UNDEFINED: the 32-bit instruction word; None for other stops."""
+    @property
+    def immediate(self) -> Optional[int]:
+        """HALT and BREAKPOINT: the #imm of the HLT or BRK; None for other stops."""
+
+@final
+class Status:
+    """What :meth:`Machine.poll` reports."""
+
+    @property
+    def cycles_executed(self) -> int:
+        """Instructions retired so far by the current run (the last run once it is over).
+        Updated about every million instructions while the engine runs."""
+    @property
+    def running(self) -> bool:
+        """Whether the machine is running."""
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the current run started (how long the last run took, once over)."""
+
+@final
+class Flags:
+    """The condition flags. ``int(flags)`` is the 4-bit value ``N<<3 | Z<<2 | C<<1 | V``;
+    a Flags compares equal to another Flags or to that int."""
+
+    def __new__(cls, n: bool = False, z: bool = False, c: bool = False, v: bool = False) -> Self: ...
+    @property
+    def n(self) -> bool:
+        """Negative."""
+    @property
+    def z(self) -> bool:
+        """Zero."""
+    @property
+    def c(self) -> bool:
+        """Carry (set when a subtraction does not borrow)."""
+    @property
+    def v(self) -> bool:
+        """Overflow."""
+    @property
+    def value(self) -> int:
+        """``N<<3 | Z<<2 | C<<1 | V``."""
+    @property
+    def nzcv(self) -> int:
+        """The NZCV system register as ``MRS x0, NZCV`` reads it: ``value << 28``."""
+    def __int__(self) -> int: ...
+    def __index__(self) -> int: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+class Machine:
+    """A bare AArch64 machine: 31 general registers, SP, PC, the NZCV flags and one
+    read-write-execute memory region ``[0, memory_size)``, zero-filled.
+
+    Fresh state: every register 0 except SP, which is ``memory_size`` (the top of memory, so
+    code can push without setting it up); PC 0; flags clear. Memory accesses outside the
+    region stop the machine with :attr:`StopReason.FAULT`; nothing is serviced behind your
+    back (SVC stops with :attr:`StopReason.SYSCALL` for you to handle).
+
+    Example::
+
+        m = armada.Machine(memory_size=4 << 20)
+        m.load_program(code, address=0)
+        m.set_pc(0)
+        r = m.execute(max_cycles=10_000_000)
+        print(r.cycles, r.stop_reason_name, m.get_register(0))
+
+    While the machine runs (after :meth:`start`, until the run is over), calls that need its
+    state raise :class:`ArmadaError`; :meth:`poll`, :meth:`is_running` and :meth:`wait` are
+    what to call then. Dropping a running machine stops its run.
+    """
+
+    def __new__(cls, memory_size: int = 4 << 20, backend: str = "cpu") -> Self:
+        """Create a machine.
+
+        :param memory_size: bytes of guest memory, a positive multiple of 4096.
+        :param backend: ``"cpu"``; ``"auto"`` picks the best engine available (the CPU one
+            in this build); ``"cuda"`` and ``"wgpu"`` raise :class:`EngineUnavailableError`.
+        :raises ValueError: bad memory_size or unknown backend.
+        """
+    @property
+    def memory_size(self) -> int:
+        """Bytes of guest memory."""
+    @property
+    def backend(self) -> str:
+        """The engine this machine runs on (``"cpu"``)."""
+
+    # -- program, registers ----------------------------------------------------------------
+    def load_program(self, code: _BytesLike, address: int = 0) -> None:
+        """Copy ``code`` (bytes-like: bytes, bytearray, memoryview, a numpy array's raw bytes;
+        or a sequence of ints 0..255) into memory at ``address``. Code decoded earlier at
+        those addresses is dropped, so the new instructions are what runs. Does not set the
+        PC: call :meth:`set_pc`.
+
+        :raises GuestMemoryError: the range is outside guest memory (nothing is written).
+        """
+    def set_pc(self, address: int) -> None:
+        """Set the program counter."""
+    @property
+    def pc(self) -> int:
+        """The program counter (assignable, like :meth:`set_pc`)."""
+    @pc.setter
+    def pc(self, address: int) -> None: ...
+    def get_register(self, index: int) -> int:
+        """x0..x30 for ``index`` 0..30; SP for 31. Values are unsigned 64-bit.
+
+        :raises IndexError: index outside 0..31.
+        """
+    def set_register(self, index: int, value: int) -> None:
+        """Set x0..x30 (``index`` 0..30) or SP (31). ``value`` is a 64-bit int; negative
+        values down to ``-2**63`` are stored as two's complement.
+
+        :raises IndexError: index outside 0..31.
+        :raises OverflowError: value outside ``[-2**63, 2**64)``.
+        """
+    @property
+    def registers(self) -> list[int]:
+        """All 32: x0..x30 and SP (a copy; assign a list of 32 ints to set them all)."""
+    @registers.setter
+    def registers(self, values: Sequence[int]) -> None: ...
+    @property
+    def flags(self) -> Flags:
+        """The NZCV condition flags. Assign a :class:`Flags` or an int 0..15
+        (``N<<3 | Z<<2 | C<<1 | V``)."""
+    @flags.setter
+    def flags(self, value: Union[Flags, int]) -> None: ...
+
+    # -- memory ----------------------------------------------------------------------------
+    def read_memory(self, address: int, size: int) -> bytes:
+        """``size`` bytes of guest memory from ``address``.
+
+        :raises GuestMemoryError: the range is outside guest memory.
+        """
+    def write_memory(self, address: int, data: _BytesLike) -> None:
+        """Write ``data`` (as for :meth:`load_program`) at ``address``. Writes over code
+        that already ran take effect: the stale decoded instructions are dropped.
+
+        :raises GuestMemoryError: the range is outside guest memory (nothing is written).
+        """
+    def read_memory_64(self, address: int) -> int:
+        """The little-endian 64-bit value at ``address`` (any alignment).
+
+        :raises GuestMemoryError: the 8 bytes are not all inside guest memory.
+        """
+    def write_memory_64(self, address: int, value: int) -> None:
+        """Store ``value`` as 8 little-endian bytes at ``address`` (negative values as two's
+        complement).
+
+        :raises GuestMemoryError: the 8 bytes are not all inside guest memory.
+        """
+    def memory_view(self) -> npt.NDArray[np.uint8]:
+        """A writable numpy ``uint8`` array over all of guest memory, without a copy: element
+        ``i`` is guest address ``i``. Reads see what the guest wrote and guest loads see
+        what you write. The array (and every view of it) keeps the machine alive. Use
+        ``.view(np.uint32)`` or ``.view(np.uint64)`` for wider elements.
+
+        Code: writes through a view made *after* the code last ran take effect at the next
+        :meth:`execute` or :meth:`start` (making a view tells the machine to re-decode). If
+        you keep a view and write over code that already ran, call :meth:`invalidate_code`
+        before running again (or write code with :meth:`write_memory`, which tracks it).
+
+        Do not touch the array while the machine runs (after :meth:`start`): the engine
+        writes to the same memory at the same time.
+        """
+    def invalidate_code(self) -> None:
+        """Drop every decoded instruction, so the next run decodes memory afresh. Needed
+        only after writing over code through a :meth:`memory_view` kept from before."""
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        """DLPack export of guest memory (CPU, ``uint8``, zero-copy), so
+        ``np.from_dlpack(machine)`` and ``torch.from_dlpack(machine)`` see guest memory
+        without copying. Keyword arguments go to numpy's ``ndarray.__dlpack__``."""
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(1, 0)``: kDLCPU, device 0."""
+
+    # -- running ---------------------------------------------------------------------------
+    def execute(self, max_cycles: Optional[int] = None) -> ExecResult:
+        """Run from the PC until the first stop (see :class:`StopReason`) or until
+        ``max_cycles`` instructions have retired (None: no limit). The GIL is released while
+        the engine runs; Ctrl-C stops it within a fraction of a second and raises
+        :class:`KeyboardInterrupt`, leaving the machine at a clean instruction boundary.
+
+        :raises ArmadaError: the machine is running (after :meth:`start`).
+        """
+    def start(self, max_cycles: Optional[int] = None) -> None:
+        """Like :meth:`execute`, but return at once: the engine runs on a background thread.
+        Watch it with :meth:`is_running` and :meth:`poll`; collect the result with
+        :meth:`wait`. The machine's state (registers, memory) is back as soon as the run is
+        over, even before :meth:`wait`.
+
+        :raises ArmadaError: the machine is already running.
+        """
+    def is_running(self) -> bool:
+        """Whether a run (from :meth:`start`, or :meth:`execute` on another thread) is going."""
+    def poll(self) -> Status:
+        """Progress of the current run, without blocking."""
+    def wait(self) -> ExecResult:
+        """Block (GIL released) until the run from :meth:`start` is over; return its result.
+        Ctrl-C interrupts the wait (not the run: wait again to collect it).
+
+        :raises ArmadaError: nothing was started.
+        """
+
+# ----- Linux programs ----------------------------------------------------------------------
+
+@final
+class Completed:
+    """How a Linux program ended (:func:`run`, :func:`run_batch`)."""
+
+    @property
+    def exit_code(self) -> int:
+        """The exit status 0..255; minus the signal number when a signal ended the program
+        (``-11`` for SIGSEGV), as :mod:`subprocess` reports it; 124 when ``max_instructions``
+        ran out (as ``armada run`` and ``timeout`` do)."""
+    @property
+    def returncode(self) -> int:
+        """Same as :attr:`exit_code` (the :class:`subprocess.CompletedProcess` name)."""
+    @property
+    def stdout(self) -> bytes:
+        """Everything the program wrote to file descriptor 1."""
+    @property
+    def stderr(self) -> bytes:
+        """Everything the program wrote to file descriptor 2 (armada's own messages are in
+        :attr:`message`, not here)."""
+    @property
+    def instructions(self) -> int:
+        """Instructions the program retired."""
+    @property
+    def stop_reason(self) -> Literal["exit", "signal", "max_instructions"]:
+        """``"exit"``: the program called exit; ``"signal"``: a signal ended it (a fault, an
+        undefined instruction, abort()); ``"max_instructions"``: the budget ran out."""
+    @property
+    def message(self) -> Optional[str]:
+        """armada's one-line explanation when armada ended the program (a fault with the PC
+        and address, an undefined instruction word, the instruction limit); None otherwise."""
+    @property
+    def elapsed(self) -> float:
+        """Wall-clock seconds the program ran."""
+
+def run(
+    argv: Union[_PathArg, Sequence[_PathArg]],
+    stdin: _Input = b"",
+    env: Optional[_Env] = None,
+    backend: str = "cpu",
+    root: Optional[_PathArg] = None,
+    max_instructions: Optional[int] = None,
+    *,
+    deterministic: bool = False,
+    seed: int = 0,
+) -> Completed:
+    """Run a static AArch64 Linux program to its end, like ``armada run``, and capture its
+    output.
+
+    :param argv: the program (a host path) and its arguments; ``argv[0]`` is also what the
+        guest sees as its name. A single path runs the program with no arguments.
+    :param stdin: what the program reads on fd 0 (str is encoded as UTF-8).
+    :param env: the guest's whole environment; None passes the host's (as ``armada run``
+        and qemu-user do).
+    :param backend: ``"cpu"`` or ``"auto"``; ``"cuda"``/``"wgpu"`` raise
+        :class:`EngineUnavailableError` in this build.
+    :param root: confine the guest's file access to this host directory (no ``..``,
+        absolute path or symlink escapes it). None: guest paths are host paths.
+    :param max_instructions: stop the program after this many instructions
+        (``exit_code`` 124, ``stop_reason`` ``"max_instructions"``).
+    :param deterministic: a virtual clock and seeded random bytes, so runs repeat exactly.
+    :param seed: the seed of those random bytes.
+    :raises ElfError: the program is missing or not a static AArch64 Linux executable.
+    :raises ArmadaError: the process cannot be set up (arguments too long, ...).
+
+    The GIL is released while the program runs; Ctrl-C stops it and raises
+    :class:`KeyboardInterrupt`. A program that faults is a result (negative ``exit_code``),
+    not an exception.
+    """
+
+def run_batch(
+    argvs: Iterable[Sequence[_PathArg]],
+    stdins: Optional[Iterable[_Input]] = None,
+    env: Optional[_Env] = None,
+    backend: str = "auto",
+    root: Optional[_PathArg] = None,
+    *,
+    max_instructions: Optional[int] = None,
+    deterministic: bool = False,
+    seed: int = 0,
+) -> list[Completed]:
+    """Run one program in many lanes at once: one lane per argument list, each its own
+    process (memory, files, stdin), all lanes sharing the loaded program image. Returns one
+    :class:`Completed` per lane, in order.
+
+    :param argvs: one argv per lane; every ``argv[0]`` must be the same program.
+    :param stdins: one stdin per lane, or None for empty stdin everywhere.
+    :param env, root, max_instructions, deterministic, seed: as for :func:`run`, the same
+        for every lane (``max_instructions`` counts per lane).
+    :param backend: ``"auto"`` (the default) and ``"cpu"`` run the lanes on every CPU core;
+        ``"cuda"``/``"wgpu"`` raise :class:`EngineUnavailableError` in this build.
+    :raises ElfError, ArmadaError, ValueError: as for :func:`run`; mismatched lists.
+    """
+
+def available_backends() -> list[str]:
+    """The engines this build can run on this machine (``["cpu"]`` in this build)."""
+
+__all__ = [
+    "ArmadaError",
+    "Completed",
+    "ElfError",
+    "EngineUnavailableError",
+    "ExecResult",
+    "Flags",
+    "GuestMemoryError",
+    "Machine",
+    "Status",
+    "StopReason",
+    "available_backends",
+    "run",
+    "run_batch",
+    "__version__",
+]

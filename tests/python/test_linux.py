@@ -1,0 +1,205 @@
+"""armada.run and armada.run_batch: static Linux programs with captured stdio."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import threading
+import time
+
+import pytest
+from conftest import CAT, ENV0, EXIT3, SEGV, SPIN
+
+import armada
+
+
+def test_hello(hello):
+    r = armada.run([hello])
+    assert isinstance(r, armada.Completed)
+    assert r.exit_code == 0 and r.returncode == 0
+    assert r.stdout == b"Hello, world!\n"
+    assert r.stderr == b""
+    assert r.stop_reason == "exit"
+    assert r.instructions > 1000
+    assert r.message is None
+    assert r.elapsed >= 0
+    assert "Hello" in repr(r)
+
+
+def test_program_as_str_or_path(hello):
+    assert armada.run(hello).stdout == b"Hello, world!\n"
+    assert armada.run(pathlib.Path(hello)).stdout == b"Hello, world!\n"
+    assert armada.run([os.fsencode(hello)]).stdout == b"Hello, world!\n"
+
+
+def test_stdin_stdout_stderr_and_argc(elf):
+    prog = elf(CAT)
+    r = armada.run([prog, "a", "b"], stdin=b"some input\n" * 1000)
+    assert r.stdout == b"some input\n" * 1000
+    assert r.stderr == b"err\n"
+    assert r.exit_code == 3  # argc
+    assert armada.run([prog]).stdout == b""  # default stdin is empty
+    assert armada.run([prog], stdin="text").stdout == b"text"
+    assert armada.run([prog], stdin=bytearray(b"ba")).stdout == b"ba"
+
+
+def test_exit_code(elf):
+    r = armada.run([elf(EXIT3)])
+    assert r.exit_code == 3 and r.stop_reason == "exit"
+
+
+def test_signal_is_negative_exit_code(elf):
+    r = armada.run([elf(SEGV)])
+    assert r.exit_code == -signal.SIGSEGV
+    assert r.stop_reason == "signal"
+    assert "SIGSEGV" in r.message
+
+
+def test_env(elf):
+    prog = elf(ENV0)
+    assert armada.run([prog], env={"ONLY": "one"}).stdout == b"ONLY=one"
+    assert armada.run([prog], env={b"B": b"2"}).stdout == b"B=2"
+    assert armada.run([prog], env={}).stdout == b""
+    # env=None: the host's environment, as under `armada run` (last variable first, as qemu)
+    os.environ["ARMADA_TEST_VAR"] = "x"
+    try:
+        out = armada.run([prog]).stdout
+        assert out == b"ARMADA_TEST_VAR=x"
+    finally:
+        del os.environ["ARMADA_TEST_VAR"]
+    with pytest.raises(ValueError):
+        armada.run([prog], env={"A=B": "c"})
+
+
+def test_max_instructions(elf):
+    r = armada.run([elf(SPIN)], max_instructions=100_000)
+    assert r.stop_reason == "max_instructions"
+    assert r.exit_code == 124
+    assert r.instructions == 100_000
+    assert "max_instructions" in r.message
+
+
+def test_root_confines_file_access(hello, tmp_path):
+    r = armada.run([hello], root=tmp_path)
+    assert r.exit_code == 0 and r.stdout == b"Hello, world!\n"
+    with pytest.raises(ValueError, match="not a directory"):
+        armada.run([hello], root=tmp_path / "missing")
+
+
+def test_deterministic(hello):
+    a = armada.run([hello], deterministic=True, seed=1)
+    b = armada.run([hello], deterministic=True, seed=1)
+    assert a.stdout == b.stdout and a.instructions == b.instructions
+
+
+def test_missing_file_and_bad_elf(tmp_path):
+    with pytest.raises(armada.ElfError, match="cannot"):
+        armada.run([os.fspath(tmp_path / "nope")])
+    bad = tmp_path / "bad"
+    bad.write_bytes(b"#!/bin/sh\necho hi\n")
+    with pytest.raises(armada.ElfError, match="not an ELF"):
+        armada.run([os.fspath(bad)])
+    assert issubclass(armada.ElfError, armada.ArmadaError)
+
+
+def test_host_binary_is_refused():
+    with pytest.raises(armada.ElfError):
+        armada.run(["/bin/sh", "-c", "true"])
+
+
+def test_argument_errors(hello):
+    with pytest.raises(ValueError):
+        armada.run([])
+    with pytest.raises(TypeError):
+        armada.run([hello], stdin=5)
+    with pytest.raises(TypeError):
+        armada.run([hello, 5])
+
+
+@pytest.mark.parametrize("backend", ["cuda", "wgpu"])
+def test_run_gpu_backends_unavailable(hello, backend):
+    with pytest.raises(armada.EngineUnavailableError):
+        armada.run([hello], backend=backend)
+    with pytest.raises(armada.EngineUnavailableError):
+        armada.run_batch([[hello]], backend=backend)
+
+
+def test_run_backend_auto(hello):
+    assert armada.run([hello], backend="auto").exit_code == 0
+
+
+# ----- run_batch ---------------------------------------------------------------------------
+
+
+def test_run_batch_hello(hello):
+    rs = armada.run_batch([[hello]] * 8)
+    assert len(rs) == 8
+    for r in rs:
+        assert r.exit_code == 0 and r.stdout == b"Hello, world!\n"
+
+
+def test_run_batch_lanes_differ(elf):
+    prog = elf(CAT)
+    argvs = [[prog] + ["x"] * i for i in range(6)]
+    stdins = [f"lane {i}\n".encode() for i in range(6)]
+    rs = armada.run_batch(argvs, stdins=stdins)
+    assert [r.exit_code for r in rs] == [1, 2, 3, 4, 5, 6]
+    assert [r.stdout for r in rs] == stdins  # results in lane order
+    assert all(r.stderr == b"err\n" for r in rs)
+
+
+def test_run_batch_env_and_signals(elf):
+    rs = armada.run_batch([[elf(ENV0)]] * 3, env={"K": "v"})
+    assert [r.stdout for r in rs] == [b"K=v"] * 3
+    rs = armada.run_batch([[elf(SEGV)]] * 2)
+    assert [r.exit_code for r in rs] == [-signal.SIGSEGV] * 2
+
+
+def test_run_batch_max_instructions(elf):
+    rs = armada.run_batch([[elf(SPIN)]] * 3, max_instructions=5000)
+    assert all(r.stop_reason == "max_instructions" and r.instructions == 5000 for r in rs)
+
+
+def test_run_batch_edge_cases(hello, elf):
+    assert armada.run_batch([]) == []
+    with pytest.raises(ValueError, match="one per lane"):
+        armada.run_batch([[hello], [hello]], stdins=[b""])
+    with pytest.raises(ValueError, match="one program"):
+        armada.run_batch([[hello], [elf(EXIT3)]])
+    with pytest.raises(TypeError):
+        armada.run_batch(hello)
+    with pytest.raises(armada.ElfError):
+        armada.run_batch([["/nonexistent/prog"]] * 2)
+
+
+def test_run_batch_releases_the_gil(elf):
+    ticks = []
+    stop = threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        rs = armada.run_batch([[elf(SPIN)]] * 2, max_instructions=50_000_000)
+    finally:
+        stop.set()
+        t.join()
+    assert all(r.instructions == 50_000_000 for r in rs)
+    assert len(ticks) > 10
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals")
+def test_ctrl_c_interrupts_run(elf):
+    prog = elf(SPIN)
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    t = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        armada.run_batch([[prog]] * 2)  # never ends by itself
+    timer.join()
+    assert time.perf_counter() - t < 5
