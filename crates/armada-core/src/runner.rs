@@ -1,12 +1,13 @@
 //! Running a program to its end: the engine runs until a stop, the Linux layer services
 //! syscalls, and faults end the program as the matching signal would.
 
-use crate::cpu::{self, CodeCache};
+use crate::cpu::{self, CodeCache, DecodedPages};
 use crate::linux::signal as sig;
 use crate::linux::SysOutcome;
 use crate::memory::Access;
 use crate::process::Program;
 use crate::state::Stop;
+use std::sync::Arc;
 
 /// How a program ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +46,15 @@ impl Lane {
         Lane {
             program,
             code: CodeCache::new(),
+            exit: None,
+        }
+    }
+
+    /// A lane that shares decoded code with the other lanes of a batch.
+    pub fn with_decoded(program: Program, decoded: Arc<DecodedPages>) -> Self {
+        Lane {
+            program,
+            code: CodeCache::with_shared(decoded),
             exit: None,
         }
     }

@@ -10,6 +10,7 @@ use crate::{
     internal_error, panic_text, resolve_backend, ArmadaError, ElfError, SignalCheck, SLICE,
 };
 use armada_core::cpu;
+use armada_core::cpu::DecodedPages;
 use armada_core::elf::{Image, LoadError};
 use armada_core::linux::{LinuxConfig, Stdio};
 use armada_core::process::Program;
@@ -207,6 +208,8 @@ pub fn run_lanes(
         exe_guest_path: program.clone(),
     };
 
+    // Lanes of one image decode each page of its code once, between them.
+    let decoded = DecodedPages::new();
     // Each lane: spawn the process, run it, collect its output.
     let lane_job = |argv: Vec<Vec<u8>>, stdin: Vec<u8>, stop: &AtomicBool| {
         let program = Program::spawn(
@@ -220,7 +223,7 @@ pub fn run_lanes(
             LoadError::Stack(why) => LaneError::Start(why),
             e => LaneError::Load(e.to_string()),
         })?;
-        let mut lane = Lane::new(program);
+        let mut lane = Lane::with_decoded(program, decoded.clone());
         let t0 = Instant::now();
         run_lane(&mut lane, max_instructions, stop).ok_or(LaneError::Interrupted)?;
         let elapsed = t0.elapsed().as_secs_f64();

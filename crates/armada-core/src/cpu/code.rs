@@ -10,8 +10,10 @@
 //! (`generation`), every region is dropped and decoded again on demand, and a write to a page whose words were decoded (reported by
 //! the address space) resets that page's slots to `NOT_DECODED`.
 
-use crate::memory::{Access, AddressSpace, Fault, Perm, PAGE_SHIFT, PAGE_SIZE};
+use crate::memory::{Access, AddressSpace, Fault, PageData, Perm, PAGE_SHIFT, PAGE_SIZE};
 use armada_isa::{decode, ops, MicroOp};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 const WORDS_PER_PAGE: usize = (PAGE_SIZE / 4) as usize;
 
@@ -49,11 +51,45 @@ pub(crate) struct Region {
 pub struct CodeCache {
     regions: Vec<Region>,
     generation: u64,
+    shared: Option<Arc<DecodedPages>>,
+}
+
+/// Decoded pages shared by the lanes of a batch. A page of a read-only executable area is
+/// identified by its number and its buffer (lanes of one image share the image's `Arc` page
+/// buffers, so equal pointers mean equal bytes); the cache holds the buffer so the pointer
+/// cannot be reused while the entry lives. One lane decodes a page, the others copy it.
+#[derive(Default)]
+pub struct DecodedPages {
+    pages: Mutex<HashMap<(u64, usize), (Arc<PageData>, Arc<[MicroOp]>)>>,
+}
+
+impl DecodedPages {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Number of pages decoded so far.
+    pub fn len(&self) -> usize {
+        self.pages.lock().map(|p| p.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl CodeCache {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A cache that takes decoded pages of read-only code from `shared` and adds the ones it
+    /// decodes itself, so the lanes of a batch decode each page once.
+    pub fn with_shared(shared: Arc<DecodedPages>) -> Self {
+        CodeCache {
+            shared: Some(shared),
+            ..Self::default()
+        }
     }
 
     /// Drops regions that no longer match the address space's areas, and stale pages.
@@ -128,6 +164,18 @@ impl CodeCache {
         let addr = r.base + (first as u64) * 4;
         let page = mem.fetch_page(addr)?;
         let n = WORDS_PER_PAGE.min(r.ops.len() - 1 - first);
+        let vpn = addr >> PAGE_SHIFT;
+        let shared = match (&self.shared, r.writable) {
+            (Some(s), false) => mem.page_data(vpn).map(|p| (s, p.clone())),
+            _ => None,
+        };
+        if let Some((cache, buf)) = &shared {
+            let key = (vpn, Arc::as_ptr(buf) as usize);
+            if let Some((_, ops)) = cache.pages.lock().ok().and_then(|p| p.get(&key).cloned()) {
+                r.ops[first..first + n].copy_from_slice(&ops[..n]);
+                return Ok(());
+            }
+        }
         for k in 0..n {
             let word = u32::from_le_bytes(page[k * 4..k * 4 + 4].try_into().unwrap());
             r.ops[first + k] = decode(word, addr + (k as u64) * 4);
@@ -142,7 +190,14 @@ impl CodeCache {
             }
         }
         if r.writable {
-            mem.mark_code_page(addr >> PAGE_SHIFT);
+            mem.mark_code_page(vpn);
+        }
+        if let Some((cache, buf)) = shared {
+            let key = (vpn, Arc::as_ptr(&buf) as usize);
+            let ops: Arc<[MicroOp]> = r.ops[first..first + n].into();
+            if let Ok(mut p) = cache.pages.lock() {
+                p.insert(key, (buf, ops));
+            }
         }
         Ok(())
     }

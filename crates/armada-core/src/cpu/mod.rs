@@ -11,7 +11,7 @@ pub mod fp;
 mod fused;
 mod int;
 
-pub use code::CodeCache;
+pub use code::{CodeCache, DecodedPages};
 
 use crate::memory::{AddressSpace, Fault};
 use crate::state::{CpuState, Stop, REG_FILE};
