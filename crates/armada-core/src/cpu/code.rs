@@ -60,8 +60,11 @@ pub struct CodeCache {
 /// cannot be reused while the entry lives. One lane decodes a page, the others copy it.
 #[derive(Default)]
 pub struct DecodedPages {
-    pages: Mutex<HashMap<(u64, usize), (Arc<PageData>, Arc<[MicroOp]>)>>,
+    pages: Mutex<HashMap<PageKey, (Arc<PageData>, Arc<[MicroOp]>)>>,
 }
+
+/// (page number, address of the page's shared buffer).
+type PageKey = (u64, usize);
 
 impl DecodedPages {
     pub fn new() -> Arc<Self> {
