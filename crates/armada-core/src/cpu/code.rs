@@ -60,11 +60,13 @@ pub struct CodeCache {
 /// cannot be reused while the entry lives. One lane decodes a page, the others copy it.
 #[derive(Default)]
 pub struct DecodedPages {
-    pages: Mutex<HashMap<PageKey, (Arc<PageData>, Arc<[MicroOp]>)>>,
+    pages: Mutex<HashMap<PageKey, DecodedPage>>,
 }
 
 /// (page number, address of the page's shared buffer).
 type PageKey = (u64, usize);
+/// The page's buffer (held so its address stays unique) and its micro-ops.
+type DecodedPage = (Arc<PageData>, Arc<[MicroOp]>);
 
 impl DecodedPages {
     pub fn new() -> Arc<Self> {
