@@ -185,8 +185,13 @@ impl CodeCache {
             let word = u32::from_le_bytes(page[k * 4..k * 4 + 4].try_into().unwrap());
             r.ops[first + k] = decode(word, addr + (k as u64) * 4);
         }
-        // Compare-and-branch pairs become one dispatch (see `fused`); the pair never spans
-        // pages, so invalidating a page always takes both halves with it.
+        // Bitfield moves become shift pairs, and compare-and-branch pairs one dispatch (see
+        // `fused`); a pair never spans pages, so invalidating a page takes both halves.
+        for k in 0..n {
+            if let Some(u) = super::fused::bitfield(&r.ops[first + k]) {
+                r.ops[first + k] = u;
+            }
+        }
         for k in 0..n.saturating_sub(1) {
             if r.ops[first + k + 1].op == ops::B_COND {
                 if let Some(f) = super::fused::with_branch(r.ops[first + k].op) {

@@ -745,6 +745,12 @@ pub fn run(st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budg
                     after_store!();
                 }
 
+                // ----- CPU-engine-only forms (see `fused`)
+                fused::SHIFT_PAIR_U => x[a] = (x[b] << u.e) >> u.f,
+                fused::SHIFT_PAIR_S_X => x[a] = (((x[b] << u.e) as i64) >> u.f) as u64,
+                fused::SHIFT_PAIR_S_W => {
+                    x[a] = ((((x[b] << u.e) as i64) >> u.f) as u64) & 0xffff_ffff
+                }
                 // ----- compare + B.cond pairs (CPU engine only, see `fused`)
                 fused::ADDS_IMM_W_BCOND
                 | fused::ADDS_IMM_X_BCOND
