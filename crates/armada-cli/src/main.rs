@@ -1,5 +1,6 @@
 //! The `armada` command.
 
+mod batch;
 mod bench;
 mod run;
 
@@ -37,6 +38,9 @@ enum Command {
     Run(run::RunArgs),
     /// Measure the CPU engine against qemu-aarch64 on compute-bound programs.
     Bench(bench::BenchArgs),
+    /// Run many copies ("lanes") of one program at once, each with its own arguments
+    /// (`{lane}` in ARGS is the lane number) and input; output is captured per lane.
+    Batch(batch::BatchArgs),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +48,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::bench(args),
+        Command::Batch(args) => batch::batch(args),
     };
     match result {
         Ok(status) => ExitCode::from(status),

@@ -81,9 +81,7 @@ pub fn guest_env(set: &[String], unset: &[String]) -> Result<Vec<Vec<u8>>> {
 pub fn check_backend(backend: Backend) -> Result<()> {
     match backend {
         Backend::Cpu => Ok(()),
-        Backend::Cuda => {
-            bail!("the CUDA engine is not part of this build yet; use --backend cpu (the default)")
-        }
+        Backend::Cuda => Ok(armada_cuda::check_driver(&armada_cuda::Options::from_env())?),
         Backend::Wgpu => {
             bail!("the wgpu engine is not part of this build yet; use --backend cpu (the default)")
         }
@@ -110,7 +108,19 @@ pub fn run(args: RunArgs) -> Result<u8> {
         .with_context(|| format!("cannot start {}", args.program.display()))?;
     let mut lane = Lane::new(program);
     let start = Instant::now();
-    let exit = lane.run(args.max_instructions).clone();
+    let mut host_steps = None;
+    let exit = if args.backend == Backend::Cuda {
+        // The CUDA engine: a batch of one lane, its stdio the host's.
+        let engine = armada_cuda::Engine::open(&armada_cuda::Options::from_env())?;
+        let (mut lanes, _) =
+            armada_cuda::run_lanes(&engine, vec![lane], args.max_instructions, &|_| {})?;
+        let (l, steps) = lanes.pop().context("the CUDA engine returned no lane")?;
+        lane = l;
+        host_steps = Some(steps);
+        lane.exit.clone().unwrap_or(Exit::InstructionLimit)
+    } else {
+        lane.run(args.max_instructions).clone()
+    };
     let elapsed = start.elapsed().as_secs_f64();
     match &exit {
         Exit::Signal {
@@ -130,6 +140,9 @@ pub fn run(args: RunArgs) -> Result<u8> {
             n as f64 / elapsed.max(1e-9) / 1e6,
             lane.program.mem.private_bytes() / 1024
         );
+        if let Some(h) = host_steps {
+            eprintln!("armada: {h} of them run by the host for the CUDA engine");
+        }
     }
     Ok(exit.status() as u8)
 }

@@ -873,6 +873,11 @@ impl AddressSpace {
             .map(|p| (&p.data, Arc::strong_count(&p.data) == 1))
     }
 
+    /// Whether `data` is the shared page of zeros that stands for pages never written.
+    pub fn gpu_is_zero_page(data: &Arc<PageData>) -> bool {
+        Arc::ptr_eq(data, &zero_page())
+    }
+
     /// Makes the page holding `addr` private for a guest write, exactly as a guest store would
     /// (write permission, copy-on-write, the lane's memory cap), and returns its bytes. Not
     /// recorded as a host write.

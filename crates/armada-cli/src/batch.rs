@@ -1,0 +1,480 @@
+//! `armada batch`: many lanes of one program, on any engine, with per-lane arguments and
+//! input, captured output and a summary.
+
+use crate::run::guest_env;
+use crate::Backend;
+use anyhow::{bail, Context, Result};
+use armada_core::batch::{self, BatchOutcome, BatchSpec, LaneResult, LaneSpec, Progress};
+use armada_core::elf::Image;
+use armada_core::linux::LinuxConfig;
+use armada_core::runner::Exit;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Args)]
+pub struct BatchArgs {
+    /// Engine to run on.
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub backend: Backend,
+    /// Number of lanes (independent runs of the program).
+    #[arg(long, default_value_t = 1)]
+    pub lanes: usize,
+    /// Lane i reads the file DIR/i as its stdin (default: empty stdin).
+    #[arg(long, value_name = "DIR")]
+    pub stdin_dir: Option<PathBuf>,
+    /// Write one JSON line per lane (exit, stop reason, instructions, stdout, stderr) here.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Write lane i's stdout and stderr to DIR/i.stdout and DIR/i.stderr; the JSON lines
+    /// then name the files instead of holding the bytes.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Confine guest file access to DIR; `{lane}` in DIR is replaced by the lane number, so
+    /// `--root 'work/{lane}'` gives every lane its own directory (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<String>,
+    /// Private guest memory per lane (bytes; K, M, G suffixes): beyond it brk/mmap fail with
+    /// ENOMEM and writes fault, for that lane alone.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub lane_memory: Option<u64>,
+    /// Stop each lane after N instructions (status 124).
+    #[arg(long, value_name = "N")]
+    pub max_instructions: Option<u64>,
+    /// Set a variable in the guest's environment (which starts as armada's own).
+    #[arg(short = 'E', value_name = "VAR=VALUE")]
+    pub set_env: Vec<String>,
+    /// Remove a variable from the guest's environment.
+    #[arg(short = 'U', value_name = "VAR")]
+    pub unset_env: Vec<String>,
+    /// Start the guest with an empty environment (before -E).
+    #[arg(long)]
+    pub clear_env: bool,
+    /// Seed of the lanes' random bytes (lane i uses SEED + i).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// No progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Print lane 0's stdout and stderr after the run (handy for a quick look).
+    #[arg(long)]
+    pub show_first: bool,
+    /// Run the batch again on the CPU engine and compare every lane (exit, stdout, stderr,
+    /// instructions retired); exit non-zero on any difference.
+    #[arg(long)]
+    pub check: bool,
+    /// The AArch64 Linux program.
+    pub program: PathBuf,
+    /// Arguments passed to every lane; `{lane}` is replaced by the lane number.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<OsString>,
+}
+
+/// "64M", "1G", "4096", "2k" -> bytes.
+pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let (num, mul) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        Some('T') => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a size: {s:?} (use e.g. 4096, 64K, 16M, 1G)"))?;
+    n.checked_mul(mul)
+        .ok_or_else(|| format!("size too large: {s}"))
+}
+
+/// The batch `args` describe, with every lane's argv, stdin and root.
+pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
+    if args.lanes == 0 {
+        bail!("--lanes must be at least 1");
+    }
+    let image = Image::load(&args.program)
+        .with_context(|| format!("cannot run {}", args.program.display()))?;
+    let guest_path = args.program.as_os_str().as_bytes().to_vec();
+    let env = if args.clear_env {
+        let all: Vec<String> = std::env::vars_os()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        guest_env(&args.set_env, &all)?
+    } else {
+        guest_env(&args.set_env, &args.unset_env)?
+    };
+    let per_lane_root = args.root.as_deref().is_some_and(|r| r.contains("{lane}"));
+    let mut lanes = Vec::with_capacity(args.lanes);
+    for i in 0..args.lanes {
+        let mut argv = vec![guest_path.clone()];
+        argv.extend(
+            args.args
+                .iter()
+                .map(|a| batch::substitute_lane(a.as_bytes(), i)),
+        );
+        let stdin = match &args.stdin_dir {
+            Some(d) => {
+                let p = d.join(i.to_string());
+                std::fs::read(&p)
+                    .with_context(|| format!("lane {i}: cannot read stdin from {}", p.display()))?
+            }
+            None => Vec::new(),
+        };
+        let root = if per_lane_root {
+            let r = PathBuf::from(
+                String::from_utf8_lossy(&batch::substitute_lane(
+                    args.root.as_deref().unwrap_or_default().as_bytes(),
+                    i,
+                ))
+                .into_owned(),
+            );
+            std::fs::create_dir_all(&r)
+                .with_context(|| format!("lane {i}: cannot create {}", r.display()))?;
+            Some(r)
+        } else {
+            None
+        };
+        lanes.push(LaneSpec {
+            argv,
+            env: env.clone(),
+            stdin,
+            root,
+        });
+    }
+    let config = LinuxConfig {
+        root: if per_lane_root {
+            None
+        } else {
+            args.root.as_ref().map(PathBuf::from)
+        },
+        strace: false,
+        deterministic: true,
+        seed: args.seed,
+        exe_host_path: std::fs::canonicalize(&args.program).unwrap_or(args.program.clone()),
+        exe_guest_path: guest_path,
+    };
+    Ok(BatchSpec {
+        image: Arc::new(image),
+        config,
+        lanes,
+        lane_memory: args.lane_memory,
+        max_instructions: args.max_instructions,
+    })
+}
+
+/// A progress bar on stderr that appears only for batches that take more than a moment.
+struct Bar {
+    bar: ProgressBar,
+    start: Instant,
+    last: Mutex<Instant>,
+}
+
+impl Bar {
+    fn new(lanes: usize, enabled: bool) -> Bar {
+        let bar = ProgressBar::with_draw_target(
+            Some(lanes as u64),
+            if enabled {
+                ProgressDrawTarget::stderr_with_hz(4)
+            } else {
+                ProgressDrawTarget::hidden()
+            },
+        );
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} lanes done, {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        Bar {
+            bar,
+            start: Instant::now(),
+            last: Mutex::new(Instant::now()),
+        }
+    }
+
+    fn update(&self, p: Progress) {
+        let now = Instant::now();
+        if now.duration_since(self.start) < Duration::from_millis(700) {
+            return;
+        }
+        let mut last = match self.last.lock() {
+            Ok(l) => l,
+            Err(_) => return,
+        };
+        if now.duration_since(*last) < Duration::from_millis(100) && p.lanes_done < p.lanes {
+            return;
+        }
+        *last = now;
+        let secs = now.duration_since(self.start).as_secs_f64();
+        self.bar.set_position(p.lanes_done as u64);
+        self.bar.set_message(format!(
+            "{} instructions ({}/s)",
+            si(p.instructions as f64),
+            si(p.instructions as f64 / secs.max(1e-9))
+        ));
+    }
+}
+
+/// 1234567 -> "1.23 M".
+pub fn si(x: f64) -> String {
+    let units = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    for (scale, u) in units {
+        if x.abs() >= scale {
+            return format!("{:.2} {u}", x / scale);
+        }
+    }
+    format!("{x:.0} ")
+}
+
+/// Runs a batch spec on `backend`.
+pub fn run_spec(
+    backend: Backend,
+    spec: &BatchSpec,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<BatchOutcome> {
+    match backend {
+        Backend::Cpu => Ok(batch::run_cpu(spec, progress)?),
+        Backend::Cuda => {
+            crate::run::check_backend(backend)?;
+            let opts = armada_cuda::Options::from_env();
+            Ok(armada_cuda::run_batch(spec, &opts, progress)?)
+        }
+        Backend::Wgpu => {
+            crate::run::check_backend(backend)?;
+            unreachable!("check_backend refuses wgpu")
+        }
+    }
+}
+
+pub fn batch(args: BatchArgs) -> Result<u8> {
+    crate::run::check_backend(args.backend)?;
+    let spec = build_spec(&args)?;
+    let bar = Bar::new(spec.lanes.len(), !args.no_progress);
+    let start = Instant::now();
+    let outcome = run_spec(args.backend, &spec, &|p| bar.update(p))?;
+    let wall = start.elapsed().as_secs_f64();
+    bar.bar.finish_and_clear();
+
+    if let Some(dir) = &args.output_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    if let Some(path) = &args.out {
+        write_jsonl(path, &outcome.lanes, args.output_dir.as_deref())?;
+    } else if let Some(dir) = &args.output_dir {
+        for r in &outcome.lanes {
+            write_lane_files(dir, r)?;
+        }
+    }
+    if args.show_first {
+        if let Some(r) = outcome.lanes.first() {
+            std::io::stdout().write_all(&r.stdout)?;
+            std::io::stderr().write_all(&r.stderr)?;
+        }
+    }
+    print_summary(args.backend, &outcome, wall);
+    let all_zero = outcome.lanes.iter().all(|r| r.exit == Exit::Code(0));
+    if args.check {
+        let t = Instant::now();
+        let reference = batch::run_cpu(&spec, &|_| {})?;
+        let differ = compare(&outcome.lanes, &reference.lanes);
+        eprintln!(
+            "armada batch: check: {} of {} lanes identical to the CPU engine (exit, stdout, \
+             stderr, instructions); the CPU engine took {:.3} s",
+            outcome.lanes.len() - differ,
+            outcome.lanes.len(),
+            t.elapsed().as_secs_f64()
+        );
+        if differ > 0 {
+            return Ok(2);
+        }
+    }
+    Ok(if all_zero { 0 } else { 1 })
+}
+
+/// The one-line summary (and the engine's figures) on stderr.
+pub fn print_summary(backend: Backend, outcome: &BatchOutcome, wall: f64) {
+    let lanes = &outcome.lanes;
+    let instructions: u64 = lanes.iter().map(|r| r.instructions).sum();
+    let zero = lanes.iter().filter(|r| r.exit == Exit::Code(0)).count();
+    let other_exit = lanes
+        .iter()
+        .filter(|r| matches!(r.exit, Exit::Code(c) if c != 0))
+        .count();
+    let signals = lanes
+        .iter()
+        .filter(|r| matches!(r.exit, Exit::Signal { .. }))
+        .count();
+    let limit = lanes
+        .iter()
+        .filter(|r| r.exit == Exit::InstructionLimit)
+        .count();
+    let host_steps: u64 = lanes.iter().map(|r| r.host_steps).sum();
+    let backend = format!("{backend:?}").to_lowercase();
+    eprintln!(
+        "armada batch: {} lanes on {backend}: {zero} exited 0, {other_exit} exited non-zero, \
+         {signals} killed by a signal, {limit} hit the instruction limit; {} instructions in \
+         {wall:.3} s = {}instructions/s{}",
+        lanes.len(),
+        instructions,
+        si(instructions as f64 / wall.max(1e-9)),
+        if host_steps > 0 {
+            format!(" ({host_steps} host steps)")
+        } else {
+            String::new()
+        }
+    );
+    if !outcome.stats.is_empty() {
+        let s: Vec<String> = outcome
+            .stats
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        eprintln!("armada batch: {}", s.join(", "));
+    }
+}
+
+/// Lanes that differ between two runs of one batch (each described on stderr, up to 10).
+pub fn compare(a: &[LaneResult], b: &[LaneResult]) -> usize {
+    let mut differ = 0;
+    for (x, y) in a.iter().zip(b.iter()) {
+        let same = x.exit == y.exit
+            && x.stdout == y.stdout
+            && x.stderr == y.stderr
+            && x.instructions == y.instructions;
+        if !same {
+            differ += 1;
+            if differ <= 10 {
+                eprintln!(
+                    "armada batch: lane {} differs: exit {:?} vs {:?}, instructions {} vs {}, \
+                     stdout {} vs {} bytes ({}), stderr {} vs {} bytes",
+                    x.lane,
+                    x.exit,
+                    y.exit,
+                    x.instructions,
+                    y.instructions,
+                    x.stdout.len(),
+                    y.stdout.len(),
+                    if x.stdout == y.stdout {
+                        "same"
+                    } else {
+                        "different"
+                    },
+                    x.stderr.len(),
+                    y.stderr.len()
+                );
+            }
+        }
+    }
+    differ + a.len().abs_diff(b.len())
+}
+
+fn write_lane_files(dir: &Path, r: &LaneResult) -> Result<(PathBuf, PathBuf)> {
+    let o = dir.join(format!("{}.stdout", r.lane));
+    let e = dir.join(format!("{}.stderr", r.lane));
+    std::fs::write(&o, &r.stdout).with_context(|| format!("cannot write {}", o.display()))?;
+    std::fs::write(&e, &r.stderr).with_context(|| format!("cannot write {}", e.display()))?;
+    Ok((o, e))
+}
+
+/// One JSON object per lane.
+pub fn write_jsonl(path: &Path, lanes: &[LaneResult], files: Option<&Path>) -> Result<()> {
+    let f =
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    for r in lanes {
+        let (code, signal, message) = match &r.exit {
+            Exit::Code(c) => (Some(*c), None, None),
+            Exit::Signal { signal, message } => (None, Some(*signal), message.clone()),
+            Exit::InstructionLimit => (None, None, None),
+        };
+        let opt = |v: Option<i32>| v.map_or("null".to_string(), |c| c.to_string());
+        write!(
+            w,
+            "{{\"lane\":{},\"status\":{},\"exit_code\":{},\"signal\":{},\"stop\":\"{}\",\
+             \"instructions\":{},\"syscalls\":{},\"private_bytes\":{}",
+            r.lane,
+            r.exit.status(),
+            opt(code),
+            opt(signal),
+            r.stop_reason(),
+            r.instructions,
+            r.syscalls,
+            r.private_bytes
+        )?;
+        if r.host_steps > 0 {
+            write!(w, ",\"host_steps\":{}", r.host_steps)?;
+        }
+        if let Some(m) = message {
+            write!(w, ",\"message\":{}", json_str(m.as_bytes()))?;
+        }
+        match files {
+            Some(dir) => {
+                let (o, e) = write_lane_files(dir, r)?;
+                write!(
+                    w,
+                    ",\"stdout_file\":{},\"stderr_file\":{}",
+                    json_str(o.as_os_str().as_bytes()),
+                    json_str(e.as_os_str().as_bytes())
+                )?;
+            }
+            None => write!(
+                w,
+                ",\"stdout\":{},\"stderr\":{}",
+                json_str(&r.stdout),
+                json_str(&r.stderr)
+            )?,
+        }
+        writeln!(w, "}}")?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// A JSON string of `b`: UTF-8 as is, other bytes as U+FFFD (the files option keeps bytes).
+pub fn json_str(b: &[u8]) -> String {
+    let s = String::from_utf8_lossy(b);
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert_eq!(parse_bytes("64K").unwrap(), 65536);
+        assert_eq!(parse_bytes("16M").unwrap(), 16 << 20);
+        assert_eq!(parse_bytes("1GiB").unwrap(), 1 << 30);
+        assert!(parse_bytes("x").is_err());
+    }
+
+    #[test]
+    fn json_escapes() {
+        assert_eq!(json_str(b"a\"b\n\x01"), "\"a\\\"b\\n\\u0001\"");
+    }
+}

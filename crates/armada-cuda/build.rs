@@ -1,0 +1,37 @@
+//! Builds the kernel simulator: the CUDA kernel source compiled as C++ for the host, so the
+//! tests check the kernel against the CPU engine on machines without a GPU. Without a C++
+//! compiler the crate builds without it (`armada_sim` unset) and those tests skip.
+
+#[allow(dead_code)]
+#[path = "src/layout.rs"]
+mod layout;
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(armada_sim)");
+    println!("cargo:rerun-if-changed=src/kernel/armada.cu");
+    println!("cargo:rerun-if-changed=src/kernel/simd.cu");
+    println!("cargo:rerun-if-changed=src/layout.rs");
+    println!("cargo:rerun-if-env-changed=ARMADA_NO_SIM");
+    if std::env::var_os("ARMADA_NO_SIM").is_some() {
+        return;
+    }
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let src = out.join("armada_sim.cpp");
+    let text = format!("#define ARMADA_SIM 1\n{}", layout::kernel_source());
+    std::fs::write(&src, text).unwrap();
+    let mut b = cc::Build::new();
+    b.cpp(true)
+        .file(&src)
+        .opt_level(2)
+        .warnings(false)
+        .flag_if_supported("-fno-strict-aliasing")
+        .flag_if_supported("-fwrapv")
+        .flag_if_supported("-std=c++17");
+    match b.try_compile("armada_sim") {
+        Ok(()) => println!("cargo:rustc-cfg=armada_sim"),
+        Err(e) => println!(
+            "cargo:warning=armada-cuda: no kernel simulator (C++ compiler failed: {e}); the \
+             tests that need it will skip"
+        ),
+    }
+}

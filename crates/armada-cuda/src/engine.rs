@@ -1,0 +1,1489 @@
+//! The batch loop: lanes run in the kernel until they stop; the host services the stops and
+//! relaunches.
+//!
+//! Each lane keeps a host-side `Lane` (registers, an address-space mirror, its Linux process)
+//! that is authoritative whenever the host works on the lane; the device holds the lane's
+//! record (registers) and its pages. A round:
+//!
+//! 1. launch the kernel over the active lanes; each runs until a stop or its slice ends;
+//! 2. read every lane's stop code; lanes whose slice merely ended need nothing;
+//! 3. for the others, download their records and the pages they wrote since their last sync
+//!    (the kernel lists them), store those pages in the mirrors;
+//! 4. service the stops in parallel (rayon): syscalls through the Linux layer, page misses
+//!    against the mirror, host steps through the CPU engine, faults as signals;
+//! 5. upload what changed: records, pages the host wrote, page-table entries; lanes that
+//!    ended leave the active list.
+//!
+//! Only stopped lanes' state crosses the bus, and of their memory only the written pages.
+
+use crate::device::{dtoh_vec, htod_slice, DevPtr, Device};
+use crate::layout::*;
+use crate::Error;
+use armada_core::batch::{LaneResult, Progress};
+use armada_core::cpu;
+use armada_core::memory::{Access, AddressSpace, Fault, PageData, Perm, PAGE_SHIFT, PAGE_SIZE};
+use armada_core::runner::{Exit, Lane};
+use armada_core::state::{CpuState, Stop};
+use armada_isa::{decode, ops};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Frames per device allocation of the frame pool (64 MiB).
+const CHUNK_SHIFT: u32 = 14;
+const CHUNK_FRAMES: u64 = 1 << CHUNK_SHIFT;
+/// Most chunks (1 TiB of frames: more than any device has).
+const MAX_CHUNKS: usize = 16384;
+/// The frame that holds zeros and is never written.
+const ZERO_FRAME: u32 = 0;
+/// A host step runs this many instructions when the PC is outside the decoded regions.
+const HOST_RUN_OUTSIDE: u64 = 100_000;
+
+/// Figures of one batch run.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub launches: u64,
+    pub kernel_s: f64,
+    pub service_s: f64,
+    pub transfer_s: f64,
+    pub setup_s: f64,
+    pub syscalls: u64,
+    pub misses: u64,
+    pub host_steps: u64,
+    pub host_instructions: u64,
+    pub pages_down: u64,
+    pub pages_up: u64,
+    pub frames_peak: u64,
+    pub regions: usize,
+    pub images: usize,
+    pub micro_ops: usize,
+    pub pt_slots: u64,
+    pub pt_grows: u64,
+    pub stops: HashMap<&'static str, u64>,
+    pub host_ops: HashMap<&'static str, u64>,
+}
+
+/// Why a lane stopped in a launch (the run-to-first-stop mode reports these).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaneStop {
+    /// Still running when the launch's slice ended.
+    Slice,
+    /// The lane's instruction limit.
+    Limit,
+    Syscall,
+    Halt(u16),
+    Breakpoint(u16),
+    Undefined(u32),
+    /// A page the lane's table does not hold yet (the host maps it, or raises the fault).
+    PageMiss {
+        addr: u64,
+        write: bool,
+    },
+    /// An instruction the kernel leaves to the host.
+    HostStep,
+    /// The lane had ended before the launch.
+    Finished,
+}
+
+// ----- host copy of the page table -----------------------------------------------------------
+
+struct HostTable {
+    keys: Vec<u64>,
+    vals: Vec<u64>,
+    mask: u64,
+    shift: u32,
+    used: u64,
+    pending: Vec<[u64; 3]>,
+}
+
+impl HostTable {
+    fn new(slots: u64) -> HostTable {
+        HostTable {
+            keys: vec![PT_EMPTY; slots as usize],
+            vals: vec![0; slots as usize],
+            mask: slots - 1,
+            shift: 64 - slots.trailing_zeros(),
+            used: 0,
+            pending: Vec::new(),
+        }
+    }
+
+    fn find(&self, key: u64) -> Option<u64> {
+        let mut s = pt_hash(key, self.shift);
+        for _ in 0..=self.mask {
+            let k = self.keys[s as usize];
+            if k == key {
+                return Some(s);
+            }
+            if k == PT_EMPTY {
+                return None;
+            }
+            s = (s + 1) & self.mask;
+        }
+        None
+    }
+
+    /// Sets `key` to `val`, inserting it if needed; returns the slot.
+    fn set(&mut self, key: u64, val: u64) -> Result<u64, Error> {
+        if let Some(s) = self.find(key) {
+            if self.vals[s as usize] != val {
+                self.vals[s as usize] = val;
+                self.pending.push([s, key, val]);
+            }
+            return Ok(s);
+        }
+        if self.used >= self.mask {
+            return Err(Error::Cuda(format!(
+                "the device page table is full ({} slots)",
+                self.mask + 1
+            )));
+        }
+        let mut s = pt_hash(key, self.shift);
+        loop {
+            let k = self.keys[s as usize];
+            if k == PT_EMPTY || k == PT_TOMB {
+                if k == PT_EMPTY {
+                    self.used += 1;
+                }
+                self.keys[s as usize] = key;
+                self.vals[s as usize] = val;
+                self.pending.push([s, key, val]);
+                return Ok(s);
+            }
+            s = (s + 1) & self.mask;
+        }
+    }
+
+    /// Whether `more` insertions keep the table at most half full.
+    fn has_room(&self, more: u64) -> bool {
+        (self.used + more) * 2 <= self.mask + 1
+    }
+
+    fn remove(&mut self, slot: u64) {
+        self.keys[slot as usize] = PT_TOMB;
+        self.vals[slot as usize] = 0;
+        self.pending.push([slot, PT_TOMB, 0]);
+    }
+}
+
+// ----- frames ------------------------------------------------------------------------------------
+
+struct Frames {
+    chunks: Vec<DevPtr>,
+    d_chunks: DevPtr,
+    next: u64,
+    free: Vec<u32>,
+    live: u64,
+    peak: u64,
+}
+
+impl Frames {
+    fn alloc(&mut self, dev: &dyn Device) -> Result<u32, Error> {
+        self.live += 1;
+        self.peak = self.peak.max(self.live);
+        if let Some(f) = self.free.pop() {
+            return Ok(f);
+        }
+        let f = self.next;
+        if f >> CHUNK_SHIFT >= self.chunks.len() as u64 {
+            if self.chunks.len() >= MAX_CHUNKS || f > PT_FRAME_MASK {
+                return Err(Error::Cuda("out of device frames".into()));
+            }
+            let p = dev.alloc((CHUNK_FRAMES * PAGE_SIZE) as usize)?;
+            let i = self.chunks.len();
+            self.chunks.push(p);
+            htod_slice(dev, self.d_chunks + 8 * i as u64, &[p])?;
+        }
+        self.next += 1;
+        Ok(f as u32)
+    }
+
+    fn release(&mut self, f: u32) {
+        if f != ZERO_FRAME {
+            self.live -= 1;
+            self.free.push(f);
+        }
+    }
+
+    fn addr(&self, f: u32) -> DevPtr {
+        let f = f as u64;
+        self.chunks[(f >> CHUNK_SHIFT) as usize] + ((f & (CHUNK_FRAMES - 1)) << PAGE_SHIFT)
+    }
+}
+
+// ----- lanes -------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    slot: u64,
+    frame: u32,
+    /// The frame belongs to this lane (freed with the entry).
+    private: bool,
+}
+
+struct LaneHost {
+    lane: Lane,
+    /// Index of the lane's program image in `Batch::images`.
+    image: usize,
+    entries: HashMap<u64, Entry>,
+    epoch: u32,
+    limit: u64,
+    host_steps: u64,
+    done: bool,
+}
+
+/// What a lane's page should look like on the device.
+enum Want {
+    /// No entry of its own (absent, or the shared image page serves it).
+    Nothing,
+    /// An entry on a frame it does not own (the zero frame; perms 0 blocks an image page).
+    Shared { frame: u32, perms: u64 },
+    /// Its own frame, with these bytes when given (else the frame's bytes are current).
+    Private {
+        perms: u64,
+        data: Option<Box<PageData>>,
+    },
+}
+
+/// What servicing one lane produced, for the serial part of the round.
+#[derive(Default)]
+struct Plan {
+    wants: Vec<(u64, Want)>,
+    exited: bool,
+    syscalls: u64,
+    misses: u64,
+    host_instructions: u64,
+    host_steps: u64,
+    /// The micro-op the kernel left to the host, when it was one.
+    host_op: Option<&'static str>,
+}
+
+struct Image {
+    /// vpn -> (bytes, frame), the image's shared pages.
+    pages: HashMap<u64, (Arc<PageData>, u32)>,
+    /// The page-table lane number of its shared pages.
+    key_lane: u64,
+    /// Decoded code regions (start, end), and their place in the device's region table.
+    regions: Vec<(u64, u64)>,
+    first_region: u32,
+}
+
+fn area_perms(p: Perm) -> u64 {
+    (if p.contains(Perm::R) { PT_R } else { 0 }) | (if p.contains(Perm::W) { PT_W } else { 0 })
+}
+
+/// The device state page `vpn` of `mem` calls for. `owned`: the lane already has its own frame
+/// for it (then unchanged bytes need no upload unless `force`); `read_miss`: the lane just
+/// read it, so a page never touched maps the zero frame.
+fn want_for(
+    mem: &AddressSpace,
+    vpn: u64,
+    image: &Image,
+    owned: bool,
+    force: bool,
+    read_miss: bool,
+) -> Want {
+    let addr = vpn << PAGE_SHIFT;
+    let img = image.pages.get(&vpn);
+    let Some((_, _, perm)) = mem.area_at(addr) else {
+        return if img.is_some() {
+            Want::Shared {
+                frame: ZERO_FRAME,
+                perms: 0,
+            }
+        } else {
+            Want::Nothing
+        };
+    };
+    let perms = area_perms(perm);
+    match mem.gpu_page(vpn) {
+        Some((data, private)) => {
+            let is_image = img.is_some_and(|(d, _)| Arc::ptr_eq(d, data));
+            if is_image && !private {
+                if perms & PT_R != 0 {
+                    Want::Nothing
+                } else {
+                    Want::Shared {
+                        frame: ZERO_FRAME,
+                        perms: 0,
+                    }
+                }
+            } else if !private && AddressSpace::gpu_is_zero_page(data) {
+                if read_miss || img.is_some() || owned {
+                    Want::Shared {
+                        frame: ZERO_FRAME,
+                        perms: perms & PT_R,
+                    }
+                } else {
+                    Want::Nothing
+                }
+            } else {
+                // A private page (or a shared one of unknown origin, kept read-only so a write
+                // comes back to the host first).
+                let perms = if private { perms } else { perms & PT_R };
+                let data = if !owned || force {
+                    Some(Box::new(**data))
+                } else {
+                    None
+                };
+                Want::Private { perms, data }
+            }
+        }
+        None => {
+            if read_miss || img.is_some() || owned {
+                Want::Shared {
+                    frame: ZERO_FRAME,
+                    perms: perms & PT_R,
+                }
+            } else {
+                Want::Nothing
+            }
+        }
+    }
+}
+
+/// Areas as a comparable list.
+fn area_list(mem: &AddressSpace) -> Vec<(u64, u64, Perm)> {
+    mem.areas().collect()
+}
+
+/// Page numbers whose area or permissions differ between two area lists.
+fn changed_ranges(a: &[(u64, u64, Perm)], b: &[(u64, u64, Perm)]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (x, y) in [(a, b), (b, a)] {
+        for &(s, e, p) in x {
+            if !y.iter().any(|&(s2, e2, p2)| s2 == s && e2 == e && p2 == p) {
+                out.push((s >> PAGE_SHIFT, e >> PAGE_SHIFT));
+            }
+        }
+    }
+    out
+}
+
+fn state_to_record(st: &CpuState, limit: u64, epoch: u32, rec: &mut [u64]) {
+    rec[S_X..S_X + 32].copy_from_slice(&st.x[..32]);
+    rec[S_PC] = st.pc;
+    rec[S_NZCV] = st.nzcv;
+    rec[S_FPCR] = st.fpcr;
+    rec[S_FPSR] = st.fpsr;
+    rec[S_TPIDR] = st.tpidr;
+    rec[S_EXCL] = st.excl_addr;
+    rec[S_RETIRED] = st.retired;
+    rec[S_LIMIT] = limit;
+    rec[S_STOP] = STOP_NONE as u64;
+    rec[S_INFO] = 0;
+    rec[S_EPOCH] = epoch as u64;
+    rec[S_DIRTY_N] = 0;
+    for i in 0..32 {
+        rec[S_V + 2 * i] = st.v[i] as u64;
+        rec[S_V + 2 * i + 1] = (st.v[i] >> 64) as u64;
+    }
+}
+
+fn record_to_state(rec: &[u64], st: &mut CpuState) {
+    st.x[..32].copy_from_slice(&rec[S_X..S_X + 32]);
+    st.x[32] = 0;
+    st.pc = rec[S_PC];
+    st.nzcv = rec[S_NZCV];
+    st.fpcr = rec[S_FPCR];
+    st.fpsr = rec[S_FPSR];
+    st.tpidr = rec[S_TPIDR];
+    st.excl_addr = rec[S_EXCL];
+    st.retired = rec[S_RETIRED];
+    for i in 0..32 {
+        st.v[i] = rec[S_V + 2 * i] as u128 | (rec[S_V + 2 * i + 1] as u128) << 64;
+    }
+}
+
+fn lane_stop(rec: &[u64], stop: u32) -> LaneStop {
+    let info = rec[S_INFO];
+    match stop {
+        STOP_SLICE => LaneStop::Slice,
+        STOP_LIMIT => LaneStop::Limit,
+        STOP_SVC => LaneStop::Syscall,
+        STOP_HLT => LaneStop::Halt(info as u16),
+        STOP_BRK => LaneStop::Breakpoint(info as u16),
+        STOP_UNDEFINED => LaneStop::Undefined(info as u32),
+        STOP_MISS_R => LaneStop::PageMiss {
+            addr: info,
+            write: false,
+        },
+        STOP_MISS_W => LaneStop::PageMiss {
+            addr: info,
+            write: true,
+        },
+        STOP_HOST => LaneStop::HostStep,
+        _ => LaneStop::Finished,
+    }
+}
+
+/// A batch of lanes on one device.
+pub struct Batch {
+    dev: Arc<dyn Device>,
+    lanes: Vec<LaneHost>,
+    images: Vec<Image>,
+    pt: HostTable,
+    frames: Frames,
+    params: Params,
+    d_ops: DevPtr,
+    d_regions: DevPtr,
+    d_lanes: DevPtr,
+    d_stops: DevPtr,
+    d_active: DevPtr,
+    d_pt: DevPtr,
+    d_pt_epoch: DevPtr,
+    d_stage: DevPtr,
+    stage_bytes: usize,
+    progress_host: *mut u64,
+    active: Vec<u32>,
+    active_dirty: bool,
+    /// Stop codes of the last launch (index = lane).
+    stops: Vec<u32>,
+    /// Records downloaded for the lanes being serviced.
+    slice: u64,
+    adaptive: bool,
+    pub stats: Stats,
+    trace: bool,
+    /// Lanes that have ended, for pollers on other threads.
+    pub(crate) done: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+// SAFETY: progress_host points at pinned host memory owned by this batch (freed in Drop); it is
+// only read through volatile loads, so moving the batch to another thread is fine.
+unsafe impl Send for Batch {}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        let d = &self.dev;
+        for p in [
+            self.d_ops,
+            self.d_regions,
+            self.d_lanes,
+            self.d_stops,
+            self.d_active,
+            self.d_pt,
+            self.d_pt_epoch,
+            self.d_stage,
+            self.frames.d_chunks,
+        ] {
+            if p != 0 {
+                d.free(p);
+            }
+        }
+        for &c in &self.frames.chunks {
+            d.free(c);
+        }
+        if !self.progress_host.is_null() {
+            d.free_mapped(self.progress_host);
+        }
+    }
+}
+
+impl Batch {
+    /// Prepares `lanes` (all of one program) on the device: decodes the program's code,
+    /// uploads the shared image pages and every lane's registers and private pages.
+    pub fn new(
+        dev: Arc<dyn Device>,
+        lanes: Vec<Lane>,
+        max_instructions: Option<u64>,
+        slice: Option<u64>,
+    ) -> Result<Batch, Error> {
+        let t0 = Instant::now();
+        if lanes.is_empty() {
+            return Err(Error::Cuda("a batch needs at least one lane".into()));
+        }
+        if lanes.len() as u64 >= PT_IMAGE_LANE {
+            return Err(Error::Cuda("too many lanes".into()));
+        }
+        // Lanes may run different programs: each image's code and pages are shared by the
+        // lanes that run it.
+        let mut image_of: Vec<Arc<armada_core::elf::Image>> = Vec::new();
+        let lane_image: Vec<usize> = lanes
+            .iter()
+            .map(|l| {
+                match image_of
+                    .iter()
+                    .position(|i| Arc::ptr_eq(i, &l.program.image))
+                {
+                    Some(k) => k,
+                    None => {
+                        image_of.push(l.program.image.clone());
+                        image_of.len() - 1
+                    }
+                }
+            })
+            .collect();
+        if image_of.len() as u64 + lanes.len() as u64 >= PT_IMAGE_LANE {
+            return Err(Error::Cuda("too many lanes".into()));
+        }
+        let limit = max_instructions.unwrap_or(u64::MAX);
+        let mut lanes: Vec<LaneHost> = lanes
+            .into_iter()
+            .zip(lane_image)
+            .map(|(lane, image)| LaneHost {
+                lane,
+                image,
+                entries: HashMap::new(),
+                epoch: 1,
+                limit,
+                host_steps: 0,
+                done: false,
+            })
+            .collect();
+        let n = lanes.len();
+        let dev_ref: &dyn Device = &*dev;
+
+        // Code: every executable (and not writable) area of each image, decoded once.
+        let mut ops_words: Vec<u64> = Vec::new();
+        let mut region_words: Vec<u64> = Vec::new();
+        let mut images: Vec<Image> = Vec::new();
+        let mut image_pages: Vec<Vec<(u64, Arc<PageData>, Perm)>> = Vec::new();
+        for k in 0..image_of.len() {
+            let first = lanes.iter().position(|l| l.image == k).unwrap();
+            let mem = &mut lanes[first].lane.program.mem;
+            let areas: Vec<_> = mem
+                .areas()
+                .filter(|a| a.2.contains(Perm::X) && !a.2.contains(Perm::W))
+                .collect();
+            let mut img = Image {
+                pages: HashMap::new(),
+                key_lane: PT_IMAGE_LANE - k as u64,
+                regions: Vec::new(),
+                first_region: (region_words.len() / 3) as u32,
+            };
+            for (start, end, _) in areas {
+                let mut bytes = vec![0u8; (end - start) as usize];
+                if mem.fetch_bytes(start, &mut bytes).is_err() {
+                    continue;
+                }
+                let first_op = (ops_words.len() / 2) as u64;
+                region_words.extend_from_slice(&[start, end, first_op]);
+                img.regions.push((start, end));
+                for (k, w) in bytes.chunks_exact(4).enumerate() {
+                    let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    let u = decode(word, start + 4 * k as u64);
+                    let w0 = u.op as u64
+                        | (u.a as u64) << 16
+                        | (u.b as u64) << 24
+                        | (u.c as u64) << 32
+                        | (u.d as u64) << 40
+                        | (u.e as u64) << 48
+                        | (u.f as u64) << 56;
+                    ops_words.push(w0);
+                    ops_words.push(u.imm);
+                }
+                ops_words.push(ops::END_OF_REGION as u64);
+                ops_words.push(0);
+            }
+            let mem = &lanes[first].lane.program.mem;
+            image_pages.push(
+                mem.gpu_pages()
+                    .filter(|(_, d, private)| !private && !AddressSpace::gpu_is_zero_page(d))
+                    .filter_map(|(vpn, d, _)| {
+                        mem.area_at(vpn << PAGE_SHIFT)
+                            .map(|a| (vpn, d.clone(), a.2))
+                    })
+                    .collect(),
+            );
+            images.push(img);
+        }
+        let nregions = (region_words.len() / 3) as u32;
+        let d_ops = dev.alloc(ops_words.len().max(2) * 8)?;
+        htod_slice(dev_ref, d_ops, &ops_words)?;
+        let d_regions = dev.alloc(region_words.len().max(3) * 8)?;
+        htod_slice(dev_ref, d_regions, &region_words)?;
+
+        // The page table: sized for the lanes' expected pages, with room to spare.
+        let total_image_pages: u64 = image_pages.iter().map(|p| p.len() as u64).sum();
+        let want_slots = 2 * (total_image_pages + 32 * n as u64);
+        let slots = want_slots.next_power_of_two().clamp(1 << 12, 1 << 27);
+        let mut pt = HostTable::new(slots);
+        let d_pt = dev.alloc(slots as usize * 16)?;
+        let d_pt_epoch = dev.alloc(slots as usize * 4)?;
+
+        let d_chunks = dev.alloc(MAX_CHUNKS * 8)?;
+        let mut frames = Frames {
+            chunks: Vec::new(),
+            d_chunks,
+            next: 0,
+            free: Vec::new(),
+            live: 0,
+            peak: 0,
+        };
+        let zero = frames.alloc(dev_ref)?;
+        debug_assert_eq!(zero, ZERO_FRAME);
+
+        // Shared image pages: one frame each, read-only for every lane of the image.
+        let mut uploads: Vec<(u32, Box<PageData>)> = Vec::new();
+        for (img, pages) in images.iter_mut().zip(image_pages) {
+            for (vpn, data, perm) in pages {
+                let f = frames.alloc(dev_ref)?;
+                let perms = if perm.contains(Perm::R) { PT_R } else { 0 };
+                pt.set(pt_key(img.key_lane, vpn), f as u64 | perms)?;
+                uploads.push((f, Box::new(*data)));
+                img.pages.insert(vpn, (data, f));
+            }
+        }
+
+        let d_lanes = dev.alloc(n * S_WORDS * 8)?;
+        let d_stops = dev.alloc(n * 4)?;
+        let d_active = dev.alloc(n * 4)?;
+        let (progress_host, d_progress) = dev.alloc_mapped(n * 8)?;
+
+        let mut batch = Batch {
+            dev: dev.clone(),
+            lanes: Vec::new(),
+            images,
+            pt,
+            frames,
+            params: Params::default(),
+            d_ops,
+            d_regions,
+            d_lanes,
+            d_stops,
+            d_active,
+            d_pt,
+            d_pt_epoch,
+            d_stage: 0,
+            stage_bytes: 0,
+            progress_host,
+            active: (0..n as u32).collect(),
+            active_dirty: true,
+            stops: vec![STOP_NONE; n],
+            slice: slice.unwrap_or(1 << 16),
+            adaptive: slice.is_none(),
+            stats: Stats::default(),
+            trace: std::env::var_os("ARMADA_CUDA_TRACE").is_some(),
+            done: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        };
+        batch.stats.regions = nregions as usize;
+        batch.stats.images = batch.images.len();
+        batch.stats.micro_ops = ops_words.len() / 2;
+        batch.stats.pt_slots = slots;
+        batch.params = Params {
+            ops: d_ops,
+            regions: d_regions,
+            lanes: d_lanes,
+            stops: d_stops,
+            active: d_active,
+            pt: d_pt,
+            pt_epoch: d_pt_epoch,
+            chunks: d_chunks,
+            progress: d_progress,
+            slice: batch.slice,
+            pt_mask: slots - 1,
+            nactive: n as u32,
+            nregions,
+            pt_shift: 64 - slots.trailing_zeros(),
+            chunk_shift: CHUNK_SHIFT,
+        };
+
+        // Every lane's private pages (its stack) and registers.
+        let images_ref = &batch.images;
+        let plans: Vec<Plan> = lanes
+            .par_iter_mut()
+            .map(|l| {
+                let mem = &l.lane.program.mem;
+                let image = &images_ref[l.image];
+                let vpns: Vec<u64> = mem.gpu_pages().filter(|p| p.2).map(|p| p.0).collect();
+                let wants = vpns
+                    .into_iter()
+                    .map(|v| (v, want_for(mem, v, image, false, true, false)))
+                    .collect();
+                Plan {
+                    wants,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        batch.lanes = lanes;
+        let incoming: u64 = plans.iter().map(|p| p.wants.len() as u64).sum();
+        batch.ensure_pt_room(incoming)?;
+        let mut records: Vec<(u32, Vec<u64>)> = Vec::with_capacity(n);
+        for (i, plan) in plans.into_iter().enumerate() {
+            batch.apply_plan(i, plan, &mut uploads)?;
+            let l = &batch.lanes[i];
+            let mut rec = vec![0u64; S_WORDS];
+            state_to_record(&l.lane.program.state, l.limit, l.epoch, &mut rec);
+            let img = &batch.images[l.image];
+            rec[S_REGIONS] = img.first_region as u64 | (img.regions.len() as u64) << 32;
+            rec[S_IMAGE] = img.key_lane;
+            records.push((i as u32, rec));
+        }
+        batch.upload(&records, uploads)?;
+        batch.stats.setup_s = t0.elapsed().as_secs_f64();
+        Ok(batch)
+    }
+
+    pub(crate) fn lane_hosts_mut(&mut self) -> impl Iterator<Item = (&mut Lane, u64)> {
+        self.lanes.iter_mut().map(|l| (&mut l.lane, l.host_steps))
+    }
+
+    /// Makes the device current on the calling thread.
+    pub fn bind(&self) -> Result<(), Error> {
+        self.dev.bind()
+    }
+
+    pub fn lanes(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// Lanes that have not ended.
+    pub fn active(&self) -> usize {
+        self.active.len()
+    }
+
+    /// A counter of retired instructions that another thread may read while the batch runs
+    /// (finished lanes plus the host-mapped per-lane counters the kernel writes).
+    pub fn progress_reader(&self) -> ProgressReader {
+        ProgressReader {
+            ptr: self.progress_host as usize,
+            lanes: self.lanes.len(),
+        }
+    }
+
+    fn ensure_stage(&mut self, bytes: usize) -> Result<DevPtr, Error> {
+        if bytes > self.stage_bytes {
+            if self.d_stage != 0 {
+                self.dev.free(self.d_stage);
+            }
+            let want = bytes.next_power_of_two().max(1 << 20);
+            self.d_stage = self.dev.alloc(want)?;
+            self.stage_bytes = want;
+        }
+        Ok(self.d_stage)
+    }
+
+    /// Copies blocks between device addresses through the copy kernel.
+    fn run_copies(&mut self, descs: &[CopyDesc], desc_at: DevPtr) -> Result<(), Error> {
+        if descs.is_empty() {
+            return Ok(());
+        }
+        htod_slice(&*self.dev, desc_at, descs)?;
+        self.dev.copy(desc_at, descs.len() as u32)
+    }
+
+    /// Uploads records and pages, and flushes pending page-table writes.
+    fn upload(
+        &mut self,
+        records: &[(u32, Vec<u64>)],
+        pages: Vec<(u32, Box<PageData>)>,
+    ) -> Result<(), Error> {
+        let t = Instant::now();
+        let rec_bytes = records.len() * S_WORDS * 8;
+        let page_bytes = pages.len() * PAGE_SIZE as usize;
+        let n_desc = records.len() + pages.len();
+        let desc_bytes = n_desc * std::mem::size_of::<CopyDesc>();
+        let total = rec_bytes + page_bytes + desc_bytes;
+        if n_desc > 0 {
+            let stage = self.ensure_stage(total)?;
+            let mut host = vec![0u8; rec_bytes + page_bytes];
+            let mut descs = Vec::with_capacity(n_desc);
+            for (k, (lane, rec)) in records.iter().enumerate() {
+                let off = k * S_WORDS * 8;
+                for (w, v) in rec.iter().enumerate() {
+                    host[off + 8 * w..off + 8 * w + 8].copy_from_slice(&v.to_le_bytes());
+                }
+                descs.push(CopyDesc {
+                    src: stage + off as u64,
+                    dst: self.d_lanes + (*lane as u64) * (S_WORDS as u64) * 8,
+                    words: S_WORDS as u64,
+                });
+            }
+            host[rec_bytes..]
+                .par_chunks_mut(PAGE_SIZE as usize)
+                .zip(pages.par_iter())
+                .for_each(|(dst, (_, data))| dst.copy_from_slice(&data[..]));
+            for (k, (frame, _)) in pages.iter().enumerate() {
+                descs.push(CopyDesc {
+                    src: stage + (rec_bytes + k * PAGE_SIZE as usize) as u64,
+                    dst: self.frames.addr(*frame),
+                    words: PAGE_SIZE / 8,
+                });
+            }
+            self.dev.htod(stage, &host)?;
+            self.run_copies(&descs, stage + (rec_bytes + page_bytes) as u64)?;
+            self.stats.pages_up += pages.len() as u64;
+        }
+        self.flush_pt()?;
+        if self.active_dirty {
+            htod_slice(&*self.dev, self.d_active, &self.active)?;
+            self.active_dirty = false;
+        }
+        self.stats.transfer_s += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Makes room for `more` page-table entries, doubling the table (on the host and the
+    /// device) as often as needed. Dirty-page marks move with their entries.
+    fn ensure_pt_room(&mut self, more: u64) -> Result<(), Error> {
+        if self.pt.has_room(more) {
+            return Ok(());
+        }
+        let t = Instant::now();
+        self.flush_pt()?;
+        let dev: &dyn Device = &*self.dev;
+        let old_slots = self.pt.mask + 1;
+        let live = self
+            .pt
+            .keys
+            .iter()
+            .filter(|&&k| k != PT_EMPTY && k != PT_TOMB)
+            .count() as u64;
+        let mut slots = old_slots * 2;
+        while (live + more) * 2 > slots {
+            slots *= 2;
+        }
+        let epochs: Vec<u32> = dtoh_vec(dev, self.d_pt_epoch, old_slots as usize)?;
+        let mut nt = HostTable::new(slots);
+        let mut new_epochs = vec![0u32; slots as usize];
+        let vpn_mask = (1u64 << PT_VPN_BITS) - 1;
+        for (s, &epoch) in epochs.iter().enumerate() {
+            let k = self.pt.keys[s];
+            if k == PT_EMPTY || k == PT_TOMB {
+                continue;
+            }
+            let ns = nt.set(k, self.pt.vals[s])?;
+            new_epochs[ns as usize] = epoch;
+            let lane = (k - 1) >> PT_VPN_BITS;
+            if (lane as usize) < self.lanes.len() {
+                if let Some(e) = self.lanes[lane as usize]
+                    .entries
+                    .get_mut(&((k - 1) & vpn_mask))
+                {
+                    e.slot = ns;
+                }
+            }
+        }
+        nt.pending.clear();
+        let words: Vec<u64> = nt
+            .keys
+            .iter()
+            .zip(nt.vals.iter())
+            .flat_map(|(&k, &v)| [k, v])
+            .collect();
+        let d_pt = dev.alloc(slots as usize * 16)?;
+        let d_pt_epoch = dev.alloc(slots as usize * 4)?;
+        htod_slice(dev, d_pt, &words)?;
+        htod_slice(dev, d_pt_epoch, &new_epochs)?;
+        dev.free(self.d_pt);
+        dev.free(self.d_pt_epoch);
+        self.d_pt = d_pt;
+        self.d_pt_epoch = d_pt_epoch;
+        self.params.pt = d_pt;
+        self.params.pt_epoch = d_pt_epoch;
+        self.params.pt_mask = slots - 1;
+        self.params.pt_shift = 64 - slots.trailing_zeros();
+        self.pt = nt;
+        self.stats.pt_slots = slots;
+        self.stats.pt_grows += 1;
+        self.stats.transfer_s += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Writes pending page-table changes to the device.
+    fn flush_pt(&mut self) -> Result<(), Error> {
+        if self.pt.pending.is_empty() {
+            return Ok(());
+        }
+        let writes: Vec<u64> = self.pt.pending.drain(..).flatten().collect();
+        let n = writes.len() / 3;
+        let stage = self.ensure_stage(writes.len() * 8)?;
+        htod_slice(&*self.dev, stage, &writes)?;
+        self.dev
+            .pt_write(self.d_pt, self.d_pt_epoch, stage, n as u32)
+    }
+
+    /// Applies one lane's wanted page states to the table and frames; collects uploads.
+    fn apply_plan(
+        &mut self,
+        i: usize,
+        plan: Plan,
+        uploads: &mut Vec<(u32, Box<PageData>)>,
+    ) -> Result<(), Error> {
+        let dev: &dyn Device = &*self.dev;
+        let l = &mut self.lanes[i];
+        for (vpn, want) in plan.wants {
+            let key = pt_key(i as u64, vpn);
+            let cur = l.entries.get(&vpn).copied();
+            match want {
+                Want::Nothing => {
+                    if let Some(e) = cur {
+                        self.pt.remove(e.slot);
+                        if e.private {
+                            self.frames.release(e.frame);
+                        }
+                        l.entries.remove(&vpn);
+                    }
+                }
+                Want::Shared { frame, perms } => {
+                    if let Some(e) = cur {
+                        if e.private {
+                            self.frames.release(e.frame);
+                        }
+                    }
+                    let slot = self.pt.set(key, frame as u64 | perms)?;
+                    l.entries.insert(
+                        vpn,
+                        Entry {
+                            slot,
+                            frame,
+                            private: false,
+                        },
+                    );
+                }
+                Want::Private { perms, data } => {
+                    let (frame, fresh) = match cur {
+                        Some(e) if e.private => (e.frame, false),
+                        _ => (self.frames.alloc(dev)?, true),
+                    };
+                    let slot = self.pt.set(key, frame as u64 | perms)?;
+                    l.entries.insert(
+                        vpn,
+                        Entry {
+                            slot,
+                            frame,
+                            private: true,
+                        },
+                    );
+                    match data {
+                        Some(d) => uploads.push((frame, d)),
+                        None if fresh => {
+                            // never happens by construction (a new frame always comes with its
+                            // bytes), but a fresh frame must not show stale bytes
+                            uploads.push((frame, Box::new([0u8; PAGE_SIZE as usize])));
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+        if plan.exited {
+            let entries: Vec<Entry> = l.entries.drain().map(|(_, e)| e).collect();
+            for e in entries {
+                self.pt.remove(e.slot);
+                if e.private {
+                    self.frames.release(e.frame);
+                }
+            }
+        }
+        self.stats.frames_peak = self.frames.peak;
+        Ok(())
+    }
+
+    /// Launches the kernel over the active lanes and waits; returns each active lane's stop.
+    pub fn execute(&mut self, slice: u64) -> Result<Vec<(usize, LaneStop)>, Error> {
+        self.launch(slice)?;
+        let t = Instant::now();
+        // Records of stopped lanes, for the stop details.
+        let stopped: Vec<u32> = self
+            .active
+            .iter()
+            .copied()
+            .filter(|&l| self.stops[l as usize] != STOP_SLICE)
+            .collect();
+        let recs = self.download_records(&stopped)?;
+        self.stats.transfer_s += t.elapsed().as_secs_f64();
+        let mut out = Vec::with_capacity(self.active.len());
+        let mut k = 0;
+        for &l in &self.active {
+            let s = self.stops[l as usize];
+            if s == STOP_SLICE {
+                out.push((l as usize, LaneStop::Slice));
+            } else {
+                out.push((
+                    l as usize,
+                    lane_stop(&recs[k * S_WORDS..(k + 1) * S_WORDS], s),
+                ));
+                k += 1;
+            }
+        }
+        Ok(out)
+    }
+
+    fn launch(&mut self, slice: u64) -> Result<(), Error> {
+        if self.active.is_empty() {
+            return Ok(());
+        }
+        if self.active_dirty {
+            htod_slice(&*self.dev, self.d_active, &self.active)?;
+            self.active_dirty = false;
+        }
+        self.params.nactive = self.active.len() as u32;
+        self.params.slice = slice.max(1);
+        let t = Instant::now();
+        self.dev.launch_run(&self.params)?;
+        self.dev.sync()?;
+        let secs = t.elapsed().as_secs_f64();
+        self.stats.kernel_s += secs;
+        self.stats.launches += 1;
+        let t = Instant::now();
+        let stops: Vec<u32> = dtoh_vec(&*self.dev, self.d_stops, self.lanes.len())?;
+        self.stops = stops;
+        if self.trace {
+            eprintln!(
+                "armada-cuda: launch {} of {} lanes, slice {}, {:.3} s, lane 0 stop {} retired {}",
+                self.stats.launches,
+                self.active.len(),
+                slice,
+                secs,
+                stop_name(self.stops[0]),
+                // SAFETY: the progress counters live as long as the batch.
+                unsafe { std::ptr::read_volatile(self.progress_host) }
+            );
+        }
+        self.stats.transfer_s += t.elapsed().as_secs_f64();
+        if self.adaptive {
+            // Aim for launches of about 20..200 ms: long enough that launch and transfer
+            // overheads vanish, short enough that progress shows and stopped lanes wait little.
+            if secs < 0.02 && self.slice < (1 << 26) {
+                self.slice *= 2;
+            } else if secs > 0.2 && self.slice > (1 << 12) {
+                self.slice /= 2;
+            }
+        }
+        Ok(())
+    }
+
+    fn download_records(&mut self, lanes: &[u32]) -> Result<Vec<u64>, Error> {
+        if lanes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rec_bytes = lanes.len() * S_WORDS * 8;
+        let desc_bytes = lanes.len() * std::mem::size_of::<CopyDesc>();
+        let stage = self.ensure_stage(rec_bytes + desc_bytes)?;
+        let descs: Vec<CopyDesc> = lanes
+            .iter()
+            .enumerate()
+            .map(|(k, &l)| CopyDesc {
+                src: self.d_lanes + (l as u64) * (S_WORDS as u64) * 8,
+                dst: stage + (k * S_WORDS * 8) as u64,
+                words: S_WORDS as u64,
+            })
+            .collect();
+        self.run_copies(&descs, stage + rec_bytes as u64)?;
+        dtoh_vec(&*self.dev, stage, lanes.len() * S_WORDS)
+    }
+
+    /// Downloads frames: returns their bytes in order.
+    fn download_frames(&mut self, frames: &[u32]) -> Result<Vec<u8>, Error> {
+        if frames.is_empty() {
+            return Ok(Vec::new());
+        }
+        let bytes = frames.len() * PAGE_SIZE as usize;
+        let stage = self.ensure_stage(bytes + frames.len() * std::mem::size_of::<CopyDesc>())?;
+        let descs: Vec<CopyDesc> = frames
+            .iter()
+            .enumerate()
+            .map(|(k, &f)| CopyDesc {
+                src: self.frames.addr(f),
+                dst: stage + (k * PAGE_SIZE as usize) as u64,
+                words: PAGE_SIZE / 8,
+            })
+            .collect();
+        self.run_copies(&descs, stage + bytes as u64)?;
+        let mut out = vec![0u8; bytes];
+        self.dev.dtoh(stage, &mut out)?;
+        self.stats.pages_down += frames.len() as u64;
+        Ok(out)
+    }
+
+    /// One round: launch, then service every lane that stopped for something other than the
+    /// end of its slice. Returns false once every lane has ended.
+    pub fn round(&mut self, progress: &(dyn Fn(Progress) + Sync)) -> Result<bool, Error> {
+        if self.active.is_empty() {
+            return Ok(false);
+        }
+        let slice = self.slice;
+        self.launch(slice)?;
+        let svc: Vec<u32> = self
+            .active
+            .iter()
+            .copied()
+            .filter(|&l| self.stops[l as usize] != STOP_SLICE)
+            .collect();
+        if !svc.is_empty() {
+            self.service(&svc)?;
+        }
+        let reader = self.progress_reader();
+        progress(Progress {
+            lanes_done: self.lanes.len() - self.active.len(),
+            lanes: self.lanes.len(),
+            instructions: reader.retired(),
+        });
+        Ok(!self.active.is_empty())
+    }
+
+    /// Services the listed lanes (stopped in the last launch).
+    pub fn service(&mut self, svc: &[u32]) -> Result<(), Error> {
+        let t = Instant::now();
+        let recs = self.download_records(svc)?;
+        if self.trace {
+            for (k, &l) in svc.iter().enumerate().take(4) {
+                let r = &recs[k * S_WORDS..(k + 1) * S_WORDS];
+                eprintln!(
+                    "armada-cuda: lane {l} stop {} pc {:#x} info {:#x} retired {} dirty {}",
+                    stop_name(self.stops[l as usize]),
+                    r[S_PC],
+                    r[S_INFO],
+                    r[S_RETIRED],
+                    r[S_DIRTY_N]
+                );
+            }
+        }
+        // Pages the lanes wrote since their last sync.
+        let mut want_frames: Vec<u32> = Vec::new();
+        let mut page_lists: Vec<Vec<(u64, usize)>> = Vec::with_capacity(svc.len());
+        for (k, &l) in svc.iter().enumerate() {
+            let rec = &recs[k * S_WORDS..(k + 1) * S_WORDS];
+            let n = rec[S_DIRTY_N] as usize;
+            let lh = &self.lanes[l as usize];
+            let mut list = Vec::new();
+            let mut add = |vpn: u64, frame: u32, list: &mut Vec<(u64, usize)>| {
+                list.push((vpn, want_frames.len()));
+                want_frames.push(frame);
+            };
+            if n <= DIRTY_CAP {
+                for j in 0..n {
+                    let vpn = rec[S_DIRTY + j];
+                    if let Some(e) = lh.entries.get(&vpn) {
+                        if e.private {
+                            add(vpn, e.frame, &mut list);
+                        }
+                    }
+                }
+            } else {
+                for (&vpn, e) in &lh.entries {
+                    if e.private && self.pt.vals[e.slot as usize] & PT_W != 0 {
+                        add(vpn, e.frame, &mut list);
+                    }
+                }
+            }
+            page_lists.push(list);
+        }
+        let page_bytes = self.download_frames(&want_frames)?;
+        self.stats.transfer_s += t.elapsed().as_secs_f64();
+
+        // Service in parallel.
+        let t = Instant::now();
+        type Work<'a> = Option<(usize, &'a [u64], &'a [(u64, usize)])>;
+        let mut work: Vec<Work> = vec![None; self.lanes.len()];
+        for (k, &l) in svc.iter().enumerate() {
+            work[l as usize] = Some((k, &recs[k * S_WORDS..(k + 1) * S_WORDS], &page_lists[k]));
+        }
+        let images = &self.images;
+        let stops = &self.stops;
+        let pages = &page_bytes;
+        let results: Vec<Option<(usize, Plan, Vec<u64>)>> = self
+            .lanes
+            .par_iter_mut()
+            .zip(work.into_par_iter())
+            .map(|(lh, w)| {
+                let (k, rec, list) = w?;
+                let lane_id = svc[k] as usize;
+                let image = &images[lh.image];
+                let plan = service_lane(lh, lane_id, rec, stops[lane_id], list, pages, image);
+                let mut out = vec![0u64; S_WORDS];
+                if !plan.exited {
+                    lh.epoch = lh.epoch.wrapping_add(1).max(1);
+                    state_to_record(&lh.lane.program.state, lh.limit, lh.epoch, &mut out);
+                    out[S_REGIONS] = rec[S_REGIONS];
+                    out[S_IMAGE] = rec[S_IMAGE];
+                }
+                Some((lane_id, plan, out))
+            })
+            .collect();
+        self.stats.service_s += t.elapsed().as_secs_f64();
+
+        // Serial part: table, frames, results.
+        let mut uploads: Vec<(u32, Box<PageData>)> = Vec::new();
+        let mut records: Vec<(u32, Vec<u64>)> = Vec::new();
+        let mut ended = false;
+        let results: Vec<(usize, Plan, Vec<u64>)> = results.into_iter().flatten().collect();
+        let incoming: u64 = results.iter().map(|r| r.1.wants.len() as u64).sum();
+        self.ensure_pt_room(incoming)?;
+        for (lane_id, plan, rec) in results {
+            *self
+                .stats
+                .stops
+                .entry(stop_name(self.stops[lane_id]))
+                .or_insert(0) += 1;
+            self.stats.syscalls += plan.syscalls;
+            self.stats.misses += plan.misses;
+            self.stats.host_steps += plan.host_steps;
+            self.stats.host_instructions += plan.host_instructions;
+            if let Some(op) = plan.host_op {
+                *self.stats.host_ops.entry(op).or_insert(0) += 1;
+            }
+            let exited = plan.exited;
+            self.apply_plan(lane_id, plan, &mut uploads)?;
+            if exited {
+                let lh = &mut self.lanes[lane_id];
+                lh.done = true;
+                ended = true;
+            } else {
+                records.push((lane_id as u32, rec));
+            }
+        }
+        if ended {
+            let lanes = &self.lanes;
+            self.active.retain(|&l| !lanes[l as usize].done);
+            self.active_dirty = true;
+            self.done.store(
+                self.lanes.len() - self.active.len(),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
+        self.upload(&records, uploads)?;
+        Ok(())
+    }
+
+    /// Runs until every lane has ended (continuous mode).
+    pub fn run(&mut self, progress: &(dyn Fn(Progress) + Sync)) -> Result<(), Error> {
+        while self.round(progress)? {}
+        Ok(())
+    }
+
+    /// Every lane's result (lanes that have not ended report the instruction limit).
+    pub fn results(&mut self) -> Vec<LaneResult> {
+        self.lanes
+            .iter_mut()
+            .enumerate()
+            .map(|(i, lh)| {
+                if lh.lane.exit.is_none() {
+                    lh.lane.exit = Some(Exit::InstructionLimit);
+                }
+                LaneResult::from_lane(i, &mut lh.lane, lh.host_steps)
+            })
+            .collect()
+    }
+
+    /// The lanes themselves, once the batch is over (for callers that keep using them).
+    pub fn into_lanes(mut self) -> Vec<(Lane, u64)> {
+        std::mem::take(&mut self.lanes)
+            .into_iter()
+            .map(|l| (l.lane, l.host_steps))
+            .collect()
+    }
+
+    /// The figures of this run as (name, value) pairs.
+    pub fn stats_list(&self) -> Vec<(String, String)> {
+        let s = &self.stats;
+        let mut stops: Vec<_> = s.stops.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        stops.sort();
+        vec![
+            ("device".into(), self.dev.describe()),
+            ("launches".into(), s.launches.to_string()),
+            ("kernel s".into(), format!("{:.3}", s.kernel_s)),
+            ("service s".into(), format!("{:.3}", s.service_s)),
+            ("transfer s".into(), format!("{:.3}", s.transfer_s)),
+            ("setup s".into(), format!("{:.3}", s.setup_s)),
+            ("stops".into(), stops.join(" ")),
+            (
+                "host-step instructions".into(),
+                s.host_instructions.to_string(),
+            ),
+            ("host-step ops".into(), {
+                let mut v: Vec<_> = s.host_ops.iter().collect();
+                v.sort_by(|a, b| b.1.cmp(a.1));
+                v.iter()
+                    .take(12)
+                    .map(|(k, n)| format!("{k}={n}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }),
+            (
+                "pages down/up".into(),
+                format!("{}/{}", s.pages_down, s.pages_up),
+            ),
+            (
+                "device frames peak".into(),
+                format!(
+                    "{} ({} MiB)",
+                    s.frames_peak,
+                    (s.frames_peak * PAGE_SIZE) >> 20
+                ),
+            ),
+            (
+                "micro-ops".into(),
+                format!(
+                    "{} in {} regions of {} images",
+                    s.micro_ops, s.regions, s.images
+                ),
+            ),
+            (
+                "page-table slots".into(),
+                format!("{} ({} grows)", s.pt_slots, s.pt_grows),
+            ),
+            ("final slice".into(), self.slice.to_string()),
+        ]
+    }
+}
+
+/// Reads retired-instruction counts that the kernel publishes in host-mapped memory.
+#[derive(Clone, Copy)]
+pub struct ProgressReader {
+    ptr: usize,
+    lanes: usize,
+}
+
+impl ProgressReader {
+    /// Instructions retired by all lanes, as of their last publication (each launch's end).
+    pub fn retired(&self) -> u64 {
+        let p = self.ptr as *const u64;
+        (0..self.lanes)
+            // SAFETY: p points at `lanes` u64 counters that live as long as the batch; the
+            // kernel writes them whole, and volatile reads see the latest value.
+            .map(|i| unsafe { std::ptr::read_volatile(p.add(i)) })
+            .sum()
+    }
+}
+
+/// Services one lane's stop; returns what to change on the device.
+#[allow(clippy::too_many_arguments)]
+fn service_lane(
+    lh: &mut LaneHost,
+    lane_id: usize,
+    rec: &[u64],
+    stop: u32,
+    dirty: &[(u64, usize)],
+    pages: &[u8],
+    image: &Image,
+) -> Plan {
+    let mut plan = Plan::default();
+    let _ = lane_id;
+    {
+        let mem = &mut lh.lane.program.mem;
+        for &(vpn, k) in dirty {
+            let data: &PageData = pages[k * PAGE_SIZE as usize..(k + 1) * PAGE_SIZE as usize]
+                .try_into()
+                .unwrap();
+            mem.gpu_store_page(vpn, data);
+        }
+    }
+    record_to_state(rec, &mut lh.lane.program.state);
+    let before = area_list(&lh.lane.program.mem);
+    lh.lane.program.mem.gpu_track_writes();
+    let info = rec[S_INFO];
+    let mut extra: Vec<(u64, Want)> = Vec::new();
+    let exit: Option<Exit> = match stop {
+        STOP_SVC => {
+            plan.syscalls += 1;
+            lh.lane.service(Stop::Syscall)
+        }
+        STOP_HLT => lh.lane.service(Stop::Halt(info as u16)),
+        STOP_BRK => lh.lane.service(Stop::Breakpoint(info as u16)),
+        STOP_UNDEFINED => lh.lane.service(Stop::Undefined(info as u32)),
+        STOP_LIMIT => lh.lane.service(Stop::Budget),
+        STOP_MISS_R | STOP_MISS_W => {
+            plan.misses += 1;
+            let write = stop == STOP_MISS_W;
+            match resolve_miss(&mut lh.lane.program.mem, info, write) {
+                Ok(()) => {
+                    let vpn = info >> PAGE_SHIFT;
+                    let owned = lh.entries.get(&vpn).is_some_and(|e| e.private);
+                    let w = want_for(&lh.lane.program.mem, vpn, image, owned, !owned, !write);
+                    extra.push((vpn, w));
+                    None
+                }
+                Err(f) => lh.lane.service(Stop::Fault(f)),
+            }
+        }
+        STOP_HOST => {
+            plan.host_steps += 1;
+            let pc = lh.lane.program.state.pc;
+            let inside = image.regions.iter().any(|&(s, e)| pc >= s && pc < e);
+            let mut word = [0u8; 4];
+            if inside && lh.lane.program.mem.fetch_bytes(pc, &mut word).is_ok() {
+                plan.host_op = Some(ops::name(decode(u32::from_le_bytes(word), pc).op));
+            }
+            let st = &mut lh.lane.program.state;
+            let left = lh.limit.saturating_sub(st.retired);
+            let budget = left.min(if inside { 1 } else { HOST_RUN_OUTSIDE });
+            let before_r = st.retired;
+            let s = cpu::run(st, &mut lh.lane.program.mem, &mut lh.lane.code, budget);
+            let done = lh.lane.program.state.retired - before_r;
+            plan.host_instructions += done;
+            lh.host_steps += done;
+            if s == Stop::Budget && budget < left {
+                None
+            } else {
+                if let Stop::Syscall = s {
+                    plan.syscalls += 1;
+                }
+                lh.lane.service(s)
+            }
+        }
+        _ => None,
+    };
+    let written = lh.lane.program.mem.gpu_take_written();
+    if let Some(e) = exit {
+        lh.lane.exit = Some(e);
+        plan.exited = true;
+        return plan;
+    }
+    let mem = &lh.lane.program.mem;
+    let after = area_list(mem);
+    let mut vpns: Vec<u64> = Vec::new();
+    if before != after {
+        let ranges = changed_ranges(&before, &after);
+        let inside = |v: u64| ranges.iter().any(|&(s, e)| v >= s && v < e);
+        vpns.extend(lh.entries.keys().copied().filter(|&v| inside(v)));
+        vpns.extend(image.pages.keys().copied().filter(|&v| inside(v)));
+    }
+    let mut wants: Vec<(u64, Want)> = Vec::new();
+    vpns.sort_unstable();
+    vpns.dedup();
+    for v in vpns {
+        if written.binary_search(&v).is_ok() || extra.iter().any(|x| x.0 == v) {
+            continue;
+        }
+        let owned = lh.entries.get(&v).is_some_and(|e| e.private);
+        wants.push((v, want_for(mem, v, image, owned, false, false)));
+    }
+    for &v in &written {
+        if extra.iter().any(|x| x.0 == v) {
+            continue;
+        }
+        let owned = lh.entries.get(&v).is_some_and(|e| e.private);
+        wants.push((v, want_for(mem, v, image, owned, true, false)));
+    }
+    wants.extend(extra);
+    plan.wants = wants;
+    plan
+}
+
+/// A page miss against the mirror: Ok when the access is allowed (the page is made private
+/// for a write, as a guest store would), else the fault the CPU engine would raise.
+fn resolve_miss(mem: &mut AddressSpace, addr: u64, write: bool) -> Result<(), Fault> {
+    let access = if write { Access::Write } else { Access::Read };
+    let Some((_, _, perm)) = mem.area_at(addr) else {
+        return Err(Fault {
+            addr,
+            access,
+            mapped: false,
+        });
+    };
+    if write {
+        mem.gpu_make_private(addr).map(|_| ())
+    } else if perm.contains(Perm::R) {
+        Ok(())
+    } else {
+        Err(Fault {
+            addr,
+            access,
+            mapped: true,
+        })
+    }
+}
+
+impl Batch {
+    /// Lane `i`'s registers as the device holds them now (debugging, lockstep checks).
+    pub fn device_state(&mut self, i: usize) -> Result<CpuState, Error> {
+        let recs = self.download_records(&[i as u32])?;
+        let mut st = self.lanes[i].lane.program.state.clone();
+        record_to_state(&recs, &mut st);
+        Ok(st)
+    }
+}

@@ -1,0 +1,927 @@
+// AdvSIMD and FP micro-ops on the GPU: the common integer vector operations, and IEEE
+// arithmetic when FPCR asks for nothing unusual (round to nearest, no flush-to-zero, no
+// default-NaN, no alternative half precision). Everything else (saturating and estimate
+// operations, half precision, other FPCR modes) returns false and the host runs it.
+// Semantics mirror crates/armada-core/src/cpu/fp.rs, fp/lanes.rs and fp/float.rs.
+
+struct V2 {
+    u64 lo, hi;
+};
+
+__device__ __forceinline__ u64 emask(u32 e) { return e >= 3 ? MAXU64 : (1ull << (8u << e)) - 1; }
+__device__ __forceinline__ u32 ebits(u32 e) { return 8u << e; }
+__device__ __forceinline__ i64 esx(u64 x, u32 e) {
+    u32 sh = 64 - ebits(e);
+    return (i64)(x << sh) >> sh;
+}
+__device__ __forceinline__ u64 vget(V2 v, u32 e, u32 i) {
+    u32 off = i * ebits(e);
+    u64 w = off < 64 ? v.lo : v.hi;
+    return (w >> (off & 63)) & emask(e);
+}
+__device__ __forceinline__ void vset(V2& v, u32 e, u32 i, u64 x) {
+    u32 off = i * ebits(e);
+    u64 m = emask(e) << (off & 63);
+    u64 val = (x & emask(e)) << (off & 63);
+    if (off < 64) v.lo = (v.lo & ~m) | val;
+    else v.hi = (v.hi & ~m) | val;
+}
+__device__ __forceinline__ V2 datamask(V2 v, u32 f) {
+    if (f >= 4) return v;
+    V2 r;
+    r.hi = 0;
+    r.lo = f >= 3 ? v.lo : v.lo & ((1ull << (8u << f)) - 1);
+    return r;
+}
+__device__ __forceinline__ V2 vload(const u64* rec, u32 r) {
+    V2 v;
+    v.lo = rec[S_V + 2 * (r & 31)];
+    v.hi = rec[S_V + 2 * (r & 31) + 1];
+    return v;
+}
+__device__ __forceinline__ void vstore(u64* rec, u32 r, V2 v) {
+    rec[S_V + 2 * (r & 31)] = v.lo;
+    rec[S_V + 2 * (r & 31) + 1] = v.hi;
+}
+__device__ __forceinline__ V2 broadcast(u64 x, u32 e) {
+    V2 r = {0, 0};
+    for (u32 i = 0; i < (16u >> e); i++) vset(r, e, i, x);
+    return r;
+}
+__device__ __forceinline__ u64 mask_if(bool t) { return t ? MAXU64 : 0; }
+__device__ __forceinline__ u8 vbyte(V2 v, u32 i) { return (u8)((i < 8 ? v.lo >> (8 * i) : v.hi >> (8 * (i - 8))) & 0xff); }
+__device__ __forceinline__ void vsetbyte(V2& v, u32 i, u8 b) { vset(v, 0, i, b); }
+
+__device__ __forceinline__ u32 popc8(u64 x) {
+    u32 v = (u32)(x & 0xff);
+    v = v - ((v >> 1) & 0x55);
+    v = (v & 0x33) + ((v >> 2) & 0x33);
+    return (v + (v >> 4)) & 0xf;
+}
+__device__ __forceinline__ u64 brev8(u64 x) {
+    u32 v = (u32)(x & 0xff), r = 0;
+    for (int i = 0; i < 8; i++) r |= ((v >> i) & 1) << (7 - i);
+    return r;
+}
+
+__device__ __forceinline__ u64 int_red(u32 kind, u32 e, u64 x, u64 y) {
+    switch (kind) {
+    case IRED_ADD: return (x + y) & emask(e);
+    case IRED_SMAX: return esx(x, e) >= esx(y, e) ? x : y;
+    case IRED_SMIN: return esx(x, e) <= esx(y, e) ? x : y;
+    case IRED_UMAX: return x > y ? x : y;
+    default: return x < y ? x : y;
+    }
+}
+
+// ----- IEEE helpers on bit patterns (fast mode only: RN, no FZ, no DN) ----------------------
+
+#ifdef ARMADA_SIM
+#include <math.h>
+static inline float f32_of(u64 b) { u32 v = (u32)b; float f; memcpy(&f, &v, 4); return f; }
+static inline u64 bits_f32(float f) { u32 v; memcpy(&v, &f, 4); return v; }
+static inline double f64_of(u64 b) { double d; memcpy(&d, &b, 8); return d; }
+static inline u64 bits_f64(double d) { u64 v; memcpy(&v, &d, 8); return v; }
+#else
+__device__ __forceinline__ float f32_of(u64 b) { return __uint_as_float((u32)b); }
+__device__ __forceinline__ u64 bits_f32(float f) { return __float_as_uint(f); }
+__device__ __forceinline__ double f64_of(u64 b) { return __longlong_as_double((long long)b); }
+__device__ __forceinline__ u64 bits_f64(double d) { return (u64)__double_as_longlong(d); }
+#endif
+
+template <int E> struct FT;
+template <> struct FT<2> {
+    typedef float T;
+    static __device__ __forceinline__ T of(u64 b) { return f32_of(b); }
+    static __device__ __forceinline__ u64 bits(T x) { return bits_f32(x); }
+    static const u64 SIGN = 1ull << 31;
+    static const u64 INF = 0x7f800000ull;
+    static const u64 QUIET = 1ull << 22;
+    static const u32 FRAC = 23;
+    static const i32 BIAS = 127;
+};
+template <> struct FT<3> {
+    typedef double T;
+    static __device__ __forceinline__ T of(u64 b) { return f64_of(b); }
+    static __device__ __forceinline__ u64 bits(T x) { return bits_f64(x); }
+    static const u64 SIGN = 1ull << 63;
+    static const u64 INF = 0x7ff0000000000000ull;
+    static const u64 QUIET = 1ull << 51;
+    static const u32 FRAC = 52;
+    static const i32 BIAS = 1023;
+};
+
+#define F_T typename FT<E>::T
+#define F_SIGN FT<E>::SIGN
+#define F_INF FT<E>::INF
+#define F_QUIET FT<E>::QUIET
+#define F_DNAN (FT<E>::INF | FT<E>::QUIET)
+
+template <int E> __device__ __forceinline__ bool f_nan(u64 b) { return (b & ~F_SIGN) > F_INF; }
+template <int E> __device__ __forceinline__ bool f_snan(u64 b) { return f_nan<E>(b) && !(b & F_QUIET); }
+template <int E> __device__ __forceinline__ bool f_qnan(u64 b) { return f_nan<E>(b) && (b & F_QUIET); }
+template <int E> __device__ __forceinline__ bool f_inf(u64 b) { return (b & ~F_SIGN) == F_INF; }
+template <int E> __device__ __forceinline__ bool f_zero(u64 b) { return (b & ~F_SIGN) == 0; }
+template <int E> __device__ __forceinline__ u64 f_canon(F_T x) { return x != x ? F_DNAN : FT<E>::bits(x); }
+template <int E> __device__ __forceinline__ F_T fv(u64 b) { return FT<E>::of(b); }
+
+// FPSR cumulative exception flags (cpu/fp/soft.rs).
+#define FL_IOC 1u
+#define FL_IXC 16u
+#define FL_EXC 0x9fu
+
+// Finite, and at least SAFE_MIN in magnitude (the CPU engine's `safe`): a result whose only
+// possible exception is Inexact, and whose error terms below are exact.
+template <int E> __device__ __forceinline__ u64 f_safe_min() { return E == 2 ? (2ull << 23) : (63ull << 52); }
+template <int E> __device__ __forceinline__ bool f_finite(u64 b) { return (b & ~F_SIGN) < F_INF; }
+template <int E> __device__ __forceinline__ bool f_safe(u64 b) {
+    return ((b & ~F_SIGN) - f_safe_min<E>()) < (F_INF - f_safe_min<E>());
+}
+
+// Whether the finite s = RN(a + b) is inexact (Fast2Sum).
+template <int E> __device__ __forceinline__ bool sum_inexact(F_T a, F_T b, F_T s) {
+    F_T x = a, y = b;
+    if (fabs(b) > fabs(a)) { x = b; y = a; }
+    return s - x != y;
+}
+
+// The arithmetic below is the CPU engine's fast path (cpu/fp/float.rs): plain IEEE results,
+// and Inexact worked out with an error-free transformation while FPSR.IXC is clear. Whatever
+// that path hands to its exact software arithmetic (NaN and infinite operands, overflow, tiny
+// results) clears `ok`, and the host runs the instruction.
+template <int E> __device__ __forceinline__ u64 f_add(u64 a, u64 b, bool neg_b, u32& fl, bool& ok) {
+    F_T x = fv<E>(a), y = fv<E>(b);
+    if (neg_b) y = -y;
+    F_T s = x + y;
+    u64 sb = FT<E>::bits(s);
+    if (!f_finite<E>(sb)) { ok = false; return 0; }
+    if (!(fl & FL_IXC) && sum_inexact<E>(x, y, s)) fl |= FL_IXC;
+    return sb;
+}
+
+template <int E> __device__ __forceinline__ u64 f_mul(u64 a, u64 b, u32& fl, bool& ok) {
+    F_T x = fv<E>(a), y = fv<E>(b);
+    F_T r = x * y;
+    u64 rb = FT<E>::bits(r);
+    // an exact zero: a zero factor times a finite one raises nothing
+    if ((f_zero<E>(a) && f_finite<E>(b)) || (f_zero<E>(b) && f_finite<E>(a))) return rb;
+    if (!f_safe<E>(rb)) { ok = false; return 0; }
+    if (!(fl & FL_IXC)) {
+        bool inexact = E == 2 ? ((double)x * (double)y != (double)r) : (fma((double)x, (double)y, -(double)r) != 0.0);
+        if (inexact) fl |= FL_IXC;
+    }
+    return rb;
+}
+
+template <int E> __device__ __forceinline__ u64 f_div(u64 a, u64 b, u32& fl, bool& ok) {
+    F_T x = fv<E>(a), y = fv<E>(b);
+    F_T q = x / y;
+    u64 qb = FT<E>::bits(q);
+    // zero divided by a finite non-zero number: an exact zero
+    if (f_zero<E>(a) && f_finite<E>(b) && !f_zero<E>(b)) return qb;
+    if (!f_safe<E>(qb)) { ok = false; return 0; }
+    if (fl & FL_IXC) return qb;
+    bool inexact;
+    if (E == 2) inexact = (double)q * (double)y != (double)x;
+    else {
+        if (fabs((double)x) < f64_of(63ull << 52)) { ok = false; return 0; }
+        inexact = fma(-(double)q, (double)y, (double)x) != 0.0;
+    }
+    if (inexact) fl |= FL_IXC;
+    return qb;
+}
+
+template <int E> __device__ __forceinline__ u64 f_sqrt(u64 a, u32& fl, bool& ok) {
+    F_T x = fv<E>(a);
+    F_T r = sqrt(x);
+    u64 rb = FT<E>::bits(r);
+    if (f_zero<E>(a)) return a; // sqrt(+-0) = +-0, exact
+    if (!f_safe<E>(rb)) { ok = false; return 0; }
+    if (fl & FL_IXC) return rb;
+    bool inexact;
+    if (E == 2) inexact = (double)r * (double)r != (double)x;
+    else {
+        if ((double)x < f64_of(63ull << 52)) { ok = false; return 0; }
+        inexact = fma(-(double)r, (double)r, (double)x) != 0.0;
+    }
+    if (inexact) fl |= FL_IXC;
+    return rb;
+}
+
+template <int E> __device__ __noinline__ u64 f_muladd(u64 addend, u64 n, u64 m, u32& fl, bool& ok) {
+    F_T x = fv<E>(n), y = fv<E>(m), z = fv<E>(addend);
+    F_T r = fma(x, y, z);
+    u64 rb = FT<E>::bits(r);
+    if (!f_safe<E>(rb)) { ok = false; return 0; }
+    if (fl & FL_IXC) return rb;
+    bool inexact;
+    if (E == 2) {
+        // the product is exact in double, the sum exact as s + t (2Sum)
+        double p = (double)x * (double)y, c = (double)z;
+        double s = p + c, bb = s - p;
+        double t = (p - (s - bb)) + (c - bb);
+        inexact = t != 0.0 || s != (double)r;
+    } else {
+        double p = (double)x * (double)y;
+        double pa = fabs(p), ca = fabs((double)z);
+        double lo = f64_of(123ull << 52), hi = f64_of(2023ull << 52);
+        if (!(pa >= lo && pa <= hi && ca <= hi) || fma((double)x, (double)y, -p) != 0.0) { ok = false; return 0; }
+        inexact = sum_inexact<3>(p, (double)z, (double)r);
+    }
+    if (inexact) fl |= FL_IXC;
+    return rb;
+}
+
+template <int E> __device__ __forceinline__ u64 f_maxmin(u32 op, u64 a, u64 b, bool& ok) {
+    if (f_nan<E>(a) || f_nan<E>(b)) { ok = false; return 0; }
+    bool is_max = op == OP_F_MAX || op == OP_F_MAXNM;
+    if (f_zero<E>(a) && f_zero<E>(b)) return is_max ? (a & b) : (a | b);
+    if (is_max) return fv<E>(a) > fv<E>(b) ? a : b;
+    return fv<E>(a) < fv<E>(b) ? a : b;
+}
+
+template <int E> __device__ __noinline__ u64 f_arith(u32 op, u64 a, u64 b, u32& fl, bool& ok) {
+    switch (op) {
+    case OP_F_ADD: return f_add<E>(a, b, false, fl, ok);
+    case OP_F_SUB: return f_add<E>(a, b, true, fl, ok);
+    case OP_F_MUL: return f_mul<E>(a, b, fl, ok);
+    case OP_F_DIV: return f_div<E>(a, b, fl, ok);
+    case OP_F_NMUL: return f_mul<E>(a, b, fl, ok) ^ F_SIGN;
+    case OP_F_ABD: return f_add<E>(a, b, true, fl, ok) & ~F_SIGN;
+    case OP_F_MULX:
+        if (f_nan<E>(a) || f_nan<E>(b)) { ok = false; return 0; }
+        if ((f_inf<E>(a) && f_zero<E>(b)) || (f_zero<E>(a) && f_inf<E>(b)))
+            return ((a ^ b) & F_SIGN) | FT<E>::bits((F_T)2.0);
+        return f_mul<E>(a, b, fl, ok);
+    case OP_F_MAX: case OP_F_MIN: case OP_F_MAXNM: case OP_F_MINNM:
+        return f_maxmin<E>(op, a, b, ok);
+    default: ok = false; return 0;
+    }
+}
+
+template <int E> __device__ __forceinline__ bool f_ordered(u64 a, u64 b, bool& ok) {
+    if (f_nan<E>(a) || f_nan<E>(b)) { ok = false; return false; }
+    return true;
+}
+template <int E> __device__ __forceinline__ u32 f_compare(u64 a, u64 b, bool& ok) {
+    if (!f_ordered<E>(a, b, ok)) return 0;
+    u32 fl;
+    if (fv<E>(a) == fv<E>(b)) fl = 6;
+    else if (fv<E>(a) < fv<E>(b)) fl = 8;
+    else fl = 2;
+    return fl << 28;
+}
+
+template <int E> __device__ __forceinline__ F_T round_val(F_T x, u32 mode) {
+    switch (mode) {
+    case 0: return rint(x);
+    case 1: return ceil(x);
+    case 2: return floor(x);
+    case 3: return trunc(x);
+    default: return round(x);
+    }
+}
+
+template <int E> __device__ __forceinline__ F_T pow2(i32 n) { return FT<E>::of((u64)(n + FT<E>::BIAS) << FT<E>::FRAC); }
+
+// FP to integer, as the CPU engine: out of range and NaN (Invalid Operation) go to the host.
+template <int E> __device__ __noinline__ u64 f_to_int(u64 a, u32 mode, bool uns, bool wide, u32 fbits, u32& fl, bool& ok) {
+    if (f_nan<E>(a)) { ok = false; return 0; }
+    F_T x = fv<E>(a);
+    if (fbits) x = x * pow2<E>((i32)fbits);
+    F_T r = round_val<E>(x, mode);
+    i32 bits = wide ? 64 : 32;
+    F_T lo = uns ? (F_T)0 : -pow2<E>(bits - 1);
+    F_T hi = uns ? pow2<E>(bits) : pow2<E>(bits - 1);
+    if (!(r >= lo && r < hi)) { ok = false; return 0; }
+    if (r != x) fl |= FL_IXC;
+    if (!wide) return uns ? (u64)(u32)r : (u64)(u32)(i32)r;
+    return uns ? (u64)r : (u64)(i64)r;
+}
+
+template <int E> __device__ __forceinline__ u64 f_from_int(u64 x, bool uns, u32 fbits, u32& fl) {
+    F_T r;
+    u64 mag;
+    if (uns) { r = (F_T)x; mag = x; }
+    else { r = (F_T)(i64)x; mag = (i64)x < 0 ? 0 - x : x; }
+    if (mag != 0) {
+        u64 odd = mag >> (63 - a_clz64(mag & (0 - mag)));
+        if (odd >> (FT<E>::FRAC + 1)) fl |= FL_IXC;
+    }
+    if (fbits) r = r * pow2<E>(-(i32)fbits);
+    return FT<E>::bits(r);
+}
+
+// S <-> D conversion (FPConvert): NaNs, overflow and tiny results go to the host.
+__device__ __forceinline__ u64 f_convert(u64 x, u32 from, u32 to, u32& fl, bool& ok) {
+    if (from == 2) {
+        if (f_nan<2>(x)) { ok = false; return 0; }
+        return bits_f64((double)f32_of(x));
+    }
+    if (f_nan<3>(x)) { ok = false; return 0; }
+    double dv = f64_of(x);
+    float r = (float)dv;
+    u64 rb = bits_f32(r);
+    if (!f_safe<2>(rb)) { ok = false; return 0; }
+    if (!(fl & FL_IXC) && (double)r != dv) fl |= FL_IXC;
+    return rb;
+}
+
+template <int E> __device__ __forceinline__ u64 fp_red(u32 kind, u64 x, u64 y, u32& fl, bool& ok) {
+    switch (kind) {
+    case FRED_ADD: return f_add<E>(x, y, false, fl, ok);
+    case FRED_MAX: return f_maxmin<E>(OP_F_MAX, x, y, ok);
+    case FRED_MIN: return f_maxmin<E>(OP_F_MIN, x, y, ok);
+    case FRED_MAXNM: return f_maxmin<E>(OP_F_MAXNM, x, y, ok);
+    default: return f_maxmin<E>(OP_F_MINNM, x, y, ok);
+    }
+}
+
+// One element of the element-wise FP ops. `y` is the second operand, or the fraction bits of
+// the fixed-point conversions; `exact` marks FRINTX.
+template <int E> __device__ __forceinline__ u64 f_elem(u32 op, u32 d, u64 x, u64 y, bool exact, u32& fl, bool& ok) {
+    switch (op) {
+    case OP_F_ADD: case OP_F_SUB: case OP_F_MUL: case OP_F_DIV: case OP_F_MULX: case OP_F_NMUL:
+    case OP_F_ABD: case OP_F_MAX: case OP_F_MIN: case OP_F_MAXNM: case OP_F_MINNM:
+        return f_arith<E>(op, x, y, fl, ok);
+    case OP_F_CMEQ: return f_ordered<E>(x, y, ok) ? mask_if(fv<E>(x) == fv<E>(y)) : 0;
+    case OP_F_CMGE: return f_ordered<E>(x, y, ok) ? mask_if(fv<E>(x) >= fv<E>(y)) : 0;
+    case OP_F_CMGT: return f_ordered<E>(x, y, ok) ? mask_if(fv<E>(x) > fv<E>(y)) : 0;
+    case OP_F_ACGE: return f_ordered<E>(x, y, ok) ? mask_if(fabs(fv<E>(x)) >= fabs(fv<E>(y))) : 0;
+    case OP_F_ACGT: return f_ordered<E>(x, y, ok) ? mask_if(fabs(fv<E>(x)) > fabs(fv<E>(y))) : 0;
+    case OP_F_CMP0: {
+        if (!f_ordered<E>(x, 0, ok)) return 0;
+        F_T v = fv<E>(x);
+        switch (d) {
+        case CMP0_EQ: return mask_if(v == (F_T)0);
+        case CMP0_GE: return mask_if(v >= (F_T)0);
+        case CMP0_GT: return mask_if(v > (F_T)0);
+        case CMP0_LE: return mask_if((F_T)0 >= v);
+        default: return mask_if((F_T)0 > v);
+        }
+    }
+    case OP_F_ABS: return x & ~F_SIGN;
+    case OP_F_NEG: return x ^ F_SIGN;
+    case OP_F_SQRT: return f_sqrt<E>(x, fl, ok);
+    case OP_F_RINT: {
+        if (f_nan<E>(x)) { ok = false; return 0; }
+        F_T v = fv<E>(x);
+        F_T r = round_val<E>(v, d);
+        if (exact && r != v) fl |= FL_IXC;
+        return FT<E>::bits(r);
+    }
+    case OP_F_TO_INT_V: return f_to_int<E>(x, d & 7, (d & 8) != 0, E == 3, (u32)y, fl, ok);
+    case OP_INT_TO_F_V: {
+        bool uns = d & 1;
+        u64 v = uns ? x & emask(E) : (u64)esx(x, E);
+        return f_from_int<E>(v, uns, (u32)y, fl);
+    }
+    default: ok = false; return 0;
+    }
+}
+
+// The second operand: Vm, or one element of Vm broadcast (by-element forms).
+__device__ __forceinline__ V2 opnd_m(const u64* rec, u32 c, u32 e, u64 imm) {
+    V2 m = vload(rec, c);
+    if (imm & BY_ELEM) return broadcast(vget(m, e, (u32)(imm & 15)), e);
+    return m;
+}
+
+__device__ __forceinline__ u64 clmul_lo(u64 a, u64 b, u64& hi) {
+    u64 lo = 0;
+    hi = 0;
+    for (int i = 0; i < 64; i++) {
+        if ((b >> i) & 1) {
+            lo ^= a << i;
+            if (i) hi ^= a >> (64 - i);
+        }
+    }
+    return lo;
+}
+
+// Integer element op of the element-wise group; `ok` is cleared for what the host must do.
+__device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64 y, u64 imm, bool& ok) {
+    bool uns = d & 1;
+    switch (op) {
+    case OP_V_ADD: return xx + y;
+    case OP_V_SUB: return xx - y;
+    case OP_V_MUL: return xx * y;
+    case OP_V_MLA: return o + xx * y;
+    case OP_V_MLS: return o - xx * y;
+    case OP_V_PMUL: { u64 h; return clmul_lo(xx & 0xff, y & 0xff, h); }
+    case OP_V_CMEQ: return mask_if(xx == y);
+    case OP_V_CMTST: return mask_if((xx & y & emask(e)) != 0);
+    case OP_V_CMGT: return mask_if(esx(xx, e) > esx(y, e));
+    case OP_V_CMGE: return mask_if(esx(xx, e) >= esx(y, e));
+    case OP_V_CMHI: return mask_if(xx > y);
+    case OP_V_CMHS: return mask_if(xx >= y);
+    case OP_V_CMP0: {
+        i64 s = esx(xx, e);
+        switch (d) {
+        case CMP0_EQ: return mask_if(s == 0);
+        case CMP0_GE: return mask_if(s >= 0);
+        case CMP0_GT: return mask_if(s > 0);
+        case CMP0_LE: return mask_if(s <= 0);
+        default: return mask_if(s < 0);
+        }
+    }
+    case OP_V_MAX:
+    case OP_V_MIN: {
+        bool gt = uns ? xx > y : esx(xx, e) > esx(y, e);
+        return gt == (op == OP_V_MAX) ? xx : y;
+    }
+    case OP_V_ABD: {
+        bool gt = uns ? xx > y : esx(xx, e) > esx(y, e);
+        u64 r = gt ? xx - y : y - xx;
+        return (d & 2) ? o + r : r;
+    }
+    case OP_V_HADD:
+    case OP_V_RHADD:
+    case OP_V_HSUB: {
+        if (e >= 3) { ok = false; return 0; }
+        i64 p = uns ? (i64)xx : esx(xx, e), q = uns ? (i64)y : esx(y, e);
+        i64 r = op == OP_V_HADD ? (p + q) >> 1 : op == OP_V_RHADD ? (p + q + 1) >> 1 : (p - q) >> 1;
+        return (u64)r;
+    }
+    case OP_V_NEG: return 0 - xx;
+    case OP_V_ABS: { i64 s = esx(xx, e); return s < 0 ? 0 - (u64)s : (u64)s; }
+    case OP_V_CNT: return popc8(xx);
+    case OP_V_CLZ: return a_clz64(xx & emask(e)) - (64 - ebits(e));
+    case OP_V_CLS: {
+        i64 s = esx(xx, e);
+        u64 yy = (u64)(s < 0 ? ~s : s) & emask(e);
+        return a_clz64(yy) - (64 - ebits(e)) - 1;
+    }
+    case OP_V_RBIT: return brev8(xx);
+    case OP_V_SHR: {
+        u32 sh = (u32)imm;
+        bool round = d & 2;
+        u64 r;
+        if (e >= 3) {
+            if (round) { ok = false; return 0; }
+            if (sh >= 64) r = uns ? 0 : (u64)((i64)xx >> 63);
+            else r = uns ? xx >> sh : (u64)((i64)xx >> sh);
+        } else {
+            i64 v = uns ? (i64)(xx & emask(e)) : esx(xx, e);
+            if (round) v += (i64)1 << (sh - 1);
+            r = (u64)(v >> sh);
+        }
+        return (d & 4) ? o + r : r;
+    }
+    case OP_V_SHL: return xx << ((u32)imm & 63);
+    case OP_V_SRI: {
+        u32 sh = (u32)imm;
+        if (sh >= ebits(e)) return o;
+        u64 m = emask(e) >> sh;
+        return (o & ~m) | ((xx & emask(e)) >> sh);
+    }
+    case OP_V_SLI: {
+        u32 sh = (u32)imm & 63;
+        u64 m = (emask(e) << sh) & emask(e);
+        return (o & ~m) | (xx << sh);
+    }
+    default: ok = false; return 0;
+    }
+}
+
+// Executes an FP/SIMD micro-op that needs no memory. Returns false to leave it to the host.
+// x: the general registers; rec: the lane record (vector registers, FPCR, FPSR).
+__device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 a, u32 b, u32 c,
+                                       u32 d, u32 e, u32 f, u64 imm) {
+    const u32 va = a & 31, vb = b & 31, vc = c & 31;
+    switch (op) {
+    // ---- moves and permutes
+    case OP_V_MOVI: {
+        V2 r;
+        r.lo = imm;
+        r.hi = f >= 4 ? imm : 0;
+        vstore(rec, va, datamask(r, f));
+        return true;
+    }
+    case OP_V_ORR_IMM:
+    case OP_V_AND_IMM: {
+        V2 o = vload(rec, va), r;
+        if (op == OP_V_ORR_IMM) { r.lo = o.lo | imm; r.hi = o.hi | imm; }
+        else { r.lo = o.lo & imm; r.hi = o.hi & imm; }
+        vstore(rec, va, datamask(r, f));
+        return true;
+    }
+    case OP_V_DUP_ELEM: vstore(rec, va, datamask(broadcast(vget(vload(rec, vb), e, (u32)imm), e), f)); return true;
+    case OP_V_DUP_GEN: vstore(rec, va, datamask(broadcast(x[b], e), f)); return true;
+    case OP_V_INS_ELEM: {
+        V2 r = vload(rec, va);
+        vset(r, e, (u32)imm, vget(vload(rec, vb), e, d));
+        vstore(rec, va, r);
+        return true;
+    }
+    case OP_V_INS_GEN: {
+        V2 r = vload(rec, va);
+        vset(r, e, (u32)imm, x[b]);
+        vstore(rec, va, r);
+        return true;
+    }
+    case OP_V_UMOV: x[a] = vget(vload(rec, vb), e, (u32)imm); return true;
+    case OP_V_SMOV: {
+        i64 s = esx(vget(vload(rec, vb), e, (u32)imm), e);
+        x[a] = f == 1 ? (u64)s : (u64)(u32)s;
+        return true;
+    }
+    case OP_V_EXT: {
+        V2 n = vload(rec, vb), m = vload(rec, vc), r = {0, 0};
+        u32 ds = 1u << f;
+        for (u32 i = 0; i < ds; i++) {
+            u32 j = (u32)imm + i;
+            vsetbyte(r, i, j < ds ? vbyte(n, j) : vbyte(m, j - ds));
+        }
+        vstore(rec, va, r);
+        return true;
+    }
+    case OP_V_TBL: {
+        u32 regs = d;
+        V2 idx = vload(rec, vc), old = vload(rec, va), r = {0, 0};
+        for (u32 i = 0; i < (1u << f); i++) {
+            u32 j = vbyte(idx, i);
+            u8 v;
+            if (j < 16 * regs) v = vbyte(vload(rec, (b + j / 16) % 32), j % 16);
+            else v = e == 1 ? vbyte(old, i) : 0;
+            vsetbyte(r, i, v);
+        }
+        vstore(rec, va, r);
+        return true;
+    }
+    case OP_V_UZP:
+    case OP_V_ZIP:
+    case OP_V_TRN: {
+        V2 n = vload(rec, vb), m = vload(rec, vc), r = {0, 0};
+        u32 cnt = 1u << (f - e), part = d, half = cnt / 2;
+        for (u32 i = 0; i < cnt; i++) {
+            u64 v;
+            if (op == OP_V_UZP) {
+                u32 j = 2 * i + part;
+                v = j < cnt ? vget(n, e, j) : vget(m, e, j - cnt);
+            } else if (op == OP_V_ZIP) {
+                u32 j = part * half + i / 2;
+                v = vget((i & 1) == 0 ? n : m, e, j);
+            } else {
+                u32 j = (i & ~1u) + part;
+                v = vget((i & 1) == 0 ? n : m, e, j);
+            }
+            vset(r, e, i, v);
+        }
+        vstore(rec, va, r);
+        return true;
+    }
+    // ---- whole-register logic
+    case OP_V_AND: case OP_V_BIC: case OP_V_ORR: case OP_V_ORN: case OP_V_EOR:
+    case OP_V_BSL: case OP_V_BIT: case OP_V_BIF: case OP_V_NOT: {
+        V2 n = vload(rec, vb), m = vload(rec, vc), o = vload(rec, va), r;
+#define LOGIC(fn) r.lo = fn(n.lo, m.lo, o.lo); r.hi = fn(n.hi, m.hi, o.hi);
+#define L_AND(n, m, o) ((n) & (m))
+#define L_BIC(n, m, o) ((n) & ~(m))
+#define L_ORR(n, m, o) ((n) | (m))
+#define L_ORN(n, m, o) ((n) | ~(m))
+#define L_EOR(n, m, o) ((n) ^ (m))
+#define L_BSL(n, m, o) (((o) & (n)) | (~(o) & (m)))
+#define L_BIT(n, m, o) (((o) & ~(m)) | ((n) & (m)))
+#define L_BIF(n, m, o) (((o) & (m)) | ((n) & ~(m)))
+#define L_NOT(n, m, o) (~(n))
+        switch (op) {
+        case OP_V_AND: LOGIC(L_AND) break;
+        case OP_V_BIC: LOGIC(L_BIC) break;
+        case OP_V_ORR: LOGIC(L_ORR) break;
+        case OP_V_ORN: LOGIC(L_ORN) break;
+        case OP_V_EOR: LOGIC(L_EOR) break;
+        case OP_V_BSL: LOGIC(L_BSL) break;
+        case OP_V_BIT: LOGIC(L_BIT) break;
+        case OP_V_BIF: LOGIC(L_BIF) break;
+        default: LOGIC(L_NOT) break;
+        }
+        vstore(rec, va, datamask(r, f));
+        return true;
+    }
+    case OP_V_REV: {
+        V2 n = vload(rec, vb), r = {0, 0};
+        u32 cmask = (1u << d) - 1, em = (1u << e) - 1, per = 1u << (d - e);
+        for (u32 p = 0; p < (1u << f); p++) {
+            u32 k = (p & cmask) >> e;
+            u32 src = (p & ~cmask) | ((per - 1 - k) << e) | (p & em);
+            vsetbyte(r, p, vbyte(n, src));
+        }
+        vstore(rec, va, r);
+        return true;
+    }
+    case OP_V_ADDLP: {
+        if (e >= 3) return false;
+        bool uns = d & 1, acc = d & 2;
+        V2 n = vload(rec, vb), o = vload(rec, va), r = {0, 0};
+        u32 cnt = (1u << f) >> (e + 1);
+        for (u32 i = 0; i < cnt; i++) {
+            u64 p = vget(n, e, 2 * i), q = vget(n, e, 2 * i + 1);
+            i64 s = (uns ? (i64)p : esx(p, e)) + (uns ? (i64)q : esx(q, e));
+            if (acc) s += (i64)vget(o, e + 1, i);
+            vset(r, e + 1, i, (u64)s);
+        }
+        vstore(rec, va, r);
+        return true;
+    }
+    case OP_V_PAIR: {
+        u32 cnt = 1u << (f - e);
+        V2 n = vload(rec, vb), m = vload(rec, vc), r = {0, 0};
+        for (u32 i = 0; i < cnt; i++) {
+            u32 j0 = 2 * i, j1 = 2 * i + 1;
+            u64 x0 = j0 < cnt ? vget(n, e, j0) : vget(m, e, j0 - cnt);
+            u64 x1 = j1 < cnt ? vget(n, e, j1) : vget(m, e, j1 - cnt);
+            vset(r, e, i, int_red(d, e, x0, x1));
+        }
+        vstore(rec, va, r);
+        return true;
+    }
+    case OP_V_REDUCE: {
+        u32 cnt = 1u << (f - e);
+        V2 n = vload(rec, vb), r = {0, 0};
+        u64 acc;
+        if (d == IRED_SADDL || d == IRED_UADDL) {
+            if (e >= 3) return false;
+            i64 s = 0;
+            for (u32 i = 0; i < cnt; i++) {
+                u64 v = vget(n, e, i);
+                s += d == IRED_UADDL ? (i64)v : esx(v, e);
+            }
+            acc = (u64)s & emask(e + 1);
+        } else {
+            acc = vget(n, e, 0);
+            for (u32 i = 1; i < cnt; i++) acc = int_red(d, e, acc, vget(n, e, i));
+        }
+        r.lo = acc;
+        vstore(rec, va, r);
+        return true;
+    }
+    // ---- element-wise integer ops
+    case OP_V_ADD: case OP_V_SUB: case OP_V_MUL: case OP_V_MLA: case OP_V_MLS: case OP_V_PMUL:
+    case OP_V_CMEQ: case OP_V_CMTST: case OP_V_CMGT: case OP_V_CMGE: case OP_V_CMHI: case OP_V_CMHS:
+    case OP_V_CMP0: case OP_V_MAX: case OP_V_MIN: case OP_V_ABD: case OP_V_HADD: case OP_V_RHADD:
+    case OP_V_HSUB: case OP_V_NEG: case OP_V_ABS: case OP_V_CNT: case OP_V_CLZ: case OP_V_CLS:
+    case OP_V_RBIT: case OP_V_SHR: case OP_V_SHL: case OP_V_SRI: case OP_V_SLI: {
+        // map1 ops read no Vm, so no by-element broadcast of it
+        V2 n = vload(rec, vb), o = vload(rec, va), r = {0, 0};
+        V2 m = opnd_m(rec, vc, e, imm);
+        bool unary = op == OP_V_CMP0 || op == OP_V_NEG || op == OP_V_ABS || op == OP_V_CNT || op == OP_V_CLZ ||
+                     op == OP_V_CLS || op == OP_V_RBIT || op == OP_V_SHR || op == OP_V_SHL || op == OP_V_SRI ||
+                     op == OP_V_SLI;
+        u32 cnt = 1u << (f - e);
+        bool ok = true;
+        for (u32 i = 0; i < cnt; i++) {
+            u64 y = unary ? 0 : vget(m, e, i);
+            vset(r, e, i, int_elem(op, d, e, vget(o, e, i), vget(n, e, i), y, imm, ok));
+        }
+        if (!ok) return false;
+        vstore(rec, va, r);
+        return true;
+    }
+    // ---- narrowing and widening
+    case OP_V_SHRN:
+    case OP_V_XTN: {
+        bool round = d & 1;
+        u32 kind = d >> 1;
+        if (kind != NARROW_TRUNC) return false;
+        u32 sh = op == OP_V_SHRN ? (u32)imm : 0;
+        if (e + 1 >= 3 && round) return false;
+        V2 n = vload(rec, vb), r = {0, 0};
+        u32 cnt = f == 2 ? 1 : 8u >> e, base = f == 1 ? 8u >> e : 0;
+        if (f == 1) r = datamask(vload(rec, va), 3);
+        for (u32 i = 0; i < cnt; i++) {
+            u64 v = vget(n, e + 1, i);
+            u64 res;
+            if (sh == 0) res = v;
+            else if (e + 1 >= 3) res = v >> sh;
+            else {
+                i64 w = (i64)v;
+                if (round) w += (i64)1 << (sh - 1);
+                res = (u64)(w >> sh);
+            }
+            vset(r, e, base + i, res);
+        }
+        vstore(rec, va, r);
+        return true;
+    }
+    case OP_V_SHLL: case OP_V_ADDL: case OP_V_SUBL: case OP_V_ADDW: case OP_V_SUBW: case OP_V_MULL:
+    case OP_V_MLAL: case OP_V_MLSL: case OP_V_ABDL: case OP_V_ABAL: {
+        if (e >= 3) return false;
+        bool uns = d & 1;
+        V2 n = vload(rec, vb), o = vload(rec, va), r = {0, 0};
+        V2 m = opnd_m(rec, vc, e, imm);
+        u32 cnt = f == 2 ? 1 : 8u >> e, base = f == 1 ? 8u >> e : 0;
+        for (u32 i = 0; i < cnt; i++) {
+            u64 xn = vget(n, e, base + i), xm = vget(m, e, base + i);
+            u64 wide = vget(n, e + 1, i), acc = vget(o, e + 1, i);
+            i64 p = uns ? (i64)xn : esx(xn, e), q = uns ? (i64)xm : esx(xm, e);
+            u64 res;
+            switch (op) {
+            case OP_V_SHLL: res = (u64)p << ((u32)imm & 63); break;
+            case OP_V_ADDL: res = (u64)p + (u64)q; break;
+            case OP_V_SUBL: res = (u64)p - (u64)q; break;
+            case OP_V_ADDW: res = wide + (u64)q; break;
+            case OP_V_SUBW: res = wide - (u64)q; break;
+            case OP_V_MULL: res = (u64)p * (u64)q; break;
+            case OP_V_MLAL: res = acc + (u64)p * (u64)q; break;
+            case OP_V_MLSL: res = acc - (u64)p * (u64)q; break;
+            case OP_V_ABDL: res = p > q ? (u64)p - (u64)q : (u64)q - (u64)p; break;
+            default: res = acc + (p > q ? (u64)p - (u64)q : (u64)q - (u64)p); break;
+            }
+            vset(r, e + 1, i, res);
+        }
+        vstore(rec, va, r);
+        return true;
+    }
+    case OP_V_ADDHN:
+    case OP_V_SUBHN: {
+        bool round = d & 1;
+        u32 sh = ebits(e);
+        V2 n = vload(rec, vb), m = vload(rec, vc), r = {0, 0};
+        u32 cnt = f == 2 ? 1 : 8u >> e, base = f == 1 ? 8u >> e : 0;
+        if (f == 1) r = datamask(vload(rec, va), 3);
+        for (u32 i = 0; i < cnt; i++) {
+            u64 p = vget(n, e + 1, i), q = vget(m, e + 1, i);
+            u64 s = op == OP_V_ADDHN ? p + q : p - q;
+            u64 carry = op == OP_V_ADDHN ? (s < p) : 0;
+            if (round) {
+                u64 s2 = s + (1ull << (sh - 1));
+                carry += s2 < s;
+                s = s2;
+            }
+            // bits sh.. of the 65-bit sum; the carry only matters when the source is 64-bit
+            u64 res = sh >= 64 ? carry : (s >> sh) | (sh == 32 ? carry << 32 : 0);
+            vset(r, e, base + i, res);
+        }
+        vstore(rec, va, r);
+        return true;
+    }
+    case OP_V_PMULL: {
+        V2 n = vload(rec, vb), m = vload(rec, vc), r = {0, 0};
+        if (e == 3) {
+            u64 hi;
+            r.lo = clmul_lo(vget(n, 3, f), vget(m, 3, f), hi);
+            r.hi = hi;
+        } else {
+            u32 base = 8 * f;
+            for (u32 i = 0; i < 8; i++) {
+                u64 h;
+                vset(r, 1, i, clmul_lo(vget(n, 0, base + i), vget(m, 0, base + i), h));
+            }
+        }
+        vstore(rec, va, r);
+        return true;
+    }
+    default:
+        break;
+    }
+
+    // ---- floating point: only in the plain IEEE mode, single and double precision
+    if (rec[S_FPCR] & FPCR_SPECIAL) return false;
+    u32 fl = (u32)rec[S_FPSR] & FL_EXC;
+    bool ok = true;
+    switch (op) {
+    case OP_F_ADD: case OP_F_SUB: case OP_F_MUL: case OP_F_DIV: case OP_F_MULX: case OP_F_NMUL:
+    case OP_F_ABD: case OP_F_MAX: case OP_F_MIN: case OP_F_MAXNM: case OP_F_MINNM: case OP_F_CMEQ:
+    case OP_F_CMGE: case OP_F_CMGT: case OP_F_ACGE: case OP_F_ACGT: case OP_F_CMP0: case OP_F_ABS:
+    case OP_F_NEG: case OP_F_SQRT: case OP_F_RINT: case OP_F_TO_INT_V: case OP_INT_TO_F_V: {
+        if (e != 2 && e != 3) return false;
+        bool unary = op == OP_F_CMP0 || op == OP_F_ABS || op == OP_F_NEG || op == OP_F_SQRT || op == OP_F_RINT ||
+                     op == OP_F_TO_INT_V || op == OP_INT_TO_F_V;
+        V2 n = vload(rec, vb), r = {0, 0};
+        V2 m = unary ? r : opnd_m(rec, vc, e, imm);
+        u32 dd = d;
+        bool exact = false;
+        if (op == OP_F_RINT && (d == RMODE_FPCR || d == RMODE_FPCR_EXACT)) {
+            exact = d == RMODE_FPCR_EXACT;
+            dd = (u32)((rec[S_FPCR] >> 22) & 3);
+        }
+        u32 cnt = 1u << (f - e);
+        for (u32 i = 0; i < cnt && ok; i++) {
+            u64 xn = vget(n, e, i);
+            u64 y = (op == OP_F_TO_INT_V || op == OP_INT_TO_F_V) ? imm : vget(m, e, i);
+            u64 v = e == 2 ? f_elem<2>(op, dd, xn, y, exact, fl, ok) : f_elem<3>(op, dd, xn, y, exact, fl, ok);
+            vset(r, e, i, v);
+        }
+        if (!ok) return false;
+        vstore(rec, va, r);
+        break;
+    }
+    case OP_F_MADD: case OP_F_MSUB: case OP_F_NMADD: case OP_F_NMSUB: {
+        if (e != 2 && e != 3) return false;
+        u64 sign = e == 2 ? 1ull << 31 : 1ull << 63;
+        u64 neg_a = (op == OP_F_NMADD || op == OP_F_NMSUB) ? sign : 0;
+        u64 neg_n = (op == OP_F_MSUB || op == OP_F_NMADD) ? sign : 0;
+        V2 ad = vload(rec, d), n = vload(rec, vb), m = opnd_m(rec, vc, e, imm), r = {0, 0};
+        u32 cnt = 1u << (f - e);
+        for (u32 i = 0; i < cnt && ok; i++) {
+            u64 xa = vget(ad, e, i) ^ neg_a, xn = vget(n, e, i) ^ neg_n, xm = vget(m, e, i);
+            vset(r, e, i, e == 2 ? f_muladd<2>(xa, xn, xm, fl, ok) : f_muladd<3>(xa, xn, xm, fl, ok));
+        }
+        if (!ok) return false;
+        vstore(rec, va, r);
+        break;
+    }
+    case OP_F_PAIR: {
+        if (e != 2 && e != 3) return false;
+        u32 cnt = 1u << (f - e);
+        V2 n = vload(rec, vb), m = vload(rec, vc), r = {0, 0};
+        for (u32 i = 0; i < cnt && ok; i++) {
+            u32 j0 = 2 * i, j1 = 2 * i + 1;
+            u64 x0 = j0 < cnt ? vget(n, e, j0) : vget(m, e, j0 - cnt);
+            u64 x1 = j1 < cnt ? vget(n, e, j1) : vget(m, e, j1 - cnt);
+            vset(r, e, i, e == 2 ? fp_red<2>(d, x0, x1, fl, ok) : fp_red<3>(d, x0, x1, fl, ok));
+        }
+        if (!ok) return false;
+        vstore(rec, va, r);
+        break;
+    }
+    case OP_F_REDUCE: {
+        if (e != 2 && e != 3) return false;
+        u32 cnt = 1u << (f - e);
+        V2 n = vload(rec, vb), r = {0, 0};
+        u64 v;
+        if (cnt == 1) v = vget(n, e, 0);
+        else if (cnt == 2) v = e == 2 ? fp_red<2>(d, vget(n, e, 0), vget(n, e, 1), fl, ok) : fp_red<3>(d, vget(n, e, 0), vget(n, e, 1), fl, ok);
+        else if (cnt == 4 && e == 2) {
+            u64 p = fp_red<2>(d, vget(n, e, 0), vget(n, e, 1), fl, ok);
+            u64 q = fp_red<2>(d, vget(n, e, 2), vget(n, e, 3), fl, ok);
+            v = fp_red<2>(d, p, q, fl, ok);
+        } else return false;
+        if (!ok) return false;
+        r.lo = v;
+        vstore(rec, va, r);
+        break;
+    }
+    case OP_F_CVT: {
+        // d = source size, e = destination size; single <-> double only
+        if ((d != 2 && d != 3) || (e != 2 && e != 3) || d == e) return false;
+        V2 r = {f_convert(vget(vload(rec, vb), d, 0), d, e, fl, ok), 0};
+        if (!ok) return false;
+        vstore(rec, va, r);
+        break;
+    }
+    case OP_F_CVTL: {
+        if (e != 2) return false;
+        V2 n = vload(rec, vb), r = {0, 0};
+        u32 base = 2 * f;
+        for (u32 i = 0; i < 2; i++) vset(r, 3, i, f_convert(vget(n, 2, base + i), 2, 3, fl, ok));
+        if (!ok) return false;
+        vstore(rec, va, r);
+        break;
+    }
+    case OP_F_CVTN: {
+        if (e != 3 || d == 1) return false;
+        V2 n = vload(rec, vb), r = {0, 0};
+        u32 cnt = f == 2 ? 1 : 2, base = f == 1 ? 2 : 0;
+        if (f == 1) r = datamask(vload(rec, va), 3);
+        for (u32 i = 0; i < cnt; i++) vset(r, 2, base + i, f_convert(vget(n, 3, i), 3, 2, fl, ok));
+        if (!ok) return false;
+        vstore(rec, va, r);
+        break;
+    }
+    case OP_F_TO_INT: {
+        if (e != 2 && e != 3) return false;
+        u64 xv = vget(vload(rec, vb), e, 0);
+        u32 mode = d & 7;
+        bool uns = d & 8, wide = f == 1;
+        u64 v = e == 2 ? f_to_int<2>(xv, mode, uns, wide, (u32)imm, fl, ok) : f_to_int<3>(xv, mode, uns, wide, (u32)imm, fl, ok);
+        if (!ok) return false;
+        x[a] = v;
+        break;
+    }
+    case OP_INT_TO_F: {
+        if (e != 2 && e != 3) return false;
+        u64 raw = x[b];
+        bool uns = d & 1;
+        u64 v = f == 0 ? (uns ? (u64)(u32)raw : (u64)(i64)(i32)(u32)raw) : raw;
+        V2 r = {e == 2 ? f_from_int<2>(v, uns, (u32)imm, fl) : f_from_int<3>(v, uns, (u32)imm, fl), 0};
+        vstore(rec, va, r);
+        break;
+    }
+    case OP_F_CMP:
+    case OP_F_CCMP: {
+        if (e != 2 && e != 3) return false;
+        if (op == OP_F_CCMP && !cond_holds(d & 15, nzcv)) {
+            nzcv = (u32)(imm & 0xf0000000ull);
+        } else {
+            u64 xv = vget(vload(rec, vb), e, 0);
+            u64 yv = (op == OP_F_CMP && (d & FCMP_ZERO)) ? 0 : vget(vload(rec, vc), e, 0);
+            u32 r = e == 2 ? f_compare<2>(xv, yv, ok) : f_compare<3>(xv, yv, ok);
+            if (!ok) return false;
+            nzcv = r;
+        }
+        break;
+    }
+    case OP_F_CSEL: {
+        u32 src = cond_holds(d, nzcv) ? vb : vc;
+        V2 r = {vget(vload(rec, src), e, 0), 0};
+        vstore(rec, va, r);
+        break;
+    }
+    default:
+        return false;
+    }
+    rec[S_FPSR] |= fl;
+    return true;
+}

@@ -1,0 +1,299 @@
+//! What the host and the kernel agree on: the lane record, the stop codes, the page-table
+//! format, the kernel parameters, and the generated C header that carries all of it (and the
+//! micro-op numbers from `armada_isa`) into the kernel source, so no number is written twice.
+
+use armada_isa::ops;
+use armada_isa::uop::{addr_mode, cond, sysreg};
+use std::fmt::Write;
+
+// ----- the lane record: one per lane in device memory, S_WORDS u64 words -----------------------
+
+/// x0..x30 and SP (32 words).
+pub const S_X: usize = 0;
+pub const S_PC: usize = 32;
+/// NZCV in bits 31..28.
+pub const S_NZCV: usize = 33;
+pub const S_FPCR: usize = 34;
+pub const S_FPSR: usize = 35;
+pub const S_TPIDR: usize = 36;
+/// Exclusive monitor address (u64::MAX: clear).
+pub const S_EXCL: usize = 37;
+pub const S_RETIRED: usize = 38;
+/// Retired count at which the lane stops for good (the instruction limit).
+pub const S_LIMIT: usize = 39;
+/// Why the lane stopped in the last launch (`STOP_*`).
+pub const S_STOP: usize = 40;
+/// The stop's detail: fault address, undefined word, SVC/HLT/BRK immediate.
+pub const S_INFO: usize = 41;
+/// Sync period: a write to a slot whose epoch differs records the slot as dirty.
+pub const S_EPOCH: usize = 42;
+/// Number of dirty pages recorded (may exceed DIRTY_CAP: then all writable pages are).
+pub const S_DIRTY_N: usize = 43;
+/// v0..v31, two words each (low, high).
+pub const S_V: usize = 44;
+/// Page numbers written since the last sync (DIRTY_CAP of them at most).
+pub const S_DIRTY: usize = 108;
+pub const DIRTY_CAP: usize = 32;
+/// The lane's code regions in the region table: first | count << 32.
+pub const S_REGIONS: usize = S_DIRTY + DIRTY_CAP;
+/// The page-table lane number of the lane's program image (its shared pages).
+pub const S_IMAGE: usize = S_REGIONS + 1;
+pub const S_WORDS: usize = S_IMAGE + 1;
+
+// ----- stop codes ------------------------------------------------------------------------------
+
+pub const STOP_NONE: u32 = 0;
+/// The launch's slice of instructions ran out; nothing for the host to do.
+pub const STOP_SLICE: u32 = 1;
+/// The lane's instruction limit.
+pub const STOP_LIMIT: u32 = 2;
+/// SVC (pc after it).
+pub const STOP_SVC: u32 = 3;
+pub const STOP_HLT: u32 = 4;
+pub const STOP_BRK: u32 = 5;
+pub const STOP_UNDEFINED: u32 = 6;
+/// A read whose page is not in the lane's table (info = address): the host maps the page or
+/// raises the fault.
+pub const STOP_MISS_R: u32 = 7;
+pub const STOP_MISS_W: u32 = 8;
+/// An instruction the kernel leaves to the host (FP/SIMD, code outside the decoded regions).
+pub const STOP_HOST: u32 = 9;
+
+pub fn stop_name(s: u32) -> &'static str {
+    match s {
+        STOP_NONE => "none",
+        STOP_SLICE => "slice",
+        STOP_LIMIT => "limit",
+        STOP_SVC => "svc",
+        STOP_HLT => "hlt",
+        STOP_BRK => "brk",
+        STOP_UNDEFINED => "undefined",
+        STOP_MISS_R => "miss-read",
+        STOP_MISS_W => "miss-write",
+        STOP_HOST => "host-step",
+        _ => "?",
+    }
+}
+
+// ----- page table ------------------------------------------------------------------------------
+//
+// One open-addressing hash table for all lanes: slot = (key, value), two words. key =
+// (lane << 36 | vpn) + 1 (0: empty, u64::MAX: deleted); the shared pages of program image k
+// use lane PT_IMAGE_LANE - k and are found when the lane has no entry of its own. value = frame number
+// (bits 0..31) | PT_R | PT_W.
+
+pub const PT_VPN_BITS: u32 = 36;
+pub const PT_IMAGE_LANE: u64 = (1 << 27) - 1;
+pub const PT_R: u64 = 1 << 32;
+pub const PT_W: u64 = 1 << 33;
+pub const PT_FRAME_MASK: u64 = 0xffff_ffff;
+pub const PT_EMPTY: u64 = 0;
+pub const PT_TOMB: u64 = u64::MAX;
+
+pub fn pt_key(lane: u64, vpn: u64) -> u64 {
+    ((lane << PT_VPN_BITS) | vpn) + 1
+}
+
+pub fn pt_hash(key: u64, shift: u32) -> u64 {
+    key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift
+}
+
+// ----- kernel parameters -------------------------------------------------------------------------
+
+/// `struct Params` of the kernel, passed by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Params {
+    pub ops: u64,
+    pub regions: u64,
+    pub lanes: u64,
+    pub stops: u64,
+    pub active: u64,
+    pub pt: u64,
+    pub pt_epoch: u64,
+    pub chunks: u64,
+    pub progress: u64,
+    pub slice: u64,
+    pub pt_mask: u64,
+    pub nactive: u32,
+    pub nregions: u32,
+    pub pt_shift: u32,
+    pub chunk_shift: u32,
+}
+
+/// `struct CopyDesc`: copy `words` u64 words from `src` to `dst` (device addresses).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CopyDesc {
+    pub src: u64,
+    pub dst: u64,
+    pub words: u64,
+}
+
+/// Threads per block of the interpreter kernel.
+pub const BLOCK_THREADS: u32 = 128;
+
+// Values the CPU engine gives system registers (crates/armada-core/src/cpu/mod.rs).
+const DCZID: u64 = 4;
+const ZVA_BYTES: u64 = 64;
+const CTR: u64 = 0x8444_c004;
+const MIDR: u64 = 0x410f_d083;
+const CNTFRQ: u64 = 1_000_000_000;
+const FPCR_MASK: u64 = 0x07f0_0000;
+const FPSR_MASK: u64 = 0xf800_009f;
+
+/// Every micro-op (number, name): the integer group's table, and the FP/SIMD group found
+/// through `ops::name` (its table is private to the ISA crate).
+pub fn op_names() -> Vec<(u16, &'static str)> {
+    let mut v: Vec<(u16, &'static str)> = ops::int::NAMES.to_vec();
+    for n in ops::FP_BASE..ops::FP_BASE + 0x400 {
+        let name = ops::name(n);
+        if name != "?" {
+            v.push((n, name));
+        }
+    }
+    v
+}
+
+/// The C header prepended to the kernel source: every number the kernel shares with Rust.
+pub fn header() -> String {
+    let mut h = String::new();
+    h.push_str("// generated by armada-cuda (layout.rs): do not edit\n");
+    for (n, name) in op_names() {
+        let _ = writeln!(h, "#define OP_{name} {n}");
+    }
+    let defs: &[(&str, u64)] = &[
+        ("S_X", S_X as u64),
+        ("S_PC", S_PC as u64),
+        ("S_NZCV", S_NZCV as u64),
+        ("S_FPCR", S_FPCR as u64),
+        ("S_FPSR", S_FPSR as u64),
+        ("S_TPIDR", S_TPIDR as u64),
+        ("S_EXCL", S_EXCL as u64),
+        ("S_RETIRED", S_RETIRED as u64),
+        ("S_LIMIT", S_LIMIT as u64),
+        ("S_STOP", S_STOP as u64),
+        ("S_INFO", S_INFO as u64),
+        ("S_EPOCH", S_EPOCH as u64),
+        ("S_DIRTY_N", S_DIRTY_N as u64),
+        ("S_V", S_V as u64),
+        ("S_DIRTY", S_DIRTY as u64),
+        ("S_REGIONS", S_REGIONS as u64),
+        ("S_IMAGE", S_IMAGE as u64),
+        ("S_WORDS", S_WORDS as u64),
+        ("DIRTY_CAP", DIRTY_CAP as u64),
+        ("STOP_NONE", STOP_NONE as u64),
+        ("STOP_SLICE", STOP_SLICE as u64),
+        ("STOP_LIMIT", STOP_LIMIT as u64),
+        ("STOP_SVC", STOP_SVC as u64),
+        ("STOP_HLT", STOP_HLT as u64),
+        ("STOP_BRK", STOP_BRK as u64),
+        ("STOP_UNDEFINED", STOP_UNDEFINED as u64),
+        ("STOP_MISS_R", STOP_MISS_R as u64),
+        ("STOP_MISS_W", STOP_MISS_W as u64),
+        ("STOP_HOST", STOP_HOST as u64),
+        ("PT_VPN_BITS", PT_VPN_BITS as u64),
+        ("PT_IMAGE_LANE", PT_IMAGE_LANE),
+        ("PT_R", PT_R),
+        ("PT_W", PT_W),
+        ("PT_FRAME_MASK", PT_FRAME_MASK),
+        ("BLOCK_THREADS", BLOCK_THREADS as u64),
+        ("AM_OFFSET", addr_mode::OFFSET as u64),
+        ("AM_PRE", addr_mode::PRE as u64),
+        ("AM_POST", addr_mode::POST as u64),
+        ("AM_REG", addr_mode::REG as u64),
+        ("AOP_ADD", ops::atomic_op::ADD as u64),
+        ("AOP_CLR", ops::atomic_op::CLR as u64),
+        ("AOP_EOR", ops::atomic_op::EOR as u64),
+        ("AOP_SET", ops::atomic_op::SET as u64),
+        ("AOP_SMAX", ops::atomic_op::SMAX as u64),
+        ("AOP_SMIN", ops::atomic_op::SMIN as u64),
+        ("AOP_UMAX", ops::atomic_op::UMAX as u64),
+        ("AOP_UMIN", ops::atomic_op::UMIN as u64),
+        ("AOP_SWP", ops::atomic_op::SWP as u64),
+        ("SYSREG_NZCV", sysreg::NZCV),
+        ("SYSREG_FPCR", sysreg::FPCR),
+        ("SYSREG_FPSR", sysreg::FPSR),
+        ("SYSREG_TPIDR_EL0", sysreg::TPIDR_EL0),
+        ("SYSREG_DCZID_EL0", sysreg::DCZID_EL0),
+        ("SYSREG_CTR_EL0", sysreg::CTR_EL0),
+        ("SYSREG_MIDR_EL1", sysreg::MIDR_EL1),
+        ("SYSREG_CNTVCT_EL0", sysreg::CNTVCT_EL0),
+        ("SYSREG_CNTFRQ_EL0", sysreg::CNTFRQ_EL0),
+        ("SYSREG_TPIDRRO_EL0", sysreg::TPIDRRO_EL0),
+        ("SYSREG_MPIDR_EL1", sysreg::MPIDR_EL1),
+        ("SYSREG_REVIDR_EL1", sysreg::REVIDR_EL1),
+        ("SYSREG_ID_AA64PFR0_EL1", sysreg::ID_AA64PFR0_EL1),
+        ("SYSREG_ID_AA64ISAR0_EL1", sysreg::ID_AA64ISAR0_EL1),
+        ("SYSREG_ID_AA64ISAR1_EL1", sysreg::ID_AA64ISAR1_EL1),
+        ("SYSREG_CNTPCT_EL0", sysreg::CNTPCT_EL0),
+        ("CONST_DCZID", DCZID),
+        ("ZVA_BYTES", ZVA_BYTES),
+        ("CONST_CTR", CTR),
+        ("CONST_MIDR", MIDR),
+        ("CONST_CNTFRQ", CNTFRQ),
+        ("CONST_FPCR_MASK", FPCR_MASK),
+        ("CONST_FPSR_MASK", FPSR_MASK),
+        ("BY_ELEM", ops::BY_ELEM),
+        ("LDST_WB", ops::LDST_WB as u64),
+        ("IRED_ADD", ops::ired::ADD as u64),
+        ("IRED_SMAX", ops::ired::SMAX as u64),
+        ("IRED_SMIN", ops::ired::SMIN as u64),
+        ("IRED_UMAX", ops::ired::UMAX as u64),
+        ("IRED_UMIN", ops::ired::UMIN as u64),
+        ("IRED_SADDL", ops::ired::SADDL as u64),
+        ("IRED_UADDL", ops::ired::UADDL as u64),
+        ("FRED_ADD", ops::fred::ADD as u64),
+        ("FRED_MAX", ops::fred::MAX as u64),
+        ("FRED_MIN", ops::fred::MIN as u64),
+        ("FRED_MAXNM", ops::fred::MAXNM as u64),
+        ("FRED_MINNM", ops::fred::MINNM as u64),
+        ("CMP0_EQ", ops::cmp0::EQ as u64),
+        ("CMP0_GE", ops::cmp0::GE as u64),
+        ("CMP0_GT", ops::cmp0::GT as u64),
+        ("CMP0_LE", ops::cmp0::LE as u64),
+        ("CMP0_LT", ops::cmp0::LT as u64),
+        ("NARROW_TRUNC", ops::narrow::TRUNC as u64),
+        ("RMODE_FPCR", ops::rmode::FPCR as u64),
+        ("RMODE_FPCR_EXACT", ops::rmode::FPCR_EXACT as u64),
+        ("FCMP_ZERO", ops::fcmp::ZERO as u64),
+        // FPCR.RMode, FZ, DN, AHP: any of them set sends FP arithmetic to the host
+        ("FPCR_SPECIAL", 0x07c0_0000),
+    ];
+    for (name, v) in defs {
+        let _ = writeln!(h, "#define {name} {v}ull");
+    }
+    let table: Vec<String> = cond::TABLE.iter().map(|t| t.to_string()).collect();
+    let _ = writeln!(h, "#define COND_TABLE_INIT {}", table.join(", "));
+    h
+}
+
+/// The whole kernel source: generated header, then the kernel with its parts included.
+pub fn kernel_source() -> String {
+    let mut s = header();
+    s.push_str(&KERNEL_SOURCE.replace("// @include simd.cu", SIMD_SOURCE));
+    s
+}
+
+pub const KERNEL_SOURCE: &str = include_str!("kernel/armada.cu");
+pub const SIMD_SOURCE: &str = include_str!("kernel/simd.cu");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_fits() {
+        assert_eq!(S_V + 64, S_DIRTY);
+        const { assert!(S_WORDS * 8 <= 2048) };
+        assert_eq!(std::mem::size_of::<Params>(), 11 * 8 + 4 * 4);
+    }
+
+    #[test]
+    fn header_names_every_op() {
+        let h = header();
+        assert!(h.contains(&format!("#define OP_SVC {}\n", ops::SVC)));
+        assert!(h.contains(&format!("#define OP_LDR_X {}\n", ops::LDR_X)));
+        assert!(h.contains("#define OP_V_MOVI"));
+    }
+}

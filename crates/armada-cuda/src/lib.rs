@@ -1,0 +1,241 @@
+//! armada-cuda: the CUDA engine. The fetch-execute loop runs inside a CUDA kernel, one GPU
+//! thread per guest lane, over the same micro-ops the CPU engine runs; the host services
+//! syscalls, page misses and the rare instruction the kernel leaves to it, in batches.
+//!
+//! Execution modes:
+//! - run to the first stop: [`Batch::execute`] launches once and reports each lane's stop;
+//! - continuous: [`Batch::run`] (or [`run_lanes`], [`run_batch`]) keeps the loop in Rust
+//!   until every lane has ended;
+//! - async: [`Batch::start`] returns at once; [`Running::poll`] reads the instructions retired
+//!   so far from host-mapped memory the kernel writes while it runs; [`Running::wait`]
+//!   returns the results.
+//!
+//! The kernel is CUDA C (`src/kernel/armada.cu`), compiled at run time by NVRTC for the
+//! device's architecture and cached on disk. Without a GPU, [`available`] says why, and
+//! the `sim` option runs the same kernel source compiled for the host CPU (tests).
+
+pub mod device;
+pub mod engine;
+pub mod layout;
+pub mod nvrtc;
+
+use armada_core::batch::{BatchOutcome, BatchSpec, EngineStats, LaneResult, Progress};
+use armada_core::elf::LoadError;
+use armada_core::runner::Lane;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use device::Device;
+pub use engine::{Batch, LaneStop, ProgressReader, Stats};
+
+/// Errors of the CUDA engine.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No usable driver, NVRTC or device on this machine.
+    #[error("{0}; the CUDA engine needs an NVIDIA GPU and its driver: use --backend cpu")]
+    NoDriver(String),
+    #[error("CUDA: {0}")]
+    Cuda(String),
+    #[error("{0}")]
+    Compile(String),
+    #[error(transparent)]
+    Load(#[from] LoadError),
+}
+
+/// How the engine runs.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Instructions per lane per launch; `None`: adapt (launches of about 20-200 ms).
+    pub slice: Option<u64>,
+    /// Run the kernel source compiled for the host CPU instead of a GPU (tests, debugging).
+    pub sim: bool,
+    /// Print compile and per-batch notes on stderr.
+    pub verbose: bool,
+    /// Where compiled kernels are cached (default: see `nvrtc::cache_dir`).
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Options {
+    /// Defaults, adjusted by the environment: ARMADA_CUDA_SIM=1 (simulator),
+    /// ARMADA_CUDA_SLICE=N, ARMADA_CUDA_VERBOSE=1.
+    pub fn from_env() -> Options {
+        let flag = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty() && v != "0");
+        Options {
+            slice: std::env::var("ARMADA_CUDA_SLICE")
+                .ok()
+                .and_then(|v| v.parse().ok()),
+            sim: flag("ARMADA_CUDA_SIM"),
+            verbose: flag("ARMADA_CUDA_VERBOSE"),
+            cache_dir: None,
+        }
+    }
+}
+
+/// Whether the engine can run here: Ok with the device's description, or why not.
+pub fn available(opts: &Options) -> Result<String, Error> {
+    let d = device::open(opts)?;
+    Ok(d.describe())
+}
+
+/// An open device with its compiled kernel, for running batches.
+#[derive(Clone)]
+pub struct Engine {
+    dev: Arc<dyn Device>,
+    opts: Options,
+}
+
+impl Engine {
+    pub fn open(opts: &Options) -> Result<Engine, Error> {
+        Ok(Engine {
+            dev: Arc::from(device::open(opts)?),
+            opts: opts.clone(),
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        self.dev.describe()
+    }
+
+    /// A batch of lanes of one program, ready to run.
+    pub fn batch(&self, lanes: Vec<Lane>, max_instructions: Option<u64>) -> Result<Batch, Error> {
+        Batch::new(self.dev.clone(), lanes, max_instructions, self.opts.slice)
+    }
+}
+
+/// Runs lanes (all of one program) to their end; returns each lane (with `exit` set) and the
+/// instructions the host ran for it, and the batch's figures.
+pub fn run_lanes(
+    engine: &Engine,
+    lanes: Vec<Lane>,
+    max_instructions: Option<u64>,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<(Vec<(Lane, u64)>, EngineStats), Error> {
+    let mut b = engine.batch(lanes, max_instructions)?;
+    b.run(progress)?;
+    let stats = b.stats_list();
+    for (lane, _) in b.lanes_mut() {
+        if lane.exit.is_none() {
+            lane.exit = Some(armada_core::runner::Exit::InstructionLimit);
+        }
+    }
+    Ok((b.into_lanes(), stats))
+}
+
+/// Runs a batch spec on the GPU.
+pub fn run_batch(
+    spec: &BatchSpec,
+    opts: &Options,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<BatchOutcome, Error> {
+    let engine = Engine::open(opts)?;
+    if opts.verbose {
+        eprintln!("armada: CUDA engine on {}", engine.describe());
+    }
+    use rayon::prelude::*;
+    let lanes = (0..spec.lanes.len())
+        .into_par_iter()
+        .map(|i| spec.spawn(i))
+        .collect::<Result<Vec<_>, LoadError>>()?;
+    let b = engine.batch(lanes, spec.max_instructions)?;
+    // Async mode: the batch runs on its own thread; progress comes from the host-mapped
+    // counters the kernel writes while it runs.
+    let n = spec.lanes.len();
+    let running = b.start();
+    while !running.is_finished() {
+        progress(Progress {
+            lanes_done: running.lanes_done(),
+            lanes: n,
+            instructions: running.poll(),
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut b = running.wait()?;
+    let lanes: Vec<LaneResult> = b.results();
+    Ok(BatchOutcome {
+        lanes,
+        stats: b.stats_list(),
+    })
+}
+
+impl Batch {
+    /// The lanes and the instructions the host ran for each.
+    pub fn lanes_mut(&mut self) -> impl Iterator<Item = (&mut Lane, u64)> {
+        self.lane_hosts_mut()
+    }
+
+    /// Starts running in the background (async mode): returns at once.
+    pub fn start(mut self) -> Running {
+        let reader = self.progress_reader();
+        let done = self.done.clone();
+        let handle = std::thread::spawn(move || -> Result<Batch, Error> {
+            self.bind()?;
+            self.run(&|_| {})?;
+            Ok(self)
+        });
+        Running {
+            handle: Some(handle),
+            reader,
+            done,
+        }
+    }
+}
+
+/// A batch running in the background.
+pub struct Running {
+    handle: Option<std::thread::JoinHandle<Result<Batch, Error>>>,
+    reader: ProgressReader,
+    done: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Running {
+    /// Instructions retired so far by all lanes (read from host-mapped memory the kernel
+    /// writes at the end of each launch's slice, so it moves while the batch runs).
+    pub fn poll(&self) -> u64 {
+        self.reader.retired()
+    }
+
+    /// Lanes that have ended so far.
+    pub fn lanes_done(&self) -> usize {
+        self.done.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether the batch has finished.
+    pub fn is_finished(&self) -> bool {
+        self.handle.as_ref().is_none_or(|h| h.is_finished())
+    }
+
+    /// Waits for the end; returns the batch (for its results and figures).
+    pub fn wait(mut self) -> Result<Batch, Error> {
+        match self.handle.take().map(|h| h.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(Error::Cuda("the batch thread panicked".into())),
+            None => Err(Error::Cuda("the batch was already waited for".into())),
+        }
+    }
+}
+
+/// A cheap check that the engine can start here (driver and NVRTC libraries present), with
+/// the message to show when it cannot. Opening the engine can still fail later (no device).
+pub fn check_driver(opts: &Options) -> Result<(), Error> {
+    if opts.sim {
+        return if device::HAS_SIM {
+            Ok(())
+        } else {
+            Err(Error::NoDriver(
+                "this build has no kernel simulator (ARMADA_CUDA_SIM)".into(),
+            ))
+        };
+    }
+    // SAFETY: these only try to open the libraries.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(Error::NoDriver(
+            "no CUDA driver found (libcuda.so could not be loaded)".into(),
+        ));
+    }
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(Error::NoDriver(
+            "no NVRTC found (libnvrtc.so could not be loaded)".into(),
+        ));
+    }
+    Ok(())
+}

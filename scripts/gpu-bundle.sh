@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds everything scripts/gpu-check.sh needs into one folder (default .gpu/, git-ignored),
+# to carry to a GPU machine that has no Rust toolchain and no internet:
+#   armada, cuda_suite, lockstep (release, stripped), guest.tar.xz (the guest programs built
+#   by tests/guest/build.sh, and busybox), qemu-aarch64.xz (Debian's static qemu-user, for
+#   the speed comparison; optional).
+#
+#   scripts/gpu-bundle.sh [DIR]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out=${1:-.gpu}
+mkdir -p "$out"
+info=$(git rev-parse --git-common-dir)/info
+mkdir -p "$info"
+grep -qx '/.gpu/' "$info/exclude" 2>/dev/null || echo '/.gpu/' >>"$info/exclude"
+
+cargo build --release -p armada-cli -p armada-cuda --bins --examples
+tgt=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+for b in release/armada release/examples/cuda_suite release/examples/lockstep release/examples/nvrtc_check; do
+    strip -o "$out/$(basename $b)" "$tgt/$b"
+done
+
+# guest programs (and busybox) as one archive
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+tests/guest/build.sh "$stage/guest" >/dev/null
+# busybox-static:arm64, as scripts/test downloads it (here or in the main checkout)
+bb=""
+for deps in target/guest-deps "$(git rev-parse --git-common-dir)/../target/guest-deps"; do
+    [[ -n $bb ]] && break
+    bb=$(find "$deps/extracted" -path '*bin/busybox' -type f 2>/dev/null | head -1 || true)
+    if [[ -z $bb ]] && compgen -G "$deps/busybox-static_*_arm64.deb" >/dev/null; then
+        dpkg-deb -x "$deps"/busybox-static_*_arm64.deb "$stage/bb" && bb=$stage/bb/bin/busybox
+    fi
+done
+[[ -n $bb ]] && cp "$bb" "$stage/guest/busybox"
+tar -C "$stage" -cJf "$out/guest.tar.xz" guest
+
+# qemu-aarch64 (static) for the comparison, if apt can fetch it
+if [[ ! -e $out/qemu-aarch64.xz ]]; then
+    q=$(command -v qemu-aarch64-static || true)
+    if [[ -z $q ]]; then
+        (cd "$stage" && apt-get download qemu-user-static >/dev/null 2>&1 && dpkg-deb -x qemu-user-static_*.deb q) || true
+        [[ -x $stage/q/usr/bin/qemu-aarch64-static ]] && q=$stage/q/usr/bin/qemu-aarch64-static
+    fi
+    [[ -n $q ]] && xz -c "$q" >"$out/qemu-aarch64.xz"
+fi
+du -sh "$out"/*

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Every check and benchmark of the CUDA engine, on a GPU machine, from prebuilt binaries
+# (the machine needs no Rust and no internet). Build the bundle first, where Rust is:
+#
+#   scripts/gpu-bundle.sh            # -> .gpu/ (armada, cuda_suite, guest.tar.xz, qemu)
+#   scripts/gpu-check.sh [.gpu]      # on the GPU machine
+#
+# Sections (GPU_CHECK=env,suite,batch,memcheck,speed,qemu,busybox,resident; default all):
+#   env       device, first start (NVRTC compile) and second start (disk cache)
+#   suite     every guest program as one multi-program batch, each lane compared with the CPU
+#             engine (exit, stdout, stderr, instructions); busybox commands too
+#   batch     `armada batch --check`: per-lane inputs ({lane} arguments, --stdin-dir) compared
+#             with the CPU engine lane for lane
+#   memcheck  compute-sanitizer --tool memcheck on a representative batch
+#   speed     one lane on a tight integer loop; 65,536+ lanes of a compute-bound program
+#   qemu      65,536 short runs vs qemu-aarch64 on every core (qemu timed on a share, scaled)
+#   busybox   65,536 lanes of busybox sha256sum, each on its own 4 KiB input, vs qemu
+#   resident  the most busybox lanes resident at once, and guest memory per lane
+# Logs go to $OUT (the device tool's folder) or /tmp/armada-gpu-check; the summary is last.
+set -u
+bundle=${1:-.gpu}
+sections=${GPU_CHECK:-env,suite,batch,memcheck,speed,qemu,busybox,resident}
+want() { [[ ",$sections," == *",$1,"* ]]; }
+log=${OUT:-/tmp/armada-gpu-check}
+mkdir -p "$log"
+work=$(mktemp -d /tmp/armada-gpu.XXXXXX)
+A=$bundle/armada
+export ARMADA_CACHE_DIR=$work/cache
+summary=()
+note() {
+    summary+=("$*")
+    echo "== $*"
+}
+secs() { python3 -c "import time; print('%.3f' % time.time())"; }
+elapsed() { python3 -c "print('%.2f' % ($2 - $1))"; }
+# the figure after "= " in the summary line of armada batch
+rate_of() { grep -o '= [0-9.]* [kMGT]\?instructions/s' "$1" | tail -1 | sed 's/= //'; }
+stat_of() { grep -o "$2: [^,]*" "$1" | tail -1 | sed "s/$2: //"; }
+
+[[ -x $A ]] || { echo "no $A: build the bundle with scripts/gpu-bundle.sh and carry it"; exit 2; }
+tar -C "$work" -xJf "$bundle/guest.tar.xz"
+G=$work/guest
+BB=$G/busybox
+Q=""
+if [[ -e $bundle/qemu-aarch64.xz ]]; then
+    xz -dc "$bundle/qemu-aarch64.xz" >"$work/qemu-aarch64" && chmod +x "$work/qemu-aarch64" && Q=$work/qemu-aarch64
+fi
+cores=$(nproc)
+
+# ------------------------------------------------------------------------------------ env
+if want env; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
+    t0=$(secs)
+    $A run --backend cuda "$G/hello" >"$log/first.out" 2>"$log/first.err"
+    rc=$?
+    t1=$(secs)
+    $A run --backend cuda "$G/hello" >/dev/null 2>&1
+    t2=$(secs)
+    note "env: first start (compile) $(elapsed $t0 $t1) s, second start (cached) $(elapsed $t1 $t2) s, hello rc=$rc: $(head -c 40 "$log/first.out")"
+    cat "$log/first.err"
+fi
+
+# ---------------------------------------------------------------------------------- suite
+if want suite; then
+    man=$work/manifest
+    while read -r bin _; do
+        case $bin in
+        crc32) echo "$G/$bin 1" ;;
+        sort_bench) echo "$G/$bin 20000" ;;
+        matmul) echo "$G/$bin 40" ;;
+        tightloop) echo "$G/$bin 100000" ;;
+        lanecrc) echo "x 16 $G/$bin {lane} 3" ;;
+        *) echo "$G/$bin" ;;
+        esac
+    done <"$G/programs.list" >"$man"
+    if [[ -x $BB ]]; then
+        cat >>"$man" <<EOF
+$BB echo hello from busybox
+$BB seq 1 1000
+$BB sha256sum $BB
+$BB md5sum /etc/passwd
+$BB sort /etc/passwd
+$BB wc -l /etc/passwd
+$BB awk BEGIN{s=0;for(i=0;i<100000;i++)s+=i*i;print(s)}
+$BB factor 1234567 9876543210
+$BB expr 6 * 7
+$BB ls /
+$BB sed s/root/ROOT/ /etc/passwd
+$BB grep -c : /etc/passwd
+$BB od -x $G/hello
+EOF
+    fi
+    t0=$(secs)
+    timeout 900 "$bundle/cuda_suite" "$man" "${SUITE_MAX:-400000000}" >"$log/suite.txt" 2>&1
+    rc=$?
+    t1=$(secs)
+    grep -E "^(FAIL|SKIP)" "$log/suite.txt" | head -20
+    note "suite (rc=$rc, $(elapsed $t0 $t1) s): $(grep '^suite:' "$log/suite.txt")"
+    grep -E "^  (stops|host-step ops|kernel s|launches)" "$log/suite.txt"
+fi
+
+# ---------------------------------------------------------------------------------- batch
+if want batch; then
+    timeout 600 $A batch --backend cuda --check --lanes 4096 --out "$log/lanes.jsonl" "$G/lanecrc" '{lane}' 5 >/dev/null 2>"$log/batch1.txt"
+    rc=$?
+    note "batch {lane} x4096 (rc=$rc): $(grep 'check:' "$log/batch1.txt" | sed 's/armada batch: //')"
+    mkdir -p "$work/stdin"
+    python3 - "$work/stdin" <<'EOF'
+import os, sys, random
+d = sys.argv[1]
+for i in range(1024):
+    r = random.Random(i)
+    open(os.path.join(d, str(i)), "w").write(" ".join(str(r.randint(-1000, 1000)) for _ in range(r.randint(0, 200))) + "\n")
+EOF
+    timeout 600 $A batch --backend cuda --check --lanes 1024 --stdin-dir "$work/stdin" "$G/stdin_sum" >/dev/null 2>"$log/batch2.txt"
+    rc=$?
+    note "batch --stdin-dir x1024 stdin_sum (rc=$rc): $(grep 'check:' "$log/batch2.txt" | sed 's/armada batch: //')"
+    if [[ -x $BB ]]; then
+        timeout 600 $A batch --backend cuda --check --lanes 1024 --stdin-dir "$work/stdin" "$BB" sha256sum >/dev/null 2>"$log/batch3.txt"
+        rc=$?
+        note "batch --stdin-dir x1024 busybox sha256sum (rc=$rc): $(grep 'check:' "$log/batch3.txt" | sed 's/armada batch: //')"
+    fi
+    # a lane over its memory cap faults alone; the others finish
+    timeout 300 $A batch --backend cuda --check --lane-memory 256K --lanes 64 "$G/malloc_test" >/dev/null 2>"$log/batch4.txt"
+    rc=$?
+    note "batch --lane-memory 256K malloc_test x64 (rc=$rc): $(grep -o '[0-9]* exited 0.*signal' "$log/batch4.txt" | head -1); $(grep 'check:' "$log/batch4.txt" | sed 's/armada batch: //')"
+fi
+
+# ------------------------------------------------------------------------------- memcheck
+if want memcheck; then
+    if command -v compute-sanitizer >/dev/null; then
+        timeout 900 compute-sanitizer --tool memcheck --print-limit 20 $A batch --backend cuda --lanes 256 "$G/lanecrc" '{lane}' 2 >"$log/memcheck.txt" 2>&1
+        rc=$?
+        rc2=skipped
+        if [[ -x $BB ]]; then
+            timeout 900 compute-sanitizer --tool memcheck --print-limit 20 $A batch --backend cuda --lanes 16 "$BB" md5sum "$G/hello" >>"$log/memcheck.txt" 2>&1
+            rc2=$?
+        fi
+        note "memcheck (rc=$rc,$rc2): $(grep 'ERROR SUMMARY' "$log/memcheck.txt" | tr '\n' ' ')"
+    else
+        note "memcheck: compute-sanitizer not found"
+    fi
+fi
+
+# ---------------------------------------------------------------------------------- speed
+if want speed; then
+    n=${TIGHT_ITERS:-20000000}
+    timeout 600 $A batch --backend cuda --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1.txt"
+    note "speed: 1 lane, tight loop ($n iterations): wall $(rate_of "$log/tight1.txt")/s; kernel time $(stat_of "$log/tight1.txt" 'kernel s') s"
+    $A batch --backend cpu --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1cpu.txt"
+    note "speed: same on the CPU engine: $(rate_of "$log/tight1cpu.txt")/s"
+    for spec in "65536 ${CRC_ROUNDS:-100}" "131072 ${CRC_ROUNDS2:-50}" "262144 ${CRC_ROUNDS3:-25}"; do
+        set -- $spec
+        timeout 600 $A batch --backend cuda --lanes "$1" --out "$log/agg$1.jsonl" "$G/lanecrc" '{lane}' "$2" >/dev/null 2>"$log/agg$1.txt"
+        rc=$?
+        note "speed: $1 lanes lanecrc {lane} $2 (rc=$rc): $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/agg$1.txt"); kernel $(stat_of "$log/agg$1.txt" 'kernel s') s, launches $(stat_of "$log/agg$1.txt" launches)"
+    done
+    head -2 "$log/agg65536.jsonl" | cut -c1-200
+    timeout 600 $A batch --backend cuda --lanes 65536 "$G/tightloop" 20000 >/dev/null 2>"$log/tight64k.txt"
+    note "speed: 65536 lanes tight loop 20000: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/tight64k.txt"); kernel $(stat_of "$log/tight64k.txt" 'kernel s') s"
+fi
+
+# ----------------------------------------------------------------------------------- qemu
+if want qemu; then
+    lanes=65536
+    share=${QEMU_SHARE:-8192}
+    t0=$(secs)
+    timeout 600 $A batch --backend cuda --lanes $lanes --out "$log/short.jsonl" "$G/lanecrc" '{lane}' 1 >/dev/null 2>"$log/short.txt"
+    t1=$(secs)
+    armada_s=$(elapsed $t0 $t1)
+    note "qemu: armada cuda, $lanes runs of lanecrc {lane} 1: $armada_s s wall (process start included): $(grep -o '[0-9]* instructions in [0-9.]* s' "$log/short.txt")"
+    if [[ -n $Q ]]; then
+        t0=$(secs)
+        seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c "$Q $G/lanecrc {} 1 > $work/q{}.out"
+        t1=$(secs)
+        q_s=$(elapsed $t0 $t1)
+        scaled=$(python3 -c "print('%.1f' % ($q_s * $lanes / $share))")
+        ratio=$(python3 -c "print('%.1f' % ($q_s * $lanes / $share / $armada_s))")
+        # the same answers, for the runs qemu made
+        bad=$(python3 - "$log/short.jsonl" "$work" "$share" <<'EOF'
+import json, sys
+bad = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["lane"] >= int(sys.argv[3]):
+        break
+    if open(f"{sys.argv[2]}/q{r['lane']}.out").read() != r["stdout"]:
+        bad += 1
+print(bad)
+EOF
+)
+        note "qemu: qemu-aarch64 on $cores cores, $share of the runs: $q_s s -> $scaled s for $lanes; armada cuda is ${ratio}x faster; outputs differing from qemu: $bad"
+    else
+        note "qemu: no qemu-aarch64 in the bundle"
+    fi
+fi
+
+# -------------------------------------------------------------------------------- busybox
+if want busybox && [[ -x $BB ]]; then
+    lanes=65536
+    share=${QEMU_SHARE:-8192}
+    mkdir -p "$work/in"
+    python3 - "$work/in" $lanes <<'EOF'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    with open(os.path.join(d, str(i)), "wb") as f:
+        f.write(i.to_bytes(4, "little") * 1024)
+EOF
+    t0=$(secs)
+    timeout 600 $A batch --backend cuda --lanes $lanes --stdin-dir "$work/in" --out "$log/bb.jsonl" "$BB" sha256sum >/dev/null 2>"$log/bb.txt"
+    t1=$(secs)
+    armada_s=$(elapsed $t0 $t1)
+    note "busybox: armada cuda, $lanes x sha256sum of a 4 KiB stdin: $armada_s s wall: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/bb.txt"); frames peak $(stat_of "$log/bb.txt" 'device frames peak')"
+    if [[ -n $Q ]]; then
+        t0=$(secs)
+        seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c "$Q $BB sha256sum < $work/in/{} > $work/b{}.out"
+        t1=$(secs)
+        q_s=$(elapsed $t0 $t1)
+        note "busybox: qemu-aarch64 on $cores cores, $share runs: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $lanes / $share))") s for $lanes; armada cuda $(python3 -c "print('%.1f' % ($q_s * $lanes / $share / $armada_s))")x faster"
+    fi
+fi
+
+# ------------------------------------------------------------------------------- resident
+if want resident && [[ -x $BB ]]; then
+    for lanes in ${RESIDENT_LANES:-262144 524288}; do
+        t0=$(secs)
+        timeout 600 $A batch --backend cuda --lanes $lanes "$BB" sha256sum >/dev/null 2>"$log/res$lanes.txt"
+        rc=$?
+        t1=$(secs)
+        peak=$(stat_of "$log/res$lanes.txt" 'device frames peak')
+        note "resident: $lanes busybox lanes (rc=$rc, $(elapsed $t0 $t1) s): $(grep -o '[0-9]* exited 0' "$log/res$lanes.txt" | head -1); frames peak $peak; $(grep -o '[0-9.]* [kMGT]\?instructions/s' "$log/res$lanes.txt" | head -1)"
+        [[ $rc == 0 ]] || break
+    done
+fi
+
+echo
+echo "================================ summary ================================"
+for s in "${summary[@]}"; do echo "$s"; done
+rm -rf "$work"
