@@ -53,6 +53,34 @@ pub const AT_STATX_SYNC_TYPE: i32 = 0x6000;
 
 /// Largest single read/write, as Linux (0x7ffff000).
 pub const MAX_RW: u64 = 0x7fff_f000;
+
+/// Runs `io(base, len, offset)` over the (base, len) buffers of a readv/writev family call
+/// until one comes up short, as the kernel does: the total transferred, or the first
+/// buffer's error when nothing was transferred. `off` is the file offset of the p-forms.
+fn each_iov(
+    iovs: &[(u64, u64)],
+    off: Option<u64>,
+    mut io: impl FnMut(u64, u64, Option<u64>) -> Result<u64, Errno>,
+) -> Result<u64, Errno> {
+    let mut total = 0u64;
+    for &(base, len) in iovs {
+        let len = len.min(MAX_RW - total);
+        if len == 0 {
+            continue;
+        }
+        match io(base, len, off.map(|o| o + total)) {
+            Ok(n) => {
+                total += n;
+                if n < len {
+                    break;
+                }
+            }
+            Err(e) if total == 0 => return Err(e),
+            Err(_) => break,
+        }
+    }
+    Ok(total)
+}
 /// Host buffer used per step of a large read/write.
 const CHUNK: usize = 1 << 20;
 /// Captured stdout/stderr stop growing here (ENOSPC after).
@@ -1238,24 +1266,9 @@ impl Process {
             }
             return Ok(n as u64);
         }
-        let mut total = 0u64;
-        for (base, len) in iovs {
-            let len = len.min(MAX_RW - total);
-            if len == 0 {
-                continue;
-            }
-            match self.read_to_guest(mem, fd, base, len, off.map(|o| o + total)) {
-                Ok(n) => {
-                    total += n;
-                    if n < len {
-                        break;
-                    }
-                }
-                Err(e) if total == 0 => return Err(e),
-                Err(_) => break,
-            }
-        }
-        Ok(total)
+        each_iov(&iovs, off, |base, len, at| {
+            self.read_to_guest(mem, fd, base, len, at)
+        })
     }
 
     pub(crate) fn sys_writev(
@@ -1291,24 +1304,9 @@ impl Process {
                 Err(e) => Err(self.io_error(e, "writev")),
             };
         }
-        let mut total = 0u64;
-        for (base, len) in iovs {
-            let len = len.min(MAX_RW - total);
-            if len == 0 {
-                continue;
-            }
-            match self.write_from_guest(mem, fd, base, len, off.map(|o| o + total)) {
-                Ok(n) => {
-                    total += n;
-                    if n < len {
-                        break;
-                    }
-                }
-                Err(e) if total == 0 => return Err(e),
-                Err(_) => break,
-            }
-        }
-        Ok(total)
+        each_iov(&iovs, off, |base, len, at| {
+            self.write_from_guest(mem, fd, base, len, at)
+        })
     }
 
     fn open_special(&mut self, mem: &mut AddressSpace, sp: Special, flags: u32) -> SysResult {
