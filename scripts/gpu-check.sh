@@ -5,7 +5,7 @@
 #   scripts/gpu-bundle.sh            # -> .gpu/ (armada, cuda_suite, guest.tar.xz, qemu)
 #   scripts/gpu-check.sh [.gpu]      # on the GPU machine
 #
-# Sections (GPU_CHECK=env,suite,batch,memcheck,speed,qemu,busybox,resident; default all):
+# Sections (GPU_CHECK=env,speed,suite,batch,memcheck,qemu,busybox,resident; default all):
 #   env       device, first start (NVRTC compile) and second start (disk cache)
 #   suite     every guest program as one multi-program batch, each lane compared with the CPU
 #             engine (exit, stdout, stderr, instructions); busybox commands too
@@ -19,7 +19,7 @@
 # Logs go to $OUT (the device tool's folder) or /tmp/armada-gpu-check; the summary is last.
 set -u
 bundle=${1:-.gpu}
-sections=${GPU_CHECK:-env,suite,batch,memcheck,speed,qemu,busybox,resident}
+sections=${GPU_CHECK:-env,speed,suite,batch,memcheck,qemu,busybox,resident}
 want() { [[ ",$sections," == *",$1,"* ]]; }
 log=${OUT:-/tmp/armada-gpu-check}
 mkdir -p "$log"
@@ -60,6 +60,24 @@ if want env; then
     cat "$log/first.err"
 fi
 
+# ---------------------------------------------------------------------------------- speed
+if want speed; then
+    n=${TIGHT_ITERS:-20000000}
+    timeout 600 $A batch --backend cuda --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1.txt"
+    note "speed: 1 lane, tight loop ($n iterations): wall $(rate_of "$log/tight1.txt")/s; kernel time $(stat_of "$log/tight1.txt" 'kernel s') s"
+    $A batch --backend cpu --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1cpu.txt"
+    note "speed: same on the CPU engine: $(rate_of "$log/tight1cpu.txt")/s"
+    for spec in "65536 ${CRC_ROUNDS:-100}" "131072 ${CRC_ROUNDS2:-50}" "262144 ${CRC_ROUNDS3:-25}"; do
+        set -- $spec
+        timeout 600 $A batch --backend cuda --lanes "$1" --out "$log/agg$1.jsonl" "$G/lanecrc" '{lane}' "$2" >/dev/null 2>"$log/agg$1.txt"
+        rc=$?
+        note "speed: $1 lanes lanecrc {lane} $2 (rc=$rc): $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/agg$1.txt"); kernel $(stat_of "$log/agg$1.txt" 'kernel s') s, launches $(stat_of "$log/agg$1.txt" launches)"
+    done
+    head -2 "$log/agg65536.jsonl" | cut -c1-200
+    timeout 600 $A batch --backend cuda --lanes 65536 "$G/tightloop" 20000 >/dev/null 2>"$log/tight64k.txt"
+    note "speed: 65536 lanes tight loop 20000: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/tight64k.txt"); kernel $(stat_of "$log/tight64k.txt" 'kernel s') s"
+fi
+
 # ---------------------------------------------------------------------------------- suite
 if want suite; then
     man=$work/manifest
@@ -91,7 +109,7 @@ $BB od -x $G/hello
 EOF
     fi
     t0=$(secs)
-    timeout 900 "$bundle/cuda_suite" "$man" "${SUITE_MAX:-400000000}" >"$log/suite.txt" 2>&1
+    timeout "${SUITE_TIMEOUT:-900}" "$bundle/cuda_suite" "$man" "${SUITE_MAX:-400000000}" >"$log/suite.txt" 2>&1
     rc=$?
     t1=$(secs)
     grep -E "^(FAIL|SKIP)" "$log/suite.txt" | head -20
@@ -140,24 +158,6 @@ if want memcheck; then
     else
         note "memcheck: compute-sanitizer not found"
     fi
-fi
-
-# ---------------------------------------------------------------------------------- speed
-if want speed; then
-    n=${TIGHT_ITERS:-20000000}
-    timeout 600 $A batch --backend cuda --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1.txt"
-    note "speed: 1 lane, tight loop ($n iterations): wall $(rate_of "$log/tight1.txt")/s; kernel time $(stat_of "$log/tight1.txt" 'kernel s') s"
-    $A batch --backend cpu --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1cpu.txt"
-    note "speed: same on the CPU engine: $(rate_of "$log/tight1cpu.txt")/s"
-    for spec in "65536 ${CRC_ROUNDS:-100}" "131072 ${CRC_ROUNDS2:-50}" "262144 ${CRC_ROUNDS3:-25}"; do
-        set -- $spec
-        timeout 600 $A batch --backend cuda --lanes "$1" --out "$log/agg$1.jsonl" "$G/lanecrc" '{lane}' "$2" >/dev/null 2>"$log/agg$1.txt"
-        rc=$?
-        note "speed: $1 lanes lanecrc {lane} $2 (rc=$rc): $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/agg$1.txt"); kernel $(stat_of "$log/agg$1.txt" 'kernel s') s, launches $(stat_of "$log/agg$1.txt" launches)"
-    done
-    head -2 "$log/agg65536.jsonl" | cut -c1-200
-    timeout 600 $A batch --backend cuda --lanes 65536 "$G/tightloop" 20000 >/dev/null 2>"$log/tight64k.txt"
-    note "speed: 65536 lanes tight loop 20000: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/tight64k.txt"); kernel $(stat_of "$log/tight64k.txt" 'kernel s') s"
 fi
 
 # ----------------------------------------------------------------------------------- qemu

@@ -73,15 +73,16 @@ fn main() {
     let engine = armada_cuda::Engine::open(&armada_cuda::Options::from_env()).unwrap();
     println!("device: {}", engine.describe());
 
-    // CPU results, all lanes in parallel, on a thread of their own while the GPU runs.
+    // The GPU run, then the CPU run (all lanes in parallel): one after the other, since some
+    // programs write files and two copies at once would see each other's.
     let cpu_specs: Vec<(usize, usize)> = specs
         .iter()
         .enumerate()
         .flat_map(|(k, (_, s))| (0..s.lanes.len()).map(move |i| (k, i)))
         .collect();
     let specs_ref = &specs;
-    let (gpu, cpu) = rayon::join(
-        || {
+    let (gpu, cpu) = (
+        {
             let lanes: Vec<_> = cpu_specs
                 .iter()
                 .map(|&(k, i)| specs_ref[k].1.spawn(i).unwrap())
@@ -92,7 +93,7 @@ fn main() {
             let secs = t.elapsed().as_secs_f64();
             (b.results(), b.stats_list(), secs)
         },
-        || {
+        {
             let t = Instant::now();
             let r: Vec<LaneResult> = cpu_specs
                 .par_iter()

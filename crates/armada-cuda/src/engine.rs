@@ -37,6 +37,19 @@ const CHUNK_FRAMES: u64 = 1 << CHUNK_SHIFT;
 const MAX_CHUNKS: usize = 16384;
 /// The frame that holds zeros and is never written.
 const ZERO_FRAME: u32 = 0;
+/// Instructions per lane per launch unless ARMADA_CUDA_SLICE says otherwise: in practice no
+/// limit, launches end by time (see `Params::max_ns`).
+const DEFAULT_SLICE: u64 = 1 << 40;
+
+/// A duration from the environment in milliseconds, as nanoseconds.
+fn env_ms(name: &str, default: f64) -> u64 {
+    let ms = std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(default);
+    (ms * 1e6) as u64
+}
+
 /// A host step runs this many instructions when the PC is outside the decoded regions.
 const HOST_RUN_OUTSIDE: u64 = 100_000;
 
@@ -435,6 +448,7 @@ pub struct Batch {
     d_pt_epoch: DevPtr,
     d_stage: DevPtr,
     stage_bytes: usize,
+    d_sched: DevPtr,
     progress_host: *mut u64,
     active: Vec<u32>,
     active_dirty: bool,
@@ -442,7 +456,6 @@ pub struct Batch {
     stops: Vec<u32>,
     /// Records downloaded for the lanes being serviced.
     slice: u64,
-    adaptive: bool,
     pub stats: Stats,
     trace: bool,
     /// Lanes that have ended, for pollers on other threads.
@@ -465,6 +478,7 @@ impl Drop for Batch {
             self.d_pt,
             self.d_pt_epoch,
             self.d_stage,
+            self.d_sched,
             self.frames.d_chunks,
         ] {
             if p != 0 {
@@ -630,6 +644,7 @@ impl Batch {
         let d_stops = dev.alloc(n * 4)?;
         let d_active = dev.alloc(n * 4)?;
         let (progress_host, d_progress) = dev.alloc_mapped(n * 8)?;
+        let d_sched = dev.alloc(16)?;
 
         let mut batch = Batch {
             dev: dev.clone(),
@@ -647,12 +662,12 @@ impl Batch {
             d_pt_epoch,
             d_stage: 0,
             stage_bytes: 0,
+            d_sched,
             progress_host,
             active: (0..n as u32).collect(),
             active_dirty: true,
             stops: vec![STOP_NONE; n],
-            slice: slice.unwrap_or(1 << 16),
-            adaptive: slice.is_none(),
+            slice: slice.unwrap_or(DEFAULT_SLICE),
             stats: Stats::default(),
             trace: std::env::var_os("ARMADA_CUDA_TRACE").is_some(),
             done: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
@@ -671,7 +686,11 @@ impl Batch {
             pt_epoch: d_pt_epoch,
             chunks: d_chunks,
             progress: d_progress,
+            sched: d_sched,
             slice: batch.slice,
+            max_ns: env_ms("ARMADA_CUDA_LAUNCH_MS", 100.0),
+            min_grace_ns: env_ms("ARMADA_CUDA_GRACE_MS", 2.0),
+            min_run_ns: env_ms("ARMADA_CUDA_MIN_RUN_MS", 1.0),
             pt_mask: slots - 1,
             nactive: n as u32,
             nregions,
@@ -1006,10 +1025,18 @@ impl Batch {
         if self.active.is_empty() {
             return Ok(());
         }
+        // With more lanes than the GPU holds at once, later blocks start late; rotating the
+        // list lets every lane be early now and then.
+        if self.active.len() > 32768 {
+            let k = (self.stats.launches as usize * 7919) % self.active.len();
+            self.active.rotate_left(k);
+            self.active_dirty = true;
+        }
         if self.active_dirty {
             htod_slice(&*self.dev, self.d_active, &self.active)?;
             self.active_dirty = false;
         }
+        htod_slice(&*self.dev, self.d_sched, &[0u64, 0u64])?;
         self.params.nactive = self.active.len() as u32;
         self.params.slice = slice.max(1);
         let t = Instant::now();
@@ -1034,15 +1061,6 @@ impl Batch {
             );
         }
         self.stats.transfer_s += t.elapsed().as_secs_f64();
-        if self.adaptive {
-            // Aim for launches of about 20..200 ms: long enough that launch and transfer
-            // overheads vanish, short enough that progress shows and stopped lanes wait little.
-            if secs < 0.02 && self.slice < (1 << 26) {
-                self.slice *= 2;
-            } else if secs > 0.2 && self.slice > (1 << 12) {
-                self.slice /= 2;
-            }
-        }
         Ok(())
     }
 

@@ -113,7 +113,11 @@ pub struct Params {
     pub pt_epoch: u64,
     pub chunks: u64,
     pub progress: u64,
+    pub sched: u64,
     pub slice: u64,
+    pub max_ns: u64,
+    pub min_grace_ns: u64,
+    pub min_run_ns: u64,
     pub pt_mask: u64,
     pub nactive: u32,
     pub nregions: u32,
@@ -129,6 +133,9 @@ pub struct CopyDesc {
     pub dst: u64,
     pub words: u64,
 }
+
+/// Instructions between a running lane's looks at the clock (see `Params::max_ns`).
+pub const CHECK_EVERY: u64 = 512;
 
 /// Threads per block of the interpreter kernel.
 pub const BLOCK_THREADS: u32 = 128;
@@ -198,6 +205,7 @@ pub fn header() -> String {
         ("PT_W", PT_W),
         ("PT_FRAME_MASK", PT_FRAME_MASK),
         ("BLOCK_THREADS", BLOCK_THREADS as u64),
+        ("CHECK_EVERY", CHECK_EVERY),
         ("AM_OFFSET", addr_mode::OFFSET as u64),
         ("AM_PRE", addr_mode::PRE as u64),
         ("AM_POST", addr_mode::POST as u64),
@@ -286,7 +294,7 @@ mod tests {
     fn record_fits() {
         assert_eq!(S_V + 64, S_DIRTY);
         const { assert!(S_WORDS * 8 <= 2048) };
-        assert_eq!(std::mem::size_of::<Params>(), 11 * 8 + 4 * 4);
+        assert_eq!(std::mem::size_of::<Params>(), 15 * 8 + 4 * 4);
     }
 
     #[test]

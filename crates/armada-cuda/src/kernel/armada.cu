@@ -63,6 +63,26 @@ __device__ __forceinline__ void a_store_progress(volatile u64* p, u64 v) { *p = 
 
 #define MAXU64 0xffffffffffffffffull
 
+#ifdef ARMADA_SIM
+#include <time.h>
+static inline u64 a_now_ns() {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (u64)ts.tv_sec * 1000000000ull + (u64)ts.tv_nsec;
+}
+static inline void a_set_once(u64* p, u64 v) {
+    u64 expected = 0;
+    __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+#else
+__device__ __forceinline__ u64 a_now_ns() {
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ void a_set_once(u64* p, u64 v) { atomicCAS((unsigned long long*)p, 0ull, (unsigned long long)v); }
+#endif
+
 // ------------------------------------------------------------------------------------------
 // Kernel parameters (mirrored by layout::Params, #[repr(C)]).
 
@@ -76,7 +96,11 @@ struct Params {
     u32* pt_epoch;          // per slot: lane epoch of its last recorded write
     const u64* chunks;      // frame chunk base addresses
     u64* progress;          // per lane retired count, host-mapped (may be null)
+    u64* sched;             // [0]: time the first lane stopped for the host, [1]: launch start (0: not yet)
     u64 slice;              // instructions per lane per launch
+    u64 max_ns;             // a lane leaves this long after it started
+    u64 min_grace_ns;       // after the first stop, running lanes go on at least this long
+    u64 min_run_ns;         // ... and every lane runs at least this long
     u64 pt_mask;            // slots - 1
     u32 nactive;
     u32 nregions;
@@ -360,6 +384,15 @@ __device__ void run_lane(const Params& P, u32 lane) {
     u64 regs = rec[S_REGIONS];
     u64 end = retired + P.slice;
     if (end < retired || end > limit) end = limit;
+    // Every CHECK_EVERY instructions a running lane asks whether to leave the launch: after
+    // max_ns, or once the first lane that stopped for the host has waited about as long as it
+    // ran (at least min_grace), so lanes that stop early do not wait long for the others. Every
+    // lane runs at least min_run, so lanes of late waves of blocks still make progress.
+    u64 t_start = a_now_ns();
+    a_set_once(&P.sched[1], t_start);
+    u64 launch_start = *(volatile u64*)&P.sched[1];
+    u64 check = retired + CHECK_EVERY;
+    if (check > end) check = end;
     Tlb T;
     T.tag0 = T.tag1 = T.tag2 = T.tag3 = MAXU64;
     T.ptr0 = T.ptr1 = T.ptr2 = T.ptr3 = 0;
@@ -406,9 +439,23 @@ __device__ void run_lane(const Params& P, u32 lane) {
     }
 
     for (;;) {
-        if (retired >= end) {
-            stop = retired >= limit ? STOP_LIMIT : STOP_SLICE;
-            break;
+        if (retired >= check) {
+            if (retired >= end) {
+                stop = retired >= limit ? STOP_LIMIT : STOP_SLICE;
+                break;
+            }
+            u64 now = a_now_ns();
+            if (now - t_start >= P.min_run_ns) {
+                u64 first = *(volatile u64*)&P.sched[0];
+                u64 grace = first > launch_start ? first - launch_start : 0;
+                if (grace < P.min_grace_ns) grace = P.min_grace_ns;
+                if (now - t_start >= P.max_ns || (first != 0 && now >= first + grace)) {
+                    stop = STOP_SLICE;
+                    break;
+                }
+            }
+            check = retired + CHECK_EVERY;
+            if (check > end) check = end;
         }
         u64 w0 = ops[2 * idx];
         u64 imm = ops[2 * idx + 1];
@@ -1076,6 +1123,7 @@ done:
     rec[S_STOP] = stop;
     rec[S_INFO] = info;
     P.stops[lane] = stop;
+    if (stop != STOP_SLICE) a_set_once(&P.sched[0], a_now_ns());
     if (P.progress) a_store_progress((volatile u64*)&P.progress[lane], retired);
 #undef TR
 #undef JUMP
