@@ -61,21 +61,47 @@ if want env; then
 fi
 
 # ---------------------------------------------------------------------------------- speed
+# instructions and kernel seconds of an `armada batch` log -> "N instr, wall W/s, kernel K/s"
+rates() {
+    python3 - "$1" <<'EOF2'
+import re, sys
+t = open(sys.argv[1]).read()
+m = re.search(r"; (\d+) instructions in ([0-9.]+) s", t)
+k = re.search(r"kernel s: ([0-9.]+)", t)
+g = lambda x: "%.3g G" % (x / 1e9) if x >= 1e9 else "%.3g M" % (x / 1e6)
+if not m:
+    print("no result (see log)")
+else:
+    n, w = int(m.group(1)), float(m.group(2))
+    out = f"{n} instructions: wall {w:.2f} s = {g(n / w)}instr/s"
+    if k:
+        ks = float(k.group(1))
+        out += f"; kernel {ks:.3f} s = {g(n / max(ks, 1e-9))}instr/s"
+    print(out)
+EOF2
+}
 if want speed; then
     n=${TIGHT_ITERS:-20000000}
-    timeout 600 $A batch --backend cuda --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1.txt"
-    note "speed: 1 lane, tight loop ($n iterations): wall $(rate_of "$log/tight1.txt")/s; kernel time $(stat_of "$log/tight1.txt" 'kernel s') s"
     $A batch --backend cpu --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1cpu.txt"
-    note "speed: same on the CPU engine: $(rate_of "$log/tight1cpu.txt")/s"
-    for spec in "65536 ${CRC_ROUNDS:-100}" "131072 ${CRC_ROUNDS2:-50}" "262144 ${CRC_ROUNDS3:-25}"; do
+    note "speed: 1 lane tight loop ($n iterations) on the CPU engine: $(rates "$log/tight1cpu.txt")"
+    for variant in ${VARIANTS:-default -DARMADA_MIN_BLOCKS=8}; do
+        [[ $variant == default ]] && export ARMADA_CUDA_DEFINES= || export ARMADA_CUDA_DEFINES=$variant
+        $A run --backend cuda "$G/hello" >/dev/null 2>&1 # compile this variant
+        timeout 600 $A batch --backend cuda --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1$variant.txt"
+        note "speed [$variant]: 1 lane, tight loop: $(rates "$log/tight1$variant.txt")"
+        timeout 600 $A batch --backend cuda --lanes 65536 "$G/lanecrc" '{lane}' "${CRC_ROUNDS:-100}" >/dev/null 2>"$log/agg$variant.txt"
+        note "speed [$variant]: 65536 lanes lanecrc {lane} ${CRC_ROUNDS:-100}: $(rates "$log/agg$variant.txt")"
+    done
+    export ARMADA_CUDA_DEFINES=${BEST_DEFINES:-}
+    for spec in "131072 ${CRC_ROUNDS2:-50}" "262144 ${CRC_ROUNDS3:-25}"; do
         set -- $spec
         timeout 600 $A batch --backend cuda --lanes "$1" --out "$log/agg$1.jsonl" "$G/lanecrc" '{lane}' "$2" >/dev/null 2>"$log/agg$1.txt"
-        rc=$?
-        note "speed: $1 lanes lanecrc {lane} $2 (rc=$rc): $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/agg$1.txt"); kernel $(stat_of "$log/agg$1.txt" 'kernel s') s, launches $(stat_of "$log/agg$1.txt" launches)"
+        note "speed: $1 lanes lanecrc {lane} $2: $(rates "$log/agg$1.txt")"
     done
-    head -2 "$log/agg65536.jsonl" | cut -c1-200
+    head -1 "$log/agg131072.jsonl" | cut -c1-200
     timeout 600 $A batch --backend cuda --lanes 65536 "$G/tightloop" 20000 >/dev/null 2>"$log/tight64k.txt"
-    note "speed: 65536 lanes tight loop 20000: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/tight64k.txt"); kernel $(stat_of "$log/tight64k.txt" 'kernel s') s"
+    note "speed: 65536 lanes tight loop 20000: $(rates "$log/tight64k.txt")"
+    grep -o "pages synced down: [^,]*, pages up: [^,]*" "$log/agg131072.txt" | head -1
 fi
 
 # ---------------------------------------------------------------------------------- suite

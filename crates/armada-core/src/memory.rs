@@ -915,6 +915,24 @@ impl AddressSpace {
         }
     }
 
+    /// The bytes of page `vpn` for an update downloaded from a device: made private (counted
+    /// against the cap like any written page) if it was shared. Not recorded as a host write.
+    /// `None` if the page is not materialized.
+    pub fn gpu_page_mut(&mut self, vpn: u64) -> Option<&mut PageData> {
+        if !self.pages.contains_key(&vpn) {
+            return None;
+        }
+        self.flush_page(vpn);
+        if self.code_pages.remove(&vpn) {
+            self.code_written.push(vpn);
+        }
+        let page = self.pages.get_mut(&vpn)?;
+        if Arc::strong_count(&page.data) != 1 {
+            self.private_pages += 1;
+        }
+        Some(Arc::make_mut(&mut page.data))
+    }
+
     /// Starts recording the pages the host writes (see `gpu_take_written`).
     pub fn gpu_track_writes(&mut self) {
         self.flush_tlb();

@@ -6,9 +6,12 @@
 //! (built by build.rs when a C++ compiler is present), so the engine and the kernel are
 //! tested on machines without a GPU.
 
-use crate::layout::{self, CopyDesc, Params, BLOCK_THREADS};
+use crate::layout::{self, Params, BLOCK_THREADS};
 use crate::Error;
 use std::path::PathBuf;
+
+/// From this many active lanes on, launches use the kernel build for throughput.
+pub const MANY_LANES: u32 = 8192;
 
 /// A device address (or, for the simulator, a host address).
 pub type DevPtr = u64;
@@ -27,6 +30,17 @@ pub trait Device: Send + Sync {
     fn sync(&self) -> Result<(), Error>;
     /// Runs the copy kernel over `n` descriptors at `descs` and waits.
     fn copy(&self, descs: DevPtr, n: u32) -> Result<(), Error>;
+    /// Runs the diff kernel: the changed 64-byte blocks of `n` frames (their addresses at
+    /// `frames`) against their shadows `shadow_off` bytes further, appended to `out` as
+    /// 9-word entries, the count at `count` (zeroed by the caller); shadows are updated.
+    fn diff(
+        &self,
+        frames: DevPtr,
+        n: u32,
+        shadow_off: u64,
+        out: DevPtr,
+        count: DevPtr,
+    ) -> Result<(), Error>;
     /// Runs the page-table write kernel over `n` (slot, key, value) triples at `writes`.
     fn pt_write(&self, pt: DevPtr, pt_epoch: DevPtr, writes: DevPtr, n: u32) -> Result<(), Error>;
     /// Host memory the kernel can write while it runs: (host pointer, device address).
@@ -75,8 +89,11 @@ mod cuda {
         name: String,
         arch: String,
         module: sys::CUmodule,
+        module_many: sys::CUmodule,
         run: sys::CUfunction,
+        run_many: sys::CUfunction,
         copy: sys::CUfunction,
+        diff: sys::CUfunction,
         pt_write: sys::CUfunction,
         /// Serializes launches and copies issued from several threads (async mode polls).
         lock: Mutex<()>,
@@ -137,27 +154,59 @@ mod cuda {
                     ))
                 }
             };
-            let (cubin, compile_note) =
-                crate::nvrtc::compile_cached(&layout::kernel_source(), &arch, &name, cache_dir)?;
+            // Two builds of the kernel, compiled side by side: one for few lanes (all the
+            // registers it wants: the fastest single lane) and one for many (at most 64
+            // registers, 8 blocks an SM: more lanes resident, more throughput).
+            let src = layout::kernel_source();
+            let (few, many) = std::thread::scope(|s| {
+                let a = s.spawn(|| {
+                    crate::nvrtc::compile_cached(&src, &arch, &[], &name, cache_dir.clone())
+                });
+                let b = s.spawn(|| {
+                    crate::nvrtc::compile_cached(
+                        &src,
+                        &arch,
+                        &["-DARMADA_MIN_BLOCKS=8"],
+                        &name,
+                        cache_dir.clone(),
+                    )
+                });
+                (a.join(), b.join())
+            });
+            let join = |r: std::thread::Result<Result<(Vec<u8>, String), Error>>| {
+                r.unwrap_or_else(|_| Err(Error::Compile("the kernel compiler panicked".into())))
+            };
+            let (cubin, compile_note) = join(few)?;
+            let (cubin_many, _) = join(many)?;
             // SAFETY: cubin is a complete module image; the context is current.
             let module = unsafe { result::module::load_data(cubin.as_ptr() as *const c_void) }
                 .map_err(|e| derr("cuModuleLoadData", e))?;
-            let func = |n: &str| -> Result<sys::CUfunction, Error> {
+            // SAFETY: as above.
+            let module_many =
+                unsafe { result::module::load_data(cubin_many.as_ptr() as *const c_void) }
+                    .map_err(|e| derr("cuModuleLoadData", e))?;
+            let func_in = |m: sys::CUmodule, n: &str| -> Result<sys::CUfunction, Error> {
                 let c = CString::new(n).unwrap();
-                // SAFETY: module is loaded; c is a valid name.
-                unsafe { result::module::get_function(module, c) }
+                // SAFETY: the module is loaded; c is a valid name.
+                unsafe { result::module::get_function(m, c) }
                     .map_err(|e| derr(&format!("cuModuleGetFunction({n})"), e))
             };
+            let func = |n: &str| func_in(module, n);
             let run = func("armada_run")?;
+            let run_many = func_in(module_many, "armada_run")?;
             let copy = func("armada_copy")?;
+            let diff = func("armada_diff")?;
             let pt_write = func("armada_pt_write")?;
             Ok(CudaDevice {
                 ctx,
                 name,
                 arch,
                 module,
+                module_many,
                 run,
+                run_many,
                 copy,
+                diff,
                 pt_write,
                 lock: Mutex::new(()),
                 compile_note,
@@ -239,9 +288,14 @@ mod cuda {
         fn launch_run(&self, p: &Params) -> Result<(), Error> {
             let mut pv = *p;
             let mut args = [&mut pv as *mut Params as *mut c_void];
-            let grid = p.nactive.div_ceil(BLOCK_THREADS);
+            let grid = (p.nactive << p.lane_shift).div_ceil(BLOCK_THREADS);
+            let f = if p.nactive >= MANY_LANES {
+                self.run_many
+            } else {
+                self.run
+            };
             let _g = self.lock.lock();
-            self.launch(self.run, grid, BLOCK_THREADS, &mut args)
+            self.launch(f, grid, BLOCK_THREADS, &mut args)
         }
 
         fn sync(&self) -> Result<(), Error> {
@@ -266,6 +320,32 @@ mod cuda {
             {
                 let _g = self.lock.lock();
                 self.launch(self.copy, n.min(65535), 128, &mut args)?;
+            }
+            self.sync()
+        }
+
+        fn diff(
+            &self,
+            frames: DevPtr,
+            n: u32,
+            shadow_off: u64,
+            out: DevPtr,
+            count: DevPtr,
+        ) -> Result<(), Error> {
+            if n == 0 {
+                return Ok(());
+            }
+            let (mut f, mut nn, mut so, mut o, mut c) = (frames, n, shadow_off, out, count);
+            let mut args = [
+                &mut f as *mut u64 as *mut c_void,
+                &mut nn as *mut u32 as *mut c_void,
+                &mut so as *mut u64 as *mut c_void,
+                &mut o as *mut u64 as *mut c_void,
+                &mut c as *mut u64 as *mut c_void,
+            ];
+            {
+                let _g = self.lock.lock();
+                self.launch(self.diff, n.min(65535), 64, &mut args)?;
             }
             self.sync()
         }
@@ -337,8 +417,9 @@ mod cuda {
     impl Drop for CudaDevice {
         fn drop(&mut self) {
             if self.bind().is_ok() {
-                // SAFETY: the module was loaded by us and nothing uses it any more.
+                // SAFETY: the modules were loaded by us and nothing uses them any more.
                 let _ = unsafe { result::module::unload(self.module) };
+                let _ = unsafe { result::module::unload(self.module_many) };
             }
         }
     }
@@ -352,6 +433,7 @@ pub use cuda::CudaDevice;
 #[cfg(armada_sim)]
 mod sim {
     use super::*;
+    use crate::layout::CopyDesc;
     use rayon::prelude::*;
     use std::sync::Mutex;
 
@@ -359,6 +441,13 @@ mod sim {
         fn armada_sim_run_lane(p: *const Params, i: u32);
         fn armada_sim_copy(descs: *const CopyDesc, n: u32);
         fn armada_sim_pt_write(pt: *mut u64, pt_epoch: *mut u32, writes: *const u64, n: u32);
+        fn armada_sim_diff(
+            frames: *const u64,
+            n: u32,
+            shadow_off: u64,
+            out: *mut u64,
+            count: *mut u64,
+        );
     }
 
     /// Host memory standing in for device memory; addresses are host pointers.
@@ -413,6 +502,27 @@ mod sim {
             unsafe { armada_sim_copy(descs as *const CopyDesc, n) };
             Ok(())
         }
+        fn diff(
+            &self,
+            frames: DevPtr,
+            n: u32,
+            shadow_off: u64,
+            out: DevPtr,
+            count: DevPtr,
+        ) -> Result<(), Error> {
+            // SAFETY: as the kernel: the frames, their shadows and `out` are live allocations.
+            unsafe {
+                armada_sim_diff(
+                    frames as *const u64,
+                    n,
+                    shadow_off,
+                    out as *mut u64,
+                    count as *mut u64,
+                )
+            };
+            Ok(())
+        }
+
         fn pt_write(
             &self,
             pt: DevPtr,

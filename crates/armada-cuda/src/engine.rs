@@ -35,6 +35,10 @@ const CHUNK_SHIFT: u32 = 14;
 const CHUNK_FRAMES: u64 = 1 << CHUNK_SHIFT;
 /// Most chunks (1 TiB of frames: more than any device has).
 const MAX_CHUNKS: usize = 16384;
+/// Offset of a frame's shadow from the frame (the second half of its chunk).
+const SHADOW_OFF: u64 = CHUNK_FRAMES << PAGE_SHIFT;
+/// Frames diffed per diff-kernel launch (bounds the staging memory).
+const DIFF_BATCH: usize = 32768;
 /// The frame that holds zeros and is never written.
 const ZERO_FRAME: u32 = 0;
 /// Instructions per lane per launch unless ARMADA_CUDA_SLICE says otherwise: in practice no
@@ -61,12 +65,16 @@ pub struct Stats {
     pub service_s: f64,
     pub transfer_s: f64,
     pub setup_s: f64,
+    pub apply_s: f64,
+    pub spawn_s: f64,
     pub syscalls: u64,
     pub misses: u64,
     pub host_steps: u64,
     pub host_instructions: u64,
     pub pages_down: u64,
     pub pages_up: u64,
+    pub pages_copied: u64,
+    pub diff_blocks: u64,
     pub frames_peak: u64,
     pub regions: usize,
     pub images: usize,
@@ -139,8 +147,14 @@ impl HostTable {
 
     /// Sets `key` to `val`, inserting it if needed; returns the slot.
     fn set(&mut self, key: u64, val: u64) -> Result<u64, Error> {
+        self.set_opt(key, val, false)
+    }
+
+    /// As `set`; `force` writes the slot to the device even when the host copy already holds
+    /// the value.
+    fn set_opt(&mut self, key: u64, val: u64, force: bool) -> Result<u64, Error> {
         if let Some(s) = self.find(key) {
-            if self.vals[s as usize] != val {
+            if force || self.vals[s as usize] != val {
                 self.vals[s as usize] = val;
                 self.pending.push([s, key, val]);
             }
@@ -203,7 +217,8 @@ impl Frames {
             if self.chunks.len() >= MAX_CHUNKS || f > PT_FRAME_MASK {
                 return Err(Error::Cuda("out of device frames".into()));
             }
-            let p = dev.alloc((CHUNK_FRAMES * PAGE_SIZE) as usize)?;
+            // frames, then their shadows (the bytes the host has, for diffs)
+            let p = dev.alloc((2 * CHUNK_FRAMES * PAGE_SIZE) as usize)?;
             let i = self.chunks.len();
             self.chunks.push(p);
             htod_slice(dev, self.d_chunks + 8 * i as u64, &[p])?;
@@ -222,6 +237,11 @@ impl Frames {
     fn addr(&self, f: u32) -> DevPtr {
         let f = f as u64;
         self.chunks[(f >> CHUNK_SHIFT) as usize] + ((f & (CHUNK_FRAMES - 1)) << PAGE_SHIFT)
+    }
+
+    /// The frame's shadow: the bytes the host mirror has for it.
+    fn shadow(&self, f: u32) -> DevPtr {
+        self.addr(f) + SHADOW_OFF
     }
 }
 
@@ -244,6 +264,8 @@ struct LaneHost {
     limit: u64,
     host_steps: u64,
     done: bool,
+    /// The last page miss ((address, retired, write), repeats), to notice a lane that is stuck.
+    last_miss: ((u64, u64, bool), u32),
 }
 
 /// What a lane's page should look like on the device.
@@ -253,11 +275,20 @@ enum Want {
     /// An entry on a frame it does not own (the zero frame; perms 0 blocks an image page).
     Shared { frame: u32, perms: u64 },
     /// Its own frame, with these bytes when given (else the frame's bytes are current).
-    Private {
-        perms: u64,
-        data: Option<Box<PageData>>,
-    },
+    Private { perms: u64, data: Option<PageSrc> },
 }
+
+/// Where a frame's new bytes come from.
+enum PageSrc {
+    /// From the host.
+    Bytes(Box<PageData>),
+    /// A copy of another frame on the device (an image page being copied on write, or zeros).
+    Frame(u32),
+}
+
+/// A serviced lane: its number, its plan, and the record words to write back (first word,
+/// words).
+type Serviced = (usize, Plan, Vec<(usize, Vec<u64>)>);
 
 /// What servicing one lane produced, for the serial part of the round.
 #[derive(Default)]
@@ -270,6 +301,10 @@ struct Plan {
     host_steps: u64,
     /// The micro-op the kernel left to the host, when it was one.
     host_op: Option<&'static str>,
+    /// Write the page-table entries even when the host copy says they are current.
+    force: bool,
+    /// The lane makes no progress (an engine bug): the batch stops with this message.
+    stuck: Option<String>,
 }
 
 struct Image {
@@ -336,7 +371,7 @@ fn want_for(
                 // comes back to the host first).
                 let perms = if private { perms } else { perms & PT_R };
                 let data = if !owned || force {
-                    Some(Box::new(**data))
+                    Some(PageSrc::Bytes(Box::new(**data)))
                 } else {
                     None
                 };
@@ -388,13 +423,16 @@ fn state_to_record(st: &CpuState, limit: u64, epoch: u32, rec: &mut [u64]) {
     rec[S_INFO] = 0;
     rec[S_EPOCH] = epoch as u64;
     rec[S_DIRTY_N] = 0;
+    rec[S_VDIRTY] = 0;
     for i in 0..32 {
         rec[S_V + 2 * i] = st.v[i] as u64;
         rec[S_V + 2 * i + 1] = (st.v[i] >> 64) as u64;
     }
 }
 
-fn record_to_state(rec: &[u64], st: &mut CpuState) {
+/// The registers of a downloaded record; the vector registers when given (else the host's
+/// copy is current).
+fn record_to_state(rec: &[u64], v: Option<&[u64]>, st: &mut CpuState) {
     st.x[..32].copy_from_slice(&rec[S_X..S_X + 32]);
     st.x[32] = 0;
     st.pc = rec[S_PC];
@@ -404,8 +442,10 @@ fn record_to_state(rec: &[u64], st: &mut CpuState) {
     st.tpidr = rec[S_TPIDR];
     st.excl_addr = rec[S_EXCL];
     st.retired = rec[S_RETIRED];
-    for i in 0..32 {
-        st.v[i] = rec[S_V + 2 * i] as u128 | (rec[S_V + 2 * i + 1] as u128) << 64;
+    if let Some(v) = v {
+        for i in 0..32 {
+            st.v[i] = v[2 * i] as u128 | (v[2 * i + 1] as u128) << 64;
+        }
     }
 }
 
@@ -468,6 +508,10 @@ unsafe impl Send for Batch {}
 
 impl Drop for Batch {
     fn drop(&mut self) {
+        // tens of thousands of lanes, each with its own maps and pages: drop them in parallel
+        std::mem::take(&mut self.lanes)
+            .into_par_iter()
+            .for_each(drop);
         let d = &self.dev;
         for p in [
             self.d_ops,
@@ -543,6 +587,7 @@ impl Batch {
                 limit,
                 host_steps: 0,
                 done: false,
+                last_miss: ((0, 0, false), 0),
             })
             .collect();
         let n = lanes.len();
@@ -602,6 +647,9 @@ impl Batch {
             );
             images.push(img);
         }
+        // padding: the kernel loads the micro-op after the one it runs, also after a sentinel
+        ops_words.push(ops::END_OF_REGION as u64);
+        ops_words.push(0);
         let nregions = (region_words.len() / 3) as u32;
         let d_ops = dev.alloc(ops_words.len().max(2) * 8)?;
         htod_slice(dev_ref, d_ops, &ops_words)?;
@@ -629,13 +677,13 @@ impl Batch {
         debug_assert_eq!(zero, ZERO_FRAME);
 
         // Shared image pages: one frame each, read-only for every lane of the image.
-        let mut uploads: Vec<(u32, Box<PageData>)> = Vec::new();
+        let mut uploads: Vec<(u32, PageSrc)> = Vec::new();
         for (img, pages) in images.iter_mut().zip(image_pages) {
             for (vpn, data, perm) in pages {
                 let f = frames.alloc(dev_ref)?;
                 let perms = if perm.contains(Perm::R) { PT_R } else { 0 };
                 pt.set(pt_key(img.key_lane, vpn), f as u64 | perms)?;
-                uploads.push((f, Box::new(*data)));
+                uploads.push((f, PageSrc::Bytes(Box::new(*data))));
                 img.pages.insert(vpn, (data, f));
             }
         }
@@ -689,13 +737,14 @@ impl Batch {
             sched: d_sched,
             slice: batch.slice,
             max_ns: env_ms("ARMADA_CUDA_LAUNCH_MS", 100.0),
-            min_grace_ns: env_ms("ARMADA_CUDA_GRACE_MS", 2.0),
+            min_grace_ns: env_ms("ARMADA_CUDA_GRACE_MS", 5.0),
             min_run_ns: env_ms("ARMADA_CUDA_MIN_RUN_MS", 1.0),
             pt_mask: slots - 1,
             nactive: n as u32,
             nregions,
             pt_shift: 64 - slots.trailing_zeros(),
             chunk_shift: CHUNK_SHIFT,
+            lane_shift: 0,
         };
 
         // Every lane's private pages (its stack) and registers.
@@ -719,7 +768,7 @@ impl Batch {
         batch.lanes = lanes;
         let incoming: u64 = plans.iter().map(|p| p.wants.len() as u64).sum();
         batch.ensure_pt_room(incoming)?;
-        let mut records: Vec<(u32, Vec<u64>)> = Vec::with_capacity(n);
+        let mut records: Vec<(u32, usize, Vec<u64>)> = Vec::with_capacity(n);
         for (i, plan) in plans.into_iter().enumerate() {
             batch.apply_plan(i, plan, &mut uploads)?;
             let l = &batch.lanes[i];
@@ -728,7 +777,7 @@ impl Batch {
             let img = &batch.images[l.image];
             rec[S_REGIONS] = img.first_region as u64 | (img.regions.len() as u64) << 32;
             rec[S_IMAGE] = img.key_lane;
-            records.push((i as u32, rec));
+            records.push((i as u32, 0, rec));
         }
         batch.upload(&records, uploads)?;
         batch.stats.setup_s = t0.elapsed().as_secs_f64();
@@ -786,44 +835,77 @@ impl Batch {
     /// Uploads records and pages, and flushes pending page-table writes.
     fn upload(
         &mut self,
-        records: &[(u32, Vec<u64>)],
-        pages: Vec<(u32, Box<PageData>)>,
+        records: &[(u32, usize, Vec<u64>)],
+        pages: Vec<(u32, PageSrc)>,
     ) -> Result<(), Error> {
         let t = Instant::now();
-        let rec_bytes = records.len() * S_WORDS * 8;
-        let page_bytes = pages.len() * PAGE_SIZE as usize;
-        let n_desc = records.len() + pages.len();
+        // The copy kernel writes in parallel: one upload per frame, the last one.
+        let pages = if pages.len() > 1 {
+            let mut seen = std::collections::HashSet::with_capacity(pages.len());
+            let mut v: Vec<(u32, PageSrc)> = pages
+                .into_iter()
+                .rev()
+                .filter(|p| seen.insert(p.0))
+                .collect();
+            v.reverse();
+            v
+        } else {
+            pages
+        };
+        let rec_words: usize = records.iter().map(|r| r.2.len()).sum();
+        let host_pages: Vec<&PageData> = pages
+            .iter()
+            .filter_map(|p| match &p.1 {
+                PageSrc::Bytes(b) => Some(&**b),
+                PageSrc::Frame(_) => None,
+            })
+            .collect();
+        let rec_bytes = rec_words * 8;
+        let page_bytes = host_pages.len() * PAGE_SIZE as usize;
+        // each page goes to its frame and its shadow
+        let n_desc = records.len() + 2 * pages.len();
         let desc_bytes = n_desc * std::mem::size_of::<CopyDesc>();
-        let total = rec_bytes + page_bytes + desc_bytes;
         if n_desc > 0 {
-            let stage = self.ensure_stage(total)?;
+            let stage = self.ensure_stage(rec_bytes + page_bytes + desc_bytes)?;
             let mut host = vec![0u8; rec_bytes + page_bytes];
             let mut descs = Vec::with_capacity(n_desc);
-            for (k, (lane, rec)) in records.iter().enumerate() {
-                let off = k * S_WORDS * 8;
-                for (w, v) in rec.iter().enumerate() {
+            let mut off = 0usize;
+            for (lane, first, words) in records {
+                for (w, v) in words.iter().enumerate() {
                     host[off + 8 * w..off + 8 * w + 8].copy_from_slice(&v.to_le_bytes());
                 }
                 descs.push(CopyDesc {
                     src: stage + off as u64,
-                    dst: self.d_lanes + (*lane as u64) * (S_WORDS as u64) * 8,
-                    words: S_WORDS as u64,
+                    dst: self.d_lanes + ((*lane as u64) * (S_WORDS as u64) + *first as u64) * 8,
+                    words: words.len() as u64,
                 });
+                off += 8 * words.len();
             }
             host[rec_bytes..]
                 .par_chunks_mut(PAGE_SIZE as usize)
-                .zip(pages.par_iter())
-                .for_each(|(dst, (_, data))| dst.copy_from_slice(&data[..]));
-            for (k, (frame, _)) in pages.iter().enumerate() {
-                descs.push(CopyDesc {
-                    src: stage + (rec_bytes + k * PAGE_SIZE as usize) as u64,
-                    dst: self.frames.addr(*frame),
-                    words: PAGE_SIZE / 8,
-                });
+                .zip(host_pages.par_iter())
+                .for_each(|(dst, data)| dst.copy_from_slice(&data[..]));
+            let mut k = 0usize;
+            for (frame, src) in &pages {
+                let from = match src {
+                    PageSrc::Bytes(_) => {
+                        k += 1;
+                        stage + (rec_bytes + (k - 1) * PAGE_SIZE as usize) as u64
+                    }
+                    PageSrc::Frame(g) => self.frames.addr(*g),
+                };
+                for dst in [self.frames.addr(*frame), self.frames.shadow(*frame)] {
+                    descs.push(CopyDesc {
+                        src: from,
+                        dst,
+                        words: PAGE_SIZE / 8,
+                    });
+                }
             }
             self.dev.htod(stage, &host)?;
             self.run_copies(&descs, stage + (rec_bytes + page_bytes) as u64)?;
-            self.stats.pages_up += pages.len() as u64;
+            self.stats.pages_up += host_pages.len() as u64;
+            self.stats.pages_copied += (pages.len() - host_pages.len()) as u64;
         }
         self.flush_pt()?;
         if self.active_dirty {
@@ -906,7 +988,16 @@ impl Batch {
         if self.pt.pending.is_empty() {
             return Ok(());
         }
-        let writes: Vec<u64> = self.pt.pending.drain(..).flatten().collect();
+        // The kernel applies the writes in parallel: keep only the last write of each slot
+        // (a slot freed by one lane can be taken by another in the same round).
+        let mut seen = std::collections::HashSet::with_capacity(self.pt.pending.len());
+        let mut last: Vec<[u64; 3]> = Vec::with_capacity(self.pt.pending.len());
+        for w in self.pt.pending.drain(..).rev() {
+            if seen.insert(w[0]) {
+                last.push(w);
+            }
+        }
+        let writes: Vec<u64> = last.into_iter().flatten().collect();
         let n = writes.len() / 3;
         let stage = self.ensure_stage(writes.len() * 8)?;
         htod_slice(&*self.dev, stage, &writes)?;
@@ -919,7 +1010,7 @@ impl Batch {
         &mut self,
         i: usize,
         plan: Plan,
-        uploads: &mut Vec<(u32, Box<PageData>)>,
+        uploads: &mut Vec<(u32, PageSrc)>,
     ) -> Result<(), Error> {
         let dev: &dyn Device = &*self.dev;
         let l = &mut self.lanes[i];
@@ -942,7 +1033,7 @@ impl Batch {
                             self.frames.release(e.frame);
                         }
                     }
-                    let slot = self.pt.set(key, frame as u64 | perms)?;
+                    let slot = self.pt.set_opt(key, frame as u64 | perms, plan.force)?;
                     l.entries.insert(
                         vpn,
                         Entry {
@@ -957,7 +1048,7 @@ impl Batch {
                         Some(e) if e.private => (e.frame, false),
                         _ => (self.frames.alloc(dev)?, true),
                     };
-                    let slot = self.pt.set(key, frame as u64 | perms)?;
+                    let slot = self.pt.set_opt(key, frame as u64 | perms, plan.force)?;
                     l.entries.insert(
                         vpn,
                         Entry {
@@ -971,7 +1062,7 @@ impl Batch {
                         None if fresh => {
                             // never happens by construction (a new frame always comes with its
                             // bytes), but a fresh frame must not show stale bytes
-                            uploads.push((frame, Box::new([0u8; PAGE_SIZE as usize])));
+                            uploads.push((frame, PageSrc::Frame(ZERO_FRAME)));
                         }
                         None => {}
                     }
@@ -1002,7 +1093,7 @@ impl Batch {
             .copied()
             .filter(|&l| self.stops[l as usize] != STOP_SLICE)
             .collect();
-        let recs = self.download_records(&stopped)?;
+        let recs = self.download_records(&stopped, 0, DOWN_WORDS)?;
         self.stats.transfer_s += t.elapsed().as_secs_f64();
         let mut out = Vec::with_capacity(self.active.len());
         let mut k = 0;
@@ -1039,6 +1130,9 @@ impl Batch {
         htod_slice(&*self.dev, self.d_sched, &[0u64, 0u64])?;
         self.params.nactive = self.active.len() as u32;
         self.params.slice = slice.max(1);
+        // a small batch: one lane per warp (up to 32 threads a lane, 65536 threads in all)
+        let n = self.active.len().max(1) as u32;
+        self.params.lane_shift = (65536 / n).max(1).ilog2().min(5);
         let t = Instant::now();
         self.dev.launch_run(&self.params)?;
         self.dev.sync()?;
@@ -1064,46 +1158,60 @@ impl Batch {
         Ok(())
     }
 
-    fn download_records(&mut self, lanes: &[u32]) -> Result<Vec<u64>, Error> {
+    /// Downloads `words` words at word `first` of the records of `lanes`, back to back.
+    fn download_records(
+        &mut self,
+        lanes: &[u32],
+        first: usize,
+        words: usize,
+    ) -> Result<Vec<u64>, Error> {
         if lanes.is_empty() {
             return Ok(Vec::new());
         }
-        let rec_bytes = lanes.len() * S_WORDS * 8;
+        let rec_bytes = lanes.len() * words * 8;
         let desc_bytes = lanes.len() * std::mem::size_of::<CopyDesc>();
         let stage = self.ensure_stage(rec_bytes + desc_bytes)?;
         let descs: Vec<CopyDesc> = lanes
             .iter()
             .enumerate()
             .map(|(k, &l)| CopyDesc {
-                src: self.d_lanes + (l as u64) * (S_WORDS as u64) * 8,
-                dst: stage + (k * S_WORDS * 8) as u64,
-                words: S_WORDS as u64,
+                src: self.d_lanes + ((l as u64) * (S_WORDS as u64) + first as u64) * 8,
+                dst: stage + (k * words * 8) as u64,
+                words: words as u64,
             })
             .collect();
         self.run_copies(&descs, stage + rec_bytes as u64)?;
-        dtoh_vec(&*self.dev, stage, lanes.len() * S_WORDS)
+        dtoh_vec(&*self.dev, stage, lanes.len() * words)
     }
 
-    /// Downloads frames: returns their bytes in order.
-    fn download_frames(&mut self, frames: &[u32]) -> Result<Vec<u8>, Error> {
-        if frames.is_empty() {
-            return Ok(Vec::new());
+    /// The changed 64-byte blocks of `frames` since the host last had them (their shadows),
+    /// as (index in `frames` << 6 | block, 8 words) entries; the shadows are brought up to date.
+    fn download_changes(&mut self, frames: &[u32]) -> Result<Vec<[u64; 9]>, Error> {
+        let mut out: Vec<[u64; 9]> = Vec::new();
+        for (b, chunk) in frames.chunks(DIFF_BATCH).enumerate() {
+            let n = chunk.len();
+            let out_bytes = n * 64 * 72;
+            let list_bytes = n * 8;
+            let stage = self.ensure_stage(out_bytes + list_bytes + 8)?;
+            let list: Vec<u64> = chunk.iter().map(|&f| self.frames.addr(f)).collect();
+            let list_at = stage + out_bytes as u64;
+            let count_at = list_at + list_bytes as u64;
+            htod_slice(&*self.dev, list_at, &list)?;
+            htod_slice(&*self.dev, count_at, &[0u64])?;
+            self.dev
+                .diff(list_at, n as u32, SHADOW_OFF, stage, count_at)?;
+            let count = dtoh_vec::<u64>(&*self.dev, count_at, 1)?[0] as usize;
+            let words: Vec<u64> = dtoh_vec(&*self.dev, stage, count * 9)?;
+            let base = (b * DIFF_BATCH) as u64;
+            out.extend(words.chunks_exact(9).map(|c| {
+                let mut e = [0u64; 9];
+                e.copy_from_slice(c);
+                e[0] += base << 6;
+                e
+            }));
         }
-        let bytes = frames.len() * PAGE_SIZE as usize;
-        let stage = self.ensure_stage(bytes + frames.len() * std::mem::size_of::<CopyDesc>())?;
-        let descs: Vec<CopyDesc> = frames
-            .iter()
-            .enumerate()
-            .map(|(k, &f)| CopyDesc {
-                src: self.frames.addr(f),
-                dst: stage + (k * PAGE_SIZE as usize) as u64,
-                words: PAGE_SIZE / 8,
-            })
-            .collect();
-        self.run_copies(&descs, stage + bytes as u64)?;
-        let mut out = vec![0u8; bytes];
-        self.dev.dtoh(stage, &mut out)?;
         self.stats.pages_down += frames.len() as u64;
+        self.stats.diff_blocks += out.len() as u64;
         Ok(out)
     }
 
@@ -1136,10 +1244,11 @@ impl Batch {
     /// Services the listed lanes (stopped in the last launch).
     pub fn service(&mut self, svc: &[u32]) -> Result<(), Error> {
         let t = Instant::now();
-        let recs = self.download_records(svc)?;
+        const W: usize = DOWN_WORDS;
+        let recs = self.download_records(svc, 0, W)?;
         if self.trace {
             for (k, &l) in svc.iter().enumerate().take(4) {
-                let r = &recs[k * S_WORDS..(k + 1) * S_WORDS];
+                let r = &recs[k * W..(k + 1) * W];
                 eprintln!(
                     "armada-cuda: lane {l} stop {} pc {:#x} info {:#x} retired {} dirty {}",
                     stop_name(self.stops[l as usize]),
@@ -1150,64 +1259,121 @@ impl Batch {
                 );
             }
         }
-        // Pages the lanes wrote since their last sync.
-        let mut want_frames: Vec<u32> = Vec::new();
-        let mut page_lists: Vec<Vec<(u64, usize)>> = Vec::with_capacity(svc.len());
+        // Vector registers, of the lanes that wrote any since their last sync.
+        let vlanes: Vec<usize> = (0..svc.len())
+            .filter(|&k| recs[k * W + S_VDIRTY] != 0)
+            .collect();
+        let vl: Vec<u32> = vlanes.iter().map(|&k| svc[k]).collect();
+        let vwords = self.download_records(&vl, S_V, 64)?;
+        let mut vpos: Vec<Option<usize>> = vec![None; svc.len()];
+        for (j, &k) in vlanes.iter().enumerate() {
+            vpos[k] = Some(j);
+        }
+        // Pages the lanes wrote since their last sync: only their changed blocks come back.
+        let mut frames: Vec<u32> = Vec::new();
+        let mut owner: Vec<(usize, u64)> = Vec::new();
         for (k, &l) in svc.iter().enumerate() {
-            let rec = &recs[k * S_WORDS..(k + 1) * S_WORDS];
+            let rec = &recs[k * W..(k + 1) * W];
             let n = rec[S_DIRTY_N] as usize;
             let lh = &self.lanes[l as usize];
-            let mut list = Vec::new();
-            let mut add = |vpn: u64, frame: u32, list: &mut Vec<(u64, usize)>| {
-                list.push((vpn, want_frames.len()));
-                want_frames.push(frame);
-            };
             if n <= DIRTY_CAP {
                 for j in 0..n {
                     let vpn = rec[S_DIRTY + j];
                     if let Some(e) = lh.entries.get(&vpn) {
                         if e.private {
-                            add(vpn, e.frame, &mut list);
+                            frames.push(e.frame);
+                            owner.push((k, vpn));
                         }
                     }
                 }
             } else {
                 for (&vpn, e) in &lh.entries {
                     if e.private && self.pt.vals[e.slot as usize] & PT_W != 0 {
-                        add(vpn, e.frame, &mut list);
+                        frames.push(e.frame);
+                        owner.push((k, vpn));
                     }
                 }
             }
-            page_lists.push(list);
         }
-        let page_bytes = self.download_frames(&want_frames)?;
+        let changes = self.download_changes(&frames)?;
+        // grouped by lane (a counting sort: the entries are 72 bytes)
+        let mut start = vec![0usize; svc.len() + 1];
+        for c in &changes {
+            start[owner[(c[0] >> 6) as usize].0 + 1] += 1;
+        }
+        for k in 0..svc.len() {
+            start[k + 1] += start[k];
+        }
+        let mut fill = start.clone();
+        let mut order = vec![0u32; changes.len()];
+        for (i, c) in changes.iter().enumerate() {
+            let k = owner[(c[0] >> 6) as usize].0;
+            order[fill[k]] = i as u32;
+            fill[k] += 1;
+        }
+        let per_lane: Vec<&[u32]> = (0..svc.len())
+            .map(|k| &order[start[k]..start[k + 1]])
+            .collect();
         self.stats.transfer_s += t.elapsed().as_secs_f64();
 
         // Service in parallel.
         let t = Instant::now();
-        type Work<'a> = Option<(usize, &'a [u64], &'a [(u64, usize)])>;
-        let mut work: Vec<Work> = vec![None; self.lanes.len()];
+        struct Work<'a> {
+            k: usize,
+            rec: &'a [u64],
+            v: Option<&'a [u64]>,
+            changes: &'a [u32],
+        }
+        let mut work: Vec<Option<Work>> = (0..self.lanes.len()).map(|_| None).collect();
         for (k, &l) in svc.iter().enumerate() {
-            work[l as usize] = Some((k, &recs[k * S_WORDS..(k + 1) * S_WORDS], &page_lists[k]));
+            work[l as usize] = Some(Work {
+                k,
+                rec: &recs[k * W..(k + 1) * W],
+                v: vpos[k].map(|j| &vwords[j * 64..(j + 1) * 64]),
+                changes: per_lane[k],
+            });
         }
         let images = &self.images;
         let stops = &self.stops;
-        let pages = &page_bytes;
-        let results: Vec<Option<(usize, Plan, Vec<u64>)>> = self
+        let owner = &owner;
+        let changes = &changes;
+        let results: Vec<Option<Serviced>> = self
             .lanes
             .par_iter_mut()
             .zip(work.into_par_iter())
             .map(|(lh, w)| {
-                let (k, rec, list) = w?;
-                let lane_id = svc[k] as usize;
+                let w = w?;
+                let lane_id = svc[w.k] as usize;
                 let image = &images[lh.image];
-                let plan = service_lane(lh, lane_id, rec, stops[lane_id], list, pages, image);
-                let mut out = vec![0u64; S_WORDS];
+                {
+                    let mem = &mut lh.lane.program.mem;
+                    for &ci in w.changes {
+                        let c = &changes[ci as usize];
+                        let vpn = owner[(c[0] >> 6) as usize].1;
+                        let block = (c[0] & 63) as usize;
+                        if let Some(page) = mem.gpu_page_mut(vpn) {
+                            for (i, word) in c[1..].iter().enumerate() {
+                                let at = block * 64 + 8 * i;
+                                page[at..at + 8].copy_from_slice(&word.to_le_bytes());
+                            }
+                        }
+                    }
+                }
+                record_to_state(w.rec, w.v, &mut lh.lane.program.state);
+                let v_before = lh.lane.program.state.v;
+                let plan = service_lane(lh, lane_id, w.rec, stops[lane_id], image);
+                let mut out = Vec::new();
                 if !plan.exited {
                     lh.epoch = lh.epoch.wrapping_add(1).max(1);
-                    state_to_record(&lh.lane.program.state, lh.limit, lh.epoch, &mut out);
-                    out[S_REGIONS] = rec[S_REGIONS];
-                    out[S_IMAGE] = rec[S_IMAGE];
+                    let st = &lh.lane.program.state;
+                    let mut core = vec![0u64; S_WORDS];
+                    state_to_record(st, lh.limit, lh.epoch, &mut core);
+                    let v = core[S_V..].to_vec();
+                    core.truncate(CORE_WORDS);
+                    out.push((0, core));
+                    if st.v != v_before {
+                        out.push((S_V, v));
+                    }
                 }
                 Some((lane_id, plan, out))
             })
@@ -1215,13 +1381,17 @@ impl Batch {
         self.stats.service_s += t.elapsed().as_secs_f64();
 
         // Serial part: table, frames, results.
-        let mut uploads: Vec<(u32, Box<PageData>)> = Vec::new();
-        let mut records: Vec<(u32, Vec<u64>)> = Vec::new();
+        let t_apply = Instant::now();
+        let mut uploads: Vec<(u32, PageSrc)> = Vec::new();
+        let mut records: Vec<(u32, usize, Vec<u64>)> = Vec::new();
         let mut ended = false;
-        let results: Vec<(usize, Plan, Vec<u64>)> = results.into_iter().flatten().collect();
+        let results: Vec<Serviced> = results.into_iter().flatten().collect();
         let incoming: u64 = results.iter().map(|r| r.1.wants.len() as u64).sum();
         self.ensure_pt_room(incoming)?;
         for (lane_id, plan, rec) in results {
+            if let Some(msg) = &plan.stuck {
+                return Err(Error::Cuda(msg.clone()));
+            }
             *self
                 .stats
                 .stops
@@ -1241,7 +1411,9 @@ impl Batch {
                 lh.done = true;
                 ended = true;
             } else {
-                records.push((lane_id as u32, rec));
+                for (first, words) in rec {
+                    records.push((lane_id as u32, first, words));
+                }
             }
         }
         if ended {
@@ -1253,6 +1425,7 @@ impl Batch {
                 std::sync::atomic::Ordering::Relaxed,
             );
         }
+        self.stats.apply_s += t_apply.elapsed().as_secs_f64();
         self.upload(&records, uploads)?;
         Ok(())
     }
@@ -1297,6 +1470,8 @@ impl Batch {
             ("service s".into(), format!("{:.3}", s.service_s)),
             ("transfer s".into(), format!("{:.3}", s.transfer_s)),
             ("setup s".into(), format!("{:.3}", s.setup_s)),
+            ("spawn s".into(), format!("{:.3}", s.spawn_s)),
+            ("page-table apply s".into(), format!("{:.3}", s.apply_s)),
             ("stops".into(), stops.join(" ")),
             (
                 "host-step instructions".into(),
@@ -1312,8 +1487,18 @@ impl Batch {
                     .join(" ")
             }),
             (
-                "pages down/up".into(),
-                format!("{}/{}", s.pages_down, s.pages_up),
+                "pages synced down".into(),
+                format!(
+                    "{} ({} changed 64-byte blocks)",
+                    s.pages_down, s.diff_blocks
+                ),
+            ),
+            (
+                "pages up".into(),
+                format!(
+                    "{} from the host, {} copied on the device",
+                    s.pages_up, s.pages_copied
+                ),
             ),
             (
                 "device frames peak".into(),
@@ -1359,28 +1544,8 @@ impl ProgressReader {
 }
 
 /// Services one lane's stop; returns what to change on the device.
-#[allow(clippy::too_many_arguments)]
-fn service_lane(
-    lh: &mut LaneHost,
-    lane_id: usize,
-    rec: &[u64],
-    stop: u32,
-    dirty: &[(u64, usize)],
-    pages: &[u8],
-    image: &Image,
-) -> Plan {
+fn service_lane(lh: &mut LaneHost, lane_id: usize, rec: &[u64], stop: u32, image: &Image) -> Plan {
     let mut plan = Plan::default();
-    let _ = lane_id;
-    {
-        let mem = &mut lh.lane.program.mem;
-        for &(vpn, k) in dirty {
-            let data: &PageData = pages[k * PAGE_SIZE as usize..(k + 1) * PAGE_SIZE as usize]
-                .try_into()
-                .unwrap();
-            mem.gpu_store_page(vpn, data);
-        }
-    }
-    record_to_state(rec, &mut lh.lane.program.state);
     let before = area_list(&lh.lane.program.mem);
     lh.lane.program.mem.gpu_track_writes();
     let info = rec[S_INFO];
@@ -1397,42 +1562,57 @@ fn service_lane(
         STOP_MISS_R | STOP_MISS_W => {
             plan.misses += 1;
             let write = stop == STOP_MISS_W;
+            // The same miss again at the same point: the device did not see the last fix.
+            let key = (info, lh.lane.program.state.retired, write);
+            if lh.last_miss.0 == key {
+                lh.last_miss.1 += 1;
+                plan.force = true;
+                if lh.last_miss.1 > 8 {
+                    plan.stuck = Some(format!(
+                        "lane {lane_id} keeps missing page {info:#x} at pc {:#x}",
+                        lh.lane.program.state.pc
+                    ));
+                }
+            } else {
+                lh.last_miss = (key, 0);
+            }
+            let vpn = info >> PAGE_SHIFT;
+            let owned = lh.entries.get(&vpn).is_some_and(|e| e.private);
+            // A page copied on write from the image, or one never written: the device makes
+            // the lane's frame from the image's frame or the zero frame, nothing to upload.
+            let src = if write && !owned {
+                match lh.lane.program.mem.gpu_page(vpn) {
+                    None => Some(ZERO_FRAME),
+                    Some((d, false)) if AddressSpace::gpu_is_zero_page(d) => Some(ZERO_FRAME),
+                    Some((d, false)) => image
+                        .pages
+                        .get(&vpn)
+                        .filter(|(i, _)| Arc::ptr_eq(i, d))
+                        .map(|(_, f)| *f),
+                    _ => None,
+                }
+            } else {
+                None
+            };
             match resolve_miss(&mut lh.lane.program.mem, info, write) {
                 Ok(()) => {
-                    let vpn = info >> PAGE_SHIFT;
-                    let owned = lh.entries.get(&vpn).is_some_and(|e| e.private);
-                    let w = want_for(&lh.lane.program.mem, vpn, image, owned, !owned, !write);
+                    let mem = &lh.lane.program.mem;
+                    let w = match (src, want_for(mem, vpn, image, owned, !owned, !write)) {
+                        (Some(f), Want::Private { perms, .. }) => Want::Private {
+                            perms,
+                            data: Some(PageSrc::Frame(f)),
+                        },
+                        (_, w) => w,
+                    };
                     extra.push((vpn, w));
                     None
                 }
-                Err(f) => lh.lane.service(Stop::Fault(f)),
+                // A real fault: the CPU engine runs the instruction, so the fault (and any
+                // bytes a straddling store writes before it) is exactly the CPU engine's.
+                Err(_) => host_step(lh, image, &mut plan),
             }
         }
-        STOP_HOST => {
-            plan.host_steps += 1;
-            let pc = lh.lane.program.state.pc;
-            let inside = image.regions.iter().any(|&(s, e)| pc >= s && pc < e);
-            let mut word = [0u8; 4];
-            if inside && lh.lane.program.mem.fetch_bytes(pc, &mut word).is_ok() {
-                plan.host_op = Some(ops::name(decode(u32::from_le_bytes(word), pc).op));
-            }
-            let st = &mut lh.lane.program.state;
-            let left = lh.limit.saturating_sub(st.retired);
-            let budget = left.min(if inside { 1 } else { HOST_RUN_OUTSIDE });
-            let before_r = st.retired;
-            let s = cpu::run(st, &mut lh.lane.program.mem, &mut lh.lane.code, budget);
-            let done = lh.lane.program.state.retired - before_r;
-            plan.host_instructions += done;
-            lh.host_steps += done;
-            if s == Stop::Budget && budget < left {
-                None
-            } else {
-                if let Stop::Syscall = s {
-                    plan.syscalls += 1;
-                }
-                lh.lane.service(s)
-            }
-        }
+        STOP_HOST => host_step(lh, image, &mut plan),
         _ => None,
     };
     let written = lh.lane.program.mem.gpu_take_written();
@@ -1472,6 +1652,34 @@ fn service_lane(
     plan
 }
 
+/// Runs the instruction at the lane's PC on the CPU engine (or up to HOST_RUN_OUTSIDE of
+/// them when the PC is outside the decoded code), then services whatever stopped it.
+fn host_step(lh: &mut LaneHost, image: &Image, plan: &mut Plan) -> Option<Exit> {
+    plan.host_steps += 1;
+    let pc = lh.lane.program.state.pc;
+    let inside = image.regions.iter().any(|&(s, e)| pc >= s && pc < e);
+    let mut word = [0u8; 4];
+    if inside && lh.lane.program.mem.fetch_bytes(pc, &mut word).is_ok() {
+        plan.host_op = Some(ops::name(decode(u32::from_le_bytes(word), pc).op));
+    }
+    let st = &mut lh.lane.program.state;
+    let left = lh.limit.saturating_sub(st.retired);
+    let budget = left.min(if inside { 1 } else { HOST_RUN_OUTSIDE });
+    let before_r = st.retired;
+    let s = cpu::run(st, &mut lh.lane.program.mem, &mut lh.lane.code, budget);
+    let done = lh.lane.program.state.retired - before_r;
+    plan.host_instructions += done;
+    lh.host_steps += done;
+    if s == Stop::Budget && budget < left {
+        None
+    } else {
+        if let Stop::Syscall = s {
+            plan.syscalls += 1;
+        }
+        lh.lane.service(s)
+    }
+}
+
 /// A page miss against the mirror: Ok when the access is allowed (the page is made private
 /// for a write, as a guest store would), else the fault the CPU engine would raise.
 fn resolve_miss(mem: &mut AddressSpace, addr: u64, write: bool) -> Result<(), Fault> {
@@ -1499,9 +1707,9 @@ fn resolve_miss(mem: &mut AddressSpace, addr: u64, write: bool) -> Result<(), Fa
 impl Batch {
     /// Lane `i`'s registers as the device holds them now (debugging, lockstep checks).
     pub fn device_state(&mut self, i: usize) -> Result<CpuState, Error> {
-        let recs = self.download_records(&[i as u32])?;
+        let recs = self.download_records(&[i as u32], 0, S_WORDS)?;
         let mut st = self.lanes[i].lane.program.state.clone();
-        record_to_state(&recs, &mut st);
+        record_to_state(&recs, Some(&recs[S_V..]), &mut st);
         Ok(st)
     }
 }

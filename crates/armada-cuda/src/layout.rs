@@ -29,16 +29,22 @@ pub const S_INFO: usize = 41;
 pub const S_EPOCH: usize = 42;
 /// Number of dirty pages recorded (may exceed DIRTY_CAP: then all writable pages are).
 pub const S_DIRTY_N: usize = 43;
-/// v0..v31, two words each (low, high).
-pub const S_V: usize = 44;
+/// Set by the kernel when it writes a vector register (the host's copy is then stale).
+pub const S_VDIRTY: usize = 44;
+/// Words the host writes back after servicing a lane (registers but the vector ones).
+pub const CORE_WORDS: usize = 45;
 /// Page numbers written since the last sync (DIRTY_CAP of them at most).
-pub const S_DIRTY: usize = 108;
+pub const S_DIRTY: usize = 45;
 pub const DIRTY_CAP: usize = 32;
 /// The lane's code regions in the region table: first | count << 32.
 pub const S_REGIONS: usize = S_DIRTY + DIRTY_CAP;
 /// The page-table lane number of the lane's program image (its shared pages).
 pub const S_IMAGE: usize = S_REGIONS + 1;
-pub const S_WORDS: usize = S_IMAGE + 1;
+/// Words the host reads from a stopped lane (all but the vector registers).
+pub const DOWN_WORDS: usize = S_IMAGE + 1;
+/// v0..v31, two words each (low, high).
+pub const S_V: usize = DOWN_WORDS;
+pub const S_WORDS: usize = S_V + 64;
 
 // ----- stop codes ------------------------------------------------------------------------------
 
@@ -123,6 +129,7 @@ pub struct Params {
     pub nregions: u32,
     pub pt_shift: u32,
     pub chunk_shift: u32,
+    pub lane_shift: u32,
 }
 
 /// `struct CopyDesc`: copy `words` u64 words from `src` to `dst` (device addresses).
@@ -132,6 +139,21 @@ pub struct CopyDesc {
     pub src: u64,
     pub dst: u64,
     pub words: u64,
+}
+
+/// log2(access size) of LDR_B ..= STR_X, two bits each, for the kernel's fast path.
+fn ldst_lg() -> u64 {
+    let mut t = 0u64;
+    for op in ops::LDR_B..=ops::STR_X {
+        let lg: u64 = match op {
+            ops::LDR_B | ops::LDRSB_W | ops::LDRSB_X | ops::STR_B => 0,
+            ops::LDR_H | ops::LDRSH_W | ops::LDRSH_X | ops::STR_H => 1,
+            ops::LDR_W | ops::LDRSW | ops::STR_W => 2,
+            _ => 3,
+        };
+        t |= lg << (2 * (op - ops::LDR_B));
+    }
+    t
 }
 
 /// Instructions between a running lane's looks at the clock (see `Params::max_ns`).
@@ -183,6 +205,7 @@ pub fn header() -> String {
         ("S_INFO", S_INFO as u64),
         ("S_EPOCH", S_EPOCH as u64),
         ("S_DIRTY_N", S_DIRTY_N as u64),
+        ("S_VDIRTY", S_VDIRTY as u64),
         ("S_V", S_V as u64),
         ("S_DIRTY", S_DIRTY as u64),
         ("S_REGIONS", S_REGIONS as u64),
@@ -206,6 +229,7 @@ pub fn header() -> String {
         ("PT_FRAME_MASK", PT_FRAME_MASK),
         ("BLOCK_THREADS", BLOCK_THREADS as u64),
         ("CHECK_EVERY", CHECK_EVERY),
+        ("LDST_LG", ldst_lg()),
         ("AM_OFFSET", addr_mode::OFFSET as u64),
         ("AM_PRE", addr_mode::PRE as u64),
         ("AM_POST", addr_mode::POST as u64),
@@ -292,9 +316,17 @@ mod tests {
 
     #[test]
     fn record_fits() {
-        assert_eq!(S_V + 64, S_DIRTY);
+        assert_eq!(S_V + 64, S_WORDS);
+        const { assert!(CORE_WORDS <= S_DIRTY && S_IMAGE < S_V) };
         const { assert!(S_WORDS * 8 <= 2048) };
-        assert_eq!(std::mem::size_of::<Params>(), 15 * 8 + 4 * 4);
+        assert_eq!(std::mem::size_of::<Params>(), 15 * 8 + 6 * 4);
+    }
+
+    #[test]
+    fn fast_path_ops_are_contiguous() {
+        // the kernel's single-register fast path relies on this order
+        assert_eq!(ops::STR_B, ops::LDRSW + 1);
+        assert_eq!(ops::STR_X - ops::LDR_B, 12);
     }
 
     #[test]

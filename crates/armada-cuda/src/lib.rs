@@ -45,7 +45,8 @@ pub enum Error {
 /// How the engine runs.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
-    /// Instructions per lane per launch; `None`: adapt (launches of about 20-200 ms).
+    /// Instructions per lane per launch; `None`: no count limit (a launch ends by time, see
+    /// `ARMADA_CUDA_LAUNCH_MS`).
     pub slice: Option<u64>,
     /// Run the kernel source compiled for the host CPU instead of a GPU (tests, debugging).
     pub sim: bool,
@@ -132,11 +133,14 @@ pub fn run_batch(
         eprintln!("armada: CUDA engine on {}", engine.describe());
     }
     use rayon::prelude::*;
+    let t = std::time::Instant::now();
     let lanes = (0..spec.lanes.len())
         .into_par_iter()
         .map(|i| spec.spawn(i))
         .collect::<Result<Vec<_>, LoadError>>()?;
-    let b = engine.batch(lanes, spec.max_instructions)?;
+    let spawn_s = t.elapsed().as_secs_f64();
+    let mut b = engine.batch(lanes, spec.max_instructions)?;
+    b.stats.spawn_s = spawn_s;
     // Async mode: the batch runs on its own thread; progress comes from the host-mapped
     // counters the kernel writes while it runs.
     let n = spec.lanes.len();

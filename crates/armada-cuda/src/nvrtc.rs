@@ -10,8 +10,8 @@ use cudarc::nvrtc::{result, sys};
 use std::ffi::{c_char, CString};
 use std::path::PathBuf;
 
-/// Compiler options for `arch` ("sm_90").
-pub fn options(arch: &str) -> Vec<String> {
+/// Compiler options for `arch` ("sm_90"), and `extra` ones (a kernel variant).
+pub fn options(arch: &str, extra: &[&str]) -> Vec<String> {
     let mut o = vec![
         format!("--gpu-architecture={arch}"),
         // a*b+c must not become a fused multiply-add: results must match the CPU engine
@@ -20,6 +20,11 @@ pub fn options(arch: &str) -> Vec<String> {
         // source lines for compute-sanitizer reports; no effect on the code
         "-lineinfo".to_string(),
     ];
+    o.extend(extra.iter().map(|s| s.to_string()));
+    // kernel variants for measurements, e.g. "-DARMADA_NO_PREFETCH -DARMADA_MIN_BLOCKS=4"
+    if let Ok(d) = std::env::var("ARMADA_CUDA_DEFINES") {
+        o.extend(d.split_whitespace().map(String::from));
+    }
     if std::env::var_os("ARMADA_CUDA_PTXAS_VERBOSE").is_some() {
         o.push("--ptxas-options=-v".to_string());
     }
@@ -63,11 +68,11 @@ fn nvrtc_version() -> String {
 }
 
 /// Compiles `src` for `arch` to a cubin. Returns the cubin and the compiler's log.
-pub fn compile(src: &str, arch: &str) -> Result<(Vec<u8>, String), Error> {
+pub fn compile(src: &str, arch: &str, extra: &[&str]) -> Result<(Vec<u8>, String), Error> {
     let csrc = CString::new(src).map_err(|_| Error::Compile("NUL in kernel source".into()))?;
     let prog = result::create_program(&csrc, Some(c"armada.cu"))
         .map_err(|e| Error::Compile(format!("nvrtcCreateProgram: {e:?}")))?;
-    let opts = options(arch);
+    let opts = options(arch, extra);
     // SAFETY: prog was just created; it is destroyed below on every path.
     let compiled = unsafe { result::compile_program(prog, &opts) };
     let log = unsafe { result::get_program_log(prog) }
@@ -107,10 +112,11 @@ pub fn compile(src: &str, arch: &str) -> Result<(Vec<u8>, String), Error> {
 pub fn compile_cached(
     src: &str,
     arch: &str,
+    extra: &[&str],
     device: &str,
     dir: Option<PathBuf>,
 ) -> Result<(Vec<u8>, String), Error> {
-    let opts = options(arch).join(" ");
+    let opts = options(arch, extra).join(" ");
     let version = nvrtc_version();
     let key = stable_hash(&[
         src.as_bytes(),
@@ -134,7 +140,7 @@ pub fn compile_cached(
         }
     }
     let t = std::time::Instant::now();
-    let (cubin, log) = compile(src, arch)?;
+    let (cubin, log) = compile(src, arch, extra)?;
     let secs = t.elapsed().as_secs_f64();
     let mut note = format!("kernel compiled by NVRTC {version} for {arch} in {secs:.2} s");
     if let (Some(d), Some(p)) = (&dir, &path) {

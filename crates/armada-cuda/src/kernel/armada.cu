@@ -106,6 +106,7 @@ struct Params {
     u32 nregions;
     u32 pt_shift;           // 64 - log2(slots)
     u32 chunk_shift;        // log2(frames per chunk)
+    u32 lane_shift;         // log2(threads per lane)
 };
 
 struct CopyDesc {
@@ -404,6 +405,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
     const u64* ops = P.ops;
     u64 miss_addr = 0;
     u32 miss_write = 0;
+    u64 nw0 = 0, nimm = 0;
 
     if (!find_region(P, regs, pc, base, rlen, ops)) {
         stop = STOP_HOST;
@@ -420,6 +422,18 @@ __device__ void run_lane(const Params& P, u32 lane) {
         goto miss;                                                                    \
     }
 
+// The micro-op at idx is loaded one iteration ahead (its latency hides behind the current
+// one); a jump loads it again.
+#ifdef ARMADA_NO_PREFETCH
+#define RELOAD()
+#else
+#define RELOAD()                                                                      \
+    {                                                                                 \
+        nw0 = ops[2 * idx];                                                           \
+        nimm = ops[2 * idx + 1];                                                      \
+    }
+#endif
+
 #define JUMP(target_)                                                                 \
     {                                                                                 \
         u64 t_ = (target_);                                                           \
@@ -427,16 +441,21 @@ __device__ void run_lane(const Params& P, u32 lane) {
         u64 off_ = t_ - base;                                                         \
         if (off_ < rlen && (t_ & 3) == 0) {                                           \
             idx = off_ >> 2;                                                          \
+            RELOAD()                                                                  \
             continue;                                                                 \
         }                                                                             \
-        if (!find_region(P, regs, t_, base, rlen, ops)) {                                   \
+        if (!find_region(P, regs, t_, base, rlen, ops)) {                             \
             pc = t_;                                                                  \
             stop = STOP_HOST;                                                         \
             goto done;                                                                \
         }                                                                             \
         idx = (t_ - base) >> 2;                                                       \
+        RELOAD()                                                                      \
         continue;                                                                     \
     }
+
+    nw0 = ops[2 * idx];
+    nimm = ops[2 * idx + 1];
 
     for (;;) {
         if (retired >= check) {
@@ -457,8 +476,14 @@ __device__ void run_lane(const Params& P, u32 lane) {
             check = retired + CHECK_EVERY;
             if (check > end) check = end;
         }
+#ifdef ARMADA_NO_PREFETCH
         u64 w0 = ops[2 * idx];
         u64 imm = ops[2 * idx + 1];
+#else
+        u64 w0 = nw0, imm = nimm;
+        nw0 = ops[2 * idx + 2];
+        nimm = ops[2 * idx + 3];
+#endif
         u32 op = (u32)(w0 & 0xffff);
         u32 a = (u32)(w0 >> 16) & 63, b = (u32)(w0 >> 24) & 63, c = (u32)(w0 >> 32) & 63;
         u32 d = (u32)(w0 >> 40) & 0xff, dr = d & 63;
@@ -476,6 +501,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
                 goto done;
             }
             idx = (pc - base) >> 2;
+            RELOAD()
             continue;
         }
         case OP_UNDEFINED:
@@ -791,6 +817,34 @@ __device__ void run_lane(const Params& P, u32 lane) {
             if (f == AM_OFFSET || f == AM_PRE) addr = x[b] + imm;
             else if (f == AM_POST) addr = x[b];
             else addr = x[b] + extend(x[c], e >> 3, e & 7);
+            // The common case first: one general register, within one page.
+            if (op >= OP_LDR_B && op <= OP_STR_X) {
+                u32 k = op - OP_LDR_B;
+                u32 lg = (LDST_LG >> (2 * k)) & 3;
+                if ((addr & 4095) + (1u << lg) <= 4096) {
+                    u32 wr1 = op >= OP_STR_B;
+                    TR(p1, addr, wr1)
+                    if (wr1) {
+                        st_raw(p1, 1u << lg, x[a]);
+                        if (f == AM_PRE) x[b] = addr;
+                        else if (f == AM_POST) x[b] = addr + imm;
+                    } else {
+                        u64 v = ld_raw(p1, 1u << lg);
+                        switch (op) {
+                        case OP_LDRSB_W: v = (u32)(i32)(signed char)(u8)v; break;
+                        case OP_LDRSB_X: v = (u64)(i64)(signed char)(u8)v; break;
+                        case OP_LDRSH_W: v = (u32)(i32)(short)(u16)v; break;
+                        case OP_LDRSH_X: v = (u64)(i64)(short)(u16)v; break;
+                        case OP_LDRSW: v = (u64)(i64)(i32)(u32)v; break;
+                        default: break;
+                        }
+                        if (f == AM_PRE) x[b] = addr;
+                        else if (f == AM_POST) x[b] = addr + imm;
+                        x[a] = v;
+                    }
+                    break;
+                }
+            }
             // size of the access, whether it writes, whether it is a pair of two halves
             u32 size, write = 0;
             switch (op) {
@@ -876,6 +930,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
             if (f == AM_PRE) x[b] = addr;
             else if (f == AM_POST) x[b] = addr + imm;
             if (!write) {
+                if ((op >= OP_LDR_V8 && op <= OP_LDR_V128) || (op >= OP_LDP_V32 && op <= OP_LDP_V128)) rec[S_VDIRTY] = 1;
                 switch (op) {
                 case OP_LDR_B: case OP_LDR_H: case OP_LDR_W: case OP_LDR_X: x[a] = wv[0]; break;
                 case OP_LDRSB_W: x[a] = (u32)(i32)(signed char)(u8)wv[0]; break;
@@ -1066,6 +1121,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
                                 v |= (u64)(k < n0 ? p0[k] : p1[k - n0]) << (8 * i);
                             }
                             rec[S_V + 2 * reg + h] = v;
+                            rec[S_VDIRTY] = 1;
                         }
                     }
                     if (!wr && rb == 8) rec[S_V + 2 * reg + 1] = 0;
@@ -1133,8 +1189,15 @@ done:
 // Entry points.
 
 #ifndef ARMADA_SIM
-KERNEL void __launch_bounds__(BLOCK_THREADS) armada_run(Params P) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+#ifndef ARMADA_MIN_BLOCKS
+#define ARMADA_MIN_BLOCKS 1
+#endif
+// Thread t runs active lane t >> lane_shift when its low lane_shift bits are zero: a small
+// batch spreads its lanes one to a warp, so lanes at different PCs do not share a warp.
+KERNEL void __launch_bounds__(BLOCK_THREADS, ARMADA_MIN_BLOCKS) armada_run(Params P) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t & ((1u << P.lane_shift) - 1)) return;
+    u32 i = t >> P.lane_shift;
     if (i < P.nactive) run_lane(P, P.active[i]);
 }
 
@@ -1145,6 +1208,36 @@ KERNEL void armada_copy(const CopyDesc* descs, u32 n) {
         u64* t = (u64*)descs[k].dst;
         u64 w = descs[k].words;
         for (u64 i = threadIdx.x; i < w; i += blockDim.x) t[i] = s[i];
+    }
+}
+
+// Changed 64-byte blocks of the listed frames against their shadows (the bytes the host has):
+// each changed block is appended to `out` as (index << 6 | block, 8 words) and copied to the
+// shadow. One block of 64 threads per frame.
+KERNEL void armada_diff(const u64* frames, u32 n, u64 shadow_off, u64* out, unsigned long long* count) {
+    for (u32 k = blockIdx.x; k < n; k += gridDim.x) {
+        u64* fr = (u64*)frames[k];
+        u64* sh = (u64*)(frames[k] + shadow_off);
+        u32 t = threadIdx.x;
+        if (t < 64) {
+            u64 w[8];
+            bool diff = false;
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                w[i] = fr[8 * t + i];
+                diff |= w[i] != sh[8 * t + i];
+            }
+            if (diff) {
+                u64 pos = atomicAdd(count, 1ull);
+                u64* o = out + 9 * pos;
+                o[0] = ((u64)k << 6) | t;
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    o[1 + i] = w[i];
+                    sh[8 * t + i] = w[i];
+                }
+            }
+        }
     }
 }
 
@@ -1164,6 +1257,21 @@ extern "C" void armada_sim_run_lane(const Params* P, u32 i) {
 }
 extern "C" void armada_sim_copy(const CopyDesc* descs, u32 n) {
     for (u32 k = 0; k < n; k++) memcpy((void*)descs[k].dst, (const void*)descs[k].src, descs[k].words * 8);
+}
+extern "C" void armada_sim_diff(const u64* frames, u32 n, u64 shadow_off, u64* out, u64* count) {
+    for (u32 k = 0; k < n; k++) {
+        u64* fr = (u64*)frames[k];
+        u64* sh = (u64*)(frames[k] + shadow_off);
+        for (u32 t = 0; t < 64; t++) {
+            if (memcmp(fr + 8 * t, sh + 8 * t, 64) != 0) {
+                u64 pos = (*count)++;
+                u64* o = out + 9 * pos;
+                o[0] = ((u64)k << 6) | t;
+                memcpy(o + 1, fr + 8 * t, 64);
+                memcpy(sh + 8 * t, fr + 8 * t, 64);
+            }
+        }
+    }
 }
 extern "C" void armada_sim_pt_write(u64* pt, u32* pt_epoch, const u64* writes, u32 n) {
     for (u32 i = 0; i < n; i++) {

@@ -42,6 +42,7 @@ __device__ __forceinline__ V2 vload(const u64* rec, u32 r) {
 __device__ __forceinline__ void vstore(u64* rec, u32 r, V2 v) {
     rec[S_V + 2 * (r & 31)] = v.lo;
     rec[S_V + 2 * (r & 31) + 1] = v.hi;
+    rec[S_VDIRTY] = 1;
 }
 __device__ __forceinline__ V2 broadcast(u64 x, u32 e) {
     V2 r = {0, 0};
