@@ -3,21 +3,26 @@
 //! compiler the crate builds without it (`armada_sim` unset) and those tests skip.
 
 #[allow(dead_code)]
-#[path = "src/layout.rs"]
+#[path = "../armada-gpu/src/layout.rs"]
 mod layout;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(armada_sim)");
     println!("cargo:rerun-if-changed=src/kernel/armada.cu");
     println!("cargo:rerun-if-changed=src/kernel/simd.cu");
-    println!("cargo:rerun-if-changed=src/layout.rs");
+    println!("cargo:rerun-if-changed=../armada-gpu/src/layout.rs");
     println!("cargo:rerun-if-env-changed=ARMADA_NO_SIM");
     if std::env::var_os("ARMADA_NO_SIM").is_some() {
         return;
     }
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let src = out.join("armada_sim.cpp");
-    let text = format!("#define ARMADA_SIM 1\n{}", layout::kernel_source());
+    let kernel = std::fs::read_to_string("src/kernel/armada.cu").unwrap();
+    let simd = std::fs::read_to_string("src/kernel/simd.cu").unwrap();
+    let text = format!(
+        "#define ARMADA_SIM 1\n{}",
+        layout::cuda_source(&kernel, &simd)
+    );
     std::fs::write(&src, text).unwrap();
     let mut b = cc::Build::new();
     b.cpp(true)

@@ -242,17 +242,10 @@ pub fn run_spec(
     spec: &BatchSpec,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<BatchOutcome> {
-    match backend {
-        Backend::Cpu => Ok(batch::run_cpu(spec, progress)?),
-        Backend::Cuda => {
-            crate::run::check_backend(backend)?;
-            let opts = armada_cuda::Options::from_env();
-            Ok(armada_cuda::run_batch(spec, &opts, progress)?)
-        }
-        Backend::Wgpu => {
-            crate::run::check_backend(backend)?;
-            unreachable!("check_backend refuses wgpu")
-        }
+    crate::run::check_backend(backend)?;
+    match crate::run::gpu_engine(backend)? {
+        None => Ok(batch::run_cpu(spec, progress)?),
+        Some(engine) => Ok(armada_gpu::run_batch(&engine, spec, progress)?),
     }
 }
 

@@ -78,14 +78,22 @@ pub fn guest_env(set: &[String], unset: &[String]) -> Result<Vec<Vec<u8>>> {
         .collect())
 }
 
+/// A cheap check that the engine can start here, before any work (the wgpu engine has none
+/// cheaper than opening it, which `gpu_engine` does).
 pub fn check_backend(backend: Backend) -> Result<()> {
     match backend {
-        Backend::Cpu => Ok(()),
+        Backend::Cpu | Backend::Wgpu => Ok(()),
         Backend::Cuda => Ok(armada_cuda::check_driver(&armada_cuda::Options::from_env())?),
-        Backend::Wgpu => {
-            bail!("the wgpu engine is not part of this build yet; use --backend cpu (the default)")
-        }
     }
+}
+
+/// The GPU engine `backend` names, opened (device found, kernel compiled); None for the CPU.
+pub fn gpu_engine(backend: Backend) -> Result<Option<armada_gpu::Engine>> {
+    Ok(match backend {
+        Backend::Cpu => None,
+        Backend::Cuda => Some(armada_cuda::open(&armada_cuda::Options::from_env())?),
+        Backend::Wgpu => Some(armada_wgpu::open(&armada_wgpu::Options::from_env())?),
+    })
 }
 
 pub fn run(args: RunArgs) -> Result<u8> {
@@ -109,12 +117,11 @@ pub fn run(args: RunArgs) -> Result<u8> {
     let mut lane = Lane::new(program);
     let start = Instant::now();
     let mut host_steps = None;
-    let exit = if args.backend == Backend::Cuda {
-        // The CUDA engine: a batch of one lane, its stdio the host's.
-        let engine = armada_cuda::Engine::open(&armada_cuda::Options::from_env())?;
+    let exit = if let Some(engine) = gpu_engine(args.backend)? {
+        // A GPU engine: a batch of one lane, its stdio the host's.
         let (mut lanes, _) =
-            armada_cuda::run_lanes(&engine, vec![lane], args.max_instructions, &|_| {})?;
-        let (l, steps) = lanes.pop().context("the CUDA engine returned no lane")?;
+            armada_gpu::run_lanes(&engine, vec![lane], args.max_instructions, &|_| {})?;
+        let (l, steps) = lanes.pop().context("the GPU engine returned no lane")?;
         lane = l;
         host_steps = Some(steps);
         lane.exit.clone().unwrap_or(Exit::InstructionLimit)

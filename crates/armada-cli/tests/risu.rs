@@ -15,6 +15,7 @@
 //! * `RISU_REPORT`   how many differing cases to describe in detail (default 3)
 //! * `RISU_FPCR`     `zero`: keep FPCR at 0 (default `random` rounding mode/FZ/DN/AHP)
 //! * `ARMADA_BIN`    armada binary to test (default: the one cargo built)
+//! * `RISU_BACKEND`  engine for `armada run --backend` (default: the CPU engine)
 //! * `RISU_QEMU`, `RISU_CC`, `RISU_PYTHON`: tool overrides
 //! * `CI`            if set, missing tools are a failure instead of a skip
 
@@ -571,7 +572,11 @@ fn run_class(class: &str) {
     // armada
     let bin = armada_bin();
     let mut a = Command::new(&bin);
-    a.arg("run").arg(&elf);
+    a.arg("run");
+    if let Ok(b) = env::var("RISU_BACKEND") {
+        a.args(["--backend", &b]);
+    }
+    a.arg(&elf);
     let t0 = Instant::now();
     let arm = run_with_timeout(a, timeout).unwrap_or_else(|e| panic!("risu: {e}"));
     let took = t0.elapsed();

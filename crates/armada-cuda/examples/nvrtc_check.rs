@@ -9,7 +9,7 @@ fn main() {
         eprintln!("no libnvrtc found");
         std::process::exit(2);
     }
-    match armada_cuda::nvrtc::compile(&armada_cuda::layout::kernel_source(), &arch, &[]) {
+    match armada_cuda::nvrtc::compile(&armada_cuda::kernel_source(), &arch, &[]) {
         Ok((cubin, log)) => {
             println!("ok: {} bytes of cubin for {arch}", cubin.len());
             println!("{log}");

@@ -1,48 +1,31 @@
-//! armada-cuda: the CUDA engine. The fetch-execute loop runs inside a CUDA kernel, one GPU
-//! thread per guest lane, over the same micro-ops the CPU engine runs; the host services
-//! syscalls, page misses and the rare instruction the kernel leaves to it, in batches.
-//!
-//! Execution modes:
-//! - run to the first stop: [`Batch::execute`] launches once and reports each lane's stop;
-//! - continuous: [`Batch::run`] (or [`run_lanes`], [`run_batch`]) keeps the loop in Rust
-//!   until every lane has ended;
-//! - async: [`Batch::start`] returns at once; [`Running::poll`] reads the instructions retired
-//!   so far from host-mapped memory the kernel writes while it runs; [`Running::wait`]
-//!   returns the results.
-//!
-//! The kernel is CUDA C (`src/kernel/armada.cu`), compiled at run time by NVRTC for the
-//! device's architecture and cached on disk. Without a GPU, [`available`] says why, and
-//! the `sim` option runs the same kernel source compiled for the host CPU (tests).
+//! armada-cuda: the CUDA engine. The interpreter is a CUDA C kernel (`src/kernel/armada.cu`)
+//! embedded in the crate, compiled at run time by NVRTC for the device's own architecture and
+//! cached on disk; the batch loop around it is armada-gpu's. Without a GPU, [`check_driver`]
+//! and [`open`] say why, and the `sim` option runs the same kernel source compiled for the
+//! host CPU (tests, debugging).
 
-pub mod device;
-pub mod engine;
-pub mod layout;
+pub mod cuda;
 pub mod nvrtc;
+#[cfg(armada_sim)]
+pub mod sim;
 
-use armada_core::batch::{BatchOutcome, BatchSpec, EngineStats, LaneResult, Progress};
-use armada_core::elf::LoadError;
-use armada_core::runner::Lane;
+pub use armada_gpu::{run_batch, run_lanes, Batch, Engine, Error, LaneStop, Running, Stats};
+pub use cuda::CudaDevice;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use device::Device;
-pub use engine::{Batch, LaneStop, ProgressReader, Stats};
+/// Whether this build carries the kernel simulator (a C++ compiler was there at build time).
+pub const HAS_SIM: bool = cfg!(armada_sim);
 
-/// Errors of the CUDA engine.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// No usable driver, NVRTC or device on this machine.
-    #[error("{0}; the CUDA engine needs an NVIDIA GPU and its driver: use --backend cpu")]
-    NoDriver(String),
-    #[error("CUDA: {0}")]
-    Cuda(String),
-    #[error("{0}")]
-    Compile(String),
-    #[error(transparent)]
-    Load(#[from] LoadError),
+/// The kernel source as compiled: the generated header, then the kernel with its parts.
+pub fn kernel_source() -> String {
+    armada_gpu::layout::cuda_source(KERNEL_SOURCE, SIMD_SOURCE)
 }
 
-/// How the engine runs.
+pub const KERNEL_SOURCE: &str = include_str!("kernel/armada.cu");
+pub const SIMD_SOURCE: &str = include_str!("kernel/simd.cu");
+
+/// How the CUDA engine runs.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     /// Instructions per lane per launch; `None`: no count limit (a launch ends by time, see
@@ -70,175 +53,76 @@ impl Options {
             cache_dir: None,
         }
     }
+
+    fn gpu(&self) -> armada_gpu::Options {
+        armada_gpu::Options {
+            slice: self.slice,
+            verbose: self.verbose,
+        }
+    }
+}
+
+/// "No driver" with what to do about it.
+pub(crate) fn no_driver(what: impl std::fmt::Display) -> Error {
+    Error::NoDevice(format!(
+        "{what}; the CUDA engine needs an NVIDIA GPU and its driver: use --backend cpu"
+    ))
+}
+
+/// A failure of the CUDA driver while running.
+pub(crate) fn cuda_err(what: impl std::fmt::Display) -> Error {
+    Error::Device(format!("CUDA: {what}"))
+}
+
+/// Opens the device the options ask for (the GPU, or the simulator) with its compiled kernel.
+pub fn open(opts: &Options) -> Result<Engine, Error> {
+    let dev: Arc<dyn armada_gpu::Device> = if opts.sim {
+        #[cfg(armada_sim)]
+        {
+            Arc::new(sim::SimDevice::new())
+        }
+        #[cfg(not(armada_sim))]
+        {
+            return Err(no_driver(
+                "this build has no kernel simulator (no C++ compiler when it was built)",
+            ));
+        }
+    } else {
+        let d = CudaDevice::open(opts.cache_dir.clone())?;
+        if opts.verbose && !d.compile_note.is_empty() {
+            eprintln!("armada: {}", d.compile_note);
+        }
+        Arc::new(d)
+    };
+    Ok(Engine::new(dev, opts.gpu()))
 }
 
 /// Whether the engine can run here: Ok with the device's description, or why not.
 pub fn available(opts: &Options) -> Result<String, Error> {
-    let d = device::open(opts)?;
-    Ok(d.describe())
-}
-
-/// An open device with its compiled kernel, for running batches.
-#[derive(Clone)]
-pub struct Engine {
-    dev: Arc<dyn Device>,
-    opts: Options,
-}
-
-impl Engine {
-    pub fn open(opts: &Options) -> Result<Engine, Error> {
-        Ok(Engine {
-            dev: Arc::from(device::open(opts)?),
-            opts: opts.clone(),
-        })
-    }
-
-    pub fn describe(&self) -> String {
-        self.dev.describe()
-    }
-
-    /// A batch of lanes of one program, ready to run.
-    pub fn batch(&self, lanes: Vec<Lane>, max_instructions: Option<u64>) -> Result<Batch, Error> {
-        Batch::new(self.dev.clone(), lanes, max_instructions, self.opts.slice)
-    }
-}
-
-/// Runs lanes (all of one program) to their end; returns each lane (with `exit` set) and the
-/// instructions the host ran for it, and the batch's figures.
-pub fn run_lanes(
-    engine: &Engine,
-    lanes: Vec<Lane>,
-    max_instructions: Option<u64>,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<(Vec<(Lane, u64)>, EngineStats), Error> {
-    let mut b = engine.batch(lanes, max_instructions)?;
-    b.run(progress)?;
-    let stats = b.stats_list();
-    for (lane, _) in b.lanes_mut() {
-        if lane.exit.is_none() {
-            lane.exit = Some(armada_core::runner::Exit::InstructionLimit);
-        }
-    }
-    Ok((b.into_lanes(), stats))
-}
-
-/// Runs a batch spec on the GPU.
-pub fn run_batch(
-    spec: &BatchSpec,
-    opts: &Options,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<BatchOutcome, Error> {
-    let engine = Engine::open(opts)?;
-    if opts.verbose {
-        eprintln!("armada: CUDA engine on {}", engine.describe());
-    }
-    use rayon::prelude::*;
-    let t = std::time::Instant::now();
-    let lanes = (0..spec.lanes.len())
-        .into_par_iter()
-        .map(|i| spec.spawn(i))
-        .collect::<Result<Vec<_>, LoadError>>()?;
-    let spawn_s = t.elapsed().as_secs_f64();
-    let mut b = engine.batch(lanes, spec.max_instructions)?;
-    b.stats.spawn_s = spawn_s;
-    // Async mode: the batch runs on its own thread; progress comes from the host-mapped
-    // counters the kernel writes while it runs.
-    let n = spec.lanes.len();
-    let running = b.start();
-    while !running.is_finished() {
-        progress(Progress {
-            lanes_done: running.lanes_done(),
-            lanes: n,
-            instructions: running.poll(),
-        });
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let mut b = running.wait()?;
-    let lanes: Vec<LaneResult> = b.results();
-    Ok(BatchOutcome {
-        lanes,
-        stats: b.stats_list(),
-    })
-}
-
-impl Batch {
-    /// The lanes and the instructions the host ran for each.
-    pub fn lanes_mut(&mut self) -> impl Iterator<Item = (&mut Lane, u64)> {
-        self.lane_hosts_mut()
-    }
-
-    /// Starts running in the background (async mode): returns at once.
-    pub fn start(mut self) -> Running {
-        let reader = self.progress_reader();
-        let done = self.done.clone();
-        let handle = std::thread::spawn(move || -> Result<Batch, Error> {
-            self.bind()?;
-            self.run(&|_| {})?;
-            Ok(self)
-        });
-        Running {
-            handle: Some(handle),
-            reader,
-            done,
-        }
-    }
-}
-
-/// A batch running in the background.
-pub struct Running {
-    handle: Option<std::thread::JoinHandle<Result<Batch, Error>>>,
-    reader: ProgressReader,
-    done: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl Running {
-    /// Instructions retired so far by all lanes (read from host-mapped memory the kernel
-    /// writes at the end of each launch's slice, so it moves while the batch runs).
-    pub fn poll(&self) -> u64 {
-        self.reader.retired()
-    }
-
-    /// Lanes that have ended so far.
-    pub fn lanes_done(&self) -> usize {
-        self.done.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Whether the batch has finished.
-    pub fn is_finished(&self) -> bool {
-        self.handle.as_ref().is_none_or(|h| h.is_finished())
-    }
-
-    /// Waits for the end; returns the batch (for its results and figures).
-    pub fn wait(mut self) -> Result<Batch, Error> {
-        match self.handle.take().map(|h| h.join()) {
-            Some(Ok(r)) => r,
-            Some(Err(_)) => Err(Error::Cuda("the batch thread panicked".into())),
-            None => Err(Error::Cuda("the batch was already waited for".into())),
-        }
-    }
+    Ok(open(opts)?.describe())
 }
 
 /// A cheap check that the engine can start here (driver and NVRTC libraries present), with
 /// the message to show when it cannot. Opening the engine can still fail later (no device).
 pub fn check_driver(opts: &Options) -> Result<(), Error> {
     if opts.sim {
-        return if device::HAS_SIM {
+        return if HAS_SIM {
             Ok(())
         } else {
-            Err(Error::NoDriver(
-                "this build has no kernel simulator (ARMADA_CUDA_SIM)".into(),
+            Err(no_driver(
+                "this build has no kernel simulator (ARMADA_CUDA_SIM)",
             ))
         };
     }
     // SAFETY: these only try to open the libraries.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err(Error::NoDriver(
-            "no CUDA driver found (libcuda.so could not be loaded)".into(),
+        return Err(no_driver(
+            "no CUDA driver found (libcuda.so could not be loaded)",
         ));
     }
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Err(Error::NoDriver(
-            "no NVRTC found (libnvrtc.so could not be loaded)".into(),
+        return Err(no_driver(
+            "no NVRTC found (libnvrtc.so could not be loaded)",
         ));
     }
     Ok(())

@@ -2,66 +2,32 @@
 //! compiled for the host (the simulator, built when a C++ compiler is present), so they need
 //! no GPU; on a GPU machine `ARMADA_TEST_CUDA=1` runs them on the device instead.
 
-use armada_core::batch::{run_cpu, BatchSpec, LaneSpec};
-use armada_core::elf::Image;
-use armada_core::linux::LinuxConfig;
+use armada_gpu::check::spec;
+use armada_gpu::Engine;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn options() -> Option<armada_cuda::Options> {
+fn options() -> Option<Engine> {
     let device = std::env::var_os("ARMADA_TEST_CUDA").is_some();
-    if !device && !armada_cuda::device::HAS_SIM {
+    if !device && !armada_cuda::HAS_SIM {
         eprintln!("skipped: no kernel simulator in this build and ARMADA_TEST_CUDA unset");
         return None;
     }
-    Some(armada_cuda::Options {
-        sim: !device,
-        ..Default::default()
-    })
-}
-
-fn spec(prog: &Path, lanes: usize, args: &[&str], stdin: impl Fn(usize) -> Vec<u8>) -> BatchSpec {
-    let image = Arc::new(Image::load(prog).unwrap());
-    let path = prog.as_os_str().as_encoded_bytes().to_vec();
-    BatchSpec {
-        image,
-        config: LinuxConfig {
-            deterministic: true,
-            exe_host_path: prog.to_path_buf(),
-            exe_guest_path: path.clone(),
+    Some(
+        armada_cuda::open(&armada_cuda::Options {
+            sim: !device,
             ..Default::default()
-        },
-        lanes: (0..lanes)
-            .map(|i| LaneSpec {
-                argv: std::iter::once(path.clone())
-                    .chain(
-                        args.iter()
-                            .map(|a| armada_core::batch::substitute_lane(a.as_bytes(), i)),
-                    )
-                    .collect(),
-                env: vec![b"A=1".to_vec()],
-                stdin: stdin(i),
-                root: None,
-            })
-            .collect(),
-        lane_memory: None,
-        max_instructions: None,
-    }
+        })
+        .unwrap(),
+    )
 }
 
-fn same_as_cpu(s: &BatchSpec, opts: &armada_cuda::Options) {
-    let gpu = armada_cuda::run_batch(s, opts, &|_| {}).unwrap();
-    let cpu = run_cpu(s, &|_| {}).unwrap();
-    assert_eq!(gpu.lanes.len(), cpu.lanes.len());
-    for (g, c) in gpu.lanes.iter().zip(cpu.lanes.iter()) {
-        assert_eq!(g.exit, c.exit, "lane {}", g.lane);
-        assert_eq!(g.stdout, c.stdout, "lane {}", g.lane);
-        assert_eq!(g.stderr, c.stderr, "lane {}", g.lane);
-        assert_eq!(g.instructions, c.instructions, "lane {}", g.lane);
+fn same_as_cpu(s: &armada_core::batch::BatchSpec, engine: &Engine) {
+    if let Err(e) = armada_gpu::check::same_as_cpu(engine, s) {
+        panic!("{e}");
     }
 }
 
@@ -133,7 +99,7 @@ fn no_driver_is_a_clear_error() {
     let msg = e.to_string();
     assert!(msg.contains("no CUDA driver found"), "{msg}");
     assert!(msg.contains("--backend cpu"), "{msg}");
-    let e = armada_cuda::Engine::open(&armada_cuda::Options::default())
+    let e = armada_cuda::open(&armada_cuda::Options::default())
         .err()
         .unwrap();
     assert!(e.to_string().contains("--backend cpu"));

@@ -1,4 +1,4 @@
-//! Runs one program on the CUDA engine (GPU or simulator) and on the CPU engine side by side,
+//! Runs one program on a GPU engine (CUDA, its simulator, or wgpu) and on the CPU engine side by side,
 //! comparing registers after every launch; on the first difference it runs again with a slice
 //! of one instruction to find the instruction. Usage: lockstep PROGRAM [ARGS...]
 //! (ARMADA_CUDA_SIM=1 for the simulator).
@@ -62,11 +62,23 @@ fn diff(a: &CpuState, b: &CpuState) -> Option<String> {
     (!d.is_empty()).then(|| d.join("\n"))
 }
 
+/// The GPU engine named by ARMADA_BACKEND (`cuda`, the default, or `wgpu`).
+fn open_engine() -> armada_gpu::Engine {
+    let r = match std::env::var("ARMADA_BACKEND").as_deref() {
+        Ok("wgpu") => armada_wgpu::open(&armada_wgpu::Options::from_env()),
+        _ => armada_cuda::open(&armada_cuda::Options::from_env()),
+    };
+    r.unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(125)
+    })
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
     let image = Arc::new(Image::load(&args[0]).unwrap());
-    let engine = armada_cuda::Engine::open(&armada_cuda::Options::from_env()).unwrap();
+    let engine = open_engine();
     let mut slice: u64 = std::env::var("LOCKSTEP_SLICE")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -96,7 +108,7 @@ fn main() {
             }
             let svc: Vec<u32> = stops
                 .iter()
-                .filter(|s| s.1 != armada_cuda::LaneStop::Slice)
+                .filter(|s| s.1 != armada_gpu::LaneStop::Slice)
                 .map(|s| s.0 as u32)
                 .collect();
             if !svc.is_empty() {

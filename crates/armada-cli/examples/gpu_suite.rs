@@ -1,4 +1,4 @@
-//! Runs many different programs as ONE batch on the CUDA engine (a lane per program, or
+//! Runs many different programs as ONE batch on a GPU engine (a lane per program, or
 //! several), and each lane again on the CPU engine (all host cores), and compares exit status,
 //! stdout, stderr and instructions retired lane by lane.
 //!
@@ -12,6 +12,18 @@ use armada_core::linux::LinuxConfig;
 use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// The GPU engine named by ARMADA_BACKEND (`cuda`, the default, or `wgpu`).
+fn open_engine() -> armada_gpu::Engine {
+    let r = match std::env::var("ARMADA_BACKEND").as_deref() {
+        Ok("wgpu") => armada_wgpu::open(&armada_wgpu::Options::from_env()),
+        _ => armada_cuda::open(&armada_cuda::Options::from_env()),
+    };
+    r.unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(125)
+    })
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -70,7 +82,7 @@ fn main() {
             },
         ));
     }
-    let engine = armada_cuda::Engine::open(&armada_cuda::Options::from_env()).unwrap();
+    let engine = open_engine();
     println!("device: {}", engine.describe());
 
     // The GPU run, then the CPU run (all lanes in parallel): one after the other, since some

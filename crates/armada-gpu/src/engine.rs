@@ -30,13 +30,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Frames per device allocation of the frame pool (64 MiB).
-const CHUNK_SHIFT: u32 = 14;
-const CHUNK_FRAMES: u64 = 1 << CHUNK_SHIFT;
-/// Most chunks (1 TiB of frames: more than any device has).
+/// Most chunks of the frame pool (1 TiB of frames with the usual 64 MiB chunks).
 const MAX_CHUNKS: usize = 16384;
-/// Offset of a frame's shadow from the frame (the second half of its chunk).
-const SHADOW_OFF: u64 = CHUNK_FRAMES << PAGE_SHIFT;
 /// Frames diffed per diff-kernel launch (bounds the staging memory).
 const DIFF_BATCH: usize = 32768;
 /// The frame that holds zeros and is never written.
@@ -161,7 +156,7 @@ impl HostTable {
             return Ok(s);
         }
         if self.used >= self.mask {
-            return Err(Error::Cuda(format!(
+            return Err(Error::Device(format!(
                 "the device page table is full ({} slots)",
                 self.mask + 1
             )));
@@ -197,6 +192,8 @@ impl HostTable {
 // ----- frames ------------------------------------------------------------------------------------
 
 struct Frames {
+    /// log2(frames per chunk): each chunk is one allocation, its frames then their shadows.
+    shift: u32,
     chunks: Vec<DevPtr>,
     d_chunks: DevPtr,
     next: u64,
@@ -213,12 +210,12 @@ impl Frames {
             return Ok(f);
         }
         let f = self.next;
-        if f >> CHUNK_SHIFT >= self.chunks.len() as u64 {
+        if f >> self.shift >= self.chunks.len() as u64 {
             if self.chunks.len() >= MAX_CHUNKS || f > PT_FRAME_MASK {
-                return Err(Error::Cuda("out of device frames".into()));
+                return Err(Error::Device("out of device frames".into()));
             }
             // frames, then their shadows (the bytes the host has, for diffs)
-            let p = dev.alloc((2 * CHUNK_FRAMES * PAGE_SIZE) as usize)?;
+            let p = dev.alloc((2 * (PAGE_SIZE << self.shift)) as usize)?;
             let i = self.chunks.len();
             self.chunks.push(p);
             htod_slice(dev, self.d_chunks + 8 * i as u64, &[p])?;
@@ -236,12 +233,17 @@ impl Frames {
 
     fn addr(&self, f: u32) -> DevPtr {
         let f = f as u64;
-        self.chunks[(f >> CHUNK_SHIFT) as usize] + ((f & (CHUNK_FRAMES - 1)) << PAGE_SHIFT)
+        self.chunks[(f >> self.shift) as usize] + ((f & ((1 << self.shift) - 1)) << PAGE_SHIFT)
     }
 
     /// The frame's shadow: the bytes the host mirror has for it.
     fn shadow(&self, f: u32) -> DevPtr {
-        self.addr(f) + SHADOW_OFF
+        self.addr(f) + self.shadow_off()
+    }
+
+    /// Offset of a frame's shadow from the frame (the second half of its chunk).
+    fn shadow_off(&self) -> u64 {
+        PAGE_SIZE << self.shift
     }
 }
 
@@ -549,10 +551,10 @@ impl Batch {
     ) -> Result<Batch, Error> {
         let t0 = Instant::now();
         if lanes.is_empty() {
-            return Err(Error::Cuda("a batch needs at least one lane".into()));
+            return Err(Error::Device("a batch needs at least one lane".into()));
         }
         if lanes.len() as u64 >= PT_IMAGE_LANE {
-            return Err(Error::Cuda("too many lanes".into()));
+            return Err(Error::Device("too many lanes".into()));
         }
         // Lanes may run different programs: each image's code and pages are shared by the
         // lanes that run it.
@@ -573,7 +575,7 @@ impl Batch {
             })
             .collect();
         if image_of.len() as u64 + lanes.len() as u64 >= PT_IMAGE_LANE {
-            return Err(Error::Cuda("too many lanes".into()));
+            return Err(Error::Device("too many lanes".into()));
         }
         let limit = max_instructions.unwrap_or(u64::MAX);
         let mut lanes: Vec<LaneHost> = lanes
@@ -666,6 +668,7 @@ impl Batch {
 
         let d_chunks = dev.alloc(MAX_CHUNKS * 8)?;
         let mut frames = Frames {
+            shift: dev.chunk_shift(),
             chunks: Vec::new(),
             d_chunks,
             next: 0,
@@ -715,7 +718,7 @@ impl Batch {
             active: (0..n as u32).collect(),
             active_dirty: true,
             stops: vec![STOP_NONE; n],
-            slice: slice.unwrap_or(DEFAULT_SLICE),
+            slice: slice.or(dev.default_slice()).unwrap_or(DEFAULT_SLICE),
             stats: Stats::default(),
             trace: std::env::var_os("ARMADA_CUDA_TRACE").is_some(),
             done: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
@@ -743,7 +746,7 @@ impl Batch {
             nactive: n as u32,
             nregions,
             pt_shift: 64 - slots.trailing_zeros(),
-            chunk_shift: CHUNK_SHIFT,
+            chunk_shift: batch.frames.shift,
             lane_shift: 0,
         };
 
@@ -1199,7 +1202,7 @@ impl Batch {
             htod_slice(&*self.dev, list_at, &list)?;
             htod_slice(&*self.dev, count_at, &[0u64])?;
             self.dev
-                .diff(list_at, n as u32, SHADOW_OFF, stage, count_at)?;
+                .diff(list_at, n as u32, self.frames.shadow_off(), stage, count_at)?;
             let count = dtoh_vec::<u64>(&*self.dev, count_at, 1)?[0] as usize;
             let words: Vec<u64> = dtoh_vec(&*self.dev, stage, count * 9)?;
             let base = (b * DIFF_BATCH) as u64;
@@ -1390,7 +1393,7 @@ impl Batch {
         self.ensure_pt_room(incoming)?;
         for (lane_id, plan, rec) in results {
             if let Some(msg) = &plan.stuck {
-                return Err(Error::Cuda(msg.clone()));
+                return Err(Error::Device(msg.clone()));
             }
             *self
                 .stats

@@ -1,0 +1,338 @@
+//! The CUDA device: cudarc's driver API over the kernel compiled by NVRTC.
+
+use crate::Error;
+use armada_gpu::device::{DevPtr, Device};
+use armada_gpu::layout::{Params, BLOCK_THREADS};
+use cudarc::driver::{result, sys};
+use std::ffi::{c_void, CString};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// From this many active lanes on, launches use the kernel build for throughput.
+pub const MANY_LANES: u32 = 8192;
+
+pub struct CudaDevice {
+    ctx: sys::CUcontext,
+    name: String,
+    arch: String,
+    module: sys::CUmodule,
+    module_many: sys::CUmodule,
+    run: sys::CUfunction,
+    run_many: sys::CUfunction,
+    copy: sys::CUfunction,
+    diff: sys::CUfunction,
+    pt_write: sys::CUfunction,
+    /// Serializes launches and copies issued from several threads (async mode polls).
+    lock: Mutex<()>,
+    pub compile_note: String,
+}
+
+// SAFETY: the raw CUDA handles are process-wide objects; every use binds the context to
+// the calling thread first and goes through the driver, which is thread-safe.
+unsafe impl Send for CudaDevice {}
+unsafe impl Sync for CudaDevice {}
+
+fn derr(what: &str, e: result::DriverError) -> Error {
+    crate::cuda_err(format!("{what}: {e:?}"))
+}
+
+impl CudaDevice {
+    pub fn open(cache_dir: Option<PathBuf>) -> Result<CudaDevice, Error> {
+        // cudarc panics when the library is missing: ask first, and catch a panic anyway.
+        // SAFETY: is_culib_present only tries to open the library.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(crate::no_driver(
+                "no CUDA driver found (libcuda.so could not be loaded)",
+            ));
+        }
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            return Err(crate::no_driver(
+                "the CUDA driver is present but NVRTC (libnvrtc.so) is not; install the \
+                 CUDA toolkit's runtime compiler",
+            ));
+        }
+        let opened = std::panic::catch_unwind(|| -> Result<_, Error> {
+            result::init().map_err(|e| derr("cuInit", e))?;
+            let n = result::device::get_count().map_err(|e| derr("cuDeviceGetCount", e))?;
+            if n < 1 {
+                return Err(crate::no_driver("the CUDA driver reports no device"));
+            }
+            let dev = result::device::get(0).map_err(|e| derr("cuDeviceGet", e))?;
+            // SAFETY: dev is a valid device handle.
+            let ctx = unsafe { result::primary_ctx::retain(dev) }
+                .map_err(|e| derr("cuDevicePrimaryCtxRetain", e))?;
+            unsafe { result::ctx::set_current(ctx) }.map_err(|e| derr("cuCtxSetCurrent", e))?;
+            let name = result::device::get_name(dev).map_err(|e| derr("cuDeviceGetName", e))?;
+            let attr = |a| unsafe { result::device::get_attribute(dev, a) };
+            let major = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+                .map_err(|e| derr("cuDeviceGetAttribute", e))?;
+            let minor = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+                .map_err(|e| derr("cuDeviceGetAttribute", e))?;
+            Ok((ctx, name, format!("sm_{major}{minor}")))
+        });
+        let (ctx, name, arch) = match opened {
+            Ok(r) => r?,
+            Err(_) => return Err(crate::no_driver("the CUDA driver could not be initialized")),
+        };
+        // Two builds of the kernel, compiled side by side: one for few lanes (all the
+        // registers it wants: the fastest single lane) and one for many (at most 64
+        // registers, 8 blocks an SM: more lanes resident, more throughput).
+        let src = crate::kernel_source();
+        let (few, many) = std::thread::scope(|s| {
+            let a = s
+                .spawn(|| crate::nvrtc::compile_cached(&src, &arch, &[], &name, cache_dir.clone()));
+            let b = s.spawn(|| {
+                crate::nvrtc::compile_cached(
+                    &src,
+                    &arch,
+                    &["-DARMADA_MIN_BLOCKS=8"],
+                    &name,
+                    cache_dir.clone(),
+                )
+            });
+            (a.join(), b.join())
+        });
+        let join = |r: std::thread::Result<Result<(Vec<u8>, String), Error>>| {
+            r.unwrap_or_else(|_| Err(Error::Compile("the kernel compiler panicked".into())))
+        };
+        let (cubin, compile_note) = join(few)?;
+        let (cubin_many, _) = join(many)?;
+        // SAFETY: cubin is a complete module image; the context is current.
+        let module = unsafe { result::module::load_data(cubin.as_ptr() as *const c_void) }
+            .map_err(|e| derr("cuModuleLoadData", e))?;
+        // SAFETY: as above.
+        let module_many =
+            unsafe { result::module::load_data(cubin_many.as_ptr() as *const c_void) }
+                .map_err(|e| derr("cuModuleLoadData", e))?;
+        let func_in = |m: sys::CUmodule, n: &str| -> Result<sys::CUfunction, Error> {
+            let c = CString::new(n).unwrap();
+            // SAFETY: the module is loaded; c is a valid name.
+            unsafe { result::module::get_function(m, c) }
+                .map_err(|e| derr(&format!("cuModuleGetFunction({n})"), e))
+        };
+        let func = |n: &str| func_in(module, n);
+        let run = func("armada_run")?;
+        let run_many = func_in(module_many, "armada_run")?;
+        let copy = func("armada_copy")?;
+        let diff = func("armada_diff")?;
+        let pt_write = func("armada_pt_write")?;
+        Ok(CudaDevice {
+            ctx,
+            name,
+            arch,
+            module,
+            module_many,
+            run,
+            run_many,
+            copy,
+            diff,
+            pt_write,
+            lock: Mutex::new(()),
+            compile_note,
+        })
+    }
+
+    fn launch(
+        &self,
+        f: sys::CUfunction,
+        grid: u32,
+        block: u32,
+        params: &mut [*mut c_void],
+    ) -> Result<(), Error> {
+        self.bind()?;
+        // SAFETY: f belongs to our loaded module and `params` points at values laid out
+        // as the kernel's parameters; they live until the launch has read them (the
+        // driver copies parameters at launch).
+        unsafe {
+            result::launch_kernel(
+                f,
+                (grid.max(1), 1, 1),
+                (block, 1, 1),
+                0,
+                std::ptr::null_mut(),
+                params,
+            )
+        }
+        .map_err(|e| derr("cuLaunchKernel", e))
+    }
+}
+
+impl Device for CudaDevice {
+    fn describe(&self) -> String {
+        format!("{} ({})", self.name, self.arch)
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<DevPtr, Error> {
+        self.bind()?;
+        let bytes = bytes.max(8);
+        // SAFETY: plain device allocation, then zeroed.
+        unsafe {
+            let p = result::malloc_sync(bytes).map_err(|e| {
+                crate::cuda_err(format!(
+                    "cuMemAlloc of {bytes} bytes failed (out of device memory?): {e:?}"
+                ))
+            })?;
+            result::memset_d8_sync(p, 0, bytes).map_err(|e| derr("cuMemsetD8", e))?;
+            Ok(p)
+        }
+    }
+
+    fn free(&self, ptr: DevPtr) {
+        if self.bind().is_ok() {
+            // SAFETY: ptr came from alloc.
+            let _ = unsafe { result::free_sync(ptr) };
+        }
+    }
+
+    fn htod(&self, dst: DevPtr, src: &[u8]) -> Result<(), Error> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        self.bind()?;
+        let _g = self.lock.lock();
+        // SAFETY: dst is a device allocation of at least src.len() bytes (caller's duty).
+        unsafe { result::memcpy_htod_sync(dst, src) }.map_err(|e| derr("cuMemcpyHtoD", e))
+    }
+
+    fn dtoh(&self, src: DevPtr, dst: &mut [u8]) -> Result<(), Error> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        self.bind()?;
+        let _g = self.lock.lock();
+        // SAFETY: src is a device allocation of at least dst.len() bytes.
+        unsafe { result::memcpy_dtoh_sync(dst, src) }.map_err(|e| derr("cuMemcpyDtoH", e))
+    }
+
+    fn launch_run(&self, p: &Params) -> Result<(), Error> {
+        let mut pv = *p;
+        let mut args = [&mut pv as *mut Params as *mut c_void];
+        let grid = (p.nactive << p.lane_shift).div_ceil(BLOCK_THREADS);
+        let f = if p.nactive >= MANY_LANES {
+            self.run_many
+        } else {
+            self.run
+        };
+        let _g = self.lock.lock();
+        self.launch(f, grid, BLOCK_THREADS, &mut args)
+    }
+
+    fn sync(&self) -> Result<(), Error> {
+        self.bind()?;
+        result::ctx::synchronize().map_err(|e| {
+            crate::cuda_err(format!(
+                "kernel failed: {e:?} (run under compute-sanitizer to find out where)"
+            ))
+        })
+    }
+
+    fn copy(&self, descs: DevPtr, n: u32) -> Result<(), Error> {
+        if n == 0 {
+            return Ok(());
+        }
+        let mut d = descs;
+        let mut nn = n;
+        let mut args = [
+            &mut d as *mut u64 as *mut c_void,
+            &mut nn as *mut u32 as *mut c_void,
+        ];
+        {
+            let _g = self.lock.lock();
+            self.launch(self.copy, n.min(65535), 128, &mut args)?;
+        }
+        self.sync()
+    }
+
+    fn diff(
+        &self,
+        frames: DevPtr,
+        n: u32,
+        shadow_off: u64,
+        out: DevPtr,
+        count: DevPtr,
+    ) -> Result<(), Error> {
+        if n == 0 {
+            return Ok(());
+        }
+        let (mut f, mut nn, mut so, mut o, mut c) = (frames, n, shadow_off, out, count);
+        let mut args = [
+            &mut f as *mut u64 as *mut c_void,
+            &mut nn as *mut u32 as *mut c_void,
+            &mut so as *mut u64 as *mut c_void,
+            &mut o as *mut u64 as *mut c_void,
+            &mut c as *mut u64 as *mut c_void,
+        ];
+        {
+            let _g = self.lock.lock();
+            self.launch(self.diff, n.min(65535), 64, &mut args)?;
+        }
+        self.sync()
+    }
+
+    fn pt_write(&self, pt: DevPtr, pt_epoch: DevPtr, writes: DevPtr, n: u32) -> Result<(), Error> {
+        if n == 0 {
+            return Ok(());
+        }
+        let (mut a, mut b, mut c, mut nn) = (pt, pt_epoch, writes, n);
+        let mut args = [
+            &mut a as *mut u64 as *mut c_void,
+            &mut b as *mut u64 as *mut c_void,
+            &mut c as *mut u64 as *mut c_void,
+            &mut nn as *mut u32 as *mut c_void,
+        ];
+        {
+            let _g = self.lock.lock();
+            self.launch(self.pt_write, n.div_ceil(256), 256, &mut args)?;
+        }
+        self.sync()
+    }
+
+    fn alloc_mapped(&self, bytes: usize) -> Result<(*mut u64, DevPtr), Error> {
+        self.bind()?;
+        // SAFETY: pinned, device-mapped host allocation; we zero it before use.
+        unsafe {
+            let h = result::malloc_host(
+                bytes,
+                sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
+            )
+            .map_err(|e| derr("cuMemHostAlloc", e))?;
+            std::ptr::write_bytes(h as *mut u8, 0, bytes);
+            let mut d: sys::CUdeviceptr = 0;
+            sys::cuMemHostGetDevicePointer_v2(&mut d, h, 0)
+                .result()
+                .map_err(|e| derr("cuMemHostGetDevicePointer", e))?;
+            Ok((h as *mut u64, d))
+        }
+    }
+
+    fn free_mapped(&self, host: *mut u64) {
+        if self.bind().is_ok() {
+            // SAFETY: host came from alloc_mapped.
+            let _ = unsafe { result::free_host(host as *mut c_void) };
+        }
+    }
+
+    fn mem_info(&self) -> (u64, u64) {
+        if self.bind().is_err() {
+            return (0, 0);
+        }
+        result::mem_get_info()
+            .map(|(f, t)| (f as u64, t as u64))
+            .unwrap_or((0, 0))
+    }
+
+    fn bind(&self) -> Result<(), Error> {
+        // SAFETY: ctx is the retained primary context.
+        unsafe { result::ctx::set_current(self.ctx) }.map_err(|e| derr("cuCtxSetCurrent", e))
+    }
+}
+
+impl Drop for CudaDevice {
+    fn drop(&mut self) {
+        if self.bind().is_ok() {
+            // SAFETY: the modules were loaded by us and nothing uses them any more.
+            let _ = unsafe { result::module::unload(self.module) };
+            let _ = unsafe { result::module::unload(self.module_many) };
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! The simulator: the CUDA kernel source compiled as C++ for the host (by build.rs), behind
+//! the same `Device` trait, so the engine and the kernel are tested without a GPU.
+
+use crate::Error;
+use armada_gpu::device::{DevPtr, Device};
+use armada_gpu::layout::CopyDesc;
+use armada_gpu::layout::Params;
+use rayon::prelude::*;
+use std::sync::Mutex;
+
+extern "C" {
+    fn armada_sim_run_lane(p: *const Params, i: u32);
+    fn armada_sim_copy(descs: *const CopyDesc, n: u32);
+    fn armada_sim_pt_write(pt: *mut u64, pt_epoch: *mut u32, writes: *const u64, n: u32);
+    fn armada_sim_diff(frames: *const u64, n: u32, shadow_off: u64, out: *mut u64, count: *mut u64);
+}
+
+/// Host memory standing in for device memory; addresses are host pointers.
+#[derive(Default)]
+pub struct SimDevice {
+    allocs: Mutex<Vec<(u64, Vec<u64>)>>,
+}
+
+impl SimDevice {
+    pub fn new() -> SimDevice {
+        SimDevice::default()
+    }
+}
+
+impl Device for SimDevice {
+    fn describe(&self) -> String {
+        "the CUDA kernel compiled for the host CPU (simulator)".into()
+    }
+    fn alloc(&self, bytes: usize) -> Result<DevPtr, Error> {
+        let v = vec![0u64; bytes.div_ceil(8).max(1)];
+        let p = v.as_ptr() as u64;
+        self.allocs.lock().unwrap().push((p, v));
+        Ok(p)
+    }
+    fn free(&self, ptr: DevPtr) {
+        self.allocs.lock().unwrap().retain(|(p, _)| *p != ptr);
+    }
+    fn htod(&self, dst: DevPtr, src: &[u8]) -> Result<(), Error> {
+        // SAFETY: dst points into one of our allocations, large enough (caller's duty).
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) };
+        Ok(())
+    }
+    fn dtoh(&self, src: DevPtr, dst: &mut [u8]) -> Result<(), Error> {
+        // SAFETY: as htod.
+        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+    fn launch_run(&self, p: &Params) -> Result<(), Error> {
+        let pp = *p;
+        // Lanes touch disjoint memory (shared frames are only read), like GPU threads.
+        (0..p.nactive).into_par_iter().for_each(|i| {
+            // SAFETY: the parameters describe live allocations of this device.
+            unsafe { armada_sim_run_lane(&pp, i) }
+        });
+        Ok(())
+    }
+    fn sync(&self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn copy(&self, descs: DevPtr, n: u32) -> Result<(), Error> {
+        // SAFETY: descs holds n descriptors of live ranges.
+        unsafe { armada_sim_copy(descs as *const CopyDesc, n) };
+        Ok(())
+    }
+    fn diff(
+        &self,
+        frames: DevPtr,
+        n: u32,
+        shadow_off: u64,
+        out: DevPtr,
+        count: DevPtr,
+    ) -> Result<(), Error> {
+        // SAFETY: as the kernel: the frames, their shadows and `out` are live allocations.
+        unsafe {
+            armada_sim_diff(
+                frames as *const u64,
+                n,
+                shadow_off,
+                out as *mut u64,
+                count as *mut u64,
+            )
+        };
+        Ok(())
+    }
+
+    fn pt_write(&self, pt: DevPtr, pt_epoch: DevPtr, writes: DevPtr, n: u32) -> Result<(), Error> {
+        // SAFETY: as the kernel: slots are inside the table.
+        unsafe {
+            armada_sim_pt_write(
+                pt as *mut u64,
+                pt_epoch as *mut u32,
+                writes as *const u64,
+                n,
+            )
+        };
+        Ok(())
+    }
+    fn alloc_mapped(&self, bytes: usize) -> Result<(*mut u64, DevPtr), Error> {
+        let p = self.alloc(bytes)?;
+        Ok((p as *mut u64, p))
+    }
+    fn free_mapped(&self, host: *mut u64) {
+        self.free(host as u64);
+    }
+    fn mem_info(&self) -> (u64, u64) {
+        (16 << 30, 16 << 30)
+    }
+    fn bind(&self) -> Result<(), Error> {
+        Ok(())
+    }
+}

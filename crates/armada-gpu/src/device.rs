@@ -1,0 +1,82 @@
+//! The device: one place that owns the GPU, the compiled kernels and every buffer.
+//!
+//! [`Device`] is what the engine needs from a GPU: plain allocations, copies, the four
+//! kernels, and host-mapped memory for progress. armada-cuda implements it with cudarc's
+//! driver API (and with the CUDA kernel compiled for the host, for tests); armada-wgpu with
+//! wgpu over a WGSL shader.
+
+use crate::layout::Params;
+use crate::Error;
+
+/// A device address (or, for the simulator, a host address).
+pub type DevPtr = u64;
+
+pub trait Device: Send + Sync {
+    /// What it is, for messages ("NVIDIA H200 (sm_90)").
+    fn describe(&self) -> String;
+    /// A zeroed allocation of `bytes`.
+    fn alloc(&self, bytes: usize) -> Result<DevPtr, Error>;
+    fn free(&self, ptr: DevPtr);
+    fn htod(&self, dst: DevPtr, src: &[u8]) -> Result<(), Error>;
+    fn dtoh(&self, src: DevPtr, dst: &mut [u8]) -> Result<(), Error>;
+    /// Starts the interpreter over `p.nactive` lanes; returns at once.
+    fn launch_run(&self, p: &Params) -> Result<(), Error>;
+    /// Waits for everything launched so far.
+    fn sync(&self) -> Result<(), Error>;
+    /// Runs the copy kernel over `n` descriptors at `descs` and waits.
+    fn copy(&self, descs: DevPtr, n: u32) -> Result<(), Error>;
+    /// Runs the diff kernel: the changed 64-byte blocks of `n` frames (their addresses at
+    /// `frames`) against their shadows `shadow_off` bytes further, appended to `out` as
+    /// 9-word entries, the count at `count` (zeroed by the caller); shadows are updated.
+    fn diff(
+        &self,
+        frames: DevPtr,
+        n: u32,
+        shadow_off: u64,
+        out: DevPtr,
+        count: DevPtr,
+    ) -> Result<(), Error>;
+    /// Runs the page-table write kernel over `n` (slot, key, value) triples at `writes`.
+    fn pt_write(&self, pt: DevPtr, pt_epoch: DevPtr, writes: DevPtr, n: u32) -> Result<(), Error>;
+    /// Host memory the kernel can write while it runs: (host pointer, device address).
+    fn alloc_mapped(&self, bytes: usize) -> Result<(*mut u64, DevPtr), Error>;
+    fn free_mapped(&self, host: *mut u64);
+    /// (free, total) device memory in bytes.
+    fn mem_info(&self) -> (u64, u64);
+    /// Makes the device current on the calling thread.
+    fn bind(&self) -> Result<(), Error>;
+    /// log2 of the frames in one chunk of the frame pool (each chunk is one allocation of
+    /// twice that many 4 KiB pages: frames and their shadows). Devices with small buffers
+    /// ask for smaller chunks.
+    fn chunk_shift(&self) -> u32 {
+        14
+    }
+    /// Instructions per lane per launch when the options name none: devices that cannot end
+    /// a launch by time (no clock in the shader) bound it by count.
+    fn default_slice(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// Reads `n` plain values from device memory.
+pub fn dtoh_vec<T: Copy + Default>(
+    dev: &dyn Device,
+    src: DevPtr,
+    n: usize,
+) -> Result<Vec<T>, Error> {
+    let mut v = vec![T::default(); n];
+    // SAFETY: T is plain data (u32/u64 here); the slice covers exactly the vector.
+    let bytes = unsafe {
+        std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>())
+    };
+    dev.dtoh(src, bytes)?;
+    Ok(v)
+}
+
+/// Writes plain values to device memory.
+pub fn htod_slice<T: Copy>(dev: &dyn Device, dst: DevPtr, v: &[T]) -> Result<(), Error> {
+    // SAFETY: T is plain data; the byte view covers exactly the slice.
+    let bytes =
+        unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) };
+    dev.htod(dst, bytes)
+}

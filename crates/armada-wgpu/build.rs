@@ -1,0 +1,24 @@
+//! Joins the shader's files, in the order `src/shader/ORDER` lists them, into one WGSL source
+//! (the generated header is prepended at run time, from armada-gpu's layout).
+
+fn main() {
+    let dir = std::path::Path::new("src/shader");
+    println!("cargo:rerun-if-changed=src/shader");
+    let order = std::fs::read_to_string(dir.join("ORDER")).expect("src/shader/ORDER");
+    let mut src = String::new();
+    for name in order
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let p = dir.join(name);
+        println!("cargo:rerun-if-changed={}", p.display());
+        src.push_str(&format!("// ----- {name}\n"));
+        src.push_str(
+            &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+        );
+        src.push('\n');
+    }
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("shader.wgsl");
+    std::fs::write(out, src).unwrap();
+}

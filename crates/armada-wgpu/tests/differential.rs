@@ -1,0 +1,105 @@
+//! The wgpu engine against the CPU engine, lane for lane, on whatever adapter wgpu finds
+//! (Mesa's lavapipe in CI, the GPU on a GPU machine). Without an adapter the tests skip with
+//! a message, unless ARMADA_TEST_WGPU=require (scripts/test sets it after installing lavapipe),
+//! which makes a missing adapter a failure.
+
+use armada_gpu::check::{same_as_cpu, spec};
+use armada_gpu::Engine;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// One engine for all tests of this file (opening compiles the shader).
+fn engine() -> Option<&'static Engine> {
+    static ENGINE: OnceLock<Option<Engine>> = OnceLock::new();
+    ENGINE
+        .get_or_init(
+            || match armada_wgpu::open(&armada_wgpu::Options::from_env()) {
+                Ok(e) => {
+                    eprintln!("wgpu engine on {}", e.describe());
+                    Some(e)
+                }
+                Err(e) => {
+                    if std::env::var("ARMADA_TEST_WGPU").as_deref() == Ok("require") {
+                        panic!("ARMADA_TEST_WGPU=require, but: {e}");
+                    }
+                    eprintln!("skipped: {e}");
+                    None
+                }
+            },
+        )
+        .as_ref()
+}
+
+fn check(engine: &Engine, s: &armada_core::batch::BatchSpec, what: &str) {
+    if let Err(e) = same_as_cpu(engine, s) {
+        panic!("{what}: {e}");
+    }
+}
+
+#[test]
+fn prebuilt_hello_matches_cpu() {
+    let Some(engine) = engine() else { return };
+    let hello = repo().join("tests/guest/prebuilt/hello");
+    check(engine, &spec(&hello, 3, &[], |_| Vec::new()), "hello");
+}
+
+/// Every guest program tests/guest/build.sh built (except the long benchmarks), one lane each.
+#[test]
+fn guest_programs_match_cpu() {
+    let Some(engine) = engine() else { return };
+    let dir = repo().join("target/guest");
+    let Ok(list) = std::fs::read_to_string(dir.join("programs.list")) else {
+        eprintln!("skipped: no guest programs (tests/guest/build.sh target/guest)");
+        return;
+    };
+    const LONG: &[&str] = &[
+        "sort_bench",
+        "matmul",
+        "sieve",
+        "crc32",
+        "tightloop",
+        "lanecrc",
+    ];
+    let mut done = 0;
+    for name in list.lines().filter_map(|l| l.split_whitespace().next()) {
+        if LONG.contains(&name) {
+            continue;
+        }
+        let p = dir.join(name);
+        check(engine, &spec(&p, 1, &[], |_| b"3 4 5\n".to_vec()), name);
+        done += 1;
+    }
+    assert!(done > 30, "only {done} guest programs ran");
+}
+
+/// Lanes with different arguments and inputs, a per-lane memory cap, an instruction limit.
+#[test]
+fn lanes_differ_and_limits_hold() {
+    let Some(engine) = engine() else { return };
+    let dir = repo().join("target/guest");
+    if !dir.join("stdin_sum").exists() {
+        eprintln!("skipped: no guest programs (tests/guest/build.sh target/guest)");
+        return;
+    }
+    let stdin = |i: usize| format!("{} {} {}\n", i, i * 3, 7).into_bytes();
+    check(
+        engine,
+        &spec(&dir.join("stdin_sum"), 16, &[], stdin),
+        "stdin_sum",
+    );
+    check(
+        engine,
+        &spec(&dir.join("lanecrc"), 16, &["{lane}", "2"], |_| Vec::new()),
+        "lanecrc",
+    );
+    let mut s = spec(&dir.join("malloc_test"), 4, &[], |_| Vec::new());
+    s.lane_memory = Some(1 << 18);
+    check(engine, &s, "malloc_test capped");
+    s.lane_memory = None;
+    s.max_instructions = Some(200_000);
+    check(engine, &s, "malloc_test limited");
+}
