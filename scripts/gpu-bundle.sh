@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds everything scripts/gpu-check.sh needs into one folder (default .gpu/, git-ignored),
 # to carry to a GPU machine that has no Rust toolchain and no internet:
-#   armada, cuda_suite, lockstep (release, stripped), guest.tar.xz (the guest programs built
-#   by tests/guest/build.sh, and busybox), qemu-aarch64.xz (Debian's static qemu-user, for
-#   the speed comparison; optional).
+#   armada, gpu_suite, lockstep, nvrtc_check (release, stripped), guest.tar.xz (the guest
+#   programs built by tests/guest/build.sh, busybox, and the risu random-instruction programs
+#   with qemu-aarch64's output for each), qemu-aarch64.xz (Debian's static qemu-user, for the
+#   speed comparison; optional).
 #
 #   scripts/gpu-bundle.sh [DIR]
 set -euo pipefail
@@ -16,7 +17,7 @@ grep -qx '/.gpu/' "$info/exclude" 2>/dev/null || echo '/.gpu/' >>"$info/exclude"
 
 cargo build --release -p armada-cli -p armada-cuda --bins --examples
 tgt=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-for b in release/armada release/examples/cuda_suite release/examples/lockstep release/examples/nvrtc_check; do
+for b in release/armada release/examples/gpu_suite release/examples/lockstep release/examples/nvrtc_check; do
     strip -o "$out/$(basename $b)" "$tgt/$b"
 done
 
@@ -34,6 +35,20 @@ for deps in target/guest-deps "$(git rev-parse --git-common-dir)/../target/guest
     fi
 done
 [[ -n $bb ]] && cp "$bb" "$stage/guest/busybox"
+bash=$(find target/guest-deps/extracted "$(git rev-parse --git-common-dir)/../target/guest-deps/extracted" -path '*bin/bash-static' -type f 2>/dev/null | head -1 || true)
+[[ -n $bash ]] && cp "$bash" "$stage/guest/bash"
+
+# risu programs (RISU_CASES cases of every class) and what qemu-aarch64 prints for each: the GPU
+# machine has neither the cross compiler nor qemu, so the oracle's answer travels with them
+mkdir -p "$stage/guest/risu"
+cases=${RISU_CASES:-200}
+for class in $(python3 tests/risu/gen.py --list-classes); do
+    r=$stage/guest/risu/$class
+    python3 tests/risu/gen.py --class "$class" --seed 7 --cases "$cases" --out "$r.S" >/dev/null
+    aarch64-linux-gnu-gcc -nostdlib -static -o "$r" "$r.S"
+    qemu-aarch64 "$r" >"$r.expected"
+    rm -f "$r.S" "$r.cases"
+done
 tar -C "$stage" -cJf "$out/guest.tar.xz" guest
 
 # qemu-aarch64 (static) for the comparison, if apt can fetch it

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Every check and benchmark of the CUDA engine, on a GPU machine, from prebuilt binaries
-# (the machine needs no Rust and no internet). Build the bundle first, where Rust is:
+# Every check and benchmark of a GPU engine, on a GPU machine, from prebuilt binaries (the
+# machine needs no Rust and no internet). Build the bundle first, where Rust is:
 #
-#   scripts/gpu-bundle.sh            # -> .gpu/ (armada, cuda_suite, guest.tar.xz, qemu)
-#   scripts/gpu-check.sh [.gpu]      # on the GPU machine
+#   scripts/gpu-bundle.sh                      # -> .gpu/ (armada, gpu_suite, guest.tar.xz, qemu)
+#   scripts/gpu-check.sh [.gpu]                # on the GPU machine: the CUDA engine
+#   BACKEND=wgpu scripts/gpu-check.sh [.gpu]   # the wgpu engine (Vulkan there)
 #
-# Sections (GPU_CHECK=env,speed,suite,batch,memcheck,qemu,busybox,resident; default all):
+# Sections (GPU_CHECK=env,speed,suite,risu,batch,memcheck,qemu,busybox,resident; default all;
+# memcheck is CUDA's compute-sanitizer and runs for BACKEND=cuda only):
 #   env       device, first start (NVRTC compile) and second start (disk cache)
 #   suite     every guest program as one multi-program batch, each lane compared with the CPU
-#             engine (exit, stdout, stderr, instructions); busybox commands too
+#             engine (exit, stdout, stderr, instructions); busybox and bash commands too
+#   risu      the random-instruction programs of every class, output compared with qemu's
 #   batch     `armada batch --check`: per-lane inputs ({lane} arguments, --stdin-dir) compared
 #             with the CPU engine lane for lane
 #   memcheck  compute-sanitizer --tool memcheck on a representative batch
@@ -19,7 +22,9 @@
 # Logs go to $OUT (the device tool's folder) or /tmp/armada-gpu-check; the summary is last.
 set -u
 bundle=${1:-.gpu}
-sections=${GPU_CHECK:-env,speed,suite,batch,memcheck,qemu,busybox,resident}
+sections=${GPU_CHECK:-env,speed,suite,risu,batch,memcheck,qemu,busybox,resident}
+B=${BACKEND:-cuda}
+export ARMADA_BACKEND=$B
 want() { [[ ",$sections," == *",$1,"* ]]; }
 log=${OUT:-/tmp/armada-gpu-check}
 mkdir -p "$log"
@@ -51,10 +56,10 @@ cores=$(nproc)
 if want env; then
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
     t0=$(secs)
-    $A run --backend cuda "$G/hello" >"$log/first.out" 2>"$log/first.err"
+    $A run --backend $B "$G/hello" >"$log/first.out" 2>"$log/first.err"
     rc=$?
     t1=$(secs)
-    $A run --backend cuda "$G/hello" >/dev/null 2>&1
+    $A run --backend $B "$G/hello" >/dev/null 2>&1
     t2=$(secs)
     note "env: first start (compile) $(elapsed $t0 $t1) s, second start (cached) $(elapsed $t1 $t2) s, hello rc=$rc: $(head -c 40 "$log/first.out")"
     cat "$log/first.err"
@@ -84,22 +89,24 @@ if want speed; then
     n=${TIGHT_ITERS:-20000000}
     $A batch --backend cpu --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1cpu.txt"
     note "speed: 1 lane tight loop ($n iterations) on the CPU engine: $(rates "$log/tight1cpu.txt")"
-    for variant in ${VARIANTS:-default -DARMADA_MIN_BLOCKS=8}; do
+    variants=${VARIANTS:-default -DARMADA_MIN_BLOCKS=8}
+    [[ $B == cuda ]] || variants=default
+    for variant in $variants; do
         [[ $variant == default ]] && export ARMADA_CUDA_DEFINES= || export ARMADA_CUDA_DEFINES=$variant
-        $A run --backend cuda "$G/hello" >/dev/null 2>&1 # compile this variant
-        timeout 600 $A batch --backend cuda --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1$variant.txt"
+        $A run --backend $B "$G/hello" >/dev/null 2>&1 # compile this variant
+        timeout 600 $A batch --backend $B --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1$variant.txt"
         note "speed [$variant]: 1 lane, tight loop: $(rates "$log/tight1$variant.txt")"
-        timeout 600 $A batch --backend cuda --lanes 65536 "$G/lanecrc" '{lane}' "${CRC_ROUNDS:-100}" >/dev/null 2>"$log/agg$variant.txt"
+        timeout 600 $A batch --backend $B --lanes 65536 "$G/lanecrc" '{lane}' "${CRC_ROUNDS:-100}" >/dev/null 2>"$log/agg$variant.txt"
         note "speed [$variant]: 65536 lanes lanecrc {lane} ${CRC_ROUNDS:-100}: $(rates "$log/agg$variant.txt")"
     done
     export ARMADA_CUDA_DEFINES=${BEST_DEFINES:-}
     for spec in "131072 ${CRC_ROUNDS2:-50}" "262144 ${CRC_ROUNDS3:-25}"; do
         set -- $spec
-        timeout 600 $A batch --backend cuda --lanes "$1" --out "$log/agg$1.jsonl" "$G/lanecrc" '{lane}' "$2" >/dev/null 2>"$log/agg$1.txt"
+        timeout 600 $A batch --backend $B --lanes "$1" --out "$log/agg$1.jsonl" "$G/lanecrc" '{lane}' "$2" >/dev/null 2>"$log/agg$1.txt"
         note "speed: $1 lanes lanecrc {lane} $2: $(rates "$log/agg$1.txt")"
     done
     head -1 "$log/agg131072.jsonl" | cut -c1-200
-    timeout 600 $A batch --backend cuda --lanes 65536 "$G/tightloop" 20000 >/dev/null 2>"$log/tight64k.txt"
+    timeout 600 $A batch --backend $B --lanes 65536 "$G/tightloop" 20000 >/dev/null 2>"$log/tight64k.txt"
     note "speed: 65536 lanes tight loop 20000: $(rates "$log/tight64k.txt")"
     grep -o "pages synced down: [^,]*, pages up: [^,]*" "$log/agg131072.txt" | head -1
 fi
@@ -134,8 +141,18 @@ $BB grep -c : /etc/passwd
 $BB od -x $G/hello
 EOF
     fi
+    if [[ -x $G/bash ]]; then
+        # bash scripts as files: the manifest splits arguments at spaces
+        mkdir -p "$work/sh"
+        printf '%s\n' 's=0; for ((i=1;i<=2000;i++)); do ((s+=i*i)); done; echo $s' >"$work/sh/loop.sh"
+        printf '%s\n' 'declare -A m=([x]=1 [y]=2); m[zz]=3; ((m[x]+=10)); for k in x y zz; do echo $k=${m[$k]}; done' >"$work/sh/assoc.sh"
+        printf '%s\n' 'x=banana; echo ${x//a/b} ${x/a/o} ${x^^} ${x:2:3} ${#x} ${x%%n*} ${x##*n}' >"$work/sh/subst.sh"
+        printf '%s\n' 'fib() { local n=$1; if (( n < 2 )); then ret=$n; return; fi; fib $((n-1)); local a=$ret; fib $((n-2)); ret=$((a+ret)); }; fib 16; echo $ret' >"$work/sh/fib.sh"
+        printf '%s\n' 'printf -v v "%05.1f|%x|%s" 3.14159 255 hi; echo "$v"; echo {a..e} {1..10..3}; echo $(( 2**62 )) $(( -7 / 2 ))' >"$work/sh/printf.sh"
+        for f in "$work"/sh/*.sh; do echo "$G/bash $f"; done >>"$man"
+    fi
     t0=$(secs)
-    timeout "${SUITE_TIMEOUT:-900}" "$bundle/cuda_suite" "$man" "${SUITE_MAX:-400000000}" >"$log/suite.txt" 2>&1
+    timeout "${SUITE_TIMEOUT:-900}" "$bundle/gpu_suite" "$man" "${SUITE_MAX:-400000000}" >"$log/suite.txt" 2>&1
     rc=$?
     t1=$(secs)
     grep -E "^(FAIL|SKIP)" "$log/suite.txt" | head -20
@@ -143,9 +160,26 @@ EOF
     grep -E "^  (stops|host-step ops|kernel s|launches)" "$log/suite.txt"
 fi
 
+# ----------------------------------------------------------------------------------- risu
+if want risu && [[ -d $G/risu ]]; then
+    pass=0 fail=0 failed=""
+    for e in "$G"/risu/*.expected; do
+        prog=${e%.expected}
+        timeout 300 $A run --backend $B "$prog" >"$work/risu.out" 2>"$work/risu.err"
+        if cmp -s "$work/risu.out" "$e"; then
+            pass=$((pass + 1))
+        else
+            fail=$((fail + 1))
+            failed="$failed $(basename "$prog")"
+            head -3 "$work/risu.err"
+        fi
+    done
+    note "risu: $pass classes identical to qemu-aarch64, $fail differ${failed:+:$failed}"
+fi
+
 # ---------------------------------------------------------------------------------- batch
 if want batch; then
-    timeout 600 $A batch --backend cuda --check --lanes 4096 --out "$log/lanes.jsonl" "$G/lanecrc" '{lane}' 5 >/dev/null 2>"$log/batch1.txt"
+    timeout 600 $A batch --backend $B --check --lanes 4096 --out "$log/lanes.jsonl" "$G/lanecrc" '{lane}' 5 >/dev/null 2>"$log/batch1.txt"
     rc=$?
     note "batch {lane} x4096 (rc=$rc): $(grep 'check:' "$log/batch1.txt" | sed 's/armada batch: //')"
     mkdir -p "$work/stdin"
@@ -156,28 +190,28 @@ for i in range(1024):
     r = random.Random(i)
     open(os.path.join(d, str(i)), "w").write(" ".join(str(r.randint(-1000, 1000)) for _ in range(r.randint(0, 200))) + "\n")
 EOF
-    timeout 600 $A batch --backend cuda --check --lanes 1024 --stdin-dir "$work/stdin" "$G/stdin_sum" >/dev/null 2>"$log/batch2.txt"
+    timeout 600 $A batch --backend $B --check --lanes 1024 --stdin-dir "$work/stdin" "$G/stdin_sum" >/dev/null 2>"$log/batch2.txt"
     rc=$?
     note "batch --stdin-dir x1024 stdin_sum (rc=$rc): $(grep 'check:' "$log/batch2.txt" | sed 's/armada batch: //')"
     if [[ -x $BB ]]; then
-        timeout 600 $A batch --backend cuda --check --lanes 1024 --stdin-dir "$work/stdin" "$BB" sha256sum >/dev/null 2>"$log/batch3.txt"
+        timeout 600 $A batch --backend $B --check --lanes 1024 --stdin-dir "$work/stdin" "$BB" sha256sum >/dev/null 2>"$log/batch3.txt"
         rc=$?
         note "batch --stdin-dir x1024 busybox sha256sum (rc=$rc): $(grep 'check:' "$log/batch3.txt" | sed 's/armada batch: //')"
     fi
     # a lane over its memory cap faults alone; the others finish
-    timeout 300 $A batch --backend cuda --check --lane-memory 256K --lanes 64 "$G/malloc_test" >/dev/null 2>"$log/batch4.txt"
+    timeout 300 $A batch --backend $B --check --lane-memory 256K --lanes 64 "$G/malloc_test" >/dev/null 2>"$log/batch4.txt"
     rc=$?
     note "batch --lane-memory 256K malloc_test x64 (rc=$rc): $(grep -o '[0-9]* exited 0.*signal' "$log/batch4.txt" | head -1); $(grep 'check:' "$log/batch4.txt" | sed 's/armada batch: //')"
 fi
 
 # ------------------------------------------------------------------------------- memcheck
-if want memcheck; then
+if want memcheck && [[ $B == cuda ]]; then
     if command -v compute-sanitizer >/dev/null; then
-        timeout 900 compute-sanitizer --tool memcheck --print-limit 20 $A batch --backend cuda --lanes 256 "$G/lanecrc" '{lane}' 2 >"$log/memcheck.txt" 2>&1
+        timeout 900 compute-sanitizer --tool memcheck --print-limit 20 $A batch --backend $B --lanes 256 "$G/lanecrc" '{lane}' 2 >"$log/memcheck.txt" 2>&1
         rc=$?
         rc2=skipped
         if [[ -x $BB ]]; then
-            timeout 900 compute-sanitizer --tool memcheck --print-limit 20 $A batch --backend cuda --lanes 16 "$BB" md5sum "$G/hello" >>"$log/memcheck.txt" 2>&1
+            timeout 900 compute-sanitizer --tool memcheck --print-limit 20 $A batch --backend $B --lanes 16 "$BB" md5sum "$G/hello" >>"$log/memcheck.txt" 2>&1
             rc2=$?
         fi
         note "memcheck (rc=$rc,$rc2): $(grep 'ERROR SUMMARY' "$log/memcheck.txt" | tr '\n' ' ')"
@@ -191,10 +225,10 @@ if want qemu; then
     lanes=65536
     share=${QEMU_SHARE:-8192}
     t0=$(secs)
-    timeout 600 $A batch --backend cuda --lanes $lanes --out "$log/short.jsonl" "$G/lanecrc" '{lane}' 1 >/dev/null 2>"$log/short.txt"
+    timeout 600 $A batch --backend $B --lanes $lanes --out "$log/short.jsonl" "$G/lanecrc" '{lane}' 1 >/dev/null 2>"$log/short.txt"
     t1=$(secs)
     armada_s=$(elapsed $t0 $t1)
-    note "qemu: armada cuda, $lanes runs of lanecrc {lane} 1: $armada_s s wall (process start included): $(grep -o '[0-9]* instructions in [0-9.]* s' "$log/short.txt")"
+    note "qemu: armada $B, $lanes runs of lanecrc {lane} 1: $armada_s s wall (process start included): $(grep -o '[0-9]* instructions in [0-9.]* s' "$log/short.txt")"
     if [[ -n $Q ]]; then
         t0=$(secs)
         seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c "$Q $G/lanecrc {} 1 > $work/q{}.out"
@@ -215,7 +249,7 @@ for line in open(sys.argv[1]):
 print(bad)
 EOF
 )
-        note "qemu: qemu-aarch64 on $cores cores, $share of the runs: $q_s s -> $scaled s for $lanes; armada cuda is ${ratio}x faster; outputs differing from qemu: $bad"
+        note "qemu: qemu-aarch64 on $cores cores, $share of the runs: $q_s s -> $scaled s for $lanes; armada $B is ${ratio}x faster; outputs differing from qemu: $bad"
     else
         note "qemu: no qemu-aarch64 in the bundle"
     fi
@@ -234,16 +268,16 @@ for i in range(n):
         f.write(i.to_bytes(4, "little") * 1024)
 EOF
     t0=$(secs)
-    timeout 600 $A batch --backend cuda --lanes $lanes --stdin-dir "$work/in" --out "$log/bb.jsonl" "$BB" sha256sum >/dev/null 2>"$log/bb.txt"
+    timeout 600 $A batch --backend $B --lanes $lanes --stdin-dir "$work/in" --out "$log/bb.jsonl" "$BB" sha256sum >/dev/null 2>"$log/bb.txt"
     t1=$(secs)
     armada_s=$(elapsed $t0 $t1)
-    note "busybox: armada cuda, $lanes x sha256sum of a 4 KiB stdin: $armada_s s wall: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/bb.txt"); frames peak $(stat_of "$log/bb.txt" 'device frames peak')"
+    note "busybox: armada $B, $lanes x sha256sum of a 4 KiB stdin: $armada_s s wall: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/bb.txt"); frames peak $(stat_of "$log/bb.txt" 'device frames peak')"
     if [[ -n $Q ]]; then
         t0=$(secs)
         seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c "$Q $BB sha256sum < $work/in/{} > $work/b{}.out"
         t1=$(secs)
         q_s=$(elapsed $t0 $t1)
-        note "busybox: qemu-aarch64 on $cores cores, $share runs: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $lanes / $share))") s for $lanes; armada cuda $(python3 -c "print('%.1f' % ($q_s * $lanes / $share / $armada_s))")x faster"
+        note "busybox: qemu-aarch64 on $cores cores, $share runs: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $lanes / $share))") s for $lanes; armada $B $(python3 -c "print('%.1f' % ($q_s * $lanes / $share / $armada_s))")x faster"
     fi
 fi
 
@@ -251,7 +285,7 @@ fi
 if want resident && [[ -x $BB ]]; then
     for lanes in ${RESIDENT_LANES:-262144 524288}; do
         t0=$(secs)
-        timeout 600 $A batch --backend cuda --lanes $lanes "$BB" sha256sum >/dev/null 2>"$log/res$lanes.txt"
+        timeout 600 $A batch --backend $B --lanes $lanes "$BB" sha256sum >/dev/null 2>"$log/res$lanes.txt"
         rc=$?
         t1=$(secs)
         peak=$(stat_of "$log/res$lanes.txt" 'device frames peak')

@@ -6,7 +6,7 @@ Two ways in:
   region ``[0, memory_size)``) that runs raw code to its first stop: ``load_program``,
   ``set_pc``, ``execute(max_cycles)``, or ``start`` / ``poll`` / ``wait`` in the background.
 - ``armada.run`` / ``armada.run_batch``: static AArch64 Linux programs with captured stdin,
-  stdout and stderr, one at a time or many copies at once on every CPU core.
+  stdout and stderr, one at a time or many copies at once on every CPU core or a GPU.
 
 See docs/python.md in the repository, and the type stubs (``__init__.pyi``) for every call.
 """
@@ -21,6 +21,7 @@ from . import _armada
 from ._armada import (
     ArmadaError,
     Completed,
+    DeviceMemory,
     ElfError,
     EngineUnavailableError,
     ExecResult,
@@ -57,7 +58,8 @@ class StopReason(enum.IntEnum):
 
 
 def available_backends() -> list[str]:
-    """The engines this build can run on this machine (``"cpu"`` always)."""
+    """The engines that work on this machine: ``"cpu"`` always, ``"cuda"`` and ``"wgpu"``
+    when their engine opens (the first call opens them, which compiles their kernels)."""
     return list(_armada.available_backends())
 
 
@@ -181,6 +183,7 @@ def run_batch(
 __all__ = [
     "ArmadaError",
     "Completed",
+    "DeviceMemory",
     "ElfError",
     "EngineUnavailableError",
     "ExecResult",

@@ -44,10 +44,47 @@ class GuestMemoryError(ArmadaError):
 MemoryError = GuestMemoryError
 
 class EngineUnavailableError(ArmadaError):
-    """The requested engine is not available in this build or on this machine (``"cuda"`` and
-    ``"wgpu"`` in this build: only the CPU engine exists so far)."""
+    """The requested engine cannot run on this machine: no NVIDIA GPU or driver for
+    ``"cuda"`` (no NVRTC, no device...), no adapter for ``"wgpu"``. The message says why and
+    what to do (``backend="cpu"`` always works)."""
 
 # ----- the bare machine --------------------------------------------------------------------
+
+class DeviceMemory:
+    """Guest memory of a machine on the CUDA backend, in device memory
+    (``Machine.memory_view()``). Hand it to a DLPack consumer: ``cupy.from_dlpack(view)``,
+    ``torch.from_dlpack(view)`` give a 1-D ``uint8`` array of ``memory_size`` elements over
+    the same device memory (no copy; element ``i`` is guest address ``i``). The object, and
+    every array made from it, keeps the memory alive, also after the machine is gone.
+    """
+
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: Optional[tuple[int, int]] = None,
+        dl_device: Optional[tuple[int, int]] = None,
+        copy: Optional[bool] = None,
+    ) -> Any:
+        """A DLPack capsule (``dltensor``, or ``dltensor_versioned`` for
+        ``max_version >= (1, 0)``). The memory is ready on any stream."""
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(2, 0)``: kDLCUDA, device 0 (``(1, 0)`` on the CUDA engine's simulator,
+        ``ARMADA_CUDA_SIM=1``, whose device memory is host memory)."""
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The CUDA array interface, version 3 (CUDA devices only)."""
+    @property
+    def ptr(self) -> int:
+        """Device address of guest address 0."""
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def shape(self) -> tuple[int]: ...
+    @property
+    def device(self) -> str:
+        """``"cuda:0"`` (``"cpu"`` on the simulator)."""
+    def __len__(self) -> int: ...
 
 class StopReason(enum.IntEnum):
     """Why :meth:`Machine.execute` (or :meth:`Machine.wait`) returned."""
@@ -180,8 +217,11 @@ class Machine:
         """Create a machine.
 
         :param memory_size: bytes of guest memory, a positive multiple of 4096.
-        :param backend: ``"cpu"``; ``"auto"`` picks the best engine available (the CPU one
-            in this build); ``"cuda"`` and ``"wgpu"`` raise :class:`EngineUnavailableError`.
+        :param backend: ``"cpu"``; ``"cuda"`` (the fetch-execute loop in a CUDA kernel; guest
+            memory lives in device memory, see :meth:`memory_view`); ``"wgpu"`` (the same in
+            a WGSL shader); ``"auto"``: CUDA when it is available here, else the CPU. Every
+            backend gives the same results (stops, registers, flags, memory, cycles).
+        :raises EngineUnavailableError: the backend cannot run here.
         :raises ValueError: bad memory_size or unknown backend.
         """
     @property
@@ -189,7 +229,7 @@ class Machine:
         """Bytes of guest memory."""
     @property
     def backend(self) -> str:
-        """The engine this machine runs on (``"cpu"``)."""
+        """The engine this machine runs on: ``"cpu"``, ``"cuda"`` or ``"wgpu"``."""
 
     # -- program, registers ----------------------------------------------------------------
     def load_program(self, code: _BytesLike, address: int = 0) -> None:
@@ -254,8 +294,16 @@ class Machine:
 
         :raises GuestMemoryError: the 8 bytes are not all inside guest memory.
         """
-    def memory_view(self) -> npt.NDArray[np.uint8]:
-        """A writable numpy ``uint8`` array over all of guest memory, without a copy: element
+    def memory_view(self) -> Union[npt.NDArray[np.uint8], DeviceMemory]:
+        """All of guest memory without a copy.
+
+        On the CUDA backend: a :class:`DeviceMemory` over the device memory that holds guest
+        memory, for ``cupy.from_dlpack(view)``, ``torch.from_dlpack(view)`` and other DLPack
+        consumers (1-D ``uint8``). Writes made through such arrays are seen by the machine
+        at its next call that uses memory (synchronize the consumer's stream first if it is
+        not the default one). On wgpu: :class:`ArmadaError` (use :meth:`read_memory`).
+
+        On the CPU: a writable numpy ``uint8`` array over all of guest memory: element
         ``i`` is guest address ``i``. Reads see what the guest wrote and guest loads see
         what you write. The array (and every view of it) keeps the machine alive. Use
         ``.view(np.uint32)`` or ``.view(np.uint64)`` for wider elements.
@@ -272,11 +320,12 @@ class Machine:
         """Drop every decoded instruction, so the next run decodes memory afresh. Needed
         only after writing over code through a :meth:`memory_view` kept from before."""
     def __dlpack__(self, **kwargs: Any) -> Any:
-        """DLPack export of guest memory (CPU, ``uint8``, zero-copy), so
-        ``np.from_dlpack(machine)`` and ``torch.from_dlpack(machine)`` see guest memory
-        without copying. Keyword arguments go to numpy's ``ndarray.__dlpack__``."""
+        """DLPack export of guest memory (``uint8``, 1-D, zero-copy), so
+        ``np.from_dlpack(machine)`` (CPU) or ``cupy.from_dlpack(machine)`` /
+        ``torch.from_dlpack(machine)`` (CUDA) see guest memory without copying."""
     def __dlpack_device__(self) -> tuple[int, int]:
-        """``(1, 0)``: kDLCPU, device 0."""
+        """``(1, 0)``: kDLCPU, device 0, on the CPU; ``(2, 0)``: kDLCUDA, device 0, on
+        CUDA."""
 
     # -- running ---------------------------------------------------------------------------
     def execute(self, max_cycles: Optional[int] = None) -> ExecResult:
@@ -361,8 +410,9 @@ def run(
     :param stdin: what the program reads on fd 0 (str is encoded as UTF-8).
     :param env: the guest's whole environment; None passes the host's (as ``armada run``
         and qemu-user do).
-    :param backend: ``"cpu"`` or ``"auto"``; ``"cuda"``/``"wgpu"`` raise
-        :class:`EngineUnavailableError` in this build.
+    :param backend: ``"cpu"`` (the default), ``"cuda"`` or ``"wgpu"`` (a GPU engine: one
+        lane in a kernel, syscalls serviced by the host), or ``"auto"`` (CUDA when it is
+        available, else the CPU).
     :param root: confine the guest's file access to this host directory (no ``..``,
         absolute path or symlink escapes it). None: guest paths are host paths.
     :param max_instructions: stop the program after this many instructions
@@ -370,7 +420,9 @@ def run(
     :param deterministic: a virtual clock and seeded random bytes, so runs repeat exactly.
     :param seed: the seed of those random bytes.
     :raises ElfError: the program is missing or not a static AArch64 Linux executable.
-    :raises ArmadaError: the process cannot be set up (arguments too long, ...).
+    :raises ArmadaError: the process cannot be set up (arguments too long, ...), or the
+        GPU engine failed.
+    :raises EngineUnavailableError: the backend cannot run here.
 
     The GIL is released while the program runs; Ctrl-C stops it and raises
     :class:`KeyboardInterrupt`. A program that faults is a result (negative ``exit_code``),
@@ -396,17 +448,21 @@ def run_batch(
     :param stdins: one stdin per lane, or None for empty stdin everywhere.
     :param env, root, max_instructions, deterministic, seed: as for :func:`run`, the same
         for every lane (``max_instructions`` counts per lane).
-    :param backend: ``"auto"`` (the default) and ``"cpu"`` run the lanes on every CPU core;
-        ``"cuda"``/``"wgpu"`` raise :class:`EngineUnavailableError` in this build.
+    :param backend: ``"auto"`` (the default): CUDA when it is available here, else every
+        CPU core; ``"cpu"``: every CPU core; ``"cuda"``, ``"wgpu"``: all lanes in one batch
+        on that GPU engine (:class:`EngineUnavailableError` when it cannot run here).
     :raises ElfError, ArmadaError, ValueError: as for :func:`run`; mismatched lists.
     """
 
 def available_backends() -> list[str]:
-    """The engines this build can run on this machine (``["cpu"]`` in this build)."""
+    """The engines that work on this machine: ``"cpu"`` always, ``"cuda"`` and ``"wgpu"``
+    when their engine opens (the first call opens them, which compiles their kernels: up to
+    seconds the first time, cached afterwards)."""
 
 __all__ = [
     "ArmadaError",
     "Completed",
+    "DeviceMemory",
     "ElfError",
     "EngineUnavailableError",
     "ExecResult",

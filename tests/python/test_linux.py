@@ -118,11 +118,17 @@ def test_argument_errors(hello):
 
 
 @pytest.mark.parametrize("backend", ["cuda", "wgpu"])
-def test_run_gpu_backends_unavailable(hello, backend):
-    with pytest.raises(armada.EngineUnavailableError):
-        armada.run([hello], backend=backend)
-    with pytest.raises(armada.EngineUnavailableError):
-        armada.run_batch([[hello]], backend=backend)
+def test_run_gpu_backends(hello, backend):
+    # where the engine cannot run: EngineUnavailableError with the reason; else it runs
+    if backend not in armada.available_backends():
+        with pytest.raises(armada.EngineUnavailableError, match=backend):
+            armada.run([hello], backend=backend)
+        with pytest.raises(armada.EngineUnavailableError):
+            armada.run_batch([[hello]], backend=backend)
+    else:
+        assert armada.run([hello], backend=backend).stdout == b"Hello, world!\n"
+        assert armada.run_batch([[hello]] * 2, backend=backend)[1].exit_code == 0
+    assert issubclass(armada.EngineUnavailableError, armada.ArmadaError)
 
 
 def test_run_backend_auto(hello):

@@ -472,6 +472,43 @@ fn disassembly(tools: &Tools, elf: &Path, case: usize) -> String {
 // ---------------------------------------------------------------- the test
 
 fn run_class(class: &str) {
+    let backend = env::var("RISU_BACKEND").ok();
+    run_class_on(class, backend.as_deref(), DEFAULT_CASES);
+}
+
+/// The integer and load/store classes the wgpu engine runs in its shader (the FP classes
+/// would run on the host instruction by instruction), at WGPU_CASES cases each.
+const WGPU_CLASSES: &[&str] = &[
+    "add_sub_shifted",
+    "adc_sbc",
+    "logical_imm",
+    "bitfield",
+    "cond_compare",
+    "mul_div",
+    "data_proc_1",
+    "load_store",
+    "atomics_lse",
+    "branch",
+    "simd_int",
+    "simd_ldst",
+];
+/// Cases per class on wgpu when `RISU_CASES` is not set: lavapipe (CI) is slow.
+const WGPU_CASES: u32 = 40;
+
+/// A share of the classes on the wgpu engine, against qemu. Runs when ARMADA_TEST_WGPU is set
+/// (scripts/test sets it once lavapipe is installed).
+#[test]
+fn wgpu_share() {
+    if env::var_os("ARMADA_TEST_WGPU").is_none() {
+        println!("skipped: ARMADA_TEST_WGPU unset (scripts/test sets it)");
+        return;
+    }
+    for class in WGPU_CLASSES {
+        run_class_on(class, Some("wgpu"), WGPU_CASES);
+    }
+}
+
+fn run_class_on(class: &str, backend: Option<&str>, default_cases: u32) {
     if !class_selected(class) {
         println!("skipped: {class} not in RISU_CLASSES");
         return;
@@ -492,7 +529,7 @@ fn run_class(class: &str) {
             .trim()
             .parse()
             .expect("RISU_CASES must be a positive integer"),
-        _ => DEFAULT_CASES,
+        _ => default_cases,
     };
     assert!(cases > 0, "RISU_CASES must be > 0");
     let timeout = Duration::from_secs(
@@ -573,8 +610,8 @@ fn run_class(class: &str) {
     let bin = armada_bin();
     let mut a = Command::new(&bin);
     a.arg("run");
-    if let Ok(b) = env::var("RISU_BACKEND") {
-        a.args(["--backend", &b]);
+    if let Some(b) = backend {
+        a.args(["--backend", b]);
     }
     a.arg(&elf);
     let t0 = Instant::now();

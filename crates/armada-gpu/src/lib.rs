@@ -24,7 +24,7 @@ use armada_core::runner::Lane;
 use std::sync::Arc;
 
 pub use device::Device;
-pub use engine::{Batch, LaneStop, ProgressReader, Stats};
+pub use engine::{BareEnd, BareLane, Batch, DeviceBuffer, LaneStop, ProgressReader, Stats};
 
 /// Errors of the GPU engines.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +67,12 @@ impl Engine {
 
     pub fn describe(&self) -> String {
         self.dev.describe()
+    }
+
+    /// A bare lane (a machine with `size` bytes of flat read-write-execute memory at 0 and
+    /// no operating system) on this engine's device: see [`BareLane`].
+    pub fn bare(&self, size: u64) -> Result<BareLane, Error> {
+        BareLane::new(self.dev.clone(), size)
     }
 
     /// A batch of lanes of one program, ready to run.

@@ -1,7 +1,8 @@
 //! armada's Python module, `armada._armada`; the package `armada` (python/armada) re-exports it.
 //!
 //! - [`machine`]: `armada.Machine`, a bare AArch64 machine (one flat read-write-execute memory
-//!   region, registers, the CPU engine run to the first stop, synchronously or on a thread).
+//!   region, registers, an engine run to the first stop, synchronously or on a thread).
+//! - [`dlpack`]: a GPU machine's guest memory in device memory for DLPack consumers.
 //! - [`linux`]: `armada.run` / `armada.run_batch`, static Linux programs with captured stdio.
 //!
 //! Every call that runs guest code releases the GIL. Nothing that happens in the engine may
@@ -12,8 +13,11 @@ use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyString};
 use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub mod dlpack;
 pub mod linux;
 pub mod machine;
 
@@ -42,7 +46,7 @@ pyo3::create_exception!(
     armada,
     EngineUnavailableError,
     ArmadaError,
-    "The requested engine (backend) is not available in this build or on this machine."
+    "The requested engine (backend) cannot run on this machine (no GPU, driver, NVRTC or adapter)."
 );
 
 /// Instructions the engine runs between two looks at the outside world (progress counter,
@@ -52,36 +56,170 @@ pub(crate) const SLICE: u64 = 1 << 20;
 /// How often a call that runs guest code with the GIL released checks for Ctrl-C.
 pub(crate) const SIGNAL_CHECK_EVERY: Duration = Duration::from_millis(100);
 
-/// The engines a name can ask for. Only the CPU engine exists in this build.
+/// The engines a name can ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Backend {
     Cpu,
+    Cuda,
+    Wgpu,
 }
 
 impl Backend {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Backend::Cpu => "cpu",
+            Backend::Cuda => "cuda",
+            Backend::Wgpu => "wgpu",
         }
     }
 }
 
-/// Resolves a `backend=` argument.
-pub(crate) fn resolve_backend(name: &str) -> PyResult<Backend> {
+/// An opened GPU engine, or why it could not be opened (`true`: no device, driver or
+/// compiler here, an EngineUnavailableError; `false`: anything else, an ArmadaError).
+type Opened = Result<armada_gpu::Engine, (bool, String)>;
+
+/// GPU engines, opened at most once per process (opening compiles the kernels).
+static CUDA: OnceLock<Opened> = OnceLock::new();
+static WGPU: OnceLock<Opened> = OnceLock::new();
+
+/// The engines' messages name the command-line flag; from Python the argument is meant.
+fn python_message(msg: &str) -> String {
+    msg.replace("--backend cpu", "backend=\"cpu\"")
+        .replace("--backend", "backend=")
+}
+
+fn opened(r: Result<armada_gpu::Engine, armada_gpu::Error>) -> Opened {
+    r.map_err(|e| {
+        let no_device = matches!(e, armada_gpu::Error::NoDevice(_));
+        (no_device, python_message(&e.to_string()))
+    })
+}
+
+fn open_guarded(what: &str, f: impl FnOnce() -> Opened) -> Opened {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        Err((
+            false,
+            format!(
+                "opening the {what} engine failed: {} (this is a bug in armada; please report it)",
+                panic_text(&*p)
+            ),
+        ))
+    })
+}
+
+/// Whether the CUDA engine is the simulator (ARMADA_CUDA_SIM=1: the kernel compiled for the
+/// host; its "device" memory is host memory).
+pub(crate) fn cuda_is_sim() -> bool {
+    CUDA_SIM.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether the CUDA engine that was opened is the simulator.
+static CUDA_SIM: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The CUDA engine, opened once (with the GIL released: opening compiles the kernel).
+fn cuda_engine(py: Python<'_>) -> &'static Opened {
+    if let Some(e) = CUDA.get() {
+        return e;
+    }
+    py.detach(|| {
+        CUDA.get_or_init(|| {
+            open_guarded("CUDA", || {
+                let opts = armada_cuda::Options::from_env();
+                CUDA_SIM.store(opts.sim, std::sync::atomic::Ordering::Relaxed);
+                opened(armada_cuda::check_driver(&opts).and_then(|()| armada_cuda::open(&opts)))
+            })
+        })
+    })
+}
+
+/// The wgpu engine, opened once.
+fn wgpu_engine(py: Python<'_>) -> &'static Opened {
+    if let Some(e) = WGPU.get() {
+        return e;
+    }
+    py.detach(|| {
+        WGPU.get_or_init(|| {
+            open_guarded("wgpu", || {
+                opened(armada_wgpu::open(&armada_wgpu::Options::from_env()))
+            })
+        })
+    })
+}
+
+/// The error an engine failure raises: EngineUnavailableError when there is no usable
+/// device, driver or compiler here (the message says what to do), else ArmadaError.
+pub(crate) fn gpu_error(e: &armada_gpu::Error) -> PyErr {
+    let msg = python_message(&e.to_string());
+    match e {
+        armada_gpu::Error::NoDevice(_) => EngineUnavailableError::new_err(msg),
+        _ => ArmadaError::new_err(msg),
+    }
+}
+
+fn open_error(backend: Backend, e: &(bool, String)) -> PyErr {
+    let msg = format!("backend \"{}\": {}", backend.name(), e.1);
+    if e.0 {
+        EngineUnavailableError::new_err(msg)
+    } else {
+        ArmadaError::new_err(msg)
+    }
+}
+
+/// A resolved backend, with its engine when it is a GPU one.
+#[derive(Clone)]
+pub(crate) struct Resolved {
+    pub(crate) backend: Backend,
+    pub(crate) engine: Option<armada_gpu::Engine>,
+}
+
+/// Resolves a `backend=` argument, opening the engine it names: "cpu"; "cuda" and "wgpu"
+/// (EngineUnavailableError when they cannot run here); "auto": CUDA when its driver is there
+/// and the engine opens, else the CPU (never wgpu: without a GPU it would find a slow
+/// software adapter).
+pub(crate) fn resolve_backend(py: Python<'_>, name: &str) -> PyResult<Resolved> {
+    let cpu = Resolved {
+        backend: Backend::Cpu,
+        engine: None,
+    };
+    let gpu = |backend: Backend, o: &'static Opened| match o {
+        Ok(e) => Ok(Resolved {
+            backend,
+            engine: Some(e.clone()),
+        }),
+        Err(e) => Err(open_error(backend, e)),
+    };
     match name.to_ascii_lowercase().as_str() {
-        "cpu" | "auto" => Ok(Backend::Cpu),
-        "cuda" => Err(EngineUnavailableError::new_err(
-            "backend \"cuda\": the CUDA engine is not part of this build of armada yet; \
-             use backend=\"cpu\", or \"auto\" to take the best engine available",
-        )),
-        "wgpu" => Err(EngineUnavailableError::new_err(
-            "backend \"wgpu\": the wgpu engine is not part of this build of armada yet; \
-             use backend=\"cpu\", or \"auto\" to take the best engine available",
-        )),
+        "cpu" => Ok(cpu),
+        "cuda" => gpu(Backend::Cuda, cuda_engine(py)),
+        "wgpu" => gpu(Backend::Wgpu, wgpu_engine(py)),
+        "auto" => {
+            if armada_cuda::check_driver(&armada_cuda::Options::from_env()).is_ok() {
+                if let Ok(r) = gpu(Backend::Cuda, cuda_engine(py)) {
+                    return Ok(r);
+                }
+            }
+            Ok(cpu)
+        }
         _ => Err(PyValueError::new_err(format!(
             "unknown backend {name:?}: expected \"cpu\", \"cuda\", \"wgpu\" or \"auto\""
         ))),
     }
+}
+
+/// Backends that work here: "cpu" always, "cuda" and "wgpu" when their engine opens (the
+/// first call opens them, which compiles their kernels).
+#[pyfunction]
+pub fn available_backends(py: Python<'_>) -> Vec<&'static str> {
+    let mut v = vec!["cpu"];
+    if armada_cuda::check_driver(&armada_cuda::Options::from_env()).is_ok()
+        && cuda_engine(py).is_ok()
+    {
+        v.push("cuda");
+    }
+    if wgpu_engine(py).is_ok() {
+        v.push("wgpu");
+    }
+    v
 }
 
 /// The text of a panic payload.
@@ -201,7 +339,8 @@ fn _armada(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<machine::Status>()?;
     m.add_class::<machine::Flags>()?;
     m.add_class::<linux::Completed>()?;
+    m.add_class::<dlpack::DeviceMemory>()?;
     m.add_function(wrap_pyfunction!(linux::run_lanes, m)?)?;
-    m.add_function(wrap_pyfunction!(linux::available_backends, m)?)?;
+    m.add_function(wrap_pyfunction!(available_backends, m)?)?;
     Ok(())
 }

@@ -7,7 +7,8 @@
 //! lane at its next slice.
 
 use crate::{
-    internal_error, panic_text, resolve_backend, ArmadaError, ElfError, SignalCheck, SLICE,
+    gpu_error, internal_error, panic_text, resolve_backend, ArmadaError, ElfError, SignalCheck,
+    SLICE,
 };
 use armada_core::cpu;
 use armada_core::cpu::DecodedPages;
@@ -93,6 +94,8 @@ enum LaneError {
     Start(String),
     /// The engine panicked: a bug in armada.
     Panic(String),
+    /// The GPU engine failed (every lane of the batch).
+    Engine(Arc<armada_gpu::Error>),
 }
 
 /// Runs a lane to its end (or `max` instructions), a slice at a time; None when `stop` was
@@ -127,12 +130,6 @@ fn load_error(path: &Path, e: LoadError) -> PyErr {
     }
 }
 
-/// Backends `Machine`, `run` and `run_batch` can use in this build and on this machine.
-#[pyfunction]
-pub fn available_backends() -> Vec<&'static str> {
-    vec!["cpu"]
-}
-
 /// Runs one program in `len(argvs)` lanes (the work behind armada.run and armada.run_batch;
 /// call those). Every argv's first item is the program and must be the same in all lanes.
 #[pyfunction]
@@ -150,7 +147,7 @@ pub fn run_lanes(
     seed: u64,
     parallel: bool,
 ) -> PyResult<Vec<Completed>> {
-    resolve_backend(backend)?;
+    let resolved = resolve_backend(py, backend)?;
     if argvs.is_empty() {
         return Ok(Vec::new());
     }
@@ -208,11 +205,8 @@ pub fn run_lanes(
         exe_guest_path: program.clone(),
     };
 
-    // Lanes of one image decode each page of its code once, between them.
-    let decoded = DecodedPages::new();
-    // Each lane: spawn the process, run it, collect its output.
-    let lane_job = |argv: Vec<Vec<u8>>, stdin: Vec<u8>, stop: &AtomicBool| {
-        let program = Program::spawn(
+    let spawn = |argv: Vec<Vec<u8>>, stdin: Vec<u8>| {
+        Program::spawn(
             image.clone(),
             &cfg,
             argv,
@@ -222,7 +216,13 @@ pub fn run_lanes(
         .map_err(|e| match e {
             LoadError::Stack(why) => LaneError::Start(why),
             e => LaneError::Load(e.to_string()),
-        })?;
+        })
+    };
+    // Lanes of one image decode each page of its code once, between them.
+    let decoded = DecodedPages::new();
+    // Each lane: spawn the process, run it, collect its output.
+    let lane_job = |argv: Vec<Vec<u8>>, stdin: Vec<u8>, stop: &AtomicBool| {
+        let program = spawn(argv, stdin)?;
         let mut lane = Lane::with_decoded(program, decoded.clone());
         let t0 = Instant::now();
         run_lane(&mut lane, max_instructions, stop).ok_or(LaneError::Interrupted)?;
@@ -238,51 +238,18 @@ pub fn run_lanes(
         })
     };
 
-    // Lanes run on another thread (rayon's pool for a batch); this one waits with the GIL
-    // released and checks for Ctrl-C.
-    type LaneOutcome = Result<LaneResult, LaneError>;
+    // Lanes run on another thread (rayon's pool for a batch, the GPU engine's batch loop);
+    // this one waits with the GIL released and checks for Ctrl-C.
     let lanes: Vec<(Vec<Vec<u8>>, Vec<u8>)> = argvs.into_iter().zip(stdins).collect();
     let n = lanes.len();
-    let (results, interrupt) = py.detach(|| {
-        let stop = AtomicBool::new(false);
-        let (tx, rx) = mpsc::channel::<Result<Vec<LaneOutcome>, String>>();
-        std::thread::scope(|s| {
-            let stop = &stop;
-            let lane_job = &lane_job;
-            s.spawn(move || {
-                let all = catch_unwind(AssertUnwindSafe(|| {
-                    let each = |(argv, stdin): (Vec<Vec<u8>>, Vec<u8>)| {
-                        catch_unwind(AssertUnwindSafe(|| lane_job(argv, stdin, stop)))
-                            .unwrap_or_else(|p| Err(LaneError::Panic(panic_text(&*p))))
-                    };
-                    if parallel && n > 1 {
-                        lanes.into_par_iter().map(each).collect::<Vec<_>>()
-                    } else {
-                        lanes.into_iter().map(each).collect::<Vec<_>>()
-                    }
-                }))
-                .map_err(|p| panic_text(&*p));
-                let _ = tx.send(all);
-            });
-            let mut signals = SignalCheck::new();
-            loop {
-                match rx.recv_timeout(crate::SIGNAL_CHECK_EVERY) {
-                    Ok(r) => return (r, signals.error),
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if !signals.keep_going() {
-                            stop.store(true, Ordering::Relaxed);
-                        }
-                    }
-                    Err(mpsc::RecvTimeoutError::Disconnected) => {
-                        return (
-                            Err("the lane thread ended without a result".to_string()),
-                            signals.error,
-                        )
-                    }
-                }
-            }
+    let (results, interrupt) = if let Some(engine) = &resolved.engine {
+        let job = |stop: &AtomicBool| run_gpu(engine, lanes, max_instructions, stop, &spawn);
+        wait_for(py, job)
+    } else {
+        wait_for(py, |stop: &AtomicBool| {
+            run_cpu_lanes(lanes, parallel, stop, &lane_job)
         })
-    });
+    };
     if let Some(e) = interrupt {
         return Err(e);
     }
@@ -316,6 +283,7 @@ pub fn run_lanes(
             Err(LaneError::Panic(msg)) => {
                 return Err(internal_error(&format!("running a program{lane}"), &msg))
             }
+            Err(LaneError::Engine(e)) => return Err(gpu_error(&e)),
         };
         let (exit_code, stop_reason, message) = match &r.exit {
             Exit::Code(c) => (c & 0xff, "exit", None),
@@ -340,4 +308,131 @@ pub fn run_lanes(
         });
     }
     Ok(out)
+}
+
+type LaneOutcome = Result<LaneResult, LaneError>;
+
+/// Runs `job` on another thread and waits for it with the GIL released, checking for Ctrl-C
+/// (which raises the job's `stop` flag). Returns the job's outcome, or the panic's text, and
+/// the error a signal handler raised.
+fn wait_for<F>(py: Python<'_>, job: F) -> (Result<Vec<LaneOutcome>, String>, Option<PyErr>)
+where
+    F: FnOnce(&AtomicBool) -> Vec<LaneOutcome> + Send,
+{
+    py.detach(|| {
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = mpsc::channel::<Result<Vec<LaneOutcome>, String>>();
+        std::thread::scope(|s| {
+            let stop = &stop;
+            s.spawn(move || {
+                let all = catch_unwind(AssertUnwindSafe(|| job(stop))).map_err(|p| panic_text(&*p));
+                let _ = tx.send(all);
+            });
+            let mut signals = SignalCheck::new();
+            loop {
+                match rx.recv_timeout(crate::SIGNAL_CHECK_EVERY) {
+                    Ok(r) => return (r, signals.error),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if !signals.keep_going() {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        return (
+                            Err("the lane thread ended without a result".to_string()),
+                            signals.error,
+                        )
+                    }
+                }
+            }
+        })
+    })
+}
+
+/// The CPU engine: each lane on its own, on rayon's pool for a batch.
+fn run_cpu_lanes<J>(
+    lanes: Vec<(Vec<Vec<u8>>, Vec<u8>)>,
+    parallel: bool,
+    stop: &AtomicBool,
+    lane_job: &J,
+) -> Vec<LaneOutcome>
+where
+    J: Fn(Vec<Vec<u8>>, Vec<u8>, &AtomicBool) -> LaneOutcome + Sync,
+{
+    let n = lanes.len();
+    let each = |(argv, stdin): (Vec<Vec<u8>>, Vec<u8>)| {
+        catch_unwind(AssertUnwindSafe(|| lane_job(argv, stdin, stop)))
+            .unwrap_or_else(|p| Err(LaneError::Panic(panic_text(&*p))))
+    };
+    if parallel && n > 1 {
+        lanes.into_par_iter().map(each).collect()
+    } else {
+        lanes.into_iter().map(each).collect()
+    }
+}
+
+/// A GPU engine: every lane in one batch, run round by round (launch, then service the lanes
+/// that stopped) until all have ended; `stop` is looked at between rounds, so Ctrl-C takes
+/// effect at the end of the current launch (at most about 0.1 s on CUDA).
+fn run_gpu<S>(
+    engine: &armada_gpu::Engine,
+    lanes: Vec<(Vec<Vec<u8>>, Vec<u8>)>,
+    max_instructions: Option<u64>,
+    stop: &AtomicBool,
+    spawn: &S,
+) -> Vec<LaneOutcome>
+where
+    S: Fn(Vec<Vec<u8>>, Vec<u8>) -> Result<Program, LaneError> + Sync,
+{
+    let n = lanes.len();
+    let programs: Vec<Result<Program, LaneError>> = lanes
+        .into_par_iter()
+        .map(|(argv, stdin)| spawn(argv, stdin))
+        .collect();
+    let mut ready = Vec::with_capacity(n);
+    for p in programs {
+        match p {
+            Ok(p) => ready.push(Lane::new(p)),
+            // one lane that cannot start fails the batch, as on the CPU engine
+            Err(e) => return vec![Err(e)],
+        }
+    }
+    let all_fail = |e: armada_gpu::Error| -> Vec<LaneOutcome> {
+        let e = Arc::new(e);
+        (0..n).map(|_| Err(LaneError::Engine(e.clone()))).collect()
+    };
+    let t0 = Instant::now();
+    let mut batch = match engine.batch(ready, max_instructions) {
+        Ok(b) => b,
+        Err(e) => return all_fail(e),
+    };
+    if let Err(e) = batch.bind() {
+        return all_fail(e);
+    }
+    loop {
+        match batch.round(&|_| {}) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => return all_fail(e),
+        }
+        if stop.load(Ordering::Relaxed) {
+            return (0..n).map(|_| Err(LaneError::Interrupted)).collect();
+        }
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    batch
+        .into_lanes()
+        .into_iter()
+        .map(|(mut lane, _)| {
+            let (stdout, stderr) = lane.program.process.take_output();
+            Ok(LaneResult {
+                exit: lane.exit.clone().unwrap_or(Exit::InstructionLimit),
+                stdout,
+                stderr,
+                instructions: lane.retired(),
+                pc: lane.program.state.pc,
+                elapsed,
+            })
+        })
+        .collect()
 }

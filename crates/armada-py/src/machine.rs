@@ -1,7 +1,8 @@
 //! `armada.Machine`: a bare AArch64 machine, the design documents' `MetalCPU`.
 //!
 //! One contiguous read-write-execute region `[0, memory_size)` (`AddressSpace::with_flat`), the
-//! registers, and the CPU engine run to the first stop. The machine's state (registers, memory,
+//! registers, and an engine run to the first stop (the CPU engine, or a GPU engine's bare lane,
+//! `armada_gpu::BareLane`, whose memory lives on the device with a mirror here). The machine's state (registers, memory,
 //! decoded code) lives in a [`Core`] that is moved to whoever runs it: the calling thread with
 //! the GIL released (`execute`) or a background thread (`start`). While it is away, the
 //! machine is *running* and calls that need the state say so instead of blocking.
@@ -10,13 +11,15 @@
 //! progress (`poll`), notices Ctrl-C (`execute`) and cancellation (the machine was dropped).
 //! A slice boundary is invisible to the guest: the budget simply continues.
 
+use crate::dlpack::{DeviceMemory, DlDevice};
 use crate::{
-    bytes_arg, internal_error, panic_text, resolve_backend, u64_arg, ArmadaError, Backend,
-    GuestMemoryError, SignalCheck, SLICE,
+    bytes_arg, gpu_error, internal_error, panic_text, resolve_backend, u64_arg, ArmadaError,
+    Backend, GuestMemoryError, SignalCheck, SLICE,
 };
 use armada_core::cpu::{self, CodeCache};
 use armada_core::memory::{Access, AddressSpace, Perm, PAGE_SIZE};
 use armada_core::state::{CpuState, Stop};
+use armada_gpu::{BareEnd, BareLane};
 use numpy::ndarray::ArrayView1;
 use numpy::PyArray1;
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
@@ -30,11 +33,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-/// What the machine runs: registers, memory and decoded code.
+/// What the machine runs: registers, memory and decoded code; on a GPU backend also the
+/// device lane, for which `mem` is the host mirror of device memory (current whenever the
+/// machine is not running, except for writes made through exported device views: see
+/// `sync_views`).
 struct Core {
     st: CpuState,
     mem: AddressSpace,
     code: CodeCache,
+    gpu: Option<BareLane>,
 }
 
 /// How a run ended.
@@ -50,6 +57,8 @@ struct Outcome {
 enum RunEnd {
     Done(Outcome),
     Interrupted,
+    /// The GPU engine failed (the error to raise).
+    Failed(PyErr),
 }
 
 /// What a background run hands back: the state, always, and how the run went.
@@ -66,7 +75,7 @@ struct Inner {
     /// The background run started by `start`, until its result is collected.
     job: Option<Job>,
     /// The result of a background run that finished, until `wait` returns it.
-    finished: Option<Result<Outcome, String>>,
+    finished: Option<PyResult<Outcome>>,
     /// Set by `memory_view`: code may have been changed through the view, so the next run
     /// drops what was decoded (see `memory_view`).
     view_handed_out: bool,
@@ -81,6 +90,9 @@ struct Shared {
     cycles: AtomicU64,
     /// Set when the machine is dropped: a background run stops at its next slice.
     cancel: AtomicBool,
+    /// GPU backends: set when device memory was handed out (DLPack), so a consumer may have
+    /// written it; cleared when the machine has read it back.
+    exported: Arc<AtomicBool>,
 }
 
 /// Runs `core` until the engine stops, `max` instructions have retired or `keep_going` says
@@ -94,6 +106,27 @@ fn run_core(
     let t0 = Instant::now();
     let first = core.st.retired;
     shared.cycles.store(0, Ordering::Relaxed);
+    if let Some(lane) = core.gpu.as_mut() {
+        // The GPU engine: launches until the first stop; between launches, progress and the
+        // questions whether to go on.
+        let mut go = |done: u64| {
+            shared.cycles.store(done, Ordering::Relaxed);
+            !shared.cancel.load(Ordering::Relaxed) && keep_going()
+        };
+        let r = lane.run(&mut core.st, &mut core.mem, &mut core.code, max, &mut go);
+        let done = core.st.retired - first;
+        shared.cycles.store(done, Ordering::Relaxed);
+        return match r {
+            Ok(BareEnd::Stop(stop)) => RunEnd::Done(Outcome {
+                stop,
+                cycles: done,
+                pc: core.st.pc,
+                elapsed: t0.elapsed().as_secs_f64(),
+            }),
+            Ok(BareEnd::Interrupted) => RunEnd::Interrupted,
+            Err(e) => RunEnd::Failed(gpu_error(&e)),
+        };
+    }
     loop {
         let done = core.st.retired - first;
         let slice = (max - done).min(SLICE);
@@ -364,14 +397,18 @@ impl Flags {
 /// A bare AArch64 machine: x0..x30, SP, PC, the NZCV flags and one zero-filled
 /// read-write-execute memory region [0, memory_size). Registers start at 0, SP at memory_size,
 /// PC at 0. load_program, set_pc, execute(max_cycles) -> ExecResult; start/poll/wait run in the
-/// background. backend: "cpu", or "auto" (the best available); "cuda" and "wgpu" raise
-/// EngineUnavailableError in this build.
+/// background. backend: "cpu", "cuda", "wgpu" (the loop in a GPU kernel, same results), or
+/// "auto" (CUDA when available, else the CPU).
 #[pyclass(module = "armada", frozen, subclass, weakref)]
 pub struct Machine {
     inner: Mutex<Inner>,
     shared: Arc<Shared>,
     memory_size: u64,
     backend: Backend,
+    /// GPU backends: the device allocation of guest memory (exported by memory_view).
+    gpu_mem: Option<Arc<armada_gpu::DeviceBuffer>>,
+    /// Its DLPack device (None: CPU machines, whose numpy view exports itself, and wgpu).
+    dl_device: Option<DlDevice>,
     /// Host address of guest address 0: the flat buffer, which never moves while the machine
     /// lives (it is owned by the core's address space, boxed, wherever the core is).
     host_base: usize,
@@ -417,7 +454,10 @@ impl Machine {
                 // pretend otherwise, and wait() reports the error.
                 let job = inner.job.take().unwrap();
                 let _ = job.handle.join();
-                inner.finished = Some(Err("the engine thread ended without a result".into()));
+                inner.finished = Some(Err(internal_error(
+                    "running guest code",
+                    "the engine thread ended without a result",
+                )));
             }
         }
     }
@@ -430,8 +470,9 @@ impl Machine {
             .map_or(0.0, |t| t.elapsed().as_secs_f64());
         inner.finished = Some(match result {
             Ok(RunEnd::Done(o)) => Ok(o),
-            Ok(RunEnd::Interrupted) => Err("the run was cancelled".into()),
-            Err(e) => Err(e),
+            Ok(RunEnd::Interrupted) => Err(ArmadaError::new_err("the run was cancelled")),
+            Ok(RunEnd::Failed(e)) => Err(e),
+            Err(e) => Err(internal_error("running guest code", &e)),
         });
     }
 
@@ -460,9 +501,32 @@ impl Machine {
         }
     }
 
+    /// GPU backends: brings the host mirror up to date with device memory when a consumer of
+    /// an exported view may have written it (decoding again the code it changed).
+    fn sync_views(&self, core: &mut Core) -> PyResult<()> {
+        let Some(lane) = core.gpu.as_mut() else {
+            return Ok(());
+        };
+        // The lane and the machine hold the allocation; anything more is a live view.
+        let live = self
+            .gpu_mem
+            .as_ref()
+            .is_some_and(|m| Arc::strong_count(m) > 2);
+        if !(self.shared.exported.swap(false, Ordering::Relaxed) || live) {
+            return Ok(());
+        }
+        let (_, flat) = core.mem.flat_mut().expect("flat memory");
+        let changed = lane.sync_full(flat).map_err(|e| gpu_error(&e))?;
+        for vpn in changed {
+            core.code.invalidate_page(vpn);
+        }
+        Ok(())
+    }
+
     fn read(&self, addr: u64, len: u64) -> PyResult<Vec<u8>> {
         self.check_range(addr, len, "read")?;
         self.with_core(|core| {
+            self.sync_views(core)?;
             let (_, flat) = core.mem.flat().expect("flat memory");
             Ok(flat[addr as usize..(addr + len) as usize].to_vec())
         })
@@ -473,11 +537,17 @@ impl Machine {
     fn write(&self, addr: u64, data: &[u8]) -> PyResult<()> {
         self.check_range(addr, data.len() as u64, "write")?;
         self.with_core(|core| {
+            self.sync_views(core)?;
             core.mem
                 .write_bytes(addr, data)
                 .map_err(|f| GuestMemoryError::new_err(format!("cannot write: {f}")))?;
             for vpn in core.mem.take_code_write() {
                 core.code.invalidate_page(vpn);
+            }
+            if let Some(lane) = core.gpu.as_mut() {
+                let (_, flat) = core.mem.flat().expect("flat memory");
+                lane.host_wrote(addr, data.len() as u64, flat)
+                    .map_err(|e| gpu_error(&e))?;
             }
             Ok(())
         })
@@ -491,6 +561,10 @@ impl Machine {
         if std::mem::take(&mut inner.view_handed_out) {
             core.mem.invalidate_code();
         }
+        if let Err(e) = self.sync_views(&mut core) {
+            inner.core = Some(core);
+            return Err(e);
+        }
         inner.started = Some(Instant::now());
         self.shared.cycles.store(0, Ordering::Relaxed);
         Ok(core)
@@ -498,6 +572,26 @@ impl Machine {
 
     fn max_cycles(max_cycles: Option<u64>) -> u64 {
         max_cycles.unwrap_or(u64::MAX)
+    }
+
+    fn no_view() -> PyErr {
+        ArmadaError::new_err(
+            "memory_view() and DLPack: the wgpu engine's memory cannot be exported (wgpu \
+             buffers have no DLPack device); use read_memory/write_memory, or backend=\"cuda\" \
+             or \"cpu\"",
+        )
+    }
+
+    /// The exportable device memory of a GPU machine.
+    fn device_memory(&self) -> PyResult<DeviceMemory> {
+        match (&self.gpu_mem, self.dl_device) {
+            (Some(buf), Some(dev)) => Ok(DeviceMemory::new(
+                buf.clone(),
+                dev,
+                self.shared.exported.clone(),
+            )),
+            _ => Err(Self::no_view()),
+        }
     }
 }
 
@@ -536,8 +630,9 @@ impl Machine {
         signature = (memory_size = 4 << 20, backend = "cpu"),
         text_signature = "(memory_size=4194304, backend='cpu')"
     )]
-    fn new(memory_size: u64, backend: &str) -> PyResult<Self> {
-        let backend = resolve_backend(backend)?;
+    fn new(py: Python<'_>, memory_size: u64, backend: &str) -> PyResult<Self> {
+        let resolved = resolve_backend(py, backend)?;
+        let backend = resolved.backend;
         if memory_size == 0 || memory_size & (PAGE_SIZE - 1) != 0 {
             return Err(PyValueError::new_err(format!(
                 "memory_size must be a positive multiple of {PAGE_SIZE} (4 KiB pages), got {memory_size}"
@@ -576,12 +671,32 @@ impl Machine {
         let mut st = CpuState::default();
         // SP starts at the top of memory, so code can push without setting it first.
         st.x[31] = memory_size;
+        // A GPU backend: the lane on the device, its memory zeroed like the mirror.
+        let gpu = match &resolved.engine {
+            Some(engine) => Some(
+                py.detach(|| {
+                    catch_unwind(AssertUnwindSafe(|| engine.bare(memory_size))).unwrap_or_else(
+                        |p| {
+                            Err(armada_gpu::Error::Device(format!(
+                                "internal error while setting up the machine: {} (this is a \
+                                 bug in armada; please report it)",
+                                panic_text(&*p)
+                            )))
+                        },
+                    )
+                })
+                .map_err(|e| gpu_error(&e))?,
+            ),
+            None => None,
+        };
+        let gpu_mem = gpu.as_ref().map(|l| l.memory().clone());
         Ok(Machine {
             inner: Mutex::new(Inner {
                 core: Some(Box::new(Core {
                     st,
                     mem,
                     code: CodeCache::new(),
+                    gpu,
                 })),
                 job: None,
                 finished: None,
@@ -592,9 +707,12 @@ impl Machine {
             shared: Arc::new(Shared {
                 cycles: AtomicU64::new(0),
                 cancel: AtomicBool::new(false),
+                exported: Arc::new(AtomicBool::new(false)),
             }),
             memory_size,
             backend,
+            gpu_mem,
+            dl_device: crate::dlpack::machine_device(backend),
             host_base,
         })
     }
@@ -605,7 +723,7 @@ impl Machine {
         self.memory_size
     }
 
-    /// The engine this machine runs on ("cpu").
+    /// The engine this machine runs on: "cpu", "cuda" or "wgpu".
     #[getter]
     fn backend(&self) -> &'static str {
         self.backend.name()
@@ -741,6 +859,9 @@ impl Machine {
     fn invalidate_code(&self) -> PyResult<()> {
         self.with_core(|c| {
             c.mem.invalidate_code();
+            if let Some(lane) = c.gpu.as_mut() {
+                lane.invalidate_code().map_err(|e| gpu_error(&e))?;
+            }
             Ok(())
         })
     }
@@ -772,6 +893,7 @@ impl Machine {
             Ok(RunEnd::Interrupted) => {
                 Err(interrupt.unwrap_or_else(|| ArmadaError::new_err("the run was cancelled")))
             }
+            Ok(RunEnd::Failed(e)) => Err(e),
             Err(msg) => Err(internal_error("running guest code", &msg)),
         }
     }
@@ -844,9 +966,7 @@ impl Machine {
             let mut inner = self.lock();
             Self::reclaim(&mut inner);
             if let Some(r) = inner.finished.take() {
-                return r
-                    .map(ExecResult::from_outcome)
-                    .map_err(|e| internal_error("running guest code", &e));
+                return r.map(ExecResult::from_outcome);
             }
             match inner.job.take() {
                 Some(job) => job,
@@ -878,12 +998,7 @@ impl Machine {
             Some((core, result)) => {
                 let _ = job.handle.join();
                 Self::finish(&mut inner, core, result);
-                inner
-                    .finished
-                    .take()
-                    .unwrap()
-                    .map(ExecResult::from_outcome)
-                    .map_err(|e| internal_error("running guest code", &e))
+                inner.finished.take().unwrap().map(ExecResult::from_outcome)
             }
             None => {
                 // Interrupted: the run goes on; wait() again to collect it.
@@ -895,25 +1010,35 @@ impl Machine {
         }
     }
 
-    /// A writable numpy uint8 array over all guest memory, without a copy; it keeps the
-    /// machine alive. Writing code through a view kept from before the code last ran needs
-    /// invalidate_code(); do not use it while the machine runs.
-    fn memory_view<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyArray1<u8>>> {
+    /// All guest memory without a copy: on the CPU, a writable numpy uint8 array (it keeps
+    /// the machine alive; writing code through a view kept from before the code last ran
+    /// needs invalidate_code()); on CUDA, an armada.DeviceMemory over device memory for
+    /// DLPack consumers (cupy.from_dlpack, torch.from_dlpack). Do not use it while the
+    /// machine runs.
+    fn memory_view<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let m = slf.get();
+        if m.backend != Backend::Cpu {
+            return Ok(Bound::new(slf.py(), m.device_memory()?)?.into_any());
+        }
         m.lock().view_handed_out = true;
         // SAFETY: host_base points to the machine's flat buffer of memory_size bytes, which
         // lives as long as the machine; the array keeps the machine alive (its base object).
         let view =
             unsafe { ArrayView1::from_shape_ptr(m.memory_size as usize, m.host_base as *const u8) };
-        Ok(unsafe { PyArray1::borrow_from_array(&view, slf.clone().into_any()) })
+        Ok(unsafe { PyArray1::borrow_from_array(&view, slf.clone().into_any()) }.into_any())
     }
 
-    /// DLPack export of guest memory (CPU, uint8, zero-copy).
+    /// DLPack export of guest memory, without a copy: uint8, 1-D; on the CPU (kDLCPU) through
+    /// numpy, on CUDA device memory (kDLCUDA).
     #[pyo3(signature = (**kwargs))]
     fn __dlpack__<'py>(
         slf: &Bound<'py, Self>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let m = slf.get();
+        if m.backend != Backend::Cpu {
+            return m.device_memory()?.export(slf.py(), kwargs);
+        }
         let view = Self::memory_view(slf)?;
         // Pass on only what the caller gave: numpy < 2.1 knows no max_version.
         let kw = PyDict::new(slf.py());
@@ -927,9 +1052,12 @@ impl Machine {
         view.call_method("__dlpack__", (), Some(&kw))
     }
 
-    /// (1, 0): kDLCPU, device 0.
-    fn __dlpack_device__(&self) -> (i32, i32) {
-        (1, 0) // kDLCPU, device 0
+    /// (1, 0), kDLCPU, for the CPU engine; (2, 0), kDLCUDA device 0, for the CUDA engine.
+    fn __dlpack_device__(&self) -> PyResult<(i32, i32)> {
+        match self.backend {
+            Backend::Cpu => Ok((crate::dlpack::KDL_CPU, 0)), // kDLCPU, device 0
+            _ => self.dl_device.ok_or_else(Self::no_view),
+        }
     }
 
     fn __repr__(&self) -> String {

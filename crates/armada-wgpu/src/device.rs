@@ -167,6 +167,8 @@ pub struct WgpuDevice {
     failed: Arc<Mutex<Option<String>>>,
     chunk_shift: u32,
     slice: u64,
+    /// log2(threads per lane) at least (lavapipe's loop cap, see `open`).
+    min_lane_shift: u32,
 }
 
 fn no_device(what: impl std::fmt::Display) -> Error {
@@ -298,13 +300,27 @@ impl WgpuDevice {
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
+        // llvmpipe (lavapipe) ends any shader loop after 65,535 iterations in all, counted per
+        // SIMD batch of invocations, and silently: on a CPU adapter the interpreter counts its
+        // iterations and leaves (STOP_SLICE) before that, and each lane gets a SIMD batch of
+        // its own (lane_shift >= 4: 16 threads). Real GPUs have no such cap; the count
+        // compiles away with LOOP_BUDGET = 0.
+        let cpu = info.device_type == wgpu::DeviceType::Cpu;
+        let budget: &[(&str, f64)] = if cpu {
+            &[("LOOP_BUDGET", 60000.0)]
+        } else {
+            &[]
+        };
         let pipeline = |name: &str| {
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(name),
                 layout: Some(&pl),
                 module: &module,
                 entry_point: Some(name),
-                compilation_options: Default::default(),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: if name == "run" { budget } else { &[] },
+                    ..Default::default()
+                },
                 cache: None,
             })
         };
@@ -327,7 +343,6 @@ impl WgpuDevice {
         while chunk_shift > 6 && (2 * 4096u64 << chunk_shift) > mem_size / 16 {
             chunk_shift -= 1;
         }
-        let cpu = info.device_type == wgpu::DeviceType::Cpu;
         Ok(WgpuDevice {
             device,
             queue,
@@ -348,6 +363,7 @@ impl WgpuDevice {
             failed,
             chunk_shift,
             slice: if cpu { 100_000 } else { 1_000_000 },
+            min_lane_shift: if cpu { 4 } else { 0 },
             info,
         })
     }
@@ -419,6 +435,26 @@ impl WgpuDevice {
                 break;
             }
         }
+        self.check()
+    }
+
+    /// One dispatch of a helper kernel that strides over its work by the number of
+    /// workgroups: `groups` of them, at most the adapter's limit.
+    fn dispatch_strided(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        wp: WParams,
+        groups: u64,
+    ) -> Result<(), Error> {
+        self.queue.write_buffer(&self.params, 0, wp.bytes());
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, &self.bind, &[]);
+            pass.dispatch_workgroups(groups.clamp(1, self.max_groups as u64) as u32, 1, 1);
+        }
+        self.queue.submit([enc.finish()]);
         self.check()
     }
 
@@ -538,11 +574,9 @@ impl Device for WgpuDevice {
     }
 
     fn launch_run(&self, p: &Params) -> Result<(), Error> {
-        self.dispatch(
-            &self.run,
-            WParams::run(p),
-            (p.nactive as u64) << p.lane_shift,
-        )
+        let mut wp = WParams::run(p);
+        wp.lane_shift = wp.lane_shift.max(self.min_lane_shift);
+        self.dispatch(&self.run, wp, (p.nactive as u64) << wp.lane_shift)
     }
 
     fn sync(&self) -> Result<(), Error> {
@@ -570,7 +604,7 @@ impl Device for WgpuDevice {
             k_n: n,
             ..Default::default()
         };
-        self.dispatch(&self.copy, wp, n as u64 * WORKGROUP as u64)?;
+        self.dispatch_strided(&self.copy, wp, n as u64)?;
         self.wait()
     }
 
@@ -592,7 +626,7 @@ impl Device for WgpuDevice {
                 k_n: n,
                 ..Default::default()
             };
-            self.dispatch(&self.diff, wp, n as u64 * WORKGROUP as u64)?;
+            self.dispatch_strided(&self.diff, wp, n as u64)?;
         }
         // the count as the engine reads it: a u64 at `count` (the caller zeroed it)
         let mut enc = self.device.create_command_encoder(&Default::default());
@@ -612,7 +646,7 @@ impl Device for WgpuDevice {
             k_n: n,
             ..Default::default()
         };
-        self.dispatch(&self.pt_write, wp, n as u64)?;
+        self.dispatch_strided(&self.pt_write, wp, (n as u64).div_ceil(WORKGROUP as u64))?;
         self.wait()
     }
 

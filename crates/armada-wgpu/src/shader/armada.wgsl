@@ -1,0 +1,638 @@
+// The interpreter (armada.cu's run_lane) and the entry points: run, copy, diff, pt_write.
+//
+// CUDA's gotos become a loop: each micro-op sets `flow` (next, jump, region change, stop) and
+// the code after the op switch moves the index, leaves the loop, or changes region. There is no
+// clock: a lane runs until it stops, reaches its limit, or retires P.slice instructions.
+
+// The current code region: base address, length in bytes, word index of its first micro-op.
+var<private> rbase: u64;
+var<private> rlen: u64;
+var<private> rops: u32;
+
+const FLOW_NEXT: u32 = 0u;   // idx++, retired++
+const FLOW_JUMP: u32 = 1u;   // retired++, continue at `jt`
+const FLOW_REGION: u32 = 2u; // continue at `jt` (END_OF_REGION: nothing retired)
+const FLOW_STOP: u32 = 3u;   // stop with g_stop/g_info at base + idx * 4, or refill (g_refill)
+
+// Loop budget (LOOP_BUDGET, helpers.wgsl): an upper bound of the loop iterations lavapipe counts
+// for one pass of the main loop (every loop construct inlined into it counts one even when no
+// lane enters it: 26 loops in the source, 23 measured on Mesa 22.3), and a margin for the inner loops of one
+// instruction (page-table probes included).
+const LOOP_PER_ITER: u32 = 32u;
+const LOOP_MARGIN: u32 = 1024u;
+
+fn find_region(regs: u64, pc: u64) -> bool {
+    if (pc & 3lu) != 0lu { return false; }
+    let first = u32(regs);
+    let n = u32(regs >> 32u);
+    let rw = wi(P.regions);
+    for (var i = first; i < first + n && i < P.nregions; i++) {
+        lp(2u);
+        let b = ld64w(rw + 6u * i);
+        let e = ld64w(rw + 6u * i + 2u);
+        if pc >= b && pc < e {
+            rbase = b;
+            rlen = e - b;
+            rops = wi(P.ops) + 4u * u32(ld64w(rw + 6u * i + 4u));
+            return true;
+        }
+    }
+    return false;
+}
+
+fn mrs(key: u64, tpidr: u64, retired: u64) -> u64 {
+    // sysreg keys are small: one outside u32 reads as zero like any unknown key
+    let k = select(0u, u32(key), key < 0x100000000lu);
+    switch k {
+        case 1u: { return u64(nzcv); }           // SYSREG_NZCV
+        case 2u: { return rget(S_FPCR); }        // SYSREG_FPCR
+        case 3u: { return rget(S_FPSR); }        // SYSREG_FPSR
+        case 4u: { return tpidr; }               // SYSREG_TPIDR_EL0
+        case 10u: { return 0lu; }                // SYSREG_TPIDRRO_EL0
+        case 5u: { return CONST_DCZID; }         // SYSREG_DCZID_EL0
+        case 6u: { return CONST_CTR; }           // SYSREG_CTR_EL0
+        case 7u: { return CONST_MIDR; }          // SYSREG_MIDR_EL1
+        case 11u: { return 0x80000000lu; }       // SYSREG_MPIDR_EL1
+        case 12u: { return 0lu; }                // SYSREG_REVIDR_EL1
+        case 13u: { return 0x0000000000010011lu; } // SYSREG_ID_AA64PFR0_EL1
+        case 14u: { return 0x0000000000200000lu; } // SYSREG_ID_AA64ISAR0_EL1
+        case 15u: { return 0lu; }                // SYSREG_ID_AA64ISAR1_EL1
+        case 8u, 16u: { return retired; }        // SYSREG_CNTVCT_EL0, SYSREG_CNTPCT_EL0
+        case 9u: { return CONST_CNTFRQ; }        // SYSREG_CNTFRQ_EL0
+        default: { return 0lu; }
+    }
+}
+
+// The case labels of mrs are the SYSREG_* keys; this fails to compile if they move.
+const_assert SYSREG_NZCV == 1lu && SYSREG_FPCR == 2lu && SYSREG_FPSR == 3lu && SYSREG_TPIDR_EL0 == 4lu;
+const_assert SYSREG_DCZID_EL0 == 5lu && SYSREG_CTR_EL0 == 6lu && SYSREG_MIDR_EL1 == 7lu;
+const_assert SYSREG_CNTVCT_EL0 == 8lu && SYSREG_CNTFRQ_EL0 == 9lu && SYSREG_TPIDRRO_EL0 == 10lu;
+const_assert SYSREG_MPIDR_EL1 == 11lu && SYSREG_REVIDR_EL1 == 12lu && SYSREG_ID_AA64PFR0_EL1 == 13lu;
+const_assert SYSREG_ID_AA64ISAR0_EL1 == 14lu && SYSREG_ID_AA64ISAR1_EL1 == 15lu && SYSREG_CNTPCT_EL0 == 16lu;
+
+fn run_lane(lane: u32) {
+    cur_lane = lane;
+    R = wi(P.lanes) + lane * (2u * S_WORDS);
+    // unrolled: no loop iterations for lavapipe's limiter
+    x[0] = rget(S_X + 0u);
+    x[1] = rget(S_X + 1u);
+    x[2] = rget(S_X + 2u);
+    x[3] = rget(S_X + 3u);
+    x[4] = rget(S_X + 4u);
+    x[5] = rget(S_X + 5u);
+    x[6] = rget(S_X + 6u);
+    x[7] = rget(S_X + 7u);
+    x[8] = rget(S_X + 8u);
+    x[9] = rget(S_X + 9u);
+    x[10] = rget(S_X + 10u);
+    x[11] = rget(S_X + 11u);
+    x[12] = rget(S_X + 12u);
+    x[13] = rget(S_X + 13u);
+    x[14] = rget(S_X + 14u);
+    x[15] = rget(S_X + 15u);
+    x[16] = rget(S_X + 16u);
+    x[17] = rget(S_X + 17u);
+    x[18] = rget(S_X + 18u);
+    x[19] = rget(S_X + 19u);
+    x[20] = rget(S_X + 20u);
+    x[21] = rget(S_X + 21u);
+    x[22] = rget(S_X + 22u);
+    x[23] = rget(S_X + 23u);
+    x[24] = rget(S_X + 24u);
+    x[25] = rget(S_X + 25u);
+    x[26] = rget(S_X + 26u);
+    x[27] = rget(S_X + 27u);
+    x[28] = rget(S_X + 28u);
+    x[29] = rget(S_X + 29u);
+    x[30] = rget(S_X + 30u);
+    x[31] = rget(S_X + 31u);
+    x[32] = 0lu;
+    x[33] = 0lu;
+    var pc = rget(S_PC);
+    nzcv = u32(rget(S_NZCV));
+    var tpidr = rget(S_TPIDR);
+    excl = rget(S_EXCL);
+    var retired = rget(S_RETIRED);
+    let limit = rget(S_LIMIT);
+    let regs = rget(S_REGIONS);
+    var end = retired + P.slice;
+    if end < retired || end > limit { end = limit; }
+    tag0 = MAXU64;
+    tag1 = MAXU64;
+    tag2 = MAXU64;
+    tag3 = MAXU64;
+    ptr0 = 0u;
+    ptr1 = 0u;
+    ptr2 = 0u;
+    ptr3 = 0u;
+    twr = 0u;
+
+    var stop = STOP_NONE;
+    var info = 0lu;
+    var idx = 0u;
+
+    if !find_region(regs, pc) {
+        stop = STOP_HOST;
+    } else {
+        idx = u32((pc - rbase) >> 2u);
+        loop {
+            if retired >= end {
+                stop = select(STOP_SLICE, STOP_LIMIT, retired >= limit);
+                pc = rbase + u64(idx) * 4lu;
+                break;
+            }
+            if LOOP_BUDGET != 0u {
+                lp_used += LOOP_PER_ITER;
+                if lp_used + LOOP_MARGIN >= LOOP_BUDGET {
+                    stop = STOP_SLICE;
+                    pc = rbase + u64(idx) * 4lu;
+                    break;
+                }
+            }
+            let ow = rops + 4u * idx;
+            let w0 = mem[ow];
+            let w1 = mem[ow + 1u];
+            let imm = u64(mem[ow + 2u]) | (u64(mem[ow + 3u]) << 32u);
+            let op = w0 & 0xffffu;
+            let a = (w0 >> 16u) & 63u;
+            let b = (w0 >> 24u) & 63u;
+            let c = w1 & 63u;
+            let d = (w1 >> 8u) & 0xffu;
+            let dr = d & 63u;
+            let e = (w1 >> 16u) & 0xffu;
+            let f = w1 >> 24u;
+
+            var flow = FLOW_NEXT;
+            var jt = 0lu;
+            switch op {
+                case OP_NOP, OP_PRFM, OP_MSR_NZCV_IMM: {}
+                case OP_END_OF_REGION: {
+                    jt = rbase + u64(idx) * 4lu;
+                    flow = FLOW_REGION;
+                }
+                case OP_UNDEFINED: {
+                    g_stop = STOP_UNDEFINED;
+                    g_info = imm;
+                    flow = FLOW_STOP;
+                }
+                case OP_SVC, OP_HLT: {
+                    idx += 1u;
+                    retired += 1lu;
+                    g_stop = select(STOP_HLT, STOP_SVC, op == OP_SVC);
+                    g_info = imm;
+                    flow = FLOW_STOP;
+                }
+                case OP_BRK: {
+                    g_stop = STOP_BRK;
+                    g_info = imm;
+                    flow = FLOW_STOP;
+                }
+
+                // ----- branches
+                case OP_B: {
+                    jt = imm;
+                    flow = FLOW_JUMP;
+                }
+                case OP_BL: {
+                    x[30] = rbase + u64(idx + 1u) * 4lu;
+                    jt = imm;
+                    flow = FLOW_JUMP;
+                }
+                case OP_BR: {
+                    jt = x[b];
+                    flow = FLOW_JUMP;
+                }
+                case OP_BLR: {
+                    jt = x[b];
+                    x[30] = rbase + u64(idx + 1u) * 4lu;
+                    flow = FLOW_JUMP;
+                }
+                case OP_B_COND, OP_CBZ_W, OP_CBZ_X, OP_CBNZ_W, OP_CBNZ_X, OP_TBZ, OP_TBNZ: {
+                    var taken: bool;
+                    switch op {
+                        case OP_B_COND: { taken = cond_holds(e, nzcv); }
+                        case OP_CBZ_W: { taken = (x[b] & LO32) == 0lu; }
+                        case OP_CBZ_X: { taken = x[b] == 0lu; }
+                        case OP_CBNZ_W: { taken = (x[b] & LO32) != 0lu; }
+                        case OP_CBNZ_X: { taken = x[b] != 0lu; }
+                        case OP_TBZ: { taken = ((x[b] >> (e & 63u)) & 1lu) == 0lu; }
+                        default: { taken = ((x[b] >> (e & 63u)) & 1lu) != 0lu; }
+                    }
+                    if taken {
+                        jt = imm;
+                        flow = FLOW_JUMP;
+                    }
+                }
+
+                // ----- system
+                case OP_MRS: { x[a] = mrs(imm, tpidr, retired); }
+                case OP_MSR: {
+                    let v = x[b];
+                    if imm == SYSREG_NZCV {
+                        nzcv = u32(v & 0xf0000000lu);
+                    } else if imm == SYSREG_FPCR {
+                        rset(S_FPCR, v & CONST_FPCR_MASK);
+                    } else if imm == SYSREG_FPSR {
+                        rset(S_FPSR, v & CONST_FPSR_MASK);
+                    } else {
+                        tpidr = v;
+                    }
+                }
+                case OP_CLREX: { excl = MAXU64; }
+                case OP_DC_ZVA: {
+                    let addr = x[b] & ~u64(ZVA_BYTES - 1u);
+                    let p = tr(addr, true);
+                    if p == NOPAGE {
+                        flow = FLOW_STOP;
+                    } else {
+                        // p is ZVA_BYTES-aligned (addr is, frames are 4096-aligned)
+                        let w = p >> 2u;
+                        for (var i = 0u; i < ZVA_BYTES / 4u; i++) {
+                            lp(2u);
+                            mem[w + i] = 0u;
+                        }
+                    }
+                }
+
+                // ----- data processing, immediate
+                case OP_MOV_IMM: { x[a] = imm; }
+                case OP_MOVK_W: { x[a] = ((x[b] & ~(0xfffflu << (e & 63u))) | (imm << (e & 63u))) & LO32; }
+                case OP_MOVK_X: { x[a] = (x[b] & ~(0xfffflu << (e & 63u))) | (imm << (e & 63u)); }
+                case OP_ADD_IMM_W: { x[a] = u64(u32(x[b]) + u32(imm)); }
+                case OP_ADD_IMM_X: { x[a] = x[b] + imm; }
+                case OP_ADDS_IMM_W: { x[a] = u64(add_flags32(u32(x[b]), u32(imm), e)); }
+                case OP_ADDS_IMM_X: { x[a] = add_flags64(x[b], imm, u64(e)); }
+                case OP_AND_IMM_W, OP_AND_IMM_X: { x[a] = x[b] & imm; }
+                case OP_ORR_IMM_W: { x[a] = (x[b] | imm) & LO32; }
+                case OP_ORR_IMM_X: { x[a] = x[b] | imm; }
+                case OP_EOR_IMM_W: { x[a] = (x[b] ^ imm) & LO32; }
+                case OP_EOR_IMM_X: { x[a] = x[b] ^ imm; }
+                case OP_ANDS_IMM_W: {
+                    let r = u32(x[b]) & u32(imm);
+                    x[a] = u64(r);
+                    nzcv = logic_flags32(r);
+                }
+                case OP_ANDS_IMM_X: {
+                    let r = x[b] & imm;
+                    x[a] = r;
+                    nzcv = logic_flags64(r);
+                }
+                case OP_UBFM_W: { x[a] = ubfm(x[b], e, f, 32u); }
+                case OP_UBFM_X: { x[a] = ubfm(x[b], e, f, 64u); }
+                case OP_SBFM_W: { x[a] = sbfm(x[b], e, f, 32u); }
+                case OP_SBFM_X: { x[a] = sbfm(x[b], e, f, 64u); }
+                case OP_BFM_W: { x[a] = bfm(x[c], x[b], e, f, 32u); }
+                case OP_BFM_X: { x[a] = bfm(x[c], x[b], e, f, 64u); }
+                case OP_EXTR_W: {
+                    let v = ((x[b] & LO32) << 32u) | (x[c] & LO32);
+                    x[a] = (v >> (e & 63u)) & LO32;
+                }
+                case OP_EXTR_X: {
+                    if e == 0u {
+                        x[a] = x[c];
+                    } else {
+                        x[a] = (x[c] >> (e & 63u)) | (x[b] << ((64u - e) & 63u));
+                    }
+                }
+
+                // ----- data processing, register
+                case OP_ADD_SR_W: { x[a] = u64(u32(x[b]) + shift32(u32(x[c]), e, f)); }
+                case OP_ADD_SR_X: { x[a] = x[b] + shift64(x[c], e, f); }
+                case OP_SUB_SR_W: { x[a] = u64(u32(x[b]) - shift32(u32(x[c]), e, f)); }
+                case OP_SUB_SR_X: { x[a] = x[b] - shift64(x[c], e, f); }
+                case OP_ADDS_SR_W: { x[a] = u64(add_flags32(u32(x[b]), shift32(u32(x[c]), e, f), 0u)); }
+                case OP_ADDS_SR_X: { x[a] = add_flags64(x[b], shift64(x[c], e, f), 0lu); }
+                case OP_SUBS_SR_W: { x[a] = u64(add_flags32(u32(x[b]), ~shift32(u32(x[c]), e, f), 1u)); }
+                case OP_SUBS_SR_X: { x[a] = add_flags64(x[b], ~shift64(x[c], e, f), 1lu); }
+                case OP_ADD_EXT_W: { x[a] = u64(u32(x[b]) + u32(extend(x[c], e, f))); }
+                case OP_ADD_EXT_X: { x[a] = x[b] + extend(x[c], e, f); }
+                case OP_SUB_EXT_W: { x[a] = u64(u32(x[b]) - u32(extend(x[c], e, f))); }
+                case OP_SUB_EXT_X: { x[a] = x[b] - extend(x[c], e, f); }
+                case OP_ADDS_EXT_W: { x[a] = u64(add_flags32(u32(x[b]), u32(extend(x[c], e, f)), 0u)); }
+                case OP_ADDS_EXT_X: { x[a] = add_flags64(x[b], extend(x[c], e, f), 0lu); }
+                case OP_SUBS_EXT_W: { x[a] = u64(add_flags32(u32(x[b]), ~u32(extend(x[c], e, f)), 1u)); }
+                case OP_SUBS_EXT_X: { x[a] = add_flags64(x[b], ~extend(x[c], e, f), 1lu); }
+                case OP_ADC_W: { x[a] = u64(u32(x[b]) + u32(x[c]) + ((nzcv >> 29u) & 1u)); }
+                case OP_ADC_X: { x[a] = x[b] + x[c] + u64((nzcv >> 29u) & 1u); }
+                case OP_SBC_W: { x[a] = u64(u32(x[b]) + ~u32(x[c]) + ((nzcv >> 29u) & 1u)); }
+                case OP_SBC_X: { x[a] = x[b] + ~x[c] + u64((nzcv >> 29u) & 1u); }
+                case OP_ADCS_W: { x[a] = u64(add_flags32(u32(x[b]), u32(x[c]), (nzcv >> 29u) & 1u)); }
+                case OP_ADCS_X: { x[a] = add_flags64(x[b], x[c], u64((nzcv >> 29u) & 1u)); }
+                case OP_SBCS_W: { x[a] = u64(add_flags32(u32(x[b]), ~u32(x[c]), (nzcv >> 29u) & 1u)); }
+                case OP_SBCS_X: { x[a] = add_flags64(x[b], ~x[c], u64((nzcv >> 29u) & 1u)); }
+                case OP_AND_SR_W: { x[a] = u64(u32(x[b]) & shift32(u32(x[c]), e, f)); }
+                case OP_AND_SR_X: { x[a] = x[b] & shift64(x[c], e, f); }
+                case OP_BIC_SR_W: { x[a] = u64(u32(x[b]) & ~shift32(u32(x[c]), e, f)); }
+                case OP_BIC_SR_X: { x[a] = x[b] & ~shift64(x[c], e, f); }
+                case OP_ORR_SR_W: { x[a] = u64(u32(x[b]) | shift32(u32(x[c]), e, f)); }
+                case OP_ORR_SR_X: { x[a] = x[b] | shift64(x[c], e, f); }
+                case OP_ORN_SR_W: { x[a] = u64(u32(x[b]) | ~shift32(u32(x[c]), e, f)); }
+                case OP_ORN_SR_X: { x[a] = x[b] | ~shift64(x[c], e, f); }
+                case OP_EOR_SR_W: { x[a] = u64(u32(x[b]) ^ shift32(u32(x[c]), e, f)); }
+                case OP_EOR_SR_X: { x[a] = x[b] ^ shift64(x[c], e, f); }
+                case OP_EON_SR_W: { x[a] = u64(u32(x[b]) ^ ~shift32(u32(x[c]), e, f)); }
+                case OP_EON_SR_X: { x[a] = x[b] ^ ~shift64(x[c], e, f); }
+                case OP_ANDS_SR_W, OP_BICS_SR_W: {
+                    var m = shift32(u32(x[c]), e, f);
+                    if op == OP_BICS_SR_W { m = ~m; }
+                    let r = u32(x[b]) & m;
+                    x[a] = u64(r);
+                    nzcv = logic_flags32(r);
+                }
+                case OP_ANDS_SR_X, OP_BICS_SR_X: {
+                    var m = shift64(x[c], e, f);
+                    if op == OP_BICS_SR_X { m = ~m; }
+                    let r = x[b] & m;
+                    x[a] = r;
+                    nzcv = logic_flags64(r);
+                }
+                case OP_MOV_REG: { x[a] = x[b]; }
+                case OP_MOV_REG_W: { x[a] = x[b] & LO32; }
+                case OP_CSEL_W, OP_CSEL_X, OP_CSINC_W, OP_CSINC_X, OP_CSINV_W, OP_CSINV_X, OP_CSNEG_W, OP_CSNEG_X: {
+                    var v: u64;
+                    if cond_holds(e, nzcv) {
+                        v = x[b];
+                    } else if op == OP_CSEL_W || op == OP_CSEL_X {
+                        v = x[c];
+                    } else if op == OP_CSINC_W || op == OP_CSINC_X {
+                        v = x[c] + 1lu;
+                    } else if op == OP_CSINV_W || op == OP_CSINV_X {
+                        v = ~x[c];
+                    } else {
+                        v = 0lu - x[c];
+                    }
+                    // the _W forms are the even numbers of the group
+                    if ((op - OP_CSEL_W) & 1u) == 0u { v &= LO32; }
+                    x[a] = v;
+                }
+                case OP_CCMP_REG_W, OP_CCMP_REG_X, OP_CCMN_REG_W, OP_CCMN_REG_X,
+                     OP_CCMP_IMM_W, OP_CCMP_IMM_X, OP_CCMN_IMM_W, OP_CCMN_IMM_X: {
+                    if cond_holds(e, nzcv) {
+                        let isimm = op >= OP_CCMP_IMM_W;
+                        let op2 = select(x[c], imm, isimm);
+                        let sub = op == OP_CCMP_REG_W || op == OP_CCMP_REG_X || op == OP_CCMP_IMM_W || op == OP_CCMP_IMM_X;
+                        let wide = ((op - OP_CCMP_REG_W) & 1u) == 1u;
+                        if wide {
+                            if sub { add_flags64(x[b], ~op2, 1lu); } else { add_flags64(x[b], op2, 0lu); }
+                        } else {
+                            if sub { add_flags32(u32(x[b]), ~u32(op2), 1u); } else { add_flags32(u32(x[b]), u32(op2), 0u); }
+                        }
+                    } else {
+                        nzcv = (f & 15u) << 28u;
+                    }
+                }
+                case OP_MADD_W: { x[a] = u64(u32(x[dr]) + u32(x[b]) * u32(x[c])); }
+                case OP_MADD_X: { x[a] = x[dr] + x[b] * x[c]; }
+                case OP_MSUB_W: { x[a] = u64(u32(x[dr]) - u32(x[b]) * u32(x[c])); }
+                case OP_MSUB_X: { x[a] = x[dr] - x[b] * x[c]; }
+                case OP_SMADDL: { x[a] = x[dr] + sext(x[b] & LO32, 32u) * sext(x[c] & LO32, 32u); }
+                case OP_SMSUBL: { x[a] = x[dr] - sext(x[b] & LO32, 32u) * sext(x[c] & LO32, 32u); }
+                case OP_UMADDL: { x[a] = x[dr] + (x[b] & LO32) * (x[c] & LO32); }
+                case OP_UMSUBL: { x[a] = x[dr] - (x[b] & LO32) * (x[c] & LO32); }
+                case OP_SMULH: { x[a] = smulhi(x[b], x[c]); }
+                case OP_UMULH: { x[a] = umulhi(x[b], x[c]); }
+                case OP_SDIV_W: {
+                    let n = i32(u32(x[b]));
+                    let m = i32(u32(x[c]));
+                    var r: u32;
+                    if m == 0i {
+                        r = 0u;
+                    } else if m == -1i {
+                        r = 0u - u32(n);
+                    } else {
+                        r = u32(n / m);
+                    }
+                    x[a] = u64(r);
+                }
+                case OP_SDIV_X: {
+                    let n = i64(x[b]);
+                    let m = i64(x[c]);
+                    var r: u64;
+                    if m == 0li {
+                        r = 0lu;
+                    } else if m == -1li {
+                        r = 0lu - u64(n);
+                    } else {
+                        r = u64(n / m);
+                    }
+                    x[a] = r;
+                }
+                case OP_UDIV_W: {
+                    let n = u32(x[b]);
+                    let m = u32(x[c]);
+                    x[a] = select(0lu, u64(n / max(m, 1u)), m != 0u);
+                }
+                case OP_UDIV_X: {
+                    let m = x[c];
+                    x[a] = select(0lu, x[b] / max(m, 1lu), m != 0lu);
+                }
+                case OP_LSLV_W: { x[a] = u64(u32(x[b]) << (u32(x[c]) & 31u)); }
+                case OP_LSLV_X: { x[a] = x[b] << (u32(x[c]) & 63u); }
+                case OP_LSRV_W: { x[a] = u64(u32(x[b]) >> (u32(x[c]) & 31u)); }
+                case OP_LSRV_X: { x[a] = x[b] >> (u32(x[c]) & 63u); }
+                case OP_ASRV_W: { x[a] = u64(u32(i32(u32(x[b])) >> (u32(x[c]) & 31u))); }
+                case OP_ASRV_X: { x[a] = u64(i64(x[b]) >> (u32(x[c]) & 63u)); }
+                case OP_RORV_W: { x[a] = u64(ror32(u32(x[b]), u32(x[c]) & 31u)); }
+                case OP_RORV_X: { x[a] = ror64(x[b], u32(x[c]) & 63u); }
+                case OP_CLZ_W: { x[a] = u64(clz32(u32(x[b]))); }
+                case OP_CLZ_X: { x[a] = u64(clz64(x[b])); }
+                case OP_CLS_W: {
+                    let v = u32(x[b]);
+                    x[a] = u64(clz32(v ^ u32(i32(v) >> 31u)) - 1u);
+                }
+                case OP_CLS_X: {
+                    let v = x[b];
+                    x[a] = u64(clz64(v ^ u64(i64(v) >> 63u)) - 1u);
+                }
+                case OP_RBIT_W: { x[a] = u64(reverseBits(u32(x[b]))); }
+                case OP_RBIT_X: { x[a] = brev64(x[b]); }
+                case OP_REV_W: { x[a] = u64(bswap32(u32(x[b]))); }
+                case OP_REV_X: { x[a] = bswap64(x[b]); }
+                case OP_REV16_W: { x[a] = rev16(x[b]) & LO32; }
+                case OP_REV16_X: { x[a] = rev16(x[b]); }
+                case OP_REV32_X: {
+                    let v = x[b];
+                    x[a] = u64(bswap32(u32(v))) | (u64(bswap32(u32(v >> 32u))) << 32u);
+                }
+                case OP_CRC32: { x[a] = u64(crc32_fold(u32(x[b]), x[c], e, f)); }
+
+                // ----- loads and stores
+                case OP_LDR_B, OP_LDR_H, OP_LDR_W, OP_LDR_X,
+                     OP_LDRSB_W, OP_LDRSB_X, OP_LDRSH_W, OP_LDRSH_X, OP_LDRSW,
+                     OP_LDR_V8, OP_LDR_V16, OP_LDR_V32, OP_LDR_V64, OP_LDR_V128,
+                     OP_STR_B, OP_STR_H, OP_STR_W, OP_STR_X,
+                     OP_STR_V8, OP_STR_V16, OP_STR_V32, OP_STR_V64, OP_STR_V128,
+                     OP_LDP_W, OP_LDP_X, OP_LDPSW, OP_STP_W, OP_STP_X,
+                     OP_LDP_V32, OP_LDP_V64, OP_LDP_V128, OP_STP_V32, OP_STP_V64, OP_STP_V128: {
+                    if !exec_ldst(op, a, b, c, d, e, f, imm) { flow = FLOW_STOP; }
+                }
+                case OP_LDXR, OP_LDXP, OP_STXR, OP_STXP, OP_ATOMIC_RMW, OP_CAS, OP_CASP: {
+                    if !exec_excl(op, a, b, c, d, e, f) { flow = FLOW_STOP; }
+                }
+                case OP_V_LD_MULTI, OP_V_ST_MULTI, OP_V_LD_SINGLE, OP_V_ST_SINGLE, OP_V_LD_REPL: {
+                    if !exec_vldst(op, a, b, c, d, e, f, imm) { flow = FLOW_STOP; }
+                }
+
+                default: {
+                    // AdvSIMD without memory: here when exec_simd knows it, else on the host.
+                    if op < OP_V_MOVI || !exec_simd(op, a, b, c, d, e, f, imm) {
+                        g_stop = STOP_HOST;
+                        g_info = 0lu;
+                        flow = FLOW_STOP;
+                    }
+                }
+            }
+
+            if flow == FLOW_NEXT {
+                idx += 1u;
+                retired += 1lu;
+                continue;
+            }
+            if flow == FLOW_STOP {
+                if g_refill {
+                    // a translation-cache miss: walk the page table, then run the instruction
+                    // again (it changed nothing), or stop for the host to map the page
+                    if tlb_refill() { continue; }
+                    g_stop = select(STOP_MISS_R, STOP_MISS_W, g_write);
+                    g_info = g_addr;
+                }
+                stop = g_stop;
+                info = g_info;
+                pc = rbase + u64(idx) * 4lu;
+                break;
+            }
+            if flow == FLOW_JUMP { retired += 1lu; }
+            let off = jt - rbase;
+            if off < rlen && (jt & 3lu) == 0lu {
+                idx = u32(off >> 2u);
+                continue;
+            }
+            if !find_region(regs, jt) {
+                pc = jt;
+                stop = STOP_HOST;
+                break;
+            }
+            idx = u32((jt - rbase) >> 2u);
+        }
+    }
+    if stop == STOP_NONE {
+        // only if lavapipe ended the loop (LOOP_BUDGET unset or too high): at an instruction
+        // boundary when it happened at the end of an iteration
+        stop = STOP_SLICE;
+        pc = rbase + u64(idx) * 4lu;
+    }
+
+    // unrolled: the write-back must not depend on any loop budget left
+    rset(S_X + 0u, x[0]);
+    rset(S_X + 1u, x[1]);
+    rset(S_X + 2u, x[2]);
+    rset(S_X + 3u, x[3]);
+    rset(S_X + 4u, x[4]);
+    rset(S_X + 5u, x[5]);
+    rset(S_X + 6u, x[6]);
+    rset(S_X + 7u, x[7]);
+    rset(S_X + 8u, x[8]);
+    rset(S_X + 9u, x[9]);
+    rset(S_X + 10u, x[10]);
+    rset(S_X + 11u, x[11]);
+    rset(S_X + 12u, x[12]);
+    rset(S_X + 13u, x[13]);
+    rset(S_X + 14u, x[14]);
+    rset(S_X + 15u, x[15]);
+    rset(S_X + 16u, x[16]);
+    rset(S_X + 17u, x[17]);
+    rset(S_X + 18u, x[18]);
+    rset(S_X + 19u, x[19]);
+    rset(S_X + 20u, x[20]);
+    rset(S_X + 21u, x[21]);
+    rset(S_X + 22u, x[22]);
+    rset(S_X + 23u, x[23]);
+    rset(S_X + 24u, x[24]);
+    rset(S_X + 25u, x[25]);
+    rset(S_X + 26u, x[26]);
+    rset(S_X + 27u, x[27]);
+    rset(S_X + 28u, x[28]);
+    rset(S_X + 29u, x[29]);
+    rset(S_X + 30u, x[30]);
+    rset(S_X + 31u, x[31]);
+    rset(S_PC, pc);
+    rset(S_NZCV, u64(nzcv));
+    rset(S_TPIDR, tpidr);
+    rset(S_EXCL, excl);
+    rset(S_RETIRED, retired);
+    rset(S_STOP, u64(stop));
+    rset(S_INFO, info);
+    mem[wi(P.stops) + lane] = stop;
+    if P.progress != 0lu { st64w(wi(P.progress) + 2u * lane, retired); }
+}
+
+// ------------------------------------------------------------------------------------------
+// Entry points. All use 64 threads a workgroup.
+
+// Thread t (+ lane_base: big launches are split into several dispatches) runs active lane
+// t >> lane_shift when its low lane_shift bits are zero (small batches spread their lanes out,
+// so lanes at different PCs do not share a subgroup).
+@compute @workgroup_size(64)
+fn run(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let t = gid.x + P.lane_base;
+    if (t & ((1u << P.lane_shift) - 1u)) != 0u { return; }
+    let i = t >> P.lane_shift;
+    if i < P.nactive { run_lane(mem[wi(P.active_list) + i]); }
+}
+
+// Copies: k_a = CopyDesc {src, dst, words} array, k_n = count. Workgroup-stride over the
+// descriptors (any number of workgroups), the 64 threads over the words of one.
+@compute @workgroup_size(64)
+fn copy(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    for (var k = wg.x; k < P.k_n; k += nwg.x) {
+        let dw = wi(P.k_a) + 6u * k;
+        let s = wi(ld64w(dw));
+        let t = wi(ld64w(dw + 2u));
+        let n = u32(ld64w(dw + 4u)) * 2u;
+        for (var i = li; i < n; i += 64u) { mem[t + i] = mem[s + i]; }
+    }
+}
+
+// Changed 64-byte blocks of the listed frames (k_a: frame byte offsets, k_n: count) against
+// their shadows (at frame + k_b): each changed block is appended to k_c as (index << 6 | block,
+// 8 words), its slot counted in counter[0], and copied to the shadow. One workgroup per frame
+// (workgroup-stride), thread t compares block t.
+@compute @workgroup_size(64)
+fn diff(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    for (var k = wg.x; k < P.k_n; k += nwg.x) {
+        let fr = ld64w(wi(P.k_a) + 2u * k);
+        let fw = wi(fr) + 16u * li;
+        let sw = wi(fr + P.k_b) + 16u * li;
+        var w: array<u32, 16>;
+        var changed = false;
+        for (var i = 0u; i < 16u; i++) {
+            w[i] = mem[fw + i];
+            changed = changed || w[i] != mem[sw + i];
+        }
+        if changed {
+            let pos = atomicAdd(&counter[0], 1u);
+            let o = wi(P.k_c) + 18u * pos;
+            st64w(o, (u64(k) << 6u) | u64(li));
+            for (var i = 0u; i < 16u; i++) {
+                mem[o + 2u + i] = w[i];
+                mem[sw + i] = w[i];
+            }
+        }
+    }
+}
+
+// Page-table writes: k_c = (slot, key, value) triples, k_n = count, into the table at k_a;
+// the slot's write epoch (u32 array at k_b) is cleared. Grid-stride (any number of workgroups).
+@compute @workgroup_size(64)
+fn pt_write(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    for (var i = gid.x; i < P.k_n; i += nwg.x * 64u) {
+        let ww = wi(P.k_c) + 6u * i;
+        let s = u32(ld64w(ww));
+        let pw = wi(P.k_a) + 4u * s;
+        st64w(pw, ld64w(ww + 2u));
+        st64w(pw + 2u, ld64w(ww + 4u));
+        mem[wi(P.k_b) + s] = 0u;
+    }
+}

@@ -1,0 +1,575 @@
+// AdvSIMD micro-ops without memory (simd.cu's integer part): moves, permutes, TBL, logic,
+// element-wise integer arithmetic, compares and shifts, widening/narrowing, pairwise and
+// across-lane reductions. FP arithmetic, conversions and compares are not here (WGSL has no
+// f64 and no rounding control): exec_simd returns false and the host runs them; of the FP ops
+// only the pure bit moves FABS, FNEG and FCSEL stay (FMOV decodes to V_* moves).
+// Vector registers live in the lane record (S_V + 2 * r: low, high); a write sets S_VDIRTY.
+
+struct V2 {
+    lo: u64,
+    hi: u64,
+}
+
+fn emask(e: u32) -> u64 {
+    if e >= 3u { return MAXU64; }
+    return (1lu << (8u << e)) - 1lu;
+}
+fn ebits(e: u32) -> u32 { return 8u << e; }
+fn esx(x: u64, e: u32) -> i64 {
+    let sh = (64u - ebits(e)) & 63u;
+    return i64(x << sh) >> sh;
+}
+fn vget(v: V2, e: u32, i: u32) -> u64 {
+    let off = i * ebits(e);
+    let w = select(v.hi, v.lo, off < 64u);
+    return (w >> (off & 63u)) & emask(e);
+}
+fn vset(v: V2, e: u32, i: u32, x: u64) -> V2 {
+    let off = i * ebits(e);
+    let m = emask(e) << (off & 63u);
+    let val = (x & emask(e)) << (off & 63u);
+    var r = v;
+    if off < 64u {
+        r.lo = (v.lo & ~m) | val;
+    } else {
+        r.hi = (v.hi & ~m) | val;
+    }
+    return r;
+}
+fn datamask(v: V2, f: u32) -> V2 {
+    if f >= 4u { return v; }
+    var lo = v.lo;
+    if f < 3u { lo &= (1lu << (8u << f)) - 1lu; }
+    return V2(lo, 0lu);
+}
+fn vload(r: u32) -> V2 {
+    let w = R + 2u * (S_V + 2u * (r & 31u));
+    return V2(ld64w(w), ld64w(w + 2u));
+}
+fn vstore(r: u32, v: V2) {
+    let w = R + 2u * (S_V + 2u * (r & 31u));
+    st64w(w, v.lo);
+    st64w(w + 2u, v.hi);
+    rset(S_VDIRTY, 1lu);
+}
+// x replicated into every element of size e (both halves).
+fn broadcast(x: u64, e: u32) -> V2 {
+    var m: u64;
+    switch e {
+        case 0u: { m = 0x0101010101010101lu; }
+        case 1u: { m = 0x0001000100010001lu; }
+        case 2u: { m = 0x0000000100000001lu; }
+        default: { m = 1lu; }
+    }
+    let r = (x & emask(e)) * m;
+    return V2(r, r);
+}
+fn mask_if(t: bool) -> u64 { return select(0lu, MAXU64, t); }
+fn vbyte(v: V2, i: u32) -> u32 {
+    let w = select(v.hi, v.lo, i < 8u);
+    return u32((w >> ((8u * i) & 63u)) & 0xfflu);
+}
+fn vsetbyte(v: V2, i: u32, b: u32) -> V2 { return vset(v, 0u, i, u64(b)); }
+
+fn popc8(x: u64) -> u64 { return u64(countOneBits(u32(x & 0xfflu))); }
+fn brev8(x: u64) -> u64 { return u64(reverseBits(u32(x & 0xfflu)) >> 24u); }
+
+fn int_red(kind: u32, e: u32, x: u64, y: u64) -> u64 {
+    switch kind {
+        case IRED_ADD: { return (x + y) & emask(e); }
+        case IRED_SMAX: { return select(y, x, esx(x, e) >= esx(y, e)); }
+        case IRED_SMIN: { return select(y, x, esx(x, e) <= esx(y, e)); }
+        case IRED_UMAX: { return select(y, x, x > y); }
+        default: { return select(y, x, x < y); }
+    }
+}
+
+// The second operand: Vm, or one element of Vm broadcast (by-element forms).
+fn opnd_m(c: u32, e: u32, imm: u64) -> V2 {
+    let m = vload(c);
+    if (imm & BY_ELEM) != 0lu { return broadcast(vget(m, e, u32(imm & 15lu)), e); }
+    return m;
+}
+
+// Carry-less product of a and b: low 64 bits returned, high 64 bits in clmul_hi. Eight bits a
+// loop iteration (lavapipe's loop limiter).
+var<private> clmul_hi: u64;
+var<private> cl_lo: u64;
+fn cl_step(a: u64, b: u64, k: u32) {
+    if ((b >> k) & 1lu) != 0lu {
+        cl_lo ^= a << k;
+        if k != 0u { clmul_hi ^= a >> ((64u - k) & 63u); }
+    }
+}
+fn clmul_lo(a: u64, b: u64) -> u64 {
+    cl_lo = 0lu;
+    clmul_hi = 0lu;
+    for (var i = 0u; i < 64u; i += 8u) {
+        lp(2u);
+        cl_step(a, b, i);
+        cl_step(a, b, i + 1u);
+        cl_step(a, b, i + 2u);
+        cl_step(a, b, i + 3u);
+        cl_step(a, b, i + 4u);
+        cl_step(a, b, i + 5u);
+        cl_step(a, b, i + 6u);
+        cl_step(a, b, i + 7u);
+    }
+    return cl_lo;
+}
+// The same for two bytes (PMUL, PMULL of bytes): no loop.
+fn clmul8(a0: u64, b0: u64) -> u64 {
+    let a = a0 & 0xfflu;
+    let b = b0 & 0xfflu;
+    var r = 0lu;
+    r ^= select(0lu, a, (b & 1lu) != 0lu);
+    r ^= select(0lu, a << 1u, (b & 2lu) != 0lu);
+    r ^= select(0lu, a << 2u, (b & 4lu) != 0lu);
+    r ^= select(0lu, a << 3u, (b & 8lu) != 0lu);
+    r ^= select(0lu, a << 4u, (b & 16lu) != 0lu);
+    r ^= select(0lu, a << 5u, (b & 32lu) != 0lu);
+    r ^= select(0lu, a << 6u, (b & 64lu) != 0lu);
+    r ^= select(0lu, a << 7u, (b & 128lu) != 0lu);
+    return r;
+}
+
+// Set by int_elem for what the host must do.
+var<private> simd_ok: bool;
+
+fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
+    let uns = (d & 1u) != 0u;
+    switch op {
+        case OP_V_ADD: { return xx + y; }
+        case OP_V_SUB: { return xx - y; }
+        case OP_V_MUL: { return xx * y; }
+        case OP_V_MLA: { return o + xx * y; }
+        case OP_V_MLS: { return o - xx * y; }
+        case OP_V_PMUL: { return clmul8(xx, y); }
+        case OP_V_CMEQ: { return mask_if(xx == y); }
+        case OP_V_CMTST: { return mask_if((xx & y & emask(e)) != 0lu); }
+        case OP_V_CMGT: { return mask_if(esx(xx, e) > esx(y, e)); }
+        case OP_V_CMGE: { return mask_if(esx(xx, e) >= esx(y, e)); }
+        case OP_V_CMHI: { return mask_if(xx > y); }
+        case OP_V_CMHS: { return mask_if(xx >= y); }
+        case OP_V_CMP0: {
+            let s = esx(xx, e);
+            switch d {
+                case CMP0_EQ: { return mask_if(s == 0li); }
+                case CMP0_GE: { return mask_if(s >= 0li); }
+                case CMP0_GT: { return mask_if(s > 0li); }
+                case CMP0_LE: { return mask_if(s <= 0li); }
+                default: { return mask_if(s < 0li); }
+            }
+        }
+        case OP_V_MAX, OP_V_MIN: {
+            let gt = select(esx(xx, e) > esx(y, e), xx > y, uns);
+            return select(y, xx, gt == (op == OP_V_MAX));
+        }
+        case OP_V_ABD: {
+            let gt = select(esx(xx, e) > esx(y, e), xx > y, uns);
+            let r = select(y - xx, xx - y, gt);
+            return select(r, o + r, (d & 2u) != 0u);
+        }
+        case OP_V_HADD, OP_V_RHADD, OP_V_HSUB: {
+            if e >= 3u {
+                simd_ok = false;
+                return 0lu;
+            }
+            let p = select(esx(xx, e), i64(xx), uns);
+            let q = select(esx(y, e), i64(y), uns);
+            var r: i64;
+            if op == OP_V_HADD {
+                r = (p + q) >> 1u;
+            } else if op == OP_V_RHADD {
+                r = (p + q + 1li) >> 1u;
+            } else {
+                r = (p - q) >> 1u;
+            }
+            return u64(r);
+        }
+        case OP_V_NEG: { return 0lu - xx; }
+        case OP_V_ABS: {
+            let s = esx(xx, e);
+            return select(u64(s), 0lu - u64(s), s < 0li);
+        }
+        case OP_V_CNT: { return popc8(xx); }
+        case OP_V_CLZ: { return u64(clz64(xx & emask(e)) - (64u - ebits(e))); }
+        case OP_V_CLS: {
+            let s = esx(xx, e);
+            let yy = u64(select(s, ~s, s < 0li)) & emask(e);
+            return u64(clz64(yy) - (64u - ebits(e)) - 1u);
+        }
+        case OP_V_RBIT: { return brev8(xx); }
+        case OP_V_SHR: {
+            let sh = u32(imm);
+            let round = (d & 2u) != 0u;
+            var r: u64;
+            if e >= 3u {
+                if round {
+                    simd_ok = false;
+                    return 0lu;
+                }
+                if sh >= 64u {
+                    r = select(u64(i64(xx) >> 63u), 0lu, uns);
+                } else {
+                    r = select(u64(i64(xx) >> sh), xx >> sh, uns);
+                }
+            } else {
+                var v = select(esx(xx, e), i64(xx & emask(e)), uns);
+                if round { v += 1li << ((sh - 1u) & 63u); }
+                r = u64(v >> (sh & 63u));
+            }
+            return select(r, o + r, (d & 4u) != 0u);
+        }
+        case OP_V_SHL: { return xx << (u32(imm) & 63u); }
+        case OP_V_SRI: {
+            let sh = u32(imm);
+            if sh >= ebits(e) { return o; }
+            let m = emask(e) >> (sh & 63u);
+            return (o & ~m) | ((xx & emask(e)) >> (sh & 63u));
+        }
+        case OP_V_SLI: {
+            let sh = u32(imm) & 63u;
+            let m = (emask(e) << sh) & emask(e);
+            return (o & ~m) | (xx << sh);
+        }
+        default: {
+            simd_ok = false;
+            return 0lu;
+        }
+    }
+}
+
+// Executes an AdvSIMD micro-op that needs no memory; false leaves it (untouched) to the host.
+fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) -> bool {
+    let va = a & 31u;
+    let vb = b & 31u;
+    let vc = c & 31u;
+    switch op {
+        // ---- moves and permutes
+        case OP_V_MOVI: {
+            vstore(va, datamask(V2(imm, select(0lu, imm, f >= 4u)), f));
+        }
+        case OP_V_ORR_IMM, OP_V_AND_IMM: {
+            let o = vload(va);
+            var r: V2;
+            if op == OP_V_ORR_IMM {
+                r = V2(o.lo | imm, o.hi | imm);
+            } else {
+                r = V2(o.lo & imm, o.hi & imm);
+            }
+            vstore(va, datamask(r, f));
+        }
+        case OP_V_DUP_ELEM: { vstore(va, datamask(broadcast(vget(vload(vb), e, u32(imm)), e), f)); }
+        case OP_V_DUP_GEN: { vstore(va, datamask(broadcast(x[b], e), f)); }
+        case OP_V_INS_ELEM: { vstore(va, vset(vload(va), e, u32(imm), vget(vload(vb), e, d))); }
+        case OP_V_INS_GEN: { vstore(va, vset(vload(va), e, u32(imm), x[b])); }
+        case OP_V_UMOV: { x[a] = vget(vload(vb), e, u32(imm)); }
+        case OP_V_SMOV: {
+            let s = u64(esx(vget(vload(vb), e, u32(imm)), e));
+            x[a] = select(s & LO32, s, f == 1u);
+        }
+        case OP_V_EXT: {
+            let n = vload(vb);
+            let m = vload(vc);
+            var r = V2(0lu, 0lu);
+            let ds = 1u << f;
+            for (var i = 0u; i < ds; i++) {
+                lp(2u);
+                let j = u32(imm) + i;
+                r = vsetbyte(r, i, select(vbyte(m, j - ds), vbyte(n, j), j < ds));
+            }
+            vstore(va, r);
+        }
+        case OP_V_TBL: {
+            let regs = d;
+            let idx = vload(vc);
+            let old = vload(va);
+            var r = V2(0lu, 0lu);
+            for (var i = 0u; i < (1u << f); i++) {
+                lp(2u);
+                let j = vbyte(idx, i);
+                var v: u32;
+                if j < 16u * regs {
+                    v = vbyte(vload((b + j / 16u) % 32u), j % 16u);
+                } else {
+                    v = select(0u, vbyte(old, i), e == 1u);
+                }
+                r = vsetbyte(r, i, v);
+            }
+            vstore(va, r);
+        }
+        case OP_V_UZP, OP_V_ZIP, OP_V_TRN: {
+            let n = vload(vb);
+            let m = vload(vc);
+            var r = V2(0lu, 0lu);
+            let cnt = 1u << (f - e);
+            let part = d;
+            let half = cnt / 2u;
+            for (var i = 0u; i < cnt; i++) {
+                lp(2u);
+                var v: u64;
+                if op == OP_V_UZP {
+                    let j = 2u * i + part;
+                    v = select(vget(m, e, j - cnt), vget(n, e, j), j < cnt);
+                } else {
+                    var j: u32;
+                    if op == OP_V_ZIP {
+                        j = part * half + i / 2u;
+                    } else {
+                        j = (i & ~1u) + part;
+                    }
+                    v = select(vget(m, e, j), vget(n, e, j), (i & 1u) == 0u);
+                }
+                r = vset(r, e, i, v);
+            }
+            vstore(va, r);
+        }
+        // ---- whole-register logic
+        case OP_V_AND, OP_V_BIC, OP_V_ORR, OP_V_ORN, OP_V_EOR, OP_V_BSL, OP_V_BIT, OP_V_BIF, OP_V_NOT: {
+            let n = vload(vb);
+            let m = vload(vc);
+            let o = vload(va);
+            var r: V2;
+            switch op {
+                case OP_V_AND: { r = V2(n.lo & m.lo, n.hi & m.hi); }
+                case OP_V_BIC: { r = V2(n.lo & ~m.lo, n.hi & ~m.hi); }
+                case OP_V_ORR: { r = V2(n.lo | m.lo, n.hi | m.hi); }
+                case OP_V_ORN: { r = V2(n.lo | ~m.lo, n.hi | ~m.hi); }
+                case OP_V_EOR: { r = V2(n.lo ^ m.lo, n.hi ^ m.hi); }
+                case OP_V_BSL: { r = V2((o.lo & n.lo) | (~o.lo & m.lo), (o.hi & n.hi) | (~o.hi & m.hi)); }
+                case OP_V_BIT: { r = V2((o.lo & ~m.lo) | (n.lo & m.lo), (o.hi & ~m.hi) | (n.hi & m.hi)); }
+                case OP_V_BIF: { r = V2((o.lo & m.lo) | (n.lo & ~m.lo), (o.hi & m.hi) | (n.hi & ~m.hi)); }
+                default: { r = V2(~n.lo, ~n.hi); }
+            }
+            vstore(va, datamask(r, f));
+        }
+        case OP_V_REV: {
+            let n = vload(vb);
+            var r = V2(0lu, 0lu);
+            let cmask = (1u << d) - 1u;
+            let em = (1u << e) - 1u;
+            let per = 1u << (d - e);
+            for (var p = 0u; p < (1u << f); p++) {
+                lp(2u);
+                let k = (p & cmask) >> e;
+                let src = (p & ~cmask) | ((per - 1u - k) << e) | (p & em);
+                r = vsetbyte(r, p, vbyte(n, src));
+            }
+            vstore(va, r);
+        }
+        case OP_V_ADDLP: {
+            if e >= 3u { return false; }
+            let uns = (d & 1u) != 0u;
+            let acc = (d & 2u) != 0u;
+            let n = vload(vb);
+            let o = vload(va);
+            var r = V2(0lu, 0lu);
+            let cnt = (1u << f) >> (e + 1u);
+            for (var i = 0u; i < cnt; i++) {
+                lp(2u);
+                let p = vget(n, e, 2u * i);
+                let q = vget(n, e, 2u * i + 1u);
+                var s = select(esx(p, e), i64(p), uns) + select(esx(q, e), i64(q), uns);
+                if acc { s += i64(vget(o, e + 1u, i)); }
+                r = vset(r, e + 1u, i, u64(s));
+            }
+            vstore(va, r);
+        }
+        case OP_V_PAIR: {
+            let cnt = 1u << (f - e);
+            let n = vload(vb);
+            let m = vload(vc);
+            var r = V2(0lu, 0lu);
+            for (var i = 0u; i < cnt; i++) {
+                lp(2u);
+                let j0 = 2u * i;
+                let j1 = 2u * i + 1u;
+                let x0 = select(vget(m, e, j0 - cnt), vget(n, e, j0), j0 < cnt);
+                let x1 = select(vget(m, e, j1 - cnt), vget(n, e, j1), j1 < cnt);
+                r = vset(r, e, i, int_red(d, e, x0, x1));
+            }
+            vstore(va, r);
+        }
+        case OP_V_REDUCE: {
+            let cnt = 1u << (f - e);
+            let n = vload(vb);
+            var acc: u64;
+            if d == IRED_SADDL || d == IRED_UADDL {
+                if e >= 3u { return false; }
+                var s = 0li;
+                for (var i = 0u; i < cnt; i++) {
+                    lp(2u);
+                    let v = vget(n, e, i);
+                    s += select(esx(v, e), i64(v), d == IRED_UADDL);
+                }
+                acc = u64(s) & emask(e + 1u);
+            } else {
+                acc = vget(n, e, 0u);
+                for (var i = 1u; i < cnt; i++) {
+                    lp(2u);
+                    acc = int_red(d, e, acc, vget(n, e, i));
+                }
+            }
+            vstore(va, V2(acc, 0lu));
+        }
+        // ---- element-wise integer ops
+        case OP_V_ADD, OP_V_SUB, OP_V_MUL, OP_V_MLA, OP_V_MLS, OP_V_PMUL,
+             OP_V_CMEQ, OP_V_CMTST, OP_V_CMGT, OP_V_CMGE, OP_V_CMHI, OP_V_CMHS,
+             OP_V_CMP0, OP_V_MAX, OP_V_MIN, OP_V_ABD, OP_V_HADD, OP_V_RHADD,
+             OP_V_HSUB, OP_V_NEG, OP_V_ABS, OP_V_CNT, OP_V_CLZ, OP_V_CLS,
+             OP_V_RBIT, OP_V_SHR, OP_V_SHL, OP_V_SRI, OP_V_SLI: {
+            let n = vload(vb);
+            let o = vload(va);
+            let m = opnd_m(vc, e, imm);
+            var r = V2(0lu, 0lu);
+            // map1 ops read no Vm
+            let unary = op == OP_V_CMP0 || op == OP_V_NEG || op == OP_V_ABS || op == OP_V_CNT || op == OP_V_CLZ ||
+                op == OP_V_CLS || op == OP_V_RBIT || op == OP_V_SHR || op == OP_V_SHL || op == OP_V_SRI ||
+                op == OP_V_SLI;
+            let cnt = 1u << (f - e);
+            simd_ok = true;
+            for (var i = 0u; i < cnt; i++) {
+                lp(2u);
+                let y = select(vget(m, e, i), 0lu, unary);
+                r = vset(r, e, i, int_elem(op, d, e, vget(o, e, i), vget(n, e, i), y, imm));
+            }
+            if !simd_ok { return false; }
+            vstore(va, r);
+        }
+        // ---- narrowing and widening
+        case OP_V_SHRN, OP_V_XTN: {
+            let round = (d & 1u) != 0u;
+            let kind = d >> 1u;
+            if kind != NARROW_TRUNC { return false; }
+            let sh = select(0u, u32(imm), op == OP_V_SHRN);
+            if e + 1u >= 3u && round { return false; }
+            let n = vload(vb);
+            var r = V2(0lu, 0lu);
+            let cnt = select(8u >> e, 1u, f == 2u);
+            let base = select(0u, 8u >> e, f == 1u);
+            if f == 1u { r = datamask(vload(va), 3u); }
+            for (var i = 0u; i < cnt; i++) {
+                lp(2u);
+                let v = vget(n, e + 1u, i);
+                var res: u64;
+                if sh == 0u {
+                    res = v;
+                } else if e + 1u >= 3u {
+                    res = v >> (sh & 63u);
+                } else {
+                    var w = i64(v);
+                    if round { w += 1li << ((sh - 1u) & 63u); }
+                    res = u64(w >> (sh & 63u));
+                }
+                r = vset(r, e, base + i, res);
+            }
+            vstore(va, r);
+        }
+        case OP_V_SHLL, OP_V_ADDL, OP_V_SUBL, OP_V_ADDW, OP_V_SUBW, OP_V_MULL,
+             OP_V_MLAL, OP_V_MLSL, OP_V_ABDL, OP_V_ABAL: {
+            if e >= 3u { return false; }
+            let uns = (d & 1u) != 0u;
+            let n = vload(vb);
+            let o = vload(va);
+            var r = V2(0lu, 0lu);
+            let m = opnd_m(vc, e, imm);
+            let cnt = select(8u >> e, 1u, f == 2u);
+            let base = select(0u, 8u >> e, f == 1u);
+            for (var i = 0u; i < cnt; i++) {
+                lp(2u);
+                let xn = vget(n, e, base + i);
+                let xm = vget(m, e, base + i);
+                let wide = vget(n, e + 1u, i);
+                let acc = vget(o, e + 1u, i);
+                let p = select(esx(xn, e), i64(xn), uns);
+                let q = select(esx(xm, e), i64(xm), uns);
+                let ad = select(u64(q) - u64(p), u64(p) - u64(q), p > q);
+                var res: u64;
+                switch op {
+                    case OP_V_SHLL: { res = u64(p) << (u32(imm) & 63u); }
+                    case OP_V_ADDL: { res = u64(p) + u64(q); }
+                    case OP_V_SUBL: { res = u64(p) - u64(q); }
+                    case OP_V_ADDW: { res = wide + u64(q); }
+                    case OP_V_SUBW: { res = wide - u64(q); }
+                    case OP_V_MULL: { res = u64(p) * u64(q); }
+                    case OP_V_MLAL: { res = acc + u64(p) * u64(q); }
+                    case OP_V_MLSL: { res = acc - u64(p) * u64(q); }
+                    case OP_V_ABDL: { res = ad; }
+                    default: { res = acc + ad; }
+                }
+                r = vset(r, e + 1u, i, res);
+            }
+            vstore(va, r);
+        }
+        case OP_V_ADDHN, OP_V_SUBHN: {
+            let round = (d & 1u) != 0u;
+            let sh = ebits(e);
+            let n = vload(vb);
+            let m = vload(vc);
+            var r = V2(0lu, 0lu);
+            let cnt = select(8u >> e, 1u, f == 2u);
+            let base = select(0u, 8u >> e, f == 1u);
+            if f == 1u { r = datamask(vload(va), 3u); }
+            for (var i = 0u; i < cnt; i++) {
+                lp(2u);
+                let p = vget(n, e + 1u, i);
+                let q = vget(m, e + 1u, i);
+                var s = select(p - q, p + q, op == OP_V_ADDHN);
+                var carry = select(0lu, select(0lu, 1lu, s < p), op == OP_V_ADDHN);
+                if round {
+                    let s2 = s + (1lu << ((sh - 1u) & 63u));
+                    carry += select(0lu, 1lu, s2 < s);
+                    s = s2;
+                }
+                // bits sh.. of the 65-bit sum; the carry only matters when the source is 64-bit
+                var res: u64;
+                if sh >= 64u {
+                    res = carry;
+                } else {
+                    res = (s >> sh) | select(0lu, carry << 32u, sh == 32u);
+                }
+                r = vset(r, e, base + i, res);
+            }
+            vstore(va, r);
+        }
+        case OP_V_PMULL: {
+            let n = vload(vb);
+            let m = vload(vc);
+            var r = V2(0lu, 0lu);
+            if e == 3u {
+                r.lo = clmul_lo(vget(n, 3u, f), vget(m, 3u, f));
+                r.hi = clmul_hi;
+            } else {
+                let base = 8u * f;
+                for (var i = 0u; i < 8u; i++) {
+                    lp(2u);
+                    r = vset(r, 1u, i, clmul8(vget(n, 0u, base + i), vget(m, 0u, base + i)));
+                }
+            }
+            vstore(va, r);
+        }
+        // ---- FP bit moves (no rounding, no exceptions: cpu/fp/float.rs abs, neg; F_CSEL)
+        case OP_F_ABS, OP_F_NEG: {
+            if e != 2u && e != 3u { return false; }
+            let sign = select(1lu << 63u, 1lu << 31u, e == 2u);
+            let n = vload(vb);
+            var r = V2(0lu, 0lu);
+            let cnt = 1u << (f - e);
+            for (var i = 0u; i < cnt; i++) {
+                lp(2u);
+                let v = vget(n, e, i);
+                r = vset(r, e, i, select(v ^ sign, v & ~sign, op == OP_F_ABS));
+            }
+            vstore(va, r);
+        }
+        case OP_F_CSEL: {
+            let src = select(vc, vb, cond_holds(d, nzcv));
+            vstore(va, V2(vget(vload(src), e, 0u), 0lu));
+        }
+        default: {
+            return false;
+        }
+    }
+    return true;
+}
