@@ -147,7 +147,7 @@ fn main() {
     }
     let instr: u64 = gres.iter().map(|r| r.instructions).sum();
     println!(
-        "suite: {pass} lanes identical to the CPU engine, {fail} differ ({} programs, {instr} instructions, {host_steps} host steps); cuda {gsecs:.2} s, cpu {csecs:.2} s",
+        "suite: {pass} lanes identical to the CPU engine, {fail} differ ({} programs, {instr} instructions, {host_steps} host steps); gpu {gsecs:.2} s, cpu {csecs:.2} s",
         specs.len()
     );
     for (k, v) in stats {

@@ -493,7 +493,7 @@ const WGPU_CLASSES: &[&str] = &[
     "simd_ldst",
 ];
 /// Cases per class on wgpu when `RISU_CASES` is not set: lavapipe (CI) is slow.
-const WGPU_CASES: u32 = 40;
+const WGPU_CASES: u32 = 100;
 
 /// A share of the classes on the wgpu engine, against qemu. Runs when ARMADA_TEST_WGPU is set
 /// (scripts/test sets it once lavapipe is installed).

@@ -56,6 +56,13 @@ pub trait Device: Send + Sync {
     fn default_slice(&self) -> Option<u64> {
         None
     }
+    /// Instructions the CPU engine runs for a lane that stopped on an instruction the kernel
+    /// leaves to the host: 1 where such instructions are rare (CUDA), more where whole classes
+    /// go to the host (wgpu: floating point), so FP-dense code does not pay a launch per
+    /// instruction. Results are the same either way: the CPU engine is the reference.
+    fn host_run(&self) -> u64 {
+        1
+    }
 }
 
 /// Reads `n` plain values from device memory.

@@ -317,6 +317,9 @@ struct Image {
     /// Decoded code regions (start, end), and their place in the device's region table.
     regions: Vec<(u64, u64)>,
     first_region: u32,
+    /// Instructions a host step runs when the kernel left an instruction inside the decoded
+    /// code to the host (`Device::host_run`).
+    host_run: u64,
 }
 
 fn area_perms(p: Perm) -> u64 {
@@ -612,6 +615,7 @@ impl Batch {
                 key_lane: PT_IMAGE_LANE - k as u64,
                 regions: Vec::new(),
                 first_region: (region_words.len() / 3) as u32,
+                host_run: dev.host_run().max(1),
             };
             for (start, end, _) in areas {
                 let mut bytes = vec![0u8; (end - start) as usize];
@@ -1667,7 +1671,11 @@ fn host_step(lh: &mut LaneHost, image: &Image, plan: &mut Plan) -> Option<Exit> 
     }
     let st = &mut lh.lane.program.state;
     let left = lh.limit.saturating_sub(st.retired);
-    let budget = left.min(if inside { 1 } else { HOST_RUN_OUTSIDE });
+    let budget = left.min(if inside {
+        image.host_run
+    } else {
+        HOST_RUN_OUTSIDE
+    });
     let before_r = st.retired;
     let s = cpu::run(st, &mut lh.lane.program.mem, &mut lh.lane.code, budget);
     let done = lh.lane.program.state.retired - before_r;

@@ -340,7 +340,7 @@ impl WgpuDevice {
         // Chunks of the frame pool: at most 1/16 of the buffer each (frames and shadows), so
         // small bindings (lavapipe's 128 MiB) still hold several.
         let mut chunk_shift = 14;
-        while chunk_shift > 6 && (2 * 4096u64 << chunk_shift) > mem_size / 16 {
+        while chunk_shift > 6 && ((2 * 4096u64) << chunk_shift) > mem_size / 16 {
             chunk_shift -= 1;
         }
         Ok(WgpuDevice {
@@ -554,7 +554,7 @@ impl Device for WgpuDevice {
             return Ok(());
         }
         self.in_bounds(dst, src.len())?;
-        if dst % 4 == 0 && src.len() % 4 == 0 {
+        if dst.is_multiple_of(4) && src.len().is_multiple_of(4) {
             self.queue.write_buffer(&self.mem, dst, src);
             return Ok(());
         }
@@ -665,7 +665,7 @@ impl Device for WgpuDevice {
         let mut mapped = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = mapped
             .iter()
-            .position(|m| m.host.as_ptr() == host as *const u64)
+            .position(|m| std::ptr::eq(m.host.as_ptr(), host))
         {
             let m = mapped.swap_remove(i);
             self.free(m.dev);
@@ -687,6 +687,12 @@ impl Device for WgpuDevice {
 
     fn default_slice(&self) -> Option<u64> {
         Some(self.slice)
+    }
+
+    fn host_run(&self) -> u64 {
+        // FP arithmetic runs on the host: a stop costs a launch and a round trip, so the host
+        // runs on through the FP-dense stretch (a few microseconds on the CPU engine)
+        4096
     }
 }
 

@@ -81,7 +81,12 @@ fn guest_programs_match_cpu() {
             skipped.push(name);
             continue;
         }
+        let t = std::time::Instant::now();
         check(engine, &s, name);
+        eprintln!(
+            "{name}: same as the CPU engine ({:.1} s)",
+            t.elapsed().as_secs_f64()
+        );
         ran.push(name);
     }
     eprintln!("ran {} programs: {}", ran.len(), ran.join(" "));
