@@ -162,6 +162,10 @@ pub struct WgpuDevice {
     /// A MAP_READ buffer reused for reads, grown as needed.
     staging: Mutex<Option<(wgpu::Buffer, u64)>>,
     reading: Mutex<()>,
+    /// Held from writing the parameter block (or the counter) to the submit that uses it:
+    /// queue writes land at the start of the NEXT submit, whoever makes it, so two batches
+    /// on one device (threads) must not interleave there.
+    submitting: Mutex<()>,
     mapped: Mutex<Vec<Mapped>>,
     /// The first error wgpu reported outside an error scope (a lost device, say).
     failed: Arc<Mutex<Option<String>>>,
@@ -359,6 +363,7 @@ impl WgpuDevice {
             heap: Mutex::new(Heap::new(mem_size)),
             staging: Mutex::new(None),
             reading: Mutex::new(()),
+            submitting: Mutex::new(()),
             mapped: Mutex::new(Vec::new()),
             failed,
             chunk_shift,
@@ -576,6 +581,7 @@ impl Device for WgpuDevice {
     fn launch_run(&self, p: &Params) -> Result<(), Error> {
         let mut wp = WParams::run(p);
         wp.lane_shift = wp.lane_shift.max(self.min_lane_shift);
+        let _g = self.submitting.lock().unwrap_or_else(|e| e.into_inner());
         self.dispatch(&self.run, wp, (p.nactive as u64) << wp.lane_shift)
     }
 
@@ -604,6 +610,7 @@ impl Device for WgpuDevice {
             k_n: n,
             ..Default::default()
         };
+        let _g = self.submitting.lock().unwrap_or_else(|e| e.into_inner());
         self.dispatch_strided(&self.copy, wp, n as u64)?;
         self.wait()
     }
@@ -617,6 +624,7 @@ impl Device for WgpuDevice {
         count: DevPtr,
     ) -> Result<(), Error> {
         self.in_bounds(count, 8)?;
+        let _g = self.submitting.lock().unwrap_or_else(|e| e.into_inner());
         self.queue.write_buffer(&self.counter, 0, &[0u8; 4]);
         if n > 0 {
             let wp = WParams {
@@ -646,6 +654,7 @@ impl Device for WgpuDevice {
             k_n: n,
             ..Default::default()
         };
+        let _g = self.submitting.lock().unwrap_or_else(|e| e.into_inner());
         self.dispatch_strided(&self.pt_write, wp, (n as u64).div_ceil(WORKGROUP as u64))?;
         self.wait()
     }
