@@ -74,9 +74,8 @@ impl Backend {
     }
 }
 
-/// An opened GPU engine, or why it could not be opened (`true`: no device, driver or
-/// compiler here, an EngineUnavailableError; `false`: anything else, an ArmadaError).
-type Opened = Result<armada_gpu::Engine, (bool, String)>;
+/// An opened GPU engine, or why it could not be opened.
+type Opened = Result<armada_gpu::Engine, armada_gpu::Error>;
 
 /// GPU engines, opened at most once per process (opening compiles the kernels).
 static CUDA: OnceLock<Opened> = OnceLock::new();
@@ -88,25 +87,6 @@ fn python_message(msg: &str) -> String {
         .replace("--backend", "backend=")
 }
 
-fn opened(r: Result<armada_gpu::Engine, armada_gpu::Error>) -> Opened {
-    r.map_err(|e| {
-        let no_device = matches!(e, armada_gpu::Error::NoDevice(_));
-        (no_device, python_message(&e.to_string()))
-    })
-}
-
-fn open_guarded(what: &str, f: impl FnOnce() -> Opened) -> Opened {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        Err((
-            false,
-            format!(
-                "opening the {what} engine failed: {} (this is a bug in armada; please report it)",
-                panic_text(&*p)
-            ),
-        ))
-    })
-}
-
 /// Whether the CUDA engine is the simulator (ARMADA_CUDA_SIM=1: the kernel compiled for the
 /// host; its "device" memory is host memory).
 pub(crate) fn cuda_is_sim() -> bool {
@@ -116,52 +96,55 @@ pub(crate) fn cuda_is_sim() -> bool {
 /// Whether the CUDA engine that was opened is the simulator.
 static CUDA_SIM: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// The CUDA engine, opened once (with the GIL released: opening compiles the kernel).
-fn cuda_engine(py: Python<'_>) -> &'static Opened {
-    if let Some(e) = CUDA.get() {
+/// The engine in `cell`, opened once by `open` with the GIL released (opening compiles the
+/// kernel); a panic while opening is an error, not a crash.
+fn engine(
+    py: Python<'_>,
+    cell: &'static OnceLock<Opened>,
+    what: &str,
+    open: impl FnOnce() -> Opened + Send,
+) -> &'static Opened {
+    if let Some(e) = cell.get() {
         return e;
     }
     py.detach(|| {
-        CUDA.get_or_init(|| {
-            open_guarded("CUDA", || {
-                let opts = armada_cuda::Options::from_env();
-                CUDA_SIM.store(opts.sim, std::sync::atomic::Ordering::Relaxed);
-                opened(armada_cuda::check_driver(&opts).and_then(|()| armada_cuda::open(&opts)))
+        cell.get_or_init(|| {
+            catch_unwind(AssertUnwindSafe(open)).unwrap_or_else(|p| {
+                Err(armada_gpu::Error::Device(format!(
+                    "opening the {what} engine failed: {} (this is a bug in armada; please \
+                     report it)",
+                    panic_text(&*p)
+                )))
             })
         })
     })
 }
 
-/// The wgpu engine, opened once.
+fn cuda_engine(py: Python<'_>) -> &'static Opened {
+    engine(py, &CUDA, "CUDA", || {
+        let opts = armada_cuda::Options::from_env();
+        CUDA_SIM.store(opts.sim, std::sync::atomic::Ordering::Relaxed);
+        armada_cuda::check_driver(&opts).and_then(|()| armada_cuda::open(&opts))
+    })
+}
+
 fn wgpu_engine(py: Python<'_>) -> &'static Opened {
-    if let Some(e) = WGPU.get() {
-        return e;
-    }
-    py.detach(|| {
-        WGPU.get_or_init(|| {
-            open_guarded("wgpu", || {
-                opened(armada_wgpu::open(&armada_wgpu::Options::from_env()))
-            })
-        })
+    engine(py, &WGPU, "wgpu", || {
+        armada_wgpu::open(&armada_wgpu::Options::from_env())
     })
 }
 
 /// The error an engine failure raises: EngineUnavailableError when there is no usable
 /// device, driver or compiler here (the message says what to do), else ArmadaError.
 pub(crate) fn gpu_error(e: &armada_gpu::Error) -> PyErr {
-    let msg = python_message(&e.to_string());
+    gpu_error_in("", e)
+}
+
+fn gpu_error_in(context: &str, e: &armada_gpu::Error) -> PyErr {
+    let msg = format!("{context}{}", python_message(&e.to_string()));
     match e {
         armada_gpu::Error::NoDevice(_) => EngineUnavailableError::new_err(msg),
         _ => ArmadaError::new_err(msg),
-    }
-}
-
-fn open_error(backend: Backend, e: &(bool, String)) -> PyErr {
-    let msg = format!("backend \"{}\": {}", backend.name(), e.1);
-    if e.0 {
-        EngineUnavailableError::new_err(msg)
-    } else {
-        ArmadaError::new_err(msg)
     }
 }
 
@@ -186,20 +169,16 @@ pub(crate) fn resolve_backend(py: Python<'_>, name: &str) -> PyResult<Resolved> 
             backend,
             engine: Some(e.clone()),
         }),
-        Err(e) => Err(open_error(backend, e)),
+        Err(e) => Err(gpu_error_in(
+            &format!("backend \"{}\": ", backend.name()),
+            e,
+        )),
     };
     match name.to_ascii_lowercase().as_str() {
         "cpu" => Ok(cpu),
         "cuda" => gpu(Backend::Cuda, cuda_engine(py)),
         "wgpu" => gpu(Backend::Wgpu, wgpu_engine(py)),
-        "auto" => {
-            if armada_cuda::check_driver(&armada_cuda::Options::from_env()).is_ok() {
-                if let Ok(r) = gpu(Backend::Cuda, cuda_engine(py)) {
-                    return Ok(r);
-                }
-            }
-            Ok(cpu)
-        }
+        "auto" => Ok(gpu(Backend::Cuda, cuda_engine(py)).unwrap_or(cpu)),
         _ => Err(PyValueError::new_err(format!(
             "unknown backend {name:?}: expected \"cpu\", \"cuda\", \"wgpu\" or \"auto\""
         ))),
@@ -211,9 +190,7 @@ pub(crate) fn resolve_backend(py: Python<'_>, name: &str) -> PyResult<Resolved> 
 #[pyfunction]
 pub fn available_backends(py: Python<'_>) -> Vec<&'static str> {
     let mut v = vec!["cpu"];
-    if armada_cuda::check_driver(&armada_cuda::Options::from_env()).is_ok()
-        && cuda_engine(py).is_ok()
-    {
+    if cuda_engine(py).is_ok() {
         v.push("cuda");
     }
     if wgpu_engine(py).is_ok() {

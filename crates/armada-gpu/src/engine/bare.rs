@@ -17,6 +17,7 @@
 //!   the bytes it wrote and decodes the page again before the lane goes on;
 //! - the host's own writes (`host_wrote`) and changes made on the device behind the engine's
 //!   back (`sync_full`) re-decode the code pages they touch.
+//!
 //! So the device never runs a stale micro-op and every result is the CPU engine's.
 //!
 //! The guest memory is one device allocation, page n at offset n * 4096 (frames in order), so
