@@ -7,6 +7,7 @@
 #   speed comparison; optional).
 #
 #   scripts/gpu-bundle.sh [DIR]
+#   BINS_ONLY=1 scripts/gpu-bundle.sh [DIR]   # rebuild the binaries, keep the guest archive
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-.gpu}
@@ -20,6 +21,7 @@ tgt=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys;
 for b in release/armada release/examples/gpu_suite release/examples/lockstep release/examples/nvrtc_check; do
     strip -o "$out/$(basename $b)" "$tgt/$b"
 done
+[[ -n ${BINS_ONLY:-} && -e $out/guest.tar.xz ]] && exit 0
 
 # guest programs (and busybox) as one archive
 stage=$(mktemp -d)

@@ -158,6 +158,10 @@ impl CudaDevice {
 }
 
 impl Device for CudaDevice {
+    fn fused_pairs(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         format!("{} ({})", self.name, self.arch)
     }

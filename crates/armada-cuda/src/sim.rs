@@ -28,6 +28,10 @@ impl SimDevice {
 }
 
 impl Device for SimDevice {
+    fn fused_pairs(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         "the CUDA kernel compiled for the host CPU (simulator)".into()
     }

@@ -63,6 +63,11 @@ pub trait Device: Send + Sync {
     fn host_run(&self) -> u64 {
         1
     }
+    /// Whether the kernel runs the fused compare-and-branch micro-ops (`layout::fused`); the
+    /// host then rewrites such pairs in the shared code.
+    fn fused_pairs(&self) -> bool {
+        false
+    }
 }
 
 /// Reads `n` plain values from device memory.

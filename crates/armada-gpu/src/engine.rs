@@ -647,6 +647,9 @@ impl Batch {
                     let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
                     ops_words.extend_from_slice(&encode_uop(word, start + 4 * k as u64));
                 }
+                if dev.fused_pairs() {
+                    crate::layout::fused::fuse(&mut ops_words[2 * first_op as usize..]);
+                }
                 ops_words.push(ops::END_OF_REGION as u64);
                 ops_words.push(0);
             }

@@ -653,6 +653,32 @@ __device__ void run_lane(const Params& P, u32 lane) {
         case OP_ADDS_SR_X: x[a] = add_flags64(x[b], shift64(x[c], e, f), 0, nzcv); break;
         case OP_SUBS_SR_W: x[a] = add_flags32((u32)x[b], ~shift32((u32)x[c], e, f), 1, nzcv); break;
         case OP_SUBS_SR_X: x[a] = add_flags64(x[b], ~shift64(x[c], e, f), 1, nzcv); break;
+        // A compare and the B.cond after it in one dispatch (layout.rs: fused), when the
+        // lane's budget has room for both; otherwise only the compare retires here.
+        case OP_ADDS_IMM_W_BCOND:
+        case OP_ADDS_IMM_X_BCOND:
+        case OP_SUBS_SR_W_BCOND:
+        case OP_SUBS_SR_X_BCOND: {
+            if (op == OP_ADDS_IMM_W_BCOND) x[a] = add_flags32((u32)x[b], (u32)imm, e, nzcv);
+            else if (op == OP_ADDS_IMM_X_BCOND) x[a] = add_flags64(x[b], imm, e, nzcv);
+            else if (op == OP_SUBS_SR_W_BCOND) x[a] = add_flags32((u32)x[b], ~shift32((u32)x[c], e, f), 1, nzcv);
+            else x[a] = add_flags64(x[b], ~shift64(x[c], e, f), 1, nzcv);
+            if (retired + 1 < end) {
+#ifdef ARMADA_NO_PREFETCH
+                u64 bw0 = ops[2 * idx + 2], bimm = ops[2 * idx + 3];
+#else
+                u64 bw0 = nw0, bimm = nimm; // the B.cond, loaded one ahead
+#endif
+                retired++;
+                idx++;
+                if (cond_holds((u32)(bw0 >> 48) & 0xff, nzcv)) JUMP(bimm)
+                idx++;
+                retired++;
+                RELOAD()
+                continue;
+            }
+            break;
+        }
         case OP_ADD_EXT_W: x[a] = (u32)((u32)x[b] + (u32)extend(x[c], e, f)); break;
         case OP_ADD_EXT_X: x[a] = x[b] + extend(x[c], e, f); break;
         case OP_SUB_EXT_W: x[a] = (u32)((u32)x[b] - (u32)extend(x[c], e, f)); break;
