@@ -95,16 +95,19 @@ if want speed; then
     variants=${VARIANTS:-default -DARMADA_MIN_BLOCKS=8}
     [[ $B == cuda ]] || variants=default
     for variant in $variants; do
-        [[ $variant == default ]] && export ARMADA_CUDA_DEFINES= || export ARMADA_CUDA_DEFINES=$variant
+        [[ $variant == default ]] && export ARMADA_CUDA_DEFINES= || export ARMADA_CUDA_DEFINES=${variant//,/ }
         $A run --backend $B "$G/hello" >/dev/null 2>&1 # compile this variant
         timeout 600 $A batch --backend $B --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1$variant.txt"
         note "speed [$variant]: 1 lane, tight loop: $(rates "$log/tight1$variant.txt")"
         timeout 600 $A batch --backend $B --lanes $LANES "$G/lanecrc" '{lane}' "${CRC_ROUNDS:-100}" >/dev/null 2>"$log/agg$variant.txt"
-        note "speed [$variant]: $LANES lanes lanecrc {lane} ${CRC_ROUNDS:-100}: $(rates "$log/agg$variant.txt")"
+        note "speed [$variant]: $LANES lanes lanecrc {lane} ${CRC_ROUNDS:-100} (table: memory bound): $(rates "$log/agg$variant.txt")"
+        timeout 600 $A batch --backend $B --lanes $LANES "$G/lanecrc" '{lane}' "${BIT_ROUNDS:-16}" bit >/dev/null 2>"$log/aggbit$variant.txt"
+        note "speed [$variant]: $LANES lanes lanecrc {lane} ${BIT_ROUNDS:-16} bit (bitwise: compute bound): $(rates "$log/aggbit$variant.txt")"
     done
     export ARMADA_CUDA_DEFINES=${BEST_DEFINES:-}
-    more="131072 ${CRC_ROUNDS2:-50},262144 ${CRC_ROUNDS3:-25}"
-    [[ $B == cuda ]] || more=""
+    # more lanes (MORE="LANES ROUNDS,..."; MORE=none skips them)
+    more=${MORE:-"131072 50,262144 25"}
+    [[ $B == cuda && $more != none ]] || more=""
     IFS=, read -ra specs <<<"$more"
     for spec in "${specs[@]}"; do
         set -- $spec
@@ -112,8 +115,10 @@ if want speed; then
         note "speed: $1 lanes lanecrc {lane} $2: $(rates "$log/agg$1.txt")"
     done
     [[ -e $log/agg131072.jsonl ]] && head -1 "$log/agg131072.jsonl" | cut -c1-200
-    timeout 600 $A batch --backend $B --lanes $LANES "$G/tightloop" 20000 >/dev/null 2>"$log/tight64k.txt"
-    note "speed: $LANES lanes tight loop 20000: $(rates "$log/tight64k.txt")"
+    for iters in 20000 ${TIGHT_MANY_ITERS:-500000}; do
+        timeout 600 $A batch --backend $B --lanes $LANES "$G/tightloop" $iters >/dev/null 2>"$log/tight64k-$iters.txt"
+        note "speed: $LANES lanes tight loop $iters: $(rates "$log/tight64k-$iters.txt")"
+    done
     grep -o "pages synced down: [^,]*, pages up: [^,]*" "$log/agg131072.txt" | head -1
 fi
 

@@ -15,7 +15,9 @@
 //! in the TLB always point into page buffers owned (through `Arc`) by this address space, and
 //! every operation that drops or replaces a page flushes the entries that could see it.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+// page-number keys: the Fx hash (one multiply) instead of SipHash, which showed in profiles
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 pub const PAGE_SHIFT: u32 = 12;
@@ -202,7 +204,7 @@ impl Clone for AddressSpace {
         AddressSpace {
             areas: self.areas.clone(),
             pages: self.pages.clone(),
-            code_pages: HashSet::new(),
+            code_pages: HashSet::default(),
             tlb: Box::new([EMPTY; TLB_SIZE]),
             limit: self.limit,
             private_pages: 0,
@@ -224,8 +226,8 @@ impl AddressSpace {
     pub fn new() -> Self {
         AddressSpace {
             areas: BTreeMap::new(),
-            pages: HashMap::new(),
-            code_pages: HashSet::new(),
+            pages: HashMap::default(),
+            code_pages: HashSet::default(),
             tlb: Box::new([EMPTY; TLB_SIZE]),
             limit: u64::MAX,
             private_pages: 0,
@@ -936,7 +938,7 @@ impl AddressSpace {
     /// Starts recording the pages the host writes (see `gpu_take_written`).
     pub fn gpu_track_writes(&mut self) {
         self.flush_tlb();
-        self.host_written = Some(HashSet::new());
+        self.host_written = Some(HashSet::default());
     }
 
     /// Stops recording and returns the page numbers written since `gpu_track_writes`.

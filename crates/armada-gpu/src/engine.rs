@@ -26,6 +26,7 @@ use armada_core::runner::{Exit, Lane};
 use armada_core::state::{CpuState, Stop};
 use armada_isa::{decode, ops};
 use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -279,7 +280,7 @@ struct LaneHost {
     lane: Lane,
     /// Index of the lane's program image in `Batch::images`.
     image: usize,
-    entries: HashMap<u64, Entry>,
+    entries: FxHashMap<u64, Entry>,
     epoch: u32,
     limit: u64,
     host_steps: u64,
@@ -329,7 +330,7 @@ struct Plan {
 
 struct Image {
     /// vpn -> (bytes, frame), the image's shared pages.
-    pages: HashMap<u64, (Arc<PageData>, u32)>,
+    pages: FxHashMap<u64, (Arc<PageData>, u32)>,
     /// The page-table lane number of its shared pages.
     key_lane: u64,
     /// Decoded code regions (start, end), and their place in the device's region table.
@@ -523,6 +524,26 @@ pub struct Batch {
     trace: bool,
     /// Lanes that have ended, for pollers on other threads.
     pub(crate) done: Arc<std::sync::atomic::AtomicUsize>,
+    spare: Spare,
+}
+
+/// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
+/// tens of MB each way; fresh allocations of that size come from the kernel (mmap) and fault
+/// every page in again, which showed in profiles as the page-fault path.
+#[derive(Default)]
+struct Spare {
+    recs: Vec<u64>,
+    changes: Vec<u64>,
+    up: Vec<u8>,
+}
+
+/// Reads `out.len()` plain values from device memory into `out`.
+fn dtoh_into<T: Copy>(dev: &dyn Device, src: DevPtr, out: &mut [T]) -> Result<(), Error> {
+    // SAFETY: T is plain data (u64 here); the byte view covers exactly the slice.
+    let bytes = unsafe {
+        std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, std::mem::size_of_val(out))
+    };
+    dev.dtoh(src, bytes)
 }
 
 // SAFETY: progress_host points at pinned host memory owned by this batch (freed in Drop); it is
@@ -605,7 +626,7 @@ impl Batch {
             .map(|(lane, image)| LaneHost {
                 lane,
                 image,
-                entries: HashMap::new(),
+                entries: FxHashMap::default(),
                 epoch: 1,
                 limit,
                 host_steps: 0,
@@ -629,7 +650,7 @@ impl Batch {
                 .filter(|a| a.2.contains(Perm::X) && !a.2.contains(Perm::W))
                 .collect();
             let mut img = Image {
-                pages: HashMap::new(),
+                pages: FxHashMap::default(),
                 key_lane: PT_IMAGE_LANE - k as u64,
                 regions: Vec::new(),
                 first_region: (region_words.len() / 3) as u32,
@@ -738,6 +759,7 @@ impl Batch {
             stats: Stats::default(),
             trace: std::env::var_os("ARMADA_CUDA_TRACE").is_some(),
             done: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            spare: Spare::default(),
         };
         batch.stats.regions = nregions as usize;
         batch.stats.images = batch.images.len();
@@ -860,7 +882,7 @@ impl Batch {
         let t = Instant::now();
         // The copy kernel writes in parallel: one upload per frame, the last one.
         let pages = if pages.len() > 1 {
-            let mut seen = std::collections::HashSet::with_capacity(pages.len());
+            let mut seen = FxHashSet::with_capacity_and_hasher(pages.len(), Default::default());
             let mut v: Vec<(u32, PageSrc)> = pages
                 .into_iter()
                 .rev()
@@ -886,7 +908,9 @@ impl Batch {
         let desc_bytes = n_desc * std::mem::size_of::<CopyDesc>();
         if n_desc > 0 {
             let stage = self.ensure_stage(rec_bytes + page_bytes + desc_bytes)?;
-            let mut host = vec![0u8; rec_bytes + page_bytes];
+            let mut host = std::mem::take(&mut self.spare.up);
+            host.clear();
+            host.resize(rec_bytes + page_bytes, 0);
             let mut descs = Vec::with_capacity(n_desc);
             let mut off = 0usize;
             for (lane, first, words) in records {
@@ -922,6 +946,7 @@ impl Batch {
                 }
             }
             self.dev.htod(stage, &host)?;
+            self.spare.up = host;
             self.run_copies(&descs, stage + (rec_bytes + page_bytes) as u64)?;
             self.stats.pages_up += host_pages.len() as u64;
             self.stats.pages_copied += (pages.len() - host_pages.len()) as u64;
@@ -1009,7 +1034,8 @@ impl Batch {
         }
         // The kernel applies the writes in parallel: keep only the last write of each slot
         // (a slot freed by one lane can be taken by another in the same round).
-        let mut seen = std::collections::HashSet::with_capacity(self.pt.pending.len());
+        let mut seen =
+            FxHashSet::with_capacity_and_hasher(self.pt.pending.len(), Default::default());
         let mut last: Vec<[u64; 3]> = Vec::with_capacity(self.pt.pending.len());
         for w in self.pt.pending.drain(..).rev() {
             if seen.insert(w[0]) {
@@ -1184,8 +1210,22 @@ impl Batch {
         first: usize,
         words: usize,
     ) -> Result<Vec<u64>, Error> {
+        let mut out = Vec::new();
+        self.download_records_into(lanes, first, words, &mut out)?;
+        Ok(out)
+    }
+
+    /// As `download_records`, into `out` (its allocation reused).
+    fn download_records_into(
+        &mut self,
+        lanes: &[u32],
+        first: usize,
+        words: usize,
+        out: &mut Vec<u64>,
+    ) -> Result<(), Error> {
+        out.clear();
         if lanes.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let rec_bytes = lanes.len() * words * 8;
         let desc_bytes = lanes.len() * std::mem::size_of::<CopyDesc>();
@@ -1200,13 +1240,15 @@ impl Batch {
             })
             .collect();
         self.run_copies(&descs, stage + rec_bytes as u64)?;
-        dtoh_vec(&*self.dev, stage, lanes.len() * words)
+        out.resize(lanes.len() * words, 0);
+        dtoh_into(&*self.dev, stage, out)
     }
 
     /// The changed 64-byte blocks of `frames` since the host last had them (their shadows),
-    /// as (index in `frames` << 6 | block, 8 words) entries; the shadows are brought up to date.
-    fn download_changes(&mut self, frames: &[u32]) -> Result<Vec<[u64; 9]>, Error> {
-        let mut out: Vec<[u64; 9]> = Vec::new();
+    /// into `out` as 9-word entries (index in `frames` << 6 | block, 8 words); the shadows are
+    /// brought up to date.
+    fn download_changes(&mut self, frames: &[u32], out: &mut Vec<u64>) -> Result<(), Error> {
+        out.clear();
         for (b, chunk) in frames.chunks(DIFF_BATCH).enumerate() {
             let n = chunk.len();
             let out_bytes = n * 64 * 72;
@@ -1220,18 +1262,19 @@ impl Batch {
             self.dev
                 .diff(list_at, n as u32, self.frames.shadow_off(), stage, count_at)?;
             let count = dtoh_vec::<u64>(&*self.dev, count_at, 1)?[0] as usize;
-            let words: Vec<u64> = dtoh_vec(&*self.dev, stage, count * 9)?;
+            let at = out.len();
+            out.resize(at + count * 9, 0);
+            dtoh_into(&*self.dev, stage, &mut out[at..])?;
             let base = (b * DIFF_BATCH) as u64;
-            out.extend(words.chunks_exact(9).map(|c| {
-                let mut e = [0u64; 9];
-                e.copy_from_slice(c);
-                e[0] += base << 6;
-                e
-            }));
+            if base != 0 {
+                out[at..]
+                    .chunks_exact_mut(9)
+                    .for_each(|e| e[0] += base << 6);
+            }
         }
         self.stats.pages_down += frames.len() as u64;
-        self.stats.diff_blocks += out.len() as u64;
-        Ok(out)
+        self.stats.diff_blocks += (out.len() / 9) as u64;
+        Ok(())
     }
 
     /// One round: launch, then service every lane that stopped for something other than the
@@ -1264,7 +1307,8 @@ impl Batch {
     pub fn service(&mut self, svc: &[u32]) -> Result<(), Error> {
         let t = Instant::now();
         const W: usize = DOWN_WORDS;
-        let recs = self.download_records(svc, 0, W)?;
+        let mut recs = std::mem::take(&mut self.spare.recs);
+        self.download_records_into(svc, 0, W, &mut recs)?;
         if self.trace {
             for (k, &l) in svc.iter().enumerate().take(4) {
                 let r = &recs[k * W..(k + 1) * W];
@@ -1314,18 +1358,19 @@ impl Batch {
                 }
             }
         }
-        let changes = self.download_changes(&frames)?;
+        let mut changes = std::mem::take(&mut self.spare.changes);
+        self.download_changes(&frames, &mut changes)?;
         // grouped by lane (a counting sort: the entries are 72 bytes)
         let mut start = vec![0usize; svc.len() + 1];
-        for c in &changes {
+        for c in changes.chunks_exact(9) {
             start[owner[(c[0] >> 6) as usize].0 + 1] += 1;
         }
         for k in 0..svc.len() {
             start[k + 1] += start[k];
         }
         let mut fill = start.clone();
-        let mut order = vec![0u32; changes.len()];
-        for (i, c) in changes.iter().enumerate() {
+        let mut order = vec![0u32; changes.len() / 9];
+        for (i, c) in changes.chunks_exact(9).enumerate() {
             let k = owner[(c[0] >> 6) as usize].0;
             order[fill[k]] = i as u32;
             fill[k] += 1;
@@ -1355,7 +1400,7 @@ impl Batch {
         let images = &self.images;
         let stops = &self.stops;
         let owner = &owner;
-        let changes = &changes;
+        let changes_ref = &changes;
         let results: Vec<Option<Serviced>> = self
             .lanes
             .par_iter_mut()
@@ -1365,17 +1410,27 @@ impl Batch {
                 let lane_id = svc[w.k] as usize;
                 let image = &images[lh.image];
                 {
+                    // a frame's changed blocks come together: one page lookup per frame
                     let mem = &mut lh.lane.program.mem;
-                    for &ci in w.changes {
-                        let c = &changes[ci as usize];
-                        let vpn = owner[(c[0] >> 6) as usize].1;
-                        let block = (c[0] & 63) as usize;
-                        if let Some(page) = mem.gpu_page_mut(vpn) {
-                            for (i, word) in c[1..].iter().enumerate() {
-                                let at = block * 64 + 8 * i;
-                                page[at..at + 8].copy_from_slice(&word.to_le_bytes());
+                    let mut k = 0;
+                    while k < w.changes.len() {
+                        let frame_of = |ci: u32| changes_ref[9 * ci as usize] >> 6;
+                        let fi = frame_of(w.changes[k]);
+                        let mut j = k;
+                        while j < w.changes.len() && frame_of(w.changes[j]) == fi {
+                            j += 1;
+                        }
+                        if let Some(page) = mem.gpu_page_mut(owner[fi as usize].1) {
+                            for &ci in &w.changes[k..j] {
+                                let c = &changes_ref[9 * ci as usize..9 * ci as usize + 9];
+                                let block = (c[0] & 63) as usize;
+                                for (i, word) in c[1..].iter().enumerate() {
+                                    let at = block * 64 + 8 * i;
+                                    page[at..at + 8].copy_from_slice(&word.to_le_bytes());
+                                }
                             }
                         }
+                        k = j;
                     }
                 }
                 record_to_state(w.rec, w.v, &mut lh.lane.program.state);
@@ -1398,6 +1453,8 @@ impl Batch {
             })
             .collect();
         self.stats.service_s += t.elapsed().as_secs_f64();
+        self.spare.recs = recs;
+        self.spare.changes = changes;
 
         // Serial part: table, frames, results.
         let t_apply = Instant::now();
