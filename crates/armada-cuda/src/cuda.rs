@@ -10,6 +10,8 @@ use std::sync::Mutex;
 
 /// From this many active lanes on, launches use the kernel build for throughput.
 pub const MANY_LANES: u32 = 8192;
+/// Blocks an SM the many-lane build is compiled for.
+pub const MANY_BLOCKS: u32 = 4;
 
 pub struct CudaDevice {
     ctx: sys::CUcontext,
@@ -22,6 +24,9 @@ pub struct CudaDevice {
     copy: sys::CUfunction,
     diff: sys::CUfunction,
     pt_write: sys::CUfunction,
+    /// Launches over at least this many lanes use the many-lane build
+    /// (`ARMADA_CUDA_MANY_LANES`, for measurements).
+    many_lanes: u32,
     /// Serializes launches and copies issued from several threads (async mode polls).
     lock: Mutex<()>,
     pub compile_note: String,
@@ -75,9 +80,19 @@ impl CudaDevice {
             Err(_) => return Err(crate::no_driver("the CUDA driver could not be initialized")),
         };
         // Two builds of the kernel, compiled side by side: one for few lanes (all the
-        // registers it wants: the fastest single lane) and one for many (at most 64
-        // registers, 8 blocks an SM: more lanes resident, more throughput).
+        // registers it wants: the fastest single lane) and one for many (a register cap so
+        // that a whole batch of 65,536 lanes is resident at once).
         let src = crate::kernel_source();
+        // blocks an SM the many-lane build is made for (ARMADA_CUDA_MANY_BLOCKS, for
+        // measurements): 4 blocks of 128 threads leave 128 registers a thread and hold 67,584
+        // lanes at once on an H200. Measured there (65,536 lanes): 8 blocks (64 registers,
+        // heavy spills) ran the tight loop at 74 G/s and lanecrc at 44; 4 blocks at 139 and 60.
+        let many_blocks = std::env::var("ARMADA_CUDA_MANY_BLOCKS")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&b| (1..=16).contains(&b))
+            .unwrap_or(MANY_BLOCKS);
+        let many_define = format!("-DARMADA_MIN_BLOCKS={many_blocks}");
         let (few, many) = std::thread::scope(|s| {
             let a = s
                 .spawn(|| crate::nvrtc::compile_cached(&src, &arch, &[], &name, cache_dir.clone()));
@@ -85,7 +100,7 @@ impl CudaDevice {
                 crate::nvrtc::compile_cached(
                     &src,
                     &arch,
-                    &["-DARMADA_MIN_BLOCKS=8"],
+                    &[many_define.as_str()],
                     &name,
                     cache_dir.clone(),
                 )
@@ -127,6 +142,10 @@ impl CudaDevice {
             copy,
             diff,
             pt_write,
+            many_lanes: std::env::var("ARMADA_CUDA_MANY_LANES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(MANY_LANES),
             lock: Mutex::new(()),
             compile_note,
         })
@@ -212,7 +231,7 @@ impl Device for CudaDevice {
         let mut pv = *p;
         let mut args = [&mut pv as *mut Params as *mut c_void];
         let grid = (p.nactive << p.lane_shift).div_ceil(BLOCK_THREADS);
-        let f = if p.nactive >= MANY_LANES {
+        let f = if p.nactive >= self.many_lanes {
             self.run_many
         } else {
             self.run
