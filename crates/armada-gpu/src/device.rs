@@ -77,12 +77,17 @@ pub fn dtoh_vec<T: Copy + Default>(
     n: usize,
 ) -> Result<Vec<T>, Error> {
     let mut v = vec![T::default(); n];
-    // SAFETY: T is plain data (u32/u64 here); the slice covers exactly the vector.
-    let bytes = unsafe {
-        std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>())
-    };
-    dev.dtoh(src, bytes)?;
+    dtoh_into(dev, src, &mut v)?;
     Ok(v)
+}
+
+/// Reads `out.len()` plain values from device memory into `out`.
+pub fn dtoh_into<T: Copy>(dev: &dyn Device, src: DevPtr, out: &mut [T]) -> Result<(), Error> {
+    // SAFETY: T is plain data (u32/u64 here); the byte view covers exactly the slice.
+    let bytes = unsafe {
+        std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, std::mem::size_of_val(out))
+    };
+    dev.dtoh(src, bytes)
 }
 
 /// Writes plain values to device memory.

@@ -16,7 +16,7 @@
 //!
 //! Only stopped lanes' state crosses the bus, and of their memory only the written pages.
 
-use crate::device::{dtoh_vec, htod_slice, DevPtr, Device};
+use crate::device::{dtoh_into, dtoh_vec, htod_slice, DevPtr, Device};
 use crate::layout::*;
 use crate::Error;
 use armada_core::batch::{LaneResult, Progress};
@@ -369,7 +369,12 @@ fn want_for(
         };
     };
     let perms = area_perms(perm);
-    match mem.gpu_page(vpn) {
+    // A page never written and one that is still the shared zero page look the same to the
+    // device (image pages are never the zero page, see `Batch::new`).
+    let page = mem
+        .gpu_page(vpn)
+        .filter(|(d, private)| *private || !AddressSpace::gpu_is_zero_page(d));
+    match page {
         Some((data, private)) => {
             let is_image = img.is_some_and(|(d, _)| Arc::ptr_eq(d, data));
             if is_image && !private {
@@ -380,15 +385,6 @@ fn want_for(
                         frame: ZERO_FRAME,
                         perms: 0,
                     }
-                }
-            } else if !private && AddressSpace::gpu_is_zero_page(data) {
-                if read_miss || img.is_some() || owned {
-                    Want::Shared {
-                        frame: ZERO_FRAME,
-                        perms: perms & PT_R,
-                    }
-                } else {
-                    Want::Nothing
                 }
             } else {
                 // A private page (or a shared one of unknown origin, kept read-only so a write
@@ -535,15 +531,6 @@ struct Spare {
     recs: Vec<u64>,
     changes: Vec<u64>,
     up: Vec<u8>,
-}
-
-/// Reads `out.len()` plain values from device memory into `out`.
-fn dtoh_into<T: Copy>(dev: &dyn Device, src: DevPtr, out: &mut [T]) -> Result<(), Error> {
-    // SAFETY: T is plain data (u64 here); the byte view covers exactly the slice.
-    let bytes = unsafe {
-        std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, std::mem::size_of_val(out))
-    };
-    dev.dtoh(src, bytes)
 }
 
 // SAFETY: progress_host points at pinned host memory owned by this batch (freed in Drop); it is
