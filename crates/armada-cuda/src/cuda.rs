@@ -180,6 +180,9 @@ impl Device for CudaDevice {
     fn fused_pairs(&self) -> bool {
         true
     }
+    fn lazy_pages(&self) -> bool {
+        true
+    }
 
     fn describe(&self) -> String {
         format!("{} ({})", self.name, self.arch)

@@ -31,6 +31,9 @@ impl Device for SimDevice {
     fn fused_pairs(&self) -> bool {
         true
     }
+    fn lazy_pages(&self) -> bool {
+        true
+    }
 
     fn describe(&self) -> String {
         "the CUDA kernel compiled for the host CPU (simulator)".into()

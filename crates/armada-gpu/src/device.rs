@@ -68,6 +68,12 @@ pub trait Device: Send + Sync {
     fn fused_pairs(&self) -> bool {
         false
     }
+    /// Whether the kernel copies lazy pages (`layout::PT_LAZY`) on their first write from the
+    /// lane's frame reserve and logs the claims (`Params::claims`); the host then maps pages
+    /// a lane is likely to write as lazy, so those writes do not stop the lane.
+    fn lazy_pages(&self) -> bool {
+        false
+    }
 }
 
 /// Reads `n` plain values from device memory.

@@ -55,6 +55,12 @@ fn env_ms(name: &str, default: f64) -> u64 {
 
 /// A host step runs this many instructions when the PC is outside the decoded regions.
 const HOST_RUN_OUTSIDE: u64 = 100_000;
+/// A writable area of at most this many pages (a program's data and bss) gets lazy entries for
+/// all its pages when the lane starts with it or maps it; a larger one for its first pages.
+const LAZY_AREA_PAGES: u64 = 64;
+/// Around a page the lane starts with or writes, this many pages on each side get lazy
+/// entries (stacks grow down a page at a time, heaps and bss up).
+const LAZY_AROUND: u64 = 4;
 
 /// Figures of one batch run.
 #[derive(Clone, Debug, Default)]
@@ -75,11 +81,15 @@ pub struct Stats {
     pub pages_copied: u64,
     pub diff_blocks: u64,
     pub frames_peak: u64,
+    /// The peak of frames holding guest pages (`frames_peak` less the lanes' reserves).
+    pub guest_frames_peak: u64,
     pub regions: usize,
     pub images: usize,
     pub micro_ops: usize,
     pub pt_slots: u64,
     pub pt_grows: u64,
+    /// Lazy pages the kernel copied on a first write (writes that did not stop the lane).
+    pub lazy_claims: u64,
     pub stops: HashMap<&'static str, u64>,
     pub host_ops: HashMap<&'static str, u64>,
 }
@@ -219,12 +229,17 @@ struct Frames {
     free: Vec<u32>,
     live: u64,
     peak: u64,
+    /// Frames waiting in lanes' reserves (live, but no guest page yet).
+    reserved: u64,
+    /// Peak of live frames that hold guest pages (reserves left out).
+    guest_peak: u64,
 }
 
 impl Frames {
     fn alloc(&mut self, dev: &dyn Device) -> Result<u32, Error> {
         self.live += 1;
         self.peak = self.peak.max(self.live);
+        self.guest_peak = self.guest_peak.max(self.live - self.reserved);
         if let Some(f) = self.free.pop() {
             return Ok(f);
         }
@@ -274,6 +289,9 @@ struct Entry {
     frame: u32,
     /// The frame belongs to this lane (freed with the entry).
     private: bool,
+    /// A lazy entry: `frame` holds the bytes the page starts from; the kernel gives the lane
+    /// a frame of its own on the first write.
+    lazy: bool,
 }
 
 struct LaneHost {
@@ -287,6 +305,11 @@ struct LaneHost {
     done: bool,
     /// The last page miss ((address, retired, write), repeats), to notice a lane that is stuck.
     last_miss: ((u64, u64, bool), u32),
+    /// Frames the kernel may take for lazy pages (the record's S_RES list, same order).
+    reserve: Vec<u32>,
+    /// Pages the kernel made private (claims) that the host mirror still shares: made private
+    /// there before the lane's next changes are applied.
+    claimed: Vec<u64>,
 }
 
 /// What a lane's page should look like on the device.
@@ -297,6 +320,9 @@ enum Want {
     Shared { frame: u32, perms: u64 },
     /// Its own frame, with these bytes when given (else the frame's bytes are current).
     Private { perms: u64, data: Option<PageSrc> },
+    /// A lazy entry on `frame` (the zero frame or an image page), writable: the kernel copies
+    /// it into a frame of the lane's reserve on the first write.
+    Lazy { frame: u32, perms: u64 },
 }
 
 /// Where a frame's new bytes come from.
@@ -347,7 +373,9 @@ fn area_perms(p: Perm) -> u64 {
 
 /// The device state page `vpn` of `mem` calls for. `owned`: the lane already has its own frame
 /// for it (then unchanged bytes need no upload unless `force`); `read_miss`: the lane just
-/// read it, so a page never touched maps the zero frame.
+/// read it, so a page never touched maps the zero frame; `lazy`: a writable page that still
+/// holds its starting bytes (zeros or the image's) gets a lazy entry (`Want::Lazy`), so the
+/// kernel copies it on the first write without stopping the lane.
 fn want_for(
     mem: &AddressSpace,
     vpn: u64,
@@ -355,6 +383,7 @@ fn want_for(
     owned: bool,
     force: bool,
     read_miss: bool,
+    lazy: bool,
 ) -> Want {
     let addr = vpn << PAGE_SHIFT;
     let img = image.pages.get(&vpn);
@@ -378,7 +407,12 @@ fn want_for(
         Some((data, private)) => {
             let is_image = img.is_some_and(|(d, _)| Arc::ptr_eq(d, data));
             if is_image && !private {
-                if perms & PT_R != 0 {
+                if lazy && perms & PT_W != 0 {
+                    Want::Lazy {
+                        frame: img.map_or(ZERO_FRAME, |i| i.1),
+                        perms,
+                    }
+                } else if perms & PT_R != 0 {
                     Want::Nothing
                 } else {
                     Want::Shared {
@@ -399,7 +433,12 @@ fn want_for(
             }
         }
         None => {
-            if read_miss || img.is_some() || owned {
+            if lazy && perms & PT_W != 0 {
+                Want::Lazy {
+                    frame: ZERO_FRAME,
+                    perms,
+                }
+            } else if read_miss || img.is_some() || owned {
                 Want::Shared {
                     frame: ZERO_FRAME,
                     perms: perms & PT_R,
@@ -409,6 +448,39 @@ fn want_for(
             }
         }
     }
+}
+
+/// Lazy entries, into `out`, for the pages `lo..hi` that the lane has no entry for (nor a want
+/// in `out`) and that qualify (writable, still zeros or the image's bytes).
+fn lazy_range(lh: &LaneHost, image: &Image, lo: u64, hi: u64, out: &mut Vec<(u64, Want)>) {
+    let mem = &lh.lane.program.mem;
+    for v in lo..hi {
+        if lh.entries.contains_key(&v) || out.iter().any(|w| w.0 == v) {
+            continue;
+        }
+        let w = want_for(mem, v, image, false, false, false, true);
+        if matches!(w, Want::Lazy { .. }) {
+            out.push((v, w));
+        }
+    }
+}
+
+/// `lazy_range` around page `vpn` (which itself is left alone).
+fn lazy_around(lh: &LaneHost, image: &Image, vpn: u64, out: &mut Vec<(u64, Want)>) {
+    let lo = vpn.saturating_sub(LAZY_AROUND);
+    lazy_range(lh, image, lo, vpn, out);
+    lazy_range(lh, image, vpn + 1, vpn.saturating_add(LAZY_AROUND + 1), out);
+}
+
+/// Lazy entries for a writable area the lane has just got or that grew (`lo..hi` in pages):
+/// all of a small one (a program's data and bss), else its first pages (a heap grows up).
+fn lazy_area(lh: &LaneHost, image: &Image, lo: u64, hi: u64, out: &mut Vec<(u64, Want)>) {
+    let hi = if hi - lo <= LAZY_AREA_PAGES {
+        hi
+    } else {
+        lo + 2 * LAZY_AROUND
+    };
+    lazy_range(lh, image, lo, hi, out);
 }
 
 /// Areas as a comparable list.
@@ -521,6 +593,8 @@ pub struct Batch {
     /// Lanes that have ended, for pollers on other threads.
     pub(crate) done: Arc<std::sync::atomic::AtomicUsize>,
     spare: Spare,
+    /// Lazy pages are on (the device supports them and ARMADA_GPU_LAZY is not 0).
+    lazy: bool,
 }
 
 /// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
@@ -619,6 +693,8 @@ impl Batch {
                 host_steps: 0,
                 done: false,
                 last_miss: ((0, 0, false), 0),
+                reserve: Vec::new(),
+                claimed: Vec::new(),
             })
             .collect();
         let n = lanes.len();
@@ -684,7 +760,9 @@ impl Batch {
 
         // The page table: sized for the lanes' expected pages, with room to spare.
         let total_image_pages: u64 = image_pages.iter().map(|p| p.len() as u64).sum();
-        let want_slots = 2 * (total_image_pages + 32 * n as u64);
+        // (lazy pages give a lane entries for its data, bss and stack top from the start)
+        let per_lane = if dev.lazy_pages() { 96 } else { 32 };
+        let want_slots = 2 * (total_image_pages + per_lane * n as u64);
         let slots = want_slots.next_power_of_two().clamp(1 << 12, 1 << 27);
         let mut pt = HostTable::new(slots);
         let d_pt = dev.alloc(slots as usize * 16)?;
@@ -699,6 +777,8 @@ impl Batch {
             free: Vec::new(),
             live: 0,
             peak: 0,
+            reserved: 0,
+            guest_peak: 0,
         };
         let zero = frames.alloc(dev_ref)?;
         debug_assert_eq!(zero, ZERO_FRAME);
@@ -719,7 +799,11 @@ impl Batch {
         let d_stops = dev.alloc(n * 4)?;
         let d_active = dev.alloc(n * 4)?;
         let (progress_host, d_progress) = dev.alloc_mapped(n * 8)?;
-        let d_sched = dev.alloc(16)?;
+        // the scheduling words, then the claim log (count, then two words a claim; every
+        // lane's whole reserve fits, so it cannot overflow)
+        let lazy = dev.lazy_pages() && std::env::var("ARMADA_GPU_LAZY").map_or(true, |v| v != "0");
+        let claim_words = if lazy { 1 + 2 * RES_CAP * n } else { 0 };
+        let d_sched = dev.alloc(16 + 8 * claim_words)?;
 
         let mut batch = Batch {
             dev: dev.clone(),
@@ -747,6 +831,7 @@ impl Batch {
             trace: std::env::var_os("ARMADA_CUDA_TRACE").is_some(),
             done: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             spare: Spare::default(),
+            lazy,
         };
         batch.stats.regions = nregions as usize;
         batch.stats.images = batch.images.len();
@@ -763,6 +848,7 @@ impl Batch {
             chunks: d_chunks,
             progress: d_progress,
             sched: d_sched,
+            claims: if lazy { d_sched + 16 } else { 0 },
             slice: batch.slice,
             max_ns: env_ms("ARMADA_CUDA_LAUNCH_MS", 100.0),
             min_grace_ns: env_ms("ARMADA_CUDA_GRACE_MS", 5.0),
@@ -783,10 +869,24 @@ impl Batch {
                 let mem = &l.lane.program.mem;
                 let image = &images_ref[l.image];
                 let vpns: Vec<u64> = mem.gpu_pages().filter(|p| p.2).map(|p| p.0).collect();
-                let wants = vpns
-                    .into_iter()
-                    .map(|v| (v, want_for(mem, v, image, false, true, false)))
+                let mut wants: Vec<(u64, Want)> = vpns
+                    .iter()
+                    .map(|&v| (v, want_for(mem, v, image, false, true, false, false)))
                     .collect();
+                if lazy {
+                    // pages the lane will likely write: its writable areas (a small one's
+                    // pages, a large one's first), and those around its first private pages
+                    // (the stack's top)
+                    for (start, end, perm) in mem.areas() {
+                        if perm.contains(Perm::W) {
+                            let (lo, hi) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE));
+                            lazy_area(l, image, lo, hi, &mut wants);
+                        }
+                    }
+                    for &v in &vpns {
+                        lazy_around(l, image, v, &mut wants);
+                    }
+                }
                 Plan {
                     wants,
                     ..Default::default()
@@ -799,12 +899,16 @@ impl Batch {
         let mut records: Vec<(u32, usize, Vec<u64>)> = Vec::with_capacity(n);
         for (i, plan) in plans.into_iter().enumerate() {
             batch.apply_plan(i, plan, &mut uploads)?;
+            let reserve = batch.top_up(i)?;
             let l = &batch.lanes[i];
             let mut rec = vec![0u64; S_WORDS];
             state_to_record(&l.lane.program.state, l.limit, l.epoch, &mut rec);
             let img = &batch.images[l.image];
             rec[S_REGIONS] = img.first_region as u64 | (img.regions.len() as u64) << 32;
             rec[S_IMAGE] = img.key_lane;
+            if let Some(r) = reserve {
+                rec[S_RES_N..S_RES_N + r.len()].copy_from_slice(&r);
+            }
             records.push((i as u32, 0, rec));
         }
         batch.upload(&records, uploads)?;
@@ -1072,6 +1176,25 @@ impl Batch {
                             slot,
                             frame,
                             private: false,
+                            lazy: false,
+                        },
+                    );
+                }
+                Want::Lazy { frame, perms } => {
+                    if let Some(e) = cur {
+                        if e.private {
+                            self.frames.release(e.frame);
+                        }
+                    }
+                    let val = frame as u64 | perms | PT_LAZY;
+                    let slot = self.pt.set_opt(key, val, plan.force)?;
+                    l.entries.insert(
+                        vpn,
+                        Entry {
+                            slot,
+                            frame,
+                            private: false,
+                            lazy: true,
                         },
                     );
                 }
@@ -1087,6 +1210,7 @@ impl Batch {
                             slot,
                             frame,
                             private: true,
+                            lazy: false,
                         },
                     );
                     match data {
@@ -1109,8 +1233,85 @@ impl Batch {
                     self.frames.release(e.frame);
                 }
             }
+            for f in std::mem::take(&mut l.reserve) {
+                self.frames.release(f);
+                self.frames.reserved -= 1;
+            }
         }
         self.stats.frames_peak = self.frames.peak;
+        self.stats.guest_frames_peak = self.frames.guest_peak;
+        Ok(())
+    }
+
+    /// Fills lane `i`'s frame reserve up to RES_CAP frames, within its memory cap (counting the
+    /// pages it claimed that the mirror does not show yet). Returns the record words from
+    /// S_RES_N on when the reserve changed.
+    fn top_up(&mut self, i: usize) -> Result<Option<Vec<u64>>, Error> {
+        if !self.lazy {
+            return Ok(None);
+        }
+        let l = &mut self.lanes[i];
+        let mem = &l.lane.program.mem;
+        let used = mem.private_bytes() + l.claimed.len() as u64 * PAGE_SIZE;
+        let room = (mem.limit().saturating_sub(used) / PAGE_SIZE).min(RES_CAP as u64) as usize;
+        if l.reserve.len() == room {
+            return Ok(None);
+        }
+        while l.reserve.len() > room {
+            let f = l.reserve.pop().unwrap_or(ZERO_FRAME);
+            self.frames.release(f);
+            self.frames.reserved -= 1;
+        }
+        while l.reserve.len() < room {
+            self.frames.reserved += 1;
+            l.reserve.push(self.frames.alloc(&*self.dev)?);
+        }
+        self.stats.frames_peak = self.frames.peak;
+        let mut words = Vec::with_capacity(1 + room);
+        words.push(room as u64);
+        words.extend(l.reserve.iter().map(|&f| f as u64));
+        Ok(Some(words))
+    }
+
+    /// Reads the claim log of the last launch: each lazy page the kernel gave a frame of the
+    /// lane's reserve becomes the lane's private page in the host's table.
+    fn take_claims(&mut self) -> Result<(), Error> {
+        let dev: &dyn Device = &*self.dev;
+        let n = dtoh_vec::<u64>(dev, self.params.claims, 1)?[0] as usize;
+        if n == 0 {
+            return Ok(());
+        }
+        if n > RES_CAP * self.lanes.len() {
+            return Err(Error::Device(format!(
+                "the claim log holds {n} entries, more than fit"
+            )));
+        }
+        let words: Vec<u64> = dtoh_vec(dev, self.params.claims + 8, 2 * n)?;
+        for c in words.chunks_exact(2) {
+            let (lane, frame, vpn) = ((c[0] >> 32) as usize, c[0] as u32, c[1]);
+            let bad = || Error::Device(format!("lane {lane} claimed page {vpn:#x} out of step"));
+            let l = self.lanes.get_mut(lane).ok_or_else(bad)?;
+            // the kernel takes frames from the end of the list, as the host does here
+            if l.reserve.pop() != Some(frame) {
+                return Err(bad());
+            }
+            let e = l.entries.get_mut(&vpn).filter(|e| e.lazy).ok_or_else(bad)?;
+            let slot = e.slot as usize;
+            *e = Entry {
+                slot: e.slot,
+                frame,
+                private: true,
+                lazy: false,
+            };
+            // the kernel wrote the same value to its copy
+            self.pt.vals[slot] = frame as u64 | (self.pt.vals[slot] & (PT_R | PT_W));
+            l.claimed.push(vpn);
+        }
+        self.frames.reserved -= n as u64;
+        let f = &mut self.frames;
+        f.guest_peak = f.guest_peak.max(f.live - f.reserved);
+        self.stats.guest_frames_peak = f.guest_peak;
+        self.stats.lazy_claims += n as u64;
         Ok(())
     }
 
@@ -1159,7 +1360,8 @@ impl Batch {
             htod_slice(&*self.dev, self.d_active, &self.active)?;
             self.active_dirty = false;
         }
-        htod_slice(&*self.dev, self.d_sched, &[0u64, 0u64])?;
+        let reset: &[u64] = if self.lazy { &[0, 0, 0] } else { &[0, 0] };
+        htod_slice(&*self.dev, self.d_sched, reset)?;
         self.params.nactive = self.active.len() as u32;
         self.params.slice = slice.max(1);
         // a small batch: one lane per warp (up to 32 threads a lane, 65536 threads in all)
@@ -1174,6 +1376,9 @@ impl Batch {
         let t = Instant::now();
         let stops: Vec<u32> = dtoh_vec(&*self.dev, self.d_stops, self.lanes.len())?;
         self.stops = stops;
+        if self.lazy {
+            self.take_claims()?;
+        }
         if self.trace {
             eprintln!(
                 "armada-cuda: launch {} of {} lanes, slice {}, {:.3} s, lane 0 stop {} retired {}",
@@ -1386,9 +1591,10 @@ impl Batch {
         }
         let images = &self.images;
         let stops = &self.stops;
+        let lazy = self.lazy;
         let owner = &owner;
         let changes_ref = &changes;
-        let results: Vec<Option<Serviced>> = self
+        let results: Vec<Option<Result<Serviced, Error>>> = self
             .lanes
             .par_iter_mut()
             .zip(work.into_par_iter())
@@ -1397,8 +1603,17 @@ impl Batch {
                 let lane_id = svc[w.k] as usize;
                 let image = &images[lh.image];
                 {
-                    // a frame's changed blocks come together: one page lookup per frame
                     let mem = &mut lh.lane.program.mem;
+                    // pages the kernel claimed: the mirror copies the same starting bytes (the
+                    // reserve stayed within the cap, so this cannot fail but in an engine bug)
+                    for vpn in lh.claimed.drain(..) {
+                        if mem.gpu_make_private(vpn << PAGE_SHIFT).is_err() {
+                            return Some(Err(Error::Device(format!(
+                                "lane {lane_id}: claimed page {vpn:#x} cannot be made private"
+                            ))));
+                        }
+                    }
+                    // a frame's changed blocks come together: one page lookup per frame
                     let mut k = 0;
                     while k < w.changes.len() {
                         let frame_of = |ci: u32| changes_ref[9 * ci as usize] >> 6;
@@ -1422,7 +1637,7 @@ impl Batch {
                 }
                 record_to_state(w.rec, w.v, &mut lh.lane.program.state);
                 let v_before = lh.lane.program.state.v;
-                let plan = service_lane(lh, lane_id, w.rec, stops[lane_id], image);
+                let plan = service_lane(lh, lane_id, w.rec, stops[lane_id], image, lazy);
                 let mut out = Vec::new();
                 if !plan.exited {
                     lh.epoch = lh.epoch.wrapping_add(1).max(1);
@@ -1436,7 +1651,7 @@ impl Batch {
                         out.push((S_V, v));
                     }
                 }
-                Some((lane_id, plan, out))
+                Some(Ok((lane_id, plan, out)))
             })
             .collect();
         self.stats.service_s += t.elapsed().as_secs_f64();
@@ -1448,7 +1663,7 @@ impl Batch {
         let mut uploads: Vec<(u32, PageSrc)> = Vec::new();
         let mut records: Vec<(u32, usize, Vec<u64>)> = Vec::new();
         let mut ended = false;
-        let results: Vec<Serviced> = results.into_iter().flatten().collect();
+        let results: Vec<Serviced> = results.into_iter().flatten().collect::<Result<_, _>>()?;
         let incoming: u64 = results.iter().map(|r| r.1.wants.len() as u64).sum();
         self.ensure_pt_room(incoming)?;
         for (lane_id, plan, rec) in results {
@@ -1476,6 +1691,9 @@ impl Batch {
             } else {
                 for (first, words) in rec {
                     records.push((lane_id as u32, first, words));
+                }
+                if let Some(r) = self.top_up(lane_id)? {
+                    records.push((lane_id as u32, S_RES_N, r));
                 }
             }
         }
@@ -1572,6 +1790,25 @@ impl Batch {
                 ),
             ),
             (
+                "guest frames peak".into(),
+                format!(
+                    "{} ({} MiB)",
+                    s.guest_frames_peak,
+                    (s.guest_frames_peak * PAGE_SIZE) >> 20
+                ),
+            ),
+            (
+                "lazy pages".into(),
+                if self.lazy {
+                    format!(
+                        "{} copied in the kernel (reserve {RES_CAP} frames a lane)",
+                        s.lazy_claims
+                    )
+                } else {
+                    "off".into()
+                },
+            ),
+            (
                 "micro-ops".into(),
                 format!(
                     "{} in {} regions of {} images",
@@ -1607,7 +1844,14 @@ impl ProgressReader {
 }
 
 /// Services one lane's stop; returns what to change on the device.
-fn service_lane(lh: &mut LaneHost, lane_id: usize, rec: &[u64], stop: u32, image: &Image) -> Plan {
+fn service_lane(
+    lh: &mut LaneHost,
+    lane_id: usize,
+    rec: &[u64],
+    stop: u32,
+    image: &Image,
+    lazy: bool,
+) -> Plan {
     let mut plan = Plan::default();
     let before = area_list(&lh.lane.program.mem);
     lh.lane.program.mem.gpu_track_writes();
@@ -1660,7 +1904,8 @@ fn service_lane(lh: &mut LaneHost, lane_id: usize, rec: &[u64], stop: u32, image
             match resolve_miss(&mut lh.lane.program.mem, info, write) {
                 Ok(()) => {
                     let mem = &lh.lane.program.mem;
-                    let w = match (src, want_for(mem, vpn, image, owned, !owned, !write)) {
+                    let w = want_for(mem, vpn, image, owned, !owned, !write, lazy && !write);
+                    let w = match (src, w) {
                         (Some(f), Want::Private { perms, .. }) => Want::Private {
                             perms,
                             data: Some(PageSrc::Frame(f)),
@@ -1668,6 +1913,12 @@ fn service_lane(lh: &mut LaneHost, lane_id: usize, rec: &[u64], stop: u32, image
                         (_, w) => w,
                     };
                     extra.push((vpn, w));
+                    if lazy {
+                        // the pages around it will likely be written next
+                        let mut around = Vec::new();
+                        lazy_around(lh, image, vpn, &mut around);
+                        extra.extend(around);
+                    }
                     None
                 }
                 // A real fault: the CPU engine runs the instruction, so the fault (and any
@@ -1700,17 +1951,29 @@ fn service_lane(lh: &mut LaneHost, lane_id: usize, rec: &[u64], stop: u32, image
         if written.binary_search(&v).is_ok() || extra.iter().any(|x| x.0 == v) {
             continue;
         }
-        let owned = lh.entries.get(&v).is_some_and(|e| e.private);
-        wants.push((v, want_for(mem, v, image, owned, false, false)));
+        let e = lh.entries.get(&v);
+        let owned = e.is_some_and(|e| e.private);
+        // a lazy entry stays lazy; an image page of a writable area becomes one
+        let lazy = lazy && (e.is_some_and(|e| e.lazy) || image.pages.contains_key(&v));
+        wants.push((v, want_for(mem, v, image, owned, false, false, lazy)));
     }
     for &v in &written {
         if extra.iter().any(|x| x.0 == v) {
             continue;
         }
         let owned = lh.entries.get(&v).is_some_and(|e| e.private);
-        wants.push((v, want_for(mem, v, image, owned, true, false)));
+        wants.push((v, want_for(mem, v, image, owned, true, false, false)));
     }
     wants.extend(extra);
+    if lazy && before != after {
+        // a writable area that is new or changed (a heap that grew, a fresh mapping)
+        for &(start, end, perm) in &after {
+            if perm.contains(Perm::W) && !before.contains(&(start, end, perm)) {
+                let (lo, hi) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE));
+                lazy_area(lh, image, lo, hi, &mut wants);
+            }
+        }
+    }
     plan.wants = wants;
     plan
 }

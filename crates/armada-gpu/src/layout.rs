@@ -40,8 +40,13 @@ pub const DIRTY_CAP: usize = 32;
 pub const S_REGIONS: usize = S_DIRTY + DIRTY_CAP;
 /// The page-table lane number of the lane's program image (its shared pages).
 pub const S_IMAGE: usize = S_REGIONS + 1;
+/// Frames the kernel may take for the lane's lazy pages (`PT_LAZY`): S_RES_N of them, at
+/// S_RES.., taken from the end. The host refills the list when it services the lane.
+pub const S_RES_N: usize = S_IMAGE + 1;
+pub const S_RES: usize = S_RES_N + 1;
+pub const RES_CAP: usize = 8;
 /// Words the host reads from a stopped lane (all but the vector registers).
-pub const DOWN_WORDS: usize = S_IMAGE + 1;
+pub const DOWN_WORDS: usize = S_RES + RES_CAP;
 /// v0..v31, two words each (low, high).
 pub const S_V: usize = DOWN_WORDS;
 pub const S_WORDS: usize = S_V + 64;
@@ -92,6 +97,10 @@ pub const PT_VPN_BITS: u32 = 36;
 pub const PT_IMAGE_LANE: u64 = (1 << 27) - 1;
 pub const PT_R: u64 = 1 << 32;
 pub const PT_W: u64 = 1 << 33;
+/// A lazy page: the frame holds the bytes the page starts from (the zero frame or an image
+/// page), shared until the lane's first write, when the kernel copies it into a frame of the
+/// lane's reserve, rewrites the entry and logs the claim for the host (`claims`).
+pub const PT_LAZY: u64 = 1 << 34;
 pub const PT_FRAME_MASK: u64 = 0xffff_ffff;
 pub const PT_EMPTY: u64 = 0;
 pub const PT_TOMB: u64 = u64::MAX;
@@ -120,6 +129,9 @@ pub struct Params {
     pub chunks: u64,
     pub progress: u64,
     pub sched: u64,
+    /// The claim log: word 0 counts entries, then two words each (lane << 32 | frame, vpn).
+    /// Zero when the device runs without lazy pages.
+    pub claims: u64,
     pub slice: u64,
     pub max_ns: u64,
     pub min_grace_ns: u64,
@@ -249,6 +261,8 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("S_DIRTY", S_DIRTY as u64),
         ("S_REGIONS", S_REGIONS as u64),
         ("S_IMAGE", S_IMAGE as u64),
+        ("S_RES_N", S_RES_N as u64),
+        ("S_RES", S_RES as u64),
         ("S_WORDS", S_WORDS as u64),
         ("DIRTY_CAP", DIRTY_CAP as u64),
         ("STOP_NONE", STOP_NONE as u64),
@@ -265,6 +279,7 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("PT_IMAGE_LANE", PT_IMAGE_LANE),
         ("PT_R", PT_R),
         ("PT_W", PT_W),
+        ("PT_LAZY", PT_LAZY),
         ("PT_FRAME_MASK", PT_FRAME_MASK),
         ("BLOCK_THREADS", BLOCK_THREADS as u64),
         ("CHECK_EVERY", CHECK_EVERY),
@@ -362,6 +377,7 @@ pub fn wgsl_header() -> String {
         "PT_IMAGE_LANE",
         "PT_R",
         "PT_W",
+        "PT_LAZY",
         "PT_FRAME_MASK",
         "LDST_LG",
         "BY_ELEM",
@@ -399,7 +415,7 @@ mod tests {
         assert_eq!(S_V + 64, S_WORDS);
         const { assert!(CORE_WORDS <= S_DIRTY && S_IMAGE < S_V) };
         const { assert!(S_WORDS * 8 <= 2048) };
-        assert_eq!(std::mem::size_of::<Params>(), 15 * 8 + 6 * 4);
+        assert_eq!(std::mem::size_of::<Params>(), 16 * 8 + 6 * 4);
     }
 
     #[test]

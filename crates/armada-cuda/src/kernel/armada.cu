@@ -74,6 +74,7 @@ static inline void a_set_once(u64* p, u64 v) {
     u64 expected = 0;
     __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
+static inline u64 a_fetch_add(u64* p, u64 v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 #else
 __device__ __forceinline__ u64 a_now_ns() {
     u64 t;
@@ -81,6 +82,7 @@ __device__ __forceinline__ u64 a_now_ns() {
     return t;
 }
 __device__ __forceinline__ void a_set_once(u64* p, u64 v) { atomicCAS((unsigned long long*)p, 0ull, (unsigned long long)v); }
+__device__ __forceinline__ u64 a_fetch_add(u64* p, u64 v) { return atomicAdd((unsigned long long*)p, (unsigned long long)v); }
 #endif
 
 // ------------------------------------------------------------------------------------------
@@ -97,6 +99,7 @@ struct Params {
     const u64* chunks;      // frame chunk base addresses
     u64* progress;          // per lane retired count, host-mapped (may be null)
     u64* sched;             // [0]: time the first lane stopped for the host, [1]: launch start (0: not yet)
+    u64* claims;            // lazy pages taken: [0] count, then (lane << 32 | frame, vpn) pairs (0: none)
     u64 slice;              // instructions per lane per launch
     u64 max_ns;             // a lane leaves this long after it started
     u64 min_grace_ns;       // after the first stop, running lanes go on at least this long
@@ -273,6 +276,10 @@ struct Tlb {
 
 __device__ __forceinline__ u64 pt_hash(u64 key, u32 shift) { return (key * 0x9E3779B97F4A7C15ull) >> shift; }
 
+__device__ __forceinline__ u64 frame_addr(const Params& P, u64 frame) {
+    return P.chunks[frame >> P.chunk_shift] + ((frame & ((1ull << P.chunk_shift) - 1)) << 12);
+}
+
 // The slot holding `key`, or MAXU64.
 __device__ __forceinline__ u64 pt_find(const Params& P, u64 key) {
     u64 s = pt_hash(key, P.pt_shift);
@@ -297,6 +304,29 @@ __device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 v
     }
     u64 val = P.pt[2 * s + 1];
     if (!(val & (write ? PT_W : PT_R))) return 0;
+    if (write && (val & PT_LAZY)) {
+        // First write to a lazy page: copy its starting bytes (zero frame or image page) into
+        // a frame of the lane's reserve and into that frame's shadow (the host's copy starts
+        // from the same bytes), point the entry at it, and log the claim. Only this lane uses
+        // its own entries, so no other thread races on the slot.
+        u64 n = rec[S_RES_N];
+        if (n == 0 || !P.claims) return 0; // the host takes it as a miss
+        u64 f = rec[S_RES + n - 1];
+        rec[S_RES_N] = n - 1;
+        const u64* src = (const u64*)frame_addr(P, val & PT_FRAME_MASK);
+        u64* dst = (u64*)frame_addr(P, f);
+        u64* shadow = dst + (512ull << P.chunk_shift);
+        for (u32 i = 0; i < 512; i++) {
+            u64 w = src[i];
+            dst[i] = w;
+            shadow[i] = w;
+        }
+        val = f | (val & (PT_R | PT_W));
+        P.pt[2 * s + 1] = val;
+        u64 at = a_fetch_add(&P.claims[0], 1);
+        P.claims[1 + 2 * at] = (u64)lane << 32 | f;
+        P.claims[2 + 2 * at] = vpn;
+    }
     if (write) {
         u32 ep = (u32)rec[S_EPOCH];
         if (P.pt_epoch[s] != ep) {
@@ -306,8 +336,7 @@ __device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 v
             rec[S_DIRTY_N] = n + 1;
         }
     }
-    u64 frame = val & PT_FRAME_MASK;
-    return P.chunks[frame >> P.chunk_shift] + ((frame & ((1ull << P.chunk_shift) - 1)) << 12);
+    return frame_addr(P, val & PT_FRAME_MASK);
 }
 
 __device__ __forceinline__ u8* tlb_get(Tlb& T, const Params& P, u32 lane, u64* rec, u64 addr, u32 write) {
@@ -319,6 +348,13 @@ __device__ __forceinline__ u8* tlb_get(Tlb& T, const Params& P, u32 lane, u64* r
     if (T.tag3 == vpn && (!write || (T.wr & 8))) return (u8*)(T.ptr3 + off);
     u64 base = pt_lookup(P, lane, rec, vpn, write);
     if (!base) return 0;
+    if (write) {
+        // a read entry of the page may point at the bytes a lazy page started from
+        if (T.tag0 == vpn) T.tag0 = MAXU64;
+        if (T.tag1 == vpn) T.tag1 = MAXU64;
+        if (T.tag2 == vpn) T.tag2 = MAXU64;
+        if (T.tag3 == vpn) T.tag3 = MAXU64;
+    }
     T.tag3 = T.tag2; T.ptr3 = T.ptr2;
     T.tag2 = T.tag1; T.ptr2 = T.ptr1;
     T.tag1 = T.tag0; T.ptr1 = T.ptr0;

@@ -157,6 +157,8 @@ impl BareLane {
             chunks: chunks.ptr(),
             progress: 0,
             sched: sched.ptr(),
+            // flat memory, every page mapped: no lazy pages
+            claims: 0,
             slice: dev.default_slice().unwrap_or(DEFAULT_SLICE),
             max_ns: env_ms("ARMADA_CUDA_LAUNCH_MS", 100.0),
             min_grace_ns: env_ms("ARMADA_CUDA_GRACE_MS", 5.0),
