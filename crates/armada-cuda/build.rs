@@ -12,6 +12,8 @@ fn main() {
     println!("cargo:rerun-if-changed=src/kernel/simd.cu");
     println!("cargo:rerun-if-changed=../armada-gpu/src/layout.rs");
     println!("cargo:rerun-if-env-changed=ARMADA_NO_SIM");
+    // kernel variants for the simulator too, e.g. ARMADA_SIM_DEFINES="ARMADA_COLD"
+    println!("cargo:rerun-if-env-changed=ARMADA_SIM_DEFINES");
     if std::env::var_os("ARMADA_NO_SIM").is_some() {
         return;
     }
@@ -19,8 +21,13 @@ fn main() {
     let src = out.join("armada_sim.cpp");
     let kernel = std::fs::read_to_string("src/kernel/armada.cu").unwrap();
     let simd = std::fs::read_to_string("src/kernel/simd.cu").unwrap();
+    let defines: String = std::env::var("ARMADA_SIM_DEFINES")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|d| format!("#define {d} 1\n"))
+        .collect();
     let text = format!(
-        "#define ARMADA_SIM 1\n{}",
+        "#define ARMADA_SIM 1\n{defines}{}",
         layout::cuda_source(&kernel, &simd)
     );
     std::fs::write(&src, text).unwrap();

@@ -8,8 +8,10 @@ use std::ffi::{c_void, CString};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-/// From this many active lanes on, launches use the kernel build for throughput.
-pub const MANY_LANES: u32 = 8192;
+/// From this many active lanes on, launches use the kernel build for throughput: from where
+/// lanes start to share warps (`Batch::launch` gives each lane a warp of its own up to 2,048),
+/// since that build also keeps a warp's lanes in step (`ARMADA_MINPC`).
+pub const MANY_LANES: u32 = 2049;
 /// Blocks an SM the many-lane build is compiled for.
 pub const MANY_BLOCKS: u32 = 4;
 
@@ -93,6 +95,9 @@ impl CudaDevice {
             .filter(|&b| (1..=16).contains(&b))
             .unwrap_or(MANY_BLOCKS);
         let many_define = format!("-DARMADA_MIN_BLOCKS={many_blocks}");
+        // min-PC scheduling: lanes of a warp run in step (see the kernel); it costs a vote an
+        // instruction, which one lane a warp (the few-lane build) does without
+        let minpc = "-DARMADA_MINPC";
         let (few, many) = std::thread::scope(|s| {
             let a = s
                 .spawn(|| crate::nvrtc::compile_cached(&src, &arch, &[], &name, cache_dir.clone()));
@@ -100,7 +105,7 @@ impl CudaDevice {
                 crate::nvrtc::compile_cached(
                     &src,
                     &arch,
-                    &[many_define.as_str()],
+                    &[many_define.as_str(), minpc],
                     &name,
                     cache_dir.clone(),
                 )

@@ -69,6 +69,8 @@ pub struct Stats {
     pub kernel_s: f64,
     pub service_s: f64,
     pub transfer_s: f64,
+    /// `transfer_s` in parts (`TRANSFER_PARTS`), to see which one to work on.
+    pub transfer_parts: [f64; 6],
     pub setup_s: f64,
     pub apply_s: f64,
     pub spawn_s: f64,
@@ -92,6 +94,25 @@ pub struct Stats {
     pub lazy_claims: u64,
     pub stops: HashMap<&'static str, u64>,
     pub host_ops: HashMap<&'static str, u64>,
+}
+
+/// The parts of `Stats::transfer_parts`.
+const TRANSFER_PARTS: [&str; 6] = [
+    "stops",
+    "records",
+    "dirty list",
+    "changes",
+    "grouping",
+    "upload",
+];
+
+impl Stats {
+    /// Adds the time since `lap` to transfer part `i` and restarts `lap`.
+    fn lap(&mut self, i: usize, lap: &mut Instant) {
+        let now = Instant::now();
+        self.transfer_parts[i] += (now - *lap).as_secs_f64();
+        *lap = now;
+    }
 }
 
 /// Why a lane stopped in a launch (the run-to-first-stop mode reports these).
@@ -1048,6 +1069,7 @@ impl Batch {
             self.active_dirty = false;
         }
         self.stats.transfer_s += t.elapsed().as_secs_f64();
+        self.stats.transfer_parts[5] += t.elapsed().as_secs_f64();
         Ok(())
     }
 
@@ -1374,6 +1396,7 @@ impl Batch {
         self.stats.kernel_s += secs;
         self.stats.launches += 1;
         let t = Instant::now();
+        let mut lap = t;
         let stops: Vec<u32> = dtoh_vec(&*self.dev, self.d_stops, self.lanes.len())?;
         self.stops = stops;
         if self.lazy {
@@ -1392,6 +1415,7 @@ impl Batch {
             );
         }
         self.stats.transfer_s += t.elapsed().as_secs_f64();
+        self.stats.lap(0, &mut lap);
         Ok(())
     }
 
@@ -1498,6 +1522,7 @@ impl Batch {
     /// Services the listed lanes (stopped in the last launch).
     pub fn service(&mut self, svc: &[u32]) -> Result<(), Error> {
         let t = Instant::now();
+        let mut lap = t;
         const W: usize = DOWN_WORDS;
         let mut recs = std::mem::take(&mut self.spare.recs);
         self.download_records_into(svc, 0, W, &mut recs)?;
@@ -1524,6 +1549,7 @@ impl Batch {
         for (j, &k) in vlanes.iter().enumerate() {
             vpos[k] = Some(j);
         }
+        self.stats.lap(1, &mut lap);
         // Pages the lanes wrote since their last sync: only their changed blocks come back.
         let mut frames: Vec<u32> = Vec::new();
         let mut owner: Vec<(usize, u64)> = Vec::new();
@@ -1550,8 +1576,10 @@ impl Batch {
                 }
             }
         }
+        self.stats.lap(2, &mut lap);
         let mut changes = std::mem::take(&mut self.spare.changes);
         self.download_changes(&frames, &mut changes)?;
+        self.stats.lap(3, &mut lap);
         // grouped by lane (a counting sort: the entries are 72 bytes)
         let mut start = vec![0usize; svc.len() + 1];
         for c in changes.chunks_exact(9) {
@@ -1571,6 +1599,7 @@ impl Batch {
             .map(|k| &order[start[k]..start[k + 1]])
             .collect();
         self.stats.transfer_s += t.elapsed().as_secs_f64();
+        self.stats.lap(4, &mut lap);
 
         // Service in parallel.
         let t = Instant::now();
@@ -1750,6 +1779,15 @@ impl Batch {
             ("kernel s".into(), format!("{:.3}", s.kernel_s)),
             ("service s".into(), format!("{:.3}", s.service_s)),
             ("transfer s".into(), format!("{:.3}", s.transfer_s)),
+            (
+                "transfer parts s".into(),
+                TRANSFER_PARTS
+                    .iter()
+                    .zip(s.transfer_parts)
+                    .map(|(n, t)| format!("{n} {t:.3}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
             ("setup s".into(), format!("{:.3}", s.setup_s)),
             ("spawn s".into(), format!("{:.3}", s.spawn_s)),
             ("page-table apply s".into(), format!("{:.3}", s.apply_s)),
