@@ -92,7 +92,7 @@ if want speed; then
     n=${TIGHT_ITERS:-20000000}
     $A batch --backend cpu --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1cpu.txt"
     note "speed: 1 lane tight loop ($n iterations) on the CPU engine: $(rates "$log/tight1cpu.txt")"
-    variants=${VARIANTS:-default -DARMADA_MIN_BLOCKS=8}
+    variants=${VARIANTS:-default}
     [[ $B == cuda ]] || variants=default
     for variant in $variants; do
         [[ $variant == default ]] && export ARMADA_CUDA_DEFINES= || export ARMADA_CUDA_DEFINES=${variant//,/ }
@@ -105,6 +105,13 @@ if want speed; then
         note "speed [$variant]: $LANES lanes lanecrc {lane} ${BIT_ROUNDS:-16} bit (bitwise: compute bound): $(rates "$log/aggbit$variant.txt")"
     done
     export ARMADA_CUDA_DEFINES=${BEST_DEFINES:-}
+    # sustained: long enough that start-up and the lanes' first syscalls (host work, see the
+    # short runs) weigh little against the kernel's rate (SUSTAIN_ROUNDS=0 skips it)
+    r=${SUSTAIN_ROUNDS:-400}
+    if [[ $r != 0 ]]; then
+        timeout 600 $A batch --backend $B --lanes $LANES "$G/lanecrc" '{lane}' "$r" bit >/dev/null 2>"$log/sustain.txt"
+        note "speed: $LANES lanes lanecrc {lane} $r bit (sustained): $(rates "$log/sustain.txt")"
+    fi
     # more lanes (MORE="LANES ROUNDS,..."; MORE=none skips them)
     more=${MORE:-"131072 50,262144 25"}
     [[ $B == cuda && $more != none ]] || more=""
@@ -282,7 +289,7 @@ EOF
     timeout 600 $A batch --backend $B --lanes $lanes --stdin-dir "$work/in" --out "$log/bb.jsonl" "$BB" sha256sum >/dev/null 2>"$log/bb.txt"
     t1=$(secs)
     armada_s=$(elapsed $t0 $t1)
-    note "busybox: armada $B, $lanes x sha256sum of a 4 KiB stdin: $armada_s s wall: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/bb.txt"); frames peak $(stat_of "$log/bb.txt" 'device frames peak')"
+    note "busybox: armada $B, $lanes x sha256sum of a 4 KiB stdin: $armada_s s wall: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/bb.txt"); frames peak $(stat_of "$log/bb.txt" 'device frames peak'), guest pages $(stat_of "$log/bb.txt" 'guest frames peak')"
     if [[ -n $Q ]]; then
         t0=$(secs)
         seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c "$Q $BB sha256sum < $work/in/{} > $work/b{}.out"
@@ -300,7 +307,8 @@ if want resident && [[ -x $BB ]]; then
         rc=$?
         t1=$(secs)
         peak=$(stat_of "$log/res$lanes.txt" 'device frames peak')
-        note "resident: $lanes busybox lanes (rc=$rc, $(elapsed $t0 $t1) s): $(grep -o '[0-9]* exited 0' "$log/res$lanes.txt" | head -1); frames peak $peak; $(grep -o '[0-9.]* [kMGT]\?instructions/s' "$log/res$lanes.txt" | head -1)"
+        guest=$(stat_of "$log/res$lanes.txt" 'guest frames peak')
+        note "resident: $lanes busybox lanes (rc=$rc, $(elapsed $t0 $t1) s): $(grep -o '[0-9]* exited 0' "$log/res$lanes.txt" | head -1); frames peak $peak, guest pages $guest (the rest: lanes' frame reserves); $(grep -o '[0-9.]* [kMGT]\?instructions/s' "$log/res$lanes.txt" | head -1)"
         [[ $rc == 0 ]] || break
     done
 fi
