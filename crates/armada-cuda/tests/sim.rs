@@ -104,3 +104,36 @@ fn no_driver_is_a_clear_error() {
         .unwrap();
     assert!(e.to_string().contains("--backend cpu"));
 }
+
+#[test]
+fn lazy_pages_take_first_writes_in_the_kernel() {
+    let Some(engine) = options() else { return };
+    let p = repo().join("target/guest/lanecrc");
+    if !p.exists() {
+        eprintln!("skipped: no guest programs");
+        return;
+    }
+    // lanes whose first writes (data, bss, stack, heap) the kernel takes from their reserves
+    let s = spec(&p, 16, &["{lane}", "1"], |_| Vec::new());
+    same_as_cpu(&s, &engine);
+    let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+    let stat = |name: &str| {
+        out.stats
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let claims: u64 = stat("lazy pages")
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(claims >= 16 * 4, "lazy pages: {}", stat("lazy pages"));
+    // without them those writes would each have stopped the lane
+    assert!(
+        !stat("stops").contains("miss-write"),
+        "stops: {}",
+        stat("stops")
+    );
+}

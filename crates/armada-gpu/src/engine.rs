@@ -257,26 +257,30 @@ struct Frames {
 }
 
 impl Frames {
+    /// A free frame. A frame for a lane's reserve is counted in `reserved` before the call.
     fn alloc(&mut self, dev: &dyn Device) -> Result<u32, Error> {
+        let f = match self.free.pop() {
+            Some(f) => f,
+            None => {
+                let f = self.next;
+                if f >> self.shift >= self.chunks.len() as u64 {
+                    if self.chunks.len() >= MAX_CHUNKS || f > PT_FRAME_MASK {
+                        return Err(Error::Device("out of device frames".into()));
+                    }
+                    // frames, then their shadows (the bytes the host has, for diffs)
+                    let p = dev.alloc((2 * (PAGE_SIZE << self.shift)) as usize)?;
+                    let i = self.chunks.len();
+                    self.chunks.push(p);
+                    htod_slice(dev, self.d_chunks + 8 * i as u64, &[p])?;
+                }
+                self.next += 1;
+                f as u32
+            }
+        };
         self.live += 1;
         self.peak = self.peak.max(self.live);
         self.guest_peak = self.guest_peak.max(self.live - self.reserved);
-        if let Some(f) = self.free.pop() {
-            return Ok(f);
-        }
-        let f = self.next;
-        if f >> self.shift >= self.chunks.len() as u64 {
-            if self.chunks.len() >= MAX_CHUNKS || f > PT_FRAME_MASK {
-                return Err(Error::Device("out of device frames".into()));
-            }
-            // frames, then their shadows (the bytes the host has, for diffs)
-            let p = dev.alloc((2 * (PAGE_SIZE << self.shift)) as usize)?;
-            let i = self.chunks.len();
-            self.chunks.push(p);
-            htod_slice(dev, self.d_chunks + 8 * i as u64, &[p])?;
-        }
-        self.next += 1;
-        Ok(f as u32)
+        Ok(f)
     }
 
     fn release(&mut self, f: u32) {
@@ -895,13 +899,13 @@ impl Batch {
                     .map(|&v| (v, want_for(mem, v, image, false, true, false, false)))
                     .collect();
                 if lazy {
-                    // pages the lane will likely write: its writable areas (a small one's
-                    // pages, a large one's first), and those around its first private pages
-                    // (the stack's top)
+                    // pages the lane will likely write: its small writable areas (data, bss)
+                    // and the pages around its first private ones (the stack's top; the
+                    // stack's far end stays unmapped)
                     for (start, end, perm) in mem.areas() {
-                        if perm.contains(Perm::W) {
-                            let (lo, hi) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE));
-                            lazy_area(l, image, lo, hi, &mut wants);
+                        let (lo, hi) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE));
+                        if perm.contains(Perm::W) && hi - lo <= LAZY_AREA_PAGES {
+                            lazy_range(l, image, lo, hi, &mut wants);
                         }
                     }
                     for &v in &vpns {
@@ -1276,7 +1280,8 @@ impl Batch {
         let mem = &l.lane.program.mem;
         let used = mem.private_bytes() + l.claimed.len() as u64 * PAGE_SIZE;
         let room = (mem.limit().saturating_sub(used) / PAGE_SIZE).min(RES_CAP as u64) as usize;
-        if l.reserve.len() == room {
+        let before = l.reserve.len();
+        if before == room {
             return Ok(None);
         }
         while l.reserve.len() > room {
@@ -1285,12 +1290,21 @@ impl Batch {
             self.frames.reserved -= 1;
         }
         while l.reserve.len() < room {
+            // out of device memory: a smaller reserve (the lane's writes then stop it as
+            // misses, and the host says so if it cannot map them either)
             self.frames.reserved += 1;
-            l.reserve.push(self.frames.alloc(&*self.dev)?);
+            let Ok(f) = self.frames.alloc(&*self.dev) else {
+                self.frames.reserved -= 1;
+                break;
+            };
+            l.reserve.push(f);
+        }
+        if l.reserve.len() == before {
+            return Ok(None);
         }
         self.stats.frames_peak = self.frames.peak;
-        let mut words = Vec::with_capacity(1 + room);
-        words.push(room as u64);
+        let mut words = Vec::with_capacity(1 + l.reserve.len());
+        words.push(l.reserve.len() as u64);
         words.extend(l.reserve.iter().map(|&f| f as u64));
         Ok(Some(words))
     }
