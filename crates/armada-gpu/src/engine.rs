@@ -1189,30 +1189,16 @@ impl Batch {
                         l.entries.remove(&vpn);
                     }
                 }
-                Want::Shared { frame, perms } => {
+                Want::Shared { frame, perms } | Want::Lazy { frame, perms } => {
+                    // an entry on a frame the lane does not own (a lazy one: until the kernel
+                    // gives it a frame on the first write)
+                    let lazy = matches!(want, Want::Lazy { .. });
                     if let Some(e) = cur {
                         if e.private {
                             self.frames.release(e.frame);
                         }
                     }
-                    let slot = self.pt.set_opt(key, frame as u64 | perms, plan.force)?;
-                    l.entries.insert(
-                        vpn,
-                        Entry {
-                            slot,
-                            frame,
-                            private: false,
-                            lazy: false,
-                        },
-                    );
-                }
-                Want::Lazy { frame, perms } => {
-                    if let Some(e) = cur {
-                        if e.private {
-                            self.frames.release(e.frame);
-                        }
-                    }
-                    let val = frame as u64 | perms | PT_LAZY;
+                    let val = frame as u64 | perms | if lazy { PT_LAZY } else { 0 };
                     let slot = self.pt.set_opt(key, val, plan.force)?;
                     l.entries.insert(
                         vpn,
@@ -1220,7 +1206,7 @@ impl Batch {
                             slot,
                             frame,
                             private: false,
-                            lazy: true,
+                            lazy,
                         },
                     );
                 }
