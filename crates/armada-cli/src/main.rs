@@ -7,6 +7,12 @@ mod run;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::process::ExitCode;
 
+// Batches allocate and free millions of small buffers (guest pages, records) from every core at
+// once; glibc's per-thread arenas grow and shrink with mprotect/munmap under the process-wide
+// memory-map lock, which serializes the cores. mimalloc keeps per-thread free lists instead.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "armada",
