@@ -190,6 +190,10 @@ pub struct AddressSpace {
     /// GPU engine support: pages written through this address space while tracking is on
     /// (`gpu_track_writes`), so the GPU engine uploads only what the host changed.
     host_written: Option<HashSet<u64>>,
+    /// With `gpu_track_writes_keep`: each written page's bytes before the host's first write
+    /// to it, so the engine sends the device only the bytes that changed (None: the page was
+    /// dropped, so its old bytes say nothing).
+    host_before: Option<HashMap<u64, Option<Box<PageData>>>>,
 }
 
 // SAFETY: the raw pointers in the TLB point into page buffers that this address space keeps
@@ -212,6 +216,7 @@ impl Clone for AddressSpace {
             flat: self.flat.clone(),
             generation: 0,
             host_written: None,
+            host_before: None,
         }
     }
 }
@@ -235,6 +240,7 @@ impl AddressSpace {
             flat: None,
             generation: 0,
             host_written: None,
+            host_before: None,
         }
     }
 
@@ -376,25 +382,34 @@ impl AddressSpace {
     fn drop_pages(&mut self, addr: u64, end: u64) {
         let first = addr >> PAGE_SHIFT;
         let last = end >> PAGE_SHIFT;
+        let mut gone = Vec::new();
         if last - first > self.pages.len() as u64 {
-            let mut dropped = Vec::new();
+            let mut private = 0;
             self.pages.retain(|&vpn, page| {
                 let keep = vpn < first || vpn >= last;
                 if !keep {
-                    dropped.push(Arc::strong_count(&page.data) == 1);
+                    private += (Arc::strong_count(&page.data) == 1) as u64;
+                    gone.push(vpn);
                 }
                 keep
             });
-            self.private_pages = self
-                .private_pages
-                .saturating_sub(dropped.iter().filter(|&&p| p).count() as u64);
+            self.private_pages = self.private_pages.saturating_sub(private);
         } else {
             for vpn in first..last {
                 if let Some(p) = self.pages.remove(&vpn) {
                     if Arc::strong_count(&p.data) == 1 {
                         self.private_pages = self.private_pages.saturating_sub(1);
                     }
+                    gone.push(vpn);
                 }
+            }
+        }
+        // GPU engine support: a dropped page reads as zeros again, a change the device must
+        // see like a write (and its kept bytes no longer tell what the device has).
+        if let Some(w) = self.host_written.as_mut() {
+            w.extend(gone.iter().copied());
+            if let Some(b) = self.host_before.as_mut() {
+                b.extend(gone.iter().map(|&v| (v, None)));
             }
         }
         self.code_pages.retain(|&v| v < first || v >= last);
@@ -610,7 +625,13 @@ impl AddressSpace {
     fn fill_write_entry(&mut self, vpn: u64, ptr: *mut u8) -> *mut u8 {
         // GPU engine support: every host write reaches a page through here after a TLB flush.
         if let Some(w) = self.host_written.as_mut() {
-            w.insert(vpn);
+            if w.insert(vpn) {
+                if let Some(b) = self.host_before.as_mut() {
+                    // SAFETY: `ptr` points to the page's PAGE_SIZE bytes (see the type's
+                    // comment); the write this entry is for has not happened yet.
+                    b.insert(vpn, Some(Box::new(unsafe { *(ptr as *const PageData) })));
+                }
+            }
         }
         if self.code_pages.remove(&vpn) {
             self.code_written.push(vpn);
@@ -939,10 +960,33 @@ impl AddressSpace {
     pub fn gpu_track_writes(&mut self) {
         self.flush_tlb();
         self.host_written = Some(HashSet::default());
+        self.host_before = None;
+    }
+
+    /// As `gpu_track_writes`, also keeping each written page's bytes from before the host's
+    /// first write to it (see `gpu_take_written_keep`).
+    pub fn gpu_track_writes_keep(&mut self) {
+        self.gpu_track_writes();
+        self.host_before = Some(HashMap::default());
+    }
+
+    /// Stops recording; returns the pages written (or dropped) since `gpu_track_writes_keep`,
+    /// in page order, each with its bytes from before the host's first write (None for a page
+    /// dropped meanwhile).
+    pub fn gpu_take_written_keep(&mut self) -> Vec<(u64, Option<Box<PageData>>)> {
+        self.host_written = None;
+        let mut v: Vec<(u64, Option<Box<PageData>>)> = self
+            .host_before
+            .take()
+            .map(|m| m.into_iter().collect())
+            .unwrap_or_default();
+        v.sort_unstable_by_key(|p| p.0);
+        v
     }
 
     /// Stops recording and returns the page numbers written since `gpu_track_writes`.
     pub fn gpu_take_written(&mut self) -> Vec<u64> {
+        self.host_before = None;
         let mut v: Vec<u64> = self
             .host_written
             .take()
@@ -977,6 +1021,37 @@ mod tests {
         m.protect(0x11000, 0x1000, Perm::R).unwrap();
         assert!(m.write_u64(0x10ffc, 0).is_err());
         assert_eq!(m.read_u64(0x10ffc).unwrap(), 0x1122334455667788);
+    }
+
+    #[test]
+    fn kept_writes_give_each_page_its_bytes_before_the_first_write() {
+        let mut m = AddressSpace::new();
+        m.map(0x10000, 0x3000, Perm::RW).unwrap();
+        m.write_u64(0x10010, 5).unwrap();
+        m.gpu_track_writes_keep();
+        m.write_u64(0x10010, 6).unwrap();
+        m.write_u64(0x10010, 7).unwrap();
+        m.write_bytes(0x11ff8, &[1; 16]).unwrap(); // two pages, one never written
+        let w = m.gpu_take_written_keep();
+        assert_eq!(
+            w.iter().map(|p| p.0).collect::<Vec<_>>(),
+            [0x10, 0x11, 0x12]
+        );
+        let kept: Vec<&PageData> = w.iter().map(|p| p.1.as_deref().unwrap()).collect();
+        assert_eq!(kept[0][0x10], 5);
+        assert!(kept[1].iter().chain(kept[2].iter()).all(|&b| b == 0));
+        assert_eq!(m.read_u64(0x10010).unwrap(), 7);
+        // tracking ended: no more pages are kept
+        m.write_u64(0x10010, 8).unwrap();
+        m.gpu_track_writes();
+        assert!(m.gpu_take_written().is_empty());
+        // a written page dropped (MADV_DONTNEED maps it again): reported, its bytes unknown
+        m.gpu_track_writes_keep();
+        m.write_u64(0x11000, 9).unwrap();
+        m.map(0x10000, 0x2000, Perm::RW).unwrap();
+        let w = m.gpu_take_written_keep();
+        assert_eq!(w.iter().map(|p| p.0).collect::<Vec<_>>(), [0x10, 0x11]);
+        assert!(w.iter().all(|p| p.1.is_none()));
     }
 
     #[test]

@@ -81,6 +81,9 @@ pub struct Stats {
     pub pages_down: u64,
     pub pages_up: u64,
     pub pages_copied: u64,
+    /// Runs of words the host wrote into lanes' own pages, sent instead of the whole pages.
+    pub runs_up: u64,
+    pub run_words_up: u64,
     pub diff_blocks: u64,
     pub frames_peak: u64,
     /// The peak of frames holding guest pages (`frames_peak` less the lanes' reserves).
@@ -356,6 +359,45 @@ enum PageSrc {
     Bytes(Box<PageData>),
     /// A copy of another frame on the device (an image page being copied on write, or zeros).
     Frame(u32),
+    /// Some words of a frame whose other bytes the device has: runs of (first word, words),
+    /// and the runs' words back to back.
+    Runs(Vec<(u16, u16)>, Vec<u64>),
+}
+
+/// Blocks of a page the host wrote beyond which the whole page goes up instead of its runs.
+const RUNS_MAX_BLOCKS: usize = 48;
+
+/// The 64-byte blocks of `after` that differ from `before` (the bytes the device has), as an
+/// upload: their runs, the whole page when most of it changed, or None when nothing did.
+/// (Syscalls write a few bytes of a page, a stat buffer or a path; sending only those blocks
+/// keeps the per-syscall upload small.)
+fn changed_runs(before: &PageData, after: &PageData) -> Option<PageSrc> {
+    let mut runs: Vec<(u16, u16)> = Vec::new();
+    let mut words: Vec<u64> = Vec::new();
+    let mut blocks = 0;
+    for (b, (x, y)) in before
+        .chunks_exact(64)
+        .zip(after.chunks_exact(64))
+        .enumerate()
+    {
+        if x == y {
+            continue;
+        }
+        blocks += 1;
+        if blocks > RUNS_MAX_BLOCKS {
+            return Some(PageSrc::Bytes(Box::new(*after)));
+        }
+        let first = 8 * b as u16;
+        match runs.last_mut() {
+            Some((f, n)) if *f + *n == first => *n += 8,
+            _ => runs.push((first, 8)),
+        }
+        words.extend(
+            y.chunks_exact(8)
+                .map(|w| u64::from_le_bytes(w.try_into().unwrap())),
+        );
+    }
+    (blocks > 0).then_some(PageSrc::Runs(runs, words))
 }
 
 /// A serviced lane: its number, its plan, and the record words to write back (first word,
@@ -1014,19 +1056,32 @@ impl Batch {
             .iter()
             .filter_map(|p| match &p.1 {
                 PageSrc::Bytes(b) => Some(&**b),
-                PageSrc::Frame(_) => None,
+                _ => None,
             })
             .collect();
+        let (mut run_words, mut n_runs) = (0usize, 0usize);
+        for p in &pages {
+            if let PageSrc::Runs(runs, words) = &p.1 {
+                run_words += words.len();
+                n_runs += runs.len();
+            }
+        }
         let rec_bytes = rec_words * 8;
         let page_bytes = host_pages.len() * PAGE_SIZE as usize;
-        // each page goes to its frame and its shadow
-        let n_desc = records.len() + 2 * pages.len();
+        let data_bytes = rec_bytes + page_bytes + run_words * 8;
+        // each page (or run) goes to its frame and its shadow
+        let n_whole = pages.len()
+            - pages
+                .iter()
+                .filter(|p| matches!(p.1, PageSrc::Runs(..)))
+                .count();
+        let n_desc = records.len() + 2 * (n_whole + n_runs);
         let desc_bytes = n_desc * std::mem::size_of::<CopyDesc>();
         if n_desc > 0 {
-            let stage = self.ensure_stage(rec_bytes + page_bytes + desc_bytes)?;
+            let stage = self.ensure_stage(data_bytes + desc_bytes)?;
             let mut host = std::mem::take(&mut self.spare.up);
             host.clear();
-            host.resize(rec_bytes + page_bytes, 0);
+            host.resize(data_bytes, 0);
             let mut descs = Vec::with_capacity(n_desc);
             let mut off = 0usize;
             for (lane, first, words) in records {
@@ -1040,20 +1095,41 @@ impl Batch {
                 });
                 off += 8 * words.len();
             }
-            host[rec_bytes..]
+            host[rec_bytes..rec_bytes + page_bytes]
                 .par_chunks_mut(PAGE_SIZE as usize)
                 .zip(host_pages.par_iter())
                 .for_each(|(dst, data)| dst.copy_from_slice(&data[..]));
             let mut k = 0usize;
+            let mut run_off = rec_bytes + page_bytes;
             for (frame, src) in &pages {
+                let (to, shadow) = (self.frames.addr(*frame), self.frames.shadow(*frame));
                 let from = match src {
                     PageSrc::Bytes(_) => {
                         k += 1;
                         stage + (rec_bytes + (k - 1) * PAGE_SIZE as usize) as u64
                     }
                     PageSrc::Frame(g) => self.frames.addr(*g),
+                    PageSrc::Runs(runs, words) => {
+                        for (w, v) in words.iter().enumerate() {
+                            host[run_off + 8 * w..run_off + 8 * w + 8]
+                                .copy_from_slice(&v.to_le_bytes());
+                        }
+                        for &(first, n) in runs {
+                            for dst in [to, shadow] {
+                                descs.push(CopyDesc {
+                                    src: stage + run_off as u64,
+                                    dst: dst + 8 * first as u64,
+                                    words: n as u64,
+                                });
+                            }
+                            run_off += 8 * n as usize;
+                        }
+                        self.stats.runs_up += runs.len() as u64;
+                        self.stats.run_words_up += words.len() as u64;
+                        continue;
+                    }
                 };
-                for dst in [self.frames.addr(*frame), self.frames.shadow(*frame)] {
+                for dst in [to, shadow] {
                     descs.push(CopyDesc {
                         src: from,
                         dst,
@@ -1063,9 +1139,9 @@ impl Batch {
             }
             self.dev.htod(stage, &host)?;
             self.spare.up = host;
-            self.run_copies(&descs, stage + (rec_bytes + page_bytes) as u64)?;
+            self.run_copies(&descs, stage + data_bytes as u64)?;
             self.stats.pages_up += host_pages.len() as u64;
-            self.stats.pages_copied += (pages.len() - host_pages.len()) as u64;
+            self.stats.pages_copied += (n_whole - host_pages.len()) as u64;
         }
         self.flush_pt()?;
         if self.active_dirty {
@@ -1815,8 +1891,11 @@ impl Batch {
             (
                 "pages up".into(),
                 format!(
-                    "{} from the host, {} copied on the device",
-                    s.pages_up, s.pages_copied
+                    "{} from the host, {} copied on the device; {} runs of host writes ({} KiB)",
+                    s.pages_up,
+                    s.pages_copied,
+                    s.runs_up,
+                    s.run_words_up / 128
                 ),
             ),
             (
@@ -1892,7 +1971,7 @@ fn service_lane(
 ) -> Plan {
     let mut plan = Plan::default();
     let before = area_list(&lh.lane.program.mem);
-    lh.lane.program.mem.gpu_track_writes();
+    lh.lane.program.mem.gpu_track_writes_keep();
     let info = rec[S_INFO];
     let mut extra: Vec<(u64, Want)> = Vec::new();
     let exit: Option<Exit> = match stop {
@@ -1967,7 +2046,7 @@ fn service_lane(
         STOP_HOST => host_step(lh, image, &mut plan),
         _ => None,
     };
-    let written = lh.lane.program.mem.gpu_take_written();
+    let written_kept = lh.lane.program.mem.gpu_take_written_keep();
     if let Some(e) = exit {
         lh.lane.exit = Some(e);
         plan.exited = true;
@@ -1975,6 +2054,7 @@ fn service_lane(
     }
     let mem = &lh.lane.program.mem;
     let after = area_list(mem);
+    let written: Vec<u64> = written_kept.iter().map(|p| p.0).collect();
     let mut vpns: Vec<u64> = Vec::new();
     if before != after {
         let ranges = changed_ranges(&before, &after);
@@ -1995,12 +2075,26 @@ fn service_lane(
         let lazy = lazy && (e.is_some_and(|e| e.lazy) || image.pages.contains_key(&v));
         wants.push((v, want_for(mem, v, image, owned, false, false, lazy)));
     }
-    for &v in &written {
+    for (v, kept) in written_kept {
         if extra.iter().any(|x| x.0 == v) {
             continue;
         }
         let owned = lh.entries.get(&v).is_some_and(|e| e.private);
-        wants.push((v, want_for(mem, v, image, owned, true, false, false)));
+        // A frame of the lane's own holds the page as it was before the host wrote it (the
+        // kernel's changes came back before the service): only the changed blocks go up.
+        let want = match (kept, owned) {
+            (Some(kept), true) => match want_for(mem, v, image, true, false, false, false) {
+                Want::Private { perms, data: None } => Want::Private {
+                    perms,
+                    data: mem
+                        .gpu_page(v)
+                        .and_then(|(now, _)| changed_runs(&kept, now)),
+                },
+                w => w,
+            },
+            _ => want_for(mem, v, image, owned, true, false, false),
+        };
+        wants.push((v, want));
     }
     wants.extend(extra);
     if lazy && before != after {
