@@ -105,7 +105,7 @@ const TRANSFER_PARTS: [&str; 6] = [
     "records",
     "dirty list",
     "changes",
-    "grouping",
+    "into mirror",
     "upload",
 ];
 
@@ -663,6 +663,14 @@ pub struct Batch {
     /// Lazy pages are on (the device supports them and ARMADA_GPU_LAZY is not 0).
     lazy: bool,
 }
+
+/// A mirror page that a downloaded block goes to (null: none).
+#[derive(Clone, Copy)]
+struct PagePtr(*mut u8);
+// SAFETY: each points into a page of one lane's mirror, written only while the lanes are not
+// otherwise touched (see `Batch::service`).
+unsafe impl Send for PagePtr {}
+unsafe impl Sync for PagePtr {}
 
 /// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
 /// tens of MB each way; fresh allocations of that size come from the kernel (mmap) and fault
@@ -1656,24 +1664,78 @@ impl Batch {
         let mut changes = std::mem::take(&mut self.spare.changes);
         self.download_changes(&frames, &mut changes)?;
         self.stats.lap(3, &mut lap);
-        // grouped by lane (a counting sort: the entries are 72 bytes)
-        let mut start = vec![0usize; svc.len() + 1];
-        for c in changes.chunks_exact(9) {
-            start[owner[(c[0] >> 6) as usize].0 + 1] += 1;
+        // Into the mirror, in parallel. First each stopped lane makes the pages the kernel
+        // claimed private (the reserve stayed within the cap, so this cannot fail but in an
+        // engine bug) and finds the page of each of its changed frames; a lane's frames are
+        // consecutive in `frames` (the list was built lane by lane).
+        let mut first_frame = vec![0usize; svc.len() + 1];
+        for &(k, _) in &owner {
+            first_frame[k + 1] += 1;
         }
         for k in 0..svc.len() {
-            start[k + 1] += start[k];
+            first_frame[k + 1] += first_frame[k];
         }
-        let mut fill = start.clone();
-        let mut order = vec![0u32; changes.len() / 9];
-        for (i, c) in changes.chunks_exact(9).enumerate() {
-            let k = owner[(c[0] >> 6) as usize].0;
-            order[fill[k]] = i as u32;
-            fill[k] += 1;
+        let mut pages: Vec<PagePtr> = vec![PagePtr(std::ptr::null_mut()); frames.len()];
+        {
+            let mut slots: Vec<Option<(usize, &mut [PagePtr])>> =
+                (0..self.lanes.len()).map(|_| None).collect();
+            let mut rest: &mut [PagePtr] = &mut pages;
+            for (k, &l) in svc.iter().enumerate() {
+                let (mine, more) = rest.split_at_mut(first_frame[k + 1] - first_frame[k]);
+                slots[l as usize] = Some((k, mine));
+                rest = more;
+            }
+            let owner = &owner;
+            let first_frame = &first_frame;
+            self.lanes
+                .par_iter_mut()
+                .zip(slots.into_par_iter())
+                .enumerate()
+                .try_for_each(|(lane_id, (lh, slot))| {
+                    let Some((k, mine)) = slot else {
+                        return Ok(());
+                    };
+                    let mem = &mut lh.lane.program.mem;
+                    for vpn in lh.claimed.drain(..) {
+                        if mem.gpu_make_private(vpn << PAGE_SHIFT).is_err() {
+                            return Err(Error::Device(format!(
+                                "lane {lane_id}: claimed page {vpn:#x} cannot be made private"
+                            )));
+                        }
+                    }
+                    for (j, p) in mine.iter_mut().enumerate() {
+                        let vpn = owner[first_frame[k] + j].1;
+                        if let Some(page) = mem.gpu_page_mut(vpn) {
+                            *p = PagePtr(page.as_mut_ptr());
+                        }
+                    }
+                    Ok(())
+                })?;
         }
-        let per_lane: Vec<&[u32]> = (0..svc.len())
-            .map(|k| &order[start[k]..start[k + 1]])
-            .collect();
+        // Then the blocks, each to its page: every (frame, block) comes once, so no two
+        // copies write the same bytes.
+        let pages = &pages;
+        changes.par_chunks(9 * 1024).for_each(|part| {
+            for c in part.chunks_exact(9) {
+                let p = pages[(c[0] >> 6) as usize].0;
+                if p.is_null() {
+                    continue;
+                }
+                let at = (c[0] & 63) as usize * 64;
+                for (i, word) in c[1..].iter().enumerate() {
+                    // SAFETY: `p` is a private page of a stopped lane's mirror, found just
+                    // above; no page of it changes until the service below, and the blocks
+                    // are distinct.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            word.to_le_bytes().as_ptr(),
+                            p.add(at + 8 * i),
+                            8,
+                        )
+                    };
+                }
+            }
+        });
         self.stats.transfer_s += t.elapsed().as_secs_f64();
         self.stats.lap(4, &mut lap);
 
@@ -1683,7 +1745,6 @@ impl Batch {
             k: usize,
             rec: &'a [u64],
             v: Option<&'a [u64]>,
-            changes: &'a [u32],
         }
         let mut work: Vec<Option<Work>> = (0..self.lanes.len()).map(|_| None).collect();
         for (k, &l) in svc.iter().enumerate() {
@@ -1691,14 +1752,11 @@ impl Batch {
                 k,
                 rec: &recs[k * W..(k + 1) * W],
                 v: vpos[k].map(|j| &vwords[j * 64..(j + 1) * 64]),
-                changes: per_lane[k],
             });
         }
         let images = &self.images;
         let stops = &self.stops;
         let lazy = self.lazy;
-        let owner = &owner;
-        let changes_ref = &changes;
         let results: Vec<Option<Result<Serviced, Error>>> = self
             .lanes
             .par_iter_mut()
@@ -1707,39 +1765,6 @@ impl Batch {
                 let w = w?;
                 let lane_id = svc[w.k] as usize;
                 let image = &images[lh.image];
-                {
-                    let mem = &mut lh.lane.program.mem;
-                    // pages the kernel claimed: the mirror copies the same starting bytes (the
-                    // reserve stayed within the cap, so this cannot fail but in an engine bug)
-                    for vpn in lh.claimed.drain(..) {
-                        if mem.gpu_make_private(vpn << PAGE_SHIFT).is_err() {
-                            return Some(Err(Error::Device(format!(
-                                "lane {lane_id}: claimed page {vpn:#x} cannot be made private"
-                            ))));
-                        }
-                    }
-                    // a frame's changed blocks come together: one page lookup per frame
-                    let mut k = 0;
-                    while k < w.changes.len() {
-                        let frame_of = |ci: u32| changes_ref[9 * ci as usize] >> 6;
-                        let fi = frame_of(w.changes[k]);
-                        let mut j = k;
-                        while j < w.changes.len() && frame_of(w.changes[j]) == fi {
-                            j += 1;
-                        }
-                        if let Some(page) = mem.gpu_page_mut(owner[fi as usize].1) {
-                            for &ci in &w.changes[k..j] {
-                                let c = &changes_ref[9 * ci as usize..9 * ci as usize + 9];
-                                let block = (c[0] & 63) as usize;
-                                for (i, word) in c[1..].iter().enumerate() {
-                                    let at = block * 64 + 8 * i;
-                                    page[at..at + 8].copy_from_slice(&word.to_le_bytes());
-                                }
-                            }
-                        }
-                        k = j;
-                    }
-                }
                 record_to_state(w.rec, w.v, &mut lh.lane.program.state);
                 let v_before = lh.lane.program.state.v;
                 let plan = service_lane(lh, lane_id, w.rec, stops[lane_id], image, lazy);
