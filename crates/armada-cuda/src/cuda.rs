@@ -318,6 +318,23 @@ impl Device for CudaDevice {
         self.sync()
     }
 
+    fn alloc_host(&self, bytes: usize) -> Result<*mut u8, Error> {
+        self.bind()?;
+        // SAFETY: a plain pinned host allocation, zeroed before use.
+        unsafe {
+            let h = result::malloc_host(bytes.max(1), 0).map_err(|e| derr("cuMemHostAlloc", e))?;
+            std::ptr::write_bytes(h as *mut u8, 0, bytes);
+            Ok(h as *mut u8)
+        }
+    }
+
+    fn free_host(&self, p: *mut u8, _bytes: usize) {
+        if self.bind().is_ok() {
+            // SAFETY: `p` came from cuMemHostAlloc in `alloc_host`.
+            let _ = unsafe { result::free_host(p as *mut c_void) };
+        }
+    }
+
     fn alloc_mapped(&self, bytes: usize) -> Result<(*mut u64, DevPtr), Error> {
         self.bind()?;
         // SAFETY: pinned, device-mapped host allocation; we zero it before use.

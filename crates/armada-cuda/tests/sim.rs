@@ -137,3 +137,38 @@ fn lazy_pages_take_first_writes_in_the_kernel() {
         stat("stops")
     );
 }
+
+#[test]
+fn run_to_first_stop_reports_every_lanes_stop() {
+    // The run-to-first-stop mode (`Batch::execute`) over several lanes: each stopped lane's
+    // stop is read from its own record, and servicing them all runs the batch to the same
+    // end as the CPU engine.
+    let Some(engine) = options() else { return };
+    let hello = repo().join("tests/guest/prebuilt/hello");
+    let s = spec(&hello, 8, &[], |_| Vec::new());
+    let lanes: Vec<_> = (0..8).map(|i| s.spawn(i).unwrap()).collect();
+    let mut b = engine.batch(lanes, None).unwrap();
+    let mut rounds = 0;
+    loop {
+        let stops = b.execute(1 << 40).unwrap();
+        if stops.is_empty() {
+            break;
+        }
+        let svc: Vec<u32> = stops
+            .iter()
+            .filter(|(_, s)| *s != armada_gpu::LaneStop::Slice)
+            .map(|&(l, _)| l as u32)
+            .collect();
+        // the lanes run in step: all of them stop on the same syscall
+        assert_eq!(svc.len(), 8, "{stops:?}");
+        assert!(stops.iter().all(|(_, s)| *s == stops[0].1), "{stops:?}");
+        b.service(&svc).unwrap();
+        rounds += 1;
+        assert!(rounds < 1000, "the lanes never ended");
+    }
+    let cpu = armada_core::batch::run_lane_cpu(&s, 0, &|_| {}).unwrap();
+    for r in b.results() {
+        assert_eq!(r.stdout, cpu.stdout);
+        assert_eq!(r.exit, cpu.exit);
+    }
+}

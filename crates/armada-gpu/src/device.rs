@@ -41,6 +41,27 @@ pub trait Device: Send + Sync {
     /// Host memory the kernel can write while it runs: (host pointer, device address).
     fn alloc_mapped(&self, bytes: usize) -> Result<(*mut u64, DevPtr), Error>;
     fn free_mapped(&self, host: *mut u64);
+    /// Page-locked host memory of `bytes` (page-aligned, zeroed) for staging transfers: the
+    /// driver copies to and from it at the bus's full rate, where pageable memory goes through
+    /// a staging copy of its own. The default is ordinary memory.
+    fn alloc_host(&self, bytes: usize) -> Result<*mut u8, Error> {
+        let layout = host_layout(bytes)?;
+        // SAFETY: the layout has a non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        if p.is_null() {
+            return Err(Error::Device(format!(
+                "out of host memory ({bytes} bytes of staging)"
+            )));
+        }
+        Ok(p)
+    }
+    /// Frees what `alloc_host` returned for the same `bytes`.
+    fn free_host(&self, p: *mut u8, bytes: usize) {
+        if let Ok(layout) = host_layout(bytes) {
+            // SAFETY: `p` came from `alloc_host` (the default one) with this layout.
+            unsafe { std::alloc::dealloc(p, layout) }
+        }
+    }
     /// (free, total) device memory in bytes.
     fn mem_info(&self) -> (u64, u64);
     /// Makes the device current on the calling thread.
@@ -74,6 +95,11 @@ pub trait Device: Send + Sync {
     fn lazy_pages(&self) -> bool {
         false
     }
+}
+
+fn host_layout(bytes: usize) -> Result<std::alloc::Layout, Error> {
+    std::alloc::Layout::from_size_align(bytes.max(1), 4096)
+        .map_err(|_| Error::Device(format!("{bytes} bytes of staging is too many")))
 }
 
 /// Reads `n` plain values from device memory.

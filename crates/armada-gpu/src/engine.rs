@@ -674,12 +674,89 @@ unsafe impl Sync for PagePtr {}
 
 /// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
 /// tens of MB each way; fresh allocations of that size come from the kernel (mmap) and fault
-/// every page in again, which showed in profiles as the page-fault path.
+/// every page in again, which showed in profiles as the page-fault path. They are page-locked
+/// (`Device::alloc_host`), so the driver copies at the bus's full rate.
 #[derive(Default)]
 struct Spare {
-    recs: Vec<u64>,
-    changes: Vec<u64>,
-    up: Vec<u8>,
+    recs: Pinned,
+    changes: Pinned,
+    up: Pinned,
+}
+
+/// Largest upload staged in page-locked memory: the setup's upload of every lane's stack can
+/// be much larger, once, and pinning that much would cost more than it saves.
+const PINNED_UP_MAX: usize = 256 << 20;
+
+/// A page-locked host buffer from the device, grown by doubling.
+struct Pinned {
+    ptr: *mut u8,
+    bytes: usize,
+}
+
+impl Default for Pinned {
+    fn default() -> Self {
+        Pinned {
+            ptr: std::ptr::null_mut(),
+            bytes: 0,
+        }
+    }
+}
+
+// SAFETY: the buffer is owned by the batch and only reached through `&`/`&mut` of this value.
+unsafe impl Send for Pinned {}
+unsafe impl Sync for Pinned {}
+
+impl Pinned {
+    /// Room for `bytes`, keeping the first `keep` bytes.
+    fn reserve(&mut self, dev: &dyn Device, bytes: usize, keep: usize) -> Result<(), Error> {
+        if bytes <= self.bytes {
+            return Ok(());
+        }
+        let want = bytes.next_power_of_two().max(1 << 20);
+        let p = dev.alloc_host(want)?;
+        if !self.ptr.is_null() {
+            // SAFETY: both buffers hold at least `keep` bytes (keep <= self.bytes).
+            unsafe { std::ptr::copy_nonoverlapping(self.ptr, p, keep.min(self.bytes)) };
+            dev.free_host(self.ptr, self.bytes);
+        }
+        self.ptr = p;
+        self.bytes = want;
+        Ok(())
+    }
+
+    fn bytes_mut(&mut self, n: usize) -> &mut [u8] {
+        assert!(n <= self.bytes, "staging buffer overrun");
+        if n == 0 {
+            return &mut [];
+        }
+        // SAFETY: `ptr` holds `self.bytes` bytes, owned by this value.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, n) }
+    }
+
+    fn words(&self, n: usize) -> &[u64] {
+        assert!(8 * n <= self.bytes, "staging buffer overrun");
+        if n == 0 {
+            return &[];
+        }
+        // SAFETY: as in `bytes_mut`; the buffer is page-aligned.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u64, n) }
+    }
+
+    fn words_mut(&mut self, n: usize) -> &mut [u64] {
+        assert!(8 * n <= self.bytes, "staging buffer overrun");
+        if n == 0 {
+            return &mut [];
+        }
+        // SAFETY: as in `bytes_mut`; the buffer is page-aligned.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u64, n) }
+    }
+
+    fn release(&mut self, dev: &dyn Device) {
+        if !self.ptr.is_null() {
+            dev.free_host(self.ptr, self.bytes);
+            *self = Pinned::default();
+        }
+    }
 }
 
 // SAFETY: progress_host points at pinned host memory owned by this batch (freed in Drop); it is
@@ -714,6 +791,13 @@ impl Drop for Batch {
         }
         if !self.progress_host.is_null() {
             d.free_mapped(self.progress_host);
+        }
+        for p in [
+            &mut self.spare.recs,
+            &mut self.spare.changes,
+            &mut self.spare.up,
+        ] {
+            p.release(&**d);
         }
     }
 }
@@ -1087,9 +1171,15 @@ impl Batch {
         let desc_bytes = n_desc * std::mem::size_of::<CopyDesc>();
         if n_desc > 0 {
             let stage = self.ensure_stage(data_bytes + desc_bytes)?;
-            let mut host = std::mem::take(&mut self.spare.up);
-            host.clear();
-            host.resize(data_bytes, 0);
+            let mut pinned = std::mem::take(&mut self.spare.up);
+            let mut plain = Vec::new();
+            let host: &mut [u8] = if data_bytes <= PINNED_UP_MAX {
+                pinned.reserve(&*self.dev, data_bytes, 0)?;
+                pinned.bytes_mut(data_bytes)
+            } else {
+                plain.resize(data_bytes, 0u8);
+                &mut plain
+            };
             let mut descs = Vec::with_capacity(n_desc);
             let mut off = 0usize;
             for (lane, first, words) in records {
@@ -1145,8 +1235,8 @@ impl Batch {
                     });
                 }
             }
-            self.dev.htod(stage, &host)?;
-            self.spare.up = host;
+            self.dev.htod(stage, host)?;
+            self.spare.up = pinned;
             self.run_copies(&descs, stage + data_bytes as u64)?;
             self.stats.pages_up += host_pages.len() as u64;
             self.stats.pages_copied += (n_whole - host_pages.len()) as u64;
@@ -1443,7 +1533,7 @@ impl Batch {
             } else {
                 out.push((
                     l as usize,
-                    lane_stop(&recs[k * S_WORDS..(k + 1) * S_WORDS], s),
+                    lane_stop(&recs[k * DOWN_WORDS..(k + 1) * DOWN_WORDS], s),
                 ));
                 k += 1;
             }
@@ -1510,20 +1600,19 @@ impl Batch {
         first: usize,
         words: usize,
     ) -> Result<Vec<u64>, Error> {
-        let mut out = Vec::new();
+        let mut out = vec![0u64; lanes.len() * words];
         self.download_records_into(lanes, first, words, &mut out)?;
         Ok(out)
     }
 
-    /// As `download_records`, into `out` (its allocation reused).
+    /// As `download_records`, into `out` (`lanes.len() * words` words).
     fn download_records_into(
         &mut self,
         lanes: &[u32],
         first: usize,
         words: usize,
-        out: &mut Vec<u64>,
+        out: &mut [u64],
     ) -> Result<(), Error> {
-        out.clear();
         if lanes.is_empty() {
             return Ok(());
         }
@@ -1540,15 +1629,14 @@ impl Batch {
             })
             .collect();
         self.run_copies(&descs, stage + rec_bytes as u64)?;
-        out.resize(lanes.len() * words, 0);
         dtoh_into(&*self.dev, stage, out)
     }
 
     /// The changed 64-byte blocks of `frames` since the host last had them (their shadows),
-    /// into `out` as 9-word entries (index in `frames` << 6 | block, 8 words); the shadows are
-    /// brought up to date.
-    fn download_changes(&mut self, frames: &[u32], out: &mut Vec<u64>) -> Result<(), Error> {
-        out.clear();
+    /// into `out` as 9-word entries (index in `frames` << 6 | block, 8 words); returns the
+    /// number of words. The shadows are brought up to date.
+    fn download_changes(&mut self, frames: &[u32], out: &mut Pinned) -> Result<usize, Error> {
+        let mut len = 0usize;
         for (b, chunk) in frames.chunks(DIFF_BATCH).enumerate() {
             let n = chunk.len();
             let out_bytes = n * 64 * 72;
@@ -1562,19 +1650,24 @@ impl Batch {
             self.dev
                 .diff(list_at, n as u32, self.frames.shadow_off(), stage, count_at)?;
             let count = dtoh_vec::<u64>(&*self.dev, count_at, 1)?[0] as usize;
-            let at = out.len();
-            out.resize(at + count * 9, 0);
-            dtoh_into(&*self.dev, stage, &mut out[at..])?;
+            if count > n * 64 {
+                return Err(Error::Device(format!(
+                    "the diff kernel reported {count} changed blocks of {n} frames"
+                )));
+            }
+            let at = len;
+            len += count * 9;
+            out.reserve(&*self.dev, 8 * len, 8 * at)?;
+            let mine = &mut out.words_mut(len)[at..];
+            dtoh_into(&*self.dev, stage, mine)?;
             let base = (b * DIFF_BATCH) as u64;
             if base != 0 {
-                out[at..]
-                    .chunks_exact_mut(9)
-                    .for_each(|e| e[0] += base << 6);
+                mine.chunks_exact_mut(9).for_each(|e| e[0] += base << 6);
             }
         }
         self.stats.pages_down += frames.len() as u64;
-        self.stats.diff_blocks += (out.len() / 9) as u64;
-        Ok(())
+        self.stats.diff_blocks += (len / 9) as u64;
+        Ok(len)
     }
 
     /// One round: launch, then service every lane that stopped for something other than the
@@ -1608,8 +1701,10 @@ impl Batch {
         let t = Instant::now();
         let mut lap = t;
         const W: usize = DOWN_WORDS;
-        let mut recs = std::mem::take(&mut self.spare.recs);
-        self.download_records_into(svc, 0, W, &mut recs)?;
+        let mut recs_buf = std::mem::take(&mut self.spare.recs);
+        recs_buf.reserve(&*self.dev, 8 * svc.len() * W, 0)?;
+        self.download_records_into(svc, 0, W, recs_buf.words_mut(svc.len() * W))?;
+        let recs = recs_buf.words(svc.len() * W);
         if self.trace {
             for (k, &l) in svc.iter().enumerate().take(4) {
                 let r = &recs[k * W..(k + 1) * W];
@@ -1661,8 +1756,9 @@ impl Batch {
             }
         }
         self.stats.lap(2, &mut lap);
-        let mut changes = std::mem::take(&mut self.spare.changes);
-        self.download_changes(&frames, &mut changes)?;
+        let mut changes_buf = std::mem::take(&mut self.spare.changes);
+        let n_changes = self.download_changes(&frames, &mut changes_buf)?;
+        let changes = changes_buf.words(n_changes);
         self.stats.lap(3, &mut lap);
         // Into the mirror, in parallel. First each stopped lane makes the pages the kernel
         // claimed private (the reserve stayed within the cap, so this cannot fail but in an
@@ -1785,8 +1881,8 @@ impl Batch {
             })
             .collect();
         self.stats.service_s += t.elapsed().as_secs_f64();
-        self.spare.recs = recs;
-        self.spare.changes = changes;
+        self.spare.recs = recs_buf;
+        self.spare.changes = changes_buf;
 
         // Serial part: table, frames, results.
         let t_apply = Instant::now();
