@@ -328,7 +328,7 @@ impl Device for CudaDevice {
         }
     }
 
-    fn free_host(&self, p: *mut u8, _bytes: usize) {
+    unsafe fn free_host(&self, p: *mut u8, _bytes: usize) {
         if self.bind().is_ok() {
             // SAFETY: `p` came from cuMemHostAlloc in `alloc_host`.
             let _ = unsafe { result::free_host(p as *mut c_void) };

@@ -55,8 +55,11 @@ pub trait Device: Send + Sync {
         }
         Ok(p)
     }
-    /// Frees what `alloc_host` returned for the same `bytes`.
-    fn free_host(&self, p: *mut u8, bytes: usize) {
+    /// Frees what `alloc_host` returned.
+    ///
+    /// # Safety
+    /// `p` came from this device's `alloc_host` with the same `bytes`, and is not used after.
+    unsafe fn free_host(&self, p: *mut u8, bytes: usize) {
         if let Ok(layout) = host_layout(bytes) {
             // SAFETY: `p` came from `alloc_host` (the default one) with this layout.
             unsafe { std::alloc::dealloc(p, layout) }

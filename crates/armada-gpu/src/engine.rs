@@ -715,9 +715,12 @@ impl Pinned {
         let want = bytes.next_power_of_two().max(1 << 20);
         let p = dev.alloc_host(want)?;
         if !self.ptr.is_null() {
-            // SAFETY: both buffers hold at least `keep` bytes (keep <= self.bytes).
-            unsafe { std::ptr::copy_nonoverlapping(self.ptr, p, keep.min(self.bytes)) };
-            dev.free_host(self.ptr, self.bytes);
+            // SAFETY: both buffers hold at least `keep` bytes (keep <= self.bytes); the old
+            // one came from `alloc_host` with `self.bytes` and is dropped here.
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.ptr, p, keep.min(self.bytes));
+                dev.free_host(self.ptr, self.bytes);
+            }
         }
         self.ptr = p;
         self.bytes = want;
@@ -753,7 +756,8 @@ impl Pinned {
 
     fn release(&mut self, dev: &dyn Device) {
         if !self.ptr.is_null() {
-            dev.free_host(self.ptr, self.bytes);
+            // SAFETY: from `alloc_host` with `self.bytes`; forgotten here.
+            unsafe { dev.free_host(self.ptr, self.bytes) };
             *self = Pinned::default();
         }
     }
