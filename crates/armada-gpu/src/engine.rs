@@ -240,6 +240,15 @@ impl HostTable {
         self.vals[slot as usize] = 0;
         self.pending.push([slot, PT_TOMB, 0]);
     }
+
+    /// As `remove`, leaving the device's copy as it is: for the entries of a lane that ended,
+    /// whose keys no lookup asks for again (to other keys' probes a stale key is as good as a
+    /// tombstone, and the slot's next owner overwrites it). Tens of thousands of lanes end in
+    /// the same round; this saves writing all their entries.
+    fn forget(&mut self, slot: u64) {
+        self.keys[slot as usize] = PT_TOMB;
+        self.vals[slot as usize] = 0;
+    }
 }
 
 // ----- frames ------------------------------------------------------------------------------------
@@ -1059,21 +1068,31 @@ impl Batch {
         batch.lanes = lanes;
         let incoming: u64 = plans.iter().map(|p| p.wants.len() as u64).sum();
         batch.ensure_pt_room(incoming)?;
-        let mut records: Vec<(u32, usize, Vec<u64>)> = Vec::with_capacity(n);
+        // the table and frames serially, then the records in parallel
+        let mut reserves: Vec<Option<Vec<u64>>> = Vec::with_capacity(n);
         for (i, plan) in plans.into_iter().enumerate() {
             batch.apply_plan(i, plan, &mut uploads)?;
-            let reserve = batch.top_up(i)?;
-            let l = &batch.lanes[i];
-            let mut rec = vec![0u64; S_WORDS];
-            state_to_record(&l.lane.program.state, l.limit, l.epoch, &mut rec);
-            let img = &batch.images[l.image];
-            rec[S_REGIONS] = img.first_region as u64 | (img.regions.len() as u64) << 32;
-            rec[S_IMAGE] = img.key_lane;
-            if let Some(r) = reserve {
-                rec[S_RES_N..S_RES_N + r.len()].copy_from_slice(&r);
-            }
-            records.push((i as u32, 0, rec));
+            reserves.push(batch.top_up(i)?);
         }
+        let images = &batch.images;
+        let records: Vec<(u32, usize, Vec<u64>)> = batch
+            .lanes
+            .par_iter_mut()
+            .zip(reserves.into_par_iter())
+            .enumerate()
+            .map(|(i, (l, reserve))| {
+                let l = &*l;
+                let mut rec = vec![0u64; S_WORDS];
+                state_to_record(&l.lane.program.state, l.limit, l.epoch, &mut rec);
+                let img = &images[l.image];
+                rec[S_REGIONS] = img.first_region as u64 | (img.regions.len() as u64) << 32;
+                rec[S_IMAGE] = img.key_lane;
+                if let Some(r) = reserve {
+                    rec[S_RES_N..S_RES_N + r.len()].copy_from_slice(&r);
+                }
+                (i as u32, 0, rec)
+            })
+            .collect();
         batch.upload(&records, uploads)?;
         batch.stats.setup_s = t0.elapsed().as_secs_f64();
         Ok(batch)
@@ -1416,9 +1435,8 @@ impl Batch {
             }
         }
         if plan.exited {
-            let entries: Vec<Entry> = l.entries.drain().map(|(_, e)| e).collect();
-            for e in entries {
-                self.pt.remove(e.slot);
+            for (_, e) in l.entries.drain() {
+                self.pt.forget(e.slot);
                 if e.private {
                     self.frames.release(e.frame);
                 }
@@ -1896,15 +1914,13 @@ impl Batch {
         let results: Vec<Serviced> = results.into_iter().flatten().collect::<Result<_, _>>()?;
         let incoming: u64 = results.iter().map(|r| r.1.wants.len() as u64).sum();
         self.ensure_pt_room(incoming)?;
+        // stops by kind, counted here and named once (a map update per lane showed up)
+        let mut stop_counts = [0u64; STOP_HOST as usize + 2];
         for (lane_id, plan, rec) in results {
             if let Some(msg) = &plan.stuck {
                 return Err(Error::Device(msg.clone()));
             }
-            *self
-                .stats
-                .stops
-                .entry(stop_name(self.stops[lane_id]))
-                .or_insert(0) += 1;
+            stop_counts[(self.stops[lane_id] as usize).min(STOP_HOST as usize + 1)] += 1;
             self.stats.syscalls += plan.syscalls;
             self.stats.misses += plan.misses;
             self.stats.host_steps += plan.host_steps;
@@ -1925,6 +1941,11 @@ impl Batch {
                 if let Some(r) = self.top_up(lane_id)? {
                     records.push((lane_id as u32, S_RES_N, r));
                 }
+            }
+        }
+        for (code, &n) in stop_counts.iter().enumerate() {
+            if n > 0 {
+                *self.stats.stops.entry(stop_name(code as u32)).or_insert(0) += n;
             }
         }
         if ended {
