@@ -104,8 +104,8 @@ const TRANSFER_PARTS: [&str; 6] = [
     "stops",
     "records",
     "dirty list",
-    "changes",
-    "into mirror",
+    "changed blocks",
+    "mirror pages",
     "upload",
 ];
 
@@ -691,6 +691,9 @@ struct Spare {
     changes: Pinned,
     up: Pinned,
 }
+
+/// Largest piece of changed blocks downloaded at once (`Batch::stream_changes`).
+const CHANGES_PIECE: usize = 32 << 20;
 
 /// Largest upload staged in page-locked memory: the setup's upload of every lane's stack can
 /// be much larger, once, and pinning that much would cost more than it saves.
@@ -1655,10 +1658,17 @@ impl Batch {
     }
 
     /// The changed 64-byte blocks of `frames` since the host last had them (their shadows),
-    /// into `out` as 9-word entries (index in `frames` << 6 | block, 8 words); returns the
-    /// number of words. The shadows are brought up to date.
-    fn download_changes(&mut self, frames: &[u32], out: &mut Pinned) -> Result<usize, Error> {
-        let mut len = 0usize;
+    /// handed to `each` piece by piece as 9-word entries (index in `frames` << 6 | block, 8
+    /// words); the shadows are brought up to date. The pieces come down through `buf`, a
+    /// page-locked buffer of at most CHANGES_PIECE bytes: a round can change hundreds of MB,
+    /// and pinning that much host memory costs more than the copy.
+    fn stream_changes(
+        &mut self,
+        frames: &[u32],
+        buf: &mut Pinned,
+        mut each: impl FnMut(&[u64]),
+    ) -> Result<(), Error> {
+        let mut blocks = 0usize;
         for (b, chunk) in frames.chunks(DIFF_BATCH).enumerate() {
             let n = chunk.len();
             let out_bytes = n * 64 * 72;
@@ -1677,19 +1687,25 @@ impl Batch {
                     "the diff kernel reported {count} changed blocks of {n} frames"
                 )));
             }
-            let at = len;
-            len += count * 9;
-            out.reserve(&*self.dev, 8 * len, 8 * at)?;
-            let mine = &mut out.words_mut(len)[at..];
-            dtoh_into(&*self.dev, stage, mine)?;
+            blocks += count;
             let base = (b * DIFF_BATCH) as u64;
-            if base != 0 {
-                mine.chunks_exact_mut(9).for_each(|e| e[0] += base << 6);
+            let piece_words = CHANGES_PIECE / 72 * 9;
+            buf.reserve(&*self.dev, (9 * count).min(piece_words) * 8, 0)?;
+            let mut done = 0usize;
+            while done < 9 * count {
+                let len = (9 * count - done).min(piece_words);
+                let piece = buf.words_mut(len);
+                dtoh_into(&*self.dev, stage + 8 * done as u64, piece)?;
+                if base != 0 {
+                    piece.chunks_exact_mut(9).for_each(|e| e[0] += base << 6);
+                }
+                each(piece);
+                done += len;
             }
         }
         self.stats.pages_down += frames.len() as u64;
-        self.stats.diff_blocks += (len / 9) as u64;
-        Ok(len)
+        self.stats.diff_blocks += blocks as u64;
+        Ok(())
     }
 
     /// One round: launch, then service every lane that stopped for something other than the
@@ -1778,10 +1794,6 @@ impl Batch {
             }
         }
         self.stats.lap(2, &mut lap);
-        let mut changes_buf = std::mem::take(&mut self.spare.changes);
-        let n_changes = self.download_changes(&frames, &mut changes_buf)?;
-        let changes = changes_buf.words(n_changes);
-        self.stats.lap(3, &mut lap);
         // Into the mirror, in parallel. First each stopped lane makes the pages the kernel
         // claimed private (the reserve stayed within the cap, so this cannot fail but in an
         // engine bug) and finds the page of each of its changed frames; a lane's frames are
@@ -1830,32 +1842,38 @@ impl Batch {
                     Ok(())
                 })?;
         }
-        // Then the blocks, each to its page: every (frame, block) comes once, so no two
-        // copies write the same bytes.
-        let pages = &pages;
-        changes.par_chunks(9 * 1024).for_each(|part| {
-            for c in part.chunks_exact(9) {
-                let p = pages[(c[0] >> 6) as usize].0;
-                if p.is_null() {
-                    continue;
-                }
-                let at = (c[0] & 63) as usize * 64;
-                for (i, word) in c[1..].iter().enumerate() {
-                    // SAFETY: `p` is a private page of a stopped lane's mirror, found just
-                    // above; no page of it changes until the service below, and the blocks
-                    // are distinct.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            word.to_le_bytes().as_ptr(),
-                            p.add(at + 8 * i),
-                            8,
-                        )
-                    };
-                }
-            }
-        });
-        self.stats.transfer_s += t.elapsed().as_secs_f64();
         self.stats.lap(4, &mut lap);
+        // Then the changed blocks, piece by piece as they come down, each to its page: every
+        // (frame, block) comes once, so no two copies write the same bytes.
+        let pages = &pages;
+        let mut changes_buf = std::mem::take(&mut self.spare.changes);
+        let streamed = self.stream_changes(&frames, &mut changes_buf, |piece| {
+            piece.par_chunks(9 * 1024).for_each(|part| {
+                for c in part.chunks_exact(9) {
+                    let p = pages[(c[0] >> 6) as usize].0;
+                    if p.is_null() {
+                        continue;
+                    }
+                    let at = (c[0] & 63) as usize * 64;
+                    for (i, word) in c[1..].iter().enumerate() {
+                        // SAFETY: `p` is a private page of a stopped lane's mirror, found
+                        // just above; no page of it changes until the service below, and
+                        // the blocks are distinct.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                word.to_le_bytes().as_ptr(),
+                                p.add(at + 8 * i),
+                                8,
+                            )
+                        };
+                    }
+                }
+            })
+        });
+        self.spare.changes = changes_buf;
+        streamed?;
+        self.stats.transfer_s += t.elapsed().as_secs_f64();
+        self.stats.lap(3, &mut lap);
 
         // Service in parallel.
         let t = Instant::now();
@@ -1904,7 +1922,6 @@ impl Batch {
             .collect();
         self.stats.service_s += t.elapsed().as_secs_f64();
         self.spare.recs = recs_buf;
-        self.spare.changes = changes_buf;
 
         // Serial part: table, frames, results.
         let t_apply = Instant::now();
