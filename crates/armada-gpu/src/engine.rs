@@ -72,7 +72,13 @@ pub struct Stats {
     /// `transfer_s` in parts (`TRANSFER_PARTS`), to see which one to work on.
     pub transfer_parts: [f64; 6],
     pub setup_s: f64,
+    /// `setup_s` in parts (`SETUP_PARTS`).
+    pub setup_parts: [f64; 4],
     pub apply_s: f64,
+    /// `apply_s` in parts (`APPLY_PARTS`).
+    pub apply_parts: [f64; 4],
+    /// Uploads (in `transfer_parts` and `setup_parts`) in parts (`UPLOAD_PARTS`).
+    pub upload_parts: [f64; 4],
     pub spawn_s: f64,
     pub syscalls: u64,
     pub misses: u64,
@@ -108,6 +114,25 @@ const TRANSFER_PARTS: [&str; 6] = [
     "mirror pages",
     "upload",
 ];
+
+/// The parts of `Stats::setup_parts`.
+const SETUP_PARTS: [&str; 4] = ["lane plans", "table", "records", "upload"];
+
+/// The parts of `Stats::apply_parts`.
+const APPLY_PARTS: [&str; 4] = ["collect", "running lanes", "ended lanes", "reserves"];
+
+/// The parts of `Stats::upload_parts`.
+const UPLOAD_PARTS: [&str; 4] = ["packing", "copy up", "copy kernel", "table writes"];
+
+/// `name` and each part's seconds, for `Batch::stats_list`.
+fn parts_line(names: &[&str], secs: &[f64]) -> String {
+    names
+        .iter()
+        .zip(secs)
+        .map(|(n, t)| format!("{n} {t:.3}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 impl Stats {
     /// Adds the time since `lap` to transfer part `i` and restarts `lap`.
@@ -1038,6 +1063,7 @@ impl Batch {
 
         // Every lane's private pages (its stack) and registers.
         let images_ref = &batch.images;
+        let t_plans = Instant::now();
         let plans: Vec<Plan> = lanes
             .par_iter_mut()
             .map(|l| {
@@ -1072,11 +1098,13 @@ impl Batch {
         let incoming: u64 = plans.iter().map(|p| p.wants.len() as u64).sum();
         batch.ensure_pt_room(incoming)?;
         // the table and frames serially, then the records in parallel
+        let t_table = Instant::now();
         let mut reserves: Vec<Option<Vec<u64>>> = Vec::with_capacity(n);
         for (i, plan) in plans.into_iter().enumerate() {
             batch.apply_plan(i, plan, &mut uploads)?;
             reserves.push(batch.top_up(i)?);
         }
+        let t_records = Instant::now();
         let images = &batch.images;
         let records: Vec<(u32, usize, Vec<u64>)> = batch
             .lanes
@@ -1096,7 +1124,14 @@ impl Batch {
                 (i as u32, 0, rec)
             })
             .collect();
+        let t_up = Instant::now();
         batch.upload(&records, uploads)?;
+        batch.stats.setup_parts = [
+            (t_table - t_plans).as_secs_f64(),
+            (t_records - t_table).as_secs_f64(),
+            (t_up - t_records).as_secs_f64(),
+            t_up.elapsed().as_secs_f64(),
+        ];
         batch.stats.setup_s = t0.elapsed().as_secs_f64();
         Ok(batch)
     }
@@ -1261,13 +1296,20 @@ impl Batch {
                     });
                 }
             }
+            let t_htod = Instant::now();
+            self.stats.upload_parts[0] += (t_htod - t).as_secs_f64();
             self.dev.htod(stage, host)?;
             self.spare.up = pinned;
+            let t_copy = Instant::now();
+            self.stats.upload_parts[1] += (t_copy - t_htod).as_secs_f64();
             self.run_copies(&descs, stage + data_bytes as u64)?;
+            self.stats.upload_parts[2] += t_copy.elapsed().as_secs_f64();
             self.stats.pages_up += host_pages.len() as u64;
             self.stats.pages_copied += (n_whole - host_pages.len()) as u64;
         }
+        let t_pt = Instant::now();
         self.flush_pt()?;
+        self.stats.upload_parts[3] += t_pt.elapsed().as_secs_f64();
         if self.active_dirty {
             htod_slice(&*self.dev, self.d_active, &self.active)?;
             self.active_dirty = false;
@@ -1931,6 +1973,7 @@ impl Batch {
         let results: Vec<Serviced> = results.into_iter().flatten().collect::<Result<_, _>>()?;
         let incoming: u64 = results.iter().map(|r| r.1.wants.len() as u64).sum();
         self.ensure_pt_room(incoming)?;
+        let mut parts = [t_apply.elapsed().as_secs_f64(), 0.0, 0.0, 0.0];
         // stops by kind, counted here and named once (a map update per lane showed up)
         let mut stop_counts = [0u64; STOP_HOST as usize + 2];
         for (lane_id, plan, rec) in results {
@@ -1946,19 +1989,27 @@ impl Batch {
                 *self.stats.host_ops.entry(op).or_insert(0) += 1;
             }
             let exited = plan.exited;
+            let t_lane = Instant::now();
             self.apply_plan(lane_id, plan, &mut uploads)?;
             if exited {
                 let lh = &mut self.lanes[lane_id];
                 lh.done = true;
                 ended = true;
+                parts[2] += t_lane.elapsed().as_secs_f64();
             } else {
                 for (first, words) in rec {
                     records.push((lane_id as u32, first, words));
                 }
+                let t_res = Instant::now();
+                parts[1] += (t_res - t_lane).as_secs_f64();
                 if let Some(r) = self.top_up(lane_id)? {
                     records.push((lane_id as u32, S_RES_N, r));
                 }
+                parts[3] += t_res.elapsed().as_secs_f64();
             }
+        }
+        for (sum, p) in self.stats.apply_parts.iter_mut().zip(parts) {
+            *sum += p;
         }
         for (code, &n) in stop_counts.iter().enumerate() {
             if n > 0 {
@@ -2020,16 +2071,23 @@ impl Batch {
             ("transfer s".into(), format!("{:.3}", s.transfer_s)),
             (
                 "transfer parts s".into(),
-                TRANSFER_PARTS
-                    .iter()
-                    .zip(s.transfer_parts)
-                    .map(|(n, t)| format!("{n} {t:.3}"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                parts_line(&TRANSFER_PARTS, &s.transfer_parts),
             ),
             ("setup s".into(), format!("{:.3}", s.setup_s)),
+            (
+                "setup parts s".into(),
+                parts_line(&SETUP_PARTS, &s.setup_parts),
+            ),
             ("spawn s".into(), format!("{:.3}", s.spawn_s)),
             ("page-table apply s".into(), format!("{:.3}", s.apply_s)),
+            (
+                "apply parts s".into(),
+                parts_line(&APPLY_PARTS, &s.apply_parts),
+            ),
+            (
+                "upload parts s".into(),
+                parts_line(&UPLOAD_PARTS, &s.upload_parts),
+            ),
             ("stops".into(), stops.join(" ")),
             (
                 "host-step instructions".into(),
