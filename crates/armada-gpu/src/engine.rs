@@ -28,6 +28,7 @@ use armada_isa::{decode, ops};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -182,31 +183,50 @@ fn encode_uop(word: u32, addr: u64) -> [u64; 2] {
 
 // ----- host copy of the page table -----------------------------------------------------------
 
+/// The host's copy of the device page table (open addressing, linear probing, as the kernel
+/// reads it), each slot's key and value side by side. Lanes are applied in parallel: a key
+/// belongs to one lane and only the thread servicing that lane inserts or removes it, so a
+/// free slot is claimed with a compare-and-swap and everything else is a relaxed load or
+/// store (the parallel section's end orders them for the serial code after it). Written slots
+/// are listed (`pending`, or the caller's list); the flush sends each one's contents as they
+/// are then, since the order of writes from different threads is not kept.
 struct HostTable {
-    keys: Vec<u64>,
-    vals: Vec<u64>,
+    slots: Vec<[AtomicU64; 2]>,
     mask: u64,
     shift: u32,
-    used: u64,
-    pending: Vec<[u64; 3]>,
+    used: AtomicU64,
+    pending: Vec<u64>,
 }
 
 impl HostTable {
     fn new(slots: u64) -> HostTable {
         HostTable {
-            keys: vec![PT_EMPTY; slots as usize],
-            vals: vec![0; slots as usize],
+            slots: (0..slots)
+                .map(|_| [AtomicU64::new(PT_EMPTY), AtomicU64::new(0)])
+                .collect(),
             mask: slots - 1,
             shift: 64 - slots.trailing_zeros(),
-            used: 0,
+            used: AtomicU64::new(0),
             pending: Vec::new(),
         }
+    }
+
+    fn key(&self, s: u64) -> u64 {
+        self.slots[s as usize][0].load(Relaxed)
+    }
+
+    fn val(&self, s: u64) -> u64 {
+        self.slots[s as usize][1].load(Relaxed)
+    }
+
+    fn set_val(&self, s: u64, val: u64) {
+        self.slots[s as usize][1].store(val, Relaxed)
     }
 
     fn find(&self, key: u64) -> Option<u64> {
         let mut s = pt_hash(key, self.shift);
         for _ in 0..=self.mask {
-            let k = self.keys[s as usize];
+            let k = self.key(s);
             if k == key {
                 return Some(s);
             }
@@ -218,61 +238,104 @@ impl HostTable {
         None
     }
 
-    /// Sets `key` to `val`, inserting it if needed; returns the slot.
-    fn set(&mut self, key: u64, val: u64) -> Result<u64, Error> {
-        self.set_opt(key, val, false)
-    }
-
-    /// As `set`; `force` writes the slot to the device even when the host copy already holds
-    /// the value.
-    fn set_opt(&mut self, key: u64, val: u64, force: bool) -> Result<u64, Error> {
-        if let Some(s) = self.find(key) {
-            if force || self.vals[s as usize] != val {
-                self.vals[s as usize] = val;
-                self.pending.push([s, key, val]);
-            }
-            return Ok(s);
-        }
-        if self.used >= self.mask {
-            return Err(Error::Device(format!(
+    /// Sets `key` to `val`, inserting it if needed, and lists the slot in `pending`; returns
+    /// the slot. The caller made room (`has_room`).
+    fn set(&mut self, key: u64, val: u64, force: bool) -> Result<u64, Error> {
+        let mut pending = std::mem::take(&mut self.pending);
+        let r = self.set_shared(key, val, force, u64::MAX, &mut pending);
+        self.pending = pending;
+        r?.ok_or_else(|| {
+            Error::Device(format!(
                 "the device page table is full ({} slots)",
                 self.mask + 1
-            )));
+            ))
+        })
+    }
+
+    /// As `set`, from any thread (for a key of the lane it services), listing a written slot
+    /// in `dirty`; `force` lists it even when it already holds the value. None when an
+    /// insertion would take the table past `limit` used slots (the serial path grows it).
+    fn set_shared(
+        &self,
+        key: u64,
+        val: u64,
+        force: bool,
+        limit: u64,
+        dirty: &mut Vec<u64>,
+    ) -> Result<Option<u64>, Error> {
+        if let Some(s) = self.find(key) {
+            if force || self.val(s) != val {
+                self.set_val(s, val);
+                dirty.push(s);
+            }
+            return Ok(Some(s));
         }
         let mut s = pt_hash(key, self.shift);
-        loop {
-            let k = self.keys[s as usize];
+        for _ in 0..=self.mask {
+            let k = self.key(s);
             if k == PT_EMPTY || k == PT_TOMB {
-                if k == PT_EMPTY {
-                    self.used += 1;
+                if k == PT_EMPTY && self.used.fetch_add(1, Relaxed) >= limit.min(self.mask) {
+                    self.used.fetch_sub(1, Relaxed);
+                    return Ok(None);
                 }
-                self.keys[s as usize] = key;
-                self.vals[s as usize] = val;
-                self.pending.push([s, key, val]);
-                return Ok(s);
+                let slot = &self.slots[s as usize];
+                if slot[0].compare_exchange(k, key, Relaxed, Relaxed).is_ok() {
+                    slot[1].store(val, Relaxed);
+                    dirty.push(s);
+                    return Ok(Some(s));
+                }
+                // another lane took it first
+                if k == PT_EMPTY {
+                    self.used.fetch_sub(1, Relaxed);
+                }
+                continue;
             }
             s = (s + 1) & self.mask;
         }
+        Err(Error::Device(format!(
+            "the device page table is full ({} slots)",
+            self.mask + 1
+        )))
     }
 
     /// Whether `more` insertions keep the table at most half full.
     fn has_room(&self, more: u64) -> bool {
-        (self.used + more) * 2 <= self.mask + 1
+        (self.used.load(Relaxed) + more) * 2 <= self.mask + 1
     }
 
+    /// Used slots at which inserting lanes in parallel leave the rest to the serial path.
+    fn shared_limit(&self) -> u64 {
+        (self.mask + 1) / 2
+    }
+
+    /// Removes the entry at `slot`, listing it in `pending`.
     fn remove(&mut self, slot: u64) {
-        self.keys[slot as usize] = PT_TOMB;
-        self.vals[slot as usize] = 0;
-        self.pending.push([slot, PT_TOMB, 0]);
+        self.forget(slot);
+        self.pending.push(slot);
+    }
+
+    /// As `remove`, from any thread, listing the slot in `dirty`.
+    fn remove_shared(&self, slot: u64, dirty: &mut Vec<u64>) {
+        self.forget(slot);
+        dirty.push(slot);
+    }
+
+    /// The whole table as the device holds it (key, value, key, value...).
+    fn words(&self) -> Vec<u64> {
+        self.slots
+            .iter()
+            .flat_map(|s| [s[0].load(Relaxed), s[1].load(Relaxed)])
+            .collect()
     }
 
     /// As `remove`, leaving the device's copy as it is: for the entries of a lane that ended,
     /// whose keys no lookup asks for again (to other keys' probes a stale key is as good as a
     /// tombstone, and the slot's next owner overwrites it). Tens of thousands of lanes end in
     /// the same round; this saves writing all their entries.
-    fn forget(&mut self, slot: u64) {
-        self.keys[slot as usize] = PT_TOMB;
-        self.vals[slot as usize] = 0;
+    fn forget(&self, slot: u64) {
+        let s = &self.slots[slot as usize];
+        s[0].store(PT_TOMB, Relaxed);
+        s[1].store(0, Relaxed);
     }
 }
 
@@ -436,7 +499,7 @@ fn changed_runs(before: &PageData, after: &PageData) -> Option<PageSrc> {
 
 /// A serviced lane: its number, its plan, and the record words to write back (first word,
 /// words).
-type Serviced = (usize, Plan, Vec<(usize, Vec<u64>)>);
+type Serviced = (usize, Plan, Applied, Vec<(usize, Vec<u64>)>);
 
 /// What servicing one lane produced, for the serial part of the round.
 #[derive(Default)]
@@ -989,7 +1052,7 @@ impl Batch {
             for (vpn, data, perm) in pages {
                 let f = frames.alloc(dev_ref)?;
                 let perms = if perm.contains(Perm::R) { PT_R } else { 0 };
-                pt.set(pt_key(img.key_lane, vpn), f as u64 | perms)?;
+                pt.set(pt_key(img.key_lane, vpn), f as u64 | perms, false)?;
                 uploads.push((f, PageSrc::Bytes(Box::new(*data))));
                 img.pages.insert(vpn, (data, f));
             }
@@ -1063,10 +1126,12 @@ impl Batch {
 
         // Every lane's private pages (its stack) and registers.
         let images_ref = &batch.images;
+        let pt = &batch.pt;
         let t_plans = Instant::now();
-        let plans: Vec<Plan> = lanes
+        let plans: Vec<(Plan, Applied)> = lanes
             .par_iter_mut()
-            .map(|l| {
+            .enumerate()
+            .map(|(i, l)| {
                 let mem = &l.lane.program.mem;
                 let image = &images_ref[l.image];
                 let vpns: Vec<u64> = mem.gpu_pages().filter(|p| p.2).map(|p| p.0).collect();
@@ -1088,20 +1153,23 @@ impl Batch {
                         lazy_around(l, image, v, &mut wants);
                     }
                 }
-                Plan {
+                let mut plan = Plan {
                     wants,
                     ..Default::default()
-                }
+                };
+                // the table was sized for this: most entries go in here, in parallel
+                let applied = apply_shared(pt, l, i, &mut plan);
+                (plan, applied)
             })
             .collect();
         batch.lanes = lanes;
-        let incoming: u64 = plans.iter().map(|p| p.wants.len() as u64).sum();
+        let incoming: u64 = plans.iter().map(|p| p.0.wants.len() as u64).sum();
         batch.ensure_pt_room(incoming)?;
         // the table and frames serially, then the records in parallel
         let t_table = Instant::now();
         let mut reserves: Vec<Option<Vec<u64>>> = Vec::with_capacity(n);
-        for (i, plan) in plans.into_iter().enumerate() {
-            batch.apply_plan(i, plan, &mut uploads)?;
+        for (i, (plan, applied)) in plans.into_iter().enumerate() {
+            batch.apply_rest(i, applied, plan, &mut uploads)?;
             reserves.push(batch.top_up(i)?);
         }
         let t_records = Instant::now();
@@ -1242,11 +1310,14 @@ impl Batch {
                 &mut plain
             };
             let mut descs = Vec::with_capacity(n_desc);
+            // the records' places first, then their words in parallel
+            let mut rec_host = &mut host[..rec_bytes];
+            let mut places: Vec<&mut [u8]> = Vec::with_capacity(records.len());
             let mut off = 0usize;
             for (lane, first, words) in records {
-                for (w, v) in words.iter().enumerate() {
-                    host[off + 8 * w..off + 8 * w + 8].copy_from_slice(&v.to_le_bytes());
-                }
+                let (mine, more) = std::mem::take(&mut rec_host).split_at_mut(8 * words.len());
+                places.push(mine);
+                rec_host = more;
                 descs.push(CopyDesc {
                     src: stage + off as u64,
                     dst: self.d_lanes + ((*lane as u64) * (S_WORDS as u64) + *first as u64) * 8,
@@ -1254,6 +1325,15 @@ impl Batch {
                 });
                 off += 8 * words.len();
             }
+            records
+                .par_iter()
+                .zip(places)
+                .with_min_len(256)
+                .for_each(|((_, _, words), dst)| {
+                    for (d, v) in dst.chunks_exact_mut(8).zip(words) {
+                        d.copy_from_slice(&v.to_le_bytes());
+                    }
+                });
             host[rec_bytes..rec_bytes + page_bytes]
                 .par_chunks_mut(PAGE_SIZE as usize)
                 .zip(host_pages.par_iter())
@@ -1329,11 +1409,11 @@ impl Batch {
         self.flush_pt()?;
         let dev: &dyn Device = &*self.dev;
         let old_slots = self.pt.mask + 1;
-        let live = self
-            .pt
-            .keys
-            .iter()
-            .filter(|&&k| k != PT_EMPTY && k != PT_TOMB)
+        let live = (0..old_slots)
+            .filter(|&s| {
+                let k = self.pt.key(s);
+                k != PT_EMPTY && k != PT_TOMB
+            })
             .count() as u64;
         let mut slots = old_slots * 2;
         while (live + more) * 2 > slots {
@@ -1344,11 +1424,11 @@ impl Batch {
         let mut new_epochs = vec![0u32; slots as usize];
         let vpn_mask = (1u64 << PT_VPN_BITS) - 1;
         for (s, &epoch) in epochs.iter().enumerate() {
-            let k = self.pt.keys[s];
+            let k = self.pt.key(s as u64);
             if k == PT_EMPTY || k == PT_TOMB {
                 continue;
             }
-            let ns = nt.set(k, self.pt.vals[s])?;
+            let ns = nt.set(k, self.pt.val(s as u64), false)?;
             new_epochs[ns as usize] = epoch;
             let lane = (k - 1) >> PT_VPN_BITS;
             if (lane as usize) < self.lanes.len() {
@@ -1361,12 +1441,7 @@ impl Batch {
             }
         }
         nt.pending.clear();
-        let words: Vec<u64> = nt
-            .keys
-            .iter()
-            .zip(nt.vals.iter())
-            .flat_map(|(&k, &v)| [k, v])
-            .collect();
+        let words = nt.words();
         let d_pt = dev.alloc(slots as usize * 16)?;
         let d_pt_epoch = dev.alloc(slots as usize * 4)?;
         htod_slice(dev, d_pt, &words)?;
@@ -1391,17 +1466,16 @@ impl Batch {
         if self.pt.pending.is_empty() {
             return Ok(());
         }
-        // The kernel applies the writes in parallel: keep only the last write of each slot
+        // The kernel applies the writes in parallel: each slot once, with what it holds now
         // (a slot freed by one lane can be taken by another in the same round).
-        let mut seen =
-            FxHashSet::with_capacity_and_hasher(self.pt.pending.len(), Default::default());
-        let mut last: Vec<[u64; 3]> = Vec::with_capacity(self.pt.pending.len());
-        for w in self.pt.pending.drain(..).rev() {
-            if seen.insert(w[0]) {
-                last.push(w);
-            }
-        }
-        let writes: Vec<u64> = last.into_iter().flatten().collect();
+        let mut slots = std::mem::take(&mut self.pt.pending);
+        slots.par_sort_unstable();
+        slots.dedup();
+        let pt = &self.pt;
+        let writes: Vec<u64> = slots
+            .par_iter()
+            .flat_map_iter(|&s| [s, pt.key(s), pt.val(s)])
+            .collect();
         let n = writes.len() / 3;
         let stage = self.ensure_stage(writes.len() * 8)?;
         htod_slice(&*self.dev, stage, &writes)?;
@@ -1409,7 +1483,8 @@ impl Batch {
             .pt_write(self.d_pt, self.d_pt_epoch, stage, n as u32)
     }
 
-    /// Applies one lane's wanted page states to the table and frames; collects uploads.
+    /// Applies one lane's wanted page states to the table and frames (the serial path: for
+    /// the wants `apply_shared` left, and for a lane that ended); collects uploads.
     fn apply_plan(
         &mut self,
         i: usize,
@@ -1441,7 +1516,7 @@ impl Batch {
                         }
                     }
                     let val = frame as u64 | perms | if lazy { PT_LAZY } else { 0 };
-                    let slot = self.pt.set_opt(key, val, plan.force)?;
+                    let slot = self.pt.set(key, val, plan.force)?;
                     l.entries.insert(
                         vpn,
                         Entry {
@@ -1457,7 +1532,7 @@ impl Batch {
                         Some(e) if e.private => (e.frame, false),
                         _ => (self.frames.alloc(dev)?, true),
                     };
-                    let slot = self.pt.set_opt(key, frame as u64 | perms, plan.force)?;
+                    let slot = self.pt.set(key, frame as u64 | perms, plan.force)?;
                     l.entries.insert(
                         vpn,
                         Entry {
@@ -1493,6 +1568,26 @@ impl Batch {
         }
         self.stats.frames_peak = self.frames.peak;
         self.stats.guest_frames_peak = self.frames.guest_peak;
+        Ok(())
+    }
+
+    /// Takes what `apply_shared` did for lane `i` into the batch: table writes, freed frames,
+    /// uploads; then applies the wants it left (they need frames or table room).
+    fn apply_rest(
+        &mut self,
+        i: usize,
+        done: Applied,
+        plan: Plan,
+        uploads: &mut Vec<(u32, PageSrc)>,
+    ) -> Result<(), Error> {
+        self.pt.pending.extend_from_slice(&done.dirty);
+        for f in done.freed {
+            self.frames.release(f);
+        }
+        uploads.extend(done.uploads);
+        if !plan.wants.is_empty() || plan.exited {
+            self.apply_plan(i, plan, uploads)?;
+        }
         Ok(())
     }
 
@@ -1567,7 +1662,9 @@ impl Batch {
                 lazy: false,
             };
             // the kernel wrote the same value to its copy
-            self.pt.vals[slot] = frame as u64 | (self.pt.vals[slot] & (PT_R | PT_W));
+            let v = self.pt.val(slot as u64);
+            self.pt
+                .set_val(slot as u64, frame as u64 | (v & (PT_R | PT_W)));
             l.claimed.push(vpn);
         }
         self.frames.reserved -= n as u64;
@@ -1828,7 +1925,7 @@ impl Batch {
                 }
             } else {
                 for (&vpn, e) in &lh.entries {
-                    if e.private && self.pt.vals[e.slot as usize] & PT_W != 0 {
+                    if e.private && self.pt.val(e.slot) & PT_W != 0 {
                         frames.push(e.frame);
                         owner.push((k, vpn));
                     }
@@ -1917,7 +2014,9 @@ impl Batch {
         self.stats.transfer_s += t.elapsed().as_secs_f64();
         self.stats.lap(3, &mut lap);
 
-        // Service in parallel.
+        // Service in parallel, and apply what each lane wants of the table where it can (room
+        // for most of it first: the rest waits for the serial part).
+        self.ensure_pt_room(svc.len() as u64 * 16)?;
         let t = Instant::now();
         struct Work<'a> {
             k: usize,
@@ -1935,6 +2034,7 @@ impl Batch {
         let images = &self.images;
         let stops = &self.stops;
         let lazy = self.lazy;
+        let pt = &self.pt;
         let results: Vec<Option<Result<Serviced, Error>>> = self
             .lanes
             .par_iter_mut()
@@ -1945,7 +2045,8 @@ impl Batch {
                 let image = &images[lh.image];
                 record_to_state(w.rec, w.v, &mut lh.lane.program.state);
                 let v_before = lh.lane.program.state.v;
-                let plan = service_lane(lh, lane_id, w.rec, stops[lane_id], image, lazy);
+                let mut plan = service_lane(lh, lane_id, w.rec, stops[lane_id], image, lazy);
+                let applied = apply_shared(pt, lh, lane_id, &mut plan);
                 let mut out = Vec::new();
                 if !plan.exited {
                     lh.epoch = lh.epoch.wrapping_add(1).max(1);
@@ -1959,7 +2060,7 @@ impl Batch {
                         out.push((S_V, v));
                     }
                 }
-                Some(Ok((lane_id, plan, out)))
+                Some(Ok((lane_id, plan, applied, out)))
             })
             .collect();
         self.stats.service_s += t.elapsed().as_secs_f64();
@@ -1976,7 +2077,7 @@ impl Batch {
         let mut parts = [t_apply.elapsed().as_secs_f64(), 0.0, 0.0, 0.0];
         // stops by kind, counted here and named once (a map update per lane showed up)
         let mut stop_counts = [0u64; STOP_HOST as usize + 2];
-        for (lane_id, plan, rec) in results {
+        for (lane_id, plan, applied, rec) in results {
             if let Some(msg) = &plan.stuck {
                 return Err(Error::Device(msg.clone()));
             }
@@ -1990,7 +2091,7 @@ impl Batch {
             }
             let exited = plan.exited;
             let t_lane = Instant::now();
-            self.apply_plan(lane_id, plan, &mut uploads)?;
+            self.apply_rest(lane_id, applied, plan, &mut uploads)?;
             if exited {
                 let lh = &mut self.lanes[lane_id];
                 lh.done = true;
@@ -2182,6 +2283,83 @@ impl ProgressReader {
 }
 
 /// Services one lane's stop; returns what to change on the device.
+/// What `apply_shared` did for one lane, for the serial part of the round.
+#[derive(Default)]
+struct Applied {
+    /// Page-table slots written.
+    dirty: Vec<u64>,
+    /// Frames the lane no longer uses.
+    freed: Vec<u32>,
+    uploads: Vec<(u32, PageSrc)>,
+}
+
+/// Applies the wants of lane `i` that need neither a new frame nor more table room than the
+/// table has (most of them: entries on shared frames, lazy entries, bytes for frames the lane
+/// owns), on the thread that serviced the lane; returns the rest (in `plan.wants`) for the
+/// serial path. Wants name distinct pages, so the order they are applied in does not matter.
+fn apply_shared(pt: &HostTable, l: &mut LaneHost, i: usize, plan: &mut Plan) -> Applied {
+    let mut out = Applied::default();
+    if plan.exited {
+        return out;
+    }
+    let limit = pt.shared_limit();
+    let mut rest = Vec::new();
+    for (vpn, want) in plan.wants.drain(..) {
+        let key = pt_key(i as u64, vpn);
+        let cur = l.entries.get(&vpn).copied();
+        let (frame, private, lazy, val, data) = match &want {
+            Want::Nothing => {
+                if let Some(e) = cur {
+                    pt.remove_shared(e.slot, &mut out.dirty);
+                    if e.private {
+                        out.freed.push(e.frame);
+                    }
+                    l.entries.remove(&vpn);
+                }
+                continue;
+            }
+            Want::Shared { frame, perms } => (*frame, false, false, *frame as u64 | perms, None),
+            Want::Lazy { frame, perms } => {
+                (*frame, false, true, *frame as u64 | perms | PT_LAZY, None)
+            }
+            Want::Private { perms, .. } => match cur {
+                Some(e) if e.private => (e.frame, true, false, e.frame as u64 | perms, Some(())),
+                _ => {
+                    rest.push((vpn, want));
+                    continue;
+                }
+            },
+        };
+        match pt.set_shared(key, val, plan.force, limit, &mut out.dirty) {
+            Ok(Some(slot)) => {
+                if let Some(e) = cur {
+                    if e.private && !private {
+                        out.freed.push(e.frame);
+                    }
+                }
+                l.entries.insert(
+                    vpn,
+                    Entry {
+                        slot,
+                        frame,
+                        private,
+                        lazy,
+                    },
+                );
+                if data.is_some() {
+                    if let Want::Private { data: Some(d), .. } = want {
+                        out.uploads.push((frame, d));
+                    }
+                }
+            }
+            // no room (or a full table, which the serial path reports)
+            _ => rest.push((vpn, want)),
+        }
+    }
+    plan.wants = rest;
+    out
+}
+
 fn service_lane(
     lh: &mut LaneHost,
     lane_id: usize,

@@ -135,14 +135,9 @@ impl BareLane {
         let mut table = HostTable::new(slots);
         let mut slot = Vec::with_capacity(pages as usize);
         for vpn in 0..pages {
-            slot.push(table.set(pt_key(0, vpn), vpn | PT_R | PT_W)?);
+            slot.push(table.set(pt_key(0, vpn), vpn | PT_R | PT_W, false)?);
         }
-        let words: Vec<u64> = table
-            .keys
-            .iter()
-            .zip(table.vals.iter())
-            .flat_map(|(&k, &v)| [k, v])
-            .collect();
+        let words = table.words();
         let pt = alloc(slots * 16)?;
         htod_slice(&*dev, pt.ptr(), &words)?;
         let pt_epoch = alloc(slots * 4)?;
