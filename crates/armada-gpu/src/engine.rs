@@ -71,7 +71,7 @@ pub struct Stats {
     pub service_s: f64,
     pub transfer_s: f64,
     /// `transfer_s` in parts (`TRANSFER_PARTS`), to see which one to work on.
-    pub transfer_parts: [f64; 6],
+    pub transfer_parts: [f64; 5],
     pub setup_s: f64,
     /// `setup_s` in parts (`SETUP_PARTS`).
     pub setup_parts: [f64; 4],
@@ -107,12 +107,11 @@ pub struct Stats {
 }
 
 /// The parts of `Stats::transfer_parts`.
-const TRANSFER_PARTS: [&str; 6] = [
+const TRANSFER_PARTS: [&str; 5] = [
     "stops",
     "records",
-    "dirty list",
+    "written pages",
     "changed blocks",
-    "mirror pages",
     "upload",
 ];
 
@@ -305,7 +304,7 @@ impl HostTable {
 
     /// Used slots at which inserting lanes in parallel leave the rest to the serial path.
     fn shared_limit(&self) -> u64 {
-        (self.mask + 1) / 2
+        (self.mask >> 1) + 1
     }
 
     /// Removes the entry at `slot`, listing it in `pending`.
@@ -783,6 +782,9 @@ struct Spare {
 /// Largest piece of changed blocks downloaded at once (`Batch::stream_changes`).
 const CHANGES_PIECE: usize = 32 << 20;
 
+/// Records or pages in one upload of the setup (64 MB of pages).
+const SETUP_PIECE: usize = 16384;
+
 /// Largest upload staged in page-locked memory: the setup's upload of every lane's stack can
 /// be much larger, once, and pinning that much would cost more than it saves.
 const PINNED_UP_MAX: usize = 256 << 20;
@@ -1193,7 +1195,16 @@ impl Batch {
             })
             .collect();
         let t_up = Instant::now();
-        batch.upload(&records, uploads)?;
+        // in pieces that fit the page-locked staging buffer (a fresh buffer of every lane's
+        // stack, hundreds of MB, would cost its page faults and the driver's own staging)
+        for part in records.chunks(SETUP_PIECE) {
+            batch.upload(part, Vec::new())?;
+        }
+        let mut uploads = uploads;
+        while !uploads.is_empty() {
+            let part = uploads.split_off(uploads.len().saturating_sub(SETUP_PIECE));
+            batch.upload(&[], part)?;
+        }
         batch.stats.setup_parts = [
             (t_table - t_plans).as_secs_f64(),
             (t_records - t_table).as_secs_f64(),
@@ -1395,7 +1406,7 @@ impl Batch {
             self.active_dirty = false;
         }
         self.stats.transfer_s += t.elapsed().as_secs_f64();
-        self.stats.transfer_parts[5] += t.elapsed().as_secs_f64();
+        self.stats.transfer_parts[4] += t.elapsed().as_secs_f64();
         Ok(())
     }
 
@@ -1906,82 +1917,67 @@ impl Batch {
             vpos[k] = Some(j);
         }
         self.stats.lap(1, &mut lap);
-        // Pages the lanes wrote since their last sync: only their changed blocks come back.
-        let mut frames: Vec<u32> = Vec::new();
-        let mut owner: Vec<(usize, u64)> = Vec::new();
+        // Pages the lanes wrote since their last sync (only their changed blocks come back),
+        // found in parallel: each stopped lane makes the pages the kernel claimed private in
+        // its mirror (the reserve stayed within the cap, so this cannot fail but in an engine
+        // bug), then lists the frame and mirror page of each page its record says it wrote.
+        let mut at: Vec<Option<usize>> = vec![None; self.lanes.len()];
         for (k, &l) in svc.iter().enumerate() {
-            let rec = &recs[k * W..(k + 1) * W];
-            let n = rec[S_DIRTY_N] as usize;
-            let lh = &self.lanes[l as usize];
-            if n <= DIRTY_CAP {
-                for j in 0..n {
-                    let vpn = rec[S_DIRTY + j];
-                    if let Some(e) = lh.entries.get(&vpn) {
-                        if e.private {
-                            frames.push(e.frame);
-                            owner.push((k, vpn));
-                        }
+            at[l as usize] = Some(k);
+        }
+        let pt = &self.pt;
+        let lists: Vec<Result<Vec<(u32, PagePtr)>, Error>> = self
+            .lanes
+            .par_iter_mut()
+            .zip(at.into_par_iter())
+            .enumerate()
+            .filter_map(|(lane_id, (lh, k))| {
+                let rec = &recs[k? * W..(k? + 1) * W];
+                let mem = &mut lh.lane.program.mem;
+                for vpn in lh.claimed.drain(..) {
+                    if mem.gpu_make_private(vpn << PAGE_SHIFT).is_err() {
+                        return Some(Err(Error::Device(format!(
+                            "lane {lane_id}: claimed page {vpn:#x} cannot be made private"
+                        ))));
                     }
                 }
-            } else {
-                for (&vpn, e) in &lh.entries {
-                    if e.private && self.pt.val(e.slot) & PT_W != 0 {
-                        frames.push(e.frame);
-                        owner.push((k, vpn));
-                    }
+                let n = rec[S_DIRTY_N] as usize;
+                let written: Vec<(u64, u32)> = if n <= DIRTY_CAP {
+                    rec[S_DIRTY..S_DIRTY + n]
+                        .iter()
+                        .filter_map(|vpn| {
+                            let e = lh.entries.get(vpn).filter(|e| e.private)?;
+                            Some((*vpn, e.frame))
+                        })
+                        .collect()
+                } else {
+                    // more than the record lists: every writable page of its own
+                    lh.entries
+                        .iter()
+                        .filter(|(_, e)| e.private && pt.val(e.slot) & PT_W != 0)
+                        .map(|(&vpn, e)| (vpn, e.frame))
+                        .collect()
+                };
+                let mut list = Vec::with_capacity(written.len());
+                for (vpn, frame) in written {
+                    let page = mem.gpu_page_mut(vpn);
+                    list.push((
+                        frame,
+                        PagePtr(page.map_or(std::ptr::null_mut(), |p| p.as_mut_ptr())),
+                    ));
                 }
+                Some(Ok(list))
+            })
+            .collect();
+        let mut frames: Vec<u32> = Vec::new();
+        let mut pages: Vec<PagePtr> = Vec::new();
+        for list in lists {
+            for (f, p) in list? {
+                frames.push(f);
+                pages.push(p);
             }
         }
         self.stats.lap(2, &mut lap);
-        // Into the mirror, in parallel. First each stopped lane makes the pages the kernel
-        // claimed private (the reserve stayed within the cap, so this cannot fail but in an
-        // engine bug) and finds the page of each of its changed frames; a lane's frames are
-        // consecutive in `frames` (the list was built lane by lane).
-        let mut first_frame = vec![0usize; svc.len() + 1];
-        for &(k, _) in &owner {
-            first_frame[k + 1] += 1;
-        }
-        for k in 0..svc.len() {
-            first_frame[k + 1] += first_frame[k];
-        }
-        let mut pages: Vec<PagePtr> = vec![PagePtr(std::ptr::null_mut()); frames.len()];
-        {
-            let mut slots: Vec<Option<(usize, &mut [PagePtr])>> =
-                (0..self.lanes.len()).map(|_| None).collect();
-            let mut rest: &mut [PagePtr] = &mut pages;
-            for (k, &l) in svc.iter().enumerate() {
-                let (mine, more) = rest.split_at_mut(first_frame[k + 1] - first_frame[k]);
-                slots[l as usize] = Some((k, mine));
-                rest = more;
-            }
-            let owner = &owner;
-            let first_frame = &first_frame;
-            self.lanes
-                .par_iter_mut()
-                .zip(slots.into_par_iter())
-                .enumerate()
-                .try_for_each(|(lane_id, (lh, slot))| {
-                    let Some((k, mine)) = slot else {
-                        return Ok(());
-                    };
-                    let mem = &mut lh.lane.program.mem;
-                    for vpn in lh.claimed.drain(..) {
-                        if mem.gpu_make_private(vpn << PAGE_SHIFT).is_err() {
-                            return Err(Error::Device(format!(
-                                "lane {lane_id}: claimed page {vpn:#x} cannot be made private"
-                            )));
-                        }
-                    }
-                    for (j, p) in mine.iter_mut().enumerate() {
-                        let vpn = owner[first_frame[k] + j].1;
-                        if let Some(page) = mem.gpu_page_mut(vpn) {
-                            *p = PagePtr(page.as_mut_ptr());
-                        }
-                    }
-                    Ok(())
-                })?;
-        }
-        self.stats.lap(4, &mut lap);
         // Then the changed blocks, piece by piece as they come down, each to its page: every
         // (frame, block) comes once, so no two copies write the same bytes.
         let pages = &pages;
@@ -2035,7 +2031,7 @@ impl Batch {
         let stops = &self.stops;
         let lazy = self.lazy;
         let pt = &self.pt;
-        let results: Vec<Option<Result<Serviced, Error>>> = self
+        let mut results: Vec<Option<Result<Serviced, Error>>> = self
             .lanes
             .par_iter_mut()
             .zip(work.into_par_iter())
@@ -2071,13 +2067,24 @@ impl Batch {
         let mut uploads: Vec<(u32, PageSrc)> = Vec::new();
         let mut records: Vec<(u32, usize, Vec<u64>)> = Vec::new();
         let mut ended = false;
-        let results: Vec<Serviced> = results.into_iter().flatten().collect::<Result<_, _>>()?;
-        let incoming: u64 = results.iter().map(|r| r.1.wants.len() as u64).sum();
+        // (walked in place: a round's results are tens of MB, and collecting them again
+        // showed up)
+        if let Some(k) = results.iter().position(|r| matches!(r, Some(Err(_)))) {
+            if let Some(Err(e)) = results.swap_remove(k) {
+                return Err(e);
+            }
+        }
+        let incoming: u64 = results
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|r| r.1.wants.len() as u64)
+            .sum();
         self.ensure_pt_room(incoming)?;
         let mut parts = [t_apply.elapsed().as_secs_f64(), 0.0, 0.0, 0.0];
         // stops by kind, counted here and named once (a map update per lane showed up)
         let mut stop_counts = [0u64; STOP_HOST as usize + 2];
-        for (lane_id, plan, applied, rec) in results {
+        for (lane_id, plan, applied, rec) in results.into_iter().flatten().flatten() {
             if let Some(msg) = &plan.stuck {
                 return Err(Error::Device(msg.clone()));
             }
