@@ -1200,7 +1200,6 @@ impl Batch {
         for part in records.chunks(SETUP_PIECE) {
             batch.upload(part, Vec::new())?;
         }
-        let mut uploads = uploads;
         while !uploads.is_empty() {
             let part = uploads.split_off(uploads.len().saturating_sub(SETUP_PIECE));
             batch.upload(&[], part)?;
