@@ -2580,3 +2580,91 @@ impl Batch {
         Ok(st)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changed_runs_send_only_the_blocks_that_changed() {
+        let before = [0u8; PAGE_SIZE as usize];
+        let mut after = before;
+        assert!(changed_runs(&before, &after).is_none());
+        // blocks 1 and 2 (one run) and block 63
+        after[64] = 1;
+        after[191] = 2;
+        after[4095] = 3;
+        let Some(PageSrc::Runs(runs, words)) = changed_runs(&before, &after) else {
+            panic!("expected runs");
+        };
+        assert_eq!(runs, [(8, 16), (504, 8)]);
+        assert_eq!(words.len(), 24);
+        assert_eq!(words[0], 1);
+        assert_eq!(words[15], 2 << 56);
+        assert_eq!(words[23], 3 << 56);
+        // most of the page: the whole page
+        let after = [9u8; PAGE_SIZE as usize];
+        assert!(matches!(
+            changed_runs(&before, &after),
+            Some(PageSrc::Bytes(_))
+        ));
+    }
+
+    #[test]
+    fn host_table_takes_lanes_in_parallel() {
+        // 64 lanes insert, update and remove their own keys from many threads at once, in a
+        // table small enough that their probes cross; then every key is where `find` says and
+        // the flush list covers every slot written.
+        let t = HostTable::new(1 << 12);
+        let lanes = 64u64;
+        let dirty: Vec<Vec<u64>> = (0..lanes)
+            .into_par_iter()
+            .map(|lane| {
+                let mut dirty = Vec::new();
+                for vpn in 0..24u64 {
+                    let slot = t
+                        .set_shared(pt_key(lane, vpn), vpn, false, u64::MAX, &mut dirty)
+                        .unwrap()
+                        .unwrap();
+                    if vpn % 3 == 0 {
+                        t.remove_shared(slot, &mut dirty);
+                    } else if vpn % 3 == 1 {
+                        t.set_shared(pt_key(lane, vpn), vpn + 100, false, u64::MAX, &mut dirty)
+                            .unwrap();
+                    }
+                }
+                dirty
+            })
+            .collect();
+        let written: FxHashSet<u64> = dirty.into_iter().flatten().collect();
+        for lane in 0..lanes {
+            for vpn in 0..24u64 {
+                let found = t.find(pt_key(lane, vpn));
+                match vpn % 3 {
+                    0 => assert_eq!(found, None),
+                    r => {
+                        let s = found.expect("a key that was set");
+                        assert!(written.contains(&s));
+                        assert_eq!(t.key(s), pt_key(lane, vpn));
+                        assert_eq!(t.val(s), if r == 1 { vpn + 100 } else { vpn });
+                    }
+                }
+            }
+        }
+        // past the limit (used slots), an insertion is left to the serial path
+        let t = HostTable::new(16);
+        let mut dirty = Vec::new();
+        for vpn in 0..4 {
+            assert!(t
+                .set_shared(pt_key(0, vpn), 1, false, 4, &mut dirty)
+                .unwrap()
+                .is_some());
+        }
+        let before = dirty.len();
+        assert_eq!(
+            t.set_shared(pt_key(0, 4), 1, false, 4, &mut dirty).unwrap(),
+            None
+        );
+        assert_eq!((dirty.len(), t.used.load(Relaxed)), (before, 4));
+    }
+}
