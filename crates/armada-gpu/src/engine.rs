@@ -789,78 +789,65 @@ const SETUP_PIECE: usize = 16384;
 /// be much larger, once, and pinning that much would cost more than it saves.
 const PINNED_UP_MAX: usize = 256 << 20;
 
-/// A page-locked host buffer from the device, grown by doubling.
+/// A page-locked host buffer from the device, grown by doubling (its contents are not kept),
+/// freed when dropped.
+#[derive(Default)]
 struct Pinned {
-    ptr: *mut u8,
+    ptr: Option<(std::ptr::NonNull<u8>, Arc<dyn Device>)>,
     bytes: usize,
 }
 
-impl Default for Pinned {
-    fn default() -> Self {
-        Pinned {
-            ptr: std::ptr::null_mut(),
-            bytes: 0,
-        }
-    }
-}
-
-// SAFETY: the buffer is owned by the batch and only reached through `&`/`&mut` of this value.
+// SAFETY: the buffer is owned by this value and only reached through `&`/`&mut` of it; the
+// devices are shared across threads already (`Batch` moves between threads with its device).
 unsafe impl Send for Pinned {}
 unsafe impl Sync for Pinned {}
 
 impl Pinned {
-    /// Room for `bytes`, keeping the first `keep` bytes.
-    fn reserve(&mut self, dev: &dyn Device, bytes: usize, keep: usize) -> Result<(), Error> {
+    /// Room for `bytes` (what it held before is lost when it grows).
+    fn reserve(&mut self, dev: &Arc<dyn Device>, bytes: usize) -> Result<(), Error> {
         if bytes <= self.bytes {
             return Ok(());
         }
+        *self = Pinned::default();
         let want = bytes.next_power_of_two().max(1 << 20);
-        let p = dev.alloc_host(want)?;
-        if !self.ptr.is_null() {
-            // SAFETY: both buffers hold at least `keep` bytes (keep <= self.bytes); the old
-            // one came from `alloc_host` with `self.bytes` and is dropped here.
-            unsafe {
-                std::ptr::copy_nonoverlapping(self.ptr, p, keep.min(self.bytes));
-                dev.free_host(self.ptr, self.bytes);
-            }
-        }
-        self.ptr = p;
+        let p = std::ptr::NonNull::new(dev.alloc_host(want)?)
+            .ok_or_else(|| Error::Device("page-locked allocation returned null".into()))?;
+        self.ptr = Some((p, dev.clone()));
         self.bytes = want;
         Ok(())
     }
 
+    fn base(&self) -> *mut u8 {
+        self.ptr
+            .as_ref()
+            .map_or(std::ptr::NonNull::dangling().as_ptr(), |p| p.0.as_ptr())
+    }
+
     fn bytes_mut(&mut self, n: usize) -> &mut [u8] {
         assert!(n <= self.bytes, "staging buffer overrun");
-        if n == 0 {
-            return &mut [];
-        }
-        // SAFETY: `ptr` holds `self.bytes` bytes, owned by this value.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, n) }
+        // SAFETY: the buffer holds `self.bytes` bytes, owned by this value (or n is 0 and the
+        // pointer dangling but aligned).
+        unsafe { std::slice::from_raw_parts_mut(self.base(), n) }
     }
 
     fn words(&self, n: usize) -> &[u64] {
         assert!(8 * n <= self.bytes, "staging buffer overrun");
-        if n == 0 {
-            return &[];
-        }
         // SAFETY: as in `bytes_mut`; the buffer is page-aligned.
-        unsafe { std::slice::from_raw_parts(self.ptr as *const u64, n) }
+        unsafe { std::slice::from_raw_parts(self.base() as *const u64, n) }
     }
 
     fn words_mut(&mut self, n: usize) -> &mut [u64] {
         assert!(8 * n <= self.bytes, "staging buffer overrun");
-        if n == 0 {
-            return &mut [];
-        }
         // SAFETY: as in `bytes_mut`; the buffer is page-aligned.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u64, n) }
+        unsafe { std::slice::from_raw_parts_mut(self.base() as *mut u64, n) }
     }
+}
 
-    fn release(&mut self, dev: &dyn Device) {
-        if !self.ptr.is_null() {
-            // SAFETY: from `alloc_host` with `self.bytes`; forgotten here.
-            unsafe { dev.free_host(self.ptr, self.bytes) };
-            *self = Pinned::default();
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if let Some((p, dev)) = self.ptr.take() {
+            // SAFETY: from this device's `alloc_host` with `self.bytes`; not used after.
+            unsafe { dev.free_host(p.as_ptr(), self.bytes) };
         }
     }
 }
@@ -897,13 +884,6 @@ impl Drop for Batch {
         }
         if !self.progress_host.is_null() {
             d.free_mapped(self.progress_host);
-        }
-        for p in [
-            &mut self.spare.recs,
-            &mut self.spare.changes,
-            &mut self.spare.up,
-        ] {
-            p.release(&**d);
         }
     }
 }
@@ -1313,7 +1293,7 @@ impl Batch {
             let mut pinned = std::mem::take(&mut self.spare.up);
             let mut plain = Vec::new();
             let host: &mut [u8] = if data_bytes <= PINNED_UP_MAX {
-                pinned.reserve(&*self.dev, data_bytes, 0)?;
+                pinned.reserve(&self.dev, data_bytes)?;
                 pinned.bytes_mut(data_bytes)
             } else {
                 plain.resize(data_bytes, 0u8);
@@ -1839,7 +1819,7 @@ impl Batch {
             blocks += count;
             let base = (b * DIFF_BATCH) as u64;
             let piece_words = CHANGES_PIECE / 72 * 9;
-            buf.reserve(&*self.dev, (9 * count).min(piece_words) * 8, 0)?;
+            buf.reserve(&self.dev, (9 * count).min(piece_words) * 8)?;
             let mut done = 0usize;
             while done < 9 * count {
                 let len = (9 * count - done).min(piece_words);
@@ -1889,7 +1869,7 @@ impl Batch {
         let mut lap = t;
         const W: usize = DOWN_WORDS;
         let mut recs_buf = std::mem::take(&mut self.spare.recs);
-        recs_buf.reserve(&*self.dev, 8 * svc.len() * W, 0)?;
+        recs_buf.reserve(&self.dev, 8 * svc.len() * W)?;
         self.download_records_into(svc, 0, W, recs_buf.words_mut(svc.len() * W))?;
         let recs = recs_buf.words(svc.len() * W);
         if self.trace {
