@@ -192,7 +192,7 @@ pub struct AddressSpace {
     host_written: Option<HashSet<u64>>,
     /// With `gpu_track_writes_keep`: each written page's bytes before the host's first write
     /// to it, so the engine sends the device only the bytes that changed (None: the page was
-    /// dropped, so its old bytes say nothing).
+    /// dropped, so its old bytes say nothing, or it is flat memory).
     host_before: Option<HashMap<u64, Option<Box<PageData>>>>,
 }
 
@@ -627,9 +627,13 @@ impl AddressSpace {
         if let Some(w) = self.host_written.as_mut() {
             if w.insert(vpn) {
                 if let Some(b) = self.host_before.as_mut() {
-                    // SAFETY: `ptr` points to the page's PAGE_SIZE bytes (see the type's
-                    // comment); the write this entry is for has not happened yet.
-                    b.insert(vpn, Some(Box::new(unsafe { *(ptr as *const PageData) })));
+                    // (a flat buffer's last page may be short: its bytes are not kept)
+                    let kept = self.flat.is_none().then(|| {
+                        // SAFETY: `ptr` points to a page buffer of PAGE_SIZE bytes (see the
+                        // type's comment); the write this entry is for has not happened yet.
+                        Box::new(unsafe { *(ptr as *const PageData) })
+                    });
+                    b.insert(vpn, kept);
                 }
             }
         }
