@@ -168,29 +168,15 @@ fn ldst_lg() -> u64 {
     t
 }
 
-/// Micro-ops private to the CUDA kernel: a flag-setting compare followed by B.cond, run as
-/// one dispatch (the CPU engine does the same in its private copy, `armada_core::cpu`). The
-/// host rewrites the compare's slot in the shared code array when the device asks for it
-/// (`Device::fused_pairs`); the B.cond keeps its own slot, so a branch straight to it works.
-/// The numbers sit above every integer micro-op and below the FP/SIMD range.
+/// Micro-ops the CUDA kernel runs beyond the decoder's: a flag-setting compare followed by
+/// B.cond, run as one dispatch (`armada_isa::fused`, the numbers the CPU engine uses too). The host rewrites the compare's slot in the
+/// shared code array when the device asks for it (`Device::fused_pairs`); the B.cond keeps its
+/// own slot, so a branch straight to it works.
 pub mod fused {
+    pub use armada_isa::fused::{
+        with_branch, ADDS_IMM_W_BCOND, ADDS_IMM_X_BCOND, SUBS_SR_W_BCOND, SUBS_SR_X_BCOND,
+    };
     use armada_isa::ops;
-    pub const ADDS_IMM_W_BCOND: u16 = 0x3f0;
-    pub const ADDS_IMM_X_BCOND: u16 = 0x3f1;
-    pub const SUBS_SR_W_BCOND: u16 = 0x3f2;
-    pub const SUBS_SR_X_BCOND: u16 = 0x3f3;
-    const _: () = assert!(ops::PRFM < ADDS_IMM_W_BCOND && SUBS_SR_X_BCOND < ops::FP_BASE);
-
-    /// The fused form of `op` when a B.cond follows it, if there is one.
-    pub fn with_branch(op: u16) -> Option<u16> {
-        Some(match op {
-            ops::ADDS_IMM_W => ADDS_IMM_W_BCOND,
-            ops::ADDS_IMM_X => ADDS_IMM_X_BCOND,
-            ops::SUBS_SR_W => SUBS_SR_W_BCOND,
-            ops::SUBS_SR_X => SUBS_SR_X_BCOND,
-            _ => return None,
-        })
-    }
 
     /// Rewrites, in encoded micro-ops (two words each), every compare followed by B.cond.
     pub fn fuse(words: &mut [u64]) {

@@ -2,6 +2,7 @@
 //! armada engine (CPU, CUDA, wgpu) executes.
 
 pub mod decode;
+pub mod fused;
 pub mod ops;
 mod ops_fp;
 pub mod uop;
