@@ -25,6 +25,17 @@ fn options() -> Option<Engine> {
     )
 }
 
+/// The engine and the built guest program `name`, or None (said) when either is missing.
+fn engine_and_guest(name: &str) -> Option<(Engine, PathBuf)> {
+    let engine = options()?;
+    let p = repo().join("target/guest").join(name);
+    if !p.exists() {
+        eprintln!("skipped: no guest programs (tests/guest/build.sh target/guest)");
+        return None;
+    }
+    Some((engine, p))
+}
+
 fn same_as_cpu(s: &armada_core::batch::BatchSpec, engine: &Engine) {
     if let Err(e) = armada_gpu::check::same_as_cpu(engine, s) {
         panic!("{e}");
@@ -74,12 +85,9 @@ fn guest_programs_match_cpu() {
 
 #[test]
 fn lane_arguments_and_memory_cap() {
-    let Some(opts) = options() else { return };
-    let p = repo().join("target/guest/malloc_test");
-    if !p.exists() {
-        eprintln!("skipped: no guest programs");
+    let Some((opts, p)) = engine_and_guest("malloc_test") else {
         return;
-    }
+    };
     let mut s = spec(&p, 4, &[], |_| Vec::new());
     s.lane_memory = Some(1 << 18);
     same_as_cpu(&s, &opts);
@@ -107,12 +115,9 @@ fn no_driver_is_a_clear_error() {
 
 #[test]
 fn lazy_pages_take_first_writes_in_the_kernel() {
-    let Some(engine) = options() else { return };
-    let p = repo().join("target/guest/lanecrc");
-    if !p.exists() {
-        eprintln!("skipped: no guest programs");
+    let Some((engine, p)) = engine_and_guest("lanecrc") else {
         return;
-    }
+    };
     // lanes whose first writes (data, bss, stack, heap) the kernel takes from their reserves
     let s = spec(&p, 16, &["{lane}", "1"], |_| Vec::new());
     same_as_cpu(&s, &engine);
