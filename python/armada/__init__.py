@@ -121,6 +121,7 @@ def run(
     *,
     deterministic: bool = False,
     seed: int = 0,
+    sysroot: Optional[_PathArg] = None,
 ) -> Completed:
     """Run a static AArch64 Linux program to its end, like ``armada run``.
 
@@ -136,6 +137,7 @@ def run(
         deterministic,
         seed,
         False,
+        _root(sysroot),
     )[0]
 
 
@@ -149,6 +151,7 @@ def run_batch(
     max_instructions: Optional[int] = None,
     deterministic: bool = False,
     seed: int = 0,
+    sysroot: Optional[_PathArg] = None,
 ) -> list[Completed]:
     """Run one program in many lanes at once (one per argv list); results in order.
 
@@ -177,6 +180,7 @@ def run_batch(
         deterministic,
         seed,
         True,
+        _root(sysroot),
     )
 
 

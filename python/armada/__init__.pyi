@@ -401,8 +401,9 @@ def run(
     *,
     deterministic: bool = False,
     seed: int = 0,
+    sysroot: Optional[_PathArg] = None,
 ) -> Completed:
-    """Run a static AArch64 Linux program to its end, like ``armada run``, and capture its
+    """Run an AArch64 Linux program to its end, like ``armada run``, and capture its
     output.
 
     :param argv: the program (a host path) and its arguments; ``argv[0]`` is also what the
@@ -419,7 +420,12 @@ def run(
         (``exit_code`` 124, ``stop_reason`` ``"max_instructions"``).
     :param deterministic: a virtual clock and seeded random bytes, so runs repeat exactly.
     :param seed: the seed of those random bytes.
-    :raises ElfError: the program is missing or not a static AArch64 Linux executable.
+    :param sysroot: where a dynamically linked program finds its interpreter and libraries
+        (``armada run -L``, qemu-aarch64's ``-L``): an absolute guest path names
+        ``sysroot/path`` when that exists, the host's path otherwise. Dynamically linked
+        programs run on the CPU engine only (``"auto"`` picks it for them).
+    :raises ElfError: the program is missing or not an AArch64 Linux executable, or its
+        interpreter is missing (give ``sysroot``).
     :raises ArmadaError: the process cannot be set up (arguments too long, ...), or the
         GPU engine failed.
     :raises EngineUnavailableError: the backend cannot run here.
@@ -439,6 +445,7 @@ def run_batch(
     max_instructions: Optional[int] = None,
     deterministic: bool = False,
     seed: int = 0,
+    sysroot: Optional[_PathArg] = None,
 ) -> list[Completed]:
     """Run one program in many lanes at once: one lane per argument list, each its own
     process (memory, files, stdin), all lanes sharing the loaded program image. Returns one
@@ -446,7 +453,7 @@ def run_batch(
 
     :param argvs: one argv per lane; every ``argv[0]`` must be the same program.
     :param stdins: one stdin per lane, or None for empty stdin everywhere.
-    :param env, root, max_instructions, deterministic, seed: as for :func:`run`, the same
+    :param env, root, max_instructions, deterministic, seed, sysroot: as for :func:`run`, the same
         for every lane (``max_instructions`` counts per lane).
     :param backend: ``"auto"`` (the default): CUDA when it is available here, else every
         CPU core; ``"cpu"``: every CPU core; ``"cuda"``, ``"wgpu"``: all lanes in one batch

@@ -66,6 +66,7 @@ fn main() {
             })
             .collect();
         let config = LinuxConfig {
+            sysroot: None,
             deterministic: true,
             exe_host_path: std::fs::canonicalize(prog).unwrap(),
             exe_guest_path: prog.as_bytes().to_vec(),

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 fn spawn(image: &Arc<Image>, argv: &[Vec<u8>]) -> Lane {
     let cfg = LinuxConfig {
+        sysroot: None,
         deterministic: true,
         exe_guest_path: argv[0].clone(),
         exe_host_path: std::path::PathBuf::from(String::from_utf8_lossy(&argv[0]).into_owned()),

@@ -43,6 +43,16 @@ pub struct BatchArgs {
     /// ENOMEM and writes fault, for that lane alone.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub lane_memory: Option<u64>,
+    /// Sysroot for dynamically linked programs (qemu-aarch64's -L): the guest's absolute
+    /// paths name DIR/path when that exists, the host's path otherwise. Default: the
+    /// QEMU_LD_PREFIX environment variable.
+    #[arg(
+        short = 'L',
+        long = "sysroot",
+        value_name = "DIR",
+        env = "QEMU_LD_PREFIX"
+    )]
+    pub sysroot: Option<PathBuf>,
     /// Stop each lane after N instructions (status 124).
     #[arg(long, value_name = "N")]
     pub max_instructions: Option<u64>,
@@ -104,6 +114,7 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
     }
     let image = Image::load(&args.program)
         .with_context(|| format!("cannot run {}", args.program.display()))?;
+    crate::run::refuse_dynamic_on_gpu(args.backend, &image)?;
     let guest_path = args.program.as_os_str().as_bytes().to_vec();
     let env = if args.clear_env {
         let all: Vec<String> = std::env::vars_os()
@@ -157,6 +168,7 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
         } else {
             args.root.as_ref().map(PathBuf::from)
         },
+        sysroot: args.sysroot.clone(),
         strace: false,
         deterministic: true,
         seed: args.seed,

@@ -51,6 +51,7 @@ fn run_armada(path: &Path, args: &[String]) -> Result<(u64, f64, Vec<u8>, i32)> 
     let mut argv = vec![path.as_os_str().as_encoded_bytes().to_vec()];
     argv.extend(args.iter().map(|a| a.as_bytes().to_vec()));
     let cfg = LinuxConfig {
+        sysroot: None,
         root: None,
         strace: std::env::var_os("ARMADA_BENCH_STRACE").is_some(),
         deterministic: true,

@@ -27,6 +27,16 @@ pub struct RunArgs {
     /// Confine the guest's file access to DIR: every guest path resolves inside it.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
+    /// Sysroot for dynamically linked programs (qemu-aarch64's -L): the guest's absolute
+    /// paths name DIR/path when that exists, the host's path otherwise. Default: the
+    /// QEMU_LD_PREFIX environment variable.
+    #[arg(
+        short = 'L',
+        long = "sysroot",
+        value_name = "DIR",
+        env = "QEMU_LD_PREFIX"
+    )]
+    pub sysroot: Option<PathBuf>,
     /// Stop the program after N instructions (exit status 124).
     #[arg(long, value_name = "N")]
     pub max_instructions: Option<u64>,
@@ -96,6 +106,18 @@ pub fn gpu_engine(backend: Backend) -> Result<Option<armada_gpu::Engine>> {
     })
 }
 
+/// The GPU engines do not run an interpreter (ld.so) yet: say so rather than fail later.
+pub fn refuse_dynamic_on_gpu(backend: Backend, image: &Image) -> Result<()> {
+    if let (Some(interp), false) = (&image.interp, backend == Backend::Cpu) {
+        bail!(
+            "the program is dynamically linked (interpreter {}), and the {} engine runs only statically linked programs so far: run it with --backend cpu, or build it with -static",
+            String::from_utf8_lossy(interp),
+            format!("{backend:?}").to_lowercase()
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: RunArgs) -> Result<u8> {
     check_backend(args.backend)?;
     let image = Image::load(&args.program)
@@ -104,8 +126,10 @@ pub fn run(args: RunArgs) -> Result<u8> {
     let mut argv = vec![guest_path.clone()];
     argv.extend(args.args.iter().map(|a| a.as_bytes().to_vec()));
     let env = guest_env(&args.set_env, &args.unset_env)?;
+    refuse_dynamic_on_gpu(args.backend, &image)?;
     let cfg = LinuxConfig {
         root: args.root.clone(),
+        sysroot: args.sysroot.clone(),
         strace: args.strace,
         deterministic: args.deterministic,
         seed: args.seed,

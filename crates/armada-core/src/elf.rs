@@ -1,8 +1,9 @@
-//! ELF loader: turns a static AArch64 Linux executable into page-aligned segments whose pages
+//! ELF loader: turns an AArch64 Linux executable into page-aligned segments whose pages
 //! are shared (`Arc`) by every lane that runs the program.
 //!
-//! Supported: `ET_EXEC` and static-pie `ET_DYN` (no `PT_INTERP`), little-endian ELF64 for
-//! `EM_AARCH64`. The parser never panics on malformed input: every offset, size and address
+//! Supported: `ET_EXEC` and `ET_DYN` (static-pie, or a program with a `PT_INTERP`
+//! interpreter, which is loaded the same way: see [`Image::parse_interpreter`]),
+//! little-endian ELF64 for `EM_AARCH64`. The parser never panics on malformed input: every offset, size and address
 //! is checked, and problems come back as [`LoadError`] with a message that says what is wrong.
 //!
 //! Segment contents are built by virtual address, not by mapping file pages, so the usual
@@ -62,8 +63,24 @@ pub enum LoadError {
         "ELF type {0} is not an executable: armada runs executables (ET_EXEC or static-pie ET_DYN)"
     )]
     NotExecutable(String),
-    #[error("dynamically linked programs are not supported yet (the program asks for the interpreter {0}): build with -static")]
-    Dynamic(String),
+    #[error("the interpreter {0} asks for an interpreter itself: an ELF interpreter must be self-contained (ld-linux-aarch64.so.1)")]
+    NestedInterpreter(String),
+    #[error("the interpreter path in PT_INTERP is not valid: {0}")]
+    BadInterpreter(String),
+    #[error(
+        "the program is dynamically linked and its interpreter {path} is not {where_}: {hint}"
+    )]
+    InterpreterMissing {
+        path: String,
+        where_: String,
+        hint: String,
+    },
+    #[error("cannot load the program's interpreter {path}: {source}")]
+    Interpreter {
+        path: String,
+        #[source]
+        source: Box<LoadError>,
+    },
     #[error("malformed ELF header: {0}")]
     BadHeader(String),
     #[error("malformed program header {index}: {why}")]
@@ -115,8 +132,11 @@ pub struct Image {
     pub phent: u64,
     /// Number of program headers (AT_PHNUM).
     pub phnum: u64,
-    /// 0 for ET_EXEC, [`PIE_LOAD_BIAS`] for static-pie.
+    /// 0 for ET_EXEC, [`PIE_LOAD_BIAS`] for a position-independent program, the chosen base
+    /// for an interpreter.
     pub load_bias: u64,
+    /// The interpreter (PT_INTERP) a dynamically linked program asks for, as a guest path.
+    pub interp: Option<Vec<u8>>,
     /// Page-aligned end of the highest segment: where the heap (brk) starts.
     pub brk_start: u64,
     /// Non-overlapping, ascending.
@@ -184,6 +204,14 @@ impl Bytes<'_> {
     }
 }
 
+/// What is being loaded: the program (at its link address, or [`PIE_LOAD_BIAS`]) or its
+/// interpreter (at 0 first, then moved to the top of the mmap area).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    Program,
+    Interpreter,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Phdr {
     p_type: u32,
@@ -225,6 +253,10 @@ impl Image {
 
     /// Parses an ELF executable held in memory.
     pub fn parse(bytes: &[u8]) -> Result<Image, LoadError> {
+        Image::parse_placed(bytes, Place::Program)
+    }
+
+    fn parse_placed(bytes: &[u8], place: Place) -> Result<Image, LoadError> {
         let b = Bytes(bytes);
         if bytes.len() < 4 || bytes[..4] != elf::ELFMAG {
             return Err(LoadError::NotElf);
@@ -299,28 +331,40 @@ impl Image {
             });
         }
 
-        // A dynamic program needs its interpreter: say so plainly.
+        // A dynamically linked program names its interpreter (the caller loads it).
+        let mut interp = None;
         for (index, ph) in phdrs.iter().enumerate() {
             if ph.p_type == elf::PT_INTERP {
-                let interp = usize::try_from(ph.p_offset)
+                let bad = |why: &str| LoadError::BadSegment {
+                    index,
+                    why: why.to_string(),
+                };
+                let s = usize::try_from(ph.p_offset)
                     .ok()
                     .and_then(|s| {
                         let e = s.checked_add(usize::try_from(ph.p_filesz.min(4096)).ok()?)?;
                         bytes.get(s..e)
                     })
-                    .map(|s| {
-                        let s = s.split(|&c| c == 0).next().unwrap_or(&[]);
-                        String::from_utf8_lossy(s).into_owned()
-                    })
-                    .ok_or_else(|| LoadError::BadSegment {
-                        index,
-                        why: "PT_INTERP lies beyond the end of the file".into(),
-                    })?;
-                return Err(LoadError::Dynamic(interp));
+                    .ok_or_else(|| bad("PT_INTERP lies beyond the end of the file"))?;
+                let path = s.split(|&c| c == 0).next().unwrap_or(&[]).to_vec();
+                if path.is_empty() {
+                    return Err(LoadError::BadInterpreter("it is empty".into()));
+                }
+                interp = Some(path);
+                break;
             }
         }
 
-        let bias = if pie { PIE_LOAD_BIAS } else { 0 };
+        let bias = match place {
+            Place::Program if pie => PIE_LOAD_BIAS,
+            Place::Program => 0,
+            Place::Interpreter => 0,
+        };
+        let limit = match place {
+            Place::Program => IMAGE_LIMIT,
+            // placed later below the mmap area's top (see `parse_interpreter`)
+            Place::Interpreter => ADDR_LIMIT,
+        };
 
         // Collect the loadable segments and check them.
         struct Load {
@@ -374,10 +418,10 @@ impl Image {
                         ph.p_vaddr, ph.p_memsz
                     ))
                 })?;
-            if vend > IMAGE_LIMIT {
+            if vend > limit {
                 return Err(bad(format!(
                     "PT_LOAD {:#x}..{:#x} reaches into armada's stack and mmap region (above {:#x})",
-                    vaddr, vend, IMAGE_LIMIT
+                    vaddr, vend, limit
                 )));
             }
             loads.push(Load {
@@ -474,9 +518,50 @@ impl Image {
             phent: e_phentsize as u64,
             phnum: e_phnum as u64,
             load_bias: bias,
+            interp,
             brk_start,
             segments,
         })
+    }
+
+    /// Parses a program's interpreter (ld-linux-aarch64.so.1): a position-independent
+    /// `ET_DYN` object, placed as Linux places it, at the top of the mmap area (just below
+    /// `top`) so the mmap calls it makes go below it. `name` is its guest path, for messages.
+    pub fn parse_interpreter(bytes: &[u8], name: &str, top: u64) -> Result<Image, LoadError> {
+        let img = Image::parse_placed(bytes, Place::Interpreter)?;
+        if img.interp.is_some() {
+            return Err(LoadError::NestedInterpreter(name.to_string()));
+        }
+        if bytes.get(16..18) != Some(&elf::ET_DYN.to_le_bytes()[..]) {
+            return Err(LoadError::NotExecutable(format!(
+                "ET_EXEC at a fixed address ({name} must be a position-independent ET_DYN interpreter)"
+            )));
+        }
+        let span = img.brk_start;
+        if span == 0 || span > top / 2 {
+            return Err(LoadError::BadHeader(format!(
+                "the interpreter {name} spans {span:#x} bytes, more than fits"
+            )));
+        }
+        Ok(img.rebased((top - span) & !PAGE_MASK))
+    }
+
+    /// The same image moved up by `delta` bytes (page-aligned): segments, pages, entry and
+    /// program headers.
+    fn rebased(mut self, delta: u64) -> Image {
+        let dv = delta >> PAGE_SHIFT;
+        self.entry = self.entry.wrapping_add(delta);
+        self.phdr = self.phdr.wrapping_add(delta);
+        self.load_bias = self.load_bias.wrapping_add(delta);
+        self.brk_start += delta;
+        for seg in &mut self.segments {
+            seg.start += delta;
+            seg.end += delta;
+            for (vpn, _) in &mut seg.pages {
+                *vpn += dv;
+            }
+        }
+        self
     }
 
     /// Maps every segment into `mem` with its permission and installs the shared pages.
@@ -675,12 +760,29 @@ pub(crate) mod tests {
         f[120..124].copy_from_slice(&elf::PT_INTERP.to_le_bytes());
         f[120 + 8..120 + 16].copy_from_slice(&0x1000u64.to_le_bytes());
         f[0x1000..0x1010].copy_from_slice(b"/lib/ld-linux\0\0\0");
-        let e = err(&f);
-        assert!(
-            e.contains("dynamically linked") && e.contains("-static"),
-            "{e}"
-        );
-        assert!(e.contains("/lib/ld-linux"), "{e}");
+        let img = Image::parse(&f).unwrap();
+        assert_eq!(img.interp.as_deref(), Some(&b"/lib/ld-linux"[..]));
+        // an interpreter must not ask for one itself, and must be position-independent
+        let e = Image::parse_interpreter(&f, "/lib/ld-linux", 1 << 40)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("asks for an interpreter itself"), "{e}");
+        let e = Image::parse_interpreter(&good, "/lib/x.so", 1 << 40)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("position-independent"), "{e}");
+    }
+
+    #[test]
+    fn interpreter_goes_below_the_top() {
+        let f = tiny_elf(elf::ET_DYN, 0);
+        let top = 0x7000_0000_0000;
+        let img = Image::parse_interpreter(&f, "/lib/ld.so", top).unwrap();
+        assert_eq!(img.brk_start, top);
+        assert_eq!(img.load_bias, top - 0x14000);
+        assert_eq!(img.entry, img.load_bias + 0xb0);
+        assert_eq!(img.segments[0].start, img.load_bias);
+        assert_eq!(img.segments[0].pages[0].0, img.load_bias >> PAGE_SHIFT);
     }
 
     #[test]

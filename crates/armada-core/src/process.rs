@@ -6,11 +6,12 @@
 //! ("aarch64"), the 16 AT_RANDOM bytes; then, 16-byte aligned, argc, argv[], NULL, envp[],
 //! NULL and the auxiliary vector, with sp pointing at argc.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::elf::{Image, LoadError};
-use crate::linux::mm::{STACK_SIZE, STACK_TOP};
-use crate::linux::{LinuxConfig, Process, Stdio, SysOutcome};
+use crate::linux::mm::{MMAP_TOP, STACK_SIZE, STACK_TOP};
+use crate::linux::{Errno, LinuxConfig, Process, Stdio, SysOutcome};
 use crate::memory::{AddressSpace, Perm, PAGE_SIZE};
 use crate::state::CpuState;
 
@@ -49,11 +50,13 @@ fn stack_err(what: &str) -> LoadError {
 }
 
 /// Maps the stack and writes argv, envp and the auxiliary vector; returns the initial sp.
-/// `argv` is the complete argument vector (argv[0] included); `exe_name` becomes AT_EXECFN.
+/// `argv` is the complete argument vector (argv[0] included); `exe_name` becomes AT_EXECFN;
+/// `interp_base` is AT_BASE (where the interpreter was loaded, 0 for a static program).
 #[allow(clippy::too_many_arguments)]
 pub fn setup_stack(
     mem: &mut AddressSpace,
     image: &Image,
+    interp_base: u64,
     exe_name: &str,
     argv: &[Vec<u8>],
     envp: &[Vec<u8>],
@@ -125,7 +128,7 @@ pub fn setup_stack(
         (AT_PHDR, image.phdr),
         (AT_PHENT, image.phent),
         (AT_PHNUM, image.phnum),
-        (AT_BASE, 0),
+        (AT_BASE, interp_base),
         (AT_FLAGS, 0),
         (AT_ENTRY, image.entry),
         (AT_UID, uid as u64),
@@ -156,6 +159,76 @@ pub fn setup_stack(
     Ok(sp)
 }
 
+/// Where a sysroot for dynamically linked programs usually is: Debian's
+/// `libc6-arm64-cross` installs the AArch64 glibc and its ld.so there.
+pub const CROSS_SYSROOT: &str = "/usr/aarch64-linux-gnu";
+
+/// The host file a guest path names for the loader: inside `cfg.root` when confined, else
+/// under `cfg.sysroot` when it exists there (qemu's `-L`), else the host's own path.
+pub fn guest_path_on_host(cfg: &LinuxConfig, guest: &[u8]) -> Result<PathBuf, Errno> {
+    use std::os::unix::ffi::OsStrExt;
+    if let Some(root) = &cfg.root {
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
+        let base: &[u8] = b"/";
+        return crate::linux::path::resolve_in_root(&root, base, guest, true).map(|r| r.host);
+    }
+    if let Some(p) = cfg
+        .sysroot
+        .as_deref()
+        .and_then(|dir| crate::linux::path::under_prefix(dir, guest))
+    {
+        return Ok(p);
+    }
+    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(guest)))
+}
+
+/// Loads the interpreter a dynamically linked `image` asks for (None for a static one),
+/// looking for it as the guest would (see [`guest_path_on_host`]). A missing interpreter
+/// is an error that says where armada looked and what to do.
+pub fn load_interpreter(image: &Image, cfg: &LinuxConfig) -> Result<Option<Arc<Image>>, LoadError> {
+    let Some(guest) = &image.interp else {
+        return Ok(None);
+    };
+    let name = String::from_utf8_lossy(guest).into_owned();
+    let missing = || {
+        let (where_, hint) = match (&cfg.root, &cfg.sysroot) {
+            (Some(r), _) => (
+                format!("inside the root {}", r.display()),
+                "copy the program's libraries into the root, or run without --root and give a sysroot with -L DIR".to_string(),
+            ),
+            (None, Some(s)) => (
+                format!("under the sysroot {} nor on this machine", s.display()),
+                format!("give -L a directory that holds {name} and the program's libraries"),
+            ),
+            (None, None) => (
+                "on this machine".to_string(),
+                format!(
+                    "give a sysroot with -L DIR (or QEMU_LD_PREFIX), a directory that holds it and the program's libraries; Debian's libc6-arm64-cross installs one at {CROSS_SYSROOT}"
+                ),
+            ),
+        };
+        LoadError::InterpreterMissing {
+            path: name.clone(),
+            where_,
+            hint,
+        }
+    };
+    let host = guest_path_on_host(cfg, guest).map_err(|_| missing())?;
+    let bytes = match std::fs::read(&host) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing()),
+        Err(source) => {
+            return Err(LoadError::Io { path: host, source });
+        }
+    };
+    let wrap = |e: LoadError| LoadError::Interpreter {
+        path: format!("{name} ({})", host.display()),
+        source: Box::new(e),
+    };
+    let interp = Image::parse_interpreter(&bytes, &name, MMAP_TOP).map_err(wrap)?;
+    Ok(Some(Arc::new(interp)))
+}
+
 /// One guest process ready to run: registers at the entry point, memory with the image and
 /// stack, and its Linux state.
 pub struct Program {
@@ -163,11 +236,15 @@ pub struct Program {
     pub mem: AddressSpace,
     pub process: Process,
     pub image: Arc<Image>,
+    /// The program's interpreter (ld-linux-aarch64.so.1) when it is dynamically linked.
+    pub interp: Option<Arc<Image>>,
 }
 
 impl Program {
     /// Maps `image`, builds the stack from `argv` (argv[0] included) and `env` ("K=V"
-    /// strings), and sets pc and sp. AT_EXECFN is `cfg.exe_guest_path`.
+    /// strings), and sets pc and sp. AT_EXECFN is `cfg.exe_guest_path`. A dynamically
+    /// linked program's interpreter is loaded from the file system ([`load_interpreter`]);
+    /// [`Program::spawn_dynamic`] takes one already loaded (many lanes, one interpreter).
     pub fn spawn(
         image: Arc<Image>,
         cfg: &LinuxConfig,
@@ -175,15 +252,42 @@ impl Program {
         env: Vec<Vec<u8>>,
         stdio: Stdio,
     ) -> Result<Program, LoadError> {
+        let interp = load_interpreter(&image, cfg)?;
+        Program::spawn_dynamic(image, interp, cfg, argv, env, stdio)
+    }
+
+    /// [`Program::spawn`] with the program's interpreter, loaded as Linux does: both images
+    /// mapped, the interpreter runs first (pc at its entry) and finds the program through
+    /// AT_PHDR, AT_ENTRY and AT_BASE.
+    pub fn spawn_dynamic(
+        image: Arc<Image>,
+        interp: Option<Arc<Image>>,
+        cfg: &LinuxConfig,
+        argv: Vec<Vec<u8>>,
+        env: Vec<Vec<u8>>,
+        stdio: Stdio,
+    ) -> Result<Program, LoadError> {
+        if let (Some(want), None) = (&image.interp, &interp) {
+            return Err(LoadError::BadInterpreter(format!(
+                "the program needs {} and none was loaded",
+                String::from_utf8_lossy(want)
+            )));
+        }
         let mut mem = AddressSpace::new();
         image.map_into(&mut mem)?;
+        if let Some(i) = &interp {
+            i.map_into(&mut mem)?;
+        }
         let mut process = Process::new(cfg.clone(), stdio, image.brk_start);
         let mut random = [0u8; 16];
         process.random_bytes(&mut random);
         let exe = String::from_utf8_lossy(&cfg.exe_guest_path).into_owned();
-        let sp = setup_stack(&mut mem, &image, &exe, &argv, &env, random, HWCAP, HWCAP2)?;
+        let base = interp.as_ref().map_or(0, |i| i.load_bias);
+        let sp = setup_stack(
+            &mut mem, &image, base, &exe, &argv, &env, random, HWCAP, HWCAP2,
+        )?;
         let mut state = CpuState {
-            pc: image.entry,
+            pc: interp.as_ref().map_or(image.entry, |i| i.entry),
             ..Default::default()
         };
         state.x[31] = sp;
@@ -192,6 +296,7 @@ impl Program {
             mem,
             process,
             image,
+            interp,
         })
     }
 
@@ -220,6 +325,7 @@ mod tests {
     fn stack_layout_and_auxv() {
         let img = Image::parse(&tiny_elf(object::elf::ET_EXEC, 0x400000)).unwrap();
         let cfg = LinuxConfig {
+            sysroot: None,
             deterministic: true,
             seed: 5,
             exe_guest_path: b"/bin/prog".to_vec(),
@@ -292,7 +398,7 @@ mod tests {
         let img = Image::parse(&tiny_elf(object::elf::ET_EXEC, 0x400000)).unwrap();
         let mut mem = AddressSpace::new();
         let big = vec![vec![b'x'; 1 << 20]; 3];
-        let e = setup_stack(&mut mem, &img, "p", &big, &[], [0; 16], HWCAP, 0).unwrap_err();
+        let e = setup_stack(&mut mem, &img, 0, "p", &big, &[], [0; 16], HWCAP, 0).unwrap_err();
         assert!(e.to_string().contains("E2BIG"));
     }
 }

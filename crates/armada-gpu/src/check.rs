@@ -22,6 +22,7 @@ pub fn spec(
     BatchSpec {
         image,
         config: LinuxConfig {
+            sysroot: None,
             deterministic: true,
             exe_host_path: prog.to_path_buf(),
             exe_guest_path: path.clone(),

@@ -7,8 +7,8 @@
 //! lane at its next slice.
 
 use crate::{
-    gpu_error, internal_error, panic_text, resolve_backend, ArmadaError, ElfError, SignalCheck,
-    SLICE,
+    gpu_error, internal_error, panic_text, resolve_backend, ArmadaError, ElfError,
+    EngineUnavailableError, SignalCheck, SLICE,
 };
 use armada_core::cpu;
 use armada_core::cpu::DecodedPages;
@@ -133,7 +133,7 @@ fn load_error(path: &Path, e: LoadError) -> PyErr {
 /// Runs one program in `len(argvs)` lanes (the work behind armada.run and armada.run_batch;
 /// call those). Every argv's first item is the program and must be the same in all lanes.
 #[pyfunction]
-#[pyo3(signature = (argvs, stdins, env, backend, root, max_instructions, deterministic, seed, parallel))]
+#[pyo3(signature = (argvs, stdins, env, backend, root, max_instructions, deterministic, seed, parallel, sysroot=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_lanes(
     py: Python<'_>,
@@ -146,8 +146,9 @@ pub fn run_lanes(
     deterministic: bool,
     seed: u64,
     parallel: bool,
+    sysroot: Option<PathBuf>,
 ) -> PyResult<Vec<Completed>> {
-    let resolved = resolve_backend(py, backend)?;
+    let mut resolved = resolve_backend(py, backend)?;
     if argvs.is_empty() {
         return Ok(Vec::new());
     }
@@ -195,9 +196,22 @@ pub fn run_lanes(
     let image = py
         .detach(|| Image::load(&path))
         .map_err(|e| load_error(&path, e))?;
+    if let (Some(interp), Some(_)) = (&image.interp, &resolved.engine) {
+        // The GPU engines run only static programs so far: "auto" falls back to the CPU.
+        if backend.eq_ignore_ascii_case("auto") {
+            resolved.engine = None;
+        } else {
+            return Err(EngineUnavailableError::new_err(format!(
+                "{} is dynamically linked (interpreter {}), and the {backend} engine runs only statically linked programs so far: use backend=\"cpu\"",
+                path.display(),
+                String::from_utf8_lossy(interp)
+            )));
+        }
+    }
     let image = Arc::new(image);
     let cfg = LinuxConfig {
         root,
+        sysroot,
         strace: false,
         deterministic,
         seed,

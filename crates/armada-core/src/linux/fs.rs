@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use super::path::{normalize_lexically, resolve_in_root};
 use super::{check_readable, check_writable, cstr, rd, rd_u64, wr, wr_u32, wr_u64};
@@ -699,7 +699,13 @@ impl Process {
         match &self.root {
             None => {
                 let abs = path.first() == Some(&b'/');
-                let (host_dirfd, host_path) = if abs {
+                let prefixed = abs
+                    .then(|| self.cfg.sysroot.as_deref())
+                    .flatten()
+                    .and_then(|dir| super::path::under_prefix(dir, path));
+                let (host_dirfd, host_path) = if let Some(p) = prefixed {
+                    (libc::AT_FDCWD, p.into_os_string().into_vec())
+                } else if abs {
                     (libc::AT_FDCWD, path.to_vec())
                 } else if dirfd == AT_FDCWD {
                     let mut p = self.cwd.guest.clone();

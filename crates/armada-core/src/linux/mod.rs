@@ -39,6 +39,10 @@ pub struct LinuxConfig {
     /// Guest paths resolve inside this host directory: no `..`, absolute path or symlink
     /// escapes it. `None`: guest paths are host paths (as with qemu-user).
     pub root: Option<PathBuf>,
+    /// qemu's `-L DIR`: absolute guest paths name DIR/path when that exists, the host's path
+    /// otherwise (where a dynamically linked program finds its interpreter and libraries).
+    /// Ignored when `root` is set: everything already resolves inside the root.
+    pub sysroot: Option<PathBuf>,
     /// Print one line per syscall to the host's stderr.
     pub strace: bool,
     /// Virtual clock and seeded random bytes instead of the host's.

@@ -141,6 +141,19 @@ pub fn resolve_in_root(
     })
 }
 
+/// qemu-user's `-L PREFIX` lookup: an absolute guest path names `PREFIX/path` when that
+/// exists on the host (following symlinks, as qemu's `access(F_OK)` does), and the host's own
+/// `path` otherwise. Relative paths are not looked up.
+pub fn under_prefix(prefix: &Path, path: &[u8]) -> Option<PathBuf> {
+    if path.first() != Some(&b'/') {
+        return None;
+    }
+    let mut full = prefix.as_os_str().as_bytes().to_vec();
+    full.extend_from_slice(path);
+    let full = PathBuf::from(OsStr::from_bytes(&full));
+    full.exists().then_some(full)
+}
+
 /// Lexical normalization of an absolute guest path (no symlink lookups): for recognizing
 /// special paths such as `/proc/self/exe`.
 pub fn normalize_lexically(base: &[u8], path: &[u8]) -> Vec<u8> {
@@ -256,6 +269,20 @@ mod tests {
         // a bogus base with .. cannot escape either
         let x = r(b"/../../..", b"x", true).unwrap();
         assert_eq!(x.host, root.join("x"));
+    }
+
+    #[test]
+    fn prefix_lookup() {
+        let dir = tempdir("prefix");
+        let _g = TempDir(dir.clone());
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        std::fs::write(dir.join("lib/ld.so"), b"x").unwrap();
+        assert_eq!(
+            under_prefix(&dir, b"/lib/ld.so"),
+            Some(dir.join("lib/ld.so"))
+        );
+        assert_eq!(under_prefix(&dir, b"/lib/none.so"), None);
+        assert_eq!(under_prefix(&dir, b"lib/ld.so"), None);
     }
 
     #[test]

@@ -60,6 +60,7 @@ impl Lane {
     fn det() -> Lane {
         Lane::new(
             LinuxConfig {
+                sysroot: None,
                 deterministic: true,
                 seed: 1,
                 ..Default::default()
@@ -71,6 +72,7 @@ impl Lane {
     fn rooted(root: &Path) -> Lane {
         Lane::new(
             LinuxConfig {
+                sysroot: None,
                 root: Some(root.to_path_buf()),
                 deterministic: true,
                 exe_host_path: PathBuf::from("/proc/self/exe"),
@@ -295,6 +297,7 @@ fn special_paths() {
     std::fs::write(&exe, b"\x7fELF-not-really").unwrap();
     let mut l = Lane::new(
         LinuxConfig {
+            sysroot: None,
             root: Some(t.0.clone()),
             deterministic: true,
             exe_host_path: exe,
