@@ -401,6 +401,7 @@ pub fn write_jsonl(path: &Path, lanes: &[LaneResult], files: Option<&Path>) -> R
             Exit::Code(c) => (Some(*c), None, None),
             Exit::Signal { signal, message } => (None, Some(*signal), message.clone()),
             Exit::InstructionLimit => (None, None, None),
+            Exit::Unsupported(m) => (None, None, Some(m.clone())),
         };
         let opt = |v: Option<i32>| v.map_or("null".to_string(), |c| c.to_string());
         write!(

@@ -157,6 +157,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         Exit::Signal {
             message: Some(m), ..
         } => eprintln!("armada: {m}"),
+        Exit::Unsupported(m) => eprintln!("armada: {m}"),
         Exit::InstructionLimit => eprintln!(
             "armada: stopped after {} instructions (--max-instructions) at pc {:#x}",
             lane.retired(),

@@ -18,12 +18,10 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::cpu;
 use crate::elf::{Image, LoadError};
 use crate::linux::{LinuxConfig, Stdio};
 use crate::process::Program;
 use crate::runner::{Exit, Lane};
-use crate::state::Stop;
 
 /// What one lane gets.
 #[derive(Clone, Debug, Default)]
@@ -109,6 +107,7 @@ impl LaneResult {
             Exit::Code(_) => "exit",
             Exit::Signal { .. } => "signal",
             Exit::InstructionLimit => "instruction-limit",
+            Exit::Unsupported(_) => "unsupported",
         }
     }
 
@@ -159,24 +158,10 @@ pub fn run_lane_cpu(
     let mut lane = spec.spawn(index)?;
     let mut reported = 0u64;
     while lane.exit.is_none() {
-        let total_left = match spec.max_instructions {
-            Some(m) => m.saturating_sub(lane.retired()),
-            None => u64::MAX,
-        };
-        let budget = total_left.min(CPU_CHUNK);
-        let stop = cpu::run(
-            &mut lane.program.state,
-            &mut lane.program.mem,
-            &mut lane.code,
-            budget,
-        );
+        lane.run_slice(spec.max_instructions, CPU_CHUNK);
         let r = lane.retired();
         on_progress(r - reported);
         reported = r;
-        if stop == Stop::Budget && budget < total_left {
-            continue;
-        }
-        lane.exit = lane.service(stop);
     }
     Ok(LaneResult::from_lane(index, &mut lane, 0))
 }

@@ -76,7 +76,15 @@ impl Engine {
     }
 
     /// A batch of lanes of one program, ready to run.
-    pub fn batch(&self, lanes: Vec<Lane>, max_instructions: Option<u64>) -> Result<Batch, Error> {
+    pub fn batch(
+        &self,
+        mut lanes: Vec<Lane>,
+        max_instructions: Option<u64>,
+    ) -> Result<Batch, Error> {
+        // a lane is one task on the GPU so far: a guest thread ends it with a clear message
+        for l in &mut lanes {
+            l.single_task_engine("GPU");
+        }
         Batch::new(self.dev.clone(), lanes, max_instructions, self.opts.slice)
     }
 }

@@ -10,13 +10,11 @@ use crate::{
     gpu_error, internal_error, panic_text, resolve_backend, ArmadaError, ElfError,
     EngineUnavailableError, SignalCheck, SLICE,
 };
-use armada_core::cpu;
 use armada_core::cpu::DecodedPages;
 use armada_core::elf::{Image, LoadError};
 use armada_core::linux::{LinuxConfig, Stdio};
 use armada_core::process::Program;
 use armada_core::runner::{Exit, Lane};
-use armada_core::state::Stop;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -102,21 +100,10 @@ enum LaneError {
 /// raised first.
 fn run_lane(lane: &mut Lane, max: Option<u64>, stop: &AtomicBool) -> Option<()> {
     while lane.exit.is_none() {
-        let left = match max {
-            Some(m) => m.saturating_sub(lane.retired()),
-            None => u64::MAX,
-        };
-        let slice = left.min(SLICE);
-        let p = &mut lane.program;
-        let s = cpu::run(&mut p.state, &mut p.mem, &mut lane.code, slice);
-        if s == Stop::Budget && left > slice {
-            // The slice ran out, not the program's budget.
-            if stop.load(Ordering::Relaxed) {
-                return None;
-            }
-            continue;
+        lane.run_slice(max, SLICE);
+        if lane.exit.is_none() && stop.load(Ordering::Relaxed) {
+            return None;
         }
-        lane.exit = lane.service(s);
     }
     Some(())
 }
@@ -302,6 +289,7 @@ pub fn run_lanes(
         let (exit_code, stop_reason, message) = match &r.exit {
             Exit::Code(c) => (c & 0xff, "exit", None),
             Exit::Signal { signal, message } => (-signal, "signal", message.clone()),
+            Exit::Unsupported(m) => (125, "unsupported", Some(m.clone())),
             Exit::InstructionLimit => (
                 124,
                 "max_instructions",

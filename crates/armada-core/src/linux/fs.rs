@@ -89,8 +89,9 @@ pub const OUTPUT_CAP: usize = 1 << 30;
 pub const PIPE_CAP: usize = 16 << 20;
 /// Reported pipe size (F_GETPIPE_SZ).
 const PIPE_SIZE: u64 = 65536;
-/// Internal marker: the operation would block and nothing can ever unblock it.
-pub(crate) const BLOCKS_FOREVER: Errno = Errno(-1);
+/// Internal marker: the operation would block (the task waits until another changes
+/// something: see `WaitKind::Retry`).
+pub(crate) const WOULD_BLOCK: Errno = Errno(-1);
 
 #[cfg(target_arch = "x86_64")]
 const HOST_O_LARGEFILE: i32 = 0o100000;
@@ -957,11 +958,7 @@ impl Process {
                     if p.writers == 0 {
                         return Ok(0);
                     }
-                    return Err(if nonblock {
-                        Errno::EAGAIN
-                    } else {
-                        BLOCKS_FOREVER
-                    });
+                    return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
                 }
                 let n = p.buf.len().min(buf.len());
                 for (d, s) in buf[..n].iter_mut().zip(p.buf.drain(..n)) {
@@ -1039,11 +1036,7 @@ impl Process {
                 }
                 let room = PIPE_CAP.saturating_sub(p.buf.len());
                 if room == 0 && !data.is_empty() {
-                    return Err(if nonblock {
-                        Errno::EAGAIN
-                    } else {
-                        BLOCKS_FOREVER
-                    });
+                    return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
                 }
                 let n = room.min(data.len());
                 p.buf.extend(&data[..n]);
@@ -1054,10 +1047,10 @@ impl Process {
         }
     }
 
-    /// Turns internal I/O errors into what the guest sees (SIGPIPE, deadlock).
-    fn io_error(&mut self, e: Errno, what: &str) -> Errno {
-        if e == BLOCKS_FOREVER {
-            return self.deadlock(what);
+    /// Turns internal I/O errors into what the guest sees (SIGPIPE, a block).
+    fn io_error(&mut self, e: Errno) -> Errno {
+        if e == WOULD_BLOCK {
+            return self.block(super::task::WaitKind::Retry, None);
         }
         if e == Errno::EPIPE {
             self.raise(super::signal::SIGPIPE);
@@ -1096,9 +1089,9 @@ impl Process {
                         break;
                     }
                 }
-                Err(e) if total > 0 && e != BLOCKS_FOREVER => break,
+                Err(e) if total > 0 && e != WOULD_BLOCK => break,
                 Err(_) if total > 0 => break,
-                Err(e) => return Err(self.io_error(e, "read")),
+                Err(e) => return Err(self.io_error(e)),
             }
         }
         Ok(total)
@@ -1131,7 +1124,7 @@ impl Process {
                     }
                 }
                 Err(_) if total > 0 => break,
-                Err(e) => return Err(self.io_error(e, "write")),
+                Err(e) => return Err(self.io_error(e)),
             }
         }
         Ok(total)
@@ -1259,7 +1252,7 @@ impl Process {
             let mut tmp = vec![0u8; total as usize];
             let n = match self.do_read(fd, &mut tmp, off) {
                 Ok(n) => n,
-                Err(e) => return Err(self.io_error(e, "readv")),
+                Err(e) => return Err(self.io_error(e)),
             };
             let mut done = 0usize;
             for (base, len) in iovs {
@@ -1307,7 +1300,7 @@ impl Process {
             }
             return match self.do_write(fd, &data, off) {
                 Ok(n) => Ok(n as u64),
-                Err(e) => Err(self.io_error(e, "writev")),
+                Err(e) => Err(self.io_error(e)),
             };
         }
         each_iov(&iovs, off, |base, len, at| {
@@ -2368,7 +2361,7 @@ impl Process {
             let n = match self.do_read(in_fd, &mut tmp[..want], off) {
                 Ok(n) => n,
                 Err(_) if total > 0 => break,
-                Err(e) => return Err(self.io_error(e, "sendfile")),
+                Err(e) => return Err(self.io_error(e)),
             };
             if n == 0 {
                 break;
@@ -2376,7 +2369,7 @@ impl Process {
             let w = match self.do_write(out_fd, &tmp[..n], None) {
                 Ok(w) => w,
                 Err(_) if total > 0 => break,
-                Err(e) => return Err(self.io_error(e, "sendfile")),
+                Err(e) => return Err(self.io_error(e)),
             };
             total += w as u64;
             if let Some(o) = off.as_mut() {
@@ -2496,14 +2489,13 @@ impl Process {
             if ready > 0 || timeout == Some(0) || round == 1 {
                 return Ok(ready);
             }
-            if hostfds.is_empty() || self.cfg.deterministic {
-                match timeout {
-                    Some(ns) => {
-                        self.sleep_ns(ns);
-                        return Ok(0);
-                    }
-                    None => return Err(self.deadlock("ppoll")),
+            if hostfds.is_empty() || self.cfg.deterministic || self.thread_count() > 1 {
+                // wait for another task (or the deadline): the poll runs again then
+                let deadline = timeout.map(|ns| self.deadline_after(ns));
+                if deadline.is_some_and(|d| self.deadline_passed(d)) {
+                    return Ok(0);
                 }
+                return Err(self.block(super::task::WaitKind::Retry, deadline));
             }
             self.wait_host(&mut hostfds, timeout);
         }
@@ -2586,21 +2578,20 @@ impl Process {
                 }
                 return Ok(count);
             }
-            if hostfds.is_empty() || self.cfg.deterministic {
-                match timeout {
-                    Some(ns) => {
-                        self.sleep_ns(ns);
-                        for p in [rfds, wfds, efds] {
-                            if p != 0 {
-                                for k in 0..words {
-                                    wr_u64(mem, p + k as u64 * 8, 0)?;
-                                }
+            if hostfds.is_empty() || self.cfg.deterministic || self.thread_count() > 1 {
+                // wait for another task (or the deadline): the select runs again then
+                let deadline = timeout.map(|ns| self.deadline_after(ns));
+                if deadline.is_some_and(|d| self.deadline_passed(d)) {
+                    for p in [rfds, wfds, efds] {
+                        if p != 0 {
+                            for k in 0..words {
+                                wr_u64(mem, p + k as u64 * 8, 0)?;
                             }
                         }
-                        return Ok(0);
                     }
-                    None => return Err(self.deadlock("pselect6")),
+                    return Ok(0);
                 }
+                return Err(self.block(super::task::WaitKind::Retry, deadline));
             }
             self.wait_host(&mut hostfds, timeout);
         }

@@ -25,12 +25,14 @@ use crate::memory::{AddressSpace, Perm};
 use crate::state::CpuState;
 
 pub mod fs;
+mod futex;
 pub mod mm;
 pub mod nr;
 pub mod path;
 pub mod signal;
 mod strace;
 pub mod sys;
+pub mod task;
 pub mod time;
 
 /// How a lane's guest sees the host.
@@ -74,6 +76,11 @@ pub enum SysOutcome {
     Exit(i32),
     /// Killed by this signal.
     Killed(i32),
+    /// The calling thread ended (exit) and other threads of the process go on.
+    ThreadExit,
+    /// The calling thread blocks: the scheduler runs others until it can go on
+    /// ([`Process::take_block`] says what it waits for; x0 is not written yet).
+    Block,
 }
 
 /// A Linux errno value (positive).
@@ -282,6 +289,18 @@ pub struct Process {
     pub(crate) clock: time::Clock,
     pub(crate) rng: time::Rng,
     pub(crate) signals: signal::Signals,
+    /// The thread being serviced, and the kernel-side state of the others.
+    pub(crate) thread: task::ThreadLinux,
+    pub(crate) others: task::Others,
+    pub(crate) next_tid: i32,
+    /// What the last syscall left for the scheduler.
+    pub(crate) events: task::Events,
+    pub(crate) futexes: futex::Futexes,
+    /// Set while a blocked syscall runs again: the deadline it had the first time.
+    pub(crate) restart_deadline: Option<u64>,
+    /// The syscall being serviced (for the wait a blocking one records).
+    pub(crate) cur_nr: u64,
+    pub(crate) cur_args: [u64; 6],
     pub(crate) rlimits: [(u64, u64); sys::RLIM_NLIMITS],
     pub(crate) comm: [u8; 16],
     /// Retired instructions of the lane at the current syscall (for the virtual clock).
@@ -357,6 +376,17 @@ impl Process {
             brk_cur: brk_start,
             rng,
             signals: signal::Signals::default(),
+            thread: task::ThreadLinux {
+                tid: pid,
+                ..Default::default()
+            },
+            others: task::Others::new(),
+            next_tid: pid + 1,
+            events: task::Events::default(),
+            futexes: futex::Futexes::default(),
+            restart_deadline: None,
+            cur_nr: 0,
+            cur_args: [0; 6],
             rlimits: sys::default_rlimits(cfg.deterministic),
             comm,
             retired: 0,
@@ -400,30 +430,65 @@ impl Process {
     }
 
     /// Services the syscall the lane stopped at: number in x8, arguments in x0..x5, result
-    /// (or -errno) into x0.
+    /// (or -errno) into x0. A syscall that blocks returns [`SysOutcome::Block`] and leaves
+    /// x0 alone; the scheduler runs it again ([`Process::restart`]) or resumes the task
+    /// with the wait's result.
     pub fn syscall(&mut self, st: &mut CpuState, mem: &mut AddressSpace) -> SysOutcome {
+        self.syscalls += 1;
+        self.restart_deadline = None;
+        self.run_syscall(st, mem)
+    }
+
+    /// Runs the blocked syscall of the current task again (its registers are as they were
+    /// at the SVC): `deadline` is the one it recorded when it blocked.
+    pub fn restart(
+        &mut self,
+        st: &mut CpuState,
+        mem: &mut AddressSpace,
+        deadline: Option<u64>,
+    ) -> SysOutcome {
+        self.restart_deadline = deadline;
+        let o = self.run_syscall(st, mem);
+        self.restart_deadline = None;
+        o
+    }
+
+    fn run_syscall(&mut self, st: &mut CpuState, mem: &mut AddressSpace) -> SysOutcome {
+        self.events.block = None;
         let nr = st.x[8];
         let a = [st.x[0], st.x[1], st.x[2], st.x[3], st.x[4], st.x[5]];
         self.retired = st.retired;
-        self.syscalls += 1;
+        self.cur_nr = nr;
+        self.cur_args = a;
         let trace = self.cfg.strace.then(|| strace::format_call(nr, &a, mem));
         let r = self.dispatch(nr, a, st, mem);
         let ret = match r {
             Ok(v) => v,
             Err(e) => (-(e.0 as i64)) as u64,
         };
+        if self.events.block.is_some() && self.outcome.is_none() {
+            if let Some(t) = &trace {
+                if self.restart_deadline.is_none() {
+                    eprintln!("{} {t} = ? <blocks>", self.thread.tid);
+                }
+            }
+            return SysOutcome::Block;
+        }
         if let Some(outcome) = self.outcome.take() {
-            if outcome != SysOutcome::Continue {
+            if !matches!(outcome, SysOutcome::Continue | SysOutcome::ThreadExit) {
                 self.flush_shared_mappings(mem);
             }
             if let Some(t) = &trace {
-                eprintln!("{} {t} = ?", self.pid);
+                eprintln!("{} {t} = ?", self.thread.tid);
                 match outcome {
                     SysOutcome::Killed(sig) => {
                         eprintln!("{} +++ killed by {} +++", self.pid, signal::name(sig))
                     }
                     SysOutcome::Exit(code) => eprintln!("{} +++ exited with {code} +++", self.pid),
-                    SysOutcome::Continue => {}
+                    SysOutcome::ThreadExit => {
+                        eprintln!("{} +++ thread exited +++", self.thread.tid)
+                    }
+                    SysOutcome::Continue | SysOutcome::Block => {}
                 }
             }
             if outcome != SysOutcome::Continue {
@@ -433,9 +498,15 @@ impl Process {
         }
         st.x[0] = ret;
         if let Some(t) = trace {
-            eprintln!("{} {t} = {}", self.pid, strace::format_ret(nr, r));
+            eprintln!("{} {t} = {}", self.thread.tid, strace::format_ret(nr, r));
         }
-        if self.signals.pending != 0 {
+        self.deliver_signals(st, mem)
+    }
+
+    /// Runs the handler of a pending signal, if one is ready: sets up its frame so the
+    /// task continues there. Called after a syscall and when a task is switched in.
+    pub fn deliver_signals(&mut self, st: &mut CpuState, mem: &mut AddressSpace) -> SysOutcome {
+        if self.thread.sig.pending != 0 {
             if let Some(o) = self.deliver_frame(st, mem) {
                 self.flush_shared_mappings(mem);
                 return o;
@@ -527,26 +598,23 @@ impl Process {
             MINCORE => self.sys_mincore(mem, a[0], a[1], a[2]),
 
             // process
-            EXIT | EXIT_GROUP => {
+            EXIT => self.sys_exit_thread(mem, a[0]),
+            EXIT_GROUP => {
                 self.outcome = Some(SysOutcome::Exit(a[0] as i32 & 0xff));
                 Ok(0)
             }
-            SET_TID_ADDRESS => Ok(self.pid as u64),
-            SET_ROBUST_LIST => {
-                if a[1] != 24 {
-                    Err(Errno::EINVAL)
-                } else {
-                    Ok(0)
-                }
-            }
-            GET_ROBUST_LIST => Err(Errno::EPERM),
+            SET_TID_ADDRESS => self.sys_set_tid_address(a[0]),
+            SET_ROBUST_LIST => self.sys_set_robust_list(a[0], a[1]),
+            GET_ROBUST_LIST => self.sys_get_robust_list(mem, i(0), a[1], a[2]),
+            CLONE => self.sys_clone(st, mem, a),
+            CLONE3 => self.sys_clone3(st, mem, a[0], a[1]),
             RSEQ => Err(Errno::ENOSYS),
             PRLIMIT64 => self.sys_prlimit64(mem, i(0), i(1), a[2], a[3]),
             GETRLIMIT => self.sys_prlimit64(mem, 0, i(0), 0, a[1]),
             SETRLIMIT => self.sys_prlimit64(mem, 0, i(0), a[1], 0),
             UNAME => self.sys_uname(mem, a[0]),
             GETPID => Ok(self.pid as u64),
-            GETTID => Ok(self.pid as u64),
+            GETTID => self.sys_gettid(),
             GETPPID => Ok(self.ppid as u64),
             GETUID | GETEUID => Ok(self.uid as u64),
             GETGID | GETEGID => Ok(self.gid as u64),
@@ -566,7 +634,7 @@ impl Process {
             GETCPU => self.sys_getcpu(mem, a[0], a[1]),
             SCHED_GETAFFINITY => self.sys_sched_getaffinity(mem, i(0), a[1], a[2]),
             SCHED_SETAFFINITY => Ok(0),
-            SCHED_YIELD => Ok(0),
+            SCHED_YIELD => self.sys_sched_yield(),
             SCHED_GETSCHEDULER => Ok(0),
             SCHED_SETSCHEDULER | SCHED_SETPARAM => Ok(0),
             SCHED_GETPARAM => wr_u32(mem, a[1], 0).map(|_| 0),
@@ -574,11 +642,11 @@ impl Process {
             GETPRIORITY => Ok(20),
             SETPRIORITY => Ok(0),
             WAIT4 | WAITID => Err(Errno::ECHILD),
-            CLONE | CLONE3 | EXECVE | EXECVEAT => {
+            EXECVE | EXECVEAT => {
                 self.unsupported(nr);
                 Err(Errno::ENOSYS)
             }
-            MEMBARRIER => Err(Errno::ENOSYS),
+            MEMBARRIER => self.sys_membarrier(i(0), a[1] as u32),
             // there are no sockets: calls on an fd say it is not one (bash asks getpeername(0))
             BIND | LISTEN | ACCEPT | ACCEPT4 | CONNECT | GETSOCKNAME | GETPEERNAME | SENDTO
             | RECVFROM | SETSOCKOPT | GETSOCKOPT | SHUTDOWN | SENDMSG | RECVMSG | SENDMMSG
@@ -604,7 +672,7 @@ impl Process {
             RT_SIGTIMEDWAIT => self.sys_rt_sigtimedwait(mem, a[0], a[1], a[2], a[3]),
             SIGALTSTACK => self.sys_sigaltstack(mem, a[0], a[1], st.x[31]),
             KILL => self.sys_kill(i(0), i(1)),
-            TKILL => self.sys_tgkill(self.pid, i(0), i(1)),
+            TKILL => self.sys_tkill(i(0), i(1)),
             TGKILL => self.sys_tgkill(i(0), i(1), i(2)),
             RT_SIGRETURN => self.sys_rt_sigreturn(st, mem),
             FUTEX => self.sys_futex(mem, a),
@@ -624,16 +692,11 @@ impl Process {
             )
         });
     }
+}
 
-    /// Ends the guest when it would wait forever: nothing else in a single-threaded process
-    /// can wake it.
-    pub(crate) fn deadlock(&mut self, what: &str) -> Errno {
-        eprintln!(
-            "armada: the guest would block forever in {what} (no other thread or process can wake it); killing it"
-        );
-        self.outcome = Some(SysOutcome::Killed(signal::SIGKILL));
-        Errno::EINTR
-    }
+/// A syscall as `--strace` shows it (`futex(0x4a1b20, FUTEX_WAIT_PRIVATE, 2, NULL)`).
+pub fn format_syscall(nr: u64, args: &[u64; 6], mem: &mut AddressSpace) -> String {
+    strace::format_call(nr, args, mem)
 }
 
 /// Services many stopped lanes in parallel (rayon). Each lane must have stopped at an SVC.

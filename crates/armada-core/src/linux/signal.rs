@@ -1,4 +1,5 @@
-//! Signals (dispositions, mask, pending set, signals a process sends itself) and futex.
+//! Signals: dispositions (the process's), masks, pending sets and alternate stacks (each
+//! thread's), kill and tgkill, and frames for handlers.
 //!
 //! Signals a process sends itself (kill, tgkill, raise, abort, SIGPIPE) and synchronous
 //! signals from faults ([`Process::deliver_fault`]) are delivered as Linux/arm64 does: a
@@ -11,7 +12,7 @@
 //! up per return to the guest, lowest signal number first. Asynchronous signals from
 //! outside (timers, other processes) do not exist here.
 
-use super::{rd, rd_u32, rd_u64, wr, wr_u32, wr_u64, Errno, Process, SysOutcome, SysResult};
+use super::{rd, rd_u32, rd_u64, wr, wr_u64, Errno, Process, SysOutcome, SysResult};
 use crate::memory::{AddressSpace, Perm, PAGE_SIZE};
 use crate::state::CpuState;
 
@@ -168,10 +169,25 @@ const FPSIMD_SIZE: u32 = 528;
 const ESR_MAGIC: u32 = 0x4553_5201;
 const FRAME_SIZE: u64 = SIGINFO_SIZE + UCONTEXT_SIZE;
 
+/// The process's signal dispositions, shared by its threads.
 #[derive(Clone, Debug)]
 pub(crate) struct Signals {
     actions: [SigAction; NSIG as usize + 1],
-    mask: u64,
+}
+
+impl Default for Signals {
+    fn default() -> Self {
+        Signals {
+            actions: [SigAction::default(); NSIG as usize + 1],
+        }
+    }
+}
+
+/// One thread's side of signals: its mask, the signals pending for it and its alternate
+/// stack.
+#[derive(Clone, Debug)]
+pub(crate) struct ThreadSignals {
+    pub(crate) mask: u64,
     pub(crate) pending: u64,
     info: [SigInfo; NSIG as usize + 1],
     altstack: (u64, i32, u64),
@@ -179,15 +195,24 @@ pub(crate) struct Signals {
     suspend_mask: Option<u64>,
 }
 
-impl Default for Signals {
+impl Default for ThreadSignals {
     fn default() -> Self {
-        Signals {
-            actions: [SigAction::default(); NSIG as usize + 1],
+        ThreadSignals {
             mask: 0,
             pending: 0,
             info: [SigInfo::default(); NSIG as usize + 1],
             altstack: (0, SS_DISABLE, 0),
             suspend_mask: None,
+        }
+    }
+}
+
+impl ThreadSignals {
+    /// A new thread's: the creator's mask, nothing pending, no alternate stack (clone).
+    pub(crate) fn for_new_thread(&self) -> ThreadSignals {
+        ThreadSignals {
+            mask: self.mask,
+            ..ThreadSignals::default()
         }
     }
 }
@@ -200,22 +225,71 @@ impl Process {
         self.raise_info(sig, SI_KERNEL, 0);
     }
 
+    /// A signal for the process: like Linux's complete_signal, the current thread takes it
+    /// unless it blocks it and another thread does not.
     fn raise_info(&mut self, sig: i32, code: i32, value: u64) {
         if !(1..=NSIG).contains(&sig) {
             return;
         }
-        if self.signals.pending & bit(sig) == 0 {
-            self.signals.info[sig as usize] = SigInfo { code, value };
+        if self.thread.sig.mask & bit(sig) != 0 {
+            if let Some(tid) = self
+                .others
+                .iter()
+                .find(|(_, t)| t.sig.mask & bit(sig) == 0)
+                .map(|(&tid, _)| tid)
+            {
+                self.raise_thread(tid, sig, code, value);
+                return;
+            }
         }
-        self.signals.pending |= bit(sig);
+        self.raise_current(sig, code, value);
+    }
+
+    fn raise_current(&mut self, sig: i32, code: i32, value: u64) {
+        if self.thread.sig.pending & bit(sig) == 0 {
+            self.thread.sig.info[sig as usize] = SigInfo { code, value };
+        }
+        self.thread.sig.pending |= bit(sig);
         self.deliver_pending();
+    }
+
+    /// A signal for thread `tid`, which is not running now. A handler runs when the
+    /// scheduler next switches to it (interrupting its wait); a default action that ends
+    /// the process ends it now, from whichever thread.
+    fn raise_thread(&mut self, tid: i32, sig: i32, code: i32, value: u64) {
+        if tid == self.thread.tid {
+            return self.raise_current(sig, code, value);
+        }
+        let act = self.signals.actions[sig as usize];
+        let Some(t) = self.others.get_mut(&tid) else {
+            return;
+        };
+        let unstoppable = sig == SIGKILL || sig == SIGSTOP;
+        let blocked = !unstoppable && t.sig.mask & bit(sig) != 0;
+        if !blocked && !act.has_handler() || unstoppable {
+            if act.handler == SIG_IGN && !unstoppable {
+                return;
+            }
+            match default_action(sig) {
+                Default_::Terminate => self.outcome = Some(SysOutcome::Killed(sig)),
+                Default_::Ignore => {}
+                Default_::Stop => super::note_once(super::NOTE_MISC, 100 + sig as u64, || {
+                    format!("{} would stop the guest; armada ignores it", name(sig))
+                }),
+            }
+            return;
+        }
+        if t.sig.pending & bit(sig) == 0 {
+            t.sig.info[sig as usize] = SigInfo { code, value };
+        }
+        t.sig.pending |= bit(sig);
     }
 
     /// Acts on pending, unblocked signals whose action is not a handler (handlers run when
     /// the syscall returns to the guest, through `deliver_frame`).
     fn deliver_pending(&mut self) {
         while self.outcome.is_none() {
-            let ready = self.signals.pending & !(self.signals.mask & !UNBLOCKABLE);
+            let ready = self.thread.sig.pending & !(self.thread.sig.mask & !UNBLOCKABLE);
             let Some(sig) = (0..64)
                 .filter(|b| ready & (1 << b) != 0)
                 .map(|b| b + 1)
@@ -225,7 +299,7 @@ impl Process {
             else {
                 break;
             };
-            self.signals.pending &= !bit(sig);
+            self.thread.sig.pending &= !bit(sig);
             let act = self.signals.actions[sig as usize];
             let unstoppable = sig == SIGKILL || sig == SIGSTOP;
             if !unstoppable && act.handler == SIG_IGN {
@@ -243,7 +317,12 @@ impl Process {
 
     /// Whether a handler is waiting to run.
     pub(crate) fn handler_ready(&self) -> bool {
-        let ready = self.signals.pending & !self.signals.mask;
+        self.handler_ready_in(&self.thread.sig)
+    }
+
+    /// Whether a handler is waiting to run for a thread with this signal state.
+    pub(crate) fn handler_ready_in(&self, t: &ThreadSignals) -> bool {
+        let ready = t.pending & !t.mask;
         ready != 0
             && (1..=NSIG)
                 .any(|s| ready & bit(s) != 0 && self.signals.actions[s as usize].has_handler())
@@ -257,11 +336,11 @@ impl Process {
         st: &mut CpuState,
         mem: &mut AddressSpace,
     ) -> Option<SysOutcome> {
-        let ready = self.signals.pending & !self.signals.mask;
+        let ready = self.thread.sig.pending & !self.thread.sig.mask;
         let sig = (1..=NSIG)
             .find(|&s| ready & bit(s) != 0 && self.signals.actions[s as usize].has_handler())?;
-        self.signals.pending &= !bit(sig);
-        let info = self.signals.info[sig as usize];
+        self.thread.sig.pending &= !bit(sig);
+        let info = self.thread.sig.info[sig as usize];
         if self.cfg.strace {
             eprintln!("{} --- {} (si_code={}) ---", self.pid, name(sig), info.code);
         }
@@ -289,7 +368,7 @@ impl Process {
             return Some(SysOutcome::Killed(SIGSEGV));
         }
         let act = self.signals.actions[sig as usize];
-        if !act.has_handler() || self.signals.mask & bit(sig) != 0 {
+        if !act.has_handler() || self.thread.sig.mask & bit(sig) != 0 {
             return Some(SysOutcome::Killed(sig));
         }
         if self.cfg.strace {
@@ -328,7 +407,7 @@ impl Process {
     }
 
     fn on_altstack(&self, sp: u64) -> bool {
-        let (ss_sp, flags, size) = self.signals.altstack;
+        let (ss_sp, flags, size) = self.thread.sig.altstack;
         flags != SS_DISABLE && sp > ss_sp && sp - ss_sp <= size
     }
 
@@ -343,7 +422,7 @@ impl Process {
     ) -> Result<(), ()> {
         let act = self.signals.actions[sig as usize];
         let sp0 = st.x[31];
-        let (ss_sp, ss_flags, ss_size) = self.signals.altstack;
+        let (ss_sp, ss_flags, ss_size) = self.thread.sig.altstack;
         let use_alt =
             act.flags & SA_ONSTACK != 0 && ss_flags != SS_DISABLE && !self.on_altstack(sp0);
         let top = if use_alt {
@@ -376,10 +455,11 @@ impl Process {
         put(&mut f, uc + UC_STACK + 8, &cur_flags.to_le_bytes());
         put(&mut f, uc + UC_STACK + 16, &ss_size.to_le_bytes());
         let saved_mask = self
-            .signals
+            .thread
+            .sig
             .suspend_mask
             .take()
-            .unwrap_or(self.signals.mask);
+            .unwrap_or(self.thread.sig.mask);
         put(&mut f, uc + UC_SIGMASK, &saved_mask.to_le_bytes());
         let mc = uc + UC_MCONTEXT;
         if esr != 0 {
@@ -433,11 +513,11 @@ impl Process {
         st.x[31] = frame;
         st.pc = act.handler;
         st.excl_addr = u64::MAX;
-        let mut m = self.signals.mask | act.mask;
+        let mut m = self.thread.sig.mask | act.mask;
         if act.flags & SA_NODEFER == 0 {
             m |= bit(sig);
         }
-        self.signals.mask = m & !UNBLOCKABLE;
+        self.thread.sig.mask = m & !UNBLOCKABLE;
         if act.flags & SA_RESETHAND != 0 {
             self.signals.actions[sig as usize] = SigAction::default();
         }
@@ -493,15 +573,15 @@ impl Process {
             }
             at += size;
         }
-        self.signals.mask = g64(UC_SIGMASK) & !UNBLOCKABLE;
+        self.thread.sig.mask = g64(UC_SIGMASK) & !UNBLOCKABLE;
         // restore_altstack: only when it is a valid setting and we are not on it
         let (ss_sp, ss_flags, ss_size) =
             (g64(UC_STACK), g32(UC_STACK + 8) as i32, g64(UC_STACK + 16));
         if !self.on_altstack(st.x[31]) {
             if ss_flags & SS_DISABLE != 0 {
-                self.signals.altstack = (0, SS_DISABLE, 0);
+                self.thread.sig.altstack = (0, SS_DISABLE, 0);
             } else if ss_size >= 5120 {
-                self.signals.altstack = (ss_sp, ss_flags & (1 << 31), ss_size);
+                self.thread.sig.altstack = (ss_sp, ss_flags & (1 << 31), ss_size);
             }
         }
         let _ = mc;
@@ -550,7 +630,7 @@ impl Process {
             let ignored = n.handler == SIG_IGN
                 || (n.handler == SIG_DFL && default_action(sig) == Default_::Ignore);
             if ignored {
-                self.signals.pending &= !bit(sig);
+                self.thread.sig.pending &= !bit(sig);
             }
         }
         Ok(0)
@@ -570,8 +650,8 @@ impl Process {
         let new = if set != 0 {
             let s = rd_u64(mem, set)?;
             Some(match how {
-                0 => self.signals.mask | s,
-                1 => self.signals.mask & !s,
+                0 => self.thread.sig.mask | s,
+                1 => self.thread.sig.mask & !s,
                 2 => s,
                 _ => return Err(Errno::EINVAL),
             })
@@ -579,10 +659,10 @@ impl Process {
             None
         };
         if oset != 0 {
-            wr_u64(mem, oset, self.signals.mask)?;
+            wr_u64(mem, oset, self.thread.sig.mask)?;
         }
         if let Some(m) = new {
-            self.signals.mask = m & !UNBLOCKABLE;
+            self.thread.sig.mask = m & !UNBLOCKABLE;
             self.deliver_pending();
         }
         Ok(0)
@@ -597,7 +677,7 @@ impl Process {
         if size > 8 {
             return Err(Errno::EINVAL);
         }
-        let v = (self.signals.pending & self.signals.mask).to_le_bytes();
+        let v = (self.thread.sig.pending & self.thread.sig.mask).to_le_bytes();
         wr(mem, set, &v[..size as usize])?;
         Ok(0)
     }
@@ -612,17 +692,18 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let m = rd_u64(mem, set)? & !UNBLOCKABLE;
-        let old = self.signals.mask;
-        self.signals.mask = m;
+        let old = self.thread.sig.mask;
+        self.thread.sig.mask = m;
         self.deliver_pending();
         if self.outcome.is_none() && self.handler_ready() {
             // the handler runs on return; its sigreturn restores the old mask
-            self.signals.suspend_mask = Some(old);
+            self.thread.sig.suspend_mask = Some(old);
             return Err(Errno::EINTR);
         }
-        self.signals.mask = old;
+        self.thread.sig.mask = old;
         if self.outcome.is_none() {
-            return Err(self.deadlock("rt_sigsuspend"));
+            // runs again when another task has done something (sent a signal, perhaps)
+            return Err(self.block(super::task::WaitKind::Retry, None));
         }
         Err(Errno::EINTR)
     }
@@ -639,10 +720,10 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let want = rd_u64(mem, set)? & !UNBLOCKABLE;
-        let hit = self.signals.pending & want;
+        let hit = self.thread.sig.pending & want;
         if hit != 0 {
             let sig = hit.trailing_zeros() as i32 + 1;
-            self.signals.pending &= !bit(sig);
+            self.thread.sig.pending &= !bit(sig);
             if info != 0 {
                 // siginfo_t: si_signo, si_errno, si_code (SI_TKILL = -6), then pid, uid
                 let mut b = [0u8; 128];
@@ -654,12 +735,16 @@ impl Process {
             }
             return Ok(sig as u64);
         }
-        if tmo == 0 {
-            return Err(self.deadlock("rt_sigtimedwait"));
+        let deadline = if tmo == 0 {
+            None
+        } else {
+            let ns = super::time::read_timespec_ns(mem, tmo)?;
+            Some(self.deadline_after(ns))
+        };
+        if deadline.is_some_and(|d| self.deadline_passed(d)) {
+            return Err(Errno::EAGAIN);
         }
-        let ns = super::time::read_timespec_ns(mem, tmo)?;
-        self.sleep_ns(ns);
-        Err(Errno::EAGAIN)
+        Err(self.block(super::task::WaitKind::Retry, deadline))
     }
 
     pub(crate) fn sys_sigaltstack(
@@ -695,7 +780,7 @@ impl Process {
             None
         };
         if old != 0 {
-            let (ss_sp, flags, size) = self.signals.altstack;
+            let (ss_sp, flags, size) = self.thread.sig.altstack;
             let flags = if on { flags | SS_ONSTACK } else { flags };
             let mut b = [0u8; 24];
             b[0..8].copy_from_slice(&ss_sp.to_le_bytes());
@@ -704,7 +789,7 @@ impl Process {
             wr(mem, old, &b)?;
         }
         if let Some(n) = new {
-            self.signals.altstack = n;
+            self.thread.sig.altstack = n;
         }
         Ok(0)
     }
@@ -735,97 +820,27 @@ impl Process {
     }
 
     pub(crate) fn sys_tgkill(&mut self, tgid: i32, tid: i32, sig: i32) -> SysResult {
-        if tgid <= 0 || tid <= 0 || !(0..=NSIG).contains(&sig) {
+        if tgid <= 0 {
             return Err(Errno::EINVAL);
         }
-        if tgid == self.pid && tid == self.pid {
-            return self.signal_self(sig, SI_TKILL);
+        if tgid != self.pid {
+            return Err(Errno::ESRCH);
         }
-        Err(Errno::ESRCH)
+        self.sys_tkill(tid, sig)
     }
 
-    /// futex for a single-threaded process: nobody else can wake a waiter.
-    pub(crate) fn sys_futex(&mut self, mem: &mut AddressSpace, a: [u64; 6]) -> SysResult {
-        const FUTEX_WAIT: u32 = 0;
-        const FUTEX_WAKE: u32 = 1;
-        const FUTEX_REQUEUE: u32 = 3;
-        const FUTEX_CMP_REQUEUE: u32 = 4;
-        const FUTEX_WAKE_OP: u32 = 5;
-        const FUTEX_WAIT_BITSET: u32 = 9;
-        const FUTEX_WAKE_BITSET: u32 = 10;
-        const FUTEX_CLOCK_REALTIME: u32 = 256;
-        let (uaddr, op, val, timeout, uaddr2, val3) =
-            (a[0], a[1] as u32, a[2] as u32, a[3], a[4], a[5] as u32);
-        let cmd = op & 0x7f;
-        if uaddr & 3 != 0 {
+    /// tkill/tgkill: a signal for one thread of this process.
+    pub(crate) fn sys_tkill(&mut self, tid: i32, sig: i32) -> SysResult {
+        if tid <= 0 || !(0..=NSIG).contains(&sig) {
             return Err(Errno::EINVAL);
         }
-        match cmd {
-            FUTEX_WAIT | FUTEX_WAIT_BITSET => {
-                if cmd == FUTEX_WAIT_BITSET && val3 == 0 {
-                    return Err(Errno::EINVAL);
-                }
-                let cur = rd_u32(mem, uaddr)?;
-                if cur != val {
-                    return Err(Errno::EAGAIN);
-                }
-                if timeout == 0 {
-                    return Err(self.deadlock("futex wait"));
-                }
-                let ns = super::time::read_timespec_ns(mem, timeout)?;
-                let wait = if cmd == FUTEX_WAIT_BITSET {
-                    // absolute time on CLOCK_MONOTONIC (or REALTIME)
-                    let id = if op & FUTEX_CLOCK_REALTIME != 0 { 0 } else { 1 };
-                    let (s, n) = self.clock_now(id)?;
-                    ns.saturating_sub(
-                        (s as u64)
-                            .saturating_mul(1_000_000_000)
-                            .saturating_add(n as u64),
-                    )
-                } else {
-                    ns
-                };
-                self.sleep_ns(wait);
-                Err(Errno::ETIMEDOUT)
-            }
-            FUTEX_WAKE | FUTEX_WAKE_BITSET => Ok(0),
-            FUTEX_REQUEUE => Ok(0),
-            FUTEX_CMP_REQUEUE => {
-                if rd_u32(mem, uaddr)? != val3 {
-                    return Err(Errno::EAGAIN);
-                }
-                Ok(0)
-            }
-            FUTEX_WAKE_OP => {
-                if uaddr2 & 3 != 0 {
-                    return Err(Errno::EINVAL);
-                }
-                let encoded = val3;
-                let opc = (encoded >> 28) & 7;
-                let shift = encoded & (8 << 28) != 0;
-                let cmp = (encoded >> 24) & 15;
-                let mut oparg = (encoded >> 12) & 0xfff;
-                let cmparg = encoded & 0xfff;
-                if shift {
-                    oparg = 1u32.checked_shl(oparg).unwrap_or(0);
-                }
-                let old = rd_u32(mem, uaddr2)?;
-                let new = match opc {
-                    0 => oparg,
-                    1 => old.wrapping_add(oparg),
-                    2 => old | oparg,
-                    3 => old & !oparg,
-                    4 => old ^ oparg,
-                    _ => return Err(Errno::ENOSYS),
-                };
-                wr_u32(mem, uaddr2, new)?;
-                let _ = (cmp, cmparg);
-                Ok(0)
-            }
-            _ => {
-                self.unsupported(super::nr::FUTEX);
-                Err(Errno::ENOSYS)
-            }
+        if tid != self.thread.tid && !self.others.contains_key(&tid) {
+            return Err(Errno::ESRCH);
         }
+        if sig != 0 {
+            let sender = (self.pid as u32 as u64) | ((self.uid as u64) << 32);
+            self.raise_thread(tid, sig, SI_TKILL, sender);
+        }
+        Ok(0)
     }
 }

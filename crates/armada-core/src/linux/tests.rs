@@ -83,7 +83,9 @@ impl Lane {
         )
     }
 
-    /// Runs syscall `nr`; returns (x0 as i64, outcome).
+    /// Runs syscall `nr` as the scheduler of a one-thread process would: a wait with a
+    /// deadline moves the clock on and runs the syscall again; returns (x0 as i64,
+    /// outcome), the outcome `Block` for a wait that nothing can end.
     fn call_o(&mut self, nr: u64, args: &[u64]) -> (i64, SysOutcome) {
         self.st.x[8] = nr;
         for (i, a) in args.iter().enumerate() {
@@ -92,7 +94,20 @@ impl Lane {
         for i in args.len()..6 {
             self.st.x[i] = 0;
         }
-        let o = self.p.syscall(&mut self.st, &mut self.mem);
+        let mut o = self.p.syscall(&mut self.st, &mut self.mem);
+        while o == SysOutcome::Block {
+            let w = self.p.take_block().expect("a block says what it waits for");
+            let Some(d) = w.deadline else {
+                return (self.st.x[0] as i64, o);
+            };
+            self.p.idle_until(d);
+            if let super::task::WaitKind::Futex { .. } = w.kind {
+                self.p.futex_cancel(self.p.tid());
+                self.st.x[0] = neg(libc::ETIMEDOUT) as u64;
+                return (self.st.x[0] as i64, SysOutcome::Continue);
+            }
+            o = self.p.restart(&mut self.st, &mut self.mem, Some(d));
+        }
         (self.st.x[0] as i64, o)
     }
 
@@ -511,12 +526,12 @@ fn pipes() {
 }
 
 #[test]
-fn blocking_forever_kills() {
+fn blocking_without_a_deadline_blocks() {
     let mut l = Lane::det();
     let fds = SCRATCH + 0x800;
     assert_eq!(l.call(PIPE2, &[fds, 0]), 0);
     let (_, o) = l.call_o(READ, &[3, SCRATCH, 1]);
-    assert_eq!(o, SysOutcome::Killed(9));
+    assert_eq!(o, SysOutcome::Block);
     let mut l = Lane::det();
     l.mem.write_u32(SCRATCH, 5).unwrap();
     assert_eq!(
@@ -525,7 +540,7 @@ fn blocking_forever_kills() {
     );
     assert_eq!(l.call(FUTEX, &[SCRATCH, 129, 1, 0, 0, 0]), 0);
     let (_, o) = l.call_o(FUTEX, &[SCRATCH, 128, 5, 0, 0, 0]);
-    assert_eq!(o, SysOutcome::Killed(9));
+    assert_eq!(o, SysOutcome::Block);
 }
 
 #[test]

@@ -185,7 +185,7 @@ impl Process {
     }
 
     /// Sleeps `ns` nanoseconds of guest time: advances the virtual clock, or really sleeps.
-    pub(crate) fn sleep_ns(&mut self, ns: u64) {
+    fn sleep_ns(&mut self, ns: u64) {
         if self.clock.deterministic {
             self.clock.slept_ns = self.clock.slept_ns.saturating_add(ns);
         } else {
@@ -246,11 +246,36 @@ impl Process {
         rem: u64,
     ) -> SysResult {
         let ns = read_timespec_ns(mem, req)?;
-        self.sleep_ns(ns);
+        self.sleep_until(self.deadline_after(ns))?;
         if rem != 0 {
             let _ = write_timespec(mem, rem, 0, 0);
         }
         Ok(0)
+    }
+
+    /// Ok once CLOCK_MONOTONIC has reached `deadline`; until then the task blocks (the
+    /// scheduler runs others, or moves the clock on when none can run) and the syscall runs
+    /// again at the deadline.
+    pub(crate) fn sleep_until(&mut self, deadline: u64) -> Result<(), Errno> {
+        if self.deadline_passed(deadline) {
+            return Ok(());
+        }
+        Err(self.block(super::task::WaitKind::Retry, Some(deadline)))
+    }
+
+    /// CLOCK_MONOTONIC in nanoseconds: the clock deadlines are kept on.
+    pub fn monotonic_ns(&self) -> u64 {
+        let (s, n) = self.clock_now(CLOCK_MONOTONIC).unwrap_or((0, 0));
+        (s as u64).saturating_mul(NS).saturating_add(n as u64)
+    }
+
+    /// Moves the clock on to `deadline` when every task waits (the scheduler's idle time):
+    /// the virtual clock jumps, the host's is waited for.
+    pub fn idle_until(&mut self, deadline: u64) {
+        let now = self.monotonic_ns();
+        if deadline > now {
+            self.sleep_ns(deadline - now);
+        }
     }
 
     pub(crate) fn sys_clock_nanosleep(
@@ -273,7 +298,7 @@ impl Process {
         } else {
             ns
         };
-        self.sleep_ns(wait);
+        self.sleep_until(self.deadline_after(wait))?;
         if rem != 0 && flags & TIMER_ABSTIME == 0 {
             let _ = write_timespec(mem, rem, 0, 0);
         }
