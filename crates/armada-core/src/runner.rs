@@ -82,6 +82,9 @@ pub struct Lane {
     /// Set for an engine that does not run guest threads yet: a clone ends the lane with
     /// [`Exit::Unsupported`] naming it.
     single_task: Option<&'static str>,
+    /// The instruction count at which the running task's turn ends (its syscalls do not
+    /// start a new turn, so a task that spins on a syscall still gives way).
+    turn_end: u64,
 }
 
 impl Lane {
@@ -92,6 +95,7 @@ impl Lane {
             exit: None,
             tasks: VecDeque::new(),
             single_task: None,
+            turn_end: QUANTUM,
         }
     }
 
@@ -143,7 +147,14 @@ impl Lane {
             let turn = if self.tasks.is_empty() {
                 left
             } else {
-                left.min(QUANTUM)
+                let turn_left = self.turn_end.saturating_sub(self.retired());
+                if turn_left == 0 {
+                    if let Some(e) = self.preempt() {
+                        self.exit = Some(e);
+                    }
+                    continue;
+                }
+                left.min(turn_left)
             };
             let stop = cpu::run(
                 &mut self.program.state,
@@ -153,9 +164,6 @@ impl Lane {
             );
             if stop == Stop::Budget && turn < budget {
                 // the turn or the slice is over, not the program's budget
-                if let Some(e) = self.preempt() {
-                    self.exit = Some(e);
-                }
                 continue;
             }
             self.exit = self.service(stop);
@@ -304,8 +312,9 @@ impl Lane {
         for t in self.tasks.iter_mut() {
             let Run::Waiting(w) = t.run else { continue };
             let expired = w.deadline.is_some_and(|d| now >= d);
+            let look = w.wake_at.is_some_and(|d| now >= d);
             let interrupted = p.signal_ready_for(t.tid);
-            if !expired && !interrupted {
+            if !expired && !look && !interrupted {
                 continue;
             }
             if let WaitKind::Futex { .. } = w.kind {
@@ -356,7 +365,10 @@ impl Lane {
                 .tasks
                 .iter()
                 .filter_map(|t| match t.run {
-                    Run::Waiting(w) => w.deadline,
+                    Run::Waiting(w) => match (w.deadline, w.wake_at) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    },
                     _ => None,
                 })
                 .min();
@@ -371,6 +383,7 @@ impl Lane {
         self.program.process.switch_thread(next.tid, alive);
         self.program.state = next.state;
         self.program.state.retired = retired;
+        self.turn_end = retired.saturating_add(QUANTUM);
         // a context switch clears the exclusive monitor, as Linux's return to user does
         self.program.state.excl_addr = u64::MAX;
         let p = &mut self.program;

@@ -181,6 +181,8 @@ pub(crate) enum Kind {
     },
     /// A read-only virtual file (/proc/self/maps, ...).
     Mem(Vec<u8>),
+    /// An eventfd, timerfd or epoll instance (see `events`).
+    Event(super::events::Object),
     Null,
     Zero,
     Random,
@@ -218,7 +220,7 @@ impl OpenFile {
             Kind::Host { mode, .. } => mode & libc::S_IFMT == libc::S_IFREG,
             Kind::StdinBuf(_) | Kind::Mem(_) | Kind::Null | Kind::Zero | Kind::Random => true,
             Kind::Out(_) => true,
-            Kind::Pipe { .. } => false,
+            Kind::Pipe { .. } | Kind::Event(_) => false,
         }
     }
     pub(crate) fn host_fd_pub(&self) -> Option<RawFd> {
@@ -321,7 +323,19 @@ impl Files {
             .ok_or(Errno::EBADF)
     }
 
-    fn file_mut(&mut self, fd: i32) -> Result<&mut OpenFile, Errno> {
+    /// A new open file description of `kind` at the lowest free fd.
+    pub(crate) fn install_new(
+        &mut self,
+        kind: Kind,
+        flags: u32,
+        cloexec: bool,
+        limit: u64,
+    ) -> Result<i32, Errno> {
+        let idx = self.add(OpenFile::new(kind, flags, Vec::new()));
+        self.install(idx, 0, cloexec, limit)
+    }
+
+    pub(crate) fn file_mut(&mut self, fd: i32) -> Result<&mut OpenFile, Errno> {
         let e = self.entry(fd)?;
         self.files
             .get_mut(e.file)
@@ -628,7 +642,7 @@ pub(crate) enum Special {
 }
 
 impl Process {
-    fn nofile(&self) -> u64 {
+    pub(crate) fn nofile(&self) -> u64 {
         self.rlimits[super::sys::RLIMIT_NOFILE].0.min(1 << 20)
     }
 
@@ -834,6 +848,12 @@ impl Process {
                 mode: libc::S_IFIFO | 0o600,
                 ..base
             },
+            Kind::Event(_) => StatInfo {
+                dev: 0xe,
+                ino: 4000 + id,
+                mode: 0o600,
+                ..base
+            },
             Kind::Mem(data) => StatInfo {
                 dev: 0x16,
                 ino: 2000 + id,
@@ -907,6 +927,9 @@ impl Process {
             return Err(Errno::EBADF);
         }
         let nonblock = f.flags & O_NONBLOCK != 0;
+        if let Kind::Event(_) = &f.kind {
+            return self.object_read(fd, buf, nonblock);
+        }
         if let Kind::StdinBuf(data) | Kind::Mem(data) = &f.kind {
             let is_stdin = matches!(f.kind, Kind::StdinBuf(_));
             let pos = match off {
@@ -938,7 +961,7 @@ impl Process {
                 };
                 cvt_size(r)
             }
-            Kind::StdinBuf(_) | Kind::Mem(_) => Ok(0), // handled above
+            Kind::StdinBuf(_) | Kind::Mem(_) | Kind::Event(_) => Ok(0), // handled above
             Kind::Out(_) => Err(Errno::EBADF),
             Kind::Pipe { id, write } => {
                 if off.is_some() {
@@ -990,6 +1013,9 @@ impl Process {
             return Err(Errno::EBADF);
         }
         let nonblock = f.flags & O_NONBLOCK != 0;
+        if let Kind::Event(_) = &f.kind {
+            return self.object_write(fd, data, nonblock);
+        }
         match &mut f.kind {
             Kind::Host { fd, .. } => {
                 let r = match off {
@@ -1042,15 +1068,16 @@ impl Process {
                 p.buf.extend(&data[..n]);
                 Ok(n)
             }
-            Kind::StdinBuf(_) | Kind::Mem(_) => Err(Errno::EBADF),
+            Kind::StdinBuf(_) | Kind::Mem(_) | Kind::Event(_) => Err(Errno::EBADF),
             Kind::Null | Kind::Zero | Kind::Random => Ok(data.len()),
         }
     }
 
     /// Turns internal I/O errors into what the guest sees (SIGPIPE, a block).
-    fn io_error(&mut self, e: Errno) -> Errno {
+    fn io_error(&mut self, e: Errno, fd: i32) -> Errno {
         if e == WOULD_BLOCK {
-            return self.block(super::task::WaitKind::Retry, None);
+            let wake_at = self.fd_wake_at(fd);
+            return self.block_until(super::task::WaitKind::Retry, None, wake_at);
         }
         if e == Errno::EPIPE {
             self.raise(super::signal::SIGPIPE);
@@ -1091,7 +1118,7 @@ impl Process {
                 }
                 Err(e) if total > 0 && e != WOULD_BLOCK => break,
                 Err(_) if total > 0 => break,
-                Err(e) => return Err(self.io_error(e)),
+                Err(e) => return Err(self.io_error(e, fd)),
             }
         }
         Ok(total)
@@ -1124,7 +1151,7 @@ impl Process {
                     }
                 }
                 Err(_) if total > 0 => break,
-                Err(e) => return Err(self.io_error(e)),
+                Err(e) => return Err(self.io_error(e, fd)),
             }
         }
         Ok(total)
@@ -1252,7 +1279,7 @@ impl Process {
             let mut tmp = vec![0u8; total as usize];
             let n = match self.do_read(fd, &mut tmp, off) {
                 Ok(n) => n,
-                Err(e) => return Err(self.io_error(e)),
+                Err(e) => return Err(self.io_error(e, fd)),
             };
             let mut done = 0usize;
             for (base, len) in iovs {
@@ -1300,7 +1327,7 @@ impl Process {
             }
             return match self.do_write(fd, &data, off) {
                 Ok(n) => Ok(n as u64),
-                Err(e) => Err(self.io_error(e)),
+                Err(e) => Err(self.io_error(e, fd)),
             };
         }
         each_iov(&iovs, off, |base, len, at| {
@@ -1470,7 +1497,9 @@ impl Process {
                 }
             }
             Kind::Null | Kind::Zero | Kind::Random => Ok(0),
-            Kind::StdinBuf(_) | Kind::Out(_) | Kind::Pipe { .. } => Err(Errno::ESPIPE),
+            Kind::StdinBuf(_) | Kind::Out(_) | Kind::Pipe { .. } | Kind::Event(_) => {
+                Err(Errno::ESPIPE)
+            }
         }
     }
 
@@ -1664,6 +1693,7 @@ impl Process {
                 let f = self.files.file(n)?;
                 match &f.kind {
                     Kind::Pipe { id, .. } => format!("pipe:[{}]", 1000 + id).into_bytes(),
+                    Kind::Event(o) => o.link_name().to_vec(),
                     Kind::StdinBuf(_) | Kind::Out(_) => format!("pipe:[{}]", 900 + n).into_bytes(),
                     _ if !f.path.is_empty() => f.path.clone(),
                     Kind::Host { fd, .. } => fd_path(fd.raw()).ok_or(Errno::ENOENT)?,
@@ -2361,7 +2391,7 @@ impl Process {
             let n = match self.do_read(in_fd, &mut tmp[..want], off) {
                 Ok(n) => n,
                 Err(_) if total > 0 => break,
-                Err(e) => return Err(self.io_error(e)),
+                Err(e) => return Err(self.io_error(e, in_fd)),
             };
             if n == 0 {
                 break;
@@ -2369,7 +2399,7 @@ impl Process {
             let w = match self.do_write(out_fd, &tmp[..n], None) {
                 Ok(w) => w,
                 Err(_) if total > 0 => break,
-                Err(e) => return Err(self.io_error(e)),
+                Err(e) => return Err(self.io_error(e, out_fd)),
             };
             total += w as u64;
             if let Some(o) = off.as_mut() {
@@ -2386,7 +2416,7 @@ impl Process {
     }
 
     /// Readiness of `fd` for poll `events` right now (POLLNVAL for a bad fd).
-    fn poll_ready(&self, fd: i32, events: i16) -> i16 {
+    pub(crate) fn poll_ready(&self, fd: i32, events: i16) -> i16 {
         const POLLIN: i16 = 1;
         const POLLOUT: i16 = 4;
         const POLLERR: i16 = 8;
@@ -2429,6 +2459,7 @@ impl Process {
             },
             Kind::Out(_) => POLLOUT,
             Kind::StdinBuf(_) => POLLIN,
+            Kind::Event(o) => self.object_poll(o),
             _ => POLLIN | POLLOUT,
         };
         r & (want | POLLNVAL)
@@ -2441,6 +2472,11 @@ impl Process {
         let ms = timeout_ns.map_or(-1, |ns| (ns / 1_000_000).min(i32::MAX as u64) as i32);
         // SAFETY: hostfds is a valid slice of pollfd.
         unsafe { libc::poll(hostfds.as_mut_ptr(), hostfds.len() as libc::nfds_t, ms) };
+    }
+
+    /// The earliest time one of `fds` (a timerfd) becomes ready by itself.
+    fn fds_wake_at(&self, fds: impl Iterator<Item = i32>) -> Option<u64> {
+        fds.filter_map(|fd| self.fd_wake_at(fd)).min()
     }
 
     pub(crate) fn sys_ppoll(
@@ -2495,7 +2531,8 @@ impl Process {
                 if deadline.is_some_and(|d| self.deadline_passed(d)) {
                     return Ok(0);
                 }
-                return Err(self.block(super::task::WaitKind::Retry, deadline));
+                let wake_at = self.fds_wake_at(list.iter().map(|&(fd, _)| fd));
+                return Err(self.block_until(super::task::WaitKind::Retry, deadline, wake_at));
             }
             self.wait_host(&mut hostfds, timeout);
         }
@@ -2591,7 +2628,8 @@ impl Process {
                     }
                     return Ok(0);
                 }
-                return Err(self.block(super::task::WaitKind::Retry, deadline));
+                let wake_at = self.fds_wake_at(0..nfds);
+                return Err(self.block_until(super::task::WaitKind::Retry, deadline, wake_at));
             }
             self.wait_host(&mut hostfds, timeout);
         }

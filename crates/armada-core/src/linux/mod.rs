@@ -24,6 +24,7 @@ use rayon::prelude::*;
 use crate::memory::{AddressSpace, Perm};
 use crate::state::CpuState;
 
+mod events;
 pub mod fs;
 mod futex;
 pub mod mm;
@@ -583,6 +584,14 @@ impl Process {
             SYNC_FILE_RANGE | FADVISE64 | READAHEAD => self.fd_check(i(0)),
             SENDFILE => self.sys_sendfile(mem, i(0), i(1), a[2], a[3]),
             PPOLL => self.sys_ppoll(mem, a[0], a[1], a[2]),
+            EVENTFD2 => self.sys_eventfd2(a[0] as u32, a[1] as u32),
+            TIMERFD_CREATE => self.sys_timerfd_create(i(0), a[1] as u32),
+            TIMERFD_SETTIME => self.sys_timerfd_settime(mem, i(0), i(1), a[2], a[3]),
+            TIMERFD_GETTIME => self.sys_timerfd_gettime(mem, i(0), a[1]),
+            EPOLL_CREATE1 => self.sys_epoll_create1(a[0] as u32),
+            EPOLL_CTL => self.sys_epoll_ctl(mem, i(0), i(1), i(2), a[3]),
+            EPOLL_PWAIT => self.sys_epoll_pwait_ms(mem, a),
+            EPOLL_PWAIT2 => self.sys_epoll_pwait2(mem, a),
             PSELECT6 => self.sys_pselect6(mem, i(0), a[1], a[2], a[3], a[4]),
 
             // memory

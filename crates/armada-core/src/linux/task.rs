@@ -83,8 +83,12 @@ pub enum WaitKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Wait {
     pub kind: WaitKind,
-    /// On the process's CLOCK_MONOTONIC, in nanoseconds.
+    /// When the syscall's own timeout ends (CLOCK_MONOTONIC, ns): a `Retry` syscall runs
+    /// again with it (and then returns its timeout result), a futex wait gets ETIMEDOUT.
     pub deadline: Option<u64>,
+    /// When a `Retry` syscall should look again although no task acted (a timerfd it
+    /// waits on expires then).
+    pub wake_at: Option<u64>,
     pub nr: u64,
     pub args: [u64; 6],
 }
@@ -155,9 +159,20 @@ impl Process {
     /// Blocks the current task (the syscall result is left for later). Returns a
     /// placeholder error: the syscall's result is not written while it blocks.
     pub(crate) fn block(&mut self, kind: WaitKind, deadline: Option<u64>) -> Errno {
+        self.block_until(kind, deadline, None)
+    }
+
+    /// [`Process::block`], to be looked at again at `wake_at` as well.
+    pub(crate) fn block_until(
+        &mut self,
+        kind: WaitKind,
+        deadline: Option<u64>,
+        wake_at: Option<u64>,
+    ) -> Errno {
         self.events.block = Some(Wait {
             kind,
             deadline,
+            wake_at,
             nr: self.cur_nr,
             args: self.cur_args,
         });

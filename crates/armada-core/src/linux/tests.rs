@@ -97,7 +97,7 @@ impl Lane {
         let mut o = self.p.syscall(&mut self.st, &mut self.mem);
         while o == SysOutcome::Block {
             let w = self.p.take_block().expect("a block says what it waits for");
-            let Some(d) = w.deadline else {
+            let Some(d) = w.deadline.or(w.wake_at) else {
                 return (self.st.x[0] as i64, o);
             };
             self.p.idle_until(d);
@@ -106,7 +106,7 @@ impl Lane {
                 self.st.x[0] = neg(libc::ETIMEDOUT) as u64;
                 return (self.st.x[0] as i64, SysOutcome::Continue);
             }
-            o = self.p.restart(&mut self.st, &mut self.mem, Some(d));
+            o = self.p.restart(&mut self.st, &mut self.mem, w.deadline);
         }
         (self.st.x[0] as i64, o)
     }
