@@ -30,7 +30,8 @@ class ArmadaError(Exception):
 
 class ElfError(ArmadaError):
     """The program cannot be loaded: missing or unreadable file, not an AArch64 Linux ELF
-    executable, dynamically linked, or damaged. The message says which."""
+    executable, damaged, or dynamically linked with its interpreter missing (give
+    ``sysroot``). The message says which."""
 
 class GuestMemoryError(ArmadaError):
     """An access from Python (``read_memory``, ``write_memory``, ``load_program``, ...) falls

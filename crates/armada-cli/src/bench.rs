@@ -37,6 +37,9 @@ const DEFAULT_CASES: &[&str] = &[
     "target/guest/sort_bench 1000000",
     "target/guest/matmul 200",
     "target/guest/sieve",
+    // the same work on one thread and on four: a threaded program's instruction rate
+    "target/guest/threads_compute 1 240",
+    "target/guest/threads_compute 4 60",
 ];
 
 struct Row {

@@ -18,9 +18,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
     name = "armada",
     version,
     about = "Run AArch64 Linux programs on the CPU or the GPU",
-    long_about = "armada runs statically linked AArch64 (ARM64) Linux programs with the same \
-                  output and exit status as on a real ARM64 machine. The CPU engine runs \
-                  everywhere; the GPU engines run many copies at once."
+    long_about = "armada runs AArch64 (ARM64) Linux programs (static or, with -L, dynamically \
+                  linked; single- or multi-threaded) with the same output and exit status as on \
+                  a real ARM64 machine. The CPU engine runs everywhere; the GPU engines run many \
+                  copies of static, single-threaded programs at once."
 )]
 struct Cli {
     #[command(subcommand)]

@@ -32,7 +32,7 @@ pyo3::create_exception!(
     ElfError,
     ArmadaError,
     "The program cannot be loaded: missing or unreadable file, not an AArch64 Linux ELF \
-     executable, dynamically linked, or damaged."
+     executable, damaged, or dynamically linked with its interpreter missing (give sysroot)."
 );
 pyo3::create_exception!(
     armada,

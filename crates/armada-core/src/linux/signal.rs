@@ -834,7 +834,7 @@ impl Process {
         if tid <= 0 || !(0..=NSIG).contains(&sig) {
             return Err(Errno::EINVAL);
         }
-        if tid != self.thread.tid && !self.others.contains_key(&tid) {
+        if !self.is_thread(tid) {
             return Err(Errno::ESRCH);
         }
         if sig != 0 {

@@ -24,6 +24,8 @@ enum K {
     M,
     /// buffer written by the guest (shown as a string, first bytes)
     B,
+    /// futex operation (FUTEX_WAIT_PRIVATE, ...)
+    Futex,
 }
 
 fn signature(nr: u64) -> Option<&'static [K]> {
@@ -79,7 +81,20 @@ fn signature(nr: u64) -> Option<&'static [K]> {
         SIGALTSTACK => &[P, P],
         KILL | TKILL => &[I, I],
         TGKILL => &[I, I, I],
-        FUTEX => &[P, I, U, P, P, U],
+        FUTEX => &[P, Futex, U, P, P, X],
+        CLONE => &[X, P, P, P, P],
+        CLONE3 => &[P, U],
+        GET_ROBUST_LIST => &[I, P, P],
+        MEMBARRIER => &[I, X],
+        EVENTFD2 => &[U, X],
+        EPOLL_CREATE1 => &[X],
+        EPOLL_CTL => &[Fd, I, Fd, P],
+        EPOLL_PWAIT => &[Fd, P, I, I, P, U],
+        EPOLL_PWAIT2 => &[Fd, P, I, P, P, U],
+        TIMERFD_CREATE => &[I, X],
+        TIMERFD_SETTIME => &[Fd, X, P, P],
+        TIMERFD_GETTIME => &[Fd, P],
+        PSELECT6 => &[I, P, P, P, P, P],
         GETPID | GETPPID | GETTID | GETUID | GETEUID | GETGID | GETEGID | SCHED_YIELD | SYNC
         | SETSID => &[],
         SCHED_GETAFFINITY => &[I, U, P],
@@ -143,6 +158,40 @@ fn open_flags(f: u64) -> String {
     parts.join("|")
 }
 
+fn futex_op(op: u32) -> String {
+    const NAMES: [&str; 14] = [
+        "FUTEX_WAIT",
+        "FUTEX_WAKE",
+        "FUTEX_FD",
+        "FUTEX_REQUEUE",
+        "FUTEX_CMP_REQUEUE",
+        "FUTEX_WAKE_OP",
+        "FUTEX_LOCK_PI",
+        "FUTEX_UNLOCK_PI",
+        "FUTEX_TRYLOCK_PI",
+        "FUTEX_WAIT_BITSET",
+        "FUTEX_WAKE_BITSET",
+        "FUTEX_WAIT_REQUEUE_PI",
+        "FUTEX_CMP_REQUEUE_PI",
+        "FUTEX_LOCK_PI2",
+    ];
+    let cmd = op & 0x7f;
+    let mut s = match NAMES.get(cmd as usize) {
+        Some(n) => n.to_string(),
+        None => format!("{cmd}"),
+    };
+    if op & 128 != 0 {
+        s.push_str("_PRIVATE");
+    }
+    if op & 256 != 0 {
+        s.push_str("|FUTEX_CLOCK_REALTIME");
+    }
+    if op & !0x1ff != 0 {
+        s.push_str(&format!("|{:#x}", op & !0x1ff));
+    }
+    s
+}
+
 /// Formats `name(args)` for syscall `nr` (strings are read now, before the call runs).
 pub(super) fn format_call(nr: u64, a: &[u64; 6], mem: &mut AddressSpace) -> String {
     let name = match name(nr) {
@@ -183,6 +232,7 @@ pub(super) fn format_call(nr: u64, a: &[u64; 6], mem: &mut AddressSpace) -> Stri
                 K::O => open_flags(v),
                 K::M if v as u32 == 0 => "0".into(),
                 K::M => format!("0{:o}", v as u32),
+                K::Futex => futex_op(v as u32),
             })
             .collect(),
         None => a.iter().map(|v| format!("{v:#x}")).collect(),

@@ -381,7 +381,7 @@ impl Process {
         len: u64,
         mask: u64,
     ) -> SysResult {
-        if pid != 0 && pid != self.pid {
+        if pid != 0 && pid != self.pid && !self.is_thread(pid) {
             return Err(Errno::ESRCH);
         }
         if len < 8 || len & 7 != 0 {

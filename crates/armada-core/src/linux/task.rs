@@ -119,6 +119,11 @@ impl Process {
         self.thread.tid
     }
 
+    /// Whether `tid` is one of this process's threads.
+    pub(crate) fn is_thread(&self, tid: i32) -> bool {
+        tid == self.thread.tid || self.others.contains_key(&tid)
+    }
+
     /// Live threads of the process.
     pub fn thread_count(&self) -> usize {
         1 + self.others.len()
