@@ -35,6 +35,7 @@ mod strace;
 pub mod sys;
 pub mod task;
 pub mod time;
+mod xattr;
 
 /// How a lane's guest sees the host.
 #[derive(Clone, Debug, Default)]
@@ -584,6 +585,38 @@ impl Process {
             SYNC_FILE_RANGE | FADVISE64 | READAHEAD => self.fd_check(i(0)),
             SENDFILE => self.sys_sendfile(mem, i(0), i(1), a[2], a[3]),
             PPOLL => self.sys_ppoll(mem, a[0], a[1], a[2]),
+            GETXATTR | LGETXATTR => {
+                let on = xattr::On::Path {
+                    addr: a[0],
+                    follow: nr == GETXATTR,
+                };
+                self.sys_getxattr(mem, on, a[1], a[2], a[3])
+            }
+            FGETXATTR => self.sys_getxattr(mem, xattr::On::Fd(i(0)), a[1], a[2], a[3]),
+            LISTXATTR | LLISTXATTR => {
+                let on = xattr::On::Path {
+                    addr: a[0],
+                    follow: nr == LISTXATTR,
+                };
+                self.sys_listxattr(mem, on, a[1], a[2])
+            }
+            FLISTXATTR => self.sys_listxattr(mem, xattr::On::Fd(i(0)), a[1], a[2]),
+            SETXATTR | LSETXATTR => {
+                let on = xattr::On::Path {
+                    addr: a[0],
+                    follow: nr == SETXATTR,
+                };
+                self.sys_setxattr(mem, on, a[1], a[2], a[3], i(4))
+            }
+            FSETXATTR => self.sys_setxattr(mem, xattr::On::Fd(i(0)), a[1], a[2], a[3], i(4)),
+            REMOVEXATTR | LREMOVEXATTR => {
+                let on = xattr::On::Path {
+                    addr: a[0],
+                    follow: nr == REMOVEXATTR,
+                };
+                self.sys_removexattr(mem, on, a[1])
+            }
+            FREMOVEXATTR => self.sys_removexattr(mem, xattr::On::Fd(i(0)), a[1]),
             EVENTFD2 => self.sys_eventfd2(a[0] as u32, a[1] as u32),
             TIMERFD_CREATE => self.sys_timerfd_create(i(0), a[1] as u32),
             TIMERFD_SETTIME => self.sys_timerfd_settime(mem, i(0), i(1), a[2], a[3]),
