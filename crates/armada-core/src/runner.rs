@@ -13,7 +13,7 @@
 
 use crate::cpu::{self, CodeCache, DecodedPages};
 use crate::linux::signal as sig;
-use crate::linux::task::{Wait, WaitKind};
+use crate::linux::wait::{Wait, WaitKind};
 use crate::linux::SysOutcome;
 use crate::memory::Access;
 use crate::process::Program;

@@ -14,10 +14,9 @@
 
 use std::collections::BTreeMap;
 
-use super::fs::o::{O_CLOEXEC, O_NONBLOCK, O_RDWR};
-use super::fs::{Kind, WOULD_BLOCK};
-use super::task::WaitKind;
 use super::time::{read_timespec_ns, CLOCK_BOOTTIME, CLOCK_MONOTONIC, CLOCK_REALTIME};
+use super::wait::WaitKind;
+use super::wait::WOULD_BLOCK;
 use super::{rd, rd_u64, wr, Errno, Process, SysResult};
 use crate::memory::AddressSpace;
 
@@ -39,6 +38,9 @@ const EPOLL_EVENT_SIZE: u64 = 16;
 /// Most events one epoll_wait returns (Linux: INT_MAX / sizeof(struct epoll_event)).
 const EP_MAX_EVENTS: i32 = i32::MAX / EPOLL_EVENT_SIZE as i32;
 
+/// EFD_CLOEXEC, TFD_CLOEXEC and EPOLL_CLOEXEC are O_CLOEXEC; the NONBLOCK ones O_NONBLOCK.
+const CLOEXEC: u32 = 0o2000000;
+const NONBLOCK: u32 = 0o4000;
 const EFD_SEMAPHORE: u32 = 1;
 const TFD_TIMER_ABSTIME: i32 = 1;
 const TFD_TIMER_CANCEL_ON_SET: i32 = 2;
@@ -68,13 +70,17 @@ impl Timer {
         if now < d {
             return;
         }
-        if self.interval == 0 {
-            self.pending += 1;
-            self.next = None;
-        } else {
-            let n = (now - d) / self.interval + 1;
-            self.pending = self.pending.saturating_add(n);
-            self.next = Some(d.saturating_add(n.saturating_mul(self.interval)));
+        match (now - d).checked_div(self.interval) {
+            None => {
+                // one-shot
+                self.pending += 1;
+                self.next = None;
+            }
+            Some(k) => {
+                let n = k + 1;
+                self.pending = self.pending.saturating_add(n);
+                self.next = Some(d.saturating_add(n.saturating_mul(self.interval)));
+            }
         }
     }
 
@@ -111,17 +117,11 @@ impl Object {
 
 impl Process {
     fn object(&self, fd: i32) -> Result<&Object, Errno> {
-        match &self.files.file(fd)?.kind {
-            Kind::Event(o) => Ok(o),
-            _ => Err(Errno::EINVAL),
-        }
+        self.files.event(fd)
     }
 
     fn object_mut(&mut self, fd: i32) -> Result<&mut Object, Errno> {
-        match &mut self.files.file_mut(fd)?.kind {
-            Kind::Event(o) => Ok(o),
-            _ => Err(Errno::EINVAL),
-        }
+        self.files.event_mut(fd)
     }
 
     /// poll(2) readiness of an event object.
@@ -219,18 +219,18 @@ impl Process {
     }
 
     pub(crate) fn sys_eventfd2(&mut self, initval: u32, flags: u32) -> SysResult {
-        if flags & !(EFD_SEMAPHORE | O_CLOEXEC | O_NONBLOCK) != 0 {
+        if flags & !(EFD_SEMAPHORE | CLOEXEC | NONBLOCK) != 0 {
             return Err(Errno::EINVAL);
         }
         let o = Object::EventFd {
             count: initval as u64,
             semaphore: flags & EFD_SEMAPHORE != 0,
         };
-        self.install_object(o, O_RDWR | (flags & O_NONBLOCK), flags & O_CLOEXEC != 0)
+        self.install_object(o, flags & NONBLOCK != 0, flags & CLOEXEC != 0)
     }
 
     pub(crate) fn sys_timerfd_create(&mut self, clock: i32, flags: u32) -> SysResult {
-        if flags & !(O_CLOEXEC | O_NONBLOCK) != 0 {
+        if flags & !(CLOEXEC | NONBLOCK) != 0 {
             return Err(Errno::EINVAL);
         }
         if !matches!(clock, CLOCK_REALTIME | CLOCK_MONOTONIC | CLOCK_BOOTTIME) {
@@ -240,7 +240,7 @@ impl Process {
             clock,
             ..Timer::default()
         });
-        self.install_object(o, O_RDWR | (flags & O_NONBLOCK), flags & O_CLOEXEC != 0)
+        self.install_object(o, flags & NONBLOCK != 0, flags & CLOEXEC != 0)
     }
 
     /// The time left and interval of a timer, as an itimerspec.
@@ -319,14 +319,10 @@ impl Process {
     }
 
     pub(crate) fn sys_epoll_create1(&mut self, flags: u32) -> SysResult {
-        if flags & !O_CLOEXEC != 0 {
+        if flags & !CLOEXEC != 0 {
             return Err(Errno::EINVAL);
         }
-        self.install_object(
-            Object::Epoll(Epoll::default()),
-            O_RDWR,
-            flags & O_CLOEXEC != 0,
-        )
+        self.install_object(Object::Epoll(Epoll::default()), false, flags & CLOEXEC != 0)
     }
 
     pub(crate) fn sys_epoll_ctl(
@@ -337,13 +333,9 @@ impl Process {
         fd: i32,
         event: u64,
     ) -> SysResult {
-        let target = self.files.file(fd)?;
         // regular files and directories are always ready: Linux refuses them
-        if let Kind::Host { mode, .. } = &target.kind {
-            let t = mode & libc::S_IFMT;
-            if t == libc::S_IFREG || t == libc::S_IFDIR {
-                return Err(Errno::EPERM);
-            }
+        if !self.files.pollable(fd)? {
+            return Err(Errno::EPERM);
         }
         if !matches!(self.object(epfd)?, Object::Epoll(_)) || fd == epfd {
             return Err(Errno::EINVAL);
@@ -494,10 +486,10 @@ impl Process {
         Ok(())
     }
 
-    fn install_object(&mut self, o: Object, flags: u32, cloexec: bool) -> SysResult {
+    fn install_object(&mut self, o: Object, nonblock: bool, cloexec: bool) -> SysResult {
         let limit = self.nofile();
         self.files
-            .install_new(Kind::Event(o), flags, cloexec, limit)
+            .install_event(o, nonblock, cloexec, limit)
             .map(|fd| fd as u64)
     }
 }

@@ -7,8 +7,8 @@
 //! them with 0. A waiter's deadline or an interrupting signal is the scheduler's to act on:
 //! it calls [`Process::futex_cancel`] and resumes the task with ETIMEDOUT or EINTR.
 
-use super::task::WaitKind;
 use super::time::{read_timespec_ns, CLOCK_MONOTONIC, CLOCK_REALTIME};
+use super::wait::WaitKind;
 use super::{rd_u32, wr_u32, Errno, Process, SysResult};
 use crate::memory::AddressSpace;
 

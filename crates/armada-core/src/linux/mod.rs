@@ -25,16 +25,21 @@ use crate::memory::{AddressSpace, Perm};
 use crate::state::CpuState;
 
 mod events;
+pub mod fd;
 pub mod fs;
 mod futex;
 pub mod mm;
 pub mod nr;
 pub mod path;
+mod poll;
+mod proc;
 pub mod signal;
+pub mod stat;
 mod strace;
 pub mod sys;
 pub mod task;
 pub mod time;
+pub mod wait;
 mod xattr;
 
 /// How a lane's guest sees the host.
@@ -283,8 +288,8 @@ pub struct Process {
     pub(crate) ppid: i32,
     pub(crate) uid: u32,
     pub(crate) gid: u32,
-    pub(crate) files: fs::Files,
-    pub(crate) cwd: fs::Cwd,
+    pub(crate) files: fd::Files,
+    pub(crate) cwd: fd::Cwd,
     pub(crate) umask: u32,
     pub(crate) brk_start: u64,
     pub(crate) brk_cur: u64,
@@ -296,7 +301,7 @@ pub struct Process {
     pub(crate) others: task::Others,
     pub(crate) next_tid: i32,
     /// What the last syscall left for the scheduler.
-    pub(crate) events: task::Events,
+    pub(crate) events: wait::Events,
     pub(crate) futexes: futex::Futexes,
     /// Set while a blocked syscall runs again: the deadline it had the first time.
     pub(crate) restart_deadline: Option<u64>,
@@ -363,10 +368,10 @@ impl Process {
         } else {
             time::Rng::from_host()
         };
-        let cwd = fs::Cwd::initial(root.is_some());
+        let cwd = fd::Cwd::initial(root.is_some());
         Process {
             clock: time::Clock::new(cfg.deterministic),
-            files: fs::Files::new(stdio),
+            files: fd::Files::new(stdio),
             cwd,
             root,
             pid,
@@ -384,7 +389,7 @@ impl Process {
             },
             others: task::Others::new(),
             next_tid: pid + 1,
-            events: task::Events::default(),
+            events: wait::Events::default(),
             futexes: futex::Futexes::default(),
             restart_deadline: None,
             cur_nr: 0,

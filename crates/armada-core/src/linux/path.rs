@@ -19,6 +19,16 @@ use std::path::{Path, PathBuf};
 
 use super::Errno;
 
+/// The *at syscalls' dirfd for the cwd, and their flags.
+pub const AT_FDCWD: i32 = -100;
+pub const AT_SYMLINK_NOFOLLOW: i32 = 0x100;
+pub const AT_REMOVEDIR: i32 = 0x200;
+pub const AT_EACCESS: i32 = 0x200;
+pub const AT_SYMLINK_FOLLOW: i32 = 0x400;
+pub const AT_NO_AUTOMOUNT: i32 = 0x800;
+pub const AT_EMPTY_PATH: i32 = 0x1000;
+pub const AT_STATX_SYNC_TYPE: i32 = 0x6000;
+
 /// Most symlinks followed while resolving one path (Linux: 40).
 pub const MAX_SYMLINKS: u32 = 40;
 

@@ -703,7 +703,7 @@ impl Process {
         self.thread.sig.mask = old;
         if self.outcome.is_none() {
             // runs again when another task has done something (sent a signal, perhaps)
-            return Err(self.block(super::task::WaitKind::Retry, None));
+            return Err(self.block(super::wait::WaitKind::Retry, None));
         }
         Err(Errno::EINTR)
     }
@@ -744,7 +744,7 @@ impl Process {
         if deadline.is_some_and(|d| self.deadline_passed(d)) {
             return Err(Errno::EAGAIN);
         }
-        Err(self.block(super::task::WaitKind::Retry, deadline))
+        Err(self.block(super::wait::WaitKind::Retry, deadline))
     }
 
     pub(crate) fn sys_sigaltstack(

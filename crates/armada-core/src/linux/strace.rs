@@ -124,7 +124,7 @@ fn quote(bytes: &[u8], limit: usize) -> String {
 }
 
 fn open_flags(f: u64) -> String {
-    use super::fs::o::*;
+    use super::fd::o::*;
     let f = f as u32;
     let mut parts = vec![match f & O_ACCMODE {
         O_RDONLY => "O_RDONLY",
@@ -208,7 +208,7 @@ pub(super) fn format_call(nr: u64, a: &[u64; 6], mem: &mut AddressSpace) -> Stri
                 K::X => format!("{v:#x}"),
                 K::P if v == 0 => "NULL".into(),
                 K::P => format!("{v:#x}"),
-                K::Fd if v as i32 == super::fs::AT_FDCWD => "AT_FDCWD".into(),
+                K::Fd if v as i32 == super::path::AT_FDCWD => "AT_FDCWD".into(),
                 K::Fd => (v as i32).to_string(),
                 K::S if v == 0 => "NULL".into(),
                 K::S => match mem.read_cstr(v, 256) {

@@ -101,7 +101,7 @@ impl Lane {
                 return (self.st.x[0] as i64, o);
             };
             self.p.idle_until(d);
-            if let super::task::WaitKind::Futex { .. } = w.kind {
+            if let super::wait::WaitKind::Futex { .. } = w.kind {
                 self.p.futex_cancel(self.p.tid());
                 self.st.x[0] = neg(libc::ETIMEDOUT) as u64;
                 return (self.st.x[0] as i64, SysOutcome::Continue);

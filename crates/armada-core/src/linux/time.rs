@@ -260,7 +260,7 @@ impl Process {
         if self.deadline_passed(deadline) {
             return Ok(());
         }
-        Err(self.block(super::task::WaitKind::Retry, Some(deadline)))
+        Err(self.block(super::wait::WaitKind::Retry, Some(deadline)))
     }
 
     /// CLOCK_MONOTONIC in nanoseconds: the clock deadlines are kept on.
@@ -358,7 +358,8 @@ impl Process {
         {
             return Err(Errno::EINVAL);
         }
-        let len = len.min(super::fs::MAX_RW).min(32 << 20);
+        // one call fills at most 32 MiB (Linux: at most MAX_RW_COUNT, and short reads are allowed)
+        let len = len.min(32 << 20);
         super::check_writable(mem, buf, len)?;
         let mut tmp = vec![0u8; len as usize];
         self.rng.fill(&mut tmp);

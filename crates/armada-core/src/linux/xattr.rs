@@ -47,7 +47,7 @@ impl Process {
         match on {
             On::Path { addr, follow } => {
                 let p = cstr(mem, addr)?;
-                let t = self.resolve(super::fs::AT_FDCWD, &p, follow)?;
+                let t = self.resolve(super::path::AT_FDCWD, &p, follow)?;
                 // a confined path has its final symlink resolved already when followed
                 Ok(Host::Path(t.path, follow && !t.confined))
             }

@@ -1,0 +1,186 @@
+//! The paths armada answers itself: /proc/self (exe, maps, fd/N), /proc/<pid>, the CPU
+//! lists under /sys, /dev/null, /dev/zero, /dev/urandom and /dev/std*.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+
+use super::fd::o::*;
+use super::fd::{host_mode, HostFd, Kind, OpenFile};
+use super::path::normalize_lexically;
+use super::{Errno, Process, SysResult};
+use crate::memory::{AddressSpace, Perm};
+
+/// Guest paths armada answers itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Special {
+    Exe,
+    Maps,
+    CpuList,
+    Null,
+    Zero,
+    Random,
+    Fd(i32),
+}
+
+impl Process {
+    /// Recognizes the guest paths armada serves itself.
+    pub(crate) fn special(&self, dirfd: i32, path: &[u8]) -> Option<Special> {
+        let base = if path.first() == Some(&b'/') {
+            b"/".to_vec()
+        } else {
+            self.dir_guest_path(dirfd).ok()?
+        };
+        let p = normalize_lexically(&base, path);
+        let proc_fd = |rest: &[u8]| -> Option<Special> {
+            std::str::from_utf8(rest)
+                .ok()?
+                .parse::<i32>()
+                .ok()
+                .map(Special::Fd)
+        };
+        let pid_prefix = format!("/proc/{}/", self.pid);
+        let p: &[u8] = if let Some(rest) = p.strip_prefix(pid_prefix.as_bytes()) {
+            return match rest {
+                b"exe" => Some(Special::Exe),
+                b"maps" => Some(Special::Maps),
+                _ => rest.strip_prefix(b"fd/").and_then(proc_fd),
+            };
+        } else {
+            &p
+        };
+        match p {
+            b"/proc/self/exe" => Some(Special::Exe),
+            b"/proc/self/maps" => Some(Special::Maps),
+            b"/sys/devices/system/cpu/online" | b"/sys/devices/system/cpu/possible" => {
+                Some(Special::CpuList)
+            }
+            b"/dev/null" => Some(Special::Null),
+            b"/dev/zero" => Some(Special::Zero),
+            b"/dev/urandom" | b"/dev/random" => Some(Special::Random),
+            b"/dev/stdin" => Some(Special::Fd(0)),
+            b"/dev/stdout" => Some(Special::Fd(1)),
+            b"/dev/stderr" => Some(Special::Fd(2)),
+            _ => p
+                .strip_prefix(b"/proc/self/fd/")
+                .or_else(|| p.strip_prefix(b"/dev/fd/"))
+                .and_then(proc_fd),
+        }
+    }
+
+    pub(super) fn exe_guest_bytes(&self) -> Vec<u8> {
+        let g = &self.cfg.exe_guest_path;
+        if g.first() == Some(&b'/') {
+            g.clone()
+        } else if self.root.is_none() {
+            self.cfg.exe_host_path.as_os_str().as_bytes().to_vec()
+        } else {
+            let mut v = b"/".to_vec();
+            v.extend_from_slice(g);
+            normalize_lexically(b"/", &v)
+        }
+    }
+
+    pub(super) fn exe_host_cpath(&self) -> Result<CString, Errno> {
+        CString::new(self.cfg.exe_host_path.as_os_str().as_bytes()).map_err(|_| Errno::ENOENT)
+    }
+
+    pub(super) fn maps_text(&self, mem: &AddressSpace) -> Vec<u8> {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let exe = String::from_utf8_lossy(&self.exe_guest_bytes()).into_owned();
+        for (start, end, perm) in mem.areas() {
+            let name = if start == super::signal::SIGTRAMP_ADDR {
+                "[sigpage]".to_string()
+            } else if start >= super::mm::STACK_TOP - super::mm::STACK_SIZE
+                && end <= super::mm::STACK_TOP
+            {
+                "[stack]".to_string()
+            } else if start >= self.brk_start && end <= (self.brk_cur + 0xfff) & !0xfff {
+                "[heap]".to_string()
+            } else if end <= self.brk_start {
+                exe.clone()
+            } else {
+                String::new()
+            };
+            let c = |p: Perm, ch: char| if perm.contains(p) { ch } else { '-' };
+            let mut line = format!(
+                "{start:08x}-{end:08x} {}{}{}p 00000000 00:00 0",
+                c(Perm::R, 'r'),
+                c(Perm::W, 'w'),
+                c(Perm::X, 'x')
+            );
+            if !name.is_empty() {
+                while line.len() < 72 {
+                    line.push(' ');
+                }
+                line.push(' ');
+                line.push_str(&name);
+            }
+            let _ = writeln!(s, "{line}");
+        }
+        s.into_bytes()
+    }
+
+    pub(super) fn open_special(
+        &mut self,
+        mem: &mut AddressSpace,
+        sp: Special,
+        flags: u32,
+    ) -> SysResult {
+        let cloexec = flags & O_CLOEXEC != 0;
+        let acc = flags & O_ACCMODE;
+        let limit = self.nofile();
+        let (kind, path): (Kind, &[u8]) = match sp {
+            Special::Fd(n) => {
+                let e = self.files.entry(n)?;
+                return self
+                    .files
+                    .install(e.file, 0, cloexec, limit)
+                    .map(|fd| fd as u64);
+            }
+            Special::Exe => {
+                if acc != O_RDONLY {
+                    return Err(Errno::EACCES);
+                }
+                let p = self.exe_host_cpath()?;
+                // SAFETY: p is a valid C string.
+                let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+                if fd < 0 {
+                    return Err(Errno::last());
+                }
+                // SAFETY: fresh fd owned by nobody else.
+                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                let mode = host_mode(fd.as_raw_fd());
+                (
+                    Kind::Host {
+                        fd: HostFd::Owned(fd),
+                        mode,
+                    },
+                    b"/proc/self/exe",
+                )
+            }
+            Special::Maps | Special::CpuList => {
+                if acc != O_RDONLY {
+                    return Err(Errno::EACCES);
+                }
+                if sp == Special::Maps {
+                    (Kind::Mem(self.maps_text(mem)), b"/proc/self/maps")
+                } else {
+                    (
+                        Kind::Mem(self.cpu_list()),
+                        b"/sys/devices/system/cpu/online",
+                    )
+                }
+            }
+            Special::Null => (Kind::Null, b"/dev/null"),
+            Special::Zero => (Kind::Zero, b"/dev/zero"),
+            Special::Random => (Kind::Random, b"/dev/urandom"),
+        };
+        let keep = acc | (flags & (O_APPEND | O_NONBLOCK));
+        let idx = self.files.add(OpenFile::new(kind, keep, path.to_vec()));
+        self.files
+            .install(idx, 0, cloexec, limit)
+            .map(|fd| fd as u64)
+    }
+}
