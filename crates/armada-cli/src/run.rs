@@ -52,11 +52,28 @@ pub struct RunArgs {
     /// Seed for --deterministic random bytes.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// The AArch64 Linux program.
-    pub program: PathBuf,
-    /// Arguments passed to the program.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub args: Vec<OsString>,
+    /// The AArch64 Linux program, then its arguments (everything after the program is
+    /// the program's, options and `--` included, as with qemu-aarch64).
+    #[arg(
+        value_name = "PROGRAM [ARGS]",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<OsString>,
+}
+
+impl RunArgs {
+    /// The program (the first word of the command).
+    pub fn program(&self) -> PathBuf {
+        PathBuf::from(self.command.first().cloned().unwrap_or_default())
+    }
+
+    /// The words after the program: the program's arguments.
+    pub fn args(&self) -> &[OsString] {
+        self.command.get(1..).unwrap_or(&[])
+    }
 }
 
 /// The guest environment: the host's, with -U removals and -E additions applied, in the
@@ -120,11 +137,11 @@ pub fn refuse_dynamic_on_gpu(backend: Backend, image: &Image) -> Result<()> {
 
 pub fn run(args: RunArgs) -> Result<u8> {
     check_backend(args.backend)?;
-    let image = Image::load(&args.program)
-        .with_context(|| format!("cannot run {}", args.program.display()))?;
-    let guest_path = args.program.as_os_str().as_bytes().to_vec();
+    let image = Image::load(&args.program())
+        .with_context(|| format!("cannot run {}", args.program().display()))?;
+    let guest_path = args.program().as_os_str().as_bytes().to_vec();
     let mut argv = vec![guest_path.clone()];
-    argv.extend(args.args.iter().map(|a| a.as_bytes().to_vec()));
+    argv.extend(args.args().iter().map(|a| a.as_bytes().to_vec()));
     let env = guest_env(&args.set_env, &args.unset_env)?;
     refuse_dynamic_on_gpu(args.backend, &image)?;
     let cfg = LinuxConfig {
@@ -133,11 +150,11 @@ pub fn run(args: RunArgs) -> Result<u8> {
         strace: args.strace,
         deterministic: args.deterministic,
         seed: args.seed,
-        exe_host_path: std::fs::canonicalize(&args.program).unwrap_or(args.program.clone()),
+        exe_host_path: std::fs::canonicalize(&args.program()).unwrap_or(args.program()),
         exe_guest_path: guest_path,
     };
     let program = Program::spawn(Arc::new(image), &cfg, argv, env, Stdio::Inherit)
-        .with_context(|| format!("cannot start {}", args.program.display()))?;
+        .with_context(|| format!("cannot start {}", args.program().display()))?;
     let mut lane = Lane::new(program);
     let start = Instant::now();
     let mut host_steps = None;

@@ -32,14 +32,14 @@ pub const IMAGE_LIMIT: u64 = crate::linux::mm::MMAP_TOP - 0x1000_0000;
 /// Most program headers accepted (Linux refuses more than 64 KiB of them).
 const MAX_PHDR_BYTES: u64 = 65536;
 
-/// Why a program could not be loaded or started.
+/// Why a program could not be loaded or started. Each message names its cause itself (the
+/// causes are not chained as sources, which would print them twice in `{:#}`).
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {cause}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("not an ELF file (it does not start with \\x7fELF): armada runs AArch64 Linux ELF executables")]
     NotElf,
@@ -75,24 +75,16 @@ pub enum LoadError {
         where_: String,
         hint: String,
     },
-    #[error("cannot load the program's interpreter {path}: {source}")]
-    Interpreter {
-        path: String,
-        #[source]
-        source: Box<LoadError>,
-    },
+    #[error("cannot load the program's interpreter {path}: {cause}")]
+    Interpreter { path: String, cause: Box<LoadError> },
     #[error("malformed ELF header: {0}")]
     BadHeader(String),
     #[error("malformed program header {index}: {why}")]
     BadSegment { index: usize, why: String },
     #[error("the ELF file has no PT_LOAD segment, so there is nothing to run")]
     NoLoad,
-    #[error("cannot map the program's {what}: {source}")]
-    Map {
-        what: String,
-        #[source]
-        source: MapError,
-    },
+    #[error("cannot map the program's {what}: {cause}")]
+    Map { what: String, cause: MapError },
     #[error("cannot set up the program's stack: {0}")]
     Stack(String),
 }
@@ -244,9 +236,9 @@ impl Image {
     /// Reads and parses the executable at `path`.
     pub fn load(path: impl AsRef<Path>) -> Result<Image, LoadError> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+        let bytes = std::fs::read(path).map_err(|cause| LoadError::Io {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
         Image::parse(&bytes)
     }
@@ -568,9 +560,9 @@ impl Image {
     pub fn map_into(&self, mem: &mut AddressSpace) -> Result<(), LoadError> {
         for seg in &self.segments {
             mem.map(seg.start, seg.end - seg.start, seg.perm)
-                .map_err(|source| LoadError::Map {
+                .map_err(|cause| LoadError::Map {
                     what: format!("segment {:#x}..{:#x} ({})", seg.start, seg.end, seg.perm),
-                    source,
+                    cause,
                 })?;
             for (vpn, data) in &seg.pages {
                 mem.share_page(*vpn, data.clone());

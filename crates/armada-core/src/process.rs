@@ -78,9 +78,9 @@ pub fn setup_stack(
     }
     let stack_start = STACK_TOP - STACK_SIZE;
     mem.map(stack_start, STACK_SIZE, Perm::RW)
-        .map_err(|source| LoadError::Map {
+        .map_err(|cause| LoadError::Map {
             what: "stack".into(),
-            source,
+            cause,
         })?;
 
     let mut p = STACK_TOP - 8; // a NULL word at the very top, as Linux leaves
@@ -217,13 +217,18 @@ pub fn load_interpreter(image: &Image, cfg: &LinuxConfig) -> Result<Option<Arc<I
     let bytes = match std::fs::read(&host) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing()),
-        Err(source) => {
-            return Err(LoadError::Io { path: host, source });
+        Err(cause) => {
+            return Err(LoadError::Io { path: host, cause });
         }
     };
+    let shown = if host.as_os_str().as_encoded_bytes() == guest.as_slice() {
+        name.clone()
+    } else {
+        format!("{name} ({})", host.display())
+    };
     let wrap = |e: LoadError| LoadError::Interpreter {
-        path: format!("{name} ({})", host.display()),
-        source: Box::new(e),
+        path: shown.clone(),
+        cause: Box::new(e),
     };
     let interp = Image::parse_interpreter(&bytes, &name, MMAP_TOP).map_err(wrap)?;
     Ok(Some(Arc::new(interp)))

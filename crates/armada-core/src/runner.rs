@@ -183,6 +183,8 @@ impl Lane {
             Stop::Fault(f) => {
                 let (sig, code) = if f.access == Access::Execute && pc & 3 != 0 {
                     (sig::SIGBUS, sig::BUS_ADRALN)
+                } else if f.mapped && p.process.past_eof(f.addr) {
+                    (sig::SIGBUS, sig::BUS_ADRERR)
                 } else if f.mapped {
                     (sig::SIGSEGV, sig::SEGV_ACCERR)
                 } else {

@@ -214,6 +214,11 @@ pub struct Case {
     pub compare_stderr: bool,
     pub compare_files: bool,
     pub timeout: Duration,
+    /// Options for qemu before the program (`qemu-aarch64 QEMU_ARGS... PROG ARGS...`),
+    /// e.g. `-L SYSROOT`.
+    pub qemu_args: Vec<OsString>,
+    /// Options for armada before the program (`armada run ARMADA_ARGS... PROG ARGS...`).
+    pub armada_args: Vec<OsString>,
 }
 
 impl Case {
@@ -229,6 +234,8 @@ impl Case {
             compare_stderr: true,
             compare_files: true,
             timeout: default_timeout(),
+            qemu_args: Vec::new(),
+            armada_args: Vec::new(),
         }
     }
     pub fn arg(mut self, a: impl Into<OsString>) -> Case {
@@ -275,6 +282,24 @@ impl Case {
     pub fn timeout(mut self, d: Duration) -> Case {
         self.timeout = d;
         self
+    }
+    /// An option for qemu only, placed before the program.
+    pub fn qemu_arg(mut self, a: impl Into<OsString>) -> Case {
+        self.qemu_args.push(a.into());
+        self
+    }
+    /// An option for `armada run` only, placed before the program.
+    pub fn armada_arg(mut self, a: impl Into<OsString>) -> Case {
+        self.armada_args.push(a.into());
+        self
+    }
+    /// `-L DIR` for both qemu and armada: the sysroot of a dynamically linked program.
+    pub fn sysroot(self, dir: impl Into<OsString>) -> Case {
+        let dir = dir.into();
+        self.qemu_arg("-L")
+            .qemu_arg(dir.clone())
+            .armada_arg("-L")
+            .armada_arg(dir)
     }
 }
 
@@ -781,8 +806,10 @@ pub fn forky_syscalls(strace: &[u8]) -> Vec<String> {
 pub fn run_case(case: &Case, dir: &Path) -> CaseResult {
     let qemu = qemu_bin();
     let armada = armada_bin();
-    let qprefix: Vec<&OsStr> = vec![qemu.as_os_str()];
-    let aprefix: Vec<&OsStr> = vec![armada.as_os_str(), OsStr::new("run")];
+    let mut qprefix: Vec<&OsStr> = vec![qemu.as_os_str()];
+    qprefix.extend(case.qemu_args.iter().map(|a| a.as_os_str()));
+    let mut aprefix: Vec<&OsStr> = vec![armada.as_os_str(), OsStr::new("run")];
+    aprefix.extend(case.armada_args.iter().map(|a| a.as_os_str()));
 
     let run = |prefix: &[&OsStr]| -> Result<(RunOutput, Snapshot), String> {
         prepare_workdir(dir, &case.files)
@@ -841,7 +868,8 @@ pub fn run_case(case: &Case, dir: &Path) -> CaseResult {
     };
     let mut problems = compare_runs(case, &q, &a, &qfiles, &afiles);
     if env_flag("ARMADA_TEST_CHECK_NOFORK") {
-        let sprefix: Vec<&OsStr> = vec![qemu.as_os_str(), OsStr::new("-strace")];
+        let mut sprefix: Vec<&OsStr> = vec![qemu.as_os_str(), OsStr::new("-strace")];
+        sprefix.extend(case.qemu_args.iter().map(|a| a.as_os_str()));
         match run(&sprefix) {
             Ok((s, _)) => {
                 let f = forky_syscalls(&s.stderr);

@@ -175,6 +175,12 @@ impl OpenFile {
             Kind::Pipe { .. } | Kind::Event(_) => false,
         }
     }
+    /// The size of the host file behind this description (None for armada's own files).
+    pub(crate) fn host_size(&self) -> Option<u64> {
+        let fd = self.host_fd()?;
+        host_fstat(fd).ok().map(|s| s.st_size.max(0) as u64)
+    }
+
     pub(crate) fn host_fd_pub(&self) -> Option<RawFd> {
         self.host_fd()
     }

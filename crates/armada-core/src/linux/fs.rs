@@ -1088,6 +1088,56 @@ impl Process {
         Ok(new as u64)
     }
 
+    /// copy_file_range between two host files (the host copies; offsets from and back to
+    /// guest memory when given). Anything else is EINVAL, as Linux says for non-files.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn sys_copy_file_range(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd_in: i32,
+        off_in: u64,
+        fd_out: i32,
+        off_out: u64,
+        len: u64,
+        flags: u32,
+    ) -> SysResult {
+        if flags != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let hin = self.files.file(fd_in)?.host_fd().ok_or(Errno::EINVAL)?;
+        let hout = self.files.file(fd_out)?.host_fd().ok_or(Errno::EINVAL)?;
+        let mut oin = if off_in != 0 {
+            Some(rd_u64(mem, off_in)? as i64)
+        } else {
+            None
+        };
+        let mut oout = if off_out != 0 {
+            Some(rd_u64(mem, off_out)? as i64)
+        } else {
+            None
+        };
+        let p = |o: &mut Option<i64>| o.as_mut().map_or(std::ptr::null_mut(), |v| v as *mut i64);
+        // SAFETY: the offset pointers are null or point at the locals above.
+        let r = unsafe {
+            libc::copy_file_range(
+                hin,
+                p(&mut oin),
+                hout,
+                p(&mut oout),
+                len.min(MAX_RW) as usize,
+                0,
+            )
+        };
+        let n = cvt_size(r)?;
+        if let Some(v) = oin {
+            wr_u64(mem, off_in, v as u64)?;
+        }
+        if let Some(v) = oout {
+            wr_u64(mem, off_out, v as u64)?;
+        }
+        Ok(n as u64)
+    }
+
     pub(crate) fn sys_pipe2(&mut self, mem: &mut AddressSpace, fds: u64, flags: i32) -> SysResult {
         let flags = flags as u32;
         if flags & !(O_CLOEXEC | O_NONBLOCK | O_DIRECT) != 0 {

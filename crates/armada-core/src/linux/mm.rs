@@ -280,11 +280,21 @@ impl Process {
         };
 
         self.shared_writeback(mem, start, start + len, true);
+        self.forget_past_eof(start, start + len);
         mem.map(start, len, perm).map_err(map_err)?;
         if !anon && !zero_dev {
             if let Err(e) = self.fill_from_file(mem, fd, start, len, off) {
                 let _ = mem.unmap(start, len);
                 return Err(e);
+            }
+            // Pages wholly past the end of the file: touching one is SIGBUS on Linux.
+            if let Some(size) = self.files.file(fd).ok().and_then(|f| f.host_size()) {
+                let valid = page_up(size.saturating_sub(off)).unwrap_or(u64::MAX);
+                if valid < len {
+                    let from = start + valid;
+                    let _ = mem.protect(from, start + len - from, Perm::NONE);
+                    self.past_eof.push((from, start + len));
+                }
             }
             if typ != MAP_PRIVATE {
                 if let Some(h) = self.files.file(fd).ok().and_then(|f| f.host_fd_pub()) {
@@ -315,8 +325,36 @@ impl Process {
         let len = page_up(len).ok_or(Errno::EINVAL)?;
         let end = addr.checked_add(len).ok_or(Errno::EINVAL)?;
         self.shared_writeback(mem, addr, end, true);
+        self.forget_past_eof(addr, end);
         mem.unmap(addr, len).map_err(map_err)?;
         Ok(0)
+    }
+
+    /// Whether `addr` lies in a file mapping's pages past the end of its file (a fault there
+    /// is SIGBUS, not SIGSEGV).
+    pub fn past_eof(&self, addr: u64) -> bool {
+        self.past_eof.iter().any(|&(a, b)| addr >= a && addr < b)
+    }
+
+    /// [a, b) is unmapped or mapped anew: its pages are no longer past a file's end.
+    fn forget_past_eof(&mut self, a: u64, b: u64) {
+        if self.past_eof.is_empty() {
+            return;
+        }
+        let mut out = Vec::with_capacity(self.past_eof.len());
+        for &(x, y) in &self.past_eof {
+            if y <= a || x >= b {
+                out.push((x, y));
+                continue;
+            }
+            if x < a {
+                out.push((x, a));
+            }
+            if y > b {
+                out.push((b, y));
+            }
+        }
+        self.past_eof = out;
     }
 
     pub(crate) fn sys_mprotect(
@@ -338,6 +376,14 @@ impl Process {
                 MapError::Invalid => Errno::ENOMEM,
                 e => map_err(e),
             })?;
+        // pages past a file's end stay inaccessible whatever their protection
+        let end = addr.saturating_add(len);
+        for &(x, y) in &self.past_eof {
+            let (a, b) = (x.max(addr), y.min(end));
+            if a < b {
+                let _ = mem.protect(a, b - a, Perm::NONE);
+            }
+        }
         Ok(0)
     }
 

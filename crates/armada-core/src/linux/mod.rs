@@ -316,6 +316,8 @@ pub struct Process {
     pub(crate) outcome: Option<SysOutcome>,
     pub(crate) syscalls: u64,
     pub(crate) shared_maps: Vec<mm::SharedMap>,
+    /// File mappings' pages past the end of their file, [start, end).
+    pub(crate) past_eof: Vec<(u64, u64)>,
 }
 
 // Process moves between the rayon worker threads of `service_batch`.
@@ -400,6 +402,7 @@ impl Process {
             outcome: None,
             syscalls: 0,
             shared_maps: Vec::new(),
+            past_eof: Vec::new(),
             cfg,
         }
     }
@@ -589,6 +592,9 @@ impl Process {
             SYNCFS | FSYNC | FDATASYNC => self.sys_fsync(i(0)),
             SYNC_FILE_RANGE | FADVISE64 | READAHEAD => self.fd_check(i(0)),
             SENDFILE => self.sys_sendfile(mem, i(0), i(1), a[2], a[3]),
+            COPY_FILE_RANGE => {
+                self.sys_copy_file_range(mem, i(0), a[1], i(2), a[3], a[4], a[5] as u32)
+            }
             PPOLL => self.sys_ppoll(mem, a[0], a[1], a[2]),
             GETXATTR | LGETXATTR => {
                 let on = xattr::On::Path {
