@@ -39,6 +39,10 @@ done
 [[ -n $bb ]] && cp "$bb" "$stage/guest/busybox"
 bash=$(find target/guest-deps/extracted "$(git rev-parse --git-common-dir)/../target/guest-deps/extracted" -path '*bin/bash-static' -type f 2>/dev/null | head -1 || true)
 [[ -n $bash ]] && cp "$bash" "$stage/guest/bash"
+# a dynamically linked program: the GPU engines must refuse it clearly (gpu-check's env)
+if tests/guest/build-dynamic.sh "$stage/dyn" >/dev/null 2>&1; then
+    cp "$stage/dyn/argv_env" "$stage/guest/dynamic_argv_env"
+fi
 
 # risu programs (RISU_CASES cases of every class) and what qemu-aarch64 prints for each: the GPU
 # machine has neither the cross compiler nor qemu, so the oracle's answer travels with them

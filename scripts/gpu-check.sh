@@ -66,6 +66,13 @@ if want env; then
     t2=$(secs)
     note "env: first start (compile) $(elapsed $t0 $t1) s, second start (cached) $(elapsed $t1 $t2) s, hello rc=$rc: $(head -c 40 "$log/first.out")"
     cat "$log/first.err"
+    # what the GPU engines do not run yet must be refused clearly (status 125), never hang
+    for p in "threads_compute 4 1" dynamic_argv_env; do
+        set -- $p
+        [[ -e $G/$1 ]] || continue
+        timeout 120 $A run --backend $B "$G/$1" "${@:2}" >/dev/null 2>"$log/refuse-$1.err"
+        note "env: $1 on $B: rc=$? ($(tail -1 "$log/refuse-$1.err" | cut -c1-150))"
+    done
 fi
 
 # ---------------------------------------------------------------------------------- speed
@@ -139,6 +146,7 @@ if want suite; then
         matmul) echo "$G/$bin 40" ;;
         tightloop) echo "$G/$bin 100000" ;;
         lanecrc) echo "x 16 $G/$bin {lane} 3" ;;
+        threads_*) ;; # guest threads: the CPU engine only so far (env checks the refusal)
         *) echo "$G/$bin" ;;
         esac
     done <"$G/programs.list" >"$man"

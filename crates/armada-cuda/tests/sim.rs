@@ -177,3 +177,27 @@ fn run_to_first_stop_reports_every_lanes_stop() {
         assert_eq!(r.exit, cpu.exit);
     }
 }
+
+/// A lane that starts a thread ends with a clear "unsupported" (status 125) on the GPU
+/// engine, never a hang or a wrong answer; the other lanes of the batch are not affected.
+#[test]
+fn guest_threads_end_the_lane_clearly() {
+    let Some((engine, p)) = engine_and_guest("threads_compute") else {
+        return;
+    };
+    let s = spec(&p, 2, &["2", "1"], |_| Vec::new());
+    let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+    for l in &out.lanes {
+        match &l.exit {
+            armada_core::runner::Exit::Unsupported(m) => {
+                assert!(m.contains("threads") && m.contains("--backend cpu"), "{m}");
+                assert_eq!(l.exit.status(), 125);
+            }
+            e => panic!("lane {}: {e:?}, expected Unsupported", l.lane),
+        }
+    }
+    // the CPU engine runs it
+    let cpu = armada_core::batch::run_cpu(&s, &|_| {}).unwrap();
+    assert_eq!(cpu.lanes[0].exit, armada_core::runner::Exit::Code(0));
+    assert!(String::from_utf8_lossy(&cpu.lanes[0].stdout).contains("2 threads x 1 rounds"));
+}
