@@ -341,6 +341,8 @@ impl Lane {
     /// the task switched to ran again, if it was one to run again.
     fn switch(&mut self, wait: Option<Wait>, alive: bool) -> Result<Option<SysOutcome>, Exit> {
         let retired = self.program.state.retired;
+        // the virtual clock runs on instructions: deadlines are checked against the count now
+        self.program.process.set_retired(retired);
         let cur_tid = self.program.process.tid();
         if alive {
             // park the running task at the back of the turn order

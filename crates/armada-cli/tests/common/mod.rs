@@ -780,6 +780,25 @@ fn make_command(prefix: &[&OsStr], case: &Case, dir: &Path) -> Command {
 }
 
 /// Syscalls that mean a program is not single-process (seen in `qemu-aarch64 -strace` output).
+/// Whether a clone/clone3 strace line makes a thread, not a process: qemu names the flags
+/// (`CLONE_THREAD`), armada prints them in hex (bit 0x10000); a clone3 that failed made
+/// nothing (qemu 7.2 answers ENOSYS and glibc falls back to clone).
+fn is_thread_clone(name: &str, line: &str) -> bool {
+    const CLONE_THREAD: u64 = 0x1_0000;
+    if line.contains("CLONE_THREAD") {
+        return true;
+    }
+    if name == "clone3" {
+        return line.contains("= -1") || line.contains("errno=");
+    }
+    let first = line
+        .split_once('(')
+        .map(|(_, rest)| rest.split([',', ')']).next().unwrap_or(""))
+        .unwrap_or("");
+    u64::from_str_radix(first.trim().trim_start_matches("0x"), 16)
+        .is_ok_and(|f| name == "clone" && f & CLONE_THREAD != 0)
+}
+
 pub fn forky_syscalls(strace: &[u8]) -> Vec<String> {
     let text = String::from_utf8_lossy(strace);
     let mut found = Vec::new();
@@ -794,6 +813,7 @@ pub fn forky_syscalls(strace: &[u8]) -> Vec<String> {
             "clone", "clone3", "fork", "vfork", "execve", "execveat", "wait4", "waitid",
         ]
         .contains(&name)
+            && !is_thread_clone(name, line)
             && !found.iter().any(|f: &String| f == name)
         {
             found.push(name.to_string());

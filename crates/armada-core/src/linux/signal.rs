@@ -170,16 +170,21 @@ const FPSIMD_SIZE: u32 = 528;
 const ESR_MAGIC: u32 = 0x4553_5201;
 const FRAME_SIZE: u64 = SIGINFO_SIZE + UCONTEXT_SIZE;
 
-/// The process's signal dispositions, shared by its threads.
+/// The process's side of signals, shared by its threads: dispositions, and the signals
+/// pending for the process as a whole (sent while every thread blocked them).
 #[derive(Clone, Debug)]
 pub(crate) struct Signals {
     actions: [SigAction; NSIG as usize + 1],
+    shared: u64,
+    shared_info: [SigInfo; NSIG as usize + 1],
 }
 
 impl Default for Signals {
     fn default() -> Self {
         Signals {
             actions: [SigAction::default(); NSIG as usize + 1],
+            shared: 0,
+            shared_info: [SigInfo::default(); NSIG as usize + 1],
         }
     }
 }
@@ -227,12 +232,14 @@ impl Process {
     }
 
     /// A signal for the process: like Linux's complete_signal, the current thread takes it
-    /// unless it blocks it and another thread does not.
+    /// unless it blocks it and another thread does not; blocked by every thread, it stays
+    /// pending for the process (the first thread to unblock it or sigwait for it takes it).
     fn raise_info(&mut self, sig: i32, code: i32, value: u64) {
         if !(1..=NSIG).contains(&sig) {
             return;
         }
-        if self.thread.sig.mask & bit(sig) != 0 {
+        let unstoppable = sig == SIGKILL || sig == SIGSTOP;
+        if self.thread.sig.mask & bit(sig) != 0 && !unstoppable {
             if let Some(tid) = self
                 .others
                 .iter()
@@ -242,8 +249,29 @@ impl Process {
                 self.raise_thread(tid, sig, code, value);
                 return;
             }
+            if self.signals.shared & bit(sig) == 0 {
+                self.signals.shared_info[sig as usize] = SigInfo { code, value };
+            }
+            self.signals.shared |= bit(sig);
+            return;
         }
         self.raise_current(sig, code, value);
+    }
+
+    /// The signals pending for the current thread: its own and the process's.
+    pub(crate) fn pending_now(&self) -> u64 {
+        self.thread.sig.pending | self.signals.shared
+    }
+
+    /// Takes pending signal `sig` (the thread's own first, else the process's) and its info.
+    fn take_pending(&mut self, sig: i32) -> SigInfo {
+        if self.thread.sig.pending & bit(sig) != 0 {
+            self.thread.sig.pending &= !bit(sig);
+            self.thread.sig.info[sig as usize]
+        } else {
+            self.signals.shared &= !bit(sig);
+            self.signals.shared_info[sig as usize]
+        }
     }
 
     fn raise_current(&mut self, sig: i32, code: i32, value: u64) {
@@ -290,7 +318,7 @@ impl Process {
     /// the syscall returns to the guest, through `deliver_frame`).
     fn deliver_pending(&mut self) {
         while self.outcome.is_none() {
-            let ready = self.thread.sig.pending & !(self.thread.sig.mask & !UNBLOCKABLE);
+            let ready = self.pending_now() & !(self.thread.sig.mask & !UNBLOCKABLE);
             let Some(sig) = (0..64)
                 .filter(|b| ready & (1 << b) != 0)
                 .map(|b| b + 1)
@@ -300,7 +328,7 @@ impl Process {
             else {
                 break;
             };
-            self.thread.sig.pending &= !bit(sig);
+            self.take_pending(sig);
             let act = self.signals.actions[sig as usize];
             let unstoppable = sig == SIGKILL || sig == SIGSTOP;
             if !unstoppable && act.handler == SIG_IGN {
@@ -323,7 +351,7 @@ impl Process {
 
     /// Whether a handler is waiting to run for a thread with this signal state.
     pub(crate) fn handler_ready_in(&self, t: &ThreadSignals) -> bool {
-        let ready = t.pending & !t.mask;
+        let ready = (t.pending | self.signals.shared) & !t.mask;
         ready != 0
             && (1..=NSIG)
                 .any(|s| ready & bit(s) != 0 && self.signals.actions[s as usize].has_handler())
@@ -337,11 +365,10 @@ impl Process {
         st: &mut CpuState,
         mem: &mut AddressSpace,
     ) -> Option<SysOutcome> {
-        let ready = self.thread.sig.pending & !self.thread.sig.mask;
+        let ready = self.pending_now() & !self.thread.sig.mask;
         let sig = (1..=NSIG)
             .find(|&s| ready & bit(s) != 0 && self.signals.actions[s as usize].has_handler())?;
-        self.thread.sig.pending &= !bit(sig);
-        let info = self.thread.sig.info[sig as usize];
+        let info = self.take_pending(sig);
         if self.cfg.strace {
             eprintln!("{} --- {} (si_code={}) ---", self.pid, name(sig), info.code);
         }
@@ -631,7 +658,12 @@ impl Process {
             let ignored = n.handler == SIG_IGN
                 || (n.handler == SIG_DFL && default_action(sig) == Default_::Ignore);
             if ignored {
+                // dropped for the process and every thread
                 self.thread.sig.pending &= !bit(sig);
+                self.signals.shared &= !bit(sig);
+                for t in self.others.values_mut() {
+                    t.sig.pending &= !bit(sig);
+                }
             }
         }
         Ok(0)
@@ -678,7 +710,7 @@ impl Process {
         if size > 8 {
             return Err(Errno::EINVAL);
         }
-        let v = (self.thread.sig.pending & self.thread.sig.mask).to_le_bytes();
+        let v = (self.pending_now() & self.thread.sig.mask).to_le_bytes();
         wr(mem, set, &v[..size as usize])?;
         Ok(0)
     }
@@ -721,10 +753,10 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let want = rd_u64(mem, set)? & !UNBLOCKABLE;
-        let hit = self.thread.sig.pending & want;
+        let hit = self.pending_now() & want;
         if hit != 0 {
             let sig = hit.trailing_zeros() as i32 + 1;
-            self.thread.sig.pending &= !bit(sig);
+            self.take_pending(sig);
             if info != 0 {
                 // siginfo_t: si_signo, si_errno, si_code (SI_TKILL = -6), then pid, uid
                 let mut b = [0u8; 128];

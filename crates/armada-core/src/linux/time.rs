@@ -263,6 +263,12 @@ impl Process {
         Err(self.block(super::wait::WaitKind::Retry, Some(deadline)))
     }
 
+    /// The lane's instruction count now, outside a syscall (the scheduler's view of the
+    /// virtual clock when it switches tasks).
+    pub fn set_retired(&mut self, retired: u64) {
+        self.retired = retired;
+    }
+
     /// CLOCK_MONOTONIC in nanoseconds: the clock deadlines are kept on.
     pub fn monotonic_ns(&self) -> u64 {
         let (s, n) = self.clock_now(CLOCK_MONOTONIC).unwrap_or((0, 0));

@@ -1,0 +1,3 @@
+module armada.test/guestgo
+
+go 1.18
