@@ -399,6 +399,32 @@ mod tests {
     }
 
     #[test]
+    fn missing_interpreter_says_what_to_do() {
+        // tiny_elf with its second program header turned into PT_INTERP
+        let mut f = tiny_elf(object::elf::ET_DYN, 0);
+        f[120..124].copy_from_slice(&object::elf::PT_INTERP.to_le_bytes());
+        f[120 + 8..120 + 16].copy_from_slice(&0x1000u64.to_le_bytes());
+        f[0x1000..0x1010].copy_from_slice(b"/nonexistent/ld\0");
+        let img = Image::parse(&f).unwrap();
+        assert_eq!(img.interp.as_deref(), Some(&b"/nonexistent/ld"[..]));
+        let cfg = LinuxConfig::default();
+        let e = load_interpreter(&img, &cfg).unwrap_err().to_string();
+        assert!(e.contains("/nonexistent/ld") && e.contains("-L DIR"), "{e}");
+        assert!(e.contains(CROSS_SYSROOT), "{e}");
+        let cfg = LinuxConfig {
+            sysroot: Some("/nonexistent-sysroot".into()),
+            ..Default::default()
+        };
+        let e = load_interpreter(&img, &cfg).unwrap_err().to_string();
+        assert!(e.contains("under the sysroot /nonexistent-sysroot"), "{e}");
+        // spawning without the interpreter it needs is an error, not a wrong start
+        let e = Program::spawn_dynamic(Arc::new(img), None, &cfg, vec![], vec![], Stdio::Inherit)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("/nonexistent/ld"));
+    }
+
+    #[test]
     fn too_many_args_is_an_error() {
         let img = Image::parse(&tiny_elf(object::elf::ET_EXEC, 0x400000)).unwrap();
         let mut mem = AddressSpace::new();

@@ -12,8 +12,10 @@
 //! [`Events`]: tasks cloned, tasks a futex woke, a block of the current task, a yield.
 //!
 //! clone and clone3 make threads only (`CLONE_VM | CLONE_THREAD` with the flag sets glibc's
-//! pthread_create and Go's runtime use). A new process (fork, vfork) is not supported yet
-//! and gets ENOSYS; any other flag set gets EINVAL with a note on stderr.
+//! pthread_create and Go's runtime use). A new process (any clone without CLONE_THREAD:
+//! fork, vfork, posix_spawn) is not supported yet and gets ENOSYS; a thread with flags
+//! beyond those (namespaces, CLONE_PIDFD, a thread without CLONE_VM, ...) gets EINVAL with a
+//! note on stderr.
 
 use std::collections::BTreeMap;
 
@@ -209,8 +211,8 @@ impl Process {
         tls: u64,
         child_tid: u64,
     ) -> SysResult {
-        if flags & CLONE_VM == 0 && flags & CLONE_THREAD == 0 {
-            // fork, vfork: a new process
+        if flags & CLONE_THREAD == 0 {
+            // fork, vfork, posix_spawn's CLONE_VM|CLONE_VFORK: a new process, not there yet
             self.unsupported(super::nr::CLONE);
             return Err(Errno::ENOSYS);
         }
@@ -223,7 +225,7 @@ impl Process {
         if flags & !(THREAD_NEEDS | THREAD_MAY) != 0 {
             return self.clone_refused(flags, "flags beyond a thread's");
         }
-        if self.thread_count() + self.events.spawned.len() >= MAX_THREADS {
+        if self.thread_count() >= MAX_THREADS {
             return Err(Errno::EAGAIN);
         }
         let tid = self.next_tid;

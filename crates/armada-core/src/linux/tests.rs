@@ -802,3 +802,204 @@ mod fuzz {
         }
     }
 }
+
+// ----- threads: clone, futex, eventfd, timerfd, epoll -------------------------------------
+
+/// glibc's pthread_create flags: VM, FS, FILES, SIGHAND, THREAD, SYSVSEM, SETTLS,
+/// PARENT_SETTID, CHILD_CLEARTID.
+const PTHREAD_FLAGS: u64 = 0x3d0f00;
+
+#[test]
+fn clone_makes_threads_and_refuses_the_rest() {
+    let mut l = Lane::det();
+    let ptid = SCRATCH + 0x100;
+    let ctid = SCRATCH + 0x108;
+    l.st.x[31] = 0x7000;
+    l.st.tpidr = 0x1234;
+    let tid = l.call(
+        CLONE,
+        &[PTHREAD_FLAGS, SCRATCH + 0x8000, ptid, 0xabc0, ctid],
+    );
+    assert_eq!(tid, DETERMINISTIC_PID as i64 + 1);
+    assert_eq!(l.mem.read_u32(ptid).unwrap() as i64, tid);
+    let spawned = l.p.take_spawned();
+    assert_eq!(spawned.len(), 1);
+    let child = &spawned[0].state;
+    assert_eq!(
+        (child.x[0], child.x[31], child.tpidr),
+        (0, SCRATCH + 0x8000, 0xabc0)
+    );
+    assert_eq!(l.st.tpidr, 0x1234, "the parent keeps its TLS");
+    assert_eq!(l.p.thread_count(), 2);
+    // a new process is not there yet; a thread with more than a thread's flags is refused
+    assert_eq!(l.call(CLONE, &[17, 0, 0, 0, 0]), neg(libc::ENOSYS));
+    assert_eq!(
+        l.call(CLONE, &[0x4111, 0, 0, 0, 0]),
+        neg(libc::ENOSYS),
+        "vfork"
+    );
+    assert_eq!(
+        l.call(CLONE, &[PTHREAD_FLAGS & !0x100, SCRATCH + 0x8000, 0, 0, 0]),
+        neg(libc::EINVAL),
+        "a thread without CLONE_VM"
+    );
+    assert_eq!(
+        l.call(
+            CLONE,
+            &[PTHREAD_FLAGS | 0x2_0000, SCRATCH + 0x8000, 0, 0, 0]
+        ),
+        neg(libc::EINVAL),
+        "a new mount namespace"
+    );
+    // the thread limit: EAGAIN past it
+    let mut made = 2;
+    loop {
+        let r = l.call(
+            CLONE,
+            &[PTHREAD_FLAGS & !0x10_0000, SCRATCH + 0x8000, 0, 0, 0],
+        );
+        if r < 0 {
+            assert_eq!(r, neg(libc::EAGAIN));
+            break;
+        }
+        made += 1;
+        assert!(made <= task::MAX_THREADS);
+    }
+    assert_eq!(made, task::MAX_THREADS);
+    // gettid follows the current thread; exit of one thread leaves the process
+    l.p.switch_thread(tid as i32, true);
+    assert_eq!(l.call(GETTID, &[]), tid);
+    assert_eq!(l.call(GETPID, &[]), DETERMINISTIC_PID as i64);
+    l.mem.write_u32(ctid, tid as u32).unwrap();
+    assert_eq!(l.call_o(EXIT, &[0]).1, SysOutcome::ThreadExit);
+    assert_eq!(
+        l.mem.read_u32(ctid).unwrap(),
+        0,
+        "CLONE_CHILD_CLEARTID zeroes the word"
+    );
+}
+
+#[test]
+fn futex_queues_wake_requeue_and_wake_op() {
+    let mut l = Lane::det();
+    let (a, b) = (SCRATCH + 0x200, SCRATCH + 0x300);
+    l.mem.write_u32(a, 7).unwrap();
+    const WAIT: u64 = 128;
+    const WAKE: u64 = 129;
+    assert_eq!(l.call(FUTEX, &[a, WAIT, 6, 0, 0, 0]), neg(libc::EAGAIN));
+    assert_eq!(l.call(FUTEX, &[a + 1, WAIT, 7, 0, 0, 0]), neg(libc::EINVAL));
+    assert_eq!(
+        l.call(FUTEX, &[a, WAIT | 9, 7, 0, 0, 0]),
+        neg(libc::EINVAL),
+        "bitset 0"
+    );
+    // two threads wait on a
+    let t2 = l.call(
+        CLONE,
+        &[PTHREAD_FLAGS & !0x10_0000, SCRATCH + 0x8000, 0, 0, 0],
+    ) as i32;
+    l.p.take_spawned();
+    let (_, o) = l.call_o(FUTEX, &[a, WAIT, 7, 0, 0, 0]);
+    assert_eq!(o, SysOutcome::Block);
+    l.p.switch_thread(t2, true);
+    let (_, o) = l.call_o(FUTEX, &[a, WAIT, 7, 0, 0, 0]);
+    assert_eq!(o, SysOutcome::Block);
+    // CMP_REQUEUE: wake one, move the other to b
+    assert_eq!(
+        l.call(FUTEX, &[a, 4 | 128, 1, 1, b, 8]),
+        neg(libc::EAGAIN),
+        "val3 must match"
+    );
+    assert_eq!(l.call(FUTEX, &[a, 4 | 128, 1, 1, b, 7]), 2);
+    assert_eq!(l.p.take_woken(), vec![DETERMINISTIC_PID]);
+    assert_eq!(l.call(FUTEX, &[a, WAKE, 10, 0, 0, 0]), 0);
+    assert_eq!(l.call(FUTEX, &[b, WAKE, 10, 0, 0, 0]), 1);
+    assert_eq!(l.p.take_woken(), vec![t2]);
+    // WAKE_OP: *b += 5 (old 0), wake waiters of b if old == 0
+    l.mem.write_u32(b, 0).unwrap();
+    let op = (1 << 28) | (5 << 12); // FUTEX_OP_ADD 5, compare EQ 0
+    assert_eq!(l.call(FUTEX, &[a, 5 | 128, 1, 1, b, op]), 0);
+    assert_eq!(l.mem.read_u32(b).unwrap(), 5);
+    // unmapped words: a shared futex is EFAULT, a private wake is just an address
+    assert_eq!(l.call(FUTEX, &[0x1000, 1, 1, 0, 0, 0]), neg(libc::EFAULT));
+    assert_eq!(l.call(FUTEX, &[0x1000, WAKE, 1, 0, 0, 0]), 0);
+    assert_eq!(
+        l.call(FUTEX, &[0x1000, WAIT, 0, 0, 0, 0]),
+        neg(libc::EFAULT)
+    );
+}
+
+#[test]
+fn futex_wait_times_out_on_the_virtual_clock() {
+    let mut l = Lane::det();
+    let a = SCRATCH + 0x200;
+    let ts = SCRATCH + 0x400;
+    l.put(
+        ts,
+        &[0, 0, 0, 0, 0, 0, 0, 0, 0x40, 0x42, 0x0f, 0, 0, 0, 0, 0],
+    ); // 1 ms
+    let t0 = l.p.monotonic_ns();
+    assert_eq!(l.call(FUTEX, &[a, 128, 0, ts, 0, 0]), neg(libc::ETIMEDOUT));
+    assert_eq!(l.p.monotonic_ns() - t0, 1_000_000);
+}
+
+#[test]
+fn eventfd_timerfd_and_epoll() {
+    let mut l = Lane::det();
+    let buf = SCRATCH + 0x100;
+    const NONBLOCK: u64 = 0o4000;
+    let efd = l.call(EVENTFD2, &[3, NONBLOCK]) as u64;
+    assert_eq!(l.call(READ, &[efd, buf, 8]), 8);
+    assert_eq!(l.u64_at(buf), 3);
+    assert_eq!(l.call(READ, &[efd, buf, 8]), neg(libc::EAGAIN));
+    assert_eq!(l.call(READ, &[efd, buf, 4]), neg(libc::EINVAL));
+    l.mem.write_u64(buf, 5).unwrap();
+    assert_eq!(l.call(WRITE, &[efd, buf, 8]), 8);
+    // a semaphore eventfd hands out 1 at a time
+    let sem = l.call(EVENTFD2, &[2, NONBLOCK | 1]) as u64;
+    assert_eq!(l.call(READ, &[sem, buf, 8]), 8);
+    assert_eq!(l.u64_at(buf), 1);
+
+    // epoll over the eventfd
+    let ep = l.call(EPOLL_CREATE1, &[0]) as u64;
+    let ev = SCRATCH + 0x200;
+    l.mem.write_u32(ev, 1).unwrap(); // EPOLLIN
+    l.mem.write_u64(ev + 8, 77).unwrap();
+    assert_eq!(l.call(EPOLL_CTL, &[ep, 1, efd, ev]), 0);
+    assert_eq!(l.call(EPOLL_CTL, &[ep, 1, efd, ev]), neg(libc::EEXIST));
+    assert_eq!(l.call(EPOLL_CTL, &[ep, 2, sem + 100, 0]), neg(libc::EBADF));
+    assert_eq!(l.call(EPOLL_CTL, &[ep, 2, sem, 0]), neg(libc::ENOENT));
+    assert_eq!(l.call(EPOLL_CTL, &[ep, 1, ep, ev]), neg(libc::EINVAL));
+    let out = SCRATCH + 0x300;
+    assert_eq!(l.call(EPOLL_PWAIT, &[ep, out, 8, 0, 0, 0]), 1);
+    assert_eq!(
+        (l.mem.read_u32(out).unwrap(), l.u64_at(out + 8)),
+        (1, 77),
+        "EPOLLIN only: EPOLLOUT was not asked for"
+    );
+    // drained: nothing ready; a wait without a timeout blocks
+    assert_eq!(l.call(READ, &[efd, buf, 8]), 8);
+    l.mem.write_u32(ev, 1).unwrap();
+    assert_eq!(l.call(EPOLL_CTL, &[ep, 3, efd, ev]), 0);
+    assert_eq!(l.call(EPOLL_PWAIT, &[ep, out, 8, 0, 0, 0]), 0);
+    let (_, o) = l.call_o(EPOLL_PWAIT, &[ep, out, 8, u64::MAX, 0, 0]);
+    assert_eq!(o, SysOutcome::Block);
+    // a timeout ends the wait on the virtual clock
+    let t0 = l.p.monotonic_ns();
+    assert_eq!(l.call(EPOLL_PWAIT, &[ep, out, 8, 5, 0, 0]), 0);
+    assert_eq!(l.p.monotonic_ns() - t0, 5_000_000);
+
+    // a one-shot 2 ms timer: a blocking read waits for it on the clock
+    let tfd = l.call(TIMERFD_CREATE, &[1, 0]) as u64;
+    let spec = SCRATCH + 0x400;
+    l.put(spec, &[0u8; 32]);
+    l.mem.write_u64(spec + 24, 2_000_000).unwrap();
+    assert_eq!(l.call(TIMERFD_SETTIME, &[tfd, 0, spec, 0]), 0);
+    let t0 = l.p.monotonic_ns();
+    assert_eq!(l.call(READ, &[tfd, buf, 8]), 8);
+    assert_eq!(l.u64_at(buf), 1);
+    assert_eq!(l.p.monotonic_ns() - t0, 2_000_000);
+    // disarmed now: gettime says so
+    assert_eq!(l.call(TIMERFD_GETTIME, &[tfd, spec]), 0);
+    assert_eq!(l.get(spec, 32), vec![0u8; 32]);
+}
