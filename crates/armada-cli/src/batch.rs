@@ -129,7 +129,7 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
     if args.lanes == 0 {
         bail!("--lanes must be at least 1");
     }
-    let image = Image::load(&args.program())
+    let image = Image::load(args.program())
         .with_context(|| format!("cannot run {}", args.program().display()))?;
     crate::run::refuse_dynamic_on_gpu(args.backend, &image)?;
     let guest_path = args.program().as_os_str().as_bytes().to_vec();
@@ -189,7 +189,7 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
         strace: false,
         deterministic: true,
         seed: args.seed,
-        exe_host_path: std::fs::canonicalize(&args.program()).unwrap_or(args.program()),
+        exe_host_path: std::fs::canonicalize(args.program()).unwrap_or(args.program()),
         exe_guest_path: guest_path,
     };
     Ok(BatchSpec {

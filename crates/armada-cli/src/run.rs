@@ -137,7 +137,7 @@ pub fn refuse_dynamic_on_gpu(backend: Backend, image: &Image) -> Result<()> {
 
 pub fn run(args: RunArgs) -> Result<u8> {
     check_backend(args.backend)?;
-    let image = Image::load(&args.program())
+    let image = Image::load(args.program())
         .with_context(|| format!("cannot run {}", args.program().display()))?;
     let guest_path = args.program().as_os_str().as_bytes().to_vec();
     let mut argv = vec![guest_path.clone()];
@@ -150,7 +150,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         strace: args.strace,
         deterministic: args.deterministic,
         seed: args.seed,
-        exe_host_path: std::fs::canonicalize(&args.program()).unwrap_or(args.program()),
+        exe_host_path: std::fs::canonicalize(args.program()).unwrap_or(args.program()),
         exe_guest_path: guest_path,
     };
     let program = Program::spawn(Arc::new(image), &cfg, argv, env, Stdio::Inherit)
