@@ -1,7 +1,7 @@
 //! `armada batch`: many lanes of one program, on any engine, with per-lane arguments and
 //! input, captured output and a summary.
 
-use crate::run::guest_env;
+use crate::run::{guest_env, GuestCommand};
 use crate::Backend;
 use anyhow::{bail, Context, Result};
 use armada_core::batch::{self, BatchOutcome, BatchSpec, LaneResult, LaneSpec, Progress};
@@ -10,7 +10,6 @@ use armada_core::linux::LinuxConfig;
 use armada_core::runner::Exit;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -78,28 +77,8 @@ pub struct BatchArgs {
     /// instructions retired); exit non-zero on any difference.
     #[arg(long)]
     pub check: bool,
-    /// The AArch64 Linux program, then its arguments (everything after the program is
-    /// the program's, options and `--` included, as with qemu-aarch64).
-    #[arg(
-        value_name = "PROGRAM [ARGS]",
-        required = true,
-        num_args = 1..,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
-    pub command: Vec<OsString>,
-}
-
-impl BatchArgs {
-    /// The program (the first word of the command).
-    pub fn program(&self) -> PathBuf {
-        PathBuf::from(self.command.first().cloned().unwrap_or_default())
-    }
-
-    /// The words after the program: the arguments every lane gets (`{lane}` becomes the lane number).
-    pub fn args(&self) -> &[OsString] {
-        self.command.get(1..).unwrap_or(&[])
-    }
+    #[command(flatten)]
+    pub guest: GuestCommand,
 }
 
 /// "64M", "1G", "4096", "2k" -> bytes.
@@ -129,10 +108,10 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
     if args.lanes == 0 {
         bail!("--lanes must be at least 1");
     }
-    let image = Image::load(args.program())
-        .with_context(|| format!("cannot run {}", args.program().display()))?;
+    let image = Image::load(args.guest.program())
+        .with_context(|| format!("cannot run {}", args.guest.program().display()))?;
     crate::run::refuse_dynamic_on_gpu(args.backend, &image)?;
-    let guest_path = args.program().as_os_str().as_bytes().to_vec();
+    let guest_path = args.guest.program().as_os_str().as_bytes().to_vec();
     let env = if args.clear_env {
         let all: Vec<String> = std::env::vars_os()
             .map(|(k, _)| k.to_string_lossy().into_owned())
@@ -146,7 +125,8 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
     for i in 0..args.lanes {
         let mut argv = vec![guest_path.clone()];
         argv.extend(
-            args.args()
+            args.guest
+                .args()
                 .iter()
                 .map(|a| batch::substitute_lane(a.as_bytes(), i)),
         );
@@ -189,7 +169,7 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
         strace: false,
         deterministic: true,
         seed: args.seed,
-        exe_host_path: std::fs::canonicalize(args.program()).unwrap_or(args.program()),
+        exe_host_path: std::fs::canonicalize(args.guest.program()).unwrap_or(args.guest.program()),
         exe_guest_path: guest_path,
     };
     Ok(BatchSpec {

@@ -52,8 +52,16 @@ pub struct RunArgs {
     /// Seed for --deterministic random bytes.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    #[command(flatten)]
+    pub guest: GuestCommand,
+}
+
+/// The program and its arguments, the last thing on an `armada run` or `armada batch` line.
+#[derive(Args)]
+pub struct GuestCommand {
     /// The AArch64 Linux program, then its arguments (everything after the program is
-    /// the program's, options and `--` included, as with qemu-aarch64).
+    /// the program's, options and `--` included, as with qemu-aarch64; `armada batch`
+    /// replaces `{lane}` in them with the lane number).
     #[arg(
         value_name = "PROGRAM [ARGS]",
         required = true,
@@ -64,13 +72,13 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
-impl RunArgs {
+impl GuestCommand {
     /// The program (the first word of the command).
     pub fn program(&self) -> PathBuf {
         PathBuf::from(self.command.first().cloned().unwrap_or_default())
     }
 
-    /// The words after the program: the program's arguments.
+    /// The words after the program.
     pub fn args(&self) -> &[OsString] {
         self.command.get(1..).unwrap_or(&[])
     }
@@ -137,11 +145,11 @@ pub fn refuse_dynamic_on_gpu(backend: Backend, image: &Image) -> Result<()> {
 
 pub fn run(args: RunArgs) -> Result<u8> {
     check_backend(args.backend)?;
-    let image = Image::load(args.program())
-        .with_context(|| format!("cannot run {}", args.program().display()))?;
-    let guest_path = args.program().as_os_str().as_bytes().to_vec();
+    let image = Image::load(args.guest.program())
+        .with_context(|| format!("cannot run {}", args.guest.program().display()))?;
+    let guest_path = args.guest.program().as_os_str().as_bytes().to_vec();
     let mut argv = vec![guest_path.clone()];
-    argv.extend(args.args().iter().map(|a| a.as_bytes().to_vec()));
+    argv.extend(args.guest.args().iter().map(|a| a.as_bytes().to_vec()));
     let env = guest_env(&args.set_env, &args.unset_env)?;
     refuse_dynamic_on_gpu(args.backend, &image)?;
     let cfg = LinuxConfig {
@@ -150,11 +158,11 @@ pub fn run(args: RunArgs) -> Result<u8> {
         strace: args.strace,
         deterministic: args.deterministic,
         seed: args.seed,
-        exe_host_path: std::fs::canonicalize(args.program()).unwrap_or(args.program()),
+        exe_host_path: std::fs::canonicalize(args.guest.program()).unwrap_or(args.guest.program()),
         exe_guest_path: guest_path,
     };
     let program = Program::spawn(Arc::new(image), &cfg, argv, env, Stdio::Inherit)
-        .with_context(|| format!("cannot start {}", args.program().display()))?;
+        .with_context(|| format!("cannot start {}", args.guest.program().display()))?;
     let mut lane = Lane::new(program);
     let start = Instant::now();
     let mut host_steps = None;
