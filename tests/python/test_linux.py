@@ -209,3 +209,43 @@ def test_ctrl_c_interrupts_run(elf):
         armada.run_batch([[prog]] * 2)  # never ends by itself
     timer.join()
     assert time.perf_counter() - t < 5
+
+
+def _built(rel: str) -> str:
+    """A guest program scripts/test builds; missing is a skip here and a failure on CI."""
+    from conftest import REPO
+
+    p = REPO / rel
+    if not p.exists():
+        if os.environ.get("CI") or os.environ.get("ARMADA_TEST_STRICT"):
+            pytest.fail(f"{p} is missing (scripts/test builds it)")
+        pytest.skip(f"{p} is missing (scripts/test builds it)")
+    return str(p)
+
+
+CROSS_SYSROOT = "/usr/aarch64-linux-gnu"
+
+
+def test_dynamic_program_with_sysroot():
+    prog = _built("target/guest-dynamic/argv_env")
+    if not os.path.exists(CROSS_SYSROOT + "/lib/ld-linux-aarch64.so.1"):
+        pytest.skip("no cross sysroot (libc6-arm64-cross)")
+    r = armada.run([prog, "x"], env={"A": "1"}, sysroot=CROSS_SYSROOT)
+    assert r.exit_code == 2, (r.stdout, r.stderr)  # argc
+    assert b"argv[1]=[x]" in r.stdout
+    # without a sysroot the interpreter is missing: an ElfError that says what to do
+    with pytest.raises(armada.ElfError, match="-L DIR"):
+        armada.run([prog], env={})
+    # auto picks the CPU engine for a dynamic program; lanes share the interpreter
+    rs = armada.run_batch([[prog, str(i)] for i in range(3)], env={}, sysroot=CROSS_SYSROOT)
+    assert [r.exit_code for r in rs] == [2, 2, 2]
+    assert [b"argv[1]=[%d]" % i in r.stdout for i, r in enumerate(rs)] == [True] * 3
+
+
+def test_threads_run_on_the_cpu_engine():
+    prog = _built("target/guest-threads/sum64")
+    r = armada.run([prog, "10"], env={}, deterministic=True)
+    assert r.exit_code == 0, r.stderr
+    assert b"n=10: sum=55" in r.stdout
+    again = armada.run([prog, "10"], env={}, deterministic=True)
+    assert (again.stdout, again.instructions) == (r.stdout, r.instructions)
