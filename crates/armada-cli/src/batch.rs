@@ -284,6 +284,14 @@ pub fn batch(args: BatchArgs) -> Result<u8> {
         }
     }
     print_summary(args.backend, &outcome, wall);
+    if outcome
+        .lanes
+        .iter()
+        .any(|r| matches!(r.exit, Exit::Unsupported(_)))
+    {
+        // the engine cannot run this program (threads on a GPU engine): as `armada run`
+        return Ok(125);
+    }
     let all_zero = outcome.lanes.iter().all(|r| r.exit == Exit::Code(0));
     if args.check {
         let t = Instant::now();
@@ -320,12 +328,23 @@ pub fn print_summary(backend: Backend, outcome: &BatchOutcome, wall: f64) {
         .iter()
         .filter(|r| r.exit == Exit::InstructionLimit)
         .count();
+    let unsupported: Vec<&String> = lanes
+        .iter()
+        .filter_map(|r| match &r.exit {
+            Exit::Unsupported(m) => Some(m),
+            _ => None,
+        })
+        .collect();
     let host_steps: u64 = lanes.iter().map(|r| r.host_steps).sum();
     let backend = format!("{backend:?}").to_lowercase();
+    let unsupported_text = match unsupported.first() {
+        Some(m) => format!(", {} not run to the end ({m})", unsupported.len()),
+        None => String::new(),
+    };
     eprintln!(
         "armada batch: {} lanes on {backend}: {zero} exited 0, {other_exit} exited non-zero, \
-         {signals} killed by a signal, {limit} hit the instruction limit; {} instructions in \
-         {wall:.3} s = {}instructions/s{}",
+         {signals} killed by a signal, {limit} hit the instruction limit{unsupported_text}; {} \
+         instructions in {wall:.3} s = {}instructions/s{}",
         lanes.len(),
         instructions,
         si(instructions as f64 / wall.max(1e-9)),
