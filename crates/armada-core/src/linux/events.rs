@@ -402,6 +402,7 @@ impl Process {
         super::check_writable(mem, events, maxevents as u64 * EPOLL_EVENT_SIZE)?;
         let mut out: Vec<(u32, u64)> = Vec::new();
         let mut wake_at: Option<u64> = None;
+        let mut host_fds = false;
         for fd in fds {
             if out.len() >= maxevents as usize {
                 break;
@@ -415,6 +416,7 @@ impl Process {
             if let Some(w) = self.fd_wake_at(fd) {
                 wake_at = Some(wake_at.map_or(w, |x: u64| x.min(w)));
             }
+            host_fds |= valid && self.files.file(fd).is_ok_and(|f| f.host_fd_pub().is_some());
             let Object::Epoll(ep) = self.object_mut(epfd)? else {
                 return Err(Errno::EINVAL);
             };
@@ -445,6 +447,7 @@ impl Process {
         if out.is_empty() && timeout_ns != Some(0) {
             let deadline = timeout_ns.map(|ns| self.deadline_after(ns));
             if !deadline.is_some_and(|d| self.deadline_passed(d)) {
+                let wake_at = self.host_poll_wake(wake_at, host_fds);
                 return Err(self.block_until(WaitKind::Retry, deadline, wake_at));
             }
         }

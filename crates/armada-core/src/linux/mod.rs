@@ -305,6 +305,8 @@ pub struct Process {
     pub(crate) futexes: futex::Futexes,
     /// Set while a blocked syscall runs again: the deadline it had the first time.
     pub(crate) restart_deadline: Option<u64>,
+    /// A blocked syscall is running again (for --strace: its block was shown already).
+    pub(crate) restarting: bool,
     /// The syscall being serviced (for the wait a blocking one records).
     pub(crate) cur_nr: u64,
     pub(crate) cur_args: [u64; 6],
@@ -394,6 +396,7 @@ impl Process {
             events: wait::Events::default(),
             futexes: futex::Futexes::default(),
             restart_deadline: None,
+            restarting: false,
             cur_nr: 0,
             cur_args: [0; 6],
             rlimits: sys::default_rlimits(cfg.deterministic),
@@ -458,7 +461,9 @@ impl Process {
         deadline: Option<u64>,
     ) -> SysOutcome {
         self.restart_deadline = deadline;
+        self.restarting = true;
         let o = self.run_syscall(st, mem);
+        self.restarting = false;
         self.restart_deadline = None;
         o
     }
@@ -478,7 +483,7 @@ impl Process {
         };
         if self.events.block.is_some() && self.outcome.is_none() {
             if let Some(t) = &trace {
-                if self.restart_deadline.is_none() {
+                if !self.restarting {
                     eprintln!("{} {t} = ? <blocks>", self.thread.tid);
                 }
             }

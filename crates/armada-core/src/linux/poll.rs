@@ -67,6 +67,21 @@ impl Process {
         unsafe { libc::poll(hostfds.as_mut_ptr(), hostfds.len() as libc::nfds_t, ms) };
     }
 
+    /// How often a task that waits on host fds among other tasks looks at them again: the
+    /// scheduler cannot block the host thread on them while other tasks may run.
+    const HOST_POLL_NS: u64 = 10_000_000;
+
+    /// `wake_at`, brought forward to the next look at the host's fds when the wait includes
+    /// some. Under `--deterministic` the host's fds are never waited for (what is not ready
+    /// now counts as never ready), as in a single-threaded wait.
+    pub(crate) fn host_poll_wake(&self, wake_at: Option<u64>, host_fds: bool) -> Option<u64> {
+        if !host_fds || self.cfg.deterministic {
+            return wake_at;
+        }
+        let next = self.monotonic_ns().saturating_add(Self::HOST_POLL_NS);
+        Some(wake_at.map_or(next, |w| w.min(next)))
+    }
+
     /// The earliest time one of `fds` (a timerfd) becomes ready by itself.
     pub(super) fn fds_wake_at(&self, fds: impl Iterator<Item = i32>) -> Option<u64> {
         fds.filter_map(|fd| self.fd_wake_at(fd)).min()
@@ -125,6 +140,7 @@ impl Process {
                     return Ok(0);
                 }
                 let wake_at = self.fds_wake_at(list.iter().map(|&(fd, _)| fd));
+                let wake_at = self.host_poll_wake(wake_at, !hostfds.is_empty());
                 return Err(self.block_until(super::wait::WaitKind::Retry, deadline, wake_at));
             }
             self.wait_host(&mut hostfds, timeout);
@@ -222,6 +238,7 @@ impl Process {
                     return Ok(0);
                 }
                 let wake_at = self.fds_wake_at(0..nfds);
+                let wake_at = self.host_poll_wake(wake_at, !hostfds.is_empty());
                 return Err(self.block_until(super::wait::WaitKind::Retry, deadline, wake_at));
             }
             self.wait_host(&mut hostfds, timeout);
