@@ -173,7 +173,12 @@ fi
 
 # --- 3. extract into a staging directory ------------------------------------------------
 stage="$out.tmp.$$"
-cleanup() { [[ -n ${stage:-} && -e $stage ]] && rm -rf "$stage"; }
+# (an if, not `&&`: a false test as the trap's last command would become the exit status)
+cleanup() {
+    if [[ -n ${stage:-} && -e $stage ]]; then
+        rm -rf "$stage"
+    fi
+}
 trap cleanup EXIT
 rm -rf "$stage"
 mkdir -p "$stage"
