@@ -225,7 +225,8 @@ impl Process {
         if flags & !(THREAD_NEEDS | THREAD_MAY) != 0 {
             return self.clone_refused(flags, "flags beyond a thread's");
         }
-        if self.thread_count() >= MAX_THREADS {
+        // past the thread cap, or out of thread ids (after 2^31 threads came and went)
+        if self.thread_count() >= MAX_THREADS || self.next_tid == i32::MAX {
             return Err(Errno::EAGAIN);
         }
         let tid = self.next_tid;
