@@ -98,6 +98,8 @@ pub struct Segment {
     /// Page-aligned end address (exclusive).
     pub end: u64,
     pub perm: Perm,
+    /// Offset in the file of the byte mapped at `start` (what /proc/self/maps shows).
+    pub file_off: u64,
     /// (page number, contents), ascending.
     pub pages: Vec<(u64, Arc<PageData>)>,
 }
@@ -467,12 +469,20 @@ impl Image {
                 continue;
             }
             let perm = Perm(perm);
+            // the file offset of `s` in the first segment that maps it
+            let file_off = loads
+                .iter()
+                .find(|l| l.start <= s && s < l.end)
+                .map_or(0, |l| {
+                    (l.offset.wrapping_sub(l.vaddr - l.start)).wrapping_add(s - l.start)
+                });
             match segments.last_mut() {
                 Some(last) if last.end == s && last.perm == perm => last.end = e,
                 _ => segments.push(Segment {
                     start: s,
                     end: e,
                     perm,
+                    file_off,
                     pages: Vec::new(),
                 }),
             }

@@ -284,6 +284,11 @@ impl Program {
             i.map_into(&mut mem)?;
         }
         let mut process = Process::new(cfg.clone(), stdio, image.brk_start);
+        if let (Some(i), Some(name)) = (&interp, &image.interp) {
+            for seg in &i.segments {
+                process.note_file_map(seg.start, seg.end, seg.file_off, name);
+            }
+        }
         let mut random = [0u8; 16];
         process.random_bytes(&mut random);
         let exe = String::from_utf8_lossy(&cfg.exe_guest_path).into_owned();

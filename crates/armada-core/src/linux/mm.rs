@@ -59,6 +59,47 @@ pub(crate) struct SharedMap {
     pages: BTreeMap<u64, Option<Arc<PageData>>>,
 }
 
+/// What /proc/self/maps says of a file mapping: the file (device, inode, guest path) and
+/// the offset of `start` in it.
+#[derive(Clone, Debug)]
+pub(crate) struct FileMap {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) off: u64,
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    pub(crate) name: Vec<u8>,
+}
+
+/// Removes [a, b) from a list of ranges: entries inside go, entries across an end are cut
+/// (`piece(entry, start, end)` makes the part kept).
+fn cut<T>(
+    list: &mut Vec<T>,
+    a: u64,
+    b: u64,
+    range: impl Fn(&T) -> (u64, u64),
+    piece: impl Fn(&T, u64, u64) -> T,
+) {
+    if list.is_empty() {
+        return;
+    }
+    let mut out = Vec::with_capacity(list.len());
+    for e in list.drain(..) {
+        let (x, y) = range(&e);
+        if y <= a || x >= b {
+            out.push(e);
+            continue;
+        }
+        if x < a {
+            out.push(piece(&e, x, a));
+        }
+        if y > b {
+            out.push(piece(&e, b, y));
+        }
+    }
+    *list = out;
+}
+
 fn page_up(x: u64) -> Option<u64> {
     x.checked_add(PAGE_MASK).map(|v| v & !PAGE_MASK)
 }
@@ -280,12 +321,23 @@ impl Process {
         };
 
         self.shared_writeback(mem, start, start + len, true);
-        self.forget_past_eof(start, start + len);
+        self.forget_range(start, start + len);
         mem.map(start, len, perm).map_err(map_err)?;
         if !anon && !zero_dev {
             if let Err(e) = self.fill_from_file(mem, fd, start, len, off) {
                 let _ = mem.unmap(start, len);
                 return Err(e);
+            }
+            if let Ok(f) = self.files.file(fd) {
+                let (dev, ino) = f.host_id().unwrap_or((0, 0));
+                self.file_maps.push(FileMap {
+                    start,
+                    end: start + len,
+                    off,
+                    dev,
+                    ino,
+                    name: f.path.clone(),
+                });
             }
             // Pages wholly past the end of the file: touching one is SIGBUS on Linux.
             if let Some(size) = self.files.file(fd).ok().and_then(|f| f.host_size()) {
@@ -325,7 +377,7 @@ impl Process {
         let len = page_up(len).ok_or(Errno::EINVAL)?;
         let end = addr.checked_add(len).ok_or(Errno::EINVAL)?;
         self.shared_writeback(mem, addr, end, true);
-        self.forget_past_eof(addr, end);
+        self.forget_range(addr, end);
         mem.unmap(addr, len).map_err(map_err)?;
         Ok(0)
     }
@@ -336,25 +388,43 @@ impl Process {
         self.past_eof.iter().any(|&(a, b)| addr >= a && addr < b)
     }
 
-    /// [a, b) is unmapped or mapped anew: its pages are no longer past a file's end.
-    fn forget_past_eof(&mut self, a: u64, b: u64) {
-        if self.past_eof.is_empty() {
-            return;
-        }
-        let mut out = Vec::with_capacity(self.past_eof.len());
-        for &(x, y) in &self.past_eof {
-            if y <= a || x >= b {
-                out.push((x, y));
-                continue;
-            }
-            if x < a {
-                out.push((x, a));
-            }
-            if y > b {
-                out.push((b, y));
-            }
-        }
-        self.past_eof = out;
+    /// [a, b) is unmapped or mapped anew: its pages are no longer past a file's end, nor
+    /// named after a file.
+    fn forget_range(&mut self, a: u64, b: u64) {
+        cut(&mut self.past_eof, a, b, |&r| r, |_, x, y| (x, y));
+        cut(
+            &mut self.file_maps,
+            a,
+            b,
+            |m| (m.start, m.end),
+            |m, x, y| FileMap {
+                start: x,
+                end: y,
+                off: m.off + (x - m.start),
+                ..m.clone()
+            },
+        );
+    }
+
+    /// Names [start, end) after a file for /proc/self/maps (the program's interpreter,
+    /// mapped by the loader).
+    pub fn note_file_map(&mut self, start: u64, end: u64, off: u64, name: &[u8]) {
+        self.file_maps.push(FileMap {
+            start,
+            end,
+            off,
+            dev: 0,
+            ino: 0,
+            name: name.to_vec(),
+        });
+    }
+
+    /// The file an address is mapped from, and the file offset there.
+    pub(crate) fn file_map_at(&self, addr: u64) -> Option<(&FileMap, u64)> {
+        self.file_maps
+            .iter()
+            .find(|m| addr >= m.start && addr < m.end)
+            .map(|m| (m, m.off + (addr - m.start)))
     }
 
     pub(crate) fn sys_mprotect(
@@ -468,6 +538,9 @@ impl Process {
             }
         }
         mem.unmap(old, old_size).map_err(map_err)?;
+        // the moved pages are anonymous now (a file mapping's name stays with the file)
+        self.forget_range(old, old_end);
+        self.forget_range(dest, dest + new_size);
         Ok(dest)
     }
 

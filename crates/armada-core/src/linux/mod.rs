@@ -320,6 +320,8 @@ pub struct Process {
     pub(crate) shared_maps: Vec<mm::SharedMap>,
     /// File mappings' pages past the end of their file, [start, end).
     pub(crate) past_eof: Vec<(u64, u64)>,
+    /// File mappings, for /proc/self/maps.
+    pub(crate) file_maps: Vec<mm::FileMap>,
 }
 
 // Process moves between the rayon worker threads of `service_batch`.
@@ -406,6 +408,7 @@ impl Process {
             syscalls: 0,
             shared_maps: Vec::new(),
             past_eof: Vec::new(),
+            file_maps: Vec::new(),
             cfg,
         }
     }

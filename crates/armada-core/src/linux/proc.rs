@@ -90,7 +90,10 @@ impl Process {
         let mut s = String::new();
         let exe = String::from_utf8_lossy(&self.exe_guest_bytes()).into_owned();
         for (start, end, perm) in mem.areas() {
-            let name = if start == super::signal::SIGTRAMP_ADDR {
+            let file = self.file_map_at(start);
+            let name = if let Some((m, _)) = file.filter(|(m, _)| !m.name.is_empty()) {
+                String::from_utf8_lossy(&m.name).into_owned()
+            } else if start == super::signal::SIGTRAMP_ADDR {
                 "[sigpage]".to_string()
             } else if start >= super::mm::STACK_TOP - super::mm::STACK_SIZE
                 && end <= super::mm::STACK_TOP
@@ -104,11 +107,14 @@ impl Process {
                 String::new()
             };
             let c = |p: Perm, ch: char| if perm.contains(p) { ch } else { '-' };
+            let (off, dev, ino) = file.map_or((0, 0, 0), |(m, off)| (off, m.dev, m.ino));
             let mut line = format!(
-                "{start:08x}-{end:08x} {}{}{}p 00000000 00:00 0",
+                "{start:08x}-{end:08x} {}{}{}p {off:08x} {:02x}:{:02x} {ino}",
                 c(Perm::R, 'r'),
                 c(Perm::W, 'w'),
-                c(Perm::X, 'x')
+                c(Perm::X, 'x'),
+                libc::major(dev),
+                libc::minor(dev),
             );
             if !name.is_empty() {
                 while line.len() < 72 {

@@ -1003,3 +1003,35 @@ fn eventfd_timerfd_and_epoll() {
     assert_eq!(l.call(TIMERFD_GETTIME, &[tfd, spec]), 0);
     assert_eq!(l.get(spec, 32), vec![0u8; 32]);
 }
+
+#[test]
+fn maps_names_file_mappings_and_pages_past_eof_are_marked() {
+    let dir = tempdir("maps");
+    let file = dir.0.join("data.bin");
+    std::fs::write(&file, vec![7u8; 5000]).unwrap();
+    let mut l = Lane::det();
+    let p = l.cstr(SCRATCH, file.to_str().unwrap());
+    let fd = l.call(OPENAT, &[FDCWD, p, 0, 0]) as u64;
+    // four pages from offset 4096: one page of file, the rest past its end
+    let at = l.call(MMAP, &[0, 4 * 4096, 1, 2, fd, 4096]) as u64;
+    assert!(l.p.past_eof(at + 4096) && !l.p.past_eof(at));
+    let p = l.cstr(SCRATCH, "/proc/self/maps");
+    let mfd = l.call(OPENAT, &[FDCWD, p, 0, 0]) as u64;
+    let buf = SCRATCH + 0x1000;
+    let n = l.call(READ, &[mfd, buf, 8192]);
+    let text = String::from_utf8(l.get(buf, n as usize)).unwrap();
+    let line = text
+        .lines()
+        .find(|s| s.starts_with(&format!("{at:08x}-")))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains(" r--p 00001000 "), "{line}");
+    assert!(line.ends_with(file.to_str().unwrap()), "{line}");
+    // unmapping the first page keeps the name of the rest, at its own offset
+    assert_eq!(l.call(MUNMAP, &[at, 4096]), 0);
+    let (m, off) = l.p.file_map_at(at + 4096).unwrap();
+    assert_eq!(
+        (off, m.name.as_slice()),
+        (0x2000, file.to_str().unwrap().as_bytes())
+    );
+    assert!(l.p.file_map_at(at).is_none());
+}
