@@ -33,6 +33,7 @@ pub mod nr;
 pub mod path;
 mod poll;
 mod proc;
+mod rw;
 pub mod signal;
 pub mod stat;
 mod strace;

@@ -1,0 +1,588 @@
+//! Reading and writing: one read or write of every kind of fd (host files, armada's pipes,
+//! captured stdio, virtual files, event objects), guest buffers moved in host-sized steps,
+//! and the read/write family: read, write, pread, pwrite, readv, writev and their
+//! offset forms, sendfile, copy_file_range, and the reads behind file-backed mmap.
+
+use super::fd::o::*;
+use super::fd::*;
+use super::wait::WOULD_BLOCK;
+use super::{check_readable, check_writable, rd, rd_u64, wr, wr_u64};
+use super::{Errno, Process, SysResult};
+use crate::memory::AddressSpace;
+
+/// Runs `io(base, len, offset)` over the (base, len) buffers of a readv/writev family call
+/// until one comes up short, as the kernel does: the total transferred, or the first
+/// buffer's error when nothing was transferred. `off` is the file offset of the p-forms.
+pub(super) fn each_iov(
+    iovs: &[(u64, u64)],
+    off: Option<u64>,
+    mut io: impl FnMut(u64, u64, Option<u64>) -> Result<u64, Errno>,
+) -> Result<u64, Errno> {
+    let mut total = 0u64;
+    for &(base, len) in iovs {
+        let len = len.min(MAX_RW - total);
+        if len == 0 {
+            continue;
+        }
+        match io(base, len, off.map(|o| o + total)) {
+            Ok(n) => {
+                total += n;
+                if n < len {
+                    break;
+                }
+            }
+            Err(e) if total == 0 => return Err(e),
+            Err(_) => break,
+        }
+    }
+    Ok(total)
+}
+/// Host buffer used per step of a large read/write.
+pub(super) const CHUNK: usize = 1 << 20;
+
+impl Process {
+    /// One read from `fd` into a host buffer (may be short).
+    pub(crate) fn do_read(
+        &mut self,
+        fd: i32,
+        buf: &mut [u8],
+        off: Option<u64>,
+    ) -> Result<usize, Errno> {
+        let f = self.files.file_mut(fd)?;
+        if f.flags & O_PATH != 0 || f.flags & O_ACCMODE == O_WRONLY {
+            return Err(Errno::EBADF);
+        }
+        let nonblock = f.flags & O_NONBLOCK != 0;
+        if let Kind::Event(_) = &f.kind {
+            return self.object_read(fd, buf, nonblock);
+        }
+        if let Kind::StdinBuf(data) | Kind::Mem(data) = &f.kind {
+            let is_stdin = matches!(f.kind, Kind::StdinBuf(_));
+            let pos = match off {
+                Some(_) if is_stdin => return Err(Errno::ESPIPE),
+                Some(o) => o,
+                None => f.pos,
+            };
+            let start = usize::try_from(pos).unwrap_or(usize::MAX).min(data.len());
+            let n = (data.len() - start).min(buf.len());
+            buf[..n].copy_from_slice(&data[start..start + n]);
+            if off.is_none() {
+                f.pos = pos + n as u64;
+            }
+            return Ok(n);
+        }
+        match &mut f.kind {
+            Kind::Host { fd, mode } => {
+                if *mode & libc::S_IFMT == libc::S_IFDIR {
+                    return Err(Errno::EISDIR);
+                }
+                let r = match off {
+                    // SAFETY: buf is valid for buf.len() bytes.
+                    None => unsafe { libc::read(fd.raw(), buf.as_mut_ptr().cast(), buf.len()) },
+                    Some(o) => {
+                        let o = i64::try_from(o).map_err(|_| Errno::EINVAL)?;
+                        // SAFETY: as above.
+                        unsafe { libc::pread(fd.raw(), buf.as_mut_ptr().cast(), buf.len(), o) }
+                    }
+                };
+                cvt_size(r)
+            }
+            Kind::StdinBuf(_) | Kind::Mem(_) | Kind::Event(_) => Ok(0), // handled above
+            Kind::Out(_) => Err(Errno::EBADF),
+            Kind::Pipe { id, write } => {
+                if off.is_some() {
+                    return Err(Errno::ESPIPE);
+                }
+                if *write {
+                    return Err(Errno::EBADF);
+                }
+                let id = *id;
+                let Some(Some(p)) = self.files.pipes.get_mut(id) else {
+                    return Err(Errno::EBADF);
+                };
+                if buf.is_empty() {
+                    return Ok(0);
+                }
+                if p.buf.is_empty() {
+                    if p.writers == 0 {
+                        return Ok(0);
+                    }
+                    return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
+                }
+                let n = p.buf.len().min(buf.len());
+                for (d, s) in buf[..n].iter_mut().zip(p.buf.drain(..n)) {
+                    *d = s;
+                }
+                Ok(n)
+            }
+            Kind::Null => Ok(0),
+            Kind::Zero => {
+                buf.fill(0);
+                Ok(buf.len())
+            }
+            Kind::Random => {
+                self.rng.fill(buf);
+                Ok(buf.len())
+            }
+        }
+    }
+
+    /// One write of a host buffer to `fd` (may be short).
+    pub(crate) fn do_write(
+        &mut self,
+        fd: i32,
+        data: &[u8],
+        off: Option<u64>,
+    ) -> Result<usize, Errno> {
+        let f = self.files.file_mut(fd)?;
+        if f.flags & O_PATH != 0 || f.flags & O_ACCMODE == O_RDONLY {
+            return Err(Errno::EBADF);
+        }
+        let nonblock = f.flags & O_NONBLOCK != 0;
+        if let Kind::Event(_) = &f.kind {
+            return self.object_write(fd, data, nonblock);
+        }
+        match &mut f.kind {
+            Kind::Host { fd, .. } => {
+                let r = match off {
+                    // SAFETY: data is valid for data.len() bytes.
+                    None => unsafe { libc::write(fd.raw(), data.as_ptr().cast(), data.len()) },
+                    Some(o) => {
+                        let o = i64::try_from(o).map_err(|_| Errno::EINVAL)?;
+                        // SAFETY: as above.
+                        unsafe { libc::pwrite(fd.raw(), data.as_ptr().cast(), data.len(), o) }
+                    }
+                };
+                cvt_size(r)
+            }
+            Kind::Out(is_err) => {
+                if off.is_some() {
+                    return Err(Errno::ESPIPE);
+                }
+                let buf = if *is_err {
+                    &mut self.files.err
+                } else {
+                    &mut self.files.out
+                };
+                let room = OUTPUT_CAP.saturating_sub(buf.len());
+                if room == 0 && !data.is_empty() {
+                    return Err(Errno::ENOSPC);
+                }
+                let n = room.min(data.len());
+                buf.extend_from_slice(&data[..n]);
+                Ok(n)
+            }
+            Kind::Pipe { id, write } => {
+                if off.is_some() {
+                    return Err(Errno::ESPIPE);
+                }
+                if !*write {
+                    return Err(Errno::EBADF);
+                }
+                let id = *id;
+                let Some(Some(p)) = self.files.pipes.get_mut(id) else {
+                    return Err(Errno::EBADF);
+                };
+                if p.readers == 0 {
+                    return Err(Errno::EPIPE);
+                }
+                let room = PIPE_CAP.saturating_sub(p.buf.len());
+                if room == 0 && !data.is_empty() {
+                    return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
+                }
+                let n = room.min(data.len());
+                p.buf.extend(&data[..n]);
+                Ok(n)
+            }
+            Kind::StdinBuf(_) | Kind::Mem(_) | Kind::Event(_) => Err(Errno::EBADF),
+            Kind::Null | Kind::Zero | Kind::Random => Ok(data.len()),
+        }
+    }
+
+    /// Turns internal I/O errors into what the guest sees (SIGPIPE, a block).
+    pub(super) fn io_error(&mut self, e: Errno, fd: i32) -> Errno {
+        if e == WOULD_BLOCK {
+            let wake_at = self.fd_wake_at(fd);
+            return self.block_until(super::wait::WaitKind::Retry, None, wake_at);
+        }
+        if e == Errno::EPIPE {
+            self.raise(super::signal::SIGPIPE);
+        }
+        e
+    }
+
+    pub(super) fn fills(&self, fd: i32) -> bool {
+        self.files.file(fd).map(|f| f.fills()).unwrap_or(false)
+    }
+
+    /// Reads up to `len` bytes from `fd` into guest memory at `addr`.
+    pub(super) fn read_to_guest(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        addr: u64,
+        len: u64,
+        off: Option<u64>,
+    ) -> Result<u64, Errno> {
+        self.files.file(fd)?;
+        if len == 0 {
+            return Ok(0);
+        }
+        check_writable(mem, addr, len)?;
+        let fills = self.fills(fd);
+        let mut tmp = vec![0u8; (len as usize).min(CHUNK)];
+        let mut total = 0u64;
+        while total < len {
+            let want = ((len - total) as usize).min(CHUNK);
+            match self.do_read(fd, &mut tmp[..want], off.map(|o| o + total)) {
+                Ok(n) => {
+                    wr(mem, addr + total, &tmp[..n])?;
+                    total += n as u64;
+                    if n < want || !fills {
+                        break;
+                    }
+                }
+                Err(e) if total > 0 && e != WOULD_BLOCK => break,
+                Err(_) if total > 0 => break,
+                Err(e) => return Err(self.io_error(e, fd)),
+            }
+        }
+        Ok(total)
+    }
+
+    /// Writes `len` bytes of guest memory at `addr` to `fd`.
+    pub(super) fn write_from_guest(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        addr: u64,
+        len: u64,
+        off: Option<u64>,
+    ) -> Result<u64, Errno> {
+        self.files.file(fd)?;
+        if len == 0 {
+            return Ok(0);
+        }
+        check_readable(mem, addr, len)?;
+        let mut tmp = vec![0u8; (len as usize).min(CHUNK)];
+        let mut total = 0u64;
+        while total < len {
+            let n = ((len - total) as usize).min(CHUNK);
+            rd(mem, addr + total, &mut tmp[..n])?;
+            match self.do_write(fd, &tmp[..n], off.map(|o| o + total)) {
+                Ok(w) => {
+                    total += w as u64;
+                    if w < n {
+                        break;
+                    }
+                }
+                Err(_) if total > 0 => break,
+                Err(e) => return Err(self.io_error(e, fd)),
+            }
+        }
+        Ok(total)
+    }
+
+    pub(crate) fn fd_check(&mut self, fd: i32) -> SysResult {
+        self.files.file(fd).map(|_| 0)
+    }
+
+    pub(crate) fn sys_read(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        buf: u64,
+        count: u64,
+    ) -> SysResult {
+        self.read_to_guest(mem, fd, buf, count.min(MAX_RW), None)
+    }
+
+    pub(crate) fn sys_write(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        buf: u64,
+        count: u64,
+    ) -> SysResult {
+        self.write_from_guest(mem, fd, buf, count.min(MAX_RW), None)
+    }
+
+    pub(crate) fn sys_pread(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        buf: u64,
+        count: u64,
+        off: u64,
+    ) -> SysResult {
+        if (off as i64) < 0 {
+            return Err(Errno::EINVAL);
+        }
+        self.pos_check(fd)?;
+        self.read_to_guest(mem, fd, buf, count.min(MAX_RW), Some(off))
+    }
+
+    pub(crate) fn sys_pwrite(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        buf: u64,
+        count: u64,
+        off: u64,
+    ) -> SysResult {
+        if (off as i64) < 0 {
+            return Err(Errno::EINVAL);
+        }
+        self.pos_check(fd)?;
+        self.write_from_guest(mem, fd, buf, count.min(MAX_RW), Some(off))
+    }
+
+    /// pread/pwrite need a seekable file.
+    pub(super) fn pos_check(&self, fd: i32) -> Result<(), Errno> {
+        match &self.files.file(fd)?.kind {
+            Kind::Pipe { .. } | Kind::StdinBuf(_) | Kind::Out(_) => Err(Errno::ESPIPE),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) fn read_iovecs(
+        &self,
+        mem: &mut AddressSpace,
+        iov: u64,
+        cnt: u64,
+    ) -> Result<Vec<(u64, u64)>, Errno> {
+        if cnt > 1024 {
+            return Err(Errno::EINVAL);
+        }
+        let mut v = Vec::with_capacity(cnt as usize);
+        let mut total = 0u64;
+        for k in 0..cnt {
+            let at = iov.checked_add(k * 16).ok_or(Errno::EFAULT)?;
+            let base = rd_u64(mem, at)?;
+            let len = rd_u64(mem, at + 8)?;
+            if len > i64::MAX as u64 {
+                return Err(Errno::EINVAL);
+            }
+            total = total.checked_add(len).ok_or(Errno::EINVAL)?;
+            if total > i64::MAX as u64 {
+                return Err(Errno::EINVAL);
+            }
+            v.push((base, len));
+        }
+        Ok(v)
+    }
+
+    pub(crate) fn sys_readv(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        iov: u64,
+        cnt: u64,
+        off: Option<u64>,
+    ) -> SysResult {
+        self.files.file(fd)?;
+        if let Some(o) = off {
+            if (o as i64) < 0 {
+                return Err(Errno::EINVAL);
+            }
+            self.pos_check(fd)?;
+        }
+        let iovs = self.read_iovecs(mem, iov, cnt)?;
+        if !self.fills(fd) {
+            // a pipe or terminal: one read of what is there, scattered over the buffers
+            let total = iovs.iter().map(|v| v.1).sum::<u64>().min(CHUNK as u64);
+            if total == 0 {
+                return Ok(0);
+            }
+            let mut left = total;
+            for &(base, len) in &iovs {
+                let n = len.min(left);
+                check_writable(mem, base, n)?;
+                left -= n;
+            }
+            let mut tmp = vec![0u8; total as usize];
+            let n = match self.do_read(fd, &mut tmp, off) {
+                Ok(n) => n,
+                Err(e) => return Err(self.io_error(e, fd)),
+            };
+            let mut done = 0usize;
+            for (base, len) in iovs {
+                if done == n {
+                    break;
+                }
+                let k = (len as usize).min(n - done);
+                wr(mem, base, &tmp[done..done + k])?;
+                done += k;
+            }
+            return Ok(n as u64);
+        }
+        each_iov(&iovs, off, |base, len, at| {
+            self.read_to_guest(mem, fd, base, len, at)
+        })
+    }
+
+    pub(crate) fn sys_writev(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        iov: u64,
+        cnt: u64,
+        off: Option<u64>,
+    ) -> SysResult {
+        self.files.file(fd)?;
+        if let Some(o) = off {
+            if (o as i64) < 0 {
+                return Err(Errno::EINVAL);
+            }
+            self.pos_check(fd)?;
+        }
+        let iovs = self.read_iovecs(mem, iov, cnt)?;
+        // Gather into one host write when small, so a line written with writev stays whole.
+        let sum: u64 = iovs.iter().map(|v| v.1).sum();
+        if sum <= CHUNK as u64 {
+            let mut data = Vec::with_capacity(sum as usize);
+            for &(base, len) in &iovs {
+                let at = data.len();
+                data.resize(at + len as usize, 0);
+                rd(mem, base, &mut data[at..])?;
+            }
+            if data.is_empty() {
+                return Ok(0);
+            }
+            return match self.do_write(fd, &data, off) {
+                Ok(n) => Ok(n as u64),
+                Err(e) => Err(self.io_error(e, fd)),
+            };
+        }
+        each_iov(&iovs, off, |base, len, at| {
+            self.write_from_guest(mem, fd, base, len, at)
+        })
+    }
+
+    /// copy_file_range between two host files (the host copies; offsets from and back to
+    /// guest memory when given). Anything else is EINVAL, as Linux says for non-files.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn sys_copy_file_range(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd_in: i32,
+        off_in: u64,
+        fd_out: i32,
+        off_out: u64,
+        len: u64,
+        flags: u32,
+    ) -> SysResult {
+        if flags != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let hin = self.files.file(fd_in)?.host_fd().ok_or(Errno::EINVAL)?;
+        let hout = self.files.file(fd_out)?.host_fd().ok_or(Errno::EINVAL)?;
+        let mut oin = if off_in != 0 {
+            Some(rd_u64(mem, off_in)? as i64)
+        } else {
+            None
+        };
+        let mut oout = if off_out != 0 {
+            Some(rd_u64(mem, off_out)? as i64)
+        } else {
+            None
+        };
+        let p = |o: &mut Option<i64>| o.as_mut().map_or(std::ptr::null_mut(), |v| v as *mut i64);
+        // SAFETY: the offset pointers are null or point at the locals above.
+        let r = unsafe {
+            libc::copy_file_range(
+                hin,
+                p(&mut oin),
+                hout,
+                p(&mut oout),
+                len.min(MAX_RW) as usize,
+                0,
+            )
+        };
+        let n = cvt_size(r)?;
+        if let Some(v) = oin {
+            wr_u64(mem, off_in, v as u64)?;
+        }
+        if let Some(v) = oout {
+            wr_u64(mem, off_out, v as u64)?;
+        }
+        Ok(n as u64)
+    }
+
+    pub(crate) fn sys_sendfile(
+        &mut self,
+        mem: &mut AddressSpace,
+        out_fd: i32,
+        in_fd: i32,
+        offp: u64,
+        count: u64,
+    ) -> SysResult {
+        self.files.file(out_fd)?;
+        self.files.file(in_fd)?;
+        let mut off = if offp != 0 {
+            let o = rd_u64(mem, offp)? as i64;
+            if o < 0 {
+                return Err(Errno::EINVAL);
+            }
+            Some(o as u64)
+        } else {
+            None
+        };
+        let count = count.min(MAX_RW);
+        let mut tmp = vec![0u8; (count as usize).min(CHUNK)];
+        let mut total = 0u64;
+        while total < count {
+            let want = ((count - total) as usize).min(CHUNK);
+            let n = match self.do_read(in_fd, &mut tmp[..want], off) {
+                Ok(n) => n,
+                Err(_) if total > 0 => break,
+                Err(e) => return Err(self.io_error(e, in_fd)),
+            };
+            if n == 0 {
+                break;
+            }
+            let w = match self.do_write(out_fd, &tmp[..n], None) {
+                Ok(w) => w,
+                Err(_) if total > 0 => break,
+                Err(e) => return Err(self.io_error(e, out_fd)),
+            };
+            total += w as u64;
+            if let Some(o) = off.as_mut() {
+                *o += w as u64;
+            }
+            if w < n || n < want {
+                break;
+            }
+        }
+        if let Some(o) = off {
+            wr_u64(mem, offp, o)?;
+        }
+        Ok(total)
+    }
+
+    /// Reads `len` bytes of file `fd` at `off` into guest memory at `addr` ignoring page
+    /// permissions (file-backed mmap). Bytes past the end of the file stay zero.
+    pub(crate) fn fill_from_file(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        addr: u64,
+        len: u64,
+        off: u64,
+    ) -> Result<(), Errno> {
+        let mut tmp = vec![0u8; (len as usize).min(CHUNK)];
+        let mut done = 0u64;
+        while done < len {
+            let want = ((len - done) as usize).min(CHUNK);
+            let pos = off.checked_add(done).ok_or(Errno::EOVERFLOW)?;
+            let n = self.do_read(fd, &mut tmp[..want], Some(pos))?;
+            if n == 0 {
+                break;
+            }
+            mem.poke_bytes(addr + done, &tmp[..n])
+                .map_err(|_| Errno::ENOMEM)?;
+            done += n as u64;
+        }
+        Ok(())
+    }
+}
