@@ -175,16 +175,9 @@ impl OpenFile {
             Kind::Pipe { .. } | Kind::Event(_) => false,
         }
     }
-    /// The device and inode of the host file behind this description.
-    pub(crate) fn host_id(&self) -> Option<(u64, u64)> {
-        let fd = self.host_fd()?;
-        host_fstat(fd).ok().map(|s| (s.st_dev, s.st_ino))
-    }
-
-    /// The size of the host file behind this description (None for armada's own files).
-    pub(crate) fn host_size(&self) -> Option<u64> {
-        let fd = self.host_fd()?;
-        host_fstat(fd).ok().map(|s| s.st_size.max(0) as u64)
+    /// The host's stat of the file behind this description (None for armada's own files).
+    pub(crate) fn host_stat(&self) -> Option<libc::stat> {
+        host_fstat(self.host_fd()?).ok()
     }
 
     pub(crate) fn host_fd_pub(&self) -> Option<RawFd> {

@@ -328,19 +328,20 @@ impl Process {
                 let _ = mem.unmap(start, len);
                 return Err(e);
             }
-            if let Ok(f) = self.files.file(fd) {
-                let (dev, ino) = f.host_id().unwrap_or((0, 0));
-                self.file_maps.push(FileMap {
-                    start,
-                    end: start + len,
-                    off,
-                    dev,
-                    ino,
-                    name: f.path.clone(),
-                });
-            }
+            let (name, host) = match self.files.file(fd) {
+                Ok(f) => (f.path.clone(), f.host_stat()),
+                Err(_) => (Vec::new(), None),
+            };
+            self.file_maps.push(FileMap {
+                start,
+                end: start + len,
+                off,
+                dev: host.map_or(0, |s| s.st_dev),
+                ino: host.map_or(0, |s| s.st_ino),
+                name,
+            });
             // Pages wholly past the end of the file: touching one is SIGBUS on Linux.
-            if let Some(size) = self.files.file(fd).ok().and_then(|f| f.host_size()) {
+            if let Some(size) = host.map(|s| s.st_size.max(0) as u64) {
                 let valid = page_up(size.saturating_sub(off)).unwrap_or(u64::MAX);
                 if valid < len {
                     let from = start + valid;

@@ -106,6 +106,15 @@ fn bit(sig: i32) -> u64 {
     1u64 << (sig - 1)
 }
 
+/// Marks `sig` pending in a set; a signal already pending keeps its first info (standard
+/// signals do not queue).
+fn add_pending(pending: &mut u64, info: &mut [SigInfo], sig: i32, si: SigInfo) {
+    if *pending & bit(sig) == 0 {
+        info[sig as usize] = si;
+    }
+    *pending |= bit(sig);
+}
+
 const UNBLOCKABLE: u64 = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -249,10 +258,12 @@ impl Process {
                 self.raise_thread(tid, sig, code, value);
                 return;
             }
-            if self.signals.shared & bit(sig) == 0 {
-                self.signals.shared_info[sig as usize] = SigInfo { code, value };
-            }
-            self.signals.shared |= bit(sig);
+            add_pending(
+                &mut self.signals.shared,
+                &mut self.signals.shared_info,
+                sig,
+                SigInfo { code, value },
+            );
             return;
         }
         self.raise_current(sig, code, value);
@@ -275,10 +286,12 @@ impl Process {
     }
 
     fn raise_current(&mut self, sig: i32, code: i32, value: u64) {
-        if self.thread.sig.pending & bit(sig) == 0 {
-            self.thread.sig.info[sig as usize] = SigInfo { code, value };
-        }
-        self.thread.sig.pending |= bit(sig);
+        add_pending(
+            &mut self.thread.sig.pending,
+            &mut self.thread.sig.info,
+            sig,
+            SigInfo { code, value },
+        );
         self.deliver_pending();
     }
 
@@ -308,10 +321,12 @@ impl Process {
             }
             return;
         }
-        if t.sig.pending & bit(sig) == 0 {
-            t.sig.info[sig as usize] = SigInfo { code, value };
-        }
-        t.sig.pending |= bit(sig);
+        add_pending(
+            &mut t.sig.pending,
+            &mut t.sig.info,
+            sig,
+            SigInfo { code, value },
+        );
     }
 
     /// Acts on pending, unblocked signals whose action is not a handler (handlers run when

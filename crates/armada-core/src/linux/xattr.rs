@@ -36,6 +36,22 @@ fn ret(r: isize) -> Result<usize, Errno> {
     }
 }
 
+/// Runs a host query that fills a buffer of `size` bytes (0: it only says how many it
+/// would need) and copies its answer to guest memory at `out`.
+fn answer_into(
+    mem: &mut AddressSpace,
+    out: u64,
+    size: u64,
+    query: impl FnOnce(*mut libc::c_void, usize) -> isize,
+) -> SysResult {
+    let mut buf = vec![0u8; size as usize];
+    let n = ret(query(buf.as_mut_ptr().cast(), buf.len()))?;
+    if size > 0 {
+        wr(mem, out, &buf[..n])?;
+    }
+    Ok(n as u64)
+}
+
 /// A host target: a path or an fd.
 enum Host {
     Path(CString, bool),
@@ -68,20 +84,14 @@ impl Process {
     ) -> SysResult {
         let name = name_arg(mem, name)?;
         let t = self.xattr_target(mem, on)?;
-        let mut buf = vec![0u8; size.min(XATTR_SIZE_MAX) as usize];
-        let (p, n) = (buf.as_mut_ptr().cast(), buf.len());
-        // SAFETY: valid C strings; buf is valid for n bytes (n may be 0: a size query).
-        let r = ret(unsafe {
+        // SAFETY: valid C strings; the buffer is valid for n bytes (n may be 0: a size query).
+        answer_into(mem, value, size.min(XATTR_SIZE_MAX), |p, n| unsafe {
             match &t {
                 Host::Path(path, true) => libc::getxattr(path.as_ptr(), name.as_ptr(), p, n),
                 Host::Path(path, false) => libc::lgetxattr(path.as_ptr(), name.as_ptr(), p, n),
                 Host::Fd(fd) => libc::fgetxattr(*fd, name.as_ptr(), p, n),
             }
-        })?;
-        if size > 0 {
-            wr(mem, value, &buf[..r])?;
-        }
-        Ok(r as u64)
+        })
     }
 
     pub(crate) fn sys_listxattr(
@@ -92,20 +102,14 @@ impl Process {
         size: u64,
     ) -> SysResult {
         let t = self.xattr_target(mem, on)?;
-        let mut buf = vec![0u8; size.min(XATTR_LIST_MAX) as usize];
-        let (p, n) = (buf.as_mut_ptr().cast(), buf.len());
-        // SAFETY: valid C string; buf is valid for n bytes.
-        let r = ret(unsafe {
+        // SAFETY: valid C string; the buffer is valid for n bytes (n may be 0: a size query).
+        answer_into(mem, list, size.min(XATTR_LIST_MAX), |p, n| unsafe {
             match &t {
-                Host::Path(path, true) => libc::listxattr(path.as_ptr(), p, n),
-                Host::Path(path, false) => libc::llistxattr(path.as_ptr(), p, n),
-                Host::Fd(fd) => libc::flistxattr(*fd, p, n),
+                Host::Path(path, true) => libc::listxattr(path.as_ptr(), p.cast(), n),
+                Host::Path(path, false) => libc::llistxattr(path.as_ptr(), p.cast(), n),
+                Host::Fd(fd) => libc::flistxattr(*fd, p.cast(), n),
             }
-        })?;
-        if size > 0 {
-            wr(mem, list, &buf[..r])?;
-        }
-        Ok(r as u64)
+        })
     }
 
     pub(crate) fn sys_setxattr(
