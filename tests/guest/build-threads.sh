@@ -112,7 +112,7 @@ for src in "${sources[@]}"; do
     *) name=$(basename "$src" .cpp) compiler=$cxx ;;
     esac
     echo "$name $name" >>"$list"
-    if stale "$out_dir/$name" "$src"; then
+    if stale "$out_dir/$name" "$src" "$c_src/check.h"; then
         queue_compile "$out_dir/$name" "$compiler" "$src" -O2
     fi
     for v in $(directive "$src" variants); do
@@ -124,7 +124,7 @@ for src in "${sources[@]}"; do
         fi
         read -r -a extra <<<"${vflags//,/ }"
         echo "$name-$vname $name" >>"$list"
-        if stale "$out_dir/$name-$vname" "$src"; then
+        if stale "$out_dir/$name-$vname" "$src" "$c_src/check.h"; then
             queue_compile "$out_dir/$name-$vname" "$compiler" "$src" -O2 "${extra[@]}"
         fi
     done

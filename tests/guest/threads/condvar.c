@@ -8,13 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
+#include "check.h"
 
 enum { SLOTS = 8, PRODUCERS = 3, CONSUMERS = 2, ITEMS = 5000, WAITERS = 5 };
 #define STOP (-1L)

@@ -10,13 +10,7 @@
 #include <thread>
 #include <vector>
 
-#define CHECK(c)                                                                      \
-    do {                                                                              \
-        if (!(c)) {                                                                   \
-            std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            std::exit(1);                                                             \
-        }                                                                             \
-    } while (0)
+#include "check.h"
 
 static long count_primes(long from, long to)
 {

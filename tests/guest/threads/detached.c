@@ -6,13 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
+#include "check.h"
 
 enum { BY_ATTR = 16, BY_CALL = 4, ALL = BY_ATTR + BY_CALL };
 

@@ -13,13 +13,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
+#include "check.h"
 
 enum { WRITERS = 4, ADDS = 250, PIPE_BYTES = 256 * 1024 };
 

@@ -7,13 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
+#include "check.h"
 
 enum { THREADS = 8, ITERS = 20000 };
 

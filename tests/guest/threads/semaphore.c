@@ -10,13 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
+#include "check.h"
 
 enum { WORKERS = 10, LIMIT = 3, ROUNDS = 200, PINGS = 1000 };
 
