@@ -42,16 +42,6 @@ pub struct BatchArgs {
     /// ENOMEM and writes fault, for that lane alone.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub lane_memory: Option<u64>,
-    /// Sysroot for dynamically linked programs (qemu-aarch64's -L): the guest's absolute
-    /// paths name DIR/path when that exists, the host's path otherwise. Default: the
-    /// QEMU_LD_PREFIX environment variable.
-    #[arg(
-        short = 'L',
-        long = "sysroot",
-        value_name = "DIR",
-        env = "QEMU_LD_PREFIX"
-    )]
-    pub sysroot: Option<PathBuf>,
     /// Stop each lane after N instructions (status 124).
     #[arg(long, value_name = "N")]
     pub max_instructions: Option<u64>,
@@ -165,7 +155,7 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
         } else {
             args.root.as_ref().map(PathBuf::from)
         },
-        sysroot: args.sysroot.clone(),
+        sysroot: args.guest.sysroot.clone(),
         strace: false,
         deterministic: true,
         seed: args.seed,

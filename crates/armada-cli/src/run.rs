@@ -27,16 +27,6 @@ pub struct RunArgs {
     /// Confine the guest's file access to DIR: every guest path resolves inside it.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// Sysroot for dynamically linked programs (qemu-aarch64's -L): the guest's absolute
-    /// paths name DIR/path when that exists, the host's path otherwise. Default: the
-    /// QEMU_LD_PREFIX environment variable.
-    #[arg(
-        short = 'L',
-        long = "sysroot",
-        value_name = "DIR",
-        env = "QEMU_LD_PREFIX"
-    )]
-    pub sysroot: Option<PathBuf>,
     /// Stop the program after N instructions (exit status 124).
     #[arg(long, value_name = "N")]
     pub max_instructions: Option<u64>,
@@ -56,9 +46,20 @@ pub struct RunArgs {
     pub guest: GuestCommand,
 }
 
-/// The program and its arguments, the last thing on an `armada run` or `armada batch` line.
+/// The program, where its files come from, and its arguments: what `armada run` and
+/// `armada batch` share.
 #[derive(Args)]
 pub struct GuestCommand {
+    /// Sysroot for dynamically linked programs (qemu-aarch64's -L): the guest's absolute
+    /// paths name DIR/path when that exists, the host's path otherwise. Default: the
+    /// QEMU_LD_PREFIX environment variable.
+    #[arg(
+        short = 'L',
+        long = "sysroot",
+        value_name = "DIR",
+        env = "QEMU_LD_PREFIX"
+    )]
+    pub sysroot: Option<PathBuf>,
     /// The AArch64 Linux program, then its arguments (everything after the program is
     /// the program's, options and `--` included, as with qemu-aarch64; `armada batch`
     /// replaces `{lane}` in them with the lane number).
@@ -154,7 +155,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
     refuse_dynamic_on_gpu(args.backend, &image)?;
     let cfg = LinuxConfig {
         root: args.root.clone(),
-        sysroot: args.sysroot.clone(),
+        sysroot: args.guest.sysroot.clone(),
         strace: args.strace,
         deterministic: args.deterministic,
         seed: args.seed,
