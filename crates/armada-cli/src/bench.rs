@@ -61,6 +61,7 @@ fn run_armada(path: &Path, args: &[String]) -> Result<(u64, f64, Vec<u8>, i32)> 
         seed: 0,
         exe_host_path: path.to_path_buf(),
         exe_guest_path: argv[0].clone(),
+        max_processes: None,
     };
     let program = Program::spawn(
         image,

@@ -60,6 +60,10 @@ pub struct GuestCommand {
         env = "QEMU_LD_PREFIX"
     )]
     pub sysroot: Option<PathBuf>,
+    /// Most processes the program may have at once, zombies included: past it fork fails
+    /// with EAGAIN (so a fork bomb ends cleanly).
+    #[arg(long, value_name = "N", default_value_t = armada_core::linux::procs::DEFAULT_MAX_PROCESSES)]
+    pub max_processes: usize,
     /// The AArch64 Linux program, then its arguments (everything after the program is
     /// the program's, options and `--` included, as with qemu-aarch64; `armada batch`
     /// replaces `{lane}` in them with the lane number).
@@ -161,6 +165,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         seed: args.seed,
         exe_host_path: std::fs::canonicalize(args.guest.program()).unwrap_or(args.guest.program()),
         exe_guest_path: guest_path,
+        max_processes: Some(args.guest.max_processes),
     };
     let program = Program::spawn(Arc::new(image), &cfg, argv, env, Stdio::Inherit)
         .with_context(|| format!("cannot start {}", args.guest.program().display()))?;

@@ -18,6 +18,7 @@
 // page-number keys: the Fx hash (one multiply) instead of SipHash, which showed in profiles
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 pub const PAGE_SHIFT: u32 = 12;
@@ -177,6 +178,9 @@ pub struct AddressSpace {
     /// Private bytes the lane may own; `u64::MAX` when unlimited.
     limit: u64,
     private_pages: u64,
+    /// Private pages of every address space of the lane (its processes: a fork shares the
+    /// counter), which the cap applies to.
+    lane_pages: Arc<AtomicU64>,
     /// Pages in `code_pages` that writes hit since the engine last asked (`take_code_write`).
     /// A list, since one store can straddle two decoded pages.
     code_written: Vec<u64>,
@@ -212,12 +216,22 @@ impl Clone for AddressSpace {
             tlb: Box::new([EMPTY; TLB_SIZE]),
             limit: self.limit,
             private_pages: 0,
+            lane_pages: Arc::new(AtomicU64::new(0)),
             code_written: Vec::new(),
             flat: self.flat.clone(),
             generation: 0,
             host_written: None,
             host_before: None,
         }
+    }
+}
+
+impl Drop for AddressSpace {
+    fn drop(&mut self) {
+        // the lane's count forgets this address space's pages (a process that ended or
+        // replaced its image)
+        let n = self.private_pages as i64;
+        self.add_private(-n);
     }
 }
 
@@ -236,6 +250,7 @@ impl AddressSpace {
             tlb: Box::new([EMPTY; TLB_SIZE]),
             limit: u64::MAX,
             private_pages: 0,
+            lane_pages: Arc::new(AtomicU64::new(0)),
             code_written: Vec::new(),
             flat: None,
             generation: 0,
@@ -282,6 +297,47 @@ impl AddressSpace {
 
     pub fn limit(&self) -> u64 {
         self.limit
+    }
+
+    /// Counts pages that became (or stopped being) this address space's own.
+    fn add_private(&mut self, n: i64) {
+        self.private_pages = self.private_pages.saturating_add_signed(n);
+        if n >= 0 {
+            self.lane_pages.fetch_add(n as u64, Ordering::Relaxed);
+        } else {
+            let _ = self
+                .lane_pages
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                    Some(v.saturating_sub(n.unsigned_abs()))
+                });
+        }
+    }
+
+    /// A copy-on-write copy for a forked process: areas and pages are the same, every page
+    /// buffer is shared until one side writes it (the write copies it, as the first write to
+    /// an image page does). Our TLB may hold write pointers into pages that are shared from
+    /// now on, so it is flushed. The copy shares the lane's page count and cap: the cap
+    /// covers every process of the lane. (A page that both sides hold stays counted once,
+    /// by the side that owned it; a side that drops it while the other still holds it keeps
+    /// counting it, which errs on the side of the cap.)
+    pub fn fork(&mut self) -> AddressSpace {
+        self.flush_tlb();
+        let mut child = self.clone();
+        child.lane_pages = self.lane_pages.clone();
+        child
+    }
+
+    /// A new, empty address space of the same lane (execve): same cap, same count.
+    pub fn empty_in_lane(&self) -> AddressSpace {
+        let mut m = AddressSpace::new();
+        m.limit = self.limit;
+        m.lane_pages = self.lane_pages.clone();
+        m
+    }
+
+    /// Bytes of private memory of every address space of the lane (see [`Self::fork`]).
+    pub fn lane_private_bytes(&self) -> u64 {
+        self.lane_pages.load(Ordering::Relaxed) * PAGE_SIZE
     }
 
     /// Bytes of memory owned by this lane alone.
@@ -393,12 +449,12 @@ impl AddressSpace {
                 }
                 keep
             });
-            self.private_pages = self.private_pages.saturating_sub(private);
+            self.add_private(-(private as i64));
         } else {
             for vpn in first..last {
                 if let Some(p) = self.pages.remove(&vpn) {
                     if Arc::strong_count(&p.data) == 1 {
-                        self.private_pages = self.private_pages.saturating_sub(1);
+                        self.add_private(-1);
                     }
                     gone.push(vpn);
                 }
@@ -530,7 +586,7 @@ impl AddressSpace {
     pub fn share_page(&mut self, vpn: u64, data: Arc<PageData>) {
         if let Some(old) = self.pages.insert(vpn, Page { data }) {
             if Arc::strong_count(&old.data) == 1 {
-                self.private_pages = self.private_pages.saturating_sub(1);
+                self.add_private(-1);
             }
         }
         self.flush_page(vpn);
@@ -602,22 +658,23 @@ impl AddressSpace {
         if let Some(ptr) = self.flat.as_mut().and_then(|f| f.page_ptr(addr)) {
             return Ok(self.fill_write_entry(vpn, ptr));
         }
-        let over = self.private_pages >= self.limit / PAGE_SIZE;
+        let over = self.lane_pages.load(Ordering::Relaxed) >= self.limit / PAGE_SIZE;
         let page = self
             .pages
             .entry(vpn)
             .or_insert_with(|| Page { data: zero_page() });
-        if Arc::strong_count(&page.data) != 1 {
-            if over {
-                return Err(Fault {
-                    addr,
-                    access: Access::Write,
-                    mapped: false,
-                });
-            }
-            self.private_pages += 1;
+        let copy = Arc::strong_count(&page.data) != 1;
+        if copy && over {
+            return Err(Fault {
+                addr,
+                access: Access::Write,
+                mapped: false,
+            });
         }
         let ptr = Arc::make_mut(&mut page.data).as_mut_ptr();
+        if copy {
+            self.add_private(1);
+        }
         Ok(self.fill_write_entry(vpn, ptr))
     }
 
@@ -928,13 +985,14 @@ impl AddressSpace {
             .pages
             .entry(vpn)
             .or_insert_with(|| Page { data: zero_page() });
-        if Arc::strong_count(&page.data) != 1 {
-            self.private_pages += 1;
-        }
+        let copy = Arc::strong_count(&page.data) != 1;
         if let Some(buf) = Arc::get_mut(&mut page.data) {
             buf.copy_from_slice(data);
         } else {
             page.data = Arc::new(*data);
+        }
+        if copy {
+            self.add_private(1);
         }
         self.flush_page(vpn);
         if self.code_pages.remove(&vpn) {
@@ -953,10 +1011,10 @@ impl AddressSpace {
         if self.code_pages.remove(&vpn) {
             self.code_written.push(vpn);
         }
-        let page = self.pages.get_mut(&vpn)?;
-        if Arc::strong_count(&page.data) != 1 {
-            self.private_pages += 1;
+        if self.pages.get(&vpn).is_some_and(|p| Arc::strong_count(&p.data) != 1) {
+            self.add_private(1);
         }
+        let page = self.pages.get_mut(&vpn)?;
         Some(Arc::make_mut(&mut page.data))
     }
 

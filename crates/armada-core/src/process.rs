@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::elf::{Image, LoadError};
 use crate::linux::mm::{MMAP_TOP, STACK_SIZE, STACK_TOP};
+use crate::linux::exec::ExecRequest;
 use crate::linux::{Errno, LinuxConfig, Process, Stdio, SysOutcome};
 use crate::memory::{AddressSpace, Perm, PAGE_SIZE};
 use crate::state::CpuState;
@@ -308,6 +309,56 @@ impl Program {
             image,
             interp,
         })
+    }
+
+    /// execve: replaces the image with the one `req` names (its interpreter loaded as at
+    /// start), builds the new stack and resets the registers; the Linux side follows
+    /// ([`Process::exec_commit`]). Fails before anything changes, with the errno execve
+    /// returns: ENOEXEC for a file that is not a loadable AArch64 program, ENOENT for a
+    /// missing interpreter, E2BIG or ENOMEM for a stack that cannot be built. Returns the
+    /// old address space (a vfork child gives it back to its parent).
+    pub fn exec(&mut self, req: &ExecRequest) -> Result<AddressSpace, Errno> {
+        let image = Arc::new(Image::parse(&req.bytes).map_err(|_| Errno::ENOEXEC)?);
+        let cfg = self.process.config();
+        let interp = load_interpreter(&image, cfg).map_err(|e| match e {
+            LoadError::InterpreterMissing { .. } => Errno::ENOENT,
+            _ => Errno::ENOEXEC,
+        })?;
+        let mut mem = self.mem.empty_in_lane();
+        let map = |e: LoadError| match e {
+            LoadError::Stack(s) if s.contains("E2BIG") => Errno::E2BIG,
+            _ => Errno::ENOMEM,
+        };
+        image.map_into(&mut mem).map_err(map)?;
+        if let Some(i) = &interp {
+            i.map_into(&mut mem).map_err(map)?;
+        }
+        let mut random = [0u8; 16];
+        self.process.random_bytes(&mut random);
+        let base = interp.as_ref().map_or(0, |i| i.load_bias);
+        let execfn = String::from_utf8_lossy(&req.execfn).into_owned();
+        let sp = setup_stack(
+            &mut mem, &image, base, &execfn, &req.argv, &req.envp, random, HWCAP, HWCAP2,
+        )
+        .map_err(map)?;
+        // past the point of no return
+        self.process.flush_shared_mappings(&self.mem);
+        self.process.exec_commit(req, image.brk_start);
+        if let (Some(i), Some(name)) = (&interp, &image.interp) {
+            for seg in &i.segments {
+                self.process.note_file_map(seg.start, seg.end, seg.file_off, name);
+            }
+        }
+        let retired = self.state.retired;
+        self.state = CpuState {
+            pc: interp.as_ref().map_or(image.entry, |i| i.entry),
+            retired,
+            ..Default::default()
+        };
+        self.state.x[31] = sp;
+        self.image = image;
+        self.interp = interp;
+        Ok(std::mem::replace(&mut self.mem, mem))
     }
 
     /// Services the syscall this program stopped at.

@@ -1,24 +1,33 @@
 //! Running a program to its end: the engine runs until a stop, the Linux layer services
 //! syscalls, and faults end the program as the matching signal would.
 //!
-//! A lane is one guest process, and a process may have many threads (tasks). The
-//! scheduler here is armada's own and deterministic: one host thread runs the tasks of a
-//! lane one at a time, each for at most [`QUANTUM`] instructions, in a fixed round-robin
-//! order. A task whose syscall blocks (a futex wait, a read of an empty pipe, a sleep)
+//! A lane is one run of a program: its first process and every process it forks, each
+//! with its threads (tasks). The scheduler here is armada's own and deterministic: one
+//! host thread runs all the tasks of a lane one at a time, each for at most [`QUANTUM`]
+//! instructions, in a fixed round-robin order, whichever process they belong to. A task whose syscall blocks (a futex wait, a read of an empty pipe, a sleep)
 //! is parked with what it waits for; when no task can run, the clock moves on to the
 //! earliest deadline (the virtual clock jumps; the host's is waited for), and when there is
 //! none either the process is deadlocked: armada reports every task and its syscall and
 //! ends the process as SIGKILL would (status 137). The tasks of a lane share one
 //! instruction count, so `--max-instructions` and the virtual clock count them all.
+//!
+//! Processes: the process whose task runs is `Lane::program` (registers, memory, Linux
+//! state) with its decoded code; the others wait in `parked`. The lane-wide kernel state
+//! (open file descriptions and pipes, the process table, the clock) is held by the
+//! process being serviced and handed over at each process switch. A process that ends
+//! becomes a zombie in the table and its parent hears of it (SIGCHLD, wait4); the lane
+//! ends when its first process does, and the run's status is that process's.
 
 use crate::cpu::{self, CodeCache, DecodedPages};
+use crate::linux::procs;
+use crate::linux::signal::Received;
 use crate::linux::signal as sig;
 use crate::linux::wait::{Wait, WaitKind};
 use crate::linux::SysOutcome;
 use crate::memory::Access;
 use crate::process::Program;
 use crate::state::{CpuState, Stop};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 /// Instructions a task runs before the next runnable one gets its turn.
@@ -66,49 +75,78 @@ enum Run {
 
 /// A task that is not running now.
 struct Task {
+    pid: i32,
     tid: i32,
     state: CpuState,
     run: Run,
 }
 
+/// A process whose tasks are not running now: its memory, Linux state and decoded code.
+/// (Its `program.state` is unused: each of its tasks keeps its own registers.)
+struct Parked {
+    program: Program,
+    code: CodeCache,
+}
+
+/// Syscalls that a handler with SA_RESTART restarts when a signal interrupts their wait
+/// (the others end with EINTR, as on Linux: poll, select, sleeps, sigsuspend, epoll).
+fn restartable(nr: u64) -> bool {
+    use crate::linux::nr::*;
+    matches!(
+        nr,
+        READ | READV | WRITE | WRITEV | PREAD64 | PWRITE64 | WAIT4 | WAITID | OPENAT | FUTEX
+    )
+}
+
 /// A program together with its decoded code: one lane.
 pub struct Lane {
+    /// The process being serviced: its running task's registers, its memory, its Linux
+    /// state.
     pub program: Program,
     pub code: CodeCache,
     pub exit: Option<Exit>,
-    /// The tasks other than the running one (whose registers are `program.state`), in
-    /// the order they get their turn.
+    /// The tasks other than the running one, of every process, in the order they get
+    /// their turn.
     tasks: VecDeque<Task>,
-    /// Set for an engine that does not run guest threads yet: a clone ends the lane with
-    /// [`Exit::Unsupported`] naming it.
+    /// The other live processes, by pid.
+    parked: BTreeMap<i32, Parked>,
+    /// vfork children running on their parent's memory: child pid -> parent pid.
+    lent: BTreeMap<i32, i32>,
+    /// Decoded code shared by the lane's processes (and by the lanes of a batch).
+    decoded: Arc<DecodedPages>,
+    /// Set for an engine that does not run guest threads or processes yet: a clone, fork
+    /// or exec ends the lane with [`Exit::Unsupported`] naming it.
     single_task: Option<&'static str>,
     /// The instruction count at which the running task's turn ends (its syscalls do not
     /// start a new turn, so a task that spins on a syscall still gives way).
     turn_end: u64,
+    /// A signal from another process ended the process being serviced.
+    cur_killed: Option<i32>,
 }
 
 impl Lane {
     pub fn new(program: Program) -> Self {
-        Lane {
-            program,
-            code: CodeCache::new(),
-            exit: None,
-            tasks: VecDeque::new(),
-            single_task: None,
-            turn_end: QUANTUM,
-        }
+        Lane::with_decoded(program, DecodedPages::new())
     }
 
     /// A lane that shares decoded code with the other lanes of a batch.
     pub fn with_decoded(program: Program, decoded: Arc<DecodedPages>) -> Self {
         Lane {
-            code: CodeCache::with_shared(decoded),
-            ..Lane::new(program)
+            program,
+            code: CodeCache::with_shared(decoded.clone()),
+            exit: None,
+            tasks: VecDeque::new(),
+            parked: BTreeMap::new(),
+            lent: BTreeMap::new(),
+            decoded,
+            single_task: None,
+            turn_end: QUANTUM,
+            cur_killed: None,
         }
     }
 
-    /// Marks the lane as run by `engine`, which runs one task per lane: a guest thread
-    /// ends it with [`Exit::Unsupported`] (and never a hang or a wrong answer).
+    /// Marks the lane as run by `engine`, which runs one task per lane: a guest thread or
+    /// process ends it with [`Exit::Unsupported`] (and never a hang or a wrong answer).
     pub fn single_task_engine(&mut self, engine: &'static str) {
         self.single_task = Some(engine);
     }
@@ -117,9 +155,19 @@ impl Lane {
         self.program.state.retired
     }
 
-    /// Live threads of the lane's process.
+    /// Live threads of the lane, all processes together.
     pub fn thread_count(&self) -> usize {
         1 + self.tasks.len()
+    }
+
+    /// Live processes of the lane.
+    pub fn process_count(&self) -> usize {
+        1 + self.parked.len()
+    }
+
+    /// Caps the processes of the lane (fork fails with EAGAIN past it).
+    pub fn set_max_processes(&mut self, n: usize) {
+        self.program.process.set_max_processes(n);
     }
 
     /// Runs until the program ends or `max_instructions` (in total) have retired.
@@ -170,16 +218,16 @@ impl Lane {
         }
     }
 
-    /// Handles one stop of the engine; returns how the program ended, if it did.
+    /// Handles one stop of the engine; returns how the run ended, if it did.
     pub fn service(&mut self, stop: Stop) -> Option<Exit> {
         let p = &mut self.program;
         let pc = p.state.pc;
-        match stop {
+        let ended = match stop {
             Stop::Syscall => {
                 let outcome = p.process.syscall(&mut p.state, &mut p.mem);
-                self.after_syscall(outcome)
+                return self.after_syscall(outcome);
             }
-            Stop::Budget => Some(Exit::InstructionLimit),
+            Stop::Budget => return Some(Exit::InstructionLimit),
             Stop::Fault(f) => {
                 let (sig, code) = if f.access == Access::Execute && pc & 3 != 0 {
                     (sig::SIGBUS, sig::BUS_ADRALN)
@@ -190,7 +238,14 @@ impl Lane {
                 } else {
                     (sig::SIGSEGV, sig::SEGV_MAPERR)
                 };
-                let why = format!("{} at pc {pc:#x}: {f}", sig::name(sig));
+                let mut why = format!("{} at pc {pc:#x}: {f}", sig::name(sig));
+                if !f.mapped && p.mem.area_at(f.addr).is_some() {
+                    why = format!(
+                        "{} at pc {pc:#x}: {f} (the lane's memory cap of {} KiB is reached: raise --lane-memory)",
+                        sig::name(sig),
+                        p.mem.limit() / 1024
+                    );
+                }
                 self.signal(sig, code, f.addr, why)
             }
             Stop::Undefined(word) => self.signal(
@@ -218,28 +273,203 @@ impl Lane {
                     format!("SIGILL at pc {at:#x}: hlt #{imm:#x}"),
                 )
             }
+        };
+        let e = ended?;
+        self.current_ended(e)
+    }
+
+    /// The pid of the process being serviced.
+    fn cur_pid(&self) -> i32 {
+        self.program.process.pid()
+    }
+
+    /// The process being serviced ended with `e`: the run ends if it is the first one;
+    /// otherwise it becomes a zombie and another task runs.
+    fn current_ended(&mut self, e: Exit) -> Option<Exit> {
+        if matches!(e, Exit::InstructionLimit | Exit::Unsupported(_)) {
+            return Some(e);
+        }
+        let pid = self.cur_pid();
+        if pid == self.program.process.first_pid() {
+            return Some(e);
+        }
+        self.end_process(pid, &e);
+        match self.switch(None, false, false) {
+            Err(e) => Some(e),
+            Ok(None) => None,
+            Ok(Some(o)) => self.after_syscall(o),
+        }
+    }
+
+    /// Records the end of process `pid` (not the lane's first): its fds close, its
+    /// parent hears of it, a vfork parent gets its memory back, its tasks are dropped. The
+    /// current process, if it is the one, stays installed until the next switch.
+    fn end_process(&mut self, pid: i32, e: &Exit) {
+        let status = match e {
+            Exit::Code(c) => procs::exited(*c),
+            Exit::Signal { signal, .. } => procs::killed(*signal),
+            _ => procs::killed(sig::SIGKILL),
+        };
+        let cur = self.cur_pid();
+        if pid == cur {
+            let p = &mut self.program;
+            p.process.flush_shared_mappings(&p.mem);
+            p.process.end_process(status);
+        } else if let Some(mut dead) = self.parked.remove(&pid) {
+            // it holds the lane's kernel state while it closes its fds
+            self.program.process.hand_over(&mut dead.program.process);
+            let p = &mut dead.program;
+            p.process.flush_shared_mappings(&p.mem);
+            p.process.end_process(status);
+            dead.program.process.hand_over(&mut self.program.process);
+            self.give_back_lent(pid, Some((dead.program.mem, dead.code)));
+        } else {
+            return;
+        }
+        self.tasks.retain(|t| t.pid != pid);
+        if pid == cur {
+            let mem = std::mem::take(&mut self.program.mem);
+            let code = std::mem::take(&mut self.code);
+            self.give_back_lent(pid, Some((mem, code)));
+        }
+        self.deliver_outgoing();
+        self.wake_retries();
+    }
+
+    /// A vfork child execs or ends: its parent gets its memory and code back and wakes
+    /// with the child's pid.
+    fn give_back_lent(&mut self, child: i32, mem: Option<(crate::memory::AddressSpace, CodeCache)>) {
+        let Some(parent) = self.lent.remove(&child) else {
+            return;
+        };
+        if let (Some((m, c)), Some(p)) = (mem, self.parked.get_mut(&parent)) {
+            p.program.mem = m;
+            p.code = c;
+        }
+        for t in self.tasks.iter_mut().filter(|t| t.pid == parent) {
+            if let Run::Waiting(w) = t.run {
+                if w.kind == (WaitKind::Vfork { child }) {
+                    t.state.x[0] = child as u64;
+                    t.run = Run::Ready;
+                }
+            }
+        }
+    }
+
+    /// Delivers the signals the last syscall or process end sent to other processes.
+    fn deliver_outgoing(&mut self) {
+        let mut queue: VecDeque<procs::Outgoing> =
+            self.program.process.take_outgoing().into_iter().collect();
+        while let Some(o) = queue.pop_front() {
+            let cur = self.cur_pid();
+            let target = if o.pid == cur {
+                &mut self.program.process
+            } else {
+                match self.parked.get_mut(&o.pid) {
+                    Some(p) => &mut p.program.process,
+                    None => continue,
+                }
+            };
+            if let Some(child) = o.child {
+                if target.reaps_children() {
+                    self.program.process.reap(child);
+                    continue;
+                }
+            }
+            if o.signal == 0 {
+                continue;
+            }
+            match target.receive(o.signal, o.code, o.value, o.extra) {
+                Received::Nothing => {}
+                Received::Killed(s) => {
+                    let e = Exit::Signal {
+                        signal: s,
+                        message: None,
+                    };
+                    if o.pid == self.program.process.first_pid() {
+                        if self.exit.is_none() {
+                            self.exit = Some(e);
+                        }
+                        return;
+                    }
+                    if o.pid != cur {
+                        self.end_process(o.pid, &e);
+                        queue.extend(self.program.process.take_outgoing());
+                    } else {
+                        // the process being serviced: it ends once its syscall is done
+                        self.cur_killed = Some(s);
+                    }
+                }
+                r @ (Received::Stop(_) | Received::Continue) => {
+                    let stop = match r {
+                        Received::Stop(s) => Some(s),
+                        _ => None,
+                    };
+                    if let Some(parent) = self.program.process.set_stopped(o.pid, stop) {
+                        let notify = match parent {
+                            p if p == cur => self.program.process.wants_stop_notice(),
+                            p => self.parked.get(&p).is_some_and(|x| x.program.process.wants_stop_notice()),
+                        };
+                        if notify && o.pid != self.program.process.first_pid() {
+                            let (code, status) = match stop {
+                                Some(s) => (procs::CLD_STOPPED, s),
+                                None => (procs::CLD_CONTINUED, sig::SIGCONT),
+                            };
+                            queue.push_back(procs::Outgoing {
+                                pid: parent,
+                                signal: sig::SIGCHLD,
+                                code,
+                                value: o.pid as u32 as u64,
+                                extra: status as u64,
+                                child: None,
+                            });
+                        }
+                    }
+                    self.wake_retries();
+                }
+            }
         }
     }
 
     /// Acts on a syscall's outcome and on what it did to other tasks (threads cloned,
-    /// futex waiters woken); switches tasks when the current one blocks, yields or ends.
+    /// processes forked, futex waiters woken, an exec, signals to other processes);
+    /// switches tasks when the current one blocks, yields or ends.
     fn after_syscall(&mut self, mut outcome: SysOutcome) -> Option<Exit> {
         loop {
             let p = &mut self.program.process;
             let spawned = p.take_spawned();
-            if !spawned.is_empty() {
-                if let Some(engine) = self.single_task {
+            let forked = p.take_forked();
+            let exec = p.take_exec();
+            if let Some(engine) = self.single_task {
+                let what = if !spawned.is_empty() {
+                    Some("starts threads")
+                } else if forked.is_some() {
+                    Some("starts processes (fork)")
+                } else if exec.is_some() {
+                    Some("replaces its image (execve)")
+                } else {
+                    None
+                };
+                if let Some(what) = what {
                     return Some(Exit::Unsupported(format!(
-                        "the program starts threads, and the {engine} engine runs single-threaded programs only so far: run it with --backend cpu"
+                        "the program {what}, and the {engine} engine runs single-threaded programs of one process only so far: run it with --backend cpu"
                     )));
                 }
             }
+            let pid = self.cur_pid();
             for t in spawned {
                 self.tasks.push_back(Task {
+                    pid,
                     tid: t.tid,
                     state: t.state,
                     run: Run::Ready,
                 });
+            }
+            if let Some(child) = forked {
+                self.add_child(child);
+            }
+            if let Some(req) = exec {
+                self.exec(req);
             }
             for tid in self.program.process.take_woken() {
                 if let Some(t) = self.tasks.iter_mut().find(|t| t.tid == tid) {
@@ -249,6 +479,16 @@ impl Lane {
                     }
                 }
             }
+            self.deliver_outgoing();
+            if self.exit.is_some() {
+                return self.exit.clone();
+            }
+            if let Some(signal) = self.cur_killed.take() {
+                return self.current_ended(Exit::Signal {
+                    signal,
+                    message: None,
+                });
+            }
             let yielded = self.program.process.take_yield();
             let next = match outcome {
                 SysOutcome::Continue => {
@@ -256,22 +496,22 @@ impl Lane {
                     if !yielded {
                         return None;
                     }
-                    self.switch(None, true)
+                    self.switch(None, true, true)
                 }
-                SysOutcome::Exit(code) => return Some(Exit::Code(code)),
+                SysOutcome::Exit(code) => return self.current_ended(Exit::Code(code)),
                 SysOutcome::Killed(signal) => {
-                    return Some(Exit::Signal {
+                    return self.current_ended(Exit::Signal {
                         signal,
                         message: None,
                     })
                 }
                 SysOutcome::ThreadExit => {
                     self.wake_retries();
-                    self.switch(None, false)
+                    self.switch(None, false, true)
                 }
                 SysOutcome::Block => {
                     let wait = self.program.process.take_block();
-                    self.switch(wait, true)
+                    self.switch(wait, true, true)
                 }
             };
             match next {
@@ -282,12 +522,59 @@ impl Lane {
         }
     }
 
+    /// A process the current one forked joins the lane: as a parked process with one task.
+    fn add_child(&mut self, child: crate::linux::fork::NewProcess) {
+        let parent = self.cur_pid();
+        let (mem, code) = match child.mem {
+            Some(m) => (m, CodeCache::with_shared(self.decoded.clone())),
+            None => {
+                // vfork: the child runs on the parent's memory until it execs or ends
+                self.lent.insert(child.pid, parent);
+                (
+                    std::mem::take(&mut self.program.mem),
+                    std::mem::take(&mut self.code),
+                )
+            }
+        };
+        let program = Program {
+            state: child.state.clone(),
+            mem,
+            process: *child.process,
+            image: self.program.image.clone(),
+            interp: self.program.interp.clone(),
+        };
+        self.parked.insert(child.pid, Parked { program, code });
+        self.tasks.push_back(Task {
+            pid: child.pid,
+            tid: child.pid,
+            state: child.state,
+            run: Run::Ready,
+        });
+    }
+
+    /// The current process asked to exec `req`: on success its image, memory, registers
+    /// and code are new and its other threads gone; on failure execve returns the errno.
+    fn exec(&mut self, req: crate::linux::exec::ExecRequest) {
+        match self.program.exec(&req) {
+            Err(e) => self.program.state.x[0] = (-(e.0 as i64)) as u64,
+            Ok(old) => {
+                let pid = self.cur_pid();
+                self.tasks.retain(|t| t.pid != pid);
+                let code = std::mem::replace(
+                    &mut self.code,
+                    CodeCache::with_shared(self.decoded.clone()),
+                );
+                self.give_back_lent(pid, Some((old, code)));
+            }
+        }
+    }
+
     /// The turn of the running task is over: the next runnable one (if any) runs.
     fn preempt(&mut self) -> Option<Exit> {
         if self.tasks.is_empty() {
             return None;
         }
-        match self.switch(None, true) {
+        match self.switch(None, true, true) {
             Err(e) => Some(e),
             Ok(None) => None,
             Ok(Some(o)) => self.after_syscall(o),
@@ -307,12 +594,24 @@ impl Lane {
     }
 
     /// Ends the waits whose deadline has passed, and the waits a signal with a handler
-    /// interrupts (EINTR; the handler runs when the task is switched in).
+    /// interrupts (EINTR, or the syscall again after the handler when it asked for
+    /// SA_RESTART; the handler runs when the task is switched in).
     fn wake_expired(&mut self) {
-        let p = &mut self.program.process;
-        let now = p.monotonic_ns();
+        let now = self.program.process.monotonic_ns();
+        let cur = self.cur_pid();
         for t in self.tasks.iter_mut() {
             let Run::Waiting(w) = t.run else { continue };
+            if let WaitKind::Vfork { .. } = w.kind {
+                continue;
+            }
+            let p = if t.pid == cur {
+                &mut self.program.process
+            } else {
+                match self.parked.get_mut(&t.pid) {
+                    Some(x) => &mut x.program.process,
+                    None => continue,
+                }
+            };
             let expired = w.deadline.is_some_and(|d| now >= d);
             let look = w.wake_at.is_some_and(|d| now >= d);
             let interrupted = p.signal_ready_for(t.tid);
@@ -323,7 +622,14 @@ impl Lane {
                 p.futex_cancel(t.tid);
             }
             t.run = if interrupted {
-                t.state.x[0] = (-(libc::EINTR as i64)) as u64;
+                if restartable(w.nr) && p.restart_after_handler(t.tid) {
+                    // back to the SVC with its first argument: it runs again after the
+                    // handler returns
+                    t.state.pc = t.state.pc.wrapping_sub(4);
+                    t.state.x[0] = w.args[0];
+                } else {
+                    t.state.x[0] = (-(libc::EINTR as i64)) as u64;
+                }
                 Run::Ready
             } else if w.kind == WaitKind::Retry {
                 Run::Restart(w.deadline)
@@ -336,17 +642,32 @@ impl Lane {
 
     /// Switches from the running task to the next one that can run, in turn order. The
     /// running task is parked with `wait` (None: it stays runnable), or dropped when it
-    /// ended (`alive` false). When none can run, the clock moves on to the earliest
-    /// deadline; with none, the process is deadlocked. Returns the outcome of the syscall
-    /// the task switched to ran again, if it was one to run again.
-    fn switch(&mut self, wait: Option<Wait>, alive: bool) -> Result<Option<SysOutcome>, Exit> {
+    /// ended (`alive` false); `proc_alive` false: its whole process ended. When none can
+    /// run, the clock moves on to the earliest deadline; with none, the lane is
+    /// deadlocked. Returns the outcome of the syscall the task switched to ran again, if
+    /// it was one to run again.
+    fn switch(
+        &mut self,
+        wait: Option<Wait>,
+        alive: bool,
+        proc_alive: bool,
+    ) -> Result<Option<SysOutcome>, Exit> {
         let retired = self.program.state.retired;
         // the virtual clock runs on instructions: deadlines are checked against the count now
         self.program.process.set_retired(retired);
+        let cur_pid = self.cur_pid();
         let cur_tid = self.program.process.tid();
-        if alive {
+        if !alive && proc_alive {
+            // the thread ended: another thread of its process becomes the process's
+            // current one (the scheduler may switch to another process first)
+            if let Some(t) = self.tasks.iter().find(|t| t.pid == cur_pid) {
+                self.program.process.switch_thread(t.tid, false);
+            }
+        }
+        if alive && proc_alive {
             // park the running task at the back of the turn order
             self.tasks.push_back(Task {
+                pid: cur_pid,
                 tid: cur_tid,
                 state: self.program.state.clone(),
                 run: wait.map_or(Run::Ready, Run::Waiting),
@@ -358,10 +679,11 @@ impl Lane {
         }
         let idx = loop {
             self.wake_expired();
+            let table = &self.program.process;
             if let Some(i) = self
                 .tasks
                 .iter()
-                .position(|t| !matches!(t.run, Run::Waiting(_)))
+                .position(|t| !matches!(t.run, Run::Waiting(_)) && !table.is_stopped(t.pid))
             {
                 break i;
             }
@@ -384,9 +706,14 @@ impl Lane {
         let Some(next) = self.tasks.remove(idx) else {
             return Err(self.deadlock());
         };
-        self.program.process.switch_thread(next.tid, alive);
+        if next.pid != cur_pid {
+            self.switch_process(next.pid, proc_alive);
+        }
+        // (the outgoing thread is alive unless it is the one that ended, handled above)
+        self.program.process.switch_thread(next.tid, true);
         self.program.state = next.state;
         self.program.state.retired = retired;
+        self.program.process.set_retired(retired);
         self.turn_end = retired.saturating_add(QUANTUM);
         // a context switch clears the exclusive monitor, as Linux's return to user does
         self.program.state.excl_addr = u64::MAX;
@@ -402,21 +729,54 @@ impl Lane {
         }
     }
 
+    /// Installs process `pid` as the one being serviced; the current one is parked (or
+    /// dropped, when it ended). The lane's kernel state goes with the switch.
+    fn switch_process(&mut self, pid: i32, cur_alive: bool) {
+        let Some(next) = self.parked.remove(&pid) else {
+            return;
+        };
+        let old_pid = self.cur_pid();
+        let mut old = Parked {
+            program: std::mem::replace(&mut self.program, next.program),
+            code: std::mem::replace(&mut self.code, next.code),
+        };
+        old.program.process.hand_over(&mut self.program.process);
+        if cur_alive {
+            self.parked.insert(old_pid, old);
+        }
+    }
+
     /// Every task waits and nothing can wake any of them: the report, and the end.
     fn deadlock(&mut self) -> Exit {
+        let n = self.tasks.len();
+        let procs = 1 + self.parked.len();
         let mut lines = vec![format!(
-            "deadlock: every thread of the process is blocked and nothing can wake them ({} thread{}); armada ends it as SIGKILL would",
-            self.tasks.len(),
-            if self.tasks.len() == 1 { "" } else { "s" }
+            "deadlock: every thread{} blocked and nothing can wake {} ({} thread{}{}); armada ends it as SIGKILL would",
+            if procs > 1 { " of every process is" } else { " of the process is" },
+            if n == 1 { "it" } else { "them" },
+            n,
+            if n == 1 { "" } else { "s" },
+            if procs > 1 { format!(" in {procs} processes") } else { String::new() },
         )];
-        let mem = &mut self.program.mem;
         let mut tasks: Vec<&Task> = self.tasks.iter().collect();
-        tasks.sort_by_key(|t| t.tid);
+        tasks.sort_by_key(|t| (t.pid, t.tid));
         for t in tasks {
             if let Run::Waiting(w) = t.run {
+                let mem = if t.pid == self.program.process.pid() {
+                    &mut self.program.mem
+                } else {
+                    match self.parked.get_mut(&t.pid) {
+                        Some(p) => &mut p.program.mem,
+                        None => continue,
+                    }
+                };
+                let who = if procs > 1 {
+                    format!("process {} thread {}", t.pid, t.tid)
+                } else {
+                    format!("thread {}", t.tid)
+                };
                 lines.push(format!(
-                    "  thread {} at pc {:#x}: {}",
-                    t.tid,
+                    "  {who} at pc {:#x}: {}",
                     t.state.pc,
                     crate::linux::format_syscall(w.nr, &w.args, mem)
                 ));
@@ -429,7 +789,7 @@ impl Lane {
     }
 
     /// Raises a synchronous signal: the guest's handler runs if it installed one, otherwise
-    /// the program ends with `why` as the message.
+    /// the process ends with `why` as the message.
     fn signal(&mut self, signal: i32, code: i32, addr: u64, why: String) -> Option<Exit> {
         let p = &mut self.program;
         match p

@@ -204,6 +204,7 @@ pub fn run_lanes(
         seed,
         exe_host_path: std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone()),
         exe_guest_path: program.clone(),
+        max_processes: None,
     };
 
     let spawn = |argv: Vec<Vec<u8>>, stdin: Vec<u8>| {

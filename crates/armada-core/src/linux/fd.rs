@@ -40,8 +40,12 @@ use o::*;
 
 /// Captured stdout/stderr stop growing here (ENOSPC after).
 pub const OUTPUT_CAP: usize = 1 << 30;
-/// In-process pipes hold at most this much.
-pub const PIPE_CAP: usize = 16 << 20;
+/// armada's pipes hold at most this much, as Linux's by default: a writer that finds the
+/// pipe full blocks until a reader makes room (a write of at most [`PIPE_BUF`] bytes goes in
+/// whole or waits).
+pub const PIPE_CAP: usize = 65536;
+/// Writes of at most this many bytes to a pipe are atomic.
+pub const PIPE_BUF: usize = 4096;
 /// Reported pipe size (F_GETPIPE_SZ).
 pub(super) const PIPE_SIZE: u64 = 65536;
 
@@ -414,6 +418,65 @@ impl Files {
             self.pipes.push(Some(p));
             self.pipes.len() - 1
         }
+    }
+
+    /// Gives the open file descriptions (and pipes, and captured output) to `to`. They are
+    /// the lane's, not one process's: fds of several processes point at one description
+    /// after a fork, sharing its offset and flags as on Linux. Only the process the Linux
+    /// layer is servicing holds them; the scheduler hands them over when it switches
+    /// processes (see `Process::hand_over`).
+    pub(crate) fn hand_over(&mut self, to: &mut Files) {
+        std::mem::swap(&mut self.files, &mut to.files);
+        std::mem::swap(&mut self.pipes, &mut to.pipes);
+        std::mem::swap(&mut self.out, &mut to.out);
+        std::mem::swap(&mut self.err, &mut to.err);
+    }
+
+    /// The fd table of a forked child: the same fds, each pointing at the same open file
+    /// description (whose reference count grows). The descriptions stay with `self`.
+    pub(crate) fn fork_table(&mut self) -> Files {
+        for e in self.fds.iter().flatten() {
+            if let Some(Some(f)) = self.files.get_mut(e.file) {
+                f.refs += 1;
+            }
+        }
+        Files {
+            fds: self.fds.clone(),
+            ..Files::default()
+        }
+    }
+
+    /// Closes every fd (a process that ends).
+    pub(crate) fn close_all(&mut self) {
+        for fd in 0..self.fds.len() {
+            if let Some(e) = self.fds[fd].take() {
+                self.release(e.file);
+            }
+        }
+    }
+
+    /// Closes the close-on-exec fds (a successful execve).
+    pub(crate) fn close_on_exec(&mut self) {
+        for fd in 0..self.fds.len() {
+            if self.fds[fd].is_some_and(|e| e.cloexec) {
+                if let Some(e) = self.fds[fd].take() {
+                    self.release(e.file);
+                }
+            }
+        }
+    }
+
+    /// The guest fds that are open, with the paths of their descriptions (/proc/PID/fd).
+    pub(crate) fn open_fds(&self) -> Vec<(i32, Vec<u8>)> {
+        self.fds
+            .iter()
+            .enumerate()
+            .filter_map(|(fd, e)| {
+                let e = (*e)?;
+                let f = self.files.get(e.file)?.as_ref()?;
+                Some((fd as i32, f.path.clone()))
+            })
+            .collect()
     }
 
     /// Number of open guest fds.

@@ -25,7 +25,9 @@ use crate::memory::{AddressSpace, Perm};
 use crate::state::CpuState;
 
 mod events;
+pub mod exec;
 pub mod fd;
+pub mod fork;
 pub mod fs;
 mod futex;
 pub mod mm;
@@ -33,6 +35,7 @@ pub mod nr;
 pub mod path;
 mod poll;
 mod proc;
+pub mod procs;
 mod rw;
 pub mod signal;
 pub mod stat;
@@ -63,6 +66,9 @@ pub struct LinuxConfig {
     pub exe_host_path: PathBuf,
     /// The program's path as the guest sees it (what `/proc/self/exe` reads as).
     pub exe_guest_path: Vec<u8>,
+    /// Most processes of the lane at once, zombies included (fork fails with EAGAIN past
+    /// it); None: [`procs::DEFAULT_MAX_PROCESSES`].
+    pub max_processes: Option<usize>,
 }
 
 /// Where the guest's standard streams go.
@@ -126,6 +132,8 @@ impl Errno {
     pub const EOPNOTSUPP: Errno = Errno(libc::EOPNOTSUPP);
     pub const EXDEV: Errno = Errno(libc::EXDEV);
     pub const ENOTSOCK: Errno = Errno(libc::ENOTSOCK);
+    pub const ENOEXEC: Errno = Errno(libc::ENOEXEC);
+    pub const E2BIG: Errno = Errno(libc::E2BIG);
 
     /// The errno of a host I/O error (EIO when it carries none).
     pub fn from_io(e: &std::io::Error) -> Errno {
@@ -300,7 +308,13 @@ pub struct Process {
     /// The thread being serviced, and the kernel-side state of the others.
     pub(crate) thread: task::ThreadLinux,
     pub(crate) others: task::Others,
-    pub(crate) next_tid: i32,
+    /// The lane's processes (held by the process being serviced: see `fork`).
+    pub(crate) procs: procs::ProcTable,
+    /// A process the last syscall made, and an exec it asked for, for the scheduler.
+    pub(crate) forked: Option<fork::NewProcess>,
+    pub(crate) exec: Option<exec::ExecRequest>,
+    /// The signal the parent gets when this process ends (SIGCHLD, or clone's choice).
+    pub(crate) exit_signal: i32,
     /// What the last syscall left for the scheduler.
     pub(crate) events: wait::Events,
     pub(crate) futexes: futex::Futexes,
@@ -362,6 +376,15 @@ impl Process {
         } else {
             (host_pid, host_ppid)
         };
+        // the first process's group and session: armada's own under --deterministic, the
+        // host's otherwise (a shell's job control compares them with the terminal's)
+        let (pgid, sid) = if cfg.deterministic {
+            (pid, pid)
+        } else {
+            // SAFETY: plain integer arguments.
+            let (g, s) = unsafe { (libc::getpgid(0), libc::getsid(0)) };
+            (if g < 0 { pid } else { g }, if s < 0 { pid } else { s })
+        };
         let mut comm = [0u8; 16];
         let base = cfg
             .exe_guest_path
@@ -395,7 +418,16 @@ impl Process {
                 ..Default::default()
             },
             others: task::Others::new(),
-            next_tid: pid + 1,
+            procs: procs::ProcTable::new(
+                pid,
+                ppid,
+                pgid,
+                sid,
+                cfg.max_processes.unwrap_or(procs::DEFAULT_MAX_PROCESSES),
+            ),
+            forked: None,
+            exec: None,
+            exit_signal: signal::SIGCHLD,
             events: wait::Events::default(),
             futexes: futex::Futexes::default(),
             restart_deadline: None,
@@ -677,7 +709,7 @@ impl Process {
             UNAME => self.sys_uname(mem, a[0]),
             GETPID => Ok(self.pid as u64),
             GETTID => self.sys_gettid(),
-            GETPPID => Ok(self.ppid as u64),
+            GETPPID => self.sys_getppid(),
             GETUID | GETEUID => Ok(self.uid as u64),
             GETGID | GETEGID => Ok(self.gid as u64),
             GETRESUID => self.sys_getres(mem, [a[0], a[1], a[2]], self.uid),
@@ -687,7 +719,7 @@ impl Process {
             | SETGROUPS => self.sys_setid(nr, a),
             GETPGID | GETSID => self.sys_getpgid(nr, i(0)),
             SETPGID => self.sys_setpgid(i(0), i(1)),
-            SETSID => Err(Errno::EPERM),
+            SETSID => self.sys_setsid(),
             TIMES => self.sys_times(mem, a[0]),
             GETRUSAGE => self.sys_getrusage(mem, i(0), a[1]),
             SYSINFO => self.sys_sysinfo(mem, a[0]),
@@ -703,11 +735,10 @@ impl Process {
             SCHED_GET_PRIORITY_MAX | SCHED_GET_PRIORITY_MIN => Ok(0),
             GETPRIORITY => Ok(20),
             SETPRIORITY => Ok(0),
-            WAIT4 | WAITID => Err(Errno::ECHILD),
-            EXECVE | EXECVEAT => {
-                self.unsupported(nr);
-                Err(Errno::ENOSYS)
-            }
+            WAIT4 => self.sys_wait4(mem, i(0), a[1], i(2), a[3]),
+            WAITID => self.sys_waitid(mem, i(0), i(1), a[2], i(3), a[4]),
+            EXECVE => self.sys_execve(mem, a[0], a[1], a[2]),
+            EXECVEAT => self.sys_execveat(mem, i(0), a[1], a[2], a[3], i(4)),
             MEMBARRIER => self.sys_membarrier(i(0), a[1] as u32),
             // there are no sockets: calls on an fd say it is not one (bash asks getpeername(0))
             BIND | LISTEN | ACCEPT | ACCEPT4 | CONNECT | GETSOCKNAME | GETPEERNAME | SENDTO

@@ -133,7 +133,7 @@ impl Process {
             if ready > 0 || timeout == Some(0) || round == 1 {
                 return Ok(ready);
             }
-            if hostfds.is_empty() || self.cfg.deterministic || self.thread_count() > 1 {
+            if hostfds.is_empty() || self.cfg.deterministic || self.others_may_run() {
                 // wait for another task (or the deadline): the poll runs again then
                 let deadline = timeout.map(|ns| self.deadline_after(ns));
                 if deadline.is_some_and(|d| self.deadline_passed(d)) {
@@ -224,7 +224,7 @@ impl Process {
                 }
                 return Ok(count);
             }
-            if hostfds.is_empty() || self.cfg.deterministic || self.thread_count() > 1 {
+            if hostfds.is_empty() || self.cfg.deterministic || self.others_may_run() {
                 // wait for another task (or the deadline): the select runs again then
                 let deadline = timeout.map(|ns| self.deadline_after(ns));
                 if deadline.is_some_and(|d| self.deadline_passed(d)) {

@@ -187,7 +187,8 @@ impl Process {
                     return Err(Errno::EPIPE);
                 }
                 let room = PIPE_CAP.saturating_sub(p.buf.len());
-                if room == 0 && !data.is_empty() {
+                let atomic = data.len() <= super::fd::PIPE_BUF;
+                if (room == 0 || atomic && room < data.len()) && !data.is_empty() {
                     return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
                 }
                 let n = room.min(data.len());

@@ -137,6 +137,8 @@ pub(crate) struct SigInfo {
     code: i32,
     /// si_addr for faults; for kill/tgkill the sender's pid (low 32 bits) and uid (high).
     value: u64,
+    /// The word after: si_status for SIGCHLD.
+    extra: u64,
 }
 
 /// si_code values.
@@ -262,7 +264,11 @@ impl Process {
                 &mut self.signals.shared,
                 &mut self.signals.shared_info,
                 sig,
-                SigInfo { code, value },
+                SigInfo {
+                    code,
+                    value,
+                    extra: 0,
+                },
             );
             return;
         }
@@ -290,7 +296,11 @@ impl Process {
             &mut self.thread.sig.pending,
             &mut self.thread.sig.info,
             sig,
-            SigInfo { code, value },
+            SigInfo {
+                    code,
+                    value,
+                    extra: 0,
+                },
         );
         self.deliver_pending();
     }
@@ -325,7 +335,11 @@ impl Process {
             &mut t.sig.pending,
             &mut t.sig.info,
             sig,
-            SigInfo { code, value },
+            SigInfo {
+                    code,
+                    value,
+                    extra: 0,
+                },
         );
     }
 
@@ -425,7 +439,11 @@ impl Process {
             SIGSEGV | SIGBUS => 0x9200_0000u64, // data abort from EL0; enough for handlers
             _ => 0,
         };
-        match self.setup_frame(st, mem, sig, SigInfo { code, value: addr }, esr) {
+        match self.setup_frame(st, mem, sig, SigInfo {
+                code,
+                value: addr,
+                extra: 0,
+            }, esr) {
             Ok(()) => None,
             Err(()) => Some(SysOutcome::Killed(SIGSEGV)),
         }
@@ -485,6 +503,7 @@ impl Process {
         put(&mut f, 0, &sig.to_le_bytes());
         put(&mut f, 8, &info.code.to_le_bytes());
         put(&mut f, 16, &info.value.to_le_bytes());
+        put(&mut f, 24, &info.extra.to_le_bytes());
         // ucontext
         let uc = SIGINFO_SIZE;
         let cur_flags = if ss_flags == SS_DISABLE {
@@ -842,7 +861,7 @@ impl Process {
         Ok(0)
     }
 
-    fn signal_self(&mut self, sig: i32, code: i32) -> SysResult {
+    pub(crate) fn signal_self(&mut self, sig: i32, code: i32) -> SysResult {
         if !(0..=NSIG).contains(&sig) {
             return Err(Errno::EINVAL);
         }
@@ -851,20 +870,6 @@ impl Process {
             self.raise_info(sig, code, sender);
         }
         Ok(0)
-    }
-
-    pub(crate) fn sys_kill(&mut self, pid: i32, sig: i32) -> SysResult {
-        if !(0..=NSIG).contains(&sig) {
-            return Err(Errno::EINVAL);
-        }
-        if pid == self.pid || pid == 0 || pid == -1 || pid == -self.pid {
-            return self.signal_self(sig, SI_USER);
-        }
-        // other processes are out of reach; init always exists
-        if pid == 1 {
-            return Err(Errno::EPERM);
-        }
-        Err(Errno::ESRCH)
     }
 
     pub(crate) fn sys_tgkill(&mut self, tgid: i32, tid: i32, sig: i32) -> SysResult {
@@ -890,5 +895,124 @@ impl Process {
             self.raise_thread(tid, sig, SI_TKILL, sender);
         }
         Ok(0)
+    }
+}
+
+/// What a signal from another process did to its receiver (see [`Process::receive`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Received {
+    /// Pending (a handler runs when one of its threads next runs), ignored or blocked.
+    Nothing,
+    /// Its default action ends the process.
+    Killed(i32),
+    /// Its default action stops the process (SIGSTOP, and SIGTSTP/TTIN/TTOU not handled).
+    Stop(i32),
+    /// SIGCONT: the process continues if stopped (a handler, if any, also runs).
+    Continue,
+}
+
+const SA_NOCLDSTOP: u64 = 1;
+const SA_NOCLDWAIT: u64 = 2;
+
+impl Signals {
+    /// Whether children are reaped as they end (SIGCHLD ignored, or SA_NOCLDWAIT).
+    pub(crate) fn ignores_children(&self) -> bool {
+        let a = self.actions[SIGCHLD as usize];
+        a.handler == SIG_IGN || a.flags & SA_NOCLDWAIT != 0
+    }
+}
+
+impl Process {
+    /// A signal sent by another process of the lane (kill, SIGCHLD) arrives at this one,
+    /// which is not running now. `extra` is si_status (SIGCHLD).
+    pub fn receive(&mut self, sig: i32, code: i32, value: u64, extra: u64) -> Received {
+        if !(1..=NSIG).contains(&sig) {
+            return Received::Nothing;
+        }
+        let act = self.signals.actions[sig as usize];
+        let stop = match sig {
+            SIGSTOP => true,
+            SIGTSTP | SIGTTIN | SIGTTOU => act.handler == SIG_DFL,
+            _ => false,
+        };
+        if stop {
+            return Received::Stop(sig);
+        }
+        if sig == SIGCHLD && !act.has_handler() {
+            // ignored by default (and SIG_IGN): nothing is left pending
+            return Received::Nothing;
+        }
+        let before = self.outcome.take();
+        let si = SigInfo { code, value, extra };
+        if self.thread.sig.mask & bit(sig) != 0 && sig != SIGKILL {
+            if let Some(tid) = self
+                .others
+                .iter()
+                .find(|(_, t)| t.sig.mask & bit(sig) == 0)
+                .map(|(&tid, _)| tid)
+            {
+                self.raise_thread(tid, sig, code, value);
+            } else {
+                add_pending(
+                    &mut self.signals.shared,
+                    &mut self.signals.shared_info,
+                    sig,
+                    si,
+                );
+            }
+        } else {
+            add_pending(&mut self.thread.sig.pending, &mut self.thread.sig.info, sig, si);
+            self.deliver_pending();
+        }
+        let now = std::mem::replace(&mut self.outcome, before);
+        match now {
+            Some(SysOutcome::Killed(s)) => Received::Killed(s),
+            _ if sig == SIGCONT => Received::Continue,
+            _ => Received::Nothing,
+        }
+    }
+
+    /// Whether the parent wants SIGCHLD when a child stops or continues.
+    pub fn wants_stop_notice(&self) -> bool {
+        self.signals.actions[SIGCHLD as usize].flags & SA_NOCLDSTOP == 0
+    }
+
+    /// Whether the lowest signal with a handler that is ready for the current thread asks
+    /// for interrupted syscalls to restart (SA_RESTART).
+    pub fn restart_after_handler(&self, tid: i32) -> bool {
+        const SA_RESTART: u64 = 0x1000_0000;
+        let t = if tid == self.thread.tid {
+            &self.thread.sig
+        } else {
+            match self.others.get(&tid) {
+                Some(t) => &t.sig,
+                None => return false,
+            }
+        };
+        let ready = (t.pending | self.signals.shared) & !t.mask;
+        (1..=NSIG)
+            .find(|&s| ready & bit(s) != 0 && self.signals.actions[s as usize].has_handler())
+            .is_some_and(|s| self.signals.actions[s as usize].flags & SA_RESTART != 0)
+    }
+
+    /// What execve does to signals: handlers go back to the default (ignored signals stay
+    /// ignored), the mask and pending signals stay, the alternate stack goes.
+    pub(crate) fn exec_signals(&mut self) {
+        for a in self.signals.actions.iter_mut() {
+            if a.has_handler() {
+                *a = SigAction::default();
+            }
+        }
+        self.thread.sig.altstack = (0, SS_DISABLE, 0);
+    }
+
+    /// A forked child's signal state: the same dispositions and mask, nothing pending.
+    pub(crate) fn fork_signals(&self) -> (Signals, ThreadSignals) {
+        let mut s = self.signals.clone();
+        s.shared = 0;
+        let mut t = self.thread.sig.clone();
+        t.pending = 0;
+        t.suspend_mask = None;
+        (s, t)
     }
 }

@@ -178,37 +178,6 @@ impl Process {
     }
 
     /// Process group and session: the pid in deterministic mode, the host's otherwise.
-    pub(crate) fn sys_getpgid(&mut self, nr: u64, pid: i32) -> SysResult {
-        if pid != 0 && pid != self.pid {
-            return Err(Errno::ESRCH);
-        }
-        if self.cfg.deterministic {
-            return Ok(self.pid as u64);
-        }
-        // SAFETY: plain integer argument.
-        let r = unsafe {
-            if nr == super::nr::GETSID {
-                libc::getsid(0)
-            } else {
-                libc::getpgid(0)
-            }
-        };
-        Ok(if r < 0 { self.pid as u64 } else { r as u64 })
-    }
-
-    pub(crate) fn sys_setpgid(&mut self, pid: i32, pgid: i32) -> SysResult {
-        if pgid < 0 {
-            return Err(Errno::EINVAL);
-        }
-        if (pid == 0 || pid == self.pid) && (pgid == 0 || pgid == self.pid) {
-            Ok(0)
-        } else if pid != 0 && pid != self.pid {
-            Err(Errno::ESRCH)
-        } else {
-            Err(Errno::EPERM)
-        }
-    }
-
     /// Guest CPU time in nanoseconds: virtual (retired instructions) or the host's.
     fn user_ns(&self) -> u64 {
         if self.cfg.deterministic {

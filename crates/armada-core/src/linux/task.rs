@@ -11,14 +11,14 @@
 //! [`Process::switch_thread`]. Syscalls hand the scheduler what it must act on through
 //! [`Events`]: tasks cloned, tasks a futex woke, a block of the current task, a yield.
 //!
-//! clone and clone3 make threads only (`CLONE_VM | CLONE_THREAD` with the flag sets glibc's
-//! pthread_create and Go's runtime use). A new process (any clone without CLONE_THREAD:
-//! fork, vfork, posix_spawn) is not supported yet and gets ENOSYS; a thread with flags
-//! beyond those (namespaces, CLONE_PIDFD, a thread without CLONE_VM, ...) gets EINVAL with a
-//! note on stderr.
+//! clone and clone3 with CLONE_THREAD make threads (`CLONE_VM | CLONE_THREAD` with the flag
+//! sets glibc's pthread_create and Go's runtime use); without it they make a process (see
+//! `fork`). A thread with flags beyond those (namespaces, CLONE_PIDFD, a thread without
+//! CLONE_VM, ...) gets EINVAL with a note on stderr.
 
 use std::collections::BTreeMap;
 
+use super::fork::ForkArgs;
 use super::signal::ThreadSignals;
 use super::wait::NewTask;
 use super::{rd_u64, wr_u32, Errno, Process, SysOutcome, SysResult};
@@ -154,6 +154,18 @@ impl Process {
         a: [u64; 6],
     ) -> SysResult {
         let flags = a[0];
+        if flags & CLONE_THREAD == 0 {
+            // fork, vfork, posix_spawn's CLONE_VM|CLONE_VFORK: a new process
+            let f = ForkArgs {
+                flags: flags & !0xff,
+                exit_signal: flags & 0xff,
+                stack: a[1],
+                parent_tid: a[2],
+                tls: a[3],
+                child_tid: a[4],
+            };
+            return self.fork_process(st, mem, f);
+        }
         // the low byte is the exit signal, meaningless for threads
         self.clone_thread(st, mem, flags & !0xff, a[1], a[2], a[3], a[4])
     }
@@ -190,6 +202,17 @@ impl Process {
         } else {
             0
         };
+        if flags & CLONE_THREAD == 0 {
+            let f = ForkArgs {
+                flags,
+                exit_signal,
+                stack: sp,
+                parent_tid,
+                tls,
+                child_tid,
+            };
+            return self.fork_process(st, mem, f);
+        }
         self.clone_thread(st, mem, flags, sp, parent_tid, tls, child_tid)
     }
 
@@ -211,11 +234,6 @@ impl Process {
         tls: u64,
         child_tid: u64,
     ) -> SysResult {
-        if flags & CLONE_THREAD == 0 {
-            // fork, vfork, posix_spawn's CLONE_VM|CLONE_VFORK: a new process, not there yet
-            self.unsupported(super::nr::CLONE);
-            return Err(Errno::ENOSYS);
-        }
         if flags & THREAD_NEEDS != THREAD_NEEDS {
             return self.clone_refused(
                 flags,
@@ -226,17 +244,17 @@ impl Process {
             return self.clone_refused(flags, "flags beyond a thread's");
         }
         // past the thread cap, or out of thread ids (after 2^31 threads came and went)
-        if self.thread_count() >= MAX_THREADS || self.next_tid == i32::MAX {
+        if self.thread_count() >= MAX_THREADS {
             return Err(Errno::EAGAIN);
         }
-        let tid = self.next_tid;
+        // out of ids (after 2^31 threads and processes came and went)
+        let tid = self.procs.alloc_id().ok_or(Errno::EAGAIN)?;
         if flags & CLONE_PARENT_SETTID != 0 {
             wr_u32(mem, parent_tid, tid as u32)?;
         }
         if flags & CLONE_CHILD_SETTID != 0 {
             wr_u32(mem, child_tid, tid as u32)?;
         }
-        self.next_tid += 1;
         let mut state = st.clone();
         state.x[0] = 0;
         if newsp != 0 {

@@ -68,6 +68,15 @@ impl Rng {
         }
     }
 
+    /// A forked child's generator: seeded from this one (so parent and child draw different
+    /// bytes, and the same ones every deterministic run).
+    pub(crate) fn fork(&mut self) -> Self {
+        if self.host {
+            return Rng::from_host();
+        }
+        Rng::seeded(self.next_u64())
+    }
+
     pub(crate) fn from_host() -> Self {
         Rng {
             s: [1, 2, 3, 4],

@@ -20,6 +20,9 @@ pub enum WaitKind {
     /// (something it waits for may have changed: a pipe written, an fd closed) or when the
     /// deadline passes: reads of armada's pipes, poll, select, sigsuspend, sleeps.
     Retry,
+    /// A vfork parent, until its child execs or ends (the scheduler wakes it; x0 is the
+    /// child's pid). Signals do not interrupt it.
+    Vfork { child: i32 },
 }
 
 /// A blocked task: what it waits for, until when, and the syscall (for deadlock reports).
