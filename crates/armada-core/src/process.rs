@@ -215,8 +215,8 @@ pub fn load_interpreter(image: &Image, cfg: &LinuxConfig) -> Result<Option<Arc<I
         }
     };
     let host = guest_path_on_host(cfg, guest).map_err(|_| missing())?;
-    let bytes = match std::fs::read(&host) {
-        Ok(b) => b,
+    let file = match std::fs::File::open(&host) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing()),
         Err(cause) => {
             return Err(LoadError::Io { path: host, cause });
@@ -231,8 +231,64 @@ pub fn load_interpreter(image: &Image, cfg: &LinuxConfig) -> Result<Option<Arc<I
         path: shown.clone(),
         cause: Box::new(e),
     };
-    let interp = Image::parse_interpreter(&bytes, &name, MMAP_TOP).map_err(wrap)?;
-    Ok(Some(Arc::new(interp)))
+    let interp = cached_image(&file, &host, true, |b| {
+        Image::parse_interpreter(b, &name, MMAP_TOP)
+    })
+    .map_err(wrap)?;
+    Ok(Some(interp))
+}
+
+/// Parsed images of the files programs were started or exec'd from, most recent last, so
+/// that a shell running the same program a thousand times reads and parses it once, and
+/// its processes (and the lanes of a batch) share its pages and their decoded code. A
+/// file is known by its device, inode, size and modification time: a changed file is
+/// read again.
+static IMAGES: std::sync::Mutex<Vec<(ImageKey, Arc<Image>)>> = std::sync::Mutex::new(Vec::new());
+/// Images kept at most.
+const IMAGE_CACHE: usize = 32;
+
+type ImageKey = (u64, u64, i64, i64, i64, bool);
+
+/// The image in `file` (at `path`, for errors), parsed by `parse` unless it is cached.
+pub fn cached_image(
+    file: &std::fs::File,
+    path: &std::path::Path,
+    interp: bool,
+    parse: impl FnOnce(&[u8]) -> Result<Image, LoadError>,
+) -> Result<Arc<Image>, LoadError> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let io = |cause| LoadError::Io {
+        path: path.to_path_buf(),
+        cause,
+    };
+    let m = file.metadata().map_err(io)?;
+    let key = (
+        m.dev(),
+        m.ino(),
+        m.size() as i64,
+        m.mtime(),
+        m.mtime_nsec(),
+        interp,
+    );
+    let lock = || IMAGES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(img) = lock()
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, i)| i.clone())
+    {
+        return Ok(img);
+    }
+    let mut bytes = Vec::with_capacity(m.size() as usize);
+    let mut f = file;
+    f.read_to_end(&mut bytes).map_err(io)?;
+    let img = Arc::new(parse(&bytes)?);
+    let mut c = lock();
+    if c.len() >= IMAGE_CACHE {
+        c.remove(0);
+    }
+    c.push((key, img.clone()));
+    Ok(img)
 }
 
 /// One guest process ready to run: registers at the entry point, memory with the image and
@@ -318,7 +374,8 @@ impl Program {
     /// missing interpreter, E2BIG or ENOMEM for a stack that cannot be built. Returns the
     /// old address space (a vfork child gives it back to its parent).
     pub fn exec(&mut self, req: &ExecRequest) -> Result<AddressSpace, Errno> {
-        let image = Arc::new(Image::parse(&req.bytes).map_err(|_| Errno::ENOEXEC)?);
+        let image = cached_image(&req.file, &req.host_path, false, Image::parse)
+            .map_err(|_| Errno::ENOEXEC)?;
         let cfg = self.process.config();
         let interp = load_interpreter(&image, cfg).map_err(|e| match e {
             LoadError::InterpreterMissing { .. } => Errno::ENOENT,

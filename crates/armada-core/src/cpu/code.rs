@@ -17,23 +17,73 @@ use std::sync::{Arc, Mutex};
 
 const WORDS_PER_PAGE: usize = (PAGE_SIZE / 4) as usize;
 
-/// `len` slots of `NOT_DECODED` from zeroed memory: the OS hands out pages of it only when a
-/// page of code is first decoded, so a large executable area costs nothing up front.
-fn zeroed_slots(len: usize) -> Vec<MicroOp> {
-    const _: () = assert!(ops::NOT_DECODED == 0);
-    let layout = std::alloc::Layout::array::<MicroOp>(len).expect("region size fits in memory");
-    if layout.size() == 0 {
-        return Vec::new();
-    }
-    // SAFETY: MicroOp is plain integers (#[repr(C)], no padding invariants), so all-zero
-    // bytes are a valid value (NOT_DECODED); the allocation has the layout of `len` MicroOps
-    // and is handed to Vec with that same length and capacity.
-    unsafe {
-        let ptr = std::alloc::alloc_zeroed(layout) as *mut MicroOp;
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
+/// `len` slots of `NOT_DECODED` (op number 0) in memory mapped straight from the OS: its
+/// pages are zero until touched, and only the pages of code that runs are ever touched,
+/// so a large executable area costs nothing up front. (Through the allocator, a process
+/// that execs a 1 MB program a thousand times paid for zeroing its whole slot array, in
+/// 2 MB transparent huge pages, every time: most of a spawn's cost. Huge pages are turned
+/// off for the mapping for the same reason.)
+pub(crate) struct Slots {
+    ptr: std::ptr::NonNull<MicroOp>,
+    len: usize,
+    bytes: usize,
+}
+
+// SAFETY: Slots owns its mapping exclusively, like a Vec owns its buffer.
+unsafe impl Send for Slots {}
+unsafe impl Sync for Slots {}
+
+impl Slots {
+    fn zeroed(len: usize) -> Slots {
+        const _: () = assert!(ops::NOT_DECODED == 0);
+        let bytes = (len.max(1) * std::mem::size_of::<MicroOp>()).next_multiple_of(4096);
+        // SAFETY: an anonymous private mapping of `bytes` bytes, checked below; MicroOp is
+        // plain integers (#[repr(C)]), so all-zero bytes are a valid value (NOT_DECODED).
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                std::alloc::handle_alloc_error(
+                    std::alloc::Layout::from_size_align(bytes, 4096).expect("size fits"),
+                );
+            }
+            libc::madvise(p, bytes, libc::MADV_NOHUGEPAGE);
+            Slots {
+                ptr: std::ptr::NonNull::new_unchecked(p as *mut MicroOp),
+                len,
+                bytes,
+            }
         }
-        Vec::from_raw_parts(ptr, len, len)
+    }
+}
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `zeroed`, unmapped once.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, self.bytes);
+        }
+    }
+}
+
+impl std::ops::Deref for Slots {
+    type Target = [MicroOp];
+    fn deref(&self) -> &[MicroOp] {
+        // SAFETY: the mapping holds `len` MicroOps and lives as long as self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for Slots {
+    fn deref_mut(&mut self) -> &mut [MicroOp] {
+        // SAFETY: as above, and &mut self is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 
@@ -41,7 +91,7 @@ pub(crate) struct Region {
     pub base: u64,
     pub end: u64,
     /// (end - base) / 4 slots and the sentinel.
-    pub ops: Vec<MicroOp>,
+    pub ops: Slots,
     /// Whether the area is writable too (then decoded pages are watched for writes).
     writable: bool,
 }
@@ -142,7 +192,7 @@ impl CodeCache {
             return Err(fault(true));
         }
         let n = ((end - start) / 4) as usize;
-        let mut slots = zeroed_slots(n + 1);
+        let mut slots = Slots::zeroed(n + 1);
         slots[n] = MicroOp::new(ops::END_OF_REGION);
         self.regions.push(Region {
             base: start,

@@ -8,10 +8,10 @@
 //! [`Process::exec_commit`] is what this layer does once the new image is in place.
 
 use std::ffi::CString;
-use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::path::AT_FDCWD;
 use super::proc::Special;
@@ -21,8 +21,8 @@ use crate::memory::AddressSpace;
 /// What execve asks the scheduler to load.
 #[derive(Clone, Debug)]
 pub struct ExecRequest {
-    /// The ELF file's bytes, and where it is on the host.
-    pub bytes: Vec<u8>,
+    /// The ELF file, open, and where it is on the host.
+    pub file: Arc<std::fs::File>,
     pub host_path: PathBuf,
     /// The path the guest ran it by (what /proc/self/exe reads as, made absolute), and the
     /// name AT_EXECFN gives (the path as passed to execve).
@@ -73,7 +73,7 @@ impl Process {
         let mut bytes_left = MAX_ARG_BYTES;
         let argv = read_strings(mem, argv, &mut bytes_left)?;
         let envp = read_strings(mem, envp, &mut bytes_left)?;
-        let (mut host, mut guest, mut data) = if name.is_empty() {
+        let (mut host, mut guest, mut data, mut file) = if name.is_empty() {
             if flags & AT_EMPTY_PATH == 0 {
                 return Err(Errno::ENOENT);
             }
@@ -97,14 +97,13 @@ impl Process {
                 });
                 new_argv.extend(argv.into_iter().skip(1));
                 argv = new_argv;
-                let (h, g, d) = self.exec_open(AT_FDCWD, &interp, true)?;
-                (host, guest, data) = (h, g, d);
+                (host, guest, data, file) = self.exec_open(AT_FDCWD, &interp, true)?;
                 script_name = interp;
                 continue;
             }
             check_elf(&data)?;
             self.exec = Some(ExecRequest {
-                bytes: data,
+                file: Arc::new(file),
                 host_path: host,
                 guest_path: guest,
                 execfn: if name.is_empty() {
@@ -120,17 +119,14 @@ impl Process {
         Err(Errno::ELOOP)
     }
 
-    /// Opens the file a guest path names for execution: (host path, guest path, bytes).
-    fn exec_open(
-        &self,
-        dirfd: i32,
-        name: &[u8],
-        follow: bool,
-    ) -> Result<(PathBuf, Vec<u8>, Vec<u8>), Errno> {
+    /// Opens the file a guest path names for execution: (host path, guest path, its
+    /// first bytes, the file).
+    fn exec_open(&self, dirfd: i32, name: &[u8], follow: bool) -> Result<Opened, Errno> {
         if let Some(Special::Exe) = self.special(dirfd, name) {
             let host = self.cfg.exe_host_path.clone();
-            let data = std::fs::read(&host).map_err(|e| Errno::from_io(&e))?;
-            return Ok((host, self.exe_guest_bytes(), data));
+            let file = std::fs::File::open(&host).map_err(|e| Errno::from_io(&e))?;
+            let (head, file) = read_head(file.into())?;
+            return Ok((host, self.exe_guest_bytes(), head, file));
         }
         let t = self.resolve(dirfd, name, follow)?;
         let mut fl = libc::O_RDONLY | libc::O_CLOEXEC;
@@ -153,12 +149,12 @@ impl Process {
                 .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(&p)))
                 .unwrap_or_default()
         };
-        let data = read_executable(file, &t.path, t.dirfd)?;
-        Ok((host, t.guest, data))
+        let (head, file) = read_executable(file, &t.path, t.dirfd)?;
+        Ok((host, t.guest, head, file))
     }
 
     /// execveat(fd, "", ..., AT_EMPTY_PATH): the file behind an fd (fexecve).
-    fn exec_open_fd(&self, fd: i32) -> Result<(PathBuf, Vec<u8>, Vec<u8>), Errno> {
+    fn exec_open_fd(&self, fd: i32) -> Result<Opened, Errno> {
         let f = self.files.file(fd)?;
         let h = f.host_fd_pub().ok_or(Errno::EACCES)?;
         let path = f.path.clone();
@@ -172,8 +168,8 @@ impl Process {
         let host = super::fd::fd_path(h)
             .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(&p)))
             .unwrap_or_default();
-        let data = read_executable_fd(file)?;
-        Ok((host, path, data))
+        let (head, file) = read_head(file)?;
+        Ok((host, path, head, file))
     }
 
     /// What a successful execve does to the process once its new image is in place: the
@@ -248,29 +244,45 @@ fn read_strings(
     }
 }
 
+/// What opening a file for exec gives: host path, guest path, its first bytes, the file.
+type Opened = (PathBuf, Vec<u8>, Vec<u8>, std::fs::File);
+
 /// Checks that an opened file may be executed (a regular file with execute permission)
-/// and reads it.
-fn read_executable(file: OwnedFd, path: &CString, dirfd: i32) -> Result<Vec<u8>, Errno> {
+/// and reads its first bytes.
+fn read_executable(
+    file: OwnedFd,
+    path: &CString,
+    dirfd: i32,
+) -> Result<(Vec<u8>, std::fs::File), Errno> {
     // SAFETY: valid C string.
     if unsafe { libc::faccessat(dirfd, path.as_ptr(), libc::X_OK, 0) } != 0 {
-        let e = Errno::last();
-        if e != Errno::ENOENT {
-            return Err(Errno::EACCES);
-        }
+        return Err(Errno::EACCES);
     }
-    read_executable_fd(file)
+    read_head(file)
 }
 
-fn read_executable_fd(file: OwnedFd) -> Result<Vec<u8>, Errno> {
+/// The first [`BINPRM_BUF`] bytes of a regular file with execute permission (EACCES for
+/// anything else), and the file.
+fn read_head(file: OwnedFd) -> Result<(Vec<u8>, std::fs::File), Errno> {
     use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
     let st = super::fd::host_fstat(file.as_raw_fd())?;
     if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_mode & 0o111 == 0 {
         return Err(Errno::EACCES);
     }
-    let mut f = std::fs::File::from(file);
-    let mut data = Vec::with_capacity(st.st_size.max(0) as usize);
-    f.read_to_end(&mut data).map_err(|e| Errno::from_io(&e))?;
-    Ok(data)
+    let f = std::fs::File::from(file);
+    let mut head = vec![0u8; BINPRM_BUF];
+    let mut n = 0;
+    while n < head.len() {
+        match f.read_at(&mut head[n..], n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Errno::from_io(&e)),
+        }
+    }
+    head.truncate(n);
+    Ok((head, f))
 }
 
 /// The interpreter and its one optional argument of a `#!` line, as Linux splits it.
