@@ -45,7 +45,8 @@ log() { printf 'sysroot: %s\n' "$*" >&2; }
 die() { printf 'scripts/sysroot.sh: error: %s\n' "$*" >&2; exit 1; }
 
 # The packages, all :arm64. The programs (with the package that ships each):
-#   coreutils grep sed gawk sqlite3 lua5.4 perl-base python3-minimal
+#   coreutils grep sed gawk sqlite3 lua5.4 perl-base python3-minimal dash
+#   (/bin/sh: python's subprocess with shell=True, perl's system with one string, ...)
 #   python3.11-minimal (the interpreter) libpython3.11-minimal (its standard library)
 # and the libraries they need to start (the DT_NEEDED closure, checked below):
 #   libc6 (glibc, ld.so, libm, libresolv) libgcc-s1 (libc6 needs it: pthread_cancel, unwinding)
@@ -57,7 +58,7 @@ die() { printf 'scripts/sysroot.sh: error: %s\n' "$*" >&2; exit 1; }
 # statically), readline-common (inputrc, docs), gcc-12-base (docs), tzdata, locales.
 packages=(
     libc6 libgcc-s1
-    coreutils grep sed gawk sqlite3 lua5.4 perl-base
+    coreutils grep sed gawk sqlite3 lua5.4 perl-base dash
     python3-minimal python3.11-minimal libpython3.11-minimal
     libselinux1 libpcre2-8-0 libacl1 libattr1
     libgmp10 libmpfr6 libsigsegv2 libreadline8 libtinfo6
@@ -206,6 +207,9 @@ ln -s usr/bin "$stage/bin"
 ln -s usr/sbin "$stage/sbin"
 ln -s usr/lib "$stage/lib"
 mkdir -p "$stage/usr/sbin"
+# dash's maintainer script, not its .deb, makes /bin/sh; a guest's /bin/sh must be arm64
+# (armada runs no host program), so the sysroot has one
+[[ -e $stage/usr/bin/sh || -L $stage/usr/bin/sh ]] || ln -s dash "$stage/usr/bin/sh"
 
 # absolute symlinks -> relative ones (e.g. usr/lib/python3.11/sitecustomize.py -> /etc/...)
 while IFS= read -r -d '' l; do

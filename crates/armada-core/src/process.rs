@@ -346,6 +346,7 @@ impl Program {
                 process.note_file_map(seg.start, seg.end, seg.file_off, name);
             }
         }
+        process.set_cmdline(&argv, &cfg.exe_guest_path);
         let mut random = [0u8; 16];
         process.random_bytes(&mut random);
         let exe = String::from_utf8_lossy(&cfg.exe_guest_path).into_owned();

@@ -200,10 +200,9 @@ impl Process {
         let n = base.len().min(15);
         self.comm[..n].copy_from_slice(&base[..n]);
         let pid = self.pid;
+        self.set_cmdline(&req.argv, &req.guest_path);
         if let Some(e) = self.procs.procs.get_mut(&pid) {
             e.execed = true;
-            e.cmdline = req.argv.iter().flat_map(|a| a.iter().copied().chain([0])).collect();
-            e.exe = req.guest_path.clone();
         }
     }
 

@@ -135,6 +135,14 @@ pub(crate) enum Kind {
         id: usize,
         write: bool,
     },
+    /// One end of a socketpair(AF_UNIX, SOCK_STREAM): it reads pipe `rx` and writes pipe
+    /// `tx` (the other end the reverse); `rd`/`wr`: the directions not shut down.
+    Socket {
+        rx: usize,
+        tx: usize,
+        rd: bool,
+        wr: bool,
+    },
     /// A read-only virtual file (/proc/self/maps, ...).
     Mem(Vec<u8>),
     /// An eventfd, timerfd or epoll instance (see `events`).
@@ -176,7 +184,7 @@ impl OpenFile {
             Kind::Host { mode, .. } => mode & libc::S_IFMT == libc::S_IFREG,
             Kind::StdinBuf(_) | Kind::Mem(_) | Kind::Null | Kind::Zero | Kind::Random => true,
             Kind::Out(_) => true,
-            Kind::Pipe { .. } | Kind::Event(_) => false,
+            Kind::Pipe { .. } | Kind::Socket { .. } | Kind::Event(_) => false,
         }
     }
     /// The host's stat of the file behind this description (None for armada's own files).
@@ -386,19 +394,34 @@ impl Files {
 
     pub(super) fn drop_file(&mut self, idx: usize) {
         if let Some(f) = self.files.get_mut(idx).and_then(|f| f.take()) {
-            if let Kind::Pipe { id, write } = f.kind {
-                if let Some(Some(p)) = self.pipes.get_mut(id) {
-                    if write {
-                        p.writers = p.writers.saturating_sub(1);
-                    } else {
-                        p.readers = p.readers.saturating_sub(1);
+            match f.kind {
+                Kind::Pipe { id, write } => self.pipe_end_closed(id, write),
+                Kind::Socket { rx, tx, rd, wr } => {
+                    if rd {
+                        self.pipe_end_closed(rx, false);
                     }
-                    if p.readers == 0 && p.writers == 0 {
-                        self.pipes[id] = None;
+                    if wr {
+                        self.pipe_end_closed(tx, true);
                     }
                 }
+                _ => {}
             }
             // host fds close when `f` drops here
+        }
+    }
+
+    /// A reading or writing end of pipe `id` is gone (a pipe end or a socket direction
+    /// closed or shut down); the pipe goes with its last end.
+    pub(super) fn pipe_end_closed(&mut self, id: usize, write: bool) {
+        if let Some(Some(p)) = self.pipes.get_mut(id) {
+            if write {
+                p.writers = p.writers.saturating_sub(1);
+            } else {
+                p.readers = p.readers.saturating_sub(1);
+            }
+            if p.readers == 0 && p.writers == 0 {
+                self.pipes[id] = None;
+            }
         }
     }
 
@@ -464,19 +487,6 @@ impl Files {
                 }
             }
         }
-    }
-
-    /// The guest fds that are open, with the paths of their descriptions (/proc/PID/fd).
-    pub(crate) fn open_fds(&self) -> Vec<(i32, Vec<u8>)> {
-        self.fds
-            .iter()
-            .enumerate()
-            .filter_map(|(fd, e)| {
-                let e = (*e)?;
-                let f = self.files.get(e.file)?.as_ref()?;
-                Some((fd as i32, f.path.clone()))
-            })
-            .collect()
     }
 
     /// Number of open guest fds.

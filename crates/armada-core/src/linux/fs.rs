@@ -222,9 +222,11 @@ impl Process {
                 }
             }
             Kind::Null | Kind::Zero | Kind::Random => Ok(0),
-            Kind::StdinBuf(_) | Kind::Out(_) | Kind::Pipe { .. } | Kind::Event(_) => {
-                Err(Errno::ESPIPE)
-            }
+            Kind::StdinBuf(_)
+            | Kind::Out(_)
+            | Kind::Pipe { .. }
+            | Kind::Socket { .. }
+            | Kind::Event(_) => Err(Errno::ESPIPE),
         }
     }
 
@@ -274,6 +276,7 @@ impl Process {
                 let f = self.files.file(n)?;
                 match &f.kind {
                     Kind::Pipe { id, .. } => format!("pipe:[{}]", 1000 + id).into_bytes(),
+                    Kind::Socket { rx, .. } => format!("socket:[{}]", 3000 + rx).into_bytes(),
                     Kind::Event(o) => o.link_name().to_vec(),
                     Kind::StdinBuf(_) | Kind::Out(_) => format!("pipe:[{}]", 900 + n).into_bytes(),
                     _ if !f.path.is_empty() => f.path.clone(),
@@ -326,7 +329,9 @@ impl Process {
                     cvt(unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), mode, 0) })
                 }
                 Special::Fd(n) => self.files.file(n).map(|_| 0),
-                Special::Maps | Special::CpuList if mode & 2 != 0 => Err(Errno::EACCES),
+                Special::Maps | Special::CpuList | Special::Proc(..) if mode & 2 != 0 => {
+                    Err(Errno::EACCES)
+                }
                 _ if mode & 1 != 0 => Err(Errno::EACCES),
                 _ => Ok(0),
             };

@@ -38,6 +38,7 @@ mod proc;
 pub mod procs;
 mod rw;
 pub mod signal;
+mod socket;
 pub mod stat;
 mod strace;
 pub mod sys;
@@ -740,12 +741,22 @@ impl Process {
             EXECVE => self.sys_execve(mem, a[0], a[1], a[2]),
             EXECVEAT => self.sys_execveat(mem, i(0), a[1], a[2], a[3], i(4)),
             MEMBARRIER => self.sys_membarrier(i(0), a[1] as u32),
-            // there are no sockets: calls on an fd say it is not one (bash asks getpeername(0))
-            BIND | LISTEN | ACCEPT | ACCEPT4 | CONNECT | GETSOCKNAME | GETPEERNAME | SENDTO
-            | RECVFROM | SETSOCKOPT | GETSOCKOPT | SHUTDOWN | SENDMSG | RECVMSG | SENDMMSG
-            | RECVMMSG => self.fd_check(i(0)).and(Err(Errno::ENOTSOCK)),
-            // and none can be made: glibc's nscd client and similar probes fall back quietly
-            SOCKET | SOCKETPAIR => Err(Errno(libc::EAFNOSUPPORT)),
+            // sockets: socketpair(AF_UNIX, SOCK_STREAM) only (see `socket`); calls on other
+            // fds say they are not sockets (bash asks getpeername(0))
+            SOCKETPAIR => self.sys_socketpair(mem, i(0), i(1), i(2), a[3]),
+            SHUTDOWN => self.sys_shutdown(i(0), i(1)),
+            SENDTO => self.sys_sendto(mem, i(0), a[1], a[2], i(3), a[4]),
+            RECVFROM => self.sys_recvfrom(mem, i(0), a[1], a[2], i(3), a[5]),
+            SENDMSG => self.sys_msg(mem, i(0), a[1], i(2), true),
+            RECVMSG => self.sys_msg(mem, i(0), a[1], i(2), false),
+            GETSOCKNAME | GETPEERNAME => self.sys_sockname(mem, i(0), a[1], a[2]),
+            GETSOCKOPT => self.sys_getsockopt(mem, i(0), i(1), i(2), a[3], a[4]),
+            BIND | LISTEN | ACCEPT | ACCEPT4 | CONNECT | SETSOCKOPT | SENDMMSG | RECVMMSG => {
+                self.fd_check(i(0)).and(Err(Errno::ENOTSOCK))
+            }
+            // no other socket can be made: glibc's nscd client and similar probes fall back
+            // quietly
+            SOCKET => Err(Errno(libc::EAFNOSUPPORT)),
             GETRANDOM => self.sys_getrandom(mem, a[0], a[1], a[2] as u32),
 
             // time

@@ -15,6 +15,7 @@ impl Process {
         const POLLERR: i16 = 8;
         const POLLHUP: i16 = 0x10;
         const POLLNVAL: i16 = 0x20;
+        const POLLRDHUP: i16 = 0x2000;
         let Ok(f) = self.files.file(fd) else {
             return POLLNVAL;
         };
@@ -50,6 +51,33 @@ impl Process {
                 }
                 _ => POLLNVAL,
             },
+            Kind::Socket { rx, tx, rd, wr } => {
+                let pipes = &self.files.pipes;
+                let mut r = 0;
+                match pipes.get(*rx) {
+                    Some(Some(p)) if *rd => {
+                        if !p.buf.is_empty() {
+                            r |= POLLIN;
+                        }
+                        if p.writers == 0 {
+                            r |= POLLIN | POLLRDHUP;
+                        }
+                    }
+                    _ => r |= POLLIN | POLLRDHUP,
+                }
+                match pipes.get(*tx) {
+                    Some(Some(p)) if *wr && p.readers > 0 => {
+                        if p.buf.len() < PIPE_CAP {
+                            r |= POLLOUT;
+                        }
+                    }
+                    _ => r |= POLLOUT,
+                }
+                if !*rd && !*wr || r & POLLRDHUP != 0 && !*wr {
+                    r |= POLLHUP;
+                }
+                r
+            }
             Kind::Out(_) => POLLOUT,
             Kind::StdinBuf(_) => POLLIN,
             Kind::Event(o) => self.object_poll(o),

@@ -16,11 +16,34 @@ use crate::memory::{AddressSpace, Perm};
 pub(crate) enum Special {
     Exe,
     Maps,
+    /// /proc/PID/{stat,status,cmdline,comm} of a process of the lane.
+    Proc(i32, ProcFile),
     CpuList,
     Null,
     Zero,
     Random,
     Fd(i32),
+}
+
+/// The files of /proc/PID that armada writes itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ProcFile {
+    Stat,
+    Status,
+    Cmdline,
+    Comm,
+}
+
+impl ProcFile {
+    fn from_name(n: &[u8]) -> Option<ProcFile> {
+        Some(match n {
+            b"stat" => ProcFile::Stat,
+            b"status" => ProcFile::Status,
+            b"cmdline" => ProcFile::Cmdline,
+            b"comm" => ProcFile::Comm,
+            _ => return None,
+        })
+    }
 }
 
 impl Process {
@@ -40,15 +63,28 @@ impl Process {
                 .map(Special::Fd)
         };
         let pid_prefix = format!("/proc/{}/", self.pid);
-        let p: &[u8] = if let Some(rest) = p.strip_prefix(pid_prefix.as_bytes()) {
+        let p: &[u8] = if let Some(rest) = p
+            .strip_prefix(pid_prefix.as_bytes())
+            .or_else(|| p.strip_prefix(b"/proc/self/"))
+        {
             return match rest {
                 b"exe" => Some(Special::Exe),
                 b"maps" => Some(Special::Maps),
-                _ => rest.strip_prefix(b"fd/").and_then(proc_fd),
+                _ => ProcFile::from_name(rest)
+                    .map(|f| Special::Proc(self.pid, f))
+                    .or_else(|| rest.strip_prefix(b"fd/").and_then(proc_fd)),
             };
         } else {
             &p
         };
+        // another process of the lane
+        if let Some(rest) = p.strip_prefix(b"/proc/") {
+            let slash = rest.iter().position(|&c| c == b'/')?;
+            let pid: i32 = std::str::from_utf8(&rest[..slash]).ok()?.parse().ok()?;
+            if self.procs.procs.contains_key(&pid) {
+                return ProcFile::from_name(&rest[slash + 1..]).map(|f| Special::Proc(pid, f));
+            }
+        }
         match p {
             b"/proc/self/exe" => Some(Special::Exe),
             b"/proc/self/maps" => Some(Special::Maps),
@@ -79,6 +115,58 @@ impl Process {
             v.extend_from_slice(g);
             normalize_lexically(b"/", &v)
         }
+    }
+
+    /// The text of /proc/PID/{stat,status,cmdline,comm} (ENOENT once the process is
+    /// reaped). What armada does not track reads as Linux shows an idle value: zero.
+    fn proc_text(&self, pid: i32, f: ProcFile) -> Result<Vec<u8>, Errno> {
+        let e = self.procs.procs.get(&pid).ok_or(Errno::ENOENT)?;
+        let comm: Vec<u8> = if pid == self.pid {
+            let n = self.comm.iter().position(|&c| c == 0).unwrap_or(16);
+            self.comm[..n].to_vec()
+        } else {
+            let base = e.exe.rsplit(|&c| c == b'/').next().unwrap_or_default();
+            base[..base.len().min(15)].to_vec()
+        };
+        let comm = String::from_utf8_lossy(&comm).into_owned();
+        let state = if e.zombie.is_some() {
+            ('Z', "zombie")
+        } else if e.stopped {
+            ('T', "stopped")
+        } else if pid == self.pid {
+            ('R', "running")
+        } else {
+            ('S', "sleeping")
+        };
+        let threads = if pid == self.pid { self.thread_count() } else { 1 };
+        Ok(match f {
+            ProcFile::Cmdline => e.cmdline.clone(),
+            ProcFile::Comm => format!("{comm}\n").into_bytes(),
+            ProcFile::Stat => {
+                // pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt
+                // majflt cmajflt utime stime cutime cstime priority nice num_threads
+                // itrealvalue starttime vsize rss, then 28 more fields
+                let mut v = format!(
+                    "{pid} ({comm}) {} {} {} {} 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 {threads} 0 0 0 0",
+                    state.0, e.ppid, e.pgid, e.sid
+                );
+                for _ in 0..28 {
+                    v.push_str(" 0");
+                }
+                v.push('\n');
+                v.into_bytes()
+            }
+            ProcFile::Status => format!(
+                "Name:\t{comm}\nUmask:\t{:04o}\nState:\t{} ({})\nTgid:\t{pid}\nNgid:\t0\nPid:\t{pid}\nPPid:\t{}\nTracerPid:\t0\nUid:\t{u}\t{u}\t{u}\t{u}\nGid:\t{g}\t{g}\t{g}\t{g}\nFDSize:\t64\nGroups:\t\nThreads:\t{threads}\n",
+                self.umask,
+                state.0,
+                state.1,
+                e.ppid,
+                u = self.uid,
+                g = self.gid,
+            )
+            .into_bytes(),
+        })
     }
 
     pub(super) fn exe_host_cpath(&self) -> Result<CString, Errno> {
@@ -178,6 +266,12 @@ impl Process {
                         b"/sys/devices/system/cpu/online",
                     )
                 }
+            }
+            Special::Proc(pid, f) => {
+                if acc != O_RDONLY {
+                    return Err(Errno::EACCES);
+                }
+                (Kind::Mem(self.proc_text(pid, f)?), b"/proc/self/stat")
             }
             Special::Null => (Kind::Null, b"/dev/null"),
             Special::Zero => (Kind::Zero, b"/dev/zero"),

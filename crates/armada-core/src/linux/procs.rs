@@ -583,6 +583,15 @@ impl Process {
         self.thread_count() > 1 || self.procs.count() > 1
     }
 
+    /// Records the command line and program path /proc/PID shows for this process.
+    pub fn set_cmdline(&mut self, argv: &[Vec<u8>], exe: &[u8]) {
+        let pid = self.pid;
+        if let Some(e) = self.procs.procs.get_mut(&pid) {
+            e.cmdline = argv.iter().flat_map(|a| a.iter().copied().chain([0])).collect();
+            e.exe = exe.to_vec();
+        }
+    }
+
     /// Caps the lane's processes (fork fails with EAGAIN past it).
     pub fn set_max_processes(&mut self, n: usize) {
         self.procs.max_processes = n.max(1);

@@ -97,23 +97,17 @@ impl Process {
                     return Err(Errno::EBADF);
                 }
                 let id = *id;
-                let Some(Some(p)) = self.files.pipes.get_mut(id) else {
-                    return Err(Errno::EBADF);
-                };
-                if buf.is_empty() {
+                self.pipe_take(id, buf, nonblock)
+            }
+            Kind::Socket { rx, rd, .. } => {
+                if off.is_some() {
+                    return Err(Errno::ESPIPE);
+                }
+                if !*rd {
                     return Ok(0);
                 }
-                if p.buf.is_empty() {
-                    if p.writers == 0 {
-                        return Ok(0);
-                    }
-                    return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
-                }
-                let n = p.buf.len().min(buf.len());
-                for (d, s) in buf[..n].iter_mut().zip(p.buf.drain(..n)) {
-                    *d = s;
-                }
-                Ok(n)
+                let id = *rx;
+                self.pipe_take(id, buf, nonblock)
             }
             Kind::Null => Ok(0),
             Kind::Zero => {
@@ -180,24 +174,65 @@ impl Process {
                     return Err(Errno::EBADF);
                 }
                 let id = *id;
-                let Some(Some(p)) = self.files.pipes.get_mut(id) else {
-                    return Err(Errno::EBADF);
-                };
-                if p.readers == 0 {
+                self.pipe_put(id, data, nonblock)
+            }
+            Kind::Socket { tx, wr, .. } => {
+                if off.is_some() {
+                    return Err(Errno::ESPIPE);
+                }
+                if !*wr {
                     return Err(Errno::EPIPE);
                 }
-                let room = PIPE_CAP.saturating_sub(p.buf.len());
-                let atomic = data.len() <= super::fd::PIPE_BUF;
-                if (room == 0 || atomic && room < data.len()) && !data.is_empty() {
-                    return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
-                }
-                let n = room.min(data.len());
-                p.buf.extend(&data[..n]);
-                Ok(n)
+                let id = *tx;
+                self.pipe_put(id, data, nonblock)
             }
             Kind::StdinBuf(_) | Kind::Mem(_) | Kind::Event(_) => Err(Errno::EBADF),
             Kind::Null | Kind::Zero | Kind::Random => Ok(data.len()),
         }
+    }
+
+    /// Reads what pipe `id` holds (0 at end of file: no writer left).
+    pub(super) fn pipe_take(
+        &mut self,
+        id: usize,
+        buf: &mut [u8],
+        nonblock: bool,
+    ) -> Result<usize, Errno> {
+        let Some(Some(p)) = self.files.pipes.get_mut(id) else {
+            return Err(Errno::EBADF);
+        };
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if p.buf.is_empty() {
+            if p.writers == 0 {
+                return Ok(0);
+            }
+            return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
+        }
+        let n = p.buf.len().min(buf.len());
+        for (d, s) in buf[..n].iter_mut().zip(p.buf.drain(..n)) {
+            *d = s;
+        }
+        Ok(n)
+    }
+
+    /// Writes into pipe `id` what fits (EPIPE when no reader is left).
+    pub(super) fn pipe_put(&mut self, id: usize, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        let Some(Some(p)) = self.files.pipes.get_mut(id) else {
+            return Err(Errno::EBADF);
+        };
+        if p.readers == 0 {
+            return Err(Errno::EPIPE);
+        }
+        let room = PIPE_CAP.saturating_sub(p.buf.len());
+        let atomic = data.len() <= super::fd::PIPE_BUF;
+        if (room == 0 || atomic && room < data.len()) && !data.is_empty() {
+            return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
+        }
+        let n = room.min(data.len());
+        p.buf.extend(&data[..n]);
+        Ok(n)
     }
 
     /// Turns internal I/O errors into what the guest sees (SIGPIPE, a block).
@@ -341,7 +376,9 @@ impl Process {
     /// pread/pwrite need a seekable file.
     pub(super) fn pos_check(&self, fd: i32) -> Result<(), Errno> {
         match &self.files.file(fd)?.kind {
-            Kind::Pipe { .. } | Kind::StdinBuf(_) | Kind::Out(_) => Err(Errno::ESPIPE),
+            Kind::Pipe { .. } | Kind::Socket { .. } | Kind::StdinBuf(_) | Kind::Out(_) => {
+                Err(Errno::ESPIPE)
+            }
             _ => Ok(()),
         }
     }

@@ -169,6 +169,12 @@ impl Process {
                 mode: libc::S_IFIFO | 0o600,
                 ..base
             },
+            Kind::Socket { .. } => StatInfo {
+                dev: 0x8,
+                ino: 3000 + id,
+                mode: libc::S_IFSOCK | 0o777,
+                ..base
+            },
             Kind::Event(_) => StatInfo {
                 dev: 0xe,
                 ino: 4000 + id,
@@ -207,6 +213,7 @@ impl Process {
         match &f.kind {
             Kind::Host { fd, .. } => Ok(StatInfo::from_host(&host_fstat(fd.raw())?)),
             Kind::Pipe { id, .. } => Ok(self.virtual_stat(&f.kind, *id as u64)),
+            Kind::Socket { rx, .. } => Ok(self.virtual_stat(&f.kind, *rx as u64)),
             k => Ok(self.virtual_stat(k, e.file as u64)),
         }
     }
@@ -222,7 +229,7 @@ impl Process {
                     0,
                 )?))
             }
-            Special::Maps | Special::CpuList => {
+            Special::Maps | Special::CpuList | Special::Proc(..) => {
                 let mut s = self.virtual_stat(&Kind::Mem(Vec::new()), 0);
                 s.size = 0;
                 Ok(s)
