@@ -206,6 +206,15 @@ impl OpenFile {
 #[derive(Debug, Default)]
 pub(crate) struct Pipe {
     pub(super) buf: VecDeque<u8>,
+    /// For a datagram or seqpacket socket: the lengths of the messages in `buf`, in
+    /// order (a read takes one message at most, and drops what does not fit).
+    pub(super) bounds: Option<VecDeque<usize>>,
+    /// Bytes ever written and ever taken: positions in the stream.
+    pub(super) written: u64,
+    pub(super) taken: u64,
+    /// Open file descriptions in flight (SCM_RIGHTS), each list at the stream position of
+    /// the first byte it was sent with; each holds a reference until it is received.
+    pub(super) rights: VecDeque<(u64, Vec<usize>)>,
     pub(super) readers: u32,
     pub(super) writers: u32,
 }
@@ -376,6 +385,13 @@ impl Files {
         Ok(())
     }
 
+    /// Takes one more reference to open file description `idx` (one in flight).
+    pub(super) fn retain_file(&mut self, idx: usize) {
+        if let Some(Some(f)) = self.files.get_mut(idx) {
+            f.refs += 1;
+        }
+    }
+
     pub(super) fn release_if_unused(&mut self, idx: usize) {
         if matches!(self.files.get(idx), Some(Some(f)) if f.refs == 0) {
             self.drop_file(idx);
@@ -420,7 +436,17 @@ impl Files {
                 p.readers = p.readers.saturating_sub(1);
             }
             if p.readers == 0 && p.writers == 0 {
+                let in_flight = std::mem::take(&mut p.rights);
                 self.pipes[id] = None;
+                for idx in in_flight.into_iter().flat_map(|(_, v)| v) {
+                    self.release(idx);
+                }
+            } else if p.readers == 0 {
+                // nobody can receive them any more
+                let in_flight = std::mem::take(&mut p.rights);
+                for idx in in_flight.into_iter().flat_map(|(_, v)| v) {
+                    self.release(idx);
+                }
             }
         }
     }

@@ -42,7 +42,8 @@ impl Process {
                 }
                 Some(Some(p)) => {
                     if p.readers == 0 {
-                        POLLERR
+                        // writable (a write fails at once with EPIPE), and an error
+                        POLLOUT | POLLERR
                     } else if p.buf.len() < PIPE_CAP {
                         POLLOUT
                     } else {

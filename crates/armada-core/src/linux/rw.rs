@@ -210,10 +210,17 @@ impl Process {
             }
             return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
         }
-        let n = p.buf.len().min(buf.len());
-        for (d, s) in buf[..n].iter_mut().zip(p.buf.drain(..n)) {
+        let (n, drop) = match p.bounds.as_mut().and_then(|b| b.pop_front()) {
+            Some(len) => (len.min(buf.len()), len),
+            None => {
+                let n = p.buf.len().min(buf.len());
+                (n, n)
+            }
+        };
+        for (d, s) in buf[..n].iter_mut().zip(p.buf.drain(..drop)) {
             *d = s;
         }
+        p.taken += drop as u64;
         Ok(n)
     }
 
@@ -226,12 +233,26 @@ impl Process {
             return Err(Errno::EPIPE);
         }
         let room = PIPE_CAP.saturating_sub(p.buf.len());
+        if let Some(b) = p.bounds.as_mut() {
+            // a message goes in whole or not at all
+            if data.len() > PIPE_CAP {
+                return Err(Errno(libc::EMSGSIZE));
+            }
+            if room < data.len() {
+                return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
+            }
+            b.push_back(data.len());
+            p.buf.extend(data);
+            p.written += data.len() as u64;
+            return Ok(data.len());
+        }
         let atomic = data.len() <= super::fd::PIPE_BUF;
         if (room == 0 || atomic && room < data.len()) && !data.is_empty() {
             return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
         }
         let n = room.min(data.len());
         p.buf.extend(&data[..n]);
+        p.written += n as u64;
         Ok(n)
     }
 

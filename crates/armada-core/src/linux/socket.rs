@@ -1,7 +1,9 @@
-//! Sockets, as far as armada has them: socketpair(AF_UNIX, SOCK_STREAM), the pair
-//! programs use to talk to a child process, built from two of armada's pipes (one each
-//! way), so it is deterministic and needs no host socket. Reads, writes, poll, select,
-//! epoll, shutdown, send/recv (and their msg forms, without ancillary data) work on it.
+//! Sockets, as far as armada has them: socketpair(AF_UNIX, SOCK_STREAM, and the message
+//! forms SOCK_DGRAM and SOCK_SEQPACKET), the pair programs use to talk to a child
+//! process, built from two of armada's pipes (one each way), so it is deterministic and
+//! needs no host socket. Reads, writes, poll, select,
+//! epoll, shutdown, send/recv and their msg forms work on it, and so does passing fds with
+//! SCM_RIGHTS (open file descriptions are the lane's, so either process can hold them).
 //! Every other socket call fails as it would on a system without networking: socket()
 //! with EAFNOSUPPORT, a socket call on an fd that is not a socket with ENOTSOCK.
 
@@ -12,9 +14,13 @@ use crate::memory::AddressSpace;
 
 const AF_UNIX: i32 = 1;
 const SOCK_STREAM: i32 = 1;
+const SOCK_DGRAM: i32 = 2;
+const SOCK_SEQPACKET: i32 = 5;
 const SOCK_NONBLOCK: i32 = 0o4000;
 const SOCK_CLOEXEC: i32 = 0o2000000;
 const MSG_DONTWAIT: i32 = 0x40;
+const SOL_SOCKET: i32 = 1;
+const SCM_RIGHTS: i32 = 1;
 const MSG_NOSIGNAL: i32 = 0x4000;
 const SHUT_RD: i32 = 0;
 const SHUT_WR: i32 = 1;
@@ -32,9 +38,10 @@ impl Process {
         if domain != AF_UNIX {
             return Err(Errno(libc::EAFNOSUPPORT));
         }
-        if ty & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != SOCK_STREAM {
+        let kind = ty & !(SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if ![SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET].contains(&kind) {
             super::note_once(super::NOTE_UNSUPPORTED, 0x3_0000_0000 | ty as u32 as u64, || {
-                format!("socketpair of type {ty:#x} is not supported (only SOCK_STREAM); returning EOPNOTSUPP")
+                format!("socketpair of type {ty:#x} is not supported (SOCK_STREAM, SOCK_DGRAM and SOCK_SEQPACKET are); returning EOPNOTSUPP")
             });
             return Err(Errno::EOPNOTSUPP);
         }
@@ -48,6 +55,9 @@ impl Process {
             if let Some(Some(p)) = self.files.pipes.get_mut(id) {
                 p.readers = 1;
                 p.writers = 1;
+                if kind != SOCK_STREAM {
+                    p.bounds = Some(Default::default());
+                }
             }
         }
         let st = if ty & SOCK_NONBLOCK != 0 { O_NONBLOCK } else { 0 };
@@ -168,8 +178,9 @@ impl Process {
         Ok(r)
     }
 
-    /// sendmsg/recvmsg: the data of the iovecs; names are ignored (the pair is connected)
-    /// and ancillary data (SCM_RIGHTS, credentials) is not supported.
+    /// sendmsg/recvmsg: the data of the iovecs, and fds passed with SCM_RIGHTS (the
+    /// receiver gets new fds for the same open file descriptions). Names are ignored (the
+    /// pair is connected); other ancillary data (credentials) is not supported.
     pub(crate) fn sys_msg(
         &mut self,
         mem: &mut AddressSpace,
@@ -183,27 +194,127 @@ impl Process {
         let iovlen = rd_u64(mem, msg + 24)?;
         let control = rd_u64(mem, msg + 32)?;
         let controllen = rd_u64(mem, msg + 40)?;
-        if send && control != 0 && controllen != 0 {
-            super::note_once(super::NOTE_UNSUPPORTED, 0x4_0000_0000, || {
-                "sendmsg with ancillary data (passing fds) is not supported; returning EOPNOTSUPP"
-                    .to_string()
-            });
-            return Err(Errno::EOPNOTSUPP);
-        }
-        let r = self.with_msg_flags(fd, flags, |p| {
-            if send {
-                p.sys_writev(mem, fd, iov, iovlen, None)
+        let Kind::Socket { rx, tx, .. } = self.files.file(fd)?.kind else {
+            return Err(Errno::ENOTSOCK);
+        };
+        if send {
+            let rights = if control != 0 && controllen != 0 {
+                self.read_rights(mem, control, controllen)?
             } else {
-                p.sys_readv(mem, fd, iov, iovlen, None)
+                Vec::new()
+            };
+            let pos = match self.files.pipes.get(tx) {
+                Some(Some(p)) => p.written,
+                _ => 0,
+            };
+            let r = self.with_msg_flags(fd, flags, |p| p.sys_writev(mem, fd, iov, iovlen, None));
+            match (&r, self.files.pipes.get_mut(tx)) {
+                (Ok(_), Some(Some(p))) if !rights.is_empty() => p.rights.push_back((pos, rights)),
+                _ => {
+                    for idx in rights {
+                        self.files.release(idx);
+                    }
+                }
             }
-        })?;
-        if !send {
-            // msg_namelen, msg_controllen and msg_flags: nothing of those came
-            wr_u32(mem, msg + 8, 0)?;
-            super::wr_u64(mem, msg + 40, 0)?;
-            wr_u32(mem, msg + 48, 0)?;
+            return r;
         }
+        let start = match self.files.pipes.get(rx) {
+            Some(Some(p)) => p.taken,
+            _ => 0,
+        };
+        let r = self.with_msg_flags(fd, flags, |p| p.sys_readv(mem, fd, iov, iovlen, None))?;
+        let end = match self.files.pipes.get(rx) {
+            Some(Some(p)) => p.taken,
+            _ => start,
+        };
+        // the fds sent with the bytes just read
+        let mut got = Vec::new();
+        if let Some(Some(p)) = self.files.pipes.get_mut(rx) {
+            while p.rights.front().is_some_and(|(at, _)| *at < end.max(start + 1)) {
+                if let Some((_, v)) = p.rights.pop_front() {
+                    got.extend(v);
+                }
+            }
+        }
+        let mut used = 0u64;
+        let mut msg_flags = 0u32;
+        if !got.is_empty() {
+            const MSG_CTRUNC: u32 = 8;
+            const MSG_CMSG_CLOEXEC: i32 = 0x4000_0000;
+            let room = controllen.saturating_sub(16) / 4;
+            let cloexec = flags & MSG_CMSG_CLOEXEC != 0;
+            let limit = self.nofile();
+            let mut fds = Vec::new();
+            for (k, idx) in got.into_iter().enumerate() {
+                if (k as u64) < room && control != 0 {
+                    if let Ok(nfd) = self.files.install(idx, 0, cloexec, limit) {
+                        fds.push(nfd);
+                    } else {
+                        msg_flags |= MSG_CTRUNC;
+                    }
+                } else {
+                    msg_flags |= MSG_CTRUNC;
+                }
+                // the in-flight reference
+                self.files.release(idx);
+            }
+            if !fds.is_empty() {
+                let len = 16 + 4 * fds.len() as u64;
+                let mut c = Vec::with_capacity(len as usize);
+                c.extend_from_slice(&len.to_le_bytes());
+                c.extend_from_slice(&SOL_SOCKET.to_le_bytes());
+                c.extend_from_slice(&SCM_RIGHTS.to_le_bytes());
+                for f in &fds {
+                    c.extend_from_slice(&f.to_le_bytes());
+                }
+                wr(mem, control, &c)?;
+                used = (len + 7) & !7;
+            }
+        }
+        // msg_namelen, msg_controllen and msg_flags
+        wr_u32(mem, msg + 8, 0)?;
+        super::wr_u64(mem, msg + 40, used)?;
+        wr_u32(mem, msg + 48, msg_flags)?;
         Ok(r)
+    }
+
+    /// The open file descriptions an SCM_RIGHTS message names, each with a reference taken
+    /// (EBADF for a bad fd, EOPNOTSUPP for other ancillary data).
+    fn read_rights(&mut self, mem: &mut AddressSpace, control: u64, len: u64) -> Result<Vec<usize>, Errno> {
+        let mut out = Vec::new();
+        let mut at = 0u64;
+        let res = (|| {
+            while at + 16 <= len {
+                let clen = rd_u64(mem, control + at)?;
+                let level = super::rd_u32(mem, control + at + 8)? as i32;
+                let ty = super::rd_u32(mem, control + at + 12)? as i32;
+                if clen < 16 || at + clen > len {
+                    return Err(Errno::EINVAL);
+                }
+                if level != SOL_SOCKET || ty != SCM_RIGHTS {
+                    super::note_once(super::NOTE_UNSUPPORTED, 0x4_0000_0000, || {
+                        "sendmsg with ancillary data other than SCM_RIGHTS is not supported; returning EOPNOTSUPP"
+                            .to_string()
+                    });
+                    return Err(Errno::EOPNOTSUPP);
+                }
+                for k in 0..(clen - 16) / 4 {
+                    let fd = super::rd_u32(mem, control + at + 16 + 4 * k)? as i32;
+                    let idx = self.files.entry(fd)?.file;
+                    self.files.retain_file(idx);
+                    out.push(idx);
+                }
+                at += (clen + 7) & !7;
+            }
+            Ok(())
+        })();
+        if let Err(e) = res {
+            for idx in out {
+                self.files.release(idx);
+            }
+            return Err(e);
+        }
+        Ok(out)
     }
 
     /// getsockname/getpeername: an unnamed AF_UNIX socket (just the family).
@@ -227,7 +338,6 @@ impl Process {
         val: u64,
         len: u64,
     ) -> SysResult {
-        const SOL_SOCKET: i32 = 1;
         const SO_TYPE: i32 = 3;
         const SO_ERROR: i32 = 4;
         const SO_SNDBUF: i32 = 7;
@@ -238,7 +348,13 @@ impl Process {
             return Err(Errno(libc::ENOPROTOOPT));
         }
         let v: i32 = match name {
-            SO_TYPE => SOCK_STREAM,
+            SO_TYPE => match self.files.file(fd)?.kind {
+                Kind::Socket { rx, .. } => match self.files.pipes.get(rx) {
+                    Some(Some(p)) if p.bounds.is_some() => SOCK_SEQPACKET,
+                    _ => SOCK_STREAM,
+                },
+                _ => SOCK_STREAM,
+            },
             SO_DOMAIN => AF_UNIX,
             SO_ERROR => 0,
             SO_SNDBUF | SO_RCVBUF => super::fd::PIPE_CAP as i32,
