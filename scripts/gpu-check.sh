@@ -73,6 +73,13 @@ if want env; then
         timeout 120 $A run --backend $B "$G/$1" "${@:2}" >/dev/null 2>"$log/refuse-$1.err"
         note "env: $1 on $B: rc=$? ($(tail -1 "$log/refuse-$1.err" | cut -c1-150))"
     done
+    # a program that forks (a shell pipeline): refused in run and in batch
+    if [[ -e $G/busybox ]]; then
+        timeout 120 $A run --backend $B "$G/busybox" sh -c 'echo hi | cat' >/dev/null 2>"$log/refuse-fork.err"
+        note "env: busybox sh pipeline on $B: rc=$? ($(tail -1 "$log/refuse-fork.err" | cut -c1-150))"
+        timeout 300 $A batch --backend $B --lanes 64 "$G/busybox" sh -c 'echo {lane} | cat' >/dev/null 2>"$log/refuse-fork-batch.err"
+        note "env: 64-lane batch of a pipeline on $B: rc=$? ($(grep -m1 -i 'not run' "$log/refuse-fork-batch.err" | cut -c1-150))"
+    fi
 fi
 
 # ---------------------------------------------------------------------------------- speed

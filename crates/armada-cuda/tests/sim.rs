@@ -201,3 +201,30 @@ fn guest_threads_end_the_lane_clearly() {
     assert_eq!(cpu.lanes[0].exit, armada_core::runner::Exit::Code(0));
     assert!(String::from_utf8_lossy(&cpu.lanes[0].stdout).contains("2 threads x 1 rounds"));
 }
+
+/// A lane whose program forks ends with a clear "unsupported" (status 125) on the GPU
+/// engine until the GPU port of processes; the CPU engine runs it.
+#[test]
+fn guest_processes_end_the_lane_clearly() {
+    let Some(engine) = options() else {
+        return;
+    };
+    let p = repo().join("target/guest-processes/wnohang");
+    if !p.exists() {
+        eprintln!("skipped: no process guest programs (tests/guest/build-processes.sh target/guest-processes)");
+        return;
+    }
+    let s = spec(&p, 2, &[], |_| Vec::new());
+    let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+    for l in &out.lanes {
+        match &l.exit {
+            armada_core::runner::Exit::Unsupported(m) => {
+                assert!(m.contains("fork") && m.contains("--backend cpu"), "{m}");
+                assert_eq!(l.exit.status(), 125);
+            }
+            e => panic!("lane {}: {e:?}, expected Unsupported", l.lane),
+        }
+    }
+    let cpu = armada_core::batch::run_cpu(&s, &|_| {}).unwrap();
+    assert_eq!(cpu.lanes[0].exit, armada_core::runner::Exit::Code(0));
+}
