@@ -84,7 +84,7 @@ int main(int argc, char **argv)
         int st;
         errno = 0;
         pid_t r = waitpid(-1, &st, WNOHANG);
-        printf("grandparent's waitpid(-1): %d %s\n", (int)r, errname(errno));
+        printf("grandparent's waitpid(-1): %s %s\n", r > 0 ? "a pid" : r == 0 ? "0" : "-1", errname(errno));
     }
     return 0;
 }
