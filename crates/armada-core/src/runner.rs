@@ -362,20 +362,23 @@ impl Lane {
             self.program.process.take_outgoing().into_iter().collect();
         while let Some(o) = queue.pop_front() {
             let cur = self.cur_pid();
-            let target = if o.pid == cur {
-                &mut self.program.process
-            } else {
-                match self.parked.get_mut(&o.pid) {
-                    Some(p) => &mut p.program.process,
-                    None => continue,
-                }
+            let (reaps, ignored) = match self.process_mut(o.pid) {
+                Some(t) => (t.reaps_children(), t.ignores_sigchld()),
+                None => continue,
             };
             if let Some(child) = o.child {
-                if target.reaps_children() {
+                if reaps {
+                    // SIGCHLD ignored or SA_NOCLDWAIT: nobody waits for the zombie (a
+                    // handler, with SA_NOCLDWAIT, still runs)
                     self.program.process.reap(child);
-                    continue;
+                    if ignored {
+                        continue;
+                    }
                 }
             }
+            let Some(target) = self.process_mut(o.pid) else {
+                continue;
+            };
             if o.signal == 0 {
                 continue;
             }
@@ -400,35 +403,49 @@ impl Lane {
                         self.cur_killed = Some(s);
                     }
                 }
-                r @ (Received::Stop(_) | Received::Continue) => {
-                    let stop = match r {
-                        Received::Stop(s) => Some(s),
-                        _ => None,
-                    };
-                    if let Some(parent) = self.program.process.set_stopped(o.pid, stop) {
-                        let notify = match parent {
-                            p if p == cur => self.program.process.wants_stop_notice(),
-                            p => self.parked.get(&p).is_some_and(|x| x.program.process.wants_stop_notice()),
-                        };
-                        if notify && o.pid != self.program.process.first_pid() {
-                            let (code, status) = match stop {
-                                Some(s) => (procs::CLD_STOPPED, s),
-                                None => (procs::CLD_CONTINUED, sig::SIGCONT),
-                            };
-                            queue.push_back(procs::Outgoing {
-                                pid: parent,
-                                signal: sig::SIGCHLD,
-                                code,
-                                value: o.pid as u32 as u64,
-                                extra: status as u64,
-                                child: None,
-                            });
-                        }
-                    }
-                    self.wake_retries();
-                }
+                Received::Stop(s) => queue.extend(self.stop_process(o.pid, Some(s))),
+                Received::Continue => queue.extend(self.stop_process(o.pid, None)),
             }
         }
+    }
+
+    /// The Linux state of process `pid` (the current one or a parked one).
+    fn process_mut(&mut self, pid: i32) -> Option<&mut crate::linux::Process> {
+        if pid == self.cur_pid() {
+            Some(&mut self.program.process)
+        } else {
+            self.parked.get_mut(&pid).map(|p| &mut p.program.process)
+        }
+    }
+
+    /// Stops (`Some(signal)`) or continues process `pid`: its tasks are not scheduled
+    /// while it is stopped. Returns the SIGCHLD its parent gets for it, if any.
+    fn stop_process(&mut self, pid: i32, stop: Option<i32>) -> Option<procs::Outgoing> {
+        let cur = self.cur_pid();
+        let parent = self.program.process.set_stopped(pid, stop)?;
+        self.wake_retries();
+        let notify = match parent {
+            p if p == cur => self.program.process.wants_stop_notice(),
+            p => self
+                .parked
+                .get(&p)
+                .is_some_and(|x| x.program.process.wants_stop_notice()),
+        };
+        if !notify || pid == self.program.process.first_pid() {
+            return None;
+        }
+        let (code, status) = match stop {
+            Some(s) => (procs::CLD_STOPPED, s),
+            None => (procs::CLD_CONTINUED, sig::SIGCONT),
+        };
+        Some(procs::Outgoing {
+            pid: parent,
+            signal: sig::SIGCHLD,
+            code,
+            value: pid as u32 as u64,
+            extra: status as u64,
+            child: None,
+        })
     }
 
     /// Acts on a syscall's outcome and on what it did to other tasks (threads cloned,
@@ -489,7 +506,15 @@ impl Lane {
                     message: None,
                 });
             }
-            let yielded = self.program.process.take_yield();
+            let mut yielded = self.program.process.take_yield();
+            if let Some(s) = self.program.process.take_stop() {
+                // the process stopped itself: its tasks wait for SIGCONT from another
+                if let Some(o) = self.stop_process(pid, Some(s)) {
+                    self.program.process.queue_outgoing(o);
+                    self.deliver_outgoing();
+                }
+                yielded = true;
+            }
             let next = match outcome {
                 SysOutcome::Continue => {
                     self.wake_retries();

@@ -7,7 +7,9 @@
 //! is held by the process the Linux layer is servicing and handed over by the scheduler
 //! (`Process::hand_over`). Pids are virtual and deterministic: the first process has the
 //! host's pid (1000 under `--deterministic`) and every new process or thread takes the
-//! next number, so the same run gives the same pids.
+//! next number, so the same run gives the same pids. An orphan goes to its nearest living
+//! ancestor that is a child subreaper (PR_SET_CHILD_SUBREAPER), else to init, which is not
+//! part of the lane: it has pid 1 and reaps what it inherits, as Linux's init does.
 //!
 //! What needs another process's own state (its signal dispositions, its tasks) is left
 //! to the scheduler in `runner`, which holds every process: a signal for another process
@@ -20,6 +22,9 @@ use super::signal::{self as sig, SIGCHLD};
 use super::wait::WaitKind;
 use super::{wr, Errno, Process, SysResult};
 use crate::memory::AddressSpace;
+
+/// The pid of init, which is not part of the lane: the parent of orphans (it reaps them).
+pub const INIT: i32 = 1;
 
 /// Default most processes of one lane alive at once (zombies included); fork past it fails
 /// with EAGAIN, so a fork bomb ends cleanly. `--max-processes` changes it.
@@ -58,6 +63,8 @@ pub(crate) struct ProcEntry {
     pub(crate) report: Option<Report>,
     /// Whether it has called execve since it was forked (setpgid by the parent fails then).
     pub(crate) execed: bool,
+    /// PR_SET_CHILD_SUBREAPER: it inherits its descendants' orphans.
+    pub(crate) subreaper: bool,
     /// Its command line (NUL-separated) and command name, for /proc/PID.
     pub(crate) cmdline: Vec<u8>,
     pub(crate) exe: Vec<u8>,
@@ -90,7 +97,7 @@ pub struct ProcTable {
     pub(crate) procs: BTreeMap<i32, ProcEntry>,
     pub(crate) next_pid: i32,
     pub(crate) max_processes: usize,
-    /// The lane's first process: orphans are re-parented to it, and its end ends the run.
+    /// The lane's first process: its end ends the run.
     pub(crate) first: i32,
     pub(crate) outbox: Vec<Outgoing>,
 }
@@ -108,6 +115,7 @@ impl ProcTable {
                 stopped: false,
                 report: None,
                 execed: true,
+                subreaper: false,
                 cmdline: Vec::new(),
                 exe: Vec::new(),
             },
@@ -170,6 +178,24 @@ impl ProcTable {
             Which::Group(0) => Some(e.pgid) == self.procs.get(&caller).map(|c| c.pgid),
             Which::Group(g) => e.pgid == g,
         }
+    }
+
+    /// Who inherits the children of `pid` when it ends: its nearest living ancestor that
+    /// is a child subreaper, else init.
+    fn heir(&self, pid: i32) -> i32 {
+        let mut at = self.procs.get(&pid).map_or(INIT, |e| e.ppid);
+        let mut steps = 0;
+        while let Some(e) = self.procs.get(&at) {
+            if e.subreaper && e.zombie.is_none() {
+                return at;
+            }
+            at = e.ppid;
+            steps += 1;
+            if steps > self.procs.len() {
+                break;
+            }
+        }
+        INIT
     }
 
     /// The children of `pid`, in the order they were made.
@@ -476,16 +502,17 @@ impl Process {
     }
 
     /// Records the end of this process (the one being serviced): its fds close, it
-    /// becomes a zombie with `status`, its children go to the lane's first process, and its
+    /// becomes a zombie with `status`, its children go to a subreaper or init, and its
     /// parent gets SIGCHLD (through the outbox). Called by the scheduler.
     pub fn end_process(&mut self, status: WaitStatus) {
         self.files.close_all();
         let me = self.pid;
         let first = self.procs.first;
         let orphans = self.procs.children(me);
+        let heir = self.procs.heir(me);
         for c in &orphans {
             if let Some(e) = self.procs.procs.get_mut(c) {
-                e.ppid = first;
+                e.ppid = heir;
             }
         }
         let ppid = match self.procs.procs.get_mut(&me) {
@@ -513,19 +540,49 @@ impl Process {
                 child: Some(me),
             });
         }
-        // zombies re-parented to the first process whose news it would never hear
         for c in orphans {
-            if self.procs.procs.get(&c).is_some_and(|e| e.zombie.is_some()) && me != first {
-                self.procs.outbox.push(Outgoing {
-                    pid: first,
-                    signal: SIGCHLD,
-                    code: CLD_EXITED,
-                    value: c as u32 as u64,
-                    extra: 0,
-                    child: Some(c),
-                });
+            if self.procs.procs.get(&c).is_some_and(|e| e.zombie.is_some()) {
+                if heir == INIT {
+                    // init reaps what it inherits
+                    self.procs.procs.remove(&c);
+                } else {
+                    // a subreaper hears of the zombie it inherited
+                    self.procs.outbox.push(Outgoing {
+                        pid: heir,
+                        signal: SIGCHLD,
+                        code: CLD_EXITED,
+                        value: c as u32 as u64,
+                        extra: 0,
+                        child: Some(c),
+                    });
+                }
             }
         }
+        if ppid == INIT {
+            // init reaps it at once
+            self.procs.procs.remove(&me);
+        }
+    }
+
+    pub(crate) fn set_subreaper(&mut self, on: bool) {
+        let me = self.pid;
+        if let Some(e) = self.procs.procs.get_mut(&me) {
+            e.subreaper = on;
+        }
+    }
+
+    pub(crate) fn is_subreaper(&self) -> bool {
+        self.procs.procs.get(&self.pid).is_some_and(|e| e.subreaper)
+    }
+
+    /// Queues a signal for another process (the scheduler's own, e.g. SIGCHLD of a stop).
+    pub fn queue_outgoing(&mut self, o: Outgoing) {
+        self.procs.outbox.push(o);
+    }
+
+    /// Whether SIGCHLD is ignored (SIG_IGN).
+    pub fn ignores_sigchld(&self) -> bool {
+        self.signals.sigchld_ignored()
     }
 
     /// Signals for other processes that the last syscall (or [`Process::end_process`]) left.

@@ -325,9 +325,7 @@ impl Process {
             match default_action(sig) {
                 Default_::Terminate => self.outcome = Some(SysOutcome::Killed(sig)),
                 Default_::Ignore => {}
-                Default_::Stop => super::note_once(super::NOTE_MISC, 100 + sig as u64, || {
-                    format!("{} would stop the guest; armada ignores it", name(sig))
-                }),
+                Default_::Stop => self.events.stop = Some(sig),
             }
             return;
         }
@@ -366,9 +364,7 @@ impl Process {
             match default_action(sig) {
                 Default_::Terminate => self.outcome = Some(SysOutcome::Killed(sig)),
                 Default_::Ignore => {}
-                Default_::Stop => super::note_once(super::NOTE_MISC, 100 + sig as u64, || {
-                    format!("{} would stop the guest; armada ignores it", name(sig))
-                }),
+                Default_::Stop => self.events.stop = Some(sig),
             }
         }
     }
@@ -915,6 +911,10 @@ const SA_NOCLDSTOP: u64 = 1;
 const SA_NOCLDWAIT: u64 = 2;
 
 impl Signals {
+    pub(crate) fn sigchld_ignored(&self) -> bool {
+        self.actions[SIGCHLD as usize].handler == SIG_IGN
+    }
+
     /// Whether children are reaped as they end (SIGCHLD ignored, or SA_NOCLDWAIT).
     pub(crate) fn ignores_children(&self) -> bool {
         let a = self.actions[SIGCHLD as usize];

@@ -276,6 +276,8 @@ impl Process {
         const PR_SET_NAME: i32 = 15;
         const PR_GET_NAME: i32 = 16;
         const PR_SET_VMA: i32 = 0x53564d41;
+        const PR_SET_CHILD_SUBREAPER: i32 = 36;
+        const PR_GET_CHILD_SUBREAPER: i32 = 37;
         match op {
             PR_SET_NAME => {
                 let mut n = [0u8; 16];
@@ -289,6 +291,11 @@ impl Process {
                 wr(mem, a2, &c)?;
                 Ok(0)
             }
+            PR_SET_CHILD_SUBREAPER => {
+                self.set_subreaper(a2 != 0);
+                Ok(0)
+            }
+            PR_GET_CHILD_SUBREAPER => wr_u32(mem, a2, self.is_subreaper() as u32).map(|_| 0),
             PR_SET_PDEATHSIG | PR_SET_DUMPABLE | PR_SET_VMA => Ok(0),
             PR_GET_PDEATHSIG => wr_u32(mem, a2, 0).map(|_| 0),
             PR_GET_DUMPABLE => Ok(1),

@@ -57,10 +57,11 @@ pub(crate) struct Events {
     pub(crate) block: Option<Wait>,
     /// The current task gives up the rest of its quantum (sched_yield).
     pub(crate) yielded: bool,
+    /// A signal's default action stops the process (SIGSTOP, SIGTSTP, ... to itself).
+    pub(crate) stop: Option<i32>,
 }
 
 impl Process {
-    /// Takes the scheduler's events of the last syscall.
     /// Takes the scheduler's events of the last syscall.
     pub fn take_spawned(&mut self) -> Vec<NewTask> {
         std::mem::take(&mut self.events.spawned)
@@ -72,6 +73,10 @@ impl Process {
 
     pub fn take_block(&mut self) -> Option<Wait> {
         self.events.block.take()
+    }
+
+    pub fn take_stop(&mut self) -> Option<i32> {
+        self.events.stop.take()
     }
 
     pub fn take_yield(&mut self) -> bool {
