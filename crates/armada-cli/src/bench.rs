@@ -40,7 +40,26 @@ const DEFAULT_CASES: &[&str] = &[
     // the same work on one thread and on four: a threaded program's instruction rate
     "target/guest/threads_compute 1 240",
     "target/guest/threads_compute 4 60",
+    // fork of a process with 100 MiB written: copy-on-write copies nothing
+    "target/guest-processes/fork_big 100 20",
 ];
+
+/// The spawn case: busybox sh runs `busybox true` 1,000 times (each a fork and an execve;
+/// under qemu-aarch64 each is a new host process, which needs binfmt_misc to know arm64
+/// ELF), when the busybox that scripts/test downloads is there.
+fn spawn_case() -> Option<String> {
+    let dir = Path::new("target/guest-deps/extracted");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("bin/busybox"))
+        .filter(|p| p.exists())
+        .collect();
+    found.sort();
+    let bb = found.pop()?;
+    let bb = bb.to_str()?;
+    Some(format!("{bb} sh tests/guest/bench/spawn.sh {bb} 1000"))
+}
 
 struct Row {
     case: String,
@@ -102,6 +121,7 @@ pub fn bench(args: BenchArgs) -> Result<u8> {
             .iter()
             .filter(|c| Path::new(c.split_whitespace().next().unwrap()).exists())
             .map(|c| c.to_string())
+            .chain(spawn_case())
             .collect()
     } else {
         args.cases.clone()
