@@ -48,6 +48,9 @@ impl Process {
         buf: &mut [u8],
         off: Option<u64>,
     ) -> Result<usize, Errno> {
+        // a read of the host's pipe or terminal must not hold the host thread while other
+        // tasks of the lane could run: it waits as a task instead (see `host_poll_wake`)
+        let others = !self.cfg.deterministic && self.others_may_run();
         let f = self.files.file_mut(fd)?;
         if f.flags & O_PATH != 0 || f.flags & O_ACCMODE == O_WRONLY {
             return Err(Errno::EBADF);
@@ -75,6 +78,19 @@ impl Process {
             Kind::Host { fd, mode } => {
                 if *mode & libc::S_IFMT == libc::S_IFDIR {
                     return Err(Errno::EISDIR);
+                }
+                let t = *mode & libc::S_IFMT;
+                let waits = matches!(t, libc::S_IFIFO | libc::S_IFCHR | libc::S_IFSOCK);
+                if others && waits && off.is_none() && !nonblock && !buf.is_empty() {
+                    let mut p = libc::pollfd {
+                        fd: fd.raw(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    // SAFETY: one pollfd.
+                    if unsafe { libc::poll(&mut p, 1, 0) } == 0 {
+                        return Err(WOULD_BLOCK);
+                    }
                 }
                 let r = match off {
                     // SAFETY: buf is valid for buf.len() bytes.
@@ -259,7 +275,11 @@ impl Process {
     /// Turns internal I/O errors into what the guest sees (SIGPIPE, a block).
     pub(super) fn io_error(&mut self, e: Errno, fd: i32) -> Errno {
         if e == WOULD_BLOCK {
-            let wake_at = self.fd_wake_at(fd);
+            let host = matches!(
+                self.files.file(fd).map(|f| &f.kind),
+                Ok(super::fd::Kind::Host { .. })
+            );
+            let wake_at = self.host_poll_wake(self.fd_wake_at(fd), host);
             return self.block_until(super::wait::WaitKind::Retry, None, wake_at);
         }
         if e == Errno::EPIPE {
