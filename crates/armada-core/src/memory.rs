@@ -1011,7 +1011,11 @@ impl AddressSpace {
         if self.code_pages.remove(&vpn) {
             self.code_written.push(vpn);
         }
-        if self.pages.get(&vpn).is_some_and(|p| Arc::strong_count(&p.data) != 1) {
+        if self
+            .pages
+            .get(&vpn)
+            .is_some_and(|p| Arc::strong_count(&p.data) != 1)
+        {
             self.add_private(1);
         }
         let page = self.pages.get_mut(&vpn)?;

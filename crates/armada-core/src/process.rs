@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::elf::{Image, LoadError};
-use crate::linux::mm::{MMAP_TOP, STACK_SIZE, STACK_TOP};
 use crate::linux::exec::ExecRequest;
+use crate::linux::mm::{MMAP_TOP, STACK_SIZE, STACK_TOP};
 use crate::linux::{Errno, LinuxConfig, Process, Stdio, SysOutcome};
 use crate::memory::{AddressSpace, Perm, PAGE_SIZE};
 use crate::state::CpuState;
@@ -378,9 +378,21 @@ impl Program {
         let image = cached_image(&req.file, &req.host_path, false, Image::parse)
             .map_err(|_| Errno::ENOEXEC)?;
         let cfg = self.process.config();
-        let interp = load_interpreter(&image, cfg).map_err(|e| match e {
-            LoadError::InterpreterMissing { .. } => Errno::ENOENT,
-            _ => Errno::ENOEXEC,
+        let interp = load_interpreter(&image, cfg).map_err(|e| {
+            // the guest sees only an errno (ENOENT, as Linux gives): say why and what to do
+            let key = {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::hash::DefaultHasher::new();
+                req.host_path.hash(&mut h);
+                h.finish() >> 8
+            };
+            crate::linux::note_once(crate::linux::NOTE_MISC, 0x1000 + key, || {
+                format!("execve of {}: {e}", req.host_path.display())
+            });
+            match e {
+                LoadError::InterpreterMissing { .. } => Errno::ENOENT,
+                _ => Errno::ENOEXEC,
+            }
         })?;
         let mut mem = self.mem.empty_in_lane();
         let map = |e: LoadError| match e {
@@ -404,7 +416,8 @@ impl Program {
         self.process.exec_commit(req, image.brk_start);
         if let (Some(i), Some(name)) = (&interp, &image.interp) {
             for seg in &i.segments {
-                self.process.note_file_map(seg.start, seg.end, seg.file_off, name);
+                self.process
+                    .note_file_map(seg.start, seg.end, seg.file_off, name);
             }
         }
         let retired = self.state.retired;

@@ -20,8 +20,8 @@
 
 use crate::cpu::{self, CodeCache, DecodedPages};
 use crate::linux::procs;
-use crate::linux::signal::Received;
 use crate::linux::signal as sig;
+use crate::linux::signal::Received;
 use crate::linux::wait::{Wait, WaitKind};
 use crate::linux::SysOutcome;
 use crate::memory::Access;
@@ -214,7 +214,10 @@ impl Lane {
                 // the turn or the slice is over, not the program's budget
                 continue;
             }
-            self.exit = self.service(stop);
+            // (a signal between processes may have ended the run inside, too)
+            if let Some(e) = self.service(stop) {
+                self.exit = Some(e);
+            }
         }
     }
 
@@ -338,7 +341,11 @@ impl Lane {
 
     /// A vfork child execs or ends: its parent gets its memory and code back and wakes
     /// with the child's pid.
-    fn give_back_lent(&mut self, child: i32, mem: Option<(crate::memory::AddressSpace, CodeCache)>) {
+    fn give_back_lent(
+        &mut self,
+        child: i32,
+        mem: Option<(crate::memory::AddressSpace, CodeCache)>,
+    ) {
         let Some(parent) = self.lent.remove(&child) else {
             return;
         };
@@ -585,10 +592,8 @@ impl Lane {
             Ok(old) => {
                 let pid = self.cur_pid();
                 self.tasks.retain(|t| t.pid != pid);
-                let code = std::mem::replace(
-                    &mut self.code,
-                    CodeCache::with_shared(self.decoded.clone()),
-                );
+                let code =
+                    std::mem::replace(&mut self.code, CodeCache::with_shared(self.decoded.clone()));
                 self.give_back_lent(pid, Some((old, code)));
             }
         }

@@ -568,6 +568,25 @@ pub fn prepare_workdir(dir: &Path, files: &[(String, Vec<u8>)]) -> io::Result<()
             .open(&p)?
             .set_modified(mtime)?;
     }
+    // the directories the files made, deepest first (a `stat` of one must not depend on
+    // the second it was set up in)
+    let mut dirs: Vec<PathBuf> = files
+        .iter()
+        .flat_map(|(name, _)| {
+            dir.join(name)
+                .ancestors()
+                .skip(1)
+                .map(Path::to_path_buf)
+                .collect::<Vec<_>>()
+        })
+        .filter(|d| d.starts_with(dir) && d != dir)
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    for d in dirs {
+        fs::File::open(&d)?.set_modified(mtime)?;
+    }
     Ok(())
 }
 

@@ -191,11 +191,7 @@ impl Process {
         self.brk_cur = brk_start;
         self.cfg.exe_host_path = req.host_path.clone();
         self.cfg.exe_guest_path = req.guest_path.clone();
-        let base = req
-            .execfn
-            .rsplit(|&c| c == b'/')
-            .next()
-            .unwrap_or_default();
+        let base = req.execfn.rsplit(|&c| c == b'/').next().unwrap_or_default();
         self.comm = [0; 16];
         let n = base.len().min(15);
         self.comm[..n].copy_from_slice(&base[..n]);

@@ -138,7 +138,11 @@ impl Process {
         } else {
             ('S', "sleeping")
         };
-        let threads = if pid == self.pid { self.thread_count() } else { 1 };
+        let threads = if pid == self.pid {
+            self.thread_count()
+        } else {
+            1
+        };
         Ok(match f {
             ProcFile::Cmdline => e.cmdline.clone(),
             ProcFile::Comm => format!("{comm}\n").into_bytes(),

@@ -158,7 +158,10 @@ impl ProcTable {
                     .map(|(&p, _)| p)
                     .collect()
             }
-            -1 => live.filter(|(&p, _)| p != sender).map(|(&p, _)| p).collect(),
+            -1 => live
+                .filter(|(&p, _)| p != sender)
+                .map(|(&p, _)| p)
+                .collect(),
             t => live
                 .filter(|(_, e)| e.pgid == -t)
                 .map(|(&p, _)| p)
@@ -252,7 +255,11 @@ impl Process {
     pub(crate) fn sys_getpgid(&mut self, nr: u64, pid: i32) -> SysResult {
         let pid = if pid == 0 { self.pid } else { pid };
         let e = self.procs.procs.get(&pid).ok_or(Errno::ESRCH)?;
-        Ok(if nr == super::nr::GETSID { e.sid } else { e.pgid } as u64)
+        Ok(if nr == super::nr::GETSID {
+            e.sid
+        } else {
+            e.pgid
+        } as u64)
     }
 
     /// setpgid: a process may move itself or a child that has not exec'd yet, within its
@@ -322,7 +329,12 @@ impl Process {
         for pid in pids {
             if pid == me {
                 to_self = true;
-            } else if self.procs.procs.get(&pid).is_some_and(|e| e.zombie.is_none()) {
+            } else if self
+                .procs
+                .procs
+                .get(&pid)
+                .is_some_and(|e| e.zombie.is_none())
+            {
                 self.procs.outbox.push(Outgoing {
                     pid,
                     signal,
@@ -592,7 +604,12 @@ impl Process {
 
     /// Removes a zombie child that nobody will wait for (its parent ignores SIGCHLD).
     pub fn reap(&mut self, pid: i32) {
-        if self.procs.procs.get(&pid).is_some_and(|e| e.zombie.is_some()) {
+        if self
+            .procs
+            .procs
+            .get(&pid)
+            .is_some_and(|e| e.zombie.is_some())
+        {
             self.procs.procs.remove(&pid);
         }
     }
@@ -644,7 +661,10 @@ impl Process {
     pub fn set_cmdline(&mut self, argv: &[Vec<u8>], exe: &[u8]) {
         let pid = self.pid;
         if let Some(e) = self.procs.procs.get_mut(&pid) {
-            e.cmdline = argv.iter().flat_map(|a| a.iter().copied().chain([0])).collect();
+            e.cmdline = argv
+                .iter()
+                .flat_map(|a| a.iter().copied().chain([0]))
+                .collect();
             e.exe = exe.to_vec();
         }
     }

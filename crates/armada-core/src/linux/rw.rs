@@ -241,7 +241,12 @@ impl Process {
     }
 
     /// Writes into pipe `id` what fits (EPIPE when no reader is left).
-    pub(super) fn pipe_put(&mut self, id: usize, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+    pub(super) fn pipe_put(
+        &mut self,
+        id: usize,
+        data: &[u8],
+        nonblock: bool,
+    ) -> Result<usize, Errno> {
         let Some(Some(p)) = self.files.pipes.get_mut(id) else {
             return Err(Errno::EBADF);
         };

@@ -297,10 +297,10 @@ impl Process {
             &mut self.thread.sig.info,
             sig,
             SigInfo {
-                    code,
-                    value,
-                    extra: 0,
-                },
+                code,
+                value,
+                extra: 0,
+            },
         );
         self.deliver_pending();
     }
@@ -334,10 +334,10 @@ impl Process {
             &mut t.sig.info,
             sig,
             SigInfo {
-                    code,
-                    value,
-                    extra: 0,
-                },
+                code,
+                value,
+                extra: 0,
+            },
         );
     }
 
@@ -435,11 +435,17 @@ impl Process {
             SIGSEGV | SIGBUS => 0x9200_0000u64, // data abort from EL0; enough for handlers
             _ => 0,
         };
-        match self.setup_frame(st, mem, sig, SigInfo {
+        match self.setup_frame(
+            st,
+            mem,
+            sig,
+            SigInfo {
                 code,
                 value: addr,
                 extra: 0,
-            }, esr) {
+            },
+            esr,
+        ) {
             Ok(()) => None,
             Err(()) => Some(SysOutcome::Killed(SIGSEGV)),
         }
@@ -961,7 +967,12 @@ impl Process {
                 );
             }
         } else {
-            add_pending(&mut self.thread.sig.pending, &mut self.thread.sig.info, sig, si);
+            add_pending(
+                &mut self.thread.sig.pending,
+                &mut self.thread.sig.info,
+                sig,
+                si,
+            );
             self.deliver_pending();
         }
         let now = std::mem::replace(&mut self.outcome, before);

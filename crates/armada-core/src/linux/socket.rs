@@ -40,9 +40,13 @@ impl Process {
         }
         let kind = ty & !(SOCK_NONBLOCK | SOCK_CLOEXEC);
         if ![SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET].contains(&kind) {
-            super::note_once(super::NOTE_UNSUPPORTED, 0x3_0000_0000 | ty as u32 as u64, || {
-                format!("socketpair of type {ty:#x} is not supported (SOCK_STREAM, SOCK_DGRAM and SOCK_SEQPACKET are); returning EOPNOTSUPP")
-            });
+            super::note_once(
+                super::NOTE_UNSUPPORTED,
+                0x3_0000_0000 | ty as u32 as u64,
+                || {
+                    format!("socketpair of type {ty:#x} is not supported (SOCK_STREAM, SOCK_DGRAM and SOCK_SEQPACKET are); returning EOPNOTSUPP")
+                },
+            );
             return Err(Errno::EOPNOTSUPP);
         }
         if protocol != 0 {
@@ -60,15 +64,23 @@ impl Process {
                 }
             }
         }
-        let st = if ty & SOCK_NONBLOCK != 0 { O_NONBLOCK } else { 0 };
+        let st = if ty & SOCK_NONBLOCK != 0 {
+            O_NONBLOCK
+        } else {
+            0
+        };
         let end = |rx, tx| Kind::Socket {
             rx,
             tx,
             rd: true,
             wr: true,
         };
-        let x = self.files.add(OpenFile::new(end(a, b), O_RDWR | st, Vec::new()));
-        let y = self.files.add(OpenFile::new(end(b, a), O_RDWR | st, Vec::new()));
+        let x = self
+            .files
+            .add(OpenFile::new(end(a, b), O_RDWR | st, Vec::new()));
+        let y = self
+            .files
+            .add(OpenFile::new(end(b, a), O_RDWR | st, Vec::new()));
         let limit = self.nofile();
         let cloexec = ty & SOCK_CLOEXEC != 0;
         let fx = match self.files.install(x, 0, cloexec, limit) {
@@ -230,7 +242,11 @@ impl Process {
         // the fds sent with the bytes just read
         let mut got = Vec::new();
         if let Some(Some(p)) = self.files.pipes.get_mut(rx) {
-            while p.rights.front().is_some_and(|(at, _)| *at < end.max(start + 1)) {
+            while p
+                .rights
+                .front()
+                .is_some_and(|(at, _)| *at < end.max(start + 1))
+            {
                 if let Some((_, v)) = p.rights.pop_front() {
                     got.extend(v);
                 }
@@ -280,7 +296,12 @@ impl Process {
 
     /// The open file descriptions an SCM_RIGHTS message names, each with a reference taken
     /// (EBADF for a bad fd, EOPNOTSUPP for other ancillary data).
-    fn read_rights(&mut self, mem: &mut AddressSpace, control: u64, len: u64) -> Result<Vec<usize>, Errno> {
+    fn read_rights(
+        &mut self,
+        mem: &mut AddressSpace,
+        control: u64,
+        len: u64,
+    ) -> Result<Vec<usize>, Errno> {
         let mut out = Vec::new();
         let mut at = 0u64;
         let res = (|| {
@@ -318,7 +339,13 @@ impl Process {
     }
 
     /// getsockname/getpeername: an unnamed AF_UNIX socket (just the family).
-    pub(crate) fn sys_sockname(&mut self, mem: &mut AddressSpace, fd: i32, addr: u64, len: u64) -> SysResult {
+    pub(crate) fn sys_sockname(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        addr: u64,
+        len: u64,
+    ) -> SysResult {
         self.socket_check(fd)?;
         let have = super::rd_u32(mem, len)?;
         if have >= 2 {

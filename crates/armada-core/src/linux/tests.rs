@@ -1039,7 +1039,9 @@ fn fork_copies_memory_and_shares_open_files() {
     l.mem.write_u64(SCRATCH, 0x1111).unwrap();
     let child = l.call(CLONE, &[SIGCHLD_FLAG, 0, 0, 0, 0]);
     assert_eq!(child, DETERMINISTIC_PID as i64 + 1);
-    let mut c = l.p.take_forked().expect("fork leaves the child for the scheduler");
+    let mut c =
+        l.p.take_forked()
+            .expect("fork leaves the child for the scheduler");
     assert_eq!(c.pid as i64, child);
     assert_eq!(c.state.x[0], 0, "the child sees 0");
     let mut cmem = c.mem.take().expect("a fork has its own memory");
@@ -1095,7 +1097,10 @@ fn fork_copies_memory_and_shares_open_files() {
 #[test]
 fn vfork_blocks_the_parent_and_lends_its_memory() {
     let mut l = Lane::det();
-    let (_, o) = l.call_o(CLONE, &[0x4000 | 0x100 | SIGCHLD_FLAG, SCRATCH + 0x8000, 0, 0, 0]);
+    let (_, o) = l.call_o(
+        CLONE,
+        &[0x4000 | 0x100 | SIGCHLD_FLAG, SCRATCH + 0x8000, 0, 0, 0],
+    );
     assert_eq!(o, SysOutcome::Block);
     let c = l.p.take_forked().unwrap();
     assert!(c.mem.is_none(), "the child runs on the parent's memory");
@@ -1114,7 +1119,10 @@ fn fork_past_the_process_cap_is_eagain() {
     );
     assert!(l.call(CLONE, &[SIGCHLD_FLAG, 0, 0, 0, 0]) > 0);
     assert!(l.call(CLONE, &[SIGCHLD_FLAG, 0, 0, 0, 0]) > 0);
-    assert_eq!(l.call(CLONE, &[SIGCHLD_FLAG, 0, 0, 0, 0]), neg(libc::EAGAIN));
+    assert_eq!(
+        l.call(CLONE, &[SIGCHLD_FLAG, 0, 0, 0, 0]),
+        neg(libc::EAGAIN)
+    );
     // sharing the fd table without a thread is refused, not half done
     assert_eq!(
         l.call(CLONE, &[0x400 | SIGCHLD_FLAG, 0, 0, 0, 0]),
