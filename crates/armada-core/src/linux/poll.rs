@@ -74,7 +74,7 @@ impl Process {
                     }
                     _ => r |= POLLOUT,
                 }
-                if !*rd && !*wr || r & POLLRDHUP != 0 && !*wr {
+                if !*wr && (!*rd || r & POLLRDHUP != 0) {
                     r |= POLLHUP;
                 }
                 r
