@@ -21,66 +21,14 @@ use std::time::Duration;
 
 const TEST: &str = "busybox_and_bash_match_qemu";
 
-fn deps_dir() -> PathBuf {
-    common::workspace_root().join("target/guest-deps")
-}
-
-/// The newest `PACKAGE_*_arm64.deb` in `dir`.
-fn find_deb(dir: &Path, package: &str) -> Option<PathBuf> {
-    let prefix = format!("{package}_");
-    let mut v: Vec<PathBuf> = fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with("_arm64.deb"))
-        })
-        .collect();
-    v.sort();
-    v.pop()
-}
-
-/// Extracts a .deb once into target/guest-deps/extracted/<deb name>/ and returns that dir.
-fn extract(deb: &Path) -> Result<PathBuf, String> {
-    let stem = deb.file_stem().unwrap().to_string_lossy().into_owned();
-    let root = deps_dir().join("extracted");
-    let dest = root.join(&stem);
-    if dest.join(".complete").exists() {
-        return Ok(dest);
-    }
-    let tmp = root.join(format!(".{stem}.tmp{}", std::process::id()));
-    let _ = fs::remove_dir_all(&tmp);
-    fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
-    let out = Command::new("dpkg-deb")
-        .arg("-x")
-        .arg(deb)
-        .arg(&tmp)
-        .output()
-        .map_err(|e| format!("cannot run dpkg-deb: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "dpkg-deb -x {} failed: {}",
-            deb.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    fs::write(tmp.join(".complete"), b"").map_err(|e| e.to_string())?;
-    let _ = fs::remove_dir_all(&dest);
-    fs::rename(&tmp, &dest)
-        .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), dest.display()))?;
-    Ok(dest)
-}
-
 /// Paths of the extracted busybox and bash-static binaries.
 fn guest_tools() -> Result<(PathBuf, PathBuf), String> {
     static TOOLS: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
     TOOLS
         .get_or_init(|| {
-            let dir = deps_dir();
+            let dir = common::deps_dir();
             let pkgs = ["busybox-static", "bash-static"];
-            let missing: Vec<&str> = pkgs.iter().copied().filter(|p| find_deb(&dir, p).is_none()).collect();
+            let missing: Vec<&str> = pkgs.iter().copied().filter(|p| common::find_deb(&dir, p).is_none()).collect();
             if !missing.is_empty() {
                 if common::in_ci() {
                     return Err(format!("{} not found in {} (scripts/test downloads them)", missing.join(", "), dir.display()));
@@ -90,7 +38,7 @@ fn guest_tools() -> Result<(PathBuf, PathBuf), String> {
                 common::loud(&format!("{TEST}: downloading {} into {}", specs.join(" "), dir.display()));
                 let out = Command::new("apt-get").arg("download").args(&specs).current_dir(&dir).output();
                 let ok = matches!(&out, Ok(o) if o.status.success());
-                if !ok || pkgs.iter().any(|p| find_deb(&dir, p).is_none()) {
+                if !ok || pkgs.iter().any(|p| common::find_deb(&dir, p).is_none()) {
                     let why = match out {
                         Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
                         Err(e) => e.to_string(),
@@ -102,8 +50,8 @@ fn guest_tools() -> Result<(PathBuf, PathBuf), String> {
                     ));
                 }
             }
-            let bb = extract(&find_deb(&dir, "busybox-static").unwrap())?.join("bin/busybox");
-            let bash = extract(&find_deb(&dir, "bash-static").unwrap())?.join("bin/bash-static");
+            let bb = common::extract(&common::find_deb(&dir, "busybox-static").unwrap())?.join("bin/busybox");
+            let bash = common::extract(&common::find_deb(&dir, "bash-static").unwrap())?.join("bin/bash-static");
             for p in [&bb, &bash] {
                 if !p.is_file() {
                     return Err(format!("{} missing after extracting the deb", p.display()));

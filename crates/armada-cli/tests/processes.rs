@@ -90,64 +90,6 @@ fn binfmt_aarch64() -> Result<(), String> {
     missing("no enabled binfmt_misc entry for arm64 ELF files (qemu-aarch64)")
 }
 
-fn deps_dir() -> PathBuf {
-    common::workspace_root().join("target/guest-deps")
-}
-
-/// The newest `PACKAGE_*_arm64.deb` in `dir` (as busybox_bash.rs finds them).
-fn find_deb(dir: &Path, package: &str) -> Option<PathBuf> {
-    let prefix = format!("{package}_");
-    let mut v: Vec<PathBuf> = fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with("_arm64.deb"))
-        })
-        .collect();
-    v.sort();
-    v.pop()
-}
-
-/// Extracts a .deb once into target/guest-deps/extracted/<deb name>/ (the directory
-/// busybox_bash.rs uses too) and returns that directory.
-fn extract(deb: &Path) -> Result<PathBuf, String> {
-    let stem = deb.file_stem().unwrap().to_string_lossy().into_owned();
-    let root = deps_dir().join("extracted");
-    let dest = root.join(&stem);
-    if dest.join(".complete").exists() {
-        return Ok(dest);
-    }
-    let tmp = root.join(format!(".{stem}.tmp{}", std::process::id()));
-    let _ = fs::remove_dir_all(&tmp);
-    fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
-    let out = Command::new("dpkg-deb")
-        .arg("-x")
-        .arg(deb)
-        .arg(&tmp)
-        .output()
-        .map_err(|e| format!("cannot run dpkg-deb: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "dpkg-deb -x {} failed: {}",
-            deb.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    fs::write(tmp.join(".complete"), b"").map_err(|e| e.to_string())?;
-    if dest.join(".complete").exists() {
-        // another test process got there first
-        let _ = fs::remove_dir_all(&tmp);
-        return Ok(dest);
-    }
-    let _ = fs::remove_dir_all(&dest);
-    fs::rename(&tmp, &dest)
-        .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), dest.display()))?;
-    Ok(dest)
-}
-
 /// Builds tests/guest/processes once per test process (tests/guest/build-processes.sh).
 fn programs_dir() -> Result<PathBuf, String> {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
@@ -238,20 +180,20 @@ fn setup(test: &str, qemu: bool) -> Option<Env> {
     }
     static TOOLS: OnceLock<Result<(PathBuf, PathBuf, PathBuf), String>> = OnceLock::new();
     let tools = TOOLS.get_or_init(|| {
-        let dir = deps_dir();
+        let dir = common::deps_dir();
         let mut found = Vec::new();
         for (pkg, bin) in [
             ("busybox-static", "bin/busybox"),
             ("bash-static", "bin/bash-static"),
         ] {
-            let deb = find_deb(&dir, pkg).ok_or_else(|| {
+            let deb = common::find_deb(&dir, pkg).ok_or_else(|| {
                 format!(
                     "{pkg} arm64 .deb not found in {} (scripts/test downloads it; or run \
                      `apt-get download {pkg}:arm64` there)",
                     dir.display()
                 )
             })?;
-            let p = extract(&deb)?.join(bin);
+            let p = common::extract(&deb)?.join(bin);
             if !p.is_file() {
                 return Err(format!("{} missing after extracting the deb", p.display()));
             }

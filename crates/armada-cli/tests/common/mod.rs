@@ -1095,3 +1095,58 @@ pub fn sample_text(lines: usize, seed: u64) -> Vec<u8> {
     }
     s.into_bytes()
 }
+
+// ----- Debian arm64 packages the tests run (busybox-static, bash-static) ---------------
+
+/// Where scripts/test puts the arm64 .debs: target/guest-deps.
+pub fn deps_dir() -> PathBuf {
+    workspace_root().join("target/guest-deps")
+}
+
+/// The newest `PACKAGE_*_arm64.deb` in `dir`.
+pub fn find_deb(dir: &Path, package: &str) -> Option<PathBuf> {
+    let prefix = format!("{package}_");
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with("_arm64.deb"))
+        })
+        .collect();
+    v.sort();
+    v.pop()
+}
+
+/// Extracts a .deb once into target/guest-deps/extracted/<deb name>/ and returns that dir.
+pub fn extract(deb: &Path) -> Result<PathBuf, String> {
+    let stem = deb.file_stem().unwrap().to_string_lossy().into_owned();
+    let root = deps_dir().join("extracted");
+    let dest = root.join(&stem);
+    if dest.join(".complete").exists() {
+        return Ok(dest);
+    }
+    let tmp = root.join(format!(".{stem}.tmp{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+    let out = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(deb)
+        .arg(&tmp)
+        .output()
+        .map_err(|e| format!("cannot run dpkg-deb: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "dpkg-deb -x {} failed: {}",
+            deb.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    fs::write(tmp.join(".complete"), b"").map_err(|e| e.to_string())?;
+    let _ = fs::remove_dir_all(&dest);
+    fs::rename(&tmp, &dest)
+        .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), dest.display()))?;
+    Ok(dest)
+}

@@ -192,6 +192,7 @@ impl Process {
             forked: None,
             exec: None,
             exit_signal: a.exit_signal as i32,
+            no_sigpipe: false,
         }
     }
 

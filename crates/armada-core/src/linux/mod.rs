@@ -316,6 +316,8 @@ pub struct Process {
     pub(crate) exec: Option<exec::ExecRequest>,
     /// The signal the parent gets when this process ends (SIGCHLD, or clone's choice).
     pub(crate) exit_signal: i32,
+    /// Set during a send with MSG_NOSIGNAL: EPIPE without SIGPIPE.
+    pub(crate) no_sigpipe: bool,
     /// What the last syscall left for the scheduler.
     pub(crate) events: wait::Events,
     pub(crate) futexes: futex::Futexes,
@@ -429,6 +431,7 @@ impl Process {
             forked: None,
             exec: None,
             exit_signal: signal::SIGCHLD,
+            no_sigpipe: false,
             events: wait::Events::default(),
             futexes: futex::Futexes::default(),
             restart_deadline: None,

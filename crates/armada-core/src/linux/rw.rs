@@ -287,7 +287,7 @@ impl Process {
             let wake_at = self.host_poll_wake(self.fd_wake_at(fd), host);
             return self.block_until(super::wait::WaitKind::Retry, None, wake_at);
         }
-        if e == Errno::EPIPE {
+        if e == Errno::EPIPE && !self.no_sigpipe {
             self.raise(super::signal::SIGPIPE);
         }
         e

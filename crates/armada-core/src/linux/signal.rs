@@ -141,6 +141,16 @@ pub(crate) struct SigInfo {
     extra: u64,
 }
 
+impl SigInfo {
+    fn new(code: i32, value: u64) -> SigInfo {
+        SigInfo {
+            code,
+            value,
+            extra: 0,
+        }
+    }
+}
+
 /// si_code values.
 pub const SI_USER: i32 = 0;
 pub const SI_KERNEL: i32 = 0x80;
@@ -239,13 +249,13 @@ impl Process {
     /// while blocked; a handler runs when the syscall returns; otherwise the default action
     /// (or SIG_IGN) applies now. Sets `self.outcome` when the signal ends the process.
     pub(crate) fn raise(&mut self, sig: i32) {
-        self.raise_info(sig, SI_KERNEL, 0);
+        self.raise_info(sig, SigInfo::new(SI_KERNEL, 0));
     }
 
     /// A signal for the process: like Linux's complete_signal, the current thread takes it
     /// unless it blocks it and another thread does not; blocked by every thread, it stays
     /// pending for the process (the first thread to unblock it or sigwait for it takes it).
-    fn raise_info(&mut self, sig: i32, code: i32, value: u64) {
+    fn raise_info(&mut self, sig: i32, si: SigInfo) {
         if !(1..=NSIG).contains(&sig) {
             return;
         }
@@ -257,22 +267,18 @@ impl Process {
                 .find(|(_, t)| t.sig.mask & bit(sig) == 0)
                 .map(|(&tid, _)| tid)
             {
-                self.raise_thread(tid, sig, code, value);
+                self.raise_thread(tid, sig, si);
                 return;
             }
             add_pending(
                 &mut self.signals.shared,
                 &mut self.signals.shared_info,
                 sig,
-                SigInfo {
-                    code,
-                    value,
-                    extra: 0,
-                },
+                si,
             );
             return;
         }
-        self.raise_current(sig, code, value);
+        self.raise_current(sig, si);
     }
 
     /// The signals pending for the current thread: its own and the process's.
@@ -291,16 +297,12 @@ impl Process {
         }
     }
 
-    fn raise_current(&mut self, sig: i32, code: i32, value: u64) {
+    fn raise_current(&mut self, sig: i32, si: SigInfo) {
         add_pending(
             &mut self.thread.sig.pending,
             &mut self.thread.sig.info,
             sig,
-            SigInfo {
-                code,
-                value,
-                extra: 0,
-            },
+            si,
         );
         self.deliver_pending();
     }
@@ -308,9 +310,9 @@ impl Process {
     /// A signal for thread `tid`, which is not running now. A handler runs when the
     /// scheduler next switches to it (interrupting its wait); a default action that ends
     /// the process ends it now, from whichever thread.
-    fn raise_thread(&mut self, tid: i32, sig: i32, code: i32, value: u64) {
+    fn raise_thread(&mut self, tid: i32, sig: i32, si: SigInfo) {
         if tid == self.thread.tid {
-            return self.raise_current(sig, code, value);
+            return self.raise_current(sig, si);
         }
         let act = self.signals.actions[sig as usize];
         let Some(t) = self.others.get_mut(&tid) else {
@@ -329,16 +331,7 @@ impl Process {
             }
             return;
         }
-        add_pending(
-            &mut t.sig.pending,
-            &mut t.sig.info,
-            sig,
-            SigInfo {
-                code,
-                value,
-                extra: 0,
-            },
-        );
+        add_pending(&mut t.sig.pending, &mut t.sig.info, sig, si);
     }
 
     /// Acts on pending, unblocked signals whose action is not a handler (handlers run when
@@ -869,7 +862,7 @@ impl Process {
         }
         if sig != 0 {
             let sender = (self.pid as u32 as u64) | ((self.uid as u64) << 32);
-            self.raise_info(sig, code, sender);
+            self.raise_info(sig, SigInfo::new(code, sender));
         }
         Ok(0)
     }
@@ -894,7 +887,7 @@ impl Process {
         }
         if sig != 0 {
             let sender = (self.pid as u32 as u64) | ((self.uid as u64) << 32);
-            self.raise_thread(tid, sig, SI_TKILL, sender);
+            self.raise_thread(tid, sig, SigInfo::new(SI_TKILL, sender));
         }
         Ok(0)
     }
@@ -949,32 +942,7 @@ impl Process {
             return Received::Nothing;
         }
         let before = self.outcome.take();
-        let si = SigInfo { code, value, extra };
-        if self.thread.sig.mask & bit(sig) != 0 && sig != SIGKILL {
-            if let Some(tid) = self
-                .others
-                .iter()
-                .find(|(_, t)| t.sig.mask & bit(sig) == 0)
-                .map(|(&tid, _)| tid)
-            {
-                self.raise_thread(tid, sig, code, value);
-            } else {
-                add_pending(
-                    &mut self.signals.shared,
-                    &mut self.signals.shared_info,
-                    sig,
-                    si,
-                );
-            }
-        } else {
-            add_pending(
-                &mut self.thread.sig.pending,
-                &mut self.thread.sig.info,
-                sig,
-                si,
-            );
-            self.deliver_pending();
-        }
+        self.raise_info(sig, SigInfo { code, value, extra });
         let now = std::mem::replace(&mut self.outcome, before);
         match now {
             Some(SysOutcome::Killed(s)) => Received::Killed(s),

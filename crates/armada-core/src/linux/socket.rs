@@ -133,7 +133,8 @@ impl Process {
         Ok(0)
     }
 
-    /// Runs `f` with the description of `fd` non-blocking when `flags` has MSG_DONTWAIT.
+    /// Runs `f` with the description of `fd` non-blocking when `flags` has MSG_DONTWAIT,
+    /// and with no SIGPIPE for a broken connection when it has MSG_NOSIGNAL.
     fn with_msg_flags(
         &mut self,
         fd: i32,
@@ -146,7 +147,9 @@ impl Process {
         if dontwait {
             self.files.file_mut(fd)?.flags |= O_NONBLOCK;
         }
+        self.no_sigpipe = flags & MSG_NOSIGNAL != 0;
         let r = f(self);
+        self.no_sigpipe = false;
         if dontwait {
             if let Ok(file) = self.files.file_mut(fd) {
                 file.flags = old;
@@ -165,11 +168,10 @@ impl Process {
         addr: u64,
     ) -> SysResult {
         if addr != 0 {
-            // a connected stream socket ignores the address... but says so
+            // the pair is connected: an address is an error, as Linux says
             self.socket_check(fd)?;
             return Err(Errno(libc::EISCONN));
         }
-        let _ = flags & MSG_NOSIGNAL;
         self.with_msg_flags(fd, flags, |p| p.sys_write(mem, fd, buf, len))
     }
 
