@@ -249,3 +249,14 @@ def test_threads_run_on_the_cpu_engine():
     assert b"n=10: sum=55" in r.stdout
     again = armada.run([prog, "10"], env={}, deterministic=True)
     assert (again.stdout, again.instructions) == (r.stdout, r.instructions)
+
+
+def test_processes_run_on_the_cpu_engine():
+    # a program that forks, waits, pipes and execs (tests/guest/processes/pipes.c): the
+    # whole process tree runs inside the one run, deterministically
+    prog = _built("target/guest-processes/pipes")
+    r = armada.run([prog], env={}, deterministic=True)
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout, r.stderr
+    again = armada.run([prog], env={}, deterministic=True)
+    assert (again.stdout, again.instructions) == (r.stdout, r.instructions)
