@@ -185,7 +185,6 @@ impl Process {
             comm,
             retired: self.retired,
             outcome: None,
-            syscalls: 0,
             shared_maps: Vec::new(),
             past_eof: self.past_eof.clone(),
             file_maps: self.file_maps.clone(),

@@ -334,7 +334,6 @@ pub struct Process {
     pub(crate) retired: u64,
     /// Set by a handler that ends the process.
     pub(crate) outcome: Option<SysOutcome>,
-    pub(crate) syscalls: u64,
     pub(crate) shared_maps: Vec<mm::SharedMap>,
     /// File mappings' pages past the end of their file, [start, end).
     pub(crate) past_eof: Vec<(u64, u64)>,
@@ -442,7 +441,6 @@ impl Process {
             comm,
             retired: 0,
             outcome: None,
-            syscalls: 0,
             shared_maps: Vec::new(),
             past_eof: Vec::new(),
             file_maps: Vec::new(),
@@ -464,9 +462,10 @@ impl Process {
         self.brk_cur
     }
 
-    /// Syscalls serviced so far.
+    /// Syscalls serviced so far, by every process of the lane (the count is kept with the
+    /// lane's process table, so ask the process being serviced).
     pub fn syscall_count(&self) -> u64 {
-        self.syscalls
+        self.procs.syscalls
     }
 
     /// Takes what the guest wrote to stdout and stderr (with `Stdio::Captured`).
@@ -487,7 +486,7 @@ impl Process {
     /// x0 alone; the scheduler runs it again ([`Process::restart`]) or resumes the task
     /// with the wait's result.
     pub fn syscall(&mut self, st: &mut CpuState, mem: &mut AddressSpace) -> SysOutcome {
-        self.syscalls += 1;
+        self.procs.syscalls += 1;
         self.restart_deadline = None;
         self.run_syscall(st, mem)
     }

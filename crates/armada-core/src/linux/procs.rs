@@ -100,6 +100,8 @@ pub struct ProcTable {
     /// The lane's first process: its end ends the run.
     pub(crate) first: i32,
     pub(crate) outbox: Vec<Outgoing>,
+    /// Syscalls serviced, every process's.
+    pub(crate) syscalls: u64,
 }
 
 impl ProcTable {
@@ -126,6 +128,7 @@ impl ProcTable {
             max_processes: max_processes.max(1),
             first: pid,
             outbox: Vec::new(),
+            syscalls: 0,
         }
     }
 
