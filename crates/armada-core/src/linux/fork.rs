@@ -111,7 +111,19 @@ impl Process {
         } else {
             me
         };
-        let mut entry: ProcEntry = self.procs.procs[&me].clone();
+        // (the caller is always in the table; a fresh entry if that ever failed)
+        let mut entry: ProcEntry = self.procs.procs.get(&me).cloned().unwrap_or(ProcEntry {
+            ppid: self.ppid,
+            pgid: me,
+            sid: me,
+            zombie: None,
+            stopped: false,
+            report: None,
+            execed: false,
+            subreaper: false,
+            cmdline: Vec::new(),
+            exe: Vec::new(),
+        });
         entry.ppid = parent;
         entry.zombie = None;
         entry.stopped = false;

@@ -368,7 +368,7 @@ impl Process {
             return Err(Errno::ECHILD);
         }
         for c in kids {
-            let e = &t.procs[&c];
+            let Some(e) = t.procs.get(&c) else { continue };
             if let Some(ws) = e.zombie {
                 if options & WEXITED == 0 {
                     continue;
