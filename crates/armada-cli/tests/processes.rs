@@ -677,6 +677,13 @@ fn c_cases(env: &Env, dir: &Path) -> Vec<Case> {
             .ignore_stderr(),
         env,
     ));
+    // Go's os/exec: clone(CLONE_VM|CLONE_VFORK) from a process with several threads (built
+    // by tests/guest/build-threads.sh with the other Go programs)
+    let go = common::workspace_root().join("target/guest-threads/go_exec");
+    if go.is_file() || common::in_ci() {
+        let c = Case::new("Go os/exec", go).args([bb]).expect_status(0);
+        v.push(with_env(c, env));
+    }
     v
 }
 

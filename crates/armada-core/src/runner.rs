@@ -710,11 +710,14 @@ impl Lane {
         let idx = loop {
             self.wake_expired();
             let table = &self.program.process;
-            if let Some(i) = self
-                .tasks
-                .iter()
-                .position(|t| !matches!(t.run, Run::Waiting(_)) && !table.is_stopped(t.pid))
-            {
+            let lent = &self.lent;
+            // a stopped process does not run, nor does one whose memory a vfork child
+            // holds (its other threads wait too: they would find no memory)
+            if let Some(i) = self.tasks.iter().position(|t| {
+                !matches!(t.run, Run::Waiting(_))
+                    && !table.is_stopped(t.pid)
+                    && !lent.values().any(|&p| p == t.pid)
+            }) {
                 break i;
             }
             let earliest = self
