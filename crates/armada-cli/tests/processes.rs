@@ -661,6 +661,7 @@ fn c_cases(env: &Env, dir: &Path) -> Vec<Case> {
     add("execve of #! scripts", "script_exec", &[bb], 0);
     add("execve errors, fexecve", "exec_errors", &[bb], 0);
     add("kill, killpg, setpgid", "kill_pgrp", &[], 0);
+    add("PR_SET_PDEATHSIG", "pdeathsig", &[], 0);
     add("setsid, getsid", "setsid", &[], 0);
     add("SIGPIPE and EPIPE", "sigpipe", &[], 0);
     add("nonblocking pipe, poll, select", "nonblock_poll", &[], 0);

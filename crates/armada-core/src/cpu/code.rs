@@ -22,7 +22,8 @@ const WORDS_PER_PAGE: usize = (PAGE_SIZE / 4) as usize;
 /// so a large executable area costs nothing up front. (Through the allocator, a process
 /// that execs a 1 MB program a thousand times paid for zeroing its whole slot array, in
 /// 2 MB transparent huge pages, every time: most of a spawn's cost. Huge pages are turned
-/// off for the mapping for the same reason.)
+/// off for the mapping for the same reason, and MAP_NORESERVE keeps a guest's huge
+/// executable mapping from reserving host memory it never touches.)
 pub(crate) struct Slots {
     ptr: std::ptr::NonNull<MicroOp>,
     len: usize,
@@ -44,7 +45,7 @@ impl Slots {
                 std::ptr::null_mut(),
                 bytes,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
                 0,
             );

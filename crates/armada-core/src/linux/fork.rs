@@ -121,6 +121,7 @@ impl Process {
             report: None,
             execed: false,
             subreaper: false,
+            pdeathsig: 0,
             cmdline: Vec::new(),
             exe: Vec::new(),
         });
@@ -129,6 +130,8 @@ impl Process {
         entry.stopped = false;
         entry.report = None;
         entry.execed = false;
+        // (a child does not inherit PR_SET_PDEATHSIG)
+        entry.pdeathsig = 0;
         self.procs.procs.insert(pid, entry);
         let child = self.fork_child(pid, parent, &a);
         self.forked = Some(NewProcess {

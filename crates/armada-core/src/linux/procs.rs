@@ -65,6 +65,8 @@ pub(crate) struct ProcEntry {
     pub(crate) execed: bool,
     /// PR_SET_CHILD_SUBREAPER: it inherits its descendants' orphans.
     pub(crate) subreaper: bool,
+    /// PR_SET_PDEATHSIG: the signal it gets when its parent ends (0: none).
+    pub(crate) pdeathsig: i32,
     /// Its command line (NUL-separated) and command name, for /proc/PID.
     pub(crate) cmdline: Vec<u8>,
     pub(crate) exe: Vec<u8>,
@@ -118,6 +120,7 @@ impl ProcTable {
                 report: None,
                 execed: true,
                 subreaper: false,
+                pdeathsig: 0,
                 cmdline: Vec::new(),
                 exe: Vec::new(),
             },
@@ -528,6 +531,17 @@ impl Process {
         for c in &orphans {
             if let Some(e) = self.procs.procs.get_mut(c) {
                 e.ppid = heir;
+                if e.pdeathsig != 0 && e.zombie.is_none() {
+                    // PR_SET_PDEATHSIG: the child hears that its parent ended
+                    self.procs.outbox.push(Outgoing {
+                        pid: *c,
+                        signal: e.pdeathsig,
+                        code: sig::SI_USER,
+                        value: (me as u32 as u64) | ((self.uid as u64) << 32),
+                        extra: 0,
+                        child: None,
+                    });
+                }
             }
         }
         let ppid = match self.procs.procs.get_mut(&me) {
@@ -584,6 +598,17 @@ impl Process {
         if let Some(e) = self.procs.procs.get_mut(&me) {
             e.subreaper = on;
         }
+    }
+
+    pub(crate) fn set_pdeathsig(&mut self, signal: i32) {
+        let me = self.pid;
+        if let Some(e) = self.procs.procs.get_mut(&me) {
+            e.pdeathsig = signal;
+        }
+    }
+
+    pub(crate) fn pdeathsig(&self) -> i32 {
+        self.procs.procs.get(&self.pid).map_or(0, |e| e.pdeathsig)
     }
 
     pub(crate) fn is_subreaper(&self) -> bool {

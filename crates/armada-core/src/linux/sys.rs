@@ -296,8 +296,15 @@ impl Process {
                 Ok(0)
             }
             PR_GET_CHILD_SUBREAPER => wr_u32(mem, a2, self.is_subreaper() as u32).map(|_| 0),
-            PR_SET_PDEATHSIG | PR_SET_DUMPABLE | PR_SET_VMA => Ok(0),
-            PR_GET_PDEATHSIG => wr_u32(mem, a2, 0).map(|_| 0),
+            PR_SET_PDEATHSIG => {
+                if a2 > super::signal::NSIG as u64 {
+                    return Err(Errno::EINVAL);
+                }
+                self.set_pdeathsig(a2 as i32);
+                Ok(0)
+            }
+            PR_GET_PDEATHSIG => wr_u32(mem, a2, self.pdeathsig() as u32).map(|_| 0),
+            PR_SET_DUMPABLE | PR_SET_VMA => Ok(0),
             PR_GET_DUMPABLE => Ok(1),
             _ => Err(Errno::EINVAL),
         }
