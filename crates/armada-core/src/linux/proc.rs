@@ -173,6 +173,78 @@ impl Process {
         })
     }
 
+    /// The lane pid a guest path names as a /proc directory (`/proc/PID`), if any.
+    pub(super) fn proc_pid_dir(&self, dirfd: i32, path: &[u8]) -> Option<i32> {
+        if self.root.is_some() {
+            return None;
+        }
+        let base = if path.first() == Some(&b'/') {
+            b"/".to_vec()
+        } else {
+            self.dir_guest_path(dirfd).ok()?
+        };
+        let p = normalize_lexically(&base, path);
+        let rest = p.strip_prefix(b"/proc/")?;
+        let pid: i32 = std::str::from_utf8(rest).ok()?.parse().ok()?;
+        self.procs.procs.contains_key(&pid).then_some(pid)
+    }
+
+    /// What stat says of /proc/PID for a process of the lane: a directory owned by the
+    /// guest's user (ps looks at it for the owner).
+    pub(super) fn proc_dir_stat(&self, pid: i32) -> super::stat::StatInfo {
+        let mut s = self.virtual_stat(&Kind::Mem(Vec::new()), 5000 + pid as u64);
+        s.mode = libc::S_IFDIR | 0o555;
+        s.nlink = 9;
+        s.size = 0;
+        s
+    }
+
+    /// getdents64 of /proc: the host's entries without its processes, and the lane's
+    /// processes instead (the first call lists them). `pos` of the description marks
+    /// that they were listed.
+    pub(super) fn proc_listing(&mut self, fd: i32, host: &[u8], room: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(host.len());
+        let put = |out: &mut Vec<u8>, ino: u64, ty: u8, name: &[u8]| {
+            let reclen = (19 + name.len() + 1).next_multiple_of(8);
+            out.extend_from_slice(&ino.to_le_bytes());
+            out.extend_from_slice(&0i64.to_le_bytes());
+            out.extend_from_slice(&(reclen as u16).to_le_bytes());
+            out.push(ty);
+            out.extend_from_slice(name);
+            out.resize(out.len() + reclen - 19 - name.len(), 0);
+        };
+        let first = self.files.file(fd).map(|f| f.pos == 0).unwrap_or(false);
+        if first {
+            let pids: Vec<i32> = self.procs.procs.keys().copied().collect();
+            for pid in pids {
+                let name = pid.to_string();
+                if out.len() + (19 + name.len() + 1).next_multiple_of(8) > room / 2 {
+                    break;
+                }
+                put(&mut out, 5000 + pid as u64, libc::DT_DIR, name.as_bytes());
+            }
+            if let Ok(f) = self.files.file_mut(fd) {
+                f.pos = 1;
+            }
+        }
+        let mut at = 0;
+        while at + 19 <= host.len() {
+            let reclen = u16::from_le_bytes([host[at + 16], host[at + 17]]) as usize;
+            if reclen < 19 || at + reclen > host.len() {
+                break;
+            }
+            let rec = &host[at..at + reclen];
+            let name = &rec[19..];
+            let name = &name[..name.iter().position(|&c| c == 0).unwrap_or(name.len())];
+            let is_pid = !name.is_empty() && name.iter().all(u8::is_ascii_digit);
+            if !is_pid {
+                out.extend_from_slice(rec);
+            }
+            at += reclen;
+        }
+        out
+    }
+
     pub(super) fn exe_host_cpath(&self) -> Result<CString, Errno> {
         CString::new(self.cfg.exe_host_path.as_os_str().as_bytes()).map_err(|_| Errno::ENOENT)
     }

@@ -261,6 +261,9 @@ impl Process {
         if let Some(sp) = self.special(dirfd, p) {
             return self.stat_special(sp, follow);
         }
+        if let Some(pid) = self.proc_pid_dir(dirfd, p) {
+            return Ok(self.proc_dir_stat(pid));
+        }
         let t = self.resolve(dirfd, p, follow)?;
         let st = host_fstatat(t.dirfd, &t.path, Self::at_nofollow(&t, follow))?;
         Ok(StatInfo::from_host(&st))
@@ -328,6 +331,9 @@ impl Process {
         sync: i32,
         mask: u32,
     ) -> Result<[u8; 256], Errno> {
+        if let Some(pid) = self.proc_pid_dir(dirfd, p) {
+            return Ok(self.proc_dir_stat(pid).to_statx());
+        }
         if let Some(sp) = self.special(dirfd, p) {
             return match sp {
                 Special::Exe => host_statx(libc::AT_FDCWD, &self.exe_host_cpath()?, sync, mask),

@@ -1147,3 +1147,59 @@ fn kill_and_groups() {
     // a process group leader cannot start a session; the child's group is not ours
     assert_eq!(l.call(SETSID, &[]), neg(libc::EPERM));
 }
+
+#[test]
+fn proc_lists_the_lanes_processes() {
+    let mut l = Lane::det();
+    let child = l.call(CLONE, &[SIGCHLD_FLAG, 0, 0, 0, 0]);
+    let _ = l.p.take_forked();
+    let path = l.put(SCRATCH, b"/proc\0");
+    let fd = l.call(OPENAT, &[FDCWD, path, 0o40000, 0]) as u64; // O_DIRECTORY
+    assert!(fd < 1 << 20, "open /proc: {fd}");
+    let mut names = Vec::new();
+    loop {
+        let n = l.call(GETDENTS64, &[fd, SCRATCH + 0x1000, 8192]);
+        assert!(n >= 0, "getdents64: {n}");
+        if n == 0 {
+            break;
+        }
+        let mut b = vec![0u8; n as usize];
+        l.mem.read_bytes(SCRATCH + 0x1000, &mut b).unwrap();
+        let mut at = 0;
+        while at < b.len() {
+            let reclen = u16::from_le_bytes([b[at + 16], b[at + 17]]) as usize;
+            let name = &b[at + 19..at + reclen];
+            let end = name.iter().position(|&c| c == 0).unwrap();
+            names.push(String::from_utf8_lossy(&name[..end]).into_owned());
+            at += reclen;
+        }
+    }
+    let pids: Vec<&String> = names
+        .iter()
+        .filter(|n| n.bytes().all(|c| c.is_ascii_digit()))
+        .collect();
+    // the lane's two processes, none of the host's
+    assert_eq!(
+        pids,
+        [&DETERMINISTIC_PID.to_string(), &child.to_string()],
+        "{names:?}"
+    );
+    assert!(names.iter().any(|n| n == "self"), "{names:?}");
+    // /proc/PID of a lane process is a directory, and its stat names it
+    let stat = SCRATCH + 0x100;
+    let p = l.put(SCRATCH + 0x80, format!("/proc/{child}\0").as_bytes());
+    assert_eq!(l.call(NEWFSTATAT, &[FDCWD, p, stat, 0]), 0);
+    let mode = l.mem.read_u32(stat + 16).unwrap();
+    assert_eq!(mode & libc::S_IFMT, libc::S_IFDIR);
+    let p = l.put(SCRATCH + 0x80, format!("/proc/{child}/stat\0").as_bytes());
+    let f = l.call(OPENAT, &[FDCWD, p, 0, 0]) as u64;
+    let n = l.call(READ, &[f, SCRATCH + 0x2000, 256]);
+    let mut b = vec![0u8; n as usize];
+    l.mem.read_bytes(SCRATCH + 0x2000, &mut b).unwrap();
+    let text = String::from_utf8_lossy(&b);
+    assert!(
+        text.starts_with(&format!("{child} ("))
+            && text.contains(&format!(") S {DETERMINISTIC_PID} ")),
+        "{text}"
+    );
+}
