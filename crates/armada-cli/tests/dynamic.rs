@@ -34,29 +34,6 @@ const X86_INTERP: &str = "/bin/true";
 // ---------------------------------------------------------------------------------------
 // What the tests need
 
-/// The Debian arm64 sysroot built by scripts/sysroot.sh, if it is there.
-fn debian_sysroot() -> Result<PathBuf, String> {
-    let dir = match std::env::var_os("ARMADA_TEST_SYSROOT") {
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => common::workspace_root().join("target/sysroot"),
-    };
-    if !dir.join(".armada-sysroot").is_file() {
-        return Err(format!(
-            "the Debian arm64 sysroot {} has not been built (run scripts/sysroot.sh; it downloads about 14 MB of .debs once)",
-            dir.display()
-        ));
-    }
-    for p in ["usr/lib/ld-linux-aarch64.so.1", "usr/bin/python3"] {
-        if !dir.join(p).exists() {
-            return Err(format!(
-                "{} lacks {p}: rebuild it with scripts/sysroot.sh",
-                dir.display()
-            ));
-        }
-    }
-    Ok(dir.canonicalize().unwrap_or(dir))
-}
-
 /// Builds tests/guest/dynamic/ once per test process into target/guest-dynamic.
 fn dynamic_programs_dir() -> Result<PathBuf, String> {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
@@ -390,13 +367,14 @@ fn sysroot_programs_match_qemu() {
         return;
     }
     common::require_armada(TEST);
-    let sysroot = match debian_sysroot() {
-        Ok(d) => d,
-        Err(e) => {
-            common::unavailable(TEST, &e);
-            return;
-        }
-    };
+    let sysroot =
+        match common::debian_sysroot(&["usr/lib/ld-linux-aarch64.so.1", "usr/bin/python3"]) {
+            Ok(d) => d,
+            Err(e) => {
+                common::unavailable(TEST, &e);
+                return;
+            }
+        };
     common::run_suite("dynamic-sysroot", sysroot_cases(&sysroot));
 }
 
@@ -767,7 +745,7 @@ fn batch_with_sysroot_matches_qemu() {
         2,
         &work,
     ));
-    match debian_sysroot() {
+    match common::debian_sysroot(&["usr/lib/ld-linux-aarch64.so.1", "usr/bin/python3"]) {
         Ok(s) => problems.extend(batch_vs_qemu(
             "python3",
             &s,

@@ -240,29 +240,6 @@ fn c_programs(test: &str) -> Option<PathBuf> {
     }
 }
 
-/// The Debian arm64 sysroot built by scripts/sysroot.sh.
-fn debian_sysroot() -> Result<PathBuf, String> {
-    let dir = match std::env::var_os("ARMADA_TEST_SYSROOT") {
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => common::workspace_root().join("target/sysroot"),
-    };
-    if !dir.join(".armada-sysroot").is_file() {
-        return Err(format!(
-            "the Debian arm64 sysroot {} has not been built (run scripts/sysroot.sh)",
-            dir.display()
-        ));
-    }
-    for p in ["usr/bin/python3", "usr/bin/perl", "usr/bin/echo"] {
-        if !dir.join(p).exists() {
-            return Err(format!(
-                "{} lacks {p}: rebuild it with scripts/sysroot.sh",
-                dir.display()
-            ));
-        }
-    }
-    Ok(dir.canonicalize().unwrap_or(dir))
-}
-
 /// The environment every case gets on top of common::base_env: `BB` (busybox's path) and a
 /// PATH of arm64 programs only. PATH goes through `-E` (both qemu and armada have it) so that
 /// it is the guest's alone: the harness still finds qemu-aarch64 through its own PATH.
@@ -798,7 +775,8 @@ fn script_cases(env: &Env, sysroot: &Path) -> Vec<Case> {
 fn python_perl_match_qemu() {
     const TEST: &str = "python_perl_match_qemu";
     let Some(env) = setup(TEST, true) else { return };
-    let sysroot = match debian_sysroot() {
+    let sysroot = match common::debian_sysroot(&["usr/bin/python3", "usr/bin/perl", "usr/bin/echo"])
+    {
         Ok(d) => d,
         Err(e) => {
             common::unavailable(TEST, &e);

@@ -1150,3 +1150,27 @@ pub fn extract(deb: &Path) -> Result<PathBuf, String> {
         .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), dest.display()))?;
     Ok(dest)
 }
+
+/// The Debian arm64 sysroot built by scripts/sysroot.sh (`ARMADA_TEST_SYSROOT` overrides
+/// where), if it is there with every path in `required`.
+pub fn debian_sysroot(required: &[&str]) -> Result<PathBuf, String> {
+    let dir = match std::env::var_os("ARMADA_TEST_SYSROOT") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => workspace_root().join("target/sysroot"),
+    };
+    if !dir.join(".armada-sysroot").is_file() {
+        return Err(format!(
+            "the Debian arm64 sysroot {} has not been built (run scripts/sysroot.sh; it downloads about 14 MB of .debs once)",
+            dir.display()
+        ));
+    }
+    for p in required {
+        if !dir.join(p).exists() {
+            return Err(format!(
+                "{} lacks {p}: rebuild it with scripts/sysroot.sh",
+                dir.display()
+            ));
+        }
+    }
+    Ok(dir.canonicalize().unwrap_or(dir))
+}

@@ -458,8 +458,13 @@ impl Files {
         Ok(())
     }
 
+    /// A new pipe with one reading and one writing end.
     pub(super) fn new_pipe(&mut self) -> usize {
-        let p = Pipe::default();
+        let p = Pipe {
+            readers: 1,
+            writers: 1,
+            ..Pipe::default()
+        };
         if let Some(i) = self.pipes.iter().position(|p| p.is_none()) {
             self.pipes[i] = Some(p);
             i

@@ -660,10 +660,6 @@ impl Process {
         }
         check_writable(mem, fds, 8)?;
         let id = self.files.new_pipe();
-        if let Some(Some(p)) = self.files.pipes.get_mut(id) {
-            p.readers = 1;
-            p.writers = 1;
-        }
         let st = flags & O_NONBLOCK;
         let r = self.files.add(OpenFile::new(
             Kind::Pipe { id, write: false },
@@ -675,28 +671,41 @@ impl Process {
             O_WRONLY | st,
             Vec::new(),
         ));
+        self.install_pair(mem, fds, r, w, flags & O_CLOEXEC != 0)
+    }
+
+    /// Installs two new open file descriptions (a pipe's ends, a socketpair's) at the
+    /// lowest free fds and writes the two fds to guest memory at `out`; on any failure
+    /// neither stays open.
+    pub(super) fn install_pair(
+        &mut self,
+        mem: &mut AddressSpace,
+        out: u64,
+        a: usize,
+        b: usize,
+        cloexec: bool,
+    ) -> SysResult {
         let limit = self.nofile();
-        let cloexec = flags & O_CLOEXEC != 0;
-        let rfd = match self.files.install(r, 0, cloexec, limit) {
+        let fa = match self.files.install(a, 0, cloexec, limit) {
             Ok(fd) => fd,
             Err(e) => {
-                self.files.drop_file(w);
+                self.files.drop_file(b);
                 return Err(e);
             }
         };
-        let wfd = match self.files.install(w, 0, cloexec, limit) {
+        let fb = match self.files.install(b, 0, cloexec, limit) {
             Ok(fd) => fd,
             Err(e) => {
-                let _ = self.files.close(rfd);
+                let _ = self.files.close(fa);
                 return Err(e);
             }
         };
-        let mut b = [0u8; 8];
-        b[..4].copy_from_slice(&rfd.to_le_bytes());
-        b[4..].copy_from_slice(&wfd.to_le_bytes());
-        if let Err(e) = wr(mem, fds, &b) {
-            let _ = self.files.close(rfd);
-            let _ = self.files.close(wfd);
+        let mut v = [0u8; 8];
+        v[..4].copy_from_slice(&fa.to_le_bytes());
+        v[4..].copy_from_slice(&fb.to_le_bytes());
+        if let Err(e) = wr(mem, out, &v) {
+            let _ = self.files.close(fa);
+            let _ = self.files.close(fb);
             return Err(e);
         }
         Ok(0)

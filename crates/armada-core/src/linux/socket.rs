@@ -55,11 +55,9 @@ impl Process {
         check_writable(mem, sv, 8)?;
         let a = self.files.new_pipe();
         let b = self.files.new_pipe();
-        for id in [a, b] {
-            if let Some(Some(p)) = self.files.pipes.get_mut(id) {
-                p.readers = 1;
-                p.writers = 1;
-                if kind != SOCK_STREAM {
+        if kind != SOCK_STREAM {
+            for id in [a, b] {
+                if let Some(Some(p)) = self.files.pipes.get_mut(id) {
                     p.bounds = Some(Default::default());
                 }
             }
@@ -81,27 +79,7 @@ impl Process {
         let y = self
             .files
             .add(OpenFile::new(end(b, a), O_RDWR | st, Vec::new()));
-        let limit = self.nofile();
-        let cloexec = ty & SOCK_CLOEXEC != 0;
-        let fx = match self.files.install(x, 0, cloexec, limit) {
-            Ok(fd) => fd,
-            Err(e) => {
-                self.files.drop_file(y);
-                return Err(e);
-            }
-        };
-        let fy = match self.files.install(y, 0, cloexec, limit) {
-            Ok(fd) => fd,
-            Err(e) => {
-                let _ = self.files.close(fx);
-                return Err(e);
-            }
-        };
-        let mut out = [0u8; 8];
-        out[..4].copy_from_slice(&fx.to_le_bytes());
-        out[4..].copy_from_slice(&fy.to_le_bytes());
-        wr(mem, sv, &out)?;
-        Ok(0)
+        self.install_pair(mem, sv, x, y, ty & SOCK_CLOEXEC != 0)
     }
 
     /// ENOTSOCK unless `fd` is one of armada's sockets (EBADF if it is no fd at all).
