@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds the AArch64 guest programs for the process tests (fork, exec, wait, pipes, sessions,
-# signals between processes), used by crates/armada-cli/tests/processes.rs.
+# signals between processes), used by crates/armada-cli/tests/processes.rs, and those of the
+# Linux-surface tests (timers, IPC, sockets: tests/guest/surface, crates/armada-cli/tests/surface.rs).
 #
-#   tests/guest/build-processes.sh [OUTDIR]   (default OUTDIR: <repo>/target/guest-processes)
+#   tests/guest/build-processes.sh [OUTDIR [SRCDIR]]
+#       (default OUTDIR: <repo>/target/guest-processes; SRCDIR: tests/guest/processes)
 #
-#   tests/guest/processes/NAME.c -> OUTDIR/NAME    aarch64-linux-gnu-gcc -O2 -static -pthread
+#   SRCDIR/NAME.c -> OUTDIR/NAME    aarch64-linux-gnu-gcc -O2 -static -pthread
 #
 # Every program includes tests/guest/processes/proc.h (CHECK, errno and signal names, status
 # text). A binary is rebuilt only when it is missing or older than its source, proc.h or this
@@ -16,8 +18,9 @@ set -euo pipefail
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo_root=$(cd "$script_dir/../.." && pwd)
 script="$script_dir/$(basename "${BASH_SOURCE[0]}")"
-src_dir="$script_dir/processes"
 out_dir=${1:-"$repo_root/target/guest-processes"}
+src_dir=${2:-"$script_dir/processes"}
+proc_h="$script_dir/processes/proc.h"
 cc=${ARMADA_GUEST_CC:-aarch64-linux-gnu-gcc}
 jobs=${ARMADA_GUEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
@@ -74,7 +77,7 @@ fi
 for src in "${sources[@]}"; do
     name=$(basename "$src" .c)
     echo "$name $name" >>"$list"
-    if stale "$out_dir/$name" "$src" "$src_dir/proc.h"; then
+    if stale "$out_dir/$name" "$src" "$proc_h"; then
         while (($(jobs -rp | wc -l) >= jobs)); do
             wait -n || true # failures show as missing binaries below
         done

@@ -22,6 +22,7 @@ use crate::cpu::{self, CodeCache, DecodedPages};
 use crate::linux::procs;
 use crate::linux::signal as sig;
 use crate::linux::signal::Received;
+use crate::linux::timers::Due;
 use crate::linux::wait::{Wait, WaitKind};
 use crate::linux::SysOutcome;
 use crate::memory::Access;
@@ -122,6 +123,8 @@ pub struct Lane {
     turn_end: u64,
     /// A signal from another process ended the process being serviced.
     cur_killed: Option<i32>,
+    /// When the next timer of any of the lane's processes is due (see `linux::timers`).
+    timer_due: Due,
 }
 
 impl Lane {
@@ -142,6 +145,7 @@ impl Lane {
             single_task: None,
             turn_end: QUANTUM,
             cur_killed: None,
+            timer_due: Due::default(),
         }
     }
 
@@ -191,7 +195,17 @@ impl Lane {
                 Some(m) => m.saturating_sub(self.retired()),
                 None => u64::MAX,
             };
-            let left = budget.min(slice - done);
+            let mut left = budget.min(slice - done);
+            if !self.timer_due.is_none() {
+                if self.fire_timers() {
+                    if let Some(e) = self.after_timers() {
+                        self.exit = Some(e);
+                    }
+                    continue;
+                }
+                // the turn ends where the next timer is due
+                left = left.min(self.timer_cap());
+            }
             let turn = if self.tasks.is_empty() {
                 left
             } else {
@@ -389,7 +403,7 @@ impl Lane {
             if o.signal == 0 {
                 continue;
             }
-            match target.receive(o.signal, o.code, o.value, o.extra) {
+            match target.receive(o.tid, o.signal, o.code, o.value, o.extra) {
                 Received::Nothing => {}
                 Received::Killed(s) => {
                     let e = Exit::Signal {
@@ -447,6 +461,7 @@ impl Lane {
         };
         Some(procs::Outgoing {
             pid: parent,
+            tid: 0,
             signal: sig::SIGCHLD,
             code,
             value: pid as u32 as u64,
@@ -471,6 +486,8 @@ impl Lane {
                     Some("starts processes (fork)")
                 } else if exec.is_some() {
                     Some("replaces its image (execve)")
+                } else if p.take_timers_changed() && !p.timers_due().is_none() {
+                    Some("arms a timer (alarm, setitimer or timer_create)")
                 } else {
                     None
                 };
@@ -494,6 +511,9 @@ impl Lane {
             }
             if let Some(req) = exec {
                 self.exec(req);
+            }
+            if self.program.process.take_timers_changed() {
+                self.refresh_timers();
             }
             for tid in self.program.process.take_woken() {
                 if let Some(t) = self.tasks.iter_mut().find(|t| t.tid == tid) {
@@ -634,11 +654,11 @@ impl Lane {
             if let WaitKind::Vfork { .. } = w.kind {
                 continue;
             }
-            let p = if t.pid == cur {
-                &mut self.program.process
+            let (p, mem) = if t.pid == cur {
+                (&mut self.program.process, &mut self.program.mem)
             } else {
                 match self.parked.get_mut(&t.pid) {
-                    Some(x) => &mut x.program.process,
+                    Some(x) => (&mut x.program.process, &mut x.program.mem),
                     None => continue,
                 }
             };
@@ -659,6 +679,7 @@ impl Lane {
                     t.state.x[0] = w.args[0];
                 } else {
                     t.state.x[0] = (-(libc::EINTR as i64)) as u64;
+                    p.sleep_interrupted(&w, mem);
                 }
                 Run::Ready
             } else if w.kind == WaitKind::Retry {
@@ -687,6 +708,8 @@ impl Lane {
         self.program.process.set_retired(retired);
         let cur_pid = self.cur_pid();
         let cur_tid = self.program.process.tid();
+        // a timer's signal ended the current process while every task waited
+        let mut cur_gone = false;
         if !alive && proc_alive {
             // the thread ended: another thread of its process becomes the process's
             // current one (the scheduler may switch to another process first)
@@ -730,17 +753,33 @@ impl Lane {
                     },
                     _ => None,
                 })
+                .chain(self.timer_due.wall)
                 .min();
             match earliest {
                 Some(d) => self.program.process.idle_until(d),
                 None => return Err(self.deadlock()),
+            }
+            // a timer due now sends its signal (which may end a process, the current one
+            // included, or interrupt a wait)
+            if self.fire_timers() {
+                if let Some(e) = self.exit.clone() {
+                    return Err(e);
+                }
+                if let Some(signal) = self.cur_killed.take() {
+                    let e = Exit::Signal {
+                        signal,
+                        message: None,
+                    };
+                    self.end_process(cur_pid, &e);
+                    cur_gone = true;
+                }
             }
         };
         let Some(next) = self.tasks.remove(idx) else {
             return Err(self.deadlock());
         };
         if next.pid != cur_pid {
-            self.switch_process(next.pid, proc_alive);
+            self.switch_process(next.pid, proc_alive && !cur_gone);
         }
         // (the outgoing thread is alive unless it is the one that ended, handled above)
         self.program.process.switch_thread(next.tid, true);
@@ -776,6 +815,76 @@ impl Lane {
         old.program.process.hand_over(&mut self.program.process);
         if cur_alive {
             self.parked.insert(old_pid, old);
+        }
+    }
+
+    /// Recomputes when the lane's next timer is due, from every process's timers.
+    fn refresh_timers(&mut self) {
+        let mut d = self.program.process.timers_due();
+        for p in self.parked.values() {
+            d = d.min(p.program.process.timers_due());
+        }
+        self.timer_due = d;
+    }
+
+    /// Fires the timers that are due now: their signals go out as signals between
+    /// processes do. Returns whether any signal was sent.
+    fn fire_timers(&mut self) -> bool {
+        let p = &mut self.program;
+        p.process.set_retired(p.state.retired);
+        let (wall, cpu) = p.process.timer_clocks();
+        if !self.timer_due.reached(wall, cpu) {
+            return false;
+        }
+        let mut out = p.process.expire_timers(wall, cpu);
+        for x in self.parked.values_mut() {
+            out.extend(x.program.process.expire_timers(wall, cpu));
+        }
+        self.refresh_timers();
+        if out.is_empty() {
+            return false;
+        }
+        for o in out {
+            self.program.process.queue_outgoing(o);
+        }
+        self.deliver_outgoing();
+        self.wake_retries();
+        true
+    }
+
+    /// Instructions the running task may run before the next timer is due: exact on the
+    /// virtual clock; on the host's, a quantum (the clocks are read at each turn's end).
+    fn timer_cap(&mut self) -> u64 {
+        let p = &mut self.program;
+        if !p.process.cfg.deterministic {
+            return QUANTUM;
+        }
+        p.process.set_retired(p.state.retired);
+        let (wall, cpu) = p.process.timer_clocks();
+        let per = crate::linux::time::NS_PER_INSN.max(1);
+        let left =
+            |due: Option<u64>, now: u64| due.map_or(u64::MAX, |d| d.saturating_sub(now) / per);
+        left(self.timer_due.wall, wall)
+            .min(left(self.timer_due.cpu, cpu))
+            .max(1)
+    }
+
+    /// After timers fired between two instructions of the running task: the run's end, the
+    /// current process's end, or the handler of a signal for the running task.
+    fn after_timers(&mut self) -> Option<Exit> {
+        if let Some(e) = self.exit.clone() {
+            return Some(e);
+        }
+        if let Some(signal) = self.cur_killed.take() {
+            return self.current_ended(Exit::Signal {
+                signal,
+                message: None,
+            });
+        }
+        let p = &mut self.program;
+        match p.process.deliver_signals(&mut p.state, &mut p.mem) {
+            SysOutcome::Continue => None,
+            o => self.after_syscall(o),
         }
     }
 

@@ -181,6 +181,7 @@ impl Process {
         self.exec_signals();
         self.others.clear();
         self.futexes = Default::default();
+        self.timers.after_exec();
         self.thread.tid = self.pid;
         self.thread.clear_child_tid = 0;
         self.thread.robust_list = 0;

@@ -192,6 +192,7 @@ impl Process {
             others: Default::default(),
             events: Default::default(),
             futexes: Default::default(),
+            timers: Default::default(),
             restart_deadline: None,
             restarting: false,
             cur_nr: 0,

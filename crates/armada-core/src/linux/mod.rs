@@ -44,6 +44,7 @@ mod strace;
 pub mod sys;
 pub mod task;
 pub mod time;
+pub mod timers;
 pub mod wait;
 mod xattr;
 
@@ -321,6 +322,8 @@ pub struct Process {
     /// What the last syscall left for the scheduler.
     pub(crate) events: wait::Events,
     pub(crate) futexes: futex::Futexes,
+    /// Interval timers and POSIX timers (fired by the scheduler).
+    pub(crate) timers: timers::Timers,
     /// Set while a blocked syscall runs again: the deadline it had the first time.
     pub(crate) restart_deadline: Option<u64>,
     /// A blocked syscall is running again (for --strace: its block was shown already).
@@ -433,6 +436,7 @@ impl Process {
             no_sigpipe: false,
             events: wait::Events::default(),
             futexes: futex::Futexes::default(),
+            timers: timers::Timers::default(),
             restart_deadline: None,
             restarting: false,
             cur_nr: 0,
@@ -769,6 +773,11 @@ impl Process {
             CLOCK_NANOSLEEP => self.sys_clock_nanosleep(mem, i(0), i(1), a[2], a[3]),
             GETITIMER => self.sys_getitimer(mem, i(0), a[1]),
             SETITIMER => self.sys_setitimer(mem, i(0), a[1], a[2]),
+            TIMER_CREATE => self.sys_timer_create(mem, i(0), a[1], a[2]),
+            TIMER_SETTIME => self.sys_timer_settime(mem, i(0), i(1), a[2], a[3]),
+            TIMER_GETTIME => self.sys_timer_gettime(mem, i(0), a[1]),
+            TIMER_GETOVERRUN => self.sys_timer_getoverrun(i(0)),
+            TIMER_DELETE => self.sys_timer_delete(i(0)),
 
             // signals
             RT_SIGACTION => self.sys_rt_sigaction(mem, i(0), a[1], a[2], a[3]),

@@ -82,6 +82,8 @@ pub(crate) enum Report {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Outgoing {
     pub pid: i32,
+    /// One thread of it (a timer's SIGEV_THREAD_ID), or 0: the process.
+    pub tid: i32,
     pub signal: i32,
     /// si_code and the sender's pid (low 32 bits) and uid (high), as the receiver's
     /// siginfo gives them.
@@ -343,6 +345,7 @@ impl Process {
             {
                 self.procs.outbox.push(Outgoing {
                     pid,
+                    tid: 0,
                     signal,
                     code: sig::SI_USER,
                     value: sender,
@@ -524,6 +527,7 @@ impl Process {
     /// parent gets SIGCHLD (through the outbox). Called by the scheduler.
     pub fn end_process(&mut self, status: WaitStatus) {
         self.files.close_all();
+        self.timers = Default::default();
         let me = self.pid;
         let first = self.procs.first;
         let orphans = self.procs.children(me);
@@ -535,6 +539,7 @@ impl Process {
                     // PR_SET_PDEATHSIG: the child hears that its parent ended
                     self.procs.outbox.push(Outgoing {
                         pid: *c,
+                        tid: 0,
                         signal: e.pdeathsig,
                         code: sig::SI_USER,
                         value: (me as u32 as u64) | ((self.uid as u64) << 32),
@@ -561,6 +566,7 @@ impl Process {
         if me != first && self.procs.procs.contains_key(&ppid) {
             self.procs.outbox.push(Outgoing {
                 pid: ppid,
+                tid: 0,
                 // 0: clone asked for no signal (the parent still waits for it)
                 signal: self.exit_signal,
                 code,
@@ -578,6 +584,7 @@ impl Process {
                     // a subreaper hears of the zombie it inherited
                     self.procs.outbox.push(Outgoing {
                         pid: heir,
+                        tid: 0,
                         signal: SIGCHLD,
                         code: CLD_EXITED,
                         value: c as u32 as u64,

@@ -149,6 +149,18 @@ impl SigInfo {
             extra: 0,
         }
     }
+
+    /// As a guest `siginfo_t`: si_signo, si_errno, si_code, then the union (the sender's
+    /// pid and uid; a child's pid, uid and status; a timer's id, overrun and value; a
+    /// fault's address).
+    pub(crate) fn siginfo(&self, sig: i32) -> [u8; 128] {
+        let mut b = [0u8; 128];
+        b[0..4].copy_from_slice(&sig.to_le_bytes());
+        b[8..12].copy_from_slice(&self.code.to_le_bytes());
+        b[16..24].copy_from_slice(&self.value.to_le_bytes());
+        b[24..32].copy_from_slice(&self.extra.to_le_bytes());
+        b
+    }
 }
 
 /// si_code values.
@@ -288,13 +300,24 @@ impl Process {
 
     /// Takes pending signal `sig` (the thread's own first, else the process's) and its info.
     fn take_pending(&mut self, sig: i32) -> SigInfo {
-        if self.thread.sig.pending & bit(sig) != 0 {
+        let mut si = if self.thread.sig.pending & bit(sig) != 0 {
             self.thread.sig.pending &= !bit(sig);
             self.thread.sig.info[sig as usize]
         } else {
             self.signals.shared &= !bit(sig);
             self.signals.shared_info[sig as usize]
-        }
+        };
+        self.timer_signal_taken(si.code, &mut si.value);
+        si
+    }
+
+    /// The signals pending for the process or any of its threads (bit n-1: signal n).
+    pub(crate) fn pending_anywhere(&self) -> u64 {
+        self.others
+            .values()
+            .fold(self.thread.sig.pending | self.signals.shared, |acc, t| {
+                acc | t.sig.pending
+            })
     }
 
     fn raise_current(&mut self, sig: i32, si: SigInfo) {
@@ -494,11 +517,7 @@ impl Process {
             let at = at as usize;
             f[at..at + v.len()].copy_from_slice(v);
         };
-        // siginfo
-        put(&mut f, 0, &sig.to_le_bytes());
-        put(&mut f, 8, &info.code.to_le_bytes());
-        put(&mut f, 16, &info.value.to_le_bytes());
-        put(&mut f, 24, &info.extra.to_le_bytes());
+        put(&mut f, 0, &info.siginfo(sig));
         // ucontext
         let uc = SIGINFO_SIZE;
         let cur_flags = if ss_flags == SS_DISABLE {
@@ -785,15 +804,9 @@ impl Process {
         let hit = self.pending_now() & want;
         if hit != 0 {
             let sig = hit.trailing_zeros() as i32 + 1;
-            self.take_pending(sig);
+            let si = self.take_pending(sig);
             if info != 0 {
-                // siginfo_t: si_signo, si_errno, si_code (SI_TKILL = -6), then pid, uid
-                let mut b = [0u8; 128];
-                b[0..4].copy_from_slice(&sig.to_le_bytes());
-                b[8..12].copy_from_slice(&(-6i32).to_le_bytes());
-                b[16..20].copy_from_slice(&self.pid.to_le_bytes());
-                b[20..24].copy_from_slice(&self.uid.to_le_bytes());
-                wr(mem, info, &b)?;
+                wr(mem, info, &si.siginfo(sig))?;
             }
             return Ok(sig as u64);
         }
@@ -924,7 +937,8 @@ impl Signals {
 impl Process {
     /// A signal sent by another process of the lane (kill, SIGCHLD) arrives at this one,
     /// which is not running now. `extra` is si_status (SIGCHLD).
-    pub fn receive(&mut self, sig: i32, code: i32, value: u64, extra: u64) -> Received {
+    /// `tid`: a thread of the process it is for (a timer's SIGEV_THREAD_ID), or 0.
+    pub fn receive(&mut self, tid: i32, sig: i32, code: i32, value: u64, extra: u64) -> Received {
         if !(1..=NSIG).contains(&sig) {
             return Received::Nothing;
         }
@@ -942,7 +956,12 @@ impl Process {
             return Received::Nothing;
         }
         let before = self.outcome.take();
-        self.raise_info(sig, SigInfo { code, value, extra });
+        let si = SigInfo { code, value, extra };
+        if tid != 0 && self.is_thread(tid) {
+            self.raise_thread(tid, sig, si);
+        } else {
+            self.raise_info(sig, si);
+        }
         let now = std::mem::replace(&mut self.outcome, before);
         match now {
             Some(SysOutcome::Killed(s)) => Received::Killed(s),

@@ -293,6 +293,22 @@ impl Process {
         }
     }
 
+    /// A signal's handler interrupted a sleep (EINTR): a relative nanosleep or
+    /// clock_nanosleep tells the time it had left, as Linux does.
+    pub fn sleep_interrupted(&mut self, w: &super::wait::Wait, mem: &mut AddressSpace) {
+        use super::nr::{CLOCK_NANOSLEEP, NANOSLEEP};
+        const TIMER_ABSTIME: u64 = 1;
+        let rem = match w.nr {
+            NANOSLEEP => w.args[1],
+            CLOCK_NANOSLEEP if w.args[1] & TIMER_ABSTIME == 0 => w.args[3],
+            _ => return,
+        };
+        if let (Some(d), true) = (w.deadline, rem != 0) {
+            let left = d.saturating_sub(self.monotonic_ns());
+            let _ = write_timespec(mem, rem, (left / NS) as i64, (left % NS) as i64);
+        }
+    }
+
     pub(crate) fn sys_clock_nanosleep(
         &mut self,
         mem: &mut AddressSpace,
@@ -316,44 +332,6 @@ impl Process {
         self.sleep_until(self.deadline_after(wait))?;
         if rem != 0 && flags & TIMER_ABSTIME == 0 {
             let _ = write_timespec(mem, rem, 0, 0);
-        }
-        Ok(0)
-    }
-
-    pub(crate) fn sys_getitimer(
-        &mut self,
-        mem: &mut AddressSpace,
-        which: i32,
-        val: u64,
-    ) -> SysResult {
-        if !(0..=2).contains(&which) {
-            return Err(Errno::EINVAL);
-        }
-        wr(mem, val, &[0u8; 32])?;
-        Ok(0)
-    }
-
-    pub(crate) fn sys_setitimer(
-        &mut self,
-        mem: &mut AddressSpace,
-        which: i32,
-        new: u64,
-        old: u64,
-    ) -> SysResult {
-        if !(0..=2).contains(&which) {
-            return Err(Errno::EINVAL);
-        }
-        if new != 0 {
-            let mut b = [0u8; 32];
-            rd(mem, new, &mut b)?;
-            if b[16..].iter().any(|&x| x != 0) {
-                super::note_once(super::NOTE_MISC, 2, || {
-                    "the guest armed an interval timer; armada does not deliver its signal".into()
-                });
-            }
-        }
-        if old != 0 {
-            wr(mem, old, &[0u8; 32])?;
         }
         Ok(0)
     }

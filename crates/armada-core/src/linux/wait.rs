@@ -59,6 +59,8 @@ pub(crate) struct Events {
     pub(crate) yielded: bool,
     /// A signal's default action stops the process (SIGSTOP, SIGTSTP, ... to itself).
     pub(crate) stop: Option<i32>,
+    /// A timer was armed, changed or deleted (the scheduler's next due time may be sooner).
+    pub(crate) timers_changed: bool,
 }
 
 impl Process {
