@@ -1,5 +1,6 @@
 //! The rest of the Linux surface real programs use: interval timers and alarms, POSIX
-//! timers, sleeps and signal waits with timeouts (and, as they land, SysV IPC and sockets).
+//! timers, sleeps and signal waits with timeouts, and sockets on the run's own loopback
+//! network (TCP over IPv4 and IPv6, AF_UNIX path and abstract names).
 //!
 //! Differential: our C programs of tests/guest/surface (built by
 //! tests/guest/build-processes.sh into target/guest-surface, or `$ARMADA_GUEST_SURFACE_DIR`)
@@ -59,6 +60,8 @@ fn cases(dir: &std::path::Path) -> Vec<Case> {
     let programs: &[(&str, &str, &[&str])] = &[
         ("interval timers, alarm, pause", "itimer", &[]),
         ("POSIX timers", "posix_timers", &[]),
+        ("loopback TCP, IPv4 and IPv6", "tcp", &[]),
+        ("AF_UNIX names, SCM_RIGHTS, seqpacket", "unix_sockets", &[]),
     ];
     let mut v = Vec::new();
     for (name, program, args) in programs {

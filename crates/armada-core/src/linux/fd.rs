@@ -143,6 +143,9 @@ pub(crate) enum Kind {
         rd: bool,
         wr: bool,
     },
+    /// A socket from socket() that is not connected (yet): fresh, bound or listening
+    /// (its state is in `Files::net`; connecting makes it a `Socket`).
+    NetSock,
     /// A read-only virtual file (/proc/self/maps, ...).
     Mem(Vec<u8>),
     /// An eventfd, timerfd or epoll instance (see `events`).
@@ -184,7 +187,7 @@ impl OpenFile {
             Kind::Host { mode, .. } => mode & libc::S_IFMT == libc::S_IFREG,
             Kind::StdinBuf(_) | Kind::Mem(_) | Kind::Null | Kind::Zero | Kind::Random => true,
             Kind::Out(_) => true,
-            Kind::Pipe { .. } | Kind::Socket { .. } | Kind::Event(_) => false,
+            Kind::Pipe { .. } | Kind::Socket { .. } | Kind::NetSock | Kind::Event(_) => false,
         }
     }
     /// The host's stat of the file behind this description (None for armada's own files).
@@ -233,6 +236,8 @@ pub struct Files {
     pub(super) pipes: Vec<Option<Pipe>>,
     pub(crate) out: Vec<u8>,
     pub(crate) err: Vec<u8>,
+    /// The lane's sockets from socket() and the names they hold (see `net`).
+    pub(crate) net: super::net::Net,
 }
 
 pub(super) fn host_getfl(fd: RawFd) -> u32 {
@@ -422,6 +427,7 @@ impl Files {
                 }
                 _ => {}
             }
+            self.net_dropped(idx);
             // host fds close when `f` drops here
         }
     }
@@ -484,6 +490,7 @@ impl Files {
         std::mem::swap(&mut self.pipes, &mut to.pipes);
         std::mem::swap(&mut self.out, &mut to.out);
         std::mem::swap(&mut self.err, &mut to.err);
+        std::mem::swap(&mut self.net, &mut to.net);
     }
 
     /// The fd table of a forked child: the same fds, each pointing at the same open file

@@ -226,6 +226,7 @@ impl Process {
             | Kind::Out(_)
             | Kind::Pipe { .. }
             | Kind::Socket { .. }
+            | Kind::NetSock
             | Kind::Event(_) => Err(Errno::ESPIPE),
         }
     }
@@ -287,6 +288,10 @@ impl Process {
                 match &f.kind {
                     Kind::Pipe { id, .. } => format!("pipe:[{}]", 1000 + id).into_bytes(),
                     Kind::Socket { rx, .. } => format!("socket:[{}]", 3000 + rx).into_bytes(),
+                    Kind::NetSock => {
+                        let e = self.files.entry(n)?;
+                        format!("socket:[{}]", 60000 + e.file).into_bytes()
+                    }
                     Kind::Event(o) => o.link_name().to_vec(),
                     Kind::StdinBuf(_) | Kind::Out(_) => format!("pipe:[{}]", 900 + n).into_bytes(),
                     _ if !f.path.is_empty() => f.path.clone(),

@@ -31,6 +31,7 @@ pub mod fork;
 pub mod fs;
 mod futex;
 pub mod mm;
+mod net;
 pub mod nr;
 pub mod path;
 mod poll;
@@ -755,14 +756,18 @@ impl Process {
             RECVFROM => self.sys_recvfrom(mem, i(0), a[1], a[2], i(3), a[5]),
             SENDMSG => self.sys_msg(mem, i(0), a[1], i(2), true),
             RECVMSG => self.sys_msg(mem, i(0), a[1], i(2), false),
-            GETSOCKNAME | GETPEERNAME => self.sys_sockname(mem, i(0), a[1], a[2]),
+            GETSOCKNAME => self.sys_sockname(mem, i(0), a[1], a[2], false),
+            GETPEERNAME => self.sys_sockname(mem, i(0), a[1], a[2], true),
             GETSOCKOPT => self.sys_getsockopt(mem, i(0), i(1), i(2), a[3], a[4]),
-            BIND | LISTEN | ACCEPT | ACCEPT4 | CONNECT | SETSOCKOPT | SENDMMSG | RECVMMSG => {
-                self.fd_check(i(0)).and(Err(Errno::ENOTSOCK))
-            }
-            // no other socket can be made: glibc's nscd client and similar probes fall back
-            // quietly
-            SOCKET => Err(Errno(libc::EAFNOSUPPORT)),
+            SOCKET => self.sys_socket(i(0), i(1), i(2)),
+            BIND => self.sys_bind(mem, i(0), a[1], a[2] as u32 as u64),
+            LISTEN => self.sys_listen(i(0), i(1)),
+            ACCEPT => self.sys_accept4(mem, i(0), a[1], a[2], 0),
+            ACCEPT4 => self.sys_accept4(mem, i(0), a[1], a[2], i(3)),
+            CONNECT => self.sys_connect(mem, i(0), a[1], a[2] as u32 as u64),
+            SETSOCKOPT => self.sys_setsockopt(mem, i(0), i(1), i(2), a[3], a[4] as u32 as u64),
+            SENDMMSG => self.sys_mmsg(mem, i(0), a[1], a[2] as u32, i(3), true),
+            RECVMMSG => self.sys_mmsg(mem, i(0), a[1], a[2] as u32, i(3), false),
             GETRANDOM => self.sys_getrandom(mem, a[0], a[1], a[2] as u32),
 
             // time

@@ -79,6 +79,10 @@ impl Process {
                 }
                 r
             }
+            Kind::NetSock => match self.files.entry(fd) {
+                Ok(e) => self.net_poll(e.file),
+                Err(_) => POLLNVAL,
+            },
             Kind::Out(_) => POLLOUT,
             Kind::StdinBuf(_) => POLLIN,
             Kind::Event(o) => self.object_poll(o),

@@ -125,6 +125,8 @@ impl Process {
                 let id = *rx;
                 self.pipe_take(id, buf, nonblock)
             }
+            // not connected (Linux: ENOTCONN for TCP and AF_UNIX streams)
+            Kind::NetSock => Err(Errno(libc::ENOTCONN)),
             Kind::Null => Ok(0),
             Kind::Zero => {
                 buf.fill(0);
@@ -203,6 +205,7 @@ impl Process {
                 self.pipe_put(id, data, nonblock)
             }
             Kind::StdinBuf(_) | Kind::Mem(_) | Kind::Event(_) => Err(Errno::EBADF),
+            Kind::NetSock => Err(Errno(libc::ENOTCONN)),
             Kind::Null | Kind::Zero | Kind::Random => Ok(data.len()),
         }
     }

@@ -82,10 +82,12 @@ impl Process {
         self.install_pair(mem, sv, x, y, ty & SOCK_CLOEXEC != 0)
     }
 
-    /// ENOTSOCK unless `fd` is one of armada's sockets (EBADF if it is no fd at all).
+    /// ENOTSOCK unless `fd` is one of armada's connected sockets (ENOTCONN for one that is
+    /// not connected, EBADF if it is no fd at all).
     fn socket_check(&self, fd: i32) -> Result<(), Errno> {
         match self.files.file(fd)?.kind {
             Kind::Socket { .. } => Ok(()),
+            Kind::NetSock => Err(Errno(libc::ENOTCONN)),
             _ => Err(Errno::ENOTSOCK),
         }
     }
@@ -274,6 +276,46 @@ impl Process {
         Ok(r)
     }
 
+    /// sendmmsg/recvmmsg: sendmsg/recvmsg for each `struct mmsghdr` (a msghdr and the
+    /// count it moved) until one fails or, receiving, nothing more is there; the count of
+    /// messages done, or the first one's error.
+    pub(crate) fn sys_mmsg(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        vec: u64,
+        vlen: u32,
+        flags: i32,
+        send: bool,
+    ) -> SysResult {
+        const MMSGHDR: u64 = 64;
+        const MSG_WAITFORONE: i32 = 0x10000;
+        const UIO_MAXIOV: u32 = 1024;
+        let vlen = vlen.min(UIO_MAXIOV);
+        let mut done = 0u32;
+        let wait_one = !send && flags & MSG_WAITFORONE != 0;
+        let mut flags = flags & !MSG_WAITFORONE;
+        while done < vlen {
+            let hdr = vec + done as u64 * MMSGHDR;
+            match self.sys_msg(mem, fd, hdr, flags, send) {
+                Ok(n) => {
+                    wr_u32(mem, hdr + 56, n as u32)?;
+                    done += 1;
+                    if wait_one {
+                        flags |= MSG_DONTWAIT;
+                    }
+                }
+                Err(e) if done == 0 => return Err(e),
+                // (a block after the first message: return what was moved)
+                Err(_) => {
+                    self.events.block = None;
+                    break;
+                }
+            }
+        }
+        Ok(done as u64)
+    }
+
     /// The open file descriptions an SCM_RIGHTS message names, each with a reference taken
     /// (EBADF for a bad fd, EOPNOTSUPP for other ancillary data).
     fn read_rights(
@@ -318,14 +360,19 @@ impl Process {
         Ok(out)
     }
 
-    /// getsockname/getpeername: an unnamed AF_UNIX socket (just the family).
+    /// getsockname/getpeername: a socket's name (see `net`), or for a socketpair end an
+    /// unnamed AF_UNIX socket (just the family).
     pub(crate) fn sys_sockname(
         &mut self,
         mem: &mut AddressSpace,
         fd: i32,
         addr: u64,
         len: u64,
+        peer: bool,
     ) -> SysResult {
+        if let Some(r) = self.net_name(mem, fd, addr, len, peer) {
+            return r;
+        }
         self.socket_check(fd)?;
         let have = super::rd_u32(mem, len)?;
         if have >= 2 {
@@ -350,6 +397,17 @@ impl Process {
         const SO_SNDBUF: i32 = 7;
         const SO_RCVBUF: i32 = 8;
         const SO_DOMAIN: i32 = 39;
+        if let Some(r) = self.net_getsockopt(fd, level, name) {
+            let v = r?;
+            let have = super::rd_u32(mem, len)? as i32;
+            if have < 0 {
+                return Err(Errno::EINVAL);
+            }
+            let n = v.len().min(have as usize);
+            wr(mem, val, &v[..n])?;
+            wr_u32(mem, len, n as u32)?;
+            return Ok(0);
+        }
         self.socket_check(fd)?;
         if level != SOL_SOCKET {
             return Err(Errno(libc::ENOPROTOOPT));

@@ -169,7 +169,7 @@ impl Process {
                 mode: libc::S_IFIFO | 0o600,
                 ..base
             },
-            Kind::Socket { .. } => StatInfo {
+            Kind::Socket { .. } | Kind::NetSock => StatInfo {
                 dev: 0x8,
                 ino: 3000 + id,
                 mode: libc::S_IFSOCK | 0o777,
@@ -214,6 +214,7 @@ impl Process {
             Kind::Host { fd, .. } => Ok(StatInfo::from_host(&host_fstat(fd.raw())?)),
             Kind::Pipe { id, .. } => Ok(self.virtual_stat(&f.kind, *id as u64)),
             Kind::Socket { rx, .. } => Ok(self.virtual_stat(&f.kind, *rx as u64)),
+            Kind::NetSock => Ok(self.virtual_stat(&f.kind, 60000 + e.file as u64)),
             k => Ok(self.virtual_stat(k, e.file as u64)),
         }
     }
