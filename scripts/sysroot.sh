@@ -47,7 +47,9 @@ die() { printf 'scripts/sysroot.sh: error: %s\n' "$*" >&2; exit 1; }
 # The packages, all :arm64. The programs (with the package that ships each):
 #   coreutils grep sed gawk sqlite3 lua5.4 perl-base python3-minimal dash
 #   (/bin/sh: python's subprocess with shell=True, perl's system with one string, ...)
-#   python3.11-minimal (the interpreter) libpython3.11-minimal (its standard library)
+#   python3.11-minimal (the interpreter) libpython3.11-minimal (its core standard library)
+#   libpython3.11-stdlib (the rest of it, for its pure-Python modules: http.server, urllib,
+#   json, socketserver; its extension modules' libraries are not included)
 # and the libraries they need to start (the DT_NEEDED closure, checked below):
 #   libc6 (glibc, ld.so, libm, libresolv) libgcc-s1 (libc6 needs it: pthread_cancel, unwinding)
 #   libselinux1 libpcre2-8-0 (ls, sed, ... ; grep)     libacl1 libattr1 (cp, sed, ...)
@@ -59,7 +61,7 @@ die() { printf 'scripts/sysroot.sh: error: %s\n' "$*" >&2; exit 1; }
 packages=(
     libc6 libgcc-s1
     coreutils grep sed gawk sqlite3 lua5.4 perl-base dash
-    python3-minimal python3.11-minimal libpython3.11-minimal
+    python3-minimal python3.11-minimal libpython3.11-minimal libpython3.11-stdlib
     libselinux1 libpcre2-8-0 libacl1 libattr1
     libgmp10 libmpfr6 libsigsegv2 libreadline8 libtinfo6
     libsqlite3-0 zlib1g libexpat1 libcrypt1
@@ -74,7 +76,7 @@ checks=(
     "usr/bin/sqlite3|--version"
     "usr/bin/lua5.4|-v"
     'usr/bin/perl|-e|print qq(perl $^V\n)'
-    "usr/bin/python3|-c|import sys, os; print('python', sys.version.split()[0])"
+    "usr/bin/python3|-c|import sys, os, http.server, json; print('python', sys.version.split()[0])"
 )
 
 as_root() {

@@ -8,6 +8,11 @@
 //! `--deterministic`, where every timer runs on the virtual clock (the programs print
 //! relations such as "at least 13 ms passed", which hold on both clocks, never times).
 //! stdout, stderr and the exit status must match (tests/common/mod.rs).
+//!
+//! [`python_http_matches_qemu`]: python3's `http.server` (a threading server) and `urllib`
+//! against itself, `socket` over IPv6 and a socketpair, from the Debian sysroot
+//! (scripts/sysroot.sh) under `-L`. Go's net/http server and client in one program is
+//! `go_nethttp` of the threads suite (tests/threads.rs).
 
 mod common;
 
@@ -88,4 +93,84 @@ fn c_programs_match_qemu() {
         return;
     };
     common::run_suite("surface-c", cases(&dir));
+}
+
+const PYTHON_HTTP: &str = r#"
+import http.server, threading, urllib.request, urllib.error, socket, json
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({'path': self.path, 'ua': self.headers.get('User-Agent', '')[:6]}).encode()
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_POST(self):
+        data = self.rfile.read(int(self.headers['Content-Length']))
+        self.send_response(201)
+        self.end_headers()
+        self.wfile.write(data.upper())
+    def log_message(self, *a):
+        pass
+srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
+port = srv.server_address[1]
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+for p in ['/', '/hello?x=1', '/a/b/c']:
+    with urllib.request.urlopen(f'http://127.0.0.1:{port}{p}') as r:
+        print(r.status, r.headers['Content-Type'], r.read().decode())
+req = urllib.request.Request(f'http://localhost:{port}/post', data=b'posted body', method='POST')
+with urllib.request.urlopen(req) as r:
+    print(r.status, r.read())
+try:
+    urllib.request.urlopen('http://127.0.0.1:1/')
+except urllib.error.URLError as e:
+    print('closed port:', type(e.reason).__name__)
+a, b = socket.socketpair()
+a.sendall(b'pair')
+print('socketpair:', b.recv(10))
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.bind(('::1', 0))
+s.listen()
+c = socket.create_connection(('::1', s.getsockname()[1]))
+conn, addr = s.accept()
+c.sendall(b'v6')
+print('ipv6:', conn.recv(10), addr[0])
+srv.shutdown()
+print('done')
+"#;
+
+#[test]
+fn python_http_matches_qemu() {
+    const TEST: &str = "surface python_http_matches_qemu";
+    if !common::require_tools(TEST, &[common::qemu_bin()]) {
+        return;
+    }
+    common::require_armada(TEST);
+    let sysroot =
+        match common::debian_sysroot(&["usr/bin/python3", "usr/lib/python3.11/http/server.py"]) {
+            Ok(d) => d,
+            Err(e) => {
+                common::unavailable(TEST, &e);
+                return;
+            }
+        };
+    let mut cases = Vec::new();
+    for det in [false, true] {
+        let mut c = Case::new(
+            format!(
+                "python3 http.server + urllib{}",
+                if det { " (deterministic)" } else { "" }
+            ),
+            sysroot.join("usr/bin/python3"),
+        )
+        .arg("-c")
+        .arg(PYTHON_HTTP)
+        .sysroot(&sysroot)
+        .expect_status(0);
+        if det {
+            c = c.armada_arg("--deterministic");
+        }
+        cases.push(c);
+    }
+    common::run_suite("surface-python", cases);
 }

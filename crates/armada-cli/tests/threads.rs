@@ -98,6 +98,8 @@ fn case_table(dir: &Path) -> Vec<(Group, Case)> {
         "go_gc",
         "go_panics",
         "go_preempt",
+        // net/http server and clients in one program (loopback TCP, IPv6, a Unix socket)
+        "go_nethttp",
     ] {
         add(Go, p, &[], 0);
     }
