@@ -1,6 +1,8 @@
 //! The rest of the Linux surface real programs use: interval timers and alarms, POSIX
-//! timers, sleeps and signal waits with timeouts, and sockets on the run's own loopback
-//! network (TCP over IPv4 and IPv6, AF_UNIX path and abstract names).
+//! timers, sleeps and signal waits with timeouts, sockets on the run's own loopback
+//! network (TCP over IPv4 and IPv6, AF_UNIX path and abstract names), System V shared
+//! memory, semaphores and message queues, MAP_SHARED anonymous memory across fork, and
+//! memfd_create.
 //!
 //! Differential: our C programs of tests/guest/surface (built by
 //! tests/guest/build-processes.sh into target/guest-surface, or `$ARMADA_GUEST_SURFACE_DIR`)
@@ -67,6 +69,11 @@ fn cases(dir: &std::path::Path) -> Vec<Case> {
         ("POSIX timers", "posix_timers", &[]),
         ("loopback TCP, IPv4 and IPv6", "tcp", &[]),
         ("AF_UNIX names, SCM_RIGHTS, seqpacket", "unix_sockets", &[]),
+        (
+            "SysV shm, semaphores, queues; shared mappings",
+            "sysv_ipc",
+            &[],
+        ),
     ];
     let mut v = Vec::new();
     for (name, program, args) in programs {
@@ -173,4 +180,36 @@ fn python_http_matches_qemu() {
         cases.push(c);
     }
     common::run_suite("surface-python", cases);
+}
+
+/// armada only (qemu would wait forever): a semop that nothing can release is reported as a
+/// deadlock naming the syscall, and the run ends as SIGKILL would (137).
+#[test]
+fn semop_deadlock_is_reported() {
+    const TEST: &str = "surface semop_deadlock_is_reported";
+    let Some(dir) = programs_dir(TEST) else {
+        return;
+    };
+    let work = common::workspace_root().join("target/test-work/surface-deadlock");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).expect("work dir");
+    let mut cmd = Command::new(common::armada_bin());
+    cmd.arg("run")
+        .arg(dir.join("sysv_ipc"))
+        .arg("deadlock")
+        .current_dir(&work)
+        .env_clear()
+        .envs(common::base_env(&work));
+    let out = common::run_process(cmd, b"", common::default_timeout()).expect("armada runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status, 137,
+        "{TEST}: status {}; stderr:\n{err}",
+        out.status_text
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "waiting forever\n");
+    assert!(
+        err.contains("deadlock") && (err.contains("semop") || err.contains("semtimedop")),
+        "{TEST}: the report should name the deadlock and the semop; stderr:\n{err}"
+    );
 }

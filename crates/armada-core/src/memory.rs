@@ -159,7 +159,8 @@ const EMPTY: TlbEntry = TlbEntry {
     wptr: std::ptr::null_mut(),
 };
 
-fn zero_page() -> Arc<PageData> {
+/// The one all-zero page buffer every untouched page shares.
+pub(crate) fn zero_page() -> Arc<PageData> {
     static ZERO: OnceLock<Arc<PageData>> = OnceLock::new();
     ZERO.get_or_init(|| Arc::new([0u8; PAGE_SIZE as usize]))
         .clone()
@@ -590,6 +591,11 @@ impl AddressSpace {
             }
         }
         self.flush_page(vpn);
+    }
+
+    /// The all-zero page buffer (a page nobody has written).
+    pub fn zero_page_data() -> Arc<PageData> {
+        zero_page()
     }
 
     /// The shared page buffers of this address space (for building an image others share).

@@ -607,6 +607,8 @@ impl Lane {
     /// The current process asked to exec `req`: on success its image, memory, registers
     /// and code are new and its other threads gone; on failure execve returns the errno.
     fn exec(&mut self, req: crate::linux::exec::ExecRequest) {
+        let p = &mut self.program;
+        p.process.shm_sync_out(&p.mem);
         match self.program.exec(&req) {
             Err(e) => self.program.state.x[0] = (-(e.0 as i64)) as u64,
             Ok(old) => {
@@ -807,12 +809,20 @@ impl Lane {
         let Some(next) = self.parked.remove(&pid) else {
             return;
         };
+        // memory shared between processes: what the outgoing one wrote becomes the
+        // segments' (a process that ended was synced out then)
+        if cur_alive {
+            let p = &mut self.program;
+            p.process.shm_sync_out(&p.mem);
+        }
         let old_pid = self.cur_pid();
         let mut old = Parked {
             program: std::mem::replace(&mut self.program, next.program),
             code: std::mem::replace(&mut self.code, next.code),
         };
         old.program.process.hand_over(&mut self.program.process);
+        let p = &mut self.program;
+        p.process.shm_sync_in(&mut p.mem);
         if cur_alive {
             self.parked.insert(old_pid, old);
         }

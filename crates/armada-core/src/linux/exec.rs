@@ -182,6 +182,8 @@ impl Process {
         self.others.clear();
         self.futexes = Default::default();
         self.timers.after_exec();
+        // (the scheduler synced the old image's shared pages out before the exec)
+        self.shm_detach_all();
         self.thread.tid = self.pid;
         self.thread.clear_child_tid = 0;
         self.thread.robust_list = 0;

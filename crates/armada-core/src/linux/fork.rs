@@ -193,6 +193,10 @@ impl Process {
             events: Default::default(),
             futexes: Default::default(),
             timers: Default::default(),
+            // the lane's IPC table stays with the process being serviced
+            ipc: Default::default(),
+            shm_attach: self.shm_fork(),
+            sem_undo: Default::default(),
             restart_deadline: None,
             restarting: false,
             cur_nr: 0,
@@ -223,5 +227,6 @@ impl Process {
         self.files.hand_over(&mut to.files);
         std::mem::swap(&mut self.procs, &mut to.procs);
         std::mem::swap(&mut self.clock, &mut to.clock);
+        std::mem::swap(&mut self.ipc, &mut to.ipc);
     }
 }

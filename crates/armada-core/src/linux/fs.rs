@@ -682,6 +682,49 @@ impl Process {
     /// Installs two new open file descriptions (a pipe's ends, a socketpair's) at the
     /// lowest free fds and writes the two fds to guest memory at `out`; on any failure
     /// neither stays open.
+    /// memfd_create: an anonymous file, the host's own memfd (it never appears in any
+    /// directory, so confinement is not at stake).
+    pub(crate) fn sys_memfd_create(
+        &mut self,
+        mem: &mut AddressSpace,
+        name: u64,
+        flags: u32,
+    ) -> SysResult {
+        const MFD_CLOEXEC: u32 = 1;
+        const MFD_ALLOW_SEALING: u32 = 2;
+        const MFD_NOEXEC_SEAL: u32 = 8;
+        const MFD_EXEC: u32 = 0x10;
+        if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL | MFD_EXEC) != 0 {
+            // MFD_HUGETLB and its size bits
+            return Err(Errno::EINVAL);
+        }
+        let n = cstr(mem, name)?;
+        if n.len() > 249 {
+            return Err(Errno::EINVAL);
+        }
+        let c = CString::new(n.clone()).map_err(|_| Errno::EINVAL)?;
+        let host_flags = libc::MFD_CLOEXEC | (flags & MFD_ALLOW_SEALING);
+        // SAFETY: valid C string; plain flags.
+        let fd = unsafe { libc::memfd_create(c.as_ptr(), host_flags) };
+        if fd < 0 {
+            return Err(Errno::last());
+        }
+        // SAFETY: a fresh fd nobody else owns.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mut path = b"/memfd:".to_vec();
+        path.extend_from_slice(&n);
+        path.extend_from_slice(b" (deleted)");
+        let kind = Kind::Host {
+            fd: HostFd::Owned(owned),
+            mode: libc::S_IFREG | 0o777,
+        };
+        let idx = self.files.add(OpenFile::new(kind, O_RDWR, path));
+        let limit = self.nofile();
+        self.files
+            .install(idx, 0, flags & MFD_CLOEXEC != 0, limit)
+            .map(|fd| fd as u64)
+    }
+
     pub(super) fn install_pair(
         &mut self,
         mem: &mut AddressSpace,

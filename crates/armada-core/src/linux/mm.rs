@@ -197,9 +197,11 @@ impl Process {
         self.shared_maps.retain(|m| !m.pages.is_empty());
     }
 
-    /// Writes every shared file mapping back (the process is ending).
+    /// Writes every shared file mapping back, and gives its shared memory segments the
+    /// pages it changed (the process is ending).
     pub fn flush_shared_mappings(&mut self, mem: &AddressSpace) {
         self.shared_writeback(mem, 0, ADDR_LIMIT, true);
+        self.shm_sync_out(mem);
     }
 
     pub(crate) fn sys_msync(
@@ -321,8 +323,16 @@ impl Process {
         };
 
         self.shared_writeback(mem, start, start + len, true);
+        self.shm_unmapped(mem, start, start + len);
         self.forget_range(start, start + len);
         mem.map(start, len, perm).map_err(map_err)?;
+        if anon && typ != MAP_PRIVATE {
+            // shared with the children this process forks
+            if let Err(e) = self.shared_anon_mapping(mem, start, len, perm) {
+                let _ = mem.unmap(start, len);
+                return Err(e);
+            }
+        }
         if !anon && !zero_dev {
             if let Err(e) = self.fill_from_file(mem, fd, start, len, off) {
                 let _ = mem.unmap(start, len);
@@ -378,6 +388,7 @@ impl Process {
         let len = page_up(len).ok_or(Errno::EINVAL)?;
         let end = addr.checked_add(len).ok_or(Errno::EINVAL)?;
         self.shared_writeback(mem, addr, end, true);
+        self.shm_unmapped(mem, addr, end);
         self.forget_range(addr, end);
         mem.unmap(addr, len).map_err(map_err)?;
         Ok(0)

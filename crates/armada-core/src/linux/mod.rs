@@ -30,7 +30,9 @@ pub mod fd;
 pub mod fork;
 pub mod fs;
 mod futex;
+mod ipc;
 pub mod mm;
+mod msg;
 mod net;
 pub mod nr;
 pub mod path;
@@ -38,6 +40,8 @@ mod poll;
 mod proc;
 pub mod procs;
 mod rw;
+mod sem;
+mod shm;
 pub mod signal;
 mod socket;
 pub mod stat;
@@ -325,6 +329,11 @@ pub struct Process {
     pub(crate) futexes: futex::Futexes,
     /// Interval timers and POSIX timers (fired by the scheduler).
     pub(crate) timers: timers::Timers,
+    /// The lane's System V IPC objects (held by the process being serviced).
+    pub(crate) ipc: ipc::Ipc,
+    /// Shared memory this process has attached, and its SEM_UNDO adjustments.
+    pub(crate) shm_attach: Vec<shm::Attach>,
+    pub(crate) sem_undo: sem::Undo,
     /// Set while a blocked syscall runs again: the deadline it had the first time.
     pub(crate) restart_deadline: Option<u64>,
     /// A blocked syscall is running again (for --strace: its block was shown already).
@@ -438,6 +447,9 @@ impl Process {
             events: wait::Events::default(),
             futexes: futex::Futexes::default(),
             timers: timers::Timers::default(),
+            ipc: ipc::Ipc::default(),
+            shm_attach: Vec::new(),
+            sem_undo: sem::Undo::default(),
             restart_deadline: None,
             restarting: false,
             cur_nr: 0,
@@ -769,6 +781,21 @@ impl Process {
             SENDMMSG => self.sys_mmsg(mem, i(0), a[1], a[2] as u32, i(3), true),
             RECVMMSG => self.sys_mmsg(mem, i(0), a[1], a[2] as u32, i(3), false),
             GETRANDOM => self.sys_getrandom(mem, a[0], a[1], a[2] as u32),
+
+            // System V IPC
+            SHMGET => self.sys_shmget(i(0), a[1], i(2)),
+            SHMAT => self.sys_shmat(mem, i(0), a[1], i(2)),
+            SHMDT => self.sys_shmdt(mem, a[0]),
+            SHMCTL => self.sys_shmctl(mem, i(0), i(1), a[2]),
+            SEMGET => self.sys_semget(i(0), i(1), i(2)),
+            SEMOP => self.sys_semtimedop(mem, i(0), a[1], a[2], 0),
+            SEMTIMEDOP => self.sys_semtimedop(mem, i(0), a[1], a[2], a[3]),
+            SEMCTL => self.sys_semctl(mem, i(0), i(1), i(2), a[3]),
+            MSGGET => self.sys_msgget(i(0), i(1)),
+            MSGSND => self.sys_msgsnd(mem, i(0), a[1], a[2], i(3)),
+            MSGRCV => self.sys_msgrcv(mem, i(0), a[1], a[2], a[3] as i64, i(4)),
+            MSGCTL => self.sys_msgctl(mem, i(0), i(1), a[2]),
+            MEMFD_CREATE => self.sys_memfd_create(mem, a[0], a[1] as u32),
 
             // time
             CLOCK_GETTIME => self.sys_clock_gettime(mem, i(0), a[1]),

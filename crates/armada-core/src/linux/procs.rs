@@ -528,6 +528,9 @@ impl Process {
     pub fn end_process(&mut self, status: WaitStatus) {
         self.files.close_all();
         self.timers = Default::default();
+        // (its shared pages were synced out by flush_shared_mappings)
+        self.shm_detach_all();
+        self.sem_exit();
         let me = self.pid;
         let first = self.procs.first;
         let orphans = self.procs.children(me);
