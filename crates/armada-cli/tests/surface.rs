@@ -1,5 +1,5 @@
 //! The rest of the Linux surface real programs use: interval timers and alarms, POSIX
-//! timers, sleeps and signal waits with timeouts, sockets on the run's own loopback
+//! timers, sleeps and signal waits with timeouts, signalfd, sockets on the run's own loopback
 //! network (TCP over IPv4 and IPv6, AF_UNIX path and abstract names), System V shared
 //! memory, semaphores and message queues, MAP_SHARED anonymous memory across fork, and
 //! memfd_create.

@@ -48,9 +48,16 @@ const TFD_TIMER_CANCEL_ON_SET: i32 = 2;
 /// An in-memory event object behind an fd.
 #[derive(Debug)]
 pub(crate) enum Object {
-    EventFd { count: u64, semaphore: bool },
+    EventFd {
+        count: u64,
+        semaphore: bool,
+    },
     TimerFd(Timer),
     Epoll(Epoll),
+    /// A signalfd: reads take the reading thread's pending signals of `mask`.
+    SignalFd {
+        mask: u64,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -111,6 +118,7 @@ impl Object {
             Object::EventFd { .. } => b"anon_inode:[eventfd]",
             Object::TimerFd(_) => b"anon_inode:[timerfd]",
             Object::Epoll(_) => b"anon_inode:[eventpoll]",
+            Object::SignalFd { .. } => b"anon_inode:[signalfd]",
         }
     }
 }
@@ -139,6 +147,13 @@ impl Process {
                 }
             }
             Object::Epoll(_) => 0,
+            Object::SignalFd { mask } => {
+                if self.pending_now() & mask != 0 {
+                    EPOLLIN
+                } else {
+                    0
+                }
+            }
         };
         r as i16
     }
@@ -160,6 +175,9 @@ impl Process {
         nonblock: bool,
     ) -> Result<usize, Errno> {
         let now = self.monotonic_ns();
+        if let Object::SignalFd { mask } = *self.object(fd)? {
+            return self.signalfd_read(mask, buf, nonblock);
+        }
         let o = self.object_mut(fd)?;
         if matches!(o, Object::Epoll(_)) {
             return Err(Errno::EINVAL);
@@ -182,7 +200,7 @@ impl Process {
                 t.tick(now);
                 (t.pending > 0).then(|| std::mem::take(&mut t.pending))
             }
-            Object::Epoll(_) => None,
+            Object::Epoll(_) | Object::SignalFd { .. } => None,
         };
         match v {
             Some(v) => {
@@ -227,6 +245,38 @@ impl Process {
             semaphore: flags & EFD_SEMAPHORE != 0,
         };
         self.install_object(o, flags & NONBLOCK != 0, flags & CLOEXEC != 0)
+    }
+
+    /// signalfd4(fd, mask, sizemask, flags): a new signalfd (fd -1) or a new mask for one.
+    pub(crate) fn sys_signalfd4(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        mask: u64,
+        size: u64,
+        flags: u32,
+    ) -> SysResult {
+        if flags & !(CLOEXEC | NONBLOCK) != 0 || size != 8 {
+            return Err(Errno::EINVAL);
+        }
+        // SIGKILL and SIGSTOP are never read through a signalfd
+        let m = rd_u64(mem, mask)? & !((1 << 8) | (1 << 18));
+        if fd == -1 {
+            return self.install_object(
+                Object::SignalFd { mask: m },
+                flags & NONBLOCK != 0,
+                flags & CLOEXEC != 0,
+            );
+        }
+        match self.object_mut(fd) {
+            Ok(Object::SignalFd { mask }) => {
+                *mask = m;
+                Ok(fd as u64)
+            }
+            Ok(_) => Err(Errno::EINVAL),
+            Err(Errno::EINVAL) => Err(Errno::EINVAL),
+            Err(e) => Err(e),
+        }
     }
 
     pub(crate) fn sys_timerfd_create(&mut self, clock: i32, flags: u32) -> SysResult {

@@ -690,6 +690,7 @@ impl Process {
             }
             FREMOVEXATTR => self.sys_removexattr(mem, xattr::On::Fd(i(0)), a[1]),
             EVENTFD2 => self.sys_eventfd2(a[0] as u32, a[1] as u32),
+            SIGNALFD4 => self.sys_signalfd4(mem, i(0), a[1], a[2], a[3] as u32),
             TIMERFD_CREATE => self.sys_timerfd_create(i(0), a[1] as u32),
             TIMERFD_SETTIME => self.sys_timerfd_settime(mem, i(0), i(1), a[2], a[3]),
             TIMERFD_GETTIME => self.sys_timerfd_gettime(mem, i(0), a[1]),

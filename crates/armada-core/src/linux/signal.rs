@@ -150,6 +150,35 @@ impl SigInfo {
         }
     }
 
+    /// As a `struct signalfd_siginfo`: the same facts at fixed places.
+    fn signalfd_info(&self, sig: i32) -> [u8; 128] {
+        let mut b = [0u8; 128];
+        let put = |b: &mut [u8], at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        let (lo, hi) = (self.value as u32, (self.value >> 32) as u32);
+        put(&mut b, 0, sig as u32);
+        put(&mut b, 8, self.code as u32);
+        let fault = matches!(sig, SIGSEGV | SIGBUS | SIGILL | SIGFPE | SIGTRAP);
+        match self.code {
+            super::timers::SI_TIMER => {
+                put(&mut b, 24, lo); // ssi_tid: the timer's id
+                put(&mut b, 32, hi); // ssi_overrun
+                put(&mut b, 44, self.extra as u32); // ssi_int
+                b[48..56].copy_from_slice(&self.extra.to_le_bytes()); // ssi_ptr
+            }
+            c if c > 0 && fault => b[72..80].copy_from_slice(&self.value.to_le_bytes()),
+            c if c > 0 && sig == SIGCHLD => {
+                put(&mut b, 12, lo);
+                put(&mut b, 16, hi);
+                put(&mut b, 40, self.extra as u32); // ssi_status
+            }
+            _ => {
+                put(&mut b, 12, lo); // ssi_pid
+                put(&mut b, 16, hi); // ssi_uid
+            }
+        }
+        b
+    }
+
     /// As a guest `siginfo_t`: si_signo, si_errno, si_code, then the union (the sender's
     /// pid and uid; a child's pid, uid and status; a timer's id, overrun and value; a
     /// fault's address).
@@ -309,6 +338,36 @@ impl Process {
         };
         self.timer_signal_taken(si.code, &mut si.value);
         si
+    }
+
+    /// read(2) of a signalfd whose mask is `mask`: one `struct signalfd_siginfo` per
+    /// pending signal of the mask (taken, lowest first), as many as fit.
+    pub(crate) fn signalfd_read(
+        &mut self,
+        mask: u64,
+        buf: &mut [u8],
+        nonblock: bool,
+    ) -> Result<usize, Errno> {
+        const SIZE: usize = 128;
+        if buf.len() < SIZE {
+            return Err(Errno::EINVAL);
+        }
+        let mut n = 0;
+        while n + SIZE <= buf.len() {
+            let hit = self.pending_now() & mask;
+            if hit == 0 {
+                break;
+            }
+            let sig = hit.trailing_zeros() as i32 + 1;
+            let si = self.take_pending(sig);
+            buf[n..n + SIZE].copy_from_slice(&si.signalfd_info(sig));
+            n += SIZE;
+        }
+        match n {
+            0 if nonblock => Err(Errno::EAGAIN),
+            0 => Err(super::wait::WOULD_BLOCK),
+            n => Ok(n),
+        }
     }
 
     /// The signals pending for the process or any of its threads (bit n-1: signal n).
@@ -951,8 +1010,12 @@ impl Process {
         if stop {
             return Received::Stop(sig);
         }
-        if sig == SIGCHLD && !act.has_handler() {
-            // ignored by default (and SIG_IGN): nothing is left pending
+        let blocked = self.thread.sig.mask & bit(sig) != 0
+            && self.others.values().all(|t| t.sig.mask & bit(sig) != 0);
+        if sig == SIGCHLD && !act.has_handler() && !blocked {
+            // ignored by default (and SIG_IGN): nothing is left pending, unless every
+            // thread blocks it (Linux never ignores a blocked signal: sigwait or a
+            // signalfd may take it)
             return Received::Nothing;
         }
         let before = self.outcome.take();
