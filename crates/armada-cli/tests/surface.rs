@@ -213,3 +213,70 @@ fn semop_deadlock_is_reported() {
         "{TEST}: the report should name the deadlock and the semop; stderr:\n{err}"
     );
 }
+
+/// armada only (under qemu these are the host's files): with --deterministic, /proc and
+/// /sys describe the machine uname, sysinfo and sched_getaffinity describe, and an arm64
+/// /proc/cpuinfo; the same under --root, where the host's /proc is out of view.
+#[test]
+fn machine_files_agree_with_the_syscalls() {
+    const TEST: &str = "surface machine_files_agree_with_the_syscalls";
+    if !common::require_tools(TEST, &["dpkg-deb".into()]) {
+        return;
+    }
+    common::require_armada(TEST);
+    let deb = match common::find_deb(&common::deps_dir(), "busybox-static") {
+        Some(d) => d,
+        None => {
+            common::unavailable(
+                TEST,
+                "busybox-static arm64 .deb not found (scripts/test downloads it)",
+            );
+            return;
+        }
+    };
+    let busybox = common::extract(&deb)
+        .expect("extract busybox")
+        .join("bin/busybox");
+    let script =
+        "uname -r; cat /proc/sys/kernel/osrelease; nproc; grep -c ^processor /proc/cpuinfo; \
+                  grep ^CPU.implementer /proc/cpuinfo | head -n 1; \
+                  awk '/MemTotal/ {print $2 * 1024}' /proc/meminfo; cat /proc/uptime | cut -d. -f1";
+    let work = common::workspace_root().join("target/test-work/surface-machine");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).expect("work dir");
+    let mut cmd = Command::new(common::armada_bin());
+    cmd.args(["run", "--deterministic"])
+        .arg(&busybox)
+        .args(["sh", "-c", script])
+        .current_dir(&work)
+        .env_clear()
+        .envs(common::base_env(&work));
+    let out = common::run_process(cmd, b"", common::default_timeout()).expect("armada runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        out.status,
+        0,
+        "{TEST}: {}\n{}",
+        out.status_text,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(lines.len(), 7, "{TEST}: output:\n{text}");
+    assert_eq!(
+        lines[0], lines[1],
+        "uname -r and /proc/sys/kernel/osrelease differ"
+    );
+    assert_eq!(
+        lines[2], lines[3],
+        "nproc and /proc/cpuinfo's processors differ"
+    );
+    assert!(
+        lines[4].ends_with("0x41"),
+        "an arm64 cpuinfo names its implementer: {}",
+        lines[4]
+    );
+    // sysinfo's total (8 GiB under --deterministic)
+    assert_eq!(lines[5], (8u64 << 30).to_string(), "MemTotal");
+    // the virtual clock's uptime starts at 100 s
+    assert_eq!(lines[6], "100", "uptime");
+}

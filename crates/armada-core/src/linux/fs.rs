@@ -344,7 +344,7 @@ impl Process {
                     cvt(unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), mode, 0) })
                 }
                 Special::Fd(n) => self.files.file(n).map(|_| 0),
-                Special::Maps | Special::CpuList | Special::Proc(..) if mode & 2 != 0 => {
+                Special::Maps | Special::System(_) | Special::Proc(..) if mode & 2 != 0 => {
                     Err(Errno::EACCES)
                 }
                 _ if mode & 1 != 0 => Err(Errno::EACCES),

@@ -38,6 +38,7 @@ pub mod nr;
 pub mod path;
 mod poll;
 mod proc;
+mod procfs;
 pub mod procs;
 mod rw;
 mod sem;

@@ -18,7 +18,8 @@ pub(crate) enum Special {
     Maps,
     /// /proc/PID/{stat,status,cmdline,comm} of a process of the lane.
     Proc(i32, ProcFile),
-    CpuList,
+    /// A machine-wide file of /proc or /sys (see `procfs`).
+    System(super::procfs::SysFile),
     Null,
     Zero,
     Random,
@@ -72,25 +73,28 @@ impl Process {
                 b"maps" => Some(Special::Maps),
                 _ => ProcFile::from_name(rest)
                     .map(|f| Special::Proc(self.pid, f))
-                    .or_else(|| rest.strip_prefix(b"fd/").and_then(proc_fd)),
+                    .or_else(|| rest.strip_prefix(b"fd/").and_then(proc_fd))
+                    .or_else(|| {
+                        self.sys_file(&[b"/proc/self/", rest].concat())
+                            .map(Special::System)
+                    }),
             };
         } else {
             &p
         };
         // another process of the lane
         if let Some(rest) = p.strip_prefix(b"/proc/") {
-            let slash = rest.iter().position(|&c| c == b'/')?;
-            let pid: i32 = std::str::from_utf8(&rest[..slash]).ok()?.parse().ok()?;
-            if self.procs.procs.contains_key(&pid) {
-                return ProcFile::from_name(&rest[slash + 1..]).map(|f| Special::Proc(pid, f));
+            let slash = rest.iter().position(|&c| c == b'/');
+            let pid = slash.and_then(|n| std::str::from_utf8(&rest[..n]).ok()?.parse::<i32>().ok());
+            if let (Some(n), Some(pid)) = (slash, pid) {
+                if self.procs.procs.contains_key(&pid) {
+                    return ProcFile::from_name(&rest[n + 1..]).map(|f| Special::Proc(pid, f));
+                }
             }
         }
         match p {
             b"/proc/self/exe" => Some(Special::Exe),
             b"/proc/self/maps" => Some(Special::Maps),
-            b"/sys/devices/system/cpu/online" | b"/sys/devices/system/cpu/possible" => {
-                Some(Special::CpuList)
-            }
             b"/dev/null" => Some(Special::Null),
             b"/dev/zero" => Some(Special::Zero),
             b"/dev/urandom" | b"/dev/random" => Some(Special::Random),
@@ -100,7 +104,8 @@ impl Process {
             _ => p
                 .strip_prefix(b"/proc/self/fd/")
                 .or_else(|| p.strip_prefix(b"/dev/fd/"))
-                .and_then(proc_fd),
+                .and_then(proc_fd)
+                .or_else(|| self.sys_file(p).map(Special::System)),
         }
     }
 
@@ -330,18 +335,17 @@ impl Process {
                     b"/proc/self/exe",
                 )
             }
-            Special::Maps | Special::CpuList => {
+            Special::Maps => {
                 if acc != O_RDONLY {
                     return Err(Errno::EACCES);
                 }
-                if sp == Special::Maps {
-                    (Kind::Mem(self.maps_text(mem)), b"/proc/self/maps")
-                } else {
-                    (
-                        Kind::Mem(self.cpu_list()),
-                        b"/sys/devices/system/cpu/online",
-                    )
+                (Kind::Mem(self.maps_text(mem)), b"/proc/self/maps")
+            }
+            Special::System(f) => {
+                if acc != O_RDONLY {
+                    return Err(Errno::EACCES);
                 }
+                (Kind::Mem(self.sys_file_text(f)), b"")
             }
             Special::Proc(pid, f) => {
                 if acc != O_RDONLY {

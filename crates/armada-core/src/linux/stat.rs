@@ -230,7 +230,7 @@ impl Process {
                     0,
                 )?))
             }
-            Special::Maps | Special::CpuList | Special::Proc(..) => {
+            Special::Maps | Special::System(_) | Special::Proc(..) => {
                 let mut s = self.virtual_stat(&Kind::Mem(Vec::new()), 0);
                 s.size = 0;
                 Ok(s)

@@ -116,20 +116,48 @@ impl Process {
         Ok(0)
     }
 
-    pub(crate) fn sys_uname(&mut self, mem: &mut AddressSpace, buf: u64) -> SysResult {
+    /// uname's node name, release and version: the host's, or fixed ones under
+    /// --deterministic.
+    pub(crate) fn uname_fields(&self) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
         let host = if self.cfg.deterministic {
             None
         } else {
             host_uname()
         };
-        let (node, release, version) = match &host {
+        match &host {
             Some(u) => (cfield(&u.nodename), cfield(&u.release), cfield(&u.version)),
             None => (
                 b"armada".to_vec(),
                 b"6.1.0".to_vec(),
                 b"#1 SMP PREEMPT_DYNAMIC Debian 6.1.0".to_vec(),
             ),
-        };
+        }
+    }
+
+    /// Total and free memory in bytes (sysinfo, /proc/meminfo): the host's, or fixed ones
+    /// under --deterministic.
+    pub(crate) fn memory_totals(&self) -> (u64, u64) {
+        if self.cfg.deterministic {
+            return (DET_TOTALRAM, DET_FREERAM);
+        }
+        // SAFETY: si is plain data filled by the kernel.
+        unsafe {
+            let mut si: libc::sysinfo = std::mem::zeroed();
+            if libc::sysinfo(&mut si) < 0 {
+                return (DET_TOTALRAM, DET_FREERAM);
+            }
+            let unit = si.mem_unit.max(1) as u64;
+            (si.totalram as u64 * unit, si.freeram as u64 * unit)
+        }
+    }
+
+    /// The number of CPUs the guest is shown (sched_getaffinity's mask).
+    pub(crate) fn cpu_count(&self) -> u32 {
+        self.cpu_mask().count_ones().max(1)
+    }
+
+    pub(crate) fn sys_uname(&mut self, mem: &mut AddressSpace, buf: u64) -> SysResult {
+        let (node, release, version) = self.uname_fields();
         let mut b = Vec::with_capacity(65 * 6);
         b.extend_from_slice(&utsfield(b"Linux"));
         b.extend_from_slice(&utsfield(&node));
