@@ -74,6 +74,8 @@ fn cases(dir: &std::path::Path) -> Vec<Case> {
             "sysv_ipc",
             &[],
         ),
+        ("signalfd", "signalfd", &[]),
+        ("UDP and AF_UNIX datagrams", "udp", &[]),
     ];
     let mut v = Vec::new();
     for (name, program, args) in programs {

@@ -479,6 +479,7 @@ impl Lane {
             let spawned = p.take_spawned();
             let forked = p.take_forked();
             let exec = p.take_exec();
+            let timers_changed = p.take_timers_changed();
             if let Some(engine) = self.single_task {
                 let what = if !spawned.is_empty() {
                     Some("starts threads")
@@ -486,7 +487,7 @@ impl Lane {
                     Some("starts processes (fork)")
                 } else if exec.is_some() {
                     Some("replaces its image (execve)")
-                } else if p.take_timers_changed() && !p.timers_due().is_none() {
+                } else if timers_changed && !p.timers_due().is_none() {
                     Some("arms a timer (alarm, setitimer or timer_create)")
                 } else {
                     None
@@ -512,7 +513,7 @@ impl Lane {
             if let Some(req) = exec {
                 self.exec(req);
             }
-            if self.program.process.take_timers_changed() {
+            if timers_changed {
                 self.refresh_timers();
             }
             for tid in self.program.process.take_woken() {

@@ -24,6 +24,7 @@ use rayon::prelude::*;
 use crate::memory::{AddressSpace, Perm};
 use crate::state::CpuState;
 
+mod dgram;
 mod events;
 pub mod exec;
 pub mod fd;
@@ -766,8 +767,8 @@ impl Process {
             // fds say they are not sockets (bash asks getpeername(0))
             SOCKETPAIR => self.sys_socketpair(mem, i(0), i(1), i(2), a[3]),
             SHUTDOWN => self.sys_shutdown(i(0), i(1)),
-            SENDTO => self.sys_sendto(mem, i(0), a[1], a[2], i(3), a[4]),
-            RECVFROM => self.sys_recvfrom(mem, i(0), a[1], a[2], i(3), a[5]),
+            SENDTO => self.sys_sendto(mem, i(0), a[1], a[2], i(3), a[4], a[5] as u32 as u64),
+            RECVFROM => self.sys_recvfrom(mem, i(0), a[1], a[2], i(3), a[4], a[5]),
             SENDMSG => self.sys_msg(mem, i(0), a[1], i(2), true),
             RECVMSG => self.sys_msg(mem, i(0), a[1], i(2), false),
             GETSOCKNAME => self.sys_sockname(mem, i(0), a[1], a[2], false),

@@ -1,5 +1,5 @@
-//! The lane's own network: AF_INET, AF_INET6 and AF_UNIX stream sockets on loopback,
-//! in memory, with no host socket (so a run's servers and clients never meet the host's
+//! The lane's own network: AF_INET, AF_INET6 and AF_UNIX sockets on loopback, in
+//! memory, with no host socket (so a run's servers and clients never meet the host's
 //! or another lane's, and every run is deterministic).
 //!
 //! A socket from `socket()` is an open file description of kind [`Kind::NetSock`] until it
@@ -17,8 +17,7 @@
 //! connect finds the listener by that file's device and inode) and abstract names.
 //! A connect to any other address fails with ENETUNREACH.
 //!
-//! Not yet: datagram sockets (UDP, AF_UNIX SOCK_DGRAM from socket(); socketpair has them),
-//! and `--net host`. They fail with a note that says so.
+//! Datagram sockets (UDP, AF_UNIX SOCK_DGRAM) are in `dgram`. Not yet: `--net host`.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -32,11 +31,12 @@ pub(crate) const AF_UNIX: i32 = 1;
 pub(crate) const AF_INET: i32 = 2;
 pub(crate) const AF_INET6: i32 = 10;
 const SOCK_STREAM: i32 = 1;
-const SOCK_DGRAM: i32 = 2;
+pub(crate) const SOCK_DGRAM: i32 = 2;
 const SOCK_SEQPACKET: i32 = 5;
 const SOCK_NONBLOCK: i32 = 0o4000;
 const SOCK_CLOEXEC: i32 = 0o2000000;
 const IPPROTO_TCP: i32 = 6;
+const IPPROTO_UDP: i32 = 17;
 const SOL_SOCKET: i32 = 1;
 const SOL_IPV6: i32 = 41;
 const SOL_IP: i32 = 0;
@@ -107,7 +107,7 @@ impl Addr {
     }
 
     /// A loopback address of this machine (or the wildcard, which connect takes as one).
-    fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         if self.is_wildcard() {
             return true;
         }
@@ -124,8 +124,44 @@ impl Addr {
         }
     }
 
+    /// The address a connect or send to this one reaches: the wildcard means this
+    /// machine's loopback.
+    pub(crate) fn or_loopback(&self, family: i32) -> Addr {
+        if self.is_wildcard() {
+            loopback(family).with_port(self.port())
+        } else {
+            self.clone()
+        }
+    }
+
+    /// How a socket of `family` sees this sender: a wildcard address is the loopback one
+    /// (the route's source), and an IPv4 sender seen by an IPv6 socket is v4-mapped.
+    pub(crate) fn seen_by(&self, family: i32) -> Addr {
+        let a = match self {
+            Addr::V4 { .. } | Addr::V6 { .. } if self.is_wildcard() => {
+                let f = if matches!(self, Addr::V4 { .. }) {
+                    AF_INET
+                } else {
+                    AF_INET6
+                };
+                loopback(f).with_port(self.port())
+            }
+            other => other.clone(),
+        };
+        match a {
+            Addr::V4 { ip, port } if family == AF_INET6 => {
+                let mut m = [0u8; 16];
+                m[10] = 0xff;
+                m[11] = 0xff;
+                m[12..].copy_from_slice(&ip);
+                Addr::V6 { ip: m, port }
+            }
+            a => a,
+        }
+    }
+
     /// As a guest sockaddr.
-    fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         match self {
             Addr::V4 { ip, port } => {
                 let mut b = vec![0u8; 16];
@@ -182,8 +218,8 @@ pub(crate) struct Sock {
     pub(crate) family: i32,
     ty: i32,
     protocol: i32,
-    local: Option<Addr>,
-    peer: Option<Addr>,
+    pub(crate) local: Option<Addr>,
+    pub(crate) peer: Option<Addr>,
     key: Option<Key>,
     /// Listening: the connections not accepted yet (server-side descriptions, each holding
     /// a reference) and the backlog.
@@ -195,6 +231,8 @@ pub(crate) struct Sock {
     opts: BTreeMap<(i32, i32), Vec<u8>>,
     /// A non-blocking connect was started (a second connect says EISCONN).
     connecting: bool,
+    /// A datagram socket's receive queue (see `dgram`).
+    pub(crate) dgram: Option<super::dgram::Dgram>,
 }
 
 impl Sock {
@@ -212,6 +250,7 @@ impl Sock {
             v6only: false,
             opts: BTreeMap::new(),
             connecting: false,
+            dgram: None,
         }
     }
 }
@@ -244,11 +283,15 @@ impl Files {
                 self.release(c);
             }
         }
+        if let Some(d) = s.dgram {
+            self.pipe_end_closed(d.pipe, false);
+            self.pipe_end_closed(d.pipe, true);
+        }
     }
 }
 
 /// Reads a guest sockaddr of `len` bytes.
-fn read_addr(mem: &mut AddressSpace, addr: u64, len: u64) -> Result<(i32, Addr), Errno> {
+pub(crate) fn read_addr(mem: &mut AddressSpace, addr: u64, len: u64) -> Result<(i32, Addr), Errno> {
     if !(2..=128).contains(&len) {
         return Err(Errno::EINVAL);
     }
@@ -286,7 +329,12 @@ fn read_addr(mem: &mut AddressSpace, addr: u64, len: u64) -> Result<(i32, Addr),
 
 /// Writes `a` to a guest (sockaddr, socklen_t*) pair: truncated to the room given, the
 /// full length reported.
-fn write_addr(mem: &mut AddressSpace, addr: u64, len_ptr: u64, a: &Addr) -> Result<(), Errno> {
+pub(crate) fn write_addr(
+    mem: &mut AddressSpace,
+    addr: u64,
+    len_ptr: u64,
+    a: &Addr,
+) -> Result<(), Errno> {
     if addr == 0 || len_ptr == 0 {
         return Ok(());
     }
@@ -328,12 +376,8 @@ impl Process {
         let ok_proto = match (domain, kind) {
             (AF_UNIX, SOCK_STREAM | SOCK_SEQPACKET) => protocol == 0,
             (AF_INET | AF_INET6, SOCK_STREAM) => protocol == 0 || protocol == IPPROTO_TCP,
-            (_, SOCK_DGRAM) => {
-                super::note_once(super::NOTE_UNSUPPORTED, 0x5_0000_0000, || {
-                    "datagram sockets (UDP, AF_UNIX SOCK_DGRAM) are not supported yet (stream sockets and socketpair are); socket() returns EPROTONOSUPPORT".into()
-                });
-                return Err(Errno(libc::EPROTONOSUPPORT));
-            }
+            (AF_UNIX, SOCK_DGRAM) => protocol == 0,
+            (AF_INET | AF_INET6, SOCK_DGRAM) => protocol == 0 || protocol == IPPROTO_UDP,
             _ => return Err(Errno(libc::ESOCKTNOSUPPORT)),
         };
         if !ok_proto {
@@ -348,11 +392,24 @@ impl Process {
         let idx = self
             .files
             .add(OpenFile::new(Kind::NetSock, flags, Vec::new()));
-        let protocol = if domain == AF_UNIX { 0 } else { IPPROTO_TCP };
-        self.files
-            .net
-            .socks
-            .insert(idx, Sock::new(domain, kind, protocol));
+        let protocol = match (domain, kind) {
+            (AF_UNIX, _) => 0,
+            (_, SOCK_DGRAM) => IPPROTO_UDP,
+            _ => IPPROTO_TCP,
+        };
+        let mut sock = Sock::new(domain, kind, protocol);
+        if kind == SOCK_DGRAM {
+            // its receive queue: a pipe that keeps message boundaries
+            let pipe = self.files.new_pipe();
+            if let Some(Some(p)) = self.files.pipes.get_mut(pipe) {
+                p.bounds = Some(Default::default());
+            }
+            sock.dgram = Some(super::dgram::Dgram {
+                pipe,
+                from: VecDeque::new(),
+            });
+        }
+        self.files.net.socks.insert(idx, sock);
         let limit = self.nofile();
         let r = self
             .files
@@ -532,8 +589,32 @@ impl Process {
         Ok(0)
     }
 
-    /// The listening socket a connect to `to` from a socket of `family` reaches.
-    fn find_listener(&self, family: i32, ty: i32, to: &Addr) -> Result<usize, Errno> {
+    /// A socket with no name takes one before it sends or connects: an ephemeral port on
+    /// the wildcard address (AF_UNIX: it stays unnamed).
+    pub(crate) fn autobind(&mut self, idx: usize) -> Result<(), Errno> {
+        let Some(s) = self.files.net.socks.get(&idx) else {
+            return Err(Errno::ENOTSOCK);
+        };
+        if s.local.is_some() {
+            return Ok(());
+        }
+        if s.family == AF_UNIX {
+            self.sock_mut(idx)?.local = Some(Addr::Unix(Vec::new()));
+            return Ok(());
+        }
+        let any = loopback(s.family).with_port(0).unspecified();
+        self.bind_to(idx, any)
+    }
+
+    /// The socket a connect or send to `to` from a socket of `family` reaches: a
+    /// listening one (`listening`), or a bound datagram one.
+    pub(crate) fn find_bound(
+        &self,
+        family: i32,
+        ty: i32,
+        to: &Addr,
+        listening: bool,
+    ) -> Result<usize, Errno> {
         let keys: Vec<Key> = match to {
             Addr::Unix(name) if name.first() == Some(&0) => vec![Key::Abstract(name.clone())],
             Addr::Unix(path) => {
@@ -549,7 +630,7 @@ impl Process {
                     continue;
                 };
                 let Some(la) = &s.local else { continue };
-                if s.listen.is_none() || s.ty != ty {
+                if s.listen.is_none() == listening || s.ty != ty {
                     continue;
                 }
                 let reach = match to {
@@ -596,6 +677,9 @@ impl Process {
         if s.listen.is_some() {
             return Err(Errno::EINVAL);
         }
+        if ty == SOCK_DGRAM {
+            return self.dgram_connect(mem, idx, addr, len);
+        }
         let (f, mut to) = read_addr(mem, addr, len)?;
         if f != family && !(family == AF_INET6 && f == AF_INET) {
             return Err(Errno(libc::EAFNOSUPPORT));
@@ -610,7 +694,7 @@ impl Process {
             // Linux takes the wildcard as this machine
             to = loopback(family).with_port(to.port());
         }
-        let listener = self.find_listener(family, ty, &to)?;
+        let listener = self.find_bound(family, ty, &to, true)?;
         let nonblock = self.files.file(fd)?.flags & O_NONBLOCK != 0;
         let full = self
             .files
@@ -896,6 +980,16 @@ impl Process {
     /// poll's view of a socket that is not connected: a listener is readable when a
     /// connection waits; an unconnected TCP socket reports a hang-up (as Linux's does).
     pub(crate) fn net_poll(&self, idx: usize) -> i16 {
+        if let Some(d) = self
+            .files
+            .net
+            .socks
+            .get(&idx)
+            .and_then(|s| s.dgram.as_ref())
+        {
+            let queued = matches!(self.files.pipes.get(d.pipe), Some(Some(p)) if !p.buf.is_empty());
+            return libc::POLLOUT | if queued { libc::POLLIN } else { 0 };
+        }
         match self.files.net.socks.get(&idx) {
             Some(s) => match &s.listen {
                 Some((_, q)) if !q.is_empty() => libc::POLLIN,

@@ -125,8 +125,14 @@ impl Process {
                 let id = *rx;
                 self.pipe_take(id, buf, nonblock)
             }
-            // not connected (Linux: ENOTCONN for TCP and AF_UNIX streams)
-            Kind::NetSock => Err(Errno(libc::ENOTCONN)),
+            // a datagram socket's next message; a stream not connected: ENOTCONN
+            Kind::NetSock => {
+                if off.is_some() {
+                    return Err(Errno::ESPIPE);
+                }
+                let idx = self.files.entry(fd)?.file;
+                self.dgram_recv(idx, buf, nonblock, false).map(|r| r.0)
+            }
             Kind::Null => Ok(0),
             Kind::Zero => {
                 buf.fill(0);
@@ -205,7 +211,13 @@ impl Process {
                 self.pipe_put(id, data, nonblock)
             }
             Kind::StdinBuf(_) | Kind::Mem(_) | Kind::Event(_) => Err(Errno::EBADF),
-            Kind::NetSock => Err(Errno(libc::ENOTCONN)),
+            Kind::NetSock => {
+                if off.is_some() {
+                    return Err(Errno::ESPIPE);
+                }
+                let idx = self.files.entry(fd)?.file;
+                self.dgram_send(idx, data, None, nonblock)
+            }
             Kind::Null | Kind::Zero | Kind::Random => Ok(data.len()),
         }
     }

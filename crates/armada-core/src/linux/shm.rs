@@ -10,6 +10,10 @@
 //! pages (`shm_sync_in`). Between two switches only one process runs, so every process
 //! sees every write made before it was switched in: the memory behaves as shared memory
 //! does on one CPU. A process with nothing attached pays nothing.
+//!
+//! One process that attaches one segment twice sees its writes through one attachment in
+//! the other when it attaches, detaches or is switched out and in again, not at once (its
+//! two mappings are two sets of pages in one address space).
 
 use std::sync::Arc;
 
@@ -117,6 +121,11 @@ impl Process {
 
     /// Maps segment `id` at `start` (whose range is free) and records the attachment.
     fn attach_at(&mut self, mem: &mut AddressSpace, id: i32, start: u64, perm: Perm) -> SysResult {
+        // what this process wrote through another attachment of the segment is the
+        // segment's first
+        for a in self.shm_attach.clone().iter().filter(|a| a.seg == id) {
+            self.sync_out_one(mem, a);
+        }
         let now = ipc::now_s(self);
         let pid = self.pid;
         let seg = self.ipc.shm.get_mut(&id).ok_or(Errno::EINVAL)?;

@@ -138,6 +138,7 @@ impl Process {
         r
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn sys_sendto(
         &mut self,
         mem: &mut AddressSpace,
@@ -146,7 +147,11 @@ impl Process {
         len: u64,
         flags: i32,
         addr: u64,
+        addrlen: u64,
     ) -> SysResult {
+        if let Some(r) = self.net_sendto(mem, fd, buf, len, flags, addr, addrlen) {
+            return r;
+        }
         if addr != 0 {
             // the pair is connected: an address is an error, as Linux says
             self.socket_check(fd)?;
@@ -155,6 +160,7 @@ impl Process {
         self.with_msg_flags(fd, flags, |p| p.sys_write(mem, fd, buf, len))
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn sys_recvfrom(
         &mut self,
         mem: &mut AddressSpace,
@@ -162,8 +168,12 @@ impl Process {
         buf: u64,
         len: u64,
         flags: i32,
+        addr: u64,
         addr_len: u64,
     ) -> SysResult {
+        if let Some(r) = self.net_recvfrom(mem, fd, buf, len, flags, addr, addr_len) {
+            return r;
+        }
         let r = self.with_msg_flags(fd, flags, |p| p.sys_read(mem, fd, buf, len))?;
         if addr_len != 0 {
             // an unnamed peer: no address
@@ -183,6 +193,9 @@ impl Process {
         flags: i32,
         send: bool,
     ) -> SysResult {
+        if let Some(r) = self.net_msg(mem, fd, msg, flags, send) {
+            return r;
+        }
         self.socket_check(fd)?;
         let iov = rd_u64(mem, msg + 16)?;
         let iovlen = rd_u64(mem, msg + 24)?;
