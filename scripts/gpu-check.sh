@@ -235,6 +235,13 @@ EOF
     timeout 300 $A batch --backend $B --check --lane-memory 256K --lanes 64 "$G/malloc_test" >/dev/null 2>"$log/batch4.txt"
     rc=$?
     note "batch --lane-memory 256K malloc_test x64 (rc=$rc): $(grep -o '[0-9]* exited 0.*signal' "$log/batch4.txt" | head -1); $(grep 'check:' "$log/batch4.txt" | sed 's/armada batch: //')"
+    # sockets and System V IPC, host-serviced: every lane binds TCP port 8080 of its own
+    # network, and its IPC keys and ids are its own
+    if [[ -x $G/ipc_sockets ]]; then
+        timeout 300 $A batch --backend $B --check --lanes 4096 --out "$log/ipc.jsonl" "$G/ipc_sockets" 8080 >/dev/null 2>"$log/batch5.txt"
+        rc=$?
+        note "batch ipc_sockets 8080 x4096 (rc=$rc): $(grep -o '[0-9]* exited 0' "$log/batch5.txt" | head -1); $(grep 'check:' "$log/batch5.txt" | sed 's/armada batch: //')"
+    fi
 fi
 
 # ------------------------------------------------------------------------------- memcheck
