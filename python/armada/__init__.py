@@ -122,6 +122,7 @@ def run(
     deterministic: bool = False,
     seed: int = 0,
     sysroot: Optional[_PathArg] = None,
+    net: str = "loopback",
 ) -> Completed:
     """Run a static AArch64 Linux program to its end, like ``armada run``.
 
@@ -138,6 +139,7 @@ def run(
         seed,
         False,
         _root(sysroot),
+        net,
     )[0]
 
 
@@ -152,6 +154,7 @@ def run_batch(
     deterministic: bool = False,
     seed: int = 0,
     sysroot: Optional[_PathArg] = None,
+    net: str = "loopback",
 ) -> list[Completed]:
     """Run one program in many lanes at once (one per argv list); results in order.
 
@@ -181,6 +184,7 @@ def run_batch(
         seed,
         True,
         _root(sysroot),
+        net,
     )
 
 

@@ -403,6 +403,7 @@ def run(
     deterministic: bool = False,
     seed: int = 0,
     sysroot: Optional[_PathArg] = None,
+    net: str = "loopback",
 ) -> Completed:
     """Run an AArch64 Linux program to its end, like ``armada run``, and capture its
     output.
@@ -425,6 +426,11 @@ def run(
         (``armada run -L``, qemu-aarch64's ``-L``): an absolute guest path names
         ``sysroot/path`` when that exists, the host's path otherwise. Dynamically linked
         programs run on the CPU engine only (``"auto"`` picks it for them).
+    :param net: where the program's sockets lead: ``"loopback"`` (the default), the run's
+        own in-memory network (TCP, UDP and Unix sockets between its processes and threads,
+        nothing else reachable; each lane of a batch has its own), or ``"host"``: IPv4 and
+        IPv6 sockets are the host's, as under qemu-user. ``"host"`` leaves the sandbox, and
+        runs are no longer deterministic.
     :raises ElfError: the program is missing or not an AArch64 Linux executable, or its
         interpreter is missing (give ``sysroot``).
     :raises ArmadaError: the process cannot be set up (arguments too long, ...), or the
@@ -447,6 +453,7 @@ def run_batch(
     deterministic: bool = False,
     seed: int = 0,
     sysroot: Optional[_PathArg] = None,
+    net: str = "loopback",
 ) -> list[Completed]:
     """Run one program in many lanes at once: one lane per argument list, each its own
     process (memory, files, stdin), all lanes sharing the loaded program image. Returns one
@@ -454,7 +461,7 @@ def run_batch(
 
     :param argvs: one argv per lane; every ``argv[0]`` must be the same program.
     :param stdins: one stdin per lane, or None for empty stdin everywhere.
-    :param env, root, max_instructions, deterministic, seed, sysroot: as for :func:`run`, the same
+    :param env, root, max_instructions, deterministic, seed, sysroot, net: as for :func:`run`, the same
         for every lane (``max_instructions`` counts per lane).
     :param backend: ``"auto"`` (the default): CUDA when it is available here, else every
         CPU core; ``"cpu"``: every CPU core; ``"cuda"``, ``"wgpu"``: all lanes in one batch

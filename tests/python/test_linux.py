@@ -260,3 +260,19 @@ def test_processes_run_on_the_cpu_engine():
     assert r.stdout, r.stderr
     again = armada.run([prog], env={}, deterministic=True)
     assert (again.stdout, again.instructions) == (r.stdout, r.instructions)
+
+
+def test_each_lane_has_its_own_network():
+    # tests/guest/src/ipc_sockets.c binds TCP port 8080 and uses System V IPC: every lane
+    # of a batch does so at once, on its own loopback network and IPC table
+    prog = _built("target/guest/ipc_sockets")
+    rs = armada.run_batch([[prog, "8080"]] * 16, env={}, backend="cpu")
+    assert [r.exit_code for r in rs] == [0] * 16, rs[0].stdout + rs[0].stderr
+    assert all(b"listening on port 8080" in r.stdout for r in rs)
+    assert len({r.stdout for r in rs}) == 1
+    with pytest.raises(ValueError, match="loopback"):
+        armada.run([prog], env={}, net="internet")
+    # the host's network: an ephemeral port of the host's loopback
+    r = armada.run([prog], env={}, net="host")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert b"tcp: server read" in r.stdout

@@ -162,6 +162,7 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
         exe_host_path: std::fs::canonicalize(args.guest.program()).unwrap_or(args.guest.program()),
         exe_guest_path: guest_path,
         max_processes: Some(args.guest.max_processes),
+        net: args.guest.net.mode(),
     };
     Ok(BatchSpec {
         image: Arc::new(image),

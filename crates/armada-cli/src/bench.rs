@@ -81,6 +81,7 @@ fn run_armada(path: &Path, args: &[String]) -> Result<(u64, f64, Vec<u8>, i32)> 
         exe_host_path: path.to_path_buf(),
         exe_guest_path: argv[0].clone(),
         max_processes: None,
+        net: Default::default(),
     };
     let program = Program::spawn(
         image,

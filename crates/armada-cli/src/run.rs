@@ -46,6 +46,24 @@ pub struct RunArgs {
     pub guest: GuestCommand,
 }
 
+/// `--net`: where sockets lead.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum NetArg {
+    /// The run's own loopback network.
+    Loopback,
+    /// The host's network.
+    Host,
+}
+
+impl NetArg {
+    pub fn mode(self) -> armada_core::linux::hostnet::NetMode {
+        match self {
+            NetArg::Loopback => armada_core::linux::hostnet::NetMode::Loopback,
+            NetArg::Host => armada_core::linux::hostnet::NetMode::Host,
+        }
+    }
+}
+
 /// The program, where its files come from, and its arguments: what `armada run` and
 /// `armada batch` share.
 #[derive(Args)]
@@ -64,6 +82,12 @@ pub struct GuestCommand {
     /// with EAGAIN (so a fork bomb ends cleanly).
     #[arg(long, value_name = "N", default_value_t = armada_core::linux::procs::DEFAULT_MAX_PROCESSES)]
     pub max_processes: usize,
+    /// The network the program's sockets reach: its own in-memory loopback network (TCP,
+    /// UDP and Unix sockets between its processes and threads; nothing else is
+    /// reachable), or the host's (IPv4/IPv6 sockets are the host's, as under qemu: this
+    /// leaves the sandbox, and runs are no longer deterministic).
+    #[arg(long, value_enum, value_name = "MODE", default_value = "loopback")]
+    pub net: NetArg,
     /// The AArch64 Linux program, then its arguments (everything after the program is
     /// the program's, options and `--` included, as with qemu-aarch64; `armada batch`
     /// replaces `{lane}` in them with the lane number).
@@ -166,6 +190,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         exe_host_path: std::fs::canonicalize(args.guest.program()).unwrap_or(args.guest.program()),
         exe_guest_path: guest_path,
         max_processes: Some(args.guest.max_processes),
+        net: args.guest.net.mode(),
     };
     let program = Program::spawn(Arc::new(image), &cfg, argv, env, Stdio::Inherit)
         .with_context(|| format!("cannot start {}", args.guest.program().display()))?;

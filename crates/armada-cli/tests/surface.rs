@@ -92,6 +92,15 @@ fn cases(dir: &std::path::Path) -> Vec<Case> {
             v.push(c);
         }
     }
+    // `--net host`: the same programs on the host's network, as qemu has them
+    for (name, program) in [("TCP", "tcp"), ("UDP", "udp")] {
+        v.push(
+            Case::new(format!("{name} with --net host"), dir.join(program))
+                .armada_arg("--net")
+                .armada_arg("host")
+                .expect_status(0),
+        );
+    }
     v
 }
 

@@ -120,7 +120,7 @@ fn load_error(path: &Path, e: LoadError) -> PyErr {
 /// Runs one program in `len(argvs)` lanes (the work behind armada.run and armada.run_batch;
 /// call those). Every argv's first item is the program and must be the same in all lanes.
 #[pyfunction]
-#[pyo3(signature = (argvs, stdins, env, backend, root, max_instructions, deterministic, seed, parallel, sysroot=None))]
+#[pyo3(signature = (argvs, stdins, env, backend, root, max_instructions, deterministic, seed, parallel, sysroot=None, net="loopback"))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_lanes(
     py: Python<'_>,
@@ -134,7 +134,17 @@ pub fn run_lanes(
     seed: u64,
     parallel: bool,
     sysroot: Option<PathBuf>,
+    net: &str,
 ) -> PyResult<Vec<Completed>> {
+    let net = match net {
+        "loopback" => armada_core::linux::hostnet::NetMode::Loopback,
+        "host" => armada_core::linux::hostnet::NetMode::Host,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "net={other:?}: use \"loopback\" (the run's own network, the default) or \"host\" (the host's network)"
+            )))
+        }
+    };
     let mut resolved = resolve_backend(py, backend)?;
     if argvs.is_empty() {
         return Ok(Vec::new());
@@ -205,6 +215,7 @@ pub fn run_lanes(
         exe_host_path: std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone()),
         exe_guest_path: program.clone(),
         max_processes: None,
+        net,
     };
 
     let spawn = |argv: Vec<Vec<u8>>, stdin: Vec<u8>| {

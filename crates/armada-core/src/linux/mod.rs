@@ -31,6 +31,7 @@ pub mod fd;
 pub mod fork;
 pub mod fs;
 mod futex;
+pub mod hostnet;
 mod ipc;
 pub mod mm;
 mod msg;
@@ -78,6 +79,8 @@ pub struct LinuxConfig {
     /// Most processes of the lane at once, zombies included (fork fails with EAGAIN past
     /// it); None: [`procs::DEFAULT_MAX_PROCESSES`].
     pub max_processes: Option<usize>,
+    /// The run's own loopback network (default), or the host's (`--net host`).
+    pub net: hostnet::NetMode,
 }
 
 /// Where the guest's standard streams go.
@@ -598,6 +601,29 @@ impl Process {
         use nr::*;
         // int arguments are the low 32 bits, sign-extended
         let i = |k: usize| a[k] as i32;
+        if matches!(
+            nr,
+            BIND | LISTEN
+                | ACCEPT
+                | ACCEPT4
+                | CONNECT
+                | GETSOCKNAME
+                | GETPEERNAME
+                | SETSOCKOPT
+                | GETSOCKOPT
+                | SHUTDOWN
+                | SENDTO
+                | RECVFROM
+                | SENDMSG
+                | RECVMSG
+                | SENDMMSG
+                | RECVMMSG
+        ) {
+            // `--net host`: the host's sockets
+            if let Some(r) = self.host_socket_call(nr, a, mem) {
+                return r;
+            }
+        }
         match nr {
             // files
             READ => self.sys_read(mem, i(0), a[1], a[2]),

@@ -17,7 +17,8 @@
 //! connect finds the listener by that file's device and inode) and abstract names.
 //! A connect to any other address fails with ENETUNREACH.
 //!
-//! Datagram sockets (UDP, AF_UNIX SOCK_DGRAM) are in `dgram`. Not yet: `--net host`.
+//! Datagram sockets (UDP, AF_UNIX SOCK_DGRAM) are in `dgram`; `--net host` (the host's
+//! sockets instead) in `hostnet`.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -365,6 +366,9 @@ impl Process {
     }
 
     pub(crate) fn sys_socket(&mut self, domain: i32, ty: i32, protocol: i32) -> SysResult {
+        if self.host_family(domain) {
+            return self.host_socket(domain, ty, protocol);
+        }
         let kind = ty & !(SOCK_NONBLOCK | SOCK_CLOEXEC);
         if ![AF_UNIX, AF_INET, AF_INET6].contains(&domain) {
             // AF_NETLINK (glibc's address probes), AF_PACKET, ...: no such family here

@@ -152,6 +152,7 @@ impl Process {
         data: &[u8],
         off: Option<u64>,
     ) -> Result<usize, Errno> {
+        let others = !self.cfg.deterministic && self.others_may_run();
         let f = self.files.file_mut(fd)?;
         if f.flags & O_PATH != 0 || f.flags & O_ACCMODE == O_RDONLY {
             return Err(Errno::EBADF);
@@ -161,7 +162,24 @@ impl Process {
             return self.object_write(fd, data, nonblock);
         }
         match &mut f.kind {
-            Kind::Host { fd, .. } => {
+            Kind::Host { fd, mode } => {
+                if *mode & libc::S_IFMT == libc::S_IFSOCK && others && !nonblock && off.is_none() {
+                    // one of the host's sockets (--net host): a full one must not hold the
+                    // host thread while the task that would drain it cannot run
+                    // SAFETY: data is valid for data.len() bytes.
+                    let r = unsafe {
+                        libc::send(
+                            fd.raw(),
+                            data.as_ptr().cast(),
+                            data.len(),
+                            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                        )
+                    };
+                    return match cvt_size(r) {
+                        Err(Errno::EAGAIN) => Err(WOULD_BLOCK),
+                        r => r,
+                    };
+                }
                 let r = match off {
                     // SAFETY: data is valid for data.len() bytes.
                     None => unsafe { libc::write(fd.raw(), data.as_ptr().cast(), data.len()) },

@@ -1115,6 +1115,7 @@ fn fork_past_the_process_cap_is_eagain() {
         LinuxConfig {
             deterministic: true,
             max_processes: Some(3),
+            net: Default::default(),
             ..Default::default()
         },
         b"",
