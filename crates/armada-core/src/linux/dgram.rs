@@ -16,9 +16,10 @@ use super::wait::WOULD_BLOCK;
 use super::{check_writable, rd, rd_u32, rd_u64, wr, wr_u32, wr_u64, Errno, Process, SysResult};
 use crate::memory::AddressSpace;
 
+use super::net::MSG_DONTWAIT;
+
 const MSG_PEEK: i32 = 2;
 const MSG_TRUNC: i32 = 0x20;
-const MSG_DONTWAIT: i32 = 0x40;
 /// Largest UDP payload over IPv4 (65,535 less the IP and UDP headers).
 const UDP_MAX: usize = 65507;
 /// Most bytes one sendmsg gathers or recvmsg scatters.

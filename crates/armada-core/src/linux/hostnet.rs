@@ -30,11 +30,9 @@ pub enum NetMode {
     Host,
 }
 
+use super::net::{MSG_DONTWAIT, MSG_NOSIGNAL, SOCK_CLOEXEC, SOCK_NONBLOCK};
+
 const AF_NETLINK: i32 = 16;
-const SOCK_NONBLOCK: i32 = 0o4000;
-const SOCK_CLOEXEC: i32 = 0o2000000;
-const MSG_DONTWAIT: i32 = 0x40;
-const MSG_NOSIGNAL: i32 = 0x4000;
 /// Most bytes one send or receive moves (the rest is a short count, as sockets allow).
 const CHUNK: usize = 1 << 20;
 
@@ -277,6 +275,18 @@ impl Process {
         };
         let mut data = vec![0u8; (len as usize).min(CHUNK)];
         rd(mem, buf, &mut data)?;
+        self.host_sendto(h, nonblock, &data, flags, &to)
+    }
+
+    /// One sendto on the host (`to` empty: the connected peer).
+    fn host_sendto(
+        &mut self,
+        h: RawFd,
+        nonblock: bool,
+        data: &[u8],
+        flags: i32,
+        to: &[u8],
+    ) -> SysResult {
         self.host_wait_ready(h, libc::POLLOUT, nonblock || flags & MSG_DONTWAIT != 0)?;
         self.no_sigpipe = flags & MSG_NOSIGNAL != 0;
         // SAFETY: data and to hold their lengths; MSG_NOSIGNAL keeps the host's SIGPIPE
@@ -385,24 +395,7 @@ impl Process {
             } else {
                 Vec::new()
             };
-            self.host_wait_ready(h, libc::POLLOUT, nonblock || flags & MSG_DONTWAIT != 0)?;
-            self.no_sigpipe = flags & MSG_NOSIGNAL != 0;
-            // SAFETY: data and to hold their lengths.
-            let r = unsafe {
-                libc::sendto(
-                    h,
-                    data.as_ptr().cast(),
-                    data.len(),
-                    flags | MSG_NOSIGNAL,
-                    if to.is_empty() {
-                        std::ptr::null()
-                    } else {
-                        to.as_ptr().cast()
-                    },
-                    to.len() as libc::socklen_t,
-                )
-            };
-            return cvt(r);
+            return self.host_sendto(h, nonblock, &data, flags, &to);
         }
         let n = self.host_recv(
             mem,

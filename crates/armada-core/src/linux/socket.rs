@@ -12,16 +12,12 @@ use super::fd::{Kind, OpenFile};
 use super::{check_writable, rd_u64, wr, wr_u32, Errno, Process, SysResult};
 use crate::memory::AddressSpace;
 
-const AF_UNIX: i32 = 1;
-const SOCK_STREAM: i32 = 1;
-const SOCK_DGRAM: i32 = 2;
-const SOCK_SEQPACKET: i32 = 5;
-const SOCK_NONBLOCK: i32 = 0o4000;
-const SOCK_CLOEXEC: i32 = 0o2000000;
-const MSG_DONTWAIT: i32 = 0x40;
-const SOL_SOCKET: i32 = 1;
+use super::net::{
+    AF_UNIX, MSG_DONTWAIT, MSG_NOSIGNAL, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_SEQPACKET,
+    SOCK_STREAM, SOL_SOCKET,
+};
+
 const SCM_RIGHTS: i32 = 1;
-const MSG_NOSIGNAL: i32 = 0x4000;
 const SHUT_RD: i32 = 0;
 const SHUT_WR: i32 = 1;
 const SHUT_RDWR: i32 = 2;
