@@ -193,25 +193,41 @@ fn python_http_matches_qemu() {
     common::run_suite("surface-python", cases);
 }
 
-/// armada only (qemu would wait forever): a semop that nothing can release is reported as a
-/// deadlock naming the syscall, and the run ends as SIGKILL would (137).
-#[test]
-fn semop_deadlock_is_reported() {
-    const TEST: &str = "surface semop_deadlock_is_reported";
-    let Some(dir) = programs_dir(TEST) else {
-        return;
-    };
-    let work = common::workspace_root().join("target/test-work/surface-deadlock");
+/// Runs `armada run ARMADA_ARGS PROGRAM ARGS` of a surface program in a fresh directory.
+fn armada_alone(
+    test: &str,
+    armada_args: &[&str],
+    program: &str,
+    args: &[&str],
+) -> Option<common::RunOutput> {
+    let dir = programs_dir(test)?;
+    let work = common::workspace_root()
+        .join("target/test-work")
+        .join(program)
+        .join(args.join("-"));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).expect("work dir");
     let mut cmd = Command::new(common::armada_bin());
     cmd.arg("run")
-        .arg(dir.join("sysv_ipc"))
-        .arg("deadlock")
+        .args(armada_args)
+        .arg(dir.join(program))
+        .args(args)
         .current_dir(&work)
         .env_clear()
         .envs(common::base_env(&work));
-    let out = common::run_process(cmd, b"", common::default_timeout()).expect("armada runs");
+    Some(common::run_process(cmd, b"", common::default_timeout()).expect("armada runs"))
+}
+
+/// armada only (qemu would wait forever): a semop that nothing can release is reported as a
+/// deadlock naming the syscall, and the run ends as SIGKILL would (137); so is a wait that
+/// only a periodic timer whose signal is ignored could end, on the virtual clock (which
+/// would otherwise run on forever).
+#[test]
+fn deadlocks_are_reported() {
+    const TEST: &str = "surface deadlocks_are_reported";
+    let Some(out) = armada_alone(TEST, &[], "sysv_ipc", &["deadlock"]) else {
+        return;
+    };
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         out.status, 137,
@@ -222,6 +238,19 @@ fn semop_deadlock_is_reported() {
     assert!(
         err.contains("deadlock") && (err.contains("semop") || err.contains("semtimedop")),
         "{TEST}: the report should name the deadlock and the semop; stderr:\n{err}"
+    );
+    let Some(out) = armada_alone(TEST, &["--deterministic"], "itimer", &["ignored"]) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status, 137,
+        "{TEST}: status {}; stderr:\n{err}",
+        out.status_text
+    );
+    assert!(
+        err.contains("deadlock") && err.contains("a timer is armed"),
+        "{TEST}: the report should say the timer wakes nobody; stderr:\n{err}"
     );
 }
 

@@ -34,6 +34,11 @@ use std::sync::Arc;
 /// Instructions a task runs before the next runnable one gets its turn.
 pub const QUANTUM: u64 = 100_000;
 
+/// Timer expiries in a row, with every task waiting and none woken, after which a
+/// deterministic run is reported as deadlocked (its virtual clock would otherwise run on
+/// forever for a timer whose signal nobody takes).
+const IDLE_TIMER_LIMIT: u32 = 100_000;
+
 /// How a program ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Exit {
@@ -125,6 +130,9 @@ pub struct Lane {
     cur_killed: Option<i32>,
     /// When the next timer of any of the lane's processes is due (see `linux::timers`).
     timer_due: Due,
+    /// (instruction count, expiries): timer expiries while every task waited, at that
+    /// count (see [`IDLE_TIMER_LIMIT`]).
+    idle_fires: (u64, u32),
 }
 
 impl Lane {
@@ -146,6 +154,7 @@ impl Lane {
             turn_end: QUANTUM,
             cur_killed: None,
             timer_due: Due::default(),
+            idle_fires: (0, 0),
         }
     }
 
@@ -746,7 +755,7 @@ impl Lane {
             }) {
                 break i;
             }
-            let earliest = self
+            let earliest_wait = self
                 .tasks
                 .iter()
                 .filter_map(|t| match t.run {
@@ -756,9 +765,23 @@ impl Lane {
                     },
                     _ => None,
                 })
-                .chain(self.timer_due.wall)
                 .min();
-            match earliest {
+            if earliest_wait.is_none() {
+                // only timers can move the lane on: count the expiries that leave it where
+                // it was (no instruction retired since)
+                let retired = self.program.state.retired;
+                if self.idle_fires.0 == retired {
+                    self.idle_fires.1 += 1;
+                } else {
+                    self.idle_fires = (retired, 1);
+                }
+                if self.idle_fires.1 > IDLE_TIMER_LIMIT && self.program.process.cfg.deterministic {
+                    // timers whose signals wake nobody: on the virtual clock that would spin
+                    // forever (Linux would sleep forever)
+                    return Err(self.deadlock());
+                }
+            }
+            match earliest_wait.into_iter().chain(self.timer_due.wall).min() {
                 Some(d) => self.program.process.idle_until(d),
                 None => return Err(self.deadlock()),
             }
@@ -911,6 +934,12 @@ impl Lane {
             if n == 1 { "" } else { "s" },
             if procs > 1 { format!(" in {procs} processes") } else { String::new() },
         )];
+        if !self.timer_due.is_none() {
+            lines.push(
+                "  (a timer is armed, but its signal wakes none of them: it is ignored or blocked)"
+                    .to_string(),
+            );
+        }
         let mut tasks: Vec<&Task> = self.tasks.iter().collect();
         tasks.sort_by_key(|t| (t.pid, t.tid));
         for t in tasks {

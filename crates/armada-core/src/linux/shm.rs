@@ -132,8 +132,12 @@ impl Process {
         let pages = seg.pages.len() as u64;
         mem.map(start, pages << PAGE_SHIFT, perm)
             .map_err(|_| Errno::ENOMEM)?;
+        let zero = AddressSpace::zero_page_data();
         for (k, data) in seg.pages.iter().enumerate() {
-            mem.share_page((start >> PAGE_SHIFT) + k as u64, data.clone());
+            // (an untouched page reads as zeros already: a large fresh mapping costs nothing)
+            if !Arc::ptr_eq(data, &zero) {
+                mem.share_page((start >> PAGE_SHIFT) + k as u64, data.clone());
+            }
         }
         seg.nattch += 1;
         seg.atime = now;
@@ -284,6 +288,7 @@ impl Process {
 
     /// This process takes its shared segments' current pages (it is switched in).
     pub fn shm_sync_in(&mut self, mem: &mut AddressSpace) {
+        let zero = AddressSpace::zero_page_data();
         for a in &self.shm_attach {
             let Some(seg) = self.ipc.shm.get(&a.seg) else {
                 continue;
@@ -292,8 +297,10 @@ impl Process {
                 let addr = a.start + (k << PAGE_SHIFT);
                 let want = &seg.pages[k as usize];
                 let vpn = addr >> PAGE_SHIFT;
-                if mem.page_data(vpn).is_some_and(|p| Arc::ptr_eq(p, want)) {
-                    continue;
+                match mem.page_data(vpn) {
+                    Some(p) if Arc::ptr_eq(p, want) => continue,
+                    None if Arc::ptr_eq(want, &zero) => continue,
+                    _ => {}
                 }
                 if mem.is_mapped(addr, PAGE_SIZE) {
                     mem.share_page(vpn, want.clone());
