@@ -83,6 +83,10 @@ static void alarms(void)
     int r = nanosleep(&req, &rem);
     printf("nanosleep: %d %s, alarm ran: %d, remaining 25..30 s: %d\n", r, errname(errno),
            ticks[SIGALRM] == 1, rem.tv_sec >= 25 && rem.tv_sec <= 30);
+    /* a sleep that ends by itself leaves `rem` alone (Linux writes it only on EINTR) */
+    struct timespec short_nap = {0, 1000000}, untouched = {7, 7};
+    CHECK(nanosleep(&short_nap, &untouched) == 0);
+    printf("completed nanosleep leaves rem: %d\n", untouched.tv_sec == 7 && untouched.tv_nsec == 7);
     /* pause until the alarm */
     alarm(1);
     r = pause();

@@ -255,10 +255,9 @@ impl Process {
         rem: u64,
     ) -> SysResult {
         let ns = read_timespec_ns(mem, req)?;
+        // (`rem` is written only when a signal interrupts the sleep: `sleep_interrupted`)
+        let _ = rem;
         self.sleep_until(self.deadline_after(ns))?;
-        if rem != 0 {
-            let _ = write_timespec(mem, rem, 0, 0);
-        }
         Ok(0)
     }
 
@@ -329,10 +328,9 @@ impl Process {
         } else {
             ns
         };
+        // (`rem` is written only when a signal interrupts the sleep: `sleep_interrupted`)
+        let _ = rem;
         self.sleep_until(self.deadline_after(wait))?;
-        if rem != 0 && flags & TIMER_ABSTIME == 0 {
-            let _ = write_timespec(mem, rem, 0, 0);
-        }
         Ok(0)
     }
 
