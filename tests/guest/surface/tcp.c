@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 static int listener4(int port, struct sockaddr_in *out)
@@ -242,15 +243,25 @@ static void errors(void)
 
 static void many_sockets(void)
 {
-    int made = 0;
-    int fds[1000];
-    for (int i = 0; i < 1000; i++) {
+    /* 10,000 at once when the fd limit allows it; past the limit, EMFILE */
+    struct rlimit rl;
+    CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+    if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 10100) rl.rlim_cur = 10100;
+    else rl.rlim_cur = rl.rlim_max;
+    CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+    static int fds[10000];
+    int made = 0, err = 0;
+    for (int i = 0; i < 10000; i++) {
         fds[i] = socket(AF_INET, SOCK_STREAM, 0);
         if (fds[i] >= 0) made++;
+        else if (!err) err = errno;
     }
-    for (int i = 0; i < 1000; i++)
+    for (int i = 0; i < 10000; i++)
         if (fds[i] >= 0) close(fds[i]);
-    printf("1000 sockets made and closed: %d\n", made);
+    printf("10000 sockets: all made, or EMFILE at the fd limit: %d\n", made == 10000 || err == EMFILE);
+    int again = socket(AF_INET, SOCK_STREAM, 0);
+    printf("after closing them a socket gets a low fd: %d\n", again >= 0 && again < 10);
+    close(again);
 }
 
 int main(void)
