@@ -5,6 +5,7 @@
  * set), message queues (types, MSG_EXCEPT, MSG_NOERROR, E2BIG, ENOMSG, a ping-pong with a
  * child), keys (EEXIST, ENOENT), memfd_create, and the errors. Ids are never printed. */
 #include "../processes/proc.h"
+#include <fcntl.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/msg.h>
@@ -269,6 +270,35 @@ static void keys(void)
     printf("msgget of a missing key: %d %s\n", msgget(key, 0), errname(errno));
 }
 
+/* POSIX shared memory: shm_open (a file under /dev/shm), mmap MAP_SHARED, then fork: the
+ * child's writes are the parent's, and they reach the file. */
+static void posix_shm(void)
+{
+    char name[64];
+    snprintf(name, sizeof name, "/armada-test-%d", (int)getpid());
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    CHECK(fd >= 0);
+    CHECK(ftruncate(fd, 8192) == 0);
+    char *p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(p != MAP_FAILED);
+    strcpy(p, "parent");
+    pid_t pid = fork_flushed();
+    if (pid == 0) {
+        printf("child sees: %s\n", p);
+        fflush(stdout);
+        strcpy(p + 4096, "written by the child");
+        _exit(0);
+    }
+    reap(pid);
+    printf("parent sees: %s\n", p + 4096);
+    CHECK(munmap(p, 8192) == 0);
+    char buf[32] = {0};
+    CHECK(pread(fd, buf, 20, 4096) == 20);
+    printf("the file holds: %s\n", buf);
+    close(fd);
+    CHECK(shm_unlink(name) == 0);
+}
+
 static void memfd(void)
 {
     int fd = memfd_create("armada-test", MFD_CLOEXEC);
@@ -310,6 +340,7 @@ int main(int argc, char **argv)
     semaphores();
     queues();
     keys();
+    posix_shm();
     memfd();
     return 0;
 }

@@ -205,7 +205,7 @@ impl Process {
             comm,
             retired: self.retired,
             outcome: None,
-            shared_maps: Vec::new(),
+            shared_maps: self.fork_shared_maps(),
             past_eof: self.past_eof.clone(),
             file_maps: self.file_maps.clone(),
             forked: None,

@@ -197,6 +197,25 @@ impl Process {
         self.shared_maps.retain(|m| !m.pages.is_empty());
     }
 
+    /// A forked child's shared file mappings: the parent's (each with its own copy of the
+    /// file's fd), so that what the child writes there reaches the file too.
+    pub(crate) fn fork_shared_maps(&self) -> Vec<SharedMap> {
+        self.shared_maps
+            .iter()
+            .filter_map(|m| {
+                // SAFETY: duplicating a valid fd; the copy is owned by the new mapping.
+                let dup = unsafe { libc::fcntl(m.fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+                (dup >= 0).then(|| SharedMap {
+                    start: m.start,
+                    // SAFETY: fresh fd owned by nobody else.
+                    fd: unsafe { OwnedFd::from_raw_fd(dup) },
+                    off: m.off,
+                    pages: m.pages.clone(),
+                })
+            })
+            .collect()
+    }
+
     /// Writes every shared file mapping back, and gives its shared memory segments the
     /// pages it changed (the process is ending).
     pub fn flush_shared_mappings(&mut self, mem: &AddressSpace) {
@@ -376,6 +395,8 @@ impl Process {
                         });
                     }
                 }
+                // shared with the children this process forks (shm_open + mmap + fork)
+                self.shared_file_mapping(mem, start, len)?;
             }
         }
         Ok(start)

@@ -237,6 +237,34 @@ impl Process {
         self.attach_at(mem, id, start, perm).map(|_| ())
     }
 
+    /// A MAP_SHARED file mapping at [start, start+len), already filled from its file: its
+    /// pages become a segment of their own, so that a fork shares them (the mapping still
+    /// writes back to its file, see `mm::SharedMap`).
+    pub(crate) fn shared_file_mapping(
+        &mut self,
+        mem: &AddressSpace,
+        start: u64,
+        len: u64,
+    ) -> Result<(), Errno> {
+        let id = self.new_segment(ipc::IPC_PRIVATE, len, 0o600, true)?;
+        let pid = self.pid;
+        let zero = AddressSpace::zero_page_data();
+        if let Some(seg) = self.ipc.shm.get_mut(&id) {
+            for (k, slot) in seg.pages.iter_mut().enumerate() {
+                let vpn = (start >> PAGE_SHIFT) + k as u64;
+                *slot = mem.page_data(vpn).cloned().unwrap_or_else(|| zero.clone());
+            }
+            seg.nattch = 1;
+            seg.lpid = pid;
+        }
+        self.shm_attach.push(Attach {
+            start,
+            pages: len >> PAGE_SHIFT,
+            seg: id,
+        });
+        Ok(())
+    }
+
     /// [a, b) is being unmapped (munmap, a mapping replacing it): the attachments wholly
     /// inside it end (their pages become the segment's first); one that straddles an end
     /// stays for its pages still mapped.
