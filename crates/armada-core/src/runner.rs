@@ -345,6 +345,9 @@ impl Lane {
             // it holds the lane's kernel state while it closes its fds
             self.program.process.hand_over(&mut dead.program.process);
             let p = &mut dead.program;
+            // its view of shared memory is as old as its last turn: it takes the current
+            // pages first, so that what it writes back to files is not older than them
+            p.process.shm_sync_in(&mut p.mem);
             p.process.flush_shared_mappings(&p.mem);
             p.process.end_process(status);
             dead.program.process.hand_over(&mut self.program.process);

@@ -6,6 +6,7 @@
  * child), keys (EEXIST, ENOENT), memfd_create, and the errors. Ids are never printed. */
 #include "../processes/proc.h"
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/msg.h>
@@ -91,6 +92,32 @@ static void counter_under_semaphore(void)
     CHECK(shmdt((void *)counter) == 0);
     CHECK(shmctl(shm, IPC_RMID, NULL) == 0);
     CHECK(semctl(sem, 0, IPC_RMID) == 0);
+}
+
+/* A process killed while others wrote after its last turn leaves the shared memory as they
+ * left it. */
+static void killed_while_waiting(void)
+{
+    volatile int *x = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(x != MAP_FAILED);
+    *x = 0;
+    pid_t sleeper = fork_flushed();
+    if (sleeper == 0) {
+        *x = 1;
+        for (;;) pause();
+    }
+    while (*x != 1) sched_yield();
+    *x = 2;
+    pid_t killer = fork_flushed();
+    if (killer == 0) {
+        /* (the killer does not map it itself) */
+        CHECK(munmap((void *)x, 4096) == 0);
+        CHECK(kill(sleeper, SIGKILL) == 0);
+        _exit(0);
+    }
+    reap(killer);
+    printf("after killing a waiting writer: %d (%s)\n", *x, status_text(reap(sleeper)));
+    munmap((void *)x, 4096);
 }
 
 static void shared_anonymous(void)
@@ -337,6 +364,7 @@ int main(int argc, char **argv)
     shm_between_processes();
     counter_under_semaphore();
     shared_anonymous();
+    killed_while_waiting();
     semaphores();
     queues();
     keys();
