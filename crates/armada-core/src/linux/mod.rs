@@ -789,8 +789,9 @@ impl Process {
             EXECVE => self.sys_execve(mem, a[0], a[1], a[2]),
             EXECVEAT => self.sys_execveat(mem, i(0), a[1], a[2], a[3], i(4)),
             MEMBARRIER => self.sys_membarrier(i(0), a[1] as u32),
-            // sockets: socketpair(AF_UNIX, SOCK_STREAM) only (see `socket`); calls on other
-            // fds say they are not sockets (bash asks getpeername(0))
+            // sockets: connected pairs in `socket`, the run's own network in `net` and
+            // `dgram` (`--net host`: `hostnet`, above); calls on other fds say they are not
+            // sockets (bash asks getpeername(0))
             SOCKETPAIR => self.sys_socketpair(mem, i(0), i(1), i(2), a[3]),
             SHUTDOWN => self.sys_shutdown(i(0), i(1)),
             SENDTO => self.sys_sendto(mem, i(0), a[1], a[2], i(3), a[4], a[5] as u32 as u64),

@@ -1,11 +1,10 @@
-//! Sockets, as far as armada has them: socketpair(AF_UNIX, SOCK_STREAM, and the message
-//! forms SOCK_DGRAM and SOCK_SEQPACKET), the pair programs use to talk to a child
-//! process, built from two of armada's pipes (one each way), so it is deterministic and
-//! needs no host socket. Reads, writes, poll, select,
-//! epoll, shutdown, send/recv and their msg forms work on it, and so does passing fds with
-//! SCM_RIGHTS (open file descriptions are the lane's, so either process can hold them).
-//! Every other socket call fails as it would on a system without networking: socket()
-//! with EAFNOSUPPORT, a socket call on an fd that is not a socket with ENOTSOCK.
+//! Connected sockets: socketpair(AF_UNIX, SOCK_STREAM, and the message forms SOCK_DGRAM
+//! and SOCK_SEQPACKET), built from two of armada's pipes (one each way), so it is
+//! deterministic and needs no host socket; a stream connected on the run's own network
+//! (`net`) is the same kind of description. Reads, writes, poll, select, epoll, shutdown,
+//! send/recv and their msg forms work on it, and so does passing fds with SCM_RIGHTS (open
+//! file descriptions are the lane's, so either process can hold them). A socket call on
+//! an fd that is not a socket fails with ENOTSOCK.
 
 use super::fd::o::*;
 use super::fd::{Kind, OpenFile};
