@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 
 use super::fd::Kind;
-use super::net::{Addr, AF_INET6, AF_UNIX};
+use super::net::{Addr, AF_UNIX};
 use super::wait::WOULD_BLOCK;
 use super::{check_writable, rd, rd_u32, rd_u64, wr, wr_u32, wr_u64, Errno, Process, SysResult};
 use crate::memory::AddressSpace;
@@ -239,10 +239,7 @@ impl Process {
     ) -> Result<Addr, Errno> {
         let family = self.files.net.socks.get(&idx).map_or(0, |s| s.family);
         let (f, a) = super::net::read_addr(mem, addr, len)?;
-        if f != family && !(family == AF_INET6 && f == super::net::AF_INET) {
-            return Err(Errno(libc::EAFNOSUPPORT));
-        }
-        if family == AF_INET6 && f == super::net::AF_INET {
+        if f != family {
             return Err(Errno(libc::EAFNOSUPPORT));
         }
         Ok(a)

@@ -687,10 +687,7 @@ impl Process {
             return self.dgram_connect(mem, idx, addr, len);
         }
         let (f, mut to) = read_addr(mem, addr, len)?;
-        if f != family && !(family == AF_INET6 && f == AF_INET) {
-            return Err(Errno(libc::EAFNOSUPPORT));
-        }
-        if family == AF_INET6 && f == AF_INET {
+        if f != family {
             return Err(Errno(libc::EAFNOSUPPORT));
         }
         if !to.is_local() {

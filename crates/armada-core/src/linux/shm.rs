@@ -74,6 +74,26 @@ pub(crate) struct Attach {
     seg: i32,
 }
 
+/// The pages of attachment `a` that its process changed become the segment's (a page
+/// that is not the segment's `Arc` any more was written: copy-on-write made it private).
+fn sync_out(ipc: &mut ipc::Ipc, mem: &AddressSpace, a: &Attach) {
+    let Some(seg) = ipc.shm.get_mut(&a.seg) else {
+        return;
+    };
+    for k in 0..a.pages.min(seg.pages.len() as u64) {
+        let addr = a.start + (k << PAGE_SHIFT);
+        if !mem.is_mapped(addr, PAGE_SIZE) {
+            continue;
+        }
+        if let Some(cur) = mem.page_data(addr >> PAGE_SHIFT) {
+            let slot = &mut seg.pages[k as usize];
+            if !Arc::ptr_eq(cur, slot) {
+                *slot = cur.clone();
+            }
+        }
+    }
+}
+
 impl Process {
     fn new_segment(&mut self, key: i32, size: u64, mode: u32, anon: bool) -> Result<i32, Errno> {
         let pages = size.div_ceil(PAGE_SIZE);
@@ -123,8 +143,8 @@ impl Process {
     fn attach_at(&mut self, mem: &mut AddressSpace, id: i32, start: u64, perm: Perm) -> SysResult {
         // what this process wrote through another attachment of the segment is the
         // segment's first
-        for a in self.shm_attach.clone().iter().filter(|a| a.seg == id) {
-            self.sync_out_one(mem, a);
+        for a in self.shm_attach.iter().filter(|a| a.seg == id) {
+            sync_out(&mut self.ipc, mem, a);
         }
         let now = ipc::now_s(self);
         let pid = self.pid;
@@ -289,28 +309,14 @@ impl Process {
     }
 
     fn sync_out_one(&mut self, mem: &AddressSpace, a: &Attach) {
-        let Some(seg) = self.ipc.shm.get_mut(&a.seg) else {
-            return;
-        };
-        for k in 0..a.pages.min(seg.pages.len() as u64) {
-            let addr = a.start + (k << PAGE_SHIFT);
-            if !mem.is_mapped(addr, PAGE_SIZE) {
-                continue;
-            }
-            if let Some(cur) = mem.page_data(addr >> PAGE_SHIFT) {
-                let slot = &mut seg.pages[k as usize];
-                if !Arc::ptr_eq(cur, slot) {
-                    *slot = cur.clone();
-                }
-            }
-        }
+        sync_out(&mut self.ipc, mem, a);
     }
 
     /// The pages this process changed in its shared segments become the segments' (it is
     /// switched out, or ends, or execs).
     pub fn shm_sync_out(&mut self, mem: &AddressSpace) {
-        for a in self.shm_attach.clone() {
-            self.sync_out_one(mem, &a);
+        for a in &self.shm_attach {
+            sync_out(&mut self.ipc, mem, a);
         }
     }
 

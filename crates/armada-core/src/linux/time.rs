@@ -248,15 +248,9 @@ impl Process {
         Ok(0)
     }
 
-    pub(crate) fn sys_nanosleep(
-        &mut self,
-        mem: &mut AddressSpace,
-        req: u64,
-        rem: u64,
-    ) -> SysResult {
-        let ns = read_timespec_ns(mem, req)?;
+    pub(crate) fn sys_nanosleep(&mut self, mem: &mut AddressSpace, req: u64) -> SysResult {
         // (`rem` is written only when a signal interrupts the sleep: `sleep_interrupted`)
-        let _ = rem;
+        let ns = read_timespec_ns(mem, req)?;
         self.sleep_until(self.deadline_after(ns))?;
         Ok(0)
     }
@@ -314,7 +308,6 @@ impl Process {
         id: i32,
         flags: i32,
         req: u64,
-        rem: u64,
     ) -> SysResult {
         const TIMER_ABSTIME: i32 = 1;
         if id == CLOCK_THREAD_CPUTIME_ID || !valid_clock(id) {
@@ -329,7 +322,6 @@ impl Process {
             ns
         };
         // (`rem` is written only when a signal interrupts the sleep: `sleep_interrupted`)
-        let _ = rem;
         self.sleep_until(self.deadline_after(wait))?;
         Ok(0)
     }
