@@ -9,8 +9,8 @@
 #   SRCDIR/NAME.c -> OUTDIR/NAME    aarch64-linux-gnu-gcc -O2 -static -pthread
 #
 # Every program includes tests/guest/processes/proc.h (CHECK, errno and signal names, status
-# text). A binary is rebuilt only when it is missing or older than its source, proc.h or this
-# script. OUTDIR/programs.list gets one line per binary, "BINARY BINARY", once all are built.
+# text). A binary is rebuilt only when it is missing or older than its source, proc.h, a
+# header of SRCDIR or this script. OUTDIR/programs.list gets one line per binary, "BINARY BINARY", once all are built.
 # Compiler: ARMADA_GUEST_CC (default aarch64-linux-gnu-gcc); ARMADA_GUEST_JOBS sets the number
 # of parallel compiles (default: number of CPUs).
 set -euo pipefail
@@ -70,6 +70,7 @@ list="$work/programs.list"
 rebuilt=0
 shopt -s nullglob
 sources=("$src_dir"/*.c)
+headers=("$src_dir"/*.h)
 if ((${#sources[@]} == 0)); then
     echo "error: no C sources in $src_dir" >&2
     exit 1
@@ -77,7 +78,7 @@ fi
 for src in "${sources[@]}"; do
     name=$(basename "$src" .c)
     echo "$name $name" >>"$list"
-    if stale "$out_dir/$name" "$src" "$proc_h"; then
+    if stale "$out_dir/$name" "$src" "$proc_h" "${headers[@]}"; then
         while (($(jobs -rp | wc -l) >= jobs)); do
             wait -n || true # failures show as missing binaries below
         done

@@ -80,6 +80,7 @@ fn main() {
                 lanes,
                 lane_memory: None,
                 max_instructions: max,
+                snapshot: None,
             },
         ));
     }

@@ -54,6 +54,11 @@ pub struct BatchArgs {
     /// Start the guest with an empty environment (before -E).
     #[arg(long)]
     pub clear_env: bool,
+    /// Run the program's start once, up to POINT, and start every lane from that snapshot
+    /// with its own stdin (`--stdin-dir`): `main`, another symbol, an address (0x...), or
+    /// `input` (the first read of stdin). Lanes then share lane 0's arguments and seed.
+    #[arg(long, value_name = "POINT")]
+    pub snapshot_at: Option<armada_core::snapshot::Point>,
     /// Seed of the lanes' random bytes (lane i uses SEED + i).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -170,6 +175,7 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
         lanes,
         lane_memory: args.lane_memory,
         max_instructions: args.max_instructions,
+        snapshot: None,
     })
 }
 
@@ -252,7 +258,22 @@ pub fn run_spec(
 
 pub fn batch(args: BatchArgs) -> Result<u8> {
     crate::run::check_backend(args.backend)?;
-    let spec = build_spec(&args)?;
+    let mut spec = build_spec(&args)?;
+    if let Some(point) = &args.snapshot_at {
+        let t = Instant::now();
+        spec.take_snapshot(point.clone())
+            .with_context(|| format!("--snapshot-at {point}"))?;
+        if !args.no_progress {
+            let retired = spec
+                .snapshot
+                .as_ref()
+                .map_or(0, |s| s.lock().map_or(0, |s| s.retired()));
+            eprintln!(
+                "armada batch: snapshot at {point} after {retired} instructions ({:.3} s); every lane starts there",
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
     let bar = Bar::new(spec.lanes.len(), !args.no_progress);
     let start = Instant::now();
     let outcome = run_spec(args.backend, &spec, &|p| bar.update(p))?;

@@ -14,7 +14,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
@@ -22,6 +22,7 @@ use crate::elf::{Image, LoadError};
 use crate::linux::{LinuxConfig, Stdio};
 use crate::process::Program;
 use crate::runner::{Exit, Lane};
+use crate::snapshot::{InputVia, Point, Snapshot, SnapshotError};
 
 /// What one lane gets.
 #[derive(Clone, Debug, Default)]
@@ -49,6 +50,9 @@ pub struct BatchSpec {
     pub lane_memory: Option<u64>,
     /// Stop each lane after this many instructions (exit status 124).
     pub max_instructions: Option<u64>,
+    /// Lanes start from this snapshot of lane 0 instead of the program's entry (see
+    /// [`BatchSpec::take_snapshot`]); each gets its own stdin from `lanes`.
+    pub snapshot: Option<Arc<Mutex<Snapshot>>>,
 }
 
 impl BatchSpec {
@@ -63,9 +67,37 @@ impl BatchSpec {
         cfg
     }
 
-    /// Lane `i`, ready to run: image mapped, stack built, stdio captured, memory capped.
+    /// Runs lane 0's start once, to `point`; from then on every lane starts there, with its
+    /// own stdin (what stdin had left at the snapshot is replaced by the lane's). Lanes
+    /// then share lane 0's arguments, environment, root and random seed, so a batch whose
+    /// lanes differ in any of those is refused.
+    pub fn take_snapshot(&mut self, point: Point) -> Result<(), SnapshotError> {
+        if let Some(i) = self.lanes.iter().position(|l| {
+            l.argv != self.lanes[0].argv
+                || l.env != self.lanes[0].env
+                || l.root != self.lanes[0].root
+        }) {
+            return Err(SnapshotError::Input(format!(
+                "lane {i} has other arguments, environment or root than lane 0: lanes that start from one snapshot differ only in their input (stdin)"
+            )));
+        }
+        self.snapshot = None;
+        let lane = self
+            .spawn(0)
+            .map_err(|e| SnapshotError::Input(e.to_string()))?;
+        let snap = Snapshot::take(lane, point, InputVia::Stdin, self.max_instructions)?;
+        self.snapshot = Some(Arc::new(Mutex::new(snap)));
+        Ok(())
+    }
+
+    /// Lane `i`, ready to run: image mapped, stack built, stdio captured, memory capped (or
+    /// restored from the snapshot with its stdin).
     pub fn spawn(&self, i: usize) -> Result<Lane, LoadError> {
         let l = &self.lanes[i];
+        if let Some(s) = &self.snapshot {
+            let snap = s.lock().unwrap_or_else(|p| p.into_inner());
+            return Ok(snap.restore(&l.stdin));
+        }
         let mut program = Program::spawn(
             self.image.clone(),
             &self.lane_config(i),

@@ -351,7 +351,7 @@ impl AddressSpace {
         self.pages.len() as u64 * PAGE_SIZE
     }
 
-    fn flush_tlb(&mut self) {
+    pub(crate) fn flush_tlb(&mut self) {
         self.tlb.fill(EMPTY);
     }
 

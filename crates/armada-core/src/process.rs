@@ -303,6 +303,18 @@ pub struct Program {
 }
 
 impl Program {
+    /// An independent copy (see `Lane::copy_frozen`): registers, memory copy-on-write,
+    /// Linux state with its own open file descriptions.
+    pub(crate) fn copy_frozen(&self) -> Program {
+        Program {
+            state: self.state.clone(),
+            mem: self.mem.clone(),
+            process: self.process.clone(),
+            image: self.image.clone(),
+            interp: self.interp.clone(),
+        }
+    }
+
     /// Maps `image`, builds the stack from `argv` (argv[0] included) and `env` ("K=V"
     /// strings), and sets pc and sp. AT_EXECFN is `cfg.exe_guest_path`. A dynamically
     /// linked program's interpreter is loaded from the file system ([`load_interpreter`]);

@@ -18,6 +18,7 @@
 //! becomes a zombie in the table and its parent hears of it (SIGCHLD, wait4); the lane
 //! ends when its first process does, and the run's status is that process's.
 
+use crate::coverage::CoverageMap;
 use crate::cpu::{self, CodeCache, DecodedPages};
 use crate::linux::procs;
 use crate::linux::signal as sig;
@@ -80,6 +81,7 @@ enum Run {
 }
 
 /// A task that is not running now.
+#[derive(Clone)]
 struct Task {
     pid: i32,
     tid: i32,
@@ -133,6 +135,14 @@ pub struct Lane {
     /// (instruction count, expiries): timer expiries while every task waited, at that
     /// count (see [`IDLE_TIMER_LIMIT`]).
     idle_fires: (u64, u32),
+    /// Edge coverage of every task of the lane, when asked for (see `coverage`).
+    pub(crate) coverage: Option<Box<CoverageMap>>,
+    /// Where the run pauses for a snapshot (see `snapshot`), and whether it has.
+    pub(crate) pause: Option<crate::snapshot::PauseAt>,
+    pub(crate) paused: bool,
+    /// A return to [`crate::snapshot::RETURN_TRAP`] ends the process with status 0 (a
+    /// fuzz target function that returned).
+    pub(crate) return_trap: bool,
 }
 
 impl Lane {
@@ -155,7 +165,105 @@ impl Lane {
             cur_killed: None,
             timer_due: Due::default(),
             idle_fires: (0, 0),
+            coverage: None,
+            pause: None,
+            paused: false,
+            return_trap: false,
         }
+    }
+
+    /// An independent copy of a paused lane, for a snapshot's restore: every task and
+    /// process, memory shared copy-on-write, its own open file descriptions (see
+    /// `HostFd`'s Clone) and Linux state. Decoded code is shared. The copy does not pause.
+    /// Call [`Lane::freeze`] on the original first.
+    pub(crate) fn copy_frozen(&self) -> Lane {
+        let parked = self
+            .parked
+            .iter()
+            .map(|(&pid, p)| {
+                (
+                    pid,
+                    Parked {
+                        program: p.program.copy_frozen(),
+                        code: CodeCache::with_shared(self.decoded.clone()),
+                    },
+                )
+            })
+            .collect();
+        Lane {
+            program: self.program.copy_frozen(),
+            code: CodeCache::with_shared(self.decoded.clone()),
+            exit: self.exit.clone(),
+            tasks: self.tasks.clone(),
+            parked,
+            lent: self.lent.clone(),
+            decoded: self.decoded.clone(),
+            single_task: self.single_task,
+            turn_end: self.turn_end,
+            cur_killed: self.cur_killed,
+            timer_due: self.timer_due,
+            idle_fires: self.idle_fires,
+            coverage: None,
+            pause: None,
+            paused: false,
+            return_trap: self.return_trap,
+        }
+    }
+
+    /// Readies a paused lane to be copied: no address space keeps write pointers into
+    /// pages that its copies will share.
+    pub(crate) fn freeze(&mut self) {
+        self.program.mem.flush_tlb();
+        for p in self.parked.values_mut() {
+            p.program.mem.flush_tlb();
+        }
+    }
+
+    /// Runs `f` on the Linux state of every process of the lane that is not running now.
+    pub(crate) fn for_parked_processes(&mut self, mut f: impl FnMut(&mut crate::linux::Process)) {
+        for p in self.parked.values_mut() {
+            f(&mut p.program.process);
+        }
+    }
+
+    /// Turns edge coverage on (an empty map) or off.
+    pub fn set_coverage(&mut self, on: bool) {
+        self.coverage = on.then(Default::default);
+    }
+
+    /// Takes the coverage map, leaving coverage off.
+    pub fn take_coverage(&mut self) -> Option<CoverageMap> {
+        self.coverage.take().map(|b| *b)
+    }
+
+    /// Where the running task stands, for naming a crash: its PC, then the return
+    /// addresses found by following the frame-pointer chain (x29) from there, at most 8;
+    /// a chain that leaves mapped memory or does not climb the stack ends early.
+    pub fn crash_site(&mut self) -> (u64, Vec<u64>) {
+        let p = &mut self.program;
+        let pc = p.state.pc;
+        let mut frames = vec![pc, p.state.x[30]];
+        let mut fp = p.state.x[29];
+        for _ in 0..8 {
+            if fp == 0 || fp & 7 != 0 {
+                break;
+            }
+            let (Ok(next), Ok(lr)) = (p.mem.read_u64(fp), p.mem.read_u64(fp.wrapping_add(8)))
+            else {
+                break;
+            };
+            frames.push(lr);
+            if next <= fp {
+                break;
+            }
+            fp = next;
+        }
+        (pc, frames)
+    }
+
+    /// The coverage map of the run so far (None when coverage is off).
+    pub fn coverage(&self) -> Option<&CoverageMap> {
+        self.coverage.as_deref()
     }
 
     /// Marks the lane as run by `engine`, which runs one task per lane: a guest thread or
@@ -186,6 +294,7 @@ impl Lane {
     /// Runs until the program ends or `max_instructions` (in total) have retired.
     pub fn run(&mut self, max_instructions: Option<u64>) -> &Exit {
         while self.exit.is_none() {
+            debug_assert!(!self.paused, "a paused lane runs through Snapshot::take");
             self.run_slice(max_instructions, u64::MAX);
         }
         self.exit.as_ref().unwrap()
@@ -195,7 +304,7 @@ impl Lane {
     /// slices); sets `self.exit` when the program ends.
     pub fn run_slice(&mut self, max_instructions: Option<u64>, slice: u64) {
         let start = self.retired();
-        while self.exit.is_none() {
+        while self.exit.is_none() && !self.paused {
             let done = self.retired() - start;
             if done >= slice {
                 return;
@@ -227,12 +336,11 @@ impl Lane {
                 }
                 left.min(turn_left)
             };
-            let stop = cpu::run(
-                &mut self.program.state,
-                &mut self.program.mem,
-                &mut self.code,
-                turn,
-            );
+            let p = &mut self.program;
+            let stop = match self.coverage.as_deref_mut() {
+                None => cpu::run(&mut p.state, &mut p.mem, &mut self.code, turn),
+                Some(m) => cpu::run_covered(&mut p.state, &mut p.mem, &mut self.code, turn, m),
+            };
             if stop == Stop::Budget && turn < budget {
                 // the turn or the slice is over, not the program's budget
                 continue;
@@ -246,6 +354,13 @@ impl Lane {
 
     /// Handles one stop of the engine; returns how the run ended, if it did.
     pub fn service(&mut self, stop: Stop) -> Option<Exit> {
+        if self.pause.is_some() && crate::snapshot::pauses_here(self, &stop) {
+            self.paused = true;
+            return None;
+        }
+        if self.return_trap && crate::snapshot::returned(&stop) {
+            return self.current_ended(Exit::Code(0));
+        }
         let p = &mut self.program;
         let pc = p.state.pc;
         let ended = match stop {

@@ -40,6 +40,7 @@ pub fn spec(
             .collect(),
         lane_memory: None,
         max_instructions: None,
+        snapshot: None,
     }
 }
 

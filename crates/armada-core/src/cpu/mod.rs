@@ -13,6 +13,7 @@ mod int;
 
 pub use code::{CodeCache, DecodedPages};
 
+use crate::coverage::CoverageMap;
 use crate::memory::{AddressSpace, Fault};
 use crate::state::{CpuState, Stop, REG_FILE};
 use armada_isa::ops::*;
@@ -21,6 +22,29 @@ use int::*;
 
 /// Runs the lane until it stops or has retired `budget` more instructions.
 pub fn run(st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budget: u64) -> Stop {
+    run_with::<false>(st, mem, code, budget, None)
+}
+
+/// [`run`], recording every branch's edge into `cov` (see [`crate::coverage`]). A separate
+/// instantiation of the loop, so runs without coverage pay nothing for it.
+pub fn run_covered(
+    st: &mut CpuState,
+    mem: &mut AddressSpace,
+    code: &mut CodeCache,
+    budget: u64,
+    cov: &mut CoverageMap,
+) -> Stop {
+    run_with::<true>(st, mem, code, budget, Some(cov))
+}
+
+#[inline(always)]
+fn run_with<const COV: bool>(
+    st: &mut CpuState,
+    mem: &mut AddressSpace,
+    code: &mut CodeCache,
+    budget: u64,
+    mut cov: Option<&mut CoverageMap>,
+) -> Stop {
     let limit = st.retired.saturating_add(budget);
     'outer: loop {
         if st.pc & 3 != 0 {
@@ -72,6 +96,28 @@ pub fn run(st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budg
                 st.retired = retired;
                 continue 'outer;
             }};
+        }
+        // A branch from slot `idx`: its edge, then the jump.
+        macro_rules! branch {
+            ($target:expr) => {{
+                let t: u64 = $target;
+                if COV {
+                    if let Some(m) = cov.as_deref_mut() {
+                        m.hit(pc_of!(idx), t);
+                    }
+                }
+                jump!(t)
+            }};
+        }
+        // A conditional branch at slot `idx` that falls through.
+        macro_rules! not_taken {
+            () => {
+                if COV {
+                    if let Some(m) = cov.as_deref_mut() {
+                        m.hit(pc_of!(idx), pc_of!(idx + 1));
+                    }
+                }
+            };
         }
         macro_rules! mem_try {
             ($e:expr) => {
@@ -145,50 +191,64 @@ pub fn run(st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budg
                 }
 
                 // ----- branches
-                B => jump!(u.imm),
+                B => branch!(u.imm),
                 BL => {
                     x[30] = pc_of!(idx + 1);
-                    jump!(u.imm)
+                    branch!(u.imm)
                 }
-                BR => jump!(x[b]),
+                BR => branch!(x[b]),
                 BLR => {
                     let t = x[b];
                     x[30] = pc_of!(idx + 1);
-                    jump!(t)
+                    branch!(t)
                 }
                 B_COND => {
                     if cond::check(u.e, st.nzcv) {
-                        jump!(u.imm)
+                        branch!(u.imm)
+                    } else {
+                        not_taken!();
                     }
                 }
                 CBZ_W => {
                     if x[b] as u32 == 0 {
-                        jump!(u.imm)
+                        branch!(u.imm)
+                    } else {
+                        not_taken!();
                     }
                 }
                 CBZ_X => {
                     if x[b] == 0 {
-                        jump!(u.imm)
+                        branch!(u.imm)
+                    } else {
+                        not_taken!();
                     }
                 }
                 CBNZ_W => {
                     if x[b] as u32 != 0 {
-                        jump!(u.imm)
+                        branch!(u.imm)
+                    } else {
+                        not_taken!();
                     }
                 }
                 CBNZ_X => {
                     if x[b] != 0 {
-                        jump!(u.imm)
+                        branch!(u.imm)
+                    } else {
+                        not_taken!();
                     }
                 }
                 TBZ => {
                     if (x[b] >> u.e) & 1 == 0 {
-                        jump!(u.imm)
+                        branch!(u.imm)
+                    } else {
+                        not_taken!();
                     }
                 }
                 TBNZ => {
                     if (x[b] >> u.e) & 1 != 0 {
-                        jump!(u.imm)
+                        branch!(u.imm)
+                    } else {
+                        not_taken!();
                     }
                 }
 
@@ -776,10 +836,11 @@ pub fn run(st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budg
                     if retired + 1 < limit {
                         let br = ops[idx + 1];
                         retired += 1;
-                        if cond::check(br.e, f) {
-                            jump!(br.imm)
-                        }
                         idx += 1;
+                        if cond::check(br.e, f) {
+                            branch!(br.imm)
+                        }
+                        not_taken!();
                     }
                 }
 

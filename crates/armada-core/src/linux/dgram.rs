@@ -27,7 +27,7 @@ const DGRAM_MAX: usize = 1 << 16;
 
 /// A datagram socket's receive queue: a pipe with message boundaries, and the sender of
 /// each message in it.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Dgram {
     pub(crate) pipe: usize,
     pub(crate) from: VecDeque<Addr>,

@@ -46,7 +46,7 @@ const TFD_TIMER_ABSTIME: i32 = 1;
 const TFD_TIMER_CANCEL_ON_SET: i32 = 2;
 
 /// An in-memory event object behind an fd.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Object {
     EventFd {
         count: u64,
@@ -60,7 +60,7 @@ pub(crate) enum Object {
     },
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Timer {
     clock: i32,
     /// Next expiry, on CLOCK_MONOTONIC (ns); None: disarmed.
@@ -106,7 +106,7 @@ struct Interest {
     disabled: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Epoll {
     interest: BTreeMap<i32, Interest>,
 }

@@ -111,6 +111,61 @@ pub(crate) enum HostFd {
     Inherited(RawFd),
 }
 
+/// A copy for a snapshot's restored lane: a new open file description of the same file where
+/// the host can reopen it (a regular file or directory, at the same offset), so lanes that
+/// run side by side keep their own offsets; the same description (dup) otherwise (pipes,
+/// sockets and devices of the host). If the host has no fd left, the copy is a closed fd
+/// (EBADF to the guest) and a note says so.
+impl Clone for HostFd {
+    fn clone(&self) -> Self {
+        match self {
+            HostFd::Inherited(fd) => HostFd::Inherited(*fd),
+            HostFd::Owned(f) => match reopen_at_offset(f.as_raw_fd()).or_else(|_| f.try_clone()) {
+                Ok(f) => HostFd::Owned(f),
+                Err(e) => {
+                    super::note_once(super::NOTE_MISC, 9, || {
+                        format!("a restored snapshot lost a host file ({e}): raise `ulimit -n`")
+                    });
+                    HostFd::Inherited(-1)
+                }
+            },
+        }
+    }
+}
+
+/// A fresh description of the regular file or directory behind `fd`, at its offset.
+fn reopen_at_offset(fd: RawFd) -> std::io::Result<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let st = host_fstat(fd).map_err(|e| std::io::Error::from_raw_os_error(e.0))?;
+    let ty = st.st_mode & libc::S_IFMT;
+    if ty != libc::S_IFREG && ty != libc::S_IFDIR {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: F_GETFL takes no pointer argument.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if fl < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let keep =
+        libc::O_ACCMODE | libc::O_APPEND | libc::O_NONBLOCK | libc::O_DIRECTORY | libc::O_PATH;
+    let path = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL");
+    // SAFETY: path is a valid C string.
+    let nfd = unsafe { libc::open(path.as_ptr(), (fl & keep) | libc::O_CLOEXEC) };
+    if nfd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fresh fd owned by nobody else.
+    let new = unsafe { OwnedFd::from_raw_fd(nfd) };
+    if fl & libc::O_PATH == 0 {
+        // SAFETY: lseek takes no pointers.
+        let pos = unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
+        if pos > 0 && unsafe { libc::lseek(nfd, pos, libc::SEEK_SET) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(new)
+}
+
 impl HostFd {
     pub(crate) fn raw(&self) -> RawFd {
         match self {
@@ -120,7 +175,7 @@ impl HostFd {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Kind {
     Host {
         fd: HostFd,
@@ -155,7 +210,7 @@ pub(crate) enum Kind {
     Random,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct OpenFile {
     pub(crate) kind: Kind,
     /// Guest open flags (access mode and status flags).
@@ -206,7 +261,7 @@ impl OpenFile {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Pipe {
     pub(super) buf: VecDeque<u8>,
     /// For a datagram or seqpacket socket: the lengths of the messages in `buf`, in
@@ -229,7 +284,7 @@ pub(super) struct FdEntry {
 }
 
 /// The fd table and open file descriptions of one process.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Files {
     pub(super) fds: Vec<Option<FdEntry>>,
     pub(super) files: Vec<Option<OpenFile>>,
@@ -536,7 +591,7 @@ impl Files {
 /// The current directory, as a path: the guest path inside the root when confined, the
 /// host path otherwise (relative paths are joined to it, so each lane has its own cwd and
 /// holds no host fd for it).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Cwd {
     pub(crate) guest: Vec<u8>,
 }

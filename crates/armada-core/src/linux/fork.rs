@@ -41,6 +41,7 @@ const PROCESS_MAY: u64 = CLONE_VM
     | CLONE_IO;
 
 /// A process made by fork, vfork or clone, for the scheduler.
+#[derive(Clone)]
 pub struct NewProcess {
     pub pid: i32,
     pub process: Box<Process>,
@@ -208,6 +209,7 @@ impl Process {
             shared_maps: self.fork_shared_maps(),
             past_eof: self.past_eof.clone(),
             file_maps: self.file_maps.clone(),
+            input: self.input.clone(),
             forked: None,
             exec: None,
             exit_signal: a.exit_signal as i32,

@@ -31,7 +31,7 @@ struct Waiter {
 }
 
 /// The process's futex waiters, oldest first.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Futexes {
     waiters: Vec<Waiter>,
 }

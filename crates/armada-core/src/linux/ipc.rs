@@ -72,7 +72,7 @@ impl IpcPerm {
 }
 
 /// The lane's IPC objects.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Ipc {
     pub(crate) shm: BTreeMap<i32, shm::Segment>,
     pub(crate) sem: BTreeMap<i32, sem::SemSet>,

@@ -50,10 +50,11 @@ const MADV_REMOVE: i32 = 9;
 /// are written (each page's snapshot is the `Arc` the page had then; a guest write makes the
 /// page private, so an unchanged page is recognized without comparing). The mapping is not
 /// coherent with read()/write() on the same file while it exists.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct SharedMap {
     start: u64,
-    fd: OwnedFd,
+    /// The file (a snapshot's copies write back to the same file, as forked ones do).
+    fd: Arc<OwnedFd>,
     off: u64,
     /// vpn -> snapshot (None: the page was zero, e.g. beyond the end of the file).
     pages: BTreeMap<u64, Option<Arc<PageData>>>,
@@ -208,7 +209,7 @@ impl Process {
                 (dup >= 0).then(|| SharedMap {
                     start: m.start,
                     // SAFETY: fresh fd owned by nobody else.
-                    fd: unsafe { OwnedFd::from_raw_fd(dup) },
+                    fd: Arc::new(unsafe { OwnedFd::from_raw_fd(dup) }),
                     off: m.off,
                     pages: m.pages.clone(),
                 })
@@ -389,7 +390,7 @@ impl Process {
                         self.shared_maps.push(SharedMap {
                             start,
                             // SAFETY: fresh fd owned by nobody else.
-                            fd: unsafe { OwnedFd::from_raw_fd(dup) },
+                            fd: Arc::new(unsafe { OwnedFd::from_raw_fd(dup) }),
                             off,
                             pages,
                         });

@@ -32,6 +32,7 @@ pub mod fork;
 pub mod fs;
 mod futex;
 pub mod hostnet;
+mod input;
 mod ipc;
 pub mod mm;
 mod msg;
@@ -301,6 +302,7 @@ pub(crate) const NOTE_MISC: u8 = 2;
 
 /// The Linux-side state of one guest process (one lane): open files, cwd, brk, signal
 /// dispositions, clock and random generator.
+#[derive(Clone)]
 pub struct Process {
     pub(crate) cfg: LinuxConfig,
     /// Canonical host root when confined.
@@ -357,6 +359,8 @@ pub struct Process {
     pub(crate) past_eof: Vec<(u64, u64)>,
     /// File mappings, for /proc/self/maps.
     pub(crate) file_maps: Vec<mm::FileMap>,
+    /// The `@@` file of a fuzz run (see `input`).
+    pub(crate) input: Option<input::InputFile>,
 }
 
 // Process moves between the rayon worker threads of `service_batch`.
@@ -466,6 +470,7 @@ impl Process {
             shared_maps: Vec::new(),
             past_eof: Vec::new(),
             file_maps: Vec::new(),
+            input: None,
             cfg,
         }
     }

@@ -20,7 +20,7 @@ const MSG_INFO: i32 = 12;
 const MSG_STAT_ANY: i32 = 13;
 
 /// A message queue.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Queue {
     perm: IpcPerm,
     msgs: VecDeque<(i64, Vec<u8>)>,

@@ -216,7 +216,7 @@ enum Key {
 }
 
 /// A socket's state in the lane's network.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Sock {
     pub(crate) family: i32,
     ty: i32,
@@ -259,7 +259,7 @@ impl Sock {
 }
 
 /// The lane's network: its sockets and the names they are bound to.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Net {
     pub(crate) socks: BTreeMap<usize, Sock>,
     bound: BTreeMap<Key, Vec<usize>>,

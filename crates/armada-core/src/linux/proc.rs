@@ -24,6 +24,8 @@ pub(crate) enum Special {
     Zero,
     Random,
     Fd(i32),
+    /// The fuzz input's `@@` file (see `input`).
+    Input,
 }
 
 /// The files of /proc/PID that armada writes itself.
@@ -56,6 +58,9 @@ impl Process {
             self.dir_guest_path(dirfd).ok()?
         };
         let p = normalize_lexically(&base, path);
+        if self.input_file_at(&p).is_some() {
+            return Some(Special::Input);
+        }
         let proc_fd = |rest: &[u8]| -> Option<Special> {
             std::str::from_utf8(rest)
                 .ok()?
@@ -352,6 +357,18 @@ impl Process {
                     return Err(Errno::EACCES);
                 }
                 (Kind::Mem(self.proc_text(pid, f)?), b"/proc/self/stat")
+            }
+            Special::Input => {
+                if acc != O_RDONLY {
+                    return Err(Errno::EACCES);
+                }
+                let f = self.input.as_ref().ok_or(Errno::ENOENT)?;
+                let of = OpenFile::new(Kind::Mem(f.data.to_vec()), O_RDONLY, f.path.clone());
+                let idx = self.files.add(of);
+                return self
+                    .files
+                    .install(idx, 0, cloexec, limit)
+                    .map(|fd| fd as u64);
             }
             Special::Null => (Kind::Null, b"/dev/null"),
             Special::Zero => (Kind::Zero, b"/dev/zero"),

@@ -96,7 +96,7 @@ pub struct Outgoing {
 }
 
 /// The lane's process table.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ProcTable {
     pub(crate) procs: BTreeMap<i32, ProcEntry>,
     pub(crate) next_pid: i32,

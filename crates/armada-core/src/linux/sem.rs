@@ -35,7 +35,7 @@ struct Sem {
 }
 
 /// A semaphore set.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct SemSet {
     perm: IpcPerm,
     sems: Vec<Sem>,

@@ -39,7 +39,7 @@ const SHMMAX: u64 = 1 << 36;
 const SHMALL_PAGES: u64 = 1 << 24;
 
 /// A shared memory segment.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Segment {
     perm: IpcPerm,
     size: u64,

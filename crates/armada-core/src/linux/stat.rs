@@ -235,6 +235,13 @@ impl Process {
                 s.size = 0;
                 Ok(s)
             }
+            Special::Input => {
+                let n = self.input.as_ref().map_or(0, |f| f.data.len());
+                let mut s = self.virtual_stat(&Kind::Mem(Vec::new()), 0);
+                s.size = n as i64;
+                s.blocks = (n as i64 + 511) / 512;
+                Ok(s)
+            }
             Special::Null => Ok(self.virtual_stat(&Kind::Null, 0)),
             Special::Zero => Ok(self.virtual_stat(&Kind::Zero, 0)),
             Special::Random => Ok(self.virtual_stat(&Kind::Random, 0)),

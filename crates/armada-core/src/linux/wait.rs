@@ -47,7 +47,7 @@ pub struct NewTask {
 }
 
 /// What a syscall leaves for the scheduler.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Events {
     /// Threads cloned, in order.
     pub(crate) spawned: Vec<NewTask>,

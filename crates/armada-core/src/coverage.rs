@@ -1,0 +1,192 @@
+//! Edge coverage, the same on every engine: at every branch the engine records the edge
+//! (branch address, next address) into a 64 KiB map of hit counters, as AFL does. A
+//! conditional branch records its edge whether it is taken or not (the fall-through is an
+//! edge too, as AFL's per-block instrumentation sees it); an unconditional one records its
+//! target. The GPU kernels compute [`edge_index`] with the same 32-bit arithmetic.
+//!
+//! A fuzzer compares each run's map with [`Virgin`], the union of everything seen so far,
+//! counting hits in AFL's buckets (1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+), so a loop that
+//! runs a new number of times is news too.
+
+/// Map size: 64 KiB of one-byte counters.
+pub const MAP_SIZE: usize = 1 << 16;
+
+/// The map slot of the edge from the branch at `src` to `dst` (both 4-byte aligned).
+/// Multiplicative hashing of the two word addresses; the top 16 bits of the product.
+#[inline(always)]
+pub fn edge_index(src: u64, dst: u64) -> usize {
+    let s = ((src >> 2) as u32).wrapping_mul(0x9e37_79b1);
+    let h = (s ^ ((dst >> 2) as u32)).wrapping_mul(0x85eb_ca6b);
+    (h >> 16) as usize
+}
+
+/// One run's hit counters (saturating at 255).
+#[derive(Clone)]
+pub struct CoverageMap(Box<[u8; MAP_SIZE]>);
+
+impl Default for CoverageMap {
+    fn default() -> Self {
+        CoverageMap(
+            vec![0u8; MAP_SIZE]
+                .into_boxed_slice()
+                .try_into()
+                .expect("size"),
+        )
+    }
+}
+
+impl std::fmt::Debug for CoverageMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CoverageMap({} edges)", self.edges())
+    }
+}
+
+impl CoverageMap {
+    #[inline(always)]
+    pub fn hit(&mut self, src: u64, dst: u64) {
+        let c = &mut self.0[edge_index(src, dst)];
+        *c = c.saturating_add(1);
+    }
+    pub fn clear(&mut self) {
+        self.0.fill(0);
+    }
+    pub fn as_slice(&self) -> &[u8] {
+        &self.0[..]
+    }
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.0[..]
+    }
+    /// Slots hit at least once.
+    pub fn edges(&self) -> usize {
+        self.0.iter().filter(|&&c| c != 0).count()
+    }
+}
+
+/// AFL's hit-count class of a counter, as one bit (0 for no hits).
+#[inline]
+pub fn bucket(count: u8) -> u8 {
+    match count {
+        0 => 0,
+        1 => 1,
+        2 => 2,
+        3 => 4,
+        4..=7 => 8,
+        8..=15 => 16,
+        16..=31 => 32,
+        32..=127 => 64,
+        _ => 128,
+    }
+}
+
+/// What a run's map added to what was seen before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Novelty {
+    None,
+    /// A known edge ran a new number of times (a new bucket).
+    NewCounts,
+    /// An edge never seen before.
+    NewEdges,
+}
+
+/// The buckets every edge has been seen in, over all runs so far.
+#[derive(Clone)]
+pub struct Virgin {
+    seen: Box<[u8; MAP_SIZE]>,
+    edges: usize,
+}
+
+impl Default for Virgin {
+    fn default() -> Self {
+        Virgin {
+            seen: vec![0u8; MAP_SIZE]
+                .into_boxed_slice()
+                .try_into()
+                .expect("size"),
+            edges: 0,
+        }
+    }
+}
+
+impl Virgin {
+    /// What `map` adds, without recording it.
+    pub fn novelty(&self, map: &[u8]) -> Novelty {
+        let mut n = Novelty::None;
+        for (i, &c) in map.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            let b = bucket(c);
+            let s = self.seen[i];
+            if s == 0 {
+                return Novelty::NewEdges;
+            }
+            if s & b == 0 {
+                n = Novelty::NewCounts;
+            }
+        }
+        n
+    }
+
+    /// Records `map`; returns what it added.
+    pub fn merge(&mut self, map: &[u8]) -> Novelty {
+        let mut n = Novelty::None;
+        for (i, &c) in map.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            let b = bucket(c);
+            let s = &mut self.seen[i];
+            if *s == 0 {
+                self.edges += 1;
+                n = Novelty::NewEdges;
+            } else if *s & b == 0 && n == Novelty::None {
+                n = Novelty::NewCounts;
+            }
+            *s |= b;
+        }
+        n
+    }
+
+    /// Edges seen so far.
+    pub fn edges(&self) -> usize {
+        self.edges
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edges_spread_and_depend_on_both_ends() {
+        let a = edge_index(0x400000, 0x400010);
+        assert_ne!(a, edge_index(0x400010, 0x400000));
+        assert_ne!(a, edge_index(0x400000, 0x400014));
+        let mut slots = std::collections::HashSet::new();
+        for i in 0..4096u64 {
+            slots.insert(edge_index(0x400000 + 4 * i, 0x400004 + 4 * i));
+        }
+        // straight-line fall-through edges of 4,096 branches barely collide
+        assert!(slots.len() > 3900, "{}", slots.len());
+    }
+
+    #[test]
+    fn virgin_reports_new_edges_then_new_counts_then_nothing() {
+        let mut v = Virgin::default();
+        let mut m = CoverageMap::default();
+        m.hit(0x1000, 0x2000);
+        assert_eq!(v.merge(m.as_slice()), Novelty::NewEdges);
+        assert_eq!(v.edges(), 1);
+        assert_eq!(v.merge(m.as_slice()), Novelty::None);
+        for _ in 0..5 {
+            m.hit(0x1000, 0x2000);
+        }
+        assert_eq!(v.novelty(m.as_slice()), Novelty::NewCounts);
+        assert_eq!(v.merge(m.as_slice()), Novelty::NewCounts);
+        assert_eq!(v.merge(m.as_slice()), Novelty::None);
+        for _ in 0..300 {
+            m.hit(0x1000, 0x2000);
+        }
+        assert_eq!(m.as_slice()[edge_index(0x1000, 0x2000)], 255);
+    }
+}

@@ -1,0 +1,317 @@
+//! The fuzz loop: every round makes one input per lane by mutating corpus entries, runs
+//! them all at once on the engine, and keeps the inputs whose coverage adds to what was
+//! seen (saved in the corpus directory), the crashes (one file per crash key) and the
+//! hangs (one file per distinct path).
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use armada_core::coverage::{Novelty, Virgin};
+use rayon::prelude::*;
+
+use crate::corpus::{content_hash, CorpusDir, CrashDir};
+use crate::mutate::Mutations;
+use crate::target::{ExecResult, Outcome, Target};
+
+/// How to fuzz.
+#[derive(Clone, Debug)]
+pub struct FuzzOptions {
+    pub corpus_dir: PathBuf,
+    pub crashes_dir: PathBuf,
+    /// Inputs run at once (one lane each).
+    pub lanes: usize,
+    pub max_time: Option<Duration>,
+    pub max_execs: Option<u64>,
+    /// Stop at the first new crash.
+    pub stop_on_crash: bool,
+    pub seed: u64,
+    pub max_len: usize,
+    pub tokens: Vec<Vec<u8>>,
+}
+
+/// Where a fuzz run stands.
+#[derive(Clone, Debug, Default)]
+pub struct FuzzStats {
+    pub execs: u64,
+    pub elapsed: Duration,
+    pub corpus: usize,
+    pub edges: usize,
+    /// Distinct crashes and hangs found by this run.
+    pub crashes: usize,
+    pub hangs: usize,
+    /// Crash and hang files this run wrote, in order.
+    pub saved: Vec<PathBuf>,
+    /// Instructions each restored lane skips (0 without a snapshot).
+    pub snapshot_instructions: u64,
+    /// Instructions run, all executions together.
+    pub instructions: u64,
+    pub rounds: u64,
+    /// A note for the user (set once, e.g. when every input ran the same path).
+    pub warning: Option<String>,
+}
+
+impl FuzzStats {
+    pub fn execs_per_sec(&self) -> f64 {
+        self.execs as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// One JSON object (for `--stats-json`).
+    pub fn to_json(&self) -> String {
+        let saved: Vec<String> = self
+            .saved
+            .iter()
+            .map(|p| format!("\"{}\"", json_escape(&p.to_string_lossy())))
+            .collect();
+        format!(
+            "{{\"execs\":{},\"execs_per_sec\":{:.1},\"elapsed_s\":{:.3},\"corpus\":{},\"edges\":{},\"crashes\":{},\"hangs\":{},\"rounds\":{},\"instructions\":{},\"snapshot_instructions\":{},\"saved\":[{}]}}",
+            self.execs,
+            self.execs_per_sec(),
+            self.elapsed.as_secs_f64(),
+            self.corpus,
+            self.edges,
+            self.crashes,
+            self.hangs,
+            self.rounds,
+            self.instructions,
+            self.snapshot_instructions,
+            saved.join(",")
+        )
+    }
+}
+
+fn json_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Runs a batch of inputs on the CPU engine: one target copy per worker thread.
+struct CpuExecutor {
+    copies: Vec<Mutex<Target>>,
+}
+
+impl CpuExecutor {
+    fn new(target: Target) -> CpuExecutor {
+        let n = rayon::current_num_threads().max(1);
+        let mut copies: Vec<Mutex<Target>> =
+            (1..n).map(|_| Mutex::new(target.duplicate())).collect();
+        copies.insert(0, Mutex::new(target));
+        CpuExecutor { copies }
+    }
+
+    fn run(&self, inputs: &[Vec<u8>]) -> Result<Vec<ExecResult>> {
+        inputs
+            .par_iter()
+            .map(|input| {
+                let k = rayon::current_thread_index().unwrap_or(0) % self.copies.len();
+                let t = self.copies[k].lock().unwrap_or_else(|p| p.into_inner());
+                t.exec(input)
+            })
+            .collect()
+    }
+}
+
+/// One corpus entry.
+struct Entry {
+    data: Vec<u8>,
+    /// Times it was picked as a parent.
+    picked: u64,
+}
+
+/// xorshift64*: the scheduler's choices, repeatable with the seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// The state of a fuzz run between rounds.
+struct Run {
+    corpus: Vec<Entry>,
+    corpus_dir: CorpusDir,
+    crash_dir: CrashDir,
+    virgin: Virgin,
+    mutations: Mutations,
+    rng: Rng,
+    stats: FuzzStats,
+    /// (coverage hash, outcome) of the first execution, and whether any differed.
+    first_path: Option<(u64, String)>,
+    paths_differ: bool,
+}
+
+impl Run {
+    /// Takes one execution's result; true when it is a new crash or hang.
+    fn take(&mut self, input: &[u8], r: &ExecResult, keep_seed: bool) -> Result<bool> {
+        self.stats.execs += 1;
+        self.stats.instructions += r.instructions;
+        let path = (
+            content_hash(r.coverage.as_slice()),
+            format!("{:?}", r.outcome),
+        );
+        match &self.first_path {
+            None => self.first_path = Some(path),
+            Some(p) if *p != path => self.paths_differ = true,
+            _ => {}
+        }
+        match &r.outcome {
+            Outcome::Crash { key, .. } => {
+                let saved = self.crash_dir.save(&format!("crash-{key}"), input)?;
+                if let Some(p) = saved {
+                    self.stats.crashes += 1;
+                    self.stats.saved.push(p);
+                    return Ok(true);
+                }
+            }
+            Outcome::Hang => {
+                // one hang per distinct path (the edges, without their counts)
+                let edges: Vec<u8> = r
+                    .coverage
+                    .as_slice()
+                    .iter()
+                    .map(|&c| (c != 0) as u8)
+                    .collect();
+                let name = format!("hang-{:016x}", content_hash(&edges));
+                if let Some(p) = self.crash_dir.save(&name, input)? {
+                    self.stats.hangs += 1;
+                    self.stats.saved.push(p);
+                    return Ok(true);
+                }
+            }
+            Outcome::Unsupported(m) => bail!("the target did something the engine cannot run: {m}"),
+            Outcome::Exited(_) => {
+                let novelty = self.virgin.merge(r.coverage.as_slice());
+                if novelty != Novelty::None || keep_seed {
+                    self.corpus_dir.save(input)?;
+                    self.mutations.add(input);
+                    self.corpus.push(Entry {
+                        data: input.to_vec(),
+                        picked: 0,
+                    });
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// A parent for the next mutant: half the time one of the newest quarter of the corpus
+    /// (what found something last), otherwise any entry, the least picked of two.
+    fn pick(&mut self) -> usize {
+        let n = self.corpus.len();
+        let i = if self.rng.below(2) == 0 {
+            let recent = n.div_ceil(4);
+            n - 1 - self.rng.below(recent)
+        } else {
+            let (a, b) = (self.rng.below(n), self.rng.below(n));
+            if self.corpus[a].picked <= self.corpus[b].picked {
+                a
+            } else {
+                b
+            }
+        };
+        self.corpus[i].picked += 1;
+        i
+    }
+}
+
+/// Fuzzes `target` until a limit in `opts` is reached; `progress` is called after every
+/// round with the figures so far.
+pub fn fuzz(
+    target: Target,
+    opts: &FuzzOptions,
+    progress: &mut dyn FnMut(&FuzzStats),
+) -> Result<FuzzStats> {
+    let t0 = Instant::now();
+    let (corpus_dir, seeds) = CorpusDir::open(&opts.corpus_dir, opts.max_len)?;
+    let crash_dir = CrashDir::open(&opts.crashes_dir)?;
+    let snapshot_instructions = target.snapshot().map_or(0, |s| s.retired());
+    let exec = CpuExecutor::new(target);
+    let mut run = Run {
+        corpus: Vec::new(),
+        corpus_dir,
+        crash_dir,
+        virgin: Virgin::default(),
+        mutations: Mutations::new(opts.seed, opts.tokens.clone(), opts.max_len)?,
+        rng: Rng(opts.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
+        stats: FuzzStats {
+            snapshot_instructions,
+            ..Default::default()
+        },
+        first_path: None,
+        paths_differ: false,
+    };
+    let mut seeds: Vec<Vec<u8>> = seeds.into_iter().map(|(_, d)| d).collect();
+    if seeds.is_empty() {
+        run.stats.warning = Some(format!(
+            "the corpus directory {} is empty: starting from one empty input",
+            opts.corpus_dir.display()
+        ));
+        seeds.push(Vec::new());
+    }
+    for chunk in seeds.chunks(opts.lanes.max(1)) {
+        let results = exec.run(chunk)?;
+        for (input, r) in chunk.iter().zip(&results) {
+            run.take(input, r, true)?;
+        }
+    }
+    run.stats.corpus = run.corpus.len();
+    run.stats.edges = run.virgin.edges();
+    run.stats.elapsed = t0.elapsed();
+    if run.corpus.is_empty() {
+        let saved = run.stats.saved.first().map_or_else(
+            || format!("crashes already known in {}", run.crash_dir.dir().display()),
+            |p| p.display().to_string(),
+        );
+        bail!(
+            "every input of the corpus crashes or hangs the target (see {saved}): there is nothing to fuzz from; fix the target or start from other inputs"
+        );
+    }
+    progress(&run.stats);
+    let done = |s: &FuzzStats| {
+        opts.max_time.is_some_and(|m| s.elapsed >= m)
+            || opts.max_execs.is_some_and(|m| s.execs >= m)
+            || (opts.stop_on_crash && s.crashes > 0)
+    };
+    while !done(&run.stats) {
+        let inputs: Vec<Vec<u8>> = (0..opts.lanes.max(1))
+            .map(|_| {
+                let p = run.pick();
+                let parent = run.corpus[p].data.clone();
+                run.mutations.mutate(&parent)
+            })
+            .collect();
+        let results = exec.run(&inputs)?;
+        for (input, r) in inputs.iter().zip(&results) {
+            run.take(input, r, false)?;
+        }
+        run.stats.rounds += 1;
+        run.stats.corpus = run.corpus.len();
+        run.stats.edges = run.virgin.edges();
+        run.stats.elapsed = t0.elapsed();
+        if run.stats.rounds == 4 && !run.paths_differ && run.stats.warning.is_none() {
+            run.stats.warning = Some(
+                "every input so far ran the same path: does the target read its input (stdin, or @@ in its arguments)?".into(),
+            );
+        }
+        progress(&run.stats);
+    }
+    Ok(run.stats)
+}

@@ -1,0 +1,15 @@
+//! Coverage-guided fuzzing of AArch64 Linux programs on armada's engines (`armada fuzz`).
+//!
+//! - [`target`]: the program and one execution of it (a lane from the snapshot, or from
+//!   the entry), with edge coverage (`armada_core::coverage`) and the crash's key.
+//! - [`mutate`]: LibAFL's mutators (havoc, splice, dictionary).
+//! - [`corpus`]: the corpus and crashes directories, dictionaries.
+//! - [`fuzzer`]: the loop, one batch of inputs per round.
+
+pub mod corpus;
+pub mod fuzzer;
+pub mod mutate;
+pub mod target;
+
+pub use fuzzer::{fuzz, FuzzOptions, FuzzStats};
+pub use target::{Outcome, Target, TargetSpec, Via};

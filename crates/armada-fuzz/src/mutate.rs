@@ -1,0 +1,103 @@
+//! Mutations, taken from LibAFL: its havoc mutators (bit and byte flips, arithmetic,
+//! interesting values, block insert/delete/copy), splicing with other corpus entries
+//! (its crossover mutators) and dictionary tokens, stacked by its scheduled mutator. We
+//! keep LibAFL's state only for what the mutators read: the random generator, the corpus
+//! they splice from, the tokens and the size cap. Scheduling, execution and feedback are
+//! armada's (they run a batch of inputs at once, which LibAFL's one-input executors do not).
+
+use anyhow::{anyhow, Result};
+use libafl::corpus::{Corpus, InMemoryCorpus, Testcase};
+use libafl::feedbacks::ConstFeedback;
+use libafl::inputs::{BytesInput, HasMutatorBytes};
+use libafl::mutators::{
+    havoc_mutations, tokens_mutations, HavocScheduledMutator, MutationResult, Mutator, Tokens,
+};
+use libafl::state::{HasCorpus, HasMaxSize, StdState};
+use libafl::HasMetadata;
+use libafl_bolts::rands::StdRand;
+use libafl_bolts::tuples::Merge;
+
+type State = StdState<InMemoryCorpus<BytesInput>, BytesInput, StdRand, InMemoryCorpus<BytesInput>>;
+
+/// Makes new inputs from corpus entries.
+pub struct Mutations {
+    state: State,
+    mutator: Box<dyn Mutator<BytesInput, State>>,
+}
+
+impl Mutations {
+    /// `seed` fixes the sequence of mutations; `tokens` is the dictionary.
+    pub fn new(seed: u64, tokens: Vec<Vec<u8>>, max_len: usize) -> Result<Mutations> {
+        let mut feedback = ConstFeedback::new(false);
+        let mut objective = ConstFeedback::new(false);
+        let mut state = StdState::new(
+            StdRand::with_seed(seed),
+            InMemoryCorpus::<BytesInput>::new(),
+            InMemoryCorpus::new(),
+            &mut feedback,
+            &mut objective,
+        )
+        .map_err(|e| anyhow!("setting up the mutators: {e}"))?;
+        state.set_max_size(max_len.max(1));
+        if !tokens.is_empty() {
+            state.add_metadata(Tokens::from(tokens));
+        }
+        let mutator = HavocScheduledMutator::new(havoc_mutations().merge(tokens_mutations()));
+        Ok(Mutations {
+            state,
+            mutator: Box::new(mutator),
+        })
+    }
+
+    /// Adds a corpus entry to splice from.
+    pub fn add(&mut self, input: &[u8]) {
+        let _ = self
+            .state
+            .corpus_mut()
+            .add(Testcase::new(BytesInput::new(input.to_vec())));
+    }
+
+    /// A mutant of `parent` (a different input whenever the mutators manage one).
+    pub fn mutate(&mut self, parent: &[u8]) -> Vec<u8> {
+        for _ in 0..8 {
+            let mut i = BytesInput::new(parent.to_vec());
+            if let Ok(MutationResult::Mutated) = self.mutator.mutate(&mut self.state, &mut i) {
+                let out = i.mutator_bytes().to_vec();
+                if out != parent {
+                    return out;
+                }
+            }
+        }
+        // the mutators skipped (an empty parent, say): one random byte
+        let mut out = parent.to_vec();
+        out.push(
+            (self.state.corpus().count() as u8)
+                .wrapping_mul(31)
+                .wrapping_add(7),
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mutants_differ_and_repeat_with_the_seed() {
+        let run = |seed| {
+            let mut m = Mutations::new(seed, vec![b"MAGIC".to_vec()], 64).unwrap();
+            m.add(b"hello world");
+            m.add(b"another entry");
+            (0..50)
+                .map(|_| m.mutate(b"hello world"))
+                .collect::<Vec<_>>()
+        };
+        let a = run(7);
+        assert_eq!(a, run(7));
+        assert_ne!(a, run(8));
+        assert!(a.iter().all(|x| x != b"hello world" && x.len() <= 64));
+        let mut m = Mutations::new(1, vec![], 16).unwrap();
+        assert!(!m.mutate(b"").is_empty());
+    }
+}

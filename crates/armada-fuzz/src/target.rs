@@ -1,0 +1,193 @@
+//! The program under test and one execution of it: a lane made for each input (restored
+//! from the snapshot, or started from the program's entry), run with edge coverage to its
+//! end or its instruction limit, and what came of it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use armada_core::coverage::CoverageMap;
+use armada_core::elf::Image;
+use armada_core::linux::{LinuxConfig, Stdio};
+use armada_core::process::Program;
+use armada_core::runner::{Exit, Lane};
+use armada_core::snapshot::{InputVia, Point, Snapshot};
+
+/// How the input reaches the program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// As its stdin.
+    Stdin,
+    /// As the file `@@` names in its arguments (in memory at this guest path).
+    File(Vec<u8>),
+    /// As `data, size` in x0/x1 at the snapshot point (a libFuzzer entry point), at most
+    /// this many bytes.
+    Buffer(usize),
+}
+
+/// What to run.
+#[derive(Clone)]
+pub struct TargetSpec {
+    pub program: PathBuf,
+    /// argv, argv[0] included, with `@@` already replaced by the input file's path.
+    pub argv: Vec<Vec<u8>>,
+    pub env: Vec<Vec<u8>>,
+    pub config: LinuxConfig,
+    pub via: Via,
+    pub snapshot_at: Option<Point>,
+    /// Instructions an execution may run (past the snapshot) before it counts as a hang.
+    pub exec_limit: u64,
+    /// Instructions the start run may take to reach the snapshot point.
+    pub start_limit: u64,
+    pub lane_memory: Option<u64>,
+}
+
+/// How one execution ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The program exited (or the fuzzed function returned) with this status.
+    Exited(i32),
+    /// A signal killed it: a crash. `key` names the crash for deduplication: signal,
+    /// faulting PC and a short hash of the return addresses on the stack.
+    Crash { signal: i32, pc: u64, key: String },
+    /// It ran past the per-execution instruction limit.
+    Hang,
+    /// It did something the engine cannot run (the message says what).
+    Unsupported(String),
+}
+
+/// One execution's result.
+pub struct ExecResult {
+    pub outcome: Outcome,
+    pub coverage: CoverageMap,
+    /// Instructions retired past the snapshot (or from the entry).
+    pub instructions: u64,
+}
+
+/// The program, loaded, and its snapshot when one was asked for.
+pub struct Target {
+    spec: TargetSpec,
+    image: Arc<Image>,
+    snapshot: Option<Snapshot>,
+    /// Instructions of the start that a restored lane skips.
+    start: u64,
+}
+
+impl Target {
+    /// Loads the program and, with `snapshot_at`, runs its start once to take the snapshot.
+    pub fn new(spec: TargetSpec) -> Result<Target> {
+        let image = Image::load(&spec.program)
+            .with_context(|| format!("cannot run {}", spec.program.display()))?;
+        let mut t = Target {
+            spec,
+            image: Arc::new(image),
+            snapshot: None,
+            start: 0,
+        };
+        if let Via::Buffer(_) = t.spec.via {
+            if t.spec.snapshot_at.is_none() {
+                bail!("a buffer input (libFuzzer style) needs --snapshot-at FUNCTION, e.g. LLVMFuzzerTestOneInput");
+            }
+        }
+        if let Some(point) = t.spec.snapshot_at.clone() {
+            let lane = t.fresh_lane(&[])?;
+            let via = match &t.spec.via {
+                Via::Stdin => InputVia::Stdin,
+                Via::File(p) => InputVia::File(p.clone()),
+                Via::Buffer(n) => InputVia::Buffer(*n),
+            };
+            let snap = Snapshot::take(lane, point, via, Some(t.spec.start_limit))
+                .context("taking the snapshot")?;
+            t.start = snap.retired();
+            t.snapshot = Some(snap);
+        }
+        Ok(t)
+    }
+
+    pub fn spec(&self) -> &TargetSpec {
+        &self.spec
+    }
+
+    pub fn snapshot(&self) -> Option<&Snapshot> {
+        self.snapshot.as_ref()
+    }
+
+    /// A copy for another worker thread (its own snapshot copy; pages stay shared).
+    pub fn duplicate(&self) -> Target {
+        Target {
+            spec: self.spec.clone(),
+            image: self.image.clone(),
+            snapshot: self.snapshot.as_ref().map(|s| s.duplicate()),
+            start: self.start,
+        }
+    }
+
+    /// A lane started from the program's entry with `input`.
+    fn fresh_lane(&self, input: &[u8]) -> Result<Lane> {
+        let s = &self.spec;
+        let stdin = match s.via {
+            Via::Stdin => input.to_vec(),
+            _ => Vec::new(),
+        };
+        let mut p = Program::spawn(
+            self.image.clone(),
+            &s.config,
+            s.argv.clone(),
+            s.env.clone(),
+            Stdio::Captured { stdin },
+        )
+        .with_context(|| format!("cannot run {}", s.program.display()))?;
+        if let Via::File(path) = &s.via {
+            p.process.set_input_file(path.clone(), input.into());
+        }
+        if let Some(m) = s.lane_memory {
+            p.mem.set_limit(m);
+        }
+        Ok(Lane::new(p))
+    }
+
+    /// A lane ready to run `input`.
+    pub fn lane(&self, input: &[u8]) -> Result<Lane> {
+        match &self.snapshot {
+            Some(s) => Ok(s.restore(input)),
+            None => self.fresh_lane(input),
+        }
+    }
+
+    /// Runs `input` once with coverage.
+    pub fn exec(&self, input: &[u8]) -> Result<ExecResult> {
+        let mut lane = self.lane(input)?;
+        lane.set_coverage(true);
+        let limit = self.start + self.spec.exec_limit;
+        let exit = lane.run(Some(limit)).clone();
+        let outcome = outcome_of(&mut lane, &exit);
+        Ok(ExecResult {
+            outcome,
+            coverage: lane.take_coverage().unwrap_or_default(),
+            instructions: lane.retired() - self.start,
+        })
+    }
+}
+
+/// What `exit` means for the fuzzer; a crash's key from the lane's registers and stack.
+fn outcome_of(lane: &mut Lane, exit: &Exit) -> Outcome {
+    match exit {
+        Exit::Code(c) => Outcome::Exited(*c),
+        Exit::InstructionLimit => Outcome::Hang,
+        Exit::Unsupported(m) => Outcome::Unsupported(m.clone()),
+        Exit::Signal { signal, .. } => {
+            let (pc, stack) = lane.crash_site();
+            let mut h: u32 = 0x811c_9dc5;
+            for a in &stack {
+                for b in a.to_le_bytes() {
+                    h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+                }
+            }
+            Outcome::Crash {
+                signal: *signal,
+                pc,
+                key: format!("sig{signal}-pc{pc:x}-stack{h:08x}"),
+            }
+        }
+    }
+}
