@@ -1,0 +1,375 @@
+//! Page-table apply (step 5 of the round, before the upload): what servicing each lane
+//! produced (its `Plan`) goes into the host's page table and the frame pool. Most of it is
+//! applied on the thread that serviced the lane (`apply_shared`); the serial part
+//! (`Batch::apply_serviced`) takes that in, applies the wants that need new frames or table
+//! room, tops up the lanes' frame reserves (lazy pages), retires the lanes that ended, and
+//! hands the records and pages to upload. The claim log of each launch (`Batch::take_claims`)
+//! comes in here too.
+
+use super::pagetable::{HostTable, ZERO_FRAME};
+use super::service::{Plan, Serviced};
+use super::upload::PageSrc;
+use super::wants::Want;
+use super::{Batch, Entry, LaneHost};
+use crate::device::{dtoh_vec, Device};
+use crate::layout::*;
+use crate::Error;
+use armada_core::memory::PAGE_SIZE;
+use std::time::Instant;
+
+/// What `apply_shared` did for one lane, for the serial part of the round.
+#[derive(Default)]
+pub(super) struct Applied {
+    /// Page-table slots written.
+    dirty: Vec<u64>,
+    /// Frames the lane no longer uses.
+    freed: Vec<u32>,
+    uploads: Vec<(u32, PageSrc)>,
+}
+
+/// Applies the wants of lane `i` that need neither a new frame nor more table room than the
+/// table has (most of them: entries on shared frames, lazy entries, bytes for frames the lane
+/// owns), on the thread that serviced the lane; returns the rest (in `plan.wants`) for the
+/// serial path. Wants name distinct pages, so the order they are applied in does not matter.
+pub(super) fn apply_shared(pt: &HostTable, l: &mut LaneHost, i: usize, plan: &mut Plan) -> Applied {
+    let mut out = Applied::default();
+    if plan.exited {
+        return out;
+    }
+    let limit = pt.shared_limit();
+    let mut rest = Vec::new();
+    for (vpn, want) in plan.wants.drain(..) {
+        let key = pt_key(i as u64, vpn);
+        let cur = l.entries.get(&vpn).copied();
+        let (frame, private, lazy, val, data) = match &want {
+            Want::Nothing => {
+                if let Some(e) = cur {
+                    pt.remove_shared(e.slot, &mut out.dirty);
+                    if e.private {
+                        out.freed.push(e.frame);
+                    }
+                    l.entries.remove(&vpn);
+                }
+                continue;
+            }
+            Want::Shared { frame, perms } => (*frame, false, false, *frame as u64 | perms, None),
+            Want::Lazy { frame, perms } => {
+                (*frame, false, true, *frame as u64 | perms | PT_LAZY, None)
+            }
+            Want::Private { perms, .. } => match cur {
+                Some(e) if e.private => (e.frame, true, false, e.frame as u64 | perms, Some(())),
+                _ => {
+                    rest.push((vpn, want));
+                    continue;
+                }
+            },
+        };
+        match pt.set_shared(key, val, plan.force, limit, &mut out.dirty) {
+            Ok(Some(slot)) => {
+                if let Some(e) = cur {
+                    if e.private && !private {
+                        out.freed.push(e.frame);
+                    }
+                }
+                l.entries.insert(
+                    vpn,
+                    Entry {
+                        slot,
+                        frame,
+                        private,
+                        lazy,
+                    },
+                );
+                if data.is_some() {
+                    if let Want::Private { data: Some(d), .. } = want {
+                        out.uploads.push((frame, d));
+                    }
+                }
+            }
+            // no room (or a full table, which the serial path reports)
+            _ => rest.push((vpn, want)),
+        }
+    }
+    plan.wants = rest;
+    out
+}
+
+/// What the apply leaves to the upload: records (lane, first word, words) and pages (frame,
+/// bytes).
+type ToUpload = (Vec<(u32, usize, Vec<u64>)>, Vec<(u32, PageSrc)>);
+
+impl Batch {
+    /// The serial part of servicing the lanes of `results` (index = lane): their table
+    /// writes, frames and figures into the batch, their reserves topped up, the lanes that
+    /// ended out of the active list. Returns the records and pages to upload.
+    pub(super) fn apply_serviced(
+        &mut self,
+        mut results: Vec<Option<Result<Serviced, Error>>>,
+    ) -> Result<ToUpload, Error> {
+        // Serial part: table, frames, results.
+        let t_apply = Instant::now();
+        let mut uploads: Vec<(u32, PageSrc)> = Vec::new();
+        let mut records: Vec<(u32, usize, Vec<u64>)> = Vec::new();
+        let mut ended = false;
+        // (walked in place: a round's results are tens of MB, and collecting them again
+        // showed up)
+        if let Some(k) = results.iter().position(|r| matches!(r, Some(Err(_)))) {
+            if let Some(Err(e)) = results.swap_remove(k) {
+                return Err(e);
+            }
+        }
+        let incoming: u64 = results
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|r| r.1.wants.len() as u64)
+            .sum();
+        self.ensure_pt_room(incoming)?;
+        let mut parts = [t_apply.elapsed().as_secs_f64(), 0.0, 0.0, 0.0];
+        // stops by kind, counted here and named once (a map update per lane showed up)
+        let mut stop_counts = [0u64; STOP_HOST as usize + 2];
+        for (lane_id, plan, applied, rec) in results.into_iter().flatten().flatten() {
+            if let Some(msg) = &plan.stuck {
+                return Err(Error::Device(msg.clone()));
+            }
+            stop_counts[(self.stops[lane_id] as usize).min(STOP_HOST as usize + 1)] += 1;
+            self.stats.syscalls += plan.syscalls;
+            self.stats.misses += plan.misses;
+            self.stats.host_steps += plan.host_steps;
+            self.stats.host_instructions += plan.host_instructions;
+            if let Some(op) = plan.host_op {
+                *self.stats.host_ops.entry(op).or_insert(0) += 1;
+            }
+            let exited = plan.exited;
+            let t_lane = Instant::now();
+            self.apply_rest(lane_id, applied, plan, &mut uploads)?;
+            if exited {
+                let lh = &mut self.lanes[lane_id];
+                lh.done = true;
+                ended = true;
+                parts[2] += t_lane.elapsed().as_secs_f64();
+            } else {
+                for (first, words) in rec {
+                    records.push((lane_id as u32, first, words));
+                }
+                let t_res = Instant::now();
+                parts[1] += (t_res - t_lane).as_secs_f64();
+                if let Some(r) = self.top_up(lane_id)? {
+                    records.push((lane_id as u32, S_RES_N, r));
+                }
+                parts[3] += t_res.elapsed().as_secs_f64();
+            }
+        }
+        for (sum, p) in self.stats.apply_parts.iter_mut().zip(parts) {
+            *sum += p;
+        }
+        for (code, &n) in stop_counts.iter().enumerate() {
+            if n > 0 {
+                *self.stats.stops.entry(stop_name(code as u32)).or_insert(0) += n;
+            }
+        }
+        if ended {
+            let lanes = &self.lanes;
+            self.active.retain(|&l| !lanes[l as usize].done);
+            self.active_dirty = true;
+            self.done.store(
+                self.lanes.len() - self.active.len(),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
+        self.stats.apply_s += t_apply.elapsed().as_secs_f64();
+        Ok((records, uploads))
+    }
+
+    /// Applies one lane's wanted page states to the table and frames (the serial path: for
+    /// the wants `apply_shared` left, and for a lane that ended); collects uploads.
+    fn apply_plan(
+        &mut self,
+        i: usize,
+        plan: Plan,
+        uploads: &mut Vec<(u32, PageSrc)>,
+    ) -> Result<(), Error> {
+        let dev: &dyn Device = &*self.dev;
+        let l = &mut self.lanes[i];
+        for (vpn, want) in plan.wants {
+            let key = pt_key(i as u64, vpn);
+            let cur = l.entries.get(&vpn).copied();
+            match want {
+                Want::Nothing => {
+                    if let Some(e) = cur {
+                        self.pt.remove(e.slot);
+                        if e.private {
+                            self.frames.release(e.frame);
+                        }
+                        l.entries.remove(&vpn);
+                    }
+                }
+                Want::Shared { frame, perms } | Want::Lazy { frame, perms } => {
+                    // an entry on a frame the lane does not own (a lazy one: until the kernel
+                    // gives it a frame on the first write)
+                    let lazy = matches!(want, Want::Lazy { .. });
+                    if let Some(e) = cur {
+                        if e.private {
+                            self.frames.release(e.frame);
+                        }
+                    }
+                    let val = frame as u64 | perms | if lazy { PT_LAZY } else { 0 };
+                    let slot = self.pt.set(key, val, plan.force)?;
+                    l.entries.insert(
+                        vpn,
+                        Entry {
+                            slot,
+                            frame,
+                            private: false,
+                            lazy,
+                        },
+                    );
+                }
+                Want::Private { perms, data } => {
+                    let (frame, fresh) = match cur {
+                        Some(e) if e.private => (e.frame, false),
+                        _ => (self.frames.alloc(dev)?, true),
+                    };
+                    let slot = self.pt.set(key, frame as u64 | perms, plan.force)?;
+                    l.entries.insert(
+                        vpn,
+                        Entry {
+                            slot,
+                            frame,
+                            private: true,
+                            lazy: false,
+                        },
+                    );
+                    match data {
+                        Some(d) => uploads.push((frame, d)),
+                        None if fresh => {
+                            // never happens by construction (a new frame always comes with its
+                            // bytes), but a fresh frame must not show stale bytes
+                            uploads.push((frame, PageSrc::Frame(ZERO_FRAME)));
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+        if plan.exited {
+            for (_, e) in l.entries.drain() {
+                self.pt.forget(e.slot);
+                if e.private {
+                    self.frames.release(e.frame);
+                }
+            }
+            for f in std::mem::take(&mut l.reserve) {
+                self.frames.release(f);
+                self.frames.reserved -= 1;
+            }
+        }
+        self.stats.frames_peak = self.frames.peak;
+        self.stats.guest_frames_peak = self.frames.guest_peak;
+        Ok(())
+    }
+
+    /// Takes what `apply_shared` did for lane `i` into the batch: table writes, freed frames,
+    /// uploads; then applies the wants it left (they need frames or table room).
+    pub(super) fn apply_rest(
+        &mut self,
+        i: usize,
+        done: Applied,
+        plan: Plan,
+        uploads: &mut Vec<(u32, PageSrc)>,
+    ) -> Result<(), Error> {
+        self.pt.pending.extend_from_slice(&done.dirty);
+        for f in done.freed {
+            self.frames.release(f);
+        }
+        uploads.extend(done.uploads);
+        if !plan.wants.is_empty() || plan.exited {
+            self.apply_plan(i, plan, uploads)?;
+        }
+        Ok(())
+    }
+
+    /// Fills lane `i`'s frame reserve up to RES_CAP frames, within its memory cap (counting the
+    /// pages it claimed that the mirror does not show yet). Returns the record words from
+    /// S_RES_N on when the reserve changed.
+    pub(super) fn top_up(&mut self, i: usize) -> Result<Option<Vec<u64>>, Error> {
+        if !self.lazy {
+            return Ok(None);
+        }
+        let l = &mut self.lanes[i];
+        let mem = &l.lane.program.mem;
+        let used = mem.private_bytes() + l.claimed.len() as u64 * PAGE_SIZE;
+        let room = (mem.limit().saturating_sub(used) / PAGE_SIZE).min(RES_CAP as u64) as usize;
+        let before = l.reserve.len();
+        if before == room {
+            return Ok(None);
+        }
+        while l.reserve.len() > room {
+            let f = l.reserve.pop().unwrap_or(ZERO_FRAME);
+            self.frames.release(f);
+            self.frames.reserved -= 1;
+        }
+        while l.reserve.len() < room {
+            // out of device memory: a smaller reserve (the lane's writes then stop it as
+            // misses, and the host says so if it cannot map them either)
+            self.frames.reserved += 1;
+            let Ok(f) = self.frames.alloc(&*self.dev) else {
+                self.frames.reserved -= 1;
+                break;
+            };
+            l.reserve.push(f);
+        }
+        if l.reserve.len() == before {
+            return Ok(None);
+        }
+        self.stats.frames_peak = self.frames.peak;
+        let mut words = Vec::with_capacity(1 + l.reserve.len());
+        words.push(l.reserve.len() as u64);
+        words.extend(l.reserve.iter().map(|&f| f as u64));
+        Ok(Some(words))
+    }
+
+    /// Reads the claim log of the last launch: each lazy page the kernel gave a frame of the
+    /// lane's reserve becomes the lane's private page in the host's table.
+    pub(super) fn take_claims(&mut self) -> Result<(), Error> {
+        let dev: &dyn Device = &*self.dev;
+        let n = dtoh_vec::<u64>(dev, self.params.claims, 1)?[0] as usize;
+        if n == 0 {
+            return Ok(());
+        }
+        if n > RES_CAP * self.lanes.len() {
+            return Err(Error::Device(format!(
+                "the claim log holds {n} entries, more than fit"
+            )));
+        }
+        let words: Vec<u64> = dtoh_vec(dev, self.params.claims + 8, 2 * n)?;
+        for c in words.chunks_exact(2) {
+            let (lane, frame, vpn) = ((c[0] >> 32) as usize, c[0] as u32, c[1]);
+            let bad = || Error::Device(format!("lane {lane} claimed page {vpn:#x} out of step"));
+            let l = self.lanes.get_mut(lane).ok_or_else(bad)?;
+            // the kernel takes frames from the end of the list, as the host does here
+            if l.reserve.pop() != Some(frame) {
+                return Err(bad());
+            }
+            let e = l.entries.get_mut(&vpn).filter(|e| e.lazy).ok_or_else(bad)?;
+            let slot = e.slot as usize;
+            *e = Entry {
+                slot: e.slot,
+                frame,
+                private: true,
+                lazy: false,
+            };
+            // the kernel wrote the same value to its copy
+            let v = self.pt.val(slot as u64);
+            self.pt
+                .set_val(slot as u64, frame as u64 | (v & (PT_R | PT_W)));
+            l.claimed.push(vpn);
+        }
+        self.frames.reserved -= n as u64;
+        let f = &mut self.frames;
+        f.guest_peak = f.guest_peak.max(f.live - f.reserved);
+        self.stats.guest_frames_peak = f.guest_peak;
+        self.stats.lazy_claims += n as u64;
+        Ok(())
+    }
+}

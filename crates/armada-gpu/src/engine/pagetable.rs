@@ -1,0 +1,393 @@
+//! The page table and the frame pool: the host's copy of the device page table (`HostTable`,
+//! written from the service threads in parallel), the device frames (`Frames`), and their
+//! device side: growing the table (`Batch::ensure_pt_room`) and sending pending writes
+//! (`Batch::flush_pt`, at each upload). What goes in them is decided in `apply`.
+
+use super::Batch;
+use crate::device::{dtoh_vec, htod_slice, DevPtr, Device};
+use crate::layout::*;
+use crate::Error;
+use armada_core::memory::{PAGE_SHIFT, PAGE_SIZE};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+
+/// Most chunks of the frame pool (1 TiB of frames with the usual 64 MiB chunks).
+pub(super) const MAX_CHUNKS: usize = 16384;
+/// The frame that holds zeros and is never written.
+pub(super) const ZERO_FRAME: u32 = 0;
+
+// ----- host copy of the page table -----------------------------------------------------------
+
+/// The host's copy of the device page table (open addressing, linear probing, as the kernel
+/// reads it), each slot's key and value side by side. Lanes are applied in parallel: a key
+/// belongs to one lane and only the thread servicing that lane inserts or removes it, so a
+/// free slot is claimed with a compare-and-swap and everything else is a relaxed load or
+/// store (the parallel section's end orders them for the serial code after it). Written slots
+/// are listed (`pending`, or the caller's list); the flush sends each one's contents as they
+/// are then, since the order of writes from different threads is not kept.
+pub(super) struct HostTable {
+    slots: Vec<[AtomicU64; 2]>,
+    mask: u64,
+    shift: u32,
+    used: AtomicU64,
+    pub(super) pending: Vec<u64>,
+}
+
+impl HostTable {
+    pub(super) fn new(slots: u64) -> HostTable {
+        HostTable {
+            slots: (0..slots)
+                .map(|_| [AtomicU64::new(PT_EMPTY), AtomicU64::new(0)])
+                .collect(),
+            mask: slots - 1,
+            shift: 64 - slots.trailing_zeros(),
+            used: AtomicU64::new(0),
+            pending: Vec::new(),
+        }
+    }
+
+    pub(super) fn key(&self, s: u64) -> u64 {
+        self.slots[s as usize][0].load(Relaxed)
+    }
+
+    pub(super) fn val(&self, s: u64) -> u64 {
+        self.slots[s as usize][1].load(Relaxed)
+    }
+
+    pub(super) fn set_val(&self, s: u64, val: u64) {
+        self.slots[s as usize][1].store(val, Relaxed)
+    }
+
+    fn find(&self, key: u64) -> Option<u64> {
+        let mut s = pt_hash(key, self.shift);
+        for _ in 0..=self.mask {
+            let k = self.key(s);
+            if k == key {
+                return Some(s);
+            }
+            if k == PT_EMPTY {
+                return None;
+            }
+            s = (s + 1) & self.mask;
+        }
+        None
+    }
+
+    /// Sets `key` to `val`, inserting it if needed, and lists the slot in `pending`; returns
+    /// the slot. The caller made room (`has_room`).
+    pub(super) fn set(&mut self, key: u64, val: u64, force: bool) -> Result<u64, Error> {
+        let mut pending = std::mem::take(&mut self.pending);
+        let r = self.set_shared(key, val, force, u64::MAX, &mut pending);
+        self.pending = pending;
+        r?.ok_or_else(|| {
+            Error::Device(format!(
+                "the device page table is full ({} slots)",
+                self.mask + 1
+            ))
+        })
+    }
+
+    /// As `set`, from any thread (for a key of the lane it services), listing a written slot
+    /// in `dirty`; `force` lists it even when it already holds the value. None when an
+    /// insertion would take the table past `limit` used slots (the serial path grows it).
+    pub(super) fn set_shared(
+        &self,
+        key: u64,
+        val: u64,
+        force: bool,
+        limit: u64,
+        dirty: &mut Vec<u64>,
+    ) -> Result<Option<u64>, Error> {
+        if let Some(s) = self.find(key) {
+            if force || self.val(s) != val {
+                self.set_val(s, val);
+                dirty.push(s);
+            }
+            return Ok(Some(s));
+        }
+        let mut s = pt_hash(key, self.shift);
+        for _ in 0..=self.mask {
+            let k = self.key(s);
+            if k == PT_EMPTY || k == PT_TOMB {
+                if k == PT_EMPTY && self.used.fetch_add(1, Relaxed) >= limit.min(self.mask) {
+                    self.used.fetch_sub(1, Relaxed);
+                    return Ok(None);
+                }
+                let slot = &self.slots[s as usize];
+                if slot[0].compare_exchange(k, key, Relaxed, Relaxed).is_ok() {
+                    slot[1].store(val, Relaxed);
+                    dirty.push(s);
+                    return Ok(Some(s));
+                }
+                // another lane took it first
+                if k == PT_EMPTY {
+                    self.used.fetch_sub(1, Relaxed);
+                }
+                continue;
+            }
+            s = (s + 1) & self.mask;
+        }
+        Err(Error::Device(format!(
+            "the device page table is full ({} slots)",
+            self.mask + 1
+        )))
+    }
+
+    /// Whether `more` insertions keep the table at most half full.
+    fn has_room(&self, more: u64) -> bool {
+        (self.used.load(Relaxed) + more) * 2 <= self.mask + 1
+    }
+
+    /// Used slots at which inserting lanes in parallel leave the rest to the serial path.
+    pub(super) fn shared_limit(&self) -> u64 {
+        (self.mask >> 1) + 1
+    }
+
+    /// Removes the entry at `slot`, listing it in `pending`.
+    pub(super) fn remove(&mut self, slot: u64) {
+        self.forget(slot);
+        self.pending.push(slot);
+    }
+
+    /// As `remove`, from any thread, listing the slot in `dirty`.
+    pub(super) fn remove_shared(&self, slot: u64, dirty: &mut Vec<u64>) {
+        self.forget(slot);
+        dirty.push(slot);
+    }
+
+    /// The whole table as the device holds it (key, value, key, value...).
+    pub(super) fn words(&self) -> Vec<u64> {
+        self.slots
+            .iter()
+            .flat_map(|s| [s[0].load(Relaxed), s[1].load(Relaxed)])
+            .collect()
+    }
+
+    /// As `remove`, leaving the device's copy as it is: for the entries of a lane that ended,
+    /// whose keys no lookup asks for again (to other keys' probes a stale key is as good as a
+    /// tombstone, and the slot's next owner overwrites it). Tens of thousands of lanes end in
+    /// the same round; this saves writing all their entries.
+    pub(super) fn forget(&self, slot: u64) {
+        let s = &self.slots[slot as usize];
+        s[0].store(PT_TOMB, Relaxed);
+        s[1].store(0, Relaxed);
+    }
+}
+
+// ----- frames ------------------------------------------------------------------------------------
+
+pub(super) struct Frames {
+    /// log2(frames per chunk): each chunk is one allocation, its frames then their shadows.
+    pub(super) shift: u32,
+    pub(super) chunks: Vec<DevPtr>,
+    pub(super) d_chunks: DevPtr,
+    pub(super) next: u64,
+    pub(super) free: Vec<u32>,
+    pub(super) live: u64,
+    pub(super) peak: u64,
+    /// Frames waiting in lanes' reserves (live, but no guest page yet).
+    pub(super) reserved: u64,
+    /// Peak of live frames that hold guest pages (reserves left out).
+    pub(super) guest_peak: u64,
+}
+
+impl Frames {
+    /// A free frame. A frame for a lane's reserve is counted in `reserved` before the call.
+    pub(super) fn alloc(&mut self, dev: &dyn Device) -> Result<u32, Error> {
+        let f = match self.free.pop() {
+            Some(f) => f,
+            None => {
+                let f = self.next;
+                if f >> self.shift >= self.chunks.len() as u64 {
+                    if self.chunks.len() >= MAX_CHUNKS || f > PT_FRAME_MASK {
+                        return Err(Error::Device("out of device frames".into()));
+                    }
+                    // frames, then their shadows (the bytes the host has, for diffs)
+                    let p = dev.alloc((2 * (PAGE_SIZE << self.shift)) as usize)?;
+                    let i = self.chunks.len();
+                    self.chunks.push(p);
+                    htod_slice(dev, self.d_chunks + 8 * i as u64, &[p])?;
+                }
+                self.next += 1;
+                f as u32
+            }
+        };
+        self.live += 1;
+        self.peak = self.peak.max(self.live);
+        self.guest_peak = self.guest_peak.max(self.live - self.reserved);
+        Ok(f)
+    }
+
+    pub(super) fn release(&mut self, f: u32) {
+        if f != ZERO_FRAME {
+            self.live -= 1;
+            self.free.push(f);
+        }
+    }
+
+    pub(super) fn addr(&self, f: u32) -> DevPtr {
+        let f = f as u64;
+        self.chunks[(f >> self.shift) as usize] + ((f & ((1 << self.shift) - 1)) << PAGE_SHIFT)
+    }
+
+    /// The frame's shadow: the bytes the host mirror has for it.
+    pub(super) fn shadow(&self, f: u32) -> DevPtr {
+        self.addr(f) + self.shadow_off()
+    }
+
+    /// Offset of a frame's shadow from the frame (the second half of its chunk).
+    pub(super) fn shadow_off(&self) -> u64 {
+        PAGE_SIZE << self.shift
+    }
+}
+
+impl Batch {
+    /// Makes room for `more` page-table entries, doubling the table (on the host and the
+    /// device) as often as needed. Dirty-page marks move with their entries.
+    pub(super) fn ensure_pt_room(&mut self, more: u64) -> Result<(), Error> {
+        if self.pt.has_room(more) {
+            return Ok(());
+        }
+        let t = Instant::now();
+        self.flush_pt()?;
+        let dev: &dyn Device = &*self.dev;
+        let old_slots = self.pt.mask + 1;
+        let live = (0..old_slots)
+            .filter(|&s| {
+                let k = self.pt.key(s);
+                k != PT_EMPTY && k != PT_TOMB
+            })
+            .count() as u64;
+        let mut slots = old_slots * 2;
+        while (live + more) * 2 > slots {
+            slots *= 2;
+        }
+        let epochs: Vec<u32> = dtoh_vec(dev, self.d_pt_epoch, old_slots as usize)?;
+        let mut nt = HostTable::new(slots);
+        let mut new_epochs = vec![0u32; slots as usize];
+        let vpn_mask = (1u64 << PT_VPN_BITS) - 1;
+        for (s, &epoch) in epochs.iter().enumerate() {
+            let k = self.pt.key(s as u64);
+            if k == PT_EMPTY || k == PT_TOMB {
+                continue;
+            }
+            let ns = nt.set(k, self.pt.val(s as u64), false)?;
+            new_epochs[ns as usize] = epoch;
+            let lane = (k - 1) >> PT_VPN_BITS;
+            if (lane as usize) < self.lanes.len() {
+                if let Some(e) = self.lanes[lane as usize]
+                    .entries
+                    .get_mut(&((k - 1) & vpn_mask))
+                {
+                    e.slot = ns;
+                }
+            }
+        }
+        nt.pending.clear();
+        let words = nt.words();
+        let d_pt = dev.alloc(slots as usize * 16)?;
+        let d_pt_epoch = dev.alloc(slots as usize * 4)?;
+        htod_slice(dev, d_pt, &words)?;
+        htod_slice(dev, d_pt_epoch, &new_epochs)?;
+        dev.free(self.d_pt);
+        dev.free(self.d_pt_epoch);
+        self.d_pt = d_pt;
+        self.d_pt_epoch = d_pt_epoch;
+        self.params.pt = d_pt;
+        self.params.pt_epoch = d_pt_epoch;
+        self.params.pt_mask = slots - 1;
+        self.params.pt_shift = 64 - slots.trailing_zeros();
+        self.pt = nt;
+        self.stats.pt_slots = slots;
+        self.stats.pt_grows += 1;
+        self.stats.transfer_s += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Writes pending page-table changes to the device.
+    pub(super) fn flush_pt(&mut self) -> Result<(), Error> {
+        if self.pt.pending.is_empty() {
+            return Ok(());
+        }
+        // The kernel applies the writes in parallel: each slot once, with what it holds now
+        // (a slot freed by one lane can be taken by another in the same round).
+        let mut slots = std::mem::take(&mut self.pt.pending);
+        slots.par_sort_unstable();
+        slots.dedup();
+        let pt = &self.pt;
+        let writes: Vec<u64> = slots
+            .par_iter()
+            .flat_map_iter(|&s| [s, pt.key(s), pt.val(s)])
+            .collect();
+        let n = writes.len() / 3;
+        let stage = self.ensure_stage(writes.len() * 8)?;
+        htod_slice(&*self.dev, stage, &writes)?;
+        self.dev
+            .pt_write(self.d_pt, self.d_pt_epoch, stage, n as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustc_hash::FxHashSet;
+
+    #[test]
+    fn host_table_takes_lanes_in_parallel() {
+        // 64 lanes insert, update and remove their own keys from many threads at once, in a
+        // table small enough that their probes cross; then every key is where `find` says and
+        // the flush list covers every slot written.
+        let t = HostTable::new(1 << 12);
+        let lanes = 64u64;
+        let dirty: Vec<Vec<u64>> = (0..lanes)
+            .into_par_iter()
+            .map(|lane| {
+                let mut dirty = Vec::new();
+                for vpn in 0..24u64 {
+                    let slot = t
+                        .set_shared(pt_key(lane, vpn), vpn, false, u64::MAX, &mut dirty)
+                        .unwrap()
+                        .unwrap();
+                    if vpn % 3 == 0 {
+                        t.remove_shared(slot, &mut dirty);
+                    } else if vpn % 3 == 1 {
+                        t.set_shared(pt_key(lane, vpn), vpn + 100, false, u64::MAX, &mut dirty)
+                            .unwrap();
+                    }
+                }
+                dirty
+            })
+            .collect();
+        let written: FxHashSet<u64> = dirty.into_iter().flatten().collect();
+        for lane in 0..lanes {
+            for vpn in 0..24u64 {
+                let found = t.find(pt_key(lane, vpn));
+                match vpn % 3 {
+                    0 => assert_eq!(found, None),
+                    r => {
+                        let s = found.expect("a key that was set");
+                        assert!(written.contains(&s));
+                        assert_eq!(t.key(s), pt_key(lane, vpn));
+                        assert_eq!(t.val(s), if r == 1 { vpn + 100 } else { vpn });
+                    }
+                }
+            }
+        }
+        // past the limit (used slots), an insertion is left to the serial path
+        let t = HostTable::new(16);
+        let mut dirty = Vec::new();
+        for vpn in 0..4 {
+            assert!(t
+                .set_shared(pt_key(0, vpn), 1, false, 4, &mut dirty)
+                .unwrap()
+                .is_some());
+        }
+        let before = dirty.len();
+        assert_eq!(
+            t.set_shared(pt_key(0, 4), 1, false, 4, &mut dirty).unwrap(),
+            None
+        );
+        assert_eq!((dirty.len(), t.used.load(Relaxed)), (before, 4));
+    }
+}

@@ -1,0 +1,342 @@
+//! Servicing stopped lanes (step 4 of the round): each lane that stopped for something other
+//! than the end of its slice is serviced on its own thread against its host `Lane`: syscalls
+//! through the Linux layer, page misses against the mirror, host steps through the CPU engine,
+//! faults as signals. Each produces a `Plan` (the page states it wants on the device, from
+//! `wants`, and its figures), applied on the same thread where it can (`apply_shared`), and
+//! the record words to write back; the serial part (`apply`) takes the rest.
+
+use super::apply::{apply_shared, Applied};
+use super::launch::Down;
+use super::pagetable::ZERO_FRAME;
+use super::records::{record_to_state, state_to_record};
+use super::upload::{changed_runs, PageSrc};
+use super::wants::{lazy_area, lazy_around, want_for, Want};
+use super::{Batch, Image, LaneHost};
+use crate::layout::*;
+use crate::Error;
+use armada_core::cpu;
+use armada_core::memory::{Access, AddressSpace, Fault, Perm, PAGE_SHIFT, PAGE_SIZE};
+use armada_core::runner::Exit;
+use armada_core::state::Stop;
+use armada_isa::{decode, ops};
+use rayon::prelude::*;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A host step runs this many instructions when the PC is outside the decoded regions.
+const HOST_RUN_OUTSIDE: u64 = 100_000;
+
+/// A serviced lane: its number, its plan, and the record words to write back (first word,
+/// words).
+pub(super) type Serviced = (usize, Plan, Applied, Vec<(usize, Vec<u64>)>);
+
+/// What servicing one lane produced, for the serial part of the round.
+#[derive(Default)]
+pub(super) struct Plan {
+    pub(super) wants: Vec<(u64, Want)>,
+    pub(super) exited: bool,
+    pub(super) syscalls: u64,
+    pub(super) misses: u64,
+    pub(super) host_instructions: u64,
+    pub(super) host_steps: u64,
+    /// The micro-op the kernel left to the host, when it was one.
+    pub(super) host_op: Option<&'static str>,
+    /// Write the page-table entries even when the host copy says they are current.
+    pub(super) force: bool,
+    /// The lane makes no progress (an engine bug): the batch stops with this message.
+    pub(super) stuck: Option<String>,
+}
+
+impl Batch {
+    /// Services the listed lanes in parallel from what came down for them (`down`); returns
+    /// each lane's result (index = lane; None for a lane not listed).
+    pub(super) fn service_lanes(
+        &mut self,
+        svc: &[u32],
+        down: Down,
+    ) -> Result<Vec<Option<Result<Serviced, Error>>>, Error> {
+        const W: usize = DOWN_WORDS;
+        let Down {
+            recs: recs_buf,
+            vwords,
+            vpos,
+        } = down;
+        let recs = recs_buf.words(svc.len() * W);
+        // Service in parallel, and apply what each lane wants of the table where it can (room
+        // for most of it first: the rest waits for the serial part).
+        self.ensure_pt_room(svc.len() as u64 * 16)?;
+        let t = Instant::now();
+        struct Work<'a> {
+            k: usize,
+            rec: &'a [u64],
+            v: Option<&'a [u64]>,
+        }
+        let mut work: Vec<Option<Work>> = (0..self.lanes.len()).map(|_| None).collect();
+        for (k, &l) in svc.iter().enumerate() {
+            work[l as usize] = Some(Work {
+                k,
+                rec: &recs[k * W..(k + 1) * W],
+                v: vpos[k].map(|j| &vwords[j * 64..(j + 1) * 64]),
+            });
+        }
+        let images = &self.images;
+        let stops = &self.stops;
+        let lazy = self.lazy;
+        let pt = &self.pt;
+        let results: Vec<Option<Result<Serviced, Error>>> = self
+            .lanes
+            .par_iter_mut()
+            .zip(work.into_par_iter())
+            .map(|(lh, w)| {
+                let w = w?;
+                let lane_id = svc[w.k] as usize;
+                let image = &images[lh.image];
+                record_to_state(w.rec, w.v, &mut lh.lane.program.state);
+                let v_before = lh.lane.program.state.v;
+                let mut plan = service_lane(lh, lane_id, w.rec, stops[lane_id], image, lazy);
+                let applied = apply_shared(pt, lh, lane_id, &mut plan);
+                let mut out = Vec::new();
+                if !plan.exited {
+                    lh.epoch = lh.epoch.wrapping_add(1).max(1);
+                    let st = &lh.lane.program.state;
+                    let mut core = vec![0u64; S_WORDS];
+                    state_to_record(st, lh.limit, lh.epoch, &mut core);
+                    let v = core[S_V..].to_vec();
+                    core.truncate(CORE_WORDS);
+                    out.push((0, core));
+                    if st.v != v_before {
+                        out.push((S_V, v));
+                    }
+                }
+                Some(Ok((lane_id, plan, applied, out)))
+            })
+            .collect();
+        self.stats.service_s += t.elapsed().as_secs_f64();
+        self.spare.recs = recs_buf;
+        Ok(results)
+    }
+}
+
+/// Services one lane's stop; returns what to change on the device.
+fn service_lane(
+    lh: &mut LaneHost,
+    lane_id: usize,
+    rec: &[u64],
+    stop: u32,
+    image: &Image,
+    lazy: bool,
+) -> Plan {
+    let mut plan = Plan::default();
+    let before = area_list(&lh.lane.program.mem);
+    lh.lane.program.mem.gpu_track_writes_keep();
+    let info = rec[S_INFO];
+    let mut extra: Vec<(u64, Want)> = Vec::new();
+    let exit: Option<Exit> = match stop {
+        STOP_SVC => {
+            plan.syscalls += 1;
+            lh.lane.service(Stop::Syscall)
+        }
+        STOP_HLT => lh.lane.service(Stop::Halt(info as u16)),
+        STOP_BRK => lh.lane.service(Stop::Breakpoint(info as u16)),
+        STOP_UNDEFINED => lh.lane.service(Stop::Undefined(info as u32)),
+        STOP_LIMIT => lh.lane.service(Stop::Budget),
+        STOP_MISS_R | STOP_MISS_W => {
+            plan.misses += 1;
+            let write = stop == STOP_MISS_W;
+            // The same miss again at the same point: the device did not see the last fix.
+            let key = (info, lh.lane.program.state.retired, write);
+            if lh.last_miss.0 == key {
+                lh.last_miss.1 += 1;
+                plan.force = true;
+                if lh.last_miss.1 > 8 {
+                    plan.stuck = Some(format!(
+                        "lane {lane_id} keeps missing page {info:#x} at pc {:#x}",
+                        lh.lane.program.state.pc
+                    ));
+                }
+            } else {
+                lh.last_miss = (key, 0);
+            }
+            let vpn = info >> PAGE_SHIFT;
+            let owned = lh.entries.get(&vpn).is_some_and(|e| e.private);
+            // A page copied on write from the image, or one never written: the device makes
+            // the lane's frame from the image's frame or the zero frame, nothing to upload.
+            let src = if write && !owned {
+                match lh.lane.program.mem.gpu_page(vpn) {
+                    None => Some(ZERO_FRAME),
+                    Some((d, false)) if AddressSpace::gpu_is_zero_page(d) => Some(ZERO_FRAME),
+                    Some((d, false)) => image
+                        .pages
+                        .get(&vpn)
+                        .filter(|(i, _)| Arc::ptr_eq(i, d))
+                        .map(|(_, f)| *f),
+                    _ => None,
+                }
+            } else {
+                None
+            };
+            match resolve_miss(&mut lh.lane.program.mem, info, write) {
+                Ok(()) => {
+                    let mem = &lh.lane.program.mem;
+                    let w = want_for(mem, vpn, image, owned, !owned, !write, lazy && !write);
+                    let w = match (src, w) {
+                        (Some(f), Want::Private { perms, .. }) => Want::Private {
+                            perms,
+                            data: Some(PageSrc::Frame(f)),
+                        },
+                        (_, w) => w,
+                    };
+                    extra.push((vpn, w));
+                    if lazy {
+                        // the pages around it will likely be written next
+                        let mut around = Vec::new();
+                        lazy_around(lh, image, vpn, &mut around);
+                        extra.extend(around);
+                    }
+                    None
+                }
+                // A real fault: the CPU engine runs the instruction, so the fault (and any
+                // bytes a straddling store writes before it) is exactly the CPU engine's.
+                Err(_) => host_step(lh, image, &mut plan),
+            }
+        }
+        STOP_HOST => host_step(lh, image, &mut plan),
+        _ => None,
+    };
+    let written_kept = lh.lane.program.mem.gpu_take_written_keep();
+    if let Some(e) = exit {
+        lh.lane.exit = Some(e);
+        plan.exited = true;
+        return plan;
+    }
+    let mem = &lh.lane.program.mem;
+    let after = area_list(mem);
+    let written: Vec<u64> = written_kept.iter().map(|p| p.0).collect();
+    let mut vpns: Vec<u64> = Vec::new();
+    if before != after {
+        let ranges = changed_ranges(&before, &after);
+        let inside = |v: u64| ranges.iter().any(|&(s, e)| v >= s && v < e);
+        vpns.extend(lh.entries.keys().copied().filter(|&v| inside(v)));
+        vpns.extend(image.pages.keys().copied().filter(|&v| inside(v)));
+    }
+    let mut wants: Vec<(u64, Want)> = Vec::new();
+    vpns.sort_unstable();
+    vpns.dedup();
+    for v in vpns {
+        if written.binary_search(&v).is_ok() || extra.iter().any(|x| x.0 == v) {
+            continue;
+        }
+        let e = lh.entries.get(&v);
+        let owned = e.is_some_and(|e| e.private);
+        // a lazy entry stays lazy; an image page of a writable area becomes one
+        let lazy = lazy && (e.is_some_and(|e| e.lazy) || image.pages.contains_key(&v));
+        wants.push((v, want_for(mem, v, image, owned, false, false, lazy)));
+    }
+    for (v, kept) in written_kept {
+        if extra.iter().any(|x| x.0 == v) {
+            continue;
+        }
+        let owned = lh.entries.get(&v).is_some_and(|e| e.private);
+        // A frame of the lane's own holds the page as it was before the host wrote it (the
+        // kernel's changes came back before the service): only the changed blocks go up.
+        let want = match (kept, owned) {
+            (Some(kept), true) => match want_for(mem, v, image, true, false, false, false) {
+                Want::Private { perms, data: None } => Want::Private {
+                    perms,
+                    data: mem
+                        .gpu_page(v)
+                        .and_then(|(now, _)| changed_runs(&kept, now)),
+                },
+                w => w,
+            },
+            _ => want_for(mem, v, image, owned, true, false, false),
+        };
+        wants.push((v, want));
+    }
+    wants.extend(extra);
+    if lazy && before != after {
+        // a writable area that is new or changed (a heap that grew, a fresh mapping)
+        for &(start, end, perm) in &after {
+            if perm.contains(Perm::W) && !before.contains(&(start, end, perm)) {
+                let (lo, hi) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE));
+                lazy_area(lh, image, lo, hi, &mut wants);
+            }
+        }
+    }
+    plan.wants = wants;
+    plan
+}
+
+/// Runs the instruction at the lane's PC on the CPU engine (or up to HOST_RUN_OUTSIDE of
+/// them when the PC is outside the decoded code), then services whatever stopped it.
+fn host_step(lh: &mut LaneHost, image: &Image, plan: &mut Plan) -> Option<Exit> {
+    plan.host_steps += 1;
+    let pc = lh.lane.program.state.pc;
+    let inside = image.regions.iter().any(|&(s, e)| pc >= s && pc < e);
+    let mut word = [0u8; 4];
+    if inside && lh.lane.program.mem.fetch_bytes(pc, &mut word).is_ok() {
+        plan.host_op = Some(ops::name(decode(u32::from_le_bytes(word), pc).op));
+    }
+    let st = &mut lh.lane.program.state;
+    let left = lh.limit.saturating_sub(st.retired);
+    let budget = left.min(if inside {
+        image.host_run
+    } else {
+        HOST_RUN_OUTSIDE
+    });
+    let before_r = st.retired;
+    let s = cpu::run(st, &mut lh.lane.program.mem, &mut lh.lane.code, budget);
+    let done = lh.lane.program.state.retired - before_r;
+    plan.host_instructions += done;
+    lh.host_steps += done;
+    if s == Stop::Budget && budget < left {
+        None
+    } else {
+        if let Stop::Syscall = s {
+            plan.syscalls += 1;
+        }
+        lh.lane.service(s)
+    }
+}
+
+/// A page miss against the mirror: Ok when the access is allowed (the page is made private
+/// for a write, as a guest store would), else the fault the CPU engine would raise.
+fn resolve_miss(mem: &mut AddressSpace, addr: u64, write: bool) -> Result<(), Fault> {
+    let access = if write { Access::Write } else { Access::Read };
+    let Some((_, _, perm)) = mem.area_at(addr) else {
+        return Err(Fault {
+            addr,
+            access,
+            mapped: false,
+        });
+    };
+    if write {
+        mem.gpu_make_private(addr).map(|_| ())
+    } else if perm.contains(Perm::R) {
+        Ok(())
+    } else {
+        Err(Fault {
+            addr,
+            access,
+            mapped: true,
+        })
+    }
+}
+
+/// Areas as a comparable list.
+fn area_list(mem: &AddressSpace) -> Vec<(u64, u64, Perm)> {
+    mem.areas().collect()
+}
+
+/// Page numbers whose area or permissions differ between two area lists.
+fn changed_ranges(a: &[(u64, u64, Perm)], b: &[(u64, u64, Perm)]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (x, y) in [(a, b), (b, a)] {
+        for &(s, e, p) in x {
+            if !y.iter().any(|&(s2, e2, p2)| s2 == s && e2 == e && p2 == p) {
+                out.push((s >> PAGE_SHIFT, e >> PAGE_SHIFT));
+            }
+        }
+    }
+    out
+}

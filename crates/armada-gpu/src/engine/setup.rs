@@ -1,0 +1,360 @@
+//! Setup of a new batch (before the first round): each program image's code decoded into
+//! micro-ops (`encode_uop`) and its pages put in shared frames, the page table sized for the
+//! lanes, every lane's pages planned (`wants`) and applied (`apply`), and the records and pages
+//! uploaded (`upload`) in pieces. The launch parameters come from the environment here.
+
+use super::apply::{apply_shared, Applied};
+use super::pagetable::{Frames, HostTable, MAX_CHUNKS, ZERO_FRAME};
+use super::records::state_to_record;
+use super::service::Plan;
+use super::upload::PageSrc;
+use super::wants::{lazy_around, lazy_range, want_for, Want, LAZY_AREA_PAGES};
+use super::{Batch, Image, LaneHost, Spare, Stats};
+use crate::device::{htod_slice, Device};
+use crate::layout::*;
+use crate::Error;
+use armada_core::memory::{AddressSpace, PageData, Perm, PAGE_SHIFT, PAGE_SIZE};
+use armada_core::runner::Lane;
+use armada_isa::{decode, ops};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Instructions per lane per launch unless ARMADA_CUDA_SLICE says otherwise: in practice no
+/// limit, launches end by time (see `Params::max_ns`).
+pub(super) const DEFAULT_SLICE: u64 = 1 << 40;
+
+/// A duration from the environment in milliseconds, as nanoseconds.
+pub(super) fn env_ms(name: &str, default: f64) -> u64 {
+    let ms = std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(default);
+    (ms * 1e6) as u64
+}
+
+/// Records or pages in one upload of the setup (64 MB of pages).
+const SETUP_PIECE: usize = 16384;
+
+/// The two words of the micro-op of `word` at `addr`, as the kernels read them.
+pub(super) fn encode_uop(word: u32, addr: u64) -> [u64; 2] {
+    let u = decode(word, addr);
+    [
+        u.op as u64
+            | (u.a as u64) << 16
+            | (u.b as u64) << 24
+            | (u.c as u64) << 32
+            | (u.d as u64) << 40
+            | (u.e as u64) << 48
+            | (u.f as u64) << 56,
+        u.imm,
+    ]
+}
+
+impl Batch {
+    /// Prepares `lanes` (all of one program) on the device: decodes the program's code,
+    /// uploads the shared image pages and every lane's registers and private pages.
+    pub fn new(
+        dev: Arc<dyn Device>,
+        lanes: Vec<Lane>,
+        max_instructions: Option<u64>,
+        slice: Option<u64>,
+    ) -> Result<Batch, Error> {
+        let t0 = Instant::now();
+        if lanes.is_empty() {
+            return Err(Error::Device("a batch needs at least one lane".into()));
+        }
+        if lanes.len() as u64 >= PT_IMAGE_LANE {
+            return Err(Error::Device("too many lanes".into()));
+        }
+        // Lanes may run different programs: each image's code and pages are shared by the
+        // lanes that run it.
+        let mut image_of: Vec<Arc<armada_core::elf::Image>> = Vec::new();
+        let lane_image: Vec<usize> = lanes
+            .iter()
+            .map(|l| {
+                match image_of
+                    .iter()
+                    .position(|i| Arc::ptr_eq(i, &l.program.image))
+                {
+                    Some(k) => k,
+                    None => {
+                        image_of.push(l.program.image.clone());
+                        image_of.len() - 1
+                    }
+                }
+            })
+            .collect();
+        if image_of.len() as u64 + lanes.len() as u64 >= PT_IMAGE_LANE {
+            return Err(Error::Device("too many lanes".into()));
+        }
+        let limit = max_instructions.unwrap_or(u64::MAX);
+        let mut lanes: Vec<LaneHost> = lanes
+            .into_iter()
+            .zip(lane_image)
+            .map(|(lane, image)| LaneHost {
+                lane,
+                image,
+                entries: FxHashMap::default(),
+                epoch: 1,
+                limit,
+                host_steps: 0,
+                done: false,
+                last_miss: ((0, 0, false), 0),
+                reserve: Vec::new(),
+                claimed: Vec::new(),
+            })
+            .collect();
+        let n = lanes.len();
+        let dev_ref: &dyn Device = &*dev;
+
+        // Code: every executable (and not writable) area of each image, decoded once.
+        let mut ops_words: Vec<u64> = Vec::new();
+        let mut region_words: Vec<u64> = Vec::new();
+        let mut images: Vec<Image> = Vec::new();
+        let mut image_pages: Vec<Vec<(u64, Arc<PageData>, Perm)>> = Vec::new();
+        for k in 0..image_of.len() {
+            let first = lanes.iter().position(|l| l.image == k).unwrap();
+            let mem = &mut lanes[first].lane.program.mem;
+            let areas: Vec<_> = mem
+                .areas()
+                .filter(|a| a.2.contains(Perm::X) && !a.2.contains(Perm::W))
+                .collect();
+            let mut img = Image {
+                pages: FxHashMap::default(),
+                key_lane: PT_IMAGE_LANE - k as u64,
+                regions: Vec::new(),
+                first_region: (region_words.len() / 3) as u32,
+                host_run: dev.host_run().max(1),
+            };
+            for (start, end, _) in areas {
+                let mut bytes = vec![0u8; (end - start) as usize];
+                if mem.fetch_bytes(start, &mut bytes).is_err() {
+                    continue;
+                }
+                let first_op = (ops_words.len() / 2) as u64;
+                region_words.extend_from_slice(&[start, end, first_op]);
+                img.regions.push((start, end));
+                for (k, w) in bytes.chunks_exact(4).enumerate() {
+                    let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    ops_words.extend_from_slice(&encode_uop(word, start + 4 * k as u64));
+                }
+                if dev.fused_pairs() {
+                    crate::layout::fused::fuse(&mut ops_words[2 * first_op as usize..]);
+                }
+                ops_words.push(ops::END_OF_REGION as u64);
+                ops_words.push(0);
+            }
+            let mem = &lanes[first].lane.program.mem;
+            image_pages.push(
+                mem.gpu_pages()
+                    .filter(|(_, d, private)| !private && !AddressSpace::gpu_is_zero_page(d))
+                    .filter_map(|(vpn, d, _)| {
+                        mem.area_at(vpn << PAGE_SHIFT)
+                            .map(|a| (vpn, d.clone(), a.2))
+                    })
+                    .collect(),
+            );
+            images.push(img);
+        }
+        // padding: the kernel loads the micro-op after the one it runs, also after a sentinel
+        ops_words.push(ops::END_OF_REGION as u64);
+        ops_words.push(0);
+        let nregions = (region_words.len() / 3) as u32;
+        let d_ops = dev.alloc(ops_words.len().max(2) * 8)?;
+        htod_slice(dev_ref, d_ops, &ops_words)?;
+        let d_regions = dev.alloc(region_words.len().max(3) * 8)?;
+        htod_slice(dev_ref, d_regions, &region_words)?;
+
+        // The page table: sized for the lanes' expected pages, with room to spare.
+        let total_image_pages: u64 = image_pages.iter().map(|p| p.len() as u64).sum();
+        // (lazy pages give a lane entries for its data, bss and stack top from the start)
+        let per_lane = if dev.lazy_pages() { 96 } else { 32 };
+        let want_slots = 2 * (total_image_pages + per_lane * n as u64);
+        let slots = want_slots.next_power_of_two().clamp(1 << 12, 1 << 27);
+        let mut pt = HostTable::new(slots);
+        let d_pt = dev.alloc(slots as usize * 16)?;
+        let d_pt_epoch = dev.alloc(slots as usize * 4)?;
+
+        let d_chunks = dev.alloc(MAX_CHUNKS * 8)?;
+        let mut frames = Frames {
+            shift: dev.chunk_shift(),
+            chunks: Vec::new(),
+            d_chunks,
+            next: 0,
+            free: Vec::new(),
+            live: 0,
+            peak: 0,
+            reserved: 0,
+            guest_peak: 0,
+        };
+        let zero = frames.alloc(dev_ref)?;
+        debug_assert_eq!(zero, ZERO_FRAME);
+
+        // Shared image pages: one frame each, read-only for every lane of the image.
+        let mut uploads: Vec<(u32, PageSrc)> = Vec::new();
+        for (img, pages) in images.iter_mut().zip(image_pages) {
+            for (vpn, data, perm) in pages {
+                let f = frames.alloc(dev_ref)?;
+                let perms = if perm.contains(Perm::R) { PT_R } else { 0 };
+                pt.set(pt_key(img.key_lane, vpn), f as u64 | perms, false)?;
+                uploads.push((f, PageSrc::Bytes(Box::new(*data))));
+                img.pages.insert(vpn, (data, f));
+            }
+        }
+
+        let d_lanes = dev.alloc(n * S_WORDS * 8)?;
+        let d_stops = dev.alloc(n * 4)?;
+        let d_active = dev.alloc(n * 4)?;
+        let (progress_host, d_progress) = dev.alloc_mapped(n * 8)?;
+        // the scheduling words, then the claim log (count, then two words a claim; every
+        // lane's whole reserve fits, so it cannot overflow)
+        let lazy = dev.lazy_pages() && std::env::var("ARMADA_GPU_LAZY").map_or(true, |v| v != "0");
+        let claim_words = if lazy { 1 + 2 * RES_CAP * n } else { 0 };
+        let d_sched = dev.alloc(16 + 8 * claim_words)?;
+
+        let mut batch = Batch {
+            dev: dev.clone(),
+            lanes: Vec::new(),
+            images,
+            pt,
+            frames,
+            params: Params::default(),
+            d_ops,
+            d_regions,
+            d_lanes,
+            d_stops,
+            d_active,
+            d_pt,
+            d_pt_epoch,
+            d_stage: 0,
+            stage_bytes: 0,
+            d_sched,
+            progress_host,
+            active: (0..n as u32).collect(),
+            active_dirty: true,
+            stops: vec![STOP_NONE; n],
+            slice: slice.or(dev.default_slice()).unwrap_or(DEFAULT_SLICE),
+            stats: Stats::default(),
+            trace: std::env::var_os("ARMADA_CUDA_TRACE").is_some(),
+            done: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            spare: Spare::default(),
+            lazy,
+        };
+        batch.stats.regions = nregions as usize;
+        batch.stats.images = batch.images.len();
+        batch.stats.micro_ops = ops_words.len() / 2;
+        batch.stats.pt_slots = slots;
+        batch.params = Params {
+            ops: d_ops,
+            regions: d_regions,
+            lanes: d_lanes,
+            stops: d_stops,
+            active: d_active,
+            pt: d_pt,
+            pt_epoch: d_pt_epoch,
+            chunks: d_chunks,
+            progress: d_progress,
+            sched: d_sched,
+            claims: if lazy { d_sched + 16 } else { 0 },
+            slice: batch.slice,
+            max_ns: env_ms("ARMADA_CUDA_LAUNCH_MS", 100.0),
+            min_grace_ns: env_ms("ARMADA_CUDA_GRACE_MS", 5.0),
+            min_run_ns: env_ms("ARMADA_CUDA_MIN_RUN_MS", 1.0),
+            pt_mask: slots - 1,
+            nactive: n as u32,
+            nregions,
+            pt_shift: 64 - slots.trailing_zeros(),
+            chunk_shift: batch.frames.shift,
+            lane_shift: 0,
+        };
+
+        // Every lane's private pages (its stack) and registers.
+        let images_ref = &batch.images;
+        let pt = &batch.pt;
+        let t_plans = Instant::now();
+        let plans: Vec<(Plan, Applied)> = lanes
+            .par_iter_mut()
+            .enumerate()
+            .map(|(i, l)| {
+                let mem = &l.lane.program.mem;
+                let image = &images_ref[l.image];
+                let vpns: Vec<u64> = mem.gpu_pages().filter(|p| p.2).map(|p| p.0).collect();
+                let mut wants: Vec<(u64, Want)> = vpns
+                    .iter()
+                    .map(|&v| (v, want_for(mem, v, image, false, true, false, false)))
+                    .collect();
+                if lazy {
+                    // pages the lane will likely write: its small writable areas (data, bss)
+                    // and the pages around its first private ones (the stack's top; the
+                    // stack's far end stays unmapped)
+                    for (start, end, perm) in mem.areas() {
+                        let (lo, hi) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE));
+                        if perm.contains(Perm::W) && hi - lo <= LAZY_AREA_PAGES {
+                            lazy_range(l, image, lo, hi, &mut wants);
+                        }
+                    }
+                    for &v in &vpns {
+                        lazy_around(l, image, v, &mut wants);
+                    }
+                }
+                let mut plan = Plan {
+                    wants,
+                    ..Default::default()
+                };
+                // the table was sized for this: most entries go in here, in parallel
+                let applied = apply_shared(pt, l, i, &mut plan);
+                (plan, applied)
+            })
+            .collect();
+        batch.lanes = lanes;
+        let incoming: u64 = plans.iter().map(|p| p.0.wants.len() as u64).sum();
+        batch.ensure_pt_room(incoming)?;
+        // the table and frames serially, then the records in parallel
+        let t_table = Instant::now();
+        let mut reserves: Vec<Option<Vec<u64>>> = Vec::with_capacity(n);
+        for (i, (plan, applied)) in plans.into_iter().enumerate() {
+            batch.apply_rest(i, applied, plan, &mut uploads)?;
+            reserves.push(batch.top_up(i)?);
+        }
+        let t_records = Instant::now();
+        let images = &batch.images;
+        let records: Vec<(u32, usize, Vec<u64>)> = batch
+            .lanes
+            .par_iter_mut()
+            .zip(reserves.into_par_iter())
+            .enumerate()
+            .map(|(i, (l, reserve))| {
+                let l = &*l;
+                let mut rec = vec![0u64; S_WORDS];
+                state_to_record(&l.lane.program.state, l.limit, l.epoch, &mut rec);
+                let img = &images[l.image];
+                rec[S_REGIONS] = img.first_region as u64 | (img.regions.len() as u64) << 32;
+                rec[S_IMAGE] = img.key_lane;
+                if let Some(r) = reserve {
+                    rec[S_RES_N..S_RES_N + r.len()].copy_from_slice(&r);
+                }
+                (i as u32, 0, rec)
+            })
+            .collect();
+        let t_up = Instant::now();
+        // in pieces that fit the page-locked staging buffer (a fresh buffer of every lane's
+        // stack, hundreds of MB, would cost its page faults and the driver's own staging)
+        for part in records.chunks(SETUP_PIECE) {
+            batch.upload(part, Vec::new())?;
+        }
+        while !uploads.is_empty() {
+            let part = uploads.split_off(uploads.len().saturating_sub(SETUP_PIECE));
+            batch.upload(&[], part)?;
+        }
+        batch.stats.setup_parts = [
+            (t_table - t_plans).as_secs_f64(),
+            (t_records - t_table).as_secs_f64(),
+            (t_up - t_records).as_secs_f64(),
+            t_up.elapsed().as_secs_f64(),
+        ];
+        batch.stats.setup_s = t0.elapsed().as_secs_f64();
+        Ok(batch)
+    }
+}
