@@ -2,6 +2,7 @@
 
 mod batch;
 mod bench;
+mod fuzz;
 mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -48,6 +49,9 @@ enum Command {
     /// Run many copies ("lanes") of one program at once, each with its own arguments
     /// (`{lane}` in ARGS is the lane number) and input; output is captured per lane.
     Batch(batch::BatchArgs),
+    /// Coverage-guided fuzzing: mutate inputs, keep those that reach new code, save those
+    /// that crash or hang the program. Exits 1 when it found a new crash.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::bench(args),
         Command::Batch(args) => batch::batch(args),
+        Command::Fuzz(args) => fuzz::fuzz(args),
     };
     match result {
         Ok(status) => ExitCode::from(status),

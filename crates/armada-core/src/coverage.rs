@@ -78,6 +78,18 @@ pub fn bucket(count: u8) -> u8 {
     }
 }
 
+/// The slots of `map` that were hit, found eight at a time (most of a map is zero).
+fn hit_slots(map: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    map.chunks_exact(8).enumerate().flat_map(move |(w, chunk)| {
+        let word = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
+        let base = w * 8;
+        (0..8)
+            .filter(move |_| word != 0)
+            .map(move |k| base + k)
+            .filter(move |&i| map[i] != 0)
+    })
+}
+
 /// What a run's map added to what was seen before.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Novelty {
@@ -111,10 +123,8 @@ impl Virgin {
     /// What `map` adds, without recording it.
     pub fn novelty(&self, map: &[u8]) -> Novelty {
         let mut n = Novelty::None;
-        for (i, &c) in map.iter().enumerate() {
-            if c == 0 {
-                continue;
-            }
+        for i in hit_slots(map) {
+            let c = map[i];
             let b = bucket(c);
             let s = self.seen[i];
             if s == 0 {
@@ -130,10 +140,8 @@ impl Virgin {
     /// Records `map`; returns what it added.
     pub fn merge(&mut self, map: &[u8]) -> Novelty {
         let mut n = Novelty::None;
-        for (i, &c) in map.iter().enumerate() {
-            if c == 0 {
-                continue;
-            }
+        for i in hit_slots(map) {
+            let c = map[i];
             let b = bucket(c);
             let s = &mut self.seen[i];
             if *s == 0 {

@@ -231,9 +231,29 @@ impl Lane {
         self.coverage = on.then(Default::default);
     }
 
+    /// Turns edge coverage on with `map` (cleared here), a map an earlier lane gave back
+    /// through [`Lane::take_coverage`]: no allocation per run.
+    pub fn set_coverage_map(&mut self, mut map: Box<CoverageMap>) {
+        map.clear();
+        self.coverage = Some(map);
+    }
+
+    /// Gives this lane the decoded code of a lane that has ended (see
+    /// [`CodeCache::recycle`]): lanes restored from one snapshot then decode and map their
+    /// code once per thread, not once each.
+    pub fn reuse_code(&mut self, mut code: CodeCache) {
+        code.recycle(&mut self.program.mem);
+        self.code = code;
+    }
+
+    /// Takes the lane's decoded code (for [`Lane::reuse_code`] by the next lane).
+    pub fn take_code(&mut self) -> CodeCache {
+        std::mem::replace(&mut self.code, CodeCache::with_shared(self.decoded.clone()))
+    }
+
     /// Takes the coverage map, leaving coverage off.
-    pub fn take_coverage(&mut self) -> Option<CoverageMap> {
-        self.coverage.take().map(|b| *b)
+    pub fn take_coverage(&mut self) -> Option<Box<CoverageMap>> {
+        self.coverage.take()
     }
 
     /// Where the running task stands, for naming a crash: its PC, then the return

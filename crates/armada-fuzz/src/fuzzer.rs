@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use armada_core::coverage::{Novelty, Virgin};
+use armada_core::coverage::{CoverageMap, Novelty, Virgin, MAP_SIZE};
 use rayon::prelude::*;
 
 use crate::corpus::{content_hash, CorpusDir, CrashDir};
@@ -97,6 +97,8 @@ fn json_escape(s: &str) -> String {
 /// Runs a batch of inputs on the CPU engine: one target copy per worker thread.
 struct CpuExecutor {
     copies: Vec<Mutex<Target>>,
+    /// Coverage maps of results already looked at, for the next executions.
+    maps: Mutex<Vec<Box<CoverageMap>>>,
 }
 
 impl CpuExecutor {
@@ -105,7 +107,16 @@ impl CpuExecutor {
         let mut copies: Vec<Mutex<Target>> =
             (1..n).map(|_| Mutex::new(target.duplicate())).collect();
         copies.insert(0, Mutex::new(target));
-        CpuExecutor { copies }
+        CpuExecutor {
+            copies,
+            maps: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Gives back the maps of results that have been looked at.
+    fn recycle(&self, results: Vec<ExecResult>) {
+        let mut m = self.maps.lock().unwrap_or_else(|p| p.into_inner());
+        m.extend(results.into_iter().map(|r| r.coverage));
     }
 
     fn run(&self, inputs: &[Vec<u8>]) -> Result<Vec<ExecResult>> {
@@ -113,8 +124,9 @@ impl CpuExecutor {
             .par_iter()
             .map(|input| {
                 let k = rayon::current_thread_index().unwrap_or(0) % self.copies.len();
-                let t = self.copies[k].lock().unwrap_or_else(|p| p.into_inner());
-                t.exec(input)
+                let map = self.maps.lock().ok().and_then(|mut m| m.pop());
+                let mut t = self.copies[k].lock().unwrap_or_else(|p| p.into_inner());
+                t.exec(input, map)
             })
             .collect()
     }
@@ -125,6 +137,8 @@ struct Entry {
     data: Vec<u8>,
     /// Times it was picked as a parent.
     picked: u64,
+    /// Generations of mutation from a seed (a seed is 0).
+    depth: u32,
 }
 
 /// xorshift64*: the scheduler's choices, repeatable with the seed.
@@ -153,6 +167,11 @@ struct Run {
     mutations: Mutations,
     rng: Rng,
     stats: FuzzStats,
+    /// For each map slot, the shortest entry that hits it (entry, length), as AFL's
+    /// "top rated"; the entries that are top for some slot are the favored ones.
+    top: Vec<Option<(u32, u32)>>,
+    favored: Vec<usize>,
+    favored_stale: bool,
     /// (coverage hash, outcome) of the first execution, and whether any differed.
     first_path: Option<(u64, String)>,
     paths_differ: bool,
@@ -160,17 +179,22 @@ struct Run {
 
 impl Run {
     /// Takes one execution's result; true when it is a new crash or hang.
-    fn take(&mut self, input: &[u8], r: &ExecResult, keep_seed: bool) -> Result<bool> {
+    /// `parent`: the corpus entry `input` was made from (None for a seed, which is kept
+    /// whatever its coverage unless it crashes or hangs).
+    fn take(&mut self, input: &[u8], r: &ExecResult, parent: Option<usize>) -> Result<bool> {
+        let keep_seed = parent.is_none();
         self.stats.execs += 1;
         self.stats.instructions += r.instructions;
-        let path = (
-            content_hash(r.coverage.as_slice()),
-            format!("{:?}", r.outcome),
-        );
-        match &self.first_path {
-            None => self.first_path = Some(path),
-            Some(p) if *p != path => self.paths_differ = true,
-            _ => {}
+        if !self.paths_differ && self.stats.rounds < 4 {
+            let path = (
+                content_hash(r.coverage.as_slice()),
+                format!("{:?}", r.outcome),
+            );
+            match &self.first_path {
+                None => self.first_path = Some(path),
+                Some(p) if *p != path => self.paths_differ = true,
+                _ => {}
+            }
         }
         match &r.outcome {
             Outcome::Crash { key, .. } => {
@@ -202,9 +226,17 @@ impl Run {
                 if novelty != Novelty::None || keep_seed {
                     self.corpus_dir.save(input)?;
                     self.mutations.add(input);
+                    let (idx, len) = (self.corpus.len() as u32, input.len() as u32);
+                    for (slot, &c) in r.coverage.as_slice().iter().enumerate() {
+                        if c != 0 && self.top[slot].is_none_or(|(_, l)| len < l) {
+                            self.top[slot] = Some((idx, len));
+                            self.favored_stale = true;
+                        }
+                    }
                     self.corpus.push(Entry {
                         data: input.to_vec(),
                         picked: 0,
+                        depth: parent.map_or(0, |p| self.corpus[p].depth + 1),
                     });
                 }
             }
@@ -212,20 +244,37 @@ impl Run {
         Ok(false)
     }
 
-    /// A parent for the next mutant: half the time one of the newest quarter of the corpus
-    /// (what found something last), otherwise any entry, the least picked of two.
+    /// A parent for the next mutant: mostly a favored entry (the shortest input for some
+    /// edge: few, small, and together they cover everything seen), sometimes one of the
+    /// newest quarter (what found something last) or any entry; of two candidates, the
+    /// deeper one (more generations of finds: closer to what is still hidden), else the
+    /// one picked less often so far.
     fn pick(&mut self) -> usize {
+        if self.favored_stale {
+            let mut f: Vec<usize> = self
+                .top
+                .iter()
+                .flatten()
+                .map(|&(e, _)| e as usize)
+                .collect();
+            f.sort_unstable();
+            f.dedup();
+            self.favored = f;
+            self.favored_stale = false;
+        }
         let n = self.corpus.len();
-        let i = if self.rng.below(2) == 0 {
-            let recent = n.div_ceil(4);
-            n - 1 - self.rng.below(recent)
+        let one = |rng: &mut Rng, favored: &[usize]| match rng.below(10) {
+            0..=7 if !favored.is_empty() => favored[rng.below(favored.len())],
+            8 => n - 1 - rng.below(n.div_ceil(4)),
+            _ => rng.below(n),
+        };
+        let a = one(&mut self.rng, &self.favored);
+        let b = one(&mut self.rng, &self.favored);
+        let (ea, eb) = (&self.corpus[a], &self.corpus[b]);
+        let i = if (ea.depth, u64::MAX - ea.picked) >= (eb.depth, u64::MAX - eb.picked) {
+            a
         } else {
-            let (a, b) = (self.rng.below(n), self.rng.below(n));
-            if self.corpus[a].picked <= self.corpus[b].picked {
-                a
-            } else {
-                b
-            }
+            b
         };
         self.corpus[i].picked += 1;
         i
@@ -255,6 +304,9 @@ pub fn fuzz(
             snapshot_instructions,
             ..Default::default()
         },
+        top: vec![None; MAP_SIZE],
+        favored: Vec::new(),
+        favored_stale: false,
         first_path: None,
         paths_differ: false,
     };
@@ -269,8 +321,9 @@ pub fn fuzz(
     for chunk in seeds.chunks(opts.lanes.max(1)) {
         let results = exec.run(chunk)?;
         for (input, r) in chunk.iter().zip(&results) {
-            run.take(input, r, true)?;
+            run.take(input, r, None)?;
         }
+        exec.recycle(results);
     }
     run.stats.corpus = run.corpus.len();
     run.stats.edges = run.virgin.edges();
@@ -291,17 +344,19 @@ pub fn fuzz(
             || (opts.stop_on_crash && s.crashes > 0)
     };
     while !done(&run.stats) {
-        let inputs: Vec<Vec<u8>> = (0..opts.lanes.max(1))
-            .map(|_| {
-                let p = run.pick();
+        let parents: Vec<usize> = (0..opts.lanes.max(1)).map(|_| run.pick()).collect();
+        let inputs: Vec<Vec<u8>> = parents
+            .iter()
+            .map(|&p| {
                 let parent = run.corpus[p].data.clone();
                 run.mutations.mutate(&parent)
             })
             .collect();
         let results = exec.run(&inputs)?;
-        for (input, r) in inputs.iter().zip(&results) {
-            run.take(input, r, false)?;
+        for ((input, r), &p) in inputs.iter().zip(&results).zip(&parents) {
+            run.take(input, r, Some(p))?;
         }
+        exec.recycle(results);
         run.stats.rounds += 1;
         run.stats.corpus = run.corpus.len();
         run.stats.edges = run.virgin.edges();

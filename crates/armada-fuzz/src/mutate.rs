@@ -17,6 +17,9 @@ use libafl::HasMetadata;
 use libafl_bolts::rands::StdRand;
 use libafl_bolts::tuples::Merge;
 
+/// Mutations stacked per input: 2^(1 + [0, MAX_STACK_POW)).
+const MAX_STACK_POW: usize = 4;
+
 type State = StdState<InMemoryCorpus<BytesInput>, BytesInput, StdRand, InMemoryCorpus<BytesInput>>;
 
 /// Makes new inputs from corpus entries.
@@ -42,7 +45,12 @@ impl Mutations {
         if !tokens.is_empty() {
             state.add_metadata(Tokens::from(tokens));
         }
-        let mutator = HavocScheduledMutator::new(havoc_mutations().merge(tokens_mutations()));
+        // 2 to 16 stacked mutations (LibAFL's default goes to 128): small steps keep
+        // the structure a parent's find depends on; measured in docs/fuzzing.md.
+        let mutator = HavocScheduledMutator::with_max_stack_pow(
+            havoc_mutations().merge(tokens_mutations()),
+            MAX_STACK_POW,
+        );
         Ok(Mutations {
             state,
             mutator: Box::new(mutator),

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use armada_core::coverage::CoverageMap;
+use armada_core::cpu::CodeCache;
 use armada_core::elf::Image;
 use armada_core::linux::{LinuxConfig, Stdio};
 use armada_core::process::Program;
@@ -59,7 +60,7 @@ pub enum Outcome {
 /// One execution's result.
 pub struct ExecResult {
     pub outcome: Outcome,
-    pub coverage: CoverageMap,
+    pub coverage: Box<CoverageMap>,
     /// Instructions retired past the snapshot (or from the entry).
     pub instructions: u64,
 }
@@ -71,6 +72,8 @@ pub struct Target {
     snapshot: Option<Snapshot>,
     /// Instructions of the start that a restored lane skips.
     start: u64,
+    /// Decoded code the last execution left, for the next (see `Lane::reuse_code`).
+    spare_code: Option<CodeCache>,
 }
 
 impl Target {
@@ -83,6 +86,7 @@ impl Target {
             image: Arc::new(image),
             snapshot: None,
             start: 0,
+            spare_code: None,
         };
         if let Via::Buffer(_) = t.spec.via {
             if t.spec.snapshot_at.is_none() {
@@ -119,6 +123,7 @@ impl Target {
             image: self.image.clone(),
             snapshot: self.snapshot.as_ref().map(|s| s.duplicate()),
             start: self.start,
+            spare_code: None,
         }
     }
 
@@ -154,16 +159,25 @@ impl Target {
         }
     }
 
-    /// Runs `input` once with coverage.
-    pub fn exec(&self, input: &[u8]) -> Result<ExecResult> {
+    /// Runs `input` once with coverage, into `map` (cleared first) when one is given.
+    pub fn exec(&mut self, input: &[u8], map: Option<Box<CoverageMap>>) -> Result<ExecResult> {
         let mut lane = self.lane(input)?;
-        lane.set_coverage(true);
+        if self.snapshot.is_some() {
+            if let Some(code) = self.spare_code.take() {
+                lane.reuse_code(code);
+            }
+        }
+        lane.set_coverage_map(map.unwrap_or_default());
         let limit = self.start + self.spec.exec_limit;
         let exit = lane.run(Some(limit)).clone();
         let outcome = outcome_of(&mut lane, &exit);
+        let coverage = lane.take_coverage().unwrap_or_default();
+        if self.snapshot.is_some() {
+            self.spare_code = Some(lane.take_code());
+        }
         Ok(ExecResult {
             outcome,
-            coverage: lane.take_coverage().unwrap_or_default(),
+            coverage,
             instructions: lane.retired() - self.start,
         })
     }

@@ -21,8 +21,9 @@ static size_t read_input(int argc, char **argv) {
     return n;
 }
 
-/* A crash the fuzzer must find: a write through a null pointer (SIGSEGV). */
-static void crash_segv(void) {
-    volatile int *p = 0;
-    *p = 1;
+/* A crash the fuzzer must find: a write through a null pointer (SIGSEGV). The pointer is
+ * read from a volatile, so the compiler cannot prove it null and drop the path. */
+static int *volatile null_ptr;
+__attribute__((noinline)) static void crash_segv(void) {
+    *null_ptr = 1;
 }

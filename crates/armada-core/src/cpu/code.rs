@@ -95,6 +95,12 @@ pub(crate) struct Region {
     pub ops: Slots,
     /// Whether the area is writable too (then decoded pages are watched for writes).
     writable: bool,
+    /// The area's permissions when the region was made.
+    perm: Perm,
+    /// Each decoded page: its number and the buffer it was decoded from (held, so the
+    /// buffer's address names these bytes for as long as the region lives; see
+    /// [`CodeCache::recycle`]).
+    decoded: HashMap<u64, Arc<PageData>>,
 }
 
 /// The decoded code of one lane.
@@ -172,6 +178,34 @@ impl CodeCache {
         }
     }
 
+    /// Readies this cache, left by a lane that has ended, for another lane whose memory
+    /// `mem` holds mostly the same code (lanes restored from one snapshot): a region stays
+    /// where `mem` has the same executable area, and a decoded page stays where `mem` has
+    /// the very buffer it was decoded from (same bytes); every other page is decoded again
+    /// when it runs. Saves each new lane the region mappings and the page copies.
+    pub fn recycle(&mut self, mem: &mut AddressSpace) {
+        let _ = mem.take_code_write();
+        self.generation = mem.generation();
+        self.regions
+            .retain(|r| mem.area_at(r.base) == Some((r.base, r.end, r.perm)));
+        for r in &mut self.regions {
+            let (slots, writable, base) = (&mut r.ops, r.writable, r.base);
+            r.decoded.retain(|&vpn, buf| {
+                let same = mem.page_data(vpn).is_some_and(|b| Arc::ptr_eq(b, buf));
+                if same {
+                    if writable {
+                        mem.mark_code_page(vpn);
+                    }
+                } else {
+                    let first = (((vpn << PAGE_SHIFT) - base) / 4) as usize;
+                    let n = WORDS_PER_PAGE.min(slots.len() - 1 - first);
+                    slots[first..first + n].fill(MicroOp::new(ops::NOT_DECODED));
+                }
+                same
+            });
+        }
+    }
+
     /// Drops every decoded micro-op.
     pub fn clear(&mut self) {
         self.regions.clear();
@@ -200,6 +234,8 @@ impl CodeCache {
             end,
             ops: slots,
             writable: perm.contains(Perm::W),
+            perm,
+            decoded: HashMap::new(),
         });
         Ok(self.regions.len() - 1)
     }
@@ -221,6 +257,9 @@ impl CodeCache {
         let page = mem.fetch_page(addr)?;
         let n = WORDS_PER_PAGE.min(r.ops.len() - 1 - first);
         let vpn = addr >> PAGE_SHIFT;
+        if let Some(buf) = mem.page_data(vpn) {
+            r.decoded.insert(vpn, buf.clone());
+        }
         let shared = match (&self.shared, r.writable) {
             (Some(s), false) => mem.page_data(vpn).map(|p| (s, p.clone())),
             _ => None,

@@ -1,0 +1,250 @@
+//! `armada fuzz`: coverage-guided fuzzing of one program (crate `armada-fuzz`), with a
+//! progress line on stderr and a summary at the end.
+
+use crate::run::{guest_env, GuestCommand};
+use crate::Backend;
+use anyhow::{bail, Context, Result};
+use armada_core::linux::LinuxConfig;
+use armada_core::snapshot::Point;
+use armada_fuzz::{corpus, FuzzOptions, FuzzStats, Target, TargetSpec, Via};
+use clap::{Args, ValueEnum};
+use std::io::{IsTerminal, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How the input reaches the program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum InputArg {
+    /// As its stdin.
+    Stdin,
+    /// As the file `@@` stands for in its arguments.
+    File,
+    /// As `data, size` in x0/x1 of the function given by --snapshot-at (libFuzzer's
+    /// LLVMFuzzerTestOneInput); its return ends the execution.
+    Buffer,
+}
+
+#[derive(Args)]
+pub struct FuzzArgs {
+    /// Engine to run on. The CPU engine fuzzes with every host core; the GPU engines do
+    /// not record coverage yet.
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub backend: Backend,
+    /// Inputs run at once, one lane each.
+    #[arg(long, default_value_t = 256)]
+    pub lanes: usize,
+    /// Inputs to start from; new interesting inputs are added here (created if missing;
+    /// an empty directory starts from one empty input). A second run resumes from it.
+    #[arg(long, value_name = "DIR")]
+    pub corpus: PathBuf,
+    /// Where crashing inputs (`crash-sigN-pcADDR-stackHASH`, one per distinct crash) and
+    /// hanging ones (`hang-HASH`) are saved.
+    #[arg(long, value_name = "DIR")]
+    pub crashes: PathBuf,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "S")]
+    pub max_time: Option<f64>,
+    /// Stop after this many executions.
+    #[arg(long, value_name = "N")]
+    pub max_execs: Option<u64>,
+    /// Stop at the first new crash.
+    #[arg(long)]
+    pub stop_on_crash: bool,
+    /// A dictionary of tokens (AFL/libFuzzer format: "value" or name="value" a line).
+    #[arg(long, value_name = "FILE")]
+    pub dict: Option<PathBuf>,
+    /// Run the program's start once, up to POINT, and start every execution from there:
+    /// `input` (its first read of the input), `main`, another symbol, or an address
+    /// (0x...). Much faster for short executions.
+    #[arg(long, value_name = "POINT")]
+    pub snapshot_at: Option<Point>,
+    /// How the input reaches the program (default: `file` when an argument is @@,
+    /// `buffer` with --snapshot-at LLVMFuzzerTestOneInput, `stdin` otherwise).
+    #[arg(long, value_enum)]
+    pub input: Option<InputArg>,
+    /// Longest input made, in bytes.
+    #[arg(long, default_value_t = 4096)]
+    pub max_len: usize,
+    /// Instructions an execution may run before it counts as a hang.
+    #[arg(long, value_name = "N", default_value_t = 50_000_000)]
+    pub exec_limit: u64,
+    /// Instructions the start may run to reach --snapshot-at.
+    #[arg(long, value_name = "N", default_value_t = 10_000_000_000)]
+    pub start_limit: u64,
+    /// Private guest memory per execution (bytes; K, M, G suffixes).
+    #[arg(long, value_name = "BYTES", value_parser = crate::batch::parse_bytes)]
+    pub lane_memory: Option<u64>,
+    /// Seed of the mutations and of the guest's random bytes.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Write the figures (execs, execs/s, corpus, edges, crashes, hangs) as JSON here,
+    /// after every round.
+    #[arg(long, value_name = "FILE")]
+    pub stats_json: Option<PathBuf>,
+    /// No progress line.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Set a variable in the guest's environment (which starts as armada's own).
+    #[arg(short = 'E', value_name = "VAR=VALUE")]
+    pub set_env: Vec<String>,
+    /// Remove a variable from the guest's environment.
+    #[arg(short = 'U', value_name = "VAR")]
+    pub unset_env: Vec<String>,
+    /// Confine guest file access to DIR.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    #[command(flatten)]
+    pub guest: GuestCommand,
+}
+
+/// The target `args` describe.
+fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
+    let program = args.guest.program();
+    let guest_path = program.as_os_str().as_bytes().to_vec();
+    let words: Vec<Vec<u8>> = args
+        .guest
+        .args()
+        .iter()
+        .map(|a| a.as_bytes().to_vec())
+        .collect();
+    let has_file = words.iter().any(|w| w == b"@@");
+    let buffer_point =
+        matches!(&args.snapshot_at, Some(Point::Symbol(s)) if s == "LLVMFuzzerTestOneInput");
+    let input = args.input.unwrap_or(if has_file {
+        InputArg::File
+    } else if buffer_point {
+        InputArg::Buffer
+    } else {
+        InputArg::Stdin
+    });
+    if input == InputArg::File && !has_file {
+        bail!("--input file needs @@ among the program's arguments (where the input file's path goes)");
+    }
+    // The @@ file lives in memory; its guest path names where the crashes go, as AFL's
+    // .cur_input does.
+    let crashes = std::path::absolute(&args.crashes).unwrap_or(args.crashes.clone());
+    let file_path = crashes.join(".cur_input").as_os_str().as_bytes().to_vec();
+    let mut argv = vec![guest_path.clone()];
+    argv.extend(
+        words
+            .into_iter()
+            .map(|w| if w == b"@@" { file_path.clone() } else { w }),
+    );
+    let via = match input {
+        InputArg::Stdin => Via::Stdin,
+        InputArg::File => Via::File(file_path),
+        InputArg::Buffer => Via::Buffer(args.max_len),
+    };
+    let config = LinuxConfig {
+        root: args.root.clone(),
+        sysroot: args.guest.sysroot.clone(),
+        strace: false,
+        deterministic: true,
+        seed: args.seed,
+        exe_host_path: std::fs::canonicalize(&program).unwrap_or(program.clone()),
+        exe_guest_path: guest_path,
+        max_processes: Some(args.guest.max_processes),
+        net: args.guest.net.mode(),
+    };
+    Ok(TargetSpec {
+        program,
+        argv,
+        env: guest_env(&args.set_env, &args.unset_env)?,
+        config,
+        via,
+        snapshot_at: args.snapshot_at.clone(),
+        exec_limit: args.exec_limit,
+        start_limit: args.start_limit,
+        lane_memory: args.lane_memory,
+    })
+}
+
+fn line(s: &FuzzStats) -> String {
+    format!(
+        "{:>7.1}s  execs {} ({:.0}/s)  corpus {}  edges {}  crashes {}  hangs {}",
+        s.elapsed.as_secs_f64(),
+        s.execs,
+        s.execs_per_sec(),
+        s.corpus,
+        s.edges,
+        s.crashes,
+        s.hangs
+    )
+}
+
+pub fn fuzz(args: FuzzArgs) -> Result<u8> {
+    if args.backend != Backend::Cpu {
+        bail!(
+            "armada fuzz runs on the CPU engine so far: the {} engine does not record coverage yet (use --backend cpu; `armada batch --snapshot-at` runs many inputs on a GPU without coverage)",
+            format!("{:?}", args.backend).to_lowercase()
+        );
+    }
+    if args.lanes == 0 {
+        bail!("--lanes must be at least 1");
+    }
+    let tokens = match &args.dict {
+        Some(p) => corpus::read_dict(p)?,
+        None => Vec::new(),
+    };
+    let spec = target_spec(&args)?;
+    let t = Instant::now();
+    let target = Target::new(spec)?;
+    let progress = !args.no_progress;
+    if let (Some(s), true) = (target.snapshot(), progress) {
+        eprintln!(
+            "armada fuzz: snapshot at {} after {} instructions ({:.3} s); every execution starts there",
+            s.point(),
+            s.retired(),
+            t.elapsed().as_secs_f64()
+        );
+    }
+    let opts = FuzzOptions {
+        corpus_dir: args.corpus.clone(),
+        crashes_dir: args.crashes.clone(),
+        lanes: args.lanes,
+        max_time: args.max_time.map(Duration::from_secs_f64),
+        max_execs: args.max_execs,
+        stop_on_crash: args.stop_on_crash,
+        seed: args.seed,
+        max_len: args.max_len.max(1),
+        tokens,
+    };
+    let tty = std::io::stderr().is_terminal();
+    let mut last = Instant::now();
+    let mut warned = false;
+    let mut shown = 0;
+    let mut report = |s: &FuzzStats| {
+        if let (Some(w), false) = (&s.warning, warned) {
+            eprintln!("armada fuzz: warning: {w}");
+            warned = true;
+        }
+        for p in &s.saved[shown..] {
+            eprintln!("armada fuzz: saved {}", p.display());
+        }
+        shown = s.saved.len();
+        if let Some(path) = &args.stats_json {
+            // a failed write is reported once at the end, not per round
+            let _ = std::fs::write(path, s.to_json() + "\n");
+        }
+        if progress && last.elapsed() >= Duration::from_secs(if tty { 1 } else { 10 }) {
+            last = Instant::now();
+            if tty {
+                eprint!("\r\x1b[Karmada fuzz: {}", line(s));
+                let _ = std::io::stderr().flush();
+            } else {
+                eprintln!("armada fuzz: {}", line(s));
+            }
+        }
+    };
+    let stats = armada_fuzz::fuzz(target, &opts, &mut report)?;
+    if progress && tty {
+        eprintln!();
+    }
+    if let Some(path) = &args.stats_json {
+        std::fs::write(path, stats.to_json() + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    eprintln!("armada fuzz: done: {}", line(&stats));
+    Ok(if stats.crashes > 0 { 1 } else { 0 })
+}
