@@ -257,12 +257,14 @@ pub fn run_spec(
 }
 
 pub fn batch(args: BatchArgs) -> Result<u8> {
+    crate::run::refuse_option_as_program(&args.guest)?;
     crate::run::check_backend(args.backend)?;
     let mut spec = build_spec(&args)?;
     if let Some(point) = &args.snapshot_at {
         let t = Instant::now();
-        spec.take_snapshot(point.clone())
-            .with_context(|| format!("--snapshot-at {point}"))?;
+        spec.take_snapshot(point.clone()).with_context(|| {
+            format!("--snapshot-at {point} (the start may run --max-instructions instructions)")
+        })?;
         if !args.no_progress {
             let retired = spec
                 .snapshot

@@ -5,7 +5,7 @@ use crate::run::{guest_env, GuestCommand};
 use crate::Backend;
 use anyhow::{bail, Context, Result};
 use armada_core::linux::LinuxConfig;
-use armada_core::snapshot::Point;
+use armada_core::snapshot::{Point, SnapshotError};
 use armada_fuzz::{corpus, FuzzOptions, FuzzStats, Target, TargetSpec, Via};
 use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
@@ -48,17 +48,18 @@ pub struct FuzzArgs {
     /// Stop after this many executions.
     #[arg(long, value_name = "N")]
     pub max_execs: Option<u64>,
-    /// Stop at the first new crash.
+    /// Stop at the first new crash or hang.
     #[arg(long)]
     pub stop_on_crash: bool,
     /// A dictionary of tokens (AFL/libFuzzer format: "value" or name="value" a line).
     #[arg(long, value_name = "FILE")]
     pub dict: Option<PathBuf>,
     /// Run the program's start once, up to POINT, and start every execution from there:
-    /// `input` (its first read of the input), `main`, another symbol, or an address
-    /// (0x...). Much faster for short executions.
+    /// `input` (its first read of the input: the default), `main`, another symbol, an
+    /// address (0x...), or `none` (every execution runs the whole program). When the
+    /// default is not reached, executions run from the entry.
     #[arg(long, value_name = "POINT")]
-    pub snapshot_at: Option<Point>,
+    pub snapshot_at: Option<String>,
     /// How the input reaches the program (default: `file` when an argument is @@,
     /// `buffer` with --snapshot-at LLVMFuzzerTestOneInput, `stdin` otherwise).
     #[arg(long, value_enum)]
@@ -109,8 +110,8 @@ fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
         .map(|a| a.as_bytes().to_vec())
         .collect();
     let has_file = words.iter().any(|w| w == b"@@");
-    let buffer_point =
-        matches!(&args.snapshot_at, Some(Point::Symbol(s)) if s == "LLVMFuzzerTestOneInput");
+    let point = snapshot_point(args);
+    let buffer_point = matches!(&point, Some(Point::Symbol(s)) if s == "LLVMFuzzerTestOneInput");
     let input = args.input.unwrap_or(if has_file {
         InputArg::File
     } else if buffer_point {
@@ -120,6 +121,12 @@ fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
     });
     if input == InputArg::File && !has_file {
         bail!("--input file needs @@ among the program's arguments (where the input file's path goes)");
+    }
+    if input != InputArg::File && has_file {
+        bail!("@@ is among the program's arguments, but --input is {input:?}: the program would get a literal @@ (drop --input, or @@)");
+    }
+    if input == InputArg::Buffer && point.is_none() {
+        bail!("--input buffer needs --snapshot-at FUNCTION, the function that takes (data, size), e.g. LLVMFuzzerTestOneInput");
     }
     // The @@ file lives in memory; its guest path names where the crashes go, as AFL's
     // .cur_input does.
@@ -153,11 +160,23 @@ fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
         env: guest_env(&args.set_env, &args.unset_env)?,
         config,
         via,
-        snapshot_at: args.snapshot_at.clone(),
+        snapshot_at: point,
         exec_limit: args.exec_limit,
         start_limit: args.start_limit,
         lane_memory: args.lane_memory,
     })
+}
+
+/// `--snapshot-at` as given (None for `none`; `input` when not given).
+fn snapshot_point(args: &FuzzArgs) -> Option<Point> {
+    match args.snapshot_at.as_deref() {
+        Some("none") => None,
+        Some(p) => Some(
+            p.parse()
+                .unwrap_or_else(|e: std::convert::Infallible| match e {}),
+        ),
+        None => Some(Point::Input),
+    }
 }
 
 fn line(s: &FuzzStats) -> String {
@@ -187,9 +206,31 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
         Some(p) => corpus::read_dict(p)?,
         None => Vec::new(),
     };
+    crate::run::refuse_option_as_program(&args.guest)?;
     let spec = target_spec(&args)?;
     let t = Instant::now();
-    let target = Target::new(spec)?;
+    let target = match Target::new(spec.clone()) {
+        // the default point: a program that never reads its input before it ends runs
+        // whole every time
+        Err(e)
+            if args.snapshot_at.is_none()
+                && e.chain().any(|c| {
+                    matches!(
+                        c.downcast_ref::<SnapshotError>(),
+                        Some(SnapshotError::NotReached { .. })
+                    )
+                }) =>
+        {
+            eprintln!(
+                "armada fuzz: warning: no snapshot: {e:#}; every execution runs the whole program"
+            );
+            Target::new(TargetSpec {
+                snapshot_at: None,
+                ..spec
+            })?
+        }
+        r => r?,
+    };
     let progress = !args.no_progress;
     if let (Some(s), true) = (target.snapshot(), progress) {
         eprintln!(
@@ -212,13 +253,23 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     };
     let tty = std::io::stderr().is_terminal();
     let mut last = Instant::now();
-    let mut warned = false;
+    let mut warned = 0;
     let mut shown = 0;
+    let mut started = false;
     let mut report = |s: &FuzzStats| {
-        if let (Some(w), false) = (&s.warning, warned) {
-            eprintln!("armada fuzz: warning: {w}");
-            warned = true;
+        if !started && progress {
+            started = true;
+            eprintln!(
+                "armada fuzz: {} inputs from {}, {} crashes and hangs saved there before",
+                s.seeds,
+                args.corpus.display(),
+                s.known_crashes
+            );
         }
+        for w in &s.warnings[warned..] {
+            eprintln!("armada fuzz: warning: {w}");
+        }
+        warned = s.warnings.len();
         for p in &s.saved[shown..] {
             eprintln!("armada fuzz: saved {}", p.display());
         }

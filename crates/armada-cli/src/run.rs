@@ -142,6 +142,17 @@ pub fn guest_env(set: &[String], unset: &[String]) -> Result<Vec<Vec<u8>>> {
         .collect())
 }
 
+/// A misspelled or unknown armada option before the program is taken for the program (the
+/// program's own options may start with `-`): say so instead of "cannot read --foo".
+pub fn refuse_option_as_program(guest: &GuestCommand) -> Result<()> {
+    let p = guest.program();
+    let s = p.to_string_lossy();
+    if s.starts_with('-') && !p.exists() {
+        bail!("unknown option {s} (armada's options go before the program; see --help)");
+    }
+    Ok(())
+}
+
 /// A cheap check that the engine can start here, before any work (the wgpu engine has none
 /// cheaper than opening it, which `gpu_engine` does).
 pub fn check_backend(backend: Backend) -> Result<()> {
@@ -173,6 +184,7 @@ pub fn refuse_dynamic_on_gpu(backend: Backend, image: &Image) -> Result<()> {
 }
 
 pub fn run(args: RunArgs) -> Result<u8> {
+    refuse_option_as_program(&args.guest)?;
     check_backend(args.backend)?;
     let image = Image::load(args.guest.program())
         .with_context(|| format!("cannot run {}", args.guest.program().display()))?;

@@ -62,6 +62,46 @@ impl CoverageMap {
     }
 }
 
+/// The operands of compares one run made (CmpLog, for input-to-state mutations: an input
+/// byte pattern equal to one operand is replaced by the other). Recorded at every
+/// flag-setting add and subtract (CMP, CMN, CCMP, ADDS, SUBS), each pair once, up to
+/// [`CmpLog::CAP`] pairs.
+#[derive(Clone, Debug, Default)]
+pub struct CmpLog {
+    pairs: Vec<(u64, u64)>,
+    seen: std::collections::HashSet<(u64, u64)>,
+}
+
+impl CmpLog {
+    pub const CAP: usize = 4096;
+
+    /// A flag-setting `a + b + carry` of `bits` bits: with carry 1 it compares `a` with
+    /// `!b` (SUBS/CMP), with carry 0 `a` with `-b` (ADDS/CMN).
+    #[inline]
+    pub fn flags(&mut self, a: u64, b: u64, carry: u64, bits: u32) {
+        let mask = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+        let other = if carry != 0 { !b } else { b.wrapping_neg() };
+        let (a, other) = (a & mask, other & mask);
+        if a != other && self.pairs.len() < Self::CAP && self.seen.insert((a, other)) {
+            self.pairs.push((a, other));
+        }
+    }
+
+    /// The distinct operand pairs, in the order first seen.
+    pub fn pairs(&self) -> &[(u64, u64)] {
+        &self.pairs
+    }
+
+    pub fn clear(&mut self) {
+        self.pairs.clear();
+        self.seen.clear();
+    }
+}
+
 /// AFL's hit-count class of a counter, as one bit (0 for no hits).
 #[inline]
 pub fn bucket(count: u8) -> u8 {
@@ -176,6 +216,19 @@ mod tests {
         }
         // straight-line fall-through edges of 4,096 branches barely collide
         assert!(slots.len() > 3900, "{}", slots.len());
+    }
+
+    #[test]
+    fn cmplog_takes_compare_operands_once() {
+        let mut l = CmpLog::default();
+        // cmp w1, #0x41 is adds w, w1, #!0x41 with carry 1
+        l.flags(0x30, !0x41u64, 1, 32);
+        l.flags(0x30, !0x41u64, 1, 32);
+        // cmn x1, #5 compares x1 with -5
+        l.flags(7, 5, 0, 64);
+        // equal operands say nothing
+        l.flags(9, !9u64, 1, 64);
+        assert_eq!(l.pairs(), &[(0x30, 0x41), (7, 5u64.wrapping_neg())]);
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! becomes a zombie in the table and its parent hears of it (SIGCHLD, wait4); the lane
 //! ends when its first process does, and the run's status is that process's.
 
-use crate::coverage::CoverageMap;
+use crate::coverage::{CmpLog, CoverageMap};
 use crate::cpu::{self, CodeCache, DecodedPages};
 use crate::linux::procs;
 use crate::linux::signal as sig;
@@ -136,7 +136,9 @@ pub struct Lane {
     /// count (see [`IDLE_TIMER_LIMIT`]).
     idle_fires: (u64, u32),
     /// Edge coverage of every task of the lane, when asked for (see `coverage`).
-    pub(crate) coverage: Option<Box<CoverageMap>>,
+    pub(crate) coverage: Option<CoverageMap>,
+    /// Compare operands of every task, when asked for (see `coverage::CmpLog`).
+    pub(crate) cmplog: Option<Box<CmpLog>>,
     /// Where the run pauses for a snapshot (see `snapshot`), and whether it has.
     pub(crate) pause: Option<crate::snapshot::PauseAt>,
     pub(crate) paused: bool,
@@ -166,6 +168,7 @@ impl Lane {
             timer_due: Due::default(),
             idle_fires: (0, 0),
             coverage: None,
+            cmplog: None,
             pause: None,
             paused: false,
             return_trap: false,
@@ -204,6 +207,7 @@ impl Lane {
             timer_due: self.timer_due,
             idle_fires: self.idle_fires,
             coverage: None,
+            cmplog: None,
             pause: None,
             paused: false,
             return_trap: self.return_trap,
@@ -233,7 +237,7 @@ impl Lane {
 
     /// Turns edge coverage on with `map` (cleared here), a map an earlier lane gave back
     /// through [`Lane::take_coverage`]: no allocation per run.
-    pub fn set_coverage_map(&mut self, mut map: Box<CoverageMap>) {
+    pub fn set_coverage_map(&mut self, mut map: CoverageMap) {
         map.clear();
         self.coverage = Some(map);
     }
@@ -251,8 +255,18 @@ impl Lane {
         std::mem::replace(&mut self.code, CodeCache::with_shared(self.decoded.clone()))
     }
 
+    /// Turns compare logging on (an empty log) or off.
+    pub fn set_cmplog(&mut self, on: bool) {
+        self.cmplog = on.then(Default::default);
+    }
+
+    /// Takes the compare log, leaving logging off.
+    pub fn take_cmplog(&mut self) -> Option<Box<CmpLog>> {
+        self.cmplog.take()
+    }
+
     /// Takes the coverage map, leaving coverage off.
-    pub fn take_coverage(&mut self) -> Option<Box<CoverageMap>> {
+    pub fn take_coverage(&mut self) -> Option<CoverageMap> {
         self.coverage.take()
     }
 
@@ -283,7 +297,7 @@ impl Lane {
 
     /// The coverage map of the run so far (None when coverage is off).
     pub fn coverage(&self) -> Option<&CoverageMap> {
-        self.coverage.as_deref()
+        self.coverage.as_ref()
     }
 
     /// Marks the lane as run by `engine`, which runs one task per lane: a guest thread or
@@ -357,9 +371,11 @@ impl Lane {
                 left.min(turn_left)
             };
             let p = &mut self.program;
-            let stop = match self.coverage.as_deref_mut() {
-                None => cpu::run(&mut p.state, &mut p.mem, &mut self.code, turn),
-                Some(m) => cpu::run_covered(&mut p.state, &mut p.mem, &mut self.code, turn, m),
+            let (st, mem, code) = (&mut p.state, &mut p.mem, &mut self.code);
+            let stop = match (self.coverage.as_mut(), self.cmplog.as_deref_mut()) {
+                (None, None) => cpu::run(st, mem, code, turn),
+                (Some(m), None) => cpu::run_covered(st, mem, code, turn, m),
+                (m, Some(l)) => cpu::run_traced(st, mem, code, turn, m, l),
             };
             if stop == Stop::Budget && turn < budget {
                 // the turn or the slice is over, not the program's budget

@@ -79,7 +79,7 @@ pub enum InputVia {
 /// Why a snapshot could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
-    #[error("the snapshot point `{point}` was not reached: the start run ended first ({how}, after {retired} instructions); check the point, or raise --max-instructions if the program was still starting")]
+    #[error("the snapshot point `{point}` was not reached: the start run ended first ({how}, after {retired} instructions); check the point, or give the start more instructions if it was still starting")]
     NotReached {
         point: String,
         how: String,

@@ -21,6 +21,9 @@ pub fn content_hash(data: &[u8]) -> u64 {
     h
 }
 
+/// An input and its file name.
+pub type Named = (String, Vec<u8>);
+
 /// A directory of inputs.
 pub struct CorpusDir {
     dir: PathBuf,
@@ -30,7 +33,7 @@ pub struct CorpusDir {
 impl CorpusDir {
     /// Opens (creating it if missing) the corpus directory; returns it and the inputs in
     /// it, in name order, each cut to `max_len`.
-    pub fn open(dir: &Path, max_len: usize) -> Result<(CorpusDir, Vec<(String, Vec<u8>)>)> {
+    pub fn open(dir: &Path, max_len: usize) -> Result<(CorpusDir, Vec<Named>)> {
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the corpus directory {}", dir.display()))?;
         let mut inputs = Vec::new();

@@ -24,7 +24,7 @@ pub struct FuzzOptions {
     pub lanes: usize,
     pub max_time: Option<Duration>,
     pub max_execs: Option<u64>,
-    /// Stop at the first new crash.
+    /// Stop at the first new crash or hang.
     pub stop_on_crash: bool,
     pub seed: u64,
     pub max_len: usize,
@@ -48,8 +48,11 @@ pub struct FuzzStats {
     /// Instructions run, all executions together.
     pub instructions: u64,
     pub rounds: u64,
-    /// A note for the user (set once, e.g. when every input ran the same path).
-    pub warning: Option<String>,
+    /// Notes for the user, in order (an empty corpus, every input running the same path).
+    pub warnings: Vec<String>,
+    /// Inputs read from the corpus directory, and crashes and hangs saved there before.
+    pub seeds: usize,
+    pub known_crashes: usize,
 }
 
 impl FuzzStats {
@@ -98,7 +101,7 @@ fn json_escape(s: &str) -> String {
 struct CpuExecutor {
     copies: Vec<Mutex<Target>>,
     /// Coverage maps of results already looked at, for the next executions.
-    maps: Mutex<Vec<Box<CoverageMap>>>,
+    maps: Mutex<Vec<CoverageMap>>,
 }
 
 impl CpuExecutor {
@@ -111,6 +114,12 @@ impl CpuExecutor {
             copies,
             maps: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The compare operands `input` meets (one traced execution).
+    fn trace(&self, input: &[u8]) -> Result<Vec<(u64, u64)>> {
+        let mut t = self.copies[0].lock().unwrap_or_else(|p| p.into_inner());
+        t.trace(input)
     }
 
     /// Gives back the maps of results that have been looked at.
@@ -172,6 +181,8 @@ struct Run {
     top: Vec<Option<(u32, u32)>>,
     favored: Vec<usize>,
     favored_stale: bool,
+    /// Entries whose compares were not traced yet, the newest last.
+    untraced: Vec<usize>,
     /// (coverage hash, outcome) of the first execution, and whether any differed.
     first_path: Option<(u64, String)>,
     paths_differ: bool,
@@ -186,10 +197,7 @@ impl Run {
         self.stats.execs += 1;
         self.stats.instructions += r.instructions;
         if !self.paths_differ && self.stats.rounds < 4 {
-            let path = (
-                content_hash(r.coverage.as_slice()),
-                format!("{:?}", r.outcome),
-            );
+            let path = (content_hash(r.coverage.as_slice()), r.outcome.to_string());
             match &self.first_path {
                 None => self.first_path = Some(path),
                 Some(p) if *p != path => self.paths_differ = true,
@@ -233,6 +241,7 @@ impl Run {
                             self.favored_stale = true;
                         }
                     }
+                    self.untraced.push(self.corpus.len());
                     self.corpus.push(Entry {
                         data: input.to_vec(),
                         picked: 0,
@@ -307,12 +316,15 @@ pub fn fuzz(
         top: vec![None; MAP_SIZE],
         favored: Vec::new(),
         favored_stale: false,
+        untraced: Vec::new(),
         first_path: None,
         paths_differ: false,
     };
     let mut seeds: Vec<Vec<u8>> = seeds.into_iter().map(|(_, d)| d).collect();
+    run.stats.seeds = seeds.len();
+    run.stats.known_crashes = run.crash_dir.known();
     if seeds.is_empty() {
-        run.stats.warning = Some(format!(
+        run.stats.warnings.push(format!(
             "the corpus directory {} is empty: starting from one empty input",
             opts.corpus_dir.display()
         ));
@@ -341,15 +353,39 @@ pub fn fuzz(
     let done = |s: &FuzzStats| {
         opts.max_time.is_some_and(|m| s.elapsed >= m)
             || opts.max_execs.is_some_and(|m| s.execs >= m)
-            || (opts.stop_on_crash && s.crashes > 0)
+            || (opts.stop_on_crash && s.crashes + s.hangs > 0)
     };
     while !done(&run.stats) {
-        let parents: Vec<usize> = (0..opts.lanes.max(1)).map(|_| run.pick()).collect();
+        // The newest entry not traced yet: its compares' operands drive input-to-state
+        // mutants for half of this round.
+        let lanes = opts.lanes.max(1);
+        let mut i2s = 0;
+        let mut traced = None;
+        if let Some(e) = run.untraced.pop() {
+            let pairs = exec.trace(&run.corpus[e].data)?;
+            if !pairs.is_empty() {
+                run.mutations.set_compares(&pairs);
+                i2s = lanes.div_ceil(2);
+            }
+            run.corpus[e].picked += 1;
+            traced = Some(e);
+        }
+        let parents: Vec<usize> = (0..lanes)
+            .map(|k| match traced {
+                Some(e) if k < i2s => e,
+                _ => run.pick(),
+            })
+            .collect();
         let inputs: Vec<Vec<u8>> = parents
             .iter()
-            .map(|&p| {
+            .enumerate()
+            .map(|(k, &p)| {
                 let parent = run.corpus[p].data.clone();
-                run.mutations.mutate(&parent)
+                if k < i2s {
+                    run.mutations.mutate_i2s(&parent)
+                } else {
+                    run.mutations.mutate(&parent)
+                }
             })
             .collect();
         let results = exec.run(&inputs)?;
@@ -361,10 +397,14 @@ pub fn fuzz(
         run.stats.corpus = run.corpus.len();
         run.stats.edges = run.virgin.edges();
         run.stats.elapsed = t0.elapsed();
-        if run.stats.rounds == 4 && !run.paths_differ && run.stats.warning.is_none() {
-            run.stats.warning = Some(
-                "every input so far ran the same path: does the target read its input (stdin, or @@ in its arguments)?".into(),
-            );
+        if run.stats.rounds == 4 && !run.paths_differ {
+            let how = run
+                .first_path
+                .as_ref()
+                .map_or(String::new(), |p| p.1.clone());
+            run.stats.warnings.push(format!(
+                "every input so far ran the same path and ended the same way ({how}): does the target read its input (stdin, or @@ in its arguments), and are its arguments right?"
+            ));
         }
         progress(&run.stats);
     }

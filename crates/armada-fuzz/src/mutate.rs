@@ -10,8 +10,10 @@ use libafl::corpus::{Corpus, InMemoryCorpus, Testcase};
 use libafl::feedbacks::ConstFeedback;
 use libafl::inputs::{BytesInput, HasMutatorBytes};
 use libafl::mutators::{
-    havoc_mutations, tokens_mutations, HavocScheduledMutator, MutationResult, Mutator, Tokens,
+    havoc_mutations, tokens_mutations, HavocScheduledMutator, I2SRandReplace, MutationResult,
+    Mutator, Tokens,
 };
+use libafl::observers::cmp::{CmpValues, CmpValuesMetadata};
 use libafl::state::{HasCorpus, HasMaxSize, StdState};
 use libafl::HasMetadata;
 use libafl_bolts::rands::StdRand;
@@ -26,6 +28,7 @@ type State = StdState<InMemoryCorpus<BytesInput>, BytesInput, StdRand, InMemoryC
 pub struct Mutations {
     state: State,
     mutator: Box<dyn Mutator<BytesInput, State>>,
+    i2s: I2SRandReplace,
 }
 
 impl Mutations {
@@ -54,6 +57,7 @@ impl Mutations {
         Ok(Mutations {
             state,
             mutator: Box::new(mutator),
+            i2s: I2SRandReplace,
         })
     }
 
@@ -63,6 +67,37 @@ impl Mutations {
             .state
             .corpus_mut()
             .add(Testcase::new(BytesInput::new(input.to_vec())));
+    }
+
+    /// Sets the compare operands (from `Target::trace` of a parent) that
+    /// [`Mutations::mutate_i2s`] uses, each at the narrowest width that holds both.
+    pub fn set_compares(&mut self, pairs: &[(u64, u64)]) {
+        let list = pairs
+            .iter()
+            .map(|&(a, b)| match a.max(b) {
+                m if m <= 0xff => CmpValues::U8((a as u8, b as u8, false)),
+                m if m <= 0xffff => CmpValues::U16((a as u16, b as u16, false)),
+                m if m <= 0xffff_ffff => CmpValues::U32((a as u32, b as u32, false)),
+                _ => CmpValues::U64((a, b, false)),
+            })
+            .collect();
+        self.state
+            .metadata_map_mut()
+            .insert(CmpValuesMetadata { list });
+    }
+
+    /// An input-to-state mutant of `parent`: where the parent's bytes equal one operand of
+    /// a compare it ran, the other operand (so a magic value or length check passes in one
+    /// step). A havoc mutant when none applies.
+    pub fn mutate_i2s(&mut self, parent: &[u8]) -> Vec<u8> {
+        let mut i = BytesInput::new(parent.to_vec());
+        if let Ok(MutationResult::Mutated) = self.i2s.mutate(&mut self.state, &mut i) {
+            let out = i.mutator_bytes().to_vec();
+            if out != parent {
+                return out;
+            }
+        }
+        self.mutate(parent)
     }
 
     /// A mutant of `parent` (a different input whenever the mutators manage one).

@@ -57,10 +57,21 @@ pub enum Outcome {
     Unsupported(String),
 }
 
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Exited(c) => write!(f, "exit status {c}"),
+            Outcome::Crash { signal, pc, .. } => write!(f, "signal {signal} at pc {pc:#x}"),
+            Outcome::Hang => f.write_str("the instruction limit"),
+            Outcome::Unsupported(m) => f.write_str(m),
+        }
+    }
+}
+
 /// One execution's result.
 pub struct ExecResult {
     pub outcome: Outcome,
-    pub coverage: Box<CoverageMap>,
+    pub coverage: CoverageMap,
     /// Instructions retired past the snapshot (or from the entry).
     pub instructions: u64,
 }
@@ -100,8 +111,13 @@ impl Target {
                 Via::File(p) => InputVia::File(p.clone()),
                 Via::Buffer(n) => InputVia::Buffer(*n),
             };
-            let snap = Snapshot::take(lane, point, via, Some(t.spec.start_limit))
-                .context("taking the snapshot")?;
+            let snap =
+                Snapshot::take(lane, point, via, Some(t.spec.start_limit)).with_context(|| {
+                    format!(
+                        "taking the snapshot (the start may run {} instructions: --start-limit)",
+                        t.spec.start_limit
+                    )
+                })?;
             t.start = snap.retired();
             t.snapshot = Some(snap);
         }
@@ -160,7 +176,7 @@ impl Target {
     }
 
     /// Runs `input` once with coverage, into `map` (cleared first) when one is given.
-    pub fn exec(&mut self, input: &[u8], map: Option<Box<CoverageMap>>) -> Result<ExecResult> {
+    pub fn exec(&mut self, input: &[u8], map: Option<CoverageMap>) -> Result<ExecResult> {
         let mut lane = self.lane(input)?;
         if self.snapshot.is_some() {
             if let Some(code) = self.spare_code.take() {
@@ -180,6 +196,29 @@ impl Target {
             coverage,
             instructions: lane.retired() - self.start,
         })
+    }
+}
+
+impl Target {
+    /// Runs `input` once logging the operands of its compares (CmpLog); returns the
+    /// distinct pairs.
+    pub fn trace(&mut self, input: &[u8]) -> Result<Vec<(u64, u64)>> {
+        let mut lane = self.lane(input)?;
+        if self.snapshot.is_some() {
+            if let Some(code) = self.spare_code.take() {
+                lane.reuse_code(code);
+            }
+        }
+        lane.set_cmplog(true);
+        lane.run(Some(self.start + self.spec.exec_limit));
+        let pairs = lane
+            .take_cmplog()
+            .map(|l| l.pairs().to_vec())
+            .unwrap_or_default();
+        if self.snapshot.is_some() {
+            self.spare_code = Some(lane.take_code());
+        }
+        Ok(pairs)
     }
 }
 

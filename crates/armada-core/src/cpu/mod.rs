@@ -13,7 +13,7 @@ mod int;
 
 pub use code::{CodeCache, DecodedPages};
 
-use crate::coverage::CoverageMap;
+use crate::coverage::{CmpLog, CoverageMap};
 use crate::memory::{AddressSpace, Fault};
 use crate::state::{CpuState, Stop, REG_FILE};
 use armada_isa::ops::*;
@@ -22,7 +22,7 @@ use int::*;
 
 /// Runs the lane until it stops or has retired `budget` more instructions.
 pub fn run(st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budget: u64) -> Stop {
-    run_with::<false>(st, mem, code, budget, None)
+    run_with::<false, false>(st, mem, code, budget, None, None)
 }
 
 /// [`run`], recording every branch's edge into `cov` (see [`crate::coverage`]). A separate
@@ -34,16 +34,30 @@ pub fn run_covered(
     budget: u64,
     cov: &mut CoverageMap,
 ) -> Stop {
-    run_with::<true>(st, mem, code, budget, Some(cov))
+    run_with::<true, false>(st, mem, code, budget, Some(cov), None)
+}
+
+/// [`run`], recording edges into `cov` (when given) and the operands of every compare into
+/// `cmp` (see [`crate::coverage::CmpLog`]): the fuzzer's tracing runs.
+pub fn run_traced(
+    st: &mut CpuState,
+    mem: &mut AddressSpace,
+    code: &mut CodeCache,
+    budget: u64,
+    cov: Option<&mut CoverageMap>,
+    cmp: &mut CmpLog,
+) -> Stop {
+    run_with::<true, true>(st, mem, code, budget, cov, Some(cmp))
 }
 
 #[inline(always)]
-fn run_with<const COV: bool>(
+fn run_with<const COV: bool, const CMP: bool>(
     st: &mut CpuState,
     mem: &mut AddressSpace,
     code: &mut CodeCache,
     budget: u64,
     mut cov: Option<&mut CoverageMap>,
+    mut cmp: Option<&mut CmpLog>,
 ) -> Stop {
     let limit = st.retired.saturating_add(budget);
     'outer: loop {
@@ -107,6 +121,31 @@ fn run_with<const COV: bool>(
                     }
                 }
                 jump!(t)
+            }};
+        }
+        // A flag-setting add of `bits` bits: its operands, for CmpLog.
+        macro_rules! cmp_log {
+            ($a:expr, $b:expr, $carry:expr, $bits:expr) => {
+                if CMP {
+                    if let Some(l) = cmp.as_deref_mut() {
+                        l.flags($a as u64, $b as u64, $carry as u64, $bits);
+                    }
+                }
+            };
+        }
+        // Flag-setting adds (compares): logged under CmpLog (not ADCS/SBCS: not compares).
+        macro_rules! af32 {
+            ($a:expr, $b:expr, $c:expr) => {{
+                let (a32, b32, c32): (u32, u32, u32) = ($a, $b, $c);
+                cmp_log!(a32, b32, c32, 32);
+                add_with_flags32(a32, b32, c32)
+            }};
+        }
+        macro_rules! af64 {
+            ($a:expr, $b:expr, $c:expr) => {{
+                let (a64, b64, c64): (u64, u64, u64) = ($a, $b, $c);
+                cmp_log!(a64, b64, c64, 64);
+                add_with_flags64(a64, b64, c64)
             }};
         }
         // A conditional branch at slot `idx` that falls through.
@@ -300,12 +339,12 @@ fn run_with<const COV: bool>(
                 ADD_IMM_W => x[a] = (x[b] as u32).wrapping_add(u.imm as u32) as u64,
                 ADD_IMM_X => x[a] = x[b].wrapping_add(u.imm),
                 ADDS_IMM_W => {
-                    let (r, f) = add_with_flags32(x[b] as u32, u.imm as u32, u.e as u32);
+                    let (r, f) = af32!(x[b] as u32, u.imm as u32, u.e as u32);
                     x[a] = r as u64;
                     st.nzcv = f;
                 }
                 ADDS_IMM_X => {
-                    let (r, f) = add_with_flags64(x[b], u.imm, u.e as u64);
+                    let (r, f) = af64!(x[b], u.imm, u.e as u64);
                     x[a] = r;
                     st.nzcv = f;
                 }
@@ -352,22 +391,22 @@ fn run_with<const COV: bool>(
                 }
                 SUB_SR_X => x[a] = x[b].wrapping_sub(shift64(x[c], u.e, u.f)),
                 ADDS_SR_W => {
-                    let (r, f) = add_with_flags32(x[b] as u32, shift32(x[c] as u32, u.e, u.f), 0);
+                    let (r, f) = af32!(x[b] as u32, shift32(x[c] as u32, u.e, u.f), 0);
                     x[a] = r as u64;
                     st.nzcv = f;
                 }
                 ADDS_SR_X => {
-                    let (r, f) = add_with_flags64(x[b], shift64(x[c], u.e, u.f), 0);
+                    let (r, f) = af64!(x[b], shift64(x[c], u.e, u.f), 0);
                     x[a] = r;
                     st.nzcv = f;
                 }
                 SUBS_SR_W => {
-                    let (r, f) = add_with_flags32(x[b] as u32, !shift32(x[c] as u32, u.e, u.f), 1);
+                    let (r, f) = af32!(x[b] as u32, !shift32(x[c] as u32, u.e, u.f), 1);
                     x[a] = r as u64;
                     st.nzcv = f;
                 }
                 SUBS_SR_X => {
-                    let (r, f) = add_with_flags64(x[b], !shift64(x[c], u.e, u.f), 1);
+                    let (r, f) = af64!(x[b], !shift64(x[c], u.e, u.f), 1);
                     x[a] = r;
                     st.nzcv = f;
                 }
@@ -380,22 +419,22 @@ fn run_with<const COV: bool>(
                 }
                 SUB_EXT_X => x[a] = x[b].wrapping_sub(extend(x[c], u.e, u.f)),
                 ADDS_EXT_W => {
-                    let (r, f) = add_with_flags32(x[b] as u32, extend(x[c], u.e, u.f) as u32, 0);
+                    let (r, f) = af32!(x[b] as u32, extend(x[c], u.e, u.f) as u32, 0);
                     x[a] = r as u64;
                     st.nzcv = f;
                 }
                 ADDS_EXT_X => {
-                    let (r, f) = add_with_flags64(x[b], extend(x[c], u.e, u.f), 0);
+                    let (r, f) = af64!(x[b], extend(x[c], u.e, u.f), 0);
                     x[a] = r;
                     st.nzcv = f;
                 }
                 SUBS_EXT_W => {
-                    let (r, f) = add_with_flags32(x[b] as u32, !(extend(x[c], u.e, u.f) as u32), 1);
+                    let (r, f) = af32!(x[b] as u32, !(extend(x[c], u.e, u.f) as u32), 1);
                     x[a] = r as u64;
                     st.nzcv = f;
                 }
                 SUBS_EXT_X => {
-                    let (r, f) = add_with_flags64(x[b], !extend(x[c], u.e, u.f), 1);
+                    let (r, f) = af64!(x[b], !extend(x[c], u.e, u.f), 1);
                     x[a] = r;
                     st.nzcv = f;
                 }
@@ -496,10 +535,10 @@ fn run_with<const COV: bool>(
                         let wide =
                             matches!(u.op, CCMP_REG_X | CCMN_REG_X | CCMP_IMM_X | CCMN_IMM_X);
                         match (sub, wide) {
-                            (true, true) => add_with_flags64(x[b], !op2, 1).1,
-                            (false, true) => add_with_flags64(x[b], op2, 0).1,
-                            (true, false) => add_with_flags32(x[b] as u32, !(op2 as u32), 1).1,
-                            (false, false) => add_with_flags32(x[b] as u32, op2 as u32, 0).1,
+                            (true, true) => af64!(x[b], !op2, 1).1,
+                            (false, true) => af64!(x[b], op2, 0).1,
+                            (true, false) => af32!(x[b] as u32, !(op2 as u32), 1).1,
+                            (false, false) => af32!(x[b] as u32, op2 as u32, 0).1,
                         }
                     } else {
                         (u.f as u64) << 28
@@ -818,16 +857,15 @@ fn run_with<const COV: bool>(
                 | fused::SUBS_SR_X_BCOND => {
                     let (r, f) = match u.op {
                         fused::ADDS_IMM_W_BCOND => {
-                            let (r, f) = add_with_flags32(x[b] as u32, u.imm as u32, u.e as u32);
+                            let (r, f) = af32!(x[b] as u32, u.imm as u32, u.e as u32);
                             (r as u64, f)
                         }
-                        fused::ADDS_IMM_X_BCOND => add_with_flags64(x[b], u.imm, u.e as u64),
+                        fused::ADDS_IMM_X_BCOND => af64!(x[b], u.imm, u.e as u64),
                         fused::SUBS_SR_W_BCOND => {
-                            let (r, f) =
-                                add_with_flags32(x[b] as u32, !shift32(x[c] as u32, u.e, u.f), 1);
+                            let (r, f) = af32!(x[b] as u32, !shift32(x[c] as u32, u.e, u.f), 1);
                             (r as u64, f)
                         }
-                        _ => add_with_flags64(x[b], !shift64(x[c], u.e, u.f), 1),
+                        _ => af64!(x[b], !shift64(x[c], u.e, u.f), 1),
                     };
                     x[a] = r;
                     st.nzcv = f;

@@ -1,0 +1,471 @@
+//! Snapshots, fan-out and `armada fuzz`.
+//!
+//! - Fan-out: `armada batch --snapshot-at main|input` gives every lane the result a full
+//!   run gives it (exit, stdout, stderr, instructions, syscalls), for a program whose start
+//!   leaves a partly read host file, a pipe with bytes in it, a waiting thread and a forked
+//!   child behind (tests/guest/fuzz/snapshot_state.c), on the CPU engine and on wgpu when
+//!   `ARMADA_TEST_WGPU` is set (lavapipe in CI).
+//! - Planted bugs (tests/guest/fuzz): a magic value compared byte by byte, a length field
+//!   with a header, a nested format and a libFuzzer entry point must each be found within a
+//!   fixed number of executions (the run is repeatable with `--seed`, whatever the number of
+//!   host threads), through stdin, the `@@` file and the buffer; every saved crash must kill
+//!   the program with the same signal under `armada run` and under qemu-aarch64.
+//! - Hangs, resuming from a corpus, and bad input: a snapshot point never reached, a missing
+//!   symbol, a crashes directory that cannot be made, a target that crashes on every input,
+//!   an empty corpus directory, a target that never reads its input.
+//!
+//! Programs are built by tests/guest/build-processes.sh into target/guest-fuzz (or
+//! `$ARMADA_GUEST_FUZZ_DIR`).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+fn programs_dir(test: &str) -> Option<PathBuf> {
+    if !common::require_tools(test, &["aarch64-linux-gnu-gcc".into(), common::qemu_bin()]) {
+        return None;
+    }
+    common::require_armada(test);
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let root = common::workspace_root();
+        let out_dir = match std::env::var_os("ARMADA_GUEST_FUZZ_DIR") {
+            Some(d) if !d.is_empty() => PathBuf::from(d),
+            _ => root.join("target/guest-fuzz"),
+        };
+        let script = root.join("tests/guest/build-processes.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(&out_dir)
+            .arg(root.join("tests/guest/fuzz"))
+            .current_dir(&root)
+            .output()
+            .map_err(|e| format!("could not run {}: {e}", script.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{} failed ({}):\n{}{}",
+                script.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(out_dir)
+    });
+    match built {
+        Ok(d) => Some(d.clone()),
+        Err(e) => panic!("{test}: {e}"),
+    }
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = common::workspace_root()
+        .join("target/test-fuzz")
+        .join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+struct Out {
+    status: i32,
+    stderr: String,
+}
+
+fn armada(args: &[&std::ffi::OsStr], stdin: &[u8], timeout: Duration) -> Out {
+    let mut cmd = Command::new(common::armada_bin());
+    cmd.args(args);
+    let o = common::run_process(cmd, stdin, timeout).expect("armada runs");
+    assert!(!o.timed_out, "armada {args:?} timed out after {timeout:?}");
+    Out {
+        status: o.status,
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn os<S: AsRef<std::ffi::OsStr> + ?Sized>(s: &S) -> &std::ffi::OsStr {
+    s.as_ref()
+}
+
+/// `armada batch` JSON lines without the private-memory figure (restored lanes share the
+/// snapshot's pages, so they own fewer).
+fn batch_lines(dir: &Path, program: &Path, extra: &[&str], args: &[&str], backend: &str) -> String {
+    let out = dir.join(format!("out-{backend}-{}.jsonl", extra.join("-")));
+    let stdin_dir = dir.join("stdin");
+    let mut a: Vec<&std::ffi::OsStr> = vec![
+        os("batch"),
+        os("--backend"),
+        os(backend),
+        os("--lanes"),
+        os("8"),
+        os("--stdin-dir"),
+        stdin_dir.as_os_str(),
+        os("--no-progress"),
+        os("--out"),
+        out.as_os_str(),
+    ];
+    a.extend(extra.iter().map(os));
+    a.push(program.as_os_str());
+    a.extend(args.iter().map(os));
+    let r = armada(&a, b"", Duration::from_secs(600));
+    // 1: some lane did not exit 0 (magic's crashing lane)
+    assert!(
+        r.status <= 1,
+        "armada batch {extra:?} failed:\n{}",
+        r.stderr
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    text.lines()
+        .map(|l| {
+            let (a, rest) = l.split_once("\"private_bytes\":").expect("private_bytes");
+            let rest = rest.split_once(',').map_or("", |x| x.1);
+            format!("{a}{rest}\n")
+        })
+        .collect()
+}
+
+#[test]
+fn snapshot_fan_out_matches_full_runs() {
+    let Some(dir) = programs_dir("snapshot_fan_out_matches_full_runs") else {
+        return;
+    };
+    let work = scratch("fanout");
+    std::fs::create_dir_all(work.join("stdin")).unwrap();
+    for i in 0..8 {
+        let input = if i == 3 {
+            "ARM64FUZ".to_string()
+        } else {
+            format!("lane input {i}")
+        };
+        std::fs::write(work.join("stdin").join(i.to_string()), input).unwrap();
+    }
+    let file = work.join("hostfile");
+    std::fs::write(&file, "abcdefghij-the-rest\n").unwrap();
+    let file = file.to_str().unwrap().to_string();
+    let mut backends = vec!["cpu"];
+    if std::env::var_os("ARMADA_TEST_WGPU").is_some() {
+        backends.push("wgpu");
+    }
+    let programs: [(&str, Vec<&str>); 2] = [("snapshot_state", vec![&file]), ("magic", vec![])];
+    for (program, args) in &programs {
+        for backend in &backends {
+            if *backend != "cpu" && *program == "snapshot_state" {
+                continue; // threads and processes run on the CPU engine only
+            }
+            let p = dir.join(program);
+            let full = batch_lines(&work, &p, &[], args, backend);
+            assert!(full.contains("\"status\":0"), "{full}");
+            for point in ["main", "input"] {
+                let snap = batch_lines(&work, &p, &["--snapshot-at", point], args, backend);
+                assert_eq!(
+                    full, snap,
+                    "{program} on {backend}: lanes started from a snapshot at {point} differ from full runs"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// A saved crash kills the program with the signal its name says, under armada and qemu.
+fn check_reproduces(program: &Path, crash: &Path, via_file: bool) {
+    let name = crash.file_name().unwrap().to_string_lossy().into_owned();
+    let sig: i32 = name
+        .strip_prefix("crash-sig")
+        .and_then(|r| r.split('-').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("crash file name {name}"));
+    let input = std::fs::read(crash).unwrap();
+    let run = |cmd: Command| {
+        let o = common::run_process(
+            cmd,
+            if via_file { b"" } else { &input },
+            Duration::from_secs(120),
+        )
+        .unwrap();
+        o.status
+    };
+    let mut a = Command::new(common::armada_bin());
+    a.arg("run").arg(program);
+    let mut q = Command::new(common::qemu_bin());
+    q.arg(program);
+    if via_file {
+        a.arg(crash);
+        q.arg(crash);
+    }
+    assert_eq!(run(a), 128 + sig, "{name} under armada run");
+    assert_eq!(run(q), 128 + sig, "{name} under qemu-aarch64");
+}
+
+#[test]
+fn planted_bugs_are_found() {
+    let Some(dir) = programs_dir("planted_bugs_are_found") else {
+        return;
+    };
+    let work = scratch("planted");
+    // (target, how the input goes in, executions allowed: 2 to 40 times what seed 0 needs,
+    // which with CmpLog is 150,529, 920,321, 146,945 and 1,281)
+    let cases: [(&str, &[&str], bool, u64); 4] = [
+        ("magic", &["--snapshot-at", "input"], false, 600_000),
+        (
+            "length",
+            &["--snapshot-at", "main", "--", "@@"],
+            true,
+            2_000_000,
+        ),
+        ("nested", &["--snapshot-at", "input"], false, 600_000),
+        (
+            "fuzz_one",
+            &["--snapshot-at", "LLVMFuzzerTestOneInput"],
+            false,
+            50_000,
+        ),
+    ];
+    for (name, extra, via_file, budget) in cases {
+        let program = dir.join(name);
+        // `--` ends armada's options: the program comes first, its arguments after
+        let (opts, args): (Vec<&str>, Vec<&str>) = match extra.iter().position(|&a| a == "--") {
+            Some(k) => (extra[..k].to_vec(), extra[k + 1..].to_vec()),
+            None => (extra.to_vec(), vec![]),
+        };
+        let mut prog_and_args: Vec<String> = vec![program.to_string_lossy().into_owned()];
+        prog_and_args.extend(args.iter().map(|s| s.to_string()));
+        let corpus = work.join(format!("{name}-corpus"));
+        let crashes = work.join(format!("{name}-crashes"));
+        let budget_s = budget.to_string();
+        let mut a: Vec<String> = [
+            "fuzz",
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--crashes",
+            crashes.to_str().unwrap(),
+            "--seed",
+            "0",
+            "--max-execs",
+            &budget_s,
+            "--stop-on-crash",
+            "--no-progress",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend(opts.iter().map(|s| s.to_string()));
+        a.extend(prog_and_args);
+        let av: Vec<&std::ffi::OsStr> = a.iter().map(os).collect();
+        let r = armada(&av, b"", Duration::from_secs(1200));
+        assert_eq!(
+            r.status, 1,
+            "{name}: armada fuzz found no crash within {budget} executions:\n{}",
+            r.stderr
+        );
+        let found: Vec<PathBuf> = std::fs::read_dir(&crashes)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("crash-")
+            })
+            .collect();
+        assert_eq!(found.len(), 1, "{name}: {found:?}\n{}", r.stderr);
+        eprintln!("{name}: {}", r.stderr.lines().last().unwrap_or_default());
+        check_reproduces(&program, &found[0], via_file);
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn hangs_are_saved_and_runs_resume() {
+    let Some(dir) = programs_dir("hangs_are_saved_and_runs_resume") else {
+        return;
+    };
+    let work = scratch("hang");
+    // a hang: "LOOP" spins forever; 200,000 instructions per execution is the limit
+    let corpus = work.join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    std::fs::write(corpus.join("seed"), "LOOX").unwrap();
+    let crashes = work.join("crashes");
+    let program = dir.join("hang");
+    let run = |execs: &str| {
+        armada(
+            &[
+                os("fuzz"),
+                os("--corpus"),
+                corpus.as_os_str(),
+                os("--crashes"),
+                crashes.as_os_str(),
+                os("--exec-limit"),
+                os("200000"),
+                os("--max-execs"),
+                os(execs),
+                os("--stop-on-crash"),
+                os("--snapshot-at"),
+                os("input"),
+                os("--no-progress"),
+                program.as_os_str(),
+            ],
+            b"",
+            Duration::from_secs(600),
+        )
+    };
+    let r = run("300000");
+    assert!(r.stderr.contains("hangs 1"), "{}", r.stderr);
+    let hangs: Vec<_> = std::fs::read_dir(&crashes)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("hang-"))
+        .collect();
+    assert_eq!(hangs.len(), 1, "{hangs:?}");
+    assert!(std::fs::read(crashes.join(&hangs[0]))
+        .unwrap()
+        .starts_with(b"LOOP"));
+    // a second run resumes: the corpus it wrote is read back, the known hang is not news
+    let entries = std::fs::read_dir(&corpus).unwrap().count();
+    assert!(entries >= 2, "the first run added no corpus entries");
+    let r = run("2000");
+    assert!(
+        r.stderr.contains(&format!("corpus {entries}")) || r.stderr.contains("corpus"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("hangs 0"),
+        "the known hang counted again:\n{}",
+        r.stderr
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let Some(dir) = programs_dir("bad_input_gets_clear_errors") else {
+        return;
+    };
+    let work = scratch("bad");
+    let fuzz = |name: &str, extra: &[&str], program: &str| {
+        let corpus = work.join(format!("{name}-corpus"));
+        let crashes = work.join(format!("{name}-crashes"));
+        let mut a: Vec<String> = vec![
+            "fuzz".into(),
+            "--corpus".into(),
+            corpus.to_string_lossy().into_owned(),
+            "--crashes".into(),
+            crashes.to_string_lossy().into_owned(),
+            "--max-execs".into(),
+            "3000".into(),
+            "--no-progress".into(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a.push(dir.join(program).to_string_lossy().into_owned());
+        let av: Vec<&std::ffi::OsStr> = a.iter().map(os).collect();
+        armada(&av, b"", Duration::from_secs(300))
+    };
+    // a snapshot point that is never reached
+    let r = fuzz(
+        "noread",
+        &["--snapshot-at", "input", "--start-limit", "50000000"],
+        "noread",
+    );
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("was not reached") && r.stderr.contains("exit status 0"),
+        "{}",
+        r.stderr
+    );
+    // a symbol the program does not have
+    let r = fuzz("nosym", &["--snapshot-at", "no_such_function"], "magic");
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("no symbol `no_such_function`"),
+        "{}",
+        r.stderr
+    );
+    // a crashes directory that cannot be made (its parent is a file)
+    std::fs::write(work.join("plainfile"), "x").unwrap();
+    let corpus = work.join("c");
+    let blocked = work.join("plainfile/crashes");
+    let r = armada(
+        &[
+            os("fuzz"),
+            os("--corpus"),
+            corpus.as_os_str(),
+            os("--crashes"),
+            blocked.as_os_str(),
+            os("--max-execs"),
+            os("10"),
+            dir.join("magic").as_os_str(),
+        ],
+        b"",
+        Duration::from_secs(60),
+    );
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot create the crashes directory"),
+        "{}",
+        r.stderr
+    );
+    // a target that crashes on every input: the crash is saved, and the run says why it stops
+    let r = fuzz("always", &[], "always_crash");
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("every input of the corpus crashes"),
+        "{}",
+        r.stderr
+    );
+    assert!(std::fs::read_dir(work.join("always-crashes"))
+        .unwrap()
+        .any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("crash-sig11")));
+    // an empty corpus directory starts from one empty input, and says so
+    let r = fuzz("empty", &["--snapshot-at", "input"], "magic");
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is empty: starting from one empty input"),
+        "{}",
+        r.stderr
+    );
+    // an armada option after the program's place, and @@ with stdin input
+    let r = fuzz("opt", &["--no-such-option", "5"], "magic");
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("unknown option --no-such-option"),
+        "{}",
+        r.stderr
+    );
+    let r = armada(
+        &[
+            os("fuzz"),
+            os("--corpus"),
+            work.join("c2").as_os_str(),
+            os("--crashes"),
+            work.join("x2").as_os_str(),
+            os("--input"),
+            os("stdin"),
+            dir.join("magic").as_os_str(),
+            os("@@"),
+        ],
+        b"",
+        Duration::from_secs(60),
+    );
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert!(r.stderr.contains("literal @@"), "{}", r.stderr);
+    // a target that never reads its input: the default snapshot point is not reached, so
+    // every execution runs whole, with a warning; and every input runs the same path
+    let r = fuzz("same", &[], "noread");
+    assert!(r.stderr.contains("no snapshot"), "{}", r.stderr);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("does the target read its input"),
+        "{}",
+        r.stderr
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
