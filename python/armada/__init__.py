@@ -123,6 +123,7 @@ def run(
     seed: int = 0,
     sysroot: Optional[_PathArg] = None,
     net: str = "loopback",
+    coverage: bool = False,
 ) -> Completed:
     """Run a static AArch64 Linux program to its end, like ``armada run``.
 
@@ -140,6 +141,8 @@ def run(
         False,
         _root(sysroot),
         net,
+        None,
+        coverage,
     )[0]
 
 
@@ -155,6 +158,8 @@ def run_batch(
     seed: int = 0,
     sysroot: Optional[_PathArg] = None,
     net: str = "loopback",
+    snapshot_at: Optional[str] = None,
+    coverage: bool = False,
 ) -> list[Completed]:
     """Run one program in many lanes at once (one per argv list); results in order.
 
@@ -185,6 +190,51 @@ def run_batch(
         True,
         _root(sysroot),
         net,
+        snapshot_at,
+        coverage,
+    )
+
+
+def fuzz(
+    argv: Sequence[_PathArg],
+    corpus: _PathArg,
+    crashes: _PathArg,
+    *,
+    max_time: Optional[float] = None,
+    max_execs: Optional[int] = None,
+    lanes: int = 256,
+    snapshot_at: Optional[str] = "input",
+    input: Optional[str] = None,
+    dict: Optional[_PathArg] = None,
+    stop_on_crash: bool = False,
+    seed: int = 0,
+    max_len: int = 4096,
+    exec_limit: int = 50_000_000,
+    env: Optional[Mapping[Union[str, bytes], Union[str, bytes]]] = None,
+    sysroot: Optional[_PathArg] = None,
+) -> dict:
+    """Coverage-guided fuzzing of one program, like ``armada fuzz``.
+
+    See ``__init__.pyi`` for the details.
+    """
+    if max_time is None and max_execs is None and not stop_on_crash:
+        raise ValueError("give max_time, max_execs or stop_on_crash: otherwise fuzz runs forever")
+    return _armada.fuzz_program(
+        _argv(argv),
+        _env(env),
+        _root(corpus),
+        _root(crashes),
+        lanes,
+        max_time,
+        max_execs,
+        stop_on_crash,
+        snapshot_at,
+        input,
+        _root(dict),
+        seed,
+        max_len,
+        exec_limit,
+        _root(sysroot),
     )
 
 
@@ -201,6 +251,7 @@ __all__ = [
     "Status",
     "StopReason",
     "available_backends",
+    "fuzz",
     "run",
     "run_batch",
     "__version__",

@@ -391,6 +391,12 @@ class Completed:
     @property
     def elapsed(self) -> float:
         """Wall-clock seconds the program ran."""
+    @property
+    def coverage(self) -> Optional[npt.NDArray[np.uint8]]:
+        """With ``coverage=True``: the run's edge coverage, 65,536 hit counters (uint8,
+        saturating), AFL's layout: the slot of the edge from a branch at ``src`` to ``dst``
+        is ``((((src >> 2) * 0x9E3779B1) ^ (dst >> 2)) * 0x85EBCA6B) >> 16`` in 32-bit
+        arithmetic. None otherwise."""
 
 def run(
     argv: Union[_PathArg, Sequence[_PathArg]],
@@ -404,6 +410,7 @@ def run(
     seed: int = 0,
     sysroot: Optional[_PathArg] = None,
     net: str = "loopback",
+    coverage: bool = False,
 ) -> Completed:
     """Run an AArch64 Linux program to its end, like ``armada run``, and capture its
     output.
@@ -454,6 +461,8 @@ def run_batch(
     seed: int = 0,
     sysroot: Optional[_PathArg] = None,
     net: str = "loopback",
+    snapshot_at: Optional[str] = None,
+    coverage: bool = False,
 ) -> list[Completed]:
     """Run one program in many lanes at once: one lane per argument list, each its own
     process (memory, files, stdin), all lanes sharing the loaded program image. Returns one
@@ -466,7 +475,64 @@ def run_batch(
     :param backend: ``"auto"`` (the default): CUDA when it is available here, else every
         CPU core; ``"cpu"``: every CPU core; ``"cuda"``, ``"wgpu"``: all lanes in one batch
         on that GPU engine (:class:`EngineUnavailableError` when it cannot run here).
-    :raises ElfError, ArmadaError, ValueError: as for :func:`run`; mismatched lists.
+    :param snapshot_at: run lane 0's start once, up to this point, and start every lane
+        there with its own stdin: ``"input"`` (the program's first read of stdin),
+        ``"main"`` or another symbol, or an address (``"0x4005d0"``). Every argv must then
+        be the same; lanes share lane 0's start (its random seed too). Every engine.
+    :param coverage: record each lane's edge coverage into :attr:`Completed.coverage`
+        (CPU engine).
+    :raises ElfError, ArmadaError, ValueError: as for :func:`run`; mismatched lists; a
+        snapshot point the start never reaches (:class:`ArmadaError`).
+    """
+
+def fuzz(
+    argv: Sequence[_PathArg],
+    corpus: _PathArg,
+    crashes: _PathArg,
+    *,
+    max_time: Optional[float] = None,
+    max_execs: Optional[int] = None,
+    lanes: int = 256,
+    snapshot_at: Optional[str] = "input",
+    input: Optional[str] = None,
+    dict: Optional[_PathArg] = None,
+    stop_on_crash: bool = False,
+    seed: int = 0,
+    max_len: int = 4096,
+    exec_limit: int = 50_000_000,
+    env: Optional[_Env] = None,
+    sysroot: Optional[_PathArg] = None,
+) -> dict[str, Any]:
+    """Coverage-guided fuzzing of one program, as ``armada fuzz`` does it, on every CPU
+    core: mutate inputs (LibAFL's havoc, splice, dictionary and input-to-state mutators),
+    keep those that reach new edges (saved in ``corpus``), save those that crash or hang the
+    program in ``crashes`` (``crash-sigN-pcADDR-stackHASH``, ``hang-HASH``).
+
+    :param argv: the program and its arguments; ``"@@"`` stands for the input file.
+    :param corpus: inputs to start from, and where new ones go (created if missing).
+    :param max_time, max_execs, stop_on_crash: when to stop (at least one is needed).
+    :param snapshot_at: where each execution starts: ``"input"`` (the default: the
+        program's first touch of its input), ``"main"``, a symbol, an address, or None
+        (the whole program every time).
+    :param input: ``"stdin"``, ``"file"`` (``"@@"`` in argv) or ``"buffer"`` (``data,
+        size`` in x0/x1 at ``snapshot_at``, libFuzzer's ``LLVMFuzzerTestOneInput``); by
+        default chosen from argv and ``snapshot_at``.
+    :param dict: an AFL/libFuzzer dictionary file.
+    :param exec_limit: instructions an execution may run before it counts as a hang.
+    :returns: the figures: ``execs``, ``execs_per_sec``, ``elapsed_s``, ``corpus``,
+        ``edges``, ``crashes``, ``hangs``, ``rounds``, ``snapshot_instructions``,
+        ``warnings`` and ``saved`` (the crash and hang files written).
+    :raises ArmadaError: a snapshot point never reached, an unwritable directory, every
+        corpus input crashing; :class:`ElfError` for a program that cannot load.
+
+    The GIL is released; Ctrl-C stops the run at the end of a round and raises
+    :class:`KeyboardInterrupt`.
+
+    Example::
+
+        stats = armada.fuzz(["./target", "@@"], "corpus", "crashes", max_time=60)
+        for crash in stats["saved"]:
+            print(crash, armada.run(["./target", crash]).exit_code)
     """
 
 def available_backends() -> list[str]:
@@ -487,6 +553,7 @@ __all__ = [
     "Status",
     "StopReason",
     "available_backends",
+    "fuzz",
     "run",
     "run_batch",
     "__version__",

@@ -257,7 +257,7 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     let mut shown = 0;
     let mut started = false;
     let mut report = |s: &FuzzStats| {
-        if !started && progress {
+        if !started {
             started = true;
             eprintln!(
                 "armada fuzz: {} inputs from {}, {} crashes and hangs saved there before",
@@ -287,6 +287,7 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
                 eprintln!("armada fuzz: {}", line(s));
             }
         }
+        true
     };
     let stats = armada_fuzz::fuzz(target, &opts, &mut report)?;
     if progress && tty {

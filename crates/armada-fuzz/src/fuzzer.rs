@@ -290,12 +290,12 @@ impl Run {
     }
 }
 
-/// Fuzzes `target` until a limit in `opts` is reached; `progress` is called after every
-/// round with the figures so far.
+/// Fuzzes `target` until a limit in `opts` is reached, or `progress` (called after every
+/// round with the figures so far) returns false.
 pub fn fuzz(
     target: Target,
     opts: &FuzzOptions,
-    progress: &mut dyn FnMut(&FuzzStats),
+    progress: &mut dyn FnMut(&FuzzStats) -> bool,
 ) -> Result<FuzzStats> {
     let t0 = Instant::now();
     let (corpus_dir, seeds) = CorpusDir::open(&opts.corpus_dir, opts.max_len)?;
@@ -349,13 +349,13 @@ pub fn fuzz(
             "every input of the corpus crashes or hangs the target (see {saved}): there is nothing to fuzz from; fix the target or start from other inputs"
         );
     }
-    progress(&run.stats);
+    let mut go_on = progress(&run.stats);
     let done = |s: &FuzzStats| {
         opts.max_time.is_some_and(|m| s.elapsed >= m)
             || opts.max_execs.is_some_and(|m| s.execs >= m)
             || (opts.stop_on_crash && s.crashes + s.hangs > 0)
     };
-    while !done(&run.stats) {
+    while go_on && !done(&run.stats) {
         // The newest entry not traced yet: its compares' operands drive input-to-state
         // mutants for half of this round.
         let lanes = opts.lanes.max(1);
@@ -406,7 +406,7 @@ pub fn fuzz(
                 "every input so far ran the same path and ended the same way ({how}): does the target read its input (stdin, or @@ in its arguments), and are its arguments right?"
             ));
         }
-        progress(&run.stats);
+        go_on = progress(&run.stats);
     }
     Ok(run.stats)
 }

@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub mod dlpack;
+pub mod fuzz;
 pub mod linux;
 pub mod machine;
 
@@ -318,6 +319,7 @@ fn _armada(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<linux::Completed>()?;
     m.add_class::<dlpack::DeviceMemory>()?;
     m.add_function(wrap_pyfunction!(linux::run_lanes, m)?)?;
+    m.add_function(wrap_pyfunction!(fuzz::fuzz_program, m)?)?;
     m.add_function(wrap_pyfunction!(available_backends, m)?)?;
     Ok(())
 }

@@ -15,6 +15,7 @@ use armada_core::elf::{Image, LoadError};
 use armada_core::linux::{LinuxConfig, Stdio};
 use armada_core::process::Program;
 use armada_core::runner::{Exit, Lane};
+use armada_core::snapshot::{InputVia, Point, Snapshot};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -23,7 +24,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
 /// How a Linux program ended (`armada.run`, `armada.run_batch`).
@@ -52,6 +53,8 @@ pub struct Completed {
     /// Wall-clock seconds the program ran.
     #[pyo3(get)]
     elapsed: f64,
+    /// The run's edge coverage (65,536 hit counters, numpy uint8) with coverage=True.
+    coverage: Option<Py<numpy::PyArray1<u8>>>,
 }
 
 #[pymethods]
@@ -60,6 +63,13 @@ impl Completed {
     #[getter]
     fn returncode(&self) -> i32 {
         self.exit_code
+    }
+
+    /// The run's edge coverage map (numpy uint8, 65,536 counters) when run with
+    /// coverage=True; None otherwise.
+    #[getter]
+    fn coverage(&self, py: Python<'_>) -> Option<Py<numpy::PyArray1<u8>>> {
+        self.coverage.as_ref().map(|c| c.clone_ref(py))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -80,6 +90,7 @@ struct LaneResult {
     instructions: u64,
     pc: u64,
     elapsed: f64,
+    coverage: Option<Vec<u8>>,
 }
 
 /// Why a lane produced no result.
@@ -120,7 +131,7 @@ fn load_error(path: &Path, e: LoadError) -> PyErr {
 /// Runs one program in `len(argvs)` lanes (the work behind armada.run and armada.run_batch;
 /// call those). Every argv's first item is the program and must be the same in all lanes.
 #[pyfunction]
-#[pyo3(signature = (argvs, stdins, env, backend, root, max_instructions, deterministic, seed, parallel, sysroot=None, net="loopback"))]
+#[pyo3(signature = (argvs, stdins, env, backend, root, max_instructions, deterministic, seed, parallel, sysroot=None, net="loopback", snapshot_at=None, coverage=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_lanes(
     py: Python<'_>,
@@ -135,6 +146,8 @@ pub fn run_lanes(
     parallel: bool,
     sysroot: Option<PathBuf>,
     net: &str,
+    snapshot_at: Option<String>,
+    coverage: bool,
 ) -> PyResult<Vec<Completed>> {
     let net = match net {
         "loopback" => armada_core::linux::hostnet::NetMode::Loopback,
@@ -233,10 +246,44 @@ pub fn run_lanes(
     };
     // Lanes of one image decode each page of its code once, between them.
     let decoded = DecodedPages::new();
+    if coverage && resolved.engine.is_some() {
+        return Err(EngineUnavailableError::new_err(
+            "coverage=True runs on the CPU engine so far: use backend=\"cpu\"",
+        ));
+    }
+    // With snapshot_at, lane 0's start runs once, and every lane goes on from there.
+    let snapshot = match &snapshot_at {
+        None => None,
+        Some(point) => {
+            if let Some(i) = argvs.iter().position(|a| *a != argvs[0]) {
+                return Err(PyValueError::new_err(format!(
+                    "snapshot_at: every lane starts from lane 0's snapshot, so every argv must be the same (argvs[{i}] differs); give each lane its own stdin instead"
+                )));
+            }
+            let point: Point = point
+                .parse()
+                .unwrap_or_else(|e: std::convert::Infallible| match e {});
+            let program = spawn(argvs[0].clone(), stdins[0].clone()).map_err(|e| match e {
+                LaneError::Load(m) | LaneError::Start(m) => {
+                    ArmadaError::new_err(format!("cannot start {}: {m}", path.display()))
+                }
+                _ => ArmadaError::new_err("cannot start the program"),
+            })?;
+            let lane = Lane::with_decoded(program, decoded.clone());
+            let snap = py
+                .detach(|| Snapshot::take(lane, point, InputVia::Stdin, max_instructions))
+                .map_err(|e| ArmadaError::new_err(format!("snapshot_at: {e}")))?;
+            Some(Mutex::new(snap))
+        }
+    };
+    let make_lane = |argv: Vec<Vec<u8>>, stdin: Vec<u8>| match &snapshot {
+        Some(s) => Ok(s.lock().unwrap_or_else(|p| p.into_inner()).restore(&stdin)),
+        None => Ok(Lane::with_decoded(spawn(argv, stdin)?, decoded.clone())),
+    };
     // Each lane: spawn the process, run it, collect its output.
     let lane_job = |argv: Vec<Vec<u8>>, stdin: Vec<u8>, stop: &AtomicBool| {
-        let program = spawn(argv, stdin)?;
-        let mut lane = Lane::with_decoded(program, decoded.clone());
+        let mut lane = make_lane(argv, stdin)?;
+        lane.set_coverage(coverage);
         let t0 = Instant::now();
         run_lane(&mut lane, max_instructions, stop).ok_or(LaneError::Interrupted)?;
         let elapsed = t0.elapsed().as_secs_f64();
@@ -248,6 +295,7 @@ pub fn run_lanes(
             instructions: lane.retired(),
             pc: lane.program.state.pc,
             elapsed,
+            coverage: lane.take_coverage().map(|m| m.as_slice().to_vec()),
         })
     };
 
@@ -256,7 +304,7 @@ pub fn run_lanes(
     let lanes: Vec<(Vec<Vec<u8>>, Vec<u8>)> = argvs.into_iter().zip(stdins).collect();
     let n = lanes.len();
     let (results, interrupt) = if let Some(engine) = &resolved.engine {
-        let job = |stop: &AtomicBool| run_gpu(engine, lanes, max_instructions, stop, &spawn);
+        let job = |stop: &AtomicBool| run_gpu(engine, lanes, max_instructions, stop, &make_lane);
         wait_for(py, job)
     } else {
         wait_for(py, |stop: &AtomicBool| {
@@ -319,6 +367,9 @@ pub fn run_lanes(
             stop_reason,
             message,
             elapsed: r.elapsed,
+            coverage: r
+                .coverage
+                .map(|c| numpy::PyArray1::from_vec(py, c).unbind()),
         });
     }
     Ok(out)
@@ -396,17 +447,17 @@ fn run_gpu<S>(
     spawn: &S,
 ) -> Vec<LaneOutcome>
 where
-    S: Fn(Vec<Vec<u8>>, Vec<u8>) -> Result<Program, LaneError> + Sync,
+    S: Fn(Vec<Vec<u8>>, Vec<u8>) -> Result<Lane, LaneError> + Sync,
 {
     let n = lanes.len();
-    let programs: Vec<Result<Program, LaneError>> = lanes
+    let made: Vec<Result<Lane, LaneError>> = lanes
         .into_par_iter()
         .map(|(argv, stdin)| spawn(argv, stdin))
         .collect();
     let mut ready = Vec::with_capacity(n);
-    for p in programs {
-        match p {
-            Ok(p) => ready.push(Lane::new(p)),
+    for l in made {
+        match l {
+            Ok(l) => ready.push(l),
             // one lane that cannot start fails the batch, as on the CPU engine
             Err(e) => return vec![Err(e)],
         }
@@ -446,6 +497,7 @@ where
                 instructions: lane.retired(),
                 pc: lane.program.state.pc,
                 elapsed,
+                coverage: None,
             })
         })
         .collect()

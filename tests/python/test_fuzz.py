@@ -1,0 +1,64 @@
+"""Snapshots, coverage maps and fuzzing from Python (armada.run_batch(snapshot_at=...),
+coverage=True, armada.fuzz). The programs are tests/guest/fuzz, which scripts/test builds
+into target/guest-fuzz."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import armada
+from test_linux import _built
+
+
+def test_batch_from_a_snapshot_matches_full_runs():
+    prog = _built("target/guest-fuzz/magic")
+    stdins = [b"lane %d" % i for i in range(8)] + [b"ARM64FUZ"]
+    full = armada.run_batch([[prog]] * 9, stdins, env={}, backend="cpu")
+    for point in ["main", "input"]:
+        snap = armada.run_batch([[prog]] * 9, stdins, env={}, backend="cpu", snapshot_at=point)
+        assert [(r.exit_code, r.stdout, r.instructions) for r in snap] == [
+            (r.exit_code, r.stdout, r.instructions) for r in full
+        ]
+    assert full[-1].exit_code == -11
+    with pytest.raises(ValueError, match="every argv must be the same"):
+        armada.run_batch([[prog], [prog, "x"]], backend="cpu", snapshot_at="main")
+    with pytest.raises(armada.ArmadaError, match="was not reached"):
+        armada.run_batch([[_built("target/guest-fuzz/noread")]], backend="cpu", snapshot_at="input")
+
+
+def test_coverage_maps_are_numpy_arrays_that_repeat():
+    prog = _built("target/guest-fuzz/magic")
+    a = armada.run([prog], stdin=b"ARM6xxxx", env={}, coverage=True)
+    b = armada.run([prog], stdin=b"ARM6xxxx", env={}, coverage=True)
+    c = armada.run([prog], stdin=b"ARM64xxx", env={}, coverage=True)
+    assert isinstance(a.coverage, np.ndarray) and a.coverage.dtype == np.uint8
+    assert a.coverage.shape == (65536,)
+    assert np.array_equal(a.coverage, b.coverage)
+    # one more matching byte: one more edge
+    assert np.count_nonzero(c.coverage) > np.count_nonzero(a.coverage)
+    assert armada.run([prog], stdin=b"", env={}).coverage is None
+
+
+def test_fuzz_finds_a_planted_bug(tmp_path):
+    prog = _built("target/guest-fuzz/magic")
+    with pytest.raises(ValueError, match="runs forever"):
+        armada.fuzz([prog], tmp_path / "c", tmp_path / "x")
+    stats = armada.fuzz(
+        [prog], tmp_path / "corpus", tmp_path / "crashes", max_execs=600_000, stop_on_crash=True
+    )
+    assert stats["crashes"] == 1, stats
+    crash = stats["saved"][0]
+    assert os.path.basename(crash).startswith("crash-sig11-")
+    with open(crash, "rb") as f:
+        assert armada.run([prog], stdin=f.read(), env={}).exit_code == -11
+    assert stats["corpus"] >= 2 and stats["edges"] > 0 and stats["execs"] <= 600_000
+    with pytest.raises(armada.ArmadaError, match="was not reached"):
+        armada.fuzz(
+            [_built("target/guest-fuzz/noread")],
+            tmp_path / "c2",
+            tmp_path / "x2",
+            max_execs=10,
+        )
