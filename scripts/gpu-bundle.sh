@@ -44,6 +44,9 @@ if tests/guest/build-dynamic.sh "$stage/dyn" >/dev/null 2>&1; then
     cp "$stage/dyn/argv_env" "$stage/guest/dynamic_argv_env"
 fi
 
+# the fuzz targets (tests/guest/fuzz): snapshot fan-out and fuzzing figures
+tests/guest/build-processes.sh "$stage/guest/fuzz" tests/guest/fuzz >/dev/null
+
 # risu programs (RISU_CASES cases of every class) and what qemu-aarch64 prints for each: the GPU
 # machine has neither the cross compiler nor qemu, so the oracle's answer travels with them
 mkdir -p "$stage/guest/risu"

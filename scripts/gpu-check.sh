@@ -6,7 +6,7 @@
 #   scripts/gpu-check.sh [.gpu]                # on the GPU machine: the CUDA engine
 #   BACKEND=wgpu scripts/gpu-check.sh [.gpu]   # the wgpu engine (Vulkan there)
 #
-# Sections (GPU_CHECK=env,speed,suite,risu,batch,memcheck,qemu,busybox,resident; default all;
+# Sections (GPU_CHECK=env,speed,suite,risu,batch,memcheck,qemu,busybox,resident,fuzz; default all;
 # memcheck is CUDA's compute-sanitizer and runs for BACKEND=cuda only):
 #   env       device, first start (NVRTC compile) and second start (disk cache)
 #   suite     every guest program as one multi-program batch, each lane compared with the CPU
@@ -19,10 +19,14 @@
 #   qemu      65,536 short runs vs qemu-aarch64 on every core (qemu timed on a share, scaled)
 #   busybox   65,536 lanes of busybox sha256sum, each on its own 4 KiB input, vs qemu
 #   resident  the most busybox lanes resident at once, and guest memory per lane
+#   fuzz      snapshot fan-out: LANES short runs from the entry, from main and from the first
+#             read of stdin (checked against full runs and the CPU engine), vs qemu-aarch64 on
+#             every core; `armada fuzz` on every core per planted bug (execs/s, time to it) vs
+#             qemu-aarch64 running one process per input (xargs -P cores)
 # Logs go to $OUT (the device tool's folder) or /tmp/armada-gpu-check; the summary is last.
 set -u
 bundle=${1:-.gpu}
-sections=${GPU_CHECK:-env,speed,suite,risu,batch,memcheck,qemu,busybox,resident}
+sections=${GPU_CHECK:-env,speed,suite,risu,batch,memcheck,qemu,busybox,resident,fuzz}
 B=${BACKEND:-cuda}
 export ARMADA_BACKEND=$B
 # lanes of the aggregate, short-run and busybox batches: wgpu holds all lanes' memory in one
@@ -295,6 +299,70 @@ EOF
         note "qemu: qemu-aarch64 on $cores cores, $share of the runs: $q_s s -> $scaled s for $lanes; armada $B is ${ratio}x faster; outputs differing from qemu: $bad"
     else
         note "qemu: no qemu-aarch64 in the bundle"
+    fi
+fi
+
+# ----------------------------------------------------------------------------------- fuzz
+if want fuzz && [[ -x $G/fuzz/magic ]]; then
+    F=$G/fuzz
+    lanes=$LANES
+    share=${QEMU_SHARE:-8192}
+    mkdir -p "$work/fin"
+    python3 - "$work/fin" $lanes <<'EOF'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    with open(os.path.join(d, str(i)), "wb") as f:
+        f.write(b"ARM64FUZ" if i % 4099 == 7 else b"input %08d" % i)
+EOF
+    for point in none main input; do
+        opt=(); [[ $point != none ]] && opt=(--snapshot-at $point)
+        t0=$(secs)
+        timeout 600 $A batch --backend $B --lanes $lanes --stdin-dir "$work/fin" "${opt[@]}" --out "$log/fan-$point.jsonl" "$F/magic" >/dev/null 2>"$log/fan-$point.txt"
+        rc=$?
+        t1=$(secs)
+        eval "fan_$point=$(elapsed $t0 $t1)"
+        note "fuzz: batch $B x$lanes magic, snapshot $point (rc=$rc): $(elapsed $t0 $t1) s wall; $(grep -o '[0-9]* exited 0.*signal' "$log/fan-$point.txt" | head -1)"
+    done
+    same=$(python3 - "$log" <<'EOF'
+import json, sys
+def lines(p):
+    out = []
+    for l in open(p):
+        r = json.loads(l)
+        r.pop("private_bytes", None)
+        out.append(r)
+    return out
+a = lines(f"{sys.argv[1]}/fan-none.jsonl")
+print(sum(x == y for x, y in zip(a, lines(f"{sys.argv[1]}/fan-main.jsonl"))), sum(x == y for x, y in zip(a, lines(f"{sys.argv[1]}/fan-input.jsonl"))), len(a))
+EOF
+)
+    note "fuzz: lanes identical to the full runs (from main, from input, of all): $same"
+    timeout 600 $A batch --backend $B --check --lanes $((lanes < 4096 ? lanes : 4096)) --stdin-dir "$work/fin" --snapshot-at input "$F/magic" >/dev/null 2>"$log/fan-check.txt"
+    note "fuzz: batch --snapshot-at input --check: $(grep 'check:' "$log/fan-check.txt" | sed 's/armada batch: //')"
+    if [[ -n $Q ]]; then
+        t0=$(secs)
+        seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c "$Q $F/magic < $work/fin/{} > /dev/null"
+        t1=$(secs)
+        q_s=$(elapsed $t0 $t1)
+        ratios=$(python3 -c "q=$q_s*$lanes/$share; print('%.1f s for $lanes; armada $B is %.1fx (from the entry), %.1fx (main), %.1fx (input)' % (q, q/$fan_none, q/$fan_main, q/$fan_input))")
+        note "fuzz: qemu-aarch64 on $cores cores, $share runs of magic: $q_s s -> $ratios"
+    fi
+    # armada fuzz (CPU engine, every core) on each planted bug
+    for t in magic length nested fuzz_one; do
+        extra=()
+        args=()
+        [[ $t == fuzz_one ]] && extra=(--snapshot-at LLVMFuzzerTestOneInput)
+        [[ $t == length ]] && extra=(--snapshot-at main) && args=(@@)
+        timeout 300 $A fuzz --corpus "$work/fz-$t/c" --crashes "$work/fz-$t/x" --max-time 120 --stop-on-crash --no-progress "${extra[@]}" "$F/$t" "${args[@]}" >/dev/null 2>"$log/fuzz-$t.txt"
+        note "fuzz: armada fuzz $t: $(grep 'done:' "$log/fuzz-$t.txt" | sed 's/armada fuzz: done: *//')"
+    done
+    if [[ -n $Q ]]; then
+        # the qemu-per-process baseline: one qemu-aarch64 process per input, every core
+        t0=$(secs)
+        seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c "$Q $F/nested < $work/fin/{} > /dev/null"
+        t1=$(secs)
+        note "fuzz: qemu-aarch64 one process per input on $cores cores (nested): $(python3 -c "print('%.0f' % ($share / ($t1 - $t0)))") execs/s"
     fi
 fi
 
