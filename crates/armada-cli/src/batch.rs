@@ -266,10 +266,7 @@ pub fn batch(args: BatchArgs) -> Result<u8> {
             format!("--snapshot-at {point} (the start may run --max-instructions instructions)")
         })?;
         if !args.no_progress {
-            let retired = spec
-                .snapshot
-                .as_ref()
-                .map_or(0, |s| s.lock().map_or(0, |s| s.retired()));
+            let retired = spec.snapshot.as_ref().map_or(0, |s| s.retired());
             eprintln!(
                 "armada batch: snapshot at {point} after {retired} instructions ({:.3} s); every lane starts there",
                 t.elapsed().as_secs_f64()

@@ -14,7 +14,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -22,7 +22,7 @@ use crate::elf::{Image, LoadError};
 use crate::linux::{LinuxConfig, Stdio};
 use crate::process::Program;
 use crate::runner::{Exit, Lane};
-use crate::snapshot::{InputVia, Point, Snapshot, SnapshotError};
+use crate::snapshot::{InputVia, Point, SharedSnapshot, Snapshot, SnapshotError};
 
 /// What one lane gets.
 #[derive(Clone, Debug, Default)]
@@ -52,7 +52,7 @@ pub struct BatchSpec {
     pub max_instructions: Option<u64>,
     /// Lanes start from this snapshot of lane 0 instead of the program's entry (see
     /// [`BatchSpec::take_snapshot`]); each gets its own stdin from `lanes`.
-    pub snapshot: Option<Arc<Mutex<Snapshot>>>,
+    pub snapshot: Option<Arc<SharedSnapshot>>,
 }
 
 impl BatchSpec {
@@ -86,7 +86,7 @@ impl BatchSpec {
             .spawn(0)
             .map_err(|e| SnapshotError::Input(e.to_string()))?;
         let snap = Snapshot::take(lane, point, InputVia::Stdin, self.max_instructions)?;
-        self.snapshot = Some(Arc::new(Mutex::new(snap)));
+        self.snapshot = Some(Arc::new(SharedSnapshot::new(snap)));
         Ok(())
     }
 
@@ -95,8 +95,7 @@ impl BatchSpec {
     pub fn spawn(&self, i: usize) -> Result<Lane, LoadError> {
         let l = &self.lanes[i];
         if let Some(s) = &self.snapshot {
-            let snap = s.lock().unwrap_or_else(|p| p.into_inner());
-            return Ok(snap.restore(&l.stdin));
+            return Ok(s.restore(&l.stdin));
         }
         let mut program = Program::spawn(
             self.image.clone(),

@@ -260,6 +260,39 @@ impl Snapshot {
     }
 }
 
+/// A snapshot that lanes on many threads restore from at once: a copy per thread of
+/// rayon's pool (a restore reads the snapshot's tables, and a snapshot is not shared
+/// between threads), so restores run side by side. Pages stay shared by all.
+pub struct SharedSnapshot {
+    copies: Vec<std::sync::Mutex<Snapshot>>,
+}
+
+impl SharedSnapshot {
+    pub fn new(s: Snapshot) -> SharedSnapshot {
+        let n = rayon::current_num_threads().max(1);
+        let mut copies: Vec<_> = (1..n)
+            .map(|_| std::sync::Mutex::new(s.duplicate()))
+            .collect();
+        copies.insert(0, std::sync::Mutex::new(s));
+        SharedSnapshot { copies }
+    }
+
+    /// [`Snapshot::restore`], from this thread's copy.
+    pub fn restore(&self, input: &[u8]) -> Lane {
+        let k = rayon::current_thread_index().unwrap_or(0) % self.copies.len();
+        let s = self.copies[k].lock().unwrap_or_else(|p| p.into_inner());
+        s.restore(input)
+    }
+
+    /// [`Snapshot::retired`].
+    pub fn retired(&self) -> u64 {
+        self.copies[0]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retired()
+    }
+}
+
 /// Writes the pause BRK over the instruction at `addr`.
 fn breakpoint(lane: &mut Lane, addr: u64) -> Result<PauseAt, SnapshotError> {
     let mem = &mut lane.program.mem;

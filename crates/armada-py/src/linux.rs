@@ -15,7 +15,7 @@ use armada_core::elf::{Image, LoadError};
 use armada_core::linux::{LinuxConfig, Stdio};
 use armada_core::process::Program;
 use armada_core::runner::{Exit, Lane};
-use armada_core::snapshot::{InputVia, Point, Snapshot};
+use armada_core::snapshot::{InputVia, Point, SharedSnapshot, Snapshot};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -24,7 +24,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
 /// How a Linux program ended (`armada.run`, `armada.run_batch`).
@@ -273,11 +273,11 @@ pub fn run_lanes(
             let snap = py
                 .detach(|| Snapshot::take(lane, point, InputVia::Stdin, max_instructions))
                 .map_err(|e| ArmadaError::new_err(format!("snapshot_at: {e}")))?;
-            Some(Mutex::new(snap))
+            Some(SharedSnapshot::new(snap))
         }
     };
     let make_lane = |argv: Vec<Vec<u8>>, stdin: Vec<u8>| match &snapshot {
-        Some(s) => Ok(s.lock().unwrap_or_else(|p| p.into_inner()).restore(&stdin)),
+        Some(s) => Ok(s.restore(&stdin)),
         None => Ok(Lane::with_decoded(spawn(argv, stdin)?, decoded.clone())),
     };
     // Each lane: spawn the process, run it, collect its output.
