@@ -25,40 +25,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 fn programs_dir(test: &str) -> Option<PathBuf> {
-    if !common::require_tools(test, &["aarch64-linux-gnu-gcc".into(), common::qemu_bin()]) {
-        return None;
-    }
-    common::require_armada(test);
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let root = common::workspace_root();
-        let out_dir = match std::env::var_os("ARMADA_GUEST_FUZZ_DIR") {
-            Some(d) if !d.is_empty() => PathBuf::from(d),
-            _ => root.join("target/guest-fuzz"),
-        };
-        let script = root.join("tests/guest/build-processes.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .arg(&out_dir)
-            .arg(root.join("tests/guest/fuzz"))
-            .current_dir(&root)
-            .output()
-            .map_err(|e| format!("could not run {}: {e}", script.display()))?;
-        if !out.status.success() {
-            return Err(format!(
-                "{} failed ({}):\n{}{}",
-                script.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok(out_dir)
-    });
-    match built {
-        Ok(d) => Some(d.clone()),
-        Err(e) => panic!("{test}: {e}"),
-    }
+    common::build_guest_c(test, &BUILT, "ARMADA_GUEST_FUZZ_DIR", "guest-fuzz", "fuzz")
 }
 
 /// A fresh scratch directory for one test.

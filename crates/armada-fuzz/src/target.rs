@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use armada_core::coverage::CoverageMap;
-use armada_core::cpu::CodeCache;
+use armada_core::cpu::{CodeCache, DecodedPages};
 use armada_core::elf::Image;
 use armada_core::linux::{LinuxConfig, Stdio};
 use armada_core::process::Program;
@@ -85,6 +85,8 @@ pub struct Target {
     start: u64,
     /// Decoded code the last execution left, for the next (see `Lane::reuse_code`).
     spare_code: Option<CodeCache>,
+    /// Decoded pages shared by the lanes started from the entry (no snapshot).
+    decoded: Arc<DecodedPages>,
 }
 
 impl Target {
@@ -98,6 +100,7 @@ impl Target {
             snapshot: None,
             start: 0,
             spare_code: None,
+            decoded: DecodedPages::new(),
         };
         if let Via::Buffer(_) = t.spec.via {
             if t.spec.snapshot_at.is_none() {
@@ -140,6 +143,7 @@ impl Target {
             snapshot: self.snapshot.as_ref().map(|s| s.duplicate()),
             start: self.start,
             spare_code: None,
+            decoded: self.decoded.clone(),
         }
     }
 
@@ -164,7 +168,7 @@ impl Target {
         if let Some(m) = s.lane_memory {
             p.mem.set_limit(m);
         }
-        Ok(Lane::new(p))
+        Ok(Lane::with_decoded(p, self.decoded.clone()))
     }
 
     /// A lane ready to run `input`.
@@ -175,22 +179,24 @@ impl Target {
         }
     }
 
+    /// A lane for `input` with the decoded code the last execution left.
+    fn ready_lane(&mut self, input: &[u8]) -> Result<Lane> {
+        let mut lane = self.lane(input)?;
+        if let Some(code) = self.spare_code.take() {
+            lane.reuse_code(code);
+        }
+        Ok(lane)
+    }
+
     /// Runs `input` once with coverage, into `map` (cleared first) when one is given.
     pub fn exec(&mut self, input: &[u8], map: Option<CoverageMap>) -> Result<ExecResult> {
-        let mut lane = self.lane(input)?;
-        if self.snapshot.is_some() {
-            if let Some(code) = self.spare_code.take() {
-                lane.reuse_code(code);
-            }
-        }
+        let mut lane = self.ready_lane(input)?;
         lane.set_coverage_map(map.unwrap_or_default());
         let limit = self.start + self.spec.exec_limit;
         let exit = lane.run(Some(limit)).clone();
         let outcome = outcome_of(&mut lane, &exit);
         let coverage = lane.take_coverage().unwrap_or_default();
-        if self.snapshot.is_some() {
-            self.spare_code = Some(lane.take_code());
-        }
+        self.spare_code = Some(lane.take_code());
         Ok(ExecResult {
             outcome,
             coverage,
@@ -203,21 +209,14 @@ impl Target {
     /// Runs `input` once logging the operands of its compares (CmpLog); returns the
     /// distinct pairs.
     pub fn trace(&mut self, input: &[u8]) -> Result<Vec<(u64, u64)>> {
-        let mut lane = self.lane(input)?;
-        if self.snapshot.is_some() {
-            if let Some(code) = self.spare_code.take() {
-                lane.reuse_code(code);
-            }
-        }
+        let mut lane = self.ready_lane(input)?;
         lane.set_cmplog(true);
         lane.run(Some(self.start + self.spec.exec_limit));
         let pairs = lane
             .take_cmplog()
             .map(|l| l.pairs().to_vec())
             .unwrap_or_default();
-        if self.snapshot.is_some() {
-            self.spare_code = Some(lane.take_code());
-        }
+        self.spare_code = Some(lane.take_code());
         Ok(pairs)
     }
 }

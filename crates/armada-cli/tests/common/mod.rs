@@ -139,6 +139,52 @@ pub fn require_armada(test: &str) -> bool {
     );
 }
 
+/// Builds the C programs of `tests/guest/SRC` with tests/guest/build-processes.sh into
+/// `$ENV_VAR`, or `target/OUT` when that is unset, once per test process per `built` cell;
+/// None (after [`unavailable`]) when the cross compiler or qemu is missing. A failed build
+/// is a failure: the compiler is there.
+pub fn build_guest_c(
+    test: &str,
+    built: &'static OnceLock<Result<PathBuf, String>>,
+    env_var: &str,
+    out: &str,
+    src: &str,
+) -> Option<PathBuf> {
+    if !require_tools(test, &["aarch64-linux-gnu-gcc".into(), qemu_bin()]) {
+        return None;
+    }
+    require_armada(test);
+    let r = built.get_or_init(|| {
+        let root = workspace_root();
+        let out_dir = match std::env::var_os(env_var) {
+            Some(d) if !d.is_empty() => PathBuf::from(d),
+            _ => root.join("target").join(out),
+        };
+        let script = root.join("tests/guest/build-processes.sh");
+        let o = Command::new("bash")
+            .arg(&script)
+            .arg(&out_dir)
+            .arg(root.join("tests/guest").join(src))
+            .current_dir(&root)
+            .output()
+            .map_err(|e| format!("could not run {}: {e}", script.display()))?;
+        if !o.status.success() {
+            return Err(format!(
+                "{} failed ({}):\n{}{}",
+                script.display(),
+                o.status,
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ));
+        }
+        Ok(out_dir)
+    });
+    match r {
+        Ok(d) => Some(d.clone()),
+        Err(e) => panic!("{test}: {e}"),
+    }
+}
+
 /// Builds the guest programs once per test process with `tests/guest/build.sh target/guest`
 /// (run from the workspace root) and returns the output directory.
 pub fn guest_programs_dir() -> Result<PathBuf, String> {
