@@ -133,7 +133,7 @@ fn check_writable(dir: &Path) -> Result<()> {
 }
 
 /// Writes a file whole (temporary name, then rename), so a reader never sees half of it.
-fn write_new(path: &Path, data: &[u8]) -> Result<()> {
+pub fn write_new(path: &Path, data: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");
     let mut f =
         fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;

@@ -167,6 +167,44 @@ impl Rng {
     }
 }
 
+/// Executions a crash's minimization may take.
+const MINIMIZE_EXECS: u64 = 2048;
+
+/// Cuts a crashing input down while it still crashes with the same key: it tries removing
+/// pieces of a half, a quarter, ... down to one byte, a batch of candidates at a time, and
+/// keeps the first candidate of a batch that still crashes the same way. Returns the
+/// shortest input found and the executions it took.
+fn minimize(exec: &CpuExecutor, input: &[u8], key: &str, lanes: usize) -> Result<(Vec<u8>, u64)> {
+    let mut best = input.to_vec();
+    let mut spent = 0u64;
+    let mut piece = best.len().div_ceil(2).max(1);
+    while !best.is_empty() && spent < MINIMIZE_EXECS {
+        let starts: Vec<usize> = (0..best.len()).step_by(piece).take(lanes.max(1)).collect();
+        let candidates: Vec<Vec<u8>> = starts
+            .iter()
+            .map(|&i| {
+                let mut c = best[..i].to_vec();
+                c.extend_from_slice(&best[(i + piece).min(best.len())..]);
+                c
+            })
+            .collect();
+        let results = exec.run(&candidates)?;
+        spent += candidates.len() as u64;
+        let same = candidates
+            .iter()
+            .zip(&results)
+            .find(|(_, r)| matches!(&r.outcome, Outcome::Crash { key: k, .. } if k == key));
+        let found = same.map(|(c, _)| c.clone());
+        exec.recycle(results);
+        match found {
+            Some(c) => best = c,
+            None if piece == 1 => break,
+            None => piece = piece.div_ceil(2),
+        }
+    }
+    Ok((best, spent))
+}
+
 /// The state of a fuzz run between rounds.
 struct Run {
     corpus: Vec<Entry>,
@@ -183,6 +221,8 @@ struct Run {
     favored_stale: bool,
     /// Entries whose compares were not traced yet, the newest last.
     untraced: Vec<usize>,
+    /// Crashes saved this round, to cut down: (file, input, key).
+    to_minimize: Vec<(PathBuf, Vec<u8>, String)>,
     /// (coverage hash, outcome) of the first execution, and whether any differed.
     first_path: Option<(u64, String)>,
     paths_differ: bool,
@@ -209,7 +249,8 @@ impl Run {
                 let saved = self.crash_dir.save(&format!("crash-{key}"), input)?;
                 if let Some(p) = saved {
                     self.stats.crashes += 1;
-                    self.stats.saved.push(p);
+                    self.stats.saved.push(p.clone());
+                    self.to_minimize.push((p, input.to_vec(), key.clone()));
                     return Ok(true);
                 }
             }
@@ -251,6 +292,18 @@ impl Run {
             }
         }
         Ok(false)
+    }
+
+    /// Cuts down the crashes saved since the last call and rewrites their files.
+    fn minimize_crashes(&mut self, exec: &CpuExecutor, lanes: usize) -> Result<()> {
+        for (path, input, key) in std::mem::take(&mut self.to_minimize) {
+            let (small, spent) = minimize(exec, &input, &key, lanes)?;
+            self.stats.execs += spent;
+            if small.len() < input.len() {
+                crate::corpus::write_new(&path, &small)?;
+            }
+        }
+        Ok(())
     }
 
     /// A parent for the next mutant: mostly a favored entry (the shortest input for some
@@ -317,6 +370,7 @@ pub fn fuzz(
         favored: Vec::new(),
         favored_stale: false,
         untraced: Vec::new(),
+        to_minimize: Vec::new(),
         first_path: None,
         paths_differ: false,
     };
@@ -336,6 +390,7 @@ pub fn fuzz(
             run.take(input, r, None)?;
         }
         exec.recycle(results);
+        run.minimize_crashes(&exec, opts.lanes)?;
     }
     run.stats.corpus = run.corpus.len();
     run.stats.edges = run.virgin.edges();
@@ -393,6 +448,7 @@ pub fn fuzz(
             run.take(input, r, Some(p))?;
         }
         exec.recycle(results);
+        run.minimize_crashes(&exec, opts.lanes)?;
         run.stats.rounds += 1;
         run.stats.corpus = run.corpus.len();
         run.stats.edges = run.virgin.edges();
