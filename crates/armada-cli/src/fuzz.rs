@@ -6,7 +6,9 @@ use crate::Backend;
 use anyhow::{bail, Context, Result};
 use armada_core::linux::LinuxConfig;
 use armada_core::snapshot::{Point, SnapshotError};
-use armada_fuzz::{corpus, FuzzOptions, FuzzStats, Target, TargetSpec, Via};
+use armada_fuzz::{
+    corpus, input_route, snapshot_point, FuzzOptions, FuzzStats, InputKind, Target, TargetSpec,
+};
 use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -109,40 +111,18 @@ fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
         .iter()
         .map(|a| a.as_bytes().to_vec())
         .collect();
-    let has_file = words.iter().any(|w| w == b"@@");
-    let point = snapshot_point(args);
-    let buffer_point = matches!(&point, Some(Point::Symbol(s)) if s == "LLVMFuzzerTestOneInput");
-    let input = args.input.unwrap_or(if has_file {
-        InputArg::File
-    } else if buffer_point {
-        InputArg::Buffer
-    } else {
-        InputArg::Stdin
+    let point = args
+        .snapshot_at
+        .as_deref()
+        .map_or(Some(Point::Input), snapshot_point);
+    let kind = args.input.map(|k| match k {
+        InputArg::Stdin => InputKind::Stdin,
+        InputArg::File => InputKind::File,
+        InputArg::Buffer => InputKind::Buffer,
     });
-    if input == InputArg::File && !has_file {
-        bail!("--input file needs @@ among the program's arguments (where the input file's path goes)");
-    }
-    if input != InputArg::File && has_file {
-        bail!("@@ is among the program's arguments, but --input is {input:?}: the program would get a literal @@ (drop --input, or @@)");
-    }
-    if input == InputArg::Buffer && point.is_none() {
-        bail!("--input buffer needs --snapshot-at FUNCTION, the function that takes (data, size), e.g. LLVMFuzzerTestOneInput");
-    }
-    // The @@ file lives in memory; its guest path names where the crashes go, as AFL's
-    // .cur_input does.
-    let crashes = std::path::absolute(&args.crashes).unwrap_or(args.crashes.clone());
-    let file_path = crashes.join(".cur_input").as_os_str().as_bytes().to_vec();
+    let (words, via) = input_route(words, point.as_ref(), kind, &args.crashes, args.max_len)?;
     let mut argv = vec![guest_path.clone()];
-    argv.extend(
-        words
-            .into_iter()
-            .map(|w| if w == b"@@" { file_path.clone() } else { w }),
-    );
-    let via = match input {
-        InputArg::Stdin => Via::Stdin,
-        InputArg::File => Via::File(file_path),
-        InputArg::Buffer => Via::Buffer(args.max_len),
-    };
+    argv.extend(words);
     let config = LinuxConfig {
         root: args.root.clone(),
         sysroot: args.guest.sysroot.clone(),
@@ -165,18 +145,6 @@ fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
         start_limit: args.start_limit,
         lane_memory: args.lane_memory,
     })
-}
-
-/// `--snapshot-at` as given (None for `none`; `input` when not given).
-fn snapshot_point(args: &FuzzArgs) -> Option<Point> {
-    match args.snapshot_at.as_deref() {
-        Some("none") => None,
-        Some(p) => Some(
-            p.parse()
-                .unwrap_or_else(|e: std::convert::Infallible| match e {}),
-        ),
-        None => Some(Point::Input),
-    }
 }
 
 fn line(s: &FuzzStats) -> String {

@@ -12,4 +12,4 @@ pub mod mutate;
 pub mod target;
 
 pub use fuzzer::{fuzz, FuzzOptions, FuzzStats};
-pub use target::{Outcome, Target, TargetSpec, Via};
+pub use target::{input_route, snapshot_point, InputKind, Outcome, Target, TargetSpec, Via};

@@ -26,6 +26,66 @@ pub enum Via {
     Buffer(usize),
 }
 
+/// How the input reaches the program, as the user names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    Stdin,
+    File,
+    Buffer,
+}
+
+/// A snapshot point as the user gives it (`--snapshot-at`, `snapshot_at`): `none` is none.
+pub fn snapshot_point(s: &str) -> Option<Point> {
+    match s {
+        "none" => None,
+        p => Some(
+            p.parse()
+                .unwrap_or_else(|e: std::convert::Infallible| match e {}),
+        ),
+    }
+}
+
+/// The program's arguments (after argv[0]) with `@@` replaced by the input file's guest
+/// path, and how the input reaches the program: `kind`, or when not given a file if `@@` is
+/// among `words`, a buffer at `LLVMFuzzerTestOneInput`, stdin otherwise. The file lives in
+/// memory; its guest path is `crashes_dir/.cur_input`, where AFL keeps its own.
+pub fn input_route(
+    words: Vec<Vec<u8>>,
+    point: Option<&Point>,
+    kind: Option<InputKind>,
+    crashes_dir: &std::path::Path,
+    max_len: usize,
+) -> Result<(Vec<Vec<u8>>, Via)> {
+    use std::os::unix::ffi::OsStrExt;
+    let has_file = words.iter().any(|w| w == b"@@");
+    let buffer_point = matches!(point, Some(Point::Symbol(s)) if s == "LLVMFuzzerTestOneInput");
+    let kind = kind.unwrap_or(if has_file {
+        InputKind::File
+    } else if buffer_point {
+        InputKind::Buffer
+    } else {
+        InputKind::Stdin
+    });
+    if kind == InputKind::File && !has_file {
+        bail!("input from a file needs @@ among the program's arguments (where the input file's path goes)");
+    }
+    if kind != InputKind::File && has_file {
+        bail!("@@ is among the program's arguments, but the input is {kind:?}: the program would get a literal @@ (drop the input choice, or @@)");
+    }
+    let crashes = std::path::absolute(crashes_dir).unwrap_or(crashes_dir.to_path_buf());
+    let file = crashes.join(".cur_input").as_os_str().as_bytes().to_vec();
+    let words = words
+        .into_iter()
+        .map(|w| if w == b"@@" { file.clone() } else { w })
+        .collect();
+    let via = match kind {
+        InputKind::Stdin => Via::Stdin,
+        InputKind::File => Via::File(file),
+        InputKind::Buffer => Via::Buffer(max_len),
+    };
+    Ok((words, via))
+}
+
 /// What to run.
 #[derive(Clone)]
 pub struct TargetSpec {

@@ -3,8 +3,9 @@
 
 use crate::{ArmadaError, ElfError, SignalCheck};
 use armada_core::linux::LinuxConfig;
-use armada_core::snapshot::Point;
-use armada_fuzz::{corpus, FuzzOptions, Target, TargetSpec, Via};
+use armada_fuzz::{
+    corpus, input_route, snapshot_point, FuzzOptions, InputKind, Target, TargetSpec,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -44,43 +45,23 @@ pub fn fuzz_program<'py>(
         return Err(PyValueError::new_err("lanes must be at least 1"));
     }
     let path = PathBuf::from(std::ffi::OsStr::from_bytes(&program));
-    let has_file = argv.iter().skip(1).any(|a| a == b"@@");
-    let point: Option<Point> = match snapshot_at.as_deref() {
-        None | Some("none") => None,
-        Some(p) => Some(
-            p.parse()
-                .unwrap_or_else(|e: std::convert::Infallible| match e {}),
-        ),
-    };
-    let crashes_abs = std::path::absolute(&crashes_dir).unwrap_or(crashes_dir.clone());
-    let file_path = crashes_abs
-        .join(".cur_input")
-        .as_os_str()
-        .as_bytes()
-        .to_vec();
-    let via = match input.as_deref() {
-        None if has_file => Via::File(file_path.clone()),
-        None if matches!(&point, Some(Point::Symbol(s)) if s == "LLVMFuzzerTestOneInput") => {
-            Via::Buffer(max_len)
-        }
-        None | Some("stdin") => Via::Stdin,
-        Some("file") => Via::File(file_path.clone()),
-        Some("buffer") => Via::Buffer(max_len),
+    let point = snapshot_at.as_deref().and_then(snapshot_point);
+    let kind = match input.as_deref() {
+        None => None,
+        Some("stdin") => Some(InputKind::Stdin),
+        Some("file") => Some(InputKind::File),
+        Some("buffer") => Some(InputKind::Buffer),
         Some(other) => {
             return Err(PyValueError::new_err(format!(
                 "input={other:?}: use \"stdin\", \"file\" (with \"@@\" in argv) or \"buffer\""
             )))
         }
     };
-    if matches!(via, Via::File(_)) != has_file {
-        return Err(PyValueError::new_err(
-            "\"@@\" in argv (where the input file's path goes) and input=\"file\" go together",
-        ));
-    }
-    let argv: Vec<Vec<u8>> = argv
-        .into_iter()
-        .map(|a| if a == b"@@" { file_path.clone() } else { a })
-        .collect();
+    let words = argv[1..].to_vec();
+    let (words, via) = input_route(words, point.as_ref(), kind, &crashes_dir, max_len)
+        .map_err(|e| PyValueError::new_err(format!("{e:#}")))?;
+    let mut argv = vec![program.clone()];
+    argv.extend(words);
     let tokens = match &dict {
         Some(p) => corpus::read_dict(p).map_err(|e| PyValueError::new_err(format!("{e:#}")))?,
         None => Vec::new(),
