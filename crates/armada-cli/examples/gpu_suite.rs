@@ -81,6 +81,7 @@ fn main() {
                 lane_memory: None,
                 max_instructions: max,
                 snapshot: None,
+                coverage: false,
             },
         ));
     }

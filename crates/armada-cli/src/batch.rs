@@ -59,6 +59,11 @@ pub struct BatchArgs {
     /// `input` (the first read of stdin). Lanes then share lane 0's arguments and seed.
     #[arg(long, value_name = "POINT")]
     pub snapshot_at: Option<armada_core::snapshot::Point>,
+    /// Record each lane's edge coverage and write lane i's map to DIR/i.cov: 65,536 one-byte
+    /// hit counters (AFL's map; edges hashed as docs/fuzzing.md says), the same on every
+    /// engine. `--check` then compares the maps too.
+    #[arg(long, value_name = "DIR")]
+    pub coverage: Option<PathBuf>,
     /// Seed of the lanes' random bytes (lane i uses SEED + i).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -176,6 +181,7 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
         lane_memory: args.lane_memory,
         max_instructions: args.max_instructions,
         snapshot: None,
+        coverage: args.coverage.is_some(),
     })
 }
 
@@ -282,6 +288,16 @@ pub fn batch(args: BatchArgs) -> Result<u8> {
     if let Some(dir) = &args.output_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
+    if let Some(dir) = &args.coverage {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        for r in &outcome.lanes {
+            if let Some(map) = &r.coverage {
+                let path = dir.join(format!("{}.cov", r.lane));
+                std::fs::write(&path, map.as_slice())
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+        }
+    }
     if let Some(path) = &args.out {
         write_jsonl(path, &outcome.lanes, args.output_dir.as_deref())?;
     } else if let Some(dir) = &args.output_dir {
@@ -311,9 +327,10 @@ pub fn batch(args: BatchArgs) -> Result<u8> {
         let differ = compare(&outcome.lanes, &reference.lanes);
         eprintln!(
             "armada batch: check: {} of {} lanes identical to the CPU engine (exit, stdout, \
-             stderr, instructions); the CPU engine took {:.3} s",
+             stderr, instructions{}); the CPU engine took {:.3} s",
             outcome.lanes.len() - differ,
             outcome.lanes.len(),
+            if spec.coverage { ", coverage" } else { "" },
             t.elapsed().as_secs_f64()
         );
         if differ > 0 {
@@ -383,13 +400,14 @@ pub fn compare(a: &[LaneResult], b: &[LaneResult]) -> usize {
         let same = x.exit == y.exit
             && x.stdout == y.stdout
             && x.stderr == y.stderr
-            && x.instructions == y.instructions;
+            && x.instructions == y.instructions
+            && x.coverage == y.coverage;
         if !same {
             differ += 1;
             if differ <= 10 {
                 eprintln!(
                     "armada batch: lane {} differs: exit {:?} vs {:?}, instructions {} vs {}, \
-                     stdout {} vs {} bytes ({}), stderr {} vs {} bytes",
+                     stdout {} vs {} bytes ({}), stderr {} vs {} bytes{}",
                     x.lane,
                     x.exit,
                     y.exit,
@@ -403,7 +421,12 @@ pub fn compare(a: &[LaneResult], b: &[LaneResult]) -> usize {
                         "different"
                     },
                     x.stderr.len(),
-                    y.stderr.len()
+                    y.stderr.len(),
+                    if x.coverage == y.coverage {
+                        ""
+                    } else {
+                        ", coverage maps differ"
+                    }
                 );
             }
         }

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use crate::coverage::CoverageMap;
 use crate::elf::{Image, LoadError};
 use crate::linux::{LinuxConfig, Stdio};
 use crate::process::Program;
@@ -53,6 +54,8 @@ pub struct BatchSpec {
     /// Lanes start from this snapshot of lane 0 instead of the program's entry (see
     /// [`BatchSpec::take_snapshot`]); each gets its own stdin from `lanes`.
     pub snapshot: Option<Arc<SharedSnapshot>>,
+    /// Record each lane's edge coverage ([`LaneResult::coverage`]).
+    pub coverage: bool,
 }
 
 impl BatchSpec {
@@ -95,7 +98,9 @@ impl BatchSpec {
     pub fn spawn(&self, i: usize) -> Result<Lane, LoadError> {
         let l = &self.lanes[i];
         if let Some(s) = &self.snapshot {
-            return Ok(s.restore(&l.stdin));
+            let mut lane = s.restore(&l.stdin);
+            lane.set_coverage(self.coverage);
+            return Ok(lane);
         }
         let mut program = Program::spawn(
             self.image.clone(),
@@ -109,7 +114,9 @@ impl BatchSpec {
         if let Some(m) = self.lane_memory {
             program.mem.set_limit(m);
         }
-        Ok(Lane::new(program))
+        let mut lane = Lane::new(program);
+        lane.set_coverage(self.coverage);
+        Ok(lane)
     }
 }
 
@@ -129,6 +136,9 @@ pub struct LaneResult {
     /// Instructions the host ran for a GPU engine (operations the kernel leaves to the CPU
     /// engine); 0 on the CPU engine.
     pub host_steps: u64,
+    /// The lane's edge coverage, when the batch recorded it (`BatchSpec::coverage`): the
+    /// same map on every engine.
+    pub coverage: Option<CoverageMap>,
 }
 
 impl LaneResult {
@@ -154,6 +164,7 @@ impl LaneResult {
             syscalls: lane.program.process.syscall_count(),
             private_bytes: lane.program.mem.private_bytes(),
             host_steps,
+            coverage: lane.take_coverage(),
         }
     }
 }

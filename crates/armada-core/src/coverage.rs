@@ -21,7 +21,7 @@ pub fn edge_index(src: u64, dst: u64) -> usize {
 }
 
 /// One run's hit counters (saturating at 255).
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct CoverageMap(Box<[u8; MAP_SIZE]>);
 
 impl Default for CoverageMap {
@@ -60,6 +60,36 @@ impl CoverageMap {
     pub fn edges(&self) -> usize {
         self.0.iter().filter(|&&c| c != 0).count()
     }
+    /// Adds the counts of `other` (saturating): a GPU lane's map and the part the host ran
+    /// for it make the map the CPU engine records.
+    pub fn add(&mut self, other: &[u8]) {
+        for (c, &o) in self.0.iter_mut().zip(other) {
+            *c = c.saturating_add(o);
+        }
+    }
+    /// [`path_hash`] of this map.
+    pub fn path_hash(&self) -> u32 {
+        path_hash(self.as_slice())
+    }
+}
+
+/// A hash of the edges a run took and their hit-count buckets, the same for the same path
+/// whatever the order the edges were found in: the sum over hit slots of a mix of (slot,
+/// bucket). The GPU kernels compute it beside the map (a sum parallelizes), so a fuzzer can
+/// tell paths apart without moving maps to the host.
+pub fn path_hash(map: &[u8]) -> u32 {
+    hit_slots(map).fold(0u32, |h, i| h.wrapping_add(slot_mix(i as u32, map[i])))
+}
+
+/// murmur3's finalizer over (slot << 8 | bucket).
+#[inline]
+pub fn slot_mix(slot: u32, count: u8) -> u32 {
+    let mut h = (slot << 8) | u32::from(bucket(count));
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
 }
 
 /// The operands of compares one run made (CmpLog, for input-to-state mutations: an input
@@ -198,6 +228,11 @@ impl Virgin {
     /// Edges seen so far.
     pub fn edges(&self) -> usize {
         self.edges
+    }
+
+    /// The buckets seen, slot by slot (what a GPU kernel compares lanes' maps with).
+    pub fn seen(&self) -> &[u8] {
+        &self.seen[..]
     }
 }
 

@@ -242,6 +242,14 @@ impl Lane {
         self.coverage = Some(map);
     }
 
+    /// Adds `counts` (a map of hit counters another engine recorded for this lane: a GPU
+    /// kernel's) to the lane's map, when coverage is on.
+    pub fn add_coverage(&mut self, counts: &[u8]) {
+        if let Some(m) = self.coverage.as_mut() {
+            m.add(counts);
+        }
+    }
+
     /// Gives this lane the decoded code of a lane that has ended (see
     /// [`CodeCache::recycle`]): lanes restored from one snapshot then decode and map their
     /// code once per thread, not once each.
@@ -332,6 +340,17 @@ impl Lane {
             self.run_slice(max_instructions, u64::MAX);
         }
         self.exit.as_ref().unwrap()
+    }
+
+    /// Runs at most `budget` instructions of the current task on the CPU engine, recording
+    /// edges when coverage is on, and returns the engine's stop unserviced (a GPU engine's
+    /// host step: the instruction its kernel left to the host).
+    pub fn run_cpu(&mut self, budget: u64) -> Stop {
+        let p = &mut self.program;
+        match self.coverage.as_mut() {
+            None => cpu::run(&mut p.state, &mut p.mem, &mut self.code, budget),
+            Some(m) => cpu::run_covered(&mut p.state, &mut p.mem, &mut self.code, budget, m),
+        }
     }
 
     /// Runs at most `slice` more instructions (callers that check for interruption between

@@ -6,7 +6,7 @@ use armada_gpu::layout::{Params, BLOCK_THREADS};
 use cudarc::driver::{result, sys};
 use std::ffi::{c_void, CString};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// From this many active lanes on, launches use the kernel build for throughput: from where
 /// lanes start to share warps (`Batch::launch` gives each lane a warp of its own up to 2,048),
@@ -26,6 +26,13 @@ pub struct CudaDevice {
     copy: sys::CUfunction,
     diff: sys::CUfunction,
     pt_write: sys::CUfunction,
+    cov_news: sys::CUfunction,
+    /// The builds with edge coverage (few lanes, many lanes), compiled on first use.
+    covered: OnceLock<Result<(sys::CUfunction, sys::CUfunction), String>>,
+    /// What compiling more builds needs: the source and the many-lane build's defines.
+    src: String,
+    many_define: String,
+    cache_dir: Option<PathBuf>,
     /// Launches over at least this many lanes use the many-lane build
     /// (`ARMADA_CUDA_MANY_LANES`, for measurements).
     many_lanes: u32,
@@ -136,6 +143,7 @@ impl CudaDevice {
         let copy = func("armada_copy")?;
         let diff = func("armada_diff")?;
         let pt_write = func("armada_pt_write")?;
+        let cov_news = func("armada_cov_news")?;
         Ok(CudaDevice {
             ctx,
             name,
@@ -147,12 +155,53 @@ impl CudaDevice {
             copy,
             diff,
             pt_write,
+            cov_news,
+            covered: OnceLock::new(),
+            src,
+            many_define,
+            cache_dir,
             many_lanes: std::env::var("ARMADA_CUDA_MANY_LANES")
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(MANY_LANES),
             lock: Mutex::new(()),
             compile_note,
+        })
+    }
+
+    /// The kernel builds with edge coverage (ARMADA_COVERAGE), compiled (or read from the
+    /// cache) the first time a batch asks for coverage, so plain runs never pay for it.
+    fn covered(&self) -> Result<(sys::CUfunction, sys::CUfunction), Error> {
+        let r = self.covered.get_or_init(|| {
+            let cov = "-DARMADA_COVERAGE";
+            let build = |defines: &[&str]| -> Result<sys::CUfunction, String> {
+                let (cubin, _) = crate::nvrtc::compile_cached(
+                    &self.src,
+                    &self.arch,
+                    defines,
+                    &self.name,
+                    self.cache_dir.clone(),
+                )
+                .map_err(|e| e.to_string())?;
+                self.bind().map_err(|e| e.to_string())?;
+                // SAFETY: cubin is a complete module image; the context is current. The
+                // module stays loaded for the device's life (unloaded with the context).
+                let m = unsafe { result::module::load_data(cubin.as_ptr() as *const c_void) }
+                    .map_err(|e| format!("cuModuleLoadData: {e:?}"))?;
+                let c = CString::new("armada_run").unwrap();
+                // SAFETY: the module is loaded; c is a valid name.
+                unsafe { result::module::get_function(m, c) }
+                    .map_err(|e| format!("cuModuleGetFunction(armada_run): {e:?}"))
+            };
+            Ok((
+                build(&[cov])?,
+                build(&[self.many_define.as_str(), "-DARMADA_MINPC", cov])?,
+            ))
+        });
+        r.clone().map_err(|e| {
+            Error::Compile(format!(
+                "the kernel build with coverage did not compile: {e}"
+            ))
         })
     }
 
@@ -239,10 +288,15 @@ impl Device for CudaDevice {
         let mut pv = *p;
         let mut args = [&mut pv as *mut Params as *mut c_void];
         let grid = (p.nactive << p.lane_shift).div_ceil(BLOCK_THREADS);
-        let f = if p.nactive >= self.many_lanes {
-            self.run_many
+        let (few, many) = if p.cov != 0 {
+            self.covered()?
         } else {
-            self.run
+            (self.run, self.run_many)
+        };
+        let f = if p.nactive >= self.many_lanes {
+            many
+        } else {
+            few
         };
         let _g = self.lock.lock();
         self.launch(f, grid, BLOCK_THREADS, &mut args)
@@ -314,6 +368,32 @@ impl Device for CudaDevice {
         {
             let _g = self.lock.lock();
             self.launch(self.pt_write, n.div_ceil(256), 256, &mut args)?;
+        }
+        self.sync()
+    }
+
+    fn cov_news(
+        &self,
+        maps: DevPtr,
+        virgin: DevPtr,
+        lanes: DevPtr,
+        n: u32,
+        out: DevPtr,
+    ) -> Result<(), Error> {
+        if n == 0 {
+            return Ok(());
+        }
+        let (mut m, mut v, mut l, mut nn, mut o) = (maps, virgin, lanes, n, out);
+        let mut args = [
+            &mut m as *mut u64 as *mut c_void,
+            &mut v as *mut u64 as *mut c_void,
+            &mut l as *mut u64 as *mut c_void,
+            &mut nn as *mut u32 as *mut c_void,
+            &mut o as *mut u64 as *mut c_void,
+        ];
+        {
+            let _g = self.lock.lock();
+            self.launch(self.cov_news, n.min(65535), 256, &mut args)?;
         }
         self.sync()
     }

@@ -12,6 +12,13 @@ extern "C" {
     fn armada_sim_run_lane(p: *const Params, i: u32);
     fn armada_sim_copy(descs: *const CopyDesc, n: u32);
     fn armada_sim_pt_write(pt: *mut u64, pt_epoch: *mut u32, writes: *const u64, n: u32);
+    fn armada_sim_cov_news(
+        maps: *const u8,
+        virgin: *const u8,
+        lanes: *const u32,
+        n: u32,
+        out: *mut u64,
+    );
     fn armada_sim_diff(frames: *const u64, n: u32, shadow_off: u64, out: *mut u64, count: *mut u64);
 }
 
@@ -103,6 +110,27 @@ impl Device for SimDevice {
                 pt_epoch as *mut u32,
                 writes as *const u64,
                 n,
+            )
+        };
+        Ok(())
+    }
+    fn cov_news(
+        &self,
+        maps: DevPtr,
+        virgin: DevPtr,
+        lanes: DevPtr,
+        n: u32,
+        out: DevPtr,
+    ) -> Result<(), Error> {
+        // SAFETY: as the kernel: the maps of the listed lanes, the virgin map, the list and
+        // `out` are live allocations of this device.
+        unsafe {
+            armada_sim_cov_news(
+                maps as *const u8,
+                virgin as *const u8,
+                lanes as *const u32,
+                n,
+                out as *mut u64,
             )
         };
         Ok(())

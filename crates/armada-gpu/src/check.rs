@@ -41,6 +41,7 @@ pub fn spec(
         lane_memory: None,
         max_instructions: None,
         snapshot: None,
+        coverage: false,
     }
 }
 

@@ -38,6 +38,18 @@ pub trait Device: Send + Sync {
     ) -> Result<(), Error>;
     /// Runs the page-table write kernel over `n` (slot, key, value) triples at `writes`.
     fn pt_write(&self, pt: DevPtr, pt_epoch: DevPtr, writes: DevPtr, n: u32) -> Result<(), Error>;
+    /// Runs the coverage-news kernel over `n` lanes (u32 lane numbers at `lanes`) and waits:
+    /// `out[k]` (u64) = 1 << 32 when lane `lanes[k]`'s map at `maps` (`layout::COV_MAP_BYTES`
+    /// a lane) has a hit whose bucket `virgin` (one byte a slot, a bit a bucket) lacks, | its
+    /// path hash (`armada_core::coverage::path_hash`).
+    fn cov_news(
+        &self,
+        maps: DevPtr,
+        virgin: DevPtr,
+        lanes: DevPtr,
+        n: u32,
+        out: DevPtr,
+    ) -> Result<(), Error>;
     /// Host memory the kernel can write while it runs: (host pointer, device address).
     fn alloc_mapped(&self, bytes: usize) -> Result<(*mut u64, DevPtr), Error>;
     fn free_mapped(&self, host: *mut u64);

@@ -44,6 +44,7 @@ use std::time::Instant;
 
 mod apply;
 mod bare;
+mod coverage;
 mod launch;
 mod pagetable;
 mod records;
@@ -53,6 +54,7 @@ mod upload;
 mod wants;
 
 pub use bare::{BareEnd, BareLane, DeviceBuffer};
+pub use coverage::CoverageNews;
 use pagetable::{Frames, HostTable};
 use records::{lane_stop, record_to_state};
 use upload::Pinned;
@@ -235,6 +237,10 @@ pub struct Batch {
     spare: Spare,
     /// Lazy pages are on (the device supports them and ARMADA_GPU_LAZY is not 0).
     lazy: bool,
+    /// The lanes' coverage maps (`Params::cov`; 0: no coverage), see `coverage`.
+    d_cov: DevPtr,
+    /// The maps were added to the lanes' own (`collect_coverage`).
+    cov_collected: bool,
 }
 
 /// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
@@ -270,6 +276,7 @@ impl Drop for Batch {
             self.d_stage,
             self.d_sched,
             self.frames.d_chunks,
+            self.d_cov,
         ] {
             if p != 0 {
                 d.free(p);

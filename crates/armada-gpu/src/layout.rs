@@ -132,6 +132,10 @@ pub struct Params {
     /// The claim log: word 0 counts entries, then two words each (lane << 32 | frame, vpn).
     /// Zero when the device runs without lazy pages.
     pub claims: u64,
+    /// Edge coverage: lane i's map of hit counters is the COV_MAP_BYTES at cov + i *
+    /// COV_MAP_BYTES (see `armada_core::coverage`). Zero: no coverage (and the kernel build
+    /// without it runs).
+    pub cov: u64,
     pub slice: u64,
     pub max_ns: u64,
     pub min_grace_ns: u64,
@@ -197,6 +201,10 @@ pub mod fused {
         (SUBS_SR_X_BCOND, "SUBS_SR_X_BCOND"),
     ];
 }
+
+/// Bytes of one lane's coverage map (`Params::cov`): `armada_core::coverage::MAP_SIZE` (a
+/// test checks; the kernels' build scripts read this file without armada-core).
+pub const COV_MAP_BYTES: usize = 1 << 16;
 
 /// Instructions between a running lane's looks at the clock (see `Params::max_ns`).
 pub const CHECK_EVERY: u64 = 512;
@@ -269,6 +277,7 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("PT_FRAME_MASK", PT_FRAME_MASK),
         ("BLOCK_THREADS", BLOCK_THREADS as u64),
         ("CHECK_EVERY", CHECK_EVERY),
+        ("COV_MAP_BYTES", COV_MAP_BYTES as u64),
         ("LDST_LG", ldst_lg()),
         ("AM_OFFSET", addr_mode::OFFSET as u64),
         ("AM_PRE", addr_mode::PRE as u64),
@@ -401,7 +410,12 @@ mod tests {
         assert_eq!(S_V + 64, S_WORDS);
         const { assert!(CORE_WORDS <= S_DIRTY && S_IMAGE < S_V) };
         const { assert!(S_WORDS * 8 <= 2048) };
-        assert_eq!(std::mem::size_of::<Params>(), 16 * 8 + 6 * 4);
+        assert_eq!(std::mem::size_of::<Params>(), 17 * 8 + 6 * 4);
+    }
+
+    #[test]
+    fn coverage_map_size_is_the_core_one() {
+        assert_eq!(COV_MAP_BYTES, armada_core::coverage::MAP_SIZE);
     }
 
     #[test]

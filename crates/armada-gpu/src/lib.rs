@@ -24,7 +24,9 @@ use armada_core::runner::Lane;
 use std::sync::Arc;
 
 pub use device::Device;
-pub use engine::{BareEnd, BareLane, Batch, DeviceBuffer, LaneStop, ProgressReader, Stats};
+pub use engine::{
+    BareEnd, BareLane, Batch, CoverageNews, DeviceBuffer, LaneStop, ProgressReader, Stats,
+};
 
 /// Errors of the GPU engines.
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +101,7 @@ pub fn run_lanes(
 ) -> Result<(Vec<(Lane, u64)>, EngineStats), Error> {
     let mut b = engine.batch(lanes, max_instructions)?;
     b.run(progress)?;
+    b.collect_coverage()?;
     let stats = b.stats_list();
     for (lane, _) in b.lanes_mut() {
         if lane.exit.is_none() {
@@ -139,6 +142,7 @@ pub fn run_batch(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let mut b = running.wait()?;
+    b.collect_coverage()?;
     let lanes: Vec<LaneResult> = b.results();
     Ok(BatchOutcome {
         lanes,

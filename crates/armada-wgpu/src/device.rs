@@ -71,6 +71,8 @@ impl WParams {
             pt_shift: p.pt_shift,
             chunk_shift: p.chunk_shift,
             lane_shift: p.lane_shift,
+            // the run kernel's coverage maps (the other kernels' arguments are free)
+            k_a: p.cov,
             ..Default::default()
         }
     }
@@ -157,6 +159,14 @@ pub struct WgpuDevice {
     copy: wgpu::ComputePipeline,
     diff: wgpu::ComputePipeline,
     pt_write: wgpu::ComputePipeline,
+    cov_news: wgpu::ComputePipeline,
+    /// The interpreter with edge coverage (the COVERAGE override), built on first use.
+    run_covered: std::sync::OnceLock<Result<wgpu::ComputePipeline, String>>,
+    /// What building it needs.
+    module: wgpu::ShaderModule,
+    pipeline_layout: wgpu::PipelineLayout,
+    /// The run pipeline's overrides (LOOP_BUDGET on CPU adapters).
+    run_constants: Vec<(&'static str, f64)>,
     max_groups: u32,
     heap: Mutex<Heap>,
     /// A MAP_READ buffer reused for reads, grown as needed.
@@ -310,7 +320,7 @@ impl WgpuDevice {
         // its own (lane_shift >= 4: 16 threads). Real GPUs have no such cap; the count
         // compiles away with LOOP_BUDGET = 0.
         let cpu = info.device_type == wgpu::DeviceType::Cpu;
-        let budget: &[(&str, f64)] = if cpu {
+        let budget: &[(&'static str, f64)] = if cpu {
             &[("LOOP_BUDGET", 60000.0)]
         } else {
             &[]
@@ -328,11 +338,12 @@ impl WgpuDevice {
                 cache: None,
             })
         };
-        let (run, copy, diff, pt_write) = (
+        let (run, copy, diff, pt_write, cov_news) = (
             pipeline("run"),
             pipeline("copy"),
             pipeline("diff"),
             pipeline("pt_write"),
+            pipeline("cov_news"),
         );
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Compile(format!(
@@ -359,6 +370,11 @@ impl WgpuDevice {
             copy,
             diff,
             pt_write,
+            cov_news,
+            run_covered: std::sync::OnceLock::new(),
+            module,
+            pipeline_layout: pl,
+            run_constants: budget.to_vec(),
             max_groups: limits.max_compute_workgroups_per_dimension,
             heap: Mutex::new(Heap::new(mem_size)),
             staging: Mutex::new(None),
@@ -370,6 +386,39 @@ impl WgpuDevice {
             slice: if cpu { 100_000 } else { 1_000_000 },
             min_lane_shift: if cpu { 4 } else { 0 },
             info,
+        })
+    }
+
+    /// The interpreter pipeline with edge coverage (COVERAGE = 1), built the first time a
+    /// batch asks for coverage, so plain runs never pay for it.
+    fn run_covered(&self) -> Result<&wgpu::ComputePipeline, Error> {
+        let r = self.run_covered.get_or_init(|| {
+            let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+            let mut constants = self.run_constants.clone();
+            constants.push(("COVERAGE", 1.0));
+            let p = self
+                .device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some("run (coverage)"),
+                    layout: Some(&self.pipeline_layout),
+                    module: &self.module,
+                    entry_point: Some("run"),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: &constants,
+                        ..Default::default()
+                    },
+                    cache: None,
+                });
+            match pollster::block_on(scope.pop()) {
+                Some(e) => Err(e.to_string()),
+                None => Ok(p),
+            }
+        });
+        r.as_ref().map_err(|e| {
+            Error::Compile(format!(
+                "the WGSL shader with coverage did not compile on {}: {e}",
+                self.info.name
+            ))
         })
     }
 
@@ -581,8 +630,37 @@ impl Device for WgpuDevice {
     fn launch_run(&self, p: &Params) -> Result<(), Error> {
         let mut wp = WParams::run(p);
         wp.lane_shift = wp.lane_shift.max(self.min_lane_shift);
+        let pipeline = if p.cov != 0 {
+            self.run_covered()?
+        } else {
+            &self.run
+        };
         let _g = self.submitting.lock().unwrap_or_else(|e| e.into_inner());
-        self.dispatch(&self.run, wp, (p.nactive as u64) << wp.lane_shift)
+        self.dispatch(pipeline, wp, (p.nactive as u64) << wp.lane_shift)
+    }
+
+    fn cov_news(
+        &self,
+        maps: DevPtr,
+        virgin: DevPtr,
+        lanes: DevPtr,
+        n: u32,
+        out: DevPtr,
+    ) -> Result<(), Error> {
+        if n == 0 {
+            return Ok(());
+        }
+        let wp = WParams {
+            k_a: maps,
+            k_b: virgin,
+            k_c: lanes,
+            k_d: out,
+            k_n: n,
+            ..Default::default()
+        };
+        let _g = self.submitting.lock().unwrap_or_else(|e| e.into_inner());
+        self.dispatch_strided(&self.cov_news, wp, n as u64)?;
+        self.wait()
     }
 
     fn sync(&self) -> Result<(), Error> {

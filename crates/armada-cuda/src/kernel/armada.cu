@@ -100,6 +100,7 @@ struct Params {
     u64* progress;          // per lane retired count, host-mapped (may be null)
     u64* sched;             // [0]: time the first lane stopped for the host, [1]: launch start (0: not yet)
     u64* claims;            // lazy pages taken: [0] count, then (lane << 32 | frame, vpn) pairs (0: none)
+    u8* cov;                // edge coverage: COV_MAP_BYTES of hit counters per lane (0: off)
     u64 slice;              // instructions per lane per launch
     u64 max_ns;             // a lane leaves this long after it started
     u64 min_grace_ns;       // after the first stop, running lanes go on at least this long
@@ -388,6 +389,25 @@ __device__ __forceinline__ void st_raw(u8* p, u32 size, u64 v) {
 }
 
 // ------------------------------------------------------------------------------------------
+// Edge coverage (armada-core's coverage.rs): the build with ARMADA_COVERAGE counts every branch
+// edge in the lane's map; the plain build compiles it away. The simulator always has it and
+// asks P.cov at run time.
+
+#if defined(ARMADA_COVERAGE) || defined(ARMADA_SIM)
+__device__ __forceinline__ void cov_hit(const Params& P, u32 lane, u64 src, u64 dst) {
+    if (!P.cov) return;
+    u32 s = (u32)(src >> 2) * 0x9e3779b1u;
+    u32 h = (s ^ (u32)(dst >> 2)) * 0x85ebca6bu;
+    u8* m = P.cov + (u64)lane * COV_MAP_BYTES + (h >> 16);
+    u8 c = *m;
+    if (c != 255) *m = (u8)(c + 1);
+}
+#define COV_EDGE(src_, dst_) cov_hit(P, lane, (src_), (dst_))
+#else
+#define COV_EDGE(src_, dst_)
+#endif
+
+// ------------------------------------------------------------------------------------------
 // The interpreter.
 
 __device__ __forceinline__ bool find_region(const Params& P, u64 regs, u64 pc, u64& base, u64& len, const u64*& ops) {
@@ -490,6 +510,16 @@ __device__ void run_lane(const Params& P, u32 lane) {
         continue;                                                                     \
     }
 
+// A branch from slot idx: its edge, then the jump. FALL: a conditional branch not taken
+// (its fall-through is an edge too).
+#define BRANCH(target_)                                                               \
+    {                                                                                 \
+        u64 bt_ = (target_);                                                          \
+        COV_EDGE(base + idx * 4, bt_);                                                \
+        JUMP(bt_)                                                                     \
+    }
+#define FALL() COV_EDGE(base + idx * 4, base + idx * 4 + 4)
+
     nw0 = ops[2 * idx];
     nimm = ops[2 * idx + 1];
 
@@ -573,36 +603,43 @@ __device__ void run_lane(const Params& P, u32 lane) {
             goto stop_here;
 
         // ----- branches
-        case OP_B: JUMP(imm)
+        case OP_B: BRANCH(imm)
         case OP_BL:
             x[30] = base + (idx + 1) * 4;
-            JUMP(imm)
-        case OP_BR: JUMP(x[b])
+            BRANCH(imm)
+        case OP_BR: BRANCH(x[b])
         case OP_BLR: {
             u64 t = x[b];
             x[30] = base + (idx + 1) * 4;
-            JUMP(t)
+            BRANCH(t)
         }
         case OP_B_COND:
-            if (cond_holds(e, nzcv)) JUMP(imm)
+            if (cond_holds(e, nzcv)) BRANCH(imm)
+            FALL();
             break;
         case OP_CBZ_W:
-            if ((u32)x[b] == 0) JUMP(imm)
+            if ((u32)x[b] == 0) BRANCH(imm)
+            FALL();
             break;
         case OP_CBZ_X:
-            if (x[b] == 0) JUMP(imm)
+            if (x[b] == 0) BRANCH(imm)
+            FALL();
             break;
         case OP_CBNZ_W:
-            if ((u32)x[b] != 0) JUMP(imm)
+            if ((u32)x[b] != 0) BRANCH(imm)
+            FALL();
             break;
         case OP_CBNZ_X:
-            if (x[b] != 0) JUMP(imm)
+            if (x[b] != 0) BRANCH(imm)
+            FALL();
             break;
         case OP_TBZ:
-            if (((x[b] >> (e & 63)) & 1) == 0) JUMP(imm)
+            if (((x[b] >> (e & 63)) & 1) == 0) BRANCH(imm)
+            FALL();
             break;
         case OP_TBNZ:
-            if (((x[b] >> (e & 63)) & 1) != 0) JUMP(imm)
+            if (((x[b] >> (e & 63)) & 1) != 0) BRANCH(imm)
+            FALL();
             break;
 
         // ----- system
@@ -718,7 +755,8 @@ __device__ void run_lane(const Params& P, u32 lane) {
 #endif
                 retired++;
                 idx++;
-                if (cond_holds((u32)(bw0 >> 48) & 0xff, nzcv)) JUMP(bimm)
+                if (cond_holds((u32)(bw0 >> 48) & 0xff, nzcv)) BRANCH(bimm)
+                FALL();
                 idx++;
                 retired++;
                 RELOAD()
@@ -1256,6 +1294,46 @@ done:
     if (P.progress) a_store_progress((volatile u64*)&P.progress[lane], retired);
 #undef TR
 #undef JUMP
+#undef BRANCH
+#undef FALL
+}
+
+// ------------------------------------------------------------------------------------------
+// Coverage news (coverage.rs: bucket, slot_mix, Virgin::novelty): whether a lane's map has a
+// hit in a bucket the virgin map (the buckets seen so far, one bit each) lacks, and the map's
+// path hash, the sum over hit slots of slot_mix.
+
+__device__ __forceinline__ u32 cov_bucket(u32 c) {
+    if (c <= 2) return c;
+    if (c == 3) return 4;
+    if (c <= 7) return 8;
+    if (c <= 15) return 16;
+    if (c <= 31) return 32;
+    if (c <= 127) return 64;
+    return 128;
+}
+
+__device__ __forceinline__ u32 cov_mix(u32 slot, u32 bucket) {
+    u32 h = (slot << 8) | bucket;
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    return h ^ (h >> 16);
+}
+
+// Word w (8 slots) of one map: sets news when a bucket is new, adds to hash.
+__device__ __forceinline__ void cov_scan(const u64* m, const u8* virgin, u32 w, u32& news, u32& hash) {
+    u64 v = m[w];
+    if (!v) return;
+    for (u32 j = 0; j < 8; j++) {
+        u32 c = (u32)(v >> (8 * j)) & 255;
+        if (!c) continue;
+        u32 slot = w * 8 + j;
+        u32 bk = cov_bucket(c);
+        if (!(virgin[slot] & bk)) news = 1;
+        hash += cov_mix(slot, bk);
+    }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1324,7 +1402,36 @@ KERNEL void armada_pt_write(u64* pt, u32* pt_epoch, const u64* writes, u32 n) {
         pt_epoch[s] = 0;
     }
 }
+
+// Coverage news of the listed lanes: out[k] = news << 32 | path hash of lane lanes[k]'s map.
+// One block per lane (grid-stride over lanes).
+KERNEL void armada_cov_news(const u8* maps, const u8* virgin, const u32* lanes, u32 n, u64* out) {
+    __shared__ u32 news, hash;
+    for (u32 k = blockIdx.x; k < n; k += gridDim.x) {
+        if (threadIdx.x == 0) {
+            news = 0;
+            hash = 0;
+        }
+        __syncthreads();
+        const u64* m = (const u64*)(maps + (u64)lanes[k] * COV_MAP_BYTES);
+        u32 nw = 0, h = 0;
+        for (u32 w = threadIdx.x; w < COV_MAP_BYTES / 8; w += blockDim.x) cov_scan(m, virgin, w, nw, h);
+        if (nw) atomicOr(&news, 1u);
+        if (h) atomicAdd(&hash, h);
+        __syncthreads();
+        if (threadIdx.x == 0) out[k] = ((u64)news << 32) | hash;
+        __syncthreads();
+    }
+}
 #else
+extern "C" void armada_sim_cov_news(const u8* maps, const u8* virgin, const u32* lanes, u32 n, u64* out) {
+    for (u32 k = 0; k < n; k++) {
+        const u64* m = (const u64*)(maps + (u64)lanes[k] * COV_MAP_BYTES);
+        u32 nw = 0, h = 0;
+        for (u32 w = 0; w < COV_MAP_BYTES / 8; w++) cov_scan(m, virgin, w, nw, h);
+        out[k] = ((u64)nw << 32) | h;
+    }
+}
 extern "C" void armada_sim_run_lane(const Params* P, u32 i) {
     if (i < P->nactive) run_lane(*P, P->active[i]);
 }

@@ -157,6 +157,7 @@ impl BareLane {
             pt_epoch: pt_epoch.ptr(),
             chunks: chunks.ptr(),
             progress: 0,
+            cov: 0,
             sched: sched.ptr(),
             // flat memory, every page mapped: no lazy pages
             claims: 0,

@@ -14,7 +14,6 @@ use super::wants::{lazy_area, lazy_around, want_for, Want};
 use super::{Batch, Image, LaneHost};
 use crate::layout::*;
 use crate::Error;
-use armada_core::cpu;
 use armada_core::memory::{Access, AddressSpace, Fault, Perm, PAGE_SHIFT, PAGE_SIZE};
 use armada_core::runner::Exit;
 use armada_core::state::Stop;
@@ -277,15 +276,15 @@ fn host_step(lh: &mut LaneHost, image: &Image, plan: &mut Plan) -> Option<Exit> 
     if inside && lh.lane.program.mem.fetch_bytes(pc, &mut word).is_ok() {
         plan.host_op = Some(ops::name(decode(u32::from_le_bytes(word), pc).op));
     }
-    let st = &mut lh.lane.program.state;
-    let left = lh.limit.saturating_sub(st.retired);
+    let before_r = lh.lane.program.state.retired;
+    let left = lh.limit.saturating_sub(before_r);
     let budget = left.min(if inside {
         image.host_run
     } else {
         HOST_RUN_OUTSIDE
     });
-    let before_r = st.retired;
-    let s = cpu::run(st, &mut lh.lane.program.mem, &mut lh.lane.code, budget);
+    // with coverage on, the lane's host map takes the edges run here (see `coverage`)
+    let s = lh.lane.run_cpu(budget);
     let done = lh.lane.program.state.retired - before_r;
     plan.host_instructions += done;
     lh.host_steps += done;

@@ -213,6 +213,17 @@ impl Batch {
         let lazy = dev.lazy_pages() && std::env::var("ARMADA_GPU_LAZY").map_or(true, |v| v != "0");
         let claim_words = if lazy { 1 + 2 * RES_CAP * n } else { 0 };
         let d_sched = dev.alloc(16 + 8 * claim_words)?;
+        // coverage maps, when any lane records coverage (zeroed by alloc)
+        let d_cov = if lanes.iter().any(|l| l.lane.coverage().is_some()) {
+            dev.alloc(n * COV_MAP_BYTES).map_err(|e| {
+                Error::Device(format!(
+                    "edge coverage needs a 64 KiB map a lane on the device ({} MiB for {n} lanes), and that did not fit ({e}): run fewer lanes at once",
+                    (n * COV_MAP_BYTES) >> 20
+                ))
+            })?
+        } else {
+            0
+        };
 
         let mut batch = Batch {
             dev: dev.clone(),
@@ -241,6 +252,8 @@ impl Batch {
             done: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             spare: Spare::default(),
             lazy,
+            d_cov,
+            cov_collected: false,
         };
         batch.stats.regions = nregions as usize;
         batch.stats.images = batch.images.len();
@@ -258,6 +271,7 @@ impl Batch {
             progress: d_progress,
             sched: d_sched,
             claims: if lazy { d_sched + 16 } else { 0 },
+            cov: d_cov,
             slice: batch.slice,
             max_ns: env_ms("ARMADA_CUDA_LAUNCH_MS", 100.0),
             min_grace_ns: env_ms("ARMADA_CUDA_GRACE_MS", 5.0),

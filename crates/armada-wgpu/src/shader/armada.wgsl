@@ -40,6 +40,18 @@ fn find_region(regs: u64, pc: u64) -> bool {
     return false;
 }
 
+// The edge (src, dst) into the current lane's map: coverage.rs's edge_index, a saturating
+// one-byte counter (the lane owns its map: no atomics).
+fn cov_edge(src: u64, dst: u64) {
+    if COVERAGE == 0u { return; }
+    let s = u32(src >> 2u) * 0x9e3779b1u;
+    let slot = ((s ^ u32(dst >> 2u)) * 0x85ebca6bu) >> 16u;
+    let w = wi(P.k_a) + cur_lane * (COV_MAP_BYTES / 4u) + (slot >> 2u);
+    let sh = (slot & 3u) * 8u;
+    let v = mem[w];
+    if ((v >> sh) & 255u) != 255u { mem[w] = v + (1u << sh); }
+}
+
 fn mrs(key: u64, tpidr: u64, retired: u64) -> u64 {
     // sysreg keys are small: one outside u32 reads as zero like any unknown key
     let k = select(0u, u32(key), key < 0x100000000lu);
@@ -192,20 +204,24 @@ fn run_lane(lane: u32) {
                 case OP_B: {
                     jt = imm;
                     flow = FLOW_JUMP;
+                    cov_edge(rbase + u64(idx) * 4lu, jt);
                 }
                 case OP_BL: {
                     x[30] = rbase + u64(idx + 1u) * 4lu;
                     jt = imm;
                     flow = FLOW_JUMP;
+                    cov_edge(rbase + u64(idx) * 4lu, jt);
                 }
                 case OP_BR: {
                     jt = x[b];
                     flow = FLOW_JUMP;
+                    cov_edge(rbase + u64(idx) * 4lu, jt);
                 }
                 case OP_BLR: {
                     jt = x[b];
                     x[30] = rbase + u64(idx + 1u) * 4lu;
                     flow = FLOW_JUMP;
+                    cov_edge(rbase + u64(idx) * 4lu, jt);
                 }
                 case OP_B_COND, OP_CBZ_W, OP_CBZ_X, OP_CBNZ_W, OP_CBNZ_X, OP_TBZ, OP_TBNZ: {
                     var taken: bool;
@@ -221,6 +237,9 @@ fn run_lane(lane: u32) {
                     if taken {
                         jt = imm;
                         flow = FLOW_JUMP;
+                        cov_edge(rbase + u64(idx) * 4lu, jt);
+                    } else {
+                        cov_edge(rbase + u64(idx) * 4lu, rbase + u64(idx + 1u) * 4lu);
                     }
                 }
 
@@ -634,5 +653,84 @@ fn pt_write(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
         st64w(pw, ld64w(ww + 2u));
         st64w(pw + 2u, ld64w(ww + 4u));
         mem[wi(P.k_b) + s] = 0u;
+    }
+}
+
+// Coverage news (coverage.rs: bucket, slot_mix, Virgin::novelty): for each listed lane (k_c:
+// u32 lane numbers, k_n of them), whether its map (k_a + lane * COV_MAP_BYTES) has a hit in a
+// bucket the virgin map (k_b: one byte a slot, a bit a bucket) lacks, and the map's path hash:
+// k_d[k] (u64) = news << 32 | hash. One workgroup per lane (workgroup-stride).
+fn cov_bucket(c: u32) -> u32 {
+    if c <= 2u { return c; }
+    if c == 3u { return 4u; }
+    if c <= 7u { return 8u; }
+    if c <= 15u { return 16u; }
+    if c <= 31u { return 32u; }
+    if c <= 127u { return 64u; }
+    return 128u;
+}
+
+fn cov_mix(slot: u32, bucket: u32) -> u32 {
+    var h = (slot << 8u) | bucket;
+    h ^= h >> 16u;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13u;
+    h *= 0xc2b2ae35u;
+    return h ^ (h >> 16u);
+}
+
+var<workgroup> wg_news: atomic<u32>;
+var<workgroup> wg_hash: atomic<u32>;
+
+@compute @workgroup_size(64)
+fn cov_news(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) li: u32) {
+    for (var k = wg.x; k < P.k_n; k += nwg.x) {
+        if li == 0u {
+            atomicStore(&wg_news, 0u);
+            atomicStore(&wg_hash, 0u);
+        }
+        workgroupBarrier();
+        let mw = wi(P.k_a) + mem[wi(P.k_c) + k] * (COV_MAP_BYTES / 4u);
+        let vw = wi(P.k_b);
+        var news = 0u;
+        var h = 0u;
+        for (var w = li; w < COV_MAP_BYTES / 4u; w += 64u) {
+            let v = mem[mw + w];
+            if v == 0u { continue; }
+            let seen = mem[vw + w];
+            // the word's four slots, unrolled (no loop iterations for lavapipe's limiter)
+            let c0 = v & 255u;
+            let c1 = (v >> 8u) & 255u;
+            let c2 = (v >> 16u) & 255u;
+            let c3 = v >> 24u;
+            if c0 != 0u {
+                let bk = cov_bucket(c0);
+                if (seen & bk) == 0u { news = 1u; }
+                h += cov_mix(4u * w, bk);
+            }
+            if c1 != 0u {
+                let bk = cov_bucket(c1);
+                if ((seen >> 8u) & bk) == 0u { news = 1u; }
+                h += cov_mix(4u * w + 1u, bk);
+            }
+            if c2 != 0u {
+                let bk = cov_bucket(c2);
+                if ((seen >> 16u) & bk) == 0u { news = 1u; }
+                h += cov_mix(4u * w + 2u, bk);
+            }
+            if c3 != 0u {
+                let bk = cov_bucket(c3);
+                if ((seen >> 24u) & bk) == 0u { news = 1u; }
+                h += cov_mix(4u * w + 3u, bk);
+            }
+        }
+        if news != 0u { atomicOr(&wg_news, 1u); }
+        if h != 0u { atomicAdd(&wg_hash, h); }
+        workgroupBarrier();
+        if li == 0u {
+            st64w(wi(P.k_d) + 2u * k, (u64(atomicLoad(&wg_news)) << 32u) | u64(atomicLoad(&wg_hash)));
+        }
+        workgroupBarrier();
     }
 }

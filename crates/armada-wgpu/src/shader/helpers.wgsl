@@ -64,6 +64,11 @@ fn lp(n: u32) {
 }
 const LO32: u64 = 0xfffffffflu;
 
+// Edge coverage (armada-core's coverage.rs): with COVERAGE != 0 (a pipeline constant the host
+// sets when a batch asks for coverage) every branch edge counts in the lane's map, the
+// COV_MAP_BYTES at P.k_a + lane * COV_MAP_BYTES; 0 compiles it away.
+override COVERAGE: u32 = 0u;
+
 // ----- words of mem
 
 fn wi(p: u64) -> u32 { return u32(p >> 2u); }

@@ -1,0 +1,153 @@
+//! Edge coverage of a batch's lanes. With coverage on (any lane has `Lane::set_coverage`), the
+//! batch keeps a map of hit counters per lane on the device (`Params::cov`, COV_MAP_BYTES a
+//! lane) and the kernel build with coverage counts every branch edge there. Instructions the
+//! host runs for a lane (host steps) count in the lane's own host map; a lane's map is the
+//! sum of the two, the map the CPU engine records.
+//!
+//! Maps stay on the device unless asked for: a fuzzer asks which lanes found something new
+//! against what it has seen ([`Batch::coverage_news`], a kernel that compares every lane's map
+//! with the virgin map and returns one word a lane), then fetches the maps of those lanes only.
+
+use super::Batch;
+use crate::device::{dtoh_vec, htod_slice, DevPtr};
+use crate::layout::COV_MAP_BYTES;
+use crate::Error;
+use armada_core::coverage::{CoverageMap, Novelty, Virgin};
+
+/// Lanes whose maps come down in one transfer (64 MiB).
+const MAPS_PER_DOWNLOAD: usize = 1024;
+
+/// What one lane's coverage adds to what a fuzzer has seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CoverageNews {
+    /// Some hit is in a bucket the virgin map lacks (`Virgin::novelty` is not `None`).
+    pub new: bool,
+    /// `armada_core::coverage::path_hash` of the lane's map.
+    pub path: u32,
+}
+
+/// A device allocation freed when dropped.
+struct Scratch<'a> {
+    batch: &'a Batch,
+    ptr: DevPtr,
+}
+
+impl<'a> Scratch<'a> {
+    fn new(batch: &'a Batch, bytes: usize) -> Result<Scratch<'a>, Error> {
+        Ok(Scratch {
+            batch,
+            ptr: batch.dev.alloc(bytes)?,
+        })
+    }
+}
+
+impl Drop for Scratch<'_> {
+    fn drop(&mut self) {
+        self.batch.dev.free(self.ptr);
+    }
+}
+
+impl Batch {
+    /// Whether the batch records coverage.
+    pub fn has_coverage(&self) -> bool {
+        self.d_cov != 0
+    }
+
+    fn no_coverage() -> Error {
+        Error::Device("the batch records no coverage (no lane had coverage on)".into())
+    }
+
+    /// For each listed lane, whether its map adds to `virgin` and its path hash, computed
+    /// on the device; lanes the host ran instructions for are judged on the host, with
+    /// their whole map.
+    pub fn coverage_news(
+        &mut self,
+        lanes: &[usize],
+        virgin: &Virgin,
+    ) -> Result<Vec<CoverageNews>, Error> {
+        if !self.has_coverage() {
+            return Err(Self::no_coverage());
+        }
+        if lanes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list: Vec<u32> = lanes.iter().map(|&l| l as u32).collect();
+        let words = {
+            let d_virgin = Scratch::new(self, COV_MAP_BYTES)?;
+            let d_list = Scratch::new(self, list.len() * 4)?;
+            let d_out = Scratch::new(self, list.len() * 8)?;
+            let dev = &*self.dev;
+            dev.htod(d_virgin.ptr, virgin.seen())?;
+            htod_slice(dev, d_list.ptr, &list)?;
+            dev.cov_news(
+                self.d_cov,
+                d_virgin.ptr,
+                d_list.ptr,
+                list.len() as u32,
+                d_out.ptr,
+            )?;
+            dtoh_vec::<u64>(dev, d_out.ptr, list.len())?
+        };
+        let mut news: Vec<CoverageNews> = words
+            .iter()
+            .map(|&w| CoverageNews {
+                new: w >> 32 != 0,
+                path: w as u32,
+            })
+            .collect();
+        let hosted: Vec<usize> = (0..lanes.len())
+            .filter(|&k| self.lanes[lanes[k]].host_steps > 0)
+            .collect();
+        if !hosted.is_empty() {
+            let which: Vec<usize> = hosted.iter().map(|&k| lanes[k]).collect();
+            for (k, map) in hosted.into_iter().zip(self.coverage_maps(&which)?) {
+                news[k] = CoverageNews {
+                    new: virgin.novelty(map.as_slice()) != Novelty::None,
+                    path: map.path_hash(),
+                };
+            }
+        }
+        Ok(news)
+    }
+
+    /// The whole maps of the listed lanes: the device's counts plus the host steps'.
+    pub fn coverage_maps(&mut self, lanes: &[usize]) -> Result<Vec<CoverageMap>, Error> {
+        if !self.has_coverage() {
+            return Err(Self::no_coverage());
+        }
+        let mut out = Vec::with_capacity(lanes.len());
+        let mut bytes = vec![0u8; COV_MAP_BYTES];
+        for &l in lanes {
+            self.dev
+                .dtoh(self.d_cov + (l * COV_MAP_BYTES) as u64, &mut bytes)?;
+            let mut map = CoverageMap::default();
+            map.as_mut_slice().copy_from_slice(&bytes);
+            if let Some(host) = self.lanes[l].lane.coverage() {
+                map.add(host.as_slice());
+            }
+            out.push(map);
+        }
+        Ok(out)
+    }
+
+    /// Gives every lane with coverage on its whole map (`Lane::coverage`), once, for the
+    /// results: all maps come down, `MAPS_PER_DOWNLOAD` lanes at a time.
+    pub fn collect_coverage(&mut self) -> Result<(), Error> {
+        if !self.has_coverage() || self.cov_collected {
+            return Ok(());
+        }
+        self.cov_collected = true;
+        let n = self.lanes.len();
+        let mut bytes = vec![0u8; MAPS_PER_DOWNLOAD.min(n) * COV_MAP_BYTES];
+        for first in (0..n).step_by(MAPS_PER_DOWNLOAD) {
+            let k = MAPS_PER_DOWNLOAD.min(n - first);
+            let part = &mut bytes[..k * COV_MAP_BYTES];
+            self.dev
+                .dtoh(self.d_cov + (first * COV_MAP_BYTES) as u64, part)?;
+            for (i, dev_map) in part.chunks_exact(COV_MAP_BYTES).enumerate() {
+                self.lanes[first + i].lane.add_coverage(dev_map);
+            }
+        }
+        Ok(())
+    }
+}
