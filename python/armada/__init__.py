@@ -202,7 +202,7 @@ def fuzz(
     *,
     max_time: Optional[float] = None,
     max_execs: Optional[int] = None,
-    lanes: int = 256,
+    lanes: Optional[int] = None,
     snapshot_at: Optional[str] = "input",
     input: Optional[str] = None,
     dict: Optional[_PathArg] = None,
@@ -212,6 +212,7 @@ def fuzz(
     exec_limit: int = 50_000_000,
     env: Optional[Mapping[Union[str, bytes], Union[str, bytes]]] = None,
     sysroot: Optional[_PathArg] = None,
+    backend: str = "cpu",
 ) -> dict:
     """Coverage-guided fuzzing of one program, like ``armada fuzz``.
 
@@ -235,6 +236,7 @@ def fuzz(
         max_len,
         exec_limit,
         _root(sysroot),
+        backend,
     )
 
 

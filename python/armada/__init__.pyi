@@ -492,7 +492,7 @@ def fuzz(
     *,
     max_time: Optional[float] = None,
     max_execs: Optional[int] = None,
-    lanes: int = 256,
+    lanes: Optional[int] = None,
     snapshot_at: Optional[str] = "input",
     input: Optional[str] = None,
     dict: Optional[_PathArg] = None,
@@ -502,9 +502,10 @@ def fuzz(
     exec_limit: int = 50_000_000,
     env: Optional[_Env] = None,
     sysroot: Optional[_PathArg] = None,
+    backend: str = "cpu",
 ) -> dict[str, Any]:
     """Coverage-guided fuzzing of one program, as ``armada fuzz`` does it, on every CPU
-    core: mutate inputs (LibAFL's havoc, splice, dictionary and input-to-state mutators),
+    core or on a GPU (``backend``): mutate inputs (LibAFL's havoc, splice, dictionary and input-to-state mutators),
     keep those that reach new edges (saved in ``corpus``), save those that crash or hang the
     program in ``crashes`` (``crash-sigN-pcADDR-stackHASH``, ``hang-HASH``).
 
@@ -519,6 +520,9 @@ def fuzz(
         default chosen from argv and ``snapshot_at``.
     :param dict: an AFL/libFuzzer dictionary file.
     :param exec_limit: instructions an execution may run before it counts as a hang.
+    :param backend: ``"cpu"`` (every host core), ``"cuda"`` or ``"wgpu"`` (a round's inputs
+        run as one batch of GPU lanes; coverage stays on the device).
+    :param lanes: inputs a round (default 256 on the CPU engine, 16384 on a GPU).
     :returns: the figures: ``execs``, ``execs_per_sec``, ``elapsed_s``, ``corpus``,
         ``edges``, ``crashes``, ``hangs``, ``rounds``, ``snapshot_instructions``,
         ``warnings`` and ``saved`` (the crash and hang files written).

@@ -29,13 +29,13 @@ pub enum InputArg {
 
 #[derive(Args)]
 pub struct FuzzArgs {
-    /// Engine to run on. The CPU engine fuzzes with every host core; the GPU engines do
-    /// not record coverage yet.
+    /// Engine to run on: the CPU engine fuzzes with every host core; a GPU engine runs each
+    /// round's inputs as one batch of lanes, with coverage kept on the device.
     #[arg(long, value_enum, default_value = "cpu")]
     pub backend: Backend,
-    /// Inputs run at once, one lane each.
-    #[arg(long, default_value_t = 256)]
-    pub lanes: usize,
+    /// Inputs run at once, one lane each (default: 256 on the CPU engine, 16384 on a GPU).
+    #[arg(long)]
+    pub lanes: Option<usize>,
     /// Inputs to start from; new interesting inputs are added here (created if missing;
     /// an empty directory starts from one empty input). A second run resumes from it.
     #[arg(long, value_name = "DIR")]
@@ -161,21 +161,27 @@ fn line(s: &FuzzStats) -> String {
 }
 
 pub fn fuzz(args: FuzzArgs) -> Result<u8> {
-    if args.backend != Backend::Cpu {
-        bail!(
-            "armada fuzz runs on the CPU engine so far: the {} engine does not record coverage yet (use --backend cpu; `armada batch --snapshot-at` runs many inputs on a GPU without coverage)",
-            format!("{:?}", args.backend).to_lowercase()
-        );
-    }
-    if args.lanes == 0 {
+    let lanes = args.lanes.unwrap_or(if args.backend == Backend::Cpu {
+        256
+    } else {
+        16384
+    });
+    if lanes == 0 {
         bail!("--lanes must be at least 1");
     }
+    crate::run::check_backend(args.backend)?;
     let tokens = match &args.dict {
         Some(p) => corpus::read_dict(p)?,
         None => Vec::new(),
     };
     crate::run::refuse_option_as_program(&args.guest)?;
     let spec = target_spec(&args)?;
+    if args.backend != Backend::Cpu {
+        let image = armada_core::elf::Image::load(&spec.program)
+            .with_context(|| format!("cannot run {}", spec.program.display()))?;
+        crate::run::refuse_dynamic_on_gpu(args.backend, &image)?;
+    }
+    let engine = crate::run::gpu_engine(args.backend)?;
     let t = Instant::now();
     let target = match Target::new(spec.clone()) {
         // the default point: a program that never reads its input before it ends runs
@@ -211,7 +217,7 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     let opts = FuzzOptions {
         corpus_dir: args.corpus.clone(),
         crashes_dir: args.crashes.clone(),
-        lanes: args.lanes,
+        lanes,
         max_time: args.max_time.map(Duration::from_secs_f64),
         max_execs: args.max_execs,
         stop_on_crash: args.stop_on_crash,
@@ -257,7 +263,7 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
         }
         true
     };
-    let stats = armada_fuzz::fuzz(target, &opts, &mut report)?;
+    let stats = armada_fuzz::fuzz(target, &opts, engine, &mut report)?;
     if progress && tty {
         eprintln!();
     }

@@ -4,14 +4,13 @@
 //! hangs (one file per distinct path).
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use armada_core::coverage::{CoverageMap, Novelty, Virgin, MAP_SIZE};
-use rayon::prelude::*;
+use armada_core::coverage::{Novelty, Virgin, MAP_SIZE};
 
 use crate::corpus::{content_hash, CorpusDir, CrashDir};
+use crate::executor::{Executor, Maps};
 use crate::mutate::Mutations;
 use crate::target::{ExecResult, Outcome, Target};
 
@@ -97,50 +96,6 @@ fn json_escape(s: &str) -> String {
     o
 }
 
-/// Runs a batch of inputs on the CPU engine: one target copy per worker thread.
-struct CpuExecutor {
-    copies: Vec<Mutex<Target>>,
-    /// Coverage maps of results already looked at, for the next executions.
-    maps: Mutex<Vec<CoverageMap>>,
-}
-
-impl CpuExecutor {
-    fn new(target: Target) -> CpuExecutor {
-        let n = rayon::current_num_threads().max(1);
-        let mut copies: Vec<Mutex<Target>> =
-            (1..n).map(|_| Mutex::new(target.duplicate())).collect();
-        copies.insert(0, Mutex::new(target));
-        CpuExecutor {
-            copies,
-            maps: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// The compare operands `input` meets (one traced execution).
-    fn trace(&self, input: &[u8]) -> Result<Vec<(u64, u64)>> {
-        let mut t = self.copies[0].lock().unwrap_or_else(|p| p.into_inner());
-        t.trace(input)
-    }
-
-    /// Gives back the maps of results that have been looked at.
-    fn recycle(&self, results: Vec<ExecResult>) {
-        let mut m = self.maps.lock().unwrap_or_else(|p| p.into_inner());
-        m.extend(results.into_iter().map(|r| r.coverage));
-    }
-
-    fn run(&self, inputs: &[Vec<u8>]) -> Result<Vec<ExecResult>> {
-        inputs
-            .par_iter()
-            .map(|input| {
-                let k = rayon::current_thread_index().unwrap_or(0) % self.copies.len();
-                let map = self.maps.lock().ok().and_then(|mut m| m.pop());
-                let mut t = self.copies[k].lock().unwrap_or_else(|p| p.into_inner());
-                t.exec(input, map)
-            })
-            .collect()
-    }
-}
-
 /// One corpus entry.
 struct Entry {
     data: Vec<u8>,
@@ -174,7 +129,7 @@ const MINIMIZE_EXECS: u64 = 2048;
 /// pieces of a half, a quarter, ... down to one byte, a batch of candidates at a time, and
 /// keeps the first candidate of a batch that still crashes the same way. Returns the
 /// shortest input found and the executions it took.
-fn minimize(exec: &CpuExecutor, input: &[u8], key: &str, lanes: usize) -> Result<(Vec<u8>, u64)> {
+fn minimize(exec: &Executor, input: &[u8], key: &str, lanes: usize) -> Result<(Vec<u8>, u64)> {
     let mut best = input.to_vec();
     let mut spent = 0u64;
     let mut piece = best.len().div_ceil(2).max(1);
@@ -188,7 +143,7 @@ fn minimize(exec: &CpuExecutor, input: &[u8], key: &str, lanes: usize) -> Result
                 c
             })
             .collect();
-        let results = exec.run(&candidates)?;
+        let results = exec.run(&candidates, Maps::None)?;
         spent += candidates.len() as u64;
         let same = candidates
             .iter()
@@ -223,8 +178,8 @@ struct Run {
     untraced: Vec<usize>,
     /// Crashes saved this round, to cut down: (file, input, key).
     to_minimize: Vec<(PathBuf, Vec<u8>, String)>,
-    /// (coverage hash, outcome) of the first execution, and whether any differed.
-    first_path: Option<(u64, String)>,
+    /// (path hash, outcome) of the first execution, and whether any differed.
+    first_path: Option<(u32, String)>,
     paths_differ: bool,
 }
 
@@ -237,7 +192,11 @@ impl Run {
         self.stats.execs += 1;
         self.stats.instructions += r.instructions;
         if !self.paths_differ && self.stats.rounds < 4 {
-            let path = (content_hash(r.coverage.as_slice()), r.outcome.to_string());
+            let hash = r
+                .path
+                .or_else(|| r.coverage.as_ref().map(|m| m.path_hash()))
+                .unwrap_or(0);
+            let path = (hash, r.outcome.to_string());
             match &self.first_path {
                 None => self.first_path = Some(path),
                 Some(p) if *p != path => self.paths_differ = true,
@@ -255,13 +214,11 @@ impl Run {
                 }
             }
             Outcome::Hang => {
-                // one hang per distinct path (the edges, without their counts)
-                let edges: Vec<u8> = r
-                    .coverage
-                    .as_slice()
-                    .iter()
-                    .map(|&c| (c != 0) as u8)
-                    .collect();
+                // one hang per distinct path (the edges, without their counts); executors
+                // give the maps of hangs
+                let edges: Vec<u8> = r.coverage.as_ref().map_or(Vec::new(), |m| {
+                    m.as_slice().iter().map(|&c| (c != 0) as u8).collect()
+                });
                 let name = format!("hang-{:016x}", content_hash(&edges));
                 if let Some(p) = self.crash_dir.save(&name, input)? {
                     self.stats.hangs += 1;
@@ -271,12 +228,16 @@ impl Run {
             }
             Outcome::Unsupported(m) => bail!("the target did something the engine cannot run: {m}"),
             Outcome::Exited(_) => {
-                let novelty = self.virgin.merge(r.coverage.as_slice());
+                // no map: the executor found nothing new in it (`Maps::News`)
+                let Some(map) = &r.coverage else {
+                    return Ok(false);
+                };
+                let novelty = self.virgin.merge(map.as_slice());
                 if novelty != Novelty::None || keep_seed {
                     self.corpus_dir.save(input)?;
                     self.mutations.add(input);
                     let (idx, len) = (self.corpus.len() as u32, input.len() as u32);
-                    for (slot, &c) in r.coverage.as_slice().iter().enumerate() {
+                    for (slot, &c) in map.as_slice().iter().enumerate() {
                         if c != 0 && self.top[slot].is_none_or(|(_, l)| len < l) {
                             self.top[slot] = Some((idx, len));
                             self.favored_stale = true;
@@ -295,7 +256,7 @@ impl Run {
     }
 
     /// Cuts down the crashes saved since the last call and rewrites their files.
-    fn minimize_crashes(&mut self, exec: &CpuExecutor, lanes: usize) -> Result<()> {
+    fn minimize_crashes(&mut self, exec: &Executor, lanes: usize) -> Result<()> {
         for (path, input, key) in std::mem::take(&mut self.to_minimize) {
             let (small, spent) = minimize(exec, &input, &key, lanes)?;
             self.stats.execs += spent;
@@ -345,16 +306,20 @@ impl Run {
 
 /// Fuzzes `target` until a limit in `opts` is reached, or `progress` (called after every
 /// round with the figures so far) returns false.
+///
+/// With `engine`, rounds run on that GPU engine (traces and crash minimization too; the
+/// CPU engine traces compares); without, on every host core.
 pub fn fuzz(
     target: Target,
     opts: &FuzzOptions,
+    engine: Option<armada_gpu::Engine>,
     progress: &mut dyn FnMut(&FuzzStats) -> bool,
 ) -> Result<FuzzStats> {
     let t0 = Instant::now();
     let (corpus_dir, seeds) = CorpusDir::open(&opts.corpus_dir, opts.max_len)?;
     let crash_dir = CrashDir::open(&opts.crashes_dir)?;
     let snapshot_instructions = target.snapshot().map_or(0, |s| s.retired());
-    let exec = CpuExecutor::new(target);
+    let exec = Executor::new(target, engine);
     let mut run = Run {
         corpus: Vec::new(),
         corpus_dir,
@@ -385,7 +350,8 @@ pub fn fuzz(
         seeds.push(Vec::new());
     }
     for chunk in seeds.chunks(opts.lanes.max(1)) {
-        let results = exec.run(chunk)?;
+        // seeds are kept whatever they add, so every map comes
+        let results = exec.run(chunk, Maps::All)?;
         for (input, r) in chunk.iter().zip(&results) {
             run.take(input, r, None)?;
         }
@@ -443,7 +409,7 @@ pub fn fuzz(
                 }
             })
             .collect();
-        let results = exec.run(&inputs)?;
+        let results = exec.run(&inputs, Maps::News(&run.virgin))?;
         for ((input, r), &p) in inputs.iter().zip(&results).zip(&parents) {
             run.take(input, r, Some(p))?;
         }

@@ -4,9 +4,11 @@
 //!   the entry), with edge coverage (`armada_core::coverage`) and the crash's key.
 //! - [`mutate`]: LibAFL's mutators (havoc, splice, dictionary).
 //! - [`corpus`]: the corpus and crashes directories, dictionaries.
+//! - [`executor`]: a round of inputs on the CPU engine or a GPU engine.
 //! - [`fuzzer`]: the loop, one batch of inputs per round.
 
 pub mod corpus;
+pub mod executor;
 pub mod fuzzer;
 pub mod mutate;
 pub mod target;

@@ -131,7 +131,12 @@ impl std::fmt::Display for Outcome {
 /// One execution's result.
 pub struct ExecResult {
     pub outcome: Outcome,
-    pub coverage: CoverageMap,
+    /// The run's edge coverage; `None` where the executor was asked for maps with news only
+    /// and this run had none (see `executor::Maps`).
+    pub coverage: Option<CoverageMap>,
+    /// `armada_core::coverage::path_hash` of the run's map, where the executor has it
+    /// without the map (a GPU computes it beside the map).
+    pub path: Option<u32>,
     /// Instructions retired past the snapshot (or from the entry).
     pub instructions: u64,
 }
@@ -231,6 +236,12 @@ impl Target {
         Ok(Lane::with_decoded(p, self.decoded.clone()))
     }
 
+    /// Instructions of the start that a restored lane has already retired (0 without a
+    /// snapshot).
+    pub fn start_instructions(&self) -> u64 {
+        self.start
+    }
+
     /// A lane ready to run `input`.
     pub fn lane(&self, input: &[u8]) -> Result<Lane> {
         match &self.snapshot {
@@ -259,7 +270,8 @@ impl Target {
         self.spare_code = Some(lane.take_code());
         Ok(ExecResult {
             outcome,
-            coverage,
+            coverage: Some(coverage),
+            path: None,
             instructions: lane.retired() - self.start,
         })
     }
@@ -282,7 +294,7 @@ impl Target {
 }
 
 /// What `exit` means for the fuzzer; a crash's key from the lane's registers and stack.
-fn outcome_of(lane: &mut Lane, exit: &Exit) -> Outcome {
+pub(crate) fn outcome_of(lane: &mut Lane, exit: &Exit) -> Outcome {
     match exit {
         Exit::Code(c) => Outcome::Exited(*c),
         Exit::InstructionLimit => Outcome::Hang,

@@ -16,7 +16,7 @@ use std::time::Duration;
 /// Fuzzes one program (the work behind armada.fuzz; call that). Returns the figures as a
 /// dict (the keys of `armada fuzz --stats-json`, and `saved`: the crash and hang files).
 #[pyfunction]
-#[pyo3(signature = (argv, env, corpus_dir, crashes_dir, lanes, max_time, max_execs, stop_on_crash, snapshot_at, input, dict, seed, max_len, exec_limit, sysroot=None))]
+#[pyo3(signature = (argv, env, corpus_dir, crashes_dir, lanes, max_time, max_execs, stop_on_crash, snapshot_at, input, dict, seed, max_len, exec_limit, sysroot=None, backend="cpu"))]
 #[allow(clippy::too_many_arguments)]
 pub fn fuzz_program<'py>(
     py: Python<'py>,
@@ -24,7 +24,7 @@ pub fn fuzz_program<'py>(
     env: Vec<Vec<u8>>,
     corpus_dir: PathBuf,
     crashes_dir: PathBuf,
-    lanes: usize,
+    lanes: Option<usize>,
     max_time: Option<f64>,
     max_execs: Option<u64>,
     stop_on_crash: bool,
@@ -35,12 +35,20 @@ pub fn fuzz_program<'py>(
     max_len: usize,
     exec_limit: u64,
     sysroot: Option<PathBuf>,
+    backend: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let Some(program) = argv.first().cloned() else {
         return Err(PyValueError::new_err(
             "argv is empty: it needs the program first",
         ));
     };
+    let resolved = crate::resolve_backend(py, backend)?;
+    // a round is one batch: a GPU wants many lanes to be busy
+    let lanes = lanes.unwrap_or(if resolved.engine.is_some() {
+        16384
+    } else {
+        256
+    });
     if lanes == 0 {
         return Err(PyValueError::new_err("lanes must be at least 1"));
     }
@@ -100,8 +108,11 @@ pub fn fuzz_program<'py>(
     };
     let (result, interrupt) = py.detach(|| {
         let mut signals = SignalCheck::new();
-        let r = Target::new(spec)
-            .and_then(|t| armada_fuzz::fuzz(t, &opts, &mut |_| signals.keep_going()));
+        let r = Target::new(spec).and_then(|t| {
+            armada_fuzz::fuzz(t, &opts, resolved.engine.clone(), &mut |_| {
+                signals.keep_going()
+            })
+        });
         (r, signals.error)
     });
     if let Some(e) = interrupt {

@@ -246,11 +246,6 @@ pub fn run_lanes(
     };
     // Lanes of one image decode each page of its code once, between them.
     let decoded = DecodedPages::new();
-    if coverage && resolved.engine.is_some() {
-        return Err(EngineUnavailableError::new_err(
-            "coverage=True runs on the CPU engine so far: use backend=\"cpu\"",
-        ));
-    }
     // With snapshot_at, lane 0's start runs once, and every lane goes on from there.
     let snapshot = match &snapshot_at {
         None => None,
@@ -304,7 +299,12 @@ pub fn run_lanes(
     let lanes: Vec<(Vec<Vec<u8>>, Vec<u8>)> = argvs.into_iter().zip(stdins).collect();
     let n = lanes.len();
     let (results, interrupt) = if let Some(engine) = &resolved.engine {
-        let job = |stop: &AtomicBool| run_gpu(engine, lanes, max_instructions, stop, &make_lane);
+        let covered_lane = |argv: Vec<Vec<u8>>, stdin: Vec<u8>| {
+            let mut lane = make_lane(argv, stdin)?;
+            lane.set_coverage(coverage);
+            Ok(lane)
+        };
+        let job = |stop: &AtomicBool| run_gpu(engine, lanes, max_instructions, stop, &covered_lane);
         wait_for(py, job)
     } else {
         wait_for(py, |stop: &AtomicBool| {
@@ -484,6 +484,9 @@ where
             return (0..n).map(|_| Err(LaneError::Interrupted)).collect();
         }
     }
+    if let Err(e) = batch.collect_coverage() {
+        return all_fail(e);
+    }
     let elapsed = t0.elapsed().as_secs_f64();
     batch
         .into_lanes()
@@ -497,7 +500,7 @@ where
                 instructions: lane.retired(),
                 pc: lane.program.state.pc,
                 elapsed,
-                coverage: None,
+                coverage: lane.take_coverage().map(|m| m.as_slice().to_vec()),
             })
         })
         .collect()

@@ -1,0 +1,149 @@
+//! Running a round of inputs: one lane each, on the CPU engine (a target copy per host
+//! thread) or on a GPU engine (one batch a round, every lane restored from the snapshot on
+//! the host and run on the device with coverage on).
+//!
+//! On a GPU the lanes' coverage maps stay on the device: the fuzzer asks for the maps with
+//! news only ([`Maps::News`]); a kernel compares every lane's map with the virgin map and
+//! only those maps (and those of crashes and hangs, which the fuzzer files by their edges)
+//! come to the host. Traces (CmpLog) run on the CPU engine, which records the same edges.
+
+use std::sync::Mutex;
+
+use anyhow::Result;
+use armada_core::coverage::{CoverageMap, Virgin};
+use armada_core::runner::{Exit, Lane};
+use armada_gpu::Engine;
+use rayon::prelude::*;
+
+use crate::target::{outcome_of, ExecResult, Outcome, Target};
+
+/// Which coverage maps a round's results carry.
+#[derive(Clone, Copy)]
+pub enum Maps<'a> {
+    /// Every run's.
+    All,
+    /// Those of runs whose map adds to this virgin map, and of crashes and hangs; the others
+    /// carry their path hash only.
+    News(&'a Virgin),
+    /// None (crash minimization looks at outcomes only).
+    None,
+}
+
+/// Runs rounds of inputs on the CPU engine, or on a GPU engine when one is given.
+pub struct Executor {
+    /// One target copy per worker thread: CPU executions and traces, and the lanes a GPU
+    /// round starts from.
+    copies: Vec<Mutex<Target>>,
+    /// Coverage maps of results already looked at, for the next executions.
+    maps: Mutex<Vec<CoverageMap>>,
+    engine: Option<Engine>,
+}
+
+impl Executor {
+    pub fn new(target: Target, engine: Option<Engine>) -> Executor {
+        let n = rayon::current_num_threads().max(1);
+        let mut copies: Vec<Mutex<Target>> =
+            (1..n).map(|_| Mutex::new(target.duplicate())).collect();
+        copies.insert(0, Mutex::new(target));
+        Executor {
+            copies,
+            maps: Mutex::new(Vec::new()),
+            engine,
+        }
+    }
+
+    /// The copy of the target for the calling worker thread.
+    fn copy(&self) -> std::sync::MutexGuard<'_, Target> {
+        let k = rayon::current_thread_index().unwrap_or(0) % self.copies.len();
+        self.copies[k].lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The compare operands `input` meets (one traced execution on the CPU engine).
+    pub fn trace(&self, input: &[u8]) -> Result<Vec<(u64, u64)>> {
+        let mut t = self.copies[0].lock().unwrap_or_else(|p| p.into_inner());
+        t.trace(input)
+    }
+
+    /// Gives back the maps of results that have been looked at.
+    pub fn recycle(&self, results: Vec<ExecResult>) {
+        let mut m = self.maps.lock().unwrap_or_else(|p| p.into_inner());
+        m.extend(results.into_iter().filter_map(|r| r.coverage));
+    }
+
+    /// Runs every input once; results in input order.
+    pub fn run(&self, inputs: &[Vec<u8>], maps: Maps) -> Result<Vec<ExecResult>> {
+        match &self.engine {
+            None => self.run_cpu(inputs),
+            Some(e) => self.run_gpu(e, inputs, maps),
+        }
+    }
+
+    fn run_cpu(&self, inputs: &[Vec<u8>]) -> Result<Vec<ExecResult>> {
+        inputs
+            .par_iter()
+            .map(|input| {
+                let map = self.maps.lock().ok().and_then(|mut m| m.pop());
+                self.copy().exec(input, map)
+            })
+            .collect()
+    }
+
+    fn run_gpu(&self, engine: &Engine, inputs: &[Vec<u8>], maps: Maps) -> Result<Vec<ExecResult>> {
+        let (start, exec_limit) = {
+            let t = self.copy();
+            (t.start_instructions(), t.spec().exec_limit)
+        };
+        let lanes: Vec<Lane> = inputs
+            .par_iter()
+            .map(|input| {
+                let mut lane = self.copy().lane(input)?;
+                lane.set_coverage(true);
+                Ok(lane)
+            })
+            .collect::<Result<_>>()?;
+        let n = lanes.len();
+        let mut batch = engine.batch(lanes, Some(start.saturating_add(exec_limit)))?;
+        batch.bind()?;
+        batch.run(&|_| {})?;
+        let mut ends: Vec<(Outcome, u64)> = Vec::with_capacity(n);
+        for (lane, _) in batch.lanes_mut() {
+            let exit = lane.exit.clone().unwrap_or(Exit::InstructionLimit);
+            ends.push((outcome_of(lane, &exit), lane.retired() - start));
+        }
+        let all: Vec<usize> = (0..n).collect();
+        let (want, paths): (Vec<usize>, Option<Vec<u32>>) = match maps {
+            Maps::All => (all, None),
+            Maps::None => (Vec::new(), None),
+            Maps::News(virgin) => {
+                let news = batch.coverage_news(&all, virgin)?;
+                let want = all
+                    .into_iter()
+                    .filter(|&i| news[i].new || !matches!(ends[i].0, Outcome::Exited(_)))
+                    .collect();
+                (want, Some(news.iter().map(|x| x.path).collect()))
+            }
+        };
+        let mut fetched = want.iter().copied().zip(batch.coverage_maps(&want)?);
+        let mut next = fetched.next();
+        let mut out = Vec::with_capacity(n);
+        for (i, (outcome, instructions)) in ends.into_iter().enumerate() {
+            let coverage = match next.take() {
+                Some((k, map)) if k == i => {
+                    next = fetched.next();
+                    Some(map)
+                }
+                other => {
+                    next = other;
+                    None
+                }
+            };
+            out.push(ExecResult {
+                outcome,
+                coverage,
+                path: paths.as_ref().map(|p| p[i]),
+                instructions,
+            });
+        }
+        Ok(out)
+    }
+}
