@@ -441,3 +441,183 @@ fn bad_input_gets_clear_errors() {
     );
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// The engines beside the CPU engine that a test can run here: the CUDA kernel's simulator
+/// when this build has it (ARMADA_CUDA_SIM), and wgpu when `ARMADA_TEST_WGPU` is set
+/// (lavapipe in CI). Every run of these tests sets ARMADA_CUDA_SIM, so the guests'
+/// environment (armada's own) is the same on every engine.
+fn gpu_backends(probe: &Path) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    let o = sim_armada(
+        &[os("run"), os("--backend"), os("cuda"), probe.as_os_str()],
+        b"",
+    );
+    if o.stderr.contains("no kernel simulator") {
+        assert!(
+            !common::in_ci(),
+            "the CI build has no CUDA kernel simulator"
+        );
+        common::loud("skipping the CUDA simulator: this build has none");
+    } else {
+        v.push("cuda");
+    }
+    if std::env::var_os("ARMADA_TEST_WGPU").is_some() {
+        v.push("wgpu");
+    }
+    v
+}
+
+/// `armada ARGS` with ARMADA_CUDA_SIM=1 (`--backend cuda` runs the kernel simulator).
+fn sim_armada(args: &[&std::ffi::OsStr], stdin: &[u8]) -> Out {
+    let mut cmd = Command::new(common::armada_bin());
+    cmd.args(args).env("ARMADA_CUDA_SIM", "1");
+    let o = common::run_process(cmd, stdin, Duration::from_secs(900)).expect("armada runs");
+    assert!(!o.timed_out, "armada {args:?} timed out");
+    Out {
+        status: o.status,
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// Coverage maps (`armada batch --coverage`) are the same bytes on every engine: lanes of
+/// the planted-bug targets from the entry and from a snapshot, and a floating-point guest
+/// whose instructions wgpu leaves to the host (their edges count in the lane's host map).
+#[test]
+fn coverage_maps_match_across_engines() {
+    let Some(dir) = programs_dir("coverage_maps_match_across_engines") else {
+        return;
+    };
+    let work = scratch("covmaps");
+    let stdin = work.join("stdin");
+    std::fs::create_dir_all(&stdin).unwrap();
+    let inputs: [&[u8]; 6] = [
+        b"",
+        b"ARM6",
+        b"ARM64FUZ",
+        b"\x00\x10\x00\x00hello length field",
+        b"{[(<>)]}{[(",
+        b"lane 5: some ordinary text\n",
+    ];
+    for (i, d) in inputs.iter().enumerate() {
+        std::fs::write(stdin.join(i.to_string()), d).unwrap();
+    }
+    let backends = gpu_backends(&dir.join("noread"));
+    let maps = |program: &Path, backend: &str, extra: &[&str]| -> Vec<Vec<u8>> {
+        let out = work.join(format!("cov-{backend}-{}", extra.join("-")));
+        let _ = std::fs::remove_dir_all(&out);
+        let mut a: Vec<&std::ffi::OsStr> = vec![
+            os("batch"),
+            os("--backend"),
+            os(backend),
+            os("--lanes"),
+            os("6"),
+            os("--stdin-dir"),
+            stdin.as_os_str(),
+            os("--no-progress"),
+            os("--coverage"),
+            out.as_os_str(),
+        ];
+        a.extend(extra.iter().map(os));
+        a.push(program.as_os_str());
+        let r = sim_armada(&a, b"");
+        assert!(r.status <= 1, "armada batch on {backend}:\n{}", r.stderr);
+        (0..inputs.len())
+            .map(|i| std::fs::read(out.join(format!("{i}.cov"))).unwrap())
+            .collect()
+    };
+    let mut programs: Vec<(PathBuf, &[&str])> = ["magic", "length", "nested"]
+        .iter()
+        .flat_map(|p| [&[][..], &["--snapshot-at", "input"][..]].map(|extra| (dir.join(p), extra)))
+        .collect();
+    match common::guest_programs_dir() {
+        Ok(g) => programs.push((g.join("fp_edge"), &[])),
+        Err(e) => assert!(!common::in_ci(), "no guest programs: {e}"),
+    }
+    for (p, extra) in &programs {
+        let program = p.file_name().unwrap().to_string_lossy();
+        let extra = *extra;
+        {
+            let cpu = maps(p, "cpu", extra);
+            for m in &cpu {
+                assert_eq!(m.len(), 65536);
+                assert!(
+                    m.iter().filter(|&&c| c != 0).count() > 20,
+                    "{program}: too few edges"
+                );
+            }
+            // different inputs take different paths (fp_edge reads no input)
+            if program != "fp_edge" {
+                assert_ne!(cpu[0], cpu[2], "{program}: every input ran the same path");
+            }
+            for b in &backends {
+                let other = maps(p, b, extra);
+                for (i, (x, y)) in cpu.iter().zip(&other).enumerate() {
+                    let differ = x.iter().zip(y).filter(|(a, b)| a != b).count();
+                    assert_eq!(
+                        differ, 0,
+                        "{program} {extra:?} lane {i}: {differ} slots of the {b} map differ from the CPU engine's"
+                    );
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// `armada fuzz` on a GPU engine makes the same run as on the CPU engine with the same
+/// seed: the same executions, corpus, edges, instructions and crash (the device's coverage
+/// news and the maps it hands over decide exactly what the CPU engine's maps decide).
+#[test]
+fn gpu_fuzzing_matches_cpu() {
+    let Some(dir) = programs_dir("gpu_fuzzing_matches_cpu") else {
+        return;
+    };
+    let work = scratch("gpufuzz");
+    let program = dir.join("magic");
+    let backends = gpu_backends(&dir.join("noread"));
+    let stats = |backend: &str, execs: &str| -> String {
+        let json = work.join(format!("{backend}-{execs}.json"));
+        let r = sim_armada(
+            &[
+                os("fuzz"),
+                os("--backend"),
+                os(backend),
+                os("--lanes"),
+                os("128"),
+                os("--seed"),
+                os("3"),
+                os("--max-execs"),
+                os(execs),
+                os("--corpus"),
+                work.join(format!("corpus-{backend}-{execs}")).as_os_str(),
+                os("--crashes"),
+                work.join(format!("crashes-{backend}-{execs}")).as_os_str(),
+                os("--stats-json"),
+                json.as_os_str(),
+                os("--no-progress"),
+                program.as_os_str(),
+            ],
+            b"",
+        );
+        assert_eq!(r.status, 0, "armada fuzz on {backend}:\n{}", r.stderr);
+        // the figures but time and rate (the paths of saved crashes name the backend)
+        let text = std::fs::read_to_string(&json).unwrap();
+        text.split(',')
+            .filter(|f| !f.contains("elapsed_s") && !f.contains("execs_per_sec"))
+            .map(|f| f.replace(&format!("crashes-{backend}-"), "crashes-"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    for b in &backends {
+        // lavapipe runs a round of 128 lanes in about a second: fewer rounds there
+        let execs = if *b == "wgpu" { "3000" } else { "20000" };
+        let cpu = stats("cpu", execs);
+        assert!(cpu.contains("\"corpus\":"), "{cpu}");
+        assert_eq!(
+            cpu,
+            stats(b, execs),
+            "armada fuzz on {b} differs from the CPU engine"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
