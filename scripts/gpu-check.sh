@@ -21,8 +21,9 @@
 #   resident  the most busybox lanes resident at once, and guest memory per lane
 #   fuzz      snapshot fan-out: LANES short runs from the entry, from main and from the first
 #             read of stdin (checked against full runs and the CPU engine), vs qemu-aarch64 on
-#             every core; `armada fuzz` on every core per planted bug (execs/s, time to it) vs
-#             qemu-aarch64 running one process per input (xargs -P cores)
+#             every core; batch --coverage --check (device maps = CPU maps); `armada fuzz` on
+#             every core and on the GPU (FUZZ_LANES, FUZZ_TIME) per planted bug (execs/s, time
+#             to it) vs qemu-aarch64 running one process per input (xargs -P cores)
 # Logs go to $OUT (the device tool's folder) or /tmp/armada-gpu-check; the summary is last.
 set -u
 bundle=${1:-.gpu}
@@ -340,6 +341,13 @@ EOF
     note "fuzz: lanes identical to the full runs (from main, from input, of all): $same"
     timeout 600 $A batch --backend $B --check --lanes $((lanes < 4096 ? lanes : 4096)) --stdin-dir "$work/fin" --snapshot-at input "$F/magic" >/dev/null 2>"$log/fan-check.txt"
     note "fuzz: batch --snapshot-at input --check: $(grep 'check:' "$log/fan-check.txt" | sed 's/armada batch: //')"
+    # edge coverage on the device: the same maps as the CPU engine (--check compares them)
+    clanes=$((lanes < 4096 ? lanes : 4096))
+    t0=$(secs)
+    timeout 600 $A batch --backend $B --check --coverage "$work/cov" --lanes $clanes --stdin-dir "$work/fin" --snapshot-at input "$F/magic" >/dev/null 2>"$log/cov-check.txt"
+    t1=$(secs)
+    note "fuzz: batch --coverage --check x$clanes ($(elapsed $t0 $t1) s): $(grep 'check:' "$log/cov-check.txt" | sed 's/armada batch: //'); kernel s $(grep -o 'kernel s: [0-9.]*' "$log/cov-check.txt" | head -1)"
+    rm -rf "$work/cov"
     if [[ -n $Q ]]; then
         t0=$(secs)
         seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c "$Q $F/magic < $work/fin/{} > /dev/null"
@@ -356,6 +364,9 @@ EOF
         [[ $t == length ]] && extra=(--snapshot-at main) && args=(@@)
         timeout 300 $A fuzz --corpus "$work/fz-$t/c" --crashes "$work/fz-$t/x" --max-time 120 --stop-on-crash --no-progress "${extra[@]}" "$F/$t" "${args[@]}" >/dev/null 2>"$log/fuzz-$t.txt"
         note "fuzz: armada fuzz $t: $(grep 'done:' "$log/fuzz-$t.txt" | sed 's/armada fuzz: done: *//')"
+        # the same on the GPU: a round's inputs are one batch of lanes
+        timeout 300 $A fuzz --backend $B --lanes ${FUZZ_LANES:-16384} --corpus "$work/gz-$t/c" --crashes "$work/gz-$t/x" --max-time ${FUZZ_TIME:-60} --stop-on-crash --no-progress "${extra[@]}" "$F/$t" "${args[@]}" >/dev/null 2>"$log/gfuzz-$t.txt"
+        note "fuzz: armada fuzz --backend $B $t: $(grep 'done:' "$log/gfuzz-$t.txt" | sed 's/armada fuzz: done: *//') $(grep -i 'error' "$log/gfuzz-$t.txt" | head -2)"
     done
     if [[ -n $Q ]]; then
         # the qemu-per-process baseline: one qemu-aarch64 process per input, every core

@@ -62,3 +62,23 @@ def test_fuzz_finds_a_planted_bug(tmp_path):
             tmp_path / "x2",
             max_execs=10,
         )
+
+
+@pytest.mark.parametrize("backend", ["cuda", "wgpu"])
+def test_gpu_coverage_maps_equal_the_cpu_engines(backend):
+    prog = _built("target/guest-fuzz/nested")
+    stdins = [b"", b"{[(", b"{[(<>)]}", b"plain text"]
+    try:
+        gpu = armada.run_batch(
+            [[prog]] * 4, stdins, env={}, backend=backend, snapshot_at="input", coverage=True
+        )
+    except armada.EngineUnavailableError as e:
+        pytest.skip(f"no {backend} engine here: {e}")
+    cpu = armada.run_batch(
+        [[prog]] * 4, stdins, env={}, backend="cpu", snapshot_at="input", coverage=True
+    )
+    for g, c in zip(gpu, cpu):
+        assert g.coverage is not None and g.coverage.shape == (65536,)
+        assert np.array_equal(g.coverage, c.coverage)
+        assert (g.exit_code, g.stdout, g.instructions) == (c.exit_code, c.stdout, c.instructions)
+    assert not np.array_equal(cpu[0].coverage, cpu[2].coverage)

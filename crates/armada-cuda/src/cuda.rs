@@ -372,6 +372,10 @@ impl Device for CudaDevice {
         self.sync()
     }
 
+    fn prepare_coverage(&self) -> Result<(), Error> {
+        self.covered().map(|_| ())
+    }
+
     fn cov_news(
         &self,
         maps: DevPtr,

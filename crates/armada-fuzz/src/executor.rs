@@ -93,6 +93,15 @@ impl Executor {
             let t = self.copy();
             (t.start_instructions(), t.spec().exec_limit)
         };
+        // ARMADA_FUZZ_PROFILE=1: where a GPU round's time goes, on stderr
+        let profile = std::env::var_os("ARMADA_FUZZ_PROFILE").is_some();
+        let t0 = std::time::Instant::now();
+        let mut laps: Vec<(&str, f64)> = Vec::new();
+        let mut lap = |name: &'static str| {
+            if profile {
+                laps.push((name, t0.elapsed().as_secs_f64()));
+            }
+        };
         let lanes: Vec<Lane> = inputs
             .par_iter()
             .map(|input| {
@@ -102,9 +111,12 @@ impl Executor {
             })
             .collect::<Result<_>>()?;
         let n = lanes.len();
+        lap("restore");
         let mut batch = engine.batch(lanes, Some(start.saturating_add(exec_limit)))?;
+        lap("setup");
         batch.bind()?;
         batch.run(&|_| {})?;
+        lap("run");
         let mut ends: Vec<(Outcome, u64)> = Vec::with_capacity(n);
         for (lane, _) in batch.lanes_mut() {
             let exit = lane.exit.clone().unwrap_or(Exit::InstructionLimit);
@@ -123,7 +135,9 @@ impl Executor {
                 (want, Some(news.iter().map(|x| x.path).collect()))
             }
         };
+        lap("news");
         let mut fetched = want.iter().copied().zip(batch.coverage_maps(&want)?);
+        lap("maps");
         let mut next = fetched.next();
         let mut out = Vec::with_capacity(n);
         for (i, (outcome, instructions)) in ends.into_iter().enumerate() {
@@ -143,6 +157,35 @@ impl Executor {
                 path: paths.as_ref().map(|p| p[i]),
                 instructions,
             });
+        }
+        if profile {
+            let stats = batch.stats_list();
+            drop(batch);
+            lap("drop");
+            let mut prev = 0.0;
+            let parts: Vec<String> = laps
+                .iter()
+                .map(|&(name, t)| {
+                    let d = t - prev;
+                    prev = t;
+                    format!("{name} {d:.3}")
+                })
+                .collect();
+            let engine: Vec<String> = stats
+                .iter()
+                .filter(|(k, _)| {
+                    ["launches", "kernel s", "service s", "transfer s", "setup s"]
+                        .contains(&k.as_str())
+                })
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            eprintln!(
+                "armada fuzz: round of {n}: {} s: {}; {}; {} maps fetched",
+                format_args!("{prev:.3}"),
+                parts.join(", "),
+                engine.join(", "),
+                want.len()
+            );
         }
         Ok(out)
     }

@@ -50,6 +50,11 @@ pub trait Device: Send + Sync {
         n: u32,
         out: DevPtr,
     ) -> Result<(), Error>;
+    /// Makes the kernel build with coverage ready (compiles it on first use), so the time goes
+    /// to the batch's setup rather than its first launch.
+    fn prepare_coverage(&self) -> Result<(), Error> {
+        Ok(())
+    }
     /// Host memory the kernel can write while it runs: (host pointer, device address).
     fn alloc_mapped(&self, bytes: usize) -> Result<(*mut u64, DevPtr), Error>;
     fn free_mapped(&self, host: *mut u64);

@@ -639,6 +639,10 @@ impl Device for WgpuDevice {
         self.dispatch(pipeline, wp, (p.nactive as u64) << wp.lane_shift)
     }
 
+    fn prepare_coverage(&self) -> Result<(), Error> {
+        self.run_covered().map(|_| ())
+    }
+
     fn cov_news(
         &self,
         maps: DevPtr,

@@ -215,6 +215,7 @@ impl Batch {
         let d_sched = dev.alloc(16 + 8 * claim_words)?;
         // coverage maps, when any lane records coverage (zeroed by alloc)
         let d_cov = if lanes.iter().any(|l| l.lane.coverage().is_some()) {
+            dev.prepare_coverage()?;
             dev.alloc(n * COV_MAP_BYTES).map_err(|e| {
                 Error::Device(format!(
                     "edge coverage needs a 64 KiB map a lane on the device ({} MiB for {n} lanes), and that did not fit ({e}): run fewer lanes at once",
