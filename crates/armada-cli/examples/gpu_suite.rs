@@ -82,6 +82,7 @@ fn main() {
                 max_instructions: max,
                 snapshot: None,
                 coverage: false,
+                drop_output: false,
             },
         ));
     }

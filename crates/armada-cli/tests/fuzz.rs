@@ -566,17 +566,27 @@ fn coverage_maps_match_across_engines() {
 
 /// `armada fuzz` on a GPU engine makes the same run as on the CPU engine with the same
 /// seed: the same executions, corpus, edges, instructions and crash (the device's coverage
-/// news and the maps it hands over decide exactly what the CPU engine's maps decide).
+/// news and the maps it hands over decide exactly what the CPU engine's maps decide, and
+/// the syscalls the kernel answers itself answer as the host does: tests/guest/fuzz/devio.c).
 #[test]
 fn gpu_fuzzing_matches_cpu() {
     let Some(dir) = programs_dir("gpu_fuzzing_matches_cpu") else {
         return;
     };
     let work = scratch("gpufuzz");
-    let program = dir.join("magic");
     let backends = gpu_backends(&dir.join("noread"));
-    let stats = |backend: &str, execs: &str| -> String {
-        let json = work.join(format!("{backend}-{execs}.json"));
+    // devio: the syscalls a GPU kernel answers itself and those around it it must not,
+    // from seeds that take each path
+    let seeds: [&[u8]; 4] = [b"WFRDC", b"xFRDC", b"W", b"abcD"];
+    let stats = |program: &str, backend: &str, execs: &str| -> String {
+        let json = work.join(format!("{program}-{backend}-{execs}.json"));
+        let corpus = work.join(format!("corpus-{program}-{backend}-{execs}"));
+        if program == "devio" {
+            std::fs::create_dir_all(&corpus).unwrap();
+            for (i, s) in seeds.iter().enumerate() {
+                std::fs::write(corpus.join(format!("seed{i}")), s).unwrap();
+            }
+        }
         let r = sim_armada(
             &[
                 os("fuzz"),
@@ -589,13 +599,14 @@ fn gpu_fuzzing_matches_cpu() {
                 os("--max-execs"),
                 os(execs),
                 os("--corpus"),
-                work.join(format!("corpus-{backend}-{execs}")).as_os_str(),
+                corpus.as_os_str(),
                 os("--crashes"),
-                work.join(format!("crashes-{backend}-{execs}")).as_os_str(),
+                work.join(format!("crashes-{program}-{backend}-{execs}"))
+                    .as_os_str(),
                 os("--stats-json"),
                 json.as_os_str(),
                 os("--no-progress"),
-                program.as_os_str(),
+                dir.join(program).as_os_str(),
             ],
             b"",
         );
@@ -604,20 +615,81 @@ fn gpu_fuzzing_matches_cpu() {
         let text = std::fs::read_to_string(&json).unwrap();
         text.split(',')
             .filter(|f| !f.contains("elapsed_s") && !f.contains("execs_per_sec"))
-            .map(|f| f.replace(&format!("crashes-{backend}-"), "crashes-"))
+            .map(|f| f.replace(&format!("crashes-{program}-{backend}-"), "crashes-"))
             .collect::<Vec<_>>()
             .join(",")
     };
-    for b in &backends {
-        // lavapipe runs a round of 128 lanes in about a second: fewer rounds there
-        let execs = if *b == "wgpu" { "3000" } else { "20000" };
-        let cpu = stats("cpu", execs);
-        assert!(cpu.contains("\"corpus\":"), "{cpu}");
-        assert_eq!(
-            cpu,
-            stats(b, execs),
-            "armada fuzz on {b} differs from the CPU engine"
+    for program in ["magic", "devio"] {
+        for b in &backends {
+            // lavapipe runs a round of 128 lanes in about a second: fewer rounds there
+            let execs = if *b == "wgpu" { "3000" } else { "20000" };
+            let cpu = stats(program, "cpu", execs);
+            assert!(cpu.contains("\"corpus\":"), "{cpu}");
+            assert_eq!(
+                cpu,
+                stats(program, b, execs),
+                "armada fuzz of {program} on {b} differs from the CPU engine"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// `armada batch --drop-output` gives every lane the CPU engine's result (exit, instructions,
+/// syscalls) where the CUDA kernel answers stdin reads, fstat and writes itself, and where it
+/// must leave them to the host (tests/guest/fuzz/devio.c: short reads, EFAULT buffers, fd 1
+/// made stderr's copy, fd 0 closed), from the entry and from a snapshot.
+#[test]
+fn drop_output_batches_match_cpu() {
+    let Some(dir) = programs_dir("drop_output_batches_match_cpu") else {
+        return;
+    };
+    let work = scratch("dropout");
+    let stdin = work.join("stdin");
+    std::fs::create_dir_all(&stdin).unwrap();
+    let inputs: [&[u8]; 10] = [
+        b"WFRDC", b"xFRDC", b"W", b"abcD", b"", b"abc", b"xxxDC", b"WFRDC!", b"xFR", b"WW",
+    ];
+    for (i, d) in inputs.iter().enumerate() {
+        std::fs::write(stdin.join(i.to_string()), d).unwrap();
+    }
+    let backends = gpu_backends(&dir.join("noread"));
+    let program = dir.join("devio");
+    for extra in [&[][..], &["--snapshot-at", "input"][..]] {
+        let run = |backend: &str| -> String {
+            let out = work.join(format!("{backend}.jsonl"));
+            let mut a: Vec<&std::ffi::OsStr> = vec![
+                os("batch"),
+                os("--backend"),
+                os(backend),
+                os("--drop-output"),
+                os("--lanes"),
+                os("10"),
+                os("--stdin-dir"),
+                stdin.as_os_str(),
+                os("--no-progress"),
+                os("--out"),
+                out.as_os_str(),
+            ];
+            a.extend(extra.iter().map(os));
+            a.push(program.as_os_str());
+            let r = sim_armada(&a, b"");
+            assert!(r.status <= 1, "armada batch on {backend}:\n{}", r.stderr);
+            std::fs::read_to_string(&out).unwrap()
+        };
+        let cpu = run("cpu");
+        assert!(cpu.contains("\"signal\":11"), "{cpu}");
+        assert!(
+            !cpu.contains("\"stdout\":\"W"),
+            "output was not dropped: {cpu}"
         );
+        for b in &backends {
+            assert_eq!(
+                cpu,
+                run(b),
+                "devio {extra:?} on {b} differs from the CPU engine"
+            );
+        }
     }
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -56,6 +56,9 @@ pub struct BatchSpec {
     pub snapshot: Option<Arc<SharedSnapshot>>,
     /// Record each lane's edge coverage ([`LaneResult::coverage`]).
     pub coverage: bool,
+    /// Drop what lanes write to stdout and stderr (results carry none; a GPU kernel then
+    /// answers the reads of stdin and those writes itself, without the host).
+    pub drop_output: bool,
 }
 
 impl BatchSpec {
@@ -205,7 +208,12 @@ pub fn run_lane_cpu(
         on_progress(r - reported);
         reported = r;
     }
-    Ok(LaneResult::from_lane(index, &mut lane, 0))
+    let mut r = LaneResult::from_lane(index, &mut lane, 0);
+    if spec.drop_output {
+        r.stdout.clear();
+        r.stderr.clear();
+    }
+    Ok(r)
 }
 
 /// Runs a batch on the CPU engine: lanes spread over the host's cores (rayon's pool).

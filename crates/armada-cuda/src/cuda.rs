@@ -237,6 +237,9 @@ impl Device for CudaDevice {
     fn lazy_pages(&self) -> bool {
         true
     }
+    fn device_syscalls(&self) -> bool {
+        true
+    }
 
     fn describe(&self) -> String {
         format!("{} ({})", self.name, self.arch)

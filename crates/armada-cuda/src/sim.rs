@@ -41,6 +41,9 @@ impl Device for SimDevice {
     fn lazy_pages(&self) -> bool {
         true
     }
+    fn device_syscalls(&self) -> bool {
+        true
+    }
 
     fn describe(&self) -> String {
         "the CUDA kernel compiled for the host CPU (simulator)".into()

@@ -42,6 +42,7 @@ pub fn spec(
         max_instructions: None,
         snapshot: None,
         coverage: false,
+        drop_output: false,
     }
 }
 

@@ -109,6 +109,11 @@ pub trait Device: Send + Sync {
     fn fused_pairs(&self) -> bool {
         false
     }
+    /// Whether the kernel answers the syscalls of `engine/devio.rs` itself when a batch asks
+    /// (`Params::sysd`).
+    fn device_syscalls(&self) -> bool {
+        false
+    }
     /// Whether the kernel copies lazy pages (`layout::PT_LAZY`) on their first write from the
     /// lane's frame reserve and logs the claims (`Params::claims`); the host then maps pages
     /// a lane is likely to write as lazy, so those writes do not stop the lane.

@@ -45,6 +45,7 @@ use std::time::Instant;
 mod apply;
 mod bare;
 mod coverage;
+mod devio;
 mod launch;
 mod pagetable;
 mod records;
@@ -241,6 +242,10 @@ pub struct Batch {
     d_cov: DevPtr,
     /// The maps were added to the lanes' own (`collect_coverage`).
     cov_collected: bool,
+    /// The kernel answers some syscalls itself (see `devio`): the lanes' blocks and inputs.
+    devio: bool,
+    d_sysd: DevPtr,
+    d_inputs: DevPtr,
 }
 
 /// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
@@ -277,6 +282,8 @@ impl Drop for Batch {
             self.d_sched,
             self.frames.d_chunks,
             self.d_cov,
+            self.d_sysd,
+            self.d_inputs,
         ] {
             if p != 0 {
                 d.free(p);

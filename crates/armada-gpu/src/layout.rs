@@ -31,10 +31,19 @@ pub const S_EPOCH: usize = 42;
 pub const S_DIRTY_N: usize = 43;
 /// Set by the kernel when it writes a vector register (the host's copy is then stale).
 pub const S_VDIRTY: usize = 44;
+/// The syscalls the kernel may answer itself (`SYS_*` bits; 0: none), see `Params::sysd`
+/// and armada-gpu's `engine/devio.rs`.
+pub const S_SYS: usize = 45;
+/// fd 0's position in the lane's input.
+pub const S_IN_OFF: usize = 46;
+/// Syscalls the kernel answered since the host last looked.
+pub const S_SYS_N: usize = 47;
+/// Bytes the kernel may still drop from writes to fd 1 and fd 2 (the capture's cap).
+pub const S_ROOM: usize = 48;
 /// Words the host writes back after servicing a lane (registers but the vector ones).
-pub const CORE_WORDS: usize = 45;
+pub const CORE_WORDS: usize = 50;
 /// Page numbers written since the last sync (DIRTY_CAP of them at most).
-pub const S_DIRTY: usize = 45;
+pub const S_DIRTY: usize = 50;
 pub const DIRTY_CAP: usize = 32;
 /// The lane's code regions in the region table: first | count << 32.
 pub const S_REGIONS: usize = S_DIRTY + DIRTY_CAP;
@@ -50,6 +59,20 @@ pub const DOWN_WORDS: usize = S_RES + RES_CAP;
 /// v0..v31, two words each (low, high).
 pub const S_V: usize = DOWN_WORDS;
 pub const S_WORDS: usize = S_V + 64;
+
+// ----- syscalls the kernel answers (`S_SYS` bits) ------------------------------------------------
+
+/// read(0, ...) from the lane's input (`Params::sysd`: address, length).
+pub const SYS_READ0: u64 = 1;
+/// write(1, ...) and write(2, ...) dropped (counted against `S_ROOM`).
+pub const SYS_DROP1: u64 = 2;
+pub const SYS_DROP2: u64 = 4;
+/// fstat / newfstatat(fd, "", AT_EMPTY_PATH) of fd 0, 1, 2 (SYS_STAT0 << fd) from the
+/// stat in `Params::sysd`.
+pub const SYS_STAT0: u64 = 8;
+/// Words of a lane's block at `Params::sysd`: [0] input address, [1] input length, then at
+/// word 8 + 16 * fd the 128-byte stat of fd 0, 1, 2.
+pub const SYSD_WORDS: usize = 64;
 
 // ----- stop codes ------------------------------------------------------------------------------
 
@@ -136,6 +159,9 @@ pub struct Params {
     /// COV_MAP_BYTES (see `armada_core::coverage`). Zero: no coverage (and the kernel build
     /// without it runs).
     pub cov: u64,
+    /// The lanes' blocks for the syscalls the kernel answers itself (`SYSD_WORDS` a lane;
+    /// 0: none, and every syscall stops for the host).
+    pub sysd: u64,
     pub slice: u64,
     pub max_ns: u64,
     pub min_grace_ns: u64,
@@ -251,6 +277,15 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("S_EPOCH", S_EPOCH as u64),
         ("S_DIRTY_N", S_DIRTY_N as u64),
         ("S_VDIRTY", S_VDIRTY as u64),
+        ("S_SYS", S_SYS as u64),
+        ("S_IN_OFF", S_IN_OFF as u64),
+        ("S_SYS_N", S_SYS_N as u64),
+        ("S_ROOM", S_ROOM as u64),
+        ("SYS_READ0", SYS_READ0),
+        ("SYS_DROP1", SYS_DROP1),
+        ("SYS_DROP2", SYS_DROP2),
+        ("SYS_STAT0", SYS_STAT0),
+        ("SYSD_WORDS", SYSD_WORDS as u64),
         ("S_V", S_V as u64),
         ("S_DIRTY", S_DIRTY as u64),
         ("S_REGIONS", S_REGIONS as u64),
@@ -410,7 +445,7 @@ mod tests {
         assert_eq!(S_V + 64, S_WORDS);
         const { assert!(CORE_WORDS <= S_DIRTY && S_IMAGE < S_V) };
         const { assert!(S_WORDS * 8 <= 2048) };
-        assert_eq!(std::mem::size_of::<Params>(), 17 * 8 + 6 * 4);
+        assert_eq!(std::mem::size_of::<Params>(), 18 * 8 + 6 * 4);
     }
 
     #[test]

@@ -78,16 +78,30 @@ impl Engine {
     }
 
     /// A batch of lanes of one program, ready to run.
-    pub fn batch(
+    pub fn batch(&self, lanes: Vec<Lane>, max_instructions: Option<u64>) -> Result<Batch, Error> {
+        self.batch_with(lanes, max_instructions, false)
+    }
+
+    /// A batch, with `device_io`: the kernel answers the syscalls a fuzz target's execution
+    /// repeats itself where the device can (reads of the captured stdin, fstat of fds 0-2,
+    /// writes to the captured stdout and stderr, which are dropped: see `engine/devio.rs`).
+    pub fn batch_with(
         &self,
         mut lanes: Vec<Lane>,
         max_instructions: Option<u64>,
+        device_io: bool,
     ) -> Result<Batch, Error> {
         // a lane is one task on the GPU so far: a guest thread ends it with a clear message
         for l in &mut lanes {
             l.single_task_engine("GPU");
         }
-        Batch::new(self.dev.clone(), lanes, max_instructions, self.opts.slice)
+        Batch::new(
+            self.dev.clone(),
+            lanes,
+            max_instructions,
+            self.opts.slice,
+            device_io,
+        )
     }
 }
 
@@ -127,7 +141,7 @@ pub fn run_batch(
         .map(|i| spec.spawn(i))
         .collect::<Result<Vec<_>, LoadError>>()?;
     let spawn_s = t.elapsed().as_secs_f64();
-    let mut b = engine.batch(lanes, spec.max_instructions)?;
+    let mut b = engine.batch_with(lanes, spec.max_instructions, spec.drop_output)?;
     b.stats.spawn_s = spawn_s;
     // Async mode: the batch runs on its own thread; progress comes from the host-mapped
     // counters the kernel writes while it runs.
@@ -143,7 +157,14 @@ pub fn run_batch(
     }
     let mut b = running.wait()?;
     b.collect_coverage()?;
-    let lanes: Vec<LaneResult> = b.results();
+    let mut lanes: Vec<LaneResult> = b.results();
+    if spec.drop_output {
+        // what the host serviced is captured; what the kernel answered was dropped
+        for r in &mut lanes {
+            r.stdout.clear();
+            r.stderr.clear();
+        }
+    }
     Ok(BatchOutcome {
         lanes,
         stats: b.stats_list(),

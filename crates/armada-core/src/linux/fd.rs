@@ -291,6 +291,9 @@ pub struct Files {
     pub(super) pipes: Vec<Option<Pipe>>,
     pub(crate) out: Vec<u8>,
     pub(crate) err: Vec<u8>,
+    /// Bytes written to captured stdout and stderr that a GPU kernel answered and dropped
+    /// (`Process::device_io`): they count toward OUTPUT_CAP as if kept.
+    pub(crate) dropped: [u64; 2],
     /// The lane's sockets from socket() and the names they hold (see `net`).
     pub(crate) net: super::net::Net,
 }

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::fd::o::{O_ACCMODE, O_PATH, O_RDONLY, O_WRONLY};
 use super::fd::Kind;
 use super::proc::Special;
 use super::{cstr, Process};
@@ -78,5 +79,82 @@ impl Process {
             NEWFSTATAT | STATX => a[0] as i32 == 0 && cstr(mem, a[1]).is_ok_and(|p| p.is_empty()),
             _ => false,
         }
+    }
+}
+
+/// What a GPU kernel may answer for a lane by itself, without stopping for the host: the
+/// syscalls one execution of a fuzz target repeats (armada-gpu's `engine/devio.rs`). Each is
+/// answered only where the answer cannot differ from the host's: reads of fd 0 while it is
+/// the captured stdin, writes to fd 1 and 2 while they are the captured stdout and stderr
+/// (the bytes are dropped, and counted), and fstat of those descriptors (whose stat does not
+/// depend on the data).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceIo {
+    /// fd 0 reads the captured stdin: its bytes are `Process::stdin_bytes`, read from `pos`.
+    pub read_stdin: bool,
+    pub stdin_pos: u64,
+    /// Writes to fd 1 (index 0) and fd 2 (index 1) may be dropped, up to this many bytes
+    /// (what is left of the capture's cap); None: not the captured stream.
+    pub out_room: [Option<u64>; 2],
+    /// The stat of fds 0, 1 and 2 (arm64 `struct stat`), where it is the captured stream's.
+    pub stat: [Option<[u8; 128]>; 3],
+}
+
+impl Process {
+    /// What a kernel may answer for this process now (nothing while --strace shows every
+    /// syscall).
+    pub fn device_io(&self) -> DeviceIo {
+        let mut io = DeviceIo::default();
+        if self.cfg.strace {
+            return io;
+        }
+        for fd in 0..3 {
+            let Ok(f) = self.files.file(fd) else {
+                continue;
+            };
+            let usable = f.flags & O_PATH == 0;
+            match (&f.kind, fd) {
+                (Kind::StdinBuf(_), 0) if usable => {
+                    io.read_stdin = f.flags & O_ACCMODE != O_WRONLY;
+                    io.stdin_pos = f.pos;
+                }
+                (Kind::Out(err), 1 | 2) if usable && *err == (fd == 2) => {
+                    if f.flags & O_ACCMODE != O_RDONLY {
+                        let k = (fd - 1) as usize;
+                        let kept = if *err {
+                            self.files.err.len()
+                        } else {
+                            self.files.out.len()
+                        } as u64;
+                        let cap = super::fd::OUTPUT_CAP as u64;
+                        io.out_room[k] = Some(cap.saturating_sub(kept + self.files.dropped[k]));
+                    }
+                }
+                _ => continue,
+            }
+            io.stat[fd as usize] = self.stat_fd(fd).ok().map(|s| s.to_arm64());
+        }
+        io
+    }
+
+    /// The captured stdin's bytes (fd 0's, when it is the captured stdin).
+    pub fn stdin_bytes(&self) -> Option<&[u8]> {
+        match &self.files.file(0).ok()?.kind {
+            Kind::StdinBuf(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Takes what a kernel answered since the last call: fd 0's position, the bytes it
+    /// dropped from stdout and stderr, and how many syscalls it answered.
+    pub fn device_io_done(&mut self, stdin_pos: u64, dropped: [u64; 2], syscalls: u64) {
+        if let Ok(f) = self.files.file_mut(0) {
+            if matches!(f.kind, Kind::StdinBuf(_)) {
+                f.pos = stdin_pos;
+            }
+        }
+        self.files.dropped[0] += dropped[0];
+        self.files.dropped[1] += dropped[1];
+        self.procs.syscalls += syscalls;
     }
 }

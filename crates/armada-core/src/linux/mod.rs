@@ -33,6 +33,7 @@ pub mod fs;
 mod futex;
 pub mod hostnet;
 mod input;
+pub use input::DeviceIo;
 mod ipc;
 pub mod mm;
 mod msg;

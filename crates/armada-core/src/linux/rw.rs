@@ -195,12 +195,14 @@ impl Process {
                 if off.is_some() {
                     return Err(Errno::ESPIPE);
                 }
-                let buf = if *is_err {
+                let is_err = *is_err;
+                let dropped = self.files.dropped[is_err as usize] as usize;
+                let buf = if is_err {
                     &mut self.files.err
                 } else {
                     &mut self.files.out
                 };
-                let room = OUTPUT_CAP.saturating_sub(buf.len());
+                let room = OUTPUT_CAP.saturating_sub(buf.len().saturating_add(dropped));
                 if room == 0 && !data.is_empty() {
                     return Err(Errno::ENOSPC);
                 }

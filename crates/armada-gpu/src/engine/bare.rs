@@ -158,6 +158,7 @@ impl BareLane {
             chunks: chunks.ptr(),
             progress: 0,
             cov: 0,
+            sysd: 0,
             sched: sched.ptr(),
             // flat memory, every page mapped: no lazy pages
             claims: 0,

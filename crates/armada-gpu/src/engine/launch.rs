@@ -9,6 +9,10 @@ use super::Batch;
 use crate::device::{dtoh_into, dtoh_vec, htod_slice};
 use crate::layout::*;
 use crate::Error;
+
+/// exit and exit_group (arm64).
+const NR_EXIT: u64 = 93;
+const NR_EXIT_GROUP: u64 = 94;
 use armada_core::memory::PAGE_SHIFT;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -146,6 +150,9 @@ impl Batch {
             at[l as usize] = Some(k);
         }
         let pt = &self.pt;
+        // With the kernel answering a fuzz target's I/O (`devio`), a lane stopped at exit or
+        // exit_group ends there: its memory is not looked at again, so its pages stay down.
+        let (devio, stops) = (self.devio, &self.stops);
         let lists: Vec<Result<Vec<(u32, PagePtr)>, Error>> = self
             .lanes
             .par_iter_mut()
@@ -161,8 +168,13 @@ impl Batch {
                         ))));
                     }
                 }
+                let exiting = devio
+                    && stops[lane_id] == STOP_SVC
+                    && matches!(rec[S_X + 8], NR_EXIT | NR_EXIT_GROUP);
                 let n = rec[S_DIRTY_N] as usize;
-                let written: Vec<(u64, u32)> = if n <= DIRTY_CAP {
+                let written: Vec<(u64, u32)> = if exiting {
+                    Vec::new()
+                } else if n <= DIRTY_CAP {
                     rec[S_DIRTY..S_DIRTY + n]
                         .iter()
                         .filter_map(|vpn| {

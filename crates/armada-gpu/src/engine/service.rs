@@ -81,6 +81,7 @@ impl Batch {
         let images = &self.images;
         let stops = &self.stops;
         let lazy = self.lazy;
+        let devio = self.devio;
         let pt = &self.pt;
         let results: Vec<Option<Result<Serviced, Error>>> = self
             .lanes
@@ -91,6 +92,9 @@ impl Batch {
                 let lane_id = svc[w.k] as usize;
                 let image = &images[lh.image];
                 record_to_state(w.rec, w.v, &mut lh.lane.program.state);
+                if devio {
+                    super::devio::sync_from_device(&mut lh.lane, w.rec);
+                }
                 let v_before = lh.lane.program.state.v;
                 let mut plan = service_lane(lh, lane_id, w.rec, stops[lane_id], image, lazy);
                 let applied = apply_shared(pt, lh, lane_id, &mut plan);
@@ -100,6 +104,7 @@ impl Batch {
                     let st = &lh.lane.program.state;
                     let mut core = vec![0u64; S_WORDS];
                     state_to_record(st, lh.limit, lh.epoch, &mut core);
+                    super::devio::sys_words(&lh.lane, devio, &mut core);
                     let v = core[S_V..].to_vec();
                     core.truncate(CORE_WORDS);
                     out.push((0, core));

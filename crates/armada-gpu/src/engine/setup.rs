@@ -60,6 +60,7 @@ impl Batch {
         lanes: Vec<Lane>,
         max_instructions: Option<u64>,
         slice: Option<u64>,
+        device_io: bool,
     ) -> Result<Batch, Error> {
         let t0 = Instant::now();
         if lanes.is_empty() {
@@ -255,6 +256,9 @@ impl Batch {
             lazy,
             d_cov,
             cov_collected: false,
+            devio: device_io && dev.device_syscalls(),
+            d_sysd: 0,
+            d_inputs: 0,
         };
         batch.stats.regions = nregions as usize;
         batch.stats.images = batch.images.len();
@@ -273,6 +277,7 @@ impl Batch {
             sched: d_sched,
             claims: if lazy { d_sched + 16 } else { 0 },
             cov: d_cov,
+            sysd: 0,
             slice: batch.slice,
             max_ns: env_ms("ARMADA_CUDA_LAUNCH_MS", 100.0),
             min_grace_ns: env_ms("ARMADA_CUDA_GRACE_MS", 5.0),
@@ -323,6 +328,9 @@ impl Batch {
                 (plan, applied)
             })
             .collect();
+        if batch.devio {
+            batch.upload_sys_blocks(&lanes)?;
+        }
         batch.lanes = lanes;
         let incoming: u64 = plans.iter().map(|p| p.0.wants.len() as u64).sum();
         batch.ensure_pt_room(incoming)?;
@@ -335,6 +343,7 @@ impl Batch {
         }
         let t_records = Instant::now();
         let images = &batch.images;
+        let devio = batch.devio;
         let records: Vec<(u32, usize, Vec<u64>)> = batch
             .lanes
             .par_iter_mut()
@@ -344,6 +353,7 @@ impl Batch {
                 let l = &*l;
                 let mut rec = vec![0u64; S_WORDS];
                 state_to_record(&l.lane.program.state, l.limit, l.epoch, &mut rec);
+                super::devio::sys_words(&l.lane, devio, &mut rec);
                 let img = &images[l.image];
                 rec[S_REGIONS] = img.first_region as u64 | (img.regions.len() as u64) << 32;
                 rec[S_IMAGE] = img.key_lane;
