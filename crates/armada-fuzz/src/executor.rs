@@ -175,8 +175,16 @@ impl Executor {
             let engine: Vec<String> = stats
                 .iter()
                 .filter(|(k, _)| {
-                    ["launches", "kernel s", "service s", "transfer s", "setup s"]
-                        .contains(&k.as_str())
+                    [
+                        "launches",
+                        "kernel s",
+                        "service s",
+                        "transfer s",
+                        "transfer parts s",
+                        "setup s",
+                        "setup parts s",
+                    ]
+                    .contains(&k.as_str())
                 })
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect();

@@ -244,6 +244,10 @@ pub struct Batch {
     cov_collected: bool,
     /// The kernel answers some syscalls itself (see `devio`): the lanes' blocks and inputs.
     devio: bool,
+    /// Frames a lane's lazy-page reserve is topped up to (at most RES_CAP): 8, and 16 in a
+    /// `devio` batch, where a short run that writes a few more pages (stack, input buffer,
+    /// stdio) then ends without stopping for a refill.
+    res_target: usize,
     d_sysd: DevPtr,
     d_inputs: DevPtr,
 }
@@ -500,8 +504,8 @@ impl Batch {
                 "lazy pages".into(),
                 if self.lazy {
                     format!(
-                        "{} copied in the kernel (reserve {RES_CAP} frames a lane)",
-                        s.lazy_claims
+                        "{} copied in the kernel (reserve {} frames a lane)",
+                        s.lazy_claims, self.res_target
                     )
                 } else {
                     "off".into()

@@ -53,7 +53,7 @@ pub const S_IMAGE: usize = S_REGIONS + 1;
 /// S_RES.., taken from the end. The host refills the list when it services the lane.
 pub const S_RES_N: usize = S_IMAGE + 1;
 pub const S_RES: usize = S_RES_N + 1;
-pub const RES_CAP: usize = 8;
+pub const RES_CAP: usize = 16;
 /// Words the host reads from a stopped lane (all but the vector registers).
 pub const DOWN_WORDS: usize = S_RES + RES_CAP;
 /// v0..v31, two words each (low, high).

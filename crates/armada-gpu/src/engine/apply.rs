@@ -289,7 +289,7 @@ impl Batch {
         Ok(())
     }
 
-    /// Fills lane `i`'s frame reserve up to RES_CAP frames, within its memory cap (counting the
+    /// Fills lane `i`'s frame reserve up to `res_target` frames, within its memory cap (counting the
     /// pages it claimed that the mirror does not show yet). Returns the record words from
     /// S_RES_N on when the reserve changed.
     pub(super) fn top_up(&mut self, i: usize) -> Result<Option<Vec<u64>>, Error> {
@@ -299,7 +299,8 @@ impl Batch {
         let l = &mut self.lanes[i];
         let mem = &l.lane.program.mem;
         let used = mem.private_bytes() + l.claimed.len() as u64 * PAGE_SIZE;
-        let room = (mem.limit().saturating_sub(used) / PAGE_SIZE).min(RES_CAP as u64) as usize;
+        let room =
+            (mem.limit().saturating_sub(used) / PAGE_SIZE).min(self.res_target as u64) as usize;
         let before = l.reserve.len();
         if before == room {
             return Ok(None);

@@ -8,7 +8,7 @@ use super::pagetable::{Frames, HostTable, MAX_CHUNKS, ZERO_FRAME};
 use super::records::state_to_record;
 use super::service::Plan;
 use super::upload::PageSrc;
-use super::wants::{lazy_around, lazy_range, want_for, Want, LAZY_AREA_PAGES};
+use super::wants::{lazy_around, lazy_range, want_for, Want, LAZY_AREA_PAGES, LAZY_AROUND};
 use super::{Batch, Image, LaneHost, Spare, Stats};
 use crate::device::{htod_slice, Device};
 use crate::layout::*;
@@ -257,6 +257,11 @@ impl Batch {
             d_cov,
             cov_collected: false,
             devio: device_io && dev.device_syscalls(),
+            res_target: if device_io && dev.device_syscalls() {
+                RES_CAP
+            } else {
+                8
+            },
             d_sysd: 0,
             d_inputs: 0,
         };
@@ -318,6 +323,17 @@ impl Batch {
                     for &v in &vpns {
                         lazy_around(l, image, v, &mut wants);
                     }
+                    // and the pages around the stack pointer: a lane restored from a snapshot
+                    // owns no page yet (they are the snapshot's, shared), and its next writes
+                    // go to the frames there
+                    let sp = l.lane.program.state.x[31] >> PAGE_SHIFT;
+                    lazy_range(
+                        l,
+                        image,
+                        sp.saturating_sub(LAZY_AROUND),
+                        sp + LAZY_AROUND + 1,
+                        &mut wants,
+                    );
                 }
                 let mut plan = Plan {
                     wants,

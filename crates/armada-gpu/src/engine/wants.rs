@@ -16,7 +16,7 @@ use std::sync::Arc;
 pub(super) const LAZY_AREA_PAGES: u64 = 64;
 /// Around a page the lane starts with or writes, this many pages on each side get lazy
 /// entries (stacks grow down a page at a time, heaps and bss up).
-const LAZY_AROUND: u64 = 4;
+pub(super) const LAZY_AROUND: u64 = 4;
 
 /// What a lane's page should look like on the device.
 pub(super) enum Want {
