@@ -37,6 +37,8 @@ pub(super) fn apply_shared(pt: &HostTable, l: &mut LaneHost, i: usize, plan: &mu
         return out;
     }
     let limit = pt.shared_limit();
+    // the table's count taken once for the lane's entries, not once an entry
+    let mut budget = pt.reserve(plan.wants.len() as u64, limit);
     let mut rest = Vec::new();
     for (vpn, want) in plan.wants.drain(..) {
         let key = pt_key(i as u64, vpn);
@@ -64,7 +66,7 @@ pub(super) fn apply_shared(pt: &HostTable, l: &mut LaneHost, i: usize, plan: &mu
                 }
             },
         };
-        match pt.set_shared(key, val, plan.force, limit, &mut out.dirty) {
+        match pt.set_budgeted(key, val, plan.force, &mut budget, &mut out.dirty) {
             Ok(Some(slot)) => {
                 if let Some(e) = cur {
                     if e.private && !private {
@@ -90,6 +92,7 @@ pub(super) fn apply_shared(pt: &HostTable, l: &mut LaneHost, i: usize, plan: &mu
             _ => rest.push((vpn, want)),
         }
     }
+    pt.unreserve(budget);
     plan.wants = rest;
     out
 }
