@@ -568,6 +568,10 @@ fn coverage_maps_match_across_engines() {
 /// seed: the same executions, corpus, edges, instructions and crash (the device's coverage
 /// news and the maps it hands over decide exactly what the CPU engine's maps decide, and
 /// the syscalls the kernel answers itself answer as the host does: tests/guest/fuzz/devio.c).
+/// On the CUDA kernel the lanes are persistent (taken back to the snapshot on the device
+/// each round), which must not change a thing, with lanes the host never touches (magic,
+/// nested), lanes it services on some inputs (devio, and hang's instruction limit), and
+/// the `@@` file (length), which runs a new batch each round; and without persistence.
 #[test]
 fn gpu_fuzzing_matches_cpu() {
     let Some(dir) = programs_dir("gpu_fuzzing_matches_cpu") else {
@@ -578,58 +582,97 @@ fn gpu_fuzzing_matches_cpu() {
     // devio: the syscalls a GPU kernel answers itself and those around it it must not,
     // from seeds that take each path
     let seeds: [&[u8]; 4] = [b"WFRDC", b"xFRDC", b"W", b"abcD"];
-    let stats = |program: &str, backend: &str, execs: &str| -> String {
-        let json = work.join(format!("{program}-{backend}-{execs}.json"));
-        let corpus = work.join(format!("corpus-{program}-{backend}-{execs}"));
+    let stats = |program: &str, backend: &str, execs: &str, persist: &str| -> String {
+        let json = work.join(format!("{program}-{backend}-{execs}-{persist}.json"));
+        let corpus = work.join(format!("corpus-{program}-{backend}-{execs}-{persist}"));
         if program == "devio" {
             std::fs::create_dir_all(&corpus).unwrap();
             for (i, s) in seeds.iter().enumerate() {
                 std::fs::write(corpus.join(format!("seed{i}")), s).unwrap();
             }
         }
-        let r = sim_armada(
-            &[
-                os("fuzz"),
-                os("--backend"),
-                os(backend),
-                os("--lanes"),
-                os("128"),
-                os("--seed"),
-                os("3"),
-                os("--max-execs"),
-                os(execs),
-                os("--corpus"),
-                corpus.as_os_str(),
-                os("--crashes"),
-                work.join(format!("crashes-{program}-{backend}-{execs}"))
-                    .as_os_str(),
-                os("--stats-json"),
-                json.as_os_str(),
-                os("--no-progress"),
-                dir.join(program).as_os_str(),
-            ],
-            b"",
+        let mut cmd = Command::new(common::armada_bin());
+        cmd.env("ARMADA_CUDA_SIM", "1")
+            .env("ARMADA_FUZZ_PERSISTENT", persist)
+            .env("ARMADA_FUZZ_PROFILE", "1");
+        let (program_path, crashes) = (
+            dir.join(program),
+            work.join(format!("crashes-{program}-{backend}-{execs}-{persist}")),
         );
-        assert_eq!(r.status, 0, "armada fuzz on {backend}:\n{}", r.stderr);
+        let args = [
+            os("fuzz"),
+            os("--backend"),
+            os(backend),
+            os("--lanes"),
+            os("128"),
+            os("--seed"),
+            os("3"),
+            os("--max-execs"),
+            os(execs),
+            os("--corpus"),
+            corpus.as_os_str(),
+            os("--crashes"),
+            crashes.as_os_str(),
+            os("--stats-json"),
+            json.as_os_str(),
+            os("--no-progress"),
+            program_path.as_os_str(),
+            os("@@"),
+        ];
+        // (only length reads the @@ file; the others ignore the argument)
+        cmd.args(
+            &args[..if program == "length" {
+                args.len()
+            } else {
+                args.len() - 1
+            }],
+        );
+        let r = common::run_process(cmd, b"", Duration::from_secs(900)).expect("armada runs");
+        assert!(
+            !r.timed_out,
+            "armada fuzz of {program} on {backend} timed out"
+        );
+        let stderr = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status, 0, "armada fuzz on {backend}:\n{stderr}");
+        if backend == "cuda" && program != "length" {
+            // the rounds after the first took the lanes back on the device, or did not
+            let restarted = stderr.contains(": restart ");
+            assert_eq!(
+                restarted,
+                persist == "1",
+                "{program}, persistence {persist}:\n{stderr}"
+            );
+        }
         // the figures but time and rate (the paths of saved crashes name the backend)
         let text = std::fs::read_to_string(&json).unwrap();
         text.split(',')
             .filter(|f| !f.contains("elapsed_s") && !f.contains("execs_per_sec"))
-            .map(|f| f.replace(&format!("crashes-{program}-{backend}-"), "crashes-"))
+            .map(|f| {
+                f.replace(
+                    &format!("crashes-{program}-{backend}-{execs}-{persist}"),
+                    "crashes-",
+                )
+            })
             .collect::<Vec<_>>()
             .join(",")
     };
-    for program in ["magic", "devio"] {
+    for program in ["magic", "devio", "nested", "hang", "length"] {
         for b in &backends {
             // lavapipe runs a round of 128 lanes in about a second: fewer rounds there
             let execs = if *b == "wgpu" { "3000" } else { "20000" };
-            let cpu = stats(program, "cpu", execs);
+            if *b == "wgpu" && !["magic", "devio"].contains(&program) {
+                continue;
+            }
+            let cpu = stats(program, "cpu", execs, "1");
             assert!(cpu.contains("\"corpus\":"), "{cpu}");
-            assert_eq!(
-                cpu,
-                stats(program, b, execs),
-                "armada fuzz of {program} on {b} differs from the CPU engine"
-            );
+            let modes: &[&str] = if *b == "cuda" { &["1", "0"] } else { &["1"] };
+            for persist in modes {
+                assert_eq!(
+                    cpu,
+                    stats(program, b, execs, persist),
+                    "armada fuzz of {program} on {b} (persistent lanes {persist}) differs from the CPU engine"
+                );
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&work);

@@ -260,6 +260,16 @@ impl Device for CudaDevice {
         }
     }
 
+    fn zero(&self, ptr: DevPtr, bytes: usize) -> Result<(), Error> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.bind()?;
+        let _g = self.lock.lock();
+        // SAFETY: ptr is a device allocation of at least `bytes` bytes (caller's duty).
+        unsafe { result::memset_d8_sync(ptr, 0, bytes) }.map_err(|e| derr("cuMemsetD8", e))
+    }
+
     fn free(&self, ptr: DevPtr) {
         if self.bind().is_ok() {
             // SAFETY: ptr came from alloc.

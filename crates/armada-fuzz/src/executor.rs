@@ -1,21 +1,28 @@
 //! Running a round of inputs: one lane each, on the CPU engine (a target copy per host
-//! thread) or on a GPU engine (one batch a round, every lane restored from the snapshot on
-//! the host and run on the device with coverage on).
+//! thread) or on a GPU engine (one batch a round, run on the device with coverage on).
+//!
+//! On a GPU the batch's lanes are persistent where the target allows it (its input is its
+//! stdin, and the device answers its I/O and exits): the first round sets them up, and each
+//! later round takes them back to their start on the device with new inputs
+//! (`Batch::restart`), setting up again only the lanes the host had to service. Otherwise
+//! (and with ARMADA_FUZZ_PERSISTENT=0) every round restores each lane from the snapshot on
+//! the host and sets up a new batch.
 //!
 //! On a GPU the lanes' coverage maps stay on the device: the fuzzer asks for the maps with
 //! news only ([`Maps::News`]); a kernel compares every lane's map with the virgin map and
 //! only those maps (and those of crashes and hangs, which the fuzzer files by their edges)
 //! come to the host. Traces (CmpLog) run on the CPU engine, which records the same edges.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use anyhow::Result;
 use armada_core::coverage::{CoverageMap, Virgin};
 use armada_core::runner::{Exit, Lane};
-use armada_gpu::Engine;
+use armada_gpu::{Batch, Engine};
 use rayon::prelude::*;
 
-use crate::target::{outcome_of, ExecResult, Outcome, Target};
+use crate::target::{outcome_of, ExecResult, Outcome, Target, Via};
 
 /// Which coverage maps a round's results carry.
 #[derive(Clone, Copy)]
@@ -37,11 +44,18 @@ pub struct Executor {
     /// Coverage maps of results already looked at, for the next executions.
     maps: Mutex<Vec<CoverageMap>>,
     engine: Option<Engine>,
+    /// The GPU batch kept from round to round (persistent lanes).
+    kept: Mutex<Option<Batch>>,
+    /// Whether rounds may keep their batch: the target reads its input from stdin and the
+    /// last batch took its start (`Batch::keep_start`).
+    persist: AtomicBool,
 }
 
 impl Executor {
     pub fn new(target: Target, engine: Option<Engine>) -> Executor {
         let n = rayon::current_num_threads().max(1);
+        let persist = matches!(target.spec().via, Via::Stdin)
+            && std::env::var("ARMADA_FUZZ_PERSISTENT").map_or(true, |v| v != "0");
         let mut copies: Vec<Mutex<Target>> =
             (1..n).map(|_| Mutex::new(target.duplicate())).collect();
         copies.insert(0, Mutex::new(target));
@@ -49,6 +63,8 @@ impl Executor {
             copies,
             maps: Mutex::new(Vec::new()),
             engine,
+            kept: Mutex::new(None),
+            persist: AtomicBool::new(persist),
         }
     }
 
@@ -102,24 +118,59 @@ impl Executor {
                 laps.push((name, t0.elapsed().as_secs_f64()));
             }
         };
-        let lanes: Vec<Lane> = inputs
-            .par_iter()
-            .map(|input| {
-                let mut lane = self.copy().lane(input)?;
-                lane.set_coverage(true);
-                Ok(lane)
-            })
-            .collect::<Result<_>>()?;
-        let n = lanes.len();
-        lap("restore");
-        // output is not looked at: the kernel answers the input's reads and drops writes
-        let mut batch = engine.batch_with(lanes, Some(start.saturating_add(exec_limit)), true)?;
-        lap("setup");
+        let n = inputs.len();
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let persist = self.persist.load(Ordering::Relaxed);
+        let mut batch = match kept.take() {
+            Some(mut b) if persist && b.lanes() >= n => {
+                // the kept lanes, back to their start with this round's inputs
+                let fresh = |i: usize| -> Result<Lane, armada_gpu::Error> {
+                    let mut lane = self
+                        .copy()
+                        .lane(&inputs[i])
+                        .map_err(|e| armada_gpu::Error::Device(format!("{e:#}")))?;
+                    lane.set_coverage(true);
+                    Ok(lane)
+                };
+                b.restart(inputs, &fresh)?;
+                lap("restart");
+                b
+            }
+            old => {
+                // (the old batch's device memory goes first)
+                drop(old);
+                let lanes: Vec<Lane> = inputs
+                    .par_iter()
+                    .map(|input| {
+                        let mut lane = self.copy().lane(input)?;
+                        lane.set_coverage(true);
+                        Ok(lane)
+                    })
+                    .collect::<Result<_>>()?;
+                lap("restore");
+                // output is not looked at: the kernel answers the input's reads and drops
+                // writes
+                let mut b =
+                    engine.batch_with(lanes, Some(start.saturating_add(exec_limit)), true)?;
+                if persist && b.keep_start().is_err() {
+                    // (a device or target that does not allow it: a new batch every round)
+                    self.persist.store(false, Ordering::Relaxed);
+                }
+                lap("setup");
+                b
+            }
+        };
         batch.bind()?;
         batch.run(&|_| {})?;
         lap("run");
         let mut ends: Vec<(Outcome, u64)> = Vec::with_capacity(n);
-        for (lane, _) in batch.lanes_mut() {
+        for i in 0..n {
+            // a lane the kernel ended at its exit; else the host lane says how it ended
+            if let Some((status, retired)) = batch.device_exit(i) {
+                ends.push((Outcome::Exited(status), retired - start));
+                continue;
+            }
+            let lane = batch.lane_mut(i);
             let exit = lane.exit.clone().unwrap_or(Exit::InstructionLimit);
             ends.push((outcome_of(lane, &exit), lane.retired() - start));
         }
@@ -159,10 +210,18 @@ impl Executor {
                 instructions,
             });
         }
-        if profile {
-            let stats = batch.stats_list();
+        let stats = if profile {
+            batch.stats_list()
+        } else {
+            Vec::new()
+        };
+        if batch.is_persistent() {
+            *kept = Some(batch);
+        } else {
             drop(batch);
             lap("drop");
+        }
+        if profile {
             let mut prev = 0.0;
             let parts: Vec<String> = laps
                 .iter()
@@ -183,6 +242,7 @@ impl Executor {
                         "transfer parts s",
                         "setup s",
                         "setup parts s",
+                        "restarts",
                     ]
                     .contains(&k.as_str())
                 })

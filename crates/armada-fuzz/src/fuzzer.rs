@@ -371,6 +371,8 @@ pub fn fuzz(
         );
     }
     let mut go_on = progress(&run.stats);
+    // ARMADA_FUZZ_PROFILE=1: where a round's time goes (the executor says more)
+    let profile = std::env::var_os("ARMADA_FUZZ_PROFILE").is_some();
     let done = |s: &FuzzStats| {
         opts.max_time.is_some_and(|m| s.elapsed >= m)
             || opts.max_execs.is_some_and(|m| s.execs >= m)
@@ -397,6 +399,7 @@ pub fn fuzz(
                 _ => run.pick(),
             })
             .collect();
+        let t_round = Instant::now();
         let inputs: Vec<Vec<u8>> = parents
             .iter()
             .enumerate()
@@ -409,11 +412,22 @@ pub fn fuzz(
                 }
             })
             .collect();
+        let t_mutated = Instant::now();
         let results = exec.run(&inputs, Maps::News(&run.virgin))?;
+        let t_ran = Instant::now();
         for ((input, r), &p) in inputs.iter().zip(&results).zip(&parents) {
             run.take(input, r, Some(p))?;
         }
         exec.recycle(results);
+        if profile {
+            eprintln!(
+                "armada fuzz: round {}: mutations {:.3} s, executions {:.3} s, results {:.3} s",
+                run.stats.rounds,
+                (t_mutated - t_round).as_secs_f64(),
+                (t_ran - t_mutated).as_secs_f64(),
+                t_ran.elapsed().as_secs_f64()
+            );
+        }
         run.minimize_crashes(&exec, opts.lanes)?;
         run.stats.rounds += 1;
         run.stats.corpus = run.corpus.len();

@@ -50,6 +50,18 @@ pub trait Device: Send + Sync {
         n: u32,
         out: DevPtr,
     ) -> Result<(), Error>;
+    /// Sets `bytes` bytes at `ptr` to zero (the default uploads zeros).
+    fn zero(&self, ptr: DevPtr, bytes: usize) -> Result<(), Error> {
+        const PIECE: usize = 1 << 24;
+        let zeros = vec![0u8; bytes.min(PIECE)];
+        let mut done = 0;
+        while done < bytes {
+            let n = (bytes - done).min(PIECE);
+            self.htod(ptr + done as u64, &zeros[..n])?;
+            done += n;
+        }
+        Ok(())
+    }
     /// Makes the kernel build with coverage ready (compiles it on first use), so the time goes
     /// to the batch's setup rather than its first launch.
     fn prepare_coverage(&self) -> Result<(), Error> {

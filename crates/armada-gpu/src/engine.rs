@@ -48,6 +48,7 @@ mod coverage;
 mod devio;
 mod launch;
 mod pagetable;
+mod persist;
 mod records;
 mod service;
 mod setup;
@@ -99,6 +100,10 @@ pub struct Stats {
     pub pt_grows: u64,
     /// Lazy pages the kernel copied on a first write (writes that did not stop the lane).
     pub lazy_claims: u64,
+    /// Persistent lanes (`persist`): restarts, lanes set up again at them, their time.
+    pub restarts: u64,
+    pub restarted_again: u64,
+    pub restart_s: f64,
     pub stops: HashMap<&'static str, u64>,
     pub host_ops: HashMap<&'static str, u64>,
 }
@@ -191,6 +196,12 @@ struct LaneHost {
     /// Pages the kernel made private (claims) that the host mirror still shares: made private
     /// there before the lane's next changes are applied.
     claimed: Vec<u64>,
+    /// Persistent lanes (`persist`): the host serviced the lane since its start, so its host
+    /// state has moved on; the lane's end when the kernel ended it (exit status, instructions
+    /// retired); its frame reserve at the start.
+    touched: bool,
+    dev_exit: Option<(i32, u64)>,
+    start_reserve: Vec<u32>,
 }
 
 struct Image {
@@ -250,6 +261,10 @@ pub struct Batch {
     res_target: usize,
     d_sysd: DevPtr,
     d_inputs: DevPtr,
+    /// Bytes at `d_inputs`.
+    inputs_bytes: usize,
+    /// Persistent lanes (`persist`): every lane's record at its start (0: not persistent).
+    d_start: DevPtr,
 }
 
 /// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
@@ -288,6 +303,7 @@ impl Drop for Batch {
             self.d_cov,
             self.d_sysd,
             self.d_inputs,
+            self.d_start,
         ] {
             if p != 0 {
                 d.free(p);
@@ -371,7 +387,10 @@ impl Batch {
         }
         let slice = self.slice;
         self.launch(slice)?;
-        let svc = self.stopped_lanes();
+        let mut svc = self.stopped_lanes();
+        if self.d_start != 0 {
+            svc = self.end_on_device(svc)?;
+        }
         if !svc.is_empty() {
             self.service(&svc)?;
         }
@@ -523,6 +542,17 @@ impl Batch {
                 format!("{} ({} grows)", s.pt_slots, s.pt_grows),
             ),
             ("final slice".into(), self.slice.to_string()),
+            (
+                "restarts".into(),
+                if self.d_start != 0 {
+                    format!(
+                        "{} in {:.3} s ({} lanes set up again)",
+                        s.restarts, s.restart_s, s.restarted_again
+                    )
+                } else {
+                    "off".into()
+                },
+            ),
         ]
     }
 }

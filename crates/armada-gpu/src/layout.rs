@@ -70,6 +70,9 @@ pub const SYS_DROP2: u64 = 4;
 /// fstat / newfstatat(fd, "", AT_EMPTY_PATH) of fd 0, 1, 2 (SYS_STAT0 << fd) from the
 /// stat in `Params::sysd`.
 pub const SYS_STAT0: u64 = 8;
+/// exit and exit_group end the lane on the device (stop `STOP_EXIT`): the lane's process is
+/// the lane's first and has no other thread, so the exit ends the lane.
+pub const SYS_EXIT: u64 = 64;
 /// Words of a lane's block at `Params::sysd`: [0] input address, [1] input length, then at
 /// word 8 + 16 * fd the 128-byte stat of fd 0, 1, 2.
 pub const SYSD_WORDS: usize = 64;
@@ -92,6 +95,10 @@ pub const STOP_MISS_R: u32 = 7;
 pub const STOP_MISS_W: u32 = 8;
 /// An instruction the kernel leaves to the host (FP/SIMD, code outside the decoded regions).
 pub const STOP_HOST: u32 = 9;
+/// exit or exit_group that ends the lane (`SYS_EXIT`; pc after the SVC, x0 the status): the
+/// host may take the end from the record without servicing it (persistent lanes), or
+/// service it as any `STOP_SVC`.
+pub const STOP_EXIT: u32 = 10;
 
 pub fn stop_name(s: u32) -> &'static str {
     match s {
@@ -105,6 +112,7 @@ pub fn stop_name(s: u32) -> &'static str {
         STOP_MISS_R => "miss-read",
         STOP_MISS_W => "miss-write",
         STOP_HOST => "host-step",
+        STOP_EXIT => "exit",
         _ => "?",
     }
 }
@@ -285,6 +293,7 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("SYS_DROP1", SYS_DROP1),
         ("SYS_DROP2", SYS_DROP2),
         ("SYS_STAT0", SYS_STAT0),
+        ("SYS_EXIT", SYS_EXIT),
         ("SYSD_WORDS", SYSD_WORDS as u64),
         ("S_V", S_V as u64),
         ("S_DIRTY", S_DIRTY as u64),
@@ -304,6 +313,7 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("STOP_MISS_R", STOP_MISS_R as u64),
         ("STOP_MISS_W", STOP_MISS_W as u64),
         ("STOP_HOST", STOP_HOST as u64),
+        ("STOP_EXIT", STOP_EXIT as u64),
         ("PT_VPN_BITS", PT_VPN_BITS as u64),
         ("PT_IMAGE_LANE", PT_IMAGE_LANE),
         ("PT_R", PT_R),

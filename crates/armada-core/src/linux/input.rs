@@ -98,6 +98,10 @@ pub struct DeviceIo {
     pub out_room: [Option<u64>; 2],
     /// The stat of fds 0, 1 and 2 (arm64 `struct stat`), where it is the captured stream's.
     pub stat: [Option<[u8; 128]>; 3],
+    /// exit and exit_group end the lane with the status (x0 & 0xff) and nothing else to do:
+    /// the process is the lane's first (its end is the lane's), and has no other thread
+    /// (an exit would end only the calling one).
+    pub exit: bool,
 }
 
 impl Process {
@@ -108,6 +112,7 @@ impl Process {
         if self.cfg.strace {
             return io;
         }
+        io.exit = self.pid == self.first_pid() && self.others.is_empty();
         for fd in 0..3 {
             let Ok(f) = self.files.file(fd) else {
                 continue;

@@ -464,22 +464,30 @@ __device__ __forceinline__ void copy_out(Tlb& T, const Params& P, u32 lane, u64*
     }
 }
 
+#define NR_EXIT 93
+#define NR_EXIT_GROUP 94
+#define DEV_HOST 0u
+#define DEV_ANSWERED 1u
+#define DEV_EXIT 2u
+
 // Answers the syscall in x (x8 = number) when it is one of those the host allowed (S_SYS):
-// sets x0 and returns true; false: the host services it.
-__device__ __noinline__ bool dev_syscall(Tlb& T, const Params& P, u32 lane, u64* rec, u64* x) {
+// sets x0 and returns DEV_ANSWERED; DEV_EXIT for an exit that ends the lane (the host takes
+// it from the record: nothing changes here); DEV_HOST: the host services it.
+__device__ __noinline__ u32 dev_syscall(Tlb& T, const Params& P, u32 lane, u64* rec, u64* x) {
     u64 allowed = rec[S_SYS];
-    if (!allowed || !P.sysd) return false;
+    if (!allowed || !P.sysd) return DEV_HOST;
     const u64* sd = P.sysd + (u64)lane * SYSD_WORDS;
     u64 nr = x[8];
     u32 fd = (u32)x[0];
     u64 ret;
+    if ((nr == NR_EXIT || nr == NR_EXIT_GROUP) && (allowed & SYS_EXIT)) return DEV_EXIT;
     if (nr == NR_READ && fd == 0 && (allowed & SYS_READ0)) {
         u64 len = sd[1], off = rec[S_IN_OFF];
         u64 count = x[2] < MAX_RW_ ? x[2] : MAX_RW_;
         u64 left = off < len ? len - off : 0;
         u64 n = count < left ? count : left;
         // the whole buffer must be writable (EFAULT otherwise, even at the end of input)
-        if (!range_ok(P, lane, rec, x[1], count, 1) || !claim_range(T, P, lane, rec, x[1], n)) return false;
+        if (!range_ok(P, lane, rec, x[1], count, 1) || !claim_range(T, P, lane, rec, x[1], n)) return DEV_HOST;
         copy_out(T, P, lane, rec, x[1], (const u8*)sd[0] + off, n);
         rec[S_IN_OFF] = off + n;
         ret = n;
@@ -488,27 +496,27 @@ __device__ __noinline__ bool dev_syscall(Tlb& T, const Params& P, u32 lane, u64*
         u64 room = rec[S_ROOM + fd - 1];
         // a write the capture cannot take whole, or from a buffer not (yet) in the table:
         // the host
-        if (n > room || !range_ok(P, lane, rec, x[1], n, 0)) return false;
+        if (n > room || !range_ok(P, lane, rec, x[1], n, 0)) return DEV_HOST;
         rec[S_ROOM + fd - 1] = room - n;
         ret = n;
     } else if ((nr == NR_FSTAT || nr == NR_NEWFSTATAT) && fd < 3 && (allowed & (SYS_STAT0 << fd))) {
         u64 buf = x[1];
         if (nr == NR_NEWFSTATAT) {
             // only newfstatat(fd, "", buf, AT_EMPTY_PATH): an fstat
-            if (x[3] != AT_EMPTY_PATH_) return false;
+            if (x[3] != AT_EMPTY_PATH_) return DEV_HOST;
             const u8* path = range_ok(P, lane, rec, x[1], 1, 0) ? tlb_get(T, P, lane, rec, x[1], 0) : 0;
-            if (!path || *path != 0) return false;
+            if (!path || *path != 0) return DEV_HOST;
             buf = x[2];
         }
-        if (!range_ok(P, lane, rec, buf, 128, 1) || !claim_range(T, P, lane, rec, buf, 128)) return false;
+        if (!range_ok(P, lane, rec, buf, 128, 1) || !claim_range(T, P, lane, rec, buf, 128)) return DEV_HOST;
         copy_out(T, P, lane, rec, buf, (const u8*)(sd + 8 + 16 * fd), 128);
         ret = 0;
     } else {
-        return false;
+        return DEV_HOST;
     }
     x[0] = ret;
     rec[S_SYS_N] += 1;
-    return true;
+    return DEV_ANSWERED;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -692,11 +700,14 @@ __device__ void run_lane(const Params& P, u32 lane) {
         case OP_SVC:
             idx++;
             retired++;
-            if (dev_syscall(T, P, lane, rec, x)) {
-                RELOAD()
-                continue;
+            {
+                u32 dev = dev_syscall(T, P, lane, rec, x);
+                if (dev == DEV_ANSWERED) {
+                    RELOAD()
+                    continue;
+                }
+                stop = dev == DEV_EXIT ? STOP_EXIT : STOP_SVC;
             }
-            stop = STOP_SVC;
             info = imm;
             goto stop_here;
         case OP_HLT:

@@ -130,12 +130,12 @@ impl Batch {
         self.ensure_pt_room(incoming)?;
         let mut parts = [t_apply.elapsed().as_secs_f64(), 0.0, 0.0, 0.0];
         // stops by kind, counted here and named once (a map update per lane showed up)
-        let mut stop_counts = [0u64; STOP_HOST as usize + 2];
+        let mut stop_counts = [0u64; STOP_EXIT as usize + 2];
         for (lane_id, plan, applied, rec) in results.into_iter().flatten().flatten() {
             if let Some(msg) = &plan.stuck {
                 return Err(Error::Device(msg.clone()));
             }
-            stop_counts[(self.stops[lane_id] as usize).min(STOP_HOST as usize + 1)] += 1;
+            stop_counts[(self.stops[lane_id] as usize).min(STOP_EXIT as usize + 1)] += 1;
             self.stats.syscalls += plan.syscalls;
             self.stats.misses += plan.misses;
             self.stats.host_steps += plan.host_steps;
@@ -256,8 +256,15 @@ impl Batch {
             }
         }
         if plan.exited {
+            // (a persistent lane's keys are looked up again when it runs again: the device's
+            // copy must lose them too)
+            let persistent = self.d_start != 0;
             for (_, e) in l.entries.drain() {
-                self.pt.forget(e.slot);
+                if persistent {
+                    self.pt.remove(e.slot);
+                } else {
+                    self.pt.forget(e.slot);
+                }
                 if e.private {
                     self.frames.release(e.frame);
                 }

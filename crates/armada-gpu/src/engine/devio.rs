@@ -45,6 +45,9 @@ pub(super) fn sys_words(lane: &Lane, on: bool, rec: &mut [u64]) {
             bits |= SYS_STAT0 << fd;
         }
     }
+    if io.exit {
+        bits |= SYS_EXIT;
+    }
     rec[S_SYS] = bits;
 }
 
@@ -91,6 +94,7 @@ impl Batch {
         }
         let d_inputs = self.dev.alloc(total.max(8))?;
         self.d_inputs = d_inputs;
+        self.inputs_bytes = total.max(8);
         let mut bytes = vec![0u8; total];
         for (i, a) in inputs.iter().zip(&at) {
             bytes[*a..*a + i.len()].copy_from_slice(i);

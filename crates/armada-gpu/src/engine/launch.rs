@@ -160,6 +160,8 @@ impl Batch {
             .enumerate()
             .filter_map(|(lane_id, (lh, k))| {
                 let rec = &recs[k? * W..(k? + 1) * W];
+                // (persistent lanes: its host state moves on from its start)
+                lh.touched = true;
                 let mem = &mut lh.lane.program.mem;
                 for vpn in lh.claimed.drain(..) {
                     if mem.gpu_make_private(vpn << PAGE_SHIFT).is_err() {
@@ -169,8 +171,9 @@ impl Batch {
                     }
                 }
                 let exiting = devio
-                    && stops[lane_id] == STOP_SVC
-                    && matches!(rec[S_X + 8], NR_EXIT | NR_EXIT_GROUP);
+                    && (stops[lane_id] == STOP_EXIT
+                        || stops[lane_id] == STOP_SVC
+                            && matches!(rec[S_X + 8], NR_EXIT | NR_EXIT_GROUP));
                 let n = rec[S_DIRTY_N] as usize;
                 let written: Vec<(u64, u32)> = if exiting {
                     Vec::new()

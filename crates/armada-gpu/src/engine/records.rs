@@ -51,7 +51,7 @@ pub(super) fn lane_stop(rec: &[u64], stop: u32) -> LaneStop {
     match stop {
         STOP_SLICE => LaneStop::Slice,
         STOP_LIMIT => LaneStop::Limit,
-        STOP_SVC => LaneStop::Syscall,
+        STOP_SVC | STOP_EXIT => LaneStop::Syscall,
         STOP_HLT => LaneStop::Halt(info as u16),
         STOP_BRK => LaneStop::Breakpoint(info as u16),
         STOP_UNDEFINED => LaneStop::Undefined(info as u32),

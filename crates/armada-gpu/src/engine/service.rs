@@ -136,7 +136,8 @@ fn service_lane(
     let info = rec[S_INFO];
     let mut extra: Vec<(u64, Want)> = Vec::new();
     let exit: Option<Exit> = match stop {
-        STOP_SVC => {
+        // (an exit the kernel ended the lane at is serviced as the syscall it is)
+        STOP_SVC | STOP_EXIT => {
             plan.syscalls += 1;
             lh.lane.service(Stop::Syscall)
         }

@@ -52,6 +52,63 @@ pub(super) fn encode_uop(word: u32, addr: u64) -> [u64; 2] {
     ]
 }
 
+/// The page states a lane starts with on the device: its private pages (its stack), and
+/// with lazy pages, lazy entries where it will likely write first.
+pub(super) fn start_wants(l: &LaneHost, image: &Image, lazy: bool) -> Vec<(u64, Want)> {
+    let mem = &l.lane.program.mem;
+    let vpns: Vec<u64> = mem.gpu_pages().filter(|p| p.2).map(|p| p.0).collect();
+    let mut wants: Vec<(u64, Want)> = vpns
+        .iter()
+        .map(|&v| (v, want_for(mem, v, image, false, true, false, false)))
+        .collect();
+    if lazy {
+        // pages the lane will likely write: its small writable areas (data, bss) and the
+        // pages around its first private ones (the stack's top; the stack's far end stays
+        // unmapped)
+        for (start, end, perm) in mem.areas() {
+            let (lo, hi) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE));
+            if perm.contains(Perm::W) && hi - lo <= LAZY_AREA_PAGES {
+                lazy_range(l, image, lo, hi, &mut wants);
+            }
+        }
+        for &v in &vpns {
+            lazy_around(l, image, v, &mut wants);
+        }
+        // and the pages around the stack pointer: a lane restored from a snapshot owns no
+        // page yet (they are the snapshot's, shared), and its next writes go to the frames
+        // there
+        let sp = l.lane.program.state.x[31] >> PAGE_SHIFT;
+        lazy_range(
+            l,
+            image,
+            sp.saturating_sub(LAZY_AROUND),
+            sp + LAZY_AROUND + 1,
+            &mut wants,
+        );
+    }
+    wants
+}
+
+/// A lane's whole record as it starts: registers, limit, the syscalls the kernel may answer,
+/// its image's code regions, and its frame reserve (`reserve`: words from S_RES_N, when it
+/// has one).
+pub(super) fn start_record(
+    l: &LaneHost,
+    img: &Image,
+    devio: bool,
+    reserve: Option<Vec<u64>>,
+) -> Vec<u64> {
+    let mut rec = vec![0u64; S_WORDS];
+    state_to_record(&l.lane.program.state, l.limit, l.epoch, &mut rec);
+    super::devio::sys_words(&l.lane, devio, &mut rec);
+    rec[S_REGIONS] = img.first_region as u64 | (img.regions.len() as u64) << 32;
+    rec[S_IMAGE] = img.key_lane;
+    if let Some(r) = reserve {
+        rec[S_RES_N..S_RES_N + r.len()].copy_from_slice(&r);
+    }
+    rec
+}
+
 impl Batch {
     /// Prepares `lanes` (all of one program) on the device: decodes the program's code,
     /// uploads the shared image pages and every lane's registers and private pages.
@@ -105,6 +162,9 @@ impl Batch {
                 last_miss: ((0, 0, false), 0),
                 reserve: Vec::new(),
                 claimed: Vec::new(),
+                touched: false,
+                dev_exit: None,
+                start_reserve: Vec::new(),
             })
             .collect();
         let n = lanes.len();
@@ -264,6 +324,8 @@ impl Batch {
             },
             d_sysd: 0,
             d_inputs: 0,
+            inputs_bytes: 0,
+            d_start: 0,
         };
         batch.stats.regions = nregions as usize;
         batch.stats.images = batch.images.len();
@@ -303,40 +365,8 @@ impl Batch {
             .par_iter_mut()
             .enumerate()
             .map(|(i, l)| {
-                let mem = &l.lane.program.mem;
-                let image = &images_ref[l.image];
-                let vpns: Vec<u64> = mem.gpu_pages().filter(|p| p.2).map(|p| p.0).collect();
-                let mut wants: Vec<(u64, Want)> = vpns
-                    .iter()
-                    .map(|&v| (v, want_for(mem, v, image, false, true, false, false)))
-                    .collect();
-                if lazy {
-                    // pages the lane will likely write: its small writable areas (data, bss)
-                    // and the pages around its first private ones (the stack's top; the
-                    // stack's far end stays unmapped)
-                    for (start, end, perm) in mem.areas() {
-                        let (lo, hi) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE));
-                        if perm.contains(Perm::W) && hi - lo <= LAZY_AREA_PAGES {
-                            lazy_range(l, image, lo, hi, &mut wants);
-                        }
-                    }
-                    for &v in &vpns {
-                        lazy_around(l, image, v, &mut wants);
-                    }
-                    // and the pages around the stack pointer: a lane restored from a snapshot
-                    // owns no page yet (they are the snapshot's, shared), and its next writes
-                    // go to the frames there
-                    let sp = l.lane.program.state.x[31] >> PAGE_SHIFT;
-                    lazy_range(
-                        l,
-                        image,
-                        sp.saturating_sub(LAZY_AROUND),
-                        sp + LAZY_AROUND + 1,
-                        &mut wants,
-                    );
-                }
                 let mut plan = Plan {
-                    wants,
+                    wants: start_wants(l, &images_ref[l.image], lazy),
                     ..Default::default()
                 };
                 // the table was sized for this: most entries go in here, in parallel
@@ -366,17 +396,11 @@ impl Batch {
             .zip(reserves.into_par_iter())
             .enumerate()
             .map(|(i, (l, reserve))| {
-                let l = &*l;
-                let mut rec = vec![0u64; S_WORDS];
-                state_to_record(&l.lane.program.state, l.limit, l.epoch, &mut rec);
-                super::devio::sys_words(&l.lane, devio, &mut rec);
-                let img = &images[l.image];
-                rec[S_REGIONS] = img.first_region as u64 | (img.regions.len() as u64) << 32;
-                rec[S_IMAGE] = img.key_lane;
-                if let Some(r) = reserve {
-                    rec[S_RES_N..S_RES_N + r.len()].copy_from_slice(&r);
-                }
-                (i as u32, 0, rec)
+                (
+                    i as u32,
+                    0,
+                    start_record(l, &images[l.image], devio, reserve),
+                )
             })
             .collect();
         let t_up = Instant::now();
