@@ -104,6 +104,8 @@ pub struct Stats {
     pub restarts: u64,
     pub restarted_again: u64,
     pub restart_s: f64,
+    /// `restart_s` in parts (`RESTART_PARTS`).
+    pub restart_parts: [f64; 5],
     pub stops: HashMap<&'static str, u64>,
     pub host_ops: HashMap<&'static str, u64>,
 }
@@ -122,6 +124,15 @@ const SETUP_PARTS: [&str; 4] = ["lane plans", "table", "records", "upload"];
 
 /// The parts of `Stats::apply_parts`.
 const APPLY_PARTS: [&str; 4] = ["collect", "running lanes", "ended lanes", "reserves"];
+
+/// The parts of `Stats::restart_parts`.
+const RESTART_PARTS: [&str; 5] = [
+    "host",
+    "set up again",
+    "table",
+    "records and inputs",
+    "maps",
+];
 
 /// The parts of `Stats::upload_parts`.
 const UPLOAD_PARTS: [&str; 4] = ["packing", "copy up", "copy kernel", "table writes"];
@@ -546,8 +557,11 @@ impl Batch {
                 "restarts".into(),
                 if self.d_start != 0 {
                     format!(
-                        "{} in {:.3} s ({} lanes set up again)",
-                        s.restarts, s.restart_s, s.restarted_again
+                        "{} in {:.3} s ({} lanes set up again): {}",
+                        s.restarts,
+                        s.restart_s,
+                        s.restarted_again,
+                        parts_line(&RESTART_PARTS, &s.restart_parts)
                     )
                 } else {
                     "off".into()

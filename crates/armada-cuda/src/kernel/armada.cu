@@ -1409,7 +1409,10 @@ done:
     rec[S_STOP] = stop;
     rec[S_INFO] = info;
     P.stops[lane] = stop;
-    if (stop != STOP_SLICE) a_set_once(&P.sched[0], a_now_ns());
+    // the clock of the grace period (lanes leave the launch once the first lane that needs
+    // the host has waited about as long as it ran): a lane that ended at exit needs nothing
+    // soon, so its stop does not start it
+    if (stop != STOP_SLICE && stop != STOP_EXIT) a_set_once(&P.sched[0], a_now_ns());
     if (P.progress) a_store_progress((volatile u64*)&P.progress[lane], retired);
 #undef TR
 #undef JUMP

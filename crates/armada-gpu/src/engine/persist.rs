@@ -165,6 +165,13 @@ impl Batch {
                 Ok(Reset::Device { slots, claimed })
             })
             .collect();
+        let mut laps = [0.0f64; 5];
+        let mut lap = t;
+        let mut next = |i: usize, laps: &mut [f64; 5]| {
+            let now = Instant::now();
+            laps[i] += (now - lap).as_secs_f64();
+            lap = now;
+        };
         // Serially: table writes and frames; the lanes to set up again lose what they held.
         let mut again: Vec<usize> = Vec::new();
         for (i, r) in resets.into_iter().enumerate() {
@@ -186,10 +193,13 @@ impl Batch {
                 }
             }
         }
+        next(0, &mut laps);
         self.setup_again(&again)?;
+        next(1, &mut laps);
         // (the lanes taken back: their table writes; `setup_again` sent them along with its
         // own when it had any)
         self.flush_pt()?;
+        next(2, &mut laps);
         // Device side: records (the start's for the lanes taken back; the lanes set up again
         // keep theirs as their new start), each lane's input, the coverage maps.
         let mut descs: Vec<CopyDesc> = Vec::with_capacity(2 * k);
@@ -219,9 +229,14 @@ impl Batch {
             });
         }
         self.run_copies(&descs, stage + io_bytes as u64)?;
+        next(3, &mut laps);
         if self.d_cov != 0 {
             self.dev.zero(self.d_cov, k * COV_MAP_BYTES)?;
             self.cov_collected = false;
+        }
+        next(4, &mut laps);
+        for (sum, p) in self.stats.restart_parts.iter_mut().zip(laps) {
+            *sum += p;
         }
         self.active = (0..k as u32).collect();
         self.active_dirty = true;
