@@ -583,8 +583,14 @@ fn gpu_fuzzing_matches_cpu() {
     // from seeds that take each path
     let seeds: [&[u8]; 4] = [b"WFRDC", b"xFRDC", b"W", b"abcD"];
     let stats = |program: &str, backend: &str, execs: &str, persist: &str| -> String {
-        let json = work.join(format!("{program}-{backend}-{execs}-{persist}.json"));
-        let corpus = work.join(format!("corpus-{program}-{backend}-{execs}-{persist}"));
+        // one folder a run, its name as long for every backend: the `@@` file lives in the
+        // crashes folder, and its path's length shows in the instructions the start takes
+        let b = ["cpu", "cuda", "wgpu"]
+            .iter()
+            .position(|x| *x == backend)
+            .unwrap();
+        let run = work.join(format!("{program}-{execs}-run{b}{persist}"));
+        let (json, corpus) = (run.join("stats.json"), run.join("corpus"));
         if program == "devio" {
             std::fs::create_dir_all(&corpus).unwrap();
             for (i, s) in seeds.iter().enumerate() {
@@ -595,10 +601,7 @@ fn gpu_fuzzing_matches_cpu() {
         cmd.env("ARMADA_CUDA_SIM", "1")
             .env("ARMADA_FUZZ_PERSISTENT", persist)
             .env("ARMADA_FUZZ_PROFILE", "1");
-        let (program_path, crashes) = (
-            dir.join(program),
-            work.join(format!("crashes-{program}-{backend}-{execs}-{persist}")),
-        );
+        let (program_path, crashes) = (dir.join(program), run.join("crashes"));
         let args = [
             os("fuzz"),
             os("--backend"),
@@ -643,16 +646,11 @@ fn gpu_fuzzing_matches_cpu() {
                 "{program}, persistence {persist}:\n{stderr}"
             );
         }
-        // the figures but time and rate (the paths of saved crashes name the backend)
+        // the figures but time and rate (the paths of saved crashes name the run)
         let text = std::fs::read_to_string(&json).unwrap();
         text.split(',')
             .filter(|f| !f.contains("elapsed_s") && !f.contains("execs_per_sec"))
-            .map(|f| {
-                f.replace(
-                    &format!("crashes-{program}-{backend}-{execs}-{persist}"),
-                    "crashes-",
-                )
-            })
+            .map(|f| f.replace(&run.to_string_lossy().into_owned(), "RUN"))
             .collect::<Vec<_>>()
             .join(",")
     };

@@ -212,6 +212,9 @@ struct LaneHost {
     /// retired); its frame reserve at the start.
     touched: bool,
     dev_exit: Option<(i32, u64)>,
+    /// Claims taken from the log that the entries and the host's table do not show yet
+    /// (`apply::apply_claims`; persistent lanes apply them only when the host looks).
+    unapplied: Vec<apply::Claim>,
     start_reserve: Vec<u32>,
 }
 

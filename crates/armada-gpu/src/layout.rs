@@ -160,7 +160,8 @@ pub struct Params {
     pub chunks: u64,
     pub progress: u64,
     pub sched: u64,
-    /// The claim log: word 0 counts entries, then two words each (lane << 32 | frame, vpn).
+    /// The claim log: word 0 counts entries, then three words each (lane << 32 | frame, vpn,
+    /// page-table slot).
     /// Zero when the device runs without lazy pages.
     pub claims: u64,
     /// Edge coverage: lane i's map of hit counters is the COV_MAP_BYTES at cov + i *

@@ -41,11 +41,16 @@ impl Process {
             return false;
         };
         match self.files.files.get_mut(e.file).and_then(|f| f.as_mut()) {
-            Some(f) if matches!(f.kind, Kind::StdinBuf(_)) => {
-                f.kind = Kind::StdinBuf(data.to_vec());
-                f.pos = 0;
-                true
-            }
+            Some(f) => match &mut f.kind {
+                // (the buffer is reused: a fuzzer sets tens of thousands of these a round)
+                Kind::StdinBuf(buf) => {
+                    buf.clear();
+                    buf.extend_from_slice(data);
+                    f.pos = 0;
+                    true
+                }
+                _ => false,
+            },
             _ => false,
         }
     }

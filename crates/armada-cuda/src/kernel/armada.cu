@@ -99,7 +99,7 @@ struct Params {
     const u64* chunks;      // frame chunk base addresses
     u64* progress;          // per lane retired count, host-mapped (may be null)
     u64* sched;             // [0]: time the first lane stopped for the host, [1]: launch start (0: not yet)
-    u64* claims;            // lazy pages taken: [0] count, then (lane << 32 | frame, vpn) pairs (0: none)
+    u64* claims;            // lazy pages taken: [0] count, then (lane << 32 | frame, vpn, slot) (0: none)
     u8* cov;                // edge coverage: COV_MAP_BYTES of hit counters per lane (0: off)
     const u64* sysd;        // per lane SYSD_WORDS: the input and stats of the syscalls answered here (0: none)
     u64 slice;              // instructions per lane per launch
@@ -326,8 +326,9 @@ __device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 v
         val = f | (val & (PT_R | PT_W));
         P.pt[2 * s + 1] = val;
         u64 at = a_fetch_add(&P.claims[0], 1);
-        P.claims[1 + 2 * at] = (u64)lane << 32 | f;
-        P.claims[2 + 2 * at] = vpn;
+        P.claims[1 + 3 * at] = (u64)lane << 32 | f;
+        P.claims[2 + 3 * at] = vpn;
+        P.claims[3 + 3 * at] = s;
     }
     if (write) {
         u32 ep = (u32)rec[S_EPOCH];
@@ -394,18 +395,37 @@ __device__ __forceinline__ void st_raw(u8* p, u32 size, u64 v) {
 // edge in the lane's map; the plain build compiles it away. The simulator always has it and
 // asks P.cov at run time.
 
+// A run of hits of one edge (a loop's back edge) is counted in registers and added to the map
+// when another edge comes or the lane leaves the launch: one byte read and written a run
+// instead of one a hit. The counters saturate at 255 either way, so the map is the same.
 #if defined(ARMADA_COVERAGE) || defined(ARMADA_SIM)
-__device__ __forceinline__ void cov_hit(const Params& P, u32 lane, u64 src, u64 dst) {
-    if (!P.cov) return;
+__device__ __forceinline__ u32 cov_slot(u64 src, u64 dst) {
     u32 s = (u32)(src >> 2) * 0x9e3779b1u;
-    u32 h = (s ^ (u32)(dst >> 2)) * 0x85ebca6bu;
-    u8* m = P.cov + (u64)lane * COV_MAP_BYTES + (h >> 16);
-    u8 c = *m;
-    if (c != 255) *m = (u8)(c + 1);
+    return ((s ^ (u32)(dst >> 2)) * 0x85ebca6bu) >> 16;
 }
-#define COV_EDGE(src_, dst_) cov_hit(P, lane, (src_), (dst_))
+__device__ __forceinline__ void cov_add(const Params& P, u32 lane, u32 slot, u32 n) {
+    if (!P.cov || n == 0) return;
+    u8* m = P.cov + (u64)lane * COV_MAP_BYTES + slot;
+    u32 c = *m + n;
+    *m = (u8)(c > 255 ? 255 : c);
+}
+#define COV_STATE u32 cov_last = 0, cov_run = 0;
+#define COV_EDGE(src_, dst_)                                                          \
+    {                                                                                 \
+        u32 cs_ = cov_slot((src_), (dst_));                                           \
+        if (cs_ == cov_last) {                                                        \
+            cov_run += cov_run < 255;                                                 \
+        } else {                                                                      \
+            cov_add(P, lane, cov_last, cov_run);                                      \
+            cov_last = cs_;                                                           \
+            cov_run = 1;                                                              \
+        }                                                                             \
+    }
+#define COV_FLUSH() cov_add(P, lane, cov_last, cov_run);
 #else
+#define COV_STATE
 #define COV_EDGE(src_, dst_)
+#define COV_FLUSH()
 #endif
 
 // ------------------------------------------------------------------------------------------
@@ -566,6 +586,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
     T.tag0 = T.tag1 = T.tag2 = T.tag3 = MAXU64;
     T.ptr0 = T.ptr1 = T.ptr2 = T.ptr3 = 0;
     T.wr = 0;
+    COV_STATE
 
     u32 stop = STOP_NONE;
     u64 info = 0;
@@ -1399,6 +1420,7 @@ miss:
     goto done;
 done:
     if (stop == STOP_LIMIT || stop == STOP_SLICE) pc = base + idx * 4;
+    COV_FLUSH()
 #pragma unroll
     for (int r = 0; r < 32; r++) rec[S_X + r] = x[r];
     rec[S_PC] = pc;

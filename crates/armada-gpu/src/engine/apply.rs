@@ -18,6 +18,40 @@ use armada_core::memory::PAGE_SIZE;
 use rayon::prelude::*;
 use std::time::Instant;
 
+/// A lazy page the kernel gave a frame of the lane's reserve (the claim log's entry).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Claim {
+    pub(super) frame: u32,
+    pub(super) vpn: u64,
+    /// The page-table slot of the lane's entry for the page.
+    pub(super) slot: u64,
+}
+
+/// Takes lane `lane`'s claims that the host has not applied yet (`LaneHost::unapplied`) into
+/// its entries and the host's table: each page becomes the lane's private page on its frame.
+pub(super) fn apply_claims(l: &mut LaneHost, pt: &HostTable, lane: usize) -> Result<(), Error> {
+    for c in std::mem::take(&mut l.unapplied) {
+        let (frame, vpn) = (c.frame, c.vpn);
+        let bad = || Error::Device(format!("lane {lane} claimed page {vpn:#x} out of step"));
+        // the kernel takes frames from the end of the list, as the host does here
+        if l.reserve.pop() != Some(frame) {
+            return Err(bad());
+        }
+        let e = l.entries.get_mut(&vpn).filter(|e| e.lazy).ok_or_else(bad)?;
+        *e = Entry {
+            slot: e.slot,
+            frame,
+            private: true,
+            lazy: false,
+        };
+        // the kernel wrote the same value to its copy
+        let v = pt.val(e.slot);
+        pt.set_val(e.slot, frame as u64 | (v & (PT_R | PT_W)));
+        l.claimed.push(vpn);
+    }
+    Ok(())
+}
+
 /// What `apply_shared` did for one lane, for the serial part of the round.
 #[derive(Default)]
 pub(super) struct Applied {
@@ -342,7 +376,9 @@ impl Batch {
     }
 
     /// Reads the claim log of the last launch: each lazy page the kernel gave a frame of the
-    /// lane's reserve becomes the lane's private page in the host's table.
+    /// lane's reserve becomes the lane's private page in the host's table (`apply_claims`).
+    /// Persistent lanes keep them unapplied until the host looks at the lane (`restart` then
+    /// undoes them on the device alone, see `persist`).
     pub(super) fn take_claims(&mut self) -> Result<(), Error> {
         let dev: &dyn Device = &*self.dev;
         let n = dtoh_vec::<u64>(dev, self.params.claims, 1)?[0] as usize;
@@ -354,14 +390,14 @@ impl Batch {
                 "the claim log holds {n} entries, more than fit"
             )));
         }
-        let words: Vec<u64> = dtoh_vec(dev, self.params.claims + 8, 2 * n)?;
+        let words: Vec<u64> = dtoh_vec(dev, self.params.claims + 8, 3 * n)?;
         // Grouped by lane (a stable counting sort: a lane's claims stay in the order it made
         // them), then each lane's taken in parallel: tens of thousands of lanes each claim a
         // few pages a launch, and one thread walking them all showed as most of a fuzz
         // round's host time.
         let lanes = self.lanes.len();
         let mut starts = vec![0usize; lanes + 1];
-        for c in words.chunks_exact(2) {
+        for c in words.chunks_exact(3) {
             let lane = (c[0] >> 32) as usize;
             if lane >= lanes {
                 return Err(Error::Device(format!(
@@ -374,37 +410,32 @@ impl Batch {
             starts[i + 1] += starts[i];
         }
         let mut next = starts.clone();
-        let mut order = vec![(0u32, 0u64); n];
-        for c in words.chunks_exact(2) {
+        let mut order = vec![Claim::default(); n];
+        for c in words.chunks_exact(3) {
             let lane = (c[0] >> 32) as usize;
-            order[next[lane]] = (c[0] as u32, c[1]);
+            order[next[lane]] = Claim {
+                frame: c[0] as u32,
+                vpn: c[1],
+                slot: c[2],
+            };
             next[lane] += 1;
         }
         let pt = &self.pt;
+        let keep = self.d_start != 0;
         self.lanes
             .par_iter_mut()
             .enumerate()
             .try_for_each(|(lane, l)| -> Result<(), Error> {
-                for &(frame, vpn) in &order[starts[lane]..starts[lane + 1]] {
-                    let bad =
-                        || Error::Device(format!("lane {lane} claimed page {vpn:#x} out of step"));
-                    // the kernel takes frames from the end of the list, as the host does here
-                    if l.reserve.pop() != Some(frame) {
-                        return Err(bad());
-                    }
-                    let e = l.entries.get_mut(&vpn).filter(|e| e.lazy).ok_or_else(bad)?;
-                    *e = Entry {
-                        slot: e.slot,
-                        frame,
-                        private: true,
-                        lazy: false,
-                    };
-                    // the kernel wrote the same value to its copy
-                    let v = pt.val(e.slot);
-                    pt.set_val(e.slot, frame as u64 | (v & (PT_R | PT_W)));
-                    l.claimed.push(vpn);
+                let mine = &order[starts[lane]..starts[lane + 1]];
+                if mine.is_empty() {
+                    return Ok(());
                 }
-                Ok(())
+                l.unapplied.extend_from_slice(mine);
+                if keep {
+                    Ok(())
+                } else {
+                    apply_claims(l, pt, lane)
+                }
             })?;
         self.frames.reserved -= n as u64;
         let f = &mut self.frames;

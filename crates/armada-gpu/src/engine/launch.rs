@@ -4,6 +4,7 @@
 //! the changed blocks of the pages they wrote, straight into their mirrors. What came down
 //! (`Down`) goes on to the service (`service`).
 
+use super::apply::apply_claims;
 use super::upload::Pinned;
 use super::Batch;
 use crate::device::{dtoh_into, dtoh_vec, htod_slice};
@@ -162,6 +163,9 @@ impl Batch {
                 let rec = &recs[k? * W..(k? + 1) * W];
                 // (persistent lanes: its host state moves on from its start)
                 lh.touched = true;
+                if let Err(e) = apply_claims(lh, pt, lane_id) {
+                    return Some(Err(e));
+                }
                 let mem = &mut lh.lane.program.mem;
                 for vpn in lh.claimed.drain(..) {
                     if mem.gpu_make_private(vpn << PAGE_SHIFT).is_err() {

@@ -326,6 +326,12 @@ impl Batch {
             return Ok(());
         }
         let t = Instant::now();
+        // the new table is made from the host's: it must show every claim first
+        let pt = &self.pt;
+        self.lanes
+            .par_iter_mut()
+            .enumerate()
+            .try_for_each(|(i, l)| super::apply::apply_claims(l, pt, i))?;
         self.flush_pt()?;
         let dev: &dyn Device = &*self.dev;
         let old_slots = self.pt.mask + 1;

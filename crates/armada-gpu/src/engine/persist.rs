@@ -131,9 +131,15 @@ impl Batch {
                     lane.single_task_engine("GPU");
                     return Ok(Reset::Again(Box::new(lane)));
                 }
+                // The claims the host has not applied (all of them, unless the table grew):
+                // the host's table and entries still show the lazy entries, which go back to
+                // the device as they are.
+                let mut slots: Vec<u64> = l.unapplied.iter().map(|c| c.slot).collect();
+                let claimed = (l.unapplied.len() + l.claimed.len()) as u64;
+                l.unapplied.clear();
+                // Those it applied: the lazy entries again, from the mirror, which is still
+                // the lane's start.
                 let image = &images[l.image];
-                let claimed = l.claimed.len() as u64;
-                let mut slots = Vec::with_capacity(l.claimed.len());
                 for vpn in std::mem::take(&mut l.claimed) {
                     let bad = || {
                         Error::Device(format!(
@@ -181,7 +187,7 @@ impl Batch {
                     self.frames.reserved += claimed;
                 }
                 Reset::Again(lane) => {
-                    self.drop_lane_pages(i);
+                    self.drop_lane_pages(i)?;
                     let l = &mut self.lanes[i];
                     l.lane = *lane;
                     l.touched = false;
@@ -291,8 +297,10 @@ impl Batch {
 
     /// Lane `i` gives up its page-table entries (removed on the device too: its keys are
     /// looked up again once it runs again), its frames and its reserve.
-    fn drop_lane_pages(&mut self, i: usize) {
+    fn drop_lane_pages(&mut self, i: usize) -> Result<(), Error> {
         let l = &mut self.lanes[i];
+        // (claims it made after the host last looked: their frames are the lane's now)
+        super::apply::apply_claims(l, &self.pt, i)?;
         for (_, e) in l.entries.drain() {
             self.pt.remove(e.slot);
             if e.private {
@@ -304,6 +312,7 @@ impl Batch {
             self.frames.reserved -= 1;
         }
         l.claimed.clear();
+        Ok(())
     }
 
     /// Sets the listed lanes up again from their host lanes, as `Batch::new` does (entries,
