@@ -48,6 +48,12 @@ EOF
 "$A" fuzz --backend "$B" --lanes 64 --corpus "$work/warm-c" --crashes "$work/warm-x" --max-execs 64 --no-progress "$F/magic" >/dev/null 2>&1
 
 for t in ${TARGETS:-crc_table nested magic}; do
+    # the device alone: one batch of the most lanes from the snapshot, empty stdin, output
+    # dropped, without coverage (the kernel's time and rate, for the rounds' figures)
+    most=$(echo ${LANES:-16384 65536} | tr ' ' '\n' | sort -n | tail -1)
+    "$A" batch --backend "$B" --lanes "$most" --snapshot-at input --drop-output --no-progress "$F/$t" \
+        >/dev/null 2>"$log/batch-$t-$B.txt"
+    note "$t: armada batch --backend $B --lanes $most --snapshot-at input --drop-output: kernel s $(grep -o 'kernel s: [0-9.]*' "$log/batch-$t-$B.txt" | head -1 | sed 's/kernel s: //'), $(grep -o '[0-9]* instructions in [0-9.]* s' "$log/batch-$t-$B.txt" | tail -1)"
     for lanes in ${LANES:-16384 65536}; do
         for p in ${PERSIST:-1 0}; do
             rm -rf "$work/c" "$work/x"
