@@ -734,3 +734,62 @@ fn drop_output_batches_match_cpu() {
     }
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// Rounds of thousands of inputs are mutated by several streams in parallel: the run is
+/// still the seed's alone, the same with one host thread or two, and the same on the CUDA
+/// kernel's simulator with persistent lanes (whose first round has news in most lanes, of
+/// which only one map a path comes down).
+#[test]
+fn large_rounds_repeat_with_the_seed() {
+    let Some(dir) = programs_dir("large_rounds_repeat_with_the_seed") else {
+        return;
+    };
+    let work = scratch("largerounds");
+    let backends = gpu_backends(&dir.join("noread"));
+    let run = |backend: &str, threads: &str| -> String {
+        let d = work.join(format!("{backend}-{threads}"));
+        let json = d.join("stats.json");
+        let mut cmd = Command::new(common::armada_bin());
+        cmd.env("ARMADA_CUDA_SIM", "1")
+            .env("RAYON_NUM_THREADS", threads)
+            .args([
+                os("fuzz"),
+                os("--backend"),
+                os(backend),
+                os("--lanes"),
+                os("4096"),
+                os("--seed"),
+                os("5"),
+                os("--max-execs"),
+                os("12000"),
+                os("--corpus"),
+                d.join("corpus").as_os_str(),
+                os("--crashes"),
+                d.join("crashes").as_os_str(),
+                os("--stats-json"),
+                json.as_os_str(),
+                os("--no-progress"),
+                dir.join("nested").as_os_str(),
+            ]);
+        let r = common::run_process(cmd, b"", Duration::from_secs(900)).expect("armada runs");
+        assert!(!r.timed_out, "armada fuzz on {backend} timed out");
+        assert_eq!(
+            r.status,
+            0,
+            "armada fuzz on {backend}:\n{}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let text = std::fs::read_to_string(&json).unwrap();
+        text.split(',')
+            .filter(|f| !f.contains("elapsed_s") && !f.contains("execs_per_sec"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let one = run("cpu", "1");
+    assert!(one.contains("\"execs\":12289"), "{one}");
+    assert_eq!(one, run("cpu", "2"), "one host thread and two differ");
+    if backends.contains(&"cuda") {
+        assert_eq!(one, run("cuda", "2"), "the CUDA simulator differs");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -180,9 +180,19 @@ impl Executor {
             Maps::None => (Vec::new(), None),
             Maps::News(virgin) => {
                 let news = batch.coverage_news(&all, virgin)?;
+                // One map a path: runs of a round with the same edges and hit-count buckets
+                // (the same path hash) bring the same news, and the fuzzer keeps only the
+                // first of them (the others add nothing once it has). The first round from a
+                // few seeds has news in nearly every lane, and few paths. (Two different maps
+                // with one 32-bit path hash would hide the second's news: rare, and harmless
+                // but for that input.)
+                let mut paths = std::collections::HashSet::new();
                 let want = all
                     .into_iter()
-                    .filter(|&i| news[i].new || !matches!(ends[i].0, Outcome::Exited(_)))
+                    .filter(|&i| {
+                        !matches!(ends[i].0, Outcome::Exited(_))
+                            || (news[i].new && paths.insert(news[i].path))
+                    })
                     .collect();
                 (want, Some(news.iter().map(|x| x.path).collect()))
             }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use armada_core::coverage::{Novelty, Virgin, MAP_SIZE};
+use rayon::prelude::*;
 
 use crate::corpus::{content_hash, CorpusDir, CrashDir};
 use crate::executor::{Executor, Maps};
@@ -125,6 +126,13 @@ impl Rng {
 /// Executions a crash's minimization may take.
 const MINIMIZE_EXECS: u64 = 2048;
 
+/// Mutation streams for a round of `n` inputs: one up to 2,047 inputs (the CPU engine's
+/// rounds), then one per 1,024 inputs, at most 16 (a GPU round of 65,536 inputs made by one
+/// thread took a quarter of the round).
+fn streams_for(n: usize) -> usize {
+    (n / 1024).clamp(1, 16)
+}
+
 /// Cuts a crashing input down while it still crashes with the same key: it tries removing
 /// pieces of a half, a quarter, ... down to one byte, a batch of candidates at a time, and
 /// keeps the first candidate of a batch that still crashes the same way. Returns the
@@ -166,7 +174,14 @@ struct Run {
     corpus_dir: CorpusDir,
     crash_dir: CrashDir,
     virgin: Virgin,
+    /// The mutations of rounds of one stream (`streams_for`).
     mutations: Mutations,
+    /// What the streams of a larger round start from: the compare operands of the last
+    /// trace, the seed, the dictionary, the size cap.
+    compares: Vec<(u64, u64)>,
+    seed: u64,
+    tokens: Vec<Vec<u8>>,
+    max_len: usize,
     rng: Rng,
     stats: FuzzStats,
     /// For each map slot, the shortest entry that hits it (entry, length), as AFL's
@@ -272,6 +287,51 @@ impl Run {
     /// newest quarter (what found something last) or any entry; of two candidates, the
     /// deeper one (more generations of finds: closer to what is still hidden), else the
     /// one picked less often so far.
+    /// A mutant of each parent (corpus indices); those before `i2s` input-to-state ones.
+    /// A large round is cut into runs of inputs, each made on its own thread by a stream of
+    /// its own, seeded from the round and the run: how many depends on the round's size
+    /// alone, so a seed gives the same inputs on every engine and any number of cores.
+    fn mutants(&mut self, parents: &[usize], i2s: usize) -> Result<Vec<Vec<u8>>> {
+        let n = parents.len();
+        let streams = streams_for(n);
+        let one = |m: &mut Mutations, k: usize, corpus: &[Entry]| {
+            let parent = &corpus[parents[k]].data;
+            if k < i2s {
+                m.mutate_i2s(parent)
+            } else {
+                m.mutate(parent)
+            }
+        };
+        if streams == 1 {
+            let (m, corpus) = (&mut self.mutations, &self.corpus);
+            return Ok((0..n).map(|k| one(m, k, corpus)).collect());
+        }
+        let run = n.div_ceil(streams);
+        let round = self.stats.rounds;
+        let (seed, tokens, max_len) = (self.seed, &self.tokens, self.max_len);
+        let (corpus, compares) = (&self.corpus, &self.compares);
+        let parts: Vec<Vec<Vec<u8>>> = (0..streams)
+            .into_par_iter()
+            .map(|j| -> Result<Vec<Vec<u8>>> {
+                // (LibAFL's state cannot move between threads: each stream is made here)
+                let seed = seed
+                    ^ (round.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+                    ^ ((j as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9));
+                let mut m = Mutations::new(seed, tokens.clone(), max_len)?;
+                for e in corpus {
+                    m.add(&e.data);
+                }
+                if !compares.is_empty() {
+                    m.set_compares(compares);
+                }
+                Ok((j * run..((j + 1) * run).min(n))
+                    .map(|k| one(&mut m, k, corpus))
+                    .collect())
+            })
+            .collect::<Result<_>>()?;
+        Ok(parts.into_iter().flatten().collect())
+    }
+
     fn pick(&mut self) -> usize {
         if self.favored_stale {
             let mut f: Vec<usize> = self
@@ -326,6 +386,10 @@ pub fn fuzz(
         crash_dir,
         virgin: Virgin::default(),
         mutations: Mutations::new(opts.seed, opts.tokens.clone(), opts.max_len)?,
+        compares: Vec::new(),
+        seed: opts.seed,
+        tokens: opts.tokens.clone(),
+        max_len: opts.max_len,
         rng: Rng(opts.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
         stats: FuzzStats {
             snapshot_instructions,
@@ -388,6 +452,7 @@ pub fn fuzz(
             let pairs = exec.trace(&run.corpus[e].data)?;
             if !pairs.is_empty() {
                 run.mutations.set_compares(&pairs);
+                run.compares = pairs;
                 i2s = lanes.div_ceil(2);
             }
             run.corpus[e].picked += 1;
@@ -400,18 +465,7 @@ pub fn fuzz(
             })
             .collect();
         let t_round = Instant::now();
-        let inputs: Vec<Vec<u8>> = parents
-            .iter()
-            .enumerate()
-            .map(|(k, &p)| {
-                let parent = run.corpus[p].data.clone();
-                if k < i2s {
-                    run.mutations.mutate_i2s(&parent)
-                } else {
-                    run.mutations.mutate(&parent)
-                }
-            })
-            .collect();
+        let inputs = run.mutants(&parents, i2s)?;
         let t_mutated = Instant::now();
         let results = exec.run(&inputs, Maps::News(&run.virgin))?;
         let t_ran = Instant::now();

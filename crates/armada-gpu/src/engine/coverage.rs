@@ -10,12 +10,14 @@
 
 use super::Batch;
 use crate::device::{dtoh_vec, htod_slice, DevPtr};
-use crate::layout::COV_MAP_BYTES;
+use crate::layout::{CopyDesc, COV_MAP_BYTES};
 use crate::Error;
 use armada_core::coverage::{CoverageMap, Novelty, Virgin};
 
 /// Lanes whose maps come down in one transfer (64 MiB).
 const MAPS_PER_DOWNLOAD: usize = 1024;
+/// Maps `coverage_maps` gathers on the device and brings down at once (16 MiB).
+const MAPS_PER_FETCH: usize = 256;
 
 /// What one lane's coverage adds to what a fuzzer has seen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,17 +117,33 @@ impl Batch {
         if !self.has_coverage() {
             return Err(Self::no_coverage());
         }
+        // gathered on the device into the staging buffer and brought down a piece at a
+        // time (one copy of 64 KiB a lane took most of a fuzz round whose lanes all had news)
         let mut out = Vec::with_capacity(lanes.len());
-        let mut bytes = vec![0u8; COV_MAP_BYTES];
-        for &l in lanes {
-            self.dev
-                .dtoh(self.d_cov + (l * COV_MAP_BYTES) as u64, &mut bytes)?;
-            let mut map = CoverageMap::default();
-            map.as_mut_slice().copy_from_slice(&bytes);
-            if let Some(host) = self.lanes[l].lane.coverage() {
-                map.add(host.as_slice());
+        let mut buf = vec![0u8; MAPS_PER_FETCH.min(lanes.len()) * COV_MAP_BYTES];
+        for part in lanes.chunks(MAPS_PER_FETCH) {
+            let bytes = part.len() * COV_MAP_BYTES;
+            let stage = self.ensure_stage(bytes + part.len() * std::mem::size_of::<CopyDesc>())?;
+            let descs: Vec<CopyDesc> = part
+                .iter()
+                .enumerate()
+                .map(|(k, &l)| CopyDesc {
+                    src: self.d_cov + (l * COV_MAP_BYTES) as u64,
+                    dst: stage + (k * COV_MAP_BYTES) as u64,
+                    words: (COV_MAP_BYTES / 8) as u64,
+                })
+                .collect();
+            self.run_copies(&descs, stage + bytes as u64)?;
+            self.dev.dtoh(stage, &mut buf[..bytes])?;
+            for (k, &l) in part.iter().enumerate() {
+                let mut map = CoverageMap::default();
+                map.as_mut_slice()
+                    .copy_from_slice(&buf[k * COV_MAP_BYTES..(k + 1) * COV_MAP_BYTES]);
+                if let Some(host) = self.lanes[l].lane.coverage() {
+                    map.add(host.as_slice());
+                }
+                out.push(map);
             }
-            out.push(map);
         }
         Ok(out)
     }
