@@ -8,8 +8,7 @@ mod layout;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(armada_sim)");
-    println!("cargo:rerun-if-changed=src/kernel/armada.cu");
-    println!("cargo:rerun-if-changed=src/kernel/simd.cu");
+    println!("cargo:rerun-if-changed=src/kernel");
     println!("cargo:rerun-if-changed=../armada-gpu/src/layout.rs");
     println!("cargo:rerun-if-env-changed=ARMADA_NO_SIM");
     // kernel variants for the simulator too, e.g. ARMADA_SIM_DEFINES="ARMADA_COLD"
@@ -20,7 +19,19 @@ fn main() {
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let src = out.join("armada_sim.cpp");
     let kernel = std::fs::read_to_string("src/kernel/armada.cu").unwrap();
-    let simd = std::fs::read_to_string("src/kernel/simd.cu").unwrap();
+    // the parts armada.cu names where they go (lib.rs's KERNEL_PARTS)
+    let parts: Vec<(String, String)> = kernel
+        .lines()
+        .filter_map(|l| l.strip_prefix("// @include "))
+        .map(|p| {
+            let text = std::fs::read_to_string(format!("src/kernel/{p}")).unwrap();
+            (p.to_string(), text)
+        })
+        .collect();
+    let parts: Vec<(&str, &str)> = parts
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
     let defines: String = std::env::var("ARMADA_SIM_DEFINES")
         .unwrap_or_default()
         .split_whitespace()
@@ -28,7 +39,7 @@ fn main() {
         .collect();
     let text = format!(
         "#define ARMADA_SIM 1\n{defines}{}",
-        layout::cuda_source(&kernel, &simd)
+        layout::cuda_source(&kernel, &parts)
     );
     std::fs::write(&src, text).unwrap();
     let mut b = cc::Build::new();

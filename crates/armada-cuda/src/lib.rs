@@ -19,11 +19,21 @@ pub const HAS_SIM: bool = cfg!(armada_sim);
 
 /// The kernel source as compiled: the generated header, then the kernel with its parts.
 pub fn kernel_source() -> String {
-    armada_gpu::layout::cuda_source(KERNEL_SOURCE, SIMD_SOURCE)
+    armada_gpu::layout::cuda_source(KERNEL_SOURCE, &KERNEL_PARTS)
 }
 
+/// The kernel's main file, which names its parts where they go (`// @include NAME`).
 pub const KERNEL_SOURCE: &str = include_str!("kernel/armada.cu");
-pub const SIMD_SOURCE: &str = include_str!("kernel/simd.cu");
+/// The kernel's parts (name, text); build.rs lists the same files for the simulator.
+pub const KERNEL_PARTS: [(&str, &str); 7] = [
+    ("int.cu", include_str!("kernel/int.cu")),
+    ("simd.cu", include_str!("kernel/simd.cu")),
+    ("memory.cu", include_str!("kernel/memory.cu")),
+    ("coverage.cu", include_str!("kernel/coverage.cu")),
+    ("devio.cu", include_str!("kernel/devio.cu")),
+    ("interp.cu", include_str!("kernel/interp.cu")),
+    ("entry.cu", include_str!("kernel/entry.cu")),
+];
 
 /// How the CUDA engine runs.
 #[derive(Clone, Debug, Default)]
@@ -126,4 +136,27 @@ pub fn check_driver(opts: &Options) -> Result<(), Error> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every part armada.cu names is in KERNEL_PARTS and the other way round, once each, so
+    /// the source NVRTC compiles (and the simulator's, from the same list in build.rs) is the
+    /// whole kernel.
+    #[test]
+    fn the_kernel_source_has_all_its_parts() {
+        let named: Vec<&str> = KERNEL_SOURCE
+            .lines()
+            .filter_map(|l| l.strip_prefix("// @include "))
+            .collect();
+        let parts: Vec<&str> = KERNEL_PARTS.iter().map(|p| p.0).collect();
+        assert_eq!(named, parts);
+        let src = kernel_source();
+        assert!(!src.contains("// @include"));
+        for (name, text) in KERNEL_PARTS {
+            assert!(src.contains(text), "{name} is not in the source");
+        }
+    }
 }

@@ -439,11 +439,16 @@ pub fn wgsl_header() -> String {
     h
 }
 
-/// A CUDA kernel source with the generated header prepended and `// @include simd.cu`
-/// replaced by `simd` (armada-cuda's kernel; its build script uses this too).
-pub fn cuda_source(kernel: &str, simd: &str) -> String {
+/// A CUDA kernel source with the generated header prepended and each `// @include NAME`
+/// line replaced by the part of that name, `parts` being (name, text) pairs (armada-cuda's
+/// kernel and its parts; its build script uses this too).
+pub fn cuda_source(kernel: &str, parts: &[(&str, &str)]) -> String {
+    let mut text = kernel.to_string();
+    for (name, part) in parts {
+        text = text.replace(&format!("// @include {name}"), part);
+    }
     let mut s = header();
-    s.push_str(&kernel.replace("// @include simd.cu", simd));
+    s.push_str(&text);
     s
 }
 

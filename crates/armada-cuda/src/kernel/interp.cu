@@ -1,0 +1,903 @@
+// ------------------------------------------------------------------------------------------
+// The interpreter.
+
+__device__ __forceinline__ bool find_region(const Params& P, u64 regs, u64 pc, u64& base, u64& len, const u64*& ops) {
+    if (pc & 3) return false;
+    u32 first = (u32)regs, n = (u32)(regs >> 32);
+    for (u32 i = first; i < first + n && i < P.nregions; i++) {
+        u64 b = P.regions[3 * i], e = P.regions[3 * i + 1];
+        if (pc >= b && pc < e) {
+            base = b;
+            len = e - b;
+            ops = P.ops + 2 * P.regions[3 * i + 2];
+            return true;
+        }
+    }
+    return false;
+}
+
+__device__ void run_lane(const Params& P, u32 lane) {
+    u64* rec = P.lanes + (u64)lane * S_WORDS;
+    u64 x[64];
+#pragma unroll
+    for (int r = 0; r < 32; r++) x[r] = rec[S_X + r];
+    x[32] = 0;
+    x[33] = 0;
+    u64 pc = rec[S_PC];
+    u32 nzcv = (u32)rec[S_NZCV];
+    u64 tpidr = rec[S_TPIDR];
+    u64 excl = rec[S_EXCL];
+    u64 retired = rec[S_RETIRED];
+    u64 limit = rec[S_LIMIT];
+    u64 regs = rec[S_REGIONS];
+    u64 end = retired + P.slice;
+    if (end < retired || end > limit) end = limit;
+    // Every CHECK_EVERY instructions a running lane asks whether to leave the launch: after
+    // max_ns, or once the first lane that stopped for the host has waited about as long as it
+    // ran (at least min_grace), so lanes that stop early do not wait long for the others. Every
+    // lane runs at least min_run, so lanes of late waves of blocks still make progress.
+    u64 t_start = a_now_ns();
+    a_set_once(&P.sched[1], t_start);
+    u64 launch_start = *(volatile u64*)&P.sched[1];
+    u64 check = retired + CHECK_EVERY;
+    if (check > end) check = end;
+    Tlb T;
+    T.tag0 = T.tag1 = T.tag2 = T.tag3 = MAXU64;
+    T.ptr0 = T.ptr1 = T.ptr2 = T.ptr3 = 0;
+    T.wr = 0;
+    COV_STATE
+
+    u32 stop = STOP_NONE;
+    u64 info = 0;
+    u64 base = 0, rlen = 0, idx = 0;
+    const u64* ops = P.ops;
+    u64 miss_addr = 0;
+    u32 miss_write = 0;
+    u64 nw0 = 0, nimm = 0;
+
+    if (!find_region(P, regs, pc, base, rlen, ops)) {
+        stop = STOP_HOST;
+        goto done;
+    }
+    idx = (pc - base) >> 2;
+
+// Translates one access of `size` bytes (never crossing a page) or leaves through a miss.
+#define TR(var, addr_, write_)                                                        \
+    u8* var = tlb_get(T, P, lane, rec, (addr_), (write_));                            \
+    if (!var) {                                                                       \
+        miss_addr = (addr_);                                                          \
+        miss_write = (write_);                                                        \
+        goto miss;                                                                    \
+    }
+
+// The micro-op at idx is loaded one iteration ahead (its latency hides behind the current
+// one); a jump loads it again.
+#ifdef ARMADA_NO_PREFETCH
+#define RELOAD()
+#else
+#define RELOAD()                                                                      \
+    {                                                                                 \
+        nw0 = ops[2 * idx];                                                           \
+        nimm = ops[2 * idx + 1];                                                      \
+    }
+#endif
+
+#define JUMP(target_)                                                                 \
+    {                                                                                 \
+        u64 t_ = (target_);                                                           \
+        retired++;                                                                    \
+        u64 off_ = t_ - base;                                                         \
+        if (off_ < rlen && (t_ & 3) == 0) {                                           \
+            idx = off_ >> 2;                                                          \
+            RELOAD()                                                                  \
+            continue;                                                                 \
+        }                                                                             \
+        if (!find_region(P, regs, t_, base, rlen, ops)) {                             \
+            pc = t_;                                                                  \
+            stop = STOP_HOST;                                                         \
+            goto done;                                                                \
+        }                                                                             \
+        idx = (t_ - base) >> 2;                                                       \
+        RELOAD()                                                                      \
+        continue;                                                                     \
+    }
+
+// A branch from slot idx: its edge, then the jump. FALL: a conditional branch not taken
+// (its fall-through is an edge too).
+#define BRANCH(target_)                                                               \
+    {                                                                                 \
+        u64 bt_ = (target_);                                                          \
+        COV_EDGE(base + idx * 4, bt_);                                                \
+        JUMP(bt_)                                                                     \
+    }
+#define FALL() COV_EDGE(base + idx * 4, base + idx * 4 + 4)
+
+    nw0 = ops[2 * idx];
+    nimm = ops[2 * idx + 1];
+
+    for (;;) {
+#if defined(ARMADA_MINPC) && !defined(ARMADA_SIM)
+        // Lanes of a warp at different micro-ops serialize, and lanes running the same code
+        // out of step stay out of step: only the lanes at the warp's lowest micro-op run an
+        // instruction (the others wait), so they fall back into step. On an H200 with 65,536
+        // lanes of lanecrc this took the kernel from 64 to 118 G/s (table) and from 51 to
+        // 135 G/s (bitwise). With one lane a warp (lane_shift 5) there is nothing to vote on.
+        if (P.lane_shift < 5) {
+            u32 key = (u32)((ops - P.ops) >> 1) + (u32)idx;
+            if (key != __reduce_min_sync(__activemask(), key)) continue;
+        }
+#endif
+        if (retired >= check) {
+            if (retired >= end) {
+                stop = retired >= limit ? STOP_LIMIT : STOP_SLICE;
+                break;
+            }
+            u64 now = a_now_ns();
+            if (now - t_start >= P.min_run_ns) {
+                u64 first = *(volatile u64*)&P.sched[0];
+                u64 grace = first > launch_start ? first - launch_start : 0;
+                if (grace < P.min_grace_ns) grace = P.min_grace_ns;
+                if (now - t_start >= P.max_ns || (first != 0 && now >= first + grace)) {
+                    stop = STOP_SLICE;
+                    break;
+                }
+            }
+            check = retired + CHECK_EVERY;
+            if (check > end) check = end;
+        }
+#ifdef ARMADA_NO_PREFETCH
+        u64 w0 = ops[2 * idx];
+        u64 imm = ops[2 * idx + 1];
+#else
+        u64 w0 = nw0, imm = nimm;
+        nw0 = ops[2 * idx + 2];
+        nimm = ops[2 * idx + 3];
+#endif
+        u32 op = (u32)(w0 & 0xffff);
+        u32 a = (u32)(w0 >> 16) & 63, b = (u32)(w0 >> 24) & 63, c = (u32)(w0 >> 32) & 63;
+        u32 d = (u32)(w0 >> 40) & 0xff, dr = d & 63;
+        u32 e = (u32)(w0 >> 48) & 0xff, f = (u32)(w0 >> 56) & 0xff;
+
+        switch (op) {
+        case OP_NOP:
+        case OP_PRFM:
+        case OP_MSR_NZCV_IMM:
+            break;
+        case OP_END_OF_REGION: {
+            pc = base + idx * 4;
+            if (!find_region(P, regs, pc, base, rlen, ops)) {
+                stop = STOP_HOST;
+                goto done;
+            }
+            idx = (pc - base) >> 2;
+            RELOAD()
+            continue;
+        }
+        case OP_UNDEFINED:
+            stop = STOP_UNDEFINED;
+            info = imm;
+            goto stop_here;
+        case OP_SVC:
+            idx++;
+            retired++;
+            {
+                u32 dev = dev_syscall(T, P, lane, rec, x);
+                if (dev == DEV_ANSWERED) {
+                    RELOAD()
+                    continue;
+                }
+                stop = dev == DEV_EXIT ? STOP_EXIT : STOP_SVC;
+            }
+            info = imm;
+            goto stop_here;
+        case OP_HLT:
+            idx++;
+            retired++;
+            stop = STOP_HLT;
+            info = imm;
+            goto stop_here;
+        case OP_BRK:
+            stop = STOP_BRK;
+            info = imm;
+            goto stop_here;
+
+        // ----- branches
+        case OP_B: BRANCH(imm)
+        case OP_BL:
+            x[30] = base + (idx + 1) * 4;
+            BRANCH(imm)
+        case OP_BR: BRANCH(x[b])
+        case OP_BLR: {
+            u64 t = x[b];
+            x[30] = base + (idx + 1) * 4;
+            BRANCH(t)
+        }
+        case OP_B_COND:
+            if (cond_holds(e, nzcv)) BRANCH(imm)
+            FALL();
+            break;
+        case OP_CBZ_W:
+            if ((u32)x[b] == 0) BRANCH(imm)
+            FALL();
+            break;
+        case OP_CBZ_X:
+            if (x[b] == 0) BRANCH(imm)
+            FALL();
+            break;
+        case OP_CBNZ_W:
+            if ((u32)x[b] != 0) BRANCH(imm)
+            FALL();
+            break;
+        case OP_CBNZ_X:
+            if (x[b] != 0) BRANCH(imm)
+            FALL();
+            break;
+        case OP_TBZ:
+            if (((x[b] >> (e & 63)) & 1) == 0) BRANCH(imm)
+            FALL();
+            break;
+        case OP_TBNZ:
+            if (((x[b] >> (e & 63)) & 1) != 0) BRANCH(imm)
+            FALL();
+            break;
+
+        // ----- system
+        case OP_MRS: {
+            u64 v;
+            switch (imm) {
+            case SYSREG_NZCV: v = nzcv; break;
+            case SYSREG_FPCR: v = rec[S_FPCR]; break;
+            case SYSREG_FPSR: v = rec[S_FPSR]; break;
+            case SYSREG_TPIDR_EL0: v = tpidr; break;
+            case SYSREG_TPIDRRO_EL0: v = 0; break;
+            case SYSREG_DCZID_EL0: v = CONST_DCZID; break;
+            case SYSREG_CTR_EL0: v = CONST_CTR; break;
+            case SYSREG_MIDR_EL1: v = CONST_MIDR; break;
+            case SYSREG_MPIDR_EL1: v = 0x80000000ull; break;
+            case SYSREG_REVIDR_EL1: v = 0; break;
+            case SYSREG_ID_AA64PFR0_EL1: v = 0x0000000000010011ull; break;
+            case SYSREG_ID_AA64ISAR0_EL1: v = 0x0000000000200000ull; break;
+            case SYSREG_ID_AA64ISAR1_EL1: v = 0; break;
+            case SYSREG_CNTVCT_EL0:
+            case SYSREG_CNTPCT_EL0: v = retired; break;
+            case SYSREG_CNTFRQ_EL0: v = CONST_CNTFRQ; break;
+            default: v = 0; break;
+            }
+            x[a] = v;
+            break;
+        }
+        case OP_MSR: {
+            u64 v = x[b];
+            switch (imm) {
+            case SYSREG_NZCV: nzcv = (u32)(v & 0xf0000000ull); break;
+            case SYSREG_FPCR: rec[S_FPCR] = v & CONST_FPCR_MASK; break;
+            case SYSREG_FPSR: rec[S_FPSR] = v & CONST_FPSR_MASK; break;
+            default: tpidr = v; break;
+            }
+            break;
+        }
+        case OP_CLREX: excl = MAXU64; break;
+        case OP_DC_ZVA: {
+            u64 addr = x[b] & ~(u64)(ZVA_BYTES - 1);
+            TR(p, addr, 1)
+            for (int i = 0; i < ZVA_BYTES / 8; i++) ((u64*)p)[i] = 0;
+            break;
+        }
+
+        // ----- data processing, immediate
+        case OP_MOV_IMM: x[a] = imm; break;
+        case OP_MOVK_W: {
+            u64 v = (x[b] & ~(0xffffull << (e & 63))) | (imm << (e & 63));
+            x[a] = v & 0xffffffffull;
+            break;
+        }
+        case OP_MOVK_X: x[a] = (x[b] & ~(0xffffull << (e & 63))) | (imm << (e & 63)); break;
+        case OP_ADD_IMM_W: x[a] = (u32)((u32)x[b] + (u32)imm); break;
+        case OP_ADD_IMM_X: x[a] = x[b] + imm; break;
+        case OP_ADDS_IMM_W: x[a] = add_flags32((u32)x[b], (u32)imm, e, nzcv); break;
+        case OP_ADDS_IMM_X: x[a] = add_flags64(x[b], imm, e, nzcv); break;
+        case OP_AND_IMM_W:
+        case OP_AND_IMM_X: x[a] = x[b] & imm; break;
+        case OP_ORR_IMM_W: x[a] = (x[b] | imm) & 0xffffffffull; break;
+        case OP_ORR_IMM_X: x[a] = x[b] | imm; break;
+        case OP_EOR_IMM_W: x[a] = (x[b] ^ imm) & 0xffffffffull; break;
+        case OP_EOR_IMM_X: x[a] = x[b] ^ imm; break;
+        case OP_ANDS_IMM_W: {
+            u32 r = (u32)x[b] & (u32)imm;
+            x[a] = r;
+            nzcv = logic_flags32(r);
+            break;
+        }
+        case OP_ANDS_IMM_X: {
+            u64 r = x[b] & imm;
+            x[a] = r;
+            nzcv = logic_flags64(r);
+            break;
+        }
+        case OP_UBFM_W: x[a] = ubfm(x[b], e, f, 32); break;
+        case OP_UBFM_X: x[a] = ubfm(x[b], e, f, 64); break;
+        case OP_SBFM_W: x[a] = sbfm(x[b], e, f, 32); break;
+        case OP_SBFM_X: x[a] = sbfm(x[b], e, f, 64); break;
+        case OP_BFM_W: x[a] = bfm(x[c], x[b], e, f, 32); break;
+        case OP_BFM_X: x[a] = bfm(x[c], x[b], e, f, 64); break;
+        case OP_EXTR_W: {
+            u64 v = ((u64)(u32)x[b] << 32) | (u64)(u32)x[c];
+            x[a] = (v >> (e & 63)) & 0xffffffffull;
+            break;
+        }
+        case OP_EXTR_X: x[a] = e == 0 ? x[c] : (x[c] >> (e & 63)) | (x[b] << ((64 - e) & 63)); break;
+
+        // ----- data processing, register
+        case OP_ADD_SR_W: x[a] = (u32)((u32)x[b] + shift32((u32)x[c], e, f)); break;
+        case OP_ADD_SR_X: x[a] = x[b] + shift64(x[c], e, f); break;
+        case OP_SUB_SR_W: x[a] = (u32)((u32)x[b] - shift32((u32)x[c], e, f)); break;
+        case OP_SUB_SR_X: x[a] = x[b] - shift64(x[c], e, f); break;
+        case OP_ADDS_SR_W: x[a] = add_flags32((u32)x[b], shift32((u32)x[c], e, f), 0, nzcv); break;
+        case OP_ADDS_SR_X: x[a] = add_flags64(x[b], shift64(x[c], e, f), 0, nzcv); break;
+        case OP_SUBS_SR_W: x[a] = add_flags32((u32)x[b], ~shift32((u32)x[c], e, f), 1, nzcv); break;
+        case OP_SUBS_SR_X: x[a] = add_flags64(x[b], ~shift64(x[c], e, f), 1, nzcv); break;
+        // A compare and the B.cond after it in one dispatch (layout.rs: fused), when the
+        // lane's budget has room for both; otherwise only the compare retires here.
+        case OP_ADDS_IMM_W_BCOND:
+        case OP_ADDS_IMM_X_BCOND:
+        case OP_SUBS_SR_W_BCOND:
+        case OP_SUBS_SR_X_BCOND: {
+            if (op == OP_ADDS_IMM_W_BCOND) x[a] = add_flags32((u32)x[b], (u32)imm, e, nzcv);
+            else if (op == OP_ADDS_IMM_X_BCOND) x[a] = add_flags64(x[b], imm, e, nzcv);
+            else if (op == OP_SUBS_SR_W_BCOND) x[a] = add_flags32((u32)x[b], ~shift32((u32)x[c], e, f), 1, nzcv);
+            else x[a] = add_flags64(x[b], ~shift64(x[c], e, f), 1, nzcv);
+            if (retired + 1 < end) {
+#ifdef ARMADA_NO_PREFETCH
+                u64 bw0 = ops[2 * idx + 2], bimm = ops[2 * idx + 3];
+#else
+                u64 bw0 = nw0, bimm = nimm; // the B.cond, loaded one ahead
+#endif
+                retired++;
+                idx++;
+                if (cond_holds((u32)(bw0 >> 48) & 0xff, nzcv)) BRANCH(bimm)
+                FALL();
+                idx++;
+                retired++;
+                RELOAD()
+                continue;
+            }
+            break;
+        }
+        case OP_ADD_EXT_W: x[a] = (u32)((u32)x[b] + (u32)extend(x[c], e, f)); break;
+        case OP_ADD_EXT_X: x[a] = x[b] + extend(x[c], e, f); break;
+        case OP_SUB_EXT_W: x[a] = (u32)((u32)x[b] - (u32)extend(x[c], e, f)); break;
+        case OP_SUB_EXT_X: x[a] = x[b] - extend(x[c], e, f); break;
+        case OP_ADDS_EXT_W: x[a] = add_flags32((u32)x[b], (u32)extend(x[c], e, f), 0, nzcv); break;
+        case OP_ADDS_EXT_X: x[a] = add_flags64(x[b], extend(x[c], e, f), 0, nzcv); break;
+        case OP_SUBS_EXT_W: x[a] = add_flags32((u32)x[b], ~(u32)extend(x[c], e, f), 1, nzcv); break;
+        case OP_SUBS_EXT_X: x[a] = add_flags64(x[b], ~extend(x[c], e, f), 1, nzcv); break;
+        case OP_ADC_W: x[a] = (u32)((u32)x[b] + (u32)x[c] + ((nzcv >> 29) & 1)); break;
+        case OP_ADC_X: x[a] = x[b] + x[c] + ((nzcv >> 29) & 1); break;
+        case OP_SBC_W: x[a] = (u32)((u32)x[b] + ~(u32)x[c] + ((nzcv >> 29) & 1)); break;
+        case OP_SBC_X: x[a] = x[b] + ~x[c] + ((nzcv >> 29) & 1); break;
+        case OP_ADCS_W: x[a] = add_flags32((u32)x[b], (u32)x[c], (nzcv >> 29) & 1, nzcv); break;
+        case OP_ADCS_X: x[a] = add_flags64(x[b], x[c], (nzcv >> 29) & 1, nzcv); break;
+        case OP_SBCS_W: x[a] = add_flags32((u32)x[b], ~(u32)x[c], (nzcv >> 29) & 1, nzcv); break;
+        case OP_SBCS_X: x[a] = add_flags64(x[b], ~x[c], (nzcv >> 29) & 1, nzcv); break;
+        case OP_AND_SR_W: x[a] = (u32)x[b] & shift32((u32)x[c], e, f); break;
+        case OP_AND_SR_X: x[a] = x[b] & shift64(x[c], e, f); break;
+        case OP_BIC_SR_W: x[a] = (u32)x[b] & ~shift32((u32)x[c], e, f); break;
+        case OP_BIC_SR_X: x[a] = x[b] & ~shift64(x[c], e, f); break;
+        case OP_ORR_SR_W: x[a] = (u32)x[b] | shift32((u32)x[c], e, f); break;
+        case OP_ORR_SR_X: x[a] = x[b] | shift64(x[c], e, f); break;
+        case OP_ORN_SR_W: x[a] = (u32)((u32)x[b] | ~shift32((u32)x[c], e, f)); break;
+        case OP_ORN_SR_X: x[a] = x[b] | ~shift64(x[c], e, f); break;
+        case OP_EOR_SR_W: x[a] = (u32)x[b] ^ shift32((u32)x[c], e, f); break;
+        case OP_EOR_SR_X: x[a] = x[b] ^ shift64(x[c], e, f); break;
+        case OP_EON_SR_W: x[a] = (u32)((u32)x[b] ^ ~shift32((u32)x[c], e, f)); break;
+        case OP_EON_SR_X: x[a] = x[b] ^ ~shift64(x[c], e, f); break;
+        case OP_ANDS_SR_W: {
+            u32 r = (u32)x[b] & shift32((u32)x[c], e, f);
+            x[a] = r;
+            nzcv = logic_flags32(r);
+            break;
+        }
+        case OP_ANDS_SR_X: {
+            u64 r = x[b] & shift64(x[c], e, f);
+            x[a] = r;
+            nzcv = logic_flags64(r);
+            break;
+        }
+        case OP_BICS_SR_W: {
+            u32 r = (u32)x[b] & ~shift32((u32)x[c], e, f);
+            x[a] = r;
+            nzcv = logic_flags32(r);
+            break;
+        }
+        case OP_BICS_SR_X: {
+            u64 r = x[b] & ~shift64(x[c], e, f);
+            x[a] = r;
+            nzcv = logic_flags64(r);
+            break;
+        }
+        case OP_MOV_REG: x[a] = x[b]; break;
+        case OP_MOV_REG_W: x[a] = x[b] & 0xffffffffull; break;
+        case OP_CSEL_W: case OP_CSEL_X: case OP_CSINC_W: case OP_CSINC_X:
+        case OP_CSINV_W: case OP_CSINV_X: case OP_CSNEG_W: case OP_CSNEG_X: {
+            u64 v;
+            if (cond_holds(e, nzcv)) v = x[b];
+            else if (op == OP_CSEL_W || op == OP_CSEL_X) v = x[c];
+            else if (op == OP_CSINC_W || op == OP_CSINC_X) v = x[c] + 1;
+            else if (op == OP_CSINV_W || op == OP_CSINV_X) v = ~x[c];
+            else v = 0 - x[c];
+            if (op == OP_CSEL_W || op == OP_CSINC_W || op == OP_CSINV_W || op == OP_CSNEG_W) v &= 0xffffffffull;
+            x[a] = v;
+            break;
+        }
+        case OP_CCMP_REG_W: case OP_CCMP_REG_X: case OP_CCMN_REG_W: case OP_CCMN_REG_X:
+        case OP_CCMP_IMM_W: case OP_CCMP_IMM_X: case OP_CCMN_IMM_W: case OP_CCMN_IMM_X: {
+            if (cond_holds(e, nzcv)) {
+                bool isimm = op == OP_CCMP_IMM_W || op == OP_CCMP_IMM_X || op == OP_CCMN_IMM_W || op == OP_CCMN_IMM_X;
+                u64 op2 = isimm ? imm : x[c];
+                bool sub = op == OP_CCMP_REG_W || op == OP_CCMP_REG_X || op == OP_CCMP_IMM_W || op == OP_CCMP_IMM_X;
+                bool wide = op == OP_CCMP_REG_X || op == OP_CCMN_REG_X || op == OP_CCMP_IMM_X || op == OP_CCMN_IMM_X;
+                if (wide) {
+                    if (sub) add_flags64(x[b], ~op2, 1, nzcv);
+                    else add_flags64(x[b], op2, 0, nzcv);
+                } else {
+                    if (sub) add_flags32((u32)x[b], ~(u32)op2, 1, nzcv);
+                    else add_flags32((u32)x[b], (u32)op2, 0, nzcv);
+                }
+            } else {
+                nzcv = (f & 15) << 28;
+            }
+            break;
+        }
+        case OP_MADD_W: x[a] = (u32)((u32)x[dr] + (u32)x[b] * (u32)x[c]); break;
+        case OP_MADD_X: x[a] = x[dr] + x[b] * x[c]; break;
+        case OP_MSUB_W: x[a] = (u32)((u32)x[dr] - (u32)x[b] * (u32)x[c]); break;
+        case OP_MSUB_X: x[a] = x[dr] - x[b] * x[c]; break;
+        case OP_SMADDL: x[a] = x[dr] + (u64)((i64)(i32)(u32)x[b] * (i64)(i32)(u32)x[c]); break;
+        case OP_SMSUBL: x[a] = x[dr] - (u64)((i64)(i32)(u32)x[b] * (i64)(i32)(u32)x[c]); break;
+        case OP_UMADDL: x[a] = x[dr] + (u64)(u32)x[b] * (u64)(u32)x[c]; break;
+        case OP_UMSUBL: x[a] = x[dr] - (u64)(u32)x[b] * (u64)(u32)x[c]; break;
+        case OP_SMULH: x[a] = (u64)a_mulhi((i64)x[b], (i64)x[c]); break;
+        case OP_UMULH: x[a] = a_umulhi(x[b], x[c]); break;
+        case OP_SDIV_W: {
+            i32 n = (i32)(u32)x[b], m = (i32)(u32)x[c];
+            u32 r;
+            if (m == 0) r = 0;
+            else if (m == -1) r = 0u - (u32)n;
+            else r = (u32)(n / m);
+            x[a] = r;
+            break;
+        }
+        case OP_SDIV_X: {
+            i64 n = (i64)x[b], m = (i64)x[c];
+            u64 r;
+            if (m == 0) r = 0;
+            else if (m == -1) r = 0 - (u64)n;
+            else r = (u64)(n / m);
+            x[a] = r;
+            break;
+        }
+        case OP_UDIV_W: {
+            u32 n = (u32)x[b], m = (u32)x[c];
+            x[a] = m ? n / m : 0;
+            break;
+        }
+        case OP_UDIV_X: x[a] = x[c] ? x[b] / x[c] : 0; break;
+        case OP_LSLV_W: x[a] = (u32)((u32)x[b] << (x[c] & 31)); break;
+        case OP_LSLV_X: x[a] = x[b] << (x[c] & 63); break;
+        case OP_LSRV_W: x[a] = (u32)x[b] >> (x[c] & 31); break;
+        case OP_LSRV_X: x[a] = x[b] >> (x[c] & 63); break;
+        case OP_ASRV_W: x[a] = (u32)((i32)(u32)x[b] >> (x[c] & 31)); break;
+        case OP_ASRV_X: x[a] = (u64)((i64)x[b] >> (x[c] & 63)); break;
+        case OP_RORV_W: x[a] = ror32((u32)x[b], (u32)(x[c] & 31)); break;
+        case OP_RORV_X: x[a] = ror64(x[b], (u32)(x[c] & 63)); break;
+        case OP_CLZ_W: x[a] = a_clz32((u32)x[b]); break;
+        case OP_CLZ_X: x[a] = a_clz64(x[b]); break;
+        case OP_CLS_W: {
+            u32 v = (u32)x[b];
+            x[a] = a_clz32(v ^ (u32)((i32)v >> 31)) - 1;
+            break;
+        }
+        case OP_CLS_X: {
+            u64 v = x[b];
+            x[a] = a_clz64(v ^ (u64)((i64)v >> 63)) - 1;
+            break;
+        }
+        case OP_RBIT_W: x[a] = a_brev32((u32)x[b]); break;
+        case OP_RBIT_X: x[a] = a_brev64(x[b]); break;
+        case OP_REV_W: x[a] = a_bswap32((u32)x[b]); break;
+        case OP_REV_X: x[a] = a_bswap64(x[b]); break;
+        case OP_REV16_W: x[a] = rev16(x[b]) & 0xffffffffull; break;
+        case OP_REV16_X: x[a] = rev16(x[b]); break;
+        case OP_REV32_X: {
+            u64 v = x[b];
+            x[a] = (u64)a_bswap32((u32)v) | ((u64)a_bswap32((u32)(v >> 32)) << 32);
+            break;
+        }
+        case OP_CRC32: x[a] = crc32_fold((u32)x[b], x[c], e, f); break;
+
+        // ----- loads and stores
+        case OP_LDR_B: case OP_LDR_H: case OP_LDR_W: case OP_LDR_X:
+        case OP_LDRSB_W: case OP_LDRSB_X: case OP_LDRSH_W: case OP_LDRSH_X: case OP_LDRSW:
+        case OP_LDR_V8: case OP_LDR_V16: case OP_LDR_V32: case OP_LDR_V64: case OP_LDR_V128:
+        case OP_STR_B: case OP_STR_H: case OP_STR_W: case OP_STR_X:
+        case OP_STR_V8: case OP_STR_V16: case OP_STR_V32: case OP_STR_V64: case OP_STR_V128:
+        case OP_LDP_W: case OP_LDP_X: case OP_LDPSW: case OP_STP_W: case OP_STP_X:
+        case OP_LDP_V32: case OP_LDP_V64: case OP_LDP_V128: case OP_STP_V32: case OP_STP_V64: case OP_STP_V128: {
+            u64 addr;
+            if (f == AM_OFFSET || f == AM_PRE) addr = x[b] + imm;
+            else if (f == AM_POST) addr = x[b];
+            else addr = x[b] + extend(x[c], e >> 3, e & 7);
+            // The common case first: one general register, within one page.
+            if (op >= OP_LDR_B && op <= OP_STR_X) {
+                u32 k = op - OP_LDR_B;
+                u32 lg = (LDST_LG >> (2 * k)) & 3;
+                if ((addr & 4095) + (1u << lg) <= 4096) {
+                    u32 wr1 = op >= OP_STR_B;
+                    TR(p1, addr, wr1)
+                    if (wr1) {
+                        st_raw(p1, 1u << lg, x[a]);
+                        if (f == AM_PRE) x[b] = addr;
+                        else if (f == AM_POST) x[b] = addr + imm;
+                    } else {
+                        u64 v = ld_raw(p1, 1u << lg);
+                        switch (op) {
+                        case OP_LDRSB_W: v = (u32)(i32)(signed char)(u8)v; break;
+                        case OP_LDRSB_X: v = (u64)(i64)(signed char)(u8)v; break;
+                        case OP_LDRSH_W: v = (u32)(i32)(short)(u16)v; break;
+                        case OP_LDRSH_X: v = (u64)(i64)(short)(u16)v; break;
+                        case OP_LDRSW: v = (u64)(i64)(i32)(u32)v; break;
+                        default: break;
+                        }
+                        if (f == AM_PRE) x[b] = addr;
+                        else if (f == AM_POST) x[b] = addr + imm;
+                        x[a] = v;
+                    }
+                    break;
+                }
+            }
+            // size of the access, whether it writes, whether it is a pair of two halves
+            u32 size, write = 0;
+            switch (op) {
+            case OP_LDR_B: case OP_LDRSB_W: case OP_LDRSB_X: case OP_LDR_V8: size = 1; break;
+            case OP_STR_B: case OP_STR_V8: size = 1; write = 1; break;
+            case OP_LDR_H: case OP_LDRSH_W: case OP_LDRSH_X: case OP_LDR_V16: size = 2; break;
+            case OP_STR_H: case OP_STR_V16: size = 2; write = 1; break;
+            case OP_LDR_W: case OP_LDRSW: case OP_LDR_V32: size = 4; break;
+            case OP_STR_W: case OP_STR_V32: size = 4; write = 1; break;
+            case OP_LDR_X: case OP_LDR_V64: case OP_LDP_W: case OP_LDPSW: case OP_LDP_V32: size = 8; break;
+            case OP_STR_X: case OP_STR_V64: case OP_STP_W: case OP_STP_V32: size = 8; write = 1; break;
+            case OP_LDR_V128: case OP_LDP_X: case OP_LDP_V64: size = 16; break;
+            case OP_STR_V128: case OP_STP_X: case OP_STP_V64: size = 16; write = 1; break;
+            case OP_LDP_V128: size = 32; break;
+            default: size = 32; write = 1; break; // STP_V128
+            }
+            // Both pages are translated before any byte moves, so a faulting access changes
+            // nothing (the CPU engine checks a straddling write's pages first, too).
+            u64 off = addr & 4095;
+            u8* p0;
+            u8* p1 = 0;
+            u32 n0 = size;
+            {
+                TR(q0, addr, write)
+                p0 = q0;
+            }
+            if (off + size > 4096) {
+                n0 = (u32)(4096 - off);
+                u64 a1 = (addr | 4095) + 1;
+                TR(q1, a1, write)
+                p1 = q1;
+            }
+            // The data, as up to four 64-bit words (little-endian).
+            u64 wv[4] = {0, 0, 0, 0};
+            if (write) {
+                switch (op) {
+                case OP_STR_B: case OP_STR_H: case OP_STR_W: case OP_STR_X: wv[0] = x[a]; break;
+                case OP_STP_W: wv[0] = (x[a] & 0xffffffffull) | (x[dr] << 32); break;
+                case OP_STP_X: wv[0] = x[a]; wv[1] = x[dr]; break;
+                case OP_STR_V8: case OP_STR_V16: case OP_STR_V32: case OP_STR_V64:
+                    wv[0] = rec[S_V + 2 * (a & 31)];
+                    break;
+                case OP_STR_V128:
+                    wv[0] = rec[S_V + 2 * (a & 31)];
+                    wv[1] = rec[S_V + 2 * (a & 31) + 1];
+                    break;
+                case OP_STP_V32:
+                    wv[0] = (rec[S_V + 2 * (a & 31)] & 0xffffffffull) | (rec[S_V + 2 * (d & 31)] << 32);
+                    break;
+                case OP_STP_V64:
+                    wv[0] = rec[S_V + 2 * (a & 31)];
+                    wv[1] = rec[S_V + 2 * (d & 31)];
+                    break;
+                default: // STP_V128
+                    wv[0] = rec[S_V + 2 * (a & 31)];
+                    wv[1] = rec[S_V + 2 * (a & 31) + 1];
+                    wv[2] = rec[S_V + 2 * (d & 31)];
+                    wv[3] = rec[S_V + 2 * (d & 31) + 1];
+                    break;
+                }
+                if (!p1) {
+                    if (size <= 8) st_raw(p0, size, wv[0]);
+                    else for (u32 i = 0; i < size / 8; i++) st_raw(p0 + 8 * i, 8, wv[i]);
+                } else {
+                    for (u32 i = 0; i < size; i++) {
+                        u8 byte = (u8)(wv[i >> 3] >> (8 * (i & 7)));
+                        if (i < n0) p0[i] = byte;
+                        else p1[i - n0] = byte;
+                    }
+                }
+            } else {
+                if (!p1) {
+                    if (size <= 8) wv[0] = ld_raw(p0, size);
+                    else for (u32 i = 0; i < size / 8; i++) wv[i] = ld_raw(p0 + 8 * i, 8);
+                } else {
+                    for (u32 i = 0; i < size; i++) {
+                        u8 byte = i < n0 ? p0[i] : p1[i - n0];
+                        wv[i >> 3] |= (u64)byte << (8 * (i & 7));
+                    }
+                }
+            }
+            // Base register write-back, then the loaded registers (a load into the base wins).
+            if (f == AM_PRE) x[b] = addr;
+            else if (f == AM_POST) x[b] = addr + imm;
+            if (!write) {
+                if ((op >= OP_LDR_V8 && op <= OP_LDR_V128) || (op >= OP_LDP_V32 && op <= OP_LDP_V128)) rec[S_VDIRTY] = 1;
+                switch (op) {
+                case OP_LDR_B: case OP_LDR_H: case OP_LDR_W: case OP_LDR_X: x[a] = wv[0]; break;
+                case OP_LDRSB_W: x[a] = (u32)(i32)(signed char)(u8)wv[0]; break;
+                case OP_LDRSB_X: x[a] = (u64)(i64)(signed char)(u8)wv[0]; break;
+                case OP_LDRSH_W: x[a] = (u32)(i32)(short)(u16)wv[0]; break;
+                case OP_LDRSH_X: x[a] = (u64)(i64)(short)(u16)wv[0]; break;
+                case OP_LDRSW: x[a] = (u64)(i64)(i32)(u32)wv[0]; break;
+                case OP_LDP_W:
+                    x[a] = wv[0] & 0xffffffffull;
+                    x[dr] = wv[0] >> 32;
+                    break;
+                case OP_LDPSW:
+                    x[a] = (u64)(i64)(i32)(u32)wv[0];
+                    x[dr] = (u64)(i64)(i32)(u32)(wv[0] >> 32);
+                    break;
+                case OP_LDP_X:
+                    x[a] = wv[0];
+                    x[dr] = wv[1];
+                    break;
+                case OP_LDR_V8: case OP_LDR_V16: case OP_LDR_V32: case OP_LDR_V64:
+                    rec[S_V + 2 * (a & 31)] = wv[0];
+                    rec[S_V + 2 * (a & 31) + 1] = 0;
+                    break;
+                case OP_LDR_V128:
+                    rec[S_V + 2 * (a & 31)] = wv[0];
+                    rec[S_V + 2 * (a & 31) + 1] = wv[1];
+                    break;
+                case OP_LDP_V32:
+                    rec[S_V + 2 * (a & 31)] = wv[0] & 0xffffffffull;
+                    rec[S_V + 2 * (a & 31) + 1] = 0;
+                    rec[S_V + 2 * (d & 31)] = wv[0] >> 32;
+                    rec[S_V + 2 * (d & 31) + 1] = 0;
+                    break;
+                case OP_LDP_V64:
+                    rec[S_V + 2 * (a & 31)] = wv[0];
+                    rec[S_V + 2 * (a & 31) + 1] = 0;
+                    rec[S_V + 2 * (d & 31)] = wv[1];
+                    rec[S_V + 2 * (d & 31) + 1] = 0;
+                    break;
+                default: // LDP_V128
+                    rec[S_V + 2 * (a & 31)] = wv[0];
+                    rec[S_V + 2 * (a & 31) + 1] = wv[1];
+                    rec[S_V + 2 * (d & 31)] = wv[2];
+                    rec[S_V + 2 * (d & 31) + 1] = wv[3];
+                    break;
+                }
+            }
+            break;
+        }
+
+        // exclusives and atomics: the natural alignment is not required here, as in the CPU
+        // engine; a straddling one goes to the host.
+        case OP_LDXR: case OP_LDXP: case OP_STXR: case OP_STXP: case OP_ATOMIC_RMW: case OP_CAS: case OP_CASP: {
+            u64 addr = x[b];
+            u32 lg = e & 3;
+            u32 size = 1u << lg;
+            if (op == OP_LDXP || op == OP_STXP || op == OP_CASP) size = lg == 2 ? 8 : 16;
+            if ((addr & 4095) + size > 4096) {
+                stop = STOP_HOST;
+                goto stop_here;
+            }
+            if (op == OP_LDXR) {
+                TR(p, addr, 0)
+                x[a] = ld_raw(p, size);
+                excl = addr;
+            } else if (op == OP_LDXP) {
+                TR(p, addr, 0)
+                if (lg == 2) {
+                    u64 v = ld_raw(p, 8);
+                    x[a] = v & 0xffffffffull;
+                    x[dr] = v >> 32;
+                } else {
+                    u64 lo = ld_raw(p, 8), hi = ld_raw(p + 8, 8);
+                    x[a] = lo;
+                    x[dr] = hi;
+                }
+                excl = addr;
+            } else if (op == OP_STXR || op == OP_STXP) {
+                if (excl == addr) {
+                    TR(p, addr, 1)
+                    if (op == OP_STXR) st_raw(p, size, x[a]);
+                    else if (lg == 2) st_raw(p, 8, (x[a] & 0xffffffffull) | (x[dr] << 32));
+                    else {
+                        st_raw(p, 8, x[a]);
+                        st_raw(p + 8, 8, x[dr]);
+                    }
+                    x[c] = 0;
+                } else {
+                    // the failing store is still checked (as a read of its size), as the CPU
+                    // engine does
+                    if ((addr & 4095) + (1u << lg) > 4096) {
+                        stop = STOP_HOST;
+                        goto stop_here;
+                    }
+                    TR(p, addr, 0)
+                    (void)p;
+                    x[c] = 1;
+                }
+                excl = MAXU64;
+            } else if (op == OP_ATOMIC_RMW) {
+                { TR(pr, addr, 0) (void)pr; }
+                TR(p, addr, 1)
+                u64 old = ld_raw(p, size);
+                st_raw(p, size, atomic_apply(f, lg, old, x[c]));
+                x[a] = old;
+            } else if (op == OP_CAS) {
+                { TR(pr, addr, 0) (void)pr; }
+                TR(p, addr, 1)
+                u64 old = ld_raw(p, size);
+                u64 m = size_mask(lg);
+                if (old == (x[c] & m)) st_raw(p, size, x[a]);
+                x[dr] = old;
+            } else { // CASP
+                { TR(pr, addr, 0) (void)pr; }
+                TR(p, addr, 1)
+                u32 s0 = c, s1 = c + 1, t0 = a, t1 = a + 1;
+                u64 cmp0 = s0 == 31 ? 0 : x[s0 & 63], cmp1 = s1 == 31 ? 0 : x[s1 & 63];
+                u64 new0 = t0 == 31 ? 0 : x[t0 & 63], new1 = t1 == 31 ? 0 : x[t1 & 63];
+                u64 old0, old1;
+                if (lg == 2) {
+                    u64 v = ld_raw(p, 8);
+                    old0 = v & 0xffffffffull;
+                    old1 = v >> 32;
+                } else {
+                    old0 = ld_raw(p, 8);
+                    old1 = ld_raw(p + 8, 8);
+                }
+                u64 m = size_mask(lg);
+                bool eq = old0 == (cmp0 & m) && old1 == (cmp1 & m);
+                if (eq) {
+                    if (lg == 2) st_raw(p, 8, (new0 & m) | ((new1 & m) << 32));
+                    else {
+                        st_raw(p, 8, new0 & m);
+                        st_raw(p + 8, 8, new1 & m);
+                    }
+                }
+                if (s0 != 31) x[s0 & 63] = old0;
+                if (s1 < 31) x[s1 & 63] = old1;
+            }
+            break;
+        }
+
+        // structure loads and stores of one register group (LD1/ST1 and the one-element
+        // forms); the interleaving forms (LD2..LD4) go to the host
+        case OP_V_LD_MULTI: case OP_V_ST_MULTI: case OP_V_LD_SINGLE: case OP_V_ST_SINGLE: case OP_V_LD_REPL: {
+            u32 selem = d & 7;
+            if (selem != 1) {
+                stop = STOP_HOST;
+                goto stop_here;
+            }
+            u64 addr = x[b];
+            bool wr = op == OP_V_ST_MULTI || op == OP_V_ST_SINGLE;
+            u32 size;
+            if (op == OP_V_LD_MULTI || op == OP_V_ST_MULTI) size = ((d >> 3) & 7) << f;
+            else size = 1u << e;
+            u64 off = addr & 4095;
+            u8* p0;
+            u8* p1 = 0;
+            u32 n0 = size;
+            {
+                TR(q0, addr, wr)
+                p0 = q0;
+            }
+            if (off + size > 4096) {
+                n0 = (u32)(4096 - off);
+                u64 a1 = (addr | 4095) + 1;
+                TR(q1, a1, wr)
+                p1 = q1;
+            }
+            if (op == OP_V_LD_MULTI || op == OP_V_ST_MULTI) {
+                u32 rpt = (d >> 3) & 7, rb = 1u << f;
+                for (u32 r = 0; r < rpt; r++) {
+                    u32 reg = (a + r) & 31;
+                    for (u32 h = 0; h < rb / 8; h++) {
+                        u32 at = r * rb + 8 * h;
+                        if (wr) {
+                            u64 v = rec[S_V + 2 * reg + h];
+                            if (!p1) st_raw(p0 + at, 8, v);
+                            else for (u32 i = 0; i < 8; i++) {
+                                u32 k = at + i;
+                                if (k < n0) p0[k] = (u8)(v >> (8 * i)); else p1[k - n0] = (u8)(v >> (8 * i));
+                            }
+                        } else {
+                            u64 v = 0;
+                            if (!p1) v = ld_raw(p0 + at, 8);
+                            else for (u32 i = 0; i < 8; i++) {
+                                u32 k = at + i;
+                                v |= (u64)(k < n0 ? p0[k] : p1[k - n0]) << (8 * i);
+                            }
+                            rec[S_V + 2 * reg + h] = v;
+                            rec[S_VDIRTY] = 1;
+                        }
+                    }
+                    if (!wr && rb == 8) rec[S_V + 2 * reg + 1] = 0;
+                }
+            } else {
+                u64 v = 0;
+                u32 reg = a & 31;
+                V2 rv = vload(rec, reg);
+                if (op == OP_V_ST_SINGLE) v = vget(rv, e, f);
+                for (u32 i = 0; i < size; i++) {
+                    if (wr) {
+                        u8 byte = (u8)(v >> (8 * i));
+                        if (i < n0) p0[i] = byte; else p1[i - n0] = byte;
+                    } else {
+                        v |= (u64)(i < n0 ? p0[i] : p1[i - n0]) << (8 * i);
+                    }
+                }
+                if (op == OP_V_LD_SINGLE) {
+                    vset(rv, e, f, v);
+                    vstore(rec, reg, rv);
+                } else if (op == OP_V_LD_REPL) {
+                    vstore(rec, reg, datamask(broadcast(v, e), f));
+                }
+            }
+            if (d & LDST_WB) x[b] = addr + (x[c] + imm);
+            break;
+        }
+
+        default:
+            // FP/SIMD without memory: on the GPU when exec_simd knows it, else on the host.
+            if (op >= OP_V_MOVI && exec_simd(rec, x, nzcv, op, a, b, c, d, e, f, imm)) break;
+            stop = STOP_HOST;
+            goto stop_here;
+        }
+        idx++;
+        retired++;
+    }
+stop_here:
+    pc = base + idx * 4;
+    goto done;
+miss:
+    pc = base + idx * 4;
+    stop = miss_write ? STOP_MISS_W : STOP_MISS_R;
+    info = miss_addr;
+    goto done;
+done:
+    if (stop == STOP_LIMIT || stop == STOP_SLICE) pc = base + idx * 4;
+    COV_FLUSH()
+#pragma unroll
+    for (int r = 0; r < 32; r++) rec[S_X + r] = x[r];
+    rec[S_PC] = pc;
+    rec[S_NZCV] = nzcv;
+    rec[S_TPIDR] = tpidr;
+    rec[S_EXCL] = excl;
+    rec[S_RETIRED] = retired;
+    rec[S_STOP] = stop;
+    rec[S_INFO] = info;
+    P.stops[lane] = stop;
+    // the clock of the grace period (lanes leave the launch once the first lane that needs
+    // the host has waited about as long as it ran): a lane that ended at exit needs nothing
+    // soon, so its stop does not start it
+    if (stop != STOP_SLICE && stop != STOP_EXIT) a_set_once(&P.sched[0], a_now_ns());
+    if (P.progress) a_store_progress((volatile u64*)&P.progress[lane], retired);
+#undef TR
+#undef JUMP
+#undef BRANCH
+#undef FALL
+}
+

@@ -1,0 +1,123 @@
+// ------------------------------------------------------------------------------------------
+// Memory: a per-lane translation cache in registers in front of the shared page table.
+
+struct Tlb {
+    u64 tag0, tag1, tag2, tag3;
+    u64 ptr0, ptr1, ptr2, ptr3;
+    u32 wr; // bit i: entry i may be written (the page is marked dirty this sync period)
+};
+
+__device__ __forceinline__ u64 pt_hash(u64 key, u32 shift) { return (key * 0x9E3779B97F4A7C15ull) >> shift; }
+
+__device__ __forceinline__ u64 frame_addr(const Params& P, u64 frame) {
+    return P.chunks[frame >> P.chunk_shift] + ((frame & ((1ull << P.chunk_shift) - 1)) << 12);
+}
+
+// The slot holding `key`, or MAXU64.
+__device__ __forceinline__ u64 pt_find(const Params& P, u64 key) {
+    u64 s = pt_hash(key, P.pt_shift);
+    for (u64 probes = 0; probes <= P.pt_mask; probes++) {
+        u64 k = P.pt[2 * s];
+        if (k == key) return s;
+        if (k == 0) return MAXU64;
+        s = (s + 1) & P.pt_mask;
+    }
+    return MAXU64;
+}
+
+// Finds page `vpn` of `lane` (then of the shared image); returns the frame's address, or 0 when
+// the host must step in. A write marks the slot dirty for this sync period.
+__device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 vpn, u32 write) {
+    if (vpn >> PT_VPN_BITS) return 0;
+    u64 s = pt_find(P, ((u64)lane << PT_VPN_BITS | vpn) + 1);
+    if (s == MAXU64) {
+        if (write) return 0; // image pages are never written in place
+        s = pt_find(P, (rec[S_IMAGE] << PT_VPN_BITS | vpn) + 1);
+        if (s == MAXU64) return 0;
+    }
+    u64 val = P.pt[2 * s + 1];
+    if (!(val & (write ? PT_W : PT_R))) return 0;
+    if (write && (val & PT_LAZY)) {
+        // First write to a lazy page: copy its starting bytes (zero frame or image page) into
+        // a frame of the lane's reserve and into that frame's shadow (the host's copy starts
+        // from the same bytes), point the entry at it, and log the claim. Only this lane uses
+        // its own entries, so no other thread races on the slot.
+        u64 n = rec[S_RES_N];
+        if (n == 0 || !P.claims) return 0; // the host takes it as a miss
+        u64 f = rec[S_RES + n - 1];
+        rec[S_RES_N] = n - 1;
+        const u64* src = (const u64*)frame_addr(P, val & PT_FRAME_MASK);
+        u64* dst = (u64*)frame_addr(P, f);
+        u64* shadow = dst + (512ull << P.chunk_shift);
+        for (u32 i = 0; i < 512; i++) {
+            u64 w = src[i];
+            dst[i] = w;
+            shadow[i] = w;
+        }
+        val = f | (val & (PT_R | PT_W));
+        P.pt[2 * s + 1] = val;
+        u64 at = a_fetch_add(&P.claims[0], 1);
+        P.claims[1 + 3 * at] = (u64)lane << 32 | f;
+        P.claims[2 + 3 * at] = vpn;
+        P.claims[3 + 3 * at] = s;
+    }
+    if (write) {
+        u32 ep = (u32)rec[S_EPOCH];
+        if (P.pt_epoch[s] != ep) {
+            P.pt_epoch[s] = ep;
+            u64 n = rec[S_DIRTY_N];
+            if (n < DIRTY_CAP) rec[S_DIRTY + n] = vpn;
+            rec[S_DIRTY_N] = n + 1;
+        }
+    }
+    return frame_addr(P, val & PT_FRAME_MASK);
+}
+
+__device__ __forceinline__ u8* tlb_get(Tlb& T, const Params& P, u32 lane, u64* rec, u64 addr, u32 write) {
+    u64 vpn = addr >> 12;
+    u64 off = addr & 4095;
+    if (T.tag0 == vpn && (!write || (T.wr & 1))) return (u8*)(T.ptr0 + off);
+    if (T.tag1 == vpn && (!write || (T.wr & 2))) return (u8*)(T.ptr1 + off);
+    if (T.tag2 == vpn && (!write || (T.wr & 4))) return (u8*)(T.ptr2 + off);
+    if (T.tag3 == vpn && (!write || (T.wr & 8))) return (u8*)(T.ptr3 + off);
+    u64 base = pt_lookup(P, lane, rec, vpn, write);
+    if (!base) return 0;
+    if (write) {
+        // a read entry of the page may point at the bytes a lazy page started from
+        if (T.tag0 == vpn) T.tag0 = MAXU64;
+        if (T.tag1 == vpn) T.tag1 = MAXU64;
+        if (T.tag2 == vpn) T.tag2 = MAXU64;
+        if (T.tag3 == vpn) T.tag3 = MAXU64;
+    }
+    T.tag3 = T.tag2; T.ptr3 = T.ptr2;
+    T.tag2 = T.tag1; T.ptr2 = T.ptr1;
+    T.tag1 = T.tag0; T.ptr1 = T.ptr0;
+    T.tag0 = vpn; T.ptr0 = base;
+    T.wr = ((T.wr << 1) & 0xe) | (write ? 1u : 0u);
+    return (u8*)(base + off);
+}
+
+__device__ __forceinline__ u64 ld_raw(const u8* p, u32 size) {
+    u64 a = (u64)p;
+    switch (size) {
+    case 1: return *p;
+    case 2: if (!(a & 1)) return *(const u16*)p; break;
+    case 4: if (!(a & 3)) return *(const u32*)p; break;
+    default: if (!(a & 7)) return *(const u64*)p; break;
+    }
+    u64 v = 0;
+    for (u32 i = 0; i < size; i++) v |= (u64)p[i] << (8 * i);
+    return v;
+}
+
+__device__ __forceinline__ void st_raw(u8* p, u32 size, u64 v) {
+    u64 a = (u64)p;
+    switch (size) {
+    case 1: *p = (u8)v; return;
+    case 2: if (!(a & 1)) { *(u16*)p = (u16)v; return; } break;
+    case 4: if (!(a & 3)) { *(u32*)p = (u32)v; return; } break;
+    default: if (!(a & 7)) { *(u64*)p = v; return; } break;
+    }
+    for (u32 i = 0; i < size; i++) p[i] = (u8)(v >> (8 * i));
+}
+
