@@ -23,7 +23,8 @@
 #             read of stdin (checked against full runs and the CPU engine), vs qemu-aarch64 on
 #             every core; batch --coverage --check (device maps = CPU maps); `armada fuzz` on
 #             every core and on the GPU (FUZZ_LANES, FUZZ_TIME) per planted bug (execs/s, time
-#             to it) vs qemu-aarch64 running one process per input (xargs -P cores)
+#             to it) vs qemu-aarch64 running one process per input (xargs -P cores);
+#             scripts/fuzz-bench.sh gives the execs/s table of docs/performance.md
 # Logs go to $OUT (the device tool's folder) or /tmp/armada-gpu-check; the summary is last.
 set -u
 bundle=${1:-.gpu}
@@ -357,7 +358,7 @@ EOF
         note "fuzz: qemu-aarch64 on $cores cores, $share runs of magic: $q_s s -> $ratios"
     fi
     # armada fuzz (CPU engine, every core) on each planted bug
-    for t in magic length nested fuzz_one; do
+    for t in magic length nested fuzz_one crc_table; do
         extra=()
         args=()
         [[ $t == fuzz_one ]] && extra=(--snapshot-at LLVMFuzzerTestOneInput)
