@@ -207,13 +207,7 @@ impl Batch {
             }
         }
         if ended {
-            let lanes = &self.lanes;
-            self.active.retain(|&l| !lanes[l as usize].done);
-            self.active_dirty = true;
-            self.done.store(
-                self.lanes.len() - self.active.len(),
-                std::sync::atomic::Ordering::Relaxed,
-            );
+            self.retire_done();
         }
         self.stats.apply_s += t_apply.elapsed().as_secs_f64();
         Ok((records, uploads))
@@ -291,27 +285,49 @@ impl Batch {
             }
         }
         if plan.exited {
-            // (a persistent lane's keys are looked up again when it runs again: the device's
-            // copy must lose them too)
-            let persistent = self.d_start != 0;
-            for (_, e) in l.entries.drain() {
-                if persistent {
-                    self.pt.remove(e.slot);
-                } else {
-                    self.pt.forget(e.slot);
-                }
-                if e.private {
-                    self.frames.release(e.frame);
-                }
-            }
-            for f in std::mem::take(&mut l.reserve) {
-                self.frames.release(f);
-                self.frames.reserved -= 1;
-            }
+            self.release_lane(i)?;
         }
         self.stats.frames_peak = self.frames.peak;
         self.stats.guest_frames_peak = self.frames.guest_peak;
         Ok(())
+    }
+
+    /// Lane `i` gives up its page-table entries, its frames and its reserve (it ended, or it
+    /// is set up again). A persistent lane's entries leave the device's table too (its keys
+    /// are looked up again once it runs again); otherwise the device keeps the stale keys,
+    /// which no lookup asks for (`HostTable::forget`).
+    pub(super) fn release_lane(&mut self, i: usize) -> Result<(), Error> {
+        let l = &mut self.lanes[i];
+        // (claims it made after the host last looked: their frames are the lane's now)
+        apply_claims(l, &self.pt, i)?;
+        let persistent = self.d_start != 0;
+        for (_, e) in l.entries.drain() {
+            if persistent {
+                self.pt.remove(e.slot);
+            } else {
+                self.pt.forget(e.slot);
+            }
+            if e.private {
+                self.frames.release(e.frame);
+            }
+        }
+        for f in std::mem::take(&mut l.reserve) {
+            self.frames.release(f);
+            self.frames.reserved -= 1;
+        }
+        l.claimed.clear();
+        Ok(())
+    }
+
+    /// Takes the lanes that ended out of the active list.
+    pub(super) fn retire_done(&mut self) {
+        let lanes = &self.lanes;
+        self.active.retain(|&l| !lanes[l as usize].done);
+        self.active_dirty = true;
+        self.done.store(
+            self.lanes.len() - self.active.len(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     /// Takes what `apply_shared` did for lane `i` into the batch: table writes, freed frames,

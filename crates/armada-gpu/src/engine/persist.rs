@@ -115,9 +115,10 @@ impl Batch {
             )));
         }
         let t = Instant::now();
-        // Host side, in parallel: a lane the host left alone sets the entries of the pages
-        // it claimed back to their lazy values (its mirror is still its start, so `want_for`
-        // gives them again); a serviced one gets its new host lane.
+        // Host side, in parallel: a lane the host left alone lists the slots of the pages it
+        // claimed, whose lazy values go back to the device (the host's table still has them
+        // where the claims were never applied; where they were, its mirror is still its
+        // start, so `want_for` gives them again); a serviced lane gets its new host lane.
         let images = &self.images;
         let pt = &self.pt;
         let resets: Vec<Result<Reset, Error>> = self.lanes[..k]
@@ -187,7 +188,7 @@ impl Batch {
                     self.frames.reserved += claimed;
                 }
                 Reset::Again(lane) => {
-                    self.drop_lane_pages(i)?;
+                    self.release_lane(i)?;
                     let l = &mut self.lanes[i];
                     l.lane = *lane;
                     l.touched = false;
@@ -283,36 +284,10 @@ impl Batch {
             lh.dev_exit = Some((status[k] as i32 & 0xff, retired[k]));
             lh.done = true;
         }
-        let lanes = &self.lanes;
-        self.active.retain(|&l| !lanes[l as usize].done);
-        self.active_dirty = true;
-        self.done.store(
-            self.lanes.len() - self.active.len(),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        self.retire_done();
         *self.stats.stops.entry(stop_name(STOP_EXIT)).or_insert(0) += exits.len() as u64;
         self.stats.transfer_s += t.elapsed().as_secs_f64();
         Ok(rest)
-    }
-
-    /// Lane `i` gives up its page-table entries (removed on the device too: its keys are
-    /// looked up again once it runs again), its frames and its reserve.
-    fn drop_lane_pages(&mut self, i: usize) -> Result<(), Error> {
-        let l = &mut self.lanes[i];
-        // (claims it made after the host last looked: their frames are the lane's now)
-        super::apply::apply_claims(l, &self.pt, i)?;
-        for (_, e) in l.entries.drain() {
-            self.pt.remove(e.slot);
-            if e.private {
-                self.frames.release(e.frame);
-            }
-        }
-        for f in std::mem::take(&mut l.reserve) {
-            self.frames.release(f);
-            self.frames.reserved -= 1;
-        }
-        l.claimed.clear();
-        Ok(())
     }
 
     /// Sets the listed lanes up again from their host lanes, as `Batch::new` does (entries,
