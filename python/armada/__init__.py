@@ -28,6 +28,7 @@ from ._armada import (
     Flags,
     GuestMemoryError,
     Machine,
+    Snapshot,
     Status,
     __version__,
 )
@@ -195,6 +196,37 @@ def run_batch(
     )
 
 
+def snapshot(
+    argv: Sequence[_PathArg],
+    at: str = "main",
+    stdin: Union[bytes, bytearray, memoryview, str, None] = None,
+    env: Optional[Mapping[Union[str, bytes], Union[str, bytes]]] = None,
+    root: Optional[_PathArg] = None,
+    *,
+    max_instructions: Optional[int] = None,
+    deterministic: bool = False,
+    seed: int = 0,
+    sysroot: Optional[_PathArg] = None,
+    net: str = "loopback",
+) -> Snapshot:
+    """Run a program to ``at`` once and pause it there: a :class:`Snapshot` to run on from.
+
+    See ``__init__.pyi`` for the details.
+    """
+    return _armada.take_snapshot(
+        _argv(argv),
+        at,
+        _stdin(stdin),
+        _env(env),
+        _root(root),
+        max_instructions,
+        deterministic,
+        seed,
+        _root(sysroot),
+        net,
+    )
+
+
 def fuzz(
     argv: Sequence[_PathArg],
     corpus: _PathArg,
@@ -250,11 +282,13 @@ __all__ = [
     "Flags",
     "GuestMemoryError",
     "Machine",
+    "Snapshot",
     "Status",
     "StopReason",
     "available_backends",
     "fuzz",
     "run",
     "run_batch",
+    "snapshot",
     "__version__",
 ]

@@ -485,6 +485,66 @@ def run_batch(
         snapshot point the start never reaches (:class:`ArmadaError`).
     """
 
+class Snapshot:
+    """A program run once to a point and paused there (:func:`snapshot`). Each run from it
+    restores the paused process (registers, memory shared copy-on-write, open files, Linux
+    state) with a stdin of its own, so the start every run shares is paid once."""
+
+    @property
+    def point(self) -> str:
+        """Where the program was paused, as asked for."""
+    @property
+    def instructions(self) -> int:
+        """Instructions the program retired before the pause (every run's count includes
+        them, and ``max_instructions`` counts from the program's start)."""
+    @property
+    def pc(self) -> int:
+        """The program counter at the pause."""
+    def run(
+        self,
+        stdin: Union[bytes, bytearray, memoryview, None] = None,
+        backend: str = "cpu",
+        max_instructions: Optional[int] = None,
+        coverage: bool = False,
+    ) -> Completed:
+        """Run on from the pause with ``stdin`` as what is left of stdin (the pause at
+        ``"input"`` is before the first read, so all of it); as :func:`run` returns."""
+    def run_batch(
+        self,
+        stdins: Sequence[Union[bytes, bytearray, memoryview]],
+        backend: str = "auto",
+        max_instructions: Optional[int] = None,
+        coverage: bool = False,
+    ) -> list[Completed]:
+        """Run on from the pause once for each stdin, all at once (every CPU core, or one
+        GPU batch whose lanes share the paused program's pages); results in order, each the
+        same as a whole run of the program with that stdin gives."""
+
+def snapshot(
+    argv: Sequence[_PathArg],
+    at: str = "main",
+    stdin: Union[bytes, bytearray, memoryview, str, None] = None,
+    env: Optional[_Env] = None,
+    root: Optional[_PathArg] = None,
+    *,
+    max_instructions: Optional[int] = None,
+    deterministic: bool = False,
+    seed: int = 0,
+    sysroot: Optional[_PathArg] = None,
+    net: str = "loopback",
+) -> Snapshot:
+    """Run a program once to ``at`` and pause it there.
+
+    :param at: ``"main"``, another symbol, an address (``"0x..."``), or ``"input"``: the
+        program's first read (or stat, seek, map) of its stdin, before it happens.
+    :param stdin: the stdin of the run to the pause (``"input"`` pauses before reading it).
+    :param max_instructions: the start may run this many instructions; a point not reached
+        by then (or by the program's end) raises :class:`ArmadaError` saying how the start
+        ended.
+    :returns: a :class:`Snapshot`: ``run(stdin)`` and ``run_batch(stdins, backend=...)``
+        run on from the pause.
+    """
+
 def fuzz(
     argv: Sequence[_PathArg],
     corpus: _PathArg,

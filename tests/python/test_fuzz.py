@@ -29,6 +29,52 @@ def test_batch_from_a_snapshot_matches_full_runs():
         armada.run_batch([[_built("target/guest-fuzz/noread")]], backend="cpu", snapshot_at="input")
 
 
+def test_a_snapshot_object_runs_on_from_its_pause():
+    prog = _built("target/guest-fuzz/magic")
+    stdins = [b"lane %d" % i for i in range(6)] + [b"ARM64FUZ", b""]
+    full = armada.run_batch([[prog]] * len(stdins), stdins, env={}, backend="cpu")
+    for point in ["main", "input"]:
+        snap = armada.snapshot([prog], at=point, env={})
+        assert isinstance(snap, armada.Snapshot)
+        assert snap.point == point and snap.instructions > 0 and snap.pc > 0
+        assert point in repr(snap)
+        # one at a time and as a batch, many times: each run is the whole run's
+        expect = [(r.exit_code, r.stdout, r.instructions) for r in full]
+        for _ in range(2):
+            got = snap.run_batch(stdins, backend="cpu")
+            assert [(r.exit_code, r.stdout, r.instructions) for r in got] == expect
+        one = snap.run(b"ARM64FUZ")
+        assert (one.exit_code, one.instructions) == (full[-2].exit_code, full[-2].instructions)
+        assert one.exit_code == -11
+        # the instruction limit counts from the program's start
+        capped = snap.run(b"x", max_instructions=snap.instructions + 10)
+        assert capped.stop_reason == "max_instructions"
+    m = armada.snapshot([prog], at="input", env={}).run(b"ARM6", coverage=True)
+    assert m.coverage is not None and m.coverage.shape == (65536,)
+    with pytest.raises(armada.ArmadaError, match="was not reached"):
+        armada.snapshot([_built("target/guest-fuzz/noread")], at="input", env={})
+    with pytest.raises(armada.ArmadaError, match="no_such_symbol"):
+        armada.snapshot([prog], at="no_such_symbol", env={})
+    with pytest.raises(TypeError, match="stdins\\[1\\] must be bytes-like"):
+        armada.snapshot([prog], env={}).run_batch([b"a", 3.5], backend="cpu")
+
+
+def test_a_snapshot_runs_on_the_gpu_as_on_the_cpu():
+    prog = _built("target/guest-fuzz/magic")
+    snap = armada.snapshot([prog], at="input", env={})
+    stdins = [b"lane %d" % i for i in range(5)] + [b"ARM64FUZ"]
+    try:
+        gpu = snap.run_batch(stdins, backend="cuda", coverage=True)
+    except armada.EngineUnavailableError as e:
+        pytest.skip(f"no cuda engine here: {e}")
+    cpu = snap.run_batch(stdins, backend="cpu", coverage=True)
+    assert [(r.exit_code, r.stdout, r.instructions) for r in gpu] == [
+        (r.exit_code, r.stdout, r.instructions) for r in cpu
+    ]
+    for a, b in zip(cpu, gpu):
+        assert np.array_equal(a.coverage, b.coverage)
+
+
 def test_coverage_maps_are_numpy_arrays_that_repeat():
     prog = _built("target/guest-fuzz/magic")
     a = armada.run([prog], stdin=b"ARM6xxxx", env={}, coverage=True)

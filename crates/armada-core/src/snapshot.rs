@@ -284,6 +284,14 @@ impl SharedSnapshot {
         s.restore(input)
     }
 
+    /// [`Snapshot::pc`].
+    pub fn pc(&self) -> u64 {
+        self.copies[0]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pc()
+    }
+
     /// [`Snapshot::retired`].
     pub fn retired(&self) -> u64 {
         self.copies[0]

@@ -21,6 +21,7 @@ pub mod dlpack;
 pub mod fuzz;
 pub mod linux;
 pub mod machine;
+pub mod snapshot;
 
 pyo3::create_exception!(
     armada,
@@ -319,6 +320,8 @@ fn _armada(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<linux::Completed>()?;
     m.add_class::<dlpack::DeviceMemory>()?;
     m.add_function(wrap_pyfunction!(linux::run_lanes, m)?)?;
+    m.add_class::<snapshot::PySnapshot>()?;
+    m.add_function(wrap_pyfunction!(snapshot::take_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(fuzz::fuzz_program, m)?)?;
     m.add_function(wrap_pyfunction!(available_backends, m)?)?;
     Ok(())

@@ -94,7 +94,7 @@ struct LaneResult {
 }
 
 /// Why a lane produced no result.
-enum LaneError {
+pub(crate) enum LaneError {
     /// Ctrl-C: every lane stops at its next slice.
     Interrupted,
     /// The image could not be mapped (an ElfError).
@@ -149,15 +149,7 @@ pub fn run_lanes(
     snapshot_at: Option<String>,
     coverage: bool,
 ) -> PyResult<Vec<Completed>> {
-    let net = match net {
-        "loopback" => armada_core::linux::hostnet::NetMode::Loopback,
-        "host" => armada_core::linux::hostnet::NetMode::Host,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "net={other:?}: use \"loopback\" (the run's own network, the default) or \"host\" (the host's network)"
-            )))
-        }
-    };
+    let net = net_mode(net)?;
     let mut resolved = resolve_backend(py, backend)?;
     if argvs.is_empty() {
         return Ok(Vec::new());
@@ -194,42 +186,8 @@ pub fn run_lanes(
             _ => {}
         }
     }
-    if let Some(r) = &root {
-        if !r.is_dir() {
-            return Err(PyValueError::new_err(format!(
-                "root {} is not a directory",
-                r.display()
-            )));
-        }
-    }
-    let path = PathBuf::from(std::ffi::OsStr::from_bytes(&program));
-    let image = py
-        .detach(|| Image::load(&path))
-        .map_err(|e| load_error(&path, e))?;
-    if let (Some(interp), Some(_)) = (&image.interp, &resolved.engine) {
-        // The GPU engines run only static programs so far: "auto" falls back to the CPU.
-        if backend.eq_ignore_ascii_case("auto") {
-            resolved.engine = None;
-        } else {
-            return Err(EngineUnavailableError::new_err(format!(
-                "{} is dynamically linked (interpreter {}), and the {backend} engine runs only statically linked programs so far: use backend=\"cpu\"",
-                path.display(),
-                String::from_utf8_lossy(interp)
-            )));
-        }
-    }
-    let image = Arc::new(image);
-    let cfg = LinuxConfig {
-        root,
-        sysroot,
-        strace: false,
-        deterministic,
-        seed,
-        exe_host_path: std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone()),
-        exe_guest_path: program.clone(),
-        max_processes: None,
-        net,
-    };
+    let (path, image, cfg) = load(py, &program, root, sysroot, net, deterministic, seed)?;
+    gpu_can_run(&mut resolved, backend, &path, &image)?;
 
     let spawn = |argv: Vec<Vec<u8>>, stdin: Vec<u8>| {
         Program::spawn(
@@ -255,26 +213,50 @@ pub fn run_lanes(
                     "snapshot_at: every lane starts from lane 0's snapshot, so every argv must be the same (argvs[{i}] differs); give each lane its own stdin instead"
                 )));
             }
-            let point: Point = point
-                .parse()
-                .unwrap_or_else(|e: std::convert::Infallible| match e {});
-            let program = spawn(argvs[0].clone(), stdins[0].clone()).map_err(|e| match e {
-                LaneError::Load(m) | LaneError::Start(m) => {
-                    ArmadaError::new_err(format!("cannot start {}: {m}", path.display()))
-                }
-                _ => ArmadaError::new_err("cannot start the program"),
-            })?;
-            let lane = Lane::with_decoded(program, decoded.clone());
-            let snap = py
-                .detach(|| Snapshot::take(lane, point, InputVia::Stdin, max_instructions))
-                .map_err(|e| ArmadaError::new_err(format!("snapshot_at: {e}")))?;
-            Some(SharedSnapshot::new(snap))
+            let program = spawn(argvs[0].clone(), stdins[0].clone());
+            let lane = start_lane(program, &path)?;
+            let snap = take(
+                py,
+                Lane::with_decoded(lane, decoded.clone()),
+                point,
+                max_instructions,
+            )
+            .map_err(|e| ArmadaError::new_err(format!("snapshot_at: {e}")))?;
+            Some(snap)
         }
     };
     let make_lane = |argv: Vec<Vec<u8>>, stdin: Vec<u8>| match &snapshot {
         Some(s) => Ok(s.restore(&stdin)),
         None => Ok(Lane::with_decoded(spawn(argv, stdin)?, decoded.clone())),
     };
+    run_made(
+        py,
+        &resolved,
+        &path,
+        argvs.into_iter().zip(stdins).collect(),
+        parallel,
+        max_instructions,
+        coverage,
+        &make_lane,
+    )
+}
+
+/// Runs `lanes` (argv, stdin) made by `make_lane` on the engine `resolved` names, with the
+/// GIL released; their results, in order.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_made<M>(
+    py: Python<'_>,
+    resolved: &crate::Resolved,
+    path: &Path,
+    lanes: Vec<(Vec<Vec<u8>>, Vec<u8>)>,
+    parallel: bool,
+    max_instructions: Option<u64>,
+    coverage: bool,
+    make_lane: &M,
+) -> PyResult<Vec<Completed>>
+where
+    M: Fn(Vec<Vec<u8>>, Vec<u8>) -> Result<Lane, LaneError> + Sync,
+{
     // Each lane: spawn the process, run it, collect its output.
     let lane_job = |argv: Vec<Vec<u8>>, stdin: Vec<u8>, stop: &AtomicBool| {
         let mut lane = make_lane(argv, stdin)?;
@@ -296,7 +278,6 @@ pub fn run_lanes(
 
     // Lanes run on another thread (rayon's pool for a batch, the GPU engine's batch loop);
     // this one waits with the GIL released and checks for Ctrl-C.
-    let lanes: Vec<(Vec<Vec<u8>>, Vec<u8>)> = argvs.into_iter().zip(stdins).collect();
     let n = lanes.len();
     let (results, interrupt) = if let Some(engine) = &resolved.engine {
         let covered_lane = |argv: Vec<Vec<u8>>, stdin: Vec<u8>| {
@@ -373,6 +354,103 @@ pub fn run_lanes(
         });
     }
     Ok(out)
+}
+
+/// Loads the program (`program`, argv[0]) and makes the Linux setup its processes run with.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn load(
+    py: Python<'_>,
+    program: &[u8],
+    root: Option<PathBuf>,
+    sysroot: Option<PathBuf>,
+    net: armada_core::linux::hostnet::NetMode,
+    deterministic: bool,
+    seed: u64,
+) -> PyResult<(PathBuf, Arc<Image>, LinuxConfig)> {
+    if let Some(r) = &root {
+        if !r.is_dir() {
+            return Err(PyValueError::new_err(format!(
+                "root {} is not a directory",
+                r.display()
+            )));
+        }
+    }
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(program));
+    let image = py
+        .detach(|| Image::load(&path))
+        .map_err(|e| load_error(&path, e))?;
+    let image = Arc::new(image);
+    let cfg = LinuxConfig {
+        root,
+        sysroot,
+        strace: false,
+        deterministic,
+        seed,
+        exe_host_path: std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone()),
+        exe_guest_path: program.to_vec(),
+        max_processes: None,
+        net,
+    };
+
+    Ok((path, image, cfg))
+}
+
+/// Whether the engine `resolved` names runs the program: the GPU engines run only static
+/// programs so far ("auto" falls back to the CPU engine).
+pub(crate) fn gpu_can_run(
+    resolved: &mut crate::Resolved,
+    backend: &str,
+    path: &Path,
+    image: &Image,
+) -> PyResult<()> {
+    if let (Some(interp), Some(_)) = (&image.interp, &resolved.engine) {
+        // The GPU engines run only static programs so far: "auto" falls back to the CPU.
+        if backend.eq_ignore_ascii_case("auto") {
+            resolved.engine = None;
+        } else {
+            return Err(EngineUnavailableError::new_err(format!(
+                "{} is dynamically linked (interpreter {}), and the {backend} engine runs only statically linked programs so far: use backend=\"cpu\"",
+                path.display(),
+                String::from_utf8_lossy(interp)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The `net=` argument.
+pub(crate) fn net_mode(net: &str) -> PyResult<armada_core::linux::hostnet::NetMode> {
+    match net {
+        "loopback" => Ok(armada_core::linux::hostnet::NetMode::Loopback),
+        "host" => Ok(armada_core::linux::hostnet::NetMode::Host),
+        other => Err(PyValueError::new_err(format!(
+            "net={other:?}: use \"loopback\" (the run's own network, the default) or \"host\" (the host's network)"
+        ))),
+    }
+}
+
+/// A lane's process, or the error that it could not start.
+pub(crate) fn start_lane(made: Result<Program, LaneError>, path: &Path) -> PyResult<Program> {
+    made.map_err(|e| match e {
+        LaneError::Load(m) | LaneError::Start(m) => {
+            ArmadaError::new_err(format!("cannot start {}: {m}", path.display()))
+        }
+        _ => ArmadaError::new_err("cannot start the program"),
+    })
+}
+
+/// Runs `lane` (GIL released) to `point` and takes the snapshot there.
+pub(crate) fn take(
+    py: Python<'_>,
+    lane: Lane,
+    point: &str,
+    max_instructions: Option<u64>,
+) -> Result<SharedSnapshot, armada_core::snapshot::SnapshotError> {
+    let point: Point = point
+        .parse()
+        .unwrap_or_else(|e: std::convert::Infallible| match e {});
+    let snap = py.detach(|| Snapshot::take(lane, point, InputVia::Stdin, max_instructions))?;
+    Ok(SharedSnapshot::new(snap))
 }
 
 type LaneOutcome = Result<LaneResult, LaneError>;
