@@ -88,13 +88,6 @@ impl Batch {
         for l in &mut self.lanes {
             l.start_reserve = l.reserve.clone();
         }
-        // Rounds of short runs want throughput: a lane that needs the host (a crash, a
-        // syscall the kernel leaves) waits for the launch's end instead of making every
-        // other lane leave early and start again in a second launch (ARMADA_CUDA_GRACE_MS
-        // still sets it).
-        if std::env::var_os("ARMADA_CUDA_GRACE_MS").is_none() {
-            self.params.min_grace_ns = self.params.max_ns;
-        }
         Ok(())
     }
 
