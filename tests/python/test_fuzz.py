@@ -59,14 +59,15 @@ def test_a_snapshot_object_runs_on_from_its_pause():
         armada.snapshot([prog], env={}).run_batch([b"a", 3.5], backend="cpu")
 
 
-def test_a_snapshot_runs_on_the_gpu_as_on_the_cpu():
+@pytest.mark.parametrize("backend", ["cuda", "wgpu"])
+def test_a_snapshot_runs_on_the_gpu_as_on_the_cpu(backend):
     prog = _built("target/guest-fuzz/magic")
     snap = armada.snapshot([prog], at="input", env={})
     stdins = [b"lane %d" % i for i in range(5)] + [b"ARM64FUZ"]
     try:
-        gpu = snap.run_batch(stdins, backend="cuda", coverage=True)
+        gpu = snap.run_batch(stdins, backend=backend, coverage=True)
     except armada.EngineUnavailableError as e:
-        pytest.skip(f"no cuda engine here: {e}")
+        pytest.skip(f"no {backend} engine here: {e}")
     cpu = snap.run_batch(stdins, backend="cpu", coverage=True)
     assert [(r.exit_code, r.stdout, r.instructions) for r in gpu] == [
         (r.exit_code, r.stdout, r.instructions) for r in cpu
