@@ -85,26 +85,11 @@ impl Batch {
             .iter()
             .map(|l| l.lane.program.process.stdin_bytes().unwrap_or(&[]))
             .collect();
-        // the inputs back to back, each 8-aligned
-        let mut at = Vec::with_capacity(n);
-        let mut total = 0usize;
-        for i in &inputs {
-            at.push(total);
-            total += i.len().div_ceil(8) * 8;
-        }
-        let d_inputs = self.dev.alloc(total.max(8))?;
-        self.d_inputs = d_inputs;
-        self.inputs_bytes = total.max(8);
-        let mut bytes = vec![0u8; total];
-        for (i, a) in inputs.iter().zip(&at) {
-            bytes[*a..*a + i.len()].copy_from_slice(i);
-        }
-        self.dev.htod(d_inputs, &bytes)?;
+        let io = self.upload_inputs(&inputs)?;
         let mut words = vec![0u64; n * SYSD_WORDS];
         for (k, l) in lanes.iter().enumerate() {
             let b = &mut words[k * SYSD_WORDS..(k + 1) * SYSD_WORDS];
-            b[0] = d_inputs + at[k] as u64;
-            b[1] = inputs[k].len() as u64;
+            b[..2].copy_from_slice(&io[2 * k..2 * k + 2]);
             for (fd, st) in l.lane.program.process.device_io().stat.iter().enumerate() {
                 if let Some(st) = st {
                     for (w, c) in st.chunks_exact(8).enumerate() {
@@ -118,5 +103,39 @@ impl Batch {
         htod_slice(&*self.dev, d_sysd, &words)?;
         self.params.sysd = d_sysd;
         Ok(())
+    }
+
+    /// Puts the inputs on the device, back to back (each 8-aligned); returns each one's
+    /// (address, length), as a lane's block at `Params::sysd` starts.
+    pub(super) fn upload_inputs<I: AsRef<[u8]>>(
+        &mut self,
+        inputs: &[I],
+    ) -> Result<Vec<u64>, Error> {
+        let mut at = Vec::with_capacity(inputs.len());
+        let mut total = 0usize;
+        for i in inputs {
+            at.push(total);
+            total += i.as_ref().len().div_ceil(8) * 8;
+        }
+        if total.max(8) > self.inputs_bytes {
+            let bytes = total.max(8).next_power_of_two();
+            let p = self.dev.alloc(bytes)?;
+            if self.d_inputs != 0 {
+                self.dev.free(self.d_inputs);
+            }
+            self.d_inputs = p;
+            self.inputs_bytes = bytes;
+        }
+        let mut bytes = vec![0u8; total];
+        for (i, &a) in inputs.iter().zip(&at) {
+            let i = i.as_ref();
+            bytes[a..a + i.len()].copy_from_slice(i);
+        }
+        self.dev.htod(self.d_inputs, &bytes)?;
+        Ok(inputs
+            .iter()
+            .zip(&at)
+            .flat_map(|(i, &a)| [self.d_inputs + a as u64, i.as_ref().len() as u64])
+            .collect())
     }
 }

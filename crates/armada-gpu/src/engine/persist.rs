@@ -333,36 +333,6 @@ impl Batch {
         self.upload(&records, uploads)
     }
 
-    /// Puts the inputs on the device, back to back (each 8-aligned); returns each one's
-    /// (address, length), as a lane's block at `Params::sysd` starts.
-    fn upload_inputs(&mut self, inputs: &[Vec<u8>]) -> Result<Vec<u64>, Error> {
-        let mut at = Vec::with_capacity(inputs.len());
-        let mut total = 0usize;
-        for i in inputs {
-            at.push(total);
-            total += i.len().div_ceil(8) * 8;
-        }
-        if total > self.inputs_bytes {
-            let bytes = total.next_power_of_two();
-            let p = self.dev.alloc(bytes)?;
-            if self.d_inputs != 0 {
-                self.dev.free(self.d_inputs);
-            }
-            self.d_inputs = p;
-            self.inputs_bytes = bytes;
-        }
-        let mut bytes = vec![0u8; total];
-        for (i, &a) in inputs.iter().zip(&at) {
-            bytes[a..a + i.len()].copy_from_slice(i);
-        }
-        self.dev.htod(self.d_inputs, &bytes)?;
-        Ok(inputs
-            .iter()
-            .zip(&at)
-            .flat_map(|(i, &a)| [self.d_inputs + a as u64, i.len() as u64])
-            .collect())
-    }
-
     fn record_addr(&self, i: usize) -> u64 {
         self.d_lanes + (i * S_WORDS * 8) as u64
     }
