@@ -224,6 +224,7 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
         seed: args.seed,
         max_len: args.max_len.max(1),
         tokens,
+        pipeline: None,
     };
     let tty = std::io::stderr().is_terminal();
     let mut last = Instant::now();

@@ -582,14 +582,14 @@ fn gpu_fuzzing_matches_cpu() {
     // devio: the syscalls a GPU kernel answers itself and those around it it must not,
     // from seeds that take each path
     let seeds: [&[u8]; 4] = [b"WFRDC", b"xFRDC", b"W", b"abcD"];
-    let stats = |program: &str, backend: &str, execs: &str, persist: &str| -> String {
+    let stats = |program: &str, backend: &str, execs: &str, persist: &str, pipe: &str| -> String {
         // one folder a run, its name as long for every backend: the `@@` file lives in the
         // crashes folder, and its path's length shows in the instructions the start takes
         let b = ["cpu", "cuda", "wgpu"]
             .iter()
             .position(|x| *x == backend)
             .unwrap();
-        let run = work.join(format!("{program}-{execs}-run{b}{persist}"));
+        let run = work.join(format!("{program}-{execs}-run{b}{persist}{pipe}"));
         let (json, corpus) = (run.join("stats.json"), run.join("corpus"));
         if program == "devio" {
             std::fs::create_dir_all(&corpus).unwrap();
@@ -600,6 +600,7 @@ fn gpu_fuzzing_matches_cpu() {
         let mut cmd = Command::new(common::armada_bin());
         cmd.env("ARMADA_CUDA_SIM", "1")
             .env("ARMADA_FUZZ_PERSISTENT", persist)
+            .env("ARMADA_FUZZ_PIPELINE", pipe)
             .env("ARMADA_FUZZ_PROFILE", "1");
         let (program_path, crashes) = (dir.join(program), run.join("crashes"));
         let args = [
@@ -661,15 +662,23 @@ fn gpu_fuzzing_matches_cpu() {
             if *b == "wgpu" && !["magic", "devio"].contains(&program) {
                 continue;
             }
-            let cpu = stats(program, "cpu", execs, "1");
-            assert!(cpu.contains("\"corpus\":"), "{cpu}");
-            let modes: &[&str] = if *b == "cuda" { &["1", "0"] } else { &["1"] };
-            for persist in modes {
-                assert_eq!(
-                    cpu,
-                    stats(program, b, execs, persist),
-                    "armada fuzz of {program} on {b} (persistent lanes {persist}) differs from the CPU engine"
-                );
+            // rounds pipelined (the GPU engines' way) and one at a time (the CPU engine's)
+            let pipes: &[&str] = if *b == "cuda" && program == "magic" {
+                &["1", "0"]
+            } else {
+                &["1"]
+            };
+            for pipe in pipes {
+                let cpu = stats(program, "cpu", execs, "1", pipe);
+                assert!(cpu.contains("\"corpus\":"), "{cpu}");
+                let modes: &[&str] = if *b == "cuda" { &["1", "0"] } else { &["1"] };
+                for persist in modes {
+                    assert_eq!(
+                        cpu,
+                        stats(program, b, execs, persist, pipe),
+                        "armada fuzz of {program} on {b} (persistent lanes {persist}, pipelined {pipe}) differs from the CPU engine"
+                    );
+                }
             }
         }
     }
@@ -735,7 +744,8 @@ fn drop_output_batches_match_cpu() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
-/// Rounds of thousands of inputs are mutated by several streams in parallel: the run is
+/// Rounds of thousands of inputs are mutated by several streams in parallel, and pipelined
+/// (one made while the last one runs): the run is
 /// still the seed's alone, the same with one host thread or two, and the same on the CUDA
 /// kernel's simulator with persistent lanes (whose first round has news in most lanes, of
 /// which only one map a path comes down).
@@ -750,7 +760,9 @@ fn large_rounds_repeat_with_the_seed() {
         let d = work.join(format!("{backend}-{threads}"));
         let json = d.join("stats.json");
         let mut cmd = Command::new(common::armada_bin());
+        // (rounds pipelined on every engine: the GPU engines' way)
         cmd.env("ARMADA_CUDA_SIM", "1")
+            .env("ARMADA_FUZZ_PIPELINE", "1")
             .env("RAYON_NUM_THREADS", threads)
             .args([
                 os("fuzz"),

@@ -1,7 +1,7 @@
 //! The CUDA device: cudarc's driver API over the kernel compiled by NVRTC.
 
 use crate::Error;
-use armada_gpu::device::{DevPtr, Device};
+use armada_gpu::device::{DevPtr, Device, Queue};
 use armada_gpu::layout::{Params, BLOCK_THREADS};
 use cudarc::driver::{result, sys};
 use std::ffi::{c_void, CString};
@@ -212,21 +212,48 @@ impl CudaDevice {
         block: u32,
         params: &mut [*mut c_void],
     ) -> Result<(), Error> {
+        self.launch_in(f, grid, block, params, std::ptr::null_mut())
+    }
+
+    fn launch_in(
+        &self,
+        f: sys::CUfunction,
+        grid: u32,
+        block: u32,
+        params: &mut [*mut c_void],
+        stream: sys::CUstream,
+    ) -> Result<(), Error> {
         self.bind()?;
         // SAFETY: f belongs to our loaded module and `params` points at values laid out
         // as the kernel's parameters; they live until the launch has read them (the
         // driver copies parameters at launch).
-        unsafe {
-            result::launch_kernel(
-                f,
-                (grid.max(1), 1, 1),
-                (block, 1, 1),
-                0,
-                std::ptr::null_mut(),
-                params,
-            )
-        }
-        .map_err(|e| derr("cuLaunchKernel", e))
+        unsafe { result::launch_kernel(f, (grid.max(1), 1, 1), (block, 1, 1), 0, stream, params) }
+            .map_err(|e| derr("cuLaunchKernel", e))
+    }
+
+    /// Waits for the copies and small kernels, which go to the null stream: not for the
+    /// batches' run kernels on their own streams (`new_queue`), which it does not wait for.
+    fn sync_small(&self) -> Result<(), Error> {
+        self.bind()?;
+        // SAFETY: the null stream always exists.
+        unsafe { result::stream::synchronize(std::ptr::null_mut()) }.map_err(|e| {
+            crate::cuda_err(format!(
+                "a copy kernel failed: {e:?} (run under compute-sanitizer to find out where)"
+            ))
+        })
+    }
+
+    fn run_function(&self, p: &Params) -> Result<sys::CUfunction, Error> {
+        let (few, many) = if p.cov != 0 {
+            self.covered()?
+        } else {
+            (self.run, self.run_many)
+        };
+        Ok(if p.nactive >= self.many_lanes {
+            many
+        } else {
+            few
+        })
     }
 }
 
@@ -298,21 +325,69 @@ impl Device for CudaDevice {
     }
 
     fn launch_run(&self, p: &Params) -> Result<(), Error> {
+        self.launch_run_on(p, 0)
+    }
+
+    fn new_queue(&self) -> Result<Queue, Error> {
+        self.bind()?;
+        // Non-blocking: the null stream's copies and small kernels (another batch's) do not
+        // wait for this stream's run kernel, nor it for them.
+        let s = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(|e| derr("cuStreamCreate", e))?;
+        Ok(s as Queue)
+    }
+
+    fn drop_queue(&self, q: Queue) {
+        if q != 0 && self.bind().is_ok() {
+            // SAFETY: q came from new_queue and nothing waits on it any more.
+            let _ = unsafe { result::stream::destroy(q as sys::CUstream) };
+        }
+    }
+
+    fn launch_run_on(&self, p: &Params, q: Queue) -> Result<(), Error> {
         let mut pv = *p;
         let mut args = [&mut pv as *mut Params as *mut c_void];
         let grid = (p.nactive << p.lane_shift).div_ceil(BLOCK_THREADS);
-        let (few, many) = if p.cov != 0 {
-            self.covered()?
-        } else {
-            (self.run, self.run_many)
-        };
-        let f = if p.nactive >= self.many_lanes {
-            many
-        } else {
-            few
-        };
+        let f = self.run_function(p)?;
+        let stream = q as sys::CUstream;
         let _g = self.lock.lock();
-        self.launch(f, grid, BLOCK_THREADS, &mut args)
+        if q != 0 {
+            // The records, table writes and inputs went up through the null stream, and a
+            // copy from pageable memory or a memset may still be in flight when its call
+            // returns: the kernel waits for what the null stream has so far.
+            self.bind()?;
+            let ev = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+                .map_err(|e| derr("cuEventCreate", e))?;
+            // SAFETY: ev was just created; the null stream and `stream` (from new_queue)
+            // exist; an event may be destroyed while the stream still waits on it.
+            unsafe {
+                let r = result::event::record(ev, std::ptr::null_mut())
+                    .and_then(|_| {
+                        result::stream::wait_event(
+                            stream,
+                            ev,
+                            sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+                        )
+                    })
+                    .map_err(|e| derr("cuStreamWaitEvent", e));
+                let _ = result::event::destroy(ev);
+                r?;
+            }
+        }
+        self.launch_in(f, grid, BLOCK_THREADS, &mut args, stream)
+    }
+
+    fn wait_on(&self, q: Queue) -> Result<(), Error> {
+        if q == 0 {
+            return self.sync();
+        }
+        self.bind()?;
+        // SAFETY: q came from new_queue and is not destroyed before its batch is.
+        unsafe { result::stream::synchronize(q as sys::CUstream) }.map_err(|e| {
+            crate::cuda_err(format!(
+                "kernel failed: {e:?} (run under compute-sanitizer to find out where)"
+            ))
+        })
     }
 
     fn sync(&self) -> Result<(), Error> {
@@ -338,7 +413,7 @@ impl Device for CudaDevice {
             let _g = self.lock.lock();
             self.launch(self.copy, n.min(65535), 128, &mut args)?;
         }
-        self.sync()
+        self.sync_small()
     }
 
     fn diff(
@@ -364,7 +439,7 @@ impl Device for CudaDevice {
             let _g = self.lock.lock();
             self.launch(self.diff, n.min(65535), 64, &mut args)?;
         }
-        self.sync()
+        self.sync_small()
     }
 
     fn pt_write(&self, pt: DevPtr, pt_epoch: DevPtr, writes: DevPtr, n: u32) -> Result<(), Error> {
@@ -382,7 +457,7 @@ impl Device for CudaDevice {
             let _g = self.lock.lock();
             self.launch(self.pt_write, n.div_ceil(256), 256, &mut args)?;
         }
-        self.sync()
+        self.sync_small()
     }
 
     fn prepare_coverage(&self) -> Result<(), Error> {
@@ -412,7 +487,7 @@ impl Device for CudaDevice {
             let _g = self.lock.lock();
             self.launch(self.cov_news, n.min(65535), 256, &mut args)?;
         }
-        self.sync()
+        self.sync_small()
     }
 
     fn alloc_host(&self, bytes: usize) -> Result<*mut u8, Error> {

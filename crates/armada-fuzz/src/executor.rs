@@ -8,6 +8,13 @@
 //! (and with ARMADA_FUZZ_PERSISTENT=0) every round restores each lane from the snapshot on
 //! the host and sets up a new batch.
 //!
+//! A GPU round runs in a thread of its own from its submission (`Executor::submit`) to its
+//! collection (`Executor::collect`), so the host's work for one round (taking the last
+//! round's results, making and submitting the next) goes on while the device runs another:
+//! the fuzzer keeps one round running while it makes the next. Each batch's kernel has a
+//! device queue of its own (`Device::new_queue`), so the two batches' copies and kernels
+//! overlap on the device too.
+//!
 //! On a GPU the lanes' coverage maps stay on the device: the fuzzer asks for the maps with
 //! news only ([`Maps::News`]); a kernel compares every lane's map with the virgin map and
 //! only those maps (and those of crashes and hangs, which the fuzzer files by their edges)
@@ -36,6 +43,22 @@ pub enum Maps<'a> {
     None,
 }
 
+/// A round of inputs submitted to the executor and not collected yet.
+pub struct Pending {
+    inputs: Vec<Vec<u8>>,
+    job: Job,
+    /// (what, seconds) of its submission, for ARMADA_FUZZ_PROFILE.
+    laps: Vec<(&'static str, f64)>,
+}
+
+enum Job {
+    /// Runs when collected (the CPU engine).
+    Later,
+    /// Running on the device, in a thread of its own: the batch comes back, with the run's
+    /// seconds.
+    Running(std::thread::JoinHandle<Result<(Batch, f64), armada_gpu::Error>>),
+}
+
 /// Runs rounds of inputs on the CPU engine, or on a GPU engine when one is given.
 pub struct Executor {
     /// One target copy per worker thread: CPU executions and traces, and the lanes a GPU
@@ -44,8 +67,9 @@ pub struct Executor {
     /// Coverage maps of results already looked at, for the next executions.
     maps: Mutex<Vec<CoverageMap>>,
     engine: Option<Engine>,
-    /// The GPU batch kept from round to round (persistent lanes).
-    kept: Mutex<Option<Batch>>,
+    /// GPU batches kept from round to round (persistent lanes) that no round is running on:
+    /// two at most, as one round runs while the next is made and submitted.
+    kept: Mutex<Vec<Batch>>,
     /// Whether rounds may keep their batch: the target reads its input from stdin and the
     /// last batch took its start (`Batch::keep_start`).
     persist: AtomicBool,
@@ -63,9 +87,14 @@ impl Executor {
             copies,
             maps: Mutex::new(Vec::new()),
             engine,
-            kept: Mutex::new(None),
+            kept: Mutex::new(Vec::new()),
             persist: AtomicBool::new(persist),
         }
+    }
+
+    /// Whether rounds run on a GPU engine.
+    pub fn on_gpu(&self) -> bool {
+        self.engine.is_some()
     }
 
     /// The copy of the target for the calling worker thread.
@@ -88,10 +117,55 @@ impl Executor {
 
     /// Runs every input once; results in input order.
     pub fn run(&self, inputs: &[Vec<u8>], maps: Maps) -> Result<Vec<ExecResult>> {
-        match &self.engine {
-            None => self.run_cpu(inputs),
-            Some(e) => self.run_gpu(e, inputs, maps),
-        }
+        let p = self.submit(inputs.to_vec())?;
+        Ok(self.collect(p, maps)?.1)
+    }
+
+    /// Hands a round of inputs to the engine. On a GPU the round starts running on the
+    /// device at once, in a thread of its own, while the caller goes on (making the next
+    /// round, taking the last one's results): [`Executor::collect`] waits for it. Elsewhere
+    /// it runs when collected.
+    pub fn submit(&self, inputs: Vec<Vec<u8>>) -> Result<Pending> {
+        let Some(engine) = &self.engine else {
+            return Ok(Pending {
+                inputs,
+                job: Job::Later,
+                laps: Vec::new(),
+            });
+        };
+        let t0 = std::time::Instant::now();
+        let (mut batch, what) = self.batch_for(engine, &inputs)?;
+        let laps = vec![(what, t0.elapsed().as_secs_f64())];
+        let job = std::thread::Builder::new()
+            .name("armada-fuzz-round".into())
+            .spawn(move || -> Result<(Batch, f64), armada_gpu::Error> {
+                let t = std::time::Instant::now();
+                batch.bind()?;
+                batch.run(&|_| {})?;
+                Ok((batch, t.elapsed().as_secs_f64()))
+            })?;
+        Ok(Pending {
+            inputs,
+            job: Job::Running(job),
+            laps,
+        })
+    }
+
+    /// Waits for a submitted round and gives its inputs back with their results, in order.
+    pub fn collect(&self, p: Pending, maps: Maps) -> Result<(Vec<Vec<u8>>, Vec<ExecResult>)> {
+        let Pending { inputs, job, laps } = p;
+        let results = match job {
+            Job::Later => self.run_cpu(&inputs)?,
+            Job::Running(h) => {
+                let t = std::time::Instant::now();
+                let (batch, run_s) = h
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("the thread running a fuzz round panicked"))??;
+                let waited = t.elapsed().as_secs_f64();
+                self.finish_gpu(batch, &inputs, maps, laps, (run_s, waited))?
+            }
+        };
+        Ok((inputs, results))
     }
 
     fn run_cpu(&self, inputs: &[Vec<u8>]) -> Result<Vec<ExecResult>> {
@@ -104,65 +178,84 @@ impl Executor {
             .collect()
     }
 
-    fn run_gpu(&self, engine: &Engine, inputs: &[Vec<u8>], maps: Maps) -> Result<Vec<ExecResult>> {
+    /// A batch with one lane per input, ready to run: a kept one taken back to its start with
+    /// these inputs where the lanes are persistent, else a new one. Says which it was.
+    fn batch_for(&self, engine: &Engine, inputs: &[Vec<u8>]) -> Result<(Batch, &'static str)> {
         let (start, exec_limit) = {
             let t = self.copy();
             (t.start_instructions(), t.spec().exec_limit)
         };
+        let n = inputs.len();
+        let persist = self.persist.load(Ordering::Relaxed);
+        let kept = {
+            let mut idle = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+            match idle.iter().position(|b| b.lanes() >= n) {
+                Some(k) if persist => Some(idle.swap_remove(k)),
+                // (too small for this round, or not to be kept: their device memory goes
+                // before a new batch takes its own)
+                _ => {
+                    idle.clear();
+                    None
+                }
+            }
+        };
+        if let Some(mut b) = kept {
+            // the kept lanes, back to their start with this round's inputs
+            let fresh = |i: usize| -> Result<Lane, armada_gpu::Error> {
+                let mut lane = self
+                    .copy()
+                    .lane(&inputs[i])
+                    .map_err(|e| armada_gpu::Error::Device(format!("{e:#}")))?;
+                lane.set_coverage(true);
+                Ok(lane)
+            };
+            b.restart(inputs, &fresh)?;
+            return Ok((b, "restart"));
+        }
+        let lanes: Vec<Lane> = inputs
+            .par_iter()
+            .map(|input| {
+                let mut lane = self.copy().lane(input)?;
+                lane.set_coverage(true);
+                Ok(lane)
+            })
+            .collect::<Result<_>>()?;
+        // output is not looked at: the kernel answers the input's reads and drops writes
+        let mut b = engine.batch_with(lanes, Some(start.saturating_add(exec_limit)), true)?;
+        if persist && b.keep_start().is_err() {
+            // (a device or target that does not allow it: a new batch every round)
+            self.persist.store(false, Ordering::Relaxed);
+        }
+        Ok((b, "setup"))
+    }
+
+    /// A GPU round's results from its batch, which is kept for the next rounds where its
+    /// lanes are persistent. `laps`: the submission's; `ran`: the run's seconds, and those
+    /// the collection waited for it.
+    fn finish_gpu(
+        &self,
+        mut batch: Batch,
+        inputs: &[Vec<u8>],
+        maps: Maps,
+        laps: Vec<(&'static str, f64)>,
+        ran: (f64, f64),
+    ) -> Result<Vec<ExecResult>> {
+        let start = self.copy().start_instructions();
         // ARMADA_FUZZ_PROFILE=1: where a GPU round's time goes, on stderr
         let profile = std::env::var_os("ARMADA_FUZZ_PROFILE").is_some();
         let t0 = std::time::Instant::now();
-        let mut laps: Vec<(&str, f64)> = Vec::new();
+        let mut laps = laps;
+        laps.push(("run", ran.0));
+        laps.push(("waited", ran.1));
+        let mut last = 0.0;
         let mut lap = |name: &'static str| {
             if profile {
-                laps.push((name, t0.elapsed().as_secs_f64()));
+                let now = t0.elapsed().as_secs_f64();
+                laps.push((name, now - last));
+                last = now;
             }
         };
         let n = inputs.len();
-        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        let persist = self.persist.load(Ordering::Relaxed);
-        let mut batch = match kept.take() {
-            Some(mut b) if persist && b.lanes() >= n => {
-                // the kept lanes, back to their start with this round's inputs
-                let fresh = |i: usize| -> Result<Lane, armada_gpu::Error> {
-                    let mut lane = self
-                        .copy()
-                        .lane(&inputs[i])
-                        .map_err(|e| armada_gpu::Error::Device(format!("{e:#}")))?;
-                    lane.set_coverage(true);
-                    Ok(lane)
-                };
-                b.restart(inputs, &fresh)?;
-                lap("restart");
-                b
-            }
-            old => {
-                // (the old batch's device memory goes first)
-                drop(old);
-                let lanes: Vec<Lane> = inputs
-                    .par_iter()
-                    .map(|input| {
-                        let mut lane = self.copy().lane(input)?;
-                        lane.set_coverage(true);
-                        Ok(lane)
-                    })
-                    .collect::<Result<_>>()?;
-                lap("restore");
-                // output is not looked at: the kernel answers the input's reads and drops
-                // writes
-                let mut b =
-                    engine.batch_with(lanes, Some(start.saturating_add(exec_limit)), true)?;
-                if persist && b.keep_start().is_err() {
-                    // (a device or target that does not allow it: a new batch every round)
-                    self.persist.store(false, Ordering::Relaxed);
-                }
-                lap("setup");
-                b
-            }
-        };
-        batch.bind()?;
-        batch.run(&|_| {})?;
-        lap("run");
         let mut ends: Vec<(Outcome, u64)> = Vec::with_capacity(n);
         for i in 0..n {
             // a lane the kernel ended at its exit; else the host lane says how it ended
@@ -226,20 +319,18 @@ impl Executor {
             Vec::new()
         };
         if batch.is_persistent() {
-            *kept = Some(batch);
+            self.kept
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(batch);
         } else {
             drop(batch);
             lap("drop");
         }
         if profile {
-            let mut prev = 0.0;
             let parts: Vec<String> = laps
                 .iter()
-                .map(|&(name, t)| {
-                    let d = t - prev;
-                    prev = t;
-                    format!("{name} {d:.3}")
-                })
+                .map(|&(name, d)| format!("{name} {d:.3}"))
                 .collect();
             let engine: Vec<String> = stats
                 .iter()
@@ -259,8 +350,7 @@ impl Executor {
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect();
             eprintln!(
-                "armada fuzz: round of {n}: {} s: {}; {}; {} maps fetched",
-                format_args!("{prev:.3}"),
+                "armada fuzz: round of {n}: {}; {}; {} maps fetched",
                 parts.join(", "),
                 engine.join(", "),
                 want.len()

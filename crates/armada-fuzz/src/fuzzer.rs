@@ -11,7 +11,7 @@ use armada_core::coverage::{Novelty, Virgin, MAP_SIZE};
 use rayon::prelude::*;
 
 use crate::corpus::{content_hash, CorpusDir, CrashDir};
-use crate::executor::{Executor, Maps};
+use crate::executor::{Executor, Maps, Pending};
 use crate::mutate::Mutations;
 use crate::target::{ExecResult, Outcome, Target};
 
@@ -29,6 +29,11 @@ pub struct FuzzOptions {
     pub seed: u64,
     pub max_len: usize,
     pub tokens: Vec<Vec<u8>>,
+    /// Make and submit each round before the last one is collected, so the device runs one
+    /// round while the host works on the other two; a round then learns from the rounds
+    /// before the last. None: on a GPU engine, not on the CPU's (ARMADA_FUZZ_PIPELINE=0 or 1
+    /// decides instead). A seed gives the same run on every engine with the same setting.
+    pub pipeline: Option<bool>,
 }
 
 /// Where a fuzz run stands.
@@ -168,6 +173,13 @@ fn minimize(exec: &Executor, input: &[u8], key: &str, lanes: usize) -> Result<(V
     Ok((best, spent))
 }
 
+/// A round submitted to the executor: the corpus entries its inputs were made from.
+struct Submitted {
+    pending: Pending,
+    parents: Vec<usize>,
+    mutations_s: f64,
+}
+
 /// The state of a fuzz run between rounds.
 struct Run {
     corpus: Vec<Entry>,
@@ -196,6 +208,8 @@ struct Run {
     /// (path hash, outcome) of the first execution, and whether any differed.
     first_path: Option<(u32, String)>,
     paths_differ: bool,
+    /// Rounds made so far (each seeds its mutation streams).
+    made: u64,
 }
 
 impl Run {
@@ -270,6 +284,39 @@ impl Run {
         Ok(false)
     }
 
+    /// Makes the next round and submits it.
+    fn submit_round(&mut self, exec: &Executor, lanes: usize) -> Result<Submitted> {
+        // The newest entry not traced yet: its compares' operands drive input-to-state
+        // mutants for half of this round.
+        let mut i2s = 0;
+        let mut traced = None;
+        if let Some(e) = self.untraced.pop() {
+            let pairs = exec.trace(&self.corpus[e].data)?;
+            if !pairs.is_empty() {
+                self.mutations.set_compares(&pairs);
+                self.compares = pairs;
+                i2s = lanes.div_ceil(2);
+            }
+            self.corpus[e].picked += 1;
+            traced = Some(e);
+        }
+        let parents: Vec<usize> = (0..lanes)
+            .map(|k| match traced {
+                Some(e) if k < i2s => e,
+                _ => self.pick(),
+            })
+            .collect();
+        let t = Instant::now();
+        let inputs = self.mutants(&parents, i2s)?;
+        self.made += 1;
+        let mutations_s = t.elapsed().as_secs_f64();
+        Ok(Submitted {
+            pending: exec.submit(inputs)?,
+            parents,
+            mutations_s,
+        })
+    }
+
     /// Cuts down the crashes saved since the last call and rewrites their files.
     fn minimize_crashes(&mut self, exec: &Executor, lanes: usize) -> Result<()> {
         for (path, input, key) in std::mem::take(&mut self.to_minimize) {
@@ -307,7 +354,7 @@ impl Run {
             return Ok((0..n).map(|k| one(m, k, corpus)).collect());
         }
         let run = n.div_ceil(streams);
-        let round = self.stats.rounds;
+        let round = self.made;
         let (seed, tokens, max_len) = (self.seed, &self.tokens, self.max_len);
         let (corpus, compares) = (&self.corpus, &self.compares);
         let parts: Vec<Vec<Vec<u8>>> = (0..streams)
@@ -402,6 +449,7 @@ pub fn fuzz(
         to_minimize: Vec::new(),
         first_path: None,
         paths_differ: false,
+        made: 0,
     };
     let mut seeds: Vec<Vec<u8>> = seeds.into_iter().map(|(_, d)| d).collect();
     run.stats.seeds = seeds.len();
@@ -442,43 +490,45 @@ pub fn fuzz(
             || opts.max_execs.is_some_and(|m| s.execs >= m)
             || (opts.stop_on_crash && s.crashes + s.hangs > 0)
     };
-    while go_on && !done(&run.stats) {
-        // The newest entry not traced yet: its compares' operands drive input-to-state
-        // mutants for half of this round.
-        let lanes = opts.lanes.max(1);
-        let mut i2s = 0;
-        let mut traced = None;
-        if let Some(e) = run.untraced.pop() {
-            let pairs = exec.trace(&run.corpus[e].data)?;
-            if !pairs.is_empty() {
-                run.mutations.set_compares(&pairs);
-                run.compares = pairs;
-                i2s = lanes.div_ceil(2);
+    // Pipelined rounds (`FuzzOptions::pipeline`): round k+1 is made (from what rounds up to
+    // k-1 found) and submitted before round k is collected, so on a GPU the device runs one
+    // round while the host takes the last one's results and makes the next.
+    let pipeline = match std::env::var("ARMADA_FUZZ_PIPELINE").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => opts.pipeline.unwrap_or(exec.on_gpu()),
+    };
+    let depth = if pipeline { 2 } else { 1 };
+    let mut running: std::collections::VecDeque<Submitted> = Default::default();
+    loop {
+        let submitted: u64 = running.iter().map(|r| r.parents.len() as u64).sum();
+        let more = go_on
+            && !done(&run.stats)
+            && opts
+                .max_execs
+                .is_none_or(|m| run.stats.execs + submitted < m);
+        if more {
+            running.push_back(run.submit_round(&exec, opts.lanes.max(1))?);
+            if running.len() < depth {
+                continue;
             }
-            run.corpus[e].picked += 1;
-            traced = Some(e);
         }
-        let parents: Vec<usize> = (0..lanes)
-            .map(|k| match traced {
-                Some(e) if k < i2s => e,
-                _ => run.pick(),
-            })
-            .collect();
-        let t_round = Instant::now();
-        let inputs = run.mutants(&parents, i2s)?;
-        let t_mutated = Instant::now();
-        let results = exec.run(&inputs, Maps::News(&run.virgin))?;
+        let Some(round) = running.pop_front() else {
+            break;
+        };
+        let t_collect = Instant::now();
+        let (inputs, results) = exec.collect(round.pending, Maps::News(&run.virgin))?;
         let t_ran = Instant::now();
-        for ((input, r), &p) in inputs.iter().zip(&results).zip(&parents) {
+        for ((input, r), &p) in inputs.iter().zip(&results).zip(&round.parents) {
             run.take(input, r, Some(p))?;
         }
         exec.recycle(results);
         if profile {
             eprintln!(
-                "armada fuzz: round {}: mutations {:.3} s, executions {:.3} s, results {:.3} s",
+                "armada fuzz: round {}: mutations {:.3} s, collection {:.3} s, results {:.3} s",
                 run.stats.rounds,
-                (t_mutated - t_round).as_secs_f64(),
-                (t_ran - t_mutated).as_secs_f64(),
+                round.mutations_s,
+                (t_ran - t_collect).as_secs_f64(),
                 t_ran.elapsed().as_secs_f64()
             );
         }

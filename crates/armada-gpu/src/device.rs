@@ -11,6 +11,9 @@ use crate::Error;
 /// A device address (or, for the simulator, a host address).
 pub type DevPtr = u64;
 
+/// A queue of work on the device (`Device::new_queue`); 0 is the device's own.
+pub type Queue = u64;
+
 pub trait Device: Send + Sync {
     /// What it is, for messages ("NVIDIA H200 (sm_90)").
     fn describe(&self) -> String;
@@ -23,6 +26,24 @@ pub trait Device: Send + Sync {
     fn launch_run(&self, p: &Params) -> Result<(), Error>;
     /// Waits for everything launched so far.
     fn sync(&self) -> Result<(), Error>;
+    /// A queue of its own for one batch's interpreter launches (`launch_run_on`,
+    /// `wait_on`): with one each, batches that share the device overlap, one's kernel
+    /// running while another's host work, copies and small kernels go on (a pipelined fuzzer
+    /// keeps two). Devices with one queue give 0, and their batches take turns.
+    fn new_queue(&self) -> Result<Queue, Error> {
+        Ok(0)
+    }
+    /// Gives back a queue from `new_queue`, once nothing waits on it.
+    fn drop_queue(&self, _q: Queue) {}
+    /// `launch_run` on queue `q`, after everything copied or launched outside the queues
+    /// so far.
+    fn launch_run_on(&self, p: &Params, _q: Queue) -> Result<(), Error> {
+        self.launch_run(p)
+    }
+    /// Waits for everything launched on queue `q`.
+    fn wait_on(&self, _q: Queue) -> Result<(), Error> {
+        self.sync()
+    }
     /// Runs the copy kernel over `n` descriptors at `descs` and waits.
     fn copy(&self, descs: DevPtr, n: u32) -> Result<(), Error>;
     /// Runs the diff kernel: the changed 64-byte blocks of `n` frames (their addresses at

@@ -29,7 +29,7 @@
 //! - `upload`: step 5's transfer (records, pages, table writes) through the staging buffers;
 //! - `bare`: bare-machine lanes (one flat region, no Linux process), beside the batch loop.
 
-use crate::device::{DevPtr, Device};
+use crate::device::{DevPtr, Device, Queue};
 use crate::layout::*;
 use crate::Error;
 use armada_core::batch::{LaneResult, Progress};
@@ -279,6 +279,12 @@ pub struct Batch {
     inputs_bytes: usize,
     /// Persistent lanes (`persist`): every lane's record at its start (0: not persistent).
     d_start: DevPtr,
+    /// The device queue the batch's run kernel goes to (`Device::new_queue`), so that
+    /// batches sharing the device overlap.
+    queue: Queue,
+    /// Device buffers `coverage_news` keeps from call to call: freeing device memory waits
+    /// for the whole device, another batch's kernel included.
+    news: coverage::NewsBuffers,
 }
 
 /// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
@@ -318,11 +324,15 @@ impl Drop for Batch {
             self.d_sysd,
             self.d_inputs,
             self.d_start,
+            self.news.virgin,
+            self.news.list,
+            self.news.out,
         ] {
             if p != 0 {
                 d.free(p);
             }
         }
+        d.drop_queue(self.queue);
         for &c in &self.frames.chunks {
             d.free(c);
         }

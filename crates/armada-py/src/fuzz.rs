@@ -105,6 +105,7 @@ pub fn fuzz_program<'py>(
         seed,
         max_len: max_len.max(1),
         tokens,
+        pipeline: None,
     };
     let (result, interrupt) = py.detach(|| {
         let mut signals = SignalCheck::new();

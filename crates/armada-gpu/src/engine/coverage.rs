@@ -28,25 +28,15 @@ pub struct CoverageNews {
     pub path: u32,
 }
 
-/// A device allocation freed when dropped.
-struct Scratch<'a> {
-    batch: &'a Batch,
-    ptr: DevPtr,
-}
-
-impl<'a> Scratch<'a> {
-    fn new(batch: &'a Batch, bytes: usize) -> Result<Scratch<'a>, Error> {
-        Ok(Scratch {
-            batch,
-            ptr: batch.dev.alloc(bytes)?,
-        })
-    }
-}
-
-impl Drop for Scratch<'_> {
-    fn drop(&mut self) {
-        self.batch.dev.free(self.ptr);
-    }
+/// The device buffers of `coverage_news`: the virgin map, the list of lanes and the answers
+/// (freed with the batch).
+#[derive(Default)]
+pub(super) struct NewsBuffers {
+    pub(super) virgin: DevPtr,
+    pub(super) list: DevPtr,
+    pub(super) out: DevPtr,
+    /// Lanes `list` and `out` have room for.
+    room: usize,
 }
 
 impl Batch {
@@ -75,20 +65,28 @@ impl Batch {
         }
         let list: Vec<u32> = lanes.iter().map(|&l| l as u32).collect();
         let words = {
-            let d_virgin = Scratch::new(self, COV_MAP_BYTES)?;
-            let d_list = Scratch::new(self, list.len() * 4)?;
-            let d_out = Scratch::new(self, list.len() * 8)?;
-            let dev = &*self.dev;
-            dev.htod(d_virgin.ptr, virgin.seen())?;
-            htod_slice(dev, d_list.ptr, &list)?;
-            dev.cov_news(
-                self.d_cov,
-                d_virgin.ptr,
-                d_list.ptr,
-                list.len() as u32,
-                d_out.ptr,
-            )?;
-            dtoh_vec::<u64>(dev, d_out.ptr, list.len())?
+            let n = list.len();
+            if self.news.virgin == 0 {
+                self.news.virgin = self.dev.alloc(COV_MAP_BYTES)?;
+            }
+            if self.news.room < n {
+                for p in [self.news.list, self.news.out] {
+                    if p != 0 {
+                        self.dev.free(p);
+                    }
+                }
+                self.news.list = 0;
+                self.news.out = 0;
+                self.news.room = 0;
+                self.news.list = self.dev.alloc(n * 4)?;
+                self.news.out = self.dev.alloc(n * 8)?;
+                self.news.room = n;
+            }
+            let (b, dev) = (&self.news, &*self.dev);
+            dev.htod(b.virgin, virgin.seen())?;
+            htod_slice(dev, b.list, &list)?;
+            dev.cov_news(self.d_cov, b.virgin, b.list, n as u32, b.out)?;
+            dtoh_vec::<u64>(dev, b.out, n)?
         };
         let mut news: Vec<CoverageNews> = words
             .iter()

@@ -78,8 +78,8 @@ impl Batch {
         let n = self.active.len().max(1) as u32;
         self.params.lane_shift = (65536 / n).max(1).ilog2().min(5);
         let t = Instant::now();
-        self.dev.launch_run(&self.params)?;
-        self.dev.sync()?;
+        self.dev.launch_run_on(&self.params, self.queue)?;
+        self.dev.wait_on(self.queue)?;
         let secs = t.elapsed().as_secs_f64();
         self.stats.kernel_s += secs;
         self.stats.launches += 1;

@@ -327,7 +327,10 @@ impl Batch {
             d_inputs: 0,
             inputs_bytes: 0,
             d_start: 0,
+            queue: 0,
+            news: Default::default(),
         };
+        batch.queue = dev.new_queue()?;
         batch.stats.regions = nregions as usize;
         batch.stats.images = batch.images.len();
         batch.stats.micro_ops = ops_words.len() / 2;
