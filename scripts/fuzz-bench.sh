@@ -7,7 +7,8 @@
 #
 # Knobs: TARGETS (default "crc_table nested magic"), LANES (GPU lanes, default "16384 65536"),
 # SECS (seconds a run, default 20), BACKEND (default cuda), PERSIST ("1 0": persistent lanes,
-# then a new batch each round), QEMU_RUNS (inputs qemu runs, default 4096). Each GPU run
+# then a new batch each round), PIPE ("1": rounds pipelined, the GPU default; "1 0" compares
+# with one round at a time), QEMU_RUNS (inputs qemu runs, default 4096). Each GPU run
 # prints its last rounds' breakdown (ARMADA_FUZZ_PROFILE). Logs go to $OUT or /tmp.
 set -u
 bundle=${1:-.gpu}
@@ -56,12 +57,16 @@ for t in ${TARGETS:-crc_table nested magic}; do
     note "$t: armada batch --backend $B --lanes $most --snapshot-at input --drop-output: kernel s $(grep -o 'kernel s: [0-9.]*' "$log/batch-$t-$B.txt" | head -1 | sed 's/kernel s: //'), $(grep -o '[0-9]* instructions in [0-9.]* s' "$log/batch-$t-$B.txt" | tail -1)"
     for lanes in ${LANES:-16384 65536}; do
         for p in ${PERSIST:-1 0}; do
-            rm -rf "$work/c" "$work/x"
-            ARMADA_FUZZ_PERSISTENT=$p ARMADA_FUZZ_PROFILE=1 timeout $((secs + 120)) "$A" fuzz --backend "$B" --lanes "$lanes" \
-                --corpus "$work/c" --crashes "$work/x" --max-time "$secs" --no-progress "$F/$t" \
-                >/dev/null 2>"$log/fuzz-$t-$B-$lanes-$p.txt"
-            note "$t: armada fuzz --backend $B --lanes $lanes (persistent lanes $p): $(rate "$log/fuzz-$t-$B-$lanes-$p.txt")"
-            grep 'round of\|round [0-9]*:' "$log/fuzz-$t-$B-$lanes-$p.txt" | tail -2 | cut -c1-400
+            for pp in ${PIPE:-1}; do
+                rm -rf "$work/c" "$work/x"
+                f=$log/fuzz-$t-$B-$lanes-$p-$pp.txt
+                ARMADA_FUZZ_PERSISTENT=$p ARMADA_FUZZ_PIPELINE=$pp ARMADA_FUZZ_PROFILE=1 timeout $((secs + 120)) \
+                    "$A" fuzz --backend "$B" --lanes "$lanes" \
+                    --corpus "$work/c" --crashes "$work/x" --max-time "$secs" --no-progress "$F/$t" \
+                    >/dev/null 2>"$f"
+                note "$t: armada fuzz --backend $B --lanes $lanes (persistent lanes $p, pipelined $pp): $(rate "$f")"
+                grep 'round of\|round [0-9]*:' "$f" | tail -2 | cut -c1-500
+            done
         done
     done
     rm -rf "$work/c" "$work/x"

@@ -117,15 +117,20 @@ impl Executor {
 
     /// Runs every input once; results in input order.
     pub fn run(&self, inputs: &[Vec<u8>], maps: Maps) -> Result<Vec<ExecResult>> {
-        let p = self.submit(inputs.to_vec())?;
+        let virgin = match maps {
+            Maps::News(v) => Some(v),
+            _ => None,
+        };
+        let p = self.submit(inputs.to_vec(), virgin)?;
         Ok(self.collect(p, maps)?.1)
     }
 
     /// Hands a round of inputs to the engine. On a GPU the round starts running on the
     /// device at once, in a thread of its own, while the caller goes on (making the next
     /// round, taking the last one's results): [`Executor::collect`] waits for it. Elsewhere
-    /// it runs when collected.
-    pub fn submit(&self, inputs: Vec<Vec<u8>>) -> Result<Pending> {
+    /// it runs when collected. `virgin`: what the fuzzer has seen now, which the device may
+    /// judge the round's maps against as they end (a later one goes to `collect`).
+    pub fn submit(&self, inputs: Vec<Vec<u8>>, virgin: Option<&Virgin>) -> Result<Pending> {
         let Some(engine) = &self.engine else {
             return Ok(Pending {
                 inputs,
@@ -135,6 +140,9 @@ impl Executor {
         };
         let t0 = std::time::Instant::now();
         let (mut batch, what) = self.batch_for(engine, &inputs)?;
+        if let Some(v) = virgin {
+            batch.set_virgin(v.seen())?;
+        }
         let laps = vec![(what, t0.elapsed().as_secs_f64())];
         let job = std::thread::Builder::new()
             .name("armada-fuzz-round".into())

@@ -311,7 +311,7 @@ impl Run {
         self.made += 1;
         let mutations_s = t.elapsed().as_secs_f64();
         Ok(Submitted {
-            pending: exec.submit(inputs)?,
+            pending: exec.submit(inputs, Some(&self.virgin))?,
             parents,
             mutations_s,
         })

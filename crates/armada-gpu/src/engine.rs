@@ -105,7 +105,7 @@ pub struct Stats {
     pub restarted_again: u64,
     pub restart_s: f64,
     /// `restart_s` in parts (`RESTART_PARTS`).
-    pub restart_parts: [f64; 5],
+    pub restart_parts: [f64; 4],
     pub stops: HashMap<&'static str, u64>,
     pub host_ops: HashMap<&'static str, u64>,
 }
@@ -126,13 +126,7 @@ const SETUP_PARTS: [&str; 4] = ["lane plans", "table", "records", "upload"];
 const APPLY_PARTS: [&str; 4] = ["collect", "running lanes", "ended lanes", "reserves"];
 
 /// The parts of `Stats::restart_parts`.
-const RESTART_PARTS: [&str; 5] = [
-    "host",
-    "set up again",
-    "table",
-    "records and inputs",
-    "maps",
-];
+const RESTART_PARTS: [&str; 4] = ["host", "set up again", "table", "inputs"];
 
 /// The parts of `Stats::upload_parts`.
 const UPLOAD_PARTS: [&str; 4] = ["packing", "copy up", "copy kernel", "table writes"];
@@ -209,9 +203,11 @@ struct LaneHost {
     claimed: Vec<u64>,
     /// Persistent lanes (`persist`): the host serviced the lane since its start, so its host
     /// state has moved on; the lane's end when the kernel ended it (exit status, instructions
-    /// retired); its frame reserve at the start.
+    /// retired), and its coverage-news word (`layout::END_WORDS`); its frame reserve at the
+    /// start.
     touched: bool,
     dev_exit: Option<(i32, u64)>,
+    dev_news: Option<u64>,
     /// Claims taken from the log that the entries and the host's table do not show yet
     /// (`apply::apply_claims`; persistent lanes apply them only when the host looks).
     unapplied: Vec<apply::Claim>,
@@ -277,8 +273,10 @@ pub struct Batch {
     d_inputs: DevPtr,
     /// Bytes at `d_inputs`.
     inputs_bytes: usize,
-    /// Persistent lanes (`persist`): every lane's record at its start (0: not persistent).
+    /// Persistent lanes (`persist`): every lane's record at its start (0: not persistent),
+    /// and the kernel's side of taking lanes back there (`Params::undo` ..).
     d_start: DevPtr,
+    d_persist: persist::DevicePersist,
     /// The device queue the batch's run kernel goes to (`Device::new_queue`), so that
     /// batches sharing the device overlap.
     queue: Queue,
@@ -327,6 +325,11 @@ impl Drop for Batch {
             self.news.virgin,
             self.news.list,
             self.news.out,
+            self.d_persist.undo,
+            self.d_persist.restart,
+            self.d_persist.newio,
+            self.d_persist.ends,
+            self.d_persist.virgin,
         ] {
             if p != 0 {
                 d.free(p);

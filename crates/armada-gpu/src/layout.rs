@@ -73,6 +73,24 @@ pub const SYS_STAT0: u64 = 8;
 /// exit and exit_group end the lane on the device (stop `STOP_EXIT`): the lane's process is
 /// the lane's first and has no other thread, so the exit ends the lane.
 pub const SYS_EXIT: u64 = 64;
+// ----- persistent lanes taken back to their start by the kernel (`Params::restart`) ---------
+
+/// Words of a lane's undo list at `Params::undo`: [0] the count of pages it claimed since its
+/// start, then (page-table slot, the lazy value the slot had) for each (RES_CAP at most: a
+/// lane the host never serviced claims no more than its reserve held).
+pub const UNDO_WORDS: usize = 1 + 2 * RES_CAP;
+/// `Params::restart` bits, taken by the kernel as the lane's launch starts: the slots of the
+/// undo list get their lazy values back;
+pub const RESTART_TABLE: u64 = 1;
+/// the record is the lane's start (`Params::start`);
+pub const RESTART_RECORD: u64 = 2;
+/// the lane's input is the pair at `Params::newio` and its coverage map is cleared.
+pub const RESTART_INPUT: u64 = 4;
+/// Words a lane's end at `Params::ends` (written at `STOP_EXIT`): the status (x0), the
+/// instructions retired, and with coverage whether the map has a bucket `Params::virgin`
+/// lacks << 32 | its path hash (the coverage-news kernel's word).
+pub const END_WORDS: usize = 3;
+
 /// Words of a lane's block at `Params::sysd`: [0] input address, [1] input length, then at
 /// word 8 + 16 * fd the 128-byte stat of fd 0, 1, 2.
 pub const SYSD_WORDS: usize = 64;
@@ -160,8 +178,7 @@ pub struct Params {
     pub chunks: u64,
     pub progress: u64,
     pub sched: u64,
-    /// The claim log: word 0 counts entries, then three words each (lane << 32 | frame, vpn,
-    /// page-table slot).
+    /// The claim log: word 0 counts entries, then two words each (lane << 32 | frame, vpn).
     /// Zero when the device runs without lazy pages.
     pub claims: u64,
     /// Edge coverage: lane i's map of hit counters is the COV_MAP_BYTES at cov + i *
@@ -171,6 +188,16 @@ pub struct Params {
     /// The lanes' blocks for the syscalls the kernel answers itself (`SYSD_WORDS` a lane;
     /// 0: none, and every syscall stops for the host).
     pub sysd: u64,
+    /// Persistent lanes (0 otherwise): each lane's undo list (`UNDO_WORDS`), its
+    /// `RESTART_*` bits (u32 a lane, cleared by the kernel), its record at its start
+    /// (`S_WORDS`), its next input's (address, length), its end (`END_WORDS`, at STOP_EXIT),
+    /// and the virgin map the ends' news are against (with coverage).
+    pub undo: u64,
+    pub restart: u64,
+    pub start: u64,
+    pub newio: u64,
+    pub ends: u64,
+    pub virgin: u64,
     pub slice: u64,
     pub max_ns: u64,
     pub min_grace_ns: u64,
@@ -296,6 +323,12 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("SYS_STAT0", SYS_STAT0),
         ("SYS_EXIT", SYS_EXIT),
         ("SYSD_WORDS", SYSD_WORDS as u64),
+        ("RES_CAP", RES_CAP as u64),
+        ("UNDO_WORDS", UNDO_WORDS as u64),
+        ("RESTART_TABLE", RESTART_TABLE),
+        ("RESTART_RECORD", RESTART_RECORD),
+        ("RESTART_INPUT", RESTART_INPUT),
+        ("END_WORDS", END_WORDS as u64),
         ("S_V", S_V as u64),
         ("S_DIRTY", S_DIRTY as u64),
         ("S_REGIONS", S_REGIONS as u64),

@@ -105,9 +105,15 @@ struct Params {
     const u64* chunks;      // frame chunk base addresses
     u64* progress;          // per lane retired count, host-mapped (may be null)
     u64* sched;             // [0]: time the first lane stopped for the host, [1]: launch start (0: not yet)
-    u64* claims;            // lazy pages taken: [0] count, then (lane << 32 | frame, vpn, slot) (0: none)
+    u64* claims;            // lazy pages taken: [0] count, then (lane << 32 | frame, vpn) (0: none)
     u8* cov;                // edge coverage: COV_MAP_BYTES of hit counters per lane (0: off)
-    const u64* sysd;        // per lane SYSD_WORDS: the input and stats of the syscalls answered here (0: none)
+    u64* sysd;              // per lane SYSD_WORDS: the input and stats of the syscalls answered here (0: none)
+    u64* undo;              // persistent lanes: per lane UNDO_WORDS, the pages claimed since its start (0: none)
+    u32* restart;           // persistent lanes: per lane RESTART_* bits, taken as its launch starts (0: none)
+    const u64* start;       // persistent lanes: each lane's record at its start
+    const u64* newio;       // persistent lanes: each lane's next input, (address, length)
+    u64* ends;              // persistent lanes: per lane END_WORDS, written at STOP_EXIT (0: none)
+    const u8* virgin;       // the virgin map the ends' coverage news are against (0: none)
     u64 slice;              // instructions per lane per launch
     u64 max_ns;             // a lane leaves this long after it started
     u64 min_grace_ns;       // after the first stop, running lanes go on at least this long
@@ -131,6 +137,7 @@ struct CopyDesc {
 
 // @include memory.cu
 // @include coverage.cu
+// @include persist.cu
 // @include devio.cu
 // @include interp.cu
 // @include entry.cu

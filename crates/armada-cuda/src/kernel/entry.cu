@@ -1,42 +1,4 @@
 // ------------------------------------------------------------------------------------------
-// Coverage news (coverage.rs: bucket, slot_mix, Virgin::novelty): whether a lane's map has a
-// hit in a bucket the virgin map (the buckets seen so far, one bit each) lacks, and the map's
-// path hash, the sum over hit slots of slot_mix.
-
-__device__ __forceinline__ u32 cov_bucket(u32 c) {
-    if (c <= 2) return c;
-    if (c == 3) return 4;
-    if (c <= 7) return 8;
-    if (c <= 15) return 16;
-    if (c <= 31) return 32;
-    if (c <= 127) return 64;
-    return 128;
-}
-
-__device__ __forceinline__ u32 cov_mix(u32 slot, u32 bucket) {
-    u32 h = (slot << 8) | bucket;
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    return h ^ (h >> 16);
-}
-
-// Word w (8 slots) of one map: sets news when a bucket is new, adds to hash.
-__device__ __forceinline__ void cov_scan(const u64* m, const u8* virgin, u32 w, u32& news, u32& hash) {
-    u64 v = m[w];
-    if (!v) return;
-    for (u32 j = 0; j < 8; j++) {
-        u32 c = (u32)(v >> (8 * j)) & 255;
-        if (!c) continue;
-        u32 slot = w * 8 + j;
-        u32 bk = cov_bucket(c);
-        if (!(virgin[slot] & bk)) news = 1;
-        hash += cov_mix(slot, bk);
-    }
-}
-
-// ------------------------------------------------------------------------------------------
 // Entry points.
 
 #ifndef ARMADA_SIM

@@ -17,6 +17,13 @@ __device__ __forceinline__ bool find_region(const Params& P, u64 regs, u64 pc, u
 }
 
 __device__ void run_lane(const Params& P, u32 lane) {
+    if (P.restart) {
+        u32 bits = P.restart[lane];
+        if (bits) {
+            restart_lane(P, lane, bits);
+            P.restart[lane] = 0;
+        }
+    }
     u64* rec = P.lanes + (u64)lane * S_WORDS;
     u64 x[64];
 #pragma unroll
@@ -890,6 +897,12 @@ done:
     rec[S_STOP] = stop;
     rec[S_INFO] = info;
     P.stops[lane] = stop;
+    if (stop == STOP_EXIT && P.ends) {
+        u64* e = P.ends + (u64)lane * END_WORDS;
+        e[0] = x[0];
+        e[1] = retired;
+        e[2] = COV_NEWS();
+    }
     // the clock of the grace period (lanes leave the launch once the first lane that needs
     // the host has waited about as long as it ran): a lane that ended at exit needs nothing
     // soon, so its stop does not start it

@@ -54,12 +54,21 @@ __device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 v
             dst[i] = w;
             shadow[i] = w;
         }
+        if (P.undo) {
+            // (persistent lanes: the kernel gives the slot its lazy value back at restart)
+            u64* u = P.undo + (u64)lane * UNDO_WORDS;
+            u64 k = u[0];
+            if (k < RES_CAP) {
+                u[1 + 2 * k] = s;
+                u[2 + 2 * k] = val;
+            }
+            u[0] = k + 1;
+        }
         val = f | (val & (PT_R | PT_W));
         P.pt[2 * s + 1] = val;
         u64 at = a_fetch_add(&P.claims[0], 1);
-        P.claims[1 + 3 * at] = (u64)lane << 32 | f;
-        P.claims[2 + 3 * at] = vpn;
-        P.claims[3 + 3 * at] = s;
+        P.claims[1 + 2 * at] = (u64)lane << 32 | f;
+        P.claims[2 + 2 * at] = vpn;
     }
     if (write) {
         u32 ep = (u32)rec[S_EPOCH];

@@ -23,8 +23,6 @@ use std::time::Instant;
 pub(super) struct Claim {
     pub(super) frame: u32,
     pub(super) vpn: u64,
-    /// The page-table slot of the lane's entry for the page.
-    pub(super) slot: u64,
 }
 
 /// Takes lane `lane`'s claims that the host has not applied yet (`LaneHost::unapplied`) into
@@ -393,9 +391,16 @@ impl Batch {
 
     /// Reads the claim log of the last launch: each lazy page the kernel gave a frame of the
     /// lane's reserve becomes the lane's private page in the host's table (`apply_claims`).
-    /// Persistent lanes keep them unapplied until the host looks at the lane (`restart` then
-    /// undoes them on the device alone, see `persist`).
+    /// Persistent lanes keep them unapplied until the host looks at the lane, and the claims
+    /// of those that ended at exit are not kept at all: the kernel takes them back (see
+    /// `persist`). So where every lane of such a batch ended at exit, the log is not read.
     pub(super) fn take_claims(&mut self) -> Result<(), Error> {
+        let keep = self.d_start != 0;
+        let stops = &self.stops;
+        let exited = |lane: usize| keep && stops[lane] == STOP_EXIT;
+        if keep && self.active.iter().all(|&l| exited(l as usize)) {
+            return Ok(());
+        }
         let dev: &dyn Device = &*self.dev;
         let n = dtoh_vec::<u64>(dev, self.params.claims, 1)?[0] as usize;
         if n == 0 {
@@ -406,38 +411,42 @@ impl Batch {
                 "the claim log holds {n} entries, more than fit"
             )));
         }
-        let words: Vec<u64> = dtoh_vec(dev, self.params.claims + 8, 3 * n)?;
+        let words: Vec<u64> = dtoh_vec(dev, self.params.claims + 8, 2 * n)?;
         // Grouped by lane (a stable counting sort: a lane's claims stay in the order it made
         // them), then each lane's taken in parallel: tens of thousands of lanes each claim a
         // few pages a launch, and one thread walking them all showed as most of a fuzz
         // round's host time.
         let lanes = self.lanes.len();
         let mut starts = vec![0usize; lanes + 1];
-        for c in words.chunks_exact(3) {
+        for c in words.chunks_exact(2) {
             let lane = (c[0] >> 32) as usize;
             if lane >= lanes {
                 return Err(Error::Device(format!(
                     "the claim log names lane {lane} of {lanes}"
                 )));
             }
-            starts[lane + 1] += 1;
+            if !exited(lane) {
+                starts[lane + 1] += 1;
+            }
         }
+        let kept = starts.iter().sum::<usize>();
         for i in 0..lanes {
             starts[i + 1] += starts[i];
         }
         let mut next = starts.clone();
-        let mut order = vec![Claim::default(); n];
-        for c in words.chunks_exact(3) {
+        let mut order = vec![Claim::default(); kept];
+        for c in words.chunks_exact(2) {
             let lane = (c[0] >> 32) as usize;
+            if exited(lane) {
+                continue;
+            }
             order[next[lane]] = Claim {
                 frame: c[0] as u32,
                 vpn: c[1],
-                slot: c[2],
             };
             next[lane] += 1;
         }
         let pt = &self.pt;
-        let keep = self.d_start != 0;
         self.lanes
             .par_iter_mut()
             .enumerate()
@@ -453,7 +462,7 @@ impl Batch {
                     apply_claims(l, pt, lane)
                 }
             })?;
-        self.frames.reserved -= n as u64;
+        self.frames.reserved -= kept as u64;
         let f = &mut self.frames;
         f.guest_peak = f.guest_peak.max(f.live - f.reserved);
         self.stats.guest_frames_peak = f.guest_peak;

@@ -173,6 +173,7 @@ impl BareLane {
             chunk_shift: shift,
             // one lane: a warp of its own
             lane_shift: 5,
+            ..Default::default()
         };
         Ok(BareLane {
             dev,

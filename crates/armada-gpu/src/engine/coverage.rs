@@ -51,7 +51,9 @@ impl Batch {
 
     /// For each listed lane, whether its map adds to `virgin` and its path hash, computed
     /// on the device; lanes the host ran instructions for are judged on the host, with
-    /// their whole map.
+    /// their whole map. Persistent lanes that ended at exit were judged by the kernel then,
+    /// against the map of `set_virgin`: an older one may show news that `virgin` has since
+    /// seen (the caller finds that in the map), never hide any.
     pub fn coverage_news(
         &mut self,
         lanes: &[usize],
@@ -63,38 +65,51 @@ impl Batch {
         if lanes.is_empty() {
             return Ok(Vec::new());
         }
-        let list: Vec<u32> = lanes.iter().map(|&l| l as u32).collect();
-        let words = {
-            let n = list.len();
-            if self.news.virgin == 0 {
-                self.news.virgin = self.dev.alloc(COV_MAP_BYTES)?;
-            }
-            if self.news.room < n {
-                for p in [self.news.list, self.news.out] {
-                    if p != 0 {
-                        self.dev.free(p);
-                    }
-                }
-                self.news.list = 0;
-                self.news.out = 0;
-                self.news.room = 0;
-                self.news.list = self.dev.alloc(n * 4)?;
-                self.news.out = self.dev.alloc(n * 8)?;
-                self.news.room = n;
-            }
-            let (b, dev) = (&self.news, &*self.dev);
-            dev.htod(b.virgin, virgin.seen())?;
-            htod_slice(dev, b.list, &list)?;
-            dev.cov_news(self.d_cov, b.virgin, b.list, n as u32, b.out)?;
-            dtoh_vec::<u64>(dev, b.out, n)?
+        let word = |w: u64| CoverageNews {
+            new: w >> 32 != 0,
+            path: w as u32,
         };
-        let mut news: Vec<CoverageNews> = words
+        let mut news: Vec<CoverageNews> = lanes
             .iter()
-            .map(|&w| CoverageNews {
-                new: w >> 32 != 0,
-                path: w as u32,
-            })
+            .map(|&l| word(self.lanes[l].dev_news.unwrap_or(0)))
             .collect();
+        let list: Vec<u32> = lanes
+            .iter()
+            .filter(|&&l| self.lanes[l].dev_news.is_none())
+            .map(|&l| l as u32)
+            .collect();
+        if !list.is_empty() {
+            let words = {
+                let n = list.len();
+                if self.news.virgin == 0 {
+                    self.news.virgin = self.dev.alloc(COV_MAP_BYTES)?;
+                }
+                if self.news.room < n {
+                    for p in [self.news.list, self.news.out] {
+                        if p != 0 {
+                            self.dev.free(p);
+                        }
+                    }
+                    self.news.list = 0;
+                    self.news.out = 0;
+                    self.news.room = 0;
+                    self.news.list = self.dev.alloc(n * 4)?;
+                    self.news.out = self.dev.alloc(n * 8)?;
+                    self.news.room = n;
+                }
+                let (b, dev) = (&self.news, &*self.dev);
+                dev.htod(b.virgin, virgin.seen())?;
+                htod_slice(dev, b.list, &list)?;
+                dev.cov_news(self.d_cov, b.virgin, b.list, n as u32, b.out)?;
+                dtoh_vec::<u64>(dev, b.out, n)?
+            };
+            let mut from_kernel = words.into_iter();
+            for (k, &l) in lanes.iter().enumerate() {
+                if self.lanes[l].dev_news.is_none() {
+                    news[k] = word(from_kernel.next().unwrap_or(0));
+                }
+            }
+        }
         let hosted: Vec<usize> = (0..lanes.len())
             .filter(|&k| self.lanes[lanes[k]].host_steps > 0)
             .collect();

@@ -381,6 +381,12 @@ impl Batch {
         self.params.pt_mask = slots - 1;
         self.params.pt_shift = 64 - slots.trailing_zeros();
         self.pt = nt;
+        if self.d_persist.undo != 0 {
+            // Persistent lanes: the undo lists name slots of the old table. The new one was
+            // made with every claim the host knew applied (`restart` takes those back itself)
+            // and without those of lanes that ended at exit (not kept: lazy again already).
+            dev.zero(self.d_persist.undo, self.lanes.len() * UNDO_WORDS * 8)?;
+        }
         self.stats.pt_slots = slots;
         self.stats.pt_grows += 1;
         self.stats.transfer_s += t.elapsed().as_secs_f64();

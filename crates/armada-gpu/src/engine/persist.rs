@@ -18,23 +18,45 @@
 //! A lane the host did service (any other syscall, a page miss, a fault, the instruction
 //! limit) has a host state that moved on; `restart` gives it a host lane made afresh and sets
 //! it up again, as `Batch::new` sets up a lane, then keeps that as its start.
+//!
+//! The kernel does the device's side itself, as each lane's next launch starts (`persist.cu`,
+//! `Params::restart`): every claim also goes to the lane's undo list, whose slots get their
+//! lazy values back; the record comes from the start copy; the input from the lane's new
+//! (address, length); the coverage map is cleared. At exit it writes the lane's end (status,
+//! instructions, and its map's news against the virgin map of `set_virgin`) where the host
+//! reads all lanes' ends in one transfer. So a round of lanes the host left alone moves no
+//! claim log, record or map between rounds, and runs no small kernel: such kernels wait
+//! for SMs that another batch's kernel may hold (a pipelined fuzzer runs two batches).
+//! The host's table still shows those lanes' lazy entries (their claims were never applied
+//! there), except after the table grew: the new table was made with the claims applied, so
+//! the undo lists are cleared and the host gives the entries back their lazy values itself.
 
 use super::apply::apply_shared;
 use super::service::Plan;
 use super::setup::{start_record, start_wants};
 use super::wants::{want_for, Want};
 use super::{Batch, Entry};
-use crate::device::htod_slice;
+use crate::device::{dtoh_vec, htod_slice, DevPtr};
 use crate::layout::*;
 use crate::Error;
 use armada_core::runner::Lane;
 use rayon::prelude::*;
 use std::time::Instant;
 
+/// The device buffers of the kernel's side of `restart` (`Params::undo` ..; 0: none yet).
+#[derive(Default)]
+pub(super) struct DevicePersist {
+    pub(super) undo: DevPtr,
+    pub(super) restart: DevPtr,
+    pub(super) newio: DevPtr,
+    pub(super) ends: DevPtr,
+    pub(super) virgin: DevPtr,
+}
+
 /// What `restart` does for one lane on the host side.
 enum Reset {
-    /// Taken back on the device: the page-table slots it set back to lazy entries, and the
-    /// frames that return to its reserve.
+    /// Taken back on the device: the page-table slots the host gives their lazy values back
+    /// (claims it applied), and the frames that return to its reserve.
     Device { slots: Vec<u64>, claimed: u64 },
     /// Set up again from this host lane.
     Again(Box<Lane>),
@@ -88,6 +110,42 @@ impl Batch {
         for l in &mut self.lanes {
             l.start_reserve = l.reserve.clone();
         }
+        let dp = DevicePersist {
+            undo: self.dev.alloc(n * UNDO_WORDS * 8)?,
+            restart: self.dev.alloc(n * 4)?,
+            newio: self.dev.alloc(n * 16)?,
+            ends: self.dev.alloc(n * END_WORDS * 8)?,
+            virgin: 0,
+        };
+        self.params.undo = dp.undo;
+        self.params.restart = dp.restart;
+        self.params.start = self.d_start;
+        self.params.newio = dp.newio;
+        self.params.ends = dp.ends;
+        self.d_persist = dp;
+        Ok(())
+    }
+
+    /// Persistent lanes with coverage: the virgin map (`armada_core::coverage::Virgin::seen`)
+    /// the kernel judges each lane's map against at its exit, for [`Batch::coverage_news`].
+    /// Judged against an older map than the caller's at that call, a lane's map may show news
+    /// that are no longer new (the caller finds that in the map): never the other way round,
+    /// as a virgin map only fills.
+    pub fn set_virgin(&mut self, seen: &[u8]) -> Result<(), Error> {
+        if self.d_start == 0 || self.d_cov == 0 {
+            return Ok(());
+        }
+        if seen.len() != COV_MAP_BYTES {
+            return Err(Error::Device(format!(
+                "a virgin map of {} bytes, not {COV_MAP_BYTES}",
+                seen.len()
+            )));
+        }
+        if self.d_persist.virgin == 0 {
+            self.d_persist.virgin = self.dev.alloc(COV_MAP_BYTES)?;
+        }
+        self.dev.htod(self.d_persist.virgin, seen)?;
+        self.params.virgin = self.d_persist.virgin;
         Ok(())
     }
 
@@ -115,10 +173,10 @@ impl Batch {
             )));
         }
         let t = Instant::now();
-        // Host side, in parallel: a lane the host left alone lists the slots of the pages it
-        // claimed, whose lazy values go back to the device (the host's table still has them
-        // where the claims were never applied; where they were, its mirror is still its
-        // start, so `want_for` gives them again); a serviced lane gets its new host lane.
+        // Host side, in parallel: a lane the host left alone gets its stdin and its reserve
+        // back, and the claims the host applied (after the table grew) their lazy entries
+        // again (from the mirror, which is still the lane's start); the kernel takes back the
+        // others. A serviced lane gets its new host lane.
         let images = &self.images;
         let pt = &self.pt;
         let resets: Vec<Result<Reset, Error>> = self.lanes[..k]
@@ -127,19 +185,15 @@ impl Batch {
             .enumerate()
             .map(|(i, (l, input))| {
                 l.dev_exit = None;
+                l.dev_news = None;
                 if l.touched {
                     let mut lane = fresh(i)?;
                     lane.single_task_engine("GPU");
                     return Ok(Reset::Again(Box::new(lane)));
                 }
-                // The claims the host has not applied (all of them, unless the table grew):
-                // the host's table and entries still show the lazy entries, which go back to
-                // the device as they are.
-                let mut slots: Vec<u64> = l.unapplied.iter().map(|c| c.slot).collect();
                 let claimed = (l.unapplied.len() + l.claimed.len()) as u64;
                 l.unapplied.clear();
-                // Those it applied: the lazy entries again, from the mirror, which is still
-                // the lane's start.
+                let mut slots = Vec::new();
                 let image = &images[l.image];
                 for vpn in std::mem::take(&mut l.claimed) {
                     let bad = || {
@@ -172,9 +226,9 @@ impl Batch {
                 Ok(Reset::Device { slots, claimed })
             })
             .collect();
-        let mut laps = [0.0f64; 5];
+        let mut laps = [0.0f64; 4];
         let mut lap = t;
-        let mut next = |i: usize, laps: &mut [f64; 5]| {
+        let mut next = |i: usize, laps: &mut [f64; 4]| {
             let now = Instant::now();
             laps[i] += (now - lap).as_secs_f64();
             lap = now;
@@ -203,45 +257,33 @@ impl Batch {
         next(0, &mut laps);
         self.setup_again(&again)?;
         next(1, &mut laps);
-        // (the lanes taken back: their table writes; `setup_again` sent them along with its
-        // own when it had any)
+        // (the host's table writes; `setup_again` sent them along with its own when it had
+        // any)
         self.flush_pt()?;
         next(2, &mut laps);
-        // Device side: records (the start's for the lanes taken back; the lanes set up again
-        // keep theirs as their new start), each lane's input, the coverage maps.
-        let mut descs: Vec<CopyDesc> = Vec::with_capacity(2 * k);
-        let mut is_again = vec![false; k];
-        for &i in &again {
-            is_again[i] = true;
-        }
-        for (i, &a) in is_again.iter().enumerate() {
-            let (rec, start) = (self.record_addr(i), self.start_addr(i));
-            let (src, dst) = if a { (rec, start) } else { (start, rec) };
-            descs.push(CopyDesc {
-                src,
-                dst,
+        // Device side: the lanes set up again keep their records as their new start; every
+        // lane's restart bits and next input, for the kernel.
+        let descs: Vec<CopyDesc> = again
+            .iter()
+            .map(|&i| CopyDesc {
+                src: self.record_addr(i),
+                dst: self.start_addr(i),
                 words: S_WORDS as u64,
-            });
+            })
+            .collect();
+        if !descs.is_empty() {
+            self.copy_on_device(&descs)?;
+        }
+        let mut bits = vec![(RESTART_TABLE | RESTART_RECORD | RESTART_INPUT) as u32; k];
+        for &i in &again {
+            // (its old claims went with its entries: its undo list is only cleared)
+            bits[i] = RESTART_INPUT as u32;
         }
         let io = self.upload_inputs(inputs)?;
-        // the (address, length) pairs first in the staging buffer, then the copies
-        let io_bytes = io.len() * 8;
-        let stage = self.ensure_stage(io_bytes + (2 * k) * std::mem::size_of::<CopyDesc>())?;
-        htod_slice(&*self.dev, stage, &io)?;
-        for i in 0..k {
-            descs.push(CopyDesc {
-                src: stage + 16 * i as u64,
-                dst: self.params.sysd + (i * SYSD_WORDS * 8) as u64,
-                words: 2,
-            });
-        }
-        self.run_copies(&descs, stage + io_bytes as u64)?;
+        htod_slice(&*self.dev, self.d_persist.newio, &io)?;
+        htod_slice(&*self.dev, self.d_persist.restart, &bits)?;
         next(3, &mut laps);
-        if self.d_cov != 0 {
-            self.dev.zero(self.d_cov, k * COV_MAP_BYTES)?;
-            self.cov_collected = false;
-        }
-        next(4, &mut laps);
+        self.cov_collected = false;
         for (sum, p) in self.stats.restart_parts.iter_mut().zip(laps) {
             *sum += p;
         }
@@ -277,11 +319,19 @@ impl Batch {
             return Ok(rest);
         }
         let t = Instant::now();
-        let status = self.download_records(&exits, S_X, 1)?;
-        let retired = self.download_records(&exits, S_RETIRED, 1)?;
-        for (k, &l) in exits.iter().enumerate() {
+        // every lane's end, in one transfer (no gather kernel: it would wait for the SMs
+        // another batch's kernel holds)
+        let ends: Vec<u64> = dtoh_vec(
+            &*self.dev,
+            self.d_persist.ends,
+            self.lanes.len() * END_WORDS,
+        )?;
+        let news = self.params.cov != 0 && self.params.virgin != 0;
+        for &l in &exits {
+            let e = &ends[l as usize * END_WORDS..(l as usize + 1) * END_WORDS];
             let lh = &mut self.lanes[l as usize];
-            lh.dev_exit = Some((status[k] as i32 & 0xff, retired[k]));
+            lh.dev_exit = Some((e[0] as i32 & 0xff, e[1]));
+            lh.dev_news = news.then_some(e[2]);
             lh.done = true;
         }
         self.retire_done();

@@ -164,6 +164,7 @@ impl Batch {
                 claimed: Vec::new(),
                 touched: false,
                 dev_exit: None,
+                dev_news: None,
                 unapplied: Vec::new(),
                 start_reserve: Vec::new(),
             })
@@ -270,10 +271,10 @@ impl Batch {
         let d_stops = dev.alloc(n * 4)?;
         let d_active = dev.alloc(n * 4)?;
         let (progress_host, d_progress) = dev.alloc_mapped(n * 8)?;
-        // the scheduling words, then the claim log (count, then three words a claim; every
+        // the scheduling words, then the claim log (count, then two words a claim; every
         // lane's whole reserve fits, so it cannot overflow)
         let lazy = dev.lazy_pages() && std::env::var("ARMADA_GPU_LAZY").map_or(true, |v| v != "0");
-        let claim_words = if lazy { 1 + 3 * RES_CAP * n } else { 0 };
+        let claim_words = if lazy { 1 + 2 * RES_CAP * n } else { 0 };
         let d_sched = dev.alloc(16 + 8 * claim_words)?;
         // coverage maps, when any lane records coverage (zeroed by alloc)
         let d_cov = if lanes.iter().any(|l| l.lane.coverage().is_some()) {
@@ -327,6 +328,7 @@ impl Batch {
             d_inputs: 0,
             inputs_bytes: 0,
             d_start: 0,
+            d_persist: Default::default(),
             queue: 0,
             news: Default::default(),
         };
@@ -359,6 +361,7 @@ impl Batch {
             pt_shift: 64 - slots.trailing_zeros(),
             chunk_shift: batch.frames.shift,
             lane_shift: 0,
+            ..Default::default()
         };
 
         // Every lane's private pages (its stack) and registers.
