@@ -582,6 +582,9 @@ fn gpu_fuzzing_matches_cpu() {
     // devio: the syscalls a GPU kernel answers itself and those around it it must not,
     // from seeds that take each path
     let seeds: [&[u8]; 4] = [b"WFRDC", b"xFRDC", b"W", b"abcD"];
+    // grow: lanes that map hundreds of pages (the page table grows under persistent lanes),
+    // and runs that must each start from the snapshot's memory
+    let grow_seeds: [&[u8]; 4] = [b"G\x07xxxxxxxx", b"G\x01", b"abc", b"G\x03!"];
     let stats = |program: &str, backend: &str, execs: &str, persist: &str, pipe: &str| -> String {
         // one folder a run, its name as long for every backend: the `@@` file lives in the
         // crashes folder, and its path's length shows in the instructions the start takes
@@ -591,9 +594,14 @@ fn gpu_fuzzing_matches_cpu() {
             .unwrap();
         let run = work.join(format!("{program}-{execs}-run{b}{persist}{pipe}"));
         let (json, corpus) = (run.join("stats.json"), run.join("corpus"));
-        if program == "devio" {
+        let mine: &[&[u8]] = match program {
+            "devio" => &seeds,
+            "grow" => &grow_seeds,
+            _ => &[],
+        };
+        if !mine.is_empty() {
             std::fs::create_dir_all(&corpus).unwrap();
-            for (i, s) in seeds.iter().enumerate() {
+            for (i, s) in mine.iter().enumerate() {
                 std::fs::write(corpus.join(format!("seed{i}")), s).unwrap();
             }
         }
@@ -601,6 +609,16 @@ fn gpu_fuzzing_matches_cpu() {
         cmd.env("ARMADA_CUDA_SIM", "1")
             .env("ARMADA_FUZZ_PERSISTENT", persist)
             .env("ARMADA_FUZZ_PIPELINE", pipe)
+            // grow: the smallest page table, and no lane finished on the host, so the table
+            // grows under persistent lanes
+            .env(
+                "ARMADA_GPU_PT_SLOTS",
+                if program == "grow" { "4096" } else { "" },
+            )
+            .env(
+                "ARMADA_GPU_FINISH_ON_HOST",
+                if program == "grow" { "0" } else { "1" },
+            )
             .env("ARMADA_FUZZ_PROFILE", "1");
         let (program_path, crashes) = (dir.join(program), run.join("crashes"));
         let args = [
@@ -637,7 +655,18 @@ fn gpu_fuzzing_matches_cpu() {
             "armada fuzz of {program} on {backend} timed out"
         );
         let stderr = String::from_utf8_lossy(&r.stderr);
-        assert_eq!(r.status, 0, "armada fuzz on {backend}:\n{stderr}");
+        // (grow's seed "G\x03!" crashes: exit status 1, a crash found)
+        let want = if program == "grow" { 1 } else { 0 };
+        assert_eq!(r.status, want, "armada fuzz on {backend}:\n{stderr}");
+        if backend == "cuda" && program == "grow" && persist == "1" {
+            // the table grew while lanes were persistent (the undo lists were dropped)
+            assert!(
+                stderr
+                    .lines()
+                    .any(|l| l.contains("grows)") && !l.contains("(0 grows)")),
+                "grow: the page table never grew:\n{stderr}"
+            );
+        }
         if backend == "cuda" && program != "length" {
             // the rounds after the first took the lanes back on the device, or did not
             let restarted = stderr.contains(": restart ");
@@ -655,7 +684,7 @@ fn gpu_fuzzing_matches_cpu() {
             .collect::<Vec<_>>()
             .join(",")
     };
-    for program in ["magic", "devio", "nested", "hang", "length"] {
+    for program in ["magic", "devio", "grow", "nested", "hang", "length"] {
         for b in &backends {
             // lavapipe runs a round of 128 lanes in about a second: fewer rounds there
             let execs = if *b == "wgpu" { "3000" } else { "20000" };

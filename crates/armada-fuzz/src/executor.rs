@@ -352,6 +352,7 @@ impl Executor {
                         "setup s",
                         "setup parts s",
                         "restarts",
+                        "page-table slots",
                     ]
                     .contains(&k.as_str())
                 })

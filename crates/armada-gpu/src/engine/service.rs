@@ -25,6 +25,15 @@ use std::time::Instant;
 /// A host step runs this many instructions when the PC is outside the decoded regions.
 const HOST_RUN_OUTSIDE: u64 = 100_000;
 
+/// Persistent lanes (a fuzzer's rounds): when at most this many lanes stop for the host in a
+/// launch, each goes on running on the host after its stop, up to `FINISH_ON_HOST` more
+/// instructions, rather than in another launch. A fuzz round's last lanes are typically a
+/// few inputs that crash (abort's syscalls, the signal): each launch for them would wait for
+/// every SM the other batch's kernel holds (a pipelined fuzzer runs two), and they finish on
+/// the host in microseconds. The CPU engine is the reference, so the results are the same.
+const FINISH_ON_HOST_LANES: usize = 256;
+const FINISH_ON_HOST: u64 = 1_000_000;
+
 /// A serviced lane: its number, its plan, and the record words to write back (first word,
 /// words).
 pub(super) type Serviced = (usize, Plan, Applied, Vec<(usize, Vec<u64>)>);
@@ -81,6 +90,13 @@ impl Batch {
         let images = &self.images;
         let stops = &self.stops;
         let lazy = self.lazy;
+        // (ARMADA_GPU_FINISH_ON_HOST=0 turns it off: tests of lanes serviced between launches)
+        let finish_on = std::env::var("ARMADA_GPU_FINISH_ON_HOST").map_or(true, |v| v != "0");
+        let finish = if finish_on && self.d_start != 0 && svc.len() <= FINISH_ON_HOST_LANES {
+            FINISH_ON_HOST
+        } else {
+            0
+        };
         let devio = self.devio;
         let pt = &self.pt;
         let results: Vec<Option<Result<Serviced, Error>>> = self
@@ -96,7 +112,8 @@ impl Batch {
                     super::devio::sync_from_device(&mut lh.lane, w.rec);
                 }
                 let v_before = lh.lane.program.state.v;
-                let mut plan = service_lane(lh, lane_id, w.rec, stops[lane_id], image, lazy);
+                let mut plan =
+                    service_lane(lh, lane_id, w.rec, stops[lane_id], image, lazy, finish);
                 let applied = apply_shared(pt, lh, lane_id, &mut plan);
                 let mut out = Vec::new();
                 if !plan.exited {
@@ -121,7 +138,9 @@ impl Batch {
     }
 }
 
-/// Services one lane's stop; returns what to change on the device.
+/// Services one lane's stop; returns what to change on the device. `finish`: instructions
+/// the lane may then run on the host (`FINISH_ON_HOST`; not after a page miss, whose pages'
+/// states are planned before).
 fn service_lane(
     lh: &mut LaneHost,
     lane_id: usize,
@@ -129,6 +148,7 @@ fn service_lane(
     stop: u32,
     image: &Image,
     lazy: bool,
+    finish: u64,
 ) -> Plan {
     let mut plan = Plan::default();
     let before = area_list(&lh.lane.program.mem);
@@ -207,6 +227,12 @@ fn service_lane(
         }
         STOP_HOST => host_step(lh, image, &mut plan),
         _ => None,
+    };
+    let exit = match exit {
+        None if finish > 0 && extra.is_empty() && lh.lane.exit.is_none() => {
+            run_on_host(lh, finish, &mut plan)
+        }
+        e => e,
     };
     let written_kept = lh.lane.program.mem.gpu_take_written_keep();
     if let Some(e) = exit {
@@ -301,6 +327,34 @@ fn host_step(lh: &mut LaneHost, image: &Image, plan: &mut Plan) -> Option<Exit> 
             plan.syscalls += 1;
         }
         lh.lane.service(s)
+    }
+}
+
+/// Runs the lane on the host for up to `budget` instructions, servicing its syscalls, until it
+/// ends (its exit) or the budget runs out (None: it goes on on the device).
+fn run_on_host(lh: &mut LaneHost, budget: u64, plan: &mut Plan) -> Option<Exit> {
+    let mut left = budget;
+    loop {
+        let before = lh.lane.program.state.retired;
+        let to_limit = lh.limit.saturating_sub(before);
+        let run = left.min(to_limit);
+        let s = lh.lane.run_cpu(run);
+        let done = lh.lane.program.state.retired - before;
+        plan.host_instructions += done;
+        lh.host_steps += done;
+        left = left.saturating_sub(done);
+        if s == Stop::Budget && run < to_limit {
+            return None;
+        }
+        if let Stop::Syscall = s {
+            plan.syscalls += 1;
+        }
+        if let Some(e) = lh.lane.service(s) {
+            return Some(e);
+        }
+        if left == 0 {
+            return None;
+        }
     }
 }
 
