@@ -584,7 +584,14 @@ fn gpu_fuzzing_matches_cpu() {
     let seeds: [&[u8]; 4] = [b"WFRDC", b"xFRDC", b"W", b"abcD"];
     // grow: lanes that map hundreds of pages (the page table grows under persistent lanes),
     // and runs that must each start from the snapshot's memory
-    let grow_seeds: [&[u8]; 4] = [b"G\x07xxxxxxxx", b"G\x01", b"abc", b"G\x03!"];
+    // (and "S\xff\x00": a run of over 512 edges)
+    let grow_seeds: [&[u8]; 5] = [
+        b"G\x07xxxxxxxx",
+        b"G\x01",
+        b"abc",
+        b"G\x03!",
+        b"S\xff\x00\x80",
+    ];
     let stats = |program: &str, backend: &str, execs: &str, persist: &str, pipe: &str| -> String {
         // one folder a run, its name as long for every backend: the `@@` file lives in the
         // crashes folder, and its path's length shows in the instructions the start takes

@@ -330,6 +330,7 @@ impl Drop for Batch {
             self.d_persist.newio,
             self.d_persist.ends,
             self.d_persist.virgin,
+            self.d_persist.covlist,
         ] {
             if p != 0 {
                 d.free(p);

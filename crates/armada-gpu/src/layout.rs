@@ -90,6 +90,12 @@ pub const RESTART_INPUT: u64 = 4;
 /// instructions retired, and with coverage whether the map has a bucket `Params::virgin`
 /// lacks << 32 | its path hash (the coverage-news kernel's word).
 pub const END_WORDS: usize = 3;
+/// u32 words of a lane's list at `Params::covlist`: [0] the count of map slots the lane's
+/// kernel hit since its map was last cleared, then the slots (COVLIST_CAP at most; past
+/// that, the whole map is scanned and cleared). A fuzz target's run hits a few hundred edges
+/// of the 65,536 slots: its news and its clearing read and write those alone.
+pub const COVLIST_WORDS: usize = 512;
+pub const COVLIST_CAP: usize = COVLIST_WORDS - 1;
 
 /// Words of a lane's block at `Params::sysd`: [0] input address, [1] input length, then at
 /// word 8 + 16 * fd the 128-byte stat of fd 0, 1, 2.
@@ -191,13 +197,15 @@ pub struct Params {
     /// Persistent lanes (0 otherwise): each lane's undo list (`UNDO_WORDS`), its
     /// `RESTART_*` bits (u32 a lane, cleared by the kernel), its record at its start
     /// (`S_WORDS`), its next input's (address, length), its end (`END_WORDS`, at STOP_EXIT),
-    /// and the virgin map the ends' news are against (with coverage).
+    /// the virgin map the ends' news are against (with coverage), and each lane's list of the
+    /// map slots it hit (`COVLIST_WORDS`).
     pub undo: u64,
     pub restart: u64,
     pub start: u64,
     pub newio: u64,
     pub ends: u64,
     pub virgin: u64,
+    pub covlist: u64,
     pub slice: u64,
     pub max_ns: u64,
     pub min_grace_ns: u64,
@@ -329,6 +337,8 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("RESTART_RECORD", RESTART_RECORD),
         ("RESTART_INPUT", RESTART_INPUT),
         ("END_WORDS", END_WORDS as u64),
+        ("COVLIST_WORDS", COVLIST_WORDS as u64),
+        ("COVLIST_CAP", COVLIST_CAP as u64),
         ("S_V", S_V as u64),
         ("S_DIRTY", S_DIRTY as u64),
         ("S_REGIONS", S_REGIONS as u64),
@@ -494,7 +504,7 @@ mod tests {
         assert_eq!(S_V + 64, S_WORDS);
         const { assert!(CORE_WORDS <= S_DIRTY && S_IMAGE < S_V) };
         const { assert!(S_WORDS * 8 <= 2048) };
-        assert_eq!(std::mem::size_of::<Params>(), 18 * 8 + 6 * 4);
+        assert_eq!(std::mem::size_of::<Params>(), 25 * 8 + 6 * 4);
     }
 
     #[test]

@@ -14,7 +14,14 @@ __device__ __forceinline__ u32 cov_slot(u64 src, u64 dst) {
 __device__ __forceinline__ void cov_add(const Params& P, u32 lane, u32 slot, u32 n) {
     if (!P.cov || n == 0) return;
     u8* m = P.cov + (u64)lane * COV_MAP_BYTES + slot;
-    u32 c = *m + n;
+    u32 old = *m;
+    if (old == 0 && P.covlist) {
+        u32* l = P.covlist + (u64)lane * COVLIST_WORDS;
+        u32 k = l[0];
+        if (k < COVLIST_CAP) l[1 + k] = slot;
+        l[0] = k + 1;
+    }
+    u32 c = old + n;
     *m = (u8)(c > 255 ? 255 : c);
 }
 #define COV_STATE u32 cov_last = 0, cov_run = 0;
@@ -80,10 +87,35 @@ __device__ __forceinline__ void cov_scan(const u64* m, const u8* virgin, u32 w, 
     }
 }
 
-// The coverage-news word of one lane's map, by one thread.
+// The coverage-news word of one lane's map, by one thread: from the slots it listed, or the
+// whole map where the list ran over.
 __device__ __noinline__ u64 cov_lane_news(const Params& P, u32 lane) {
-    const u64* m = (const u64*)(P.cov + (u64)lane * COV_MAP_BYTES);
+    const u8* m8 = P.cov + (u64)lane * COV_MAP_BYTES;
     u32 nw = 0, h = 0;
-    for (u32 w = 0; w < COV_MAP_BYTES / 8; w++) cov_scan(m, P.virgin, w, nw, h);
+    const u32* l = P.covlist ? P.covlist + (u64)lane * COVLIST_WORDS : 0;
+    if (l && l[0] <= COVLIST_CAP) {
+        for (u32 k = 0; k < l[0]; k++) {
+            u32 slot = l[1 + k];
+            u32 bk = cov_bucket(m8[slot]);
+            if (!(P.virgin[slot] & bk)) nw = 1;
+            h += cov_mix(slot, bk);
+        }
+    } else {
+        const u64* m = (const u64*)m8;
+        for (u32 w = 0; w < COV_MAP_BYTES / 8; w++) cov_scan(m, P.virgin, w, nw, h);
+    }
     return ((u64)nw << 32) | h;
+}
+
+// Clears one lane's map: the slots it listed, or the whole map where the list ran over.
+__device__ __noinline__ void cov_clear(const Params& P, u32 lane) {
+    u8* m8 = P.cov + (u64)lane * COV_MAP_BYTES;
+    u32* l = P.covlist ? P.covlist + (u64)lane * COVLIST_WORDS : 0;
+    if (l && l[0] <= COVLIST_CAP) {
+        for (u32 k = 0; k < l[0]; k++) m8[l[1 + k]] = 0;
+    } else {
+        u64* m = (u64*)m8;
+        for (u32 w = 0; w < COV_MAP_BYTES / 8; w++) m[w] = 0;
+    }
+    if (l) l[0] = 0;
 }

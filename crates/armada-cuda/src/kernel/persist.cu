@@ -25,9 +25,6 @@ __device__ __noinline__ void restart_lane(const Params& P, u32 lane, u32 bits) {
         u64* sd = P.sysd + (u64)lane * SYSD_WORDS;
         sd[0] = P.newio[2 * lane];
         sd[1] = P.newio[2 * lane + 1];
-        if (P.cov) {
-            u64* m = (u64*)(P.cov + (u64)lane * COV_MAP_BYTES);
-            for (u32 w = 0; w < COV_MAP_BYTES / 8; w++) m[w] = 0;
-        }
+        if (P.cov) cov_clear(P, lane);
     }
 }

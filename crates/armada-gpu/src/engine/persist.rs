@@ -51,6 +51,7 @@ pub(super) struct DevicePersist {
     pub(super) newio: DevPtr,
     pub(super) ends: DevPtr,
     pub(super) virgin: DevPtr,
+    pub(super) covlist: DevPtr,
 }
 
 /// What `restart` does for one lane on the host side.
@@ -116,12 +117,23 @@ impl Batch {
             newio: self.dev.alloc(n * 16)?,
             ends: self.dev.alloc(n * END_WORDS * 8)?,
             virgin: 0,
+            covlist: if self.d_cov != 0 {
+                self.dev.alloc(n * COVLIST_WORDS * 4)?
+            } else {
+                0
+            },
         };
         self.params.undo = dp.undo;
         self.params.restart = dp.restart;
         self.params.start = self.d_start;
         self.params.newio = dp.newio;
         self.params.ends = dp.ends;
+        self.params.covlist = dp.covlist;
+        // A round's lanes that stop for the host wait for the launch's end (a few finish on
+        // the host, see `service`) rather than make every lane leave the launch early for
+        // them (the grace period): that would take another launch, which waits for the SMs
+        // the other batch's kernel holds where a fuzzer runs two.
+        self.params.min_grace_ns = 1 << 50;
         self.d_persist = dp;
         Ok(())
     }
