@@ -244,5 +244,39 @@ pub fn run(args: RunArgs) -> Result<u8> {
             eprintln!("armada: {h} of them run by the host for the CUDA engine");
         }
     }
+    if let Exit::Signal { signal, .. } = exit {
+        die_by_signal(signal);
+    }
     Ok(exit.status() as u8)
+}
+
+/// Ends armada the way the guest ended, by its signal, as qemu-aarch64 does (no core dump
+/// of armada's own): a parent sees "killed by SIGSEGV", not exit status 139. Returns where
+/// the signal does not end armada (one whose default action is not to terminate).
+fn die_by_signal(signal: i32) {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    if !(1..=31).contains(&signal) || signal == libc::SIGKILL || signal == libc::SIGSTOP {
+        if signal == libc::SIGKILL {
+            // SAFETY: plain syscalls on the calling process.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+        }
+        return;
+    }
+    // SAFETY: plain syscalls on the calling process; nothing runs after the signal but the
+    // fallback return.
+    unsafe {
+        let none = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &none);
+        libc::signal(signal, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(signal);
+    }
 }

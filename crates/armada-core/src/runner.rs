@@ -142,9 +142,9 @@ pub struct Lane {
     /// Where the run pauses for a snapshot (see `snapshot`), and whether it has.
     pub(crate) pause: Option<crate::snapshot::PauseAt>,
     pub(crate) paused: bool,
-    /// A return to [`crate::snapshot::RETURN_TRAP`] ends the process with status 0 (a
-    /// fuzz target function that returned).
-    pub(crate) return_trap: bool,
+    /// A return to this address (the page after a buffer input, see `snapshot`) ends the
+    /// process with status 0 (a fuzz target function that returned).
+    pub(crate) return_trap: Option<u64>,
 }
 
 impl Lane {
@@ -171,7 +171,7 @@ impl Lane {
             cmplog: None,
             pause: None,
             paused: false,
-            return_trap: false,
+            return_trap: None,
         }
     }
 
@@ -413,7 +413,10 @@ impl Lane {
             self.paused = true;
             return None;
         }
-        if self.return_trap && crate::snapshot::returned(&stop) {
+        if self
+            .return_trap
+            .is_some_and(|at| crate::snapshot::returned(&stop, at))
+        {
             return self.current_ended(Exit::Code(0));
         }
         let p = &mut self.program;

@@ -12,7 +12,12 @@
 //! The input reaches a restored lane as stdin, as the `@@` file (a file in memory at one
 //! guest path), or as a buffer: at a function's entry, x0 and x1 become a pointer to the
 //! input in the lane's memory and its length, and the function's return ends the lane
-//! with status 0 (libFuzzer's `LLVMFuzzerTestOneInput(data, size)`).
+//! with status 0 (libFuzzer's `LLVMFuzzerTestOneInput(data, size)`). The return address is
+//! the page after the buffer, mapped readable but not executable: a return there is a fetch
+//! fault that ends the lane, and code that reads the instructions at its return address
+//! (libgcc's unwinder looks for a signal trampoline there when an exception leaves the
+//! function) reads zeros, as it would read the caller's code under libFuzzer, rather than
+//! fault.
 
 use std::sync::Arc;
 
@@ -20,9 +25,6 @@ use crate::memory::{Access, Perm, ADDR_LIMIT, PAGE_SIZE};
 use crate::runner::{Exit, Lane};
 use crate::state::Stop;
 
-/// Where a restored lane's function return lands: above every user address (48-bit VA),
-/// so it can never be mapped; executing there ends the lane (see `Lane::return_trap`).
-pub const RETURN_TRAP: u64 = 0x000f_ffff_ffff_f000;
 /// The BRK immediate of the pause point.
 const PAUSE_BRK_IMM: u32 = 0xa4ad;
 
@@ -125,9 +127,9 @@ pub(crate) fn pauses_here(lane: &mut Lane, stop: &Stop) -> bool {
     }
 }
 
-/// Whether `stop` is a return to [`RETURN_TRAP`].
-pub(crate) fn returned(stop: &Stop) -> bool {
-    matches!(stop, Stop::Fault(f) if f.access == Access::Execute && f.addr == RETURN_TRAP)
+/// Whether `stop` is a return to the return trap at `at`.
+pub(crate) fn returned(stop: &Stop, at: u64) -> bool {
+    matches!(stop, Stop::Fault(f) if f.access == Access::Execute && f.addr == at)
 }
 
 /// A lane frozen at a point, ready to start lanes from.
@@ -188,13 +190,15 @@ impl Snapshot {
         if let InputVia::Buffer(cap) = via {
             let len = (cap.max(1) as u64).next_multiple_of(PAGE_SIZE);
             let mem = &mut lane.program.mem;
+            // the buffer, then the return trap's page
             let at = mem
-                .find_free(len, 0x1000_0000, ADDR_LIMIT)
+                .find_free(len + PAGE_SIZE, 0x1000_0000, ADDR_LIMIT)
                 .ok_or_else(|| SnapshotError::Input("no room for the input buffer".into()))?;
             mem.map(at, len, Perm::RW)
+                .and_then(|_| mem.map(at + len, PAGE_SIZE, Perm::R))
                 .map_err(|e| SnapshotError::Input(format!("mapping the input buffer: {e:?}")))?;
             buffer = at;
-            lane.return_trap = true;
+            lane.return_trap = Some(at + len);
         }
         lane.freeze();
         Ok(Snapshot {
@@ -235,7 +239,7 @@ impl Snapshot {
                 let _ = l.program.mem.poke_bytes(self.buffer, &input[..n]);
                 st.x[0] = self.buffer;
                 st.x[1] = n as u64;
-                st.x[30] = RETURN_TRAP;
+                st.x[30] = l.return_trap.unwrap_or(0);
             }
         }
         l
