@@ -841,3 +841,33 @@ fn large_rounds_repeat_with_the_seed() {
     }
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// `armada run` of a program a signal kills dies by that signal, without a core dump, as
+/// qemu-aarch64 does (a parent sees "killed by SIGSEGV", not exit status 139).
+#[test]
+fn run_dies_by_the_guests_signal() {
+    use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let Some(dir) = programs_dir("run_dies_by_the_guests_signal") else {
+        return;
+    };
+    let program = dir.join("fuzz_one");
+    let killed_by = |mut cmd: Command| {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starts");
+        child.stdin.take().unwrap().write_all(b"BUG!").unwrap();
+        let st = child.wait().unwrap();
+        (st.signal(), st.core_dumped())
+    };
+    let mut a = Command::new(common::armada_bin());
+    a.arg("run").arg(&program);
+    assert_eq!(killed_by(a), (Some(11), false), "armada run");
+    let mut q = Command::new(common::qemu_bin());
+    q.arg(&program);
+    assert_eq!(killed_by(q).0, Some(11), "qemu-aarch64");
+}
