@@ -721,16 +721,21 @@ fn gpu_fuzzing_matches_cpu() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
-/// `armada batch --drop-output` gives every lane the CPU engine's result (exit, instructions,
-/// syscalls) where the CUDA kernel answers stdin reads, fstat and writes itself, and where it
-/// must leave them to the host (tests/guest/fuzz/devio.c: short reads, EFAULT buffers, fd 1
-/// made stderr's copy, fd 0 closed), from the entry and from a snapshot.
+/// `armada batch` gives every lane the CPU engine's result (exit, instructions, syscalls,
+/// and the output where it is kept) where the CUDA kernel answers stdin reads, fstat, exit
+/// and writes itself, and where it must leave them to the host (tests/guest/fuzz/devio.c:
+/// short reads, EFAULT buffers, fd 1 made stderr's copy, fd 0 closed), from the entry and
+/// from a snapshot, with the output dropped (`--drop-output`) and kept. Kept output goes
+/// through an output list the kernel fills: tests/guest/fuzz/output.c writes 0 bytes to
+/// 12 KiB at a time to both streams, with lists of 1, 64 and the default words, so writes
+/// that do not fit go to the host between the kernel's, and each stream's bytes must still
+/// come out in order.
 #[test]
-fn drop_output_batches_match_cpu() {
-    let Some(dir) = programs_dir("drop_output_batches_match_cpu") else {
+fn device_io_batches_match_cpu() {
+    let Some(dir) = programs_dir("device_io_batches_match_cpu") else {
         return;
     };
-    let work = scratch("dropout");
+    let work = scratch("devio");
     let stdin = work.join("stdin");
     std::fs::create_dir_all(&stdin).unwrap();
     let inputs: [&[u8]; 10] = [
@@ -740,41 +745,68 @@ fn drop_output_batches_match_cpu() {
         std::fs::write(stdin.join(i.to_string()), d).unwrap();
     }
     let backends = gpu_backends(&dir.join("noread"));
-    let program = dir.join("devio");
-    for extra in [&[][..], &["--snapshot-at", "input"][..]] {
-        let run = |backend: &str| -> String {
-            let out = work.join(format!("{backend}.jsonl"));
-            let mut a: Vec<&std::ffi::OsStr> = vec![
-                os("batch"),
-                os("--backend"),
-                os(backend),
-                os("--drop-output"),
-                os("--lanes"),
-                os("10"),
-                os("--stdin-dir"),
-                stdin.as_os_str(),
-                os("--no-progress"),
-                os("--out"),
-                out.as_os_str(),
-            ];
-            a.extend(extra.iter().map(os));
-            a.push(program.as_os_str());
-            let r = sim_armada(&a, b"");
-            assert!(r.status <= 1, "armada batch on {backend}:\n{}", r.stderr);
-            std::fs::read_to_string(&out).unwrap()
-        };
-        let cpu = run("cpu");
-        assert!(cpu.contains("\"signal\":11"), "{cpu}");
+    let run = |program: &str, backend: &str, extra: &[&str], list: &str| -> String {
+        let out = work.join(format!("{backend}.jsonl"));
+        let mut a: Vec<&std::ffi::OsStr> = vec![
+            os("batch"),
+            os("--backend"),
+            os(backend),
+            os("--lanes"),
+            os("10"),
+            os("--stdin-dir"),
+            stdin.as_os_str(),
+            os("--no-progress"),
+            os("--out"),
+            out.as_os_str(),
+        ];
+        a.extend(extra.iter().map(os));
+        let program = dir.join(program);
+        a.push(program.as_os_str());
+        let mut cmd = Command::new(common::armada_bin());
+        cmd.args(&a)
+            .env("ARMADA_CUDA_SIM", "1")
+            .env("ARMADA_GPU_OUT_WORDS", list);
+        let r = common::run_process(cmd, b"", Duration::from_secs(900)).expect("armada runs");
         assert!(
-            !cpu.contains("\"stdout\":\"W"),
-            "output was not dropped: {cpu}"
+            !r.timed_out && r.status <= 1,
+            "armada batch {extra:?} on {backend}:\n{}",
+            String::from_utf8_lossy(&r.stderr)
         );
-        for b in &backends {
+        std::fs::read_to_string(&out).unwrap()
+    };
+    for drop in [true, false] {
+        for from in [&[][..], &["--snapshot-at", "input"][..]] {
+            let mut extra = from.to_vec();
+            if drop {
+                extra.push("--drop-output");
+            }
+            let cpu = run("devio", "cpu", &extra, "");
+            assert!(cpu.contains("\"signal\":11"), "{cpu}");
             assert_eq!(
-                cpu,
-                run(b),
-                "devio {extra:?} on {b} differs from the CPU engine"
+                cpu.contains("\"stdout\":\"W"),
+                !drop,
+                "output dropped: {drop}: {cpu}"
             );
+            for b in &backends {
+                assert_eq!(
+                    cpu,
+                    run("devio", b, &extra, ""),
+                    "devio {extra:?} on {b} differs from the CPU engine"
+                );
+            }
+        }
+    }
+    for from in [&[][..], &["--snapshot-at", "main"][..]] {
+        let cpu = run("output", "cpu", from, "");
+        assert!(cpu.contains("[4:") && cpu.contains("stderr line"), "{cpu}");
+        for b in &backends {
+            for list in ["1", "64", ""] {
+                assert_eq!(
+                    cpu,
+                    run("output", b, from, list),
+                    "output {from:?} on {b} with an output list of {list:?} words differs from the CPU engine"
+                );
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&work);

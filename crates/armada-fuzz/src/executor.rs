@@ -229,7 +229,11 @@ impl Executor {
             })
             .collect::<Result<_>>()?;
         // output is not looked at: the kernel answers the input's reads and drops writes
-        let mut b = engine.batch_with(lanes, Some(start.saturating_add(exec_limit)), true)?;
+        let mut b = engine.batch_with(
+            lanes,
+            Some(start.saturating_add(exec_limit)),
+            armada_gpu::KernelIo::Drop,
+        )?;
         if persist && b.keep_start().is_err() {
             // (a device or target that does not allow it: a new batch every round)
             self.persist.store(false, Ordering::Relaxed);

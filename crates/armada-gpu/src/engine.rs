@@ -57,6 +57,7 @@ mod wants;
 
 pub use bare::{BareEnd, BareLane, DeviceBuffer};
 pub use coverage::CoverageNews;
+pub use devio::KernelIo;
 use pagetable::{Frames, HostTable};
 use records::{lane_stop, record_to_state};
 use upload::Pinned;
@@ -201,6 +202,10 @@ struct LaneHost {
     /// Pages the kernel made private (claims) that the host mirror still shares: made private
     /// there before the lane's next changes are applied.
     claimed: Vec<u64>,
+    /// Pages a lane that exited on the device claimed there and its mirror still shares:
+    /// not copied on the host (its memory is not looked at again), but private to it, and
+    /// counted in its result as the CPU engine counts them.
+    ended_private: u64,
     /// Persistent lanes (`persist`): the host serviced the lane since its start, so its host
     /// state has moved on; the lane's end when the kernel ended it (exit status, instructions
     /// retired), and its coverage-news word (`layout::END_WORDS`); its frame reserve at the
@@ -270,6 +275,10 @@ pub struct Batch {
     /// stdio) then ends without stopping for a refill.
     res_target: usize,
     d_sysd: DevPtr,
+    /// The output list the kernel keeps answered writes in (`Params::out`; 0: they are
+    /// dropped), and its capacity in words, see `devio`.
+    d_out: DevPtr,
+    out_words: u64,
     d_inputs: DevPtr,
     /// Bytes at `d_inputs`.
     inputs_bytes: usize,
@@ -320,6 +329,7 @@ impl Drop for Batch {
             self.frames.d_chunks,
             self.d_cov,
             self.d_sysd,
+            self.d_out,
             self.d_inputs,
             self.d_start,
             self.news.virgin,
@@ -457,7 +467,9 @@ impl Batch {
                 if lh.lane.exit.is_none() {
                     lh.lane.exit = Some(Exit::InstructionLimit);
                 }
-                LaneResult::from_lane(i, &mut lh.lane, lh.host_steps)
+                let mut r = LaneResult::from_lane(i, &mut lh.lane, lh.host_steps);
+                r.private_bytes += lh.ended_private * PAGE_SIZE;
+                r
             })
             .collect()
     }

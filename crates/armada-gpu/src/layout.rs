@@ -64,7 +64,8 @@ pub const S_WORDS: usize = S_V + 64;
 
 /// read(0, ...) from the lane's input (`Params::sysd`: address, length).
 pub const SYS_READ0: u64 = 1;
-/// write(1, ...) and write(2, ...) dropped (counted against `S_ROOM`).
+/// write(1, ...) and write(2, ...) answered (counted against `S_ROOM`): the bytes are kept
+/// in the output list at `Params::out`, or dropped where the batch has none.
 pub const SYS_DROP1: u64 = 2;
 pub const SYS_DROP2: u64 = 4;
 /// fstat / newfstatat(fd, "", AT_EMPTY_PATH) of fd 0, 1, 2 (SYS_STAT0 << fd) from the
@@ -96,6 +97,17 @@ pub const END_WORDS: usize = 3;
 /// of the 65,536 slots: its news and its clearing read and write those alone.
 pub const COVLIST_WORDS: usize = 512;
 pub const COVLIST_CAP: usize = COVLIST_WORDS - 1;
+
+/// `Params::out`: [0] the words of chunks written (a count the kernel's writers claim room
+/// with: it may pass the capacity), [1] the capacity in words, then the chunks, each a
+/// header (lane | stream << 32 | bytes << 33; stream 0 is stdout, 1 stderr) and the bytes,
+/// padded to a word. A write that does not fit goes to the host; where its claim starts
+/// inside the list, it writes `OUT_END` there, which ends the list. A header whose lane is
+/// all ones (`OUT_SKIP`) and that is not `OUT_END` is a chunk to skip.
+pub const OUT_HEAD_WORDS: usize = 2;
+/// (all ones: the kernel's MAXU64, which the WGSL header could not carry)
+pub const OUT_END: u64 = u64::MAX;
+pub const OUT_SKIP: u32 = u32::MAX;
 
 /// Words of a lane's block at `Params::sysd`: [0] input address, [1] input length, then at
 /// word 8 + 16 * fd the 128-byte stat of fd 0, 1, 2.
@@ -206,6 +218,9 @@ pub struct Params {
     pub ends: u64,
     pub virgin: u64,
     pub covlist: u64,
+    /// The output the kernel keeps for the writes it answers (`OUT_HEAD_WORDS`, `OUT_END`;
+    /// 0: those bytes are dropped).
+    pub out: u64,
     pub slice: u64,
     pub max_ns: u64,
     pub min_grace_ns: u64,
@@ -331,6 +346,7 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("SYS_STAT0", SYS_STAT0),
         ("SYS_EXIT", SYS_EXIT),
         ("SYSD_WORDS", SYSD_WORDS as u64),
+        ("OUT_HEAD_WORDS", OUT_HEAD_WORDS as u64),
         ("RES_CAP", RES_CAP as u64),
         ("UNDO_WORDS", UNDO_WORDS as u64),
         ("RESTART_TABLE", RESTART_TABLE),
@@ -504,7 +520,7 @@ mod tests {
         assert_eq!(S_V + 64, S_WORDS);
         const { assert!(CORE_WORDS <= S_DIRTY && S_IMAGE < S_V) };
         const { assert!(S_WORDS * 8 <= 2048) };
-        assert_eq!(std::mem::size_of::<Params>(), 25 * 8 + 6 * 4);
+        assert_eq!(std::mem::size_of::<Params>(), 26 * 8 + 6 * 4);
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 pub use device::Device;
 pub use engine::{
-    BareEnd, BareLane, Batch, CoverageNews, DeviceBuffer, LaneStop, ProgressReader, Stats,
+    BareEnd, BareLane, Batch, CoverageNews, DeviceBuffer, KernelIo, LaneStop, ProgressReader, Stats,
 };
 
 /// Errors of the GPU engines.
@@ -79,17 +79,17 @@ impl Engine {
 
     /// A batch of lanes of one program, ready to run.
     pub fn batch(&self, lanes: Vec<Lane>, max_instructions: Option<u64>) -> Result<Batch, Error> {
-        self.batch_with(lanes, max_instructions, false)
+        self.batch_with(lanes, max_instructions, KernelIo::Off)
     }
 
-    /// A batch, with `device_io`: the kernel answers the syscalls a fuzz target's execution
-    /// repeats itself where the device can (reads of the captured stdin, fstat of fds 0-2,
-    /// writes to the captured stdout and stderr, which are dropped: see `engine/devio.rs`).
+    /// A batch whose kernel answers the syscalls a short run repeats itself where the device
+    /// can (`device_io`: reads of the captured stdin, fstat of fds 0-2, exit, and writes to
+    /// the captured stdout and stderr, kept or dropped: see `engine/devio.rs`).
     pub fn batch_with(
         &self,
         mut lanes: Vec<Lane>,
         max_instructions: Option<u64>,
-        device_io: bool,
+        device_io: KernelIo,
     ) -> Result<Batch, Error> {
         // a lane is one task on the GPU so far: a guest thread ends it with a clear message
         for l in &mut lanes {
@@ -141,7 +141,13 @@ pub fn run_batch(
         .map(|i| spec.spawn(i))
         .collect::<Result<Vec<_>, LoadError>>()?;
     let spawn_s = t.elapsed().as_secs_f64();
-    let mut b = engine.batch_with(lanes, spec.max_instructions, spec.drop_output)?;
+    // the kernel answers the short run's I/O itself; output kept unless the spec drops it
+    let io = if spec.drop_output {
+        KernelIo::Drop
+    } else {
+        KernelIo::Keep
+    };
+    let mut b = engine.batch_with(lanes, spec.max_instructions, io)?;
     b.stats.spawn_s = spawn_s;
     // Async mode: the batch runs on its own thread; progress comes from the host-mapped
     // counters the kernel writes while it runs.

@@ -91,7 +91,7 @@ impl Process {
 /// syscalls one execution of a fuzz target repeats (armada-gpu's `engine/devio.rs`). Each is
 /// answered only where the answer cannot differ from the host's: reads of fd 0 while it is
 /// the captured stdin, writes to fd 1 and 2 while they are the captured stdout and stderr
-/// (the bytes are dropped, and counted), and fstat of those descriptors (whose stat does not
+/// (the bytes kept, `device_output`, or dropped and counted), and fstat of those descriptors (whose stat does not
 /// depend on the data).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeviceIo {
@@ -153,6 +153,17 @@ impl Process {
             Kind::StdinBuf(d) => Some(d),
             _ => None,
         }
+    }
+
+    /// Appends bytes a kernel wrote for the process to the captured stdout (`stream` 0) or
+    /// stderr (1): writes it answered, kept (`device_io`'s room bounds them by the cap).
+    pub fn device_output(&mut self, stream: usize, bytes: &[u8]) {
+        let buf = if stream == 0 {
+            &mut self.files.out
+        } else {
+            &mut self.files.err
+        };
+        buf.extend_from_slice(bytes);
     }
 
     /// Takes what a kernel answered since the last call: fd 0's position, the bytes it

@@ -115,6 +115,7 @@ struct Params {
     u64* ends;              // persistent lanes: per lane END_WORDS, written at STOP_EXIT (0: none)
     const u8* virgin;       // the virgin map the ends' coverage news are against (0: none)
     u32* covlist;           // persistent lanes with coverage: per lane COVLIST_WORDS, the map slots hit (0: none)
+    u64* out;               // output kept for the writes answered here: OUT_HEAD_WORDS, then chunks (0: dropped)
     u64 slice;              // instructions per lane per launch
     u64 max_ns;             // a lane leaves this long after it started
     u64 min_grace_ns;       // after the first stop, running lanes go on at least this long

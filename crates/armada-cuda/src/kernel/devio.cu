@@ -1,8 +1,10 @@
 // ------------------------------------------------------------------------------------------
 // Syscalls the kernel answers itself (armada-gpu's engine/devio.rs, armada-core's
 // Process::device_io): the ones a fuzz target's execution repeats, each only where the host's
-// answer is known to be the same. Anything else, or a buffer whose pages are not all in the
-// lane's table, stops for the host as before (and nothing was changed).
+// answer is known to be the same. Writes to the captured stdout and stderr are kept in the
+// output list at P.out (the host appends them to the lanes' captures after the launch), or
+// dropped where there is none (fuzzing). Anything else, or a buffer whose pages are not all
+// in the lane's table, stops for the host as before (and nothing was changed).
 
 #define NR_READ 63
 #define NR_WRITE 64
@@ -54,6 +56,40 @@ __device__ __forceinline__ void copy_out(Tlb& T, const Params& P, u32 lane, u64*
     }
 }
 
+// Keeps the n bytes at guest `addr` (readable: range_ok) as a chunk of the output list at
+// P.out for the lane's stream (0 stdout, 1 stderr): claims room with one atomic add, so one
+// lane's chunks are in the order it wrote them. False when the list is full: the host
+// answers the write (and the list ends where this claim starts; a header whose lane is all
+// ones and is not OUT_END is a chunk to skip).
+__device__ __noinline__ bool keep_out(Tlb& T, const Params& P, u32 lane, u64* rec, u64 stream, u64 addr, u64 n) {
+    if (n == 0) return true;
+    u64 words = 1 + (n + 7) / 8;
+    u64 cap = P.out[1];
+    u64 at = a_fetch_add(P.out, words);
+    u64* list = P.out + OUT_HEAD_WORDS;
+    if (at + words > cap) {
+        if (at < cap) list[at] = MAXU64;  // OUT_END
+        return false;
+    }
+    list[at] = (u64)lane | stream << 32 | n << 33;
+    u8* dst = (u8*)(list + at + 1);
+    u64 i = 0;
+    while (i < n) {
+        u64 a = addr + i;
+        u64 chunk = 4096 - (a & 4095);
+        if (chunk > n - i) chunk = n - i;
+        const u8* p = tlb_get(T, P, lane, rec, a, 0);
+        if (!p) {
+            // (range_ok said readable: not expected) the host skips the chunk and answers
+            list[at] = 0xffffffffull | n << 33;
+            return false;
+        }
+        for (u64 k = 0; k < chunk; k++) dst[i + k] = p[k];
+        i += chunk;
+    }
+    return true;
+}
+
 #define NR_EXIT 93
 #define NR_EXIT_GROUP 94
 #define DEV_HOST 0u
@@ -87,6 +123,7 @@ __device__ __noinline__ u32 dev_syscall(Tlb& T, const Params& P, u32 lane, u64* 
         // a write the capture cannot take whole, or from a buffer not (yet) in the table:
         // the host
         if (n > room || !range_ok(P, lane, rec, x[1], n, 0)) return DEV_HOST;
+        if (P.out && !keep_out(T, P, lane, rec, fd - 1, x[1], n)) return DEV_HOST;
         rec[S_ROOM + fd - 1] = room - n;
         ret = n;
     } else if ((nr == NR_FSTAT || nr == NR_NEWFSTATAT) && fd < 3 && (allowed & (SYS_STAT0 << fd))) {

@@ -12,15 +12,42 @@
 //! The host takes the kernel's side of it at every stop of the lane, before servicing it
 //! (`sync_from_device`: the position, the dropped bytes, the count), and writes the record's
 //! words afresh after (`sys_words`), so a `dup2` over fd 0 or a `close(1)` that the host
-//! services turns the matching answers off. Output the kernel answered is dropped (counted
-//! toward the capture's cap, as if kept): a fuzzer does not look at it.
+//! services turns the matching answers off.
+//!
+//! Output the kernel answered is kept or dropped ([`KernelIo`]). Kept, it goes to the output
+//! list at `Params::out` (`OUT_HEAD_WORDS`): the writers claim room in it with an atomic add,
+//! so each lane's chunks are in the order it wrote them, and after each launch, before any
+//! lane is serviced, the host appends them to the lanes' captures (`take_output`): the host's
+//! own writes of a lane come after the kernel's, as they did in the guest. A write that does
+//! not fit goes to the host, and the next launch gets a list twice as large. Dropped (a
+//! fuzzer does not look at output), the bytes are counted toward the capture's cap, as if
+//! kept.
 
 use super::{Batch, LaneHost};
-use crate::device::htod_slice;
+use crate::device::{dtoh_vec, htod_slice};
 use crate::layout::*;
 use crate::Error;
 use armada_core::linux::DeviceIo;
 use armada_core::runner::Lane;
+
+/// Which syscalls a batch's kernel answers itself (`Engine::batch_with`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KernelIo {
+    /// None: every syscall stops for the host.
+    #[default]
+    Off,
+    /// Reads of the captured stdin, fstat of fds 0-2, exit, and writes to the captured stdout
+    /// and stderr, whose bytes are dropped (fuzzing: counted, not kept).
+    Drop,
+    /// The same, with the written bytes kept in the lanes' captures, as the host keeps them.
+    Keep,
+}
+
+/// The output list's first capacity: 512 bytes a lane, within [1 MiB, 64 MiB]; and the
+/// most it grows to.
+const OUT_MIN_WORDS: u64 = 1 << 17;
+const OUT_START_MAX_WORDS: u64 = 1 << 23;
+const OUT_MAX_WORDS: u64 = 1 << 25;
 
 /// The record words `S_SYS`.. for the lane's state now (all zero when `on` is false).
 pub(super) fn sys_words(lane: &Lane, on: bool, rec: &mut [u64]) {
@@ -52,8 +79,9 @@ pub(super) fn sys_words(lane: &Lane, on: bool, rec: &mut [u64]) {
 }
 
 /// Takes what the kernel answered for the lane since the host last looked (its downloaded
-/// record `rec`) into the lane's Linux state.
-pub(super) fn sync_from_device(lane: &mut Lane, rec: &[u64]) {
+/// record `rec`) into the lane's Linux state. With `kept` output, the bytes written are in
+/// the lane's capture already (`Batch::take_output`); otherwise they were dropped, and count.
+pub(super) fn sync_from_device(lane: &mut Lane, rec: &[u64], kept: bool) {
     let bits = rec[S_SYS];
     if bits == 0 {
         return;
@@ -61,7 +89,7 @@ pub(super) fn sync_from_device(lane: &mut Lane, rec: &[u64]) {
     let io: DeviceIo = lane.program.process.device_io();
     let mut dropped = [0u64; 2];
     for (k, d) in dropped.iter_mut().enumerate() {
-        if bits & (SYS_DROP1 << k) != 0 {
+        if !kept && bits & (SYS_DROP1 << k) != 0 {
             if let Some(room) = io.out_room[k] {
                 *d = room.saturating_sub(rec[S_ROOM + k]);
             }
@@ -78,6 +106,79 @@ pub(super) fn sync_from_device(lane: &mut Lane, rec: &[u64]) {
 }
 
 impl Batch {
+    /// Makes the output list the kernel keeps answered writes in (`KernelIo::Keep`).
+    pub(super) fn alloc_output(&mut self, words: u64) -> Result<(), Error> {
+        let d = self
+            .dev
+            .alloc(8 * (OUT_HEAD_WORDS as u64 + words) as usize)?;
+        htod_slice(&*self.dev, d, &[0, words])?;
+        if self.d_out != 0 {
+            self.dev.free(self.d_out);
+        }
+        self.d_out = d;
+        self.out_words = words;
+        self.params.out = d;
+        Ok(())
+    }
+
+    /// The output list's first capacity for `lanes` lanes (ARMADA_GPU_OUT_WORDS: a smaller
+    /// one, so tests see writes that do not fit).
+    pub(super) fn output_words(lanes: usize) -> u64 {
+        let words = (64 * lanes as u64).clamp(OUT_MIN_WORDS, OUT_START_MAX_WORDS);
+        std::env::var("ARMADA_GPU_OUT_WORDS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(words, |w| w.clamp(1, words))
+    }
+
+    /// Appends the output the kernel kept in the last launch to the lanes' captures, and
+    /// empties the list (a larger one where it overflowed). Before any lane is serviced.
+    pub(super) fn take_output(&mut self) -> Result<(), Error> {
+        if self.d_out == 0 {
+            return Ok(());
+        }
+        let used = dtoh_vec::<u64>(&*self.dev, self.d_out, 1)?[0];
+        if used == 0 {
+            return Ok(());
+        }
+        let n = used.min(self.out_words) as usize;
+        let words: Vec<u64> = dtoh_vec(&*self.dev, self.d_out + 8 * OUT_HEAD_WORDS as u64, n)?;
+        let mut at = 0;
+        while at < n {
+            let h = words[at];
+            if h == OUT_END {
+                break;
+            }
+            let (lane, stream, len) = (h as u32, (h >> 32) & 1, (h >> 33) as usize);
+            let w = len.div_ceil(8);
+            let Some(chunk) = words.get(at + 1..at + 1 + w) else {
+                return Err(Error::Device(format!(
+                    "the kernel's output list is cut short at word {at} of {n} (an engine bug)"
+                )));
+            };
+            at += 1 + w;
+            if lane == OUT_SKIP {
+                continue;
+            }
+            let Some(lh) = self.lanes.get_mut(lane as usize) else {
+                return Err(Error::Device(format!(
+                    "the kernel's output list names lane {lane} of {} (an engine bug)",
+                    self.lanes.len()
+                )));
+            };
+            let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
+            lh.lane
+                .program
+                .process
+                .device_output(stream as usize, &bytes[..len]);
+        }
+        htod_slice(&*self.dev, self.d_out, &[0u64])?;
+        if used > self.out_words && self.out_words < OUT_MAX_WORDS {
+            self.alloc_output((self.out_words * 2).min(OUT_MAX_WORDS))?;
+        }
+        Ok(())
+    }
+
     /// Writes every lane's block (input, stats) for the kernel's answers; at setup.
     pub(super) fn upload_sys_blocks(&mut self, lanes: &[LaneHost]) -> Result<(), Error> {
         let n = lanes.len();

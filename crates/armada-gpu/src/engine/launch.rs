@@ -87,6 +87,7 @@ impl Batch {
         let mut lap = t;
         let stops: Vec<u32> = dtoh_vec(&*self.dev, self.d_stops, self.lanes.len())?;
         self.stops = stops;
+        self.take_output()?;
         if self.lazy {
             self.take_claims()?;
         }
@@ -166,18 +167,25 @@ impl Batch {
                 if let Err(e) = apply_claims(lh, pt, lane_id) {
                     return Some(Err(e));
                 }
+                let exiting = devio
+                    && (stops[lane_id] == STOP_EXIT
+                        || stops[lane_id] == STOP_SVC
+                            && matches!(rec[S_X + 8], NR_EXIT | NR_EXIT_GROUP));
                 let mem = &mut lh.lane.program.mem;
+                // (an exiting lane's mirror is not read again: its claimed pages stay shared
+                // there, which spares a 4 KiB copy each, tens of thousands a batch; they count
+                // as its own in its result)
                 for vpn in lh.claimed.drain(..) {
-                    if mem.gpu_make_private(vpn << PAGE_SHIFT).is_err() {
+                    if exiting {
+                        if mem.gpu_page(vpn).is_none_or(|(_, private)| !private) {
+                            lh.ended_private += 1;
+                        }
+                    } else if mem.gpu_make_private(vpn << PAGE_SHIFT).is_err() {
                         return Some(Err(Error::Device(format!(
                             "lane {lane_id}: claimed page {vpn:#x} cannot be made private"
                         ))));
                     }
                 }
-                let exiting = devio
-                    && (stops[lane_id] == STOP_EXIT
-                        || stops[lane_id] == STOP_SVC
-                            && matches!(rec[S_X + 8], NR_EXIT | NR_EXIT_GROUP));
                 let n = rec[S_DIRTY_N] as usize;
                 let written: Vec<(u64, u32)> = if exiting {
                     Vec::new()

@@ -198,6 +198,7 @@ impl Batch {
             .map(|(i, (l, input))| {
                 l.dev_exit = None;
                 l.dev_news = None;
+                l.ended_private = 0;
                 if l.touched {
                     let mut lane = fresh(i)?;
                     lane.single_task_engine("GPU");

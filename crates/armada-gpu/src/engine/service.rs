@@ -98,6 +98,7 @@ impl Batch {
             0
         };
         let devio = self.devio;
+        let kept = self.d_out != 0;
         let pt = &self.pt;
         let results: Vec<Option<Result<Serviced, Error>>> = self
             .lanes
@@ -109,7 +110,7 @@ impl Batch {
                 let image = &images[lh.image];
                 record_to_state(w.rec, w.v, &mut lh.lane.program.state);
                 if devio {
-                    super::devio::sync_from_device(&mut lh.lane, w.rec);
+                    super::devio::sync_from_device(&mut lh.lane, w.rec, kept);
                 }
                 let v_before = lh.lane.program.state.v;
                 let mut plan =

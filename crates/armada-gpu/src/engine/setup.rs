@@ -4,6 +4,7 @@
 //! uploaded (`upload`) in pieces. The launch parameters come from the environment here.
 
 use super::apply::{apply_shared, Applied};
+use super::devio::KernelIo;
 use super::pagetable::{Frames, HostTable, MAX_CHUNKS, ZERO_FRAME};
 use super::records::state_to_record;
 use super::service::Plan;
@@ -117,7 +118,7 @@ impl Batch {
         lanes: Vec<Lane>,
         max_instructions: Option<u64>,
         slice: Option<u64>,
-        device_io: bool,
+        device_io: KernelIo,
     ) -> Result<Batch, Error> {
         let t0 = Instant::now();
         if lanes.is_empty() {
@@ -162,6 +163,7 @@ impl Batch {
                 last_miss: ((0, 0, false), 0),
                 reserve: Vec::new(),
                 claimed: Vec::new(),
+                ended_private: 0,
                 touched: false,
                 dev_exit: None,
                 dev_news: None,
@@ -324,13 +326,15 @@ impl Batch {
             lazy,
             d_cov,
             cov_collected: false,
-            devio: device_io && dev.device_syscalls(),
-            res_target: if device_io && dev.device_syscalls() {
+            devio: device_io != KernelIo::Off && dev.device_syscalls(),
+            res_target: if device_io != KernelIo::Off && dev.device_syscalls() {
                 RES_CAP
             } else {
                 8
             },
             d_sysd: 0,
+            d_out: 0,
+            out_words: 0,
             d_inputs: 0,
             inputs_bytes: 0,
             d_start: 0,
@@ -389,6 +393,9 @@ impl Batch {
             .collect();
         if batch.devio {
             batch.upload_sys_blocks(&lanes)?;
+            if device_io == KernelIo::Keep {
+                batch.alloc_output(Batch::output_words(n))?;
+            }
         }
         batch.lanes = lanes;
         let incoming: u64 = plans.iter().map(|p| p.0.wants.len() as u64).sum();
