@@ -264,6 +264,7 @@ pub fn batch(args: BatchArgs) -> Result<u8> {
     crate::run::refuse_option_as_program(&args.guest)?;
     crate::run::check_backend(args.backend)?;
     let t_spec = Instant::now();
+    let age_at_spec = process_age();
     let mut spec = build_spec(&args)?;
     let t_snapshot = Instant::now();
     if let Some(point) = &args.snapshot_at {
@@ -321,7 +322,8 @@ pub fn batch(args: BatchArgs) -> Result<u8> {
     if !outcome.stats.is_empty() {
         // where a GPU batch's time went besides the run (the engine's own figures above)
         eprintln!(
-            "armada batch: phases s: inputs {:.3}, snapshot {:.3}, device open {open_s:.3}, run {:.3}, results {:.3}",
+            "armada batch: phases s: process start {:.2}, inputs {:.3}, snapshot {:.3}, device open {open_s:.3}, run {:.3}, results {:.3}",
+            age_at_spec,
             (t_snapshot - t_spec).as_secs_f64(),
             (start - t_snapshot).as_secs_f64(),
             wall - open_s,
@@ -407,6 +409,36 @@ pub fn print_summary(backend: Backend, outcome: &BatchOutcome, wall: f64) {
             .collect();
         eprintln!("armada batch: {}", s.join(", "));
     }
+}
+
+/// Seconds since this process started (to 10 ms: the kernel's clock ticks), 0 where unknown.
+fn process_age() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // the fields after the command's closing parenthesis; starttime is the 22nd field
+    let Some(start) = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(19))
+        .and_then(|v| v.parse::<f64>().ok())
+    else {
+        return 0.0;
+    };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write; sysconf takes no pointer.
+    let (rc, hz) = unsafe {
+        (
+            libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts),
+            libc::sysconf(libc::_SC_CLK_TCK),
+        )
+    };
+    if rc != 0 || hz <= 0 {
+        return 0.0;
+    }
+    (ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9 - start / hz as f64).max(0.0)
 }
 
 /// Lanes that differ between two runs of one batch (each described on stderr, up to 10).

@@ -175,7 +175,11 @@ pub struct AddressSpace {
     /// Pages whose contents were decoded into micro-ops: writes to them go the slow way and
     /// are reported so the engine can drop the stale micro-ops.
     code_pages: HashSet<u64>,
-    tlb: Box<[TlbEntry; TLB_SIZE]>,
+    /// The translation cache: one entry until the first fill, then TLB_SIZE (`tlb_mask` the
+    /// index mask), so that the tens of thousands of address spaces a GPU batch restores
+    /// from a snapshot, most of which the host never reads, do not each start with 8 KiB.
+    tlb: Box<[TlbEntry]>,
+    tlb_mask: usize,
     /// Private bytes the lane may own; `u64::MAX` when unlimited.
     limit: u64,
     private_pages: u64,
@@ -214,7 +218,8 @@ impl Clone for AddressSpace {
             areas: self.areas.clone(),
             pages: self.pages.clone(),
             code_pages: HashSet::default(),
-            tlb: Box::new([EMPTY; TLB_SIZE]),
+            tlb: Box::new([EMPTY]),
+            tlb_mask: 0,
             limit: self.limit,
             private_pages: 0,
             lane_pages: Arc::new(AtomicU64::new(0)),
@@ -248,7 +253,8 @@ impl AddressSpace {
             areas: BTreeMap::new(),
             pages: HashMap::default(),
             code_pages: HashSet::default(),
-            tlb: Box::new([EMPTY; TLB_SIZE]),
+            tlb: Box::new([EMPTY]),
+            tlb_mask: 0,
             limit: u64::MAX,
             private_pages: 0,
             lane_pages: Arc::new(AtomicU64::new(0)),
@@ -355,6 +361,15 @@ impl AddressSpace {
         self.tlb.fill(EMPTY);
     }
 
+    /// The TLB entry page `vpn` is filled into (the whole TLB made on the first fill).
+    fn tlb_fill_entry(&mut self, vpn: u64) -> &mut TlbEntry {
+        if self.tlb_mask == 0 {
+            self.tlb = vec![EMPTY; TLB_SIZE].into_boxed_slice();
+            self.tlb_mask = TLB_SIZE - 1;
+        }
+        &mut self.tlb[(vpn as usize) & self.tlb_mask]
+    }
+
     /// Whether any area intersecting [addr, end) is executable.
     fn any_exec(&self, addr: u64, end: u64) -> bool {
         let before = self
@@ -376,7 +391,7 @@ impl AddressSpace {
     }
 
     fn flush_page(&mut self, vpn: u64) {
-        let e = &mut self.tlb[(vpn as usize) & (TLB_SIZE - 1)];
+        let e = &mut self.tlb[(vpn as usize) & self.tlb_mask];
         if e.rtag == vpn || e.wtag == vpn {
             *e = EMPTY;
         }
@@ -637,7 +652,7 @@ impl AddressSpace {
                 .as_ptr(),
         };
         if need == Perm::R {
-            let e = &mut self.tlb[(vpn as usize) & (TLB_SIZE - 1)];
+            let e = self.tlb_fill_entry(vpn);
             if e.wtag != vpn {
                 e.wtag = NO_TAG;
             }
@@ -703,7 +718,7 @@ impl AddressSpace {
         if self.code_pages.remove(&vpn) {
             self.code_written.push(vpn);
         }
-        let e = &mut self.tlb[(vpn as usize) & (TLB_SIZE - 1)];
+        let e = self.tlb_fill_entry(vpn);
         *e = TlbEntry {
             rtag: vpn,
             rptr: ptr,
@@ -740,7 +755,8 @@ impl AddressSpace {
     pub fn read<const N: usize>(&mut self, addr: u64) -> Result<[u8; N], Fault> {
         let vpn = addr >> PAGE_SHIFT;
         let off = (addr & PAGE_MASK) as usize;
-        let e = &self.tlb[(vpn as usize) & (TLB_SIZE - 1)];
+        // SAFETY: tlb_mask is below the TLB's length (one entry and mask 0, or TLB_SIZE).
+        let e = unsafe { self.tlb.get_unchecked((vpn as usize) & self.tlb_mask) };
         if e.rtag == vpn && off + N <= PAGE_SIZE as usize {
             // SAFETY: rptr points to a live page buffer of PAGE_SIZE bytes (see the type's
             // comment) and off + N is within it.
@@ -761,7 +777,8 @@ impl AddressSpace {
     pub fn write<const N: usize>(&mut self, addr: u64, val: [u8; N]) -> Result<(), Fault> {
         let vpn = addr >> PAGE_SHIFT;
         let off = (addr & PAGE_MASK) as usize;
-        let e = &self.tlb[(vpn as usize) & (TLB_SIZE - 1)];
+        // SAFETY: tlb_mask is below the TLB's length (one entry and mask 0, or TLB_SIZE).
+        let e = unsafe { self.tlb.get_unchecked((vpn as usize) & self.tlb_mask) };
         if e.wtag == vpn && off + N <= PAGE_SIZE as usize {
             // SAFETY: wptr points to a page buffer this address space owns alone.
             unsafe { std::ptr::write_unaligned(e.wptr.add(off) as *mut [u8; N], val) };
