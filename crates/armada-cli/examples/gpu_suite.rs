@@ -59,7 +59,7 @@ fn main() {
                 );
                 LaneSpec {
                     argv,
-                    env: vec![b"LANG=C".to_vec()],
+                    env: vec![b"LANG=C".to_vec()].into(),
                     stdin: b"3 4 5\n".to_vec(),
                     root: None,
                 }

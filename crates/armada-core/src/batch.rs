@@ -30,8 +30,8 @@ use crate::snapshot::{InputVia, Point, SharedSnapshot, Snapshot, SnapshotError};
 pub struct LaneSpec {
     /// The complete argument vector, argv[0] included.
     pub argv: Vec<Vec<u8>>,
-    /// Environment strings ("K=V").
-    pub env: Vec<Vec<u8>>,
+    /// Environment strings ("K=V"), usually one list shared by every lane.
+    pub env: Arc<[Vec<u8>]>,
     /// Bytes the lane reads from stdin.
     pub stdin: Vec<u8>,
     /// Confine this lane's file access to this host directory (overrides `config.root`).
@@ -109,7 +109,7 @@ impl BatchSpec {
             self.image.clone(),
             &self.lane_config(i),
             l.argv.clone(),
-            l.env.clone(),
+            l.env.to_vec(),
             Stdio::Captured {
                 stdin: l.stdin.clone(),
             },

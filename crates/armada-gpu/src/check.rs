@@ -33,7 +33,7 @@ pub fn spec(
                 argv: std::iter::once(path.clone())
                     .chain(args.iter().map(|a| substitute_lane(a.as_bytes(), i)))
                     .collect(),
-                env: vec![b"A=1".to_vec()],
+                env: vec![b"A=1".to_vec()].into(),
                 stdin: stdin(i),
                 root: None,
             })

@@ -73,7 +73,7 @@ pub struct Stats {
     pub transfer_parts: [f64; 5],
     pub setup_s: f64,
     /// `setup_s` in parts (`SETUP_PARTS`).
-    pub setup_parts: [f64; 4],
+    pub setup_parts: [f64; 7],
     pub apply_s: f64,
     /// `apply_s` in parts (`APPLY_PARTS`).
     pub apply_parts: [f64; 4],
@@ -121,7 +121,15 @@ const TRANSFER_PARTS: [&str; 5] = [
 ];
 
 /// The parts of `Stats::setup_parts`.
-const SETUP_PARTS: [&str; 4] = ["lane plans", "table", "records", "upload"];
+const SETUP_PARTS: [&str; 7] = [
+    "lanes",
+    "code",
+    "allocations",
+    "lane plans",
+    "table",
+    "records",
+    "upload",
+];
 
 /// The parts of `Stats::apply_parts`.
 const APPLY_PARTS: [&str; 4] = ["collect", "running lanes", "ended lanes", "reserves"];
@@ -187,7 +195,9 @@ struct Entry {
 }
 
 struct LaneHost {
-    lane: Lane,
+    /// Boxed: a lane is 10 KB, and tens of thousands of them moved by value into the batch
+    /// were a serial copy of hundreds of MB at its setup.
+    lane: Box<Lane>,
     /// Index of the lane's program image in `Batch::images`.
     image: usize,
     entries: FxHashMap<u64, Entry>,
@@ -358,7 +368,7 @@ impl Drop for Batch {
 
 impl Batch {
     pub(crate) fn lane_hosts_mut(&mut self) -> impl Iterator<Item = (&mut Lane, u64)> {
-        self.lanes.iter_mut().map(|l| (&mut l.lane, l.host_steps))
+        self.lanes.iter_mut().map(|l| (&mut *l.lane, l.host_steps))
     }
 
     /// Makes the device current on the calling thread.
@@ -478,7 +488,7 @@ impl Batch {
     pub fn into_lanes(mut self) -> Vec<(Lane, u64)> {
         std::mem::take(&mut self.lanes)
             .into_iter()
-            .map(|l| (l.lane, l.host_steps))
+            .map(|l| (*l.lane, l.host_steps))
             .collect()
     }
 

@@ -257,7 +257,7 @@ impl Batch {
                 Reset::Again(lane) => {
                     self.release_lane(i)?;
                     let l = &mut self.lanes[i];
-                    l.lane = *lane;
+                    l.lane = lane;
                     l.touched = false;
                     l.done = false;
                     l.host_steps = 0;

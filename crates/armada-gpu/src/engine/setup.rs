@@ -150,10 +150,10 @@ impl Batch {
         }
         let limit = max_instructions.unwrap_or(u64::MAX);
         let mut lanes: Vec<LaneHost> = lanes
-            .into_iter()
+            .into_par_iter()
             .zip(lane_image)
             .map(|(lane, image)| LaneHost {
-                lane,
+                lane: Box::new(lane),
                 image,
                 entries: FxHashMap::default(),
                 epoch: 1,
@@ -173,6 +173,7 @@ impl Batch {
             .collect();
         let n = lanes.len();
         let dev_ref: &dyn Device = &*dev;
+        let t_code = Instant::now();
 
         // Code: every executable (and not writable) area of each image, decoded once.
         let mut ops_words: Vec<u64> = Vec::new();
@@ -232,6 +233,7 @@ impl Batch {
         let d_regions = dev.alloc(region_words.len().max(3) * 8)?;
         htod_slice(dev_ref, d_regions, &region_words)?;
 
+        let t_alloc = Instant::now();
         // The page table: sized for the lanes' expected pages, with room to spare.
         let total_image_pages: u64 = image_pages.iter().map(|p| p.len() as u64).sum();
         // (lazy pages give a lane entries for its data, bss and stack top from the start)
@@ -434,6 +436,9 @@ impl Batch {
             batch.upload(&[], part)?;
         }
         batch.stats.setup_parts = [
+            (t_code - t0).as_secs_f64(),
+            (t_alloc - t_code).as_secs_f64(),
+            (t_plans - t_alloc).as_secs_f64(),
             (t_table - t_plans).as_secs_f64(),
             (t_records - t_table).as_secs_f64(),
             (t_up - t_records).as_secs_f64(),
