@@ -77,24 +77,36 @@ impl Engine {
         BareLane::new(self.dev.clone(), size)
     }
 
-    /// A batch of lanes of one program, ready to run.
-    pub fn batch(&self, lanes: Vec<Lane>, max_instructions: Option<u64>) -> Result<Batch, Error> {
+    /// A batch of lanes of one program, ready to run (lanes or boxed lanes: tens of
+    /// thousands of lanes are best made boxed, where they are made in parallel).
+    pub fn batch<L: Into<Box<Lane>> + Send>(
+        &self,
+        lanes: Vec<L>,
+        max_instructions: Option<u64>,
+    ) -> Result<Batch, Error> {
         self.batch_with(lanes, max_instructions, KernelIo::Off)
     }
 
     /// A batch whose kernel answers the syscalls a short run repeats itself where the device
     /// can (`device_io`: reads of the captured stdin, fstat of fds 0-2, exit, and writes to
     /// the captured stdout and stderr, kept or dropped: see `engine/devio.rs`).
-    pub fn batch_with(
+    pub fn batch_with<L: Into<Box<Lane>> + Send>(
         &self,
-        mut lanes: Vec<Lane>,
+        lanes: Vec<L>,
         max_instructions: Option<u64>,
         device_io: KernelIo,
     ) -> Result<Batch, Error> {
-        // a lane is one task on the GPU so far: a guest thread ends it with a clear message
-        for l in &mut lanes {
-            l.single_task_engine("GPU");
-        }
+        use rayon::prelude::*;
+        let lanes: Vec<Box<Lane>> = lanes
+            .into_par_iter()
+            .map(|l| {
+                let mut l: Box<Lane> = l.into();
+                // a lane is one task on the GPU so far: a guest thread ends it with a clear
+                // message
+                l.single_task_engine("GPU");
+                l
+            })
+            .collect();
         Batch::new(
             self.dev.clone(),
             lanes,
@@ -138,7 +150,7 @@ pub fn run_batch(
     let t = std::time::Instant::now();
     let lanes = (0..spec.lanes.len())
         .into_par_iter()
-        .map(|i| spec.spawn(i))
+        .map(|i| spec.spawn(i).map(Box::new))
         .collect::<Result<Vec<_>, LoadError>>()?;
     let spawn_s = t.elapsed().as_secs_f64();
     // the kernel answers the short run's I/O itself; output kept unless the spec drops it

@@ -115,7 +115,7 @@ impl Batch {
     /// uploads the shared image pages and every lane's registers and private pages.
     pub fn new(
         dev: Arc<dyn Device>,
-        lanes: Vec<Lane>,
+        lanes: Vec<Box<Lane>>,
         max_instructions: Option<u64>,
         slice: Option<u64>,
         device_io: KernelIo,
@@ -153,7 +153,7 @@ impl Batch {
             .into_par_iter()
             .zip(lane_image)
             .map(|(lane, image)| LaneHost {
-                lane: Box::new(lane),
+                lane,
                 image,
                 entries: FxHashMap::default(),
                 epoch: 1,
