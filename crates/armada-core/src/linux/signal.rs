@@ -108,11 +108,35 @@ fn bit(sig: i32) -> u64 {
 
 /// Marks `sig` pending in a set; a signal already pending keeps its first info (standard
 /// signals do not queue).
-fn add_pending(pending: &mut u64, info: &mut [SigInfo], sig: i32, si: SigInfo) {
+fn add_pending(pending: &mut u64, info: &mut PendingInfo, sig: i32, si: SigInfo) {
     if *pending & bit(sig) == 0 {
-        info[sig as usize] = si;
+        info.set(sig, si);
     }
     *pending |= bit(sig);
+}
+
+/// The infos of the pending signals, one per signal at most (a signal's bit may be cleared
+/// without its info taken: the next `set` replaces it). A list, not a table of every signal:
+/// those took 1.5 KiB in each process and each thread, a seventh of a lane that a GPU batch
+/// restores tens of thousands of times from a snapshot.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PendingInfo(Vec<(i32, SigInfo)>);
+
+impl PendingInfo {
+    fn set(&mut self, sig: i32, si: SigInfo) {
+        match self.0.iter_mut().find(|e| e.0 == sig) {
+            Some(e) => e.1 = si,
+            None => self.0.push((sig, si)),
+        }
+    }
+
+    /// The info of `sig`, taken out (a default one where none was set).
+    fn take(&mut self, sig: i32) -> SigInfo {
+        match self.0.iter().position(|e| e.0 == sig) {
+            Some(i) => self.0.swap_remove(i).1,
+            None => SigInfo::default(),
+        }
+    }
 }
 
 const UNBLOCKABLE: u64 = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
@@ -238,7 +262,7 @@ const FRAME_SIZE: u64 = SIGINFO_SIZE + UCONTEXT_SIZE;
 pub(crate) struct Signals {
     actions: [SigAction; NSIG as usize + 1],
     shared: u64,
-    shared_info: [SigInfo; NSIG as usize + 1],
+    shared_info: PendingInfo,
 }
 
 impl Default for Signals {
@@ -246,7 +270,7 @@ impl Default for Signals {
         Signals {
             actions: [SigAction::default(); NSIG as usize + 1],
             shared: 0,
-            shared_info: [SigInfo::default(); NSIG as usize + 1],
+            shared_info: PendingInfo::default(),
         }
     }
 }
@@ -257,7 +281,7 @@ impl Default for Signals {
 pub(crate) struct ThreadSignals {
     pub(crate) mask: u64,
     pub(crate) pending: u64,
-    info: [SigInfo; NSIG as usize + 1],
+    info: PendingInfo,
     altstack: (u64, i32, u64),
     /// rt_sigsuspend: the mask to save in the frame (restored by sigreturn).
     suspend_mask: Option<u64>,
@@ -268,7 +292,7 @@ impl Default for ThreadSignals {
         ThreadSignals {
             mask: 0,
             pending: 0,
-            info: [SigInfo::default(); NSIG as usize + 1],
+            info: PendingInfo::default(),
             altstack: (0, SS_DISABLE, 0),
             suspend_mask: None,
         }
@@ -331,10 +355,10 @@ impl Process {
     fn take_pending(&mut self, sig: i32) -> SigInfo {
         let mut si = if self.thread.sig.pending & bit(sig) != 0 {
             self.thread.sig.pending &= !bit(sig);
-            self.thread.sig.info[sig as usize]
+            self.thread.sig.info.take(sig)
         } else {
             self.signals.shared &= !bit(sig);
-            self.signals.shared_info[sig as usize]
+            self.signals.shared_info.take(sig)
         };
         self.timer_signal_taken(si.code, &mut si.value);
         si
