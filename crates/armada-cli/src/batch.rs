@@ -290,14 +290,23 @@ pub fn batch(args: BatchArgs) -> Result<u8> {
     }
     let bar = Bar::new(spec.lanes.len(), !args.no_progress);
     let start = Instant::now();
+    // (a GPU batch's lanes are made while the device opens: they do not need it)
+    let spawned = match args.backend {
+        Backend::Cpu => None,
+        _ => Some(armada_gpu::spawn_lanes(&spec)?),
+    };
+    let spawned_at = Instant::now();
     let (engine, open_s) = opening
         .join()
         .map_err(|_| anyhow::anyhow!("opening the device failed (a panic in the driver?)"))?;
     let engine = engine?;
-    let open_wait = start.elapsed().as_secs_f64();
-    let outcome = match engine {
-        None => batch::run_cpu(&spec, &|p| bar.update(p))?,
-        Some(engine) => armada_gpu::run_batch(&engine, &spec, &|p| bar.update(p))?,
+    let open_wait = spawned_at.elapsed().as_secs_f64();
+    let outcome = match (engine, spawned) {
+        (Some(engine), Some(lanes)) => {
+            armada_gpu::run_spawned(&engine, &spec, lanes, &|p| bar.update(p))?
+        }
+        (Some(engine), None) => armada_gpu::run_batch(&engine, &spec, &|p| bar.update(p))?,
+        (None, _) => batch::run_cpu(&spec, &|p| bar.update(p))?,
     };
     let wall = start.elapsed().as_secs_f64();
     bar.bar.finish_and_clear();

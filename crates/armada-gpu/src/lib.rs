@@ -137,22 +137,50 @@ pub fn run_lanes(
     Ok((b.into_lanes(), stats))
 }
 
-/// Runs a batch spec on the engine's device.
-pub fn run_batch(
-    engine: &Engine,
-    spec: &BatchSpec,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<BatchOutcome, Error> {
-    if engine.opts.verbose {
-        eprintln!("armada: GPU engine on {}", engine.describe());
-    }
+/// A batch spec's lanes, made (in parallel: spawned, or restored from its snapshot) and
+/// ready for [`run_spawned`]. They need no device, so a caller can make them while it opens.
+pub struct Spawned {
+    lanes: Vec<Box<Lane>>,
+    secs: f64,
+}
+
+/// Makes a batch spec's lanes (see [`Spawned`]).
+pub fn spawn_lanes(spec: &BatchSpec) -> Result<Spawned, Error> {
     use rayon::prelude::*;
     let t = std::time::Instant::now();
     let lanes = (0..spec.lanes.len())
         .into_par_iter()
         .map(|i| spec.spawn(i).map(Box::new))
         .collect::<Result<Vec<_>, LoadError>>()?;
-    let spawn_s = t.elapsed().as_secs_f64();
+    Ok(Spawned {
+        lanes,
+        secs: t.elapsed().as_secs_f64(),
+    })
+}
+
+/// Runs a batch spec on the engine's device.
+pub fn run_batch(
+    engine: &Engine,
+    spec: &BatchSpec,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<BatchOutcome, Error> {
+    run_spawned(engine, spec, spawn_lanes(spec)?, progress)
+}
+
+/// Runs a batch spec whose lanes [`spawn_lanes`] made on the engine's device.
+pub fn run_spawned(
+    engine: &Engine,
+    spec: &BatchSpec,
+    spawned: Spawned,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<BatchOutcome, Error> {
+    if engine.opts.verbose {
+        eprintln!("armada: GPU engine on {}", engine.describe());
+    }
+    let Spawned {
+        lanes,
+        secs: spawn_s,
+    } = spawned;
     // the kernel answers the short run's I/O itself; output kept unless the spec drops it
     let io = if spec.drop_output {
         KernelIo::Drop
