@@ -41,8 +41,8 @@ impl HostTable {
             assert!(std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>());
         };
         // zeroed memory straight from the allocator (the OS maps its pages as they are first
-        // touched, by the threads that apply lanes in parallel): writing every slot of a
-        // table of 16M, 256 MB, took a fifth of a second of the setup
+        // touched, by the threads that apply lanes in parallel), rather than every slot of a
+        // table of 16M (256 MB) written by one thread at the setup
         let words: Vec<[u64; 2]> = vec![[0u64; 2]; slots as usize];
         let mut words = std::mem::ManuallyDrop::new(words);
         // SAFETY: [AtomicU64; 2] has the size, alignment and bit validity of [u64; 2]
