@@ -545,7 +545,9 @@ where
         (0..n).map(|_| Err(LaneError::Engine(e.clone()))).collect()
     };
     let t0 = Instant::now();
-    let mut batch = match engine.batch(ready, max_instructions) {
+    // (the kernel answers the short runs' stdin reads, fstat, writes, kept per lane, and
+    // exit itself, as `armada batch` does)
+    let mut batch = match engine.batch_with(ready, max_instructions, armada_gpu::KernelIo::Keep) {
         Ok(b) => b,
         Err(e) => return all_fail(e),
     };
