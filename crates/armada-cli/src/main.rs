@@ -27,6 +27,11 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How the CPU engine runs code: `jit` translates hot code to host code (the default on
+    /// x86-64 and aarch64 hosts), `interp` interprets every instruction. Both give the same
+    /// results, instruction counts included.
+    #[arg(long, global = true, env = "ARMADA_TIER", value_parser = armada_jit::TierChoice::parse)]
+    tier: Option<armada_jit::TierChoice>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -56,6 +61,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let tier = cli.tier.unwrap_or_else(armada_jit::TierChoice::default_here);
+    if let Err(e) = armada_jit::install(tier) {
+        eprintln!("armada: {e}");
+        return ExitCode::from(125);
+    }
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::bench(args),

@@ -140,6 +140,8 @@ struct Page {
     data: Arc<PageData>,
 }
 
+/// One TLB entry. Translated code (the `armada-jit` tier) reads entries through
+/// [`AddressSpace::tlb_view`], at the offsets in [`tlb_layout`].
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct TlbEntry {
@@ -147,6 +149,33 @@ struct TlbEntry {
     rptr: *const u8,
     wtag: u64,
     wptr: *mut u8,
+}
+
+/// Where a TLB entry's fields are, for code that looks entries up itself (the translation
+/// tier inlines the lookup `read` and `write` make): entry `vpn & mask` of `entries`, and on a
+/// tag match the page's bytes at the pointer. A read tag never matches a page that is not
+/// readable, a write tag one that is not writable by this address space alone (or that holds
+/// decoded code), so a hit needs no other check.
+pub mod tlb_layout {
+    pub const ENTRY_BYTES: i32 = 32;
+    pub const RTAG: i32 = 0;
+    pub const RPTR: i32 = 8;
+    pub const WTAG: i32 = 16;
+    pub const WPTR: i32 = 24;
+    const _: () = {
+        assert!(std::mem::size_of::<super::TlbEntry>() == ENTRY_BYTES as usize);
+        assert!(std::mem::offset_of!(super::TlbEntry, rptr) == RPTR as usize);
+        assert!(std::mem::offset_of!(super::TlbEntry, wtag) == WTAG as usize);
+        assert!(std::mem::offset_of!(super::TlbEntry, wptr) == WPTR as usize);
+    };
+}
+
+/// The TLB's current entries and index mask, kept next to the table so translated code can
+/// find them from one pointer (the table is made on its first fill, so both change then).
+#[repr(C)]
+pub struct TlbView {
+    pub entries: *const u8,
+    pub mask: u64,
 }
 
 const TLB_BITS: u32 = 8;
@@ -180,6 +209,8 @@ pub struct AddressSpace {
     /// from a snapshot, most of which the host never reads, do not each start with 8 KiB.
     tlb: Box<[TlbEntry]>,
     tlb_mask: usize,
+    /// `tlb`'s address and `tlb_mask`, for translated code (see [`TlbView`]).
+    view: TlbView,
     /// Private bytes the lane may own; `u64::MAX` when unlimited.
     limit: u64,
     private_pages: u64,
@@ -220,6 +251,10 @@ impl Clone for AddressSpace {
             code_pages: HashSet::default(),
             tlb: Box::new([EMPTY]),
             tlb_mask: 0,
+            view: TlbView {
+                entries: std::ptr::null(),
+                mask: 0,
+            },
             limit: self.limit,
             private_pages: 0,
             lane_pages: Arc::new(AtomicU64::new(0)),
@@ -255,6 +290,10 @@ impl AddressSpace {
             code_pages: HashSet::default(),
             tlb: Box::new([EMPTY]),
             tlb_mask: 0,
+            view: TlbView {
+                entries: std::ptr::null(),
+                mask: 0,
+            },
             limit: u64::MAX,
             private_pages: 0,
             lane_pages: Arc::new(AtomicU64::new(0)),
@@ -366,8 +405,26 @@ impl AddressSpace {
         if self.tlb_mask == 0 {
             self.tlb = vec![EMPTY; TLB_SIZE].into_boxed_slice();
             self.tlb_mask = TLB_SIZE - 1;
+            self.view = TlbView {
+                entries: self.tlb.as_ptr() as *const u8,
+                mask: self.tlb_mask as u64,
+            };
         }
         &mut self.tlb[(vpn as usize) & self.tlb_mask]
+    }
+
+    /// The TLB's entries and mask for code that looks them up itself (see [`tlb_layout`]).
+    /// The view lives inside this address space: it is valid while the address space is
+    /// neither moved nor dropped, and its contents change when the TLB is first filled.
+    pub fn tlb_view(&mut self) -> *const TlbView {
+        if self.tlb_mask == 0 {
+            // the view of a one-entry table would need a mask of 0 and a pointer to it
+            self.view = TlbView {
+                entries: self.tlb.as_ptr() as *const u8,
+                mask: 0,
+            };
+        }
+        &self.view
     }
 
     /// Whether any area intersecting [addr, end) is executable.

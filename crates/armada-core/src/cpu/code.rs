@@ -109,6 +109,22 @@ pub struct CodeCache {
     regions: Vec<Region>,
     generation: u64,
     shared: Option<Arc<DecodedPages>>,
+    /// Bumped whenever decoded code is dropped (a region, a page, a recycle), so a tier
+    /// that keeps code of its own made from these slots knows to look again.
+    epoch: u64,
+    /// The tier that runs this code (see [`super::Tier`]); the interpreter when None.
+    pub(crate) tier: Option<Arc<dyn super::Tier>>,
+    /// That tier's state for this lane.
+    tier_state: Option<Box<dyn std::any::Any + Send>>,
+}
+
+/// One page of decoded code, as [`CodeCache::page_ops`] hands it to a tier: its micro-ops
+/// (a copy of the slots), its address, and, for code no lane can write, the buffer its
+/// bytes are in (equal buffers mean equal code, as for [`DecodedPages`]).
+pub struct CodePage {
+    pub base: u64,
+    pub ops: Vec<MicroOp>,
+    pub buffer: Option<Arc<PageData>>,
 }
 
 /// Decoded pages shared by the lanes of a batch. A page of a read-only executable area is
@@ -118,6 +134,8 @@ pub struct CodeCache {
 #[derive(Default)]
 pub struct DecodedPages {
     pages: Mutex<HashMap<PageKey, DecodedPage>>,
+    /// A tier's store of code made from these pages, shared by the lanes as the pages are.
+    tier_store: std::sync::OnceLock<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// (page number, address of the page's shared buffer).
@@ -138,11 +156,23 @@ impl DecodedPages {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The store a tier keeps with these pages, made by `make` the first time.
+    pub fn tier_store(
+        &self,
+        make: impl FnOnce() -> Arc<dyn std::any::Any + Send + Sync>,
+    ) -> Arc<dyn std::any::Any + Send + Sync> {
+        self.tier_store.get_or_init(make).clone()
+    }
 }
 
 impl CodeCache {
+    /// An empty cache, run by the process's default tier (see [`super::set_default_tier`]).
     pub fn new() -> Self {
-        Self::default()
+        CodeCache {
+            tier: super::default_tier(),
+            ..Self::default()
+        }
     }
 
     /// A cache that takes decoded pages of read-only code from `shared` and adds the ones it
@@ -150,8 +180,45 @@ impl CodeCache {
     pub fn with_shared(shared: Arc<DecodedPages>) -> Self {
         CodeCache {
             shared: Some(shared),
-            ..Self::default()
+            ..Self::new()
         }
+    }
+
+    /// Sets the tier that runs this code (None: the interpreter).
+    pub fn set_tier(&mut self, tier: Option<Arc<dyn super::Tier>>) {
+        self.tier = tier;
+        self.tier_state = None;
+    }
+
+    /// The tier that runs this code (None: the interpreter).
+    pub fn tier(&self) -> Option<&Arc<dyn super::Tier>> {
+        self.tier.as_ref()
+    }
+
+    /// Takes the tier's state for this lane out (to be put back with `put_tier_state`).
+    pub fn take_tier_state(&mut self) -> Option<Box<dyn std::any::Any + Send>> {
+        self.tier_state.take()
+    }
+
+    pub fn put_tier_state(&mut self, s: Box<dyn std::any::Any + Send>) {
+        self.tier_state = Some(s);
+    }
+
+    /// The pages shared with other lanes, if any.
+    pub fn shared(&self) -> Option<&Arc<DecodedPages>> {
+        self.shared.as_ref()
+    }
+
+    /// Changes whenever decoded code is dropped.
+    #[inline]
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Drops what writes to decoded code and changes to executable areas made stale (as the
+    /// interpreter does before it looks code up), moving `epoch` if anything went.
+    pub fn sync(&mut self, mem: &mut AddressSpace) {
+        self.revalidate(mem);
     }
 
     /// Drops regions that no longer match the address space's areas, and stale pages.
@@ -163,11 +230,37 @@ impl CodeCache {
             // An executable area changed: whatever was decoded may be stale.
             self.regions.clear();
             self.generation = mem.generation();
+            self.epoch += 1;
         }
+    }
+
+    /// The decoded page holding `pc` (decoded now if it was not), for a tier that makes
+    /// code of its own from the micro-ops. Fails as the interpreter's fetch would.
+    pub fn page_ops(&mut self, pc: u64, mem: &mut AddressSpace) -> Result<CodePage, Fault> {
+        let ri = self.region_for(pc, mem)?;
+        let r = &self.regions[ri];
+        let page = pc & !(PAGE_SIZE - 1);
+        let first = ((page.max(r.base) - r.base) / 4) as usize;
+        let last = (((page + PAGE_SIZE).min(r.end) - r.base) / 4) as usize;
+        if r.ops[first..last].iter().any(|u| u.op == ops::NOT_DECODED) {
+            self.decode_page(ri, first, mem)?;
+        }
+        let r = &self.regions[ri];
+        let buffer = if r.writable {
+            None
+        } else {
+            mem.page_data(page >> PAGE_SHIFT).cloned()
+        };
+        Ok(CodePage {
+            base: r.base + first as u64 * 4,
+            ops: r.ops[first..last].to_vec(),
+            buffer,
+        })
     }
 
     /// Resets the slots of page `vpn` so they are decoded again before they run.
     pub fn invalidate_page(&mut self, vpn: u64) {
+        self.epoch += 1;
         let addr = vpn << PAGE_SHIFT;
         for r in &mut self.regions {
             if addr >= r.base && addr < r.end {
@@ -184,6 +277,7 @@ impl CodeCache {
     /// the very buffer it was decoded from (same bytes); every other page is decoded again
     /// when it runs. Saves each new lane the region mappings and the page copies.
     pub fn recycle(&mut self, mem: &mut AddressSpace) {
+        self.epoch += 1;
         let _ = mem.take_code_write();
         self.generation = mem.generation();
         self.regions
@@ -209,6 +303,7 @@ impl CodeCache {
     /// Drops every decoded micro-op.
     pub fn clear(&mut self) {
         self.regions.clear();
+        self.epoch += 1;
     }
 
     /// The index of the region holding `pc`, creating it if `pc` is in an executable area.

@@ -8,7 +8,7 @@
 
 pub mod code;
 pub mod fp;
-mod fused;
+pub mod fused;
 mod int;
 
 pub use code::{CodeCache, DecodedPages};
@@ -20,9 +20,77 @@ use armada_isa::ops::*;
 use armada_isa::uop::{addr_mode, cond, sysreg, MicroOp};
 use int::*;
 
-/// Runs the lane until it stops or has retired `budget` more instructions.
+/// Another way to run a lane's code: the translation tier (`armada-jit`) is one. It runs
+/// exactly what the interpreter runs (same stops, registers, memory and instruction count),
+/// and may hand any part of the work to [`interpret`] or [`interpret_step`].
+pub trait Tier: Send + Sync {
+    /// [`run`]'s contract.
+    fn run(&self, st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budget: u64)
+        -> Stop;
+    /// A short name for messages and statistics ("jit").
+    fn name(&self) -> &'static str;
+}
+
+static DEFAULT_TIER: std::sync::RwLock<Option<std::sync::Arc<dyn Tier>>> =
+    std::sync::RwLock::new(None);
+
+/// Sets the tier every code cache made from now on runs with (None: the interpreter).
+/// Front ends call this once, from `--tier` or `ARMADA_TIER`.
+pub fn set_default_tier(tier: Option<std::sync::Arc<dyn Tier>>) {
+    if let Ok(mut t) = DEFAULT_TIER.write() {
+        *t = tier;
+    }
+}
+
+/// The tier new code caches run with.
+pub fn default_tier() -> Option<std::sync::Arc<dyn Tier>> {
+    DEFAULT_TIER.read().ok().and_then(|t| t.clone())
+}
+
+/// Runs the lane until it stops or has retired `budget` more instructions, on the code
+/// cache's tier (the interpreter when it has none).
 pub fn run(st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budget: u64) -> Stop {
+    if let Some(t) = code.tier.clone() {
+        return t.run(st, mem, code, budget);
+    }
+    interpret(st, mem, code, budget)
+}
+
+/// [`run`] on the interpreter, whatever the cache's tier.
+pub fn interpret(
+    st: &mut CpuState,
+    mem: &mut AddressSpace,
+    code: &mut CodeCache,
+    budget: u64,
+) -> Stop {
     run_with::<false, false>(st, mem, code, budget, None, None)
+}
+
+/// [`interpret`], returning also (with `Stop::Budget` and budget left) after the first
+/// taken branch backwards or call, the places a tier counts to find hot code.
+pub fn interpret_step(
+    st: &mut CpuState,
+    mem: &mut AddressSpace,
+    code: &mut CodeCache,
+    budget: u64,
+) -> Stop {
+    run_with_step::<true>(st, mem, code, budget)
+}
+
+/// Runs one FP/AdvSIMD micro-op (op number from `FP_BASE` on) on `st` and `mem`, as the
+/// interpreter does; the caller advances the PC.
+pub fn exec_fp_op(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) -> Result<(), Fault> {
+    fp::exec_fp(st, mem, u)
+}
+
+#[inline(always)]
+fn run_with_step<const STEP: bool>(
+    st: &mut CpuState,
+    mem: &mut AddressSpace,
+    code: &mut CodeCache,
+    budget: u64,
+) -> Stop {
+    run_with_mode::<false, false, STEP>(st, mem, code, budget, None, None)
 }
 
 /// [`run`], recording every branch's edge into `cov` (see [`crate::coverage`]). A separate
@@ -52,6 +120,18 @@ pub fn run_traced(
 
 #[inline(always)]
 fn run_with<const COV: bool, const CMP: bool>(
+    st: &mut CpuState,
+    mem: &mut AddressSpace,
+    code: &mut CodeCache,
+    budget: u64,
+    cov: Option<&mut CoverageMap>,
+    cmp: Option<&mut CmpLog>,
+) -> Stop {
+    run_with_mode::<COV, CMP, false>(st, mem, code, budget, cov, cmp)
+}
+
+#[inline(always)]
+fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
     st: &mut CpuState,
     mem: &mut AddressSpace,
     code: &mut CodeCache,
@@ -101,6 +181,10 @@ fn run_with<const COV: bool, const CMP: bool>(
             ($target:expr) => {{
                 let t: u64 = $target;
                 retired += 1;
+                if STEP && t <= pc_of!(idx) {
+                    st.pc = t;
+                    exit!(Stop::Budget);
+                }
                 let off = t.wrapping_sub(base);
                 if off < len_bytes && t & 3 == 0 {
                     idx = (off >> 2) as usize;
@@ -233,12 +317,22 @@ fn run_with<const COV: bool, const CMP: bool>(
                 B => branch!(u.imm),
                 BL => {
                     x[30] = pc_of!(idx + 1);
+                    if STEP {
+                        retired += 1;
+                        st.pc = u.imm;
+                        exit!(Stop::Budget);
+                    }
                     branch!(u.imm)
                 }
                 BR => branch!(x[b]),
                 BLR => {
                     let t = x[b];
                     x[30] = pc_of!(idx + 1);
+                    if STEP {
+                        retired += 1;
+                        st.pc = t;
+                        exit!(Stop::Budget);
+                    }
                     branch!(t)
                 }
                 B_COND => {

@@ -1,0 +1,342 @@
+//! Loads and stores: the TLB lookup `AddressSpace::read`/`write` make, inline, and the
+//! helpers on a miss. Each op makes the same accesses, of the same sizes and in the same
+//! order, as the interpreter, so a fault is reported at the same address; registers are
+//! written only once every access has succeeded.
+
+use crate::helpers::{exit, CODE_CHANGED, CTX_BUF, CTX_STATUS, STOPPED};
+use crate::translate::{guest_mem, Tx, V_OFF};
+use armada_core::memory::tlb_layout as tl;
+use armada_isa::uop::addr_mode;
+use armada_isa::{ops::*, MicroOp};
+use cranelift_codegen::ir::{
+    condcodes::IntCC,
+    types::{I16, I32, I64, I8},
+    InstBuilder, MemFlagsData, Value,
+};
+
+const PAGE_MASK: i64 = 0xfff;
+
+impl Tx<'_> {
+    fn ea(&mut self, u: &MicroOp) -> Value {
+        let base = self.rd(u.b);
+        match u.f {
+            addr_mode::OFFSET | addr_mode::PRE => self.b.ins().iadd_imm_s(base, u.imm as i64),
+            addr_mode::POST => base,
+            _ => {
+                let c = self.rd(u.c);
+                let off = self.extend(c, u.e >> 3, u.e & 7);
+                self.b.ins().iadd(base, off)
+            }
+        }
+    }
+
+    fn writeback(&mut self, u: &MicroOp, addr: Value) {
+        match u.f {
+            addr_mode::PRE => self.wr(u.b, addr),
+            addr_mode::POST => {
+                let v = self.b.ins().iadd_imm_s(addr, u.imm as i64);
+                self.wr(u.b, v)
+            }
+            _ => {}
+        }
+    }
+
+    /// The TLB entry for `addr` and whether its tag at `tag_off` matches with `size` bytes
+    /// inside the page.
+    fn tlb_hit(&mut self, addr: Value, size: i64, tag_off: i32) -> (Value, Value, Value) {
+        let flags = MemFlagsData::trusted();
+        let entries = self.b.ins().load(I64, flags, self.tlb, 0);
+        let mask = self.b.ins().load(I64, flags, self.tlb, 8);
+        let vpn = self.b.ins().ushr_imm_s(addr, 12);
+        let idx = self.b.ins().band(vpn, mask);
+        let off = self.b.ins().imul_imm_s(idx, tl::ENTRY_BYTES as i64);
+        let e = self.b.ins().iadd(entries, off);
+        let tag = self.b.ins().load(I64, flags, e, tag_off);
+        let hit = self.b.ins().icmp(IntCC::Equal, tag, vpn);
+        let in_page = self.b.ins().band_imm_s(addr, PAGE_MASK);
+        let hit = if size > 1 {
+            let fits = self
+                .b
+                .ins()
+                .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, in_page, 4096 - size);
+            self.b.ins().band(hit, fits)
+        } else {
+            hit
+        };
+        (e, in_page, hit)
+    }
+
+    /// Reads `size` bytes (1, 2, 4, 8: one i64, zero-extended; 16: two) at `addr` for the
+    /// op at `slot`, leaving the unit if the read faults.
+    fn read(&mut self, slot: usize, addr: Value, size: i64) -> (Value, Option<Value>) {
+        let (e, in_page, hit) = self.tlb_hit(addr, size, tl::RTAG);
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let done = self.b.create_block();
+        let lo = self.b.append_block_param(done, I64);
+        let hi = self.b.append_block_param(done, I64);
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(hit, fast, &[], slow, &[]);
+
+        self.b.switch_to_block(fast);
+        let base = self
+            .b
+            .ins()
+            .load(I64, MemFlagsData::trusted(), e, tl::RPTR);
+        let p = self.b.ins().iadd(base, in_page);
+        let m = guest_mem();
+        let (l, h) = match size {
+            1 => (self.b.ins().uload8(I64, m, p, 0), None),
+            2 => (self.b.ins().uload16(I64, m, p, 0), None),
+            4 => (self.b.ins().uload32(m, p, 0), None),
+            8 => (self.b.ins().load(I64, m, p, 0), None),
+            _ => (
+                self.b.ins().load(I64, m, p, 0),
+                Some(self.b.ins().load(I64, m, p, 8)),
+            ),
+        };
+        let h0 = h.unwrap_or(l);
+        self.b.ins().jump(done, &[l.into(), h0.into()]);
+
+        self.b.switch_to_block(slow);
+        let ctx = self.ctx;
+        let (sl, sh) = if size == 16 {
+            self.call(self.h.read16, &[ctx, addr]);
+            let f = MemFlagsData::trusted();
+            (
+                self.b.ins().load(I64, f, ctx, CTX_BUF),
+                self.b.ins().load(I64, f, ctx, CTX_BUF + 8),
+            )
+        } else {
+            let n = self.b.ins().iconst(I64, size);
+            let v = self.call(self.h.read, &[ctx, addr, n])[0];
+            (v, v)
+        };
+        let status = self
+            .b
+            .ins()
+            .load(I64, MemFlagsData::trusted(), ctx, CTX_STATUS);
+        self.leave_if(status, slot, exit::STOP, false);
+        self.b.ins().jump(done, &[sl.into(), sh.into()]);
+
+        self.b.switch_to_block(done);
+        (lo, (size == 16).then_some(hi))
+    }
+
+    /// Writes `size` bytes of `lo` (and `hi`, the upper 8 of 16) at `addr` for the op at
+    /// `slot`, leaving the unit if the write faults. Returns whether the write hit decoded
+    /// code (an i8 truth value).
+    fn write(&mut self, slot: usize, addr: Value, size: i64, lo: Value, hi: Option<Value>) -> Value {
+        let (e, in_page, hit) = self.tlb_hit(addr, size, tl::WTAG);
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let done = self.b.create_block();
+        let changed = self.b.append_block_param(done, I8);
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(hit, fast, &[], slow, &[]);
+
+        self.b.switch_to_block(fast);
+        let base = self
+            .b
+            .ins()
+            .load(I64, MemFlagsData::trusted(), e, tl::WPTR);
+        let p = self.b.ins().iadd(base, in_page);
+        let m = guest_mem();
+        match size {
+            1 => {
+                self.b.ins().istore8(m, lo, p, 0);
+            }
+            2 => {
+                self.b.ins().istore16(m, lo, p, 0);
+            }
+            4 => {
+                self.b.ins().istore32(m, lo, p, 0);
+            }
+            8 => {
+                self.b.ins().store(m, lo, p, 0);
+            }
+            _ => {
+                self.b.ins().store(m, lo, p, 0);
+                self.b.ins().store(m, hi.unwrap_or(lo), p, 8);
+            }
+        }
+        let no = self.b.ins().iconst(I8, 0);
+        self.b.ins().jump(done, &[no.into()]);
+
+        self.b.switch_to_block(slow);
+        let ctx = self.ctx;
+        let n = self.b.ins().iconst(I64, size);
+        let h = hi.unwrap_or(lo);
+        let status = self.call(self.h.write, &[ctx, addr, n, lo, h])[0];
+        let stopped = self.b.ins().icmp_imm_u(IntCC::Equal, status, STOPPED as i64);
+        self.leave_if(stopped, slot, exit::STOP, false);
+        let ch = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::Equal, status, CODE_CHANGED as i64);
+        self.b.ins().jump(done, &[ch.into()]);
+
+        self.b.switch_to_block(done);
+        changed
+    }
+
+    fn v_off(r: u8) -> i32 {
+        V_OFF + 16 * (r as i32 & 31)
+    }
+
+    /// Sets vector register `r` to `lo` and `hi` (zero when None).
+    fn set_v(&mut self, r: u8, lo: Value, hi: Option<Value>) {
+        let hi = hi.unwrap_or_else(|| self.b.ins().iconst(I64, 0));
+        let off = Self::v_off(r);
+        self.store_state(lo, off);
+        self.store_state(hi, off + 8);
+    }
+
+    /// Translates a load or store (`op` is `u`'s op).
+    pub fn access(&mut self, slot: usize, u: &MicroOp, op: u16) {
+        let addr = self.ea(u);
+        let (a, d) = (u.a, u.d);
+        let mut changed = None;
+        match op {
+            LDR_B | LDR_H | LDR_W | LDR_X | LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X | LDRSW => {
+                let size = match op {
+                    LDR_B | LDRSB_W | LDRSB_X => 1,
+                    LDR_H | LDRSH_W | LDRSH_X => 2,
+                    LDR_W | LDRSW => 4,
+                    _ => 8,
+                };
+                let (v, _) = self.read(slot, addr, size);
+                let v = match op {
+                    LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X | LDRSW => {
+                        let ty = match size {
+                            1 => I8,
+                            2 => I16,
+                            _ => I32,
+                        };
+                        let n = self.b.ins().ireduce(ty, v);
+                        if matches!(op, LDRSB_W | LDRSH_W) {
+                            let s = self.b.ins().sextend(I32, n);
+                            self.b.ins().uextend(I64, s)
+                        } else {
+                            self.b.ins().sextend(I64, n)
+                        }
+                    }
+                    _ => v,
+                };
+                self.writeback(u, addr);
+                self.wr(a, v);
+            }
+            STR_B | STR_H | STR_W | STR_X => {
+                let size = match op {
+                    STR_B => 1,
+                    STR_H => 2,
+                    STR_W => 4,
+                    _ => 8,
+                };
+                let v = self.rd(a);
+                let v = match size {
+                    1 => self.b.ins().ireduce(I8, v),
+                    2 => self.b.ins().ireduce(I16, v),
+                    4 => self.b.ins().ireduce(I32, v),
+                    _ => v,
+                };
+                let v = self.widen_store(v, size);
+                changed = Some(self.write(slot, addr, size, v, None));
+                self.writeback(u, addr);
+            }
+            LDR_V8 | LDR_V16 | LDR_V32 | LDR_V64 | LDR_V128 => {
+                let size = 1i64 << (op - LDR_V8);
+                let (lo, hi) = self.read(slot, addr, size);
+                self.writeback(u, addr);
+                self.set_v(a, lo, hi);
+            }
+            STR_V8 | STR_V16 | STR_V32 | STR_V64 | STR_V128 => {
+                let size = 1i64 << (op - STR_V8);
+                let off = Self::v_off(a);
+                let lo = self.load_state(off);
+                let hi = (size == 16).then(|| self.load_state(off + 8));
+                changed = Some(self.write(slot, addr, size, lo, hi));
+                self.writeback(u, addr);
+            }
+            LDP_W | LDPSW => {
+                let (v1, _) = self.read(slot, addr, 4);
+                let a2 = self.b.ins().iadd_imm_s(addr, 4);
+                let (v2, _) = self.read(slot, a2, 4);
+                self.writeback(u, addr);
+                let (v1, v2) = if op == LDPSW {
+                    let n1 = self.b.ins().ireduce(I32, v1);
+                    let n2 = self.b.ins().ireduce(I32, v2);
+                    (self.b.ins().sextend(I64, n1), self.b.ins().sextend(I64, n2))
+                } else {
+                    (v1, v2)
+                };
+                self.wr(a, v1);
+                self.wr(d, v2);
+            }
+            LDP_X => {
+                let (lo, hi) = self.read(slot, addr, 16);
+                self.writeback(u, addr);
+                self.wr(a, lo);
+                self.wr(d, hi.expect("16 bytes"));
+            }
+            STP_W => {
+                let x = self.rd(a);
+                let y = self.rd(d);
+                let x = self.b.ins().ireduce(I32, x);
+                let x = self.b.ins().uextend(I64, x);
+                let y = self.b.ins().ishl_imm_s(y, 32);
+                let v = self.b.ins().bor(x, y);
+                changed = Some(self.write(slot, addr, 8, v, None));
+                self.writeback(u, addr);
+            }
+            STP_X => {
+                let x = self.rd(a);
+                let y = self.rd(d);
+                changed = Some(self.write(slot, addr, 16, x, Some(y)));
+                self.writeback(u, addr);
+            }
+            LDP_V32 | LDP_V64 | LDP_V128 => {
+                let size = match op {
+                    LDP_V32 => 4,
+                    LDP_V64 => 8,
+                    _ => 16,
+                };
+                let (l1, h1) = self.read(slot, addr, size);
+                let a2 = self.b.ins().iadd_imm_s(addr, size);
+                let (l2, h2) = self.read(slot, a2, size);
+                self.writeback(u, addr);
+                self.set_v(a, l1, h1);
+                self.set_v(d, l2, h2);
+            }
+            STP_V32 | STP_V64 => {
+                let (o1, o2) = (Self::v_off(a), Self::v_off(d));
+                let x = self.load_state(o1);
+                let y = self.load_state(o2);
+                changed = Some(if op == STP_V32 {
+                    let x = self.b.ins().ireduce(I32, x);
+                    let x = self.b.ins().uextend(I64, x);
+                    let y = self.b.ins().ishl_imm_s(y, 32);
+                    let v = self.b.ins().bor(x, y);
+                    self.write(slot, addr, 8, v, None)
+                } else {
+                    self.write(slot, addr, 16, x, Some(y))
+                });
+                self.writeback(u, addr);
+            }
+            _ => unreachable!("access() is called for loads and stores only"),
+        }
+        if let Some(ch) = changed {
+            // a store into decoded code: the rest of the unit may be stale
+            self.leave_if(ch, slot, exit::NEXT, true);
+        }
+    }
+
+    /// A narrow store value as the i64 the write paths take (zero-extended).
+    fn widen_store(&mut self, v: Value, size: i64) -> Value {
+        if size == 8 {
+            v
+        } else {
+            self.b.ins().uextend(I64, v)
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! Condition flags, computed when they are read.
+//!
+//! Most flag-setting ops are compares whose flags one B.cond, CSEL or CCMP reads, then the
+//! next compare overwrites. So a flag-setting op only records its kind and operands (in the
+//! variables `fk`, `fa`, `fb`, `fr`); a condition in the same block is one host compare of
+//! those operands, and NZCV as the interpreter keeps it (bits 31..28) is made only where it
+//! is read as a whole: a unit's exit, a helper, MRS, ADC's carry after a merge. `fk == 0`
+//! means the variable `nz` holds NZCV itself.
+
+use crate::translate::Tx;
+use armada_isa::uop::cond;
+use cranelift_codegen::ir::{condcodes::IntCC, types::I64, InstBuilder, Value};
+
+/// NZCV is in `nz`.
+pub const PACKED: u64 = 0;
+/// `a - b` (`a + !b + 1`): compares, SUBS.
+pub const SUB64: u64 = 1;
+pub const SUB32: u64 = 2;
+/// `a + b`: CMN, ADDS.
+pub const ADD64: u64 = 3;
+pub const ADD32: u64 = 4;
+/// Logic: TST, ANDS, BICS (N and Z from `r`, C and V clear).
+pub const LOGIC64: u64 = 5;
+pub const LOGIC32: u64 = 6;
+
+/// What the translator knows, at a point in a block, of the flags.
+#[derive(Clone, Copy)]
+pub enum Known {
+    /// Whatever the variables say (at a block's start).
+    Unknown,
+    /// `nz` holds NZCV.
+    Packed,
+    /// The last flag-setting op, in this block: kind and values (i32 for 32-bit kinds).
+    Lazy { kind: u64, a: Value, b: Value, r: Value },
+}
+
+/// The interpreter's NZCV for a recorded op (32-bit kinds take the low 32 bits).
+pub fn pack(kind: u64, a: u64, b: u64, r: u64, packed: u64) -> u64 {
+    let (w, mask) = match kind {
+        SUB32 | ADD32 | LOGIC32 => (32, 0xffff_ffffu64),
+        _ => (64, u64::MAX),
+    };
+    let (a, b, r) = (a & mask, b & mask, r & mask);
+    let n = (r >> (w - 1)) & 1;
+    let z = (r == 0) as u64;
+    let (c, v) = match kind {
+        SUB64 | SUB32 => ((a >= b) as u64, (((a ^ b) & (a ^ r)) >> (w - 1)) & 1),
+        ADD64 | ADD32 => ((r < a) as u64, (((a ^ r) & (b ^ r)) >> (w - 1)) & 1),
+        LOGIC64 | LOGIC32 => (0, 0),
+        _ => return packed,
+    };
+    n << 31 | z << 30 | c << 29 | v << 28
+}
+
+impl Tx<'_> {
+    /// Records a flag-setting op.
+    pub(crate) fn set_flags(&mut self, kind: u64, a: Value, b: Value, r: Value) {
+        let wide = matches!(kind, SUB64 | ADD64 | LOGIC64);
+        let (a64, b64, r64) = if wide {
+            (a, b, r)
+        } else {
+            (self.zext(a), self.zext(b), self.zext(r))
+        };
+        let k = self.b.ins().iconst(I64, kind as i64);
+        self.b.def_var(self.fk, k);
+        self.b.def_var(self.fa, a64);
+        self.b.def_var(self.fb, b64);
+        self.b.def_var(self.fr, r64);
+        self.flags = Known::Lazy { kind, a, b, r };
+    }
+
+    /// Sets NZCV itself (bits 31..28 of `v`, the rest zero).
+    pub(crate) fn set_packed(&mut self, v: Value) {
+        self.b.def_var(self.nz, v);
+        let z = self.b.ins().iconst(I64, PACKED as i64);
+        self.b.def_var(self.fk, z);
+        self.flags = Known::Packed;
+    }
+
+    /// NZCV as the interpreter keeps it.
+    pub(crate) fn packed(&mut self) -> Value {
+        match self.flags {
+            Known::Packed => self.b.use_var(self.nz),
+            Known::Lazy { kind, a, b, r } => {
+                let wide = matches!(kind, SUB64 | ADD64 | LOGIC64);
+                let top = if wide { 63 } else { 31 };
+                let bit = |tx: &mut Self, v: Value| {
+                    let s = tx.b.ins().ushr_imm_s(v, top);
+                    tx.zext_any(s)
+                };
+                let n = bit(self, r);
+                let zb = self.b.ins().icmp_imm_u(IntCC::Equal, r, 0);
+                let z = self.b.ins().uextend(I64, zb);
+                let (c, v) = match kind {
+                    SUB64 | SUB32 => {
+                        let cb = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, a, b);
+                        let c = self.b.ins().uextend(I64, cb);
+                        let x1 = self.b.ins().bxor(a, b);
+                        let x2 = self.b.ins().bxor(a, r);
+                        let o = self.b.ins().band(x1, x2);
+                        (Some(c), Some(bit(self, o)))
+                    }
+                    ADD64 | ADD32 => {
+                        let cb = self.b.ins().icmp(IntCC::UnsignedLessThan, r, a);
+                        let c = self.b.ins().uextend(I64, cb);
+                        let x1 = self.b.ins().bxor(a, r);
+                        let x2 = self.b.ins().bxor(b, r);
+                        let o = self.b.ins().band(x1, x2);
+                        (Some(c), Some(bit(self, o)))
+                    }
+                    _ => (None, None),
+                };
+                let n = self.b.ins().ishl_imm_s(n, 31);
+                let z = self.b.ins().ishl_imm_s(z, 30);
+                let mut p = self.b.ins().bor(n, z);
+                if let (Some(c), Some(v)) = (c, v) {
+                    let c = self.b.ins().ishl_imm_s(c, 29);
+                    let v = self.b.ins().ishl_imm_s(v, 28);
+                    let cv = self.b.ins().bor(c, v);
+                    p = self.b.ins().bor(p, cv);
+                }
+                self.set_packed(p);
+                p
+            }
+            Known::Unknown => {
+                let k = self.b.use_var(self.fk);
+                let nz = self.b.use_var(self.nz);
+                let slow = self.b.create_block();
+                let done = self.b.create_block();
+                let out = self.b.append_block_param(done, I64);
+                self.b.set_cold_block(slow);
+                self.b.ins().brif(k, slow, &[], done, &[nz.into()]);
+                self.b.switch_to_block(slow);
+                let (fa, fb, fr) = (
+                    self.b.use_var(self.fa),
+                    self.b.use_var(self.fb),
+                    self.b.use_var(self.fr),
+                );
+                let v = self.call(self.h.flags, &[k, fa, fb, fr, nz])[0];
+                self.b.ins().jump(done, &[v.into()]);
+                self.b.switch_to_block(done);
+                self.set_packed(out);
+                out
+            }
+        }
+    }
+
+    /// Whether condition `c` holds (an i8 truth value).
+    pub(crate) fn cond(&mut self, c: u8) -> Value {
+        let c = c & 15;
+        if c >= cond::AL {
+            return self.b.ins().iconst(cranelift_codegen::ir::types::I8, 1);
+        }
+        if let Known::Lazy { kind, a, b, r } = self.flags {
+            let cc = match kind {
+                SUB64 | SUB32 => match c {
+                    0 => Some((IntCC::Equal, a, b)),
+                    1 => Some((IntCC::NotEqual, a, b)),
+                    2 => Some((IntCC::UnsignedGreaterThanOrEqual, a, b)),
+                    3 => Some((IntCC::UnsignedLessThan, a, b)),
+                    8 => Some((IntCC::UnsignedGreaterThan, a, b)),
+                    9 => Some((IntCC::UnsignedLessThanOrEqual, a, b)),
+                    10 => Some((IntCC::SignedGreaterThanOrEqual, a, b)),
+                    11 => Some((IntCC::SignedLessThan, a, b)),
+                    12 => Some((IntCC::SignedGreaterThan, a, b)),
+                    13 => Some((IntCC::SignedLessThanOrEqual, a, b)),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some((cc, x, y)) = cc {
+                return self.b.ins().icmp(cc, x, y);
+            }
+            // N and Z of any kind come from the result; a logic op's C and V are clear
+            let logic = matches!(kind, LOGIC64 | LOGIC32);
+            let zero = |tx: &mut Self, cc: IntCC| tx.b.ins().icmp_imm_s(cc, r, 0);
+            let t = match c {
+                0 => Some(zero(self, IntCC::Equal)),
+                1 => Some(zero(self, IntCC::NotEqual)),
+                4 => Some(zero(self, IntCC::SignedLessThan)),
+                5 => Some(zero(self, IntCC::SignedGreaterThanOrEqual)),
+                10 if logic => Some(zero(self, IntCC::SignedGreaterThanOrEqual)),
+                11 if logic => Some(zero(self, IntCC::SignedLessThan)),
+                12 if logic => Some(zero(self, IntCC::SignedGreaterThan)),
+                13 if logic => Some(zero(self, IntCC::SignedLessThanOrEqual)),
+                _ => None,
+            };
+            if let Some(t) = t {
+                return t;
+            }
+        }
+        let p = self.packed();
+        let idx = self.b.ins().ushr_imm_s(p, 28);
+        let table = self.b.ins().iconst(I64, cond::TABLE[c as usize] as i64);
+        let bit = self.b.ins().ushr(table, idx);
+        let bit = self.b.ins().band_imm_s(bit, 1);
+        self.b.ins().icmp_imm_u(IntCC::NotEqual, bit, 0)
+    }
+
+    /// The carry flag, 0 or 1 (i64).
+    pub(crate) fn carry(&mut self) -> Value {
+        let c = self.cond(2);
+        self.b.ins().uextend(I64, c)
+    }
+}

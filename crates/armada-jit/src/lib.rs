@@ -1,0 +1,313 @@
+//! armada's translation tier: the CPU engine's hot code compiled to host code with
+//! Cranelift.
+//!
+//! The dispatcher ([`Jit`], an `armada_core::cpu::Tier`) runs a lane from unit to unit.
+//! Code runs on the interpreter until its entry has been reached [`HOT`] times (counted
+//! where the interpreter takes a branch backwards or calls, and where a unit leaves to);
+//! then the unit entered there is translated (`unit`, `translate`) once for every lane that
+//! shares the decoded pages (`store`), and each lane keeps a small PC -> code table of its
+//! own in front of the store. Every stop, register, flag, memory byte and instruction count
+//! is the interpreter's: `ARMADA_JIT_CHECK=1` runs each unit on both and compares.
+
+mod access;
+mod alu;
+mod flags;
+mod helpers;
+mod store;
+mod translate;
+mod unit;
+
+use armada_core::cpu::{self, CodeCache, Tier};
+use armada_core::memory::AddressSpace;
+use armada_core::state::{CpuState, Stop};
+use helpers::{exit, Ctx};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use store::{Store, UnitFn};
+
+/// Times an entry is reached before its unit is translated: code that runs a few times
+/// (most of a short program) is not worth a compile.
+pub const HOT: u32 = 24;
+
+/// Entries of a lane's PC -> unit table.
+const LOOKUP: usize = 4096;
+
+/// The translation tier. One serves the whole process; what it translates lives with the
+/// decoded pages it was made from.
+pub struct Jit {
+    check: bool,
+}
+
+impl Jit {
+    /// The tier, or None where Cranelift cannot make code for this host.
+    pub fn new() -> Option<Arc<Jit>> {
+        if !Store::new().usable() {
+            return None;
+        }
+        Some(Arc::new(Jit {
+            check: std::env::var_os("ARMADA_JIT_CHECK").is_some_and(|v| v != "0"),
+        }))
+    }
+}
+
+/// Statistics of the whole process: units translated, guest instructions in them, and the
+/// seconds their compiles took.
+pub fn stats() -> (u64, u64, f64) {
+    (
+        store::UNITS.load(Ordering::Relaxed),
+        store::GUEST_INSNS.load(Ordering::Relaxed),
+        store::COMPILE_NS.load(Ordering::Relaxed) as f64 * 1e-9,
+    )
+}
+
+/// Which tier a run asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TierChoice {
+    Interp,
+    Jit,
+}
+
+impl TierChoice {
+    /// From a name (`interp`, `jit`), as `--tier` and `ARMADA_TIER` give it.
+    pub fn parse(s: &str) -> Result<TierChoice, String> {
+        match s {
+            "interp" | "interpreter" => Ok(TierChoice::Interp),
+            "jit" => Ok(TierChoice::Jit),
+            other => Err(format!(
+                "unknown tier '{other}': use 'interp' (the interpreter) or 'jit' (translation)"
+            )),
+        }
+    }
+
+    /// The default on this host: translation where Cranelift makes code for it.
+    pub fn default_here() -> TierChoice {
+        // (interp until the tier has run every suite)
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) && false {
+            TierChoice::Jit
+        } else {
+            TierChoice::Interp
+        }
+    }
+}
+
+/// Makes `choice` the tier of every code cache made from now on. Returns an error when
+/// translation was asked for and this host cannot do it.
+pub fn install(choice: TierChoice) -> Result<(), String> {
+    match choice {
+        TierChoice::Interp => {
+            cpu::set_default_tier(None);
+            Ok(())
+        }
+        TierChoice::Jit => match Jit::new() {
+            Some(j) => {
+                cpu::set_default_tier(Some(j));
+                Ok(())
+            }
+            None => Err(
+                "the translation tier cannot make code for this host; use --tier interp".into(),
+            ),
+        },
+    }
+}
+
+/// A lane's own state: its table of units and how often it has reached entries.
+struct LaneJit {
+    store: Arc<Store>,
+    /// The code cache's epoch the tables are from.
+    epoch: u64,
+    lookup: Box<[(u64, Option<UnitFn>)]>,
+    heat: Box<[(u64, u32)]>,
+}
+
+fn slot(pc: u64) -> usize {
+    ((pc >> 2) as usize) & (LOOKUP - 1)
+}
+
+impl LaneJit {
+    fn new(code: &CodeCache) -> LaneJit {
+        let store = match code.shared() {
+            Some(dp) => dp
+                .tier_store(|| Arc::new(Store::new()))
+                .downcast::<Store>()
+                .unwrap_or_else(|_| Arc::new(Store::new())),
+            None => Arc::new(Store::new()),
+        };
+        LaneJit {
+            store,
+            epoch: code.epoch(),
+            lookup: vec![(u64::MAX, None); LOOKUP].into_boxed_slice(),
+            heat: vec![(u64::MAX, 0); LOOKUP].into_boxed_slice(),
+        }
+    }
+
+    fn flush(&mut self, epoch: u64) {
+        self.lookup.fill((u64::MAX, None));
+        self.epoch = epoch;
+    }
+
+    /// The unit at `pc`, if there is one to run: looked up, or translated once hot.
+    #[inline]
+    fn unit_at(
+        &mut self,
+        pc: u64,
+        mem: &mut AddressSpace,
+        code: &mut CodeCache,
+    ) -> Option<UnitFn> {
+        let i = slot(pc);
+        if self.lookup[i].0 == pc {
+            return self.lookup[i].1;
+        }
+        let h = &mut self.heat[i];
+        if h.0 != pc {
+            *h = (pc, 0);
+        }
+        h.1 += 1;
+        if h.1 < HOT {
+            return None;
+        }
+        h.1 = 0;
+        let f = code
+            .page_ops(pc, mem)
+            .ok()
+            .and_then(|page| self.store.unit(&page, pc));
+        if std::env::var_os("ARMADA_JIT_TRACE").is_some() {
+            eprintln!("armada-jit: hot {pc:#x}: {}", if f.is_some() { "translated" } else { "left to the interpreter" });
+        }
+        // (decoding may have moved the epoch: the table is flushed before it is used)
+        if code.epoch() == self.epoch {
+            self.lookup[i] = (pc, f);
+        }
+        f
+    }
+}
+
+impl Tier for Jit {
+    fn name(&self) -> &'static str {
+        "jit"
+    }
+
+    fn run(
+        &self,
+        st: &mut CpuState,
+        mem: &mut AddressSpace,
+        code: &mut CodeCache,
+        budget: u64,
+    ) -> Stop {
+        let mut lane = match code.take_tier_state().map(|s| s.downcast::<LaneJit>()) {
+            Some(Ok(l)) => l,
+            _ => Box::new(LaneJit::new(code)),
+        };
+        let limit = st.retired.saturating_add(budget);
+        let stop = self.run_lane(&mut lane, st, mem, code, limit);
+        code.put_tier_state(lane);
+        stop
+    }
+}
+
+impl Jit {
+    fn run_lane(
+        &self,
+        lane: &mut LaneJit,
+        st: &mut CpuState,
+        mem: &mut AddressSpace,
+        code: &mut CodeCache,
+        limit: u64,
+    ) -> Stop {
+        loop {
+            if st.retired >= limit {
+                return Stop::Budget;
+            }
+            code.sync(mem);
+            if code.epoch() != lane.epoch {
+                lane.flush(code.epoch());
+            }
+            let Some(f) = lane.unit_at(st.pc, mem, code) else {
+                match cpu::interpret_step(st, mem, code, limit - st.retired) {
+                    Stop::Budget => continue,
+                    stop => return stop,
+                }
+            };
+            if code.epoch() != lane.epoch {
+                continue;
+            }
+            let before = self.check.then(|| (st.clone(), mem.clone()));
+            let mut ctx = Ctx {
+                st,
+                tlb: mem.tlb_view(),
+                limit,
+                mem,
+                code,
+                epoch: lane.epoch,
+                buf: [0; 2],
+                status: 0,
+                stop: None,
+            };
+            // SAFETY: `f` was made by the store `lane` holds, for this code cache's code at
+            // this epoch; `ctx`'s pointers are the lane's state, memory and code, which
+            // nothing else touches until the unit returns.
+            let rc = unsafe { f(&mut ctx) };
+            let unit_stop = ctx.stop.take();
+            if let Some((st0, mem0)) = before {
+                check_unit(st0, mem0, st, rc, unit_stop);
+            }
+            match rc {
+                exit::NEXT => {}
+                exit::SYSCALL => return Stop::Syscall,
+                exit::INTERP => match cpu::interpret(st, mem, code, limit - st.retired) {
+                    Stop::Budget => {}
+                    stop => return stop,
+                },
+                _ => return unit_stop.unwrap_or(Stop::Undefined(0)),
+            }
+        }
+    }
+}
+
+/// `ARMADA_JIT_CHECK`: runs the interpreter from the state a unit started with, as far as
+/// the unit went, and ends the process with both states if they differ.
+fn check_unit(
+    mut st0: CpuState,
+    mut mem0: AddressSpace,
+    st: &CpuState,
+    rc: u64,
+    unit_stop: Option<Stop>,
+) {
+    let start = st0.pc;
+    let mut code0 = CodeCache::new();
+    code0.set_tier(None);
+    let n = st.retired - st0.retired;
+    let mut stop = Stop::Budget;
+    if n > 0 {
+        stop = cpu::interpret(&mut st0, &mut mem0, &mut code0, n);
+    }
+    if rc == exit::STOP && stop == Stop::Budget {
+        stop = cpu::interpret(&mut st0, &mut mem0, &mut code0, 1);
+    }
+    let want_stop = match rc {
+        exit::STOP => unit_stop,
+        exit::SYSCALL => Some(Stop::Syscall),
+        _ => None,
+    };
+    let same = st0.x[..32] == st.x[..32]
+        && st0.pc == st.pc
+        && st0.nzcv == st.nzcv
+        && st0.retired == st.retired
+        && st0.v == st.v
+        && (want_stop.is_none() || want_stop == Some(stop));
+    if !same {
+        eprintln!("armada-jit check: the unit at {start:#x} differs from the interpreter");
+        eprintln!("  unit:        pc {:#x} retired {} nzcv {:#x} exit {rc} {unit_stop:?}", st.pc, st.retired, st.nzcv);
+        eprintln!("  interpreter: pc {:#x} retired {} nzcv {:#x} stop {stop:?}", st0.pc, st0.retired, st0.nzcv);
+        for r in 0..32 {
+            if st0.x[r] != st.x[r] {
+                eprintln!("  x{r}: unit {:#x} interpreter {:#x}", st.x[r], st0.x[r]);
+            }
+        }
+        for r in 0..32 {
+            if st0.v[r] != st.v[r] {
+                eprintln!("  v{r}: unit {:#x} interpreter {:#x}", st.v[r], st0.v[r]);
+            }
+        }
+        std::process::exit(70);
+    }
+}

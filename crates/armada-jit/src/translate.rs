@@ -1,0 +1,505 @@
+//! Translation of one unit (see `unit`) into a Cranelift function
+//! `extern "C" fn(*mut Ctx) -> u64` (the exit code, see `helpers::exit`).
+//!
+//! The guest registers the unit names live in Cranelift variables: loaded from the state on
+//! entry, stored back at the one exit block every way out goes through. Each block first
+//! checks that it can run whole within the instruction budget (else the unit leaves for the
+//! interpreter, which stops at the exact instruction), then counts its instructions once.
+//! A way out in the middle of a block (a fault, a write to code) leaves the registers, PC
+//! and count as they were before the instruction, as the interpreter does.
+
+use crate::flags::Known;
+use crate::helpers::{self, exit, CTX_LIMIT, CTX_ST, CTX_TLB};
+use crate::unit::{BlockSpan, Term, Unit};
+use armada_core::state::CpuState;
+use armada_isa::{ops, MicroOp};
+use cranelift_codegen::ir::{
+    condcodes::IntCC,
+    types::{I32, I64},
+    AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, SigRef, Signature, Value,
+};
+use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
+use cranelift_frontend::{FunctionBuilder, Variable};
+use std::collections::HashMap;
+use std::mem::offset_of;
+
+pub const X_OFF: i32 = offset_of!(CpuState, x) as i32;
+pub const V_OFF: i32 = offset_of!(CpuState, v) as i32;
+pub const PC_OFF: i32 = offset_of!(CpuState, pc) as i32;
+pub const NZCV_OFF: i32 = offset_of!(CpuState, nzcv) as i32;
+pub const RETIRED_OFF: i32 = offset_of!(CpuState, retired) as i32;
+pub const TPIDR_OFF: i32 = offset_of!(CpuState, tpidr) as i32;
+pub const EXCL_OFF: i32 = offset_of!(CpuState, excl_addr) as i32;
+
+/// A helper: its signature in this function and its address.
+#[derive(Clone, Copy)]
+pub struct Helper {
+    pub sig: SigRef,
+    pub addr: i64,
+}
+
+pub struct Helpers {
+    pub read: Helper,
+    pub read16: Helper,
+    pub write: Helper,
+    pub fp: Helper,
+    pub interp: Helper,
+    pub flags: Helper,
+}
+
+pub struct Tx<'a> {
+    pub b: FunctionBuilder<'a>,
+    pub unit: &'a Unit,
+    pub page: &'a [MicroOp],
+    pub h: Helpers,
+    pub ctx: Value,
+    pub st: Value,
+    pub tlb: Value,
+    limit: Value,
+    /// A variable for each of x0..x30 and SP the unit names.
+    regs: [Option<Variable>; 32],
+    pub nz: Variable,
+    pub fk: Variable,
+    pub fa: Variable,
+    pub fb: Variable,
+    pub fr: Variable,
+    /// The instruction count at the start of the current block.
+    ret: Variable,
+    pub flags: Known,
+    exit: Block,
+    blocks: HashMap<usize, Block>,
+    /// The current block's first slot and count on entry, for ways out in its middle.
+    blk_start: usize,
+    blk_ret: Value,
+}
+
+/// Memory flags for guest memory: never trapping (the TLB said the page is there), maybe
+/// unaligned.
+pub fn guest_mem() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+fn host_mem() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+fn sig(cc: CallConv, params: usize, returns: usize) -> Signature {
+    let mut s = Signature::new(cc);
+    s.params.extend((0..params).map(|_| AbiParam::new(I64)));
+    s.returns.extend((0..returns).map(|_| AbiParam::new(I64)));
+    s
+}
+
+/// The registers a unit names: every register field of its ops (a superset of those it
+/// reads and writes; storing an unchanged one back is harmless), and x30 for calls.
+fn named_regs(unit: &Unit, page: &[MicroOp]) -> [bool; 32] {
+    let mut named = [false; 32];
+    for blk in &unit.blocks {
+        for u in &page[blk.start..blk.end] {
+            for r in [u.a, u.b, u.c, u.d] {
+                if (r as usize) < 32 {
+                    named[r as usize] = true;
+                }
+            }
+            if matches!(u.op, ops::BL | ops::BLR) {
+                named[30] = true;
+            }
+            if u.op == ops::CASP {
+                // the pairs' second registers
+                for r in [u.a, u.c] {
+                    if (r as usize) < 31 {
+                        named[r as usize + 1] = true;
+                    }
+                }
+            }
+        }
+    }
+    named
+}
+
+/// Builds the unit's function into `b`'s function, whose signature is `(i64) -> i64`.
+pub fn translate(
+    mut b: FunctionBuilder<'_>,
+    unit: &Unit,
+    page: &[MicroOp],
+    cc: CallConv,
+    frontend: TargetFrontendConfig,
+) {
+    let mut import = |p, r| b.import_signature(sig(cc, p, r));
+    let h = Helpers {
+        read: Helper {
+            sig: import(3, 1),
+            addr: helpers::read as *const () as i64,
+        },
+        read16: Helper {
+            sig: import(2, 0),
+            addr: helpers::read16 as *const () as i64,
+        },
+        write: Helper {
+            sig: import(5, 1),
+            addr: helpers::write as *const () as i64,
+        },
+        fp: Helper {
+            sig: import(3, 1),
+            addr: helpers::fp as *const () as i64,
+        },
+        interp: Helper {
+            sig: import(1, 1),
+            addr: helpers::interp_one as *const () as i64,
+        },
+        flags: Helper {
+            sig: import(5, 1),
+            addr: helpers::flags as *const () as i64,
+        },
+    };
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let ctx = b.block_params(entry)[0];
+    let st = b.ins().load(I64, host_mem(), ctx, CTX_ST);
+    let tlb = b.ins().load(I64, host_mem(), ctx, CTX_TLB);
+    let limit = b.ins().load(I64, host_mem(), ctx, CTX_LIMIT);
+    let named = named_regs(unit, page);
+    let mut regs = [None; 32];
+    for (r, slot) in regs.iter_mut().enumerate() {
+        if named[r] {
+            let v = b.declare_var(I64);
+            let x = b.ins().load(I64, host_mem(), st, X_OFF + 8 * r as i32);
+            b.def_var(v, x);
+            *slot = Some(v);
+        }
+    }
+    let var = |b: &mut FunctionBuilder, init: Value| {
+        let v = b.declare_var(I64);
+        b.def_var(v, init);
+        v
+    };
+    let nzv = b.ins().load(I64, host_mem(), st, NZCV_OFF);
+    let nz = var(&mut b, nzv);
+    let zero = b.ins().iconst(I64, 0);
+    let fk = var(&mut b, zero);
+    let fa = var(&mut b, zero);
+    let fb = var(&mut b, zero);
+    let fr = var(&mut b, zero);
+    let r0 = b.ins().load(I64, host_mem(), st, RETIRED_OFF);
+    let ret = var(&mut b, r0);
+    let exit = b.create_block();
+    for _ in 0..3 {
+        b.append_block_param(exit, I64);
+    }
+    let blocks: HashMap<usize, Block> = unit
+        .blocks
+        .iter()
+        .map(|s| (s.start, b.create_block()))
+        .collect();
+    b.ins().jump(blocks[&unit.entry], &[]);
+    let mut tx = Tx {
+        b,
+        unit,
+        page,
+        h,
+        ctx,
+        st,
+        tlb,
+        limit,
+        regs,
+        nz,
+        fk,
+        fa,
+        fb,
+        fr,
+        ret,
+        flags: Known::Unknown,
+        exit,
+        blocks,
+        blk_start: 0,
+        blk_ret: r0,
+    };
+    for span in &unit.blocks {
+        tx.block(span);
+    }
+    tx.exit_block();
+    tx.b.seal_all_blocks();
+    tx.b.finalize(frontend);
+}
+
+impl<'a> Tx<'a> {
+    // ----- registers -------------------------------------------------------------------
+
+    /// General register `r` (the zero register reads 0).
+    pub fn rd(&mut self, r: u8) -> Value {
+        match self.regs.get(r as usize).copied().flatten() {
+            Some(v) => self.b.use_var(v),
+            None => self.b.ins().iconst(I64, 0),
+        }
+    }
+
+    pub fn rd32(&mut self, r: u8) -> Value {
+        let v = self.rd(r);
+        self.b.ins().ireduce(I32, v)
+    }
+
+    /// Writes general register `r` (the sink and the zero register drop it).
+    pub fn wr(&mut self, r: u8, v: Value) {
+        if let Some(var) = self.regs.get(r as usize).copied().flatten() {
+            self.b.def_var(var, v);
+        }
+    }
+
+    /// Writes the 32-bit `v`, zero-extended.
+    pub fn wr32(&mut self, r: u8, v: Value) {
+        let x = self.b.ins().uextend(I64, v);
+        self.wr(r, x);
+    }
+
+    /// `v` (i32) zero-extended.
+    pub fn zext(&mut self, v: Value) -> Value {
+        self.b.ins().uextend(I64, v)
+    }
+
+    /// `v` as i64 whatever its width.
+    pub fn zext_any(&mut self, v: Value) -> Value {
+        if self.b.func.dfg.value_type(v) == I64 {
+            v
+        } else {
+            self.b.ins().uextend(I64, v)
+        }
+    }
+
+    /// Stores the registers in `which` (all named ones when None) to the state.
+    pub fn store_regs(&mut self, which: Option<&[u8]>) {
+        for r in 0..32u8 {
+            if which.is_some_and(|w| !w.contains(&r)) {
+                continue;
+            }
+            if let Some(var) = self.regs[r as usize] {
+                let v = self.b.use_var(var);
+                self.b
+                    .ins()
+                    .store(host_mem(), v, self.st, X_OFF + 8 * r as i32);
+            }
+        }
+    }
+
+    /// Loads the registers in `which` (all named ones when None) from the state.
+    pub fn load_regs(&mut self, which: Option<&[u8]>) {
+        for r in 0..32u8 {
+            if which.is_some_and(|w| !w.contains(&r)) {
+                continue;
+            }
+            if let Some(var) = self.regs[r as usize] {
+                let v = self
+                    .b
+                    .ins()
+                    .load(I64, host_mem(), self.st, X_OFF + 8 * r as i32);
+                self.b.def_var(var, v);
+            }
+        }
+    }
+
+    pub fn load_state(&mut self, off: i32) -> Value {
+        self.b.ins().load(I64, host_mem(), self.st, off)
+    }
+
+    pub fn store_state(&mut self, v: Value, off: i32) {
+        self.b.ins().store(host_mem(), v, self.st, off);
+    }
+
+    pub fn call(&mut self, h: Helper, args: &[Value]) -> Vec<Value> {
+        let f = self.b.ins().iconst(I64, h.addr);
+        let inst = self.b.ins().call_indirect(h.sig, f, args);
+        self.b.inst_results(inst).to_vec()
+    }
+
+    // ----- positions and ways out ------------------------------------------------------
+
+    pub fn pc(&self, slot: usize) -> u64 {
+        self.unit.pc(slot)
+    }
+
+    /// The instruction count before slot `slot` of the current block.
+    pub fn retired_at(&mut self, slot: usize) -> Value {
+        let n = (slot - self.blk_start) as i64;
+        if n == 0 {
+            self.blk_ret
+        } else {
+            self.b.ins().iadd_imm_s(self.blk_ret, n)
+        }
+    }
+
+    /// Leaves the unit from the current point (which then ends: switch to another block).
+    pub fn leave(&mut self, pc: Value, retired: Value, code: u64) {
+        if let Known::Lazy { .. } = self.flags {
+            self.packed();
+        }
+        let code = self.b.ins().iconst(I64, code as i64);
+        let args: [BlockArg; 3] = [pc.into(), retired.into(), code.into()];
+        self.b.ins().jump(self.exit, &args);
+    }
+
+    /// Leaves the unit at slot `slot` of the current block, before it, if `failed` (i8 or
+    /// i64) is set: a helper stopped the lane. Returns with the builder after the test.
+    pub fn leave_if(&mut self, failed: Value, slot: usize, code: u64, after: bool) {
+        let out = self.b.create_block();
+        let on = self.b.create_block();
+        self.b.set_cold_block(out);
+        self.b.ins().brif(failed, out, &[], on, &[]);
+        self.b.switch_to_block(out);
+        let saved = self.flags;
+        let (pc, n) = if after {
+            (self.pc(slot + 1), slot + 1)
+        } else {
+            (self.pc(slot), slot)
+        };
+        let pcv = self.b.ins().iconst(I64, pc as i64);
+        let r = self.retired_at(n);
+        self.leave(pcv, r, code);
+        self.flags = saved;
+        self.b.switch_to_block(on);
+    }
+
+    /// Goes to `target` at the end of the current block, whose count is `retired` then:
+    /// into the unit's block there, or out of the unit.
+    fn goto(&mut self, target: u64, retired: Value) {
+        if let Some(&blk) = self.unit.block_at(target).and_then(|s| self.blocks.get(&s)) {
+            self.b.ins().jump(blk, &[]);
+        } else {
+            let pc = self.b.ins().iconst(I64, target as i64);
+            self.leave(pc, retired, exit::NEXT);
+        }
+    }
+
+    // ----- blocks ----------------------------------------------------------------------
+
+    fn block(&mut self, span: &BlockSpan) {
+        let blk = self.blocks[&span.start];
+        self.b.switch_to_block(blk);
+        self.flags = Known::Unknown;
+        let r0 = self.b.use_var(self.ret);
+        self.blk_start = span.start;
+        self.blk_ret = r0;
+        let n = span.retires() as i64;
+        // the whole block must fit in the budget; else the interpreter runs to its end
+        let end = self.b.ins().iadd_imm_s(r0, n);
+        let over = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, self.limit);
+        let out = self.b.create_block();
+        let body = self.b.create_block();
+        self.b.set_cold_block(out);
+        self.b.ins().brif(over, out, &[], body, &[]);
+        self.b.switch_to_block(out);
+        let start = self.pc(span.start) as i64;
+        let pc = self.b.ins().iconst(I64, start);
+        self.leave(pc, r0, exit::INTERP);
+        self.b.switch_to_block(body);
+
+        let body_end = match span.term {
+            Term::None | Term::Stop => span.end,
+            _ => span.end - 1,
+        };
+        for slot in span.start..body_end {
+            let u = self.page[slot];
+            self.op(slot, &u);
+        }
+        let done = self.b.ins().iadd_imm_s(r0, n);
+        self.b.def_var(self.ret, done);
+        let next = self.pc(span.end);
+        let last = span.end.saturating_sub(1);
+        let u = self.page[last];
+        match span.term {
+            Term::None | Term::Stop => self.goto(next, done),
+            Term::Jump(t) => self.goto(t, done),
+            Term::Cond(t) => {
+                let c = self.branch_cond(&u);
+                let (taken, t_out) = self.edge(t);
+                let (fall, f_out) = self.edge(next);
+                self.b.ins().brif(c, taken, &[], fall, &[]);
+                for (blk, target) in [(taken, t_out), (fall, f_out)] {
+                    if let Some(target) = target {
+                        self.b.switch_to_block(blk);
+                        let saved = self.flags;
+                        let pc = self.b.ins().iconst(I64, target as i64);
+                        self.leave(pc, done, exit::NEXT);
+                        self.flags = saved;
+                    }
+                }
+            }
+            Term::Call(t) => {
+                let link = self.b.ins().iconst(I64, next as i64);
+                self.wr(30, link);
+                let pc = self.b.ins().iconst(I64, t as i64);
+                self.leave(pc, done, exit::NEXT);
+            }
+            Term::Indirect => {
+                let t = self.rd(u.b);
+                if u.op == ops::BLR {
+                    let link = self.b.ins().iconst(I64, next as i64);
+                    self.wr(30, link);
+                }
+                self.leave(t, done, exit::NEXT);
+            }
+            Term::Syscall => {
+                let pc = self.b.ins().iconst(I64, next as i64);
+                self.leave(pc, done, exit::SYSCALL);
+            }
+        }
+    }
+
+    /// A block to branch to for `target`: the unit's block there, or a new block that is
+    /// to leave the unit for `target` (returned too, to be filled after the branch).
+    fn edge(&mut self, target: u64) -> (Block, Option<u64>) {
+        match self.unit.block_at(target).and_then(|s| self.blocks.get(&s)) {
+            Some(&blk) => (blk, None),
+            None => (self.b.create_block(), Some(target)),
+        }
+    }
+
+    /// Whether the conditional branch `u` is taken.
+    fn branch_cond(&mut self, u: &MicroOp) -> Value {
+        match u.op {
+            ops::B_COND => self.cond(u.e),
+            ops::CBZ_W | ops::CBNZ_W => {
+                let v = self.rd32(u.b);
+                let cc = if u.op == ops::CBZ_W {
+                    IntCC::Equal
+                } else {
+                    IntCC::NotEqual
+                };
+                self.b.ins().icmp_imm_u(cc, v, 0)
+            }
+            ops::CBZ_X | ops::CBNZ_X => {
+                let v = self.rd(u.b);
+                let cc = if u.op == ops::CBZ_X {
+                    IntCC::Equal
+                } else {
+                    IntCC::NotEqual
+                };
+                self.b.ins().icmp_imm_u(cc, v, 0)
+            }
+            _ => {
+                // TBZ / TBNZ
+                let v = self.rd(u.b);
+                let bit = self.b.ins().ushr_imm_s(v, (u.e & 63) as i64);
+                let bit = self.b.ins().band_imm_s(bit, 1);
+                let cc = if u.op == ops::TBZ {
+                    IntCC::Equal
+                } else {
+                    IntCC::NotEqual
+                };
+                self.b.ins().icmp_imm_u(cc, bit, 0)
+            }
+        }
+    }
+
+    /// The one way out: stores the registers, NZCV, PC and count, returns the code.
+    fn exit_block(&mut self) {
+        self.b.switch_to_block(self.exit);
+        self.flags = Known::Unknown;
+        let p = self.b.block_params(self.exit).to_vec();
+        self.store_regs(None);
+        let nz = self.packed();
+        self.store_state(nz, NZCV_OFF);
+        self.store_state(p[0], PC_OFF);
+        self.store_state(p[1], RETIRED_OFF);
+        self.b.ins().return_(&[p[2]]);
+    }
+}

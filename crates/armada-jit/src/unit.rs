@@ -1,0 +1,197 @@
+//! A translation unit: the code reachable from one entry inside one page of decoded
+//! micro-ops, cut into basic blocks.
+//!
+//! From the entry, every direct branch target and fall-through inside the page is followed,
+//! up to [`MAX_SLOTS`] slots. A block runs from a leader (the entry, a branch target, the
+//! slot after a conditional branch) to its terminator, the next leader, or the page's end.
+//! Calls, indirect branches, SVC and targets outside the unit leave it; the dispatcher finds
+//! the next unit. Keeping a unit inside one page means one page's bytes stand for all of it
+//! (see `store`).
+
+use armada_isa::{ops, MicroOp};
+use std::collections::BTreeSet;
+
+/// Slots one unit may take in, so that a long straight function does not cost one long
+/// compile before it runs once.
+pub const MAX_SLOTS: usize = 512;
+
+/// How a slot's micro-op ends its block, if it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Term {
+    /// Not a branch: the block goes on.
+    None,
+    /// B: always to `imm`.
+    Jump(u64),
+    /// B.cond, CBZ/CBNZ, TBZ/TBNZ: to `imm` or the next slot.
+    Cond(u64),
+    /// BL: x30 is set, then to `imm` (leaves the unit).
+    Call(u64),
+    /// BR, BLR (and RET): to a register (leaves the unit).
+    Indirect,
+    /// SVC: retires, then the unit leaves for the syscall.
+    Syscall,
+    /// An op the interpreter must run itself (HLT, BRK, UNDEFINED, a slot not decoded, the
+    /// region's end): the unit leaves with the PC at it, not retired.
+    Stop,
+}
+
+pub fn term(u: &MicroOp) -> Term {
+    match u.op {
+        ops::B => Term::Jump(u.imm),
+        ops::B_COND
+        | ops::CBZ_W
+        | ops::CBZ_X
+        | ops::CBNZ_W
+        | ops::CBNZ_X
+        | ops::TBZ
+        | ops::TBNZ => Term::Cond(u.imm),
+        ops::BL => Term::Call(u.imm),
+        ops::BR | ops::BLR => Term::Indirect,
+        ops::SVC => Term::Syscall,
+        ops::HLT | ops::BRK | ops::UNDEFINED | ops::NOT_DECODED | ops::END_OF_REGION => {
+            Term::Stop
+        }
+        // the fused compare + B.cond pairs are compares here (their B.cond keeps its slot);
+        // a private op of the CPU engine this tier does not know runs on the interpreter
+        op if op > ops::PRFM && op < ops::FP_BASE && crate::alu::base_of(op).is_none() => {
+            Term::Stop
+        }
+        _ => Term::None,
+    }
+}
+
+/// One basic block: slots `start..end` (`end` excluded), the last of which may be its
+/// terminator.
+#[derive(Clone, Debug)]
+pub struct BlockSpan {
+    pub start: usize,
+    pub end: usize,
+    /// The terminator at `end - 1`, or `Term::None` when the block falls into the next
+    /// leader or runs off the page, or `Term::Stop` when it ends before a stop op (which
+    /// is then not part of it).
+    pub term: Term,
+}
+
+impl BlockSpan {
+    /// Instructions the block retires when it runs to its end.
+    pub fn retires(&self) -> u64 {
+        (self.end - self.start) as u64
+    }
+}
+
+pub struct Unit {
+    /// The page's first address; slot `i` is at `base + 4 * i`.
+    pub base: u64,
+    pub entry: usize,
+    /// Blocks by leader slot.
+    pub blocks: Vec<BlockSpan>,
+}
+
+impl Unit {
+    pub fn pc(&self, slot: usize) -> u64 {
+        self.base + slot as u64 * 4
+    }
+
+    /// The slot of `target` if a block of this unit starts there.
+    pub fn block_at(&self, target: u64) -> Option<usize> {
+        let off = target.wrapping_sub(self.base);
+        if off & 3 != 0 || off / 4 >= u64::MAX / 8 {
+            return None;
+        }
+        let slot = (off / 4) as usize;
+        self.blocks
+            .binary_search_by_key(&slot, |b| b.start)
+            .ok()
+            .map(|_| slot)
+    }
+}
+
+/// Finds the unit entered at slot `entry` of a page whose slots are `page` (at `base`).
+/// None when the entry's own op must run on the interpreter.
+pub fn scan(page: &[MicroOp], base: u64, entry: usize) -> Option<Unit> {
+    let n = page.len();
+    if entry >= n || term(&page[entry]) == Term::Stop {
+        return None;
+    }
+    let in_page = |t: u64| -> Option<usize> {
+        let off = t.wrapping_sub(base);
+        (off & 3 == 0 && off < n as u64 * 4).then_some((off / 4) as usize)
+    };
+    let mut leaders = BTreeSet::from([entry]);
+    let mut seen = vec![false; n];
+    let mut work = vec![entry];
+    let mut taken = 0usize;
+    while let Some(start) = work.pop() {
+        let mut k = start;
+        while k < n && !seen[k] {
+            seen[k] = true;
+            taken += 1;
+            let add = |s: usize, leaders: &mut BTreeSet<usize>, work: &mut Vec<usize>| {
+                if taken < MAX_SLOTS && term(&page[s]) != Term::Stop && leaders.insert(s) {
+                    work.push(s);
+                }
+            };
+            match term(&page[k]) {
+                Term::None => {
+                    k += 1;
+                    continue;
+                }
+                Term::Jump(t) => {
+                    if let Some(s) = in_page(t) {
+                        add(s, &mut leaders, &mut work);
+                    }
+                }
+                Term::Cond(t) => {
+                    if let Some(s) = in_page(t) {
+                        add(s, &mut leaders, &mut work);
+                    }
+                    if k + 1 < n {
+                        add(k + 1, &mut leaders, &mut work);
+                    }
+                }
+                _ => {}
+            }
+            break;
+        }
+    }
+    // a branch into a block that was taken in whole from an earlier leader splits it; a
+    // leader that was never reached (the budget of slots ran out) has no block
+    let mut blocks = Vec::with_capacity(leaders.len());
+    for &l in &leaders {
+        if !seen[l] {
+            continue;
+        }
+        let mut k = l;
+        let span = loop {
+            let t = term(&page[k]);
+            if t == Term::Stop {
+                break BlockSpan {
+                    start: l,
+                    end: k,
+                    term: Term::Stop,
+                };
+            }
+            if t != Term::None {
+                break BlockSpan {
+                    start: l,
+                    end: k + 1,
+                    term: t,
+                };
+            }
+            k += 1;
+            if k == n || leaders.contains(&k) || !seen[k] {
+                break BlockSpan {
+                    start: l,
+                    end: k,
+                    term: Term::None,
+                };
+            }
+        };
+        blocks.push(span);
+    }
+    Some(Unit {
+        base,
+        entry,
+        blocks,
+    })
+}
