@@ -61,7 +61,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let tier = cli.tier.unwrap_or_else(armada_jit::TierChoice::default_here);
+    let tier = cli
+        .tier
+        .unwrap_or_else(armada_jit::TierChoice::default_here);
     if let Err(e) = armada_jit::install(tier) {
         eprintln!("armada: {e}");
         return ExitCode::from(125);

@@ -396,7 +396,9 @@ impl AddressSpace {
         self.pages.len() as u64 * PAGE_SIZE
     }
 
-    pub(crate) fn flush_tlb(&mut self) {
+    /// Empties the TLB. After a `clone`, the next write to a page the two now share then
+    /// copies it (a TLB entry would write the shared buffer in place).
+    pub fn flush_tlb(&mut self) {
         self.tlb.fill(EMPTY);
     }
 

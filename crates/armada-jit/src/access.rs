@@ -55,10 +55,10 @@ impl Tx<'_> {
         let hit = self.b.ins().icmp(IntCC::Equal, tag, vpn);
         let in_page = self.b.ins().band_imm_s(addr, PAGE_MASK);
         let hit = if size > 1 {
-            let fits = self
-                .b
-                .ins()
-                .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, in_page, 4096 - size);
+            let fits =
+                self.b
+                    .ins()
+                    .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, in_page, 4096 - size);
             self.b.ins().band(hit, fits)
         } else {
             hit
@@ -79,10 +79,7 @@ impl Tx<'_> {
         self.b.ins().brif(hit, fast, &[], slow, &[]);
 
         self.b.switch_to_block(fast);
-        let base = self
-            .b
-            .ins()
-            .load(I64, MemFlagsData::trusted(), e, tl::RPTR);
+        let base = self.b.ins().load(I64, MemFlagsData::trusted(), e, tl::RPTR);
         let p = self.b.ins().iadd(base, in_page);
         let m = guest_mem();
         let (l, h) = match size {
@@ -126,7 +123,14 @@ impl Tx<'_> {
     /// Writes `size` bytes of `lo` (and `hi`, the upper 8 of 16) at `addr` for the op at
     /// `slot`, leaving the unit if the write faults. Returns whether the write hit decoded
     /// code (an i8 truth value).
-    fn write(&mut self, slot: usize, addr: Value, size: i64, lo: Value, hi: Option<Value>) -> Value {
+    fn write(
+        &mut self,
+        slot: usize,
+        addr: Value,
+        size: i64,
+        lo: Value,
+        hi: Option<Value>,
+    ) -> Value {
         let (e, in_page, hit) = self.tlb_hit(addr, size, tl::WTAG);
         let fast = self.b.create_block();
         let slow = self.b.create_block();
@@ -136,10 +140,7 @@ impl Tx<'_> {
         self.b.ins().brif(hit, fast, &[], slow, &[]);
 
         self.b.switch_to_block(fast);
-        let base = self
-            .b
-            .ins()
-            .load(I64, MemFlagsData::trusted(), e, tl::WPTR);
+        let base = self.b.ins().load(I64, MemFlagsData::trusted(), e, tl::WPTR);
         let p = self.b.ins().iadd(base, in_page);
         let m = guest_mem();
         match size {
@@ -168,7 +169,10 @@ impl Tx<'_> {
         let n = self.b.ins().iconst(I64, size);
         let h = hi.unwrap_or(lo);
         let status = self.call(self.h.write, &[ctx, addr, n, lo, h])[0];
-        let stopped = self.b.ins().icmp_imm_u(IntCC::Equal, status, STOPPED as i64);
+        let stopped = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::Equal, status, STOPPED as i64);
         self.leave_if(stopped, slot, exit::STOP, false);
         let ch = self
             .b

@@ -573,11 +573,9 @@ impl Tx<'_> {
                 self.set_packed(v);
             }
             LDR_B | LDR_H | LDR_W | LDR_X | LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X | LDRSW
-            | STR_B | STR_H | STR_W | STR_X | LDR_V8 | LDR_V16 | LDR_V32 | LDR_V64
-            | LDR_V128 | STR_V8 | STR_V16 | STR_V32 | STR_V64 | STR_V128 | LDP_W | LDPSW
-            | LDP_X | STP_W | STP_X | LDP_V32 | LDP_V64 | LDP_V128 | STP_V32 | STP_V64 => {
-                self.access(slot, u, op)
-            }
+            | STR_B | STR_H | STR_W | STR_X | LDR_V8 | LDR_V16 | LDR_V32 | LDR_V64 | LDR_V128
+            | STR_V8 | STR_V16 | STR_V32 | STR_V64 | STR_V128 | LDP_W | LDPSW | LDP_X | STP_W
+            | STP_X | LDP_V32 | LDP_V64 | LDP_V128 | STP_V32 | STP_V64 => self.access(slot, u, op),
             op if op >= FP_BASE => self.fp(slot, u),
             _ => self.interpret_one(slot),
         }
@@ -614,7 +612,7 @@ impl Tx<'_> {
         let named = [u.a, u.b, u.c];
         let nz = self.packed();
         self.store_state(nz, NZCV_OFF);
-        self.store_regs(Some(&named));
+        self.flush_dirty();
         let w = self.b.ins().iconst(I64, pack(u) as i64);
         let imm = self.b.ins().iconst(I64, u.imm as i64);
         let ctx = self.ctx;
@@ -629,7 +627,7 @@ impl Tx<'_> {
     fn interpret_one(&mut self, slot: usize) {
         let nz = self.packed();
         self.store_state(nz, NZCV_OFF);
-        self.store_regs(None);
+        self.flush_dirty();
         let pcv = self.pc(slot) as i64;
         let pc = self.b.ins().iconst(I64, pcv);
         self.store_state(pc, PC_OFF);
@@ -646,9 +644,15 @@ impl Tx<'_> {
     /// After a helper: leave before the instruction if it stopped, after it if it changed
     /// code.
     pub fn after_helper(&mut self, slot: usize, status: Value) {
-        let stopped = self.b.ins().icmp_imm_u(IntCC::Equal, status, STOPPED as i64);
+        let stopped = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::Equal, status, STOPPED as i64);
         self.leave_if(stopped, slot, crate::helpers::exit::STOP, false);
-        let changed = self.b.ins().icmp_imm_u(IntCC::Equal, status, CODE_CHANGED as i64);
+        let changed = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::Equal, status, CODE_CHANGED as i64);
         self.leave_if(changed, slot, crate::helpers::exit::NEXT, true);
     }
 }

@@ -31,7 +31,12 @@ pub enum Known {
     /// `nz` holds NZCV.
     Packed,
     /// The last flag-setting op, in this block: kind and values (i32 for 32-bit kinds).
-    Lazy { kind: u64, a: Value, b: Value, r: Value },
+    Lazy {
+        kind: u64,
+        a: Value,
+        b: Value,
+        r: Value,
+    },
 }
 
 /// The interpreter's NZCV for a recorded op (32-bit kinds take the low 32 bits).

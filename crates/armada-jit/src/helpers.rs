@@ -25,6 +25,8 @@ pub struct Ctx {
     pub buf: [u64; 2],
     /// Set by a helper that stopped: 1.
     pub status: u64,
+    /// The flags as a unit leaves them: kind, operands and NZCV (see `flags`).
+    pub flags: [u64; 5],
     pub stop: Option<Stop>,
 }
 
@@ -33,12 +35,14 @@ pub const CTX_TLB: i32 = 8;
 pub const CTX_LIMIT: i32 = 16;
 pub const CTX_BUF: i32 = 48;
 pub const CTX_STATUS: i32 = 64;
+pub const CTX_FK: i32 = 72;
 const _: () = {
     assert!(std::mem::offset_of!(Ctx, st) == CTX_ST as usize);
     assert!(std::mem::offset_of!(Ctx, tlb) == CTX_TLB as usize);
     assert!(std::mem::offset_of!(Ctx, limit) == CTX_LIMIT as usize);
     assert!(std::mem::offset_of!(Ctx, buf) == CTX_BUF as usize);
     assert!(std::mem::offset_of!(Ctx, status) == CTX_STATUS as usize);
+    assert!(std::mem::offset_of!(Ctx, flags) == CTX_FK as usize);
 };
 
 /// Helper status: the instruction completed.

@@ -36,16 +36,30 @@ const LOOKUP: usize = 4096;
 /// decoded pages it was made from.
 pub struct Jit {
     check: bool,
+    /// Reaches before translation: [`HOT`], or `ARMADA_JIT_HOT` (1 translates all code that
+    /// runs, which the tests use to put cold code through the translator too).
+    hot: u32,
+    /// `ARMADA_JIT_SYNC`: a lane waits for the units it needs, rather than interpreting
+    /// while a compile thread makes them (so a run's every hot unit runs translated, for
+    /// the tests).
+    wait: bool,
 }
 
 impl Jit {
     /// The tier, or None where Cranelift cannot make code for this host.
     pub fn new() -> Option<Arc<Jit>> {
-        if !Store::new().usable() {
+        if cranelift_native::builder().is_err() {
             return None;
         }
+        let hot = std::env::var("ARMADA_JIT_HOT")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(HOT)
+            .max(1);
         Some(Arc::new(Jit {
             check: std::env::var_os("ARMADA_JIT_CHECK").is_some_and(|v| v != "0"),
+            hot,
+            wait: std::env::var_os("ARMADA_JIT_SYNC").is_some_and(|v| v != "0"),
         }))
     }
 }
@@ -103,9 +117,9 @@ pub fn install(choice: TierChoice) -> Result<(), String> {
                 cpu::set_default_tier(Some(j));
                 Ok(())
             }
-            None => Err(
-                "the translation tier cannot make code for this host; use --tier interp".into(),
-            ),
+            None => {
+                Err("the translation tier cannot make code for this host; use --tier interp".into())
+            }
         },
     }
 }
@@ -152,6 +166,8 @@ impl LaneJit {
         pc: u64,
         mem: &mut AddressSpace,
         code: &mut CodeCache,
+        hot: u32,
+        wait: bool,
     ) -> Option<UnitFn> {
         let i = slot(pc);
         if self.lookup[i].0 == pc {
@@ -162,16 +178,34 @@ impl LaneJit {
             *h = (pc, 0);
         }
         h.1 += 1;
-        if h.1 < HOT {
+        if h.1 < hot {
             return None;
         }
-        h.1 = 0;
-        let f = code
-            .page_ops(pc, mem)
-            .ok()
-            .and_then(|page| self.store.unit(&page, pc));
+        let f = match code.page_ops(pc, mem) {
+            Err(_) => None,
+            Ok(page) => match self.store.unit(page, pc, wait) {
+                store::Found::Ready(f) => f,
+                store::Found::Pending => {
+                    // look again in a few reaches
+                    self.heat[i].1 = hot.saturating_sub(8);
+                    return None;
+                }
+            },
+        };
         if std::env::var_os("ARMADA_JIT_TRACE").is_some() {
-            eprintln!("armada-jit: hot {pc:#x}: {}", if f.is_some() { "translated" } else { "left to the interpreter" });
+            let (n, insns, secs) = stats();
+            eprintln!(
+                "armada-jit: {n} units, {insns} instructions, {:.3} ms",
+                secs * 1e3
+            );
+            eprintln!(
+                "armada-jit: hot {pc:#x}: {}",
+                if f.is_some() {
+                    "translated"
+                } else {
+                    "left to the interpreter"
+                }
+            );
         }
         // (decoding may have moved the epoch: the table is flushed before it is used)
         if code.epoch() == self.epoch {
@@ -221,7 +255,7 @@ impl Jit {
             if code.epoch() != lane.epoch {
                 lane.flush(code.epoch());
             }
-            let Some(f) = lane.unit_at(st.pc, mem, code) else {
+            let Some(f) = lane.unit_at(st.pc, mem, code, self.hot, self.wait) else {
                 match cpu::interpret_step(st, mem, code, limit - st.retired) {
                     Stop::Budget => continue,
                     stop => return stop,
@@ -230,7 +264,11 @@ impl Jit {
             if code.epoch() != lane.epoch {
                 continue;
             }
-            let before = self.check.then(|| (st.clone(), mem.clone()));
+            let before = self.check.then(|| {
+                let copy = mem.clone();
+                mem.flush_tlb();
+                (st.clone(), copy)
+            });
             let mut ctx = Ctx {
                 st,
                 tlb: mem.tlb_view(),
@@ -240,6 +278,7 @@ impl Jit {
                 epoch: lane.epoch,
                 buf: [0; 2],
                 status: 0,
+                flags: [0; 5],
                 stop: None,
             };
             // SAFETY: `f` was made by the store `lane` holds, for this code cache's code at
@@ -247,6 +286,8 @@ impl Jit {
             // nothing else touches until the unit returns.
             let rc = unsafe { f(&mut ctx) };
             let unit_stop = ctx.stop.take();
+            let [k, a, b, r, nz] = ctx.flags;
+            st.nzcv = flags::pack(k, a, b, r, nz);
             if let Some((st0, mem0)) = before {
                 check_unit(st0, mem0, st, rc, unit_stop);
             }
@@ -296,8 +337,14 @@ fn check_unit(
         && (want_stop.is_none() || want_stop == Some(stop));
     if !same {
         eprintln!("armada-jit check: the unit at {start:#x} differs from the interpreter");
-        eprintln!("  unit:        pc {:#x} retired {} nzcv {:#x} exit {rc} {unit_stop:?}", st.pc, st.retired, st.nzcv);
-        eprintln!("  interpreter: pc {:#x} retired {} nzcv {:#x} stop {stop:?}", st0.pc, st0.retired, st0.nzcv);
+        eprintln!(
+            "  unit:        pc {:#x} retired {} nzcv {:#x} exit {rc} {unit_stop:?}",
+            st.pc, st.retired, st.nzcv
+        );
+        eprintln!(
+            "  interpreter: pc {:#x} retired {} nzcv {:#x} stop {stop:?}",
+            st0.pc, st0.retired, st0.nzcv
+        );
         for r in 0..32 {
             if st0.x[r] != st.x[r] {
                 eprintln!("  x{r}: unit {:#x} interpreter {:#x}", st.x[r], st0.x[r]);

@@ -19,7 +19,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::Module;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
 /// Translated code's entry: `ctx` in, an exit code (`helpers::exit`) out.
@@ -34,11 +34,11 @@ pub static UNITS: AtomicU64 = AtomicU64::new(0);
 pub static COMPILE_NS: AtomicU64 = AtomicU64::new(0);
 pub static GUEST_INSNS: AtomicU64 = AtomicU64::new(0);
 
+/// What compiles: the module the code lives in, and Cranelift's reusable contexts.
 struct Inner {
     module: Option<JITModule>,
     ctx: Context,
     fctx: FunctionBuilderContext,
-    shared: HashMap<(u64, usize), (Option<UnitFn>, Arc<PageData>)>,
     code_bytes: usize,
 }
 
@@ -46,14 +46,30 @@ struct Inner {
 // thread that made it (its memory is plain mappings, freed in Drop).
 unsafe impl Send for Inner {}
 
+/// A shared unit: being compiled (None), or compiled (None when it is not translated); and
+/// the page buffer the key's address stands for.
+type Entry = (Option<Option<UnitFn>>, Arc<PageData>);
+
 pub struct Store {
-    inner: Mutex<Option<Inner>>,
+    /// Shared units by (entry PC, page buffer address).
+    map: Mutex<HashMap<(u64, usize), Entry>>,
+    /// Made on the first compile (a program that never gets hot never pays for it); an
+    /// `Err` once making it failed.
+    inner: Mutex<Result<Option<Inner>, ()>>,
+}
+
+/// What [`Store::unit`] found.
+pub enum Found {
+    /// The unit (None: this entry runs on the interpreter).
+    Ready(Option<UnitFn>),
+    /// Being compiled on a compile thread: interpret meanwhile.
+    Pending,
 }
 
 impl Drop for Store {
     fn drop(&mut self) {
-        if let Ok(mut g) = self.inner.lock() {
-            if let Some(m) = g.as_mut().and_then(|i| i.module.take()) {
+        if let Ok(Ok(Some(inner))) = self.inner.get_mut() {
+            if let Some(m) = inner.module.take() {
                 // SAFETY: every lane that held a pointer into this module held the store,
                 // and the store is being dropped: no pointer is left.
                 unsafe { m.free_memory() };
@@ -64,7 +80,13 @@ impl Drop for Store {
 
 fn new_module() -> Option<JITModule> {
     let mut flags = settings::builder();
-    flags.set("opt_level", "speed").ok()?;
+    let opt = std::env::var("ARMADA_JIT_OPT").unwrap_or_else(|_| "speed".into());
+    flags.set("opt_level", &opt).ok()?;
+    if let Ok(ra) = std::env::var("ARMADA_JIT_RA") {
+        flags.set("regalloc_algorithm", &ra).ok()?;
+    }
+    // the IR is checked by the tests (and ARMADA_JIT_CHECK), not on every compile
+    flags.set("enable_verifier", "false").ok()?;
     // the long-range relocations and non-PIC code `JITBuilder::new` asks for
     flags.set("use_colocated_libcalls", "false").ok()?;
     flags.set("is_pic", "false").ok()?;
@@ -78,44 +100,131 @@ fn new_module() -> Option<JITModule> {
     )))
 }
 
+/// A unit for a compile thread to make.
+struct Job {
+    store: Weak<Store>,
+    page: CodePage,
+    pc: u64,
+}
+
+/// The compile threads' queue: None where no thread could be started (then lanes compile
+/// for themselves).
+fn queue() -> Option<&'static Mutex<mpsc::Sender<Job>>> {
+    static QUEUE: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();
+    QUEUE
+        .get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<Job>();
+            let rx = Arc::new(Mutex::new(rx));
+            // a core or two beside the lanes: compiles are shared by every lane, so a
+            // batch on all cores needs few of them
+            let n = std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+                .saturating_sub(1)
+                .clamp(1, 3);
+            let mut started = 0;
+            for i in 0..n {
+                let rx = rx.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("armada-jit-{i}"))
+                    .spawn(move || loop {
+                        let job = match rx.lock() {
+                            Ok(r) => r.recv(),
+                            Err(_) => return,
+                        };
+                        let Ok(job) = job else { return };
+                        if let Some(store) = job.store.upgrade() {
+                            store.compile_shared(&job.page, job.pc);
+                        }
+                    });
+                started += spawned.is_ok() as usize;
+            }
+            (started > 0).then(|| Mutex::new(tx))
+        })
+        .as_ref()
+}
+
 impl Store {
     pub fn new() -> Store {
-        let inner = new_module().map(|module| Inner {
-            ctx: module.make_context(),
-            module: Some(module),
-            fctx: FunctionBuilderContext::new(),
-            shared: HashMap::new(),
-            code_bytes: 0,
-        });
         Store {
-            inner: Mutex::new(inner),
+            map: Mutex::new(HashMap::new()),
+            inner: Mutex::new(Ok(None)),
         }
     }
 
-    /// Whether this host can translate at all.
-    pub fn usable(&self) -> bool {
-        self.inner.lock().map(|g| g.is_some()).unwrap_or(false)
+    fn key(page: &CodePage, pc: u64) -> Option<(u64, usize)> {
+        page.buffer
+            .as_ref()
+            .map(|b| (pc, Arc::as_ptr(b) as *const u8 as usize))
     }
 
-    /// The unit entered at `pc` of `page`, translated now if no lane has yet; None when it
-    /// is not to be translated (its first op runs on the interpreter, or translating failed).
-    pub fn unit(&self, page: &CodePage, pc: u64) -> Option<UnitFn> {
-        let mut g = self.inner.lock().ok()?;
-        let inner = g.as_mut()?;
-        let key = page
-            .buffer
-            .as_ref()
-            .map(|b| (pc, Arc::as_ptr(b) as *const u8 as usize));
-        if let Some(k) = key {
-            if let Some((f, _)) = inner.shared.get(&k) {
-                return *f;
+    /// The unit entered at `pc` of `page`. A unit of code no lane can write is made once
+    /// for all lanes: on a compile thread unless `wait`, else now. One of writable code is
+    /// made now for this lane alone.
+    pub fn unit(self: &Arc<Self>, page: CodePage, pc: u64, wait: bool) -> Found {
+        let Some(key) = Self::key(&page, pc) else {
+            return Found::Ready(self.compile(&page, pc));
+        };
+        {
+            let Ok(mut map) = self.map.lock() else {
+                return Found::Ready(None);
+            };
+            match map.get(&key) {
+                Some((Some(f), _)) => return Found::Ready(*f),
+                Some((None, _)) if !wait => return Found::Pending,
+                Some((None, _)) => {}
+                None => {
+                    let buf = page.buffer.clone().expect("a key has a buffer");
+                    map.insert(key, (None, buf));
+                }
             }
         }
-        let f = inner.compile(page, pc);
-        if let (Some(k), Some(b)) = (key, page.buffer.as_ref()) {
-            inner.shared.insert(k, (f, b.clone()));
+        if !wait {
+            if let Some(q) = queue() {
+                let job = Job {
+                    store: Arc::downgrade(self),
+                    page,
+                    pc,
+                };
+                if q.lock().map(|tx| tx.send(job)).is_ok_and(|r| r.is_ok()) {
+                    return Found::Pending;
+                }
+                return Found::Ready(None);
+            }
+        }
+        Found::Ready(self.compile_shared(&page, pc))
+    }
+
+    /// Compiles a shared unit and publishes it (unless another thread did first).
+    fn compile_shared(&self, page: &CodePage, pc: u64) -> Option<UnitFn> {
+        let key = Self::key(page, pc)?;
+        if let Some((Some(f), _)) = self.map.lock().ok()?.get(&key) {
+            return *f;
+        }
+        let f = self.compile(page, pc);
+        if let Ok(mut map) = self.map.lock() {
+            if let Some(e) = map.get_mut(&key) {
+                e.0 = Some(f);
+            }
         }
         f
+    }
+
+    fn compile(&self, page: &CodePage, pc: u64) -> Option<UnitFn> {
+        let mut g = self.inner.lock().ok()?;
+        if let Ok(None) = *g {
+            *g = new_module()
+                .map(|module| {
+                    Some(Inner {
+                        ctx: module.make_context(),
+                        module: Some(module),
+                        fctx: FunctionBuilderContext::new(),
+                        code_bytes: 0,
+                    })
+                })
+                .ok_or(());
+        }
+        g.as_mut().ok()?.as_mut()?.compile(page, pc)
     }
 }
 
@@ -147,6 +256,7 @@ impl Inner {
             self.ctx.clear();
             return None;
         }
+        let t_ir = t.elapsed();
         let id = module
             .declare_anonymous_function(&self.ctx.func.signature)
             .ok()?;
@@ -174,8 +284,17 @@ impl Inner {
                 return None;
             }
         };
+        let t_cg = t.elapsed();
         self.ctx.clear();
         module.finalize_definitions().ok()?;
+        if std::env::var_os("ARMADA_JIT_TRACE").is_some() {
+            eprintln!(
+                "armada-jit: unit {pc:#x}: ir {:?} codegen {:?} finalize {:?}, {size} bytes",
+                t_ir,
+                t_cg - t_ir,
+                t.elapsed() - t_cg
+            );
+        }
         let ptr = module.get_finalized_function(id);
         self.code_bytes += size;
         UNITS.fetch_add(1, Ordering::Relaxed);

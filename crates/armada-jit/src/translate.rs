@@ -9,14 +9,14 @@
 //! and count as they were before the instruction, as the interpreter does.
 
 use crate::flags::Known;
-use crate::helpers::{self, exit, CTX_LIMIT, CTX_ST, CTX_TLB};
+use crate::helpers::{self, exit, CTX_FK, CTX_LIMIT, CTX_ST, CTX_TLB};
 use crate::unit::{BlockSpan, Term, Unit};
 use armada_core::state::CpuState;
 use armada_isa::{ops, MicroOp};
 use cranelift_codegen::ir::{
     condcodes::IntCC,
     types::{I32, I64},
-    AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, SigRef, Signature, Value,
+    AbiParam, Block, InstBuilder, MemFlagsData, SigRef, Signature, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, Variable};
@@ -66,7 +66,10 @@ pub struct Tx<'a> {
     /// The instruction count at the start of the current block.
     ret: Variable,
     pub flags: Known,
-    exit: Block,
+    /// The registers written since the current block began (or since they were last
+    /// stored): the state holds every other register's value. Blocks store these at their
+    /// end, so a way out in the middle of a block stores only what this block wrote.
+    dirty: [bool; 32],
     blocks: HashMap<usize, Block>,
     /// The current block's first slot and count on entry, for ways out in its middle.
     blk_start: usize,
@@ -91,8 +94,8 @@ fn sig(cc: CallConv, params: usize, returns: usize) -> Signature {
 }
 
 /// The registers a unit names: every register field of its ops (a superset of those it
-/// reads and writes; storing an unchanged one back is harmless), and x30 for calls.
-fn named_regs(unit: &Unit, page: &[MicroOp]) -> [bool; 32] {
+/// reads and writes), x30 for calls, and CASP's second registers of its pairs.
+fn unit_regs(unit: &Unit, page: &[MicroOp]) -> [bool; 32] {
     let mut named = [false; 32];
     for blk in &unit.blocks {
         for u in &page[blk.start..blk.end] {
@@ -105,9 +108,8 @@ fn named_regs(unit: &Unit, page: &[MicroOp]) -> [bool; 32] {
                 named[30] = true;
             }
             if u.op == ops::CASP {
-                // the pairs' second registers
                 for r in [u.a, u.c] {
-                    if (r as usize) < 31 {
+                    if r < 31 {
                         named[r as usize + 1] = true;
                     }
                 }
@@ -159,7 +161,7 @@ pub fn translate(
     let st = b.ins().load(I64, host_mem(), ctx, CTX_ST);
     let tlb = b.ins().load(I64, host_mem(), ctx, CTX_TLB);
     let limit = b.ins().load(I64, host_mem(), ctx, CTX_LIMIT);
-    let named = named_regs(unit, page);
+    let named = unit_regs(unit, page);
     let mut regs = [None; 32];
     for (r, slot) in regs.iter_mut().enumerate() {
         if named[r] {
@@ -183,10 +185,6 @@ pub fn translate(
     let fr = var(&mut b, zero);
     let r0 = b.ins().load(I64, host_mem(), st, RETIRED_OFF);
     let ret = var(&mut b, r0);
-    let exit = b.create_block();
-    for _ in 0..3 {
-        b.append_block_param(exit, I64);
-    }
     let blocks: HashMap<usize, Block> = unit
         .blocks
         .iter()
@@ -210,7 +208,7 @@ pub fn translate(
         fr,
         ret,
         flags: Known::Unknown,
-        exit,
+        dirty: [false; 32],
         blocks,
         blk_start: 0,
         blk_ret: r0,
@@ -218,7 +216,6 @@ pub fn translate(
     for span in &unit.blocks {
         tx.block(span);
     }
-    tx.exit_block();
     tx.b.seal_all_blocks();
     tx.b.finalize(frontend);
 }
@@ -243,6 +240,20 @@ impl<'a> Tx<'a> {
     pub fn wr(&mut self, r: u8, v: Value) {
         if let Some(var) = self.regs.get(r as usize).copied().flatten() {
             self.b.def_var(var, v);
+            self.dirty[r as usize] = true;
+        }
+    }
+
+    /// Stores the registers written since they were last stored.
+    pub fn flush_dirty(&mut self) {
+        for r in 0..32u8 {
+            if std::mem::take(&mut self.dirty[r as usize]) {
+                let var = self.regs[r as usize].expect("a dirty register has a variable");
+                let v = self.b.use_var(var);
+                self.b
+                    .ins()
+                    .store(host_mem(), v, self.st, X_OFF + 8 * r as i32);
+            }
         }
     }
 
@@ -266,27 +277,14 @@ impl<'a> Tx<'a> {
         }
     }
 
-    /// Stores the registers in `which` (all named ones when None) to the state.
-    pub fn store_regs(&mut self, which: Option<&[u8]>) {
-        for r in 0..32u8 {
-            if which.is_some_and(|w| !w.contains(&r)) {
-                continue;
-            }
-            if let Some(var) = self.regs[r as usize] {
-                let v = self.b.use_var(var);
-                self.b
-                    .ins()
-                    .store(host_mem(), v, self.st, X_OFF + 8 * r as i32);
-            }
-        }
-    }
-
-    /// Loads the registers in `which` (all named ones when None) from the state.
+    /// Loads the registers in `which` (all named ones when None) from the state (which a
+    /// helper may have changed), after `flush_dirty`.
     pub fn load_regs(&mut self, which: Option<&[u8]>) {
         for r in 0..32u8 {
             if which.is_some_and(|w| !w.contains(&r)) {
                 continue;
             }
+            debug_assert!(!self.dirty[r as usize]);
             if let Some(var) = self.regs[r as usize] {
                 let v = self
                     .b
@@ -327,14 +325,28 @@ impl<'a> Tx<'a> {
         }
     }
 
-    /// Leaves the unit from the current point (which then ends: switch to another block).
+    /// Leaves the unit from the current point (which then ends: switch to another block):
+    /// stores the registers the block has written, the flags, the PC and the count, and
+    /// returns `code`.
     pub fn leave(&mut self, pc: Value, retired: Value, code: u64) {
-        if let Known::Lazy { .. } = self.flags {
-            self.packed();
+        let dirty = self.dirty;
+        self.flush_dirty();
+        self.dirty = dirty;
+        // the flags as they are kept (the dispatcher makes NZCV of them)
+        for (var, off) in [
+            (self.fk, CTX_FK),
+            (self.fa, CTX_FK + 8),
+            (self.fb, CTX_FK + 16),
+            (self.fr, CTX_FK + 24),
+            (self.nz, CTX_FK + 32),
+        ] {
+            let v = self.b.use_var(var);
+            self.b.ins().store(host_mem(), v, self.ctx, off);
         }
+        self.store_state(pc, PC_OFF);
+        self.store_state(retired, RETIRED_OFF);
         let code = self.b.ins().iconst(I64, code as i64);
-        let args: [BlockArg; 3] = [pc.into(), retired.into(), code.into()];
-        self.b.ins().jump(self.exit, &args);
+        self.b.ins().return_(&[code]);
     }
 
     /// Leaves the unit at slot `slot` of the current block, before it, if `failed` (i8 or
@@ -345,7 +357,7 @@ impl<'a> Tx<'a> {
         self.b.set_cold_block(out);
         self.b.ins().brif(failed, out, &[], on, &[]);
         self.b.switch_to_block(out);
-        let saved = self.flags;
+        let saved = (self.flags, self.dirty);
         let (pc, n) = if after {
             (self.pc(slot + 1), slot + 1)
         } else {
@@ -354,13 +366,14 @@ impl<'a> Tx<'a> {
         let pcv = self.b.ins().iconst(I64, pc as i64);
         let r = self.retired_at(n);
         self.leave(pcv, r, code);
-        self.flags = saved;
+        (self.flags, self.dirty) = saved;
         self.b.switch_to_block(on);
     }
 
     /// Goes to `target` at the end of the current block, whose count is `retired` then:
     /// into the unit's block there, or out of the unit.
     fn goto(&mut self, target: u64, retired: Value) {
+        self.flush_dirty();
         if let Some(&blk) = self.unit.block_at(target).and_then(|s| self.blocks.get(&s)) {
             self.b.ins().jump(blk, &[]);
         } else {
@@ -375,13 +388,17 @@ impl<'a> Tx<'a> {
         let blk = self.blocks[&span.start];
         self.b.switch_to_block(blk);
         self.flags = Known::Unknown;
+        self.dirty = [false; 32];
         let r0 = self.b.use_var(self.ret);
         self.blk_start = span.start;
         self.blk_ret = r0;
         let n = span.retires() as i64;
         // the whole block must fit in the budget; else the interpreter runs to its end
         let end = self.b.ins().iadd_imm_s(r0, n);
-        let over = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, self.limit);
+        let over = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThan, end, self.limit);
         let out = self.b.create_block();
         let body = self.b.create_block();
         self.b.set_cold_block(out);
@@ -410,6 +427,7 @@ impl<'a> Tx<'a> {
             Term::Jump(t) => self.goto(t, done),
             Term::Cond(t) => {
                 let c = self.branch_cond(&u);
+                self.flush_dirty();
                 let (taken, t_out) = self.edge(t);
                 let (fall, f_out) = self.edge(next);
                 self.b.ins().brif(c, taken, &[], fall, &[]);
@@ -488,18 +506,5 @@ impl<'a> Tx<'a> {
                 self.b.ins().icmp_imm_u(cc, bit, 0)
             }
         }
-    }
-
-    /// The one way out: stores the registers, NZCV, PC and count, returns the code.
-    fn exit_block(&mut self) {
-        self.b.switch_to_block(self.exit);
-        self.flags = Known::Unknown;
-        let p = self.b.block_params(self.exit).to_vec();
-        self.store_regs(None);
-        let nz = self.packed();
-        self.store_state(nz, NZCV_OFF);
-        self.store_state(p[0], PC_OFF);
-        self.store_state(p[1], RETIRED_OFF);
-        self.b.ins().return_(&[p[2]]);
     }
 }

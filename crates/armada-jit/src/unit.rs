@@ -48,9 +48,7 @@ pub fn term(u: &MicroOp) -> Term {
         ops::BL => Term::Call(u.imm),
         ops::BR | ops::BLR => Term::Indirect,
         ops::SVC => Term::Syscall,
-        ops::HLT | ops::BRK | ops::UNDEFINED | ops::NOT_DECODED | ops::END_OF_REGION => {
-            Term::Stop
-        }
+        ops::HLT | ops::BRK | ops::UNDEFINED | ops::NOT_DECODED | ops::END_OF_REGION => Term::Stop,
         // the fused compare + B.cond pairs are compares here (their B.cond keeps its slot);
         // a private op of the CPU engine this tier does not know runs on the interpreter
         op if op > ops::PRFM && op < ops::FP_BASE && crate::alu::base_of(op).is_none() => {

@@ -25,8 +25,13 @@ use int::*;
 /// and may hand any part of the work to [`interpret`] or [`interpret_step`].
 pub trait Tier: Send + Sync {
     /// [`run`]'s contract.
-    fn run(&self, st: &mut CpuState, mem: &mut AddressSpace, code: &mut CodeCache, budget: u64)
-        -> Stop;
+    fn run(
+        &self,
+        st: &mut CpuState,
+        mem: &mut AddressSpace,
+        code: &mut CodeCache,
+        budget: u64,
+    ) -> Stop;
     /// A short name for messages and statistics ("jit").
     fn name(&self) -> &'static str;
 }
