@@ -6,8 +6,8 @@
 #   scripts/gpu-check.sh [.gpu]                # on the GPU machine: the CUDA engine
 #   BACKEND=wgpu scripts/gpu-check.sh [.gpu]   # the wgpu engine (Vulkan there)
 #
-# Sections (GPU_CHECK=env,speed,suite,risu,batch,memcheck,qemu,busybox,resident,fuzz; default all;
-# memcheck is CUDA's compute-sanitizer and runs for BACKEND=cuda only):
+# Sections (GPU_CHECK=env,speed,suite,risu,batch,memcheck,qemu,busybox,resident,fuzz,cpu; default
+# all; memcheck is CUDA's compute-sanitizer and runs for BACKEND=cuda only):
 #   env       device, first start (NVRTC compile) and second start (disk cache)
 #   suite     every guest program as one multi-program batch, each lane compared with the CPU
 #             engine (exit, stdout, stderr, instructions); busybox and bash commands too
@@ -25,10 +25,12 @@
 #             every core and on the GPU (FUZZ_LANES, FUZZ_TIME) per planted bug (execs/s, time
 #             to it) vs qemu-aarch64 running one process per input (xargs -P cores);
 #             scripts/fuzz-bench.sh gives the execs/s table of docs/performance.md
+#   cpu       the CPU engine on this host: `armada bench` of the compute-bound programs on the
+#             translation tier and on the interpreter, each against qemu-aarch64 in the same run
 # Logs go to $OUT (the device tool's folder) or /tmp/armada-gpu-check; the summary is last.
 set -u
 bundle=${1:-.gpu}
-sections=${GPU_CHECK:-env,speed,suite,risu,batch,memcheck,qemu,busybox,resident,fuzz}
+sections=${GPU_CHECK:-env,speed,suite,risu,batch,memcheck,qemu,busybox,resident,fuzz,cpu}
 B=${BACKEND:-cuda}
 export ARMADA_BACKEND=$B
 # lanes of the aggregate, short-run and busybox batches: wgpu holds all lanes' memory in one
@@ -415,6 +417,19 @@ if want resident && [[ -x $BB ]]; then
         guest=$(stat_of "$log/res$lanes.txt" 'guest frames peak')
         note "resident: $lanes busybox lanes (rc=$rc, $(elapsed $t0 $t1) s): $(grep -o '[0-9]* exited 0' "$log/res$lanes.txt" | head -1); frames peak $peak, guest pages $guest (the rest: lanes' frame reserves); $(grep -o '[0-9.]* [kMGT]\?instructions/s' "$log/res$lanes.txt" | head -1)"
         [[ $rc == 0 ]] || break
+    done
+fi
+
+# ------------------------------------------------------------------------------------ cpu
+if want cpu; then
+    cases=("$G/tightloop" "$G/crc32 30" "$G/sort_bench 1000000" "$G/matmul 200" "$G/sieve")
+    qarg=(--no-qemu)
+    [[ -n $Q ]] && qarg=(--qemu "$Q")
+    for tier in jit interp; do
+        ARMADA_TIER=$tier $A bench --runs 3 "${qarg[@]}" "${cases[@]}" >"$log/cpu-$tier.txt" 2>&1
+        while read -r line; do
+            note "cpu ($tier, $cores cores): $line"
+        done < <(grep 'armada/qemu\|instr ' "$log/cpu-$tier.txt" | sed "s|$G/||")
     done
 fi
 

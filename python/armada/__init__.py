@@ -64,6 +64,19 @@ def available_backends() -> list[str]:
     return list(_armada.available_backends())
 
 
+def set_tier(name: str) -> None:
+    """Sets how the CPU engine runs code from now on (machines, runs and batches made after
+    the call): ``"jit"`` translates hot code to host code (the default on x86-64 and aarch64
+    hosts), ``"interp"`` interprets every instruction. Results, instruction counts included,
+    are the same. ``ARMADA_TIER`` sets it at import."""
+    _armada.set_tier(name)
+
+
+def tier() -> str:
+    """How the CPU engine runs code: ``"jit"`` or ``"interp"``."""
+    return _armada.tier()
+
+
 _PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 
@@ -289,6 +302,8 @@ __all__ = [
     "fuzz",
     "run",
     "run_batch",
+    "set_tier",
     "snapshot",
+    "tier",
     "__version__",
 ]

@@ -604,6 +604,13 @@ def available_backends() -> list[str]:
     when their engine opens (the first call opens them, which compiles their kernels: up to
     seconds the first time, cached afterwards)."""
 
+def set_tier(name: str) -> None:
+    """Sets how the CPU engine runs code from now on: ``"jit"`` (translation; the default on
+    x86-64 and aarch64 hosts) or ``"interp"``. Raises ValueError for another name."""
+
+def tier() -> str:
+    """How the CPU engine runs code: ``"jit"`` or ``"interp"``."""
+
 __all__ = [
     "ArmadaError",
     "Completed",
@@ -620,5 +627,7 @@ __all__ = [
     "fuzz",
     "run",
     "run_batch",
+    "set_tier",
+    "tier",
     "__version__",
 ]

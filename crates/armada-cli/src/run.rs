@@ -243,6 +243,13 @@ pub fn run(args: RunArgs) -> Result<u8> {
         if let Some(h) = host_steps {
             eprintln!("armada: {h} of them run by the host for the CUDA engine");
         }
+        if armada_core::cpu::default_tier().is_some() {
+            let (units, insns, secs) = armada_jit::stats();
+            eprintln!(
+                "armada: translation tier: {units} units of {insns} instructions compiled in {:.1} ms (on compile threads)",
+                secs * 1e3
+            );
+        }
     }
     if let Exit::Signal { signal, .. } = exit {
         die_by_signal(signal);

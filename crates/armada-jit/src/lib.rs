@@ -64,6 +64,19 @@ impl Jit {
     }
 }
 
+impl Jit {
+    /// The tier with its knobs given rather than read from the environment: `hot` reaches
+    /// before a unit is translated, `wait` for units rather than interpret while they are
+    /// made, `check` each unit against the interpreter (see the crate's documentation).
+    pub fn with_options(hot: u32, wait: bool, check: bool) -> Arc<Jit> {
+        Arc::new(Jit {
+            check,
+            hot: hot.max(1),
+            wait,
+        })
+    }
+}
+
 /// Statistics of the whole process: units translated, guest instructions in them, and the
 /// seconds their compiles took.
 pub fn stats() -> (u64, u64, f64) {
@@ -95,8 +108,7 @@ impl TierChoice {
 
     /// The default on this host: translation where Cranelift makes code for it.
     pub fn default_here() -> TierChoice {
-        // (interp until the tier has run every suite)
-        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) && false {
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
             TierChoice::Jit
         } else {
             TierChoice::Interp

@@ -261,7 +261,9 @@ impl Inner {
             .declare_anonymous_function(&self.ctx.func.signature)
             .ok()?;
         let defined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            module.define_function(id, &mut self.ctx)
+            module
+                .define_function(id, &mut self.ctx)
+                .map_err(|e| format!("{e:?}"))
         }));
         if std::env::var("ARMADA_JIT_DEBUG").is_ok_and(|v| v == "ir") {
             eprintln!("armada-jit: unit at {pc:#x}:\n{}", self.ctx.func.display());
@@ -275,7 +277,7 @@ impl Inner {
             other => {
                 if std::env::var_os("ARMADA_JIT_DEBUG").is_some() {
                     let why = match other {
-                        Ok(Err(e)) => format!("{e:?}"),
+                        Ok(Err(e)) => e,
                         _ => "panic".into(),
                     };
                     eprintln!("armada-jit: unit at {pc:#x} not translated: {why}");

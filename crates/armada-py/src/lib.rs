@@ -302,9 +302,36 @@ impl SignalCheck {
     }
 }
 
+/// Sets how the CPU engine runs code from now on: "jit" (translation) or "interp".
+#[pyfunction]
+fn set_tier(name: &str) -> PyResult<()> {
+    let choice =
+        armada_jit::TierChoice::parse(name).map_err(pyo3::exceptions::PyValueError::new_err)?;
+    armada_jit::install(choice).map_err(EngineUnavailableError::new_err)
+}
+
+/// How the CPU engine runs code: "jit" or "interp".
+#[pyfunction]
+fn tier() -> &'static str {
+    armada_core::cpu::default_tier()
+        .map(|t| t.name())
+        .unwrap_or("interp")
+}
+
 #[pymodule]
 fn _armada(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    // ARMADA_TIER as the command line reads it; else translation where the host has it
+    let choice = match std::env::var("ARMADA_TIER") {
+        Ok(v) => armada_jit::TierChoice::parse(&v)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("ARMADA_TIER: {e}")))?,
+        Err(_) => armada_jit::TierChoice::default_here(),
+    };
+    if armada_jit::install(choice).is_err() {
+        armada_jit::install(armada_jit::TierChoice::Interp).ok();
+    }
+    m.add_function(wrap_pyfunction!(set_tier, m)?)?;
+    m.add_function(wrap_pyfunction!(tier, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ArmadaError", py.get_type::<ArmadaError>())?;
     m.add("ElfError", py.get_type::<ElfError>())?;

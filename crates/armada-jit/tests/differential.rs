@@ -1,0 +1,481 @@
+//! Random programs on both tiers: the translation tier must leave the same registers,
+//! flags, memory, PC, instruction count and stop as the interpreter, whole runs and runs
+//! cut off by every kind of budget (which end inside translated blocks).
+//!
+//! A program is a loop: a random body of integer, bitfield, multiply/divide, flag, load and
+//! store, FP and forward-branch instructions, run `ITERS` times (so it is translated: the
+//! tier runs with `hot` 1 and waits for its units), then BRK. Cases: ARMADA_PROPTEST_CASES
+//! (default 256).
+
+use armada_core::cpu::{self, CodeCache, Tier};
+use armada_core::memory::{AddressSpace, Perm};
+use armada_core::state::{CpuState, Stop};
+use armada_jit::Jit;
+use proptest::prelude::*;
+use std::sync::Arc;
+
+const CODE: u64 = 0x10000;
+const DATA: u64 = 0x40000;
+const DATA_LEN: u64 = 0x2000;
+const ITERS: u64 = 40;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    /// Mostly from a few registers, so operands often meet (a compare of a register with
+    /// itself, equal values), where conditions differ most.
+    fn reg(&mut self) -> u32 {
+        if self.below(4) == 0 {
+            self.below(16) as u32
+        } else {
+            self.below(6) as u32
+        }
+    }
+}
+
+/// One random body instruction (never writes x26..x31 except x26 by writeback); `left` is
+/// how many body slots follow it, for forward branches.
+fn insn(r: &mut Rng, left: u32) -> u32 {
+    let (d, n, m, a) = (r.reg(), r.reg(), r.reg(), r.reg());
+    let sf = if r.below(2) == 0 { 0x8000_0000 } else { 0 };
+    let cond = r.below(15) as u32;
+    match r.below(26) {
+        0 => {
+            [0x1100_0000, 0x5100_0000, 0x3100_0000, 0x7100_0000][r.below(4) as usize]
+                | sf
+                | (r.below(4096) as u32) << 10
+                | n << 5
+                | d
+        }
+        1 => {
+            let shift = r.below(3) as u32;
+            let amt = r.below(if sf != 0 { 64 } else { 32 }) as u32;
+            [0x0b00_0000, 0x4b00_0000, 0x2b00_0000, 0x6b00_0000][r.below(4) as usize]
+                | sf
+                | shift << 22
+                | m << 16
+                | amt << 10
+                | n << 5
+                | d
+        }
+        2 => {
+            let shift = r.below(4) as u32;
+            let amt = r.below(if sf != 0 { 64 } else { 32 }) as u32;
+            let inv = (r.below(2) as u32) << 21;
+            [0x0a00_0000, 0x2a00_0000, 0x4a00_0000, 0x6a00_0000][r.below(4) as usize]
+                | sf
+                | shift << 22
+                | inv
+                | m << 16
+                | amt << 10
+                | n << 5
+                | d
+        }
+        3 => {
+            [0x0b20_0000, 0x6b20_0000, 0x2b20_0000, 0x4b20_0000][r.below(4) as usize]
+                | sf
+                | m << 16
+                | (r.below(8) as u32) << 13
+                | (r.below(5) as u32) << 10
+                | n << 5
+                | d
+        }
+        4 => {
+            let hw = r.below(if sf != 0 { 4 } else { 2 }) as u32;
+            [0x1280_0000, 0x5280_0000, 0x7280_0000][r.below(3) as usize]
+                | sf
+                | hw << 21
+                | (r.below(65536) as u32) << 5
+                | d
+        }
+        5 => 0x1b00_0000 | sf | m << 16 | (r.below(2) as u32) << 15 | a << 10 | n << 5 | d,
+        6 => {
+            [
+                0x9b40_7c00,
+                0x9bc0_7c00,
+                0x9b20_0000 | a << 10,
+                0x9ba0_8000 | a << 10,
+            ][r.below(4) as usize]
+                | m << 16
+                | n << 5
+                | d
+        }
+        7 => [0x1ac0_0800, 0x1ac0_0c00][r.below(2) as usize] | sf | m << 16 | n << 5 | d,
+        8 => {
+            [0x1ac0_2000, 0x1ac0_2400, 0x1ac0_2800, 0x1ac0_2c00][r.below(4) as usize]
+                | sf
+                | m << 16
+                | n << 5
+                | d
+        }
+        9 => {
+            [0x1a80_0000, 0x1a80_0400, 0x5a80_0000, 0x5a80_0400][r.below(4) as usize]
+                | sf
+                | m << 16
+                | cond << 12
+                | n << 5
+                | d
+        }
+        10 => {
+            let imm = (r.below(2) as u32) << 11;
+            let rm = if imm != 0 { r.below(32) as u32 } else { m };
+            [0x7a40_0000, 0x3a40_0000][r.below(2) as usize]
+                | sf
+                | imm
+                | rm << 16
+                | cond << 12
+                | n << 5
+                | r.below(16) as u32
+        }
+        11 => {
+            let (bits, nbit) = if sf != 0 { (64, 1 << 22) } else { (32, 0) };
+            [0x1300_0000, 0x3300_0000, 0x5300_0000][r.below(3) as usize]
+                | sf
+                | nbit
+                | (r.below(bits) as u32) << 16
+                | (r.below(bits) as u32) << 10
+                | n << 5
+                | d
+        }
+        12 => {
+            if sf != 0 {
+                0x93c0_0000 | m << 16 | (r.below(64) as u32) << 10 | n << 5 | d
+            } else {
+                0x1380_0000 | m << 16 | (r.below(32) as u32) << 10 | n << 5 | d
+            }
+        }
+        13 => {
+            [
+                0x5ac0_1000,
+                0x5ac0_1400,
+                0x5ac0_0000,
+                0x5ac0_0800,
+                0x5ac0_0400,
+            ][r.below(5) as usize]
+                | sf
+                | if sf != 0 && r.below(3) == 0 { 0x400 } else { 0 }
+                | n << 5
+                | d
+        }
+        14 => {
+            [0x1a00_0000, 0x3a00_0000, 0x5a00_0000, 0x7a00_0000][r.below(4) as usize]
+                | sf
+                | m << 16
+                | n << 5
+                | d
+        }
+        // loads and stores off x26 (unsigned offset, unscaled, pre/post-index)
+        15 | 16 => {
+            let ops: [(u32, u32); 11] = [
+                (0xf940_0000, 8),
+                (0xf900_0000, 8),
+                (0xb940_0000, 4),
+                (0xb900_0000, 4),
+                (0x3940_0000, 1),
+                (0x3900_0000, 1),
+                (0x7940_0000, 2),
+                (0x7900_0000, 2),
+                (0xb980_0000, 4),
+                (0x3980_0000, 1),
+                (0x79c0_0000, 2),
+            ];
+            let (op, _) = ops[r.below(11) as usize];
+            op | (r.below(120) as u32) << 10 | 26 << 5 | d
+        }
+        17 => {
+            let base = [
+                0xf840_0000u32,
+                0xf800_0000,
+                0xb840_0000,
+                0xb800_0000,
+                0x3840_0000,
+            ][r.below(5) as usize];
+            let mode = [0x000, 0x400, 0xc00][r.below(3) as usize];
+            let imm9 = (r.below(129) as i32 - 64) as u32 & 0x1ff;
+            base | mode | imm9 << 12 | 26 << 5 | d
+        }
+        18 => {
+            let op = [0xa940_0000u32, 0xa900_0000, 0x2940_0000, 0x2900_0000][r.below(4) as usize];
+            let imm7 = (r.below(32) as i32 - 8) as u32 & 0x7f;
+            let d2 = (d + 1 + r.below(15) as u32) & 15;
+            op | imm7 << 15 | d2 << 10 | 26 << 5 | d
+        }
+        // FP/SIMD: loads and stores of D and Q, FADD/FMUL, FMOV both ways, FCMP, FCSEL
+        19 => {
+            [0xfd40_0000u32, 0xfd00_0000, 0x3dc0_0000, 0x3d80_0000][r.below(4) as usize]
+                | (r.below(60) as u32) << 10
+                | 26 << 5
+                | (d & 7)
+        }
+        20 => {
+            [0x1e60_2800u32, 0x1e60_0800][r.below(2) as usize]
+                | (m & 7) << 16
+                | (n & 7) << 5
+                | (d & 7)
+        }
+        21 => [
+            0x9e67_0000u32 | n << 5 | (d & 7),
+            0x9e66_0000 | (n & 7) << 5 | d,
+        ][r.below(2) as usize],
+        22 => [
+            0x1e60_2000u32 | (m & 7) << 16 | (n & 7) << 5,
+            0x1e60_0c00 | (m & 7) << 16 | cond << 12 | (n & 7) << 5 | (d & 7),
+        ][r.below(2) as usize],
+        // forward branches within the body
+        23 | 24 if left > 1 => {
+            let k = 1 + r.below(left.min(6) as u64) as u32;
+            match r.below(3) {
+                0 => 0x5400_0000 | k << 5 | cond,
+                1 => [0xb400_0000u32, 0xb500_0000][r.below(2) as usize] | k << 5 | n,
+                _ => {
+                    let bit = r.below(64) as u32;
+                    [0x3600_0000u32, 0x3700_0000][r.below(2) as usize]
+                        | (bit >> 5) << 31
+                        | (bit & 31) << 19
+                        | k << 5
+                        | n
+                }
+            }
+        }
+        _ => 0x8b00_0000 | m << 16 | n << 5 | d,
+    }
+}
+
+fn program(seed: u64) -> Vec<u32> {
+    let mut r = Rng(seed | 1);
+    let len = 4 + r.below(28) as u32;
+    let mut body = Vec::new();
+    // mov x26, x27 at the loop's head: the writeback base starts over each time round
+    body.push(0xaa1b_03fa);
+    for i in 0..len {
+        body.push(insn(&mut r, len - i));
+    }
+    body.push(0xf100_079c); // subs x28, x28, #1
+    let back = -(body.len() as i32) & 0x7ffff;
+    body.push(0x5400_0001 | (back as u32) << 5); // b.ne loop
+    body.push(0xd420_0000); // brk #0
+    body
+}
+
+struct Run {
+    st: CpuState,
+    stop: Stop,
+    data: Vec<u8>,
+}
+
+fn run(words: &[u32], seed: u64, tier: Option<Arc<dyn Tier>>, budget: u64) -> Run {
+    let mut mem = AddressSpace::new();
+    mem.map(CODE, 0x1000, Perm::RX).unwrap();
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    mem.poke_bytes(CODE, &bytes).unwrap();
+    mem.map(DATA, DATA_LEN, Perm::RW).unwrap();
+    let mut r = Rng(seed ^ 0x5eed);
+    let init: Vec<u8> = (0..DATA_LEN).map(|_| r.next() as u8).collect();
+    mem.poke_bytes(DATA, &init).unwrap();
+    let mut st = CpuState {
+        pc: CODE,
+        ..Default::default()
+    };
+    for x in st.x.iter_mut().take(26) {
+        *x = match r.below(5) {
+            0 | 1 => r.below(16),
+            2 => u64::MAX - r.below(4),
+            3 => 1 << 63 | r.below(3) | (r.below(2) << 31),
+            _ => r.next(),
+        };
+    }
+    st.x[27] = DATA + DATA_LEN / 2;
+    st.x[28] = ITERS;
+    st.x[31] = DATA + DATA_LEN;
+    for v in st.v.iter_mut().take(8) {
+        *v = (r.next() as u128) << 64 | r.next() as u128;
+    }
+    st.nzcv = (r.below(16)) << 28;
+    let mut code = CodeCache::new();
+    code.set_tier(tier);
+    let stop = cpu::run(&mut st, &mut mem, &mut code, budget);
+    let mut data = vec![0u8; DATA_LEN as usize];
+    mem.read_bytes(DATA, &mut data).unwrap();
+    Run { st, stop, data }
+}
+
+fn same(a: &Run, b: &Run) -> Result<(), String> {
+    let mut diffs = Vec::new();
+    if a.stop != b.stop {
+        diffs.push(format!("stop {:?} vs {:?}", a.stop, b.stop));
+    }
+    for (what, x, y) in [
+        ("pc", a.st.pc, b.st.pc),
+        ("retired", a.st.retired, b.st.retired),
+        ("nzcv", a.st.nzcv, b.st.nzcv),
+        ("fpsr", a.st.fpsr, b.st.fpsr),
+    ] {
+        if x != y {
+            diffs.push(format!("{what} {x:#x} vs {y:#x}"));
+        }
+    }
+    for i in 0..32 {
+        if a.st.x[i] != b.st.x[i] {
+            diffs.push(format!("x{i} {:#x} vs {:#x}", a.st.x[i], b.st.x[i]));
+        }
+        if a.st.v[i] != b.st.v[i] {
+            diffs.push(format!("v{i} {:#x} vs {:#x}", a.st.v[i], b.st.v[i]));
+        }
+    }
+    if a.data != b.data {
+        let at = a
+            .data
+            .iter()
+            .zip(&b.data)
+            .position(|(x, y)| x != y)
+            .unwrap();
+        diffs.push(format!("memory differs from {:#x}", DATA + at as u64));
+    }
+    if diffs.is_empty() {
+        Ok(())
+    } else {
+        Err(diffs.join("; "))
+    }
+}
+
+fn cases() -> u32 {
+    std::env::var("ARMADA_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+}
+
+fn jit() -> Arc<dyn Tier> {
+    Jit::with_options(1, true, false)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn random_loops_match_the_interpreter(seed in any::<u64>(), cut in any::<u64>()) {
+        let words = program(seed);
+        let whole = run(&words, seed, None, u64::MAX);
+        let t = run(&words, seed, Some(jit()), u64::MAX);
+        if let Err(e) = same(&whole, &t) {
+            return Err(TestCaseError::fail(format!("seed {seed:#x}, whole run: {e}\n{words:08x?}")));
+        }
+        // budgets that end anywhere, inside translated blocks included
+        for budget in [cut % whole.st.retired.max(1), 1 + cut % 64, whole.st.retired / 2 + cut % 7] {
+            let i = run(&words, seed, None, budget);
+            let t = run(&words, seed, Some(jit()), budget);
+            if let Err(e) = same(&i, &t) {
+                return Err(TestCaseError::fail(format!("seed {seed:#x}, budget {budget}: {e}\n{words:08x?}")));
+            }
+        }
+    }
+}
+
+/// The program's data area ends at DATA + DATA_LEN: a load just past it faults, in the
+/// middle of a translated block, with the state before it.
+#[test]
+fn fault_in_the_middle_of_a_block() {
+    // mov x2, #0; 1: add x0, x0, #1; ldr x1, [x27, x2]; add x2, x2, #512;
+    // subs x28, x28, #1; b.ne 1b; brk
+    let words = [
+        0xd280_0002,
+        0x9100_0400,
+        0xf862_6b61,
+        0x9108_0042,
+        0xf100_079c,
+        0x54ff_ff81,
+        0xd420_0000,
+    ];
+    let seed = 7;
+    let mut i = run(&words, seed, None, u64::MAX);
+    let mut t = run(&words, seed, Some(jit()), u64::MAX);
+    assert!(matches!(i.stop, Stop::Fault(_)), "{:?}", i.stop);
+    assert_eq!(i.st.x[2], DATA_LEN / 2);
+    i.data.clear();
+    t.data.clear();
+    same(&i, &t).unwrap();
+}
+
+/// Every condition after every kind of flag-setting op, on operands where conditions
+/// differ (equal, signed and unsigned extremes, both signs), read by CSET and B.cond in the
+/// same translated block and by CSET after a CCMP.
+#[test]
+fn conditions_after_each_flag_setting_op() {
+    let values: [u64; 9] = [
+        0,
+        1,
+        2,
+        0x7fff_ffff,
+        0x8000_0000,
+        0xffff_ffff,
+        0x7fff_ffff_ffff_ffff,
+        0x8000_0000_0000_0000,
+        u64::MAX,
+    ];
+    // x2 = x0 op x1 (SUBS, ADDS, ANDS, BICS; X and W), and CMP x0, #imm
+    let ops: [u32; 9] = [
+        0xeb01_0002,
+        0xab01_0002,
+        0xea01_0002,
+        0xea21_0002,
+        0x6b01_0002,
+        0x2b01_0002,
+        0x6a01_0002,
+        0xf100_081f, // cmp x0, #2
+        0x7100_041f, // cmp w0, #1
+    ];
+    let jit = jit();
+    let mut runs = 0;
+    for op in ops {
+        for cond in 0..16u32 {
+            let words = [
+                op,
+                0x9a9f_07e3 | (cond ^ 1) << 12, // cset x3, cond
+                0xfa41_0005 | cond << 12,       // ccmp x0, x1, #5, cond
+                0x9a9f_07e5 | (cond ^ 1) << 12, // cset x5, cond
+                0x5400_0040 | cond,             // b.cond +2
+                0xd280_0024,                    // mov x4, #1
+                0xd420_0000,                    // brk
+            ];
+            for &a in &values {
+                for &b in &values {
+                    let go = |tier: Option<Arc<dyn Tier>>| {
+                        let mut mem = AddressSpace::new();
+                        mem.map(CODE, 0x1000, Perm::RX).unwrap();
+                        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                        mem.poke_bytes(CODE, &bytes).unwrap();
+                        let mut st = CpuState {
+                            pc: CODE,
+                            ..Default::default()
+                        };
+                        st.x[0] = a;
+                        st.x[1] = b;
+                        let mut code = CodeCache::new();
+                        code.set_tier(tier);
+                        let stop = cpu::run(&mut st, &mut mem, &mut code, u64::MAX);
+                        Run {
+                            st,
+                            stop,
+                            data: Vec::new(),
+                        }
+                    };
+                    let (i, t) = (go(None), go(Some(jit.clone())));
+                    if let Err(e) = same(&i, &t) {
+                        panic!("op {op:08x} cond {cond} x0 {a:#x} x1 {b:#x}: {e}");
+                    }
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(runs, 9 * 16 * 81);
+}
