@@ -312,6 +312,10 @@ impl Lane {
     /// process ends it with [`Exit::Unsupported`] (and never a hang or a wrong answer).
     pub fn single_task_engine(&mut self, engine: &'static str) {
         self.single_task = Some(engine);
+        // such an engine's host runs the lane a few instructions at a time (its stops): the
+        // interpreter, since a translation tier's tables per lane would never pay for
+        // themselves over tens of thousands of lanes
+        self.code.set_tier(None);
     }
 
     pub fn retired(&self) -> u64 {

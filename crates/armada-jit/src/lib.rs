@@ -29,8 +29,9 @@ use store::{Store, UnitFn};
 /// (most of a short program) is not worth a compile.
 pub const HOT: u32 = 24;
 
-/// Entries of a lane's PC -> unit table.
-const LOOKUP: usize = 4096;
+/// Entries of a lane's PC -> unit table (and of its reach counts): 32 KiB a lane, for
+/// batches of many lanes.
+const LOOKUP: usize = 1024;
 
 /// The translation tier. One serves the whole process; what it translates lives with the
 /// decoded pages it was made from.
