@@ -86,6 +86,30 @@ impl MicroOp {
     pub const fn undefined(word: u32) -> Self {
         MicroOp::new(crate::ops::UNDEFINED).imm(word as u64)
     }
+    /// The op and register fields in one word (`op | a << 16 | b << 24 | ... | f << 56`),
+    /// the first of the two words the GPU kernels read (`imm` is the second).
+    pub const fn fields_word(&self) -> u64 {
+        self.op as u64
+            | (self.a as u64) << 16
+            | (self.b as u64) << 24
+            | (self.c as u64) << 32
+            | (self.d as u64) << 40
+            | (self.e as u64) << 48
+            | (self.f as u64) << 56
+    }
+    /// The micro-op of [`Self::fields_word`]'s word and `imm`.
+    pub const fn from_words(word: u64, imm: u64) -> Self {
+        MicroOp {
+            op: word as u16,
+            a: (word >> 16) as u8,
+            b: (word >> 24) as u8,
+            c: (word >> 32) as u8,
+            d: (word >> 40) as u8,
+            e: (word >> 48) as u8,
+            f: (word >> 56) as u8,
+            imm,
+        }
+    }
     /// Raw bytes, as the GPU engines upload them.
     pub fn to_bytes(&self) -> [u8; 16] {
         let mut out = [0u8; 16];

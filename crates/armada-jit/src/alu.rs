@@ -3,7 +3,7 @@
 //! interpreter's FP code, and the rare rest through the interpreter, one instruction.
 
 use crate::flags::{ADD32, ADD64, LOGIC32, LOGIC64, SUB32, SUB64};
-use crate::helpers::{pack, CODE_CHANGED, STOPPED};
+use crate::helpers::{CODE_CHANGED, STOPPED};
 use crate::translate::{Tx, EXCL_OFF, NZCV_OFF, PC_OFF, RETIRED_OFF, TPIDR_OFF};
 use armada_core::cpu::fused;
 use armada_isa::uop::sysreg;
@@ -613,7 +613,7 @@ impl Tx<'_> {
         let nz = self.packed();
         self.store_state(nz, NZCV_OFF);
         self.flush_dirty();
-        let w = self.b.ins().iconst(I64, pack(u) as i64);
+        let w = self.b.ins().iconst(I64, u.fields_word() as i64);
         let imm = self.b.ins().iconst(I64, u.imm as i64);
         let ctx = self.ctx;
         let status = self.call(self.h.fp, &[ctx, w, imm])[0];

@@ -124,38 +124,13 @@ pub extern "C" fn write(ctx: *mut Ctx, addr: u64, size: u64, lo: u64, hi: u64) -
     }
 }
 
-/// The micro-op `word` (op and register fields, as `pack` makes it) and `imm`.
-fn unpack(word: u64, imm: u64) -> MicroOp {
-    MicroOp {
-        op: word as u16,
-        a: (word >> 16) as u8,
-        b: (word >> 24) as u8,
-        c: (word >> 32) as u8,
-        d: (word >> 40) as u8,
-        e: (word >> 48) as u8,
-        f: (word >> 56) as u8,
-        imm,
-    }
-}
-
-/// A micro-op's fields but `imm`, in one word.
-pub fn pack(u: &MicroOp) -> u64 {
-    u.op as u64
-        | (u.a as u64) << 16
-        | (u.b as u64) << 24
-        | (u.c as u64) << 32
-        | (u.d as u64) << 40
-        | (u.e as u64) << 48
-        | (u.f as u64) << 56
-}
-
 /// An FP/AdvSIMD micro-op, run by the interpreter's FP code on the state (the translated
 /// code has stored the general registers the op names, and the flags).
 pub extern "C" fn fp(ctx: *mut Ctx, word: u64, imm: u64) -> u64 {
     // SAFETY: as in `read`.
     unsafe {
         let (st, mem) = (&mut *(*ctx).st, &mut *(*ctx).mem);
-        match cpu::exec_fp_op(st, mem, &unpack(word, imm)) {
+        match cpu::exec_fp_op(st, mem, &MicroOp::from_words(word, imm)) {
             Err(f) => {
                 fail(ctx, f);
                 STOPPED

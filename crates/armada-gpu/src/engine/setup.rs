@@ -41,16 +41,7 @@ const SETUP_PIECE: usize = 16384;
 /// The two words of the micro-op of `word` at `addr`, as the kernels read them.
 pub(super) fn encode_uop(word: u32, addr: u64) -> [u64; 2] {
     let u = decode(word, addr);
-    [
-        u.op as u64
-            | (u.a as u64) << 16
-            | (u.b as u64) << 24
-            | (u.c as u64) << 32
-            | (u.d as u64) << 40
-            | (u.e as u64) << 48
-            | (u.f as u64) << 56,
-        u.imm,
-    ]
+    [u.fields_word(), u.imm]
 }
 
 /// The page states a lane starts with on the device: its private pages (its stack), and
