@@ -610,16 +610,26 @@ impl Tx<'_> {
     /// the flags go to the state first and come back after.
     fn fp(&mut self, slot: usize, u: &MicroOp) {
         let named = [u.a, u.b, u.c];
-        let nz = self.packed();
-        self.store_state(nz, NZCV_OFF);
-        self.flush_dirty();
+        // most FP ops touch only vector registers: the rest hand over what they use
+        let (general, flags) = armada_core::cpu::fp::touches_general(u.op);
+        if flags {
+            let nz = self.packed();
+            self.store_state(nz, NZCV_OFF);
+        }
+        if general {
+            self.flush_dirty();
+        }
         let w = self.b.ins().iconst(I64, u.fields_word() as i64);
         let imm = self.b.ins().iconst(I64, u.imm as i64);
         let ctx = self.ctx;
         let status = self.call(self.h.fp, &[ctx, w, imm])[0];
-        self.load_regs(Some(&named));
-        let nz = self.load_state(NZCV_OFF);
-        self.set_packed(nz);
+        if general {
+            self.load_regs(Some(&named));
+        }
+        if flags {
+            let nz = self.load_state(NZCV_OFF);
+            self.set_packed(nz);
+        }
         self.after_helper(slot, status);
     }
 

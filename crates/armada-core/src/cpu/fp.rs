@@ -26,6 +26,30 @@ const QC: u64 = 1 << 27;
 /// The FPSR cumulative exception flags (IDC, IXC, UFC, OFC, DZC, IOC).
 const EXC: u32 = 0x9f;
 
+/// Whether the FP/AdvSIMD op `op` reads or writes general registers (`.0`: moves between
+/// the register files, conversions to and from integers, structure loads and stores, whose
+/// base and index are general registers) or NZCV (`.1`: FCMP, FCCMP, FCSEL). Every other
+/// op touches only vector registers, FPCR/FPSR and memory, so a tier that keeps general
+/// registers and flags elsewhere needs to hand them over only around these. Keep in step
+/// with `exec_fp` (the translation tier's differential tests run both kinds).
+pub fn touches_general(op: u16) -> (bool, bool) {
+    let gen = matches!(
+        op,
+        V_DUP_GEN
+            | V_INS_GEN
+            | V_UMOV
+            | V_SMOV
+            | F_TO_INT
+            | INT_TO_F
+            | V_LD_MULTI
+            | V_ST_MULTI
+            | V_LD_SINGLE
+            | V_ST_SINGLE
+            | V_LD_REPL
+    );
+    (gen, matches!(op, F_CMP | F_CCMP | F_CSEL))
+}
+
 /// Executes one FP/AdvSIMD micro-op. The caller advances the PC.
 pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) -> Result<(), Fault> {
     let (a, b, c) = (u.a as usize, u.b as usize, u.c as usize);
