@@ -4,7 +4,8 @@
 //! next compare overwrites. So a flag-setting op only records its kind and operands (in the
 //! variables `fk`, `fa`, `fb`, `fr`); a condition in the same block is one host compare of
 //! those operands, and NZCV as the interpreter keeps it (bits 31..28) is made only where it
-//! is read as a whole: a unit's exit, a helper, MRS, ADC's carry after a merge. `fk == 0`
+//! is read as a whole: a helper, MRS, ADC's carry after a merge. A unit leaves the kind and
+//! operands in its context and the dispatcher makes NZCV of them ([`pack`]). `fk == 0`
 //! means the variable `nz` holds NZCV itself.
 
 use crate::translate::Tx;

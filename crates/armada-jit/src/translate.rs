@@ -2,7 +2,8 @@
 //! `extern "C" fn(*mut Ctx) -> u64` (the exit code, see `helpers::exit`).
 //!
 //! The guest registers the unit names live in Cranelift variables: loaded from the state on
-//! entry, stored back at the one exit block every way out goes through. Each block first
+//! entry; a block stores the ones it wrote when it ends, and a way out in its middle stores
+//! what the block wrote so far (so the state always holds the rest). Each block first
 //! checks that it can run whole within the instruction budget (else the unit leaves for the
 //! interpreter, which stops at the exact instruction), then counts its instructions once.
 //! A way out in the middle of a block (a fault, a write to code) leaves the registers, PC

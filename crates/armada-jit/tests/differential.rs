@@ -479,3 +479,55 @@ fn conditions_after_each_flag_setting_op() {
     }
     assert_eq!(runs, 9 * 16 * 81);
 }
+
+/// Code that rewrites itself while translated: the loop's first instruction, `add x0, x0,
+/// #1`, is overwritten by `add x0, x0, #2` from inside the loop (a store into the running
+/// unit's page), then the area is unmapped and mapped again with other code at the same
+/// address, which must not run the old translation.
+#[test]
+fn self_modifying_and_remapped_code() {
+    // 1: add x0, x0, #1; str w5, [x27]; subs x28, x28, #1; b.ne 1b; brk
+    let first = [
+        0x9100_0400u32,
+        0xb900_0365,
+        0xf100_079c,
+        0x54ff_ffa1,
+        0xd420_0000,
+    ];
+    // 1: add x0, x0, #3; subs x28, x28, #1; b.ne 1b; brk
+    let second = [0x9100_0c00u32, 0xf100_079c, 0x54ff_ffc1, 0xd420_0000];
+    let go = |tier: Option<Arc<dyn Tier>>| {
+        let mut mem = AddressSpace::new();
+        let mut code = CodeCache::new();
+        code.set_tier(tier);
+        let mut out = Vec::new();
+        for words in [&first[..], &second[..]] {
+            let _ = mem.unmap(CODE, 0x1000);
+            mem.map(CODE, 0x1000, Perm::RWX).unwrap();
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            mem.poke_bytes(CODE, &bytes).unwrap();
+            let mut st = CpuState {
+                pc: CODE,
+                ..Default::default()
+            };
+            st.x[5] = 0x9100_0800; // add x0, x0, #2
+            st.x[27] = CODE;
+            st.x[28] = ITERS;
+            let stop = cpu::run(&mut st, &mut mem, &mut code, u64::MAX);
+            out.push(Run {
+                st,
+                stop,
+                data: Vec::new(),
+            });
+        }
+        out
+    };
+    let (i, t) = (go(None), go(Some(jit())));
+    for k in 0..2 {
+        if let Err(e) = same(&i[k], &t[k]) {
+            panic!("program {k}: {e}");
+        }
+    }
+    assert_eq!(i[0].st.x[0], 1 + 2 * (ITERS - 1));
+    assert_eq!(i[1].st.x[0], 3 * ITERS);
+}
