@@ -889,6 +889,16 @@ pub fn forky_syscalls(strace: &[u8]) -> Vec<String> {
 
 /// Runs one case under both qemu and armada in `dir` and compares.
 pub fn run_case(case: &Case, dir: &Path) -> CaseResult {
+    // Two cases of one program (with and without --deterministic, or --net host) must not
+    // run at the same time: under qemu (and armada's --net host) the program's sockets are
+    // the host's, so both would bind the same abstract socket names and ports, and one
+    // would fail with EADDRINUSE.
+    static BY_PROGRAM: [Mutex<()>; 16] = [const { Mutex::new(()) }; 16];
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&case.program, &mut h);
+    let _one_at_a_time = BY_PROGRAM[(std::hash::Hasher::finish(&h) % 16) as usize]
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let qemu = qemu_bin();
     let armada = armada_bin();
     let mut qprefix: Vec<&OsStr> = vec![qemu.as_os_str()];
