@@ -190,12 +190,14 @@ def test_run_batch_releases_the_gil(elf):
 
     t = threading.Thread(target=ticker)
     t.start()
+    # long enough for the ticker to tick on the translation tier too (about 4 G
+    # instructions/s on this loop: 50 M took 12 ms)
     try:
-        rs = armada.run_batch([[elf(SPIN)]] * 2, max_instructions=50_000_000)
+        rs = armada.run_batch([[elf(SPIN)]] * 2, max_instructions=500_000_000)
     finally:
         stop.set()
         t.join()
-    assert all(r.instructions == 50_000_000 for r in rs)
+    assert all(r.instructions == 500_000_000 for r in rs)
     assert len(ticks) > 10
 
 
