@@ -9,6 +9,7 @@
 //! means the variable `nz` holds NZCV itself.
 
 use crate::translate::Tx;
+use armada_core::cpu;
 use armada_isa::uop::cond;
 use cranelift_codegen::ir::{condcodes::IntCC, types::I64, InstBuilder, Value};
 
@@ -40,22 +41,18 @@ pub enum Known {
     },
 }
 
-/// The interpreter's NZCV for a recorded op (32-bit kinds take the low 32 bits).
+/// The interpreter's NZCV for a recorded op (32-bit kinds take the low 32 bits), by the
+/// interpreter's own flag functions.
 pub fn pack(kind: u64, a: u64, b: u64, r: u64, packed: u64) -> u64 {
-    let (w, mask) = match kind {
-        SUB32 | ADD32 | LOGIC32 => (32, 0xffff_ffffu64),
-        _ => (64, u64::MAX),
-    };
-    let (a, b, r) = (a & mask, b & mask, r & mask);
-    let n = (r >> (w - 1)) & 1;
-    let z = (r == 0) as u64;
-    let (c, v) = match kind {
-        SUB64 | SUB32 => ((a >= b) as u64, (((a ^ b) & (a ^ r)) >> (w - 1)) & 1),
-        ADD64 | ADD32 => ((r < a) as u64, (((a ^ r) & (b ^ r)) >> (w - 1)) & 1),
-        LOGIC64 | LOGIC32 => (0, 0),
-        _ => return packed,
-    };
-    n << 31 | z << 30 | c << 29 | v << 28
+    match kind {
+        SUB64 => cpu::add_with_flags64(a, !b, 1).1,
+        SUB32 => cpu::add_with_flags32(a as u32, !(b as u32), 1).1,
+        ADD64 => cpu::add_with_flags64(a, b, 0).1,
+        ADD32 => cpu::add_with_flags32(a as u32, b as u32, 0).1,
+        LOGIC64 => cpu::logic_flags64(r),
+        LOGIC32 => cpu::logic_flags32(r as u32),
+        _ => packed,
+    }
 }
 
 impl Tx<'_> {

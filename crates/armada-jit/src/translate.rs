@@ -128,32 +128,17 @@ pub fn translate(
     cc: CallConv,
     frontend: TargetFrontendConfig,
 ) {
-    let mut import = |p, r| b.import_signature(sig(cc, p, r));
+    let mut helper = |params, returns, f: *const ()| Helper {
+        sig: b.import_signature(sig(cc, params, returns)),
+        addr: f as i64,
+    };
     let h = Helpers {
-        read: Helper {
-            sig: import(3, 1),
-            addr: helpers::read as *const () as i64,
-        },
-        read16: Helper {
-            sig: import(2, 0),
-            addr: helpers::read16 as *const () as i64,
-        },
-        write: Helper {
-            sig: import(5, 1),
-            addr: helpers::write as *const () as i64,
-        },
-        fp: Helper {
-            sig: import(3, 1),
-            addr: helpers::fp as *const () as i64,
-        },
-        interp: Helper {
-            sig: import(1, 1),
-            addr: helpers::interp_one as *const () as i64,
-        },
-        flags: Helper {
-            sig: import(5, 1),
-            addr: helpers::flags as *const () as i64,
-        },
+        read: helper(3, 1, helpers::read as *const ()),
+        read16: helper(2, 0, helpers::read16 as *const ()),
+        write: helper(5, 1, helpers::write as *const ()),
+        fp: helper(3, 1, helpers::fp as *const ()),
+        interp: helper(1, 1, helpers::interp_one as *const ()),
+        flags: helper(5, 1, helpers::flags as *const ()),
     };
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);

@@ -93,10 +93,10 @@ impl Unit {
     /// The slot of `target` if a block of this unit starts there.
     pub fn block_at(&self, target: u64) -> Option<usize> {
         let off = target.wrapping_sub(self.base);
-        if off & 3 != 0 || off / 4 >= u64::MAX / 8 {
+        if off & 3 != 0 {
             return None;
         }
-        let slot = (off / 4) as usize;
+        let slot = usize::try_from(off / 4).ok()?;
         self.blocks
             .binary_search_by_key(&slot, |b| b.start)
             .ok()

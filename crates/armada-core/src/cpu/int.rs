@@ -5,7 +5,7 @@ use armada_isa::ops::atomic_op;
 
 /// `a + b + carry` on 64 bits, and NZCV (bits 31..28).
 #[inline(always)]
-pub(super) fn add_with_flags64(a: u64, b: u64, carry: u64) -> (u64, u64) {
+pub fn add_with_flags64(a: u64, b: u64, carry: u64) -> (u64, u64) {
     let (r1, c1) = a.overflowing_add(b);
     let (r, c2) = r1.overflowing_add(carry);
     let c = (c1 | c2) as u64;
@@ -17,7 +17,7 @@ pub(super) fn add_with_flags64(a: u64, b: u64, carry: u64) -> (u64, u64) {
 
 /// `a + b + carry` on 32 bits, and NZCV.
 #[inline(always)]
-pub(super) fn add_with_flags32(a: u32, b: u32, carry: u32) -> (u32, u64) {
+pub fn add_with_flags32(a: u32, b: u32, carry: u32) -> (u32, u64) {
     let (r1, c1) = a.overflowing_add(b);
     let (r, c2) = r1.overflowing_add(carry);
     let c = (c1 | c2) as u64;
@@ -28,12 +28,12 @@ pub(super) fn add_with_flags32(a: u32, b: u32, carry: u32) -> (u32, u64) {
 }
 
 #[inline(always)]
-pub(super) fn logic_flags64(r: u64) -> u64 {
+pub fn logic_flags64(r: u64) -> u64 {
     (r >> 63) << 31 | ((r == 0) as u64) << 30
 }
 
 #[inline(always)]
-pub(super) fn logic_flags32(r: u32) -> u64 {
+pub fn logic_flags32(r: u32) -> u64 {
     ((r >> 31) as u64) << 31 | ((r == 0) as u64) << 30
 }
 

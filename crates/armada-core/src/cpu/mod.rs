@@ -19,6 +19,9 @@ use crate::state::{CpuState, Stop, REG_FILE};
 use armada_isa::ops::*;
 use armada_isa::uop::{addr_mode, cond, sysreg, MicroOp};
 use int::*;
+/// NZCV (bits 31..28) of a flag-setting add and of a logic result, as the interpreter
+/// computes them (a tier that defers flags makes them with these).
+pub use int::{add_with_flags32, add_with_flags64, logic_flags32, logic_flags64};
 
 /// Another way to run a lane's code: the translation tier (`armada-jit`) is one. It runs
 /// exactly what the interpreter runs (same stops, registers, memory and instruction count),
