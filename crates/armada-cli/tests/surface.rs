@@ -1,8 +1,8 @@
 //! The rest of the Linux surface real programs use: interval timers and alarms, POSIX
 //! timers, sleeps and signal waits with timeouts, signalfd, sockets on the run's own loopback
-//! network (TCP over IPv4 and IPv6, AF_UNIX path and abstract names), System V shared
-//! memory, semaphores and message queues, MAP_SHARED anonymous memory across fork, and
-//! memfd_create.
+//! network (TCP over IPv4 and IPv6, AF_UNIX path and abstract names), edge-triggered epoll,
+//! System V shared memory, semaphores and message queues, MAP_SHARED anonymous memory across
+//! fork, and memfd_create.
 //!
 //! Differential: our C programs of tests/guest/surface (built by
 //! tests/guest/build-processes.sh into target/guest-surface, or `$ARMADA_GUEST_SURFACE_DIR`)
@@ -48,6 +48,7 @@ fn cases(dir: &std::path::Path) -> Vec<Case> {
             &[],
         ),
         ("signalfd", "signalfd", &[]),
+        ("edge-triggered epoll", "epoll_edge", &[]),
         ("UDP and AF_UNIX datagrams", "udp", &[]),
     ];
     let mut v = Vec::new();

@@ -51,6 +51,8 @@ pub(crate) enum Object {
     EventFd {
         count: u64,
         semaphore: bool,
+        /// Writes ever made: each wakes edge-triggered epoll waiters (see `poll_stamp`).
+        writes: u64,
     },
     TimerFd(Timer),
     Epoll(Epoll),
@@ -100,8 +102,11 @@ impl Timer {
 struct Interest {
     events: u32,
     data: u64,
-    /// Edge-triggered: the readiness last reported.
+    /// Edge-triggered: the readiness seen at the last wait, and the fd's wakeup stamp
+    /// then ([`Process::poll_stamp`]): an fd is reported again when it has become ready
+    /// since, or when something happened to it (new data, room freed) while it stayed ready.
     reported: u32,
+    stamp: Option<u64>,
     /// One-shot: reported once, off until EPOLL_CTL_MOD.
     disabled: bool,
 }
@@ -158,6 +163,17 @@ impl Process {
         r as i16
     }
 
+    /// A number that moves whenever an event object may have become ready again (see
+    /// [`Process::poll_stamp`]).
+    pub(crate) fn object_stamp(&self, o: &Object) -> Option<u64> {
+        match o {
+            Object::EventFd { writes, .. } => Some(*writes),
+            Object::TimerFd(t) => Some(super::poll::mix(t.next.unwrap_or(0), t.pending)),
+            Object::SignalFd { mask } => Some(self.pending_now() & mask),
+            Object::Epoll(_) => None,
+        }
+    }
+
     /// When waiting on `fd` should be looked at again without any other task acting: a
     /// timerfd's next expiry.
     pub(crate) fn fd_wake_at(&self, fd: i32) -> Option<u64> {
@@ -186,7 +202,9 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let v = match o {
-            Object::EventFd { count, semaphore } => {
+            Object::EventFd {
+                count, semaphore, ..
+            } => {
                 if *count == 0 {
                     None
                 } else if *semaphore {
@@ -219,7 +237,7 @@ impl Process {
         data: &[u8],
         nonblock: bool,
     ) -> Result<usize, Errno> {
-        let Object::EventFd { count, .. } = self.object_mut(fd)? else {
+        let Object::EventFd { count, writes, .. } = self.object_mut(fd)? else {
             return Err(Errno::EINVAL);
         };
         let Some(v) = data.get(..8) else {
@@ -233,6 +251,7 @@ impl Process {
             return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
         }
         *count += v;
+        *writes += 1;
         Ok(8)
     }
 
@@ -243,6 +262,7 @@ impl Process {
         let o = Object::EventFd {
             count: initval as u64,
             semaphore: flags & EFD_SEMAPHORE != 0,
+            writes: 0,
         };
         self.install_object(o, flags & NONBLOCK != 0, flags & CLOEXEC != 0)
     }
@@ -409,6 +429,7 @@ impl Process {
             events: events | EPOLLERR | EPOLLHUP,
             data,
             reported: 0,
+            stamp: None,
             disabled: false,
         };
         match op {
@@ -463,6 +484,7 @@ impl Process {
             } else {
                 0
             };
+            let stamp = if valid { self.poll_stamp(fd) } else { None };
             if let Some(w) = self.fd_wake_at(fd) {
                 wake_at = Some(wake_at.map_or(w, |x: u64| x.min(w)));
             }
@@ -483,8 +505,12 @@ impl Process {
             }
             let mut hit = rev & i.events;
             if i.events & EPOLLET != 0 {
-                let fresh = hit & !i.reported;
+                // Linux reports an edge-triggered fd after each wakeup of it that finds it
+                // ready: data drained and refilled between two waits is a new edge
+                let woken = stamp.is_some() && stamp != i.stamp;
+                let fresh = if woken { hit } else { hit & !i.reported };
                 i.reported = hit;
+                i.stamp = stamp;
                 hit = fresh;
             }
             if hit != 0 {

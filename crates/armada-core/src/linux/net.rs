@@ -227,6 +227,8 @@ pub(crate) struct Sock {
     /// Listening: the connections not accepted yet (server-side descriptions, each holding
     /// a reference) and the backlog.
     listen: Option<(usize, VecDeque<usize>)>,
+    /// Connections ever queued on it (a wakeup stamp, see `Process::poll_stamp`).
+    pub(crate) arrivals: u64,
     reuseaddr: bool,
     reuseport: bool,
     v6only: bool,
@@ -248,6 +250,7 @@ impl Sock {
             peer: None,
             key: None,
             listen: None,
+            arrivals: 0,
             reuseaddr: false,
             reuseport: false,
             v6only: false,
@@ -817,14 +820,11 @@ impl Process {
         // the listen queue's reference
         self.files.retain_file(s);
         self.files.net.socks.insert(s, srv);
-        if let Some((_, q)) = self
-            .files
-            .net
-            .socks
-            .get_mut(&listener)
-            .and_then(|l| l.listen.as_mut())
-        {
-            q.push_back(s);
+        if let Some(l) = self.files.net.socks.get_mut(&listener) {
+            if let Some((_, q)) = l.listen.as_mut() {
+                q.push_back(s);
+                l.arrivals += 1;
+            }
         }
     }
 

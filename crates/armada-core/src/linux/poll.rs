@@ -66,15 +66,30 @@ impl Process {
                     }
                     _ => r |= POLLIN | POLLRDHUP,
                 }
+                let mut peer_reads = true;
                 match pipes.get(*tx) {
                     Some(Some(p)) if *wr && p.readers > 0 => {
                         if p.buf.len() < PIPE_CAP {
                             r |= POLLOUT;
                         }
                     }
+                    Some(Some(p)) => {
+                        peer_reads = p.readers > 0;
+                        r |= POLLOUT;
+                    }
                     _ => r |= POLLOUT,
                 }
-                if !*wr && (!*rd || r & POLLRDHUP != 0) {
+                // Hung up when both directions are over. TCP ends its sending side only by
+                // its own shutdown or close; an AF_UNIX socket's also ends when the peer
+                // stops reading (its close): Linux's unix_poll and tcp_poll.
+                let unix = self
+                    .files
+                    .entry(fd)
+                    .ok()
+                    .and_then(|e| self.files.net.socks.get(&e.file))
+                    .is_none_or(|s| s.family == libc::AF_UNIX);
+                let send_over = !*wr || (unix && !peer_reads);
+                if send_over && (!*rd || r & POLLRDHUP != 0) {
                     r |= POLLHUP;
                 }
                 r
@@ -89,6 +104,35 @@ impl Process {
             _ => POLLIN | POLLOUT,
         };
         r & (want | POLLNVAL)
+    }
+
+    /// A number that moves whenever something happens to `fd` that wakes its waiters on
+    /// Linux: data written to what it reads, room made in what it writes, an end closed, a
+    /// connection queued. Edge-triggered epoll reports an fd again after each move (None:
+    /// the host's fds and the rest, whose readiness changes alone are watched).
+    pub(crate) fn poll_stamp(&self, fd: i32) -> Option<u64> {
+        let f = self.files.file(fd).ok()?;
+        let pipe = |id: usize| match self.files.pipes.get(id) {
+            Some(Some(p)) => mix(
+                mix(p.written, p.taken),
+                (p.readers as u64) << 32 | p.writers as u64,
+            ),
+            _ => u64::MAX,
+        };
+        match &f.kind {
+            Kind::Pipe { id, .. } => Some(pipe(*id)),
+            Kind::Socket { rx, tx, .. } => Some(mix(pipe(*rx), pipe(*tx))),
+            Kind::NetSock => {
+                let e = self.files.entry(fd).ok()?;
+                let s = self.files.net.socks.get(&e.file)?;
+                match &s.dgram {
+                    Some(d) => Some(pipe(d.pipe)),
+                    None => Some(s.arrivals),
+                }
+            }
+            Kind::Event(o) => self.object_stamp(o),
+            _ => None,
+        }
     }
 
     pub(super) fn wait_host(&mut self, hostfds: &mut [libc::pollfd], timeout_ns: Option<u64>) {
@@ -278,4 +322,10 @@ impl Process {
         }
         Ok(0)
     }
+}
+
+/// Two counters in one stamp (a change of either changes it, but for collisions no
+/// program can arrange).
+pub(super) fn mix(a: u64, b: u64) -> u64 {
+    a.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29) ^ b
 }
