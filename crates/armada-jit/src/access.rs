@@ -198,6 +198,12 @@ impl Tx<'_> {
 
     /// Translates a load or store (`op` is `u`'s op).
     pub fn access(&mut self, slot: usize, u: &MicroOp, op: u16) {
+        // The registers written so far are stored here, on the main path, so the ways out
+        // of this access (a miss that faults, a store into code) have none to store. Else
+        // each way out would store them, and Cranelift, which places a pure value at its
+        // first use, would compute them again in each: a long block of arithmetic and
+        // stores grew quadratically (Go's P-521 code: 2.7 MB of host code in 3.9 s).
+        self.flush_dirty();
         let addr = self.ea(u);
         let (a, d) = (u.a, u.d);
         let mut changed = None;

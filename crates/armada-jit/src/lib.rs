@@ -88,6 +88,11 @@ pub fn stats() -> (u64, u64, f64) {
     )
 }
 
+/// Bytes of host code made so far, all units of the process together.
+pub fn code_bytes() -> u64 {
+    store::CODE_BYTES.load(Ordering::Relaxed)
+}
+
 /// Which tier a run asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TierChoice {

@@ -29,10 +29,16 @@ pub type UnitFn = unsafe extern "C" fn(*mut crate::helpers::Ctx) -> u64;
 /// the rest): code that rewrites itself forever must not take all memory.
 const MAX_CODE_BYTES: usize = 256 << 20;
 
+/// A unit whose IR is larger than this is left to the interpreter: Cranelift's time grows
+/// faster than the IR (the largest units real programs make, Go's P-521 arithmetic, are
+/// about 40,000 instructions and take 0.1-0.3 s).
+const MAX_IR_INSTS: usize = 1 << 17;
+
 /// Units compiled and the time spent, over the whole process.
 pub static UNITS: AtomicU64 = AtomicU64::new(0);
 pub static COMPILE_NS: AtomicU64 = AtomicU64::new(0);
 pub static GUEST_INSNS: AtomicU64 = AtomicU64::new(0);
+pub static CODE_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// What compiles: the module the code lives in, and Cranelift's reusable contexts.
 struct Inner {
@@ -257,6 +263,14 @@ impl Inner {
             return None;
         }
         let t_ir = t.elapsed();
+        let ir_insts = self.ctx.func.dfg.num_insts();
+        if ir_insts > MAX_IR_INSTS {
+            if std::env::var_os("ARMADA_JIT_DEBUG").is_some() {
+                eprintln!("armada-jit: unit at {pc:#x} not translated: {ir_insts} IR instructions");
+            }
+            self.ctx.clear();
+            return None;
+        }
         let id = module
             .declare_anonymous_function(&self.ctx.func.signature)
             .ok()?;
@@ -291,7 +305,7 @@ impl Inner {
         module.finalize_definitions().ok()?;
         if std::env::var_os("ARMADA_JIT_TRACE").is_some() {
             eprintln!(
-                "armada-jit: unit {pc:#x}: ir {:?} codegen {:?} finalize {:?}, {size} bytes",
+                "armada-jit: unit {pc:#x}: {ir_insts} IR instructions in {:?}, codegen {:?}, finalize {:?}, {size} bytes",
                 t_ir,
                 t_cg - t_ir,
                 t.elapsed() - t_cg
@@ -303,6 +317,7 @@ impl Inner {
         COMPILE_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         let insns: usize = unit.blocks.iter().map(|b| b.end - b.start).sum();
         GUEST_INSNS.fetch_add(insns as u64, Ordering::Relaxed);
+        CODE_BYTES.fetch_add(size as u64, Ordering::Relaxed);
         // SAFETY: the function was built with the signature `UnitFn` names, in the
         // platform's C calling convention.
         Some(unsafe { std::mem::transmute::<*const u8, UnitFn>(ptr) })
