@@ -847,11 +847,13 @@ fn run_solo(s: &Solo, env: &Env, dir: &Path) -> Vec<String> {
     }
     let mut cmd = Command::new(common::armada_bin());
     cmd.arg("run")
+        .args(common::tier_args())
         .args(&s.armada_args)
         .arg(&s.program)
         .args(&s.args)
         .current_dir(dir)
-        .env_clear();
+        .env_clear()
+        .envs(common::tier_env());
     for (k, v) in common::base_env(dir) {
         cmd.env(k, v);
     }

@@ -183,11 +183,13 @@ fn armada_alone(
     std::fs::create_dir_all(&work).expect("work dir");
     let mut cmd = Command::new(common::armada_bin());
     cmd.arg("run")
+        .args(common::tier_args())
         .args(armada_args)
         .arg(dir.join(program))
         .args(args)
         .current_dir(&work)
         .env_clear()
+        .envs(common::tier_env())
         .envs(common::base_env(&work));
     Some(common::run_process(cmd, b"", common::default_timeout()).expect("armada runs"))
 }
@@ -259,11 +261,14 @@ fn machine_files_agree_with_the_syscalls() {
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).expect("work dir");
     let mut cmd = Command::new(common::armada_bin());
-    cmd.args(["run", "--deterministic"])
+    cmd.arg("run")
+        .args(common::tier_args())
+        .arg("--deterministic")
         .arg(&busybox)
         .args(["sh", "-c", script])
         .current_dir(&work)
         .env_clear()
+        .envs(common::tier_env())
         .envs(common::base_env(&work));
     let out = common::run_process(cmd, b"", common::default_timeout()).expect("armada runs");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();

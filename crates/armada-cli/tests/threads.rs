@@ -296,6 +296,9 @@ fn run_in(work: &Path, prefix: &[OsString], case: &Case) -> Result<(RunOutput, S
         .env_clear()
         .envs(common::base_env(work))
         .envs(case.env.iter().cloned());
+    if Path::new(&prefix[0]) == common::armada_bin() {
+        cmd.envs(common::tier_env());
+    }
     let out = common::run_process(cmd, &case.stdin, case.timeout)
         .map_err(|e| format!("cannot start {}: {e}", prefix[0].to_string_lossy()))?;
     Ok((out, common::snapshot_dir(work)))
@@ -319,11 +322,9 @@ fn deterministic_mode_matches_qemu() {
         return;
     }
     let qemu = [common::qemu_bin()];
-    let armada = [
-        common::armada_bin().into_os_string(),
-        "run".into(),
-        "--deterministic".into(),
-    ];
+    let mut armada = vec![common::armada_bin().into_os_string(), "run".into()];
+    armada.extend(common::tier_args());
+    armada.push("--deterministic".into());
     let base = std::env::temp_dir().join(format!("armada-threads-det-{}", std::process::id()));
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let next = AtomicUsize::new(0);
@@ -386,6 +387,7 @@ fn deadlocks_are_reported() {
                 .join(" ");
             let work = base.join(format!("{program}{}", options.len()));
             let mut prefix = vec![common::armada_bin().into_os_string(), "run".into()];
+            prefix.extend(common::tier_args());
             prefix.extend(options.iter().map(OsString::from));
             // Generous: a report is expected within a second; a hang is what this catches.
             let case = Case::new(label.clone(), dir.join(program)).timeout(Duration::from_secs(60));

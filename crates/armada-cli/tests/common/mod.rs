@@ -358,6 +358,28 @@ pub fn default_timeout() -> Duration {
 }
 
 /// The environment both runs get (the parent's environment is cleared first).
+/// The variables that choose how armada runs code (`ARMADA_TIER`, `ARMADA_JIT_*`), as this
+/// test process was given them: scripts/test runs the suites once more on each tier. The
+/// commands here start from an empty environment, so armada commands get these explicitly,
+/// and [`tier_args`] takes them out of the guest's environment (qemu's guests never see
+/// them).
+pub fn tier_env() -> Vec<(OsString, OsString)> {
+    std::env::vars_os()
+        .filter(|(k, _)| {
+            let k = k.to_string_lossy();
+            k == "ARMADA_TIER" || k.starts_with("ARMADA_JIT_")
+        })
+        .collect()
+}
+
+/// `armada run` options that keep [`tier_env`]'s variables from the guest.
+pub fn tier_args() -> Vec<OsString> {
+    tier_env()
+        .into_iter()
+        .flat_map(|(k, _)| [OsString::from("-U"), k])
+        .collect()
+}
+
 pub fn base_env(workdir: &Path) -> Vec<(OsString, OsString)> {
     let mut v: Vec<(OsString, OsString)> = vec![
         ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
@@ -841,6 +863,9 @@ fn make_command(prefix: &[&OsStr], case: &Case, dir: &Path) -> Command {
     for (k, v) in base_env(dir).into_iter().chain(case.env.iter().cloned()) {
         cmd.env(k, v);
     }
+    if Path::new(prefix[0]) == armada_bin() {
+        cmd.envs(tier_env());
+    }
     cmd
 }
 
@@ -903,7 +928,9 @@ pub fn run_case(case: &Case, dir: &Path) -> CaseResult {
     let armada = armada_bin();
     let mut qprefix: Vec<&OsStr> = vec![qemu.as_os_str()];
     qprefix.extend(case.qemu_args.iter().map(|a| a.as_os_str()));
+    let tier = tier_args();
     let mut aprefix: Vec<&OsStr> = vec![armada.as_os_str(), OsStr::new("run")];
+    aprefix.extend(tier.iter().map(|a| a.as_os_str()));
     aprefix.extend(case.armada_args.iter().map(|a| a.as_os_str()));
 
     let run = |prefix: &[&OsStr]| -> Result<(RunOutput, Snapshot), String> {
