@@ -609,6 +609,9 @@ impl Tx<'_> {
     /// An FP/SIMD op, through the interpreter's FP code: the general registers it names and
     /// the flags go to the state first and come back after.
     fn fp(&mut self, slot: usize, u: &MicroOp) {
+        if self.fp_arith(u) {
+            return;
+        }
         let named = [u.a, u.b, u.c];
         // most FP ops touch only vector registers: the rest hand over what they use
         let (general, flags) = armada_core::cpu::fp::touches_general(u.op);

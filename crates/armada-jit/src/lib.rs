@@ -12,6 +12,7 @@
 mod access;
 mod alu;
 mod flags;
+mod fparith;
 mod helpers;
 mod store;
 mod translate;

@@ -31,6 +31,8 @@ pub const NZCV_OFF: i32 = offset_of!(CpuState, nzcv) as i32;
 pub const RETIRED_OFF: i32 = offset_of!(CpuState, retired) as i32;
 pub const TPIDR_OFF: i32 = offset_of!(CpuState, tpidr) as i32;
 pub const EXCL_OFF: i32 = offset_of!(CpuState, excl_addr) as i32;
+pub const FPCR_OFF: i32 = offset_of!(CpuState, fpcr) as i32;
+pub const FPSR_OFF: i32 = offset_of!(CpuState, fpsr) as i32;
 
 /// A helper: its signature in this function and its address.
 #[derive(Clone, Copy)]
@@ -83,7 +85,7 @@ pub fn guest_mem() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
-fn host_mem() -> MemFlagsData {
+pub fn host_mem() -> MemFlagsData {
     MemFlagsData::trusted()
 }
 

@@ -209,18 +209,35 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
             let d2 = (d + 1 + r.below(15) as u32) & 15;
             op | imm7 << 15 | d2 << 10 | 26 << 5 | d
         }
-        // FP/SIMD: loads and stores of D and Q, FADD/FMUL, FMOV both ways, FCMP, FCSEL
+        // FP/SIMD: loads and stores of D and Q, arithmetic, FMOV both ways, FCMP, FCSEL
         19 => {
             [0xfd40_0000u32, 0xfd00_0000, 0x3dc0_0000, 0x3d80_0000][r.below(4) as usize]
                 | (r.below(60) as u32) << 10
                 | 26 << 5
                 | (d & 7)
         }
+        // FADD FMUL FSUB FDIV FNMUL, FMADD FMSUB FNMADD FNMSUB, double and single
         20 => {
-            [0x1e60_2800u32, 0x1e60_0800][r.below(2) as usize]
-                | (m & 7) << 16
-                | (n & 7) << 5
-                | (d & 7)
+            let single = r.below(3) == 0;
+            let ty = if single { 0 } else { 1 << 22 };
+            let ops = [
+                0x1e20_2800u32,
+                0x1e20_0800,
+                0x1e20_3800,
+                0x1e20_1800,
+                0x1e20_8800,
+                0x1f00_0000,
+                0x1f00_8000,
+                0x1f20_0000,
+                0x1f20_8000,
+            ];
+            let op = ops[r.below(ops.len() as u64) as usize];
+            let ra = if op >> 24 == 0x1f {
+                (r.below(8) as u32) << 10
+            } else {
+                0
+            };
+            op | ty | ra | (m & 7) << 16 | (n & 7) << 5 | (d & 7)
         }
         21 => [
             0x9e67_0000u32 | n << 5 | (d & 7),
@@ -300,6 +317,10 @@ fn run(words: &[u32], seed: u64, tier: Option<Arc<dyn Tier>>, budget: u64) -> Ru
         *v = (r.next() as u128) << 64 | r.next() as u128;
     }
     st.nzcv = (r.below(16)) << 28;
+    // FPCR: mostly the default; else each rounding mode, flush-to-zero, default NaN. FPSR:
+    // none, Inexact or every cumulative flag already set (the inline FP path needs Inexact)
+    st.fpcr = [0, 0, 0, 0, 1 << 22, 2 << 22, 3 << 22, 1 << 24, 1 << 25][r.below(9) as usize];
+    st.fpsr = [0, 0x10, 0x9f][r.below(3) as usize];
     let mut code = CodeCache::new();
     code.set_tier(tier);
     let stop = cpu::run(&mut st, &mut mem, &mut code, budget);

@@ -50,6 +50,30 @@ pub fn touches_general(op: u16) -> (bool, bool) {
     (gen, matches!(op, F_CMP | F_CCMP | F_CSEL))
 }
 
+/// FPCR's bits under which FP arithmetic runs on the host's IEEE arithmetic, when all are
+/// clear: RMode (round to nearest) and FZ. For a tier that inlines that path.
+pub const HOST_FPCR_MASK: u64 = 0b111 << 22;
+
+/// FPSR's cumulative Inexact flag.
+pub const FPSR_IXC: u64 = soft::IXC as u64;
+
+/// For element size `e` (2: single, 3: double), the bit patterns `[lo, hi)` of the result
+/// magnitudes of FMUL, FDIV, FNMUL and the fused multiply-adds, as the host computes them
+/// under [`HOST_FPCR_MASK`], that can raise no exception but Inexact (the interpreter's
+/// fast path, `float::safe`); for FADD and FSUB every finite result, `[0, hi)`. With
+/// [`FPSR_IXC`] already set such a result changes nothing else: a tier may take the host's
+/// answer and leave FPSR alone.
+pub fn host_result_range(e: u8, sum: bool) -> (u64, u64) {
+    fn range<F: Float>(sum: bool) -> (u64, u64) {
+        (if sum { 0 } else { F::SAFE_MIN }, F::INF)
+    }
+    if e == 2 {
+        range::<f32>(sum)
+    } else {
+        range::<f64>(sum)
+    }
+}
+
 /// Executes one FP/AdvSIMD micro-op. The caller advances the PC.
 pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) -> Result<(), Fault> {
     let (a, b, c) = (u.a as usize, u.b as usize, u.c as usize);
