@@ -246,8 +246,9 @@ pub fn run(args: RunArgs) -> Result<u8> {
         if armada_core::cpu::default_tier().is_some() {
             let (units, insns, secs) = armada_jit::stats();
             eprintln!(
-                "armada: translation tier: {units} units of {insns} instructions compiled in {:.1} ms (on compile threads)",
-                secs * 1e3
+                "armada: translation tier: {units} units of {insns} instructions compiled in {:.1} ms (on compile threads); {:.1}% of the instructions run were translated",
+                secs * 1e3,
+                armada_jit::translated_instructions() as f64 * 100.0 / n.max(1) as f64
             );
         }
     }

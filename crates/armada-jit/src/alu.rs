@@ -612,6 +612,13 @@ impl Tx<'_> {
         if self.fp_arith(u) {
             return;
         }
+        if crate::store::tracing() {
+            eprintln!(
+                "armada-jit: {:#x}: {} through the FP helper",
+                self.pc(slot),
+                armada_isa::ops::name(u.op)
+            );
+        }
         let named = [u.a, u.b, u.c];
         // most FP ops touch only vector registers: the rest hand over what they use
         let (general, flags) = armada_core::cpu::fp::touches_general(u.op);
@@ -638,6 +645,14 @@ impl Tx<'_> {
 
     /// Any other op: the interpreter runs this one instruction on the stored state.
     fn interpret_one(&mut self, slot: usize) {
+        if crate::store::tracing() {
+            let op = self.page[slot].op;
+            eprintln!(
+                "armada-jit: {:#x}: {} left to the interpreter",
+                self.pc(slot),
+                armada_isa::ops::name(op)
+            );
+        }
         let nz = self.packed();
         self.store_state(nz, NZCV_OFF);
         self.flush_dirty();

@@ -30,9 +30,9 @@ use store::{Store, UnitFn};
 /// (most of a short program) is not worth a compile.
 pub const HOT: u32 = 24;
 
-/// Entries of a lane's PC -> unit table (and of its reach counts): 32 KiB a lane, for
-/// batches of many lanes.
-const LOOKUP: usize = 1024;
+/// Entries of a lane's direct-mapped PC -> unit cache: 32 KiB a lane, for batches of many
+/// lanes (a miss costs a hash lookup, not a translation).
+const LOOKUP: usize = 2048;
 
 /// The translation tier. One serves the whole process; what it translates lives with the
 /// decoded pages it was made from.
@@ -89,6 +89,12 @@ pub fn stats() -> (u64, u64, f64) {
     )
 }
 
+/// Instructions the lanes of the process have run in translated code so far (the rest ran
+/// on the interpreter).
+pub fn translated_instructions() -> u64 {
+    store::RAN_TRANSLATED.load(Ordering::Relaxed)
+}
+
 /// Bytes of host code made so far, all units of the process together.
 pub fn code_bytes() -> u64 {
     store::CODE_BYTES.load(Ordering::Relaxed)
@@ -143,13 +149,24 @@ pub fn install(choice: TierChoice) -> Result<(), String> {
     }
 }
 
-/// A lane's own state: its table of units and how often it has reached entries.
+/// A lane's own state: every entry it has reached, how often, and its unit once known; and
+/// a direct-mapped cache of the units, which a lane looks in at every way out of a unit.
 struct LaneJit {
     store: Arc<Store>,
-    /// The code cache's epoch the tables are from.
+    /// The code cache's epoch the units are from.
     epoch: u64,
     lookup: Box<[(u64, Option<UnitFn>)]>,
-    heat: Box<[(u64, u32)]>,
+    /// Every entry reached. A direct-mapped table of reaches alone lost entries to each
+    /// other: two PCs of one slot reached in turn reset each other's count and stayed
+    /// interpreted for good (most of the time of Debian's sha256sum went there).
+    entries: rustc_hash::FxHashMap<u64, Entry>,
+}
+
+#[derive(Default)]
+struct Entry {
+    reaches: u32,
+    /// None: not asked for yet (or asked and pending); Some(None): left to the interpreter.
+    unit: Option<Option<UnitFn>>,
 }
 
 fn slot(pc: u64) -> usize {
@@ -169,12 +186,16 @@ impl LaneJit {
             store,
             epoch: code.epoch(),
             lookup: vec![(u64::MAX, None); LOOKUP].into_boxed_slice(),
-            heat: vec![(u64::MAX, 0); LOOKUP].into_boxed_slice(),
+            entries: Default::default(),
         }
     }
 
+    /// The code changed: units are looked up again (the counts stay).
     fn flush(&mut self, epoch: u64) {
         self.lookup.fill((u64::MAX, None));
+        for e in self.entries.values_mut() {
+            e.unit = None;
+        }
         self.epoch = epoch;
     }
 
@@ -192,26 +213,51 @@ impl LaneJit {
         if self.lookup[i].0 == pc {
             return self.lookup[i].1;
         }
-        let h = &mut self.heat[i];
-        if h.0 != pc {
-            *h = (pc, 0);
+        self.miss(i, pc, mem, code, hot, wait)
+    }
+
+    #[inline(never)]
+    fn miss(
+        &mut self,
+        i: usize,
+        pc: u64,
+        mem: &mut AddressSpace,
+        code: &mut CodeCache,
+        hot: u32,
+        wait: bool,
+    ) -> Option<UnitFn> {
+        let e = self.entries.entry(pc).or_default();
+        if let Some(f) = e.unit {
+            self.lookup[i] = (pc, f);
+            return f;
         }
-        h.1 += 1;
-        if h.1 < hot {
+        e.reaches += 1;
+        if e.reaches < hot {
             return None;
         }
-        let f = match code.page_ops(pc, mem) {
-            Err(_) => None,
-            Ok(page) => match self.store.unit(page, pc, wait) {
-                store::Found::Ready(f) => f,
-                store::Found::Pending => {
-                    // look again in a few reaches
-                    self.heat[i].1 = hot.saturating_sub(8);
-                    return None;
-                }
+        // what the store knows by the page's key first: page_ops copies the page
+        let known = match code.page_buffer(pc, mem) {
+            Some(buf) if !wait => self.store.known(pc, &buf),
+            _ => None,
+        };
+        let found = match known {
+            Some(k) => k,
+            None => match code.page_ops(pc, mem) {
+                Err(_) => store::Found::Ready(None),
+                Ok(page) => self.store.unit(page, pc, wait),
             },
         };
-        if std::env::var_os("ARMADA_JIT_TRACE").is_some() {
+        let f = match found {
+            store::Found::Ready(f) => f,
+            store::Found::Pending => {
+                // look again in a few reaches
+                if let Some(e) = self.entries.get_mut(&pc) {
+                    e.reaches = hot.saturating_sub(8);
+                }
+                return None;
+            }
+        };
+        if store::tracing() {
             let (n, insns, secs) = stats();
             eprintln!(
                 "armada-jit: {n} units, {insns} instructions, {:.3} ms",
@@ -226,9 +272,12 @@ impl LaneJit {
                 }
             );
         }
-        // (decoding may have moved the epoch: the table is flushed before it is used)
+        // (decoding may have moved the epoch: the tables are flushed before they are used)
         if code.epoch() == self.epoch {
             self.lookup[i] = (pc, f);
+            if let Some(e) = self.entries.get_mut(&pc) {
+                e.unit = Some(f);
+            }
         }
         f
     }
@@ -266,6 +315,21 @@ impl Jit {
         code: &mut CodeCache,
         limit: u64,
     ) -> Stop {
+        let mut ran = 0u64;
+        let stop = self.dispatch(lane, st, mem, code, limit, &mut ran);
+        store::RAN_TRANSLATED.fetch_add(ran, Ordering::Relaxed);
+        stop
+    }
+
+    fn dispatch(
+        &self,
+        lane: &mut LaneJit,
+        st: &mut CpuState,
+        mem: &mut AddressSpace,
+        code: &mut CodeCache,
+        limit: u64,
+        ran: &mut u64,
+    ) -> Stop {
         loop {
             if st.retired >= limit {
                 return Stop::Budget;
@@ -288,6 +352,7 @@ impl Jit {
                 mem.flush_tlb();
                 (st.clone(), copy)
             });
+            let start = st.retired;
             let mut ctx = Ctx {
                 st,
                 tlb: mem.tlb_view(),
@@ -305,6 +370,7 @@ impl Jit {
             // nothing else touches until the unit returns.
             let rc = unsafe { f(&mut ctx) };
             let unit_stop = ctx.stop.take();
+            *ran += st.retired - start;
             let [k, a, b, r, nz] = ctx.flags;
             st.nzcv = flags::pack(k, a, b, r, nz);
             if let Some((st0, mem0)) = before {

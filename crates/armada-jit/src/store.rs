@@ -34,11 +34,18 @@ const MAX_CODE_BYTES: usize = 256 << 20;
 /// about 40,000 instructions and take 0.1-0.3 s).
 const MAX_IR_INSTS: usize = 1 << 17;
 
+/// `ARMADA_JIT_TRACE`: what the tier does, on stderr.
+pub fn tracing() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("ARMADA_JIT_TRACE").is_some_and(|v| v != "0"))
+}
+
 /// Units compiled and the time spent, over the whole process.
 pub static UNITS: AtomicU64 = AtomicU64::new(0);
 pub static COMPILE_NS: AtomicU64 = AtomicU64::new(0);
 pub static GUEST_INSNS: AtomicU64 = AtomicU64::new(0);
 pub static CODE_BYTES: AtomicU64 = AtomicU64::new(0);
+pub static RAN_TRANSLATED: AtomicU64 = AtomicU64::new(0);
 
 /// What compiles: the module the code lives in, and Cranelift's reusable contexts.
 struct Inner {
@@ -162,6 +169,17 @@ impl Store {
         page.buffer
             .as_ref()
             .map(|b| (pc, Arc::as_ptr(b) as *const u8 as usize))
+    }
+
+    /// What is known of the shared unit entered at `pc` of the page whose buffer is `buffer`
+    /// (see `CodeCache::page_buffer`): None when nothing is yet, so the caller goes on to
+    /// [`Self::unit`] with the page's micro-ops (a copy of the page it spares otherwise).
+    pub fn known(&self, pc: u64, buffer: &Arc<PageData>) -> Option<Found> {
+        let key = (pc, Arc::as_ptr(buffer) as *const u8 as usize);
+        match self.map.lock().ok()?.get(&key)? {
+            (Some(f), _) => Some(Found::Ready(*f)),
+            (None, _) => Some(Found::Pending),
+        }
     }
 
     /// The unit entered at `pc` of `page`. A unit of code no lane can write is made once
@@ -303,7 +321,7 @@ impl Inner {
         let t_cg = t.elapsed();
         self.ctx.clear();
         module.finalize_definitions().ok()?;
-        if std::env::var_os("ARMADA_JIT_TRACE").is_some() {
+        if tracing() {
             eprintln!(
                 "armada-jit: unit {pc:#x}: {ir_insts} IR instructions in {:?}, codegen {:?}, finalize {:?}, {size} bytes",
                 t_ir,

@@ -234,6 +234,17 @@ impl CodeCache {
         }
     }
 
+    /// The page buffer [`Self::page_ops`] would give for `pc` (None: writable code, or no
+    /// code there), without decoding or copying anything: a tier's key for what it has
+    /// already made of that page.
+    pub fn page_buffer(&mut self, pc: u64, mem: &mut AddressSpace) -> Option<Arc<PageData>> {
+        let ri = self.region_for(pc, mem).ok()?;
+        if self.regions[ri].writable {
+            return None;
+        }
+        mem.page_data(pc >> PAGE_SHIFT).cloned()
+    }
+
     /// The decoded page holding `pc` (decoded now if it was not), for a tier that makes
     /// code of its own from the micro-ops. Fails as the interpreter's fetch would.
     pub fn page_ops(&mut self, pc: u64, mem: &mut AddressSpace) -> Result<CodePage, Fault> {
