@@ -27,6 +27,9 @@ pub struct Ctx {
     pub status: u64,
     /// The flags as a unit leaves them: kind, operands and NZCV (see `flags`).
     pub flags: [u64; 5],
+    /// The lane's direct-mapped table of units (`LOOKUP` entries of PC and unit, 0 for
+    /// none), where a unit looks for the next one to jump to.
+    pub lookup: *const (u64, Option<crate::store::UnitFn>),
     pub stop: Option<Stop>,
 }
 
@@ -36,6 +39,7 @@ pub const CTX_LIMIT: i32 = 16;
 pub const CTX_BUF: i32 = 48;
 pub const CTX_STATUS: i32 = 64;
 pub const CTX_FK: i32 = 72;
+pub const CTX_LOOKUP: i32 = 112;
 const _: () = {
     assert!(std::mem::offset_of!(Ctx, st) == CTX_ST as usize);
     assert!(std::mem::offset_of!(Ctx, tlb) == CTX_TLB as usize);
@@ -43,6 +47,8 @@ const _: () = {
     assert!(std::mem::offset_of!(Ctx, buf) == CTX_BUF as usize);
     assert!(std::mem::offset_of!(Ctx, status) == CTX_STATUS as usize);
     assert!(std::mem::offset_of!(Ctx, flags) == CTX_FK as usize);
+    assert!(std::mem::offset_of!(Ctx, lookup) == CTX_LOOKUP as usize);
+    assert!(std::mem::size_of::<(u64, Option<crate::store::UnitFn>)>() == 16);
 };
 
 /// Helper status: the instruction completed.

@@ -32,7 +32,11 @@ pub const HOT: u32 = 24;
 
 /// Entries of a lane's direct-mapped PC -> unit cache: 32 KiB a lane, for batches of many
 /// lanes (a miss costs a hash lookup, not a translation).
-const LOOKUP: usize = 2048;
+pub(crate) const LOOKUP: usize = 2048;
+
+/// A table where nothing is found: under `ARMADA_JIT_CHECK` every unit returns to the
+/// dispatcher, which checks it.
+static NO_UNITS: [(u64, Option<UnitFn>); LOOKUP] = [(u64::MAX, None); LOOKUP];
 
 /// The translation tier. One serves the whole process; what it translates lives with the
 /// decoded pages it was made from.
@@ -363,12 +367,17 @@ impl Jit {
                 buf: [0; 2],
                 status: 0,
                 flags: [0; 5],
+                lookup: if self.check {
+                    NO_UNITS.as_ptr()
+                } else {
+                    lane.lookup.as_ptr()
+                },
                 stop: None,
             };
             // SAFETY: `f` was made by the store `lane` holds, for this code cache's code at
             // this epoch; `ctx`'s pointers are the lane's state, memory and code, which
             // nothing else touches until the unit returns.
-            let rc = unsafe { f(&mut ctx) };
+            let rc = unsafe { store::enter(&mut ctx, f) };
             let unit_stop = ctx.stop.take();
             *ran += st.retired - start;
             let [k, a, b, r, nz] = ctx.flags;

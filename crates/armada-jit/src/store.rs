@@ -12,6 +12,7 @@ use crate::unit;
 use armada_core::cpu::code::CodePage;
 use armada_core::memory::PageData;
 use cranelift_codegen::ir::{types::I64, AbiParam};
+use cranelift_codegen::isa::CallConv;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -23,7 +24,81 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
 /// Translated code's entry: `ctx` in, an exit code (`helpers::exit`) out.
-pub type UnitFn = unsafe extern "C" fn(*mut crate::helpers::Ctx) -> u64;
+///
+/// Units are functions of Cranelift's `tail` calling convention, so a unit can leave by
+/// jumping straight into the next (`return_call_indirect`) without the stack growing; the
+/// dispatcher enters them through [`enter`]. `repr(transparent)` over a non-null pointer:
+/// translated code reads a lane's table of `(u64, Option<UnitFn>)` as two u64s, 0 for None.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct UnitFn(std::ptr::NonNull<u8>);
+
+// SAFETY: a unit is immutable code, valid while its store lives (every holder holds it).
+unsafe impl Send for UnitFn {}
+unsafe impl Sync for UnitFn {}
+
+/// The signature of a unit: the context in, an exit code out, `tail` calling convention.
+pub fn unit_signature() -> cranelift_codegen::ir::Signature {
+    let mut s = cranelift_codegen::ir::Signature::new(CallConv::Tail);
+    s.params.push(AbiParam::new(I64));
+    s.returns.push(AbiParam::new(I64));
+    s
+}
+
+type Trampoline = unsafe extern "C" fn(*mut crate::helpers::Ctx, *const u8) -> u64;
+
+/// Runs `f` with `ctx` until a unit returns to the dispatcher; its exit code. None when no
+/// trampoline could be made (then nothing is translated either).
+///
+/// # Safety
+/// `f` is a unit of a live store, `ctx` a context the dispatcher made for it.
+pub unsafe fn enter(ctx: *mut crate::helpers::Ctx, f: UnitFn) -> u64 {
+    match trampoline() {
+        Some(t) => t(ctx, f.0.as_ptr()),
+        None => crate::helpers::exit::INTERP,
+    }
+}
+
+/// A C-convention function that calls a `tail`-convention unit: made once, in a module of
+/// its own that lives as long as the process.
+fn trampoline() -> Option<Trampoline> {
+    static T: OnceLock<Option<usize>> = OnceLock::new();
+    let p = (*T.get_or_init(|| {
+        let mut module = new_module()?;
+        let cc = module.isa().default_call_conv();
+        let mut ctx = module.make_context();
+        ctx.func.signature.call_conv = cc;
+        ctx.func.signature.params.push(AbiParam::new(I64));
+        ctx.func.signature.params.push(AbiParam::new(I64));
+        ctx.func.signature.returns.push(AbiParam::new(I64));
+        let mut fctx = FunctionBuilderContext::new();
+        {
+            use cranelift_codegen::ir::InstBuilder;
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            let blk = b.create_block();
+            b.append_block_params_for_function_params(blk);
+            b.switch_to_block(blk);
+            let (c, f) = (b.block_params(blk)[0], b.block_params(blk)[1]);
+            let sig = b.import_signature(unit_signature());
+            let call = b.ins().call_indirect(sig, f, &[c]);
+            let r = b.inst_results(call)[0];
+            b.ins().return_(&[r]);
+            b.seal_all_blocks();
+            b.finalize(module.isa().frontend_config());
+        }
+        let id = module
+            .declare_anonymous_function(&ctx.func.signature)
+            .ok()?;
+        module.define_function(id, &mut ctx).ok()?;
+        module.finalize_definitions().ok()?;
+        let p = module.get_finalized_function(id) as usize;
+        // the trampoline lives as long as the process
+        std::mem::forget(module);
+        Some(p)
+    }))?;
+    // SAFETY: made above with the signature `Trampoline` names, in the C convention.
+    Some(unsafe { std::mem::transmute::<usize, Trampoline>(p) })
+}
 
 /// Past this much translated code a store translates nothing more (the interpreter runs
 /// the rest): code that rewrites itself forever must not take all memory.
@@ -103,6 +178,8 @@ fn new_module() -> Option<JITModule> {
     // the long-range relocations and non-PIC code `JITBuilder::new` asks for
     flags.set("use_colocated_libcalls", "false").ok()?;
     flags.set("is_pic", "false").ok()?;
+    // Cranelift's tail calls (a unit jumping to the next) need frame pointers
+    flags.set("preserve_frame_pointers", "true").ok()?;
     let isa = cranelift_native::builder()
         .ok()?
         .finish(settings::Flags::new(flags))
@@ -269,9 +346,7 @@ impl Inner {
         let module = self.module.as_mut()?;
         let cc = module.isa().default_call_conv();
         self.ctx.clear();
-        self.ctx.func.signature.call_conv = cc;
-        self.ctx.func.signature.params.push(AbiParam::new(I64));
-        self.ctx.func.signature.returns.push(AbiParam::new(I64));
+        self.ctx.func.signature = unit_signature();
         let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let b = FunctionBuilder::new(&mut self.ctx.func, &mut self.fctx);
             translate(b, &unit, &page.ops, cc, module.isa().frontend_config());
@@ -336,8 +411,6 @@ impl Inner {
         let insns: usize = unit.blocks.iter().map(|b| b.end - b.start).sum();
         GUEST_INSNS.fetch_add(insns as u64, Ordering::Relaxed);
         CODE_BYTES.fetch_add(size as u64, Ordering::Relaxed);
-        // SAFETY: the function was built with the signature `UnitFn` names, in the
-        // platform's C calling convention.
-        Some(unsafe { std::mem::transmute::<*const u8, UnitFn>(ptr) })
+        std::ptr::NonNull::new(ptr as *mut u8).map(UnitFn)
     }
 }

@@ -10,7 +10,7 @@
 //! and count as they were before the instruction, as the interpreter does.
 
 use crate::flags::Known;
-use crate::helpers::{self, exit, CTX_FK, CTX_LIMIT, CTX_ST, CTX_TLB};
+use crate::helpers::{self, exit, CTX_FK, CTX_LIMIT, CTX_LOOKUP, CTX_ST, CTX_TLB};
 use crate::unit::{BlockSpan, Term, Unit};
 use armada_core::state::CpuState;
 use armada_isa::{ops, MicroOp};
@@ -42,6 +42,8 @@ pub struct Helper {
 }
 
 pub struct Helpers {
+    /// A unit's own signature, to jump to the next unit with.
+    pub unit: SigRef,
     pub read: Helper,
     pub read16: Helper,
     pub write: Helper,
@@ -130,11 +132,13 @@ pub fn translate(
     cc: CallConv,
     frontend: TargetFrontendConfig,
 ) {
+    let unit_sig = b.import_signature(crate::store::unit_signature());
     let mut helper = |params, returns, f: *const ()| Helper {
         sig: b.import_signature(sig(cc, params, returns)),
         addr: f as i64,
     };
     let h = Helpers {
+        unit: unit_sig,
         read: helper(3, 1, helpers::read as *const ()),
         read16: helper(2, 0, helpers::read16 as *const ()),
         write: helper(5, 1, helpers::write as *const ()),
@@ -337,6 +341,46 @@ impl<'a> Tx<'a> {
         self.b.ins().return_(&[code]);
     }
 
+    /// Leaves the unit for `pc` (the count then `retired`) at the end of a block: straight
+    /// into the unit the lane's table has for `pc` (a tail call: its checks of the budget
+    /// are the same), else back to the dispatcher. Every way out that can follow a change
+    /// of code or of the epoch (a store into code, a helper, a syscall) goes through
+    /// [`Self::leave`] instead, so the table is never stale here.
+    pub fn leave_to(&mut self, pc: Value, retired: Value) {
+        let dirty = self.dirty;
+        self.flush_dirty();
+        self.dirty = dirty;
+        // the next unit starts from NZCV in the state
+        let nz = self.packed();
+        self.store_state(nz, NZCV_OFF);
+        self.store_state(pc, PC_OFF);
+        self.store_state(retired, RETIRED_OFF);
+        let table = self.b.ins().load(I64, host_mem(), self.ctx, CTX_LOOKUP);
+        let idx = self.b.ins().ushr_imm_s(pc, 2);
+        let idx = self.b.ins().band_imm_s(idx, crate::LOOKUP as i64 - 1);
+        let off = self.b.ins().ishl_imm_s(idx, 4);
+        let e = self.b.ins().iadd(table, off);
+        let epc = self.b.ins().load(I64, host_mem(), e, 0);
+        let f = self.b.ins().load(I64, host_mem(), e, 8);
+        let same = self.b.ins().icmp(IntCC::Equal, epc, pc);
+        let some = self.b.ins().icmp_imm_u(IntCC::NotEqual, f, 0);
+        let go = self.b.ins().band(same, some);
+        let chain = self.b.create_block();
+        let back = self.b.create_block();
+        self.b.ins().brif(go, chain, &[], back, &[]);
+        self.b.switch_to_block(chain);
+        let ctx = self.ctx;
+        self.b.ins().return_call_indirect(self.h.unit, f, &[ctx]);
+        self.b.switch_to_block(back);
+        let zero = self.b.ins().iconst(I64, 0);
+        for off in [CTX_FK, CTX_FK + 8, CTX_FK + 16, CTX_FK + 24] {
+            self.b.ins().store(host_mem(), zero, self.ctx, off);
+        }
+        self.b.ins().store(host_mem(), nz, self.ctx, CTX_FK + 32);
+        let code = self.b.ins().iconst(I64, exit::NEXT as i64);
+        self.b.ins().return_(&[code]);
+    }
+
     /// Leaves the unit at slot `slot` of the current block, before it, if `failed` (i8 or
     /// i64) is set: a helper stopped the lane. Returns with the builder after the test.
     pub fn leave_if(&mut self, failed: Value, slot: usize, code: u64, after: bool) {
@@ -366,7 +410,7 @@ impl<'a> Tx<'a> {
             self.b.ins().jump(blk, &[]);
         } else {
             let pc = self.b.ins().iconst(I64, target as i64);
-            self.leave(pc, retired, exit::NEXT);
+            self.leave_to(pc, retired);
         }
     }
 
@@ -424,7 +468,7 @@ impl<'a> Tx<'a> {
                         self.b.switch_to_block(blk);
                         let saved = self.flags;
                         let pc = self.b.ins().iconst(I64, target as i64);
-                        self.leave(pc, done, exit::NEXT);
+                        self.leave_to(pc, done);
                         self.flags = saved;
                     }
                 }
@@ -433,7 +477,7 @@ impl<'a> Tx<'a> {
                 let link = self.b.ins().iconst(I64, next as i64);
                 self.wr(30, link);
                 let pc = self.b.ins().iconst(I64, t as i64);
-                self.leave(pc, done, exit::NEXT);
+                self.leave_to(pc, done);
             }
             Term::Indirect => {
                 let t = self.rd(u.b);
@@ -441,7 +485,7 @@ impl<'a> Tx<'a> {
                     let link = self.b.ins().iconst(I64, next as i64);
                     self.wr(30, link);
                 }
-                self.leave(t, done, exit::NEXT);
+                self.leave_to(t, done);
             }
             Term::Syscall => {
                 let pc = self.b.ins().iconst(I64, next as i64);
