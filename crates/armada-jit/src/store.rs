@@ -47,15 +47,25 @@ pub fn unit_signature() -> cranelift_codegen::ir::Signature {
 
 type Trampoline = unsafe extern "C" fn(*mut crate::helpers::Ctx, *const u8) -> u64;
 
-/// Runs `f` with `ctx` until a unit returns to the dispatcher; its exit code. None when no
-/// trampoline could be made (then nothing is translated either).
+/// Whether [`enter`] can run units here (its trampoline could be made).
+pub fn can_enter() -> bool {
+    trampoline().is_some()
+}
+
+/// Runs `f` with `ctx` until a unit returns to the dispatcher; its exit code. Without a
+/// trampoline ([`can_enter`] said no, and `Jit::new` then made no tier) nothing runs and
+/// the interpreter takes over (`exit::INTERP`).
 ///
 /// # Safety
 /// `f` is a unit of a live store, `ctx` a context the dispatcher made for it.
 pub unsafe fn enter(ctx: *mut crate::helpers::Ctx, f: UnitFn) -> u64 {
     match trampoline() {
         Some(t) => t(ctx, f.0.as_ptr()),
-        None => crate::helpers::exit::INTERP,
+        None => {
+            // nothing ran: the flags the dispatcher takes back are the state's
+            (*ctx).flags = [crate::flags::PACKED, 0, 0, 0, (*(*ctx).st).nzcv];
+            crate::helpers::exit::INTERP
+        }
     }
 }
 
