@@ -47,14 +47,10 @@ pub fn unit_signature() -> cranelift_codegen::ir::Signature {
 
 type Trampoline = unsafe extern "C" fn(*mut crate::helpers::Ctx, *const u8) -> u64;
 
-/// Whether [`enter`] can run units here (its trampoline could be made).
-pub fn can_enter() -> bool {
-    trampoline().is_some()
-}
-
-/// Runs `f` with `ctx` until a unit returns to the dispatcher; its exit code. Without a
-/// trampoline ([`can_enter`] said no, and `Jit::new` then made no tier) nothing runs and
-/// the interpreter takes over (`exit::INTERP`).
+/// Runs `f` with `ctx` until a unit returns to the dispatcher; its exit code. The
+/// trampoline is made at the first call (not when the tier is made: a program that never
+/// gets hot code pays nothing); without one nothing runs and the interpreter takes over
+/// (`exit::INTERP`).
 ///
 /// # Safety
 /// `f` is a unit of a live store, `ctx` a context the dispatcher made for it.
@@ -74,40 +70,51 @@ pub unsafe fn enter(ctx: *mut crate::helpers::Ctx, f: UnitFn) -> u64 {
 fn trampoline() -> Option<Trampoline> {
     static T: OnceLock<Option<usize>> = OnceLock::new();
     let p = (*T.get_or_init(|| {
-        let mut module = new_module()?;
-        let cc = module.isa().default_call_conv();
-        let mut ctx = module.make_context();
-        ctx.func.signature.call_conv = cc;
-        ctx.func.signature.params.push(AbiParam::new(I64));
-        ctx.func.signature.params.push(AbiParam::new(I64));
-        ctx.func.signature.returns.push(AbiParam::new(I64));
-        let mut fctx = FunctionBuilderContext::new();
-        {
-            use cranelift_codegen::ir::InstBuilder;
-            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            let blk = b.create_block();
-            b.append_block_params_for_function_params(blk);
-            b.switch_to_block(blk);
-            let (c, f) = (b.block_params(blk)[0], b.block_params(blk)[1]);
-            let sig = b.import_signature(unit_signature());
-            let call = b.ins().call_indirect(sig, f, &[c]);
-            let r = b.inst_results(call)[0];
-            b.ins().return_(&[r]);
-            b.seal_all_blocks();
-            b.finalize(module.isa().frontend_config());
+        let t0 = Instant::now();
+        let r = make_trampoline();
+        if tracing() {
+            eprintln!("armada-jit: trampoline made in {:?}", t0.elapsed());
         }
-        let id = module
-            .declare_anonymous_function(&ctx.func.signature)
-            .ok()?;
-        module.define_function(id, &mut ctx).ok()?;
-        module.finalize_definitions().ok()?;
-        let p = module.get_finalized_function(id) as usize;
-        // the trampoline lives as long as the process
-        std::mem::forget(module);
-        Some(p)
+        r
     }))?;
-    // SAFETY: made above with the signature `Trampoline` names, in the C convention.
+    // SAFETY: made by `make_trampoline` with the signature `Trampoline` names, in the C
+    // convention.
     Some(unsafe { std::mem::transmute::<usize, Trampoline>(p) })
+}
+
+/// A C-convention function `(ctx, unit) -> exit code` that calls the unit.
+fn make_trampoline() -> Option<usize> {
+    let mut module = new_module()?;
+    let cc = module.isa().default_call_conv();
+    let mut ctx = module.make_context();
+    ctx.func.signature.call_conv = cc;
+    ctx.func.signature.params.push(AbiParam::new(I64));
+    ctx.func.signature.params.push(AbiParam::new(I64));
+    ctx.func.signature.returns.push(AbiParam::new(I64));
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        use cranelift_codegen::ir::InstBuilder;
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let blk = b.create_block();
+        b.append_block_params_for_function_params(blk);
+        b.switch_to_block(blk);
+        let (c, f) = (b.block_params(blk)[0], b.block_params(blk)[1]);
+        let sig = b.import_signature(unit_signature());
+        let call = b.ins().call_indirect(sig, f, &[c]);
+        let r = b.inst_results(call)[0];
+        b.ins().return_(&[r]);
+        b.seal_all_blocks();
+        b.finalize(module.isa().frontend_config());
+    }
+    let id = module
+        .declare_anonymous_function(&ctx.func.signature)
+        .ok()?;
+    module.define_function(id, &mut ctx).ok()?;
+    module.finalize_definitions().ok()?;
+    let p = module.get_finalized_function(id) as usize;
+    // the trampoline lives as long as the process
+    std::mem::forget(module);
+    Some(p)
 }
 
 /// Past this much translated code a store translates nothing more (the interpreter runs
