@@ -184,12 +184,13 @@ impl Tx<'_> {
         changed
     }
 
-    fn v_off(r: u8) -> i32 {
+    /// Where vector register `r` is in the state.
+    pub(crate) fn v_off(r: u8) -> i32 {
         V_OFF + 16 * (r as i32 & 31)
     }
 
     /// Sets vector register `r` to `lo` and `hi` (zero when None).
-    fn set_v(&mut self, r: u8, lo: Value, hi: Option<Value>) {
+    pub(crate) fn set_v(&mut self, r: u8, lo: Value, hi: Option<Value>) {
         let hi = hi.unwrap_or_else(|| self.b.ins().iconst(I64, 0));
         let off = Self::v_off(r);
         self.store_state(lo, off);

@@ -629,10 +629,7 @@ impl Tx<'_> {
         if general {
             self.flush_dirty();
         }
-        let w = self.b.ins().iconst(I64, u.fields_word() as i64);
-        let imm = self.b.ins().iconst(I64, u.imm as i64);
-        let ctx = self.ctx;
-        let status = self.call(self.h.fp, &[ctx, w, imm])[0];
+        let status = self.call_fp(u);
         if general {
             self.load_regs(Some(&named));
         }
@@ -641,6 +638,14 @@ impl Tx<'_> {
             self.set_packed(nz);
         }
         self.after_helper(slot, status);
+    }
+
+    /// Calls the interpreter's FP code for `u`; its status.
+    pub(crate) fn call_fp(&mut self, u: &MicroOp) -> Value {
+        let w = self.b.ins().iconst(I64, u.fields_word() as i64);
+        let imm = self.b.ins().iconst(I64, u.imm as i64);
+        let ctx = self.ctx;
+        self.call(self.h.fp, &[ctx, w, imm])[0]
     }
 
     /// Any other op: the interpreter runs this one instruction on the stored state.

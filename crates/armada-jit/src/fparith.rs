@@ -10,7 +10,7 @@
 //! result and the flags out exactly. These ops cannot fault or write code, so that call
 //! needs no way out.
 
-use crate::translate::{host_mem, Tx, FPCR_OFF, FPSR_OFF, V_OFF};
+use crate::translate::{host_mem, Tx, FPCR_OFF, FPSR_OFF};
 use armada_core::cpu::fp::{host_result_range, FPSR_IXC, HOST_FPCR_MASK};
 use armada_isa::ops::*;
 use armada_isa::MicroOp;
@@ -36,7 +36,7 @@ impl Tx<'_> {
         {
             return false;
         }
-        let reg = |r: u8| V_OFF + 16 * (r as i32 & 31);
+        let reg = Self::v_off;
         let n = self.b.ins().load(fty, host_mem(), self.st, reg(u.b));
         let m = self.b.ins().load(fty, host_mem(), self.st, reg(u.c));
         let ins = self.b.ins();
@@ -103,16 +103,11 @@ impl Tx<'_> {
         } else {
             self.b.ins().uextend(I64, bits)
         };
-        let zero = self.b.ins().iconst(I64, 0);
-        self.store_state(low, reg(u.a));
-        self.store_state(zero, reg(u.a) + 8);
+        self.set_v(u.a, low, None);
         self.b.ins().jump(done, &[]);
 
         self.b.switch_to_block(slow);
-        let w = self.b.ins().iconst(I64, u.fields_word() as i64);
-        let imm = self.b.ins().iconst(I64, u.imm as i64);
-        let ctx = self.ctx;
-        self.call(self.h.fp, &[ctx, w, imm]);
+        self.call_fp(u);
         self.b.ins().jump(done, &[]);
 
         self.b.switch_to_block(done);

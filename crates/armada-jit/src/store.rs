@@ -259,18 +259,20 @@ impl Store {
         }
     }
 
+    /// A shared unit's key: its entry and its page's buffer (None: writable code).
     fn key(page: &CodePage, pc: u64) -> Option<(u64, usize)> {
-        page.buffer
-            .as_ref()
-            .map(|b| (pc, Arc::as_ptr(b) as *const u8 as usize))
+        page.buffer.as_ref().map(|b| Self::key_of(pc, b))
+    }
+
+    fn key_of(pc: u64, buffer: &Arc<PageData>) -> (u64, usize) {
+        (pc, Arc::as_ptr(buffer) as *const u8 as usize)
     }
 
     /// What is known of the shared unit entered at `pc` of the page whose buffer is `buffer`
     /// (see `CodeCache::page_buffer`): None when nothing is yet, so the caller goes on to
     /// [`Self::unit`] with the page's micro-ops (a copy of the page it spares otherwise).
     pub fn known(&self, pc: u64, buffer: &Arc<PageData>) -> Option<Found> {
-        let key = (pc, Arc::as_ptr(buffer) as *const u8 as usize);
-        match self.map.lock().ok()?.get(&key)? {
+        match self.map.lock().ok()?.get(&Self::key_of(pc, buffer))? {
             (Some(f), _) => Some(Found::Ready(*f)),
             (None, _) => Some(Found::Pending),
         }

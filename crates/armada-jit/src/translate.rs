@@ -349,12 +349,9 @@ impl<'a> Tx<'a> {
     pub fn leave_to(&mut self, pc: Value, retired: Value) {
         let dirty = self.dirty;
         self.flush_dirty();
-        self.dirty = dirty;
         // the next unit starts from NZCV in the state
         let nz = self.packed();
         self.store_state(nz, NZCV_OFF);
-        self.store_state(pc, PC_OFF);
-        self.store_state(retired, RETIRED_OFF);
         let table = self.b.ins().load(I64, host_mem(), self.ctx, CTX_LOOKUP);
         let idx = self.b.ins().ushr_imm_s(pc, 2);
         let idx = self.b.ins().band_imm_s(idx, crate::LOOKUP as i64 - 1);
@@ -369,16 +366,14 @@ impl<'a> Tx<'a> {
         let back = self.b.create_block();
         self.b.ins().brif(go, chain, &[], back, &[]);
         self.b.switch_to_block(chain);
+        self.store_state(pc, PC_OFF);
+        self.store_state(retired, RETIRED_OFF);
         let ctx = self.ctx;
         self.b.ins().return_call_indirect(self.h.unit, f, &[ctx]);
+        // a miss: the dispatcher's way out (nothing is dirty, the flags are packed)
         self.b.switch_to_block(back);
-        let zero = self.b.ins().iconst(I64, 0);
-        for off in [CTX_FK, CTX_FK + 8, CTX_FK + 16, CTX_FK + 24] {
-            self.b.ins().store(host_mem(), zero, self.ctx, off);
-        }
-        self.b.ins().store(host_mem(), nz, self.ctx, CTX_FK + 32);
-        let code = self.b.ins().iconst(I64, exit::NEXT as i64);
-        self.b.ins().return_(&[code]);
+        self.leave(pc, retired, exit::NEXT);
+        self.dirty = dirty;
     }
 
     /// Leaves the unit at slot `slot` of the current block, before it, if `failed` (i8 or
