@@ -46,6 +46,7 @@ die() { printf 'scripts/sysroot.sh: error: %s\n' "$*" >&2; exit 1; }
 
 # The packages, all :arm64. The programs (with the package that ships each):
 #   coreutils grep sed gawk sqlite3 lua5.4 perl-base python3-minimal dash
+#   gzip bzip2 xz-utils (compression: compute-bound work users try first; scripts/bench-real.sh)
 #   (/bin/sh: python's subprocess with shell=True, perl's system with one string, ...)
 #   python3.11-minimal (the interpreter) libpython3.11-minimal (its core standard library)
 #   libpython3.11-stdlib (the rest of it, for its pure-Python modules: http.server, urllib,
@@ -55,16 +56,17 @@ die() { printf 'scripts/sysroot.sh: error: %s\n' "$*" >&2; exit 1; }
 #   libselinux1 libpcre2-8-0 (ls, sed, ... ; grep)     libacl1 libattr1 (cp, sed, ...)
 #   libgmp10 libmpfr6 libsigsegv2 (gawk, factor, expr)  libreadline8 libtinfo6 (gawk, sqlite3, lua)
 #   libsqlite3-0 zlib1g (sqlite3, python)  libexpat1 (python)  libcrypt1 (perl)
+#   libbz2-1.0 (bzip2)  liblzma5 (xz)
 # Deliberately left out (not needed to start any of these): libssl3 (python's _ssl and
 # _hashlib extension modules only), libstdc++6 and liblua5.4-0 (lua5.4 links liblua
 # statically), readline-common (inputrc, docs), gcc-12-base (docs), tzdata, locales.
 packages=(
     libc6 libgcc-s1
-    coreutils grep sed gawk sqlite3 lua5.4 perl-base dash
+    coreutils grep sed gawk sqlite3 lua5.4 perl-base dash gzip bzip2 xz-utils
     python3-minimal python3.11-minimal libpython3.11-minimal libpython3.11-stdlib
     libselinux1 libpcre2-8-0 libacl1 libattr1
     libgmp10 libmpfr6 libsigsegv2 libreadline8 libtinfo6
-    libsqlite3-0 zlib1g libexpat1 libcrypt1
+    libsqlite3-0 zlib1g libexpat1 libcrypt1 libbz2-1.0 liblzma5
 )
 # Programs started once under qemu as a check: "PATH|ARG|ARG..." (PATH inside the sysroot).
 checks=(
@@ -75,6 +77,9 @@ checks=(
     "usr/bin/gawk|--version"
     "usr/bin/sqlite3|--version"
     "usr/bin/lua5.4|-v"
+    "bin/gzip|--version"
+    "bin/bzip2|--help"
+    "usr/bin/xz|--version"
     'usr/bin/perl|-e|print qq(perl $^V\n)'
     "usr/bin/python3|-c|import sys, os, http.server, json; print('python', sys.version.split()[0])"
 )

@@ -180,6 +180,13 @@ pub struct TlbView {
 
 const TLB_BITS: u32 = 8;
 const TLB_SIZE: usize = 1 << TLB_BITS;
+/// The most entries a TLB grows to (256 KiB, 32 MiB of pages).
+const TLB_MAX: usize = 1 << 13;
+/// A TLB doubles once it has been refilled this many times its size since it last grew:
+/// a working set larger than its reach (bzip2's 900 KB blocks and their 3.6 MB of
+/// pointers, a sort's buffers) missed on most accesses at 256 entries (1 MiB). Lanes that
+/// never miss much, most of the lanes of a batch, keep 8 KiB.
+const TLB_GROW_FILLS: usize = 8;
 const NO_TAG: u64 = u64::MAX;
 const EMPTY: TlbEntry = TlbEntry {
     rtag: NO_TAG,
@@ -209,6 +216,8 @@ pub struct AddressSpace {
     /// from a snapshot, most of which the host never reads, do not each start with 8 KiB.
     tlb: Box<[TlbEntry]>,
     tlb_mask: usize,
+    /// Fills since the TLB was made or last grew (see [`TLB_GROW_FILLS`]).
+    tlb_fills: usize,
     /// `tlb`'s address and `tlb_mask`, for translated code (see [`TlbView`]).
     view: TlbView,
     /// Private bytes the lane may own; `u64::MAX` when unlimited.
@@ -251,6 +260,7 @@ impl Clone for AddressSpace {
             code_pages: HashSet::default(),
             tlb: Box::new([EMPTY]),
             tlb_mask: 0,
+            tlb_fills: 0,
             view: TlbView {
                 entries: std::ptr::null(),
                 mask: 0,
@@ -290,6 +300,7 @@ impl AddressSpace {
             code_pages: HashSet::default(),
             tlb: Box::new([EMPTY]),
             tlb_mask: 0,
+            tlb_fills: 0,
             view: TlbView {
                 entries: std::ptr::null(),
                 mask: 0,
@@ -404,15 +415,24 @@ impl AddressSpace {
 
     /// The TLB entry page `vpn` is filled into (the whole TLB made on the first fill).
     fn tlb_fill_entry(&mut self, vpn: u64) -> &mut TlbEntry {
+        self.tlb_fills += 1;
         if self.tlb_mask == 0 {
-            self.tlb = vec![EMPTY; TLB_SIZE].into_boxed_slice();
-            self.tlb_mask = TLB_SIZE - 1;
-            self.view = TlbView {
-                entries: self.tlb.as_ptr() as *const u8,
-                mask: self.tlb_mask as u64,
-            };
+            self.resize_tlb(TLB_SIZE);
+        } else if self.tlb_fills > TLB_GROW_FILLS * self.tlb.len() && self.tlb.len() < TLB_MAX {
+            // the entries are dropped, not rehashed: the next accesses fill them again
+            self.resize_tlb(self.tlb.len() * 2);
         }
         &mut self.tlb[(vpn as usize) & self.tlb_mask]
+    }
+
+    fn resize_tlb(&mut self, entries: usize) {
+        self.tlb = vec![EMPTY; entries].into_boxed_slice();
+        self.tlb_mask = entries - 1;
+        self.tlb_fills = 0;
+        self.view = TlbView {
+            entries: self.tlb.as_ptr() as *const u8,
+            mask: self.tlb_mask as u64,
+        };
     }
 
     /// The TLB's entries and mask for code that looks them up itself (see [`tlb_layout`]).
@@ -814,7 +834,7 @@ impl AddressSpace {
     pub fn read<const N: usize>(&mut self, addr: u64) -> Result<[u8; N], Fault> {
         let vpn = addr >> PAGE_SHIFT;
         let off = (addr & PAGE_MASK) as usize;
-        // SAFETY: tlb_mask is below the TLB's length (one entry and mask 0, or TLB_SIZE).
+        // SAFETY: tlb_mask is the TLB's length less one (a power of two).
         let e = unsafe { self.tlb.get_unchecked((vpn as usize) & self.tlb_mask) };
         if e.rtag == vpn && off + N <= PAGE_SIZE as usize {
             // SAFETY: rptr points to a live page buffer of PAGE_SIZE bytes (see the type's
@@ -836,7 +856,7 @@ impl AddressSpace {
     pub fn write<const N: usize>(&mut self, addr: u64, val: [u8; N]) -> Result<(), Fault> {
         let vpn = addr >> PAGE_SHIFT;
         let off = (addr & PAGE_MASK) as usize;
-        // SAFETY: tlb_mask is below the TLB's length (one entry and mask 0, or TLB_SIZE).
+        // SAFETY: tlb_mask is the TLB's length less one (a power of two).
         let e = unsafe { self.tlb.get_unchecked((vpn as usize) & self.tlb_mask) };
         if e.wtag == vpn && off + N <= PAGE_SIZE as usize {
             // SAFETY: wptr points to a page buffer this address space owns alone.

@@ -3,8 +3,8 @@
 //! order, as the interpreter, so a fault is reported at the same address; registers are
 //! written only once every access has succeeded.
 
-use crate::helpers::{exit, CODE_CHANGED, CTX_BUF, CTX_STATUS, STOPPED};
-use crate::translate::{guest_mem, Tx, V_OFF};
+use crate::helpers::{exit, CTX_BUF, CTX_STATUS, STOPPED};
+use crate::translate::{guest_mem, Tx, V_OFF, X_OFF};
 use armada_core::memory::tlb_layout as tl;
 use armada_isa::uop::addr_mode;
 use armada_isa::{ops::*, MicroOp};
@@ -31,13 +31,17 @@ impl Tx<'_> {
     }
 
     fn writeback(&mut self, u: &MicroOp, addr: Value) {
+        if let Some((r, v)) = self.writeback_value(u, addr) {
+            self.wr(r, v);
+        }
+    }
+
+    /// The base register `u` writes back, and its value.
+    fn writeback_value(&mut self, u: &MicroOp, addr: Value) -> Option<(u8, Value)> {
         match u.f {
-            addr_mode::PRE => self.wr(u.b, addr),
-            addr_mode::POST => {
-                let v = self.b.ins().iadd_imm_s(addr, u.imm as i64);
-                self.wr(u.b, v)
-            }
-            _ => {}
+            addr_mode::PRE => Some((u.b, addr)),
+            addr_mode::POST => Some((u.b, self.b.ins().iadd_imm_s(addr, u.imm as i64))),
+            _ => None,
         }
     }
 
@@ -120,23 +124,25 @@ impl Tx<'_> {
         (lo, (size == 16).then_some(hi))
     }
 
-    /// Writes `size` bytes of `lo` (and `hi`, the upper 8 of 16) at `addr` for the op at
-    /// `slot`, leaving the unit if the write faults. Returns whether the write hit decoded
-    /// code (an i8 truth value).
+    /// Writes `size` bytes of `lo` (and `hi`, the upper 8 of 16) at `addr` for the op `u`
+    /// at `slot`, leaving the unit if the write faults (before the op) or wrote decoded
+    /// code (after it: with `u`'s base register written back, as the rest of the op would).
     fn write(
         &mut self,
         slot: usize,
+        u: &MicroOp,
         addr: Value,
         size: i64,
         lo: Value,
         hi: Option<Value>,
-    ) -> Value {
+    ) {
         let (e, in_page, hit) = self.tlb_hit(addr, size, tl::WTAG);
         let fast = self.b.create_block();
         let slow = self.b.create_block();
+        let failed = self.b.create_block();
         let done = self.b.create_block();
-        let changed = self.b.append_block_param(done, I8);
         self.b.set_cold_block(slow);
+        self.b.set_cold_block(failed);
         self.b.ins().brif(hit, fast, &[], slow, &[]);
 
         self.b.switch_to_block(fast);
@@ -161,27 +167,31 @@ impl Tx<'_> {
                 self.b.ins().store(m, hi.unwrap_or(lo), p, 8);
             }
         }
-        let no = self.b.ins().iconst(I8, 0);
-        self.b.ins().jump(done, &[no.into()]);
+        self.b.ins().jump(done, &[]);
 
         self.b.switch_to_block(slow);
         let ctx = self.ctx;
         let n = self.b.ins().iconst(I64, size);
         let h = hi.unwrap_or(lo);
         let status = self.call(self.h.write, &[ctx, addr, n, lo, h])[0];
+        self.b.ins().brif(status, failed, &[], done, &[]);
+
+        // stopped, or wrote into decoded code: the rest of the unit may be stale
+        self.b.switch_to_block(failed);
         let stopped = self
             .b
             .ins()
             .icmp_imm_u(IntCC::Equal, status, STOPPED as i64);
         self.leave_if(stopped, slot, exit::STOP, false);
-        let ch = self
-            .b
-            .ins()
-            .icmp_imm_u(IntCC::Equal, status, CODE_CHANGED as i64);
-        self.b.ins().jump(done, &[ch.into()]);
+        if let Some((r, v)) = self.writeback_value(u, addr).filter(|&(r, _)| r < 32) {
+            self.store_state(v, X_OFF + 8 * r as i32);
+        }
+        let next = self.pc(slot + 1) as i64;
+        let pc = self.b.ins().iconst(I64, next);
+        let r = self.retired_at(slot + 1);
+        self.leave(pc, r, exit::NEXT);
 
         self.b.switch_to_block(done);
-        changed
     }
 
     /// Where vector register `r` is in the state.
@@ -207,7 +217,6 @@ impl Tx<'_> {
         self.flush_dirty();
         let addr = self.ea(u);
         let (a, d) = (u.a, u.d);
-        let mut changed = None;
         match op {
             LDR_B | LDR_H | LDR_W | LDR_X | LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X | LDRSW => {
                 let size = match op {
@@ -252,7 +261,7 @@ impl Tx<'_> {
                     _ => v,
                 };
                 let v = self.widen_store(v, size);
-                changed = Some(self.write(slot, addr, size, v, None));
+                self.write(slot, u, addr, size, v, None);
                 self.writeback(u, addr);
             }
             LDR_V8 | LDR_V16 | LDR_V32 | LDR_V64 | LDR_V128 => {
@@ -266,7 +275,7 @@ impl Tx<'_> {
                 let off = Self::v_off(a);
                 let lo = self.load_state(off);
                 let hi = (size == 16).then(|| self.load_state(off + 8));
-                changed = Some(self.write(slot, addr, size, lo, hi));
+                self.write(slot, u, addr, size, lo, hi);
                 self.writeback(u, addr);
             }
             LDP_W | LDPSW => {
@@ -297,13 +306,13 @@ impl Tx<'_> {
                 let x = self.b.ins().uextend(I64, x);
                 let y = self.b.ins().ishl_imm_s(y, 32);
                 let v = self.b.ins().bor(x, y);
-                changed = Some(self.write(slot, addr, 8, v, None));
+                self.write(slot, u, addr, 8, v, None);
                 self.writeback(u, addr);
             }
             STP_X => {
                 let x = self.rd(a);
                 let y = self.rd(d);
-                changed = Some(self.write(slot, addr, 16, x, Some(y)));
+                self.write(slot, u, addr, 16, x, Some(y));
                 self.writeback(u, addr);
             }
             LDP_V32 | LDP_V64 | LDP_V128 => {
@@ -323,22 +332,18 @@ impl Tx<'_> {
                 let (o1, o2) = (Self::v_off(a), Self::v_off(d));
                 let x = self.load_state(o1);
                 let y = self.load_state(o2);
-                changed = Some(if op == STP_V32 {
+                if op == STP_V32 {
                     let x = self.b.ins().ireduce(I32, x);
                     let x = self.b.ins().uextend(I64, x);
                     let y = self.b.ins().ishl_imm_s(y, 32);
                     let v = self.b.ins().bor(x, y);
-                    self.write(slot, addr, 8, v, None)
+                    self.write(slot, u, addr, 8, v, None)
                 } else {
-                    self.write(slot, addr, 16, x, Some(y))
-                });
+                    self.write(slot, u, addr, 16, x, Some(y))
+                }
                 self.writeback(u, addr);
             }
             _ => unreachable!("access() is called for loads and stores only"),
-        }
-        if let Some(ch) = changed {
-            // a store into decoded code: the rest of the unit may be stale
-            self.leave_if(ch, slot, exit::NEXT, true);
         }
     }
 

@@ -139,7 +139,8 @@ impl Tx<'_> {
                     self.b.use_var(self.fb),
                     self.b.use_var(self.fr),
                 );
-                let v = self.call(self.h.flags, &[k, fa, fb, fr, nz])[0];
+                let ctx = self.ctx;
+                let v = self.call(self.h.flags, &[ctx, k, fa, fb, fr, nz])[0];
                 self.b.ins().jump(done, &[v.into()]);
                 self.b.switch_to_block(done);
                 self.set_packed(out);

@@ -30,6 +30,8 @@ pub struct Ctx {
     /// The lane's direct-mapped table of units (`LOOKUP` entries of PC and unit, 0 for
     /// none), where a unit looks for the next one to jump to.
     pub lookup: *const (u64, Option<crate::store::UnitFn>),
+    /// A helper's return value, left by its adapter (see `adapters`).
+    pub ret: u64,
     pub stop: Option<Stop>,
 }
 
@@ -40,6 +42,7 @@ pub const CTX_BUF: i32 = 48;
 pub const CTX_STATUS: i32 = 64;
 pub const CTX_FK: i32 = 72;
 pub const CTX_LOOKUP: i32 = 112;
+pub const CTX_RET: i32 = 120;
 const _: () = {
     assert!(std::mem::offset_of!(Ctx, st) == CTX_ST as usize);
     assert!(std::mem::offset_of!(Ctx, tlb) == CTX_TLB as usize);
@@ -48,6 +51,7 @@ const _: () = {
     assert!(std::mem::offset_of!(Ctx, status) == CTX_STATUS as usize);
     assert!(std::mem::offset_of!(Ctx, flags) == CTX_FK as usize);
     assert!(std::mem::offset_of!(Ctx, lookup) == CTX_LOOKUP as usize);
+    assert!(std::mem::offset_of!(Ctx, ret) == CTX_RET as usize);
     assert!(std::mem::size_of::<(u64, Option<crate::store::UnitFn>)>() == 16);
 };
 

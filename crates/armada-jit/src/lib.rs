@@ -10,6 +10,7 @@
 //! is the interpreter's: `ARMADA_JIT_CHECK=1` runs each unit on both and compares.
 
 mod access;
+mod adapters;
 mod alu;
 mod flags;
 mod fparith;
@@ -366,12 +367,14 @@ impl Jit {
                 epoch: lane.epoch,
                 buf: [0; 2],
                 status: 0,
-                flags: [0; 5],
+                // NZCV as it is, for the first unit (see `flags`)
+                flags: [flags::PACKED, 0, 0, 0, st.nzcv],
                 lookup: if self.check {
                     NO_UNITS.as_ptr()
                 } else {
                     lane.lookup.as_ptr()
                 },
+                ret: 0,
                 stop: None,
             };
             // SAFETY: `f` was made by the store `lane` holds, for this code cache's code at

@@ -19,8 +19,8 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::Module;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, OnceLock, Weak};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
 /// Translated code's entry: `ctx` in, an exit code (`helpers::exit`) out.
@@ -132,6 +132,26 @@ pub fn tracing() -> bool {
     *ON.get_or_init(|| std::env::var_os("ARMADA_JIT_TRACE").is_some_and(|v| v != "0"))
 }
 
+/// `ARMADA_JIT_PERFMAP`: names each unit's code for `perf` in `/tmp/perf-PID.map` (as
+/// `unit_<entry PC>`), and with `ARMADA_JIT_PERFMAP=dump` also writes its bytes to
+/// `/tmp/armada-unit-<entry PC>.bin` (for `objdump -D -b binary -m i386:x86-64`).
+fn perf_map(code: *const u8, size: usize, pc: u64) {
+    static MODE: OnceLock<Option<String>> = OnceLock::new();
+    let Some(mode) = MODE.get_or_init(|| std::env::var("ARMADA_JIT_PERFMAP").ok()) else {
+        return;
+    };
+    use std::io::Write;
+    let map = format!("/tmp/perf-{}.map", std::process::id());
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(map) {
+        let _ = writeln!(f, "{:x} {size:x} unit_{pc:x}", code as usize);
+    }
+    if mode == "dump" {
+        // SAFETY: `size` bytes of finalized code start at `code`
+        let bytes = unsafe { std::slice::from_raw_parts(code, size) };
+        let _ = std::fs::write(format!("/tmp/armada-unit-{pc:x}.bin"), bytes);
+    }
+}
+
 /// Units compiled and the time spent, over the whole process.
 pub static UNITS: AtomicU64 = AtomicU64::new(0);
 pub static COMPILE_NS: AtomicU64 = AtomicU64::new(0);
@@ -151,9 +171,14 @@ struct Inner {
 // thread that made it (its memory is plain mappings, freed in Drop).
 unsafe impl Send for Inner {}
 
-/// A shared unit: being compiled (None), or compiled (None when it is not translated); and
-/// the page buffer the key's address stands for.
-type Entry = (Option<Option<UnitFn>>, Arc<PageData>);
+/// A shared unit: being compiled (`unit` None), or compiled (Some(None) when it is not
+/// translated); the page buffer the key's address stands for; and how often lanes have
+/// asked for it while it waited, which orders the compile queue.
+struct Entry {
+    unit: Option<Option<UnitFn>>,
+    _buffer: Arc<PageData>,
+    heat: Arc<AtomicU32>,
+}
 
 pub struct Store {
     /// Shared units by (entry PC, page buffer address).
@@ -183,15 +208,17 @@ impl Drop for Store {
     }
 }
 
-fn new_module() -> Option<JITModule> {
+pub(crate) fn new_module() -> Option<JITModule> {
     let mut flags = settings::builder();
     let opt = std::env::var("ARMADA_JIT_OPT").unwrap_or_else(|_| "speed".into());
     flags.set("opt_level", &opt).ok()?;
     if let Ok(ra) = std::env::var("ARMADA_JIT_RA") {
         flags.set("regalloc_algorithm", &ra).ok()?;
     }
-    // the IR is checked by the tests (and ARMADA_JIT_CHECK), not on every compile
-    flags.set("enable_verifier", "false").ok()?;
+    // the IR is checked in debug builds and under ARMADA_JIT_VERIFY (the differential
+    // tests set it), not on every compile
+    let verify = cfg!(debug_assertions) || std::env::var_os("ARMADA_JIT_VERIFY").is_some();
+    flags.set("enable_verifier", if verify { "true" } else { "false" }).ok()?;
     // the long-range relocations and non-PIC code `JITBuilder::new` asks for
     flags.set("use_colocated_libcalls", "false").ok()?;
     flags.set("is_pic", "false").ok()?;
@@ -207,21 +234,60 @@ fn new_module() -> Option<JITModule> {
     )))
 }
 
-/// A unit for a compile thread to make.
+/// A unit for a compile thread to make, and how often lanes asked for it while it waited.
 struct Job {
     store: Weak<Store>,
     page: CodePage,
     pc: u64,
+    heat: Arc<AtomicU32>,
+}
+
+/// The compile threads' work: hottest first. A program's start makes many units that are
+/// warm for a moment (each entry reached a few dozen times) and few that it then spends its
+/// time in; in arrival order the hot ones waited behind the warm ones, which ran on the
+/// interpreter meanwhile. A lane that finds its unit still waiting adds to its heat (see
+/// `LaneJit::miss`), so the pick is by how often code is being reached now.
+struct Queue {
+    jobs: Mutex<Vec<Job>>,
+    more: Condvar,
+}
+
+impl Queue {
+    fn push(&self, job: Job) {
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.push(job);
+            self.more.notify_one();
+        }
+    }
+
+    /// The hottest job, waiting for one when there is none. (A linear pick: a compile takes
+    /// milliseconds, a scan of thousands of jobs microseconds.)
+    fn pop(&self) -> Option<Job> {
+        let mut jobs = self.jobs.lock().ok()?;
+        loop {
+            let hottest = jobs
+                .iter()
+                .enumerate()
+                .max_by_key(|(_, j)| j.heat.load(Ordering::Relaxed))
+                .map(|(i, _)| i);
+            if let Some(i) = hottest {
+                return Some(jobs.swap_remove(i));
+            }
+            jobs = self.more.wait(jobs).ok()?;
+        }
+    }
 }
 
 /// The compile threads' queue: None where no thread could be started (then lanes compile
 /// for themselves).
-fn queue() -> Option<&'static Mutex<mpsc::Sender<Job>>> {
-    static QUEUE: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();
+fn queue() -> Option<&'static Queue> {
+    static QUEUE: OnceLock<Option<Arc<Queue>>> = OnceLock::new();
     QUEUE
         .get_or_init(|| {
-            let (tx, rx) = mpsc::channel::<Job>();
-            let rx = Arc::new(Mutex::new(rx));
+            let q = Arc::new(Queue {
+                jobs: Mutex::new(Vec::new()),
+                more: Condvar::new(),
+            });
             // a core or two beside the lanes: compiles are shared by every lane, so a
             // batch on all cores needs few of them
             let n = std::thread::available_parallelism()
@@ -231,24 +297,21 @@ fn queue() -> Option<&'static Mutex<mpsc::Sender<Job>>> {
                 .clamp(1, 3);
             let mut started = 0;
             for i in 0..n {
-                let rx = rx.clone();
+                let q = q.clone();
                 let spawned = std::thread::Builder::new()
                     .name(format!("armada-jit-{i}"))
-                    .spawn(move || loop {
-                        let job = match rx.lock() {
-                            Ok(r) => r.recv(),
-                            Err(_) => return,
-                        };
-                        let Ok(job) = job else { return };
-                        if let Some(store) = job.store.upgrade() {
-                            store.compile_shared(&job.page, job.pc);
+                    .spawn(move || {
+                        while let Some(job) = q.pop() {
+                            if let Some(store) = job.store.upgrade() {
+                                store.compile_shared(&job.page, job.pc);
+                            }
                         }
                     });
                 started += spawned.is_ok() as usize;
             }
-            (started > 0).then(|| Mutex::new(tx))
+            (started > 0).then_some(q)
         })
-        .as_ref()
+        .as_deref()
 }
 
 impl Store {
@@ -273,8 +336,11 @@ impl Store {
     /// [`Self::unit`] with the page's micro-ops (a copy of the page it spares otherwise).
     pub fn known(&self, pc: u64, buffer: &Arc<PageData>) -> Option<Found> {
         match self.map.lock().ok()?.get(&Self::key_of(pc, buffer))? {
-            (Some(f), _) => Some(Found::Ready(*f)),
-            (None, _) => Some(Found::Pending),
+            Entry { unit: Some(f), .. } => Some(Found::Ready(*f)),
+            Entry { heat, .. } => {
+                heat.fetch_add(1, Ordering::Relaxed);
+                Some(Found::Pending)
+            }
         }
     }
 
@@ -290,26 +356,34 @@ impl Store {
                 return Found::Ready(None);
             };
             match map.get(&key) {
-                Some((Some(f), _)) => return Found::Ready(*f),
-                Some((None, _)) if !wait => return Found::Pending,
-                Some((None, _)) => {}
-                None => {
-                    let buf = page.buffer.clone().expect("a key has a buffer");
-                    map.insert(key, (None, buf));
-                }
-            }
-        }
-        if !wait {
-            if let Some(q) = queue() {
-                let job = Job {
-                    store: Arc::downgrade(self),
-                    page,
-                    pc,
-                };
-                if q.lock().map(|tx| tx.send(job)).is_ok_and(|r| r.is_ok()) {
+                Some(Entry { unit: Some(f), .. }) => return Found::Ready(*f),
+                Some(Entry { heat, .. }) if !wait => {
+                    heat.fetch_add(1, Ordering::Relaxed);
                     return Found::Pending;
                 }
-                return Found::Ready(None);
+                Some(_) => {}
+                None => {
+                    let heat = Arc::new(AtomicU32::new(0));
+                    map.insert(
+                        key,
+                        Entry {
+                            unit: None,
+                            _buffer: page.buffer.clone().expect("a key has a buffer"),
+                            heat: heat.clone(),
+                        },
+                    );
+                    if !wait {
+                        if let Some(q) = queue() {
+                            q.push(Job {
+                                store: Arc::downgrade(self),
+                                page,
+                                pc,
+                                heat,
+                            });
+                            return Found::Pending;
+                        }
+                    }
+                }
             }
         }
         Found::Ready(self.compile_shared(&page, pc))
@@ -318,13 +392,13 @@ impl Store {
     /// Compiles a shared unit and publishes it (unless another thread did first).
     fn compile_shared(&self, page: &CodePage, pc: u64) -> Option<UnitFn> {
         let key = Self::key(page, pc)?;
-        if let Some((Some(f), _)) = self.map.lock().ok()?.get(&key) {
+        if let Some(Entry { unit: Some(f), .. }) = self.map.lock().ok()?.get(&key) {
             return *f;
         }
         let f = self.compile(page, pc);
         if let Ok(mut map) = self.map.lock() {
             if let Some(e) = map.get_mut(&key) {
-                e.0 = Some(f);
+                e.unit = Some(f);
             }
         }
         f
@@ -361,14 +435,14 @@ impl Inner {
         }
         let slot = ((pc - page.base) / 4) as usize;
         let unit = unit::scan(&page.ops, page.base, slot)?;
+        let adapters = crate::adapters::adapters()?;
         let t = Instant::now();
         let module = self.module.as_mut()?;
-        let cc = module.isa().default_call_conv();
         self.ctx.clear();
         self.ctx.func.signature = unit_signature();
         let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let b = FunctionBuilder::new(&mut self.ctx.func, &mut self.fctx);
-            translate(b, &unit, &page.ops, cc, module.isa().frontend_config());
+            translate(b, &unit, &page.ops, adapters, module.isa().frontend_config());
         }));
         if built.is_err() {
             self.ctx.clear();
@@ -401,12 +475,17 @@ impl Inner {
                 .map(|c| c.code_buffer().len())
                 .unwrap_or(0),
             other => {
-                if std::env::var_os("ARMADA_JIT_DEBUG").is_some() {
+                let verify = std::env::var_os("ARMADA_JIT_VERIFY").is_some();
+                if verify || std::env::var_os("ARMADA_JIT_DEBUG").is_some() {
                     let why = match other {
                         Ok(Err(e)) => e,
                         _ => "panic".into(),
                     };
                     eprintln!("armada-jit: unit at {pc:#x} not translated: {why}");
+                }
+                if verify {
+                    // the tests that verify must not pass on the interpreter instead
+                    std::process::abort();
                 }
                 self.ctx.clear();
                 return None;
@@ -424,6 +503,10 @@ impl Inner {
             );
         }
         let ptr = module.get_finalized_function(id);
+        perf_map(ptr, size, pc);
+        if std::env::var_os("ARMADA_JIT_PASSES").is_some() {
+            eprintln!("armada-jit: passes\n{}", cranelift_codegen::timing::take_current());
+        }
         self.code_bytes += size;
         UNITS.fetch_add(1, Ordering::Relaxed);
         COMPILE_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);

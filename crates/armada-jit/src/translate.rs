@@ -10,16 +10,17 @@
 //! and count as they were before the instruction, as the interpreter does.
 
 use crate::flags::Known;
-use crate::helpers::{self, exit, CTX_FK, CTX_LIMIT, CTX_LOOKUP, CTX_ST, CTX_TLB};
+use crate::adapters::{Adapter, Adapters};
+use crate::helpers::{exit, CTX_FK, CTX_LIMIT, CTX_LOOKUP, CTX_RET, CTX_ST, CTX_TLB};
 use crate::unit::{BlockSpan, Term, Unit};
 use armada_core::state::CpuState;
 use armada_isa::{ops, MicroOp};
 use cranelift_codegen::ir::{
     condcodes::IntCC,
     types::{I32, I64},
-    AbiParam, Block, InstBuilder, MemFlagsData, SigRef, Signature, Value,
+    Block, InstBuilder, MemFlagsData, SigRef, Value,
 };
-use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
+use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::HashMap;
 use std::mem::offset_of;
@@ -34,11 +35,13 @@ pub const EXCL_OFF: i32 = offset_of!(CpuState, excl_addr) as i32;
 pub const FPCR_OFF: i32 = offset_of!(CpuState, fpcr) as i32;
 pub const FPSR_OFF: i32 = offset_of!(CpuState, fpsr) as i32;
 
-/// A helper: its signature in this function and its address.
+/// A helper: its adapter's signature in this function, its address, and whether it
+/// returns a value (see `adapters`).
 #[derive(Clone, Copy)]
 pub struct Helper {
     pub sig: SigRef,
     pub addr: i64,
+    pub returns: bool,
 }
 
 pub struct Helpers {
@@ -61,8 +64,9 @@ pub struct Tx<'a> {
     pub st: Value,
     pub tlb: Value,
     limit: Value,
-    /// A variable for each of x0..x30 and SP the unit names.
-    regs: [Option<Variable>; 32],
+    /// The value of each of x0..x30 and SP this block has read or written so far. A block
+    /// starts with none: the state holds every register between blocks (see `block`).
+    regs: [Option<Value>; 32],
     pub nz: Variable,
     pub fk: Variable,
     pub fa: Variable,
@@ -76,6 +80,8 @@ pub struct Tx<'a> {
     /// end, so a way out in the middle of a block stores only what this block wrote.
     dirty: [bool; 32],
     blocks: HashMap<usize, Block>,
+    /// The unit's one way back to the dispatcher (see [`Self::leave`]).
+    exit: Block,
     /// The current block's first slot and count on entry, for ways out in its middle.
     blk_start: usize,
     blk_ret: Value,
@@ -91,60 +97,29 @@ pub fn host_mem() -> MemFlagsData {
     MemFlagsData::trusted()
 }
 
-fn sig(cc: CallConv, params: usize, returns: usize) -> Signature {
-    let mut s = Signature::new(cc);
-    s.params.extend((0..params).map(|_| AbiParam::new(I64)));
-    s.returns.extend((0..returns).map(|_| AbiParam::new(I64)));
-    s
-}
-
-/// The registers a unit names: every register field of its ops (a superset of those it
-/// reads and writes), x30 for calls, and CASP's second registers of its pairs.
-fn unit_regs(unit: &Unit, page: &[MicroOp]) -> [bool; 32] {
-    let mut named = [false; 32];
-    for blk in &unit.blocks {
-        for u in &page[blk.start..blk.end] {
-            for r in [u.a, u.b, u.c, u.d] {
-                if (r as usize) < 32 {
-                    named[r as usize] = true;
-                }
-            }
-            if matches!(u.op, ops::BL | ops::BLR) {
-                named[30] = true;
-            }
-            if u.op == ops::CASP {
-                for r in [u.a, u.c] {
-                    if r < 31 {
-                        named[r as usize + 1] = true;
-                    }
-                }
-            }
-        }
-    }
-    named
-}
 
 /// Builds the unit's function into `b`'s function, whose signature is `(i64) -> i64`.
 pub fn translate(
     mut b: FunctionBuilder<'_>,
     unit: &Unit,
     page: &[MicroOp],
-    cc: CallConv,
+    adapters: &Adapters,
     frontend: TargetFrontendConfig,
 ) {
     let unit_sig = b.import_signature(crate::store::unit_signature());
-    let mut helper = |params, returns, f: *const ()| Helper {
-        sig: b.import_signature(sig(cc, params, returns)),
-        addr: f as i64,
+    let mut helper = |a: Adapter| Helper {
+        sig: b.import_signature(crate::adapters::signature(a.params)),
+        addr: a.addr,
+        returns: a.returns,
     };
     let h = Helpers {
         unit: unit_sig,
-        read: helper(3, 1, helpers::read as *const ()),
-        read16: helper(2, 0, helpers::read16 as *const ()),
-        write: helper(5, 1, helpers::write as *const ()),
-        fp: helper(3, 1, helpers::fp as *const ()),
-        interp: helper(1, 1, helpers::interp_one as *const ()),
-        flags: helper(5, 1, helpers::flags as *const ()),
+        read: helper(adapters.read),
+        read16: helper(adapters.read16),
+        write: helper(adapters.write),
+        fp: helper(adapters.fp),
+        interp: helper(adapters.interp),
+        flags: helper(adapters.flags),
     };
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -153,28 +128,21 @@ pub fn translate(
     let st = b.ins().load(I64, host_mem(), ctx, CTX_ST);
     let tlb = b.ins().load(I64, host_mem(), ctx, CTX_TLB);
     let limit = b.ins().load(I64, host_mem(), ctx, CTX_LIMIT);
-    let named = unit_regs(unit, page);
-    let mut regs = [None; 32];
-    for (r, slot) in regs.iter_mut().enumerate() {
-        if named[r] {
-            let v = b.declare_var(I64);
-            let x = b.ins().load(I64, host_mem(), st, X_OFF + 8 * r as i32);
-            b.def_var(v, x);
-            *slot = Some(v);
-        }
-    }
     let var = |b: &mut FunctionBuilder, init: Value| {
         let v = b.declare_var(I64);
         b.def_var(v, init);
         v
     };
-    let nzv = b.ins().load(I64, host_mem(), st, NZCV_OFF);
-    let nz = var(&mut b, nzv);
-    let zero = b.ins().iconst(I64, 0);
-    let fk = var(&mut b, zero);
-    let fa = var(&mut b, zero);
-    let fb = var(&mut b, zero);
-    let fr = var(&mut b, zero);
+    // the flags as the unit before left them, in the context (see `leave_to`)
+    let flag = |b: &mut FunctionBuilder, i: i32| {
+        let v = b.ins().load(I64, host_mem(), ctx, CTX_FK + 8 * i);
+        var(b, v)
+    };
+    let fk = flag(&mut b, 0);
+    let fa = flag(&mut b, 1);
+    let fb = flag(&mut b, 2);
+    let fr = flag(&mut b, 3);
+    let nz = flag(&mut b, 4);
     let r0 = b.ins().load(I64, host_mem(), st, RETIRED_OFF);
     let ret = var(&mut b, r0);
     let blocks: HashMap<usize, Block> = unit
@@ -183,6 +151,11 @@ pub fn translate(
         .map(|s| (s.start, b.create_block()))
         .collect();
     b.ins().jump(blocks[&unit.entry], &[]);
+    let exit = b.create_block();
+    for _ in 0..3 {
+        b.append_block_param(exit, I64);
+    }
+    b.set_cold_block(exit);
     let mut tx = Tx {
         b,
         unit,
@@ -192,7 +165,7 @@ pub fn translate(
         st,
         tlb,
         limit,
-        regs,
+        regs: [None; 32],
         nz,
         fk,
         fa,
@@ -202,12 +175,14 @@ pub fn translate(
         flags: Known::Unknown,
         dirty: [false; 32],
         blocks,
+        exit,
         blk_start: 0,
         blk_ret: r0,
     };
     for span in &unit.blocks {
         tx.block(span);
     }
+    tx.exit_block();
     tx.b.seal_all_blocks();
     tx.b.finalize(frontend);
 }
@@ -215,12 +190,21 @@ pub fn translate(
 impl<'a> Tx<'a> {
     // ----- registers -------------------------------------------------------------------
 
-    /// General register `r` (the zero register reads 0).
+    /// General register `r` (the zero register reads 0): loaded from the state at the
+    /// block's first use.
     pub fn rd(&mut self, r: u8) -> Value {
-        match self.regs.get(r as usize).copied().flatten() {
-            Some(v) => self.b.use_var(v),
-            None => self.b.ins().iconst(I64, 0),
+        let Some(slot) = self.regs.get(r as usize).copied() else {
+            return self.b.ins().iconst(I64, 0);
+        };
+        if let Some(v) = slot {
+            return v;
         }
+        let v = self
+            .b
+            .ins()
+            .load(I64, host_mem(), self.st, X_OFF + 8 * r as i32);
+        self.regs[r as usize] = Some(v);
+        v
     }
 
     pub fn rd32(&mut self, r: u8) -> Value {
@@ -230,8 +214,8 @@ impl<'a> Tx<'a> {
 
     /// Writes general register `r` (the sink and the zero register drop it).
     pub fn wr(&mut self, r: u8, v: Value) {
-        if let Some(var) = self.regs.get(r as usize).copied().flatten() {
-            self.b.def_var(var, v);
+        if (r as usize) < self.regs.len() {
+            self.regs[r as usize] = Some(v);
             self.dirty[r as usize] = true;
         }
     }
@@ -240,8 +224,7 @@ impl<'a> Tx<'a> {
     pub fn flush_dirty(&mut self) {
         for r in 0..32u8 {
             if std::mem::take(&mut self.dirty[r as usize]) {
-                let var = self.regs[r as usize].expect("a dirty register has a variable");
-                let v = self.b.use_var(var);
+                let v = self.regs[r as usize].expect("a dirty register has a value");
                 self.b
                     .ins()
                     .store(host_mem(), v, self.st, X_OFF + 8 * r as i32);
@@ -269,21 +252,15 @@ impl<'a> Tx<'a> {
         }
     }
 
-    /// Loads the registers in `which` (all named ones when None) from the state (which a
-    /// helper may have changed), after `flush_dirty`.
+    /// Forgets the registers in `which` (all when None), which a helper may have changed
+    /// in the state (after `flush_dirty`): they are loaded again at their next use.
     pub fn load_regs(&mut self, which: Option<&[u8]>) {
         for r in 0..32u8 {
             if which.is_some_and(|w| !w.contains(&r)) {
                 continue;
             }
             debug_assert!(!self.dirty[r as usize]);
-            if let Some(var) = self.regs[r as usize] {
-                let v = self
-                    .b
-                    .ins()
-                    .load(I64, host_mem(), self.st, X_OFF + 8 * r as i32);
-                self.b.def_var(var, v);
-            }
+            self.regs[r as usize] = None;
         }
     }
 
@@ -295,10 +272,15 @@ impl<'a> Tx<'a> {
         self.b.ins().store(host_mem(), v, self.st, off);
     }
 
+    /// Calls helper `h` (the context first in `args`); its value, if it returns one.
     pub fn call(&mut self, h: Helper, args: &[Value]) -> Vec<Value> {
         let f = self.b.ins().iconst(I64, h.addr);
-        let inst = self.b.ins().call_indirect(h.sig, f, args);
-        self.b.inst_results(inst).to_vec()
+        self.b.ins().call_indirect(h.sig, f, args);
+        if h.returns {
+            vec![self.b.ins().load(I64, host_mem(), self.ctx, CTX_RET)]
+        } else {
+            Vec::new()
+        }
     }
 
     // ----- positions and ways out ------------------------------------------------------
@@ -320,11 +302,36 @@ impl<'a> Tx<'a> {
     /// Leaves the unit from the current point (which then ends: switch to another block):
     /// stores the registers the block has written, the flags, the PC and the count, and
     /// returns `code`.
+    ///
+    /// Every such way out jumps to the unit's one exit block, which stores the rest: each
+    /// way out storing it all made most of a unit's IR (a load or store has two ways out,
+    /// a block one), and so most of Cranelift's time.
     pub fn leave(&mut self, pc: Value, retired: Value, code: u64) {
         let dirty = self.dirty;
         self.flush_dirty();
         self.dirty = dirty;
-        // the flags as they are kept (the dispatcher makes NZCV of them)
+        let code = self.b.ins().iconst(I64, code as i64);
+        self.b
+            .ins()
+            .jump(self.exit, &[pc.into(), retired.into(), code.into()]);
+    }
+
+    /// The exit block: the flags, PC and count to the context and state, and the exit code
+    /// back to the dispatcher.
+    fn exit_block(&mut self) {
+        self.b.switch_to_block(self.exit);
+        let [pc, retired, code] = *self.b.block_params(self.exit) else {
+            unreachable!("the exit block has three parameters")
+        };
+        self.store_flags();
+        self.store_state(pc, PC_OFF);
+        self.store_state(retired, RETIRED_OFF);
+        self.b.ins().return_(&[code]);
+    }
+
+    /// The flags as they are kept, to the context (the dispatcher makes NZCV of them; the
+    /// next unit starts from them).
+    fn store_flags(&mut self) {
         for (var, off) in [
             (self.fk, CTX_FK),
             (self.fa, CTX_FK + 8),
@@ -335,10 +342,6 @@ impl<'a> Tx<'a> {
             let v = self.b.use_var(var);
             self.b.ins().store(host_mem(), v, self.ctx, off);
         }
-        self.store_state(pc, PC_OFF);
-        self.store_state(retired, RETIRED_OFF);
-        let code = self.b.ins().iconst(I64, code as i64);
-        self.b.ins().return_(&[code]);
     }
 
     /// Leaves the unit for `pc` (the count then `retired`) at the end of a block: straight
@@ -349,9 +352,6 @@ impl<'a> Tx<'a> {
     pub fn leave_to(&mut self, pc: Value, retired: Value) {
         let dirty = self.dirty;
         self.flush_dirty();
-        // the next unit starts from NZCV in the state
-        let nz = self.packed();
-        self.store_state(nz, NZCV_OFF);
         let table = self.b.ins().load(I64, host_mem(), self.ctx, CTX_LOOKUP);
         let idx = self.b.ins().ushr_imm_s(pc, 2);
         let idx = self.b.ins().band_imm_s(idx, crate::LOOKUP as i64 - 1);
@@ -366,6 +366,9 @@ impl<'a> Tx<'a> {
         let back = self.b.create_block();
         self.b.ins().brif(go, chain, &[], back, &[]);
         self.b.switch_to_block(chain);
+        // the next unit takes the flags as they are kept, from the context: making NZCV
+        // of them here took a helper call whenever they came from an earlier block
+        self.store_flags();
         self.store_state(pc, PC_OFF);
         self.store_state(retired, RETIRED_OFF);
         let ctx = self.ctx;
@@ -416,6 +419,7 @@ impl<'a> Tx<'a> {
         self.b.switch_to_block(blk);
         self.flags = Known::Unknown;
         self.dirty = [false; 32];
+        self.regs = [None; 32];
         let r0 = self.b.use_var(self.ret);
         self.blk_start = span.start;
         self.blk_ret = r0;

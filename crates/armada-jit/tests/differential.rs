@@ -376,6 +376,9 @@ fn cases() -> u32 {
 }
 
 fn jit() -> Arc<dyn Tier> {
+    // Cranelift's verifier on every unit: IR that breaks its rules fails here, not as
+    // wrong code
+    std::env::set_var("ARMADA_JIT_VERIFY", "1");
     Jit::with_options(1, true, false)
 }
 
