@@ -63,7 +63,7 @@ best() { # best wall time in ms of $runs runs of "$@" into $b, its output in $wo
         "$@" >"$work/out" 2>"$work/err" </dev/null && rc=0 || rc=$?
         t1=$(date +%s%N)
         ms=$(((t1 - t0) / 1000000))
-        ((ms < b)) && b=$ms
+        if ((ms < b)); then b=$ms; fi
     done
 }
 

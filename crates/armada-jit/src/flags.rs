@@ -4,11 +4,15 @@
 //! next compare overwrites. So a flag-setting op only records its kind and operands (in the
 //! variables `fk`, `fa`, `fb`, `fr`); a condition in the same block is one host compare of
 //! those operands, and NZCV as the interpreter keeps it (bits 31..28) is made only where it
-//! is read as a whole: a helper, MRS, ADC's carry after a merge. A unit leaves the kind and
-//! operands in its context and the dispatcher makes NZCV of them ([`pack`]). `fk == 0`
-//! means the variable `nz` holds NZCV itself.
+//! is read as a whole: a helper, MRS, ADC's carry after a merge. Between blocks the kind and
+//! operands (or NZCV itself) are in the context, `Ctx::flags`: stored at the end of a block
+//! that set flags, loaded where a later block reads them; the dispatcher makes NZCV of them
+//! ([`pack`]). Kind `PACKED` means the last word holds NZCV itself. (As Cranelift variables
+//! they were five values carried through every block of a unit, and the register allocator
+//! spilled them to the stack anyway.)
 
-use crate::translate::Tx;
+use crate::helpers::CTX_FK;
+use crate::translate::{host_mem, Tx};
 use armada_core::cpu;
 use armada_isa::uop::cond;
 use cranelift_codegen::ir::{condcodes::IntCC, types::I64, InstBuilder, Value};
@@ -28,16 +32,18 @@ pub const LOGIC32: u64 = 6;
 /// What the translator knows, at a point in a block, of the flags.
 #[derive(Clone, Copy)]
 pub enum Known {
-    /// Whatever the variables say (at a block's start).
+    /// Whatever the context says (at a block's start).
     Unknown,
-    /// `nz` holds NZCV.
-    Packed,
+    /// NZCV.
+    Packed(Value),
     /// The last flag-setting op, in this block: kind and values (i32 for 32-bit kinds).
     Lazy {
         kind: u64,
         a: Value,
         b: Value,
         r: Value,
+        /// a, b and r as i64 (zero-extended), as the context keeps them
+        wide: [Value; 3],
     },
 }
 
@@ -64,27 +70,47 @@ impl Tx<'_> {
         } else {
             (self.zext(a), self.zext(b), self.zext(r))
         };
-        let k = self.b.ins().iconst(I64, kind as i64);
-        self.b.def_var(self.fk, k);
-        self.b.def_var(self.fa, a64);
-        self.b.def_var(self.fb, b64);
-        self.b.def_var(self.fr, r64);
-        self.flags = Known::Lazy { kind, a, b, r };
+        self.flags = Known::Lazy {
+            kind,
+            a,
+            b,
+            r,
+            wide: [a64, b64, r64],
+        };
+        self.flags_dirty = true;
     }
 
     /// Sets NZCV itself (bits 31..28 of `v`, the rest zero).
     pub(crate) fn set_packed(&mut self, v: Value) {
-        self.b.def_var(self.nz, v);
-        let z = self.b.ins().iconst(I64, PACKED as i64);
-        self.b.def_var(self.fk, z);
-        self.flags = Known::Packed;
+        self.flags = Known::Packed(v);
+        self.flags_dirty = true;
+    }
+
+    /// Stores the flags this block set to the context (where the next block, unit or the
+    /// dispatcher takes them).
+    pub(crate) fn flush_flags(&mut self) {
+        if !std::mem::take(&mut self.flags_dirty) {
+            return;
+        }
+        let (kind, words) = match self.flags {
+            Known::Unknown => return,
+            Known::Packed(v) => (PACKED, vec![(v, 4)]),
+            Known::Lazy { kind, wide, .. } => {
+                (kind, vec![(wide[0], 1), (wide[1], 2), (wide[2], 3)])
+            }
+        };
+        let k = self.b.ins().iconst(I64, kind as i64);
+        self.b.ins().store(host_mem(), k, self.ctx, CTX_FK);
+        for (v, i) in words {
+            self.b.ins().store(host_mem(), v, self.ctx, CTX_FK + 8 * i);
+        }
     }
 
     /// NZCV as the interpreter keeps it.
     pub(crate) fn packed(&mut self) -> Value {
         match self.flags {
-            Known::Packed => self.b.use_var(self.nz),
-            Known::Lazy { kind, a, b, r } => {
+            Known::Packed(v) => v,
+            Known::Lazy { kind, a, b, r, .. } => {
                 let wide = matches!(kind, SUB64 | ADD64 | LOGIC64);
                 let top = if wide { 63 } else { 31 };
                 let bit = |tx: &mut Self, v: Value| {
@@ -126,24 +152,24 @@ impl Tx<'_> {
                 p
             }
             Known::Unknown => {
-                let k = self.b.use_var(self.fk);
-                let nz = self.b.use_var(self.nz);
+                let f = |tx: &mut Self, i: i32| {
+                    tx.b.ins().load(I64, host_mem(), tx.ctx, CTX_FK + 8 * i)
+                };
+                let k = f(self, 0);
+                let nz = f(self, 4);
                 let slow = self.b.create_block();
                 let done = self.b.create_block();
                 let out = self.b.append_block_param(done, I64);
                 self.b.set_cold_block(slow);
                 self.b.ins().brif(k, slow, &[], done, &[nz.into()]);
                 self.b.switch_to_block(slow);
-                let (fa, fb, fr) = (
-                    self.b.use_var(self.fa),
-                    self.b.use_var(self.fb),
-                    self.b.use_var(self.fr),
-                );
+                let (fa, fb, fr) = (f(self, 1), f(self, 2), f(self, 3));
                 let ctx = self.ctx;
                 let v = self.call(self.h.flags, &[ctx, k, fa, fb, fr, nz])[0];
                 self.b.ins().jump(done, &[v.into()]);
                 self.b.switch_to_block(done);
-                self.set_packed(out);
+                // the context holds these flags already
+                self.flags = Known::Packed(out);
                 out
             }
         }
@@ -155,7 +181,7 @@ impl Tx<'_> {
         if c >= cond::AL {
             return self.b.ins().iconst(cranelift_codegen::ir::types::I8, 1);
         }
-        if let Known::Lazy { kind, a, b, r } = self.flags {
+        if let Known::Lazy { kind, a, b, r, .. } = self.flags {
             let cc = match kind {
                 SUB64 | SUB32 => match c {
                     0 => Some((IntCC::Equal, a, b)),

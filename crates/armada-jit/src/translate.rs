@@ -11,7 +11,7 @@
 
 use crate::flags::Known;
 use crate::adapters::{Adapter, Adapters};
-use crate::helpers::{exit, CTX_FK, CTX_LIMIT, CTX_LOOKUP, CTX_RET, CTX_ST, CTX_TLB};
+use crate::helpers::{exit, CTX_LIMIT, CTX_LOOKUP, CTX_RET, CTX_ST, CTX_TLB};
 use crate::unit::{BlockSpan, Term, Unit};
 use armada_core::state::CpuState;
 use armada_isa::{ops, MicroOp};
@@ -67,14 +67,11 @@ pub struct Tx<'a> {
     /// The value of each of x0..x30 and SP this block has read or written so far. A block
     /// starts with none: the state holds every register between blocks (see `block`).
     regs: [Option<Value>; 32],
-    pub nz: Variable,
-    pub fk: Variable,
-    pub fa: Variable,
-    pub fb: Variable,
-    pub fr: Variable,
     /// The instruction count at the start of the current block.
     ret: Variable,
     pub flags: Known,
+    /// Whether this block set flags it has not stored to the context yet.
+    pub flags_dirty: bool,
     /// The registers written since the current block began (or since they were last
     /// stored): the state holds every other register's value. Blocks store these at their
     /// end, so a way out in the middle of a block stores only what this block wrote.
@@ -133,16 +130,6 @@ pub fn translate(
         b.def_var(v, init);
         v
     };
-    // the flags as the unit before left them, in the context (see `leave_to`)
-    let flag = |b: &mut FunctionBuilder, i: i32| {
-        let v = b.ins().load(I64, host_mem(), ctx, CTX_FK + 8 * i);
-        var(b, v)
-    };
-    let fk = flag(&mut b, 0);
-    let fa = flag(&mut b, 1);
-    let fb = flag(&mut b, 2);
-    let fr = flag(&mut b, 3);
-    let nz = flag(&mut b, 4);
     let r0 = b.ins().load(I64, host_mem(), st, RETIRED_OFF);
     let ret = var(&mut b, r0);
     let blocks: HashMap<usize, Block> = unit
@@ -166,13 +153,9 @@ pub fn translate(
         tlb,
         limit,
         regs: [None; 32],
-        nz,
-        fk,
-        fa,
-        fb,
-        fr,
         ret,
         flags: Known::Unknown,
+        flags_dirty: false,
         dirty: [false; 32],
         blocks,
         exit,
@@ -307,9 +290,10 @@ impl<'a> Tx<'a> {
     /// way out storing it all made most of a unit's IR (a load or store has two ways out,
     /// a block one), and so most of Cranelift's time.
     pub fn leave(&mut self, pc: Value, retired: Value, code: u64) {
-        let dirty = self.dirty;
+        let dirty = (self.dirty, self.flags_dirty);
         self.flush_dirty();
-        self.dirty = dirty;
+        self.flush_flags();
+        (self.dirty, self.flags_dirty) = dirty;
         let code = self.b.ins().iconst(I64, code as i64);
         self.b
             .ins()
@@ -323,25 +307,9 @@ impl<'a> Tx<'a> {
         let [pc, retired, code] = *self.b.block_params(self.exit) else {
             unreachable!("the exit block has three parameters")
         };
-        self.store_flags();
         self.store_state(pc, PC_OFF);
         self.store_state(retired, RETIRED_OFF);
         self.b.ins().return_(&[code]);
-    }
-
-    /// The flags as they are kept, to the context (the dispatcher makes NZCV of them; the
-    /// next unit starts from them).
-    fn store_flags(&mut self) {
-        for (var, off) in [
-            (self.fk, CTX_FK),
-            (self.fa, CTX_FK + 8),
-            (self.fb, CTX_FK + 16),
-            (self.fr, CTX_FK + 24),
-            (self.nz, CTX_FK + 32),
-        ] {
-            let v = self.b.use_var(var);
-            self.b.ins().store(host_mem(), v, self.ctx, off);
-        }
     }
 
     /// Leaves the unit for `pc` (the count then `retired`) at the end of a block: straight
@@ -350,8 +318,10 @@ impl<'a> Tx<'a> {
     /// of code or of the epoch (a store into code, a helper, a syscall) goes through
     /// [`Self::leave`] instead, so the table is never stale here.
     pub fn leave_to(&mut self, pc: Value, retired: Value) {
-        let dirty = self.dirty;
+        let dirty = (self.dirty, self.flags_dirty);
         self.flush_dirty();
+        // the next unit takes the flags from the context, as they are kept
+        self.flush_flags();
         let table = self.b.ins().load(I64, host_mem(), self.ctx, CTX_LOOKUP);
         let idx = self.b.ins().ushr_imm_s(pc, 2);
         let idx = self.b.ins().band_imm_s(idx, crate::LOOKUP as i64 - 1);
@@ -366,17 +336,14 @@ impl<'a> Tx<'a> {
         let back = self.b.create_block();
         self.b.ins().brif(go, chain, &[], back, &[]);
         self.b.switch_to_block(chain);
-        // the next unit takes the flags as they are kept, from the context: making NZCV
-        // of them here took a helper call whenever they came from an earlier block
-        self.store_flags();
         self.store_state(pc, PC_OFF);
         self.store_state(retired, RETIRED_OFF);
         let ctx = self.ctx;
         self.b.ins().return_call_indirect(self.h.unit, f, &[ctx]);
-        // a miss: the dispatcher's way out (nothing is dirty, the flags are packed)
+        // a miss: the dispatcher's way out (nothing is dirty)
         self.b.switch_to_block(back);
         self.leave(pc, retired, exit::NEXT);
-        self.dirty = dirty;
+        (self.dirty, self.flags_dirty) = dirty;
     }
 
     /// Leaves the unit at slot `slot` of the current block, before it, if `failed` (i8 or
@@ -387,7 +354,7 @@ impl<'a> Tx<'a> {
         self.b.set_cold_block(out);
         self.b.ins().brif(failed, out, &[], on, &[]);
         self.b.switch_to_block(out);
-        let saved = (self.flags, self.dirty);
+        let saved = (self.flags, self.dirty, self.flags_dirty);
         let (pc, n) = if after {
             (self.pc(slot + 1), slot + 1)
         } else {
@@ -396,7 +363,7 @@ impl<'a> Tx<'a> {
         let pcv = self.b.ins().iconst(I64, pc as i64);
         let r = self.retired_at(n);
         self.leave(pcv, r, code);
-        (self.flags, self.dirty) = saved;
+        (self.flags, self.dirty, self.flags_dirty) = saved;
         self.b.switch_to_block(on);
     }
 
@@ -404,6 +371,7 @@ impl<'a> Tx<'a> {
     /// into the unit's block there, or out of the unit.
     fn goto(&mut self, target: u64, retired: Value) {
         self.flush_dirty();
+        self.flush_flags();
         if let Some(&blk) = self.unit.block_at(target).and_then(|s| self.blocks.get(&s)) {
             self.b.ins().jump(blk, &[]);
         } else {
@@ -418,6 +386,7 @@ impl<'a> Tx<'a> {
         let blk = self.blocks[&span.start];
         self.b.switch_to_block(blk);
         self.flags = Known::Unknown;
+        self.flags_dirty = false;
         self.dirty = [false; 32];
         self.regs = [None; 32];
         let r0 = self.b.use_var(self.ret);
@@ -459,16 +428,15 @@ impl<'a> Tx<'a> {
             Term::Cond(t) => {
                 let c = self.branch_cond(&u);
                 self.flush_dirty();
+                self.flush_flags();
                 let (taken, t_out) = self.edge(t);
                 let (fall, f_out) = self.edge(next);
                 self.b.ins().brif(c, taken, &[], fall, &[]);
                 for (blk, target) in [(taken, t_out), (fall, f_out)] {
                     if let Some(target) = target {
                         self.b.switch_to_block(blk);
-                        let saved = self.flags;
                         let pc = self.b.ins().iconst(I64, target as i64);
                         self.leave_to(pc, done);
-                        self.flags = saved;
                     }
                 }
             }
