@@ -343,7 +343,44 @@ impl Tx<'_> {
                 }
                 self.writeback(u, addr);
             }
+            STP_V128 => {
+                self.store_pair_q(slot, addr);
+                self.writeback(u, addr);
+            }
             _ => unreachable!("access() is called for loads and stores only"),
+        }
+    }
+
+    /// STP of two Q registers (glibc's memset and memcpy): 32 bytes written inline when
+    /// they lie in one page the TLB has for writing. Else the unit leaves before the op and
+    /// the interpreter makes its one 32-byte write (which faults as a whole, or crosses
+    /// pages, as the interpreter's does).
+    fn store_pair_q(&mut self, slot: usize, addr: Value) {
+        let u = self.page[slot];
+        let words = [
+            Self::v_off(u.a),
+            Self::v_off(u.a) + 8,
+            Self::v_off(u.d),
+            Self::v_off(u.d) + 8,
+        ]
+        .map(|off| self.load_state(off));
+        let (e, in_page, hit) = self.tlb_hit(addr, 32, tl::WTAG);
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(hit, fast, &[], slow, &[]);
+
+        self.b.switch_to_block(slow);
+        let here = self.pc(slot) as i64;
+        let pc = self.b.ins().iconst(I64, here);
+        let r = self.retired_at(slot);
+        self.leave(pc, r, exit::ONE);
+
+        self.b.switch_to_block(fast);
+        let base = self.b.ins().load(I64, MemFlagsData::trusted(), e, tl::WPTR);
+        let p = self.b.ins().iadd(base, in_page);
+        for (i, w) in words.into_iter().enumerate() {
+            self.b.ins().store(guest_mem(), w, p, 8 * i as i32);
         }
     }
 

@@ -7,7 +7,9 @@
 //! registers or on the stack, on the hot path too, and the register allocator spent most
 //! of a unit's compile splitting live ranges around the calls of cold paths. An adapter
 //! saves what the helper may clobber itself, so a call site clobbers nothing. The
-//! convention has no return values: an adapter leaves the helper's in `Ctx::ret`.
+//! convention has no return values: an adapter leaves the helper's in `Ctx::ret`. (The
+//! helpers that can run on hot paths, the FP helper and the interpreter's one instruction,
+//! are plain calls: see `translate`.)
 
 use crate::helpers::{self, CTX_RET};
 use crate::store::new_module;
@@ -34,8 +36,6 @@ pub struct Adapters {
     pub read: Adapter,
     pub read16: Adapter,
     pub write: Adapter,
-    pub fp: Adapter,
-    pub interp: Adapter,
     pub flags: Adapter,
 }
 
@@ -102,8 +102,6 @@ fn make() -> Option<Adapters> {
         read: one(helpers::read as *const (), 3, true, true)?,
         read16: one(helpers::read16 as *const (), 2, true, false)?,
         write: one(helpers::write as *const (), 5, true, true)?,
-        fp: one(helpers::fp as *const (), 3, true, true)?,
-        interp: one(helpers::interp_one as *const (), 1, true, true)?,
         flags: one(helpers::flags as *const (), 5, false, true)?,
     };
     // the adapters live as long as the process

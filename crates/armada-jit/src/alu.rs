@@ -575,7 +575,9 @@ impl Tx<'_> {
             LDR_B | LDR_H | LDR_W | LDR_X | LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X | LDRSW
             | STR_B | STR_H | STR_W | STR_X | LDR_V8 | LDR_V16 | LDR_V32 | LDR_V64 | LDR_V128
             | STR_V8 | STR_V16 | STR_V32 | STR_V64 | STR_V128 | LDP_W | LDPSW | LDP_X | STP_W
-            | STP_X | LDP_V32 | LDP_V64 | LDP_V128 | STP_V32 | STP_V64 => self.access(slot, u, op),
+            | STP_X | LDP_V32 | LDP_V64 | LDP_V128 | STP_V32 | STP_V64 | STP_V128 => {
+                self.access(slot, u, op)
+            }
             op if op >= FP_BASE => self.fp(slot, u),
             _ => self.interpret_one(slot),
         }

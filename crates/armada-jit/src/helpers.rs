@@ -73,6 +73,9 @@ pub mod exit {
     pub const SYSCALL: u64 = 2;
     /// The budget ends inside the block at `st.pc`: the interpreter runs the rest of it.
     pub const INTERP: u64 = 3;
+    /// The interpreter runs the one instruction at `st.pc` (an access the translated code
+    /// makes only in the common case), then the dispatcher goes on.
+    pub const ONE: u64 = 4;
 }
 
 unsafe fn fail(ctx: *mut Ctx, f: Fault) {

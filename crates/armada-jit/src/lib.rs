@@ -395,6 +395,10 @@ impl Jit {
                     Stop::Budget => {}
                     stop => return stop,
                 },
+                exit::ONE => match cpu::interpret(st, mem, code, 1) {
+                    Stop::Budget => {}
+                    stop => return stop,
+                },
                 _ => return unit_stop.unwrap_or(Stop::Undefined(0)),
             }
         }

@@ -142,7 +142,11 @@ fn perf_map(code: *const u8, size: usize, pc: u64) {
     };
     use std::io::Write;
     let map = format!("/tmp/perf-{}.map", std::process::id());
-    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(map) {
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(map)
+    {
         let _ = writeln!(f, "{:x} {size:x} unit_{pc:x}", code as usize);
     }
     if mode == "dump" {
@@ -218,7 +222,9 @@ pub(crate) fn new_module() -> Option<JITModule> {
     // the IR is checked in debug builds and under ARMADA_JIT_VERIFY (the differential
     // tests set it), not on every compile
     let verify = cfg!(debug_assertions) || std::env::var_os("ARMADA_JIT_VERIFY").is_some();
-    flags.set("enable_verifier", if verify { "true" } else { "false" }).ok()?;
+    flags
+        .set("enable_verifier", if verify { "true" } else { "false" })
+        .ok()?;
     // the long-range relocations and non-PIC code `JITBuilder::new` asks for
     flags.set("use_colocated_libcalls", "false").ok()?;
     flags.set("is_pic", "false").ok()?;
@@ -442,7 +448,14 @@ impl Inner {
         self.ctx.func.signature = unit_signature();
         let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let b = FunctionBuilder::new(&mut self.ctx.func, &mut self.fctx);
-            translate(b, &unit, &page.ops, adapters, module.isa().frontend_config());
+            translate(
+                b,
+                &unit,
+                &page.ops,
+                adapters,
+                module.isa().default_call_conv(),
+                module.isa().frontend_config(),
+            );
         }));
         if built.is_err() {
             self.ctx.clear();
@@ -505,7 +518,10 @@ impl Inner {
         let ptr = module.get_finalized_function(id);
         perf_map(ptr, size, pc);
         if std::env::var_os("ARMADA_JIT_PASSES").is_some() {
-            eprintln!("armada-jit: passes\n{}", cranelift_codegen::timing::take_current());
+            eprintln!(
+                "armada-jit: passes\n{}",
+                cranelift_codegen::timing::take_current()
+            );
         }
         self.code_bytes += size;
         UNITS.fetch_add(1, Ordering::Relaxed);

@@ -9,8 +9,8 @@
 //! A way out in the middle of a block (a fault, a write to code) leaves the registers, PC
 //! and count as they were before the instruction, as the interpreter does.
 
-use crate::flags::Known;
 use crate::adapters::{Adapter, Adapters};
+use crate::flags::Known;
 use crate::helpers::{exit, CTX_LIMIT, CTX_LOOKUP, CTX_RET, CTX_ST, CTX_TLB};
 use crate::unit::{BlockSpan, Term, Unit};
 use armada_core::state::CpuState;
@@ -18,9 +18,9 @@ use armada_isa::{ops, MicroOp};
 use cranelift_codegen::ir::{
     condcodes::IntCC,
     types::{I32, I64},
-    Block, InstBuilder, MemFlagsData, SigRef, Value,
+    AbiParam, Block, InstBuilder, MemFlagsData, SigRef, Signature, Value,
 };
-use cranelift_codegen::isa::TargetFrontendConfig;
+use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::HashMap;
 use std::mem::offset_of;
@@ -42,6 +42,8 @@ pub struct Helper {
     pub sig: SigRef,
     pub addr: i64,
     pub returns: bool,
+    /// Called in the C convention (its value returned), not through an adapter.
+    pub direct: bool,
 }
 
 pub struct Helpers {
@@ -94,28 +96,46 @@ pub fn host_mem() -> MemFlagsData {
     MemFlagsData::trusted()
 }
 
-
 /// Builds the unit's function into `b`'s function, whose signature is `(i64) -> i64`.
 pub fn translate(
     mut b: FunctionBuilder<'_>,
     unit: &Unit,
     page: &[MicroOp],
     adapters: &Adapters,
+    cc: CallConv,
     frontend: TargetFrontendConfig,
 ) {
     let unit_sig = b.import_signature(crate::store::unit_signature());
+    // The FP helper and the interpreter's one instruction run on hot paths (FP ops not
+    // translated inline, in loops): an adapter's saving of every vector register cost
+    // more there than the clobbers of a plain call.
+    let mut direct = |params: usize, f: *const ()| {
+        let mut s = Signature::new(cc);
+        s.params.extend((0..params).map(|_| AbiParam::new(I64)));
+        s.returns.push(AbiParam::new(I64));
+        Helper {
+            sig: b.import_signature(s),
+            addr: f as i64,
+            returns: true,
+            direct: true,
+        }
+    };
+    let fp = direct(3, crate::helpers::fp as *const ());
+    let interp = direct(1, crate::helpers::interp_one as *const ());
     let mut helper = |a: Adapter| Helper {
         sig: b.import_signature(crate::adapters::signature(a.params)),
         addr: a.addr,
         returns: a.returns,
+        direct: false,
     };
+
     let h = Helpers {
         unit: unit_sig,
         read: helper(adapters.read),
         read16: helper(adapters.read16),
         write: helper(adapters.write),
-        fp: helper(adapters.fp),
-        interp: helper(adapters.interp),
+        fp,
+        interp,
         flags: helper(adapters.flags),
     };
     let entry = b.create_block();
@@ -258,8 +278,10 @@ impl<'a> Tx<'a> {
     /// Calls helper `h` (the context first in `args`); its value, if it returns one.
     pub fn call(&mut self, h: Helper, args: &[Value]) -> Vec<Value> {
         let f = self.b.ins().iconst(I64, h.addr);
-        self.b.ins().call_indirect(h.sig, f, args);
-        if h.returns {
+        let call = self.b.ins().call_indirect(h.sig, f, args);
+        if h.direct {
+            self.b.inst_results(call).to_vec()
+        } else if h.returns {
             vec![self.b.ins().load(I64, host_mem(), self.ctx, CTX_RET)]
         } else {
             Vec::new()

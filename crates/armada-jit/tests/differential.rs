@@ -210,6 +210,12 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
             op | imm7 << 15 | d2 << 10 | 26 << 5 | d
         }
         // FP/SIMD: loads and stores of D and Q, arithmetic, FMOV both ways, FCMP, FCSEL
+        19 if r.below(3) == 0 => {
+            // LDP and STP of D and Q registers (signed offset)
+            let op = [0x6d40_0000u32, 0x6d00_0000, 0xad40_0000, 0xad00_0000][r.below(4) as usize];
+            let imm7 = r.below(16) as u32;
+            op | imm7 << 15 | ((d + 1) & 7) << 10 | 26 << 5 | (d & 7)
+        }
         19 => {
             [0xfd40_0000u32, 0xfd00_0000, 0x3dc0_0000, 0x3d80_0000][r.below(4) as usize]
                 | (r.below(60) as u32) << 10
