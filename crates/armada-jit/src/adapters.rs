@@ -12,7 +12,7 @@
 //! are plain calls: see `translate`.)
 
 use crate::helpers::{self, CTX_RET};
-use crate::store::new_module;
+use crate::store::{define_now, new_module};
 use crate::translate::host_mem;
 use cranelift_codegen::ir::{types::I64, AbiParam, InstBuilder, Signature};
 use cranelift_codegen::isa::CallConv;
@@ -87,15 +87,10 @@ fn make() -> Option<Adapters> {
             b.seal_all_blocks();
             b.finalize(module.isa().frontend_config());
         }
-        let id = module
-            .declare_anonymous_function(&ctx.func.signature)
-            .ok()?;
-        module.define_function(id, &mut ctx).ok()?;
-        module.finalize_definitions().ok()?;
         Some(Adapter {
             params: adapter_params,
             returns,
-            addr: module.get_finalized_function(id) as i64,
+            addr: define_now(&mut module, &mut ctx)? as i64,
         })
     };
     let a = Adapters {

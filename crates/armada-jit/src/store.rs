@@ -106,15 +106,20 @@ fn make_trampoline() -> Option<usize> {
         b.seal_all_blocks();
         b.finalize(module.isa().frontend_config());
     }
-    let id = module
-        .declare_anonymous_function(&ctx.func.signature)
-        .ok()?;
-    module.define_function(id, &mut ctx).ok()?;
-    module.finalize_definitions().ok()?;
-    let p = module.get_finalized_function(id) as usize;
+    let p = define_now(&mut module, &mut ctx)? as usize;
     // the trampoline lives as long as the process
     std::mem::forget(module);
     Some(p)
+}
+
+/// Compiles the function in `ctx` into `module` and makes it runnable: its address.
+pub(crate) fn define_now(module: &mut JITModule, ctx: &mut Context) -> Option<*const u8> {
+    let id = module
+        .declare_anonymous_function(&ctx.func.signature)
+        .ok()?;
+    module.define_function(id, ctx).ok()?;
+    module.finalize_definitions().ok()?;
+    Some(module.get_finalized_function(id))
 }
 
 /// Past this much translated code a store translates nothing more (the interpreter runs

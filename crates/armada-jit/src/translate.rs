@@ -1,8 +1,9 @@
-//! Translation of one unit (see `unit`) into a Cranelift function
-//! `extern "C" fn(*mut Ctx) -> u64` (the exit code, see `helpers::exit`).
+//! Translation of one unit (see `unit`) into a Cranelift function of the `tail` convention,
+//! `(ctx) -> exit code` (see `helpers::exit`).
 //!
-//! The guest registers the unit names live in Cranelift variables: loaded from the state on
-//! entry; a block stores the ones it wrote when it ends, and a way out in its middle stores
+//! Between blocks the guest registers are in the state and the flags in the context: a
+//! block loads a register at its first use and keeps it as an SSA value, stores the ones it
+//! wrote when it ends (and before each load or store), and a way out in its middle stores
 //! what the block wrote so far (so the state always holds the rest). Each block first
 //! checks that it can run whole within the instruction budget (else the unit leaves for the
 //! interpreter, which stops at the exact instruction), then counts its instructions once.
