@@ -171,7 +171,8 @@ pub mod tlb_layout {
 }
 
 /// The TLB's current entries and index mask, kept next to the table so translated code can
-/// find them from one pointer (the table is made on its first fill, so both change then).
+/// find them from one pointer (both change when the table is made, on its first fill, and when
+/// it grows).
 #[repr(C)]
 pub struct TlbView {
     pub entries: *const u8,
@@ -211,8 +212,8 @@ pub struct AddressSpace {
     /// Pages whose contents were decoded into micro-ops: writes to them go the slow way and
     /// are reported so the engine can drop the stale micro-ops.
     code_pages: HashSet<u64>,
-    /// The translation cache: one entry until the first fill, then TLB_SIZE (`tlb_mask` the
-    /// index mask), so that the tens of thousands of address spaces a GPU batch restores
+    /// The translation cache: one entry until the first fill, then TLB_SIZE, growing to
+    /// TLB_MAX where it misses much (`tlb_mask` the index mask), so that the tens of thousands of address spaces a GPU batch restores
     /// from a snapshot, most of which the host never reads, do not each start with 8 KiB.
     tlb: Box<[TlbEntry]>,
     tlb_mask: usize,
@@ -437,7 +438,8 @@ impl AddressSpace {
 
     /// The TLB's entries and mask for code that looks them up itself (see [`tlb_layout`]).
     /// The view lives inside this address space: it is valid while the address space is
-    /// neither moved nor dropped, and its contents change when the TLB is first filled.
+    /// neither moved nor dropped, and its contents change when the TLB is first filled and
+    /// when it grows (after any access that missed it).
     pub fn tlb_view(&mut self) -> *const TlbView {
         if self.tlb_mask == 0 {
             // the view of a one-entry table would need a mask of 0 and a pointer to it

@@ -344,7 +344,7 @@ impl Tx<'_> {
                 self.writeback(u, addr);
             }
             STP_V128 => {
-                self.store_pair_q(slot, addr);
+                self.store_pair_q(slot, u, addr);
                 self.writeback(u, addr);
             }
             _ => unreachable!("access() is called for loads and stores only"),
@@ -355,8 +355,7 @@ impl Tx<'_> {
     /// they lie in one page the TLB has for writing. Else the unit leaves before the op and
     /// the interpreter makes its one 32-byte write (which faults as a whole, or crosses
     /// pages, as the interpreter's does).
-    fn store_pair_q(&mut self, slot: usize, addr: Value) {
-        let u = self.page[slot];
+    fn store_pair_q(&mut self, slot: usize, u: &MicroOp, addr: Value) {
         let words = [
             Self::v_off(u.a),
             Self::v_off(u.a) + 8,

@@ -53,11 +53,11 @@ pub fn adapters() -> Option<&'static Adapters> {
     A.get_or_init(make).as_ref()
 }
 
-/// What each helper takes: (address, parameters of the helper, whether it takes the
-/// context first, whether it returns a value).
 fn make() -> Option<Adapters> {
     let mut module = new_module()?;
     let mut fctx = FunctionBuilderContext::new();
+    // one helper's adapter: its address, its parameters, whether it takes the context
+    // first, whether it returns a value
     let mut one = |f: *const (), params: usize, with_ctx: bool, returns: bool| {
         let cc = module.isa().default_call_conv();
         let mut ctx = module.make_context();

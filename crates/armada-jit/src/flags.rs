@@ -92,18 +92,24 @@ impl Tx<'_> {
         if !std::mem::take(&mut self.flags_dirty) {
             return;
         }
-        let (kind, words) = match self.flags {
+        let store = |tx: &mut Self, v: Value, word: i32| {
+            tx.b.ins().store(host_mem(), v, tx.ctx, CTX_FK + 8 * word);
+        };
+        let kind = match self.flags {
             Known::Unknown => return,
-            Known::Packed(v) => (PACKED, vec![(v, 4)]),
+            Known::Packed(v) => {
+                store(self, v, 4);
+                PACKED
+            }
             Known::Lazy { kind, wide, .. } => {
-                (kind, vec![(wide[0], 1), (wide[1], 2), (wide[2], 3)])
+                for (i, v) in wide.into_iter().enumerate() {
+                    store(self, v, 1 + i as i32);
+                }
+                kind
             }
         };
         let k = self.b.ins().iconst(I64, kind as i64);
-        self.b.ins().store(host_mem(), k, self.ctx, CTX_FK);
-        for (v, i) in words {
-            self.b.ins().store(host_mem(), v, self.ctx, CTX_FK + 8 * i);
-        }
+        store(self, k, 0);
     }
 
     /// NZCV as the interpreter keeps it.

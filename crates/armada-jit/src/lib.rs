@@ -391,14 +391,17 @@ impl Jit {
             match rc {
                 exit::NEXT => {}
                 exit::SYSCALL => return Stop::Syscall,
-                exit::INTERP => match cpu::interpret(st, mem, code, limit - st.retired) {
-                    Stop::Budget => {}
-                    stop => return stop,
-                },
-                exit::ONE => match cpu::interpret(st, mem, code, 1) {
-                    Stop::Budget => {}
-                    stop => return stop,
-                },
+                exit::INTERP | exit::ONE => {
+                    let n = if rc == exit::ONE {
+                        1
+                    } else {
+                        limit - st.retired
+                    };
+                    match cpu::interpret(st, mem, code, n) {
+                        Stop::Budget => {}
+                        stop => return stop,
+                    }
+                }
                 _ => return unit_stop.unwrap_or(Stop::Undefined(0)),
             }
         }

@@ -137,6 +137,13 @@ pub fn tracing() -> bool {
     *ON.get_or_init(|| std::env::var_os("ARMADA_JIT_TRACE").is_some_and(|v| v != "0"))
 }
 
+/// `ARMADA_JIT_VERIFY`: Cranelift's verifier on every unit, and a unit it rejects ends the
+/// process (the differential tests set it, so they cannot pass on the interpreter instead).
+fn verifying() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("ARMADA_JIT_VERIFY").is_some())
+}
+
 /// `ARMADA_JIT_PERFMAP`: names each unit's code for `perf` in `/tmp/perf-PID.map` (as
 /// `unit_<entry PC>`), and with `ARMADA_JIT_PERFMAP=dump` also writes its bytes to
 /// `/tmp/armada-unit-<entry PC>.bin` (for `objdump -D -b binary -m i386:x86-64`).
@@ -226,7 +233,7 @@ pub(crate) fn new_module() -> Option<JITModule> {
     }
     // the IR is checked in debug builds and under ARMADA_JIT_VERIFY (the differential
     // tests set it), not on every compile
-    let verify = cfg!(debug_assertions) || std::env::var_os("ARMADA_JIT_VERIFY").is_some();
+    let verify = cfg!(debug_assertions) || verifying();
     flags
         .set("enable_verifier", if verify { "true" } else { "false" })
         .ok()?;
@@ -493,7 +500,7 @@ impl Inner {
                 .map(|c| c.code_buffer().len())
                 .unwrap_or(0),
             other => {
-                let verify = std::env::var_os("ARMADA_JIT_VERIFY").is_some();
+                let verify = verifying();
                 if verify || std::env::var_os("ARMADA_JIT_DEBUG").is_some() {
                     let why = match other {
                         Ok(Err(e)) => e,
@@ -519,15 +526,14 @@ impl Inner {
                 t_cg - t_ir,
                 t.elapsed() - t_cg
             );
-        }
-        let ptr = module.get_finalized_function(id);
-        perf_map(ptr, size, pc);
-        if std::env::var_os("ARMADA_JIT_PASSES").is_some() {
+            // Cranelift's time by pass, for this unit (its timings accumulate per thread)
             eprintln!(
                 "armada-jit: passes\n{}",
                 cranelift_codegen::timing::take_current()
             );
         }
+        let ptr = module.get_finalized_function(id);
+        perf_map(ptr, size, pc);
         self.code_bytes += size;
         UNITS.fetch_add(1, Ordering::Relaxed);
         COMPILE_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
