@@ -3,7 +3,7 @@
 //! order, as the interpreter, so a fault is reported at the same address; registers are
 //! written only once every access has succeeded.
 
-use crate::helpers::{exit, CTX_BUF, CTX_STATUS, STOPPED};
+use crate::helpers::{exit, CTX_BUF, CTX_STATUS, CTX_TLB_ENTRIES, CTX_TLB_MASK, STOPPED};
 use crate::translate::{guest_mem, Tx, V_OFF, X_OFF};
 use armada_core::memory::tlb_layout as tl;
 use armada_isa::uop::addr_mode;
@@ -45,35 +45,42 @@ impl Tx<'_> {
         }
     }
 
-    /// The TLB entry for `addr` and whether its tag at `tag_off` matches with `size` bytes
-    /// inside the page.
-    fn tlb_hit(&mut self, addr: Value, size: i64, tag_off: i32) -> (Value, Value, Value) {
+    /// The TLB entry for `addr`, and whether its tag at `tag_off` says that the `size` bytes
+    /// there are all in its page. The tag is compared with the page of the access's last
+    /// byte (the entry being the first byte's): one compare finds both a miss and an access
+    /// that crosses into the next page, as qemu's TLB check does.
+    fn tlb_hit(&mut self, addr: Value, size: i64, tag_off: i32) -> (Value, Value) {
         let flags = MemFlagsData::trusted();
-        let entries = self.b.ins().load(I64, flags, self.tlb, 0);
-        let mask = self.b.ins().load(I64, flags, self.tlb, 8);
+        let c = self.ctx();
+        let entries = self.b.ins().load(I64, flags, c, CTX_TLB_ENTRIES);
+        let mask = self.b.ins().load(I64, flags, c, CTX_TLB_MASK);
         let vpn = self.b.ins().ushr_imm_s(addr, 12);
         let idx = self.b.ins().band(vpn, mask);
         let off = self.b.ins().imul_imm_s(idx, tl::ENTRY_BYTES as i64);
         let e = self.b.ins().iadd(entries, off);
         let tag = self.b.ins().load(I64, flags, e, tag_off);
-        let hit = self.b.ins().icmp(IntCC::Equal, tag, vpn);
-        let in_page = self.b.ins().band_imm_s(addr, PAGE_MASK);
-        let hit = if size > 1 {
-            let fits =
-                self.b
-                    .ins()
-                    .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, in_page, 4096 - size);
-            self.b.ins().band(hit, fits)
+        let last = if size > 1 {
+            let end = self.b.ins().iadd_imm_s(addr, size - 1);
+            self.b.ins().ushr_imm_s(end, 12)
         } else {
-            hit
+            vpn
         };
-        (e, in_page, hit)
+        let hit = self.b.ins().icmp(IntCC::Equal, tag, last);
+        (e, hit)
+    }
+
+    /// The host address of guest `addr` in the page whose TLB entry `e` hit, its pointer at
+    /// `ptr_off`.
+    fn host_addr(&mut self, e: Value, addr: Value, ptr_off: i32) -> Value {
+        let base = self.b.ins().load(I64, MemFlagsData::trusted(), e, ptr_off);
+        let in_page = self.b.ins().band_imm_s(addr, PAGE_MASK);
+        self.b.ins().iadd(base, in_page)
     }
 
     /// Reads `size` bytes (1, 2, 4, 8: one i64, zero-extended; 16: two) at `addr` for the
     /// op at `slot`, leaving the unit if the read faults.
     fn read(&mut self, slot: usize, addr: Value, size: i64) -> (Value, Option<Value>) {
-        let (e, in_page, hit) = self.tlb_hit(addr, size, tl::RTAG);
+        let (e, hit) = self.tlb_hit(addr, size, tl::RTAG);
         let fast = self.b.create_block();
         let slow = self.b.create_block();
         let done = self.b.create_block();
@@ -83,8 +90,7 @@ impl Tx<'_> {
         self.b.ins().brif(hit, fast, &[], slow, &[]);
 
         self.b.switch_to_block(fast);
-        let base = self.b.ins().load(I64, MemFlagsData::trusted(), e, tl::RPTR);
-        let p = self.b.ins().iadd(base, in_page);
+        let p = self.host_addr(e, addr, tl::RPTR);
         let m = guest_mem();
         let (l, h) = match size {
             1 => (self.b.ins().uload8(I64, m, p, 0), None),
@@ -100,7 +106,7 @@ impl Tx<'_> {
         self.b.ins().jump(done, &[l.into(), h0.into()]);
 
         self.b.switch_to_block(slow);
-        let ctx = self.ctx;
+        let ctx = self.ctx();
         let (sl, sh) = if size == 16 {
             self.call(self.h.read16, &[ctx, addr]);
             let f = MemFlagsData::trusted();
@@ -136,7 +142,7 @@ impl Tx<'_> {
         lo: Value,
         hi: Option<Value>,
     ) {
-        let (e, in_page, hit) = self.tlb_hit(addr, size, tl::WTAG);
+        let (e, hit) = self.tlb_hit(addr, size, tl::WTAG);
         let fast = self.b.create_block();
         let slow = self.b.create_block();
         let failed = self.b.create_block();
@@ -146,8 +152,7 @@ impl Tx<'_> {
         self.b.ins().brif(hit, fast, &[], slow, &[]);
 
         self.b.switch_to_block(fast);
-        let base = self.b.ins().load(I64, MemFlagsData::trusted(), e, tl::WPTR);
-        let p = self.b.ins().iadd(base, in_page);
+        let p = self.host_addr(e, addr, tl::WPTR);
         let m = guest_mem();
         match size {
             1 => {
@@ -170,7 +175,7 @@ impl Tx<'_> {
         self.b.ins().jump(done, &[]);
 
         self.b.switch_to_block(slow);
-        let ctx = self.ctx;
+        let ctx = self.ctx();
         let n = self.b.ins().iconst(I64, size);
         let h = hi.unwrap_or(lo);
         let status = self.call(self.h.write, &[ctx, addr, n, lo, h])[0];
@@ -363,7 +368,7 @@ impl Tx<'_> {
             Self::v_off(u.d) + 8,
         ]
         .map(|off| self.load_state(off));
-        let (e, in_page, hit) = self.tlb_hit(addr, 32, tl::WTAG);
+        let (e, hit) = self.tlb_hit(addr, 32, tl::WTAG);
         let fast = self.b.create_block();
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
@@ -376,8 +381,7 @@ impl Tx<'_> {
         self.leave(pc, r, exit::ONE);
 
         self.b.switch_to_block(fast);
-        let base = self.b.ins().load(I64, MemFlagsData::trusted(), e, tl::WPTR);
-        let p = self.b.ins().iadd(base, in_page);
+        let p = self.host_addr(e, addr, tl::WPTR);
         for (i, w) in words.into_iter().enumerate() {
             self.b.ins().store(guest_mem(), w, p, 8 * i as i32);
         }

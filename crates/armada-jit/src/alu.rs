@@ -646,7 +646,7 @@ impl Tx<'_> {
     pub(crate) fn call_fp(&mut self, u: &MicroOp) -> Value {
         let w = self.b.ins().iconst(I64, u.fields_word() as i64);
         let imm = self.b.ins().iconst(I64, u.imm as i64);
-        let ctx = self.ctx;
+        let ctx = self.ctx();
         self.call(self.h.fp, &[ctx, w, imm])[0]
     }
 
@@ -668,7 +668,7 @@ impl Tx<'_> {
         self.store_state(pc, PC_OFF);
         let r = self.retired_at(slot);
         self.store_state(r, RETIRED_OFF);
-        let ctx = self.ctx;
+        let ctx = self.ctx();
         let status = self.call(self.h.interp, &[ctx])[0];
         self.load_regs(None);
         let nz = self.load_state(NZCV_OFF);

@@ -93,7 +93,8 @@ impl Tx<'_> {
             return;
         }
         let store = |tx: &mut Self, v: Value, word: i32| {
-            tx.b.ins().store(host_mem(), v, tx.ctx, CTX_FK + 8 * word);
+            let c = tx.ctx();
+            tx.b.ins().store(host_mem(), v, c, CTX_FK + 8 * word);
         };
         let kind = match self.flags {
             Known::Unknown => return,
@@ -159,7 +160,8 @@ impl Tx<'_> {
             }
             Known::Unknown => {
                 let f = |tx: &mut Self, i: i32| {
-                    tx.b.ins().load(I64, host_mem(), tx.ctx, CTX_FK + 8 * i)
+                    let c = tx.ctx();
+                    tx.b.ins().load(I64, host_mem(), c, CTX_FK + 8 * i)
                 };
                 let k = f(self, 0);
                 let nz = f(self, 4);
@@ -170,7 +172,7 @@ impl Tx<'_> {
                 self.b.ins().brif(k, slow, &[], done, &[nz.into()]);
                 self.b.switch_to_block(slow);
                 let (fa, fb, fr) = (f(self, 1), f(self, 2), f(self, 3));
-                let ctx = self.ctx;
+                let ctx = self.ctx();
                 let v = self.call(self.h.flags, &[ctx, k, fa, fb, fr, nz])[0];
                 self.b.ins().jump(done, &[v.into()]);
                 self.b.switch_to_block(done);

@@ -37,8 +37,9 @@ impl Tx<'_> {
             return false;
         }
         let reg = Self::v_off;
-        let n = self.b.ins().load(fty, host_mem(), self.st, reg(u.b));
-        let m = self.b.ins().load(fty, host_mem(), self.st, reg(u.c));
+        let c = self.ctx();
+        let n = self.b.ins().load(fty, host_mem(), c, reg(u.b));
+        let m = self.b.ins().load(fty, host_mem(), c, reg(u.c));
         let ins = self.b.ins();
         let r = match u.op {
             F_ADD => ins.fadd(n, m),
@@ -52,7 +53,7 @@ impl Tx<'_> {
             _ => {
                 // the addend is Vd (field d); MSUB and NMADD negate the first factor, NMADD
                 // and NMSUB the addend (negation is exact)
-                let a = self.b.ins().load(fty, host_mem(), self.st, reg(u.d));
+                let a = self.b.ins().load(fty, host_mem(), c, reg(u.d));
                 let n = if matches!(u.op, F_MSUB | F_NMADD) {
                     self.b.ins().fneg(n)
                 } else {

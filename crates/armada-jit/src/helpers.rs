@@ -6,54 +6,68 @@
 //! translated code leaves the unit with the state as it was before the instruction.
 
 use armada_core::cpu::{self, CodeCache};
-use armada_core::memory::{AddressSpace, Fault, TlbView};
+use armada_core::memory::{AddressSpace, Fault};
 use armada_core::state::{CpuState, Stop};
+use std::mem::offset_of;
 use armada_isa::MicroOp;
 
-/// What a unit runs with. Translated code reads the fields at the `CTX_*` offsets.
+/// What a unit runs with: the lane's registers themselves, then what translated code reads
+/// beside them. Translated code finds it in the pinned register (see `translate`), and
+/// reads the fields at the `CTX_*` offsets: the registers, the TLB and the budget are each
+/// one load from that register, where a pointer to the state and one to the TLB's view,
+/// kept in registers the whole unit, were spilled and reloaded around every access.
 #[repr(C)]
 pub struct Ctx {
-    pub st: *mut CpuState,
-    pub tlb: *const TlbView,
+    /// The lane's registers while the tier runs it (copied in and back by the dispatcher).
+    pub state: CpuState,
+    /// The TLB's entries and index mask (`AddressSpace::tlb_view`), copied here when a unit
+    /// is entered and after every helper that can fill the TLB (a fill may grow it).
+    pub tlb_entries: *const u8,
+    pub tlb_mask: u64,
     /// The instruction count the run must not pass.
     pub limit: u64,
-    pub mem: *mut AddressSpace,
-    pub code: *mut CodeCache,
-    /// The code cache's epoch when the unit was entered.
-    pub epoch: u64,
+    /// The lane's direct-mapped table of units (`LOOKUP` entries of PC and unit, 0 for
+    /// none), where a unit looks for the next one to jump to.
+    pub lookup: *const (u64, Option<crate::store::UnitFn>),
     /// A 16-byte read's result.
     pub buf: [u64; 2],
     /// Set by a helper that stopped: 1.
     pub status: u64,
     /// The flags as a unit leaves them: kind, operands and NZCV (see `flags`).
     pub flags: [u64; 5],
-    /// The lane's direct-mapped table of units (`LOOKUP` entries of PC and unit, 0 for
-    /// none), where a unit looks for the next one to jump to.
-    pub lookup: *const (u64, Option<crate::store::UnitFn>),
     /// A helper's return value, left by its adapter (see `adapters`).
     pub ret: u64,
+    pub mem: *mut AddressSpace,
+    pub code: *mut CodeCache,
+    /// The code cache's epoch when the unit was entered.
+    pub epoch: u64,
     pub stop: Option<Stop>,
 }
 
-pub const CTX_ST: i32 = 0;
-pub const CTX_TLB: i32 = 8;
-pub const CTX_LIMIT: i32 = 16;
-pub const CTX_BUF: i32 = 48;
-pub const CTX_STATUS: i32 = 64;
-pub const CTX_FK: i32 = 72;
-pub const CTX_LOOKUP: i32 = 112;
-pub const CTX_RET: i32 = 120;
+pub const CTX_TLB_ENTRIES: i32 = offset_of!(Ctx, tlb_entries) as i32;
+pub const CTX_TLB_MASK: i32 = offset_of!(Ctx, tlb_mask) as i32;
+pub const CTX_LIMIT: i32 = offset_of!(Ctx, limit) as i32;
+pub const CTX_LOOKUP: i32 = offset_of!(Ctx, lookup) as i32;
+pub const CTX_BUF: i32 = offset_of!(Ctx, buf) as i32;
+pub const CTX_STATUS: i32 = offset_of!(Ctx, status) as i32;
+pub const CTX_FK: i32 = offset_of!(Ctx, flags) as i32;
+pub const CTX_RET: i32 = offset_of!(Ctx, ret) as i32;
 const _: () = {
-    assert!(std::mem::offset_of!(Ctx, st) == CTX_ST as usize);
-    assert!(std::mem::offset_of!(Ctx, tlb) == CTX_TLB as usize);
-    assert!(std::mem::offset_of!(Ctx, limit) == CTX_LIMIT as usize);
-    assert!(std::mem::offset_of!(Ctx, buf) == CTX_BUF as usize);
-    assert!(std::mem::offset_of!(Ctx, status) == CTX_STATUS as usize);
-    assert!(std::mem::offset_of!(Ctx, flags) == CTX_FK as usize);
-    assert!(std::mem::offset_of!(Ctx, lookup) == CTX_LOOKUP as usize);
-    assert!(std::mem::offset_of!(Ctx, ret) == CTX_RET as usize);
+    // translated code addresses the registers from the context's start
+    assert!(offset_of!(Ctx, state) == 0);
     assert!(std::mem::size_of::<(u64, Option<crate::store::UnitFn>)>() == 16);
 };
+
+/// Copies the TLB's entries and mask from `mem` into the context (after an access that may
+/// have filled the TLB, and so grown it).
+///
+/// # Safety
+/// `ctx` is live; `mem` is the address space it runs with.
+pub unsafe fn sync_tlb(ctx: *mut Ctx, mem: &mut AddressSpace) {
+    let view = &*mem.tlb_view();
+    (*ctx).tlb_entries = view.entries;
+    (*ctx).tlb_mask = view.mask;
+}
 
 /// Helper status: the instruction completed.
 pub const OK: u64 = 0;
@@ -95,6 +109,7 @@ pub extern "C" fn read(ctx: *mut Ctx, addr: u64, size: u64) -> u64 {
             4 => mem.read_u32(addr).map(u64::from),
             _ => mem.read_u64(addr),
         };
+        sync_tlb(ctx, mem);
         r.unwrap_or_else(|f| {
             fail(ctx, f);
             0
@@ -107,7 +122,9 @@ pub extern "C" fn read16(ctx: *mut Ctx, addr: u64) {
     // SAFETY: as in `read`.
     unsafe {
         let mem = &mut *(*ctx).mem;
-        match mem.read_u128(addr) {
+        let r = mem.read_u128(addr);
+        sync_tlb(ctx, mem);
+        match r {
             Ok(v) => (*ctx).buf = [v as u64, (v >> 64) as u64],
             Err(f) => fail(ctx, f),
         }
@@ -126,6 +143,7 @@ pub extern "C" fn write(ctx: *mut Ctx, addr: u64, size: u64, lo: u64, hi: u64) -
             8 => mem.write_u64(addr, lo),
             _ => mem.write_u128(addr, lo as u128 | (hi as u128) << 64),
         };
+        sync_tlb(ctx, mem);
         match r {
             Err(f) => {
                 fail(ctx, f);
@@ -142,8 +160,10 @@ pub extern "C" fn write(ctx: *mut Ctx, addr: u64, size: u64, lo: u64, hi: u64) -
 pub extern "C" fn fp(ctx: *mut Ctx, word: u64, imm: u64) -> u64 {
     // SAFETY: as in `read`.
     unsafe {
-        let (st, mem) = (&mut *(*ctx).st, &mut *(*ctx).mem);
-        match cpu::exec_fp_op(st, mem, &MicroOp::from_words(word, imm)) {
+        let (st, mem) = (&mut (*ctx).state, &mut *(*ctx).mem);
+        let r = cpu::exec_fp_op(st, mem, &MicroOp::from_words(word, imm));
+        sync_tlb(ctx, mem);
+        match r {
             Err(f) => {
                 fail(ctx, f);
                 STOPPED
@@ -159,8 +179,10 @@ pub extern "C" fn fp(ctx: *mut Ctx, word: u64, imm: u64) -> u64 {
 pub extern "C" fn interp_one(ctx: *mut Ctx) -> u64 {
     // SAFETY: as in `read`.
     unsafe {
-        let (st, mem, code) = (&mut *(*ctx).st, &mut *(*ctx).mem, &mut *(*ctx).code);
-        match cpu::interpret(st, mem, code, 1) {
+        let (st, mem, code) = (&mut (*ctx).state, &mut *(*ctx).mem, &mut *(*ctx).code);
+        let r = cpu::interpret(st, mem, code, 1);
+        sync_tlb(ctx, mem);
+        match r {
             Stop::Budget if mem.has_code_write() || code.epoch() != (*ctx).epoch => CODE_CHANGED,
             Stop::Budget => OK,
             stop => {

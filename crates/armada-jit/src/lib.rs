@@ -305,37 +305,47 @@ impl Tier for Jit {
             _ => Box::new(LaneJit::new(code)),
         };
         let limit = st.retired.saturating_add(budget);
-        let stop = self.run_lane(&mut lane, st, mem, code, limit);
+        // the registers live in the context while the tier runs (see `helpers::Ctx`)
+        let mut ctx = Ctx {
+            state: st.clone(),
+            tlb_entries: std::ptr::null(),
+            tlb_mask: 0,
+            limit,
+            lookup: if self.check {
+                NO_UNITS.as_ptr()
+            } else {
+                lane.lookup.as_ptr()
+            },
+            buf: [0; 2],
+            status: 0,
+            flags: [0; 5],
+            ret: 0,
+            mem: std::ptr::null_mut(),
+            code: std::ptr::null_mut(),
+            epoch: 0,
+            stop: None,
+        };
+        let mut ran = 0u64;
+        let stop = self.dispatch(&mut lane, &mut ctx, mem, code, &mut ran);
+        store::RAN_TRANSLATED.fetch_add(ran, Ordering::Relaxed);
+        st.clone_from(&ctx.state);
         code.put_tier_state(lane);
         stop
     }
 }
 
 impl Jit {
-    fn run_lane(
-        &self,
-        lane: &mut LaneJit,
-        st: &mut CpuState,
-        mem: &mut AddressSpace,
-        code: &mut CodeCache,
-        limit: u64,
-    ) -> Stop {
-        let mut ran = 0u64;
-        let stop = self.dispatch(lane, st, mem, code, limit, &mut ran);
-        store::RAN_TRANSLATED.fetch_add(ran, Ordering::Relaxed);
-        stop
-    }
-
     fn dispatch(
         &self,
         lane: &mut LaneJit,
-        st: &mut CpuState,
+        ctx: &mut Ctx,
         mem: &mut AddressSpace,
         code: &mut CodeCache,
-        limit: u64,
         ran: &mut u64,
     ) -> Stop {
+        let limit = ctx.limit;
         loop {
+            let st = &mut ctx.state;
             if st.retired >= limit {
                 return Stop::Budget;
             }
@@ -358,30 +368,20 @@ impl Jit {
                 (st.clone(), copy)
             });
             let start = st.retired;
-            let mut ctx = Ctx {
-                st,
-                tlb: mem.tlb_view(),
-                limit,
-                mem,
-                code,
-                epoch: lane.epoch,
-                buf: [0; 2],
-                status: 0,
-                // NZCV as it is, for the first unit (see `flags`)
-                flags: [flags::PACKED, 0, 0, 0, st.nzcv],
-                lookup: if self.check {
-                    NO_UNITS.as_ptr()
-                } else {
-                    lane.lookup.as_ptr()
-                },
-                ret: 0,
-                stop: None,
-            };
+            // NZCV as it is, for the first unit (see `flags`)
+            ctx.flags = [flags::PACKED, 0, 0, 0, st.nzcv];
+            ctx.status = 0;
+            ctx.epoch = lane.epoch;
+            ctx.mem = mem;
+            ctx.code = code;
+            // SAFETY: `ctx.mem` was just set from `mem`.
+            unsafe { helpers::sync_tlb(ctx, mem) };
             // SAFETY: `f` was made by the store `lane` holds, for this code cache's code at
-            // this epoch; `ctx`'s pointers are the lane's state, memory and code, which
-            // nothing else touches until the unit returns.
-            let rc = unsafe { store::enter(&mut ctx, f) };
+            // this epoch; `ctx`'s pointers are the lane's memory, code and unit table,
+            // which nothing else touches until the unit returns.
+            let rc = unsafe { store::enter(ctx, f) };
             let unit_stop = ctx.stop.take();
+            let st = &mut ctx.state;
             *ran += st.retired - start;
             let [k, a, b, r, nz] = ctx.flags;
             st.nzcv = flags::pack(k, a, b, r, nz);

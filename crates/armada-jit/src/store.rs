@@ -37,10 +37,10 @@ pub struct UnitFn(std::ptr::NonNull<u8>);
 unsafe impl Send for UnitFn {}
 unsafe impl Sync for UnitFn {}
 
-/// The signature of a unit: the context in, an exit code out, `tail` calling convention.
+/// The signature of a unit: nothing in (the context is in the pinned register), an exit
+/// code out, `tail` calling convention.
 pub fn unit_signature() -> cranelift_codegen::ir::Signature {
     let mut s = cranelift_codegen::ir::Signature::new(CallConv::Tail);
-    s.params.push(AbiParam::new(I64));
     s.returns.push(AbiParam::new(I64));
     s
 }
@@ -59,7 +59,7 @@ pub unsafe fn enter(ctx: *mut crate::helpers::Ctx, f: UnitFn) -> u64 {
         Some(t) => t(ctx, f.0.as_ptr()),
         None => {
             // nothing ran: the flags the dispatcher takes back are the state's
-            (*ctx).flags = [crate::flags::PACKED, 0, 0, 0, (*(*ctx).st).nzcv];
+            (*ctx).flags = [crate::flags::PACKED, 0, 0, 0, (*ctx).state.nzcv];
             crate::helpers::exit::INTERP
         }
     }
@@ -82,7 +82,10 @@ fn trampoline() -> Option<Trampoline> {
     Some(unsafe { std::mem::transmute::<usize, Trampoline>(p) })
 }
 
-/// A C-convention function `(ctx, unit) -> exit code` that calls the unit.
+/// A C-convention function `(ctx, unit) -> exit code` that calls the unit with the context
+/// in the pinned register. That register is callee-saved in the C convention, but code made
+/// with a pinned register never saves it: the trampoline keeps its caller's value and puts
+/// it back.
 fn make_trampoline() -> Option<usize> {
     let mut module = new_module()?;
     let cc = module.isa().default_call_conv();
@@ -100,8 +103,11 @@ fn make_trampoline() -> Option<usize> {
         b.switch_to_block(blk);
         let (c, f) = (b.block_params(blk)[0], b.block_params(blk)[1]);
         let sig = b.import_signature(unit_signature());
-        let call = b.ins().call_indirect(sig, f, &[c]);
+        let callers = b.ins().get_pinned_reg(I64);
+        b.ins().set_pinned_reg(c);
+        let call = b.ins().call_indirect(sig, f, &[]);
         let r = b.inst_results(call)[0];
+        b.ins().set_pinned_reg(callers);
         b.ins().return_(&[r]);
         b.seal_all_blocks();
         b.finalize(module.isa().frontend_config());
@@ -242,6 +248,8 @@ pub(crate) fn new_module() -> Option<JITModule> {
     flags.set("is_pic", "false").ok()?;
     // Cranelift's tail calls (a unit jumping to the next) need frame pointers
     flags.set("preserve_frame_pointers", "true").ok()?;
+    // the context's register (see `helpers::Ctx`)
+    flags.set("enable_pinned_reg", "true").ok()?;
     let isa = cranelift_native::builder()
         .ok()?
         .finish(settings::Flags::new(flags))

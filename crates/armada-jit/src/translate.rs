@@ -12,7 +12,7 @@
 
 use crate::adapters::{Adapter, Adapters};
 use crate::flags::Known;
-use crate::helpers::{exit, CTX_LIMIT, CTX_LOOKUP, CTX_RET, CTX_ST, CTX_TLB};
+use crate::helpers::{exit, CTX_LIMIT, CTX_LOOKUP, CTX_RET};
 use crate::unit::{BlockSpan, Term, Unit};
 use armada_core::state::CpuState;
 use armada_isa::{ops, MicroOp};
@@ -63,10 +63,8 @@ pub struct Tx<'a> {
     pub unit: &'a Unit,
     pub page: &'a [MicroOp],
     pub h: Helpers,
-    pub ctx: Value,
-    pub st: Value,
-    pub tlb: Value,
-    limit: Value,
+    /// The context in the current block (see [`Self::ctx`]).
+    ctx: Value,
     /// The value of each of x0..x30 and SP this block has read or written so far. A block
     /// starts with none: the state holds every register between blocks (see `block`).
     regs: [Option<Value>; 32],
@@ -97,7 +95,7 @@ pub fn host_mem() -> MemFlagsData {
     MemFlagsData::trusted()
 }
 
-/// Builds the unit's function into `b`'s function, whose signature is `(i64) -> i64`.
+/// Builds the unit's function into `b`'s function, whose signature is `() -> i64`.
 pub fn translate(
     mut b: FunctionBuilder<'_>,
     unit: &Unit,
@@ -140,18 +138,14 @@ pub fn translate(
         flags: helper(adapters.flags),
     };
     let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
-    let ctx = b.block_params(entry)[0];
-    let st = b.ins().load(I64, host_mem(), ctx, CTX_ST);
-    let tlb = b.ins().load(I64, host_mem(), ctx, CTX_TLB);
-    let limit = b.ins().load(I64, host_mem(), ctx, CTX_LIMIT);
+    let ctx = b.ins().get_pinned_reg(I64);
     let var = |b: &mut FunctionBuilder, init: Value| {
         let v = b.declare_var(I64);
         b.def_var(v, init);
         v
     };
-    let r0 = b.ins().load(I64, host_mem(), st, RETIRED_OFF);
+    let r0 = b.ins().load(I64, host_mem(), ctx, RETIRED_OFF);
     let ret = var(&mut b, r0);
     let blocks: HashMap<usize, Block> = unit
         .blocks
@@ -170,9 +164,6 @@ pub fn translate(
         page,
         h,
         ctx,
-        st,
-        tlb,
-        limit,
         regs: [None; 32],
         ret,
         flags: Known::Unknown,
@@ -192,6 +183,15 @@ pub fn translate(
 }
 
 impl<'a> Tx<'a> {
+    /// The context (`helpers::Ctx`, whose first field is the state), which translated code
+    /// keeps in the pinned register. Read once at the start of each block: one value for
+    /// the block lets Cranelift see that two accesses are to the same field (a load after
+    /// a store of it is then the stored value), and it never lives across blocks, where
+    /// the register allocator would spill it.
+    pub fn ctx(&mut self) -> Value {
+        self.ctx
+    }
+
     // ----- registers -------------------------------------------------------------------
 
     /// General register `r` (the zero register reads 0): loaded from the state at the
@@ -203,10 +203,8 @@ impl<'a> Tx<'a> {
         if let Some(v) = slot {
             return v;
         }
-        let v = self
-            .b
-            .ins()
-            .load(I64, host_mem(), self.st, X_OFF + 8 * r as i32);
+        let c = self.ctx();
+        let v = self.b.ins().load(I64, host_mem(), c, X_OFF + 8 * r as i32);
         self.regs[r as usize] = Some(v);
         v
     }
@@ -229,9 +227,8 @@ impl<'a> Tx<'a> {
         for r in 0..32u8 {
             if std::mem::take(&mut self.dirty[r as usize]) {
                 let v = self.regs[r as usize].expect("a dirty register has a value");
-                self.b
-                    .ins()
-                    .store(host_mem(), v, self.st, X_OFF + 8 * r as i32);
+                let c = self.ctx();
+                self.b.ins().store(host_mem(), v, c, X_OFF + 8 * r as i32);
             }
         }
     }
@@ -269,11 +266,13 @@ impl<'a> Tx<'a> {
     }
 
     pub fn load_state(&mut self, off: i32) -> Value {
-        self.b.ins().load(I64, host_mem(), self.st, off)
+        let c = self.ctx();
+        self.b.ins().load(I64, host_mem(), c, off)
     }
 
     pub fn store_state(&mut self, v: Value, off: i32) {
-        self.b.ins().store(host_mem(), v, self.st, off);
+        let c = self.ctx();
+        self.b.ins().store(host_mem(), v, c, off);
     }
 
     /// Calls helper `h` (the context first in `args`); its value, if it returns one.
@@ -283,7 +282,8 @@ impl<'a> Tx<'a> {
         if h.direct {
             self.b.inst_results(call).to_vec()
         } else if h.returns {
-            vec![self.b.ins().load(I64, host_mem(), self.ctx, CTX_RET)]
+            let c = self.ctx();
+            vec![self.b.ins().load(I64, host_mem(), c, CTX_RET)]
         } else {
             Vec::new()
         }
@@ -327,6 +327,7 @@ impl<'a> Tx<'a> {
     /// back to the dispatcher.
     fn exit_block(&mut self) {
         self.b.switch_to_block(self.exit);
+        self.ctx = self.b.ins().get_pinned_reg(I64);
         let [pc, retired, code] = *self.b.block_params(self.exit) else {
             unreachable!("the exit block has three parameters")
         };
@@ -345,7 +346,8 @@ impl<'a> Tx<'a> {
         self.flush_dirty();
         // the next unit takes the flags from the context, as they are kept
         self.flush_flags();
-        let table = self.b.ins().load(I64, host_mem(), self.ctx, CTX_LOOKUP);
+        let c = self.ctx();
+        let table = self.b.ins().load(I64, host_mem(), c, CTX_LOOKUP);
         let idx = self.b.ins().ushr_imm_s(pc, 2);
         let idx = self.b.ins().band_imm_s(idx, crate::LOOKUP as i64 - 1);
         let off = self.b.ins().ishl_imm_s(idx, 4);
@@ -361,8 +363,7 @@ impl<'a> Tx<'a> {
         self.b.switch_to_block(chain);
         self.store_state(pc, PC_OFF);
         self.store_state(retired, RETIRED_OFF);
-        let ctx = self.ctx;
-        self.b.ins().return_call_indirect(self.h.unit, f, &[ctx]);
+        self.b.ins().return_call_indirect(self.h.unit, f, &[]);
         // a miss: the dispatcher's way out (nothing is dirty)
         self.b.switch_to_block(back);
         self.leave(pc, retired, exit::NEXT);
@@ -408,6 +409,7 @@ impl<'a> Tx<'a> {
     fn block(&mut self, span: &BlockSpan) {
         let blk = self.blocks[&span.start];
         self.b.switch_to_block(blk);
+        self.ctx = self.b.ins().get_pinned_reg(I64);
         self.flags = Known::Unknown;
         self.flags_dirty = false;
         self.dirty = [false; 32];
@@ -418,10 +420,9 @@ impl<'a> Tx<'a> {
         let n = span.retires() as i64;
         // the whole block must fit in the budget; else the interpreter runs to its end
         let end = self.b.ins().iadd_imm_s(r0, n);
-        let over = self
-            .b
-            .ins()
-            .icmp(IntCC::UnsignedGreaterThan, end, self.limit);
+        let c = self.ctx();
+        let limit = self.b.ins().load(I64, host_mem(), c, CTX_LIMIT);
+        let over = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, limit);
         let out = self.b.create_block();
         let body = self.b.create_block();
         self.b.set_cold_block(out);
