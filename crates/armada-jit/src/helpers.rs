@@ -8,8 +8,8 @@
 use armada_core::cpu::{self, CodeCache};
 use armada_core::memory::{AddressSpace, Fault};
 use armada_core::state::{CpuState, Stop};
-use std::mem::offset_of;
 use armada_isa::MicroOp;
+use std::mem::offset_of;
 
 /// What a unit runs with: the lane's registers themselves, then what translated code reads
 /// beside them. Translated code finds it in the pinned register (see `translate`), and

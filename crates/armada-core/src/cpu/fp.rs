@@ -387,20 +387,31 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
         V_URECPE => map1(st, u, |x| float::urecpe(x as u32) as u64),
         V_URSQRTE => map1(st, u, |x| float::ursqrte(x as u32) as u64),
         V_PAIR => {
-            let cnt = 1usize << (f - e);
             let (n, m) = (st.v[b], st.v[c]);
-            let el = |j: usize| {
-                if j < cnt {
-                    get(n, e, j)
-                } else {
-                    get(m, e, j - cnt)
+            st.v[a] = match (e, f) {
+                (0, 4) => pairwise::<0, 16>(d, n, m),
+                (0, 3) => pairwise::<0, 8>(d, n, m),
+                (1, 4) => pairwise::<1, 8>(d, n, m),
+                (1, 3) => pairwise::<1, 4>(d, n, m),
+                (2, 4) => pairwise::<2, 4>(d, n, m),
+                (2, 3) => pairwise::<2, 2>(d, n, m),
+                (3, 4) => pairwise::<3, 2>(d, n, m),
+                _ => {
+                    let cnt = 1usize << (f - e);
+                    let el = |j: usize| {
+                        if j < cnt {
+                            get(n, e, j)
+                        } else {
+                            get(m, e, j - cnt)
+                        }
+                    };
+                    let mut r = 0u128;
+                    for i in 0..cnt {
+                        set(&mut r, e, i, int_red(d, e, el(2 * i), el(2 * i + 1)));
+                    }
+                    r
                 }
             };
-            let mut r = 0u128;
-            for i in 0..cnt {
-                set(&mut r, e, i, int_red(d, e, el(2 * i), el(2 * i + 1)));
-            }
-            st.v[a] = r;
         }
         V_REDUCE => {
             let cnt = 1usize << (f - e);
@@ -837,34 +848,110 @@ fn opnd_m(st: &CpuState, u: &MicroOp) -> u128 {
 /// Vd = op(Vn) element-wise over 2^f bytes.
 #[inline(always)]
 fn map1(st: &mut CpuState, u: &MicroOp, mut op: impl FnMut(u64) -> u64) {
-    let (e, n) = (u.e, st.v[u.b as usize]);
-    let mut r = 0u128;
-    for i in 0..(1usize << (u.f - e)) {
-        set(&mut r, e, i, op(get(n, e, i)));
-    }
-    st.v[u.a as usize] = r;
+    let n = st.v[u.b as usize];
+    let mut op3 = |_: u64, x: u64, _: u64| op(x);
+    st.v[u.a as usize] = by_shape(u.e, u.f, 0, n, 0, &mut op3);
 }
 
 /// Vd = op(Vn, Vm) element-wise.
 #[inline(always)]
 fn map2(st: &mut CpuState, u: &MicroOp, mut op: impl FnMut(u64, u64) -> u64) {
-    let (e, n, m) = (u.e, st.v[u.b as usize], opnd_m(st, u));
-    let mut r = 0u128;
-    for i in 0..(1usize << (u.f - e)) {
-        set(&mut r, e, i, op(get(n, e, i), get(m, e, i)));
-    }
-    st.v[u.a as usize] = r;
+    let (n, m) = (st.v[u.b as usize], opnd_m(st, u));
+    let mut op3 = |_: u64, x: u64, y: u64| op(x, y);
+    st.v[u.a as usize] = by_shape(u.e, u.f, 0, n, m, &mut op3);
 }
 
 /// Vd = op(Vd, Vn, Vm) element-wise (accumulating forms).
 #[inline(always)]
 fn map3(st: &mut CpuState, u: &MicroOp, mut op: impl FnMut(u64, u64, u64) -> u64) {
-    let (e, old, n, m) = (u.e, st.v[u.a as usize], st.v[u.b as usize], opnd_m(st, u));
-    let mut r = 0u128;
-    for i in 0..(1usize << (u.f - e)) {
-        set(&mut r, e, i, op(get(old, e, i), get(n, e, i), get(m, e, i)));
+    let (old, n, m) = (st.v[u.a as usize], st.v[u.b as usize], opnd_m(st, u));
+    st.v[u.a as usize] = by_shape(u.e, u.f, old, n, m, &mut op);
+}
+
+/// `op(old, n, m)` on each element of 2^e bytes over 2^f bytes (the upper bytes 0): with
+/// both sizes as constants for the common shapes, so that the element loop unrolls with
+/// fixed shifts. A loop of variable count shifting u128s by variable amounts took most of
+/// the time of SIMD-heavy code such as glibc's string functions (grep: half its run).
+#[inline(always)]
+fn by_shape(
+    e: u8,
+    f: u8,
+    old: u128,
+    n: u128,
+    m: u128,
+    op: &mut impl FnMut(u64, u64, u64) -> u64,
+) -> u128 {
+    match (e, f) {
+        (0, 4) => lanes::<0, 16>(old, n, m, op),
+        (0, 3) => lanes::<0, 8>(old, n, m, op),
+        (1, 4) => lanes::<1, 8>(old, n, m, op),
+        (1, 3) => lanes::<1, 4>(old, n, m, op),
+        (2, 4) => lanes::<2, 4>(old, n, m, op),
+        (2, 3) => lanes::<2, 2>(old, n, m, op),
+        (3, 4) => lanes::<3, 2>(old, n, m, op),
+        _ => {
+            let mut r = 0u128;
+            for i in 0..(1usize << (f - e)) {
+                set(&mut r, e, i, op(get(old, e, i), get(n, e, i), get(m, e, i)));
+            }
+            r
+        }
     }
-    st.v[u.a as usize] = r;
+}
+
+/// An integer pairwise op (ADDP, the MAXP and MINP forms; `kind` as for `int_red`) of N
+/// elements of 2^E bytes: the pairs of Vn's elements, then Vm's, each made one element.
+#[inline(always)]
+fn pairwise<const E: u8, const N: usize>(kind: u8, n: u128, m: u128) -> u128 {
+    let (xs, ys) = (elements::<E>(n), elements::<E>(m));
+    let el = |j: usize| if j < N { xs[j] } else { ys[j - N] };
+    let mut r = [0u64; 16];
+    for (i, o) in r.iter_mut().enumerate().take(N) {
+        *o = int_red(kind, E, el(2 * i), el(2 * i + 1));
+    }
+    from_elements::<E, N>(&r)
+}
+
+/// `op(old, n, m)` on each of the N elements of 2^E bytes.
+#[inline(always)]
+fn lanes<const E: u8, const N: usize>(
+    old: u128,
+    n: u128,
+    m: u128,
+    op: &mut impl FnMut(u64, u64, u64) -> u64,
+) -> u128 {
+    let (os, xs, ys) = (elements::<E>(old), elements::<E>(n), elements::<E>(m));
+    let mut r = [0u64; 16];
+    for i in 0..N {
+        r[i] = op(os[i], xs[i], ys[i]);
+    }
+    from_elements::<E, N>(&r)
+}
+
+/// The elements of 2^E bytes of `v`, zero-extended (through its bytes: shifts of a u128 by
+/// a variable amount cost a branch each on x86-64).
+#[inline(always)]
+fn elements<const E: u8>(v: u128) -> [u64; 16] {
+    let b = v.to_le_bytes();
+    let w = 1usize << E;
+    let mut out = [0u64; 16];
+    for (i, o) in out.iter_mut().enumerate().take(16 / w) {
+        let mut x = [0u8; 8];
+        x[..w].copy_from_slice(&b[i * w..i * w + w]);
+        *o = u64::from_le_bytes(x);
+    }
+    out
+}
+
+/// The register whose first N elements of 2^E bytes are `el`'s (truncated), the rest 0.
+#[inline(always)]
+fn from_elements<const E: u8, const N: usize>(el: &[u64; 16]) -> u128 {
+    let w = 1usize << E;
+    let mut b = [0u8; 16];
+    for i in 0..N {
+        b[i * w..i * w + w].copy_from_slice(&el[i].to_le_bytes()[..w]);
+    }
+    u128::from_le_bytes(b)
 }
 
 /// Widening ops: `e` is the narrow size, `f` the part (0 low half, 1 high half, 2 scalar).
@@ -909,7 +996,9 @@ fn narrow_op(st: &mut CpuState, u: &MicroOp, mut op: impl FnMut(u64, u64) -> u64
     st.v[u.a as usize] = r;
 }
 
-/// One step of an integer pairwise operation or reduction.
+/// One step of an integer pairwise operation or reduction (inlined: the pairwise loops
+/// then unroll).
+#[inline(always)]
 fn int_red(kind: u8, e: u8, x: u64, y: u64) -> u64 {
     match kind {
         ired::ADD => x.wrapping_add(y) & mask(e),
