@@ -80,5 +80,5 @@ for name in "${names[@]}"; do
     a=$b
     same=same
     [[ $rc == "$qrc" ]] && cmp -s "$work/out" "$work/qout" || same="DIFFER (exit $qrc vs $rc)"
-    printf '%-10s %10s %12s %7.2fx  %s\n' "$name" "$q" "$a" "$(echo "$a / $q" | bc -l)" "$same"
+    printf '%-10s %10s %12s %7.2fx  %s\n' "$name" "$q" "$a" "$(awk -v a="$a" -v q="$q" 'BEGIN { print a / q }')" "$same"
 done
