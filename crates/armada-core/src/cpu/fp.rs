@@ -397,19 +397,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                 (2, 3) => pairwise::<2, 2>(d, n, m),
                 (3, 4) => pairwise::<3, 2>(d, n, m),
                 _ => {
-                    let cnt = 1usize << (f - e);
-                    let el = |j: usize| {
-                        if j < cnt {
-                            get(n, e, j)
-                        } else {
-                            get(m, e, j - cnt)
-                        }
-                    };
-                    let mut r = 0u128;
-                    for i in 0..cnt {
-                        set(&mut r, e, i, int_red(d, e, el(2 * i), el(2 * i + 1)));
-                    }
-                    r
+                    // the decoder makes no other shape (`vsize`: no 1D vector)
+                    debug_assert!(false, "exec_fp: V_PAIR of shape ({e}, {f})");
+                    st.v[a]
                 }
             };
         }
