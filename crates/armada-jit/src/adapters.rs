@@ -36,7 +36,6 @@ pub struct Adapters {
     pub read: Adapter,
     pub read16: Adapter,
     pub write: Adapter,
-    pub flags: Adapter,
 }
 
 /// An adapter's signature: `params` i64s, nothing back, `preserve_all`.
@@ -56,13 +55,12 @@ pub fn adapters() -> Option<&'static Adapters> {
 fn make() -> Option<Adapters> {
     let mut module = new_module()?;
     let mut fctx = FunctionBuilderContext::new();
-    // one helper's adapter: its address, its parameters, whether it takes the context
-    // first, whether it returns a value
-    let mut one = |f: *const (), params: usize, with_ctx: bool, returns: bool| {
+    // one helper's adapter: its address, its parameters (the context first), whether it
+    // returns a value
+    let mut one = |f: *const (), params: usize, returns: bool| {
         let cc = module.isa().default_call_conv();
         let mut ctx = module.make_context();
-        let adapter_params = params + usize::from(!with_ctx);
-        ctx.func.signature = signature(adapter_params);
+        ctx.func.signature = signature(params);
         {
             let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
             let blk = b.create_block();
@@ -70,7 +68,6 @@ fn make() -> Option<Adapters> {
             b.switch_to_block(blk);
             let args = b.block_params(blk).to_vec();
             let c = args[0];
-            let pass = if with_ctx { &args[..] } else { &args[1..] };
             let mut sig = Signature::new(cc);
             sig.params.extend((0..params).map(|_| AbiParam::new(I64)));
             if returns {
@@ -78,7 +75,7 @@ fn make() -> Option<Adapters> {
             }
             let sig = b.import_signature(sig);
             let callee = b.ins().iconst(I64, f as i64);
-            let call = b.ins().call_indirect(sig, callee, pass);
+            let call = b.ins().call_indirect(sig, callee, &args);
             if returns {
                 let r = b.inst_results(call)[0];
                 b.ins().store(host_mem(), r, c, CTX_RET);
@@ -88,16 +85,15 @@ fn make() -> Option<Adapters> {
             b.finalize(module.isa().frontend_config());
         }
         Some(Adapter {
-            params: adapter_params,
+            params,
             returns,
             addr: define_now(&mut module, &mut ctx)? as i64,
         })
     };
     let a = Adapters {
-        read: one(helpers::read as *const (), 3, true, true)?,
-        read16: one(helpers::read16 as *const (), 2, true, false)?,
-        write: one(helpers::write as *const (), 5, true, true)?,
-        flags: one(helpers::flags as *const (), 5, false, true)?,
+        read: one(helpers::read as *const (), 3, true)?,
+        read16: one(helpers::read16 as *const (), 2, false)?,
+        write: one(helpers::write as *const (), 5, true)?,
     };
     // the adapters live as long as the process
     std::mem::forget(module);

@@ -1,28 +1,59 @@
-//! Scalar FP arithmetic inline: FADD, FSUB, FMUL, FDIV, FNMUL and the fused multiply-adds
-//! on singles and doubles, the interpreter's host fast path as host code.
+//! Scalar FP inline: FADD, FSUB, FMUL, FDIV, FNMUL and the fused multiply-adds on singles
+//! and doubles, the interpreter's host fast path as host code; FCMP and FCMPE; FCSEL.
 //!
-//! The interpreter computes these on the host's IEEE arithmetic when FPCR asks for round
-//! to nearest without flush-to-zero, and takes the host's result when it is finite and
-//! not tiny (`cpu::fp::host_result_range`): then the only exception possible is Inexact.
-//! Translated code does the same when FPSR's Inexact flag is already set, so FPSR stays as
-//! it is. Anything else (another FPCR, Inexact not yet set, a NaN, an infinity, a tiny
-//! result) calls the interpreter's FP code with the operands untouched, which works the
-//! result and the flags out exactly. These ops cannot fault or write code, so that call
-//! needs no way out.
+//! The interpreter computes the arithmetic on the host's IEEE arithmetic when FPCR asks for
+//! round to nearest without flush-to-zero, and takes the host's result when it is finite
+//! and not tiny (`cpu::fp::host_result_range`): then the only exception possible is
+//! Inexact. Translated code does the same, and works Inexact out itself for FADD, FSUB
+//! (Knuth's TwoSum: the sum's rounding error, exactly) and FMUL (the product's error, by a
+//! fused multiply-add) on results far enough from the ends of the range that those errors
+//! are exact; for the other ops it takes the fast path only when FPSR's Inexact flag is
+//! already set, so FPSR stays as it is. Programs that count in doubles (gawk, whose numbers
+//! are all doubles; JavaScript-like runtimes) make exact results, which never set Inexact,
+//! so the flag-already-set rule alone sent all their arithmetic to the helper.
+//!
+//! Anything else (another FPCR, a NaN, an infinity, a tiny or huge result) calls the
+//! interpreter's FP code with the operands untouched, which works the result and the flags
+//! out exactly. These ops cannot fault or write code, so that call needs no way out.
 
-use crate::translate::{host_mem, Tx, FPCR_OFF, FPSR_OFF};
+use crate::translate::{host_mem, Tx, FPCR_OFF, FPSR_OFF, NZCV_OFF};
 use armada_core::cpu::fp::{host_result_range, FPSR_IXC, HOST_FPCR_MASK};
 use armada_isa::ops::*;
 use armada_isa::MicroOp;
 use cranelift_codegen::ir::{
-    condcodes::IntCC,
+    condcodes::{FloatCC, IntCC},
     types::{F32, F64, I32, I64},
-    InstBuilder, MemFlagsData,
+    InstBuilder, MemFlagsData, Value,
 };
+
+/// For element size `e`, the result magnitudes (as bit patterns) `[lo, hi)` within which
+/// the rounding error of a sum or product is itself a float, computed exactly: products
+/// at least 2^(emin + p + 1) (the error of a product of smaller magnitude can be below the
+/// subnormals' resolution), any sum, and both below 2^(emax - 1), far from overflow in the
+/// error's own arithmetic.
+fn exact_error_range(e: u8, sum: bool) -> (u64, u64) {
+    let (bias, mant, p) = if e == 2 {
+        (127u64, 23, 24)
+    } else {
+        (1023, 52, 53)
+    };
+    let lo = if sum {
+        0
+    } else {
+        (bias - (bias - 1) + p + 1) << mant
+    };
+    let hi = (2 * bias - 1) << mant;
+    (lo, hi)
+}
 
 impl Tx<'_> {
     /// Translates `u` if it is one of this module's ops; false leaves it to the caller.
     pub(crate) fn fp_arith(&mut self, u: &MicroOp) -> bool {
+        match u.op {
+            F_CMP => return self.fcmp(u),
+            F_CSEL => return self.fcsel(u),
+            _ => {}
+        }
         let (fty, ity) = match (u.e, u.f) {
             (2, 2) => (F32, I32),
             (3, 3) => (F64, I64),
@@ -67,16 +98,32 @@ impl Tx<'_> {
                 self.b.ins().fma(n, m, a)
             }
         };
-        // FPCR on the host path and Inexact already set: (fpcr & mask) | (!fpsr & IXC) == 0
+        // Inexact worked out here (`exact_error_range`), or already set
+        let err = match u.op {
+            F_ADD | F_SUB => {
+                // TwoSum of n and m (negated for FSUB, exactly): the sum's rounding error
+                let m = if u.op == F_SUB {
+                    self.b.ins().fneg(m)
+                } else {
+                    m
+                };
+                let ins = self.b.ins();
+                let bv = ins.fsub(r, n);
+                let av = self.b.ins().fsub(r, bv);
+                let da = self.b.ins().fsub(n, av);
+                let db = self.b.ins().fsub(m, bv);
+                Some(self.b.ins().fadd(da, db))
+            }
+            F_MUL => {
+                let p = self.b.ins().fneg(r);
+                Some(self.b.ins().fma(n, m, p))
+            }
+            _ => None,
+        };
         let fpcr = self.load_state(FPCR_OFF);
         let fpsr = self.load_state(FPSR_OFF);
         let mode = self.b.ins().band_imm_s(fpcr, HOST_FPCR_MASK as i64);
-        let nf = self.b.ins().bnot(fpsr);
-        let no_ixc = self.b.ins().band_imm_s(nf, FPSR_IXC as i64);
-        let pre = self.b.ins().bor(mode, no_ixc);
-        let pre_ok = self.b.ins().icmp_imm_u(IntCC::Equal, pre, 0);
-        // the result's magnitude in [lo, hi): lo <= |r| < hi as (|r| - lo) < (hi - lo)
-        let (lo, hi) = host_result_range(u.e, matches!(u.op, F_ADD | F_SUB));
+        let mode_ok = self.b.ins().icmp_imm_u(IntCC::Equal, mode, 0);
         let bits = self.b.ins().bitcast(ity, MemFlagsData::new(), r);
         let sign_off = if ity == I64 {
             i64::MAX
@@ -84,12 +131,33 @@ impl Tx<'_> {
             i32::MAX as i64
         };
         let mag = self.b.ins().band_imm_s(bits, sign_off);
-        let off = self.b.ins().iadd_imm_s(mag, (lo as i64).wrapping_neg());
-        let in_range = self
-            .b
-            .ins()
-            .icmp_imm_u(IntCC::UnsignedLessThan, off, (hi - lo) as i64);
-        let ok = self.b.ins().band(pre_ok, in_range);
+        let sum = matches!(u.op, F_ADD | F_SUB);
+        let (ok, fpsr_after) = if let Some(err) = err {
+            let (lo, hi) = exact_error_range(u.e, sum);
+            let in_range = self.magnitude_in(mag, lo, hi);
+            let zero = self.b.ins().f64const(0.0);
+            let zero = if fty == F32 {
+                self.b.ins().fdemote(F32, zero)
+            } else {
+                zero
+            };
+            let inexact = self.b.ins().fcmp(FloatCC::NotEqual, err, zero);
+            let ixc = self.b.ins().uextend(I64, inexact);
+            let ixc = self
+                .b
+                .ins()
+                .ishl_imm_s(ixc, FPSR_IXC.trailing_zeros() as i64);
+            let after = self.b.ins().bor(fpsr, ixc);
+            (self.b.ins().band(mode_ok, in_range), Some(after))
+        } else {
+            // FPCR on the host path and Inexact already set
+            let (lo, hi) = host_result_range(u.e, sum);
+            let in_range = self.magnitude_in(mag, lo, hi);
+            let ixc = self.b.ins().band_imm_s(fpsr, FPSR_IXC as i64);
+            let ixc_set = self.b.ins().icmp_imm_u(IntCC::NotEqual, ixc, 0);
+            let pre = self.b.ins().band(mode_ok, ixc_set);
+            (self.b.ins().band(pre, in_range), None)
+        };
 
         let fast = self.b.create_block();
         let slow = self.b.create_block();
@@ -105,6 +173,9 @@ impl Tx<'_> {
             self.b.ins().uextend(I64, bits)
         };
         self.set_v(u.a, low, None);
+        if let Some(after) = fpsr_after {
+            self.store_state(after, FPSR_OFF);
+        }
         self.b.ins().jump(done, &[]);
 
         self.b.switch_to_block(slow);
@@ -112,6 +183,78 @@ impl Tx<'_> {
         self.b.ins().jump(done, &[]);
 
         self.b.switch_to_block(done);
+        true
+    }
+
+    /// Whether the magnitude bits `mag` are in `[lo, hi)`: (mag - lo) < (hi - lo) unsigned.
+    fn magnitude_in(&mut self, mag: Value, lo: u64, hi: u64) -> Value {
+        let off = self.b.ins().iadd_imm_s(mag, (lo as i64).wrapping_neg());
+        self.b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedLessThan, off, (hi - lo) as i64)
+    }
+
+    /// FCMP and FCMPE of singles and doubles: NZCV from one host compare when neither
+    /// operand is a NaN and FPCR does not flush (then no exception is possible); else the
+    /// helper, which works out Invalid Operation too.
+    fn fcmp(&mut self, u: &MicroOp) -> bool {
+        let fty = match u.e {
+            2 => F32,
+            3 => F64,
+            _ => return false,
+        };
+        let c = self.ctx();
+        let x = self.b.ins().load(fty, host_mem(), c, Self::v_off(u.b));
+        let y = if u.d & fcmp::ZERO != 0 {
+            let z = self.b.ins().f64const(0.0);
+            if fty == F32 {
+                self.b.ins().fdemote(F32, z)
+            } else {
+                z
+            }
+        } else {
+            self.b.ins().load(fty, host_mem(), c, Self::v_off(u.c))
+        };
+        let fpcr = self.load_state(FPCR_OFF);
+        let mode = self.b.ins().band_imm_s(fpcr, HOST_FPCR_MASK as i64);
+        let mode_ok = self.b.ins().icmp_imm_u(IntCC::Equal, mode, 0);
+        let ordered = self.b.ins().fcmp(FloatCC::Ordered, x, y);
+        let ok = self.b.ins().band(mode_ok, ordered);
+        // equal 0110, less 1000, greater 0010
+        let eq = self.b.ins().fcmp(FloatCC::Equal, x, y);
+        let lt = self.b.ins().fcmp(FloatCC::LessThan, x, y);
+        let v_eq = self.b.ins().iconst(I64, 0b0110 << 28);
+        let v_lt = self.b.ins().iconst(I64, 0b1000 << 28);
+        let v_gt = self.b.ins().iconst(I64, 0b0010 << 28);
+        let ne = self.b.ins().select(lt, v_lt, v_gt);
+        let nz = self.b.ins().select(eq, v_eq, ne);
+
+        let slow = self.b.create_block();
+        let done = self.b.create_block();
+        let out = self.b.append_block_param(done, I64);
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(ok, done, &[nz.into()], slow, &[]);
+
+        self.b.switch_to_block(slow);
+        self.call_fp(u);
+        let v = self.load_state(NZCV_OFF);
+        self.b.ins().jump(done, &[v.into()]);
+
+        self.b.switch_to_block(done);
+        self.set_packed(out);
+        true
+    }
+
+    /// FCSEL: the low element of Vn or Vm by the condition, the rest of Vd zero.
+    fn fcsel(&mut self, u: &MicroOp) -> bool {
+        if !(1..=3).contains(&u.e) {
+            return false;
+        }
+        let t = self.cond(u.d);
+        let x = self.element(u.b, u.e, 0);
+        let y = self.element(u.c, u.e, 0);
+        let r = self.b.ins().select(t, x, y);
+        self.set_v(u.a, r, None);
         true
     }
 }

@@ -192,8 +192,3 @@ pub extern "C" fn interp_one(ctx: *mut Ctx) -> u64 {
         }
     }
 }
-
-/// NZCV (bits 31..28) from the last flag-setting op's kind and operands (see `flags`).
-pub extern "C" fn flags(kind: u64, a: u64, b: u64, r: u64, packed: u64) -> u64 {
-    crate::flags::pack(kind, a, b, r, packed)
-}

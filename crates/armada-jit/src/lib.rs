@@ -15,6 +15,7 @@ mod alu;
 mod flags;
 mod fparith;
 mod helpers;
+mod simd;
 mod store;
 mod translate;
 mod unit;

@@ -55,7 +55,6 @@ pub struct Helpers {
     pub write: Helper,
     pub fp: Helper,
     pub interp: Helper,
-    pub flags: Helper,
 }
 
 pub struct Tx<'a> {
@@ -135,7 +134,6 @@ pub fn translate(
         write: helper(adapters.write),
         fp,
         interp,
-        flags: helper(adapters.flags),
     };
     let entry = b.create_block();
     b.switch_to_block(entry);

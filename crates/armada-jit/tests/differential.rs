@@ -3,7 +3,7 @@
 //! cut off by every kind of budget (which end inside translated blocks).
 //!
 //! A program is a loop: a random body of integer, bitfield, multiply/divide, flag, load and
-//! store, FP and forward-branch instructions, run `ITERS` times (so it is translated: the
+//! store, FP, AdvSIMD move and lane, and forward-branch instructions, run `ITERS` times (so it is translated: the
 //! tier runs with `hot` 1 and waits for its units), then BRK. Cases: ARMADA_PROPTEST_CASES
 //! (default 256).
 
@@ -48,7 +48,7 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
     let (d, n, m, a) = (r.reg(), r.reg(), r.reg(), r.reg());
     let sf = if r.below(2) == 0 { 0x8000_0000 } else { 0 };
     let cond = r.below(15) as u32;
-    match r.below(26) {
+    match r.below(28) {
         0 => {
             [0x1100_0000, 0x5100_0000, 0x3100_0000, 0x7100_0000][r.below(4) as usize]
                 | sf
@@ -253,8 +253,104 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
             0x1e60_2000u32 | (m & 7) << 16 | (n & 7) << 5,
             0x1e60_0c00 | (m & 7) << 16 | cond << 12 | (n & 7) << 5 | (d & 7),
         ][r.below(2) as usize],
+        // AdvSIMD moves and lane ops (the translation tier's inline ones, and the shapes
+        // next to them that go to the helper)
+        25 => {
+            let q = (r.below(2) as u32) << 30;
+            let (vd, vn, vm) = (d & 7, n & 7, m & 7);
+            let es = r.below(4) as u32;
+            let idx = r.below(16 >> es) as u32;
+            let imm5 = ((idx << 1) | 1) << es;
+            let q_es = if es == 3 { 1 << 30 } else { q };
+            let size = r.below(4) as u32;
+            let q_size = if size == 3 { 1 << 30 } else { q };
+            match r.below(12) {
+                // MOVI (2D and scalar D)
+                0 => {
+                    [0x6f00_e400u32, 0x2f00_e400][r.below(2) as usize]
+                        | (r.below(8) as u32) << 16
+                        | (r.below(32) as u32) << 5
+                        | vd
+                }
+                // DUP (element), vector and scalar
+                1 => 0x0e00_0400 | q_es | imm5 << 16 | vn << 5 | vd,
+                2 => 0x5e00_0400 | imm5 << 16 | vn << 5 | vd,
+                // DUP (general)
+                3 => 0x0e00_0c00 | q_es | (1 << es) << 16 | n << 5 | vd,
+                // UMOV, SMOV
+                4 => 0x0e00_3c00 | (if es == 3 { 1 << 30 } else { 0 }) | imm5 << 16 | vn << 5 | d,
+                5 => {
+                    let es = es.min(2);
+                    let idx = r.below(16 >> es) as u32;
+                    let q = if es == 2 { 1 << 30 } else { q };
+                    0x0e00_2c00 | q | (((idx << 1) | 1) << es) << 16 | vn << 5 | d
+                }
+                // INS (general), INS (element)
+                6 => 0x4e00_1c00 | imm5 << 16 | n << 5 | vd,
+                7 => {
+                    let from = r.below(16 >> es) as u32;
+                    0x6e00_0400 | imm5 << 16 | (from << es) << 11 | vn << 5 | vd
+                }
+                // ADD, SUB, CMEQ (vector); ADD, SUB (scalar); CMEQ #0
+                8 => {
+                    [0x0e20_8400u32, 0x2e20_8400, 0x2e20_8c00][r.below(3) as usize]
+                        | q_size
+                        | size << 22
+                        | vm << 16
+                        | vn << 5
+                        | vd
+                }
+                9 => [
+                    0x5ee0_8400u32 | vm << 16 | vn << 5 | vd,
+                    0x7ee0_8400 | vm << 16 | vn << 5 | vd,
+                    0x0e20_9800 | q_size | size << 22 | vn << 5 | vd,
+                ][r.below(3) as usize],
+                // AND BIC ORR ORN EOR BSL BIT BIF, NOT
+                10 => {
+                    let ops = [
+                        0x0e20_1c00u32,
+                        0x0e60_1c00,
+                        0x0ea0_1c00,
+                        0x0ee0_1c00,
+                        0x2e20_1c00,
+                        0x2e60_1c00,
+                        0x2ea0_1c00,
+                        0x2ee0_1c00,
+                        0x2e20_5800,
+                    ];
+                    ops[r.below(ops.len() as u64) as usize] | q | vm << 16 | vn << 5 | vd
+                }
+                // FABS, FNEG (vector)
+                _ => {
+                    let sz = r.below(2) as u32;
+                    [0x0ea0_f800u32, 0x2ea0_f800][r.below(2) as usize]
+                        | sz << 22
+                        | (if sz == 1 { 1 << 30 } else { q })
+                        | vn << 5
+                        | vd
+                }
+            }
+        }
+        // scalar FABS, FNEG, FCMP/FCMPE (with a register or #0), FCSEL of singles, and
+        // SCVTF, whose small integers make exact sums and products (Inexact stays clear)
+        26 => {
+            let (vd, vn, vm) = (d & 7, n & 7, m & 7);
+            let ty = (r.below(2) as u32) << 22;
+            match r.below(5) {
+                0 => [0x1e20_c000u32, 0x1e21_4000][r.below(2) as usize] | ty | vn << 5 | vd,
+                1 => {
+                    0x1e20_2000
+                        | ty
+                        | vm << 16
+                        | vn << 5
+                        | [0x00, 0x08, 0x10, 0x18][r.below(4) as usize]
+                }
+                2 => 0x1e20_0c00 | vm << 16 | cond << 12 | vn << 5 | vd,
+                _ => [0x9e62_0000u32, 0x1e22_0000][r.below(2) as usize] | n << 5 | vd,
+            }
+        }
         // forward branches within the body
-        23 | 24 if left > 1 => {
+        23 | 24 | 27 if left > 1 => {
             let k = 1 + r.below(left.min(6) as u64) as u32;
             match r.below(3) {
                 0 => 0x5400_0000 | k << 5 | cond,
@@ -320,7 +416,15 @@ fn run(words: &[u32], seed: u64, tier: Option<Arc<dyn Tier>>, budget: u64) -> Ru
     st.x[28] = ITERS;
     st.x[31] = DATA + DATA_LEN;
     for v in st.v.iter_mut().take(8) {
-        *v = (r.next() as u128) << 64 | r.next() as u128;
+        let hi = (r.next() as u128) << 64;
+        // small whole numbers, single or double, half the time: their sums and products
+        // are exact, where Inexact must stay clear
+        *v = hi
+            | match r.below(4) {
+                0 => (r.below(64) as f64 - 16.0).to_bits() as u128,
+                1 => (r.below(64) as f32 - 16.0).to_bits() as u128,
+                _ => r.next() as u128,
+            };
     }
     st.nzcv = (r.below(16)) << 28;
     // FPCR: mostly the default; else each rounding mode, flush-to-zero, default NaN. FPSR:
