@@ -142,6 +142,12 @@ struct Page {
 
 /// One TLB entry. Translated code (the `armada-jit` tier) reads entries through
 /// [`AddressSpace::tlb_view`], at the offsets in [`tlb_layout`].
+///
+/// The pointers are the page's buffer less the page's guest address (wrapping), so a guest
+/// address plus the pointer is the host address of its byte, as qemu's TLB keeps an
+/// addend: one add an access, where a pointer to the page's start needed the offset in the
+/// page masked out first. (Wrapping pointer arithmetic keeps the buffer's provenance; the
+/// sum is in the buffer whenever the tag matched.)
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct TlbEntry {
@@ -151,9 +157,15 @@ struct TlbEntry {
     wptr: *mut u8,
 }
 
+/// A page buffer's pointer as a TLB entry keeps it (see [`TlbEntry`]).
+#[inline(always)]
+fn biased<T>(page: *mut T, vpn: u64) -> *mut T {
+    (page as *mut u8).wrapping_sub((vpn << PAGE_SHIFT) as usize) as *mut T
+}
+
 /// Where a TLB entry's fields are, for code that looks entries up itself (the translation
 /// tier inlines the lookup `read` and `write` make): entry `vpn & mask` of `entries`, and on a
-/// tag match the page's bytes at the pointer. A read tag never matches a page that is not
+/// tag match the guest address's byte at the address plus the pointer. A read tag never matches a page that is not
 /// readable, a write tag one that is not writable by this address space alone (or that holds
 /// decoded code), so a hit needs no other check.
 pub mod tlb_layout {
@@ -738,7 +750,7 @@ impl AddressSpace {
                 e.wtag = NO_TAG;
             }
             e.rtag = vpn;
-            e.rptr = ptr;
+            e.rptr = biased(ptr as *mut u8, vpn) as *const u8;
         }
         Ok(ptr)
     }
@@ -802,9 +814,9 @@ impl AddressSpace {
         let e = self.tlb_fill_entry(vpn);
         *e = TlbEntry {
             rtag: vpn,
-            rptr: ptr,
+            rptr: biased(ptr, vpn) as *const u8,
             wtag: vpn,
-            wptr: ptr,
+            wptr: biased(ptr, vpn),
         };
         ptr
     }
@@ -839,9 +851,10 @@ impl AddressSpace {
         // SAFETY: tlb_mask is the TLB's length less one (a power of two).
         let e = unsafe { self.tlb.get_unchecked((vpn as usize) & self.tlb_mask) };
         if e.rtag == vpn && off + N <= PAGE_SIZE as usize {
-            // SAFETY: rptr points to a live page buffer of PAGE_SIZE bytes (see the type's
-            // comment) and off + N is within it.
-            return Ok(unsafe { std::ptr::read_unaligned(e.rptr.add(off) as *const [u8; N]) });
+            // SAFETY: rptr + the page's address points to a live page buffer of PAGE_SIZE
+            // bytes (see the type's comment) and off + N is within it.
+            let p = e.rptr.wrapping_add(addr as usize);
+            return Ok(unsafe { std::ptr::read_unaligned(p as *const [u8; N]) });
         }
         self.read_slow(addr)
     }
@@ -861,8 +874,10 @@ impl AddressSpace {
         // SAFETY: tlb_mask is the TLB's length less one (a power of two).
         let e = unsafe { self.tlb.get_unchecked((vpn as usize) & self.tlb_mask) };
         if e.wtag == vpn && off + N <= PAGE_SIZE as usize {
-            // SAFETY: wptr points to a page buffer this address space owns alone.
-            unsafe { std::ptr::write_unaligned(e.wptr.add(off) as *mut [u8; N], val) };
+            // SAFETY: wptr + the page's address points to a page buffer this address space
+            // owns alone, and off + N is within it.
+            let p = e.wptr.wrapping_add(addr as usize);
+            unsafe { std::ptr::write_unaligned(p as *mut [u8; N], val) };
             return Ok(());
         }
         self.write_bytes(addr, &val)

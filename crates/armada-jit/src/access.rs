@@ -14,8 +14,6 @@ use cranelift_codegen::ir::{
     InstBuilder, MemFlagsData, Value,
 };
 
-const PAGE_MASK: i64 = 0xfff;
-
 impl Tx<'_> {
     fn ea(&mut self, u: &MicroOp) -> Value {
         let base = self.rd(u.b);
@@ -53,28 +51,28 @@ impl Tx<'_> {
         let flags = MemFlagsData::trusted();
         let c = self.ctx();
         let entries = self.b.ins().load(I64, flags, c, CTX_TLB_ENTRIES);
+        // the index mask times the entry size: the entry's offset in one shift and mask
         let mask = self.b.ins().load(I64, flags, c, CTX_TLB_MASK);
-        let vpn = self.b.ins().ushr_imm_s(addr, 12);
-        let idx = self.b.ins().band(vpn, mask);
-        let off = self.b.ins().imul_imm_s(idx, tl::ENTRY_BYTES as i64);
+        let shift = 12 - tl::ENTRY_BYTES.trailing_zeros() as i64;
+        let scaled = self.b.ins().ushr_imm_s(addr, shift);
+        let off = self.b.ins().band(scaled, mask);
         let e = self.b.ins().iadd(entries, off);
         let tag = self.b.ins().load(I64, flags, e, tag_off);
-        let last = if size > 1 {
-            let end = self.b.ins().iadd_imm_s(addr, size - 1);
-            self.b.ins().ushr_imm_s(end, 12)
+        let end = if size > 1 {
+            self.b.ins().iadd_imm_s(addr, size - 1)
         } else {
-            vpn
+            addr
         };
+        let last = self.b.ins().ushr_imm_s(end, 12);
         let hit = self.b.ins().icmp(IntCC::Equal, tag, last);
         (e, hit)
     }
 
-    /// The host address of guest `addr` in the page whose TLB entry `e` hit, its pointer at
-    /// `ptr_off`.
+    /// The host address of guest `addr` in the page whose TLB entry `e` hit: the address
+    /// plus the entry's pointer at `ptr_off` (the page's buffer less its guest address).
     fn host_addr(&mut self, e: Value, addr: Value, ptr_off: i32) -> Value {
         let base = self.b.ins().load(I64, MemFlagsData::trusted(), e, ptr_off);
-        let in_page = self.b.ins().band_imm_s(addr, PAGE_MASK);
-        self.b.ins().iadd(base, in_page)
+        self.b.ins().iadd(addr, base)
     }
 
     /// Reads `size` bytes (1, 2, 4, 8: one i64, zero-extended; 16: two) at `addr` for the

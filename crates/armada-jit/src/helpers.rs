@@ -6,7 +6,7 @@
 //! translated code leaves the unit with the state as it was before the instruction.
 
 use armada_core::cpu::{self, CodeCache};
-use armada_core::memory::{AddressSpace, Fault};
+use armada_core::memory::{tlb_layout, AddressSpace, Fault};
 use armada_core::state::{CpuState, Stop};
 use armada_isa::MicroOp;
 use std::mem::offset_of;
@@ -20,8 +20,10 @@ use std::mem::offset_of;
 pub struct Ctx {
     /// The lane's registers while the tier runs it (copied in and back by the dispatcher).
     pub state: CpuState,
-    /// The TLB's entries and index mask (`AddressSpace::tlb_view`), copied here when a unit
-    /// is entered and after every helper that can fill the TLB (a fill may grow it).
+    /// The TLB's entries (`AddressSpace::tlb_view`), and its index mask times the entry
+    /// size (so an entry's offset is `(addr >> (12 - 5)) & tlb_mask`, one shift fewer an
+    /// access), copied here when a unit is entered and after every helper that can fill
+    /// the TLB (a fill may grow it).
     pub tlb_entries: *const u8,
     pub tlb_mask: u64,
     /// The instruction count the run must not pass.
@@ -66,7 +68,7 @@ const _: () = {
 pub unsafe fn sync_tlb(ctx: *mut Ctx, mem: &mut AddressSpace) {
     let view = &*mem.tlb_view();
     (*ctx).tlb_entries = view.entries;
-    (*ctx).tlb_mask = view.mask;
+    (*ctx).tlb_mask = view.mask * tlb_layout::ENTRY_BYTES as u64;
 }
 
 /// Helper status: the instruction completed.
