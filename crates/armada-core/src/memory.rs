@@ -159,15 +159,15 @@ struct TlbEntry {
 
 /// A page buffer's pointer as a TLB entry keeps it (see [`TlbEntry`]).
 #[inline(always)]
-fn biased<T>(page: *mut T, vpn: u64) -> *mut T {
-    (page as *mut u8).wrapping_sub((vpn << PAGE_SHIFT) as usize) as *mut T
+fn biased(page: *mut u8, vpn: u64) -> *mut u8 {
+    page.wrapping_sub((vpn << PAGE_SHIFT) as usize)
 }
 
 /// Where a TLB entry's fields are, for code that looks entries up itself (the translation
 /// tier inlines the lookup `read` and `write` make): entry `vpn & mask` of `entries`, and on a
-/// tag match the guest address's byte at the address plus the pointer. A read tag never matches a page that is not
-/// readable, a write tag one that is not writable by this address space alone (or that holds
-/// decoded code), so a hit needs no other check.
+/// tag match the guest address's byte at the address plus the pointer. A read tag never
+/// matches a page that is not readable, a write tag one that is not writable by this address
+/// space alone (or that holds decoded code), so a hit needs no other check.
 pub mod tlb_layout {
     pub const ENTRY_BYTES: i32 = 32;
     pub const RTAG: i32 = 0;
@@ -750,7 +750,7 @@ impl AddressSpace {
                 e.wtag = NO_TAG;
             }
             e.rtag = vpn;
-            e.rptr = biased(ptr as *mut u8, vpn) as *const u8;
+            e.rptr = biased(ptr.cast_mut(), vpn).cast_const();
         }
         Ok(ptr)
     }
@@ -814,7 +814,7 @@ impl AddressSpace {
         let e = self.tlb_fill_entry(vpn);
         *e = TlbEntry {
             rtag: vpn,
-            rptr: biased(ptr, vpn) as *const u8,
+            rptr: biased(ptr, vpn).cast_const(),
             wtag: vpn,
             wptr: biased(ptr, vpn),
         };

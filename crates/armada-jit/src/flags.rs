@@ -29,6 +29,12 @@ pub const ADD32: u64 = 4;
 pub const LOGIC64: u64 = 5;
 pub const LOGIC32: u64 = 6;
 
+// `Tx::pack_any` tells the kinds apart by number: odd ones are 64-bit, subtractions come
+// first, then additions, then logic ops.
+const _: () = assert!(
+    SUB64 % 2 == 1 && ADD64 % 2 == 1 && LOGIC64 % 2 == 1 && SUB32 < ADD64 && ADD32 < LOGIC64
+);
+
 /// What the translator knows, at a point in a block, of the flags.
 #[derive(Clone, Copy)]
 pub enum Known {
