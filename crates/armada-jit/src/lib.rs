@@ -250,7 +250,9 @@ impl LaneJit {
             Some(k) => k,
             None => match code.page_ops(pc, mem) {
                 Err(_) => store::Found::Ready(None),
-                Ok(page) => self.store.unit(page, pc, wait),
+                // (with every entry translated at its first reach, nothing past the entry
+                // has run yet: the whole unit is taken)
+                Ok(page) => self.store.unit(page, pc, wait, hot > 1),
             },
         };
         let f = match found {

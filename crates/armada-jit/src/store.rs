@@ -12,14 +12,14 @@ use crate::unit;
 use armada_core::cpu::code::CodePage;
 use armada_core::memory::PageData;
 use cranelift_codegen::ir::{types::I64, AbiParam};
-use cranelift_codegen::isa::CallConv;
+use cranelift_codegen::isa::{CallConv, OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::Module;
+use cranelift_module::{Module, ModuleReloc};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
@@ -181,17 +181,24 @@ pub static GUEST_INSNS: AtomicU64 = AtomicU64::new(0);
 pub static CODE_BYTES: AtomicU64 = AtomicU64::new(0);
 pub static RAN_TRANSLATED: AtomicU64 = AtomicU64::new(0);
 
-/// What compiles: the module the code lives in, and Cranelift's reusable contexts.
+/// Where compiled code goes: the module it lives in, made on the first compile. Only
+/// placing code in it takes its lock; compiling does not (see [`Store::compile`]).
 struct Inner {
     module: Option<JITModule>,
-    ctx: Context,
-    fctx: FunctionBuilderContext,
-    code_bytes: usize,
+    /// The module's target, for compiles outside the lock.
+    isa: OwnedTargetIsa,
 }
 
 // SAFETY: the module is used only under the store's mutex, and nothing in it is tied to the
 // thread that made it (its memory is plain mappings, freed in Drop).
 unsafe impl Send for Inner {}
+
+thread_local! {
+    /// Cranelift's reusable contexts of the thread that compiles: a compile thread's, or a
+    /// lane's that waits for its units or translates its writable code.
+    static BUILD: std::cell::RefCell<(Context, FunctionBuilderContext)> =
+        std::cell::RefCell::new((Context::new(), FunctionBuilderContext::new()));
+}
 
 /// A shared unit: being compiled (`unit` None), or compiled (Some(None) when it is not
 /// translated); the page buffer the key's address stands for; and how often lanes have
@@ -208,6 +215,8 @@ pub struct Store {
     /// Made on the first compile (a program that never gets hot never pays for it); an
     /// `Err` once making it failed.
     inner: Mutex<Result<Option<Inner>, ()>>,
+    /// Bytes of host code in the module.
+    code_bytes: AtomicUsize,
 }
 
 /// What [`Store::unit`] found.
@@ -230,7 +239,8 @@ impl Drop for Store {
     }
 }
 
-pub(crate) fn new_module() -> Option<JITModule> {
+/// The host's target with the settings translated code needs.
+fn new_isa() -> Option<OwnedTargetIsa> {
     let mut flags = settings::builder();
     let opt = std::env::var("ARMADA_JIT_OPT").unwrap_or_else(|_| "speed".into());
     flags.set("opt_level", &opt).ok()?;
@@ -250,14 +260,21 @@ pub(crate) fn new_module() -> Option<JITModule> {
     flags.set("preserve_frame_pointers", "true").ok()?;
     // the context's register (see `helpers::Ctx`)
     flags.set("enable_pinned_reg", "true").ok()?;
-    let isa = cranelift_native::builder()
+    cranelift_native::builder()
         .ok()?
         .finish(settings::Flags::new(flags))
-        .ok()?;
-    Some(JITModule::new(JITBuilder::with_isa(
+        .ok()
+}
+
+pub(crate) fn new_module() -> Option<JITModule> {
+    Some(module_for(new_isa()?))
+}
+
+fn module_for(isa: OwnedTargetIsa) -> JITModule {
+    JITModule::new(JITBuilder::with_isa(
         isa,
         cranelift_module::default_libcall_names(),
-    )))
+    ))
 }
 
 /// A unit for a compile thread to make, and how often lanes asked for it while it waited.
@@ -265,6 +282,7 @@ struct Job {
     store: Weak<Store>,
     page: CodePage,
     pc: u64,
+    only_ran: bool,
     heat: Arc<AtomicU32>,
 }
 
@@ -329,7 +347,7 @@ fn queue() -> Option<&'static Queue> {
                     .spawn(move || {
                         while let Some(job) = q.pop() {
                             if let Some(store) = job.store.upgrade() {
-                                store.compile_shared(&job.page, job.pc);
+                                store.compile_shared(&job.page, job.pc, job.only_ran);
                             }
                         }
                     });
@@ -345,6 +363,7 @@ impl Store {
         Store {
             map: Mutex::new(HashMap::new()),
             inner: Mutex::new(Ok(None)),
+            code_bytes: AtomicUsize::new(0),
         }
     }
 
@@ -370,12 +389,13 @@ impl Store {
         }
     }
 
-    /// The unit entered at `pc` of `page`. A unit of code no lane can write is made once
-    /// for all lanes: on a compile thread unless `wait`, else now. One of writable code is
-    /// made now for this lane alone.
-    pub fn unit(self: &Arc<Self>, page: CodePage, pc: u64, wait: bool) -> Found {
+    /// The unit entered at `pc` of `page`: only of the blocks that ran if `only_ran` (see
+    /// `unit::scan`). A unit of code no lane can write is made once for all lanes: on a
+    /// compile thread unless `wait`, else now. One of writable code is made now for this
+    /// lane alone.
+    pub fn unit(self: &Arc<Self>, page: CodePage, pc: u64, wait: bool, only_ran: bool) -> Found {
         let Some(key) = Self::key(&page, pc) else {
-            return Found::Ready(self.compile(&page, pc));
+            return Found::Ready(self.compile(&page, pc, only_ran));
         };
         {
             let Ok(mut map) = self.map.lock() else {
@@ -404,6 +424,7 @@ impl Store {
                                 store: Arc::downgrade(self),
                                 page,
                                 pc,
+                                only_ran,
                                 heat,
                             });
                             return Found::Pending;
@@ -412,16 +433,16 @@ impl Store {
                 }
             }
         }
-        Found::Ready(self.compile_shared(&page, pc))
+        Found::Ready(self.compile_shared(&page, pc, only_ran))
     }
 
     /// Compiles a shared unit and publishes it (unless another thread did first).
-    fn compile_shared(&self, page: &CodePage, pc: u64) -> Option<UnitFn> {
+    fn compile_shared(&self, page: &CodePage, pc: u64, only_ran: bool) -> Option<UnitFn> {
         let key = Self::key(page, pc)?;
         if let Some(Entry { unit: Some(f), .. }) = self.map.lock().ok()?.get(&key) {
             return *f;
         }
-        let f = self.compile(page, pc);
+        let f = self.compile(page, pc, only_ran);
         if let Ok(mut map) = self.map.lock() {
             if let Some(e) = map.get_mut(&key) {
                 e.unit = Some(f);
@@ -430,106 +451,125 @@ impl Store {
         f
     }
 
-    fn compile(&self, page: &CodePage, pc: u64) -> Option<UnitFn> {
+    /// The target, making the module on the first call.
+    fn isa(&self) -> Option<OwnedTargetIsa> {
         let mut g = self.inner.lock().ok()?;
         if let Ok(None) = *g {
-            *g = new_module()
-                .map(|module| {
+            *g = new_isa()
+                .map(|isa| {
                     Some(Inner {
-                        ctx: module.make_context(),
-                        module: Some(module),
-                        fctx: FunctionBuilderContext::new(),
-                        code_bytes: 0,
+                        module: Some(module_for(isa.clone())),
+                        isa,
                     })
                 })
                 .ok_or(());
         }
-        g.as_mut().ok()?.as_mut()?.compile(page, pc)
+        Some(g.as_ref().ok()?.as_ref()?.isa.clone())
     }
-}
 
-impl Default for Store {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Inner {
-    fn compile(&mut self, page: &CodePage, pc: u64) -> Option<UnitFn> {
-        if self.code_bytes > MAX_CODE_BYTES {
+    /// Translates and compiles the unit entered at `pc` of `page`. Threads compile at once:
+    /// only placing the code in the module is under the store's lock (with one lock over
+    /// the whole compile, the GPU machine's host had three compile threads and one core
+    /// compiling).
+    fn compile(&self, page: &CodePage, pc: u64, only_ran: bool) -> Option<UnitFn> {
+        if self.code_bytes.load(Ordering::Relaxed) > MAX_CODE_BYTES {
             return None;
         }
         let slot = ((pc - page.base) / 4) as usize;
-        let unit = unit::scan(&page.ops, page.base, slot)?;
+        // only the blocks that ran (with `hot` 1 nothing has but the entry)
+        let follow = |s: usize| !only_ran || page.ran_at(s);
+        let unit = unit::scan(&page.ops, page.base, slot, follow)?;
+        let isa = self.isa()?;
+        BUILD.with(|b| {
+            let (ctx, fctx) = &mut *b.try_borrow_mut().ok()?;
+            let f = self.compile_in(ctx, fctx, &*isa, &unit, page, pc);
+            ctx.clear();
+            f
+        })
+    }
+
+    fn compile_in(
+        &self,
+        ctx: &mut Context,
+        fctx: &mut FunctionBuilderContext,
+        isa: &dyn TargetIsa,
+        unit: &unit::Unit,
+        page: &CodePage,
+        pc: u64,
+    ) -> Option<UnitFn> {
         let adapters = crate::adapters::adapters()?;
         let t = Instant::now();
-        let module = self.module.as_mut()?;
-        self.ctx.clear();
-        self.ctx.func.signature = unit_signature();
+        ctx.clear();
+        ctx.func.signature = unit_signature();
         let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let b = FunctionBuilder::new(&mut self.ctx.func, &mut self.fctx);
+            let b = FunctionBuilder::new(&mut ctx.func, fctx);
             translate(
                 b,
-                &unit,
+                unit,
                 &page.ops,
                 adapters,
-                module.isa().default_call_conv(),
-                module.isa().frontend_config(),
+                isa.default_call_conv(),
+                isa.frontend_config(),
             );
         }));
-        if built.is_err() {
-            self.ctx.clear();
-            return None;
-        }
+        built.ok()?;
         let t_ir = t.elapsed();
-        let ir_insts = self.ctx.func.dfg.num_insts();
+        let ir_insts = ctx.func.dfg.num_insts();
+        let debug = std::env::var_os("ARMADA_JIT_DEBUG");
         if ir_insts > MAX_IR_INSTS {
-            if std::env::var_os("ARMADA_JIT_DEBUG").is_some() {
+            if debug.is_some() {
                 eprintln!("armada-jit: unit at {pc:#x} not translated: {ir_insts} IR instructions");
             }
-            self.ctx.clear();
             return None;
         }
-        let id = module
-            .declare_anonymous_function(&self.ctx.func.signature)
-            .ok()?;
-        let defined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            module
-                .define_function(id, &mut self.ctx)
-                .map_err(|e| format!("{e:?}"))
-        }));
-        if std::env::var("ARMADA_JIT_DEBUG").is_ok_and(|v| v == "ir") {
-            eprintln!("armada-jit: unit at {pc:#x}:\n{}", self.ctx.func.display());
+        if debug.is_some_and(|v| v == "ir") {
+            eprintln!("armada-jit: unit at {pc:#x}:\n{}", ctx.func.display());
         }
-        let size = match defined {
-            Ok(Ok(())) => self
-                .ctx
-                .compiled_code()
-                .map(|c| c.code_buffer().len())
-                .unwrap_or(0),
-            other => {
-                let verify = verifying();
-                if verify || std::env::var_os("ARMADA_JIT_DEBUG").is_some() {
-                    let why = match other {
-                        Ok(Err(e)) => e,
-                        _ => "panic".into(),
-                    };
-                    eprintln!("armada-jit: unit at {pc:#x} not translated: {why}");
-                }
-                if verify {
-                    // the tests that verify must not pass on the interpreter instead
-                    std::process::abort();
-                }
-                self.ctx.clear();
-                return None;
+        let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ctx.compile(isa, &mut Default::default())
+                .map(|_| ())
+                .map_err(|e| format!("{:?}", e.inner))
+        }));
+        if !matches!(compiled, Ok(Ok(()))) {
+            let verify = verifying();
+            if verify || std::env::var_os("ARMADA_JIT_DEBUG").is_some() {
+                let why = match compiled {
+                    Ok(Err(e)) => e,
+                    _ => "panic".into(),
+                };
+                eprintln!("armada-jit: unit at {pc:#x} not translated: {why}");
             }
-        };
+            if verify {
+                // the tests that verify must not pass on the interpreter instead
+                std::process::abort();
+            }
+            return None;
+        }
         let t_cg = t.elapsed();
-        self.ctx.clear();
-        module.finalize_definitions().ok()?;
+        let code = ctx.compiled_code()?;
+        let bytes = code.code_buffer();
+        let size = bytes.len();
+        let ptr = {
+            let mut g = self.inner.lock().ok()?;
+            let module = g.as_mut().ok()?.as_mut()?.module.as_mut()?;
+            let id = module
+                .declare_anonymous_function(&ctx.func.signature)
+                .ok()?;
+            let relocs: Vec<ModuleReloc> = code
+                .buffer
+                .relocs()
+                .iter()
+                .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+                .collect();
+            module
+                .define_function_bytes(id, code.buffer.alignment as u64, bytes, &relocs)
+                .ok()?;
+            module.finalize_definitions().ok()?;
+            module.get_finalized_function(id)
+        };
         if tracing() {
             eprintln!(
-                "armada-jit: unit {pc:#x}: {ir_insts} IR instructions in {:?}, codegen {:?}, finalize {:?}, {size} bytes",
+                "armada-jit: unit {pc:#x}: {ir_insts} IR instructions in {:?}, codegen {:?}, placed {:?}, {size} bytes",
                 t_ir,
                 t_cg - t_ir,
                 t.elapsed() - t_cg
@@ -540,9 +580,8 @@ impl Inner {
                 cranelift_codegen::timing::take_current()
             );
         }
-        let ptr = module.get_finalized_function(id);
         perf_map(ptr, size, pc);
-        self.code_bytes += size;
+        self.code_bytes.fetch_add(size, Ordering::Relaxed);
         UNITS.fetch_add(1, Ordering::Relaxed);
         COMPILE_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         let insns: usize = unit.blocks.iter().map(|b| b.end - b.start).sum();
@@ -551,3 +590,10 @@ impl Inner {
         std::ptr::NonNull::new(ptr as *mut u8).map(UnitFn)
     }
 }
+
+impl Default for Store {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+

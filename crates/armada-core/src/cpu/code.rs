@@ -93,6 +93,10 @@ pub(crate) struct Region {
     pub end: u64,
     /// (end - base) / 4 slots and the sentinel.
     pub ops: Slots,
+    /// One bit a slot: a block began there while the interpreter ran for a tier (the entry
+    /// it was started at, a branch's target, the slot after a branch not taken). A tier
+    /// translates only the blocks that ran (see [`CodePage::ran`]).
+    pub ran: Vec<u64>,
     /// Whether the area is writable too (then decoded pages are watched for writes).
     writable: bool,
     /// The area's permissions when the region was made.
@@ -125,6 +129,16 @@ pub struct CodePage {
     pub base: u64,
     pub ops: Vec<MicroOp>,
     pub buffer: Option<Arc<PageData>>,
+    /// One bit a slot of `ops`: whether a block began there while the interpreter ran for
+    /// the tier (see `super::interpret_step`). Code that only ran translated is not marked.
+    pub ran: Vec<u64>,
+}
+
+impl CodePage {
+    /// Whether a block began at slot `i` of the page while it was interpreted.
+    pub fn ran_at(&self, i: usize) -> bool {
+        self.ran.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 != 0)
+    }
 }
 
 /// Decoded pages shared by the lanes of a batch. A page of a read-only executable area is
@@ -163,6 +177,14 @@ impl DecodedPages {
         make: impl FnOnce() -> Arc<dyn std::any::Any + Send + Sync>,
     ) -> Arc<dyn std::any::Any + Send + Sync> {
         self.tier_store.get_or_init(make).clone()
+    }
+}
+
+/// Clears the bits of slots `first..first + n` (`first` on a page, so on a word).
+fn clear_ran(ran: &mut [u64], first: usize, n: usize) {
+    let end = (first + n).div_ceil(64).min(ran.len());
+    if let Some(w) = ran.get_mut(first / 64..end) {
+        w.fill(0);
     }
 }
 
@@ -262,10 +284,12 @@ impl CodeCache {
         } else {
             mem.page_data(page >> PAGE_SHIFT).cloned()
         };
+        // a region starts on a page, so a page's bits start on a word
         Ok(CodePage {
             base: r.base + first as u64 * 4,
             ops: r.ops[first..last].to_vec(),
             buffer,
+            ran: r.ran[first / 64..last.div_ceil(64)].to_vec(),
         })
     }
 
@@ -278,6 +302,7 @@ impl CodeCache {
                 let first = ((addr - r.base) / 4) as usize;
                 let n = WORDS_PER_PAGE.min(r.ops.len() - 1 - first);
                 r.ops[first..first + n].fill(MicroOp::new(ops::NOT_DECODED));
+                clear_ran(&mut r.ran, first, n);
             }
         }
     }
@@ -294,7 +319,7 @@ impl CodeCache {
         self.regions
             .retain(|r| mem.area_at(r.base) == Some((r.base, r.end, r.perm)));
         for r in &mut self.regions {
-            let (slots, writable, base) = (&mut r.ops, r.writable, r.base);
+            let (slots, ran, writable, base) = (&mut r.ops, &mut r.ran, r.writable, r.base);
             r.decoded.retain(|&vpn, buf| {
                 let same = mem.page_data(vpn).is_some_and(|b| Arc::ptr_eq(b, buf));
                 if same {
@@ -305,6 +330,7 @@ impl CodeCache {
                     let first = (((vpn << PAGE_SHIFT) - base) / 4) as usize;
                     let n = WORDS_PER_PAGE.min(slots.len() - 1 - first);
                     slots[first..first + n].fill(MicroOp::new(ops::NOT_DECODED));
+                    clear_ran(ran, first, n);
                 }
                 same
             });
@@ -339,6 +365,7 @@ impl CodeCache {
             base: start,
             end,
             ops: slots,
+            ran: vec![0; (n + 1).div_ceil(64)],
             writable: perm.contains(Perm::W),
             perm,
             decoded: HashMap::new(),
@@ -348,6 +375,12 @@ impl CodeCache {
 
     pub(crate) fn region(&self, i: usize) -> &Region {
         &self.regions[i]
+    }
+
+    /// Region `i`'s slots, and its bits of where blocks ran, to be marked.
+    pub(crate) fn region_ran(&mut self, i: usize) -> (&[MicroOp], &mut [u64]) {
+        let r = &mut self.regions[i];
+        (&r.ops, &mut r.ran)
     }
 
     /// Decodes the page of region `i` that holds slot `idx`.

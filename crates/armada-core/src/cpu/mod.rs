@@ -166,7 +166,19 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
         };
         let mut idx = ((st.pc - base) >> 2) as usize;
         let mut retired = st.retired;
+        let (ops, ran) = code.region_ran(ri);
 
+        // For a tier (STEP): a block began at slot `i` (see `Region::ran`).
+        macro_rules! mark_ran {
+            ($i:expr) => {
+                if STEP {
+                    let i: usize = $i;
+                    if let Some(w) = ran.get_mut(i / 64) {
+                        *w |= 1 << (i % 64);
+                    }
+                }
+            };
+        }
         // Leaves the inner loop with the PC at slot `idx`.
         macro_rules! pc_of {
             ($i:expr) => {
@@ -196,6 +208,7 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
                 let off = t.wrapping_sub(base);
                 if off < len_bytes && t & 3 == 0 {
                     idx = (off >> 2) as usize;
+                    mark_ran!(idx);
                     continue;
                 }
                 st.pc = t;
@@ -243,6 +256,7 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
         // A conditional branch at slot `idx` that falls through.
         macro_rules! not_taken {
             () => {
+                mark_ran!(idx + 1);
                 if COV {
                     if let Some(m) = cov.as_deref_mut() {
                         m.hit(pc_of!(idx), pc_of!(idx + 1));
@@ -271,7 +285,7 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
             };
         }
 
-        let ops: &[MicroOp] = &code.region(ri).ops;
+        mark_ran!(idx);
 
         loop {
             if retired >= limit {
