@@ -596,4 +596,3 @@ impl Default for Store {
         Self::new()
     }
 }
-
