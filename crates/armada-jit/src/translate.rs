@@ -84,6 +84,9 @@ pub struct Tx<'a> {
     blk_ret: Value,
     /// How many edges of the unit lead to each block (the entry's counts one more).
     preds: HashMap<usize, u32>,
+    /// The blocks that check the budget, and for how many instructions (see
+    /// `Unit::budget_checks`).
+    checks: HashMap<usize, u64>,
     /// What a block whose only predecessor has been translated starts knowing: that
     /// block's context value and flags at its edge (see [`Self::hand_on`]).
     inherit: HashMap<usize, Inherited>,
@@ -186,6 +189,7 @@ pub fn translate(
         blk_start: 0,
         blk_ret: r0,
         preds: predecessors(unit),
+        checks: unit.budget_checks(),
         inherit: HashMap::new(),
     };
     for span in &unit.blocks {
@@ -201,17 +205,8 @@ fn predecessors(unit: &Unit) -> HashMap<usize, u32> {
     let mut preds = HashMap::new();
     *preds.entry(unit.entry).or_insert(0) += 1;
     for span in &unit.blocks {
-        let next = unit.pc(span.end);
-        let targets = match span.term {
-            Term::None | Term::Stop => [Some(next), None],
-            Term::Jump(t) => [Some(t), None],
-            Term::Cond(t) => [Some(t), Some(next)],
-            _ => [None, None],
-        };
-        for t in targets.into_iter().flatten() {
-            if let Some(slot) = unit.block_at(t) {
-                *preds.entry(slot).or_insert(0) += 1;
-            }
+        for slot in unit.successors(span) {
+            *preds.entry(slot).or_insert(0) += 1;
         }
     }
     preds
@@ -462,20 +457,23 @@ impl<'a> Tx<'a> {
         self.blk_start = span.start;
         self.blk_ret = r0;
         let n = span.retires() as i64;
-        // the whole block must fit in the budget; else the interpreter runs to its end
-        let end = self.b.ins().iadd_imm_s(r0, n);
-        let c = self.ctx();
-        let limit = self.b.ins().load(I64, host_mem(), c, CTX_LIMIT);
-        let over = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, limit);
-        let out = self.b.create_block();
-        let body = self.b.create_block();
-        self.b.set_cold_block(out);
-        self.b.ins().brif(over, out, &[], body, &[]);
-        self.b.switch_to_block(out);
-        let start = self.pc(span.start) as i64;
-        let pc = self.b.ins().iconst(I64, start);
-        self.leave(pc, r0, exit::INTERP);
-        self.b.switch_to_block(body);
+        if let Some(&most) = self.checks.get(&span.start) {
+            // all that can run before the next check must fit in the budget; else the
+            // interpreter runs from here to the budget's end
+            let end = self.b.ins().iadd_imm_s(r0, most as i64);
+            let c = self.ctx();
+            let limit = self.b.ins().load(I64, host_mem(), c, CTX_LIMIT);
+            let over = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, limit);
+            let out = self.b.create_block();
+            let body = self.b.create_block();
+            self.b.set_cold_block(out);
+            self.b.ins().brif(over, out, &[], body, &[]);
+            self.b.switch_to_block(out);
+            let start = self.pc(span.start) as i64;
+            let pc = self.b.ins().iconst(I64, start);
+            self.leave(pc, r0, exit::INTERP);
+            self.b.switch_to_block(body);
+        }
 
         let body_end = match span.term {
             Term::None | Term::Stop => span.end,

@@ -9,7 +9,7 @@
 //! (see `store`).
 
 use armada_isa::{ops, MicroOp};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Slots one unit may take in, so that a long straight function does not cost one long
 /// compile before it runs once.
@@ -101,6 +101,60 @@ impl Unit {
             .binary_search_by_key(&slot, |b| b.start)
             .ok()
             .map(|_| slot)
+    }
+}
+
+/// The most instructions one budget check may cover past its own block (see
+/// [`Unit::budget_checks`]): when a check fails, the interpreter runs the rest of the
+/// budget, so this bounds what a turn's end costs.
+pub const CHECK_SPAN: u64 = 64;
+
+impl Unit {
+    /// The slots of the unit's blocks that `span` may go to next.
+    pub fn successors(&self, span: &BlockSpan) -> impl Iterator<Item = usize> + '_ {
+        let next = self.pc(span.end);
+        let targets = match span.term {
+            Term::None | Term::Stop => [Some(next), None],
+            Term::Jump(t) => [Some(t), None],
+            Term::Cond(t) => [Some(t), Some(next)],
+            _ => [None, None],
+        };
+        targets
+            .into_iter()
+            .flatten()
+            .filter_map(|t| self.block_at(t))
+    }
+
+    /// The blocks that check the instruction budget on entry, each with the count it checks
+    /// for: the most instructions that can retire from there before the next check or a
+    /// way out of the unit. The entry and every block a branch goes back to check (so each
+    /// turn of a loop does); from the others, edges go only forward, so the longest path
+    /// is found in one pass from the last block back. A path longer than [`CHECK_SPAN`]
+    /// gets another check. The other blocks check nothing: a check is a load, an add, a
+    /// compare and a branch, on every block.
+    pub fn budget_checks(&self) -> HashMap<usize, u64> {
+        let mut checks = HashSet::from([self.entry]);
+        for span in &self.blocks {
+            checks.extend(self.successors(span).filter(|&s| s <= span.start));
+        }
+        let mut longest: HashMap<usize, u64> = HashMap::new();
+        for span in self.blocks.iter().rev() {
+            let tail = |checks: &HashSet<usize>| {
+                self.successors(span)
+                    .filter(|s| !checks.contains(s))
+                    .map(|s| longest[&s])
+                    .max()
+                    .unwrap_or(0)
+            };
+            let mut t = tail(&checks);
+            if span.retires() + t > CHECK_SPAN {
+                // the blocks after this one check for themselves
+                checks.extend(self.successors(span));
+                t = 0;
+            }
+            longest.insert(span.start, span.retires() + t);
+        }
+        checks.into_iter().map(|s| (s, longest[&s])).collect()
     }
 }
 
@@ -239,6 +293,28 @@ mod tests {
     fn every_reachable_block_when_all_may_be_followed() {
         let u = scan(&page(), 0x1000, 0, |_| true).unwrap();
         assert_eq!(leaders(&u), [0, 1, 3, 4]);
+    }
+
+    #[test]
+    fn the_entry_checks_for_the_longest_way_round_the_loop() {
+        let u = scan(&page(), 0x1000, 0, |_| true).unwrap();
+        // 0 -> 1..3 -> 4 is the longest way back to the entry's check
+        assert_eq!(u.budget_checks(), HashMap::from([(0, 4)]));
+    }
+
+    #[test]
+    fn a_long_way_gets_more_checks() {
+        // 0: CBZ to 70; 1..70: 69 NOPs; 70..100: NOPs; 100: B.cond back to 0; 101: BRK
+        let mut p = vec![op(ops::CBZ_X, 0x1000 + 70 * 4)];
+        p.extend((1..100).map(|_| op(ops::NOP, 0)));
+        p.push(op(ops::B_COND, 0x1000));
+        p.push(op(ops::BRK, 0));
+        let u = scan(&p, 0x1000, 0, |_| true).unwrap();
+        // 1 -> 70 -> 100 would be 100 instructions: 70 checks for itself
+        assert_eq!(
+            u.budget_checks(),
+            HashMap::from([(0, 1), (1, 69), (70, 31)])
+        );
     }
 
     #[test]
