@@ -3,7 +3,7 @@
 //! order, as the interpreter, so a fault is reported at the same address; registers are
 //! written only once every access has succeeded.
 
-use crate::helpers::{exit, CTX_BUF, CTX_STATUS, CTX_TLB_ENTRIES, CTX_TLB_MASK, STOPPED};
+use crate::helpers::{exit, CTX_STATUS, CTX_TLB_ENTRIES, CTX_TLB_MASK, STOPPED};
 use crate::translate::{guest_mem, Tx, V_OFF, X_OFF};
 use armada_core::memory::tlb_layout as tl;
 use armada_isa::uop::addr_mode;
@@ -77,20 +77,35 @@ impl Tx<'_> {
 
     /// Reads `size` bytes (1, 2, 4, 8: one i64, zero-extended; 16: two) at `addr` for the
     /// op at `slot`, leaving the unit if the read faults.
+    ///
+    /// On a miss the helper makes the read into the context's buffer and returns the
+    /// buffer's bias (see `helpers::read`), and the loads below read from there: a miss
+    /// rejoins the hit's path before the loads, so there is no merge of the loaded values
+    /// (a block and a move for each load) and one load of each size.
     fn read(&mut self, slot: usize, addr: Value, size: i64) -> (Value, Option<Value>) {
         let (e, hit) = self.tlb_hit(addr, size, tl::RTAG);
-        let fast = self.b.create_block();
+        // the entry's pointer is in the tag's cache line, and harmless to load on a miss
+        let bias = self.b.ins().load(I64, MemFlagsData::trusted(), e, tl::RPTR);
         let slow = self.b.create_block();
-        let done = self.b.create_block();
-        let lo = self.b.append_block_param(done, I64);
-        let hi = self.b.append_block_param(done, I64);
+        let fast = self.b.create_block();
+        let at = self.b.append_block_param(fast, I64);
         self.b.set_cold_block(slow);
-        self.b.ins().brif(hit, fast, &[], slow, &[]);
+        self.b.ins().brif(hit, fast, &[bias.into()], slow, &[]);
+
+        self.b.switch_to_block(slow);
+        let ctx = self.ctx();
+        let n = self.b.ins().iconst(I64, size);
+        let bias = self.call(self.h.read, &[ctx, addr, n])[0];
+        let status = self
+            .b
+            .ins()
+            .load(I64, MemFlagsData::trusted(), ctx, CTX_STATUS);
+        self.leave_if_else(status, slot, exit::STOP, fast, bias);
 
         self.b.switch_to_block(fast);
-        let p = self.host_addr(e, addr, tl::RPTR);
+        let p = self.b.ins().iadd(addr, at);
         let m = guest_mem();
-        let (l, h) = match size {
+        match size {
             1 => (self.b.ins().uload8(I64, m, p, 0), None),
             2 => (self.b.ins().uload16(I64, m, p, 0), None),
             4 => (self.b.ins().uload32(m, p, 0), None),
@@ -99,33 +114,7 @@ impl Tx<'_> {
                 self.b.ins().load(I64, m, p, 0),
                 Some(self.b.ins().load(I64, m, p, 8)),
             ),
-        };
-        let h0 = h.unwrap_or(l);
-        self.b.ins().jump(done, &[l.into(), h0.into()]);
-
-        self.b.switch_to_block(slow);
-        let ctx = self.ctx();
-        let (sl, sh) = if size == 16 {
-            self.call(self.h.read16, &[ctx, addr]);
-            let f = MemFlagsData::trusted();
-            (
-                self.b.ins().load(I64, f, ctx, CTX_BUF),
-                self.b.ins().load(I64, f, ctx, CTX_BUF + 8),
-            )
-        } else {
-            let n = self.b.ins().iconst(I64, size);
-            let v = self.call(self.h.read, &[ctx, addr, n])[0];
-            (v, v)
-        };
-        let status = self
-            .b
-            .ins()
-            .load(I64, MemFlagsData::trusted(), ctx, CTX_STATUS);
-        self.leave_if(status, slot, exit::STOP, false);
-        self.b.ins().jump(done, &[sl.into(), sh.into()]);
-
-        self.b.switch_to_block(done);
-        (lo, (size == 16).then_some(hi))
+        }
     }
 
     /// Writes `size` bytes of `lo` (and `hi`, the upper 8 of 16) at `addr` for the op `u`

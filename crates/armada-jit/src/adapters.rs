@@ -34,7 +34,6 @@ pub struct Adapter {
 #[derive(Clone, Copy)]
 pub struct Adapters {
     pub read: Adapter,
-    pub read16: Adapter,
     pub write: Adapter,
 }
 
@@ -92,7 +91,6 @@ fn make() -> Option<Adapters> {
     };
     let a = Adapters {
         read: one(helpers::read as *const (), 3, true)?,
-        read16: one(helpers::read16 as *const (), 2, false)?,
         write: one(helpers::write as *const (), 5, true)?,
     };
     // the adapters live as long as the process

@@ -31,7 +31,7 @@ pub struct Ctx {
     /// The lane's direct-mapped table of units (`LOOKUP` entries of PC and unit, 0 for
     /// none), where a unit looks for the next one to jump to.
     pub lookup: *const (u64, Option<crate::store::UnitFn>),
-    /// A 16-byte read's result.
+    /// A missed read's bytes (see `read`), which the unit loads from.
     pub buf: [u64; 2],
     /// Set by a helper that stopped: 1.
     pub status: u64,
@@ -50,7 +50,6 @@ pub const CTX_TLB_ENTRIES: i32 = offset_of!(Ctx, tlb_entries) as i32;
 pub const CTX_TLB_MASK: i32 = offset_of!(Ctx, tlb_mask) as i32;
 pub const CTX_LIMIT: i32 = offset_of!(Ctx, limit) as i32;
 pub const CTX_LOOKUP: i32 = offset_of!(Ctx, lookup) as i32;
-pub const CTX_BUF: i32 = offset_of!(Ctx, buf) as i32;
 pub const CTX_STATUS: i32 = offset_of!(Ctx, status) as i32;
 pub const CTX_FK: i32 = offset_of!(Ctx, flags) as i32;
 pub const CTX_RET: i32 = offset_of!(Ctx, ret) as i32;
@@ -99,36 +98,34 @@ unsafe fn fail(ctx: *mut Ctx, f: Fault) {
     (*ctx).status = STOPPED;
 }
 
-/// A read the inline TLB lookup missed: 1, 2, 4 or 8 bytes, zero-extended.
+/// A read the inline TLB lookup missed, of 1, 2, 4, 8 or 16 bytes: made as the
+/// interpreter makes it (which fills the TLB for the next one), into `Ctx::buf`. Returns
+/// what the read's address needs added to be the buffer's, so the unit then loads from
+/// there as it loads from a page on a hit: one path after the lookup, not two merged.
 pub extern "C" fn read(ctx: *mut Ctx, addr: u64, size: u64) -> u64 {
     // SAFETY: the dispatcher made `ctx` for this call, its pointers live and unaliased
     // while translated code runs.
     unsafe {
         let mem = &mut *(*ctx).mem;
         let r = match size {
-            1 => mem.read_u8(addr).map(u64::from),
-            2 => mem.read_u16(addr).map(u64::from),
-            4 => mem.read_u32(addr).map(u64::from),
-            _ => mem.read_u64(addr),
+            1 => mem.read_u8(addr).map(u128::from),
+            2 => mem.read_u16(addr).map(u128::from),
+            4 => mem.read_u32(addr).map(u128::from),
+            8 => mem.read_u64(addr).map(u128::from),
+            _ => mem.read_u128(addr),
         };
         sync_tlb(ctx, mem);
-        r.unwrap_or_else(|f| {
-            fail(ctx, f);
-            0
-        })
-    }
-}
-
-/// A 16-byte read, into `Ctx::buf`.
-pub extern "C" fn read16(ctx: *mut Ctx, addr: u64) {
-    // SAFETY: as in `read`.
-    unsafe {
-        let mem = &mut *(*ctx).mem;
-        let r = mem.read_u128(addr);
-        sync_tlb(ctx, mem);
         match r {
-            Ok(v) => (*ctx).buf = [v as u64, (v >> 64) as u64],
-            Err(f) => fail(ctx, f),
+            Ok(v) => {
+                // little-endian hosts only (the tier's): the buffer's first bytes are the
+                // value's low ones, as in guest memory
+                (*ctx).buf = [v as u64, (v >> 64) as u64];
+                (std::ptr::addr_of!((*ctx).buf) as u64).wrapping_sub(addr)
+            }
+            Err(f) => {
+                fail(ctx, f);
+                0
+            }
         }
     }
 }

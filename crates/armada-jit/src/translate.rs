@@ -51,7 +51,6 @@ pub struct Helpers {
     /// A unit's own signature, to jump to the next unit with.
     pub unit: SigRef,
     pub read: Helper,
-    pub read16: Helper,
     pub write: Helper,
     pub fp: Helper,
     pub interp: Helper,
@@ -147,7 +146,6 @@ pub fn translate(
     let h = Helpers {
         unit: unit_sig,
         read: helper(adapters.read),
-        read16: helper(adapters.read16),
         write: helper(adapters.write),
         fp,
         interp,
@@ -419,6 +417,22 @@ impl<'a> Tx<'a> {
         self.leave(pcv, r, code);
         (self.flags, self.dirty, self.flags_dirty) = saved;
         self.b.switch_to_block(on);
+    }
+
+    /// [`Self::leave_if`] for a way on that is a block with one parameter: leaves the
+    /// unit before the op at `slot` if `failed`, else jumps to `on` with `arg` (the current
+    /// block then ends).
+    pub fn leave_if_else(&mut self, failed: Value, slot: usize, code: u64, on: Block, arg: Value) {
+        let out = self.b.create_block();
+        self.b.set_cold_block(out);
+        self.b.ins().brif(failed, out, &[], on, &[arg.into()]);
+        self.b.switch_to_block(out);
+        let saved = (self.flags, self.dirty, self.flags_dirty);
+        let pc = self.pc(slot) as i64;
+        let pcv = self.b.ins().iconst(I64, pc);
+        let r = self.retired_at(slot);
+        self.leave(pcv, r, code);
+        (self.flags, self.dirty, self.flags_dirty) = saved;
     }
 
     /// Goes to `target` at the end of the current block, whose count is `retired` then:
