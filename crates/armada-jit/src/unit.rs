@@ -272,7 +272,7 @@ mod tests {
         u
     }
 
-    /// slot 0: CBZ to 3; 1: add; 2: B to 4; 3: add; 4: B.cond back to 0; 5: BRK
+    /// slot 0: CBZ to 3; 1: NOP; 2: B to 4; 3: NOP; 4: B.cond back to 0; 5: BRK
     fn page() -> Vec<MicroOp> {
         const BASE: u64 = 0x1000;
         vec![
