@@ -1,7 +1,7 @@
 //! A translation unit: the code reachable from one entry inside one page of decoded
-//! micro-ops, cut into basic blocks.
+//! micro-ops (of it, what has run; see [`scan`]), cut into basic blocks.
 //!
-//! From the entry, every direct branch target and fall-through inside the page is followed,
+//! From the entry, direct branch targets and fall-throughs inside the page are followed,
 //! up to [`MAX_SLOTS`] slots. A block runs from a leader (the entry, a branch target, the
 //! slot after a conditional branch) to its terminator, the next leader, or the page's end.
 //! Calls, indirect branches, SVC and targets outside the unit leave it; the dispatcher finds
