@@ -499,7 +499,7 @@ impl Store {
     ) -> Option<UnitFn> {
         let adapters = crate::adapters::adapters()?;
         let t = Instant::now();
-        ctx.clear();
+        // (the caller clears `ctx` after each compile)
         ctx.func.signature = unit_signature();
         let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let b = FunctionBuilder::new(&mut ctx.func, fctx);
