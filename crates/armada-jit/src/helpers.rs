@@ -39,6 +39,9 @@ pub struct Ctx {
     pub flags: [u64; 5],
     /// A helper's return value, left by its adapter (see `adapters`).
     pub ret: u64,
+    /// The entry a unit is entered at: 0 for its own, else set by the trampoline of one of
+    /// its other entries (see `store`), and put back to 0 by the unit.
+    pub entry: u64,
     pub mem: *mut AddressSpace,
     pub code: *mut CodeCache,
     /// The code cache's epoch when the unit was entered.
@@ -53,6 +56,7 @@ pub const CTX_LOOKUP: i32 = offset_of!(Ctx, lookup) as i32;
 pub const CTX_STATUS: i32 = offset_of!(Ctx, status) as i32;
 pub const CTX_FK: i32 = offset_of!(Ctx, flags) as i32;
 pub const CTX_RET: i32 = offset_of!(Ctx, ret) as i32;
+pub const CTX_ENTRY: i32 = offset_of!(Ctx, entry) as i32;
 const _: () = {
     // translated code addresses the registers from the context's start
     assert!(offset_of!(Ctx, state) == 0);

@@ -323,6 +323,7 @@ impl Tier for Jit {
             status: 0,
             flags: [0; 5],
             ret: 0,
+            entry: 0,
             mem: std::ptr::null_mut(),
             code: std::ptr::null_mut(),
             epoch: 0,

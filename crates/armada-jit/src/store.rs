@@ -7,11 +7,12 @@
 //! A unit made from writable code is handed to the one lane that asked, which drops it when
 //! its code cache says the code changed.
 
-use crate::translate::translate;
+use crate::helpers::CTX_ENTRY;
+use crate::translate::{host_mem, translate};
 use crate::unit;
 use armada_core::cpu::code::CodePage;
 use armada_core::memory::PageData;
-use cranelift_codegen::ir::{types::I64, AbiParam};
+use cranelift_codegen::ir::{types::I64, AbiParam, InstBuilder};
 use cranelift_codegen::isa::{CallConv, OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
@@ -200,13 +201,24 @@ thread_local! {
         std::cell::RefCell::new((Context::new(), FunctionBuilderContext::new()));
 }
 
-/// A shared unit: being compiled (`unit` None), or compiled (Some(None) when it is not
-/// translated); the page buffer the key's address stands for; and how often lanes have
-/// asked for it while it waited, which orders the compile queue.
+/// A shared unit's entry: what is known of it; the page buffer the key's address stands
+/// for; and how often lanes have asked for it while it waited, which orders the compile
+/// queue.
 struct Entry {
-    unit: Option<Option<UnitFn>>,
+    state: State,
     _buffer: Arc<PageData>,
     heat: Arc<AtomicU32>,
+}
+
+#[derive(Clone, Copy)]
+enum State {
+    /// Waiting for a compile thread, or being compiled.
+    Pending,
+    /// Compiled (None: it runs on the interpreter).
+    Done(Option<UnitFn>),
+    /// Inside the unit `.0`, whose entry `.1` it is (see `Unit::entries`): a trampoline
+    /// into it is made at the first ask.
+    Inside(UnitFn, u32),
 }
 
 pub struct Store {
@@ -380,13 +392,21 @@ impl Store {
     /// (see `CodeCache::page_buffer`): None when nothing is yet, so the caller goes on to
     /// [`Self::unit`] with the page's micro-ops (a copy of the page it spares otherwise).
     pub fn known(&self, pc: u64, buffer: &Arc<PageData>) -> Option<Found> {
-        match self.map.lock().ok()?.get(&Self::key_of(pc, buffer))? {
-            Entry { unit: Some(f), .. } => Some(Found::Ready(*f)),
-            Entry { heat, .. } => {
+        let key = Self::key_of(pc, buffer);
+        let e = self
+            .map
+            .lock()
+            .ok()?
+            .get(&key)
+            .map(|e| (e.state, e.heat.clone()))?;
+        Some(match e {
+            (State::Done(f), _) => Found::Ready(f),
+            (State::Inside(body, k), _) => Found::Ready(self.entered(key, body, k)),
+            (State::Pending, heat) => {
                 heat.fetch_add(1, Ordering::Relaxed);
-                Some(Found::Pending)
+                Found::Pending
             }
-        }
+        })
     }
 
     /// The unit entered at `pc` of `page`: only of the blocks that ran if `only_ran` (see
@@ -395,14 +415,26 @@ impl Store {
     /// lane alone.
     pub fn unit(self: &Arc<Self>, page: CodePage, pc: u64, wait: bool, only_ran: bool) -> Found {
         let Some(key) = Self::key(&page, pc) else {
-            return Found::Ready(self.compile(&page, pc, only_ran));
+            // (nothing enters a lane's own unit but at its entry)
+            return Found::Ready(self.compile(&page, pc, only_ran).map(|(f, _)| f));
         };
         {
             let Ok(mut map) = self.map.lock() else {
                 return Found::Ready(None);
             };
             match map.get(&key) {
-                Some(Entry { unit: Some(f), .. }) => return Found::Ready(*f),
+                Some(Entry {
+                    state: State::Done(f),
+                    ..
+                }) => return Found::Ready(*f),
+                Some(Entry {
+                    state: State::Inside(body, k),
+                    ..
+                }) => {
+                    let (body, k) = (*body, *k);
+                    drop(map);
+                    return Found::Ready(self.entered(key, body, k));
+                }
                 Some(Entry { heat, .. }) if !wait => {
                     heat.fetch_add(1, Ordering::Relaxed);
                     return Found::Pending;
@@ -413,7 +445,7 @@ impl Store {
                     map.insert(
                         key,
                         Entry {
-                            unit: None,
+                            state: State::Pending,
                             _buffer: page.buffer.clone().expect("a key has a buffer"),
                             heat: heat.clone(),
                         },
@@ -436,19 +468,66 @@ impl Store {
         Found::Ready(self.compile_shared(&page, pc, only_ran))
     }
 
-    /// Compiles a shared unit and publishes it (unless another thread did first).
+    /// Compiles a shared unit and publishes it (unless another thread did first, or a
+    /// unit compiled since has this entry too), and its other entries where nothing is
+    /// known of them yet or they wait for a compile.
     fn compile_shared(&self, page: &CodePage, pc: u64, only_ran: bool) -> Option<UnitFn> {
         let key = Self::key(page, pc)?;
-        if let Some(Entry { unit: Some(f), .. }) = self.map.lock().ok()?.get(&key) {
-            return *f;
+        let state = self.map.lock().ok()?.get(&key).map(|e| e.state);
+        match state {
+            Some(State::Done(f)) => return f,
+            Some(State::Inside(body, k)) => return self.entered(key, body, k),
+            _ => {}
         }
-        let f = self.compile(page, pc, only_ran);
+        let compiled = self.compile(page, pc, only_ran);
+        let f = compiled.as_ref().map(|(f, _)| *f);
         if let Ok(mut map) = self.map.lock() {
             if let Some(e) = map.get_mut(&key) {
-                e.unit = Some(f);
+                e.state = State::Done(f);
+            }
+            if let (Some((body, others)), Some(buffer)) = (&compiled, &page.buffer) {
+                for (i, &slot) in others.iter().enumerate() {
+                    let key = Self::key_of(page.base + 4 * slot as u64, buffer);
+                    let inside = State::Inside(*body, i as u32 + 1);
+                    match map.get_mut(&key) {
+                        None => {
+                            map.insert(
+                                key,
+                                Entry {
+                                    state: inside,
+                                    _buffer: buffer.clone(),
+                                    heat: Arc::new(AtomicU32::new(0)),
+                                },
+                            );
+                        }
+                        // its job makes the trampoline when it comes up
+                        Some(
+                            e @ Entry {
+                                state: State::Pending,
+                                ..
+                            },
+                        ) => e.state = inside,
+                        Some(_) => {}
+                    }
+                }
             }
         }
         f
+    }
+
+    /// The entry at `key`, the `k`th other entry of the unit `body`: a trampoline that
+    /// enters `body` there, made now and published (unless another thread did first).
+    fn entered(&self, key: (u64, usize), body: UnitFn, k: u32) -> Option<UnitFn> {
+        let t = self.trampoline(body, k, key.0);
+        let mut map = self.map.lock().ok()?;
+        let e = map.get_mut(&key)?;
+        match e.state {
+            State::Done(f) => f,
+            _ => {
+                e.state = State::Done(t);
+                t
+            }
+        }
     }
 
     /// The target, making the module on the first call.
@@ -471,7 +550,9 @@ impl Store {
     /// only placing the code in the module is under the store's lock (with one lock over
     /// the whole compile, the GPU machine's host had three compile threads and one core
     /// compiling).
-    fn compile(&self, page: &CodePage, pc: u64, only_ran: bool) -> Option<UnitFn> {
+    /// Returns the unit and the slots of its other entries (see `Unit::entries`), the
+    /// `k`th entered with the context's entry set to `k + 1`.
+    fn compile(&self, page: &CodePage, pc: u64, only_ran: bool) -> Option<(UnitFn, Vec<usize>)> {
         if self.code_bytes.load(Ordering::Relaxed) > MAX_CODE_BYTES {
             return None;
         }
@@ -484,8 +565,65 @@ impl Store {
             let (ctx, fctx) = &mut *b.try_borrow_mut().ok()?;
             let f = self.compile_in(ctx, fctx, &*isa, &unit, page, pc);
             ctx.clear();
-            f
+            Some((f?, unit.entries()))
         })
+    }
+
+    /// A trampoline into the unit `body` at its `k`th other entry (for the entry at `pc`):
+    /// it sets the context's entry and jumps there.
+    fn trampoline(&self, body: UnitFn, k: u32, pc: u64) -> Option<UnitFn> {
+        let isa = self.isa()?;
+        BUILD.with(|b| {
+            let (ctx, fctx) = &mut *b.try_borrow_mut().ok()?;
+            ctx.func.signature = unit_signature();
+            let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
+            let blk = b.create_block();
+            b.switch_to_block(blk);
+            b.seal_block(blk);
+            let c = b.ins().get_pinned_reg(I64);
+            let k = b.ins().iconst(I64, k as i64);
+            b.ins().store(host_mem(), k, c, CTX_ENTRY);
+            let sig = b.import_signature(unit_signature());
+            let f = b.ins().iconst(I64, body.0.as_ptr() as i64);
+            b.ins().return_call_indirect(sig, f, &[]);
+            b.finalize(isa.frontend_config());
+            let placed = match ctx.compile(&*isa, &mut Default::default()) {
+                Ok(_) => self.place(ctx, pc),
+                Err(_) => None,
+            };
+            ctx.clear();
+            placed.map(|(f, _)| f)
+        })
+    }
+
+    /// Puts the code `ctx` compiled (for the entry at `pc`) into the module: the code and
+    /// its size.
+    fn place(&self, ctx: &Context, pc: u64) -> Option<(UnitFn, usize)> {
+        let code = ctx.compiled_code()?;
+        let bytes = code.code_buffer();
+        let size = bytes.len();
+        let ptr = {
+            let mut g = self.inner.lock().ok()?;
+            let module = g.as_mut().ok()?.as_mut()?.module.as_mut()?;
+            let id = module
+                .declare_anonymous_function(&ctx.func.signature)
+                .ok()?;
+            let relocs: Vec<ModuleReloc> = code
+                .buffer
+                .relocs()
+                .iter()
+                .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+                .collect();
+            module
+                .define_function_bytes(id, code.buffer.alignment as u64, bytes, &relocs)
+                .ok()?;
+            module.finalize_definitions().ok()?;
+            module.get_finalized_function(id)
+        };
+        perf_map(ptr, size, pc);
+        self.code_bytes.fetch_add(size, Ordering::Relaxed);
+        CODE_BYTES.fetch_add(size as u64, Ordering::Relaxed);
+        Some((std::ptr::NonNull::new(ptr as *mut u8).map(UnitFn)?, size))
     }
 
     fn compile_in(
@@ -546,27 +684,7 @@ impl Store {
             return None;
         }
         let t_cg = t.elapsed();
-        let code = ctx.compiled_code()?;
-        let bytes = code.code_buffer();
-        let size = bytes.len();
-        let ptr = {
-            let mut g = self.inner.lock().ok()?;
-            let module = g.as_mut().ok()?.as_mut()?.module.as_mut()?;
-            let id = module
-                .declare_anonymous_function(&ctx.func.signature)
-                .ok()?;
-            let relocs: Vec<ModuleReloc> = code
-                .buffer
-                .relocs()
-                .iter()
-                .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
-                .collect();
-            module
-                .define_function_bytes(id, code.buffer.alignment as u64, bytes, &relocs)
-                .ok()?;
-            module.finalize_definitions().ok()?;
-            module.get_finalized_function(id)
-        };
+        let (f, size) = self.place(ctx, pc)?;
         if tracing() {
             eprintln!(
                 "armada-jit: unit {pc:#x}: {ir_insts} IR instructions in {:?}, codegen {:?}, placed {:?}, {size} bytes",
@@ -580,14 +698,11 @@ impl Store {
                 cranelift_codegen::timing::take_current()
             );
         }
-        perf_map(ptr, size, pc);
-        self.code_bytes.fetch_add(size, Ordering::Relaxed);
         UNITS.fetch_add(1, Ordering::Relaxed);
         COMPILE_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         let insns: usize = unit.blocks.iter().map(|b| b.end - b.start).sum();
         GUEST_INSNS.fetch_add(insns as u64, Ordering::Relaxed);
-        CODE_BYTES.fetch_add(size as u64, Ordering::Relaxed);
-        std::ptr::NonNull::new(ptr as *mut u8).map(UnitFn)
+        Some(f)
     }
 }
 

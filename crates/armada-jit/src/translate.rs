@@ -12,14 +12,14 @@
 
 use crate::adapters::{Adapter, Adapters};
 use crate::flags::Known;
-use crate::helpers::{exit, CTX_LIMIT, CTX_LOOKUP, CTX_RET};
+use crate::helpers::{exit, CTX_ENTRY, CTX_LIMIT, CTX_LOOKUP, CTX_RET};
 use crate::unit::{BlockSpan, Term, Unit};
 use armada_core::state::CpuState;
 use armada_isa::{ops, MicroOp};
 use cranelift_codegen::ir::{
     condcodes::IntCC,
     types::{I32, I64},
-    AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, SigRef, Signature, Value,
+    AbiParam, Block, BlockArg, InstBuilder, JumpTableData, MemFlagsData, SigRef, Signature, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, Variable};
@@ -165,7 +165,7 @@ pub fn translate(
         .iter()
         .map(|s| (s.start, b.create_block()))
         .collect();
-    b.ins().jump(blocks[&unit.entry], &[]);
+    enter(&mut b, ctx, &blocks, unit);
     let exit = b.create_block();
     for _ in 0..3 {
         b.append_block_param(exit, I64);
@@ -198,10 +198,40 @@ pub fn translate(
     tx.b.finalize(frontend);
 }
 
-/// How many edges of `unit` lead to each of its blocks, the entry counting one more.
+/// Goes from the function's first block to the block of the entry the unit is entered
+/// at: its own, unless a trampoline set the context's entry to `k`, the unit's `k`th other
+/// entry (see `Unit::entries`; each checks the budget itself). The entry is put back to
+/// 0, so the test costs the unit's own entry a load and a branch.
+fn enter(b: &mut FunctionBuilder, ctx: Value, blocks: &HashMap<usize, Block>, unit: &Unit) {
+    let own = blocks[&unit.entry];
+    let others = unit.entries();
+    if others.is_empty() {
+        b.ins().jump(own, &[]);
+        return;
+    }
+    let k = b.ins().load(I64, host_mem(), ctx, CTX_ENTRY);
+    let other = b.create_block();
+    b.ins().brif(k, other, &[], own, &[]);
+    b.switch_to_block(other);
+    let zero = b.ins().iconst(I64, 0);
+    b.ins().store(host_mem(), zero, ctx, CTX_ENTRY);
+    let k = b.ins().ireduce(I32, k);
+    // (a call of a block each: the SSA builder appends the count's value to each)
+    let table: Vec<_> = std::iter::once(own)
+        .chain(others.iter().map(|s| blocks[s]))
+        .map(|blk| b.func.dfg.block_call(blk, &[]))
+        .collect();
+    let default = b.func.dfg.block_call(own, &[]);
+    let jt = b.create_jump_table(JumpTableData::new(default, &table));
+    b.ins().br_table(k, jt);
+}
+
+/// How many edges of `unit` lead to each of its blocks, the entries counting one more.
 fn predecessors(unit: &Unit) -> HashMap<usize, u32> {
     let mut preds = HashMap::new();
-    *preds.entry(unit.entry).or_insert(0) += 1;
+    for e in unit.entries().into_iter().chain([unit.entry]) {
+        *preds.entry(e).or_insert(0) += 1;
+    }
     for span in &unit.blocks {
         for slot in unit.successors(span) {
             *preds.entry(slot).or_insert(0) += 1;

@@ -125,18 +125,33 @@ impl Unit {
             .filter_map(|t| self.block_at(t))
     }
 
+    /// The unit's other entries, in slot order: the heads of its loops (blocks a branch
+    /// goes back to). The interpreter counts the heads of the loops it runs as entries,
+    /// and a loop left for the interpreter (a block not in the unit) comes back in at
+    /// one. Entering the unit there, rather than making a unit of each, compiles the code
+    /// once: bzip2 made a fifth of its units at the heads of loops of units it had.
+    ///
+    /// (The blocks after calls are not entries: taking them into the unit took in code
+    /// that ran a few times, and xz and perl compiled more, not less.)
+    pub fn entries(&self) -> Vec<usize> {
+        let mut e = BTreeSet::new();
+        for span in &self.blocks {
+            e.extend(self.successors(span).filter(|&s| s <= span.start));
+        }
+        e.remove(&self.entry);
+        e.into_iter().collect()
+    }
+
     /// The blocks that check the instruction budget on entry, each with the count it checks
     /// for: the most instructions that can retire from there before the next check or a
-    /// way out of the unit. The entry and every block a branch goes back to check (so each
-    /// turn of a loop does); from the others, edges go only forward, so the longest path
-    /// is found in one pass from the last block back. A path longer than [`CHECK_SPAN`]
+    /// way out of the unit. The entries check (so each turn of a loop does); from the
+    /// others, edges go only forward, so the longest path is found in one pass from the
+    /// last block back. A path longer than [`CHECK_SPAN`]
     /// gets another check. The other blocks check nothing: a check is a load, an add, a
     /// compare and a branch, on every block.
     pub fn budget_checks(&self) -> HashMap<usize, u64> {
-        let mut checks = HashSet::from([self.entry]);
-        for span in &self.blocks {
-            checks.extend(self.successors(span).filter(|&s| s <= span.start));
-        }
+        let mut checks: HashSet<usize> = self.entries().into_iter().collect();
+        checks.insert(self.entry);
         let mut longest: HashMap<usize, u64> = HashMap::new();
         for span in self.blocks.iter().rev() {
             let tail = |checks: &HashSet<usize>| {
@@ -300,6 +315,16 @@ mod tests {
         let u = scan(&page(), 0x1000, 0, |_| true).unwrap();
         // 0 -> 1..3 -> 4 is the longest way back to the entry's check
         assert_eq!(u.budget_checks(), HashMap::from([(0, 4)]));
+    }
+
+    #[test]
+    fn the_heads_of_its_loops_are_a_units_other_entries() {
+        // entered at 1: 1..3 -> 4 -> back to 0, which is a loop's head
+        let u = scan(&page(), 0x1000, 1, |_| true).unwrap();
+        assert_eq!(u.entries(), [0]);
+        // entered at the head itself: no other entry
+        let u = scan(&page(), 0x1000, 0, |_| true).unwrap();
+        assert!(u.entries().is_empty());
     }
 
     #[test]
