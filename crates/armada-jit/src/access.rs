@@ -86,11 +86,17 @@ impl Tx<'_> {
         let (e, hit) = self.tlb_hit(addr, size, tl::RTAG);
         // the entry's pointer is in the tag's cache line, and harmless to load on a miss
         let bias = self.b.ins().load(I64, MemFlagsData::trusted(), e, tl::RPTR);
+        // Both ways into `fast` are jumps from blocks of their own: a branch with the
+        // bias on one edge was a critical edge, whose block of moves Cranelift placed
+        // between the hit and `fast`, so every hit jumped over it.
+        let hit_way = self.b.create_block();
         let slow = self.b.create_block();
         let fast = self.b.create_block();
         let at = self.b.append_block_param(fast, I64);
         self.b.set_cold_block(slow);
-        self.b.ins().brif(hit, fast, &[bias.into()], slow, &[]);
+        self.b.ins().brif(hit, hit_way, &[], slow, &[]);
+        self.b.switch_to_block(hit_way);
+        self.b.ins().jump(fast, &[bias.into()]);
 
         self.b.switch_to_block(slow);
         let ctx = self.ctx();
@@ -100,7 +106,8 @@ impl Tx<'_> {
             .b
             .ins()
             .load(I64, MemFlagsData::trusted(), ctx, CTX_STATUS);
-        self.leave_if_else(status, slot, exit::STOP, fast, bias);
+        self.leave_if(status, slot, exit::STOP, false);
+        self.b.ins().jump(fast, &[bias.into()]);
 
         self.b.switch_to_block(fast);
         let p = self.b.ins().iadd(addr, at);
@@ -166,7 +173,12 @@ impl Tx<'_> {
         let n = self.b.ins().iconst(I64, size);
         let h = hi.unwrap_or(lo);
         let status = self.call(self.h.write, &[ctx, addr, n, lo, h])[0];
-        self.b.ins().brif(status, failed, &[], done, &[]);
+        // (to `done` by a jump of its own: see `read`)
+        let written = self.b.create_block();
+        self.b.set_cold_block(written);
+        self.b.ins().brif(status, failed, &[], written, &[]);
+        self.b.switch_to_block(written);
+        self.b.ins().jump(done, &[]);
 
         // stopped, or wrote into decoded code: the rest of the unit may be stale
         self.b.switch_to_block(failed);

@@ -19,7 +19,7 @@ use armada_isa::{ops, MicroOp};
 use cranelift_codegen::ir::{
     condcodes::IntCC,
     types::{I32, I64},
-    AbiParam, Block, BlockArg, InstBuilder, JumpTableData, MemFlagsData, SigRef, Signature, Value,
+    AbiParam, Block, InstBuilder, JumpTableData, MemFlagsData, SigRef, Signature, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, Variable};
@@ -429,33 +429,27 @@ impl<'a> Tx<'a> {
     }
 
     /// Leaves the unit at slot `slot` of the current block, before it, if `failed` (i8 or
-    /// i64) is set: a helper stopped the lane. Returns with the builder after the test.
+    /// i64) is set: a helper stopped the lane. Returns with the builder after the test, in
+    /// a block that is cold if the current one is (a slow path's rest stays out of the
+    /// hot code's way).
     pub fn leave_if(&mut self, failed: Value, slot: usize, code: u64, after: bool) {
         let on = self.b.create_block();
-        self.leave_or(failed, slot + after as usize, code, on, &[]);
-        self.b.switch_to_block(on);
-    }
-
-    /// [`Self::leave_if`] for a way on that is a block with one parameter: leaves the
-    /// unit before the op at `slot` if `failed`, else jumps to `on` with `arg` (the current
-    /// block then ends).
-    pub fn leave_if_else(&mut self, failed: Value, slot: usize, code: u64, on: Block, arg: Value) {
-        self.leave_or(failed, slot, code, on, &[arg.into()]);
-    }
-
-    /// If `failed`, leaves the unit with the PC and count at slot `at` (a cold block);
-    /// else goes to `on` with `args`. The current block ends.
-    fn leave_or(&mut self, failed: Value, at: usize, code: u64, on: Block, args: &[BlockArg]) {
+        let here = self.b.current_block().expect("a block is being built");
+        if self.b.func.layout.is_cold(here) {
+            self.b.set_cold_block(on);
+        }
         let out = self.b.create_block();
         self.b.set_cold_block(out);
-        self.b.ins().brif(failed, out, &[], on, args);
+        self.b.ins().brif(failed, out, &[], on, &[]);
         self.b.switch_to_block(out);
         let saved = (self.flags, self.dirty, self.flags_dirty);
+        let at = slot + after as usize;
         let pc = self.pc(at) as i64;
         let pcv = self.b.ins().iconst(I64, pc);
         let r = self.retired_at(at);
         self.leave(pcv, r, code);
         (self.flags, self.dirty, self.flags_dirty) = saved;
+        self.b.switch_to_block(on);
     }
 
     /// Goes to `target` at the end of the current block, whose count is `retired` then:
