@@ -573,8 +573,8 @@ impl Store {
     /// it sets the context's entry and jumps there.
     fn trampoline(&self, body: UnitFn, k: u32, pc: u64) -> Option<UnitFn> {
         let isa = self.isa()?;
-        BUILD.with(|b| {
-            let (ctx, fctx) = &mut *b.try_borrow_mut().ok()?;
+        BUILD.with(|build| {
+            let (ctx, fctx) = &mut *build.try_borrow_mut().ok()?;
             ctx.func.signature = unit_signature();
             let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
             let blk = b.create_block();
