@@ -393,19 +393,18 @@ impl Store {
     /// [`Self::unit`] with the page's micro-ops (a copy of the page it spares otherwise).
     pub fn known(&self, pc: u64, buffer: &Arc<PageData>) -> Option<Found> {
         let key = Self::key_of(pc, buffer);
-        let e = self
-            .map
-            .lock()
-            .ok()?
-            .get(&key)
-            .map(|e| (e.state, e.heat.clone()))?;
-        Some(match e {
-            (State::Done(f), _) => Found::Ready(f),
-            (State::Inside(body, k), _) => Found::Ready(self.entered(key, body, k)),
-            (State::Pending, heat) => {
-                heat.fetch_add(1, Ordering::Relaxed);
-                Found::Pending
+        let state = {
+            let map = self.map.lock().ok()?;
+            let e = map.get(&key)?;
+            if let State::Pending = e.state {
+                e.heat.fetch_add(1, Ordering::Relaxed);
             }
+            e.state
+        };
+        Some(match state {
+            State::Done(f) => Found::Ready(f),
+            State::Inside(body, k) => Found::Ready(self.entered(key, body, k)),
+            State::Pending => Found::Pending,
         })
     }
 
@@ -550,6 +549,7 @@ impl Store {
     /// only placing the code in the module is under the store's lock (with one lock over
     /// the whole compile, the GPU machine's host had three compile threads and one core
     /// compiling).
+    ///
     /// Returns the unit and the slots of its other entries (see `Unit::entries`), the
     /// `k`th entered with the context's entry set to `k + 1`.
     fn compile(&self, page: &CodePage, pc: u64, only_ran: bool) -> Option<(UnitFn, Vec<usize>)> {
