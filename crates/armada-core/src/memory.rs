@@ -147,7 +147,10 @@ struct Page {
 /// address plus the pointer is the host address of its byte, as qemu's TLB keeps an
 /// addend: one add an access, where a pointer to the page's start needed the offset in the
 /// page masked out first. (Wrapping pointer arithmetic keeps the buffer's provenance; the
-/// sum is in the buffer whenever the tag matched.)
+/// sum is in the buffer whenever the tag matched.) The tags are the pages' addresses, not
+/// their numbers: translated code compares a tag with its access's address masked by a
+/// constant, which Cranelift computes again where it is needed rather than keep a shift's
+/// result live (and spilled) from one access to a later one at the same address.
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct TlbEntry {
@@ -164,8 +167,9 @@ fn biased(page: *mut u8, vpn: u64) -> *mut u8 {
 }
 
 /// Where a TLB entry's fields are, for code that looks entries up itself (the translation
-/// tier inlines the lookup `read` and `write` make): entry `vpn & mask` of `entries`, and on a
-/// tag match the guest address's byte at the address plus the pointer. A read tag never
+/// tier inlines the lookup `read` and `write` make): entry `vpn & mask` of `entries`, whose
+/// tag is the page's address (the guest address with its low 12 bits clear), and on a tag
+/// match the guest address's byte at the address plus the pointer. A read tag never
 /// matches a page that is not readable, a write tag one that is not writable by this address
 /// space alone (or that holds decoded code), so a hit needs no other check.
 pub mod tlb_layout {
@@ -200,6 +204,7 @@ const TLB_MAX: usize = 1 << 13;
 /// pointers, a sort's buffers) missed on most accesses at 256 entries (1 MiB). Lanes that
 /// never miss much, most of the lanes of a batch, keep 8 KiB.
 const TLB_GROW_FILLS: usize = 8;
+/// Never a page's address (its low bits are set).
 const NO_TAG: u64 = u64::MAX;
 const EMPTY: TlbEntry = TlbEntry {
     rtag: NO_TAG,
@@ -485,7 +490,8 @@ impl AddressSpace {
 
     fn flush_page(&mut self, vpn: u64) {
         let e = &mut self.tlb[(vpn as usize) & self.tlb_mask];
-        if e.rtag == vpn || e.wtag == vpn {
+        let tag = vpn << PAGE_SHIFT;
+        if e.rtag == tag || e.wtag == tag {
             *e = EMPTY;
         }
     }
@@ -746,10 +752,11 @@ impl AddressSpace {
         };
         if need == Perm::R {
             let e = self.tlb_fill_entry(vpn);
-            if e.wtag != vpn {
+            let tag = vpn << PAGE_SHIFT;
+            if e.wtag != tag {
                 e.wtag = NO_TAG;
             }
-            e.rtag = vpn;
+            e.rtag = tag;
             e.rptr = biased(ptr.cast_mut(), vpn).cast_const();
         }
         Ok(ptr)
@@ -813,9 +820,9 @@ impl AddressSpace {
         }
         let e = self.tlb_fill_entry(vpn);
         *e = TlbEntry {
-            rtag: vpn,
+            rtag: vpn << PAGE_SHIFT,
             rptr: biased(ptr, vpn).cast_const(),
-            wtag: vpn,
+            wtag: vpn << PAGE_SHIFT,
             wptr: biased(ptr, vpn),
         };
         ptr
@@ -850,7 +857,7 @@ impl AddressSpace {
         let off = (addr & PAGE_MASK) as usize;
         // SAFETY: tlb_mask is the TLB's length less one (a power of two).
         let e = unsafe { self.tlb.get_unchecked((vpn as usize) & self.tlb_mask) };
-        if e.rtag == vpn && off + N <= PAGE_SIZE as usize {
+        if e.rtag == addr & !PAGE_MASK && off + N <= PAGE_SIZE as usize {
             // SAFETY: rptr + the page's address points to a live page buffer of PAGE_SIZE
             // bytes (see the type's comment) and off + N is within it.
             let p = e.rptr.wrapping_add(addr as usize);
@@ -873,7 +880,7 @@ impl AddressSpace {
         let off = (addr & PAGE_MASK) as usize;
         // SAFETY: tlb_mask is the TLB's length less one (a power of two).
         let e = unsafe { self.tlb.get_unchecked((vpn as usize) & self.tlb_mask) };
-        if e.wtag == vpn && off + N <= PAGE_SIZE as usize {
+        if e.wtag == addr & !PAGE_MASK && off + N <= PAGE_SIZE as usize {
             // SAFETY: wptr + the page's address points to a page buffer this address space
             // owns alone, and off + N is within it.
             let p = e.wptr.wrapping_add(addr as usize);

@@ -3,7 +3,7 @@
 //! order, as the interpreter, so a fault is reported at the same address; registers are
 //! written only once every access has succeeded.
 
-use crate::helpers::{exit, CTX_STATUS, CTX_TLB_ENTRIES, CTX_TLB_MASK, STOPPED};
+use crate::helpers::{exit, CTX_STATUS, CTX_TLB_ENTRIES, CTX_TLB_UNINDEXED, STOPPED};
 use crate::translate::{guest_mem, Tx, V_OFF, X_OFF};
 use armada_core::memory::tlb_layout as tl;
 use armada_isa::uop::addr_mode;
@@ -11,7 +11,7 @@ use armada_isa::{ops::*, MicroOp};
 use cranelift_codegen::ir::{
     condcodes::IntCC,
     types::{I16, I32, I64, I8},
-    InstBuilder, MemFlagsData, Value,
+    Block, BlockArg, InstBuilder, MemFlagsData, Value,
 };
 
 impl Tx<'_> {
@@ -43,19 +43,57 @@ impl Tx<'_> {
         }
     }
 
+    /// The TLB's entries pointer and the complement of its index bits (see `Ctx`): loaded
+    /// from the context at a block's first access and kept through the block. Every way
+    /// back from a helper loads them again (a miss's fill may grow the table), so two
+    /// loads an access became two a block.
+    fn tlb_view(&mut self) -> (Value, Value) {
+        if let Some(view) = self.tlb {
+            return view;
+        }
+        let flags = MemFlagsData::trusted();
+        let c = self.ctx();
+        let entries = self.b.ins().load(I64, flags, c, CTX_TLB_ENTRIES);
+        let unindexed = self.b.ins().load(I64, flags, c, CTX_TLB_UNINDEXED);
+        self.tlb = Some((entries, unindexed));
+        (entries, unindexed)
+    }
+
+    /// Adds the TLB view to `block`'s parameters, for a merge after a helper: the helper's
+    /// way in passes the view it loads again ([`Self::view_args`]), the other the kept one.
+    fn view_params(&mut self, block: Block) -> (Value, Value) {
+        let e = self.b.append_block_param(block, I64);
+        let m = self.b.append_block_param(block, I64);
+        (e, m)
+    }
+
+    /// The TLB view as arguments of a jump from a helper's way back (loaded again when the
+    /// helper forgot it) or from a path without one.
+    fn view_args(&mut self) -> [BlockArg; 2] {
+        let (e, m) = self.tlb_view();
+        [e.into(), m.into()]
+    }
+
     /// The TLB entry for `addr`, and whether its tag at `tag_off` says that the `size` bytes
     /// there are all in its page. The tag is compared with the page of the access's last
     /// byte (the entry being the first byte's): one compare finds both a miss and an access
     /// that crosses into the next page, as qemu's TLB check does.
+    ///
+    /// Nothing here is shared with another access to the same address: the index is of
+    /// this access's view (a value of its own after every access's merge), and the page
+    /// is a mask by a constant, which Cranelift computes again in each block that uses it.
+    /// A shift of the address was computed once and kept for the next access to it, and
+    /// in long blocks the register allocator spilled it to the stack between the two.
     fn tlb_hit(&mut self, addr: Value, size: i64, tag_off: i32) -> (Value, Value) {
         let flags = MemFlagsData::trusted();
-        let c = self.ctx();
-        let entries = self.b.ins().load(I64, flags, c, CTX_TLB_ENTRIES);
-        // the index mask times the entry size: the entry's offset in one shift and mask
-        let mask = self.b.ins().load(I64, flags, c, CTX_TLB_MASK);
-        let shift = 12 - tl::ENTRY_BYTES.trailing_zeros() as i64;
-        let scaled = self.b.ins().ushr_imm_s(addr, shift);
-        let off = self.b.ins().band(scaled, mask);
+        let (entries, unindexed) = self.tlb_view();
+        // `addr & !unindexed`: BMI1's `andn`, which leaves `addr` in its register
+        let indexed = self.b.ins().bnot(unindexed);
+        let bits = self.b.ins().band(addr, indexed);
+        let off = self
+            .b
+            .ins()
+            .ushr_imm_s(bits, 12 - tl::ENTRY_BYTES.trailing_zeros() as i64);
         let e = self.b.ins().iadd(entries, off);
         let tag = self.b.ins().load(I64, flags, e, tag_off);
         let end = if size > 1 {
@@ -63,8 +101,8 @@ impl Tx<'_> {
         } else {
             addr
         };
-        let last = self.b.ins().ushr_imm_s(end, 12);
-        let hit = self.b.ins().icmp(IntCC::Equal, tag, last);
+        let page = self.b.ins().band_imm_s(end, !0xfff);
+        let hit = self.b.ins().icmp(IntCC::Equal, tag, page);
         (e, hit)
     }
 
@@ -93,10 +131,12 @@ impl Tx<'_> {
         let slow = self.b.create_block();
         let fast = self.b.create_block();
         let at = self.b.append_block_param(fast, I64);
+        let view = self.view_params(fast);
         self.b.set_cold_block(slow);
         self.b.ins().brif(hit, hit_way, &[], slow, &[]);
         self.b.switch_to_block(hit_way);
-        self.b.ins().jump(fast, &[bias.into()]);
+        let [e, m] = self.view_args();
+        self.b.ins().jump(fast, &[bias.into(), e, m]);
 
         self.b.switch_to_block(slow);
         let ctx = self.ctx();
@@ -107,9 +147,11 @@ impl Tx<'_> {
             .ins()
             .load(I64, MemFlagsData::trusted(), ctx, CTX_STATUS);
         self.leave_if(status, slot, exit::STOP, false);
-        self.b.ins().jump(fast, &[bias.into()]);
+        let [e, m] = self.view_args();
+        self.b.ins().jump(fast, &[bias.into(), e, m]);
 
         self.b.switch_to_block(fast);
+        self.tlb = Some(view);
         let p = self.b.ins().iadd(addr, at);
         let m = guest_mem();
         match size {
@@ -141,6 +183,7 @@ impl Tx<'_> {
         let slow = self.b.create_block();
         let failed = self.b.create_block();
         let done = self.b.create_block();
+        let view = self.view_params(done);
         self.b.set_cold_block(slow);
         self.b.set_cold_block(failed);
         self.b.ins().brif(hit, fast, &[], slow, &[]);
@@ -166,7 +209,8 @@ impl Tx<'_> {
                 self.b.ins().store(m, hi.unwrap_or(lo), p, 8);
             }
         }
-        self.b.ins().jump(done, &[]);
+        let args = self.view_args();
+        self.b.ins().jump(done, &args);
 
         self.b.switch_to_block(slow);
         let ctx = self.ctx();
@@ -178,7 +222,8 @@ impl Tx<'_> {
         self.b.set_cold_block(written);
         self.b.ins().brif(status, failed, &[], written, &[]);
         self.b.switch_to_block(written);
-        self.b.ins().jump(done, &[]);
+        let args = self.view_args();
+        self.b.ins().jump(done, &args);
 
         // stopped, or wrote into decoded code: the rest of the unit may be stale
         self.b.switch_to_block(failed);
@@ -196,6 +241,7 @@ impl Tx<'_> {
         self.leave(pc, r, exit::NEXT);
 
         self.b.switch_to_block(done);
+        self.tlb = Some(view);
     }
 
     /// Where vector register `r` is in the state.
@@ -219,6 +265,9 @@ impl Tx<'_> {
         // first use, would compute them again in each: a long block of arithmetic and
         // stores grew quadratically (Go's P-521 code: 2.7 MB of host code in 3.9 s).
         self.flush_dirty();
+        if self.long {
+            self.load_regs(None);
+        }
         let addr = self.ea(u);
         let (a, d) = (u.a, u.d);
         match op {

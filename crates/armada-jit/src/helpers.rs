@@ -6,7 +6,7 @@
 //! translated code leaves the unit with the state as it was before the instruction.
 
 use armada_core::cpu::{self, CodeCache};
-use armada_core::memory::{tlb_layout, AddressSpace, Fault};
+use armada_core::memory::{AddressSpace, Fault};
 use armada_core::state::{CpuState, Stop};
 use armada_isa::MicroOp;
 use std::mem::offset_of;
@@ -20,12 +20,12 @@ use std::mem::offset_of;
 pub struct Ctx {
     /// The lane's registers while the tier runs it (copied in and back by the dispatcher).
     pub state: CpuState,
-    /// The TLB's entries (`AddressSpace::tlb_view`), and its index mask times the entry
-    /// size (so an entry's offset is `(addr >> (12 - 5)) & tlb_mask`, one shift fewer an
-    /// access), copied here when a unit is entered and after every helper that can fill
-    /// the TLB (a fill may grow it).
+    /// The TLB's entries (`AddressSpace::tlb_view`), and the complement of the address
+    /// bits that index it (`!(mask << 12)`: an entry's offset is `(addr & !tlb_unindexed)
+    /// >> (12 - 5)`, with BMI1 an `andn` and a shift), copied here when a unit is entered
+    /// and after every helper that can fill the TLB (a fill may grow it).
     pub tlb_entries: *const u8,
-    pub tlb_mask: u64,
+    pub tlb_unindexed: u64,
     /// The instruction count the run must not pass.
     pub limit: u64,
     /// The lane's direct-mapped table of units (`LOOKUP` entries of PC and unit, 0 for
@@ -50,7 +50,7 @@ pub struct Ctx {
 }
 
 pub const CTX_TLB_ENTRIES: i32 = offset_of!(Ctx, tlb_entries) as i32;
-pub const CTX_TLB_MASK: i32 = offset_of!(Ctx, tlb_mask) as i32;
+pub const CTX_TLB_UNINDEXED: i32 = offset_of!(Ctx, tlb_unindexed) as i32;
 pub const CTX_LIMIT: i32 = offset_of!(Ctx, limit) as i32;
 pub const CTX_LOOKUP: i32 = offset_of!(Ctx, lookup) as i32;
 pub const CTX_STATUS: i32 = offset_of!(Ctx, status) as i32;
@@ -71,7 +71,7 @@ const _: () = {
 pub unsafe fn sync_tlb(ctx: *mut Ctx, mem: &mut AddressSpace) {
     let view = &*mem.tlb_view();
     (*ctx).tlb_entries = view.entries;
-    (*ctx).tlb_mask = view.mask * tlb_layout::ENTRY_BYTES as u64;
+    (*ctx).tlb_unindexed = !(view.mask << 12);
 }
 
 /// Helper status: the instruction completed.

@@ -312,7 +312,7 @@ impl Tier for Jit {
         let mut ctx = Ctx {
             state: st.clone(),
             tlb_entries: std::ptr::null(),
-            tlb_mask: 0,
+            tlb_unindexed: !0,
             limit,
             lookup: if self.check {
                 NO_UNITS.as_ptr()

@@ -26,6 +26,12 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::HashMap;
 use std::mem::offset_of;
 
+/// A block of more micro-ops than this forgets its registers' values at each access and
+/// loads them from the state again (they are stored there before every access): kept
+/// through a long block, more of them were live than the host has registers, and the
+/// register allocator spilled them to the stack and loaded them from there.
+const LONG_BLOCK: usize = 48;
+
 pub const X_OFF: i32 = offset_of!(CpuState, x) as i32;
 pub const V_OFF: i32 = offset_of!(CpuState, v) as i32;
 pub const PC_OFF: i32 = offset_of!(CpuState, pc) as i32;
@@ -89,6 +95,12 @@ pub struct Tx<'a> {
     /// What a block whose only predecessor has been translated starts knowing: that
     /// block's context value and flags at its edge (see [`Self::hand_on`]).
     inherit: HashMap<usize, Inherited>,
+    /// The TLB's entries pointer and index mask as this block last loaded them from the
+    /// context, while no helper since can have changed them (see `access::tlb_view`).
+    pub tlb: Option<(Value, Value)>,
+    /// Whether the current block is long enough that its accesses forget the registers'
+    /// values (see `access`).
+    pub long: bool,
 }
 
 /// What a block knows at its end of the flags (stored by then), which its successor can go
@@ -189,6 +201,8 @@ pub fn translate(
         preds: predecessors(unit),
         checks: unit.budget_checks(),
         inherit: HashMap::new(),
+        tlb: None,
+        long: false,
     };
     for span in &unit.blocks {
         tx.block(span);
@@ -335,6 +349,8 @@ impl<'a> Tx<'a> {
 
     /// Calls helper `h` (the context first in `args`); its value, if it returns one.
     pub fn call(&mut self, h: Helper, args: &[Value]) -> Vec<Value> {
+        // a helper may fill the TLB, which may grow it
+        self.tlb = None;
         let f = self.b.ins().iconst(I64, h.addr);
         let call = self.b.ins().call_indirect(h.sig, f, args);
         if h.direct {
@@ -482,6 +498,8 @@ impl<'a> Tx<'a> {
             }
         }
         self.regs = [None; 32];
+        self.tlb = None;
+        self.long = span.end - span.start > LONG_BLOCK;
         self.flags_dirty = false;
         self.dirty = [false; 32];
         let r0 = self.b.use_var(self.ret);
