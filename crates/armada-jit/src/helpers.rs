@@ -21,9 +21,9 @@ pub struct Ctx {
     /// The lane's registers while the tier runs it (copied in and back by the dispatcher).
     pub state: CpuState,
     /// The TLB's entries (`AddressSpace::tlb_view`), and the complement of the address
-    /// bits that index it (`!(mask << 12)`: an entry's offset is `(addr & !tlb_unindexed)
-    /// >> (12 - 5)`, with BMI1 an `andn` and a shift), copied here when a unit is entered
-    /// and after every helper that can fill the TLB (a fill may grow it).
+    /// bits that index it, `!(mask << 12)`: an entry's offset is those bits of the address
+    /// shifted right by 12 - 5, with BMI1 an `andn` and a shift. Copied here when a unit is
+    /// entered and after every helper that can fill the TLB (a fill may grow it).
     pub tlb_entries: *const u8,
     pub tlb_unindexed: u64,
     /// The instruction count the run must not pass.
