@@ -95,8 +95,9 @@ pub struct Tx<'a> {
     /// What a block whose only predecessor has been translated starts knowing: that
     /// block's context value and flags at its edge (see [`Self::hand_on`]).
     inherit: HashMap<usize, Inherited>,
-    /// The TLB's entries pointer and index mask as this block last loaded them from the
-    /// context, while no helper since can have changed them (see `access::tlb_view`).
+    /// The TLB's entries pointer and the complement of its index bits as this block last
+    /// loaded them from the context, while no helper since can have changed them (see
+    /// `access::tlb_view`).
     pub tlb: Option<(Value, Value)>,
     /// Whether the current block is long enough that its accesses forget the registers'
     /// values (see `access`).
