@@ -21,6 +21,11 @@ pub struct BatchArgs {
     /// Engine to run on.
     #[arg(long, value_enum, default_value = "cpu")]
     pub backend: Backend,
+    /// GPUs to spread the lanes over (CUDA and wgpu): `all`, or device numbers such as
+    /// `0,2`. Each device runs a contiguous share of the lanes with its own host threads;
+    /// the results are the same, in lane order, as on one device. Default: the first GPU.
+    #[arg(long, value_name = "all|N,N,...")]
+    pub devices: Option<armada_gpu::Devices>,
     /// Number of lanes (independent runs of the program).
     #[arg(long, default_value_t = 1)]
     pub lanes: usize,
@@ -263,13 +268,19 @@ pub fn si(x: f64) -> String {
 pub fn batch(args: BatchArgs) -> Result<u8> {
     crate::run::refuse_option_as_program(&args.guest)?;
     crate::run::check_backend(args.backend)?;
+    if args.devices.is_some() && args.backend == Backend::Cpu {
+        bail!(
+            "--devices chooses GPUs, and this batch runs on the CPU engine: add --backend cuda (or wgpu), or leave --devices out (the CPU engine uses every core already)"
+        );
+    }
     // The device opens (driver, context, kernel) while the inputs are read, the snapshot
     // taken and the lanes made: a quarter of a second of a short batch's wall time.
     let backend = args.backend;
+    let devices = args.devices.clone().unwrap_or_default();
     let opening = std::thread::spawn(move || {
         let t = Instant::now();
-        let engine = crate::run::gpu_engine(backend);
-        (engine, t.elapsed().as_secs_f64())
+        let engines = crate::run::gpu_engines(backend, &devices);
+        (engines, t.elapsed().as_secs_f64())
     });
     let t_spec = Instant::now();
     let age_at_spec = process_age();
@@ -296,17 +307,14 @@ pub fn batch(args: BatchArgs) -> Result<u8> {
         _ => Some(armada_gpu::spawn_lanes(&spec)?),
     };
     let spawned_at = Instant::now();
-    let (engine, open_s) = opening
+    let (engines, open_s) = opening
         .join()
         .map_err(|_| anyhow::anyhow!("opening the device failed (a panic in the driver?)"))?;
-    let engine = engine?;
+    let engines = engines?;
     let open_wait = spawned_at.elapsed().as_secs_f64();
-    let outcome = match (engine, spawned) {
-        (Some(engine), Some(lanes)) => {
-            armada_gpu::run_spawned(&engine, &spec, lanes, &|p| bar.update(p))?
-        }
-        (Some(engine), None) => armada_gpu::run_batch(&engine, &spec, &|p| bar.update(p))?,
-        (None, _) => batch::run_cpu(&spec, &|p| bar.update(p))?,
+    let outcome = match spawned {
+        Some(lanes) => armada_gpu::run_spawned_on(&engines, &spec, lanes, &|p| bar.update(p))?,
+        None => batch::run_cpu(&spec, &|p| bar.update(p))?,
     };
     let wall = start.elapsed().as_secs_f64();
     bar.bar.finish_and_clear();
@@ -421,13 +429,37 @@ pub fn print_summary(backend: Backend, outcome: &BatchOutcome, wall: f64) {
             String::new()
         }
     );
-    if !outcome.stats.is_empty() {
-        let s: Vec<String> = outcome
-            .stats
+    let line = |stats: &[(String, String)]| {
+        stats
             .iter()
             .map(|(k, v)| format!("{k}: {v}"))
-            .collect();
-        eprintln!("armada batch: {}", s.join(", "));
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !outcome.stats.is_empty() && outcome.devices.is_empty() {
+        eprintln!("armada batch: {}", line(&outcome.stats));
+    }
+    // a batch over several devices: each one's share, rate and figures
+    for d in &outcome.devices {
+        let failed = match &d.failed {
+            Some(why) => {
+                format!("; it failed ({why}): its unfinished lanes went to the devices left")
+            }
+            None => String::new(),
+        };
+        eprintln!(
+            "armada batch: device {} ({}): {} lanes ({:.1}%), {} instructions in {:.3} s = {}instructions/s{failed}",
+            d.ordinal,
+            d.name,
+            d.lanes,
+            100.0 * d.lanes as f64 / lanes.len().max(1) as f64,
+            d.instructions,
+            d.seconds,
+            si(d.instructions as f64 / d.seconds.max(1e-9)),
+        );
+        for s in &d.stats {
+            eprintln!("armada batch: device {}: {}", d.ordinal, line(s));
+        }
     }
 }
 

@@ -171,6 +171,19 @@ pub fn gpu_engine(backend: Backend) -> Result<Option<armada_gpu::Engine>> {
     })
 }
 
+/// The engines of the devices `devices` names (`armada batch --devices`): empty for the CPU
+/// engine, one for the default choice.
+pub fn gpu_engines(
+    backend: Backend,
+    devices: &armada_gpu::Devices,
+) -> Result<Vec<armada_gpu::Engine>> {
+    Ok(match backend {
+        Backend::Cpu => Vec::new(),
+        Backend::Cuda => armada_cuda::open_devices(&armada_cuda::Options::from_env(), devices)?,
+        Backend::Wgpu => armada_wgpu::open_devices(&armada_wgpu::Options::from_env(), devices)?,
+    })
+}
+
 /// The GPU engines do not run an interpreter (ld.so) yet: say so rather than fail later.
 pub fn refuse_dynamic_on_gpu(backend: Backend, image: &Image) -> Result<()> {
     if let (Some(interp), false) = (&image.interp, backend == Backend::Cpu) {

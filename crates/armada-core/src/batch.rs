@@ -189,6 +189,28 @@ pub type EngineStats = Vec<(String, String)>;
 pub struct BatchOutcome {
     pub lanes: Vec<LaneResult>,
     pub stats: EngineStats,
+    /// Each device's share of a batch spread over several GPUs (empty on one device and on
+    /// the CPU engine).
+    pub devices: Vec<DeviceShare>,
+}
+
+/// One device's part of a batch spread over several GPUs.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceShare {
+    /// The device's number on its host (`--devices`).
+    pub ordinal: usize,
+    /// What it is ("NVIDIA H200 (sm_90)").
+    pub name: String,
+    /// Lanes it ran to their end (its own and any it took over from a failed device).
+    pub lanes: usize,
+    /// Instructions those lanes retired.
+    pub instructions: u64,
+    /// Wall seconds from its first setup to its last lane's end.
+    pub seconds: f64,
+    /// Its engine's figures for each batch it ran.
+    pub stats: Vec<EngineStats>,
+    /// Why it failed, when it did: its lanes then ran on the other devices.
+    pub failed: Option<String>,
 }
 
 /// Instructions a CPU lane runs between progress reports.
@@ -245,6 +267,7 @@ pub fn run_cpu(
     Ok(BatchOutcome {
         lanes,
         stats: vec![("host threads".into(), threads.to_string())],
+        devices: Vec::new(),
     })
 }
 

@@ -50,8 +50,26 @@ fn derr(what: &str, e: result::DriverError) -> Error {
     crate::cuda_err(format!("{what}: {e:?}"))
 }
 
+/// The number of CUDA devices the driver reports (an error says why there is none).
+pub fn device_count() -> Result<usize, Error> {
+    // SAFETY: is_culib_present only tries to open the library.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(crate::no_driver(
+            "no CUDA driver found (libcuda.so could not be loaded)",
+        ));
+    }
+    let n = std::panic::catch_unwind(|| -> Result<i32, Error> {
+        result::init().map_err(|e| derr("cuInit", e))?;
+        result::device::get_count().map_err(|e| derr("cuDeviceGetCount", e))
+    })
+    .unwrap_or_else(|_| Err(crate::no_driver("the CUDA driver could not be initialized")))?;
+    Ok(n.max(0) as usize)
+}
+
 impl CudaDevice {
-    pub fn open(cache_dir: Option<PathBuf>) -> Result<CudaDevice, Error> {
+    /// Opens device `ordinal` (0 for the first) and loads the kernel onto it (compiled by
+    /// NVRTC, or from the cache when a device of its architecture compiled it before).
+    pub fn open(ordinal: usize, cache_dir: Option<PathBuf>) -> Result<CudaDevice, Error> {
         // cudarc panics when the library is missing: ask first, and catch a panic anyway.
         // SAFETY: is_culib_present only tries to open the library.
         if !unsafe { sys::is_culib_present() } {
@@ -71,7 +89,12 @@ impl CudaDevice {
             if n < 1 {
                 return Err(crate::no_driver("the CUDA driver reports no device"));
             }
-            let dev = result::device::get(0).map_err(|e| derr("cuDeviceGet", e))?;
+            if ordinal >= n as usize {
+                return Err(Error::NoDevice(format!(
+                    "there is no CUDA device {ordinal}: the driver reports {n}"
+                )));
+            }
+            let dev = result::device::get(ordinal as i32).map_err(|e| derr("cuDeviceGet", e))?;
             // SAFETY: dev is a valid device handle.
             let ctx = unsafe { result::primary_ctx::retain(dev) }
                 .map_err(|e| derr("cuDevicePrimaryCtxRetain", e))?;

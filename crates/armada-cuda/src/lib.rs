@@ -9,7 +9,9 @@ pub mod nvrtc;
 #[cfg(armada_sim)]
 pub mod sim;
 
-pub use armada_gpu::{run_batch, run_lanes, Batch, Engine, Error, LaneStop, Running, Stats};
+pub use armada_gpu::{
+    run_batch, run_lanes, Batch, Devices, Engine, Error, LaneStop, Running, Stats,
+};
 pub use cuda::CudaDevice;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -48,6 +50,13 @@ pub struct Options {
     pub verbose: bool,
     /// Where compiled kernels are cached (default: see `nvrtc::cache_dir`).
     pub cache_dir: Option<PathBuf>,
+    /// Devices the simulator has (0 is taken as 1), to test batches over several devices
+    /// without a GPU (`ARMADA_CUDA_SIM_DEVICES`).
+    pub sim_devices: usize,
+    /// Simulated devices that fail, for tests of what a batch does then
+    /// (`ARMADA_CUDA_SIM_FAIL=D` or `D@K`, several separated by commas): (device, launches
+    /// that succeed before every later one fails).
+    pub sim_fail: Vec<(usize, u64)>,
 }
 
 impl Options {
@@ -62,6 +71,13 @@ impl Options {
             sim: flag("ARMADA_CUDA_SIM"),
             verbose: flag("ARMADA_CUDA_VERBOSE"),
             cache_dir: None,
+            sim_devices: std::env::var("ARMADA_CUDA_SIM_DEVICES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1),
+            sim_fail: std::env::var("ARMADA_CUDA_SIM_FAIL")
+                .map(|v| v.split(',').filter_map(parse_sim_fail).collect())
+                .unwrap_or_default(),
         }
     }
 
@@ -71,6 +87,12 @@ impl Options {
             verbose: self.verbose,
         }
     }
+}
+
+/// "D" or "D@K" (`ARMADA_CUDA_SIM_FAIL`): device D fails at launch K + 1 (K = 0: the first).
+fn parse_sim_fail(v: &str) -> Option<(usize, u64)> {
+    let (d, k) = v.split_once('@').unwrap_or((v, "0"));
+    Some((d.trim().parse().ok()?, k.trim().parse().ok()?))
 }
 
 /// "No driver" with what to do about it.
@@ -85,12 +107,22 @@ pub(crate) fn cuda_err(what: impl std::fmt::Display) -> Error {
     Error::Device(format!("CUDA: {what}"))
 }
 
-/// Opens the device the options ask for (the GPU, or the simulator) with its compiled kernel.
+/// Opens the device the options ask for (the first GPU, or the simulator) with its compiled
+/// kernel.
 pub fn open(opts: &Options) -> Result<Engine, Error> {
+    open_ordinal(opts, 0)
+}
+
+/// Opens device `ordinal` (a GPU, or one of the simulator's) with its compiled kernel.
+pub fn open_ordinal(opts: &Options, ordinal: usize) -> Result<Engine, Error> {
     let dev: Arc<dyn armada_gpu::Device> = if opts.sim {
         #[cfg(armada_sim)]
         {
-            Arc::new(sim::SimDevice::new())
+            let fail = opts
+                .sim_fail
+                .iter()
+                .find_map(|&(d, k)| (d == ordinal).then_some(k));
+            Arc::new(sim::SimDevice::numbered(ordinal, fail))
         }
         #[cfg(not(armada_sim))]
         {
@@ -99,13 +131,73 @@ pub fn open(opts: &Options) -> Result<Engine, Error> {
             ));
         }
     } else {
-        let d = CudaDevice::open(opts.cache_dir.clone())?;
+        let d = CudaDevice::open(ordinal, opts.cache_dir.clone())?;
         if opts.verbose && !d.compile_note.is_empty() {
             eprintln!("armada: {}", d.compile_note);
         }
         Arc::new(d)
     };
-    Ok(Engine::new(dev, opts.gpu()))
+    Ok(Engine::new(dev, opts.gpu()).on_device(ordinal))
+}
+
+/// The number of devices the options' engine has: the driver's count, or the simulator's.
+pub fn device_count(opts: &Options) -> Result<usize, Error> {
+    if opts.sim {
+        check_driver(opts)?;
+        return Ok(opts.sim_devices.max(1));
+    }
+    check_driver(opts)?;
+    cuda::device_count()
+}
+
+/// Opens the devices `which` names, in its order, each with the kernel loaded. The first
+/// opens alone (it compiles the kernel, or finds it in the cache) and the others then at
+/// once (they find it there). With `Devices::All`, a device that does not open is left out
+/// with a warning, as long as one opens; a device named by number must open.
+pub fn open_devices(opts: &Options, which: &Devices) -> Result<Vec<Engine>, Error> {
+    let list = which.select(device_count(opts)?, "CUDA")?;
+    let first = open_ordinal(opts, list[0]);
+    let rest: Vec<(usize, Result<Engine, Error>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = list[1..]
+            .iter()
+            .map(|&o| (o, s.spawn(move || open_ordinal(opts, o))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|(o, h)| {
+                let r = h
+                    .join()
+                    .unwrap_or_else(|_| Err(Error::Device("opening the device panicked".into())));
+                (o, r)
+            })
+            .collect()
+    });
+    let mut engines = Vec::with_capacity(list.len());
+    for (o, r) in std::iter::once((list[0], first)).chain(rest) {
+        match r {
+            Ok(e) => engines.push(e),
+            Err(e) if *which == Devices::All => {
+                eprintln!("armada: CUDA device {o} left out: {e}")
+            }
+            Err(e) => return Err(device_error(o, e)),
+        }
+    }
+    if engines.is_empty() {
+        return Err(Error::NoDevice(
+            "no CUDA device opened (see the warnings above); use --backend cpu".into(),
+        ));
+    }
+    Ok(engines)
+}
+
+/// An error of device `o`, saying which device it was.
+fn device_error(o: usize, e: Error) -> Error {
+    match e {
+        Error::NoDevice(m) => Error::NoDevice(format!("CUDA device {o}: {m}")),
+        Error::Device(m) => Error::Device(format!("CUDA device {o}: {m}")),
+        Error::Compile(m) => Error::Compile(format!("CUDA device {o}: {m}")),
+        e => e,
+    }
 }
 
 /// Whether the engine can run here: Ok with the device's description, or why not.

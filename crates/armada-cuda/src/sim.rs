@@ -6,6 +6,7 @@ use armada_gpu::device::{DevPtr, Device};
 use armada_gpu::layout::CopyDesc;
 use armada_gpu::layout::Params;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 extern "C" {
@@ -26,11 +27,25 @@ extern "C" {
 #[derive(Default)]
 pub struct SimDevice {
     allocs: Mutex<Vec<(u64, Vec<u64>)>>,
+    /// Its number among the simulator's devices.
+    ordinal: usize,
+    /// Launches that succeed before every later one fails (tests of a failing device).
+    fail_after: Option<u64>,
+    launches: AtomicU64,
 }
 
 impl SimDevice {
     pub fn new() -> SimDevice {
         SimDevice::default()
+    }
+
+    /// Simulated device `ordinal`; with `fail_after`, launches after that many fail.
+    pub fn numbered(ordinal: usize, fail_after: Option<u64>) -> SimDevice {
+        SimDevice {
+            ordinal,
+            fail_after,
+            ..SimDevice::default()
+        }
     }
 }
 
@@ -46,7 +61,14 @@ impl Device for SimDevice {
     }
 
     fn describe(&self) -> String {
-        "the CUDA kernel compiled for the host CPU (simulator)".into()
+        if self.ordinal == 0 {
+            "the CUDA kernel compiled for the host CPU (simulator)".into()
+        } else {
+            format!(
+                "the CUDA kernel compiled for the host CPU (simulated device {})",
+                self.ordinal
+            )
+        }
     }
     fn alloc(&self, bytes: usize) -> Result<DevPtr, Error> {
         let v = vec![0u64; bytes.div_ceil(8).max(1)];
@@ -68,6 +90,14 @@ impl Device for SimDevice {
         Ok(())
     }
     fn launch_run(&self, p: &Params) -> Result<(), Error> {
+        let launch = self.launches.fetch_add(1, Ordering::Relaxed);
+        if self.fail_after.is_some_and(|k| launch >= k) {
+            return Err(Error::Device(format!(
+                "simulated failure of device {} at launch {} (ARMADA_CUDA_SIM_FAIL)",
+                self.ordinal,
+                launch + 1
+            )));
+        }
         let pp = *p;
         // Lanes touch disjoint memory (shared frames are only read), like GPU threads.
         (0..p.nactive).into_par_iter().for_each(|i| {

@@ -15,8 +15,10 @@
 
 pub mod check;
 pub mod device;
+pub mod devices;
 pub mod engine;
 pub mod layout;
+pub mod multi;
 
 use armada_core::batch::{BatchOutcome, BatchSpec, EngineStats, LaneResult, Progress};
 use armada_core::elf::LoadError;
@@ -24,6 +26,7 @@ use armada_core::runner::Lane;
 use std::sync::Arc;
 
 pub use device::Device;
+pub use devices::Devices;
 pub use engine::{
     BareEnd, BareLane, Batch, CoverageNews, DeviceBuffer, KernelIo, LaneStop, ProgressReader, Stats,
 };
@@ -59,12 +62,29 @@ pub struct Options {
 pub struct Engine {
     dev: Arc<dyn Device>,
     opts: Options,
+    /// The device's number on its host (0 for the first).
+    ordinal: usize,
 }
 
 impl Engine {
-    /// An engine over an open device.
+    /// An engine over an open device (the host's first: see [`Engine::on_device`]).
     pub fn new(dev: Arc<dyn Device>, opts: Options) -> Engine {
-        Engine { dev, opts }
+        Engine {
+            dev,
+            opts,
+            ordinal: 0,
+        }
+    }
+
+    /// The same engine, numbered as the host's device `ordinal`.
+    pub fn on_device(mut self, ordinal: usize) -> Engine {
+        self.ordinal = ordinal;
+        self
+    }
+
+    /// The device's number on its host.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
     }
 
     pub fn describe(&self) -> String {
@@ -174,36 +194,84 @@ pub fn run_spawned(
     spawned: Spawned,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<BatchOutcome, Error> {
-    if engine.opts.verbose {
-        eprintln!("armada: GPU engine on {}", engine.describe());
+    run_spawned_on(std::slice::from_ref(engine), spec, spawned, progress)
+}
+
+/// Runs a batch spec whose lanes [`spawn_lanes`] made over several engines, one contiguous
+/// share of the lanes each (see [`multi`]); the results are in lane order, the same as on
+/// one device. With one engine `BatchOutcome::devices` stays empty.
+pub fn run_spawned_on(
+    engines: &[Engine],
+    spec: &BatchSpec,
+    spawned: Spawned,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<BatchOutcome, Error> {
+    for e in engines.iter().filter(|e| e.opts.verbose) {
+        eprintln!(
+            "armada: GPU engine on device {}: {}",
+            e.ordinal,
+            e.describe()
+        );
     }
     let Spawned {
         lanes,
         secs: spawn_s,
     } = spawned;
+    let n = lanes.len();
     // the kernel answers the short run's I/O itself; output kept unless the spec drops it
     let io = if spec.drop_output {
         KernelIo::Drop
     } else {
         KernelIo::Keep
     };
-    let mut b = engine.batch_with(lanes, spec.max_instructions, io)?;
-    b.stats.spawn_s = spawn_s;
-    // Async mode: the batch runs on its own thread; progress comes from the host-mapped
-    // counters the kernel writes while it runs.
-    let n = spec.lanes.len();
-    let running = b.start();
-    while !running.is_finished() {
-        progress(Progress {
-            lanes_done: running.lanes_done(),
-            lanes: n,
-            instructions: running.poll(),
-        });
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let opts = multi::ShardOptions {
+        max_instructions: spec.max_instructions,
+        io,
+        spawn_s,
+        progress,
+        stop: &stop,
+    };
+    let respawn = |i: usize| spec.spawn(i).map(Box::new).map_err(Error::from);
+    let sharded = multi::run_sharded(engines, lanes, &respawn, &opts)?;
+    let mut results: Vec<Option<LaneResult>> = (0..n).map(|_| None).collect();
+    let mut stats = EngineStats::new();
+    for mut shard in sharded.shards {
+        if engines.len() == 1 {
+            stats = shard.batch.stats_list();
+        }
+        for mut r in shard.batch.results() {
+            r.lane += shard.start;
+            let at = r.lane;
+            results[at] = Some(r);
+        }
     }
-    let mut b = running.wait()?;
-    b.collect_coverage()?;
-    let mut lanes: Vec<LaneResult> = b.results();
+    for lost in &sharded.lost {
+        let range = lost.start..lost.start + lost.count;
+        for (lane, slot) in results[range.clone()].iter_mut().zip(range) {
+            *slot = Some(LaneResult {
+                lane,
+                exit: armada_core::runner::Exit::Unsupported(format!(
+                    "not run: every device had failed by its turn (the last: {})",
+                    lost.why
+                )),
+                instructions: 0,
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+                syscalls: 0,
+                private_bytes: 0,
+                host_steps: 0,
+                coverage: None,
+            });
+        }
+    }
+    let mut lanes: Vec<LaneResult> = results.into_iter().flatten().collect();
+    if lanes.len() != n {
+        return Err(Error::Device(format!(
+            "{} of {n} lanes came back from the devices (this is a bug in armada)",
+            lanes.len()
+        )));
+    }
     if spec.drop_output {
         // what the host serviced is captured; what the kernel answered was dropped
         for r in &mut lanes {
@@ -211,9 +279,16 @@ pub fn run_spawned(
             r.stderr.clear();
         }
     }
+    let devices = if engines.len() > 1 {
+        stats = vec![("devices".into(), engines.len().to_string())];
+        sharded.shares
+    } else {
+        Vec::new()
+    };
     Ok(BatchOutcome {
         lanes,
-        stats: b.stats_list(),
+        stats,
+        devices,
     })
 }
 

@@ -193,6 +193,7 @@ fn no_device(what: impl std::fmt::Display) -> Error {
 }
 
 impl WgpuDevice {
+    /// Opens the adapter wgpu prefers (high performance) and compiles the shader on it.
     pub fn open(opts: &Options) -> Result<WgpuDevice, Error> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
@@ -201,6 +202,40 @@ impl WgpuDevice {
             ..Default::default()
         }))
         .map_err(|e| no_device(format!("no GPU adapter found by wgpu ({e})")))?;
+        WgpuDevice::open_adapter(opts, adapter)
+    }
+
+    /// The adapters that count as this host's devices for `--devices`, numbered by their
+    /// place here: those with 64-bit integers in shaders, one per physical device (its
+    /// Vulkan, Metal or DX12 adapter before a GL one), and CPU adapters (lavapipe) only
+    /// where there is no GPU.
+    pub fn adapters() -> Vec<wgpu::Adapter> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let mut all: Vec<wgpu::Adapter> =
+            pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+                .into_iter()
+                .filter(|a| a.features().contains(wgpu::Features::SHADER_INT64))
+                .collect();
+        let gpu = |a: &wgpu::Adapter| a.get_info().device_type != wgpu::DeviceType::Cpu;
+        if all.iter().any(gpu) {
+            all.retain(gpu);
+        }
+        // a stable sort: each device's GL adapter goes after the others, then is dropped
+        all.sort_by_key(|a| a.get_info().backend == wgpu::Backend::Gl);
+        let mut seen = Vec::new();
+        all.retain(|a| {
+            let i = a.get_info();
+            let key = (i.vendor, i.device, i.name.clone());
+            let new = !seen.contains(&key);
+            seen.push(key);
+            new
+        });
+        all
+    }
+
+    /// Opens `adapter` and compiles the shader on it.
+    pub fn open_adapter(opts: &Options, adapter: wgpu::Adapter) -> Result<WgpuDevice, Error> {
         let info = adapter.get_info();
         if !adapter.features().contains(wgpu::Features::SHADER_INT64) {
             return Err(no_device(format!(

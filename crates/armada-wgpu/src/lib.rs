@@ -10,7 +10,9 @@
 
 pub mod device;
 
-pub use armada_gpu::{run_batch, run_lanes, Batch, Engine, Error, LaneStop, Running, Stats};
+pub use armada_gpu::{
+    run_batch, run_lanes, Batch, Devices, Engine, Error, LaneStop, Running, Stats,
+};
 pub use device::WgpuDevice;
 use std::sync::Arc;
 
@@ -52,6 +54,33 @@ pub fn open(opts: &Options) -> Result<Engine, Error> {
             verbose: opts.verbose,
         },
     ))
+}
+
+/// Opens the adapters `which` names (numbered as [`WgpuDevice::adapters`] lists them), each
+/// with the shader compiled; `Devices::First` is the adapter [`open`] picks.
+pub fn open_devices(opts: &Options, which: &Devices) -> Result<Vec<Engine>, Error> {
+    if *which == Devices::First {
+        return Ok(vec![open(opts)?]);
+    }
+    let adapters = WgpuDevice::adapters();
+    let list = which.select(adapters.len(), "wgpu")?;
+    let gpu = armada_gpu::Options {
+        slice: opts.slice,
+        verbose: opts.verbose,
+    };
+    let mut engines = Vec::with_capacity(list.len());
+    for o in list {
+        let dev = WgpuDevice::open_adapter(opts, adapters[o].clone()).map_err(|e| match e {
+            Error::NoDevice(m) => Error::NoDevice(format!("wgpu device {o}: {m}")),
+            Error::Compile(m) => Error::Compile(format!("wgpu device {o}: {m}")),
+            e => e,
+        })?;
+        if opts.verbose {
+            eprintln!("armada: wgpu device {o}: {}", dev.describe_long());
+        }
+        engines.push(Engine::new(Arc::new(dev), gpu.clone()).on_device(o));
+    }
+    Ok(engines)
 }
 
 /// Whether the engine can run here: Ok with the adapter's description, or why not.

@@ -1,0 +1,349 @@
+//! One batch over several devices: the lanes are split into one contiguous shard per device,
+//! each shard runs as an ordinary [`Batch`] on its device's own thread, and the results come
+//! back in lane order, the same as on one device (a lane's result depends only on its own
+//! inputs and seed, never on its neighbours).
+//!
+//! Host work stays spread: with several devices each shard's service runs in a rayon pool of
+//! its own, an equal share of the host's cores, so one device's syscall service never waits
+//! behind another's.
+//!
+//! A device that fails (its driver reports an error, or it runs out of memory in setup or
+//! while running) loses only its shard's progress: those lanes are made again from their
+//! spec and run on the devices that did not fail, after their own shards. Lanes are
+//! deterministic, so a lane run twice gives the same result. When no device is left, the
+//! lanes that could not run end as `Exit::Unsupported` with the device's error, and the rest
+//! of the batch keeps its results.
+
+use crate::engine::{Batch, KernelIo, ProgressReader};
+use crate::{Engine, Error};
+use armada_core::batch::{DeviceShare, Progress};
+use armada_core::runner::Lane;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Part of a batch that ran to its end on one device.
+pub struct Shard {
+    /// The number of its first lane in the whole batch; its lanes follow in order.
+    pub start: usize,
+    /// Its engine's position in the engines given to [`run_sharded`].
+    pub device: usize,
+    /// The batch itself, run and with coverage collected (for its lanes and figures).
+    pub batch: Batch,
+}
+
+/// Lanes that no device could run: every device had failed by their turn.
+pub struct Lost {
+    pub start: usize,
+    pub count: usize,
+    /// The last device failure they met.
+    pub why: String,
+}
+
+/// What [`run_sharded`] gives back.
+pub struct Sharded {
+    /// The shards that ran, ordered by their first lane.
+    pub shards: Vec<Shard>,
+    /// Lanes no device could run (empty unless every device failed after some lanes ran).
+    pub lost: Vec<Lost>,
+    /// Each engine's share, in the order of the engines (figures of its batches included).
+    pub shares: Vec<DeviceShare>,
+}
+
+/// How a sharded batch runs, besides its lanes.
+pub struct ShardOptions<'a> {
+    pub max_instructions: Option<u64>,
+    pub io: KernelIo,
+    /// Seconds it took to make the lanes (put in each batch's figures).
+    pub spawn_s: f64,
+    /// Called every 50 ms or so with the progress of the whole batch.
+    pub progress: &'a (dyn Fn(Progress) + Sync),
+    /// Set from outside to end the run between rounds: [`run_sharded`] then returns
+    /// `Error::Device("interrupted")`.
+    pub stop: &'a AtomicBool,
+}
+
+/// A batch's lanes waiting for a device: (first lane's number, the lanes, engine position).
+type Piece = (usize, Vec<Box<Lane>>, usize);
+
+/// A running shard's progress, readable from the polling thread while its batch lives.
+struct Live {
+    reader: ProgressReader,
+    done: Arc<AtomicUsize>,
+}
+
+/// Runs `lanes` (lane `i` of the batch at index `i`) over `engines`, one contiguous shard
+/// each, and moves the lanes of a device that fails to the others; `respawn(i)` makes lane
+/// `i` again for that. With one engine this is an ordinary batch on its own thread.
+pub fn run_sharded(
+    engines: &[Engine],
+    lanes: Vec<Box<Lane>>,
+    respawn: &(dyn Fn(usize) -> Result<Box<Lane>, Error> + Sync),
+    opts: &ShardOptions<'_>,
+) -> Result<Sharded, Error> {
+    let total = lanes.len();
+    let mut shares: Vec<DeviceShare> = engines
+        .iter()
+        .map(|e| DeviceShare {
+            ordinal: e.ordinal(),
+            name: e.describe(),
+            ..Default::default()
+        })
+        .collect();
+    let mut out = Sharded {
+        shards: Vec::new(),
+        lost: Vec::new(),
+        shares: Vec::new(),
+    };
+    if total == 0 || engines.is_empty() {
+        out.shares = shares;
+        return Ok(out);
+    }
+    let mut alive: Vec<usize> = (0..engines.len()).collect();
+    let mut pieces = split(0, lanes, &alive);
+    // progress of lanes in shards that already ended, for the next wave's reports
+    let mut base = (0usize, 0u64);
+    let mut first_error: Option<Error> = None;
+    while !pieces.is_empty() {
+        let results = wave(engines, pieces, opts, base, total);
+        if opts.stop.load(Ordering::Relaxed) {
+            return Err(Error::Device("interrupted".into()));
+        }
+        let mut failed: Vec<(usize, usize, String)> = Vec::new();
+        for (start, count, device, secs, r) in results {
+            shares[device].seconds += secs;
+            match r {
+                Ok(mut batch) => {
+                    let retired: u64 = batch.lanes_mut().map(|(l, _)| l.retired()).sum();
+                    let share = &mut shares[device];
+                    share.lanes += count;
+                    share.instructions += retired;
+                    share.stats.push(batch.stats_list());
+                    base.0 += count;
+                    base.1 += retired;
+                    out.shards.push(Shard {
+                        start,
+                        device,
+                        batch,
+                    });
+                }
+                Err(e) => {
+                    let why = format!("device {}: {e}", engines[device].ordinal());
+                    if engines[device].opts.verbose {
+                        eprintln!("armada: {why}; its {count} lanes go to the other devices");
+                    }
+                    shares[device].failed.get_or_insert_with(|| e.to_string());
+                    if first_error.is_none() {
+                        // one device's error as it was; several devices' names the device
+                        first_error = Some(if engines.len() == 1 {
+                            e
+                        } else {
+                            Error::Device(why.clone())
+                        });
+                    }
+                    alive.retain(|&d| d != device);
+                    failed.push((start, count, why));
+                }
+            }
+        }
+        pieces = Vec::new();
+        for (start, count, why) in failed {
+            if alive.is_empty() {
+                out.lost.push(Lost { start, count, why });
+                continue;
+            }
+            let again = remake(start, count, respawn)?;
+            pieces.extend(split(start, again, &alive));
+        }
+    }
+    if out.shards.is_empty() {
+        // nothing ran anywhere: the batch as a whole failed, as on one device
+        return Err(first_error.unwrap_or_else(|| Error::Device("no device ran".into())));
+    }
+    out.shards.sort_by_key(|s| s.start);
+    out.lost.sort_by_key(|l| l.start);
+    out.shares = shares;
+    Ok(out)
+}
+
+/// Lanes `start..start+count` made again (in parallel).
+fn remake(
+    start: usize,
+    count: usize,
+    respawn: &(dyn Fn(usize) -> Result<Box<Lane>, Error> + Sync),
+) -> Result<Vec<Box<Lane>>, Error> {
+    use rayon::prelude::*;
+    (start..start + count)
+        .into_par_iter()
+        .map(respawn)
+        .collect()
+}
+
+/// `lanes` (the first numbered `start`) in contiguous pieces, one per device of `devices`,
+/// as equal as can be; devices past the last lane get none.
+fn split<T>(start: usize, mut lanes: Vec<T>, devices: &[usize]) -> Vec<(usize, Vec<T>, usize)> {
+    let n = lanes.len();
+    let k = devices.len().max(1);
+    let mut pieces = Vec::with_capacity(k);
+    // the first n % k pieces take one lane more; cut from the back so each cut is cheap
+    let mut bounds = Vec::with_capacity(k + 1);
+    let mut at = 0;
+    for d in 0..k {
+        bounds.push(at);
+        at += n / k + usize::from(d < n % k);
+    }
+    for d in (0..k).rev() {
+        let tail = lanes.split_off(bounds[d]);
+        if !tail.is_empty() {
+            pieces.push((start + bounds[d], tail, devices[d]));
+        }
+    }
+    pieces.reverse();
+    pieces
+}
+
+/// One result of a wave: (first lane, lanes, engine position, wall seconds, the batch).
+type Ran = (usize, usize, usize, f64, Result<Batch, Error>);
+
+/// Runs each piece on its device's thread at once, reporting progress from this thread
+/// until all have ended.
+fn wave(
+    engines: &[Engine],
+    pieces: Vec<Piece>,
+    opts: &ShardOptions<'_>,
+    base: (usize, u64),
+    total: usize,
+) -> Vec<Ran> {
+    let k = pieces.len();
+    let live: Vec<Mutex<Option<Live>>> = (0..k).map(|_| Mutex::new(None)).collect();
+    // with several devices, each gets its own pool: an equal share of the host's threads
+    let threads = (rayon::current_num_threads() / k).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = pieces
+            .into_iter()
+            .zip(&live)
+            .map(|((start, lanes, device), slot)| {
+                let engine = &engines[device];
+                let count = lanes.len();
+                let ordinal = engine.ordinal();
+                let h = s.spawn(move || {
+                    let t = Instant::now();
+                    let run = || run_piece(engine, lanes, opts, slot);
+                    let r = if k > 1 {
+                        match rayon::ThreadPoolBuilder::new()
+                            .num_threads(threads)
+                            .thread_name(move |i| format!("armada-dev{ordinal}-{i}"))
+                            .build()
+                        {
+                            Ok(pool) => pool.install(run),
+                            Err(e) => Err(Error::Device(format!(
+                                "cannot start the host threads for its service: {e}"
+                            ))),
+                        }
+                    } else {
+                        run()
+                    };
+                    (t.elapsed().as_secs_f64(), r)
+                });
+                (start, count, device, h)
+            })
+            .collect();
+        let report = || {
+            let mut done = base.0;
+            let mut retired = base.1;
+            for slot in &live {
+                if let Some(l) = &*slot.lock().unwrap_or_else(|p| p.into_inner()) {
+                    done += l.done.load(Ordering::Relaxed);
+                    retired += l.reader.retired();
+                }
+            }
+            (opts.progress)(Progress {
+                lanes_done: done,
+                lanes: total,
+                instructions: retired,
+            });
+        };
+        while !handles.iter().all(|(_, _, _, h)| h.is_finished()) {
+            report();
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        report();
+        handles
+            .into_iter()
+            .map(|(start, count, device, h)| {
+                let (secs, r) = h.join().unwrap_or_else(|_| {
+                    (0.0, Err(Error::Device("its batch thread panicked".into())))
+                });
+                (start, count, device, secs, r)
+            })
+            .collect()
+    })
+}
+
+/// One piece's batch, set up, run to its end and its coverage collected; `slot` shows its
+/// progress while the batch lives.
+fn run_piece(
+    engine: &Engine,
+    lanes: Vec<Box<Lane>>,
+    opts: &ShardOptions<'_>,
+    slot: &Mutex<Option<Live>>,
+) -> Result<Batch, Error> {
+    let mut b = engine.batch_with(lanes, opts.max_instructions, opts.io)?;
+    b.stats.spawn_s = opts.spawn_s;
+    let show = |v: Option<Live>| *slot.lock().unwrap_or_else(|p| p.into_inner()) = v;
+    show(Some(Live {
+        reader: b.progress_reader(),
+        done: b.done.clone(),
+    }));
+    let ran = (|| {
+        b.bind()?;
+        while b.round(&|_| {})? {
+            if opts.stop.load(Ordering::Relaxed) {
+                return Err(Error::Device("interrupted".into()));
+            }
+        }
+        b.collect_coverage()
+    })();
+    if let Err(e) = ran {
+        // the reader points into the batch's memory: forget it before the batch goes
+        show(None);
+        return Err(e);
+    }
+    Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (first lane, lanes, device) of each piece of lanes 10.. split over `devices`.
+    fn pieces(n: usize, devices: &[usize]) -> Vec<(usize, Vec<usize>, usize)> {
+        split(10, (10..10 + n).collect(), devices)
+    }
+
+    #[test]
+    fn split_is_contiguous_and_even() {
+        assert_eq!(
+            pieces(7, &[0, 1, 2]),
+            vec![
+                (10, vec![10, 11, 12], 0),
+                (13, vec![13, 14], 1),
+                (15, vec![15, 16], 2)
+            ]
+        );
+        assert_eq!(
+            pieces(4, &[3, 1]),
+            vec![(10, vec![10, 11], 3), (12, vec![12, 13], 1)]
+        );
+        // fewer lanes than devices: the last devices get none
+        assert_eq!(pieces(1, &[0, 1]), vec![(10, vec![10], 0)]);
+        assert!(pieces(0, &[0, 1]).is_empty());
+        for n in 0..40 {
+            for k in 1..6 {
+                let devices: Vec<usize> = (0..k).collect();
+                let all: Vec<usize> = pieces(n, &devices).into_iter().flat_map(|p| p.1).collect();
+                assert_eq!(all, (10..10 + n).collect::<Vec<_>>(), "{n} lanes over {k}");
+            }
+        }
+    }
+}
