@@ -248,7 +248,7 @@ pub fn run_spawned_on(
     }
     for lost in &sharded.lost {
         let range = lost.start..lost.start + lost.count;
-        for (lane, slot) in results[range.clone()].iter_mut().zip(range) {
+        for (slot, lane) in results[range.clone()].iter_mut().zip(range) {
             *slot = Some(LaneResult {
                 lane,
                 exit: armada_core::runner::Exit::Unsupported(format!(
