@@ -174,6 +174,7 @@ def run_batch(
     net: str = "loopback",
     snapshot_at: Optional[str] = None,
     coverage: bool = False,
+    devices: Union[None, str, int, Sequence[int]] = None,
 ) -> list[Completed]:
     """Run one program in many lanes at once (one per argv list); results in order.
 
@@ -206,7 +207,26 @@ def run_batch(
         net,
         snapshot_at,
         coverage,
+        _devices(devices),
     )
+
+
+def _devices(devices: Union[None, str, int, Sequence[int]]) -> Optional[str]:
+    """``devices=`` as the engine's text: None, "all", or numbers joined by commas."""
+    if devices is None:
+        return None
+    if isinstance(devices, str):
+        return devices
+    if isinstance(devices, bool):
+        raise TypeError("devices is 'all', a device number or a list of them, not a bool")
+    if isinstance(devices, int):
+        devices = [devices]
+    nums = list(devices)
+    if not nums or not all(isinstance(n, int) and not isinstance(n, bool) for n in nums):
+        raise TypeError(f"devices is 'all', a device number or a list of them: got {devices!r}")
+    if any(n < 0 for n in nums):
+        raise ValueError(f"devices: device numbers start at 0: got {nums!r}")
+    return ",".join(str(n) for n in nums)
 
 
 def snapshot(

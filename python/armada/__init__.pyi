@@ -463,6 +463,7 @@ def run_batch(
     net: str = "loopback",
     snapshot_at: Optional[str] = None,
     coverage: bool = False,
+    devices: Union[None, str, int, Sequence[int]] = None,
 ) -> list[Completed]:
     """Run one program in many lanes at once: one lane per argument list, each its own
     process (memory, files, stdin), all lanes sharing the loaded program image. Returns one
@@ -481,8 +482,14 @@ def run_batch(
         be the same; lanes share lane 0's start (its random seed too). Every engine.
     :param coverage: record each lane's edge coverage into :attr:`Completed.coverage`
         (CPU engine).
+    :param devices: the GPUs a GPU batch spreads over, as ``armada batch --devices``:
+        ``"all"``, a device number or a list of them (``[0, 2]``); None (the default): the
+        first. Each device runs a contiguous share of the lanes; the results are the same,
+        in the same order, as on one device. A device that fails hands its lanes to the
+        others. A ValueError with ``backend="cpu"``; unused when ``"auto"`` finds no GPU.
     :raises ElfError, ArmadaError, ValueError: as for :func:`run`; mismatched lists; a
-        snapshot point the start never reaches (:class:`ArmadaError`).
+        snapshot point the start never reaches (:class:`ArmadaError`);
+        :class:`EngineUnavailableError` for a device number the host lacks.
     """
 
 class Snapshot:

@@ -155,6 +155,76 @@ fn gpu_error_in(context: &str, e: &armada_gpu::Error) -> PyErr {
 pub(crate) struct Resolved {
     pub(crate) backend: Backend,
     pub(crate) engine: Option<armada_gpu::Engine>,
+    /// The devices a batch spreads over (`devices=`); empty: `engine` alone.
+    pub(crate) devices: Vec<armada_gpu::Engine>,
+}
+
+impl Resolved {
+    /// The engines a GPU batch runs on: the chosen devices, or the one engine.
+    pub(crate) fn gpu_engines(&self) -> &[armada_gpu::Engine] {
+        if self.devices.is_empty() {
+            self.engine.as_slice()
+        } else {
+            &self.devices
+        }
+    }
+}
+
+/// Device sets opened for `devices=`, per backend and choice, once per process.
+static DEVICE_SETS: std::sync::Mutex<Vec<((Backend, String), Vec<armada_gpu::Engine>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Opens the devices `devices` names ("all", "0,2"; None: the first) for a GPU backend
+/// that `resolved` resolved to; on the CPU engine, `devices` given to backend="cpu" is a
+/// ValueError, and one given to "auto" that found no GPU is left unused.
+pub(crate) fn resolve_devices(
+    py: Python<'_>,
+    resolved: &mut Resolved,
+    asked: &str,
+    devices: Option<&str>,
+) -> PyResult<()> {
+    let Some(text) = devices else {
+        return Ok(());
+    };
+    let which: armada_gpu::Devices = text
+        .parse()
+        .map_err(|e: String| PyValueError::new_err(format!("devices: {e}")))?;
+    if resolved.engine.is_none() {
+        if asked.eq_ignore_ascii_case("cpu") {
+            return Err(PyValueError::new_err(
+                "devices= chooses GPUs, and backend=\"cpu\" runs on the CPU engine: use backend=\"cuda\" (or \"wgpu\"), or leave devices out",
+            ));
+        }
+        return Ok(());
+    }
+    if which == armada_gpu::Devices::First {
+        return Ok(());
+    }
+    let key = (resolved.backend, which.to_string());
+    let sets = || DEVICE_SETS.lock().unwrap_or_else(|p| p.into_inner());
+    // (the lock is never held across the GIL's release: another thread may wait for it
+    // holding the GIL)
+    if let Some((_, engines)) = sets().iter().find(|(k, _)| *k == key) {
+        resolved.devices = engines.clone();
+        return Ok(());
+    }
+    let backend = resolved.backend;
+    let opened = py.detach(|| {
+        catch_unwind(AssertUnwindSafe(|| match backend {
+            Backend::Wgpu => armada_wgpu::open_devices(&armada_wgpu::Options::from_env(), &which),
+            _ => armada_cuda::open_devices(&armada_cuda::Options::from_env(), &which),
+        }))
+        .unwrap_or_else(|p| {
+            Err(armada_gpu::Error::Device(format!(
+                "opening the devices failed: {} (this is a bug in armada; please report it)",
+                panic_text(&*p)
+            )))
+        })
+    });
+    let engines = opened.map_err(|e| gpu_error_in("devices: ", &e))?;
+    sets().push((key, engines.clone()));
+    resolved.devices = engines;
+    Ok(())
 }
 
 /// Resolves a `backend=` argument, opening the engine it names: "cpu"; "cuda" and "wgpu"
@@ -165,11 +235,13 @@ pub(crate) fn resolve_backend(py: Python<'_>, name: &str) -> PyResult<Resolved> 
     let cpu = Resolved {
         backend: Backend::Cpu,
         engine: None,
+        devices: Vec::new(),
     };
     let gpu = |backend: Backend, o: &'static Opened| match o {
         Ok(e) => Ok(Resolved {
             backend,
             engine: Some(e.clone()),
+            devices: Vec::new(),
         }),
         Err(e) => Err(gpu_error_in(
             &format!("backend \"{}\": ", backend.name()),

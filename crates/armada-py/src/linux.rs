@@ -131,7 +131,7 @@ fn load_error(path: &Path, e: LoadError) -> PyErr {
 /// Runs one program in `len(argvs)` lanes (the work behind armada.run and armada.run_batch;
 /// call those). Every argv's first item is the program and must be the same in all lanes.
 #[pyfunction]
-#[pyo3(signature = (argvs, stdins, env, backend, root, max_instructions, deterministic, seed, parallel, sysroot=None, net="loopback", snapshot_at=None, coverage=false))]
+#[pyo3(signature = (argvs, stdins, env, backend, root, max_instructions, deterministic, seed, parallel, sysroot=None, net="loopback", snapshot_at=None, coverage=false, devices=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_lanes(
     py: Python<'_>,
@@ -148,6 +148,7 @@ pub fn run_lanes(
     net: &str,
     snapshot_at: Option<String>,
     coverage: bool,
+    devices: Option<String>,
 ) -> PyResult<Vec<Completed>> {
     let net = net_mode(net)?;
     let mut resolved = resolve_backend(py, backend)?;
@@ -188,6 +189,7 @@ pub fn run_lanes(
     }
     let (path, image, cfg) = load(py, &program, root, sysroot, net, deterministic, seed)?;
     gpu_can_run(&mut resolved, backend, &path, &image)?;
+    crate::resolve_devices(py, &mut resolved, backend, devices.as_deref())?;
 
     let spawn = |argv: Vec<Vec<u8>>, stdin: Vec<u8>| {
         Program::spawn(
@@ -279,13 +281,15 @@ where
     // Lanes run on another thread (rayon's pool for a batch, the GPU engine's batch loop);
     // this one waits with the GIL released and checks for Ctrl-C.
     let n = lanes.len();
-    let (results, interrupt) = if let Some(engine) = &resolved.engine {
+    let engines = resolved.gpu_engines();
+    let (results, interrupt) = if !engines.is_empty() {
         let covered_lane = |argv: Vec<Vec<u8>>, stdin: Vec<u8>| {
             let mut lane = make_lane(argv, stdin)?;
             lane.set_coverage(coverage);
             Ok(lane)
         };
-        let job = |stop: &AtomicBool| run_gpu(engine, lanes, max_instructions, stop, &covered_lane);
+        let job =
+            |stop: &AtomicBool| run_gpu(engines, lanes, max_instructions, stop, &covered_lane);
         wait_for(py, job)
     } else {
         wait_for(py, |stop: &AtomicBool| {
@@ -518,7 +522,7 @@ where
 /// that stopped) until all have ended; `stop` is looked at between rounds, so Ctrl-C takes
 /// effect at the end of the current launch (at most about 0.1 s on CUDA).
 fn run_gpu<S>(
-    engine: &armada_gpu::Engine,
+    engines: &[armada_gpu::Engine],
     lanes: Vec<(Vec<Vec<u8>>, Vec<u8>)>,
     max_instructions: Option<u64>,
     stop: &AtomicBool,
@@ -529,13 +533,13 @@ where
 {
     let n = lanes.len();
     let made: Vec<Result<Lane, LaneError>> = lanes
-        .into_par_iter()
-        .map(|(argv, stdin)| spawn(argv, stdin))
+        .par_iter()
+        .map(|(argv, stdin)| spawn(argv.clone(), stdin.clone()))
         .collect();
     let mut ready = Vec::with_capacity(n);
     for l in made {
         match l {
-            Ok(l) => ready.push(l),
+            Ok(l) => ready.push(Box::new(l)),
             // one lane that cannot start fails the batch, as on the CPU engine
             Err(e) => return vec![Err(e)],
         }
@@ -544,36 +548,36 @@ where
         let e = Arc::new(e);
         (0..n).map(|_| Err(LaneError::Engine(e.clone()))).collect()
     };
+    // a lane made again for another device, when its own failed (it started once already)
+    let respawn = |i: usize| {
+        let (argv, stdin) = &lanes[i];
+        spawn(argv.clone(), stdin.clone())
+            .map(Box::new)
+            .map_err(|_| armada_gpu::Error::Device(format!("lane {i} could not be made again")))
+    };
     let t0 = Instant::now();
     // (the kernel answers the short runs' stdin reads, fstat, writes, kept per lane, and
     // exit itself, as `armada batch` does)
-    let mut batch = match engine.batch_with(ready, max_instructions, armada_gpu::KernelIo::Keep) {
-        Ok(b) => b,
+    let opts = armada_gpu::multi::ShardOptions {
+        max_instructions,
+        io: armada_gpu::KernelIo::Keep,
+        spawn_s: 0.0,
+        progress: &|_| {},
+        stop,
+    };
+    let sharded = match armada_gpu::multi::run_sharded(engines, ready, &respawn, &opts) {
+        Ok(s) => s,
+        Err(_) if stop.load(Ordering::Relaxed) => {
+            return (0..n).map(|_| Err(LaneError::Interrupted)).collect()
+        }
         Err(e) => return all_fail(e),
     };
-    if let Err(e) = batch.bind() {
-        return all_fail(e);
-    }
-    loop {
-        match batch.round(&|_| {}) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => return all_fail(e),
-        }
-        if stop.load(Ordering::Relaxed) {
-            return (0..n).map(|_| Err(LaneError::Interrupted)).collect();
-        }
-    }
-    if let Err(e) = batch.collect_coverage() {
-        return all_fail(e);
-    }
     let elapsed = t0.elapsed().as_secs_f64();
-    batch
-        .into_lanes()
-        .into_iter()
-        .map(|(mut lane, _)| {
+    let mut out: Vec<Option<LaneOutcome>> = (0..n).map(|_| None).collect();
+    for shard in sharded.shards {
+        for (k, (mut lane, _)) in shard.batch.into_lanes().into_iter().enumerate() {
             let (stdout, stderr) = lane.program.process.take_output();
-            Ok(LaneResult {
+            out[shard.start + k] = Some(Ok(LaneResult {
                 exit: lane.exit.clone().unwrap_or(Exit::InstructionLimit),
                 stdout,
                 stderr,
@@ -581,7 +585,21 @@ where
                 pc: lane.program.state.pc,
                 elapsed,
                 coverage: lane.take_coverage().map(|m| m.as_slice().to_vec()),
-            })
-        })
+            }));
+        }
+    }
+    for lost in sharded.lost {
+        let e = Arc::new(armada_gpu::Error::Device(format!(
+            "every device had failed by the turn of lanes {} to {} (the last: {})",
+            lost.start,
+            lost.start + lost.count - 1,
+            lost.why
+        )));
+        for slot in &mut out[lost.start..lost.start + lost.count] {
+            *slot = Some(Err(LaneError::Engine(e.clone())));
+        }
+    }
+    out.into_iter()
+        .map(|r| r.unwrap_or(Err(LaneError::Panic("a lane did not come back".into()))))
         .collect()
 }

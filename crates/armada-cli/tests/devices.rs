@@ -1,0 +1,285 @@
+//! `armada batch --devices`: one batch spread over several GPUs. CI has no GPU, so the CUDA
+//! kernel's simulator stands in for several devices (`ARMADA_CUDA_SIM_DEVICES`), and fails
+//! on cue where a test needs a device to fail (`ARMADA_CUDA_SIM_FAIL`). Every case compares
+//! the JSON lines of the whole batch with the same batch on one device, and `--check`
+//! compares them with the CPU engine too:
+//! - lanes that end in different ways (exit, the instruction limit, a signal), with
+//!   coverage, over 2 and 3 devices in either order;
+//! - a snapshot shared by every device's lanes;
+//! - a device that fails in the middle of its share (its lanes move to the others), every
+//!   device failing at once (the batch fails with the device's error), and the last device
+//!   failing after some lanes ended (the rest end unrun, status 125, with the reason);
+//! - fewer lanes than devices; `--devices` naming a device the host lacks, a list that does
+//!   not parse, and `--devices` on the CPU engine.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+struct Out {
+    status: i32,
+    jsonl: String,
+    stderr: String,
+}
+
+/// `armada batch ARGS` on the simulator with `devices` simulated devices and `env`, its
+/// JSON lines written to a scratch file. The guest's environment leaves the simulator's
+/// variables out, so every run's lanes see the same environment.
+fn batch(devices: usize, env: &[(&str, &str)], args: &[&str]) -> Out {
+    let dir = scratch();
+    let out = dir.join(format!("{}.jsonl", unique()));
+    let mut cmd = Command::new(common::armada_bin());
+    cmd.arg("batch")
+        .args(["--backend", "cuda", "--no-progress"])
+        .args(["-U", "ARMADA_CUDA_SIM", "-U", "ARMADA_CUDA_SIM_DEVICES"])
+        .args(["-U", "ARMADA_CUDA_SIM_FAIL", "-U", "ARMADA_CUDA_SLICE"])
+        .arg("--out")
+        .arg(&out)
+        .args(args)
+        .env("ARMADA_CUDA_SIM", "1")
+        .env("ARMADA_CUDA_SIM_DEVICES", devices.to_string())
+        .env_remove("ARMADA_CUDA_SIM_FAIL");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = common::run_process(cmd, b"", Duration::from_secs(600)).expect("armada runs");
+    assert!(!o.timed_out, "armada batch {args:?} timed out");
+    let jsonl = std::fs::read_to_string(&out).unwrap_or_default();
+    let _ = std::fs::remove_file(&out);
+    Out {
+        status: o.status,
+        jsonl,
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn scratch() -> PathBuf {
+    let d = common::workspace_root()
+        .join("target/test-devices")
+        .join(std::process::id().to_string());
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn unique() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The guest programs and whether this build has the simulator (else the test says why and
+/// passes only outside CI).
+fn setup(test: &str) -> Option<PathBuf> {
+    if !armada_cuda::HAS_SIM {
+        assert!(
+            !common::in_ci(),
+            "the CI build has no CUDA kernel simulator"
+        );
+        common::unavailable(test, "this build has no CUDA kernel simulator");
+        return None;
+    }
+    match common::guest_programs_dir() {
+        Ok(d) => Some(d),
+        Err(e) => {
+            assert!(!common::in_ci(), "{e}");
+            common::unavailable(test, &e);
+            None
+        }
+    }
+}
+
+fn prog(dir: &Path, name: &str) -> String {
+    dir.join(name).to_string_lossy().into_owned()
+}
+
+/// The `"status":N` of each JSON line.
+fn statuses(jsonl: &str) -> Vec<i64> {
+    jsonl
+        .lines()
+        .map(|l| {
+            let at = l.find("\"status\":").expect("a status") + 9;
+            let end = l[at..].find(',').unwrap() + at;
+            l[at..end].parse().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn lanes_over_devices_match_one_device() {
+    let Some(g) = setup("lanes_over_devices_match_one_device") else {
+        return;
+    };
+    let crc = prog(&g, "lanecrc");
+    let cov = scratch().join("cov");
+    let cov = cov.to_string_lossy();
+    // lane i runs i rounds: the later lanes hit the limit, the others exit
+    let args = [
+        "--lanes",
+        "40",
+        "--max-instructions",
+        "700000",
+        "--coverage",
+        &cov,
+        &crc,
+        "{lane}",
+        "{lane}",
+    ];
+    let one = batch(1, &[], &args);
+    assert_eq!(one.status, 1, "{}", one.stderr);
+    let st = statuses(&one.jsonl);
+    assert_eq!(st.len(), 40);
+    assert!(st.contains(&0) && st.contains(&124), "{st:?}");
+    for (devices, choice, shares) in [
+        (2, "all", ["device 0 (", "20 lanes (50.0%)"]),
+        (3, "2,0", ["device 2 (", "20 lanes (50.0%)"]),
+        (3, "all", ["device 1 (", "13 lanes (32.5%)"]),
+    ] {
+        let mut a = vec!["--devices", choice, "--check"];
+        a.extend_from_slice(&args);
+        let many = batch(devices, &[], &a);
+        assert_eq!(many.status, 1, "--devices {choice}: {}", many.stderr);
+        assert_eq!(many.jsonl, one.jsonl, "--devices {choice} of {devices}");
+        assert!(
+            many.stderr
+                .contains("40 of 40 lanes identical to the CPU engine"),
+            "{}",
+            many.stderr
+        );
+        for s in shares {
+            assert!(
+                many.stderr.contains(s),
+                "--devices {choice}: no {s:?} in\n{}",
+                many.stderr
+            );
+        }
+    }
+    // every lane killed by a signal, over two devices
+    let segv = prog(&g, "fault_segv");
+    let one = batch(1, &[], &["--lanes", "5", &segv]);
+    let two = batch(2, &[], &["--lanes", "5", "--devices", "all", &segv]);
+    assert_eq!(statuses(&two.jsonl), vec![139; 5], "{}", two.stderr);
+    assert_eq!(two.jsonl, one.jsonl);
+}
+
+#[test]
+fn snapshot_and_fewer_lanes_than_devices() {
+    let Some(g) = setup("snapshot_and_fewer_lanes_than_devices") else {
+        return;
+    };
+    let crc = prog(&g, "lanecrc");
+    let args = ["--lanes", "6", "--snapshot-at", "main", &crc, "9", "2"];
+    let one = batch(1, &[], &args);
+    let mut a = vec!["--devices", "all", "--check"];
+    a.extend_from_slice(&args);
+    let many = batch(4, &[], &a);
+    assert_eq!(many.status, 0, "{}", many.stderr);
+    assert_eq!(many.jsonl, one.jsonl);
+    // one lane, three devices: the others get nothing and say so
+    let one = batch(1, &[], &["--lanes", "1", &crc, "{lane}", "2"]);
+    let many = batch(
+        3,
+        &[],
+        &["--lanes", "1", "--devices", "all", &crc, "{lane}", "2"],
+    );
+    assert_eq!(many.status, 0, "{}", many.stderr);
+    assert_eq!(many.jsonl, one.jsonl);
+    assert!(many.stderr.contains("device 2 ("), "{}", many.stderr);
+    assert!(many.stderr.contains("0 lanes (0.0%)"), "{}", many.stderr);
+}
+
+#[test]
+fn a_failing_device_hands_its_lanes_over() {
+    let Some(g) = setup("a_failing_device_hands_its_lanes_over") else {
+        return;
+    };
+    let crc = prog(&g, "lanecrc");
+    // launches end by count, so a device's launches are the same in every run
+    let slice = [("ARMADA_CUDA_SLICE", "20000")];
+    let args = ["--lanes", "30", "--devices", "all", &crc, "{lane}", "3"];
+    let one = batch(
+        1,
+        &slice,
+        &args[..2]
+            .iter()
+            .chain(&args[4..])
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(one.status, 0, "{}", one.stderr);
+    // device 1 fails at its third launch: its lanes run again on devices 0 and 2
+    let failing = batch(3, &[slice[0], ("ARMADA_CUDA_SIM_FAIL", "1@2")], &args);
+    assert_eq!(failing.status, 0, "{}", failing.stderr);
+    assert_eq!(failing.jsonl, one.jsonl);
+    assert!(
+        failing
+            .stderr
+            .contains("simulated failure of device 1 at launch 3"),
+        "{}",
+        failing.stderr
+    );
+    assert!(failing.stderr.contains("30 exited 0"), "{}", failing.stderr);
+    // every device fails at once: nothing ran, so the batch fails with the error
+    let all = batch(2, &[slice[0], ("ARMADA_CUDA_SIM_FAIL", "0,1")], &args);
+    assert_eq!(all.status, 125, "{}", all.stderr);
+    assert!(
+        all.stderr.contains("simulated failure of device"),
+        "{}",
+        all.stderr
+    );
+    assert!(all.jsonl.is_empty());
+
+    // device 1 fails at once and device 0 after its own share: device 1's lanes end unrun
+    let own = batch(1, &slice, &["--lanes", "1", &crc, "{lane}", "3"]);
+    let launches: u64 = own
+        .stderr
+        .split("launches: ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no launch count in\n{}", own.stderr));
+    let fail = format!("1@0,0@{launches}");
+    let lost = batch(
+        2,
+        &[slice[0], ("ARMADA_CUDA_SIM_FAIL", &fail)],
+        &["--lanes", "2", "--devices", "all", &crc, "{lane}", "3"],
+    );
+    assert_eq!(lost.status, 125, "{}", lost.stderr);
+    assert_eq!(statuses(&lost.jsonl), vec![0, 125], "{}", lost.jsonl);
+    assert_eq!(lost.jsonl.lines().next(), one.jsonl.lines().next());
+    assert!(
+        lost.jsonl
+            .contains("not run: every device had failed by its turn"),
+        "{}",
+        lost.jsonl
+    );
+}
+
+#[test]
+fn bad_device_choices_are_refused() {
+    let Some(g) = setup("bad_device_choices_are_refused") else {
+        return;
+    };
+    let crc = prog(&g, "lanecrc");
+    let o = batch(1, &[], &["--devices", "7", "--lanes", "2", &crc]);
+    assert_ne!(o.status, 0);
+    assert!(
+        o.stderr
+            .contains("--devices 7: there is no CUDA device 7; this host has 1 device (0)"),
+        "{}",
+        o.stderr
+    );
+    let o = batch(2, &[], &["--devices", "0,0", "--lanes", "2", &crc]);
+    assert_eq!(o.status, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("device 0 is named twice"), "{}", o.stderr);
+    let mut cmd = Command::new(common::armada_bin());
+    cmd.args(["batch", "--devices", "all", "--lanes", "2", &crc]);
+    let o = common::run_process(cmd, b"", Duration::from_secs(60)).unwrap();
+    assert_ne!(o.status, 0);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--devices chooses GPUs"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
