@@ -39,7 +39,11 @@ except armada.EngineUnavailableError as e:
     print(json.dumps({"unavailable": str(e)}))
     sys.exit(0)
 for name, devices in [("all", "all"), ("list", [2, 0]), ("int", 1)]:
-    out[name] = run(backend="cuda", devices=devices)
+    try:
+        out[name] = run(backend="cuda", devices=devices)
+    except armada.ArmadaError as e:
+        out[name] = f"{type(e).__name__}: {e}"
+
 errors = {}
 for name, kw in [
     ("seven", {"backend": "cuda", "devices": [7]}),
@@ -90,6 +94,8 @@ def test_a_failing_device_hands_its_lanes_over(elf):
     out = _run(elf(CAT, "cat"), ARMADA_CUDA_SIM_FAIL="1@0")
     assert out["all"] == out["cpu"]
     assert out["list"] == out["cpu"]
+    # device 1 alone: nothing is left to take its lanes, so the batch fails with its error
+    assert out["int"] == "ArmadaError: simulated failure of device 1 at launch 1 (ARMADA_CUDA_SIM_FAIL)"
 
 
 def test_devices_argument_types():

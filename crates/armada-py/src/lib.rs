@@ -170,9 +170,11 @@ impl Resolved {
     }
 }
 
-/// Device sets opened for `devices=`, per backend and choice, once per process.
-static DEVICE_SETS: std::sync::Mutex<Vec<((Backend, String), Vec<armada_gpu::Engine>)>> =
-    std::sync::Mutex::new(Vec::new());
+/// A backend and a choice of its devices ("all", "0,2"), with the engines opened for it.
+type DeviceSet = ((Backend, String), Vec<armada_gpu::Engine>);
+
+/// Device sets opened for `devices=`, once per process.
+static DEVICE_SETS: std::sync::Mutex<Vec<DeviceSet>> = std::sync::Mutex::new(Vec::new());
 
 /// Opens the devices `devices` names ("all", "0,2"; None: the first) for a GPU backend
 /// that `resolved` resolved to; on the CPU engine, `devices` given to backend="cpu" is a
