@@ -6,8 +6,8 @@
 #   scripts/gpu-check.sh [.gpu]                # on the GPU machine: the CUDA engine
 #   BACKEND=wgpu scripts/gpu-check.sh [.gpu]   # the wgpu engine (Vulkan there)
 #
-# Sections (GPU_CHECK=env,speed,suite,risu,batch,memcheck,qemu,busybox,resident,fuzz,cpu; default
-# all; memcheck is CUDA's compute-sanitizer and runs for BACKEND=cuda only):
+# Sections (GPU_CHECK=env,speed,suite,risu,batch,memcheck,qemu,busybox,resident,fuzz,cpu,devices;
+# default all; memcheck is CUDA's compute-sanitizer and runs for BACKEND=cuda only):
 #   env       device, first start (NVRTC compile) and second start (disk cache)
 #   suite     every guest program as one multi-program batch, each lane compared with the CPU
 #             engine (exit, stdout, stderr, instructions); busybox and bash commands too
@@ -27,10 +27,13 @@
 #             scripts/fuzz-bench.sh gives the execs/s table of docs/performance.md
 #   cpu       the CPU engine on this host: `armada bench` of the compute-bound programs on the
 #             translation tier and on the interpreter, each against qemu-aarch64 in the same run
+#   devices   every GPU of the host (`--devices all`) against the first alone, in the same run:
+#             LANES lanes a GPU of a compute-bound program, and LANES busybox sha256sum lanes;
+#             the two runs' JSON lines must be identical (a host with one GPU: skipped, said)
 # Logs go to $OUT (the device tool's folder) or /tmp/armada-gpu-check; the summary is last.
 set -u
 bundle=${1:-.gpu}
-sections=${GPU_CHECK:-env,speed,suite,risu,batch,memcheck,qemu,busybox,resident,fuzz,cpu}
+sections=${GPU_CHECK:-env,speed,suite,risu,batch,memcheck,qemu,busybox,resident,fuzz,cpu,devices}
 B=${BACKEND:-cuda}
 export ARMADA_BACKEND=$B
 # lanes of the aggregate, short-run and busybox batches: wgpu holds all lanes' memory in one
@@ -418,6 +421,42 @@ if want resident && [[ -x $BB ]]; then
         note "resident: $lanes busybox lanes (rc=$rc, $(elapsed $t0 $t1) s): $(grep -o '[0-9]* exited 0' "$log/res$lanes.txt" | head -1); frames peak $peak, guest pages $guest (the rest: lanes' frame reserves); $(grep -o '[0-9.]* [kMGT]\?instructions/s' "$log/res$lanes.txt" | head -1)"
         [[ $rc == 0 ]] || break
     done
+fi
+
+# -------------------------------------------------------------------------------- devices
+if want devices; then
+    ndev=${NDEV:-$(nvidia-smi -L 2>/dev/null | grep -c "^GPU")}
+    if ((ndev < 2)); then
+        note "devices: this host has $ndev GPU: a batch over several GPUs needs two or more (skipped)"
+    else
+        mkdir -p "$work/din"
+        python3 - "$work/din" $LANES <<'EOF'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    with open(os.path.join(d, str(i)), "wb") as f:
+        f.write(i.to_bytes(4, "little") * 1024)
+EOF
+        # NAME LANES ARGS...: the batch on the first GPU, then on all of them
+        run_case() {
+            local name=$1 lanes=$2
+            shift 2
+            local t0 t1 t2 rc1 rc2 same=differ
+            t0=$(secs)
+            timeout 600 $A batch --backend $B --devices 0 --lanes "$lanes" --out "$log/dev1-$name.jsonl" "$@" >/dev/null 2>"$log/dev1-$name.txt"
+            rc1=$?
+            t1=$(secs)
+            timeout 600 $A batch --backend $B --devices all --lanes "$lanes" --out "$log/devall-$name.jsonl" "$@" >/dev/null 2>"$log/devall-$name.txt"
+            rc2=$?
+            t2=$(secs)
+            cmp -s "$log/dev1-$name.jsonl" "$log/devall-$name.jsonl" && same=identical
+            note "devices: $name x$lanes (rc=$rc1,$rc2), JSON lines $same: 1 GPU $(elapsed $t0 $t1) s process wall, batch $(rates "$log/dev1-$name.txt"); $ndev GPUs $(elapsed $t1 $t2) s process wall, batch $(grep -o '; [0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/devall-$name.txt" | sed 's/^; //'); speedup $(python3 -c "print('%.2f' % (($t1 - $t0) / max($t2 - $t1, 1e-9)))")x"
+            grep -o 'device [0-9]* (.*instructions/s[^,]*' "$log/devall-$name.txt" | grep -v 'device [0-9]*: ' | cut -c1-200
+        }
+        # compute-bound: LANES lanes a GPU; the busybox batch: LANES lanes in all
+        run_case crcbit $((LANES * ndev)) "$G/lanecrc" '{lane}' "${DEV_BIT_ROUNDS:-64}" bit
+        [[ -x $BB ]] && run_case busybox "$LANES" --stdin-dir "$work/din" "$BB" sha256sum
+    fi
 fi
 
 # ------------------------------------------------------------------------------------ cpu
