@@ -150,15 +150,14 @@ pub fn device_count(opts: &Options) -> Result<usize, Error> {
     cuda::device_count()
 }
 
-/// Opens the devices `which` names, in its order, each with the kernel loaded. The first
-/// opens alone (it compiles the kernel, or finds it in the cache) and the others then at
-/// once (they find it there). With `Devices::All`, a device that does not open is left out
-/// with a warning, as long as one opens; a device named by number must open.
+/// Opens the devices `which` names, in its order, each with the kernel loaded, all at once
+/// (on a cold cache each compiles the kernel for itself, in the time one takes). With
+/// `Devices::All`, a device that does not open is left out with a warning, as long as one
+/// opens; a device named by number must open.
 pub fn open_devices(opts: &Options, which: &Devices) -> Result<Vec<Engine>, Error> {
     let list = which.select(device_count(opts)?, "CUDA")?;
-    let first = open_ordinal(opts, list[0]);
-    let rest: Vec<(usize, Result<Engine, Error>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = list[1..]
+    let opened: Vec<(usize, Result<Engine, Error>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = list
             .iter()
             .map(|&o| (o, s.spawn(move || open_ordinal(opts, o))))
             .collect();
@@ -173,7 +172,7 @@ pub fn open_devices(opts: &Options, which: &Devices) -> Result<Vec<Engine>, Erro
             .collect()
     });
     let mut engines = Vec::with_capacity(list.len());
-    for (o, r) in std::iter::once((list[0], first)).chain(rest) {
+    for (o, r) in opened {
         match r {
             Ok(e) => engines.push(e),
             Err(e) if *which == Devices::All => {

@@ -144,7 +144,10 @@ pub fn compile_cached(
     let secs = t.elapsed().as_secs_f64();
     let mut note = format!("kernel compiled by NVRTC {version} for {arch} in {secs:.2} s");
     if let (Some(d), Some(p)) = (&dir, &path) {
-        let tmp = p.with_extension(format!("tmp{}", std::process::id()));
+        // a name of its own per process and thread: devices of one host compile at once
+        static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = p.with_extension(format!("tmp{}-{n}", std::process::id()));
         let saved = std::fs::create_dir_all(d).is_ok()
             && std::fs::write(&tmp, &cubin).is_ok()
             && std::fs::rename(&tmp, p).is_ok();

@@ -233,14 +233,18 @@ pub fn run_spawned_on(
         stop: &stop,
     };
     let respawn = |i: usize| spec.spawn(i).map(Box::new).map_err(Error::from);
-    let sharded = multi::run_sharded(engines, lanes, &respawn, &opts)?;
+    // each device's results are taken, and its batch freed, on its own thread
+    let finish = |mut b: Batch| b.results();
+    let sharded = multi::run_sharded(engines, lanes, &respawn, &finish, &opts)?;
     let mut results: Vec<Option<LaneResult>> = (0..n).map(|_| None).collect();
     let mut stats = EngineStats::new();
-    for mut shard in sharded.shards {
-        if engines.len() == 1 {
-            stats = shard.batch.stats_list();
+    if engines.len() == 1 {
+        if let Some(s) = sharded.shares.first().and_then(|s| s.stats.first()) {
+            stats = s.clone();
         }
-        for mut r in shard.batch.results() {
+    }
+    for shard in sharded.shards {
+        for mut r in shard.out {
             r.lane += shard.start;
             let at = r.lane;
             results[at] = Some(r);

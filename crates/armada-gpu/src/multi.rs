@@ -23,13 +23,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Part of a batch that ran to its end on one device.
-pub struct Shard {
+pub struct Shard<T> {
     /// The number of its first lane in the whole batch; its lanes follow in order.
     pub start: usize,
     /// Its engine's position in the engines given to [`run_sharded`].
     pub device: usize,
-    /// The batch itself, run and with coverage collected (for its lanes and figures).
-    pub batch: Batch,
+    /// What the caller's `finish` made of its batch (run, coverage collected), on the
+    /// device's own thread, where the batch was then dropped.
+    pub out: T,
 }
 
 /// Lanes that no device could run: every device had failed by their turn.
@@ -41,9 +42,9 @@ pub struct Lost {
 }
 
 /// What [`run_sharded`] gives back.
-pub struct Sharded {
+pub struct Sharded<T> {
     /// The shards that ran, ordered by their first lane.
-    pub shards: Vec<Shard>,
+    pub shards: Vec<Shard<T>>,
     /// Lanes no device could run (empty unless every device failed after some lanes ran).
     pub lost: Vec<Lost>,
     /// Each engine's share, in the order of the engines (figures of its batches included).
@@ -66,21 +67,45 @@ pub struct ShardOptions<'a> {
 /// A batch's lanes waiting for a device: (first lane's number, the lanes, engine position).
 type Piece = (usize, Vec<Box<Lane>>, usize);
 
-/// A running shard's progress, readable from the polling thread while its batch lives.
-struct Live {
-    reader: ProgressReader,
-    done: Arc<AtomicUsize>,
+/// A shard's progress, readable from the polling thread.
+enum Live {
+    /// While its batch lives: read from it.
+    Running {
+        reader: ProgressReader,
+        done: Arc<AtomicUsize>,
+    },
+    /// Once it has ended: (lanes done, instructions retired).
+    Ended(usize, u64),
+}
+
+impl Live {
+    fn read(&self) -> (usize, u64) {
+        match self {
+            Live::Running { reader, done } => (done.load(Ordering::Relaxed), reader.retired()),
+            Live::Ended(d, r) => (*d, *r),
+        }
+    }
+}
+
+/// A shard's batch once it has ended, from its device's thread.
+struct Finished<T> {
+    out: T,
+    retired: u64,
+    stats: Vec<(String, String)>,
 }
 
 /// Runs `lanes` (lane `i` of the batch at index `i`) over `engines`, one contiguous shard
 /// each, and moves the lanes of a device that fails to the others; `respawn(i)` makes lane
-/// `i` again for that. With one engine this is an ordinary batch on its own thread.
-pub fn run_sharded(
+/// `i` again for that. Each shard's batch, once run, goes to `finish` on its device's thread
+/// (results are taken and the batch's memory freed there, in parallel). With one engine
+/// this is an ordinary batch on its own thread.
+pub fn run_sharded<T: Send>(
     engines: &[Engine],
     lanes: Vec<Box<Lane>>,
     respawn: &(dyn Fn(usize) -> Result<Box<Lane>, Error> + Sync),
+    finish: &(dyn Fn(Batch) -> T + Sync),
     opts: &ShardOptions<'_>,
-) -> Result<Sharded, Error> {
+) -> Result<Sharded<T>, Error> {
     let total = lanes.len();
     let mut shares: Vec<DeviceShare> = engines
         .iter()
@@ -105,7 +130,7 @@ pub fn run_sharded(
     let mut base = (0usize, 0u64);
     let mut first_error: Option<Error> = None;
     while !pieces.is_empty() {
-        let results = wave(engines, pieces, opts, base, total);
+        let results = wave(engines, pieces, finish, opts, base, total);
         if opts.stop.load(Ordering::Relaxed) {
             return Err(Error::Device("interrupted".into()));
         }
@@ -113,18 +138,17 @@ pub fn run_sharded(
         for (start, count, device, secs, r) in results {
             shares[device].seconds += secs;
             match r {
-                Ok(mut batch) => {
-                    let retired: u64 = batch.lanes_mut().map(|(l, _)| l.retired()).sum();
+                Ok(f) => {
                     let share = &mut shares[device];
                     share.lanes += count;
-                    share.instructions += retired;
-                    share.stats.push(batch.stats_list());
+                    share.instructions += f.retired;
+                    share.stats.push(f.stats);
                     base.0 += count;
-                    base.1 += retired;
+                    base.1 += f.retired;
                     out.shards.push(Shard {
                         start,
                         device,
-                        batch,
+                        out: f.out,
                     });
                 }
                 Err(e) => {
@@ -203,17 +227,18 @@ fn split<T>(start: usize, mut lanes: Vec<T>, devices: &[usize]) -> Vec<(usize, V
 }
 
 /// One result of a wave: (first lane, lanes, engine position, wall seconds, the batch).
-type Ran = (usize, usize, usize, f64, Result<Batch, Error>);
+type Ran<T> = (usize, usize, usize, f64, Result<Finished<T>, Error>);
 
 /// Runs each piece on its device's thread at once, reporting progress from this thread
 /// until all have ended.
-fn wave(
+fn wave<T: Send>(
     engines: &[Engine],
     pieces: Vec<Piece>,
+    finish: &(dyn Fn(Batch) -> T + Sync),
     opts: &ShardOptions<'_>,
     base: (usize, u64),
     total: usize,
-) -> Vec<Ran> {
+) -> Vec<Ran<T>> {
     let k = pieces.len();
     let live: Vec<Mutex<Option<Live>>> = (0..k).map(|_| Mutex::new(None)).collect();
     // with several devices, each gets its own pool: an equal share of the host's threads
@@ -228,7 +253,7 @@ fn wave(
                 let ordinal = engine.ordinal();
                 let h = s.spawn(move || {
                     let t = Instant::now();
-                    let run = || run_piece(engine, lanes, opts, slot);
+                    let run = || run_piece(engine, lanes, finish, opts, slot);
                     let r = if k > 1 {
                         match rayon::ThreadPoolBuilder::new()
                             .num_threads(threads)
@@ -253,8 +278,9 @@ fn wave(
             let mut retired = base.1;
             for slot in &live {
                 if let Some(l) = &*slot.lock().unwrap_or_else(|p| p.into_inner()) {
-                    done += l.done.load(Ordering::Relaxed);
-                    retired += l.reader.retired();
+                    let (d, r) = l.read();
+                    done += d;
+                    retired += r;
                 }
             }
             (opts.progress)(Progress {
@@ -280,18 +306,19 @@ fn wave(
     })
 }
 
-/// One piece's batch, set up, run to its end and its coverage collected; `slot` shows its
-/// progress while the batch lives.
-fn run_piece(
+/// One piece's batch, set up, run to its end, its coverage collected and given to
+/// `finish`; `slot` shows its progress.
+fn run_piece<T>(
     engine: &Engine,
     lanes: Vec<Box<Lane>>,
+    finish: &(dyn Fn(Batch) -> T + Sync),
     opts: &ShardOptions<'_>,
     slot: &Mutex<Option<Live>>,
-) -> Result<Batch, Error> {
+) -> Result<Finished<T>, Error> {
     let mut b = engine.batch_with(lanes, opts.max_instructions, opts.io)?;
     b.stats.spawn_s = opts.spawn_s;
     let show = |v: Option<Live>| *slot.lock().unwrap_or_else(|p| p.into_inner()) = v;
-    show(Some(Live {
+    show(Some(Live::Running {
         reader: b.progress_reader(),
         done: b.done.clone(),
     }));
@@ -309,7 +336,14 @@ fn run_piece(
         show(None);
         return Err(e);
     }
-    Ok(b)
+    let retired: u64 = b.lanes_mut().map(|(l, _)| l.retired()).sum();
+    show(Some(Live::Ended(b.lanes(), retired)));
+    let stats = b.stats_list();
+    Ok(Finished {
+        out: finish(b),
+        retired,
+        stats,
+    })
 }
 
 #[cfg(test)]

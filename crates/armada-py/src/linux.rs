@@ -565,7 +565,8 @@ where
         progress: &|_| {},
         stop,
     };
-    let sharded = match armada_gpu::multi::run_sharded(engines, ready, &respawn, &opts) {
+    let finish = |b: armada_gpu::Batch| b.into_lanes();
+    let sharded = match armada_gpu::multi::run_sharded(engines, ready, &respawn, &finish, &opts) {
         Ok(s) => s,
         Err(_) if stop.load(Ordering::Relaxed) => {
             return (0..n).map(|_| Err(LaneError::Interrupted)).collect()
@@ -575,7 +576,7 @@ where
     let elapsed = t0.elapsed().as_secs_f64();
     let mut out: Vec<Option<LaneOutcome>> = (0..n).map(|_| None).collect();
     for shard in sharded.shards {
-        for (k, (mut lane, _)) in shard.batch.into_lanes().into_iter().enumerate() {
+        for (k, (mut lane, _)) in shard.out.into_iter().enumerate() {
             let (stdout, stderr) = lane.program.process.take_output();
             out[shard.start + k] = Some(Ok(LaneResult {
                 exit: lane.exit.clone().unwrap_or(Exit::InstructionLimit),
