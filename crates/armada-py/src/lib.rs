@@ -421,6 +421,7 @@ fn _armada(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<linux::Completed>()?;
     m.add_class::<dlpack::DeviceMemory>()?;
     m.add_function(wrap_pyfunction!(linux::run_lanes, m)?)?;
+    m.add_function(wrap_pyfunction!(linux::_completed, m)?)?;
     m.add_class::<snapshot::PySnapshot>()?;
     m.add_function(wrap_pyfunction!(snapshot::take_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(fuzz::fuzz_program, m)?)?;

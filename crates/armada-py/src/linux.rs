@@ -72,6 +72,27 @@ impl Completed {
         self.coverage.as_ref().map(|c| c.clone_ref(py))
     }
 
+    /// Pickling (results cross processes: multiprocessing, Ray's `armada.ray`): the fields,
+    /// rebuilt by `_armada._completed`.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rebuild = py.import("armada._armada")?.getattr("_completed")?;
+        let coverage: Option<Vec<u8>> = match &self.coverage {
+            Some(c) => Some(numpy::PyArrayMethods::to_vec(c.bind(py))?),
+            None => None,
+        };
+        let args = (
+            self.exit_code,
+            self.stdout.clone_ref(py),
+            self.stderr.clone_ref(py),
+            self.instructions,
+            self.stop_reason,
+            self.message.clone(),
+            self.elapsed,
+            coverage.map(|c| PyBytes::new(py, &c).unbind()),
+        );
+        (rebuild, args).into_pyobject(py).map(|t| t.into_any())
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let out = self.stdout.bind(py).repr()?;
         let err = self.stderr.bind(py).repr()?;
@@ -80,6 +101,36 @@ impl Completed {
             self.exit_code, self.instructions, self.stop_reason
         ))
     }
+}
+
+/// A `Completed` from its pickled fields (`Completed.__reduce__`).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn _completed(
+    py: Python<'_>,
+    exit_code: i32,
+    stdout: Py<PyBytes>,
+    stderr: Py<PyBytes>,
+    instructions: u64,
+    stop_reason: &str,
+    message: Option<String>,
+    elapsed: f64,
+    coverage: Option<Vec<u8>>,
+) -> PyResult<Completed> {
+    let stop_reason = ["exit", "signal", "unsupported", "max_instructions"]
+        .into_iter()
+        .find(|s| *s == stop_reason)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown stop reason {stop_reason:?}")))?;
+    Ok(Completed {
+        exit_code,
+        stdout,
+        stderr,
+        instructions,
+        stop_reason,
+        message,
+        elapsed,
+        coverage: coverage.map(|c| numpy::PyArray1::from_vec(py, c).unbind()),
+    })
 }
 
 /// One lane's result before it becomes a Python object.
@@ -131,7 +182,7 @@ fn load_error(path: &Path, e: LoadError) -> PyErr {
 /// Runs one program in `len(argvs)` lanes (the work behind armada.run and armada.run_batch;
 /// call those). Every argv's first item is the program and must be the same in all lanes.
 #[pyfunction]
-#[pyo3(signature = (argvs, stdins, env, backend, root, max_instructions, deterministic, seed, parallel, sysroot=None, net="loopback", snapshot_at=None, coverage=false, devices=None))]
+#[pyo3(signature = (argvs, stdins, env, backend, root, max_instructions, deterministic, seed, parallel, sysroot=None, net="loopback", snapshot_at=None, coverage=false, devices=None, program_file=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_lanes(
     py: Python<'_>,
@@ -149,6 +200,7 @@ pub fn run_lanes(
     snapshot_at: Option<String>,
     coverage: bool,
     devices: Option<String>,
+    program_file: Option<PathBuf>,
 ) -> PyResult<Vec<Completed>> {
     let net = net_mode(net)?;
     let mut resolved = resolve_backend(py, backend)?;
@@ -187,7 +239,21 @@ pub fn run_lanes(
             _ => {}
         }
     }
-    let (path, image, cfg) = load(py, &program, root, sysroot, net, deterministic, seed)?;
+    let (path, image, mut cfg) = match &program_file {
+        // the program's bytes in another file (armada.ray carries them to each node): the
+        // guest still sees argv[0] as its name
+        Some(f) => load(
+            py,
+            f.as_os_str().as_bytes(),
+            root,
+            sysroot,
+            net,
+            deterministic,
+            seed,
+        )?,
+        None => load(py, &program, root, sysroot, net, deterministic, seed)?,
+    };
+    cfg.exe_guest_path = program.clone();
     gpu_can_run(&mut resolved, backend, &path, &image)?;
     crate::resolve_devices(py, &mut resolved, backend, devices.as_deref())?;
 
