@@ -103,3 +103,26 @@ def test_devices_argument_types():
         armada.run_batch([["x"]], devices=True)
     with pytest.raises(TypeError):
         armada.run_batch([["x"]], devices=[0, "1"])
+
+
+def test_devices_on_real_gpus(elf):
+    """On a host with two or more GPUs (scripts/gpu-python.sh): devices="all" and a list
+    give the CPU engine's results. Skipped elsewhere."""
+    if os.environ.get("ARMADA_CUDA_SIM"):
+        pytest.skip("the CUDA engine is the simulator here")
+    prog = elf(CAT, "cat")
+    argvs = [[prog] + ["a"] * (i % 4) for i in range(4096)]
+    stdins = [bytes([65 + i % 26]) * (i % 300) for i in range(4096)]
+
+    def run(**kw):
+        rs = armada.run_batch(argvs, stdins, env={}, deterministic=True, **kw)
+        return [(r.exit_code, r.stdout, r.stderr, r.instructions) for r in rs]
+
+    try:
+        two = run(backend="cuda", devices=[1, 0])
+    except armada.EngineUnavailableError as e:
+        pytest.skip(f"no second CUDA device here: {e}")
+    cpu = run(backend="cpu")
+    assert two == cpu
+    assert run(backend="cuda", devices="all") == cpu
+    assert run(backend="cuda") == cpu
