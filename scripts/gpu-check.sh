@@ -65,6 +65,17 @@ if [[ -e $bundle/qemu-aarch64.xz ]]; then
     xz -dc "$bundle/qemu-aarch64.xz" >"$work/qemu-aarch64" && chmod +x "$work/qemu-aarch64" && Q=$work/qemu-aarch64
 fi
 cores=$(nproc)
+# inputs DIR N: files DIR/0 .. DIR/N-1 of 4 KiB each, file i its number repeated
+inputs() {
+    mkdir -p "$1"
+    python3 - "$1" "$2" <<'EOF'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    with open(os.path.join(d, str(i)), "wb") as f:
+        f.write(i.to_bytes(4, "little") * 1024)
+EOF
+}
 
 # ------------------------------------------------------------------------------------ env
 if want env; then
@@ -387,14 +398,7 @@ fi
 if want busybox && [[ -x $BB ]]; then
     lanes=$LANES
     share=${QEMU_SHARE:-8192}
-    mkdir -p "$work/in"
-    python3 - "$work/in" $lanes <<'EOF'
-import os, sys
-d, n = sys.argv[1], int(sys.argv[2])
-for i in range(n):
-    with open(os.path.join(d, str(i)), "wb") as f:
-        f.write(i.to_bytes(4, "little") * 1024)
-EOF
+    inputs "$work/in" $lanes
     t0=$(secs)
     timeout 600 $A batch --backend $B --lanes $lanes --stdin-dir "$work/in" --out "$log/bb.jsonl" "$BB" sha256sum >/dev/null 2>"$log/bb.txt"
     t1=$(secs)
@@ -429,14 +433,7 @@ if want devices; then
     if ((ndev < 2)); then
         note "devices: this host has $ndev GPU: a batch over several GPUs needs two or more (skipped)"
     else
-        mkdir -p "$work/din"
-        python3 - "$work/din" $LANES <<'EOF'
-import os, sys
-d, n = sys.argv[1], int(sys.argv[2])
-for i in range(n):
-    with open(os.path.join(d, str(i)), "wb") as f:
-        f.write(i.to_bytes(4, "little") * 1024)
-EOF
+        inputs "$work/din" $LANES
         # NAME LANES ARGS...: the batch on the first GPU, then on all of them
         run_case() {
             local name=$1 lanes=$2

@@ -180,19 +180,7 @@ def run_batch(
 
     See ``__init__.pyi`` for the details.
     """
-    if isinstance(argvs, (str, bytes, os.PathLike)):
-        raise TypeError("argvs is a list of argument lists, one per lane: [[prog, arg, ...], ...]")
-    lanes = [_argv(a, f"argvs[{i}]") for i, a in enumerate(argvs)]
-    if stdins is None:
-        ins = [b""] * len(lanes)
-    else:
-        if isinstance(stdins, (bytes, bytearray, memoryview, str)):
-            raise TypeError("stdins is a list of stdin buffers, one per lane (or None)")
-        ins = [_stdin(s, f"stdins[{i}]") for i, s in enumerate(stdins)]
-        if len(ins) != len(lanes):
-            raise ValueError(
-                f"{len(ins)} stdin buffers for {len(lanes)} argument lists: give one per lane"
-            )
+    lanes, ins = _lanes(argvs, stdins)
     return _armada.run_lanes(
         lanes,
         ins,
@@ -209,6 +197,26 @@ def run_batch(
         coverage,
         _devices(devices),
     )
+
+
+def _lanes(
+    argvs: Iterable[Sequence[_PathArg]],
+    stdins: Optional[Iterable[Union[bytes, bytearray, memoryview, str, None]]],
+) -> tuple[list[list[bytes]], list[bytes]]:
+    """run_batch's lanes as the engine takes them: (argvs, stdins), checked."""
+    if isinstance(argvs, (str, bytes, os.PathLike)):
+        raise TypeError("argvs is a list of argument lists, one per lane: [[prog, arg, ...], ...]")
+    lanes = [_argv(a, f"argvs[{i}]") for i, a in enumerate(argvs)]
+    if stdins is None:
+        return lanes, [b""] * len(lanes)
+    if isinstance(stdins, (bytes, bytearray, memoryview, str)):
+        raise TypeError("stdins is a list of stdin buffers, one per lane (or None)")
+    ins = [_stdin(s, f"stdins[{i}]") for i, s in enumerate(stdins)]
+    if len(ins) != len(lanes):
+        raise ValueError(
+            f"{len(ins)} stdin buffers for {len(lanes)} argument lists: give one per lane"
+        )
+    return lanes, ins
 
 
 def _devices(devices: Union[None, str, int, Sequence[int]]) -> Optional[str]:

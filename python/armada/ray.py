@@ -30,7 +30,7 @@ import tempfile
 import time
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
-from . import ArmadaError, Completed, _argv, _armada, _devices, _env, _root, _stdin
+from . import ArmadaError, Completed, _armada, _devices, _env, _lanes, _root
 
 __all__ = ["run_batch"]
 
@@ -170,19 +170,7 @@ def run_batch(
     :raises ImportError: Ray is not installed (the message names the install command).
     :raises ArmadaError: the cluster does not answer, or a shard failed twice.
     """
-    if isinstance(argvs, (str, bytes, os.PathLike)):
-        raise TypeError("argvs is a list of argument lists, one per lane: [[prog, arg, ...], ...]")
-    lanes = [_argv(a, f"argvs[{i}]") for i, a in enumerate(argvs)]
-    if stdins is None:
-        ins = [b""] * len(lanes)
-    else:
-        if isinstance(stdins, (bytes, bytearray, memoryview, str)):
-            raise TypeError("stdins is a list of stdin buffers, one per lane (or None)")
-        ins = [_stdin(s, f"stdins[{i}]") for i, s in enumerate(stdins)]
-        if len(ins) != len(lanes):
-            raise ValueError(
-                f"{len(ins)} stdin buffers for {len(lanes)} argument lists: give one per lane"
-            )
+    lanes, ins = _lanes(argvs, stdins)
     if shards is not None and shards < 1:
         raise ValueError(f"shards must be at least 1, not {shards}")
     if not lanes:
