@@ -83,6 +83,7 @@ fn main() {
                 snapshot: None,
                 coverage: false,
                 drop_output: false,
+                decoded: armada_core::cpu::DecodedPages::new(),
             },
         ));
     }

@@ -198,6 +198,7 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
         snapshot: None,
         coverage: args.coverage.is_some(),
         drop_output: args.drop_output,
+        decoded: armada_core::cpu::DecodedPages::new(),
     })
 }
 

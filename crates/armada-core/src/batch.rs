@@ -19,6 +19,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::coverage::CoverageMap;
+use crate::cpu::DecodedPages;
 use crate::elf::{Image, LoadError};
 use crate::linux::{LinuxConfig, Stdio};
 use crate::process::Program;
@@ -59,6 +60,10 @@ pub struct BatchSpec {
     /// Drop what lanes write to stdout and stderr (results carry none; a GPU kernel then
     /// answers the reads of stdin and those writes itself, without the host).
     pub drop_output: bool,
+    /// Code the lanes share once one has decoded it: micro-ops of the image's pages, and the
+    /// translation tier's code made from them (`DecodedPages::new()` for a new batch).
+    /// Without it every lane of a CPU batch would decode and translate the program again.
+    pub decoded: Arc<DecodedPages>,
 }
 
 impl BatchSpec {
@@ -117,7 +122,7 @@ impl BatchSpec {
         if let Some(m) = self.lane_memory {
             program.mem.set_limit(m);
         }
-        let mut lane = Lane::new(program);
+        let mut lane = Lane::with_decoded(program, self.decoded.clone());
         lane.set_coverage(self.coverage);
         Ok(lane)
     }
@@ -291,6 +296,49 @@ pub fn substitute_lane(s: &[u8], lane: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lanes of one batch decode its code once between them: the second lane finds the
+    /// first lane's pages, and every lane runs the same.
+    #[test]
+    fn lanes_share_decoded_code() {
+        let image =
+            Image::parse(&crate::elf::tests::tiny_elf(object::elf::ET_EXEC, 0x400000)).unwrap();
+        let spec = BatchSpec {
+            image: Arc::new(image),
+            config: LinuxConfig::default(),
+            lanes: vec![
+                LaneSpec {
+                    argv: vec![b"tiny".to_vec()],
+                    ..Default::default()
+                };
+                3
+            ],
+            lane_memory: None,
+            max_instructions: None,
+            snapshot: None,
+            coverage: false,
+            drop_output: false,
+            decoded: DecodedPages::new(),
+        };
+        let first = run_lane_cpu(&spec, 0, &|_| {}).unwrap();
+        assert_eq!(first.exit, Exit::Code(42));
+        let pages = spec.decoded.len();
+        assert!(
+            pages > 0,
+            "the first lane's code is not in the batch's decoded pages"
+        );
+        let out = run_cpu(&spec, &|_| {}).unwrap();
+        assert!(out.lanes.iter().all(|r| r.exit == Exit::Code(42)));
+        assert!(out
+            .lanes
+            .iter()
+            .all(|r| r.instructions == first.instructions));
+        assert_eq!(
+            spec.decoded.len(),
+            pages,
+            "later lanes decoded the code again"
+        );
+    }
 
     #[test]
     fn lane_substitution() {

@@ -43,6 +43,7 @@ pub fn spec(
         snapshot: None,
         coverage: false,
         drop_output: false,
+        decoded: armada_core::cpu::DecodedPages::new(),
     }
 }
 
