@@ -19,6 +19,12 @@ pub trait Device: Send + Sync {
     fn describe(&self) -> String;
     /// A zeroed allocation of `bytes`.
     fn alloc(&self, bytes: usize) -> Result<DevPtr, Error>;
+    /// A zeroed allocation of `bytes` for a chunk of the frame pool (guest pages and their
+    /// shadows). Devices whose kernels reach memory through bindings of bounded size (wgpu)
+    /// keep frames in buffers of their own; the others allocate as `alloc` does.
+    fn alloc_frames(&self, bytes: usize) -> Result<DevPtr, Error> {
+        self.alloc(bytes)
+    }
     fn free(&self, ptr: DevPtr);
     fn htod(&self, dst: DevPtr, src: &[u8]) -> Result<(), Error>;
     fn dtoh(&self, src: DevPtr, dst: &mut [u8]) -> Result<(), Error>;

@@ -1,11 +1,19 @@
-//! The wgpu device: armada-gpu's `Device` over one storage buffer and the WGSL shader.
+//! The wgpu device: armada-gpu's `Device` over a few storage buffers and the WGSL shader.
 //!
-//! WGSL has no pointers, so the engine's device addresses are byte offsets into ONE storage
-//! buffer (`mem`) that holds everything: micro-ops, lane records, the page table, frames. The
-//! buffer is as large as the adapter lets one binding be (or `Options::memory`), and
-//! allocations are carved out of it first-fit. The shader is created without wgpu's bounds
-//! checks (5x faster on the H200): it bounds every guest access itself, since guest accesses
-//! only reach frames found through the page table.
+//! WGSL has no pointers, and one binding holds at most the adapter's largest storage binding
+//! (2047 MiB on the H200, 128 MiB on lavapipe). So device memory is *spaces*, one buffer and
+//! binding each, and a device pointer is (space << 32) | byte offset:
+//! - space 0, `mem`, holds micro-ops, lane records, the page table, staging and the rest, made
+//!   when the device opens (`Device::alloc`);
+//! - spaces 1.. hold frame-pool chunks, guest pages and their shadows (`Device::alloc_frames`):
+//!   a frame buffer is made when a chunk fits in none of the others, up to as many as the
+//!   adapter lets a shader bind (or `Options::frame_bindings`), so the largest batch depends on
+//!   the device's memory, not on one binding. A frame buffer that empties is given back (but
+//!   the first, which the next batch would make again).
+//!
+//! Allocations are carved out of each buffer first-fit. The shader is created without wgpu's
+//! bounds checks (5x faster on the H200): it bounds every guest access itself, since guest
+//! accesses only reach frames found through the page table.
 //!
 //! The CUDA kernel writes progress into host-mapped memory while it runs; here the host copy
 //! of a "mapped" range is refreshed after each launch.
@@ -14,12 +22,16 @@ use crate::Options;
 use armada_gpu::device::{DevPtr, Device};
 use armada_gpu::layout::Params;
 use armada_gpu::Error;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
 /// Threads per workgroup of every entry point (the shader's `@workgroup_size`).
 const WORKGROUP: u32 = 64;
-/// Allocation granularity in `mem` (keeps u64 arrays and copies aligned).
+/// Allocation granularity in every buffer (keeps u64 arrays and copies aligned).
 const ALIGN: u64 = 256;
+/// Buffer sizes are whole pages (a frame buffer holds whole chunks of frames).
+const PAGE: u64 = 4096;
 /// Bytes of the uniform parameter block (`WParams`, rounded up).
 const PARAMS_BYTES: u64 = 256;
 
@@ -88,7 +100,12 @@ impl WParams {
     }
 }
 
-/// First-fit allocator over `[0, size)` of the one buffer.
+/// A device pointer's space (its buffer) and its byte offset there.
+fn split(p: DevPtr) -> (usize, u64) {
+    ((p >> 32) as usize, p & 0xffff_ffff)
+}
+
+/// First-fit allocator over `[0, size)` of one buffer.
 struct Heap {
     /// Free ranges (start, len), sorted by start, never adjacent.
     free: Vec<(u64, u64)>,
@@ -98,13 +115,20 @@ struct Heap {
 }
 
 impl Heap {
-    fn new(size: u64) -> Heap {
-        // offset 0 is never handed out: 0 means "none" to the engine and the shader
+    /// A heap of `size` bytes; with `skip_zero`, offset 0 is never handed out (in space 0 it
+    /// is the device pointer 0, which means "none" to the engine and the shader).
+    fn new(size: u64, skip_zero: bool) -> Heap {
+        let first = if skip_zero { ALIGN } else { 0 };
         Heap {
-            free: vec![(ALIGN, size - ALIGN)],
+            free: vec![(first, size - first)],
             live: Default::default(),
-            used: ALIGN,
+            used: first,
         }
+    }
+
+    /// Whether nothing is allocated.
+    fn empty(&self) -> bool {
+        self.live.is_empty()
     }
 
     fn alloc(&mut self, bytes: u64) -> Option<u64> {
@@ -146,29 +170,94 @@ struct Mapped {
     dev: DevPtr,
 }
 
+/// One buffer of device memory and what is allocated in it.
+struct Space {
+    buffer: wgpu::Buffer,
+    size: u64,
+    heap: Heap,
+}
+
+/// Every space, and the bind group that binds them.
+struct Spaces {
+    /// Space 0 is `mem`; frame buffer k is `list[k]`, `None` while there is none (its binding
+    /// then holds a small buffer nothing points into).
+    list: Vec<Option<Space>>,
+    bind: wgpu::BindGroup,
+}
+
+impl Spaces {
+    fn bytes(&self) -> u64 {
+        self.list.iter().flatten().map(|s| s.size).sum()
+    }
+
+    fn frame_buffers(&self) -> usize {
+        self.list[1..].iter().flatten().count()
+    }
+}
+
+/// The buffers every bind group has besides the spaces.
+struct Fixed {
+    layout: wgpu::BindGroupLayout,
+    params: wgpu::Buffer,
+    counter: wgpu::Buffer,
+    /// Bound where a frame buffer is missing.
+    dummy: wgpu::Buffer,
+}
+
+impl Fixed {
+    fn bind(&self, device: &wgpu::Device, list: &[Option<Space>]) -> wgpu::BindGroup {
+        let mut entries = vec![
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: self.params.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 2,
+                resource: self.counter.as_entire_binding(),
+            },
+        ];
+        for (k, s) in list.iter().enumerate() {
+            let buffer = s.as_ref().map_or(&self.dummy, |s| &s.buffer);
+            entries.push(wgpu::BindGroupEntry {
+                binding: if k == 0 { 0 } else { 2 + k as u32 },
+                resource: buffer.as_entire_binding(),
+            });
+        }
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("armada"),
+            layout: &self.layout,
+            entries: &entries,
+        })
+    }
+}
+
 pub struct WgpuDevice {
     device: wgpu::Device,
     queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
-    mem: wgpu::Buffer,
-    mem_size: u64,
-    params: wgpu::Buffer,
-    counter: wgpu::Buffer,
-    bind: wgpu::BindGroup,
-    run: wgpu::ComputePipeline,
+    spaces: Mutex<Spaces>,
+    fixed: Fixed,
+    /// The size of a new frame buffer.
+    frame_bytes: u64,
+    /// The most bytes all buffers may hold together.
+    budget: u64,
+    /// Frame buffers made so far, and the most in use at once.
+    made: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
     copy: wgpu::ComputePipeline,
     diff: wgpu::ComputePipeline,
     pt_write: wgpu::ComputePipeline,
     cov_news: wgpu::ComputePipeline,
-    /// The interpreter with edge coverage (the COVERAGE override), built on first use.
-    run_covered: std::sync::OnceLock<Result<wgpu::ComputePipeline, String>>,
-    /// What building it needs.
+    /// The interpreter's pipelines by (FRAME_SPACES, COVERAGE): each built the first time a
+    /// batch needs it (more frame buffers in use, or coverage), so plain runs of small
+    /// batches never pay for the others. The one for one frame buffer is built at open.
+    runs: Mutex<HashMap<(u32, bool), Result<wgpu::ComputePipeline, String>>>,
+    /// What building them needs.
     module: wgpu::ShaderModule,
     pipeline_layout: wgpu::PipelineLayout,
     /// The run pipeline's overrides (LOOP_BUDGET on CPU adapters).
     run_constants: Vec<(&'static str, f64)>,
     max_groups: u32,
-    heap: Mutex<Heap>,
     /// A MAP_READ buffer reused for reads, grown as needed.
     staging: Mutex<Option<(wgpu::Buffer, u64)>>,
     reading: Mutex<()>,
@@ -260,18 +349,30 @@ impl WgpuDevice {
             }));
         }
 
-        // One binding holds everything; leave the buffer's alignment slack out of it.
+        // Every buffer is at most the largest binding (less the alignment slack); `mem` is
+        // made now, frame buffers (of `binding` bytes) as lanes' pages need them.
         let cap = limits
             .max_storage_buffer_binding_size
             .min(limits.max_buffer_size)
-            & !(ALIGN - 1);
-        let mem_size = opts.memory.map_or(cap, |m| m.min(cap) & !(ALIGN - 1));
+            .min(u32::MAX as u64)
+            & !(PAGE - 1);
+        let binding = opts.binding.map_or(cap, |b| b.min(cap) & !(PAGE - 1));
+        let mem_budget = opts.memory.unwrap_or(u64::MAX);
+        // with a budget, `mem` takes at most half of it (the rest is for lanes' pages)
+        let mem_size = cap.min((mem_budget / 2) & !(PAGE - 1));
         if mem_size < 16 << 20 {
             return Err(no_device(format!(
-                "the adapter {} allows storage bindings of {} bytes only",
+                "the adapter {} allows storage bindings of {} bytes only (armada needs 16 MiB)",
                 info.name, mem_size
             )));
         }
+        // the spaces' bindings come after mem (0), the parameters (1) and the counter (2)
+        let frame_bindings = limits
+            .max_storage_buffers_per_shader_stage
+            .saturating_sub(2)
+            .min(crate::MAX_FRAME_BINDINGS)
+            .min(opts.frame_bindings.unwrap_or(u32::MAX))
+            .max(1);
         let mem = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("armada mem"),
             size: mem_size,
@@ -286,17 +387,20 @@ impl WgpuDevice {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let counter = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("armada counter"),
-            size: 256,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_SRC
-                | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let small = |label| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: 256,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let (counter, dummy) = (small("armada counter"), small("armada no frames"));
 
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let source = crate::shader_source();
+        let source = crate::shader_source_with(frame_bindings);
         // SAFETY: the shader bounds every index into `mem` by itself (guest accesses go
         // through frames from the page table the host writes); see the module comment.
         let module = unsafe {
@@ -318,35 +422,33 @@ impl WgpuDevice {
             },
             count: None,
         };
+        let storage = wgpu::BufferBindingType::Storage { read_only: false };
+        let mut entries = vec![
+            entry(0, storage),
+            entry(1, wgpu::BufferBindingType::Uniform),
+            entry(2, storage),
+        ];
+        entries.extend((1..=frame_bindings).map(|k| entry(2 + k, storage)));
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("armada"),
-            entries: &[
-                entry(0, wgpu::BufferBindingType::Storage { read_only: false }),
-                entry(1, wgpu::BufferBindingType::Uniform),
-                entry(2, wgpu::BufferBindingType::Storage { read_only: false }),
-            ],
+            entries: &entries,
         });
-        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("armada"),
-            layout: &layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: mem.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: params.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: counter.as_entire_binding(),
-                },
-            ],
+        let fixed = Fixed {
+            layout,
+            params,
+            counter,
+            dummy,
+        };
+        let mut list: Vec<Option<Space>> = (0..=frame_bindings).map(|_| None).collect();
+        list[0] = Some(Space {
+            buffer: mem,
+            size: mem_size,
+            heap: Heap::new(mem_size, true),
         });
+        let bind = fixed.bind(&device, &list);
         let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("armada"),
-            bind_group_layouts: &[Some(&layout)],
+            bind_group_layouts: &[Some(&fixed.layout)],
             immediate_size: 0,
         });
         // llvmpipe (lavapipe) ends any shader loop after 65,535 iterations in all, counted per
@@ -367,14 +469,13 @@ impl WgpuDevice {
                 module: &module,
                 entry_point: Some(name),
                 compilation_options: wgpu::PipelineCompilationOptions {
-                    constants: if name == "run" { budget } else { &[] },
+                    constants: &[],
                     ..Default::default()
                 },
                 cache: None,
             })
         };
-        let (run, copy, diff, pt_write, cov_news) = (
-            pipeline("run"),
+        let (copy, diff, pt_write, cov_news) = (
             pipeline("copy"),
             pipeline("diff"),
             pipeline("pt_write"),
@@ -387,31 +488,30 @@ impl WgpuDevice {
             )));
         }
 
-        // Chunks of the frame pool: at most 1/16 of the buffer each (frames and shadows), so
-        // small bindings (lavapipe's 128 MiB) still hold several.
+        // Chunks of the frame pool: at most 1/16 of a frame buffer each (frames and shadows),
+        // so small bindings (lavapipe's 128 MiB) still hold several.
         let mut chunk_shift = 14;
-        while chunk_shift > 6 && ((2 * 4096u64) << chunk_shift) > mem_size / 16 {
+        while chunk_shift > 6 && ((2 * 4096u64) << chunk_shift) > binding / 16 {
             chunk_shift -= 1;
         }
-        Ok(WgpuDevice {
+        let dev = WgpuDevice {
             device,
             queue,
-            mem,
-            mem_size,
-            params,
-            counter,
-            bind,
-            run,
+            spaces: Mutex::new(Spaces { list, bind }),
+            fixed,
+            frame_bytes: binding,
+            budget: mem_budget,
+            made: Default::default(),
+            most: Default::default(),
             copy,
             diff,
             pt_write,
             cov_news,
-            run_covered: std::sync::OnceLock::new(),
+            runs: Mutex::new(HashMap::new()),
             module,
             pipeline_layout: pl,
             run_constants: budget.to_vec(),
             max_groups: limits.max_compute_workgroups_per_dimension,
-            heap: Mutex::new(Heap::new(mem_size)),
             staging: Mutex::new(None),
             reading: Mutex::new(()),
             submitting: Mutex::new(()),
@@ -421,20 +521,27 @@ impl WgpuDevice {
             slice: if cpu { 100_000 } else { 1_000_000 },
             min_lane_shift: if cpu { 4 } else { 0 },
             info,
-        })
+        };
+        // the interpreter for one frame buffer now, so a shader the driver refuses fails here
+        dev.run_pipeline(1, false)?;
+        Ok(dev)
     }
 
-    /// The interpreter pipeline with edge coverage (COVERAGE = 1), built the first time a
-    /// batch asks for coverage, so plain runs never pay for it.
-    fn run_covered(&self) -> Result<&wgpu::ComputePipeline, Error> {
-        let r = self.run_covered.get_or_init(|| {
+    /// The interpreter pipeline for `spaces` frame buffers in use (FRAME_SPACES), with edge
+    /// coverage or without (COVERAGE), built the first time it is asked for.
+    fn run_pipeline(&self, spaces: u32, coverage: bool) -> Result<wgpu::ComputePipeline, Error> {
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        let r = runs.entry((spaces, coverage)).or_insert_with(|| {
             let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
             let mut constants = self.run_constants.clone();
-            constants.push(("COVERAGE", 1.0));
+            constants.push(("FRAME_SPACES", spaces as f64));
+            if coverage {
+                constants.push(("COVERAGE", 1.0));
+            }
             let p = self
                 .device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some("run (coverage)"),
+                    label: Some("run"),
                     layout: Some(&self.pipeline_layout),
                     module: &self.module,
                     entry_point: Some("run"),
@@ -449,23 +556,70 @@ impl WgpuDevice {
                 None => Ok(p),
             }
         });
-        r.as_ref().map_err(|e| {
+        r.clone().map_err(|e| {
             Error::Compile(format!(
-                "the WGSL shader with coverage did not compile on {}: {e}",
-                self.info.name
+                "the WGSL shader did not compile on {} ({spaces} frame buffers{}): {e}",
+                self.info.name,
+                if coverage { ", with coverage" } else { "" }
             ))
         })
     }
 
+    /// FRAME_SPACES for a launch now: the highest frame buffer in use, rounded up to a power
+    /// of two (so a growing batch builds few pipelines), at most the bindings there are.
+    fn spaces_in_use(&self) -> u32 {
+        let sp = self.lock_spaces();
+        let highest = sp
+            .list
+            .iter()
+            .rposition(Option::is_some)
+            .unwrap_or(0)
+            .max(1) as u32;
+        highest.next_power_of_two().min((sp.list.len() - 1) as u32)
+    }
+
     /// The adapter, its backend and the memory a batch may use.
     pub fn describe_long(&self) -> String {
+        let sp = self.lock_spaces();
+        let mem = sp.list[0].as_ref().map_or(0, |s| s.size);
+        let frames = sp.list.len() - 1;
+        let most = self
+            .budget
+            .saturating_sub(mem)
+            .min(frames as u64 * self.frame_bytes);
         format!(
-            "{} ({:?}, {:?}; {} MiB for lanes' memory)",
+            "{} ({:?}, {:?}; {} MiB for records and tables, up to {} MiB for lanes' pages in \
+             {frames} frame buffers of {} MiB)",
             self.info.name,
             self.info.backend,
             self.info.device_type,
-            self.mem_size >> 20
+            mem >> 20,
+            most >> 20,
+            self.frame_bytes >> 20
         )
+    }
+
+    fn lock_spaces(&self) -> std::sync::MutexGuard<'_, Spaces> {
+        self.spaces.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The buffer of `p`'s space, `p`'s offset in it, after checking that `len` bytes there
+    /// are inside the buffer.
+    fn locate(&self, p: DevPtr, len: usize) -> Result<(wgpu::Buffer, u64, u64), Error> {
+        let (k, off) = split(p);
+        let sp = self.lock_spaces();
+        let Some(Some(space)) = sp.list.get(k) else {
+            return Err(Error::Device(format!(
+                "wgpu: access of {len} bytes at {p:#x}: there is no buffer {k}"
+            )));
+        };
+        if off.checked_add(len as u64).is_none_or(|e| e > space.size) {
+            return Err(Error::Device(format!(
+                "wgpu: access of {len} bytes at {p:#x} outside buffer {k} ({} MiB)",
+                space.size >> 20
+            )));
+        }
+        Ok((space.buffer.clone(), off, space.size))
     }
 
     fn check(&self) -> Result<(), Error> {
@@ -487,16 +641,6 @@ impl WgpuDevice {
         self.check()
     }
 
-    fn in_bounds(&self, p: DevPtr, len: usize) -> Result<(), Error> {
-        if p.checked_add(len as u64).is_none_or(|e| e > self.mem_size) {
-            return Err(Error::Device(format!(
-                "wgpu: access of {len} bytes at {p:#x} outside the {} MiB buffer",
-                self.mem_size >> 20
-            )));
-        }
-        Ok(())
-    }
-
     /// Encodes one dispatch of `entry` over `threads` threads per pass, splitting into several
     /// dispatches (each with its `lane_base`) beyond the adapter's workgroup limit, and submits.
     fn dispatch(
@@ -506,16 +650,17 @@ impl WgpuDevice {
         threads: u64,
     ) -> Result<(), Error> {
         let per = self.max_groups as u64 * WORKGROUP as u64;
+        let bind = self.lock_spaces().bind.clone();
         let mut base = 0u64;
         while base < threads.max(1) {
             let n = (threads - base).min(per);
             wp.lane_base = base as u32;
-            self.queue.write_buffer(&self.params, 0, wp.bytes());
+            self.queue.write_buffer(&self.fixed.params, 0, wp.bytes());
             let mut enc = self.device.create_command_encoder(&Default::default());
             {
                 let mut pass = enc.begin_compute_pass(&Default::default());
                 pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, &self.bind, &[]);
+                pass.set_bind_group(0, &bind, &[]);
                 pass.dispatch_workgroups((n.div_ceil(WORKGROUP as u64)).max(1) as u32, 1, 1);
             }
             self.queue.submit([enc.finish()]);
@@ -535,16 +680,93 @@ impl WgpuDevice {
         wp: WParams,
         groups: u64,
     ) -> Result<(), Error> {
-        self.queue.write_buffer(&self.params, 0, wp.bytes());
+        let bind = self.lock_spaces().bind.clone();
+        self.queue.write_buffer(&self.fixed.params, 0, wp.bytes());
         let mut enc = self.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
             pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, &self.bind, &[]);
+            pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups(groups.clamp(1, self.max_groups as u64) as u32, 1, 1);
         }
         self.queue.submit([enc.finish()]);
         self.check()
+    }
+
+    /// Zeroes an allocation, as the engine expects (the range may have been used before).
+    fn clear(&self, buffer: &wgpu::Buffer, off: u64, bytes: usize) {
+        let len = (bytes as u64).max(1).div_ceil(ALIGN) * ALIGN;
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        enc.clear_buffer(buffer, off, Some(len));
+        self.queue.submit([enc.finish()]);
+    }
+
+    /// Makes a frame buffer for an allocation of `need` bytes in the first free binding, and
+    /// binds it; says why not when every binding has one, the budget is spent, or the driver
+    /// is out of memory.
+    fn new_frame_buffer(&self, sp: &mut Spaces, need: u64) -> Result<usize, Error> {
+        let have = sp.bytes();
+        let frames_have = have - sp.list[0].as_ref().map_or(0, |s| s.size);
+        let full = |why: String| {
+            Error::Device(format!(
+                "out of device memory for lanes' pages: {why}; the batch had {} MiB of them in \
+                 {} frame buffers on {}: run fewer lanes at once, cap each lane's memory with \
+                 --lane-memory, or use --backend cuda",
+                frames_have >> 20,
+                sp.frame_buffers(),
+                self.info.name
+            ))
+        };
+        let Some(k) = sp
+            .list
+            .iter()
+            .skip(1)
+            .position(Option::is_none)
+            .map(|i| i + 1)
+        else {
+            return Err(full(format!(
+                "all {} frame buffers the shader binds are full (each a storage binding of {} \
+                 MiB)",
+                sp.list.len() - 1,
+                self.frame_bytes >> 20
+            )));
+        };
+        let size = self.frame_bytes.min(self.budget.saturating_sub(have)) & !(PAGE - 1);
+        if size < need {
+            return Err(full(format!(
+                "ARMADA_WGPU_MEMORY_MIB allows {} MiB in all",
+                self.budget >> 20
+            )));
+        }
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("armada frames"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(full(format!(
+                "the driver could not make another buffer of {} MiB ({e})",
+                size >> 20
+            )));
+        }
+        sp.list[k] = Some(Space {
+            buffer,
+            size,
+            heap: Heap::new(size, false),
+        });
+        sp.bind = self.fixed.bind(&self.device, &sp.list);
+        self.made.fetch_add(1, Relaxed);
+        self.most.fetch_max(sp.frame_buffers(), Relaxed);
+        Ok(k)
+    }
+
+    /// Frame buffers made so far, and the most that were in use at once.
+    pub fn frame_buffers(&self) -> (usize, usize) {
+        (self.made.load(Relaxed), self.most.load(Relaxed))
     }
 
     fn staging(&self, len: u64) -> wgpu::Buffer {
@@ -570,15 +792,15 @@ impl WgpuDevice {
         if dst.is_empty() {
             return Ok(());
         }
-        self.in_bounds(src, dst.len())?;
-        let start = src & !7;
-        let end = (src + dst.len() as u64).div_ceil(8) * 8;
-        let len = end.min(self.mem_size) - start;
+        let (buffer, off, size) = self.locate(src, dst.len())?;
+        let start = off & !7;
+        let end = (off + dst.len() as u64).div_ceil(8) * 8;
+        let len = end.min(size) - start;
         // one reader at a time: the staging buffer is shared
         let _g = self.reading.lock().unwrap_or_else(|p| p.into_inner());
         let staging = self.staging(len);
         let mut enc = self.device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(&self.mem, start, &staging, 0, len);
+        enc.copy_buffer_to_buffer(&buffer, start, &staging, 0, len);
         self.queue.submit([enc.finish()]);
         let slice = staging.slice(0..len);
         let (tx, rx) = std::sync::mpsc::channel();
@@ -595,8 +817,8 @@ impl WgpuDevice {
             let view = slice
                 .get_mapped_range()
                 .map_err(|e| Error::Device(format!("wgpu: reading back failed: {e}")))?;
-            let off = (src - start) as usize;
-            dst.copy_from_slice(&view[off..off + dst.len()]);
+            let at = (off - start) as usize;
+            dst.copy_from_slice(&view[at..at + dst.len()]);
         }
         staging.unmap();
         Ok(())
@@ -609,52 +831,88 @@ impl Device for WgpuDevice {
     }
 
     fn alloc(&self, bytes: usize) -> Result<DevPtr, Error> {
-        let p = self
-            .heap
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .alloc(bytes as u64)
-            .ok_or_else(|| {
-                Error::Device(format!(
-                    "the batch needs more than the {} MiB of device memory one wgpu storage \
-                     binding holds on {} (all lanes' memory shares it): run fewer lanes, cap \
-                     each lane's memory with --lane-memory, or use --backend cuda",
-                    self.mem_size >> 20,
-                    self.info.name
-                ))
-            })?;
-        // a zeroed allocation, as the engine expects (the range may have been used before)
-        let len = (bytes as u64).max(1).div_ceil(ALIGN) * ALIGN;
-        let mut enc = self.device.create_command_encoder(&Default::default());
-        enc.clear_buffer(&self.mem, p, Some(len));
-        self.queue.submit([enc.finish()]);
+        let mut sp = self.lock_spaces();
+        let Some(mem) = sp.list[0].as_mut() else {
+            return Err(Error::Device("wgpu: the device has no buffer 0".into()));
+        };
+        let p = mem.heap.alloc(bytes as u64).ok_or_else(|| {
+            Error::Device(format!(
+                "the batch's records and tables need more than the {} MiB buffer that holds \
+                 them on {} (one storage binding: lanes' pages are elsewhere): run fewer lanes \
+                 at once, or use --backend cuda",
+                mem.size >> 20,
+                self.info.name
+            ))
+        })?;
+        let buffer = mem.buffer.clone();
+        drop(sp);
+        self.clear(&buffer, p, bytes);
         Ok(p)
     }
 
+    fn alloc_frames(&self, bytes: usize) -> Result<DevPtr, Error> {
+        let need = bytes as u64;
+        let mut sp = self.lock_spaces();
+        let mut found = None;
+        for (k, s) in sp.list.iter_mut().enumerate().skip(1) {
+            if let Some(s) = s {
+                if let Some(off) = s.heap.alloc(need) {
+                    found = Some((k, off));
+                    break;
+                }
+            }
+        }
+        let (k, off) = match found {
+            Some(f) => f,
+            None => {
+                let k = self.new_frame_buffer(&mut sp, need)?;
+                let s = sp.list[k].as_mut().expect("just made");
+                let off = s
+                    .heap
+                    .alloc(need)
+                    .expect("a new buffer holds what it was made for");
+                (k, off)
+            }
+        };
+        let buffer = sp.list[k].as_ref().expect("allocated in").buffer.clone();
+        drop(sp);
+        self.clear(&buffer, off, bytes);
+        Ok(((k as u64) << 32) | off)
+    }
+
     fn free(&self, ptr: DevPtr) {
-        self.heap
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .free(ptr);
+        let (k, off) = split(ptr);
+        let mut sp = self.lock_spaces();
+        let Some(Some(s)) = sp.list.get_mut(k) else {
+            return;
+        };
+        s.heap.free(off);
+        // an emptied frame buffer goes back to the driver, but the first: the next batch
+        // would make it again
+        if k >= 2 && s.heap.empty() {
+            sp.list[k] = None;
+            let bind = self.fixed.bind(&self.device, &sp.list);
+            sp.bind = bind;
+        }
     }
 
     fn htod(&self, dst: DevPtr, src: &[u8]) -> Result<(), Error> {
         if src.is_empty() {
             return Ok(());
         }
-        self.in_bounds(dst, src.len())?;
-        if dst.is_multiple_of(4) && src.len().is_multiple_of(4) {
-            self.queue.write_buffer(&self.mem, dst, src);
+        let (buffer, off, _) = self.locate(dst, src.len())?;
+        if off.is_multiple_of(4) && src.len().is_multiple_of(4) {
+            self.queue.write_buffer(&buffer, off, src);
             return Ok(());
         }
         // wgpu writes whole 4-byte words: merge the edges with what is there
-        let start = dst & !3;
-        let end = (dst + src.len() as u64).div_ceil(4) * 4;
+        let start = off & !3;
+        let end = (off + src.len() as u64).div_ceil(4) * 4;
         let mut buf = vec![0u8; (end - start) as usize];
-        self.read(start, &mut buf)?;
-        let off = (dst - start) as usize;
-        buf[off..off + src.len()].copy_from_slice(src);
-        self.queue.write_buffer(&self.mem, start, &buf);
+        self.read(dst - (off - start), &mut buf)?;
+        let at = (off - start) as usize;
+        buf[at..at + src.len()].copy_from_slice(src);
+        self.queue.write_buffer(&buffer, start, &buf);
         Ok(())
     }
 
@@ -665,17 +923,13 @@ impl Device for WgpuDevice {
     fn launch_run(&self, p: &Params) -> Result<(), Error> {
         let mut wp = WParams::run(p);
         wp.lane_shift = wp.lane_shift.max(self.min_lane_shift);
-        let pipeline = if p.cov != 0 {
-            self.run_covered()?
-        } else {
-            &self.run
-        };
+        let pipeline = self.run_pipeline(self.spaces_in_use(), p.cov != 0)?;
         let _g = self.submitting.lock().unwrap_or_else(|e| e.into_inner());
-        self.dispatch(pipeline, wp, (p.nactive as u64) << wp.lane_shift)
+        self.dispatch(&pipeline, wp, (p.nactive as u64) << wp.lane_shift)
     }
 
     fn prepare_coverage(&self) -> Result<(), Error> {
-        self.run_covered().map(|_| ())
+        self.run_pipeline(self.spaces_in_use(), true).map(|_| ())
     }
 
     fn cov_news(
@@ -740,9 +994,9 @@ impl Device for WgpuDevice {
         out: DevPtr,
         count: DevPtr,
     ) -> Result<(), Error> {
-        self.in_bounds(count, 8)?;
+        let (mem, count_off, _) = self.locate(count, 8)?;
         let _g = self.submitting.lock().unwrap_or_else(|e| e.into_inner());
-        self.queue.write_buffer(&self.counter, 0, &[0u8; 4]);
+        self.queue.write_buffer(&self.fixed.counter, 0, &[0u8; 4]);
         if n > 0 {
             let wp = WParams {
                 k_a: frames,
@@ -755,7 +1009,7 @@ impl Device for WgpuDevice {
         }
         // the count as the engine reads it: a u64 at `count` (the caller zeroed it)
         let mut enc = self.device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(&self.counter, 0, &self.mem, count, 4);
+        enc.copy_buffer_to_buffer(&self.fixed.counter, 0, &mem, count_off, 4);
         self.queue.submit([enc.finish()]);
         self.wait()
     }
@@ -799,8 +1053,15 @@ impl Device for WgpuDevice {
     }
 
     fn mem_info(&self) -> (u64, u64) {
-        let used = self.heap.lock().unwrap_or_else(|e| e.into_inner()).used;
-        (self.mem_size - used, self.mem_size)
+        // what the buffers have and may yet have (the driver may run out first)
+        let sp = self.lock_spaces();
+        let free_bindings = sp.list[1..].iter().filter(|s| s.is_none()).count() as u64;
+        let have = sp.bytes();
+        let total = self
+            .budget
+            .min(have.saturating_add(free_bindings * self.frame_bytes));
+        let used: u64 = sp.list.iter().flatten().map(|s| s.heap.used).sum();
+        (total - used.min(total), total)
     }
 
     fn bind(&self) -> Result<(), Error> {
@@ -838,7 +1099,7 @@ mod tests {
 
     #[test]
     fn heap_reuses_and_merges() {
-        let mut h = Heap::new(1 << 20);
+        let mut h = Heap::new(1 << 20, true);
         let a = h.alloc(1000).unwrap();
         let b = h.alloc(5000).unwrap();
         let c = h.alloc(300).unwrap();

@@ -3,8 +3,9 @@
 //! software Vulkan driver, in CI); the batch loop around it is armada-gpu's, the same as the
 //! CUDA engine's, so both run the same micro-ops, memory model, stops and syscall batches.
 //!
-//! What differs from CUDA (see docs/wgpu.md): all of a batch's device memory is one storage
-//! buffer (the adapter's largest binding: 2047 MiB on the H200, 128 MiB on lavapipe), WGSL has
+//! What differs from CUDA (see docs/wgpu.md): WGSL has no pointers, so device memory is a few
+//! storage buffers (one for records and tables, and frame buffers for lanes' pages, made as
+//! they are needed, each at most the adapter's largest binding), WGSL has
 //! no clock so a launch ends after a bounded number of instructions per lane (which also keeps
 //! desktop GPUs clear of OS watchdogs), and the shader leaves floating point to the host.
 
@@ -22,20 +23,32 @@ pub struct Options {
     /// Instructions per lane per launch; `None`: the device's default (1 M on a GPU, 100 k on
     /// a CPU adapter such as lavapipe).
     pub slice: Option<u64>,
-    /// Device memory for a batch, in bytes; `None`: the adapter's largest storage binding.
+    /// The most device memory the engine takes, all its buffers together, in bytes; `None`:
+    /// as much as the adapter's limits allow (the buffer of records and tables, and as many
+    /// frame buffers as lanes' pages need, up to the storage bindings a shader may have).
     pub memory: Option<u64>,
+    /// The size of each frame buffer, in bytes; `None`: the adapter's largest storage
+    /// binding. Tests make it small to spread a batch's pages over several frame buffers.
+    pub binding: Option<u64>,
+    /// The most frame buffers, in 1..=`MAX_FRAME_BINDINGS`; `None`: as many as the adapter's
+    /// storage bindings allow.
+    pub frame_bindings: Option<u32>,
     /// Print the adapter and per-batch notes on stderr.
     pub verbose: bool,
 }
 
 impl Options {
     /// Defaults, adjusted by the environment: ARMADA_WGPU_SLICE=N, ARMADA_WGPU_MEMORY_MIB=N,
-    /// ARMADA_WGPU_VERBOSE=1 (wgpu's own WGPU_BACKEND and WGPU_ADAPTER_NAME also apply).
+    /// ARMADA_WGPU_BINDING_MIB=N, ARMADA_WGPU_FRAME_BINDINGS=N, ARMADA_WGPU_VERBOSE=1 (wgpu's
+    /// own WGPU_BACKEND and WGPU_ADAPTER_NAME also apply).
     pub fn from_env() -> Options {
         let num = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
         Options {
             slice: num("ARMADA_WGPU_SLICE"),
             memory: num("ARMADA_WGPU_MEMORY_MIB").map(|m| m << 20),
+            binding: num("ARMADA_WGPU_BINDING_MIB").map(|m| m << 20),
+            frame_bindings: num("ARMADA_WGPU_FRAME_BINDINGS")
+                .map(|n| n.min(u32::MAX as u64) as u32),
             verbose: std::env::var("ARMADA_WGPU_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
         }
     }
@@ -88,10 +101,87 @@ pub fn available(opts: &Options) -> Result<String, Error> {
     Ok(WgpuDevice::open(opts)?.describe_long())
 }
 
-/// The shader as compiled: the generated header, then the shader's files.
+/// Frame buffers a shader declares when the adapter's limits are not known: WebGPU's
+/// guaranteed 8 storage buffers a stage, less `mem` and `counter`.
+pub const DEFAULT_FRAME_BINDINGS: u32 = 6;
+
+/// The most frame buffers the engine uses, whatever the adapter allows. wgpu 30's Metal
+/// backend binds at most 29 buffers a stage, the uniform one included, which leaves 26 after
+/// `mem`, the parameters and the counter (tests/naga_backends.rs checks it); 26 of the
+/// largest bindings (2 GiB on NVIDIA's Vulkan) hold 26 GiB of guest pages and their shadows.
+/// Each is also a case of the switch every guest access goes through (`spaces_wgsl`).
+pub const MAX_FRAME_BINDINGS: u32 = 26;
+
+/// The shader as compiled for `DEFAULT_FRAME_BINDINGS` frame buffers.
 pub fn shader_source() -> String {
+    shader_source_with(DEFAULT_FRAME_BINDINGS)
+}
+
+/// The shader as compiled for `frames` frame buffers (at least 1): the generated header, the
+/// shader's files, then the frame buffers' bindings and the accessors over every space.
+pub fn shader_source_with(frames: u32) -> String {
     let mut s = armada_gpu::layout::wgsl_header();
     s.push_str(SHADER_BODY);
+    s.push_str(&spaces_wgsl(frames.max(1)));
+    s
+}
+
+/// The frame buffers' bindings (space k, for k in 1..=frames, is `fk` at binding 2 + k) and
+/// the word accessors:
+/// - `fld` (a word), `fld2` (two words) and `fst` (a store) reach the frame buffers, for the
+///   interpreter: a tree of ifs over the space that the pipeline constant `FRAME_SPACES`
+///   (the frame buffers in use, at most `frames`) prunes, so with one frame buffer (most
+///   batches) an access is one plain load or store and with k of them log2(k) compares;
+/// - `gld` and `gst` reach every space, `mem` included (space 0), for the copy kernel.
+pub fn spaces_wgsl(frames: u32) -> String {
+    use std::fmt::Write;
+    let mut s = String::from("\n// ----- spaces (generated: crates/armada-wgpu/src/lib.rs)\n");
+    for k in 1..=frames {
+        let _ = writeln!(
+            s,
+            "@group(0) @binding({}) var<storage, read_write> f{k}: array<u32>;",
+            2 + k
+        );
+    }
+    let _ = writeln!(
+        s,
+        "// frame buffers in use (spaces 1..=FRAME_SPACES); the host sets it per pipeline\n\
+         override FRAME_SPACES: u32 = {frames}u;"
+    );
+    // a balanced tree of the spaces lo..=hi, each leaf `leaf(k)`
+    fn tree(s: &mut String, lo: u32, hi: u32, depth: usize, leaf: &dyn Fn(u32) -> String) {
+        let pad = "    ".repeat(depth);
+        if lo == hi {
+            let _ = writeln!(s, "{pad}{}", leaf(lo));
+            return;
+        }
+        let mid = (lo + hi) / 2;
+        let _ = writeln!(s, "{pad}if FRAME_SPACES <= {mid}u || sp <= {mid}u {{");
+        tree(s, lo, mid, depth + 1, leaf);
+        let _ = writeln!(s, "{pad}}} else {{");
+        tree(s, mid + 1, hi, depth + 1, leaf);
+        let _ = writeln!(s, "{pad}}}");
+    }
+    let frame_fn = |s: &mut String, sig: &str, leaf: &dyn Fn(u32) -> String| {
+        let _ = writeln!(s, "fn {sig} {{");
+        tree(s, 1, frames, 1, leaf);
+        let _ = writeln!(s, "}}");
+    };
+    frame_fn(&mut s, "fld(sp: u32, w: u32) -> u32", &|k| {
+        format!("return f{k}[w];")
+    });
+    frame_fn(&mut s, "fld2(sp: u32, w: u32) -> vec2<u32>", &|k| {
+        format!("return vec2<u32>(f{k}[w], f{k}[w + 1u]);")
+    });
+    frame_fn(&mut s, "fst(sp: u32, w: u32, v: u32)", &|k| {
+        format!("f{k}[w] = v;")
+    });
+    let _ = writeln!(
+        s,
+        "fn gld(sp: u32, w: u32) -> u32 {{\n    if sp == 0u {{ return mem[w]; }}\n    \
+         return fld(sp, w);\n}}\n\
+         fn gst(sp: u32, w: u32, v: u32) {{\n    if sp == 0u {{ mem[w] = v; }} else {{ fst(sp, w, v); }}\n}}"
+    );
     s
 }
 

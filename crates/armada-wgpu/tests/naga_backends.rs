@@ -401,17 +401,30 @@ fn nonempty(len: usize) -> Result<(), String> {
 
 #[test]
 fn shader_translates_for_every_backend() {
-    let source = armada_wgpu::shader_source();
-    let t = std::time::Instant::now();
-    if let Err(e) = translate_all(&source) {
-        panic!("the wgpu engine's shader does not translate:\n\n{e}");
+    // the shader as an adapter of WebGPU's limits gets it, and with the fewest and the most
+    // frame buffers the engine binds (MAX_FRAME_BINDINGS is what Metal's buffer slots allow)
+    for frames in [
+        armada_wgpu::DEFAULT_FRAME_BINDINGS,
+        1,
+        armada_wgpu::MAX_FRAME_BINDINGS,
+    ] {
+        let source = armada_wgpu::shader_source_with(frames);
+        let t = std::time::Instant::now();
+        if let Err(e) = translate_all(&source) {
+            panic!("the wgpu engine's shader ({frames} frame buffers) does not translate:\n\n{e}");
+        }
+        eprintln!(
+            "{frames} frame buffers: every entry point x {} override settings x {} backend \
+             versions translated in {:?}",
+            SETTINGS.len(),
+            SPIRV.len() + MSL.len() + HLSL.len(),
+            t.elapsed()
+        );
     }
-    eprintln!(
-        "every entry point x {} override settings x {} backend versions translated in {:?}",
-        SETTINGS.len(),
-        SPIRV.len() + MSL.len() + HLSL.len(),
-        t.elapsed()
-    );
+    // one more frame buffer would not bind on Metal
+    let over = armada_wgpu::shader_source_with(armada_wgpu::MAX_FRAME_BINDINGS + 1);
+    let e = translate_all(&over).unwrap_err();
+    assert!(e.contains("Metal"), "{e}");
 }
 
 #[test]

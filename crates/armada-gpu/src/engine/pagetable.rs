@@ -283,6 +283,10 @@ pub(super) struct Frames {
     pub(super) reserved: u64,
     /// Peak of live frames that hold guest pages (reserves left out).
     pub(super) guest_peak: u64,
+    /// The batch's lanes, and the frames of the pages they share (images), for saying how
+    /// much each lane had when the device ran out.
+    pub(super) lanes: u64,
+    pub(super) shared: u64,
 }
 
 impl Frames {
@@ -294,10 +298,14 @@ impl Frames {
                 let f = self.next;
                 if f >> self.shift >= self.chunks.len() as u64 {
                     if self.chunks.len() >= MAX_CHUNKS || f > PT_FRAME_MASK {
-                        return Err(Error::Device("out of device frames".into()));
+                        let e =
+                            Error::Device("out of device frames (the page table's limit)".into());
+                        return Err(self.short(e));
                     }
                     // frames, then their shadows (the bytes the host has, for diffs)
-                    let p = dev.alloc((2 * (PAGE_SIZE << self.shift)) as usize)?;
+                    let p = dev
+                        .alloc_frames((2 * (PAGE_SIZE << self.shift)) as usize)
+                        .map_err(|e| self.short(e))?;
                     let i = self.chunks.len();
                     self.chunks.push(p);
                     htod_slice(dev, self.d_chunks + 8 * i as u64, &[p])?;
@@ -310,6 +318,26 @@ impl Frames {
         self.peak = self.peak.max(self.live);
         self.guest_peak = self.guest_peak.max(self.live - self.reserved);
         Ok(f)
+    }
+
+    /// `e` (the device out of memory for frames) with what the lanes held then: each lane
+    /// needed more than its share of that.
+    fn short(&self, e: Error) -> Error {
+        let Error::Device(m) = e else {
+            return e;
+        };
+        let own = self.live.saturating_sub(self.shared);
+        if self.lanes < 2 || own == 0 {
+            return Error::Device(m);
+        }
+        let kib = |frames: u64| (frames * PAGE_SIZE) >> 10;
+        Error::Device(format!(
+            "{m} (when it ran out, the batch's {} lanes held {} KiB of pages each on average, \
+             and shared {} KiB)",
+            self.lanes,
+            kib(own.div_ceil(self.lanes)),
+            kib(self.shared)
+        ))
     }
 
     pub(super) fn release(&mut self, f: u32) {

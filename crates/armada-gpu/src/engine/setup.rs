@@ -252,6 +252,8 @@ impl Batch {
             peak: 0,
             reserved: 0,
             guest_peak: 0,
+            lanes: n as u64,
+            shared: 0,
         };
         let zero = frames.alloc(dev_ref)?;
         debug_assert_eq!(zero, ZERO_FRAME);
@@ -267,6 +269,7 @@ impl Batch {
                 img.pages.insert(vpn, (data, f));
             }
         }
+        frames.shared = frames.live;
 
         let d_lanes = dev.alloc(n * S_WORDS * 8)?;
         let d_stops = dev.alloc(n * 4)?;
@@ -397,7 +400,16 @@ impl Batch {
         let t_table = Instant::now();
         let mut reserves: Vec<Option<Vec<u64>>> = Vec::with_capacity(n);
         for (i, (plan, applied)) in plans.into_iter().enumerate() {
-            batch.apply_rest(i, applied, plan, &mut uploads)?;
+            batch
+                .apply_rest(i, applied, plan, &mut uploads)
+                .map_err(|e| match e {
+                    // the lanes before this one fit with their starting pages
+                    Error::Device(m) if i > 0 => Error::Device(format!(
+                        "{m}; the starting pages of {i} of the {n} lanes fit: run at most {i} \
+                         lanes at once on this device (fewer where they grow)"
+                    )),
+                    e => e,
+                })?;
             reserves.push(batch.top_up(i)?);
         }
         let t_records = Instant::now();

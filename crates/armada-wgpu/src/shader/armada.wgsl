@@ -133,10 +133,10 @@ fn run_lane(lane: u32) {
     tag1 = MAXU64;
     tag2 = MAXU64;
     tag3 = MAXU64;
-    ptr0 = 0u;
-    ptr1 = 0u;
-    ptr2 = 0u;
-    ptr3 = 0u;
+    ptr0 = 0lu;
+    ptr1 = 0lu;
+    ptr2 = 0lu;
+    ptr3 = 0lu;
     twr = 0u;
 
     var stop = STOP_NONE;
@@ -261,14 +261,15 @@ fn run_lane(lane: u32) {
                 case OP_DC_ZVA: {
                     let addr = x[b] & ~u64(ZVA_BYTES - 1u);
                     let p = tr(addr, true);
-                    if p == NOPAGE {
+                    if p == NOFP {
                         flow = FLOW_STOP;
                     } else {
                         // p is ZVA_BYTES-aligned (addr is, frames are 4096-aligned)
-                        let w = p >> 2u;
+                        let sp = u32(p >> 32u);
+                        let w = u32(p) >> 2u;
                         for (var i = 0u; i < ZVA_BYTES / 4u; i++) {
                             lp(2u);
-                            mem[w + i] = 0u;
+                            fst(sp, w + i, 0u);
                         }
                     }
                 }
@@ -599,21 +600,26 @@ fn run(@builtin(global_invocation_id) gid: vec3<u32>) {
     if i < P.nactive { run_lane(mem[wi(P.active_list) + i]); }
 }
 
-// Copies: k_a = CopyDesc {src, dst, words} array, k_n = count. Workgroup-stride over the
-// descriptors (any number of workgroups), the 64 threads over the words of one.
+// Copies: k_a = CopyDesc {src, dst, words} array, k_n = count; src and dst are device pointers
+// of any space. Workgroup-stride over the descriptors (any number of workgroups), the 64
+// threads over the words of one.
 @compute @workgroup_size(64)
 fn copy(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {
     for (var k = wg.x; k < P.k_n; k += nwg.x) {
         let dw = wi(P.k_a) + 6u * k;
-        let s = wi(ld64w(dw));
-        let t = wi(ld64w(dw + 2u));
+        let src = ld64w(dw);
+        let dst = ld64w(dw + 2u);
+        let ss = u32(src >> 32u);
+        let ts = u32(dst >> 32u);
+        let s = u32(src) >> 2u;
+        let t = u32(dst) >> 2u;
         let n = u32(ld64w(dw + 4u)) * 2u;
-        for (var i = li; i < n; i += 64u) { mem[t + i] = mem[s + i]; }
+        for (var i = li; i < n; i += 64u) { gst(ts, t + i, gld(ss, s + i)); }
     }
 }
 
-// Changed 64-byte blocks of the listed frames (k_a: frame byte offsets, k_n: count) against
+// Changed 64-byte blocks of the listed frames (k_a: their device pointers, k_n: count) against
 // their shadows (at frame + k_b): each changed block is appended to k_c as (index << 6 | block,
 // 8 words), its slot counted in counter[0], and copied to the shadow. One workgroup per frame
 // (workgroup-stride), thread t compares block t.
@@ -622,13 +628,14 @@ fn diff(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         @builtin(local_invocation_index) li: u32) {
     for (var k = wg.x; k < P.k_n; k += nwg.x) {
         let fr = ld64w(wi(P.k_a) + 2u * k);
-        let fw = wi(fr) + 16u * li;
-        let sw = wi(fr + P.k_b) + 16u * li;
+        let sp = u32(fr >> 32u); // a frame and its shadow share a chunk, so a space
+        let fw = (u32(fr) >> 2u) + 16u * li;
+        let sw = (u32(fr + P.k_b) >> 2u) + 16u * li;
         var w: array<u32, 16>;
         var changed = false;
         for (var i = 0u; i < 16u; i++) {
-            w[i] = mem[fw + i];
-            changed = changed || w[i] != mem[sw + i];
+            w[i] = fld(sp, fw + i);
+            changed = changed || w[i] != fld(sp, sw + i);
         }
         if changed {
             let pos = atomicAdd(&counter[0], 1u);
@@ -636,7 +643,7 @@ fn diff(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             st64w(o, (u64(k) << 6u) | u64(li));
             for (var i = 0u; i < 16u; i++) {
                 mem[o + 2u + i] = w[i];
-                mem[sw + i] = w[i];
+                fst(sp, sw + i, w[i]);
             }
         }
     }

@@ -7,8 +7,15 @@
 //
 // This file: bindings, Params, and the integer helpers (cpu/int.rs).
 //
-// Every device pointer is a byte offset into `mem` (a multiple of 8, total < 4 GiB), so
-// `u32(p >> 2)` is a word index and a u64 at word w is mem[w] | mem[w + 1] << 32.
+// Device memory is several storage buffers ("spaces"), and a device pointer is the space above
+// bit 32 and the byte offset in its buffer below. Space 0 is `mem`: micro-ops, lane records, the
+// page table, staging; its pointers are plain byte offsets (< 4 GiB), so `u32(p >> 2)` is a word
+// index and a u64 at word w is mem[w] | mem[w + 1] << 32. Spaces 1.. are the frame buffers
+// (guest pages and their shadows), one binding each: one binding holds at most 2-4 GiB, so a
+// batch's pages spread over as many as the adapter allows. The host generates their bindings
+// (f1, f2, ..., after `counter`), fld/fld2/fst, which read and write a word of a frame buffer
+// (a tree of ifs over the space, pruned by the pipeline constant FRAME_SPACES), and gld/gst,
+// which reach any space (crates/armada-wgpu/src/lib.rs, `spaces_wgsl`).
 // 64-bit countLeadingZeros/firstLeadingBit/reverseBits/countTrailingZeros/extractBits/
 // insertBits/countOneBits are avoided (naga panics or lavapipe miscompiles): halves are used.
 // Shift amounts are masked explicitly, whatever the backend does with large ones.

@@ -38,7 +38,7 @@ fn exec_ldst(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
         if (addr & 4095lu) + u64(sz) <= 4096lu {
             let wr1 = op >= OP_STR_B;
             let p1 = tr(addr, wr1);
-            if p1 == NOPAGE { return false; }
+            if p1 == NOFP { return false; }
             if wr1 {
                 st_raw(p1, sz, x[a]);
                 wb(f, b, addr, imm);
@@ -80,12 +80,12 @@ fn exec_ldst(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
     let off = u32(addr & 4095lu);
     var n0 = size;
     let p0 = tr(addr, write);
-    if p0 == NOPAGE { return false; }
-    var p1 = NOPAGE;
+    if p0 == NOFP { return false; }
+    var p1 = NOFP;
     if off + size > 4096u {
         n0 = 4096u - off;
         p1 = tr((addr | 4095lu) + 1lu, write);
-        if p1 == NOPAGE { return false; }
+        if p1 == NOFP { return false; }
     }
     // The data, as up to four 64-bit words (little-endian).
     var wv = array<u64, 4>(0lu, 0lu, 0lu, 0lu);
@@ -190,19 +190,19 @@ fn exec_excl(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32) -> bool {
     if (addr & 4095lu) + u64(size) > 4096lu { return stop_host(); }
     if op == OP_LDXR {
         let p = tr(addr, false);
-        if p == NOPAGE { return false; }
+        if p == NOFP { return false; }
         x[a] = ld_raw(p, size);
         excl = addr;
     } else if op == OP_LDXP {
         let p = tr(addr, false);
-        if p == NOPAGE { return false; }
+        if p == NOFP { return false; }
         if lg == 2u {
             let v = ld_raw(p, 8u);
             x[a] = v & LO32;
             x[dr] = v >> 32u;
         } else {
             let lo = ld_raw(p, 8u);
-            let hi = ld_raw(p + 8u, 8u);
+            let hi = ld_raw(p + 8lu, 8u);
             x[a] = lo;
             x[dr] = hi;
         }
@@ -210,29 +210,29 @@ fn exec_excl(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32) -> bool {
     } else if op == OP_STXR || op == OP_STXP {
         if excl == addr {
             let p = tr(addr, true);
-            if p == NOPAGE { return false; }
+            if p == NOFP { return false; }
             if op == OP_STXR {
                 st_raw(p, size, x[a]);
             } else if lg == 2u {
                 st_raw(p, 8u, (x[a] & LO32) | (x[dr] << 32u));
             } else {
                 st_raw(p, 8u, x[a]);
-                st_raw(p + 8u, 8u, x[dr]);
+                st_raw(p + 8lu, 8u, x[dr]);
             }
             x[c] = 0lu;
         } else {
             // the failing store is still checked (as a read of its size), as the CPU engine does
             if (addr & 4095lu) + u64(1u << lg) > 4096lu { return stop_host(); }
             let p = tr(addr, false);
-            if p == NOPAGE { return false; }
+            if p == NOFP { return false; }
             x[c] = 1lu;
         }
         excl = MAXU64;
     } else {
         // ATOMIC_RMW, CAS, CASP: checked as a read, then as a write
-        if tr(addr, false) == NOPAGE { return false; }
+        if tr(addr, false) == NOFP { return false; }
         let p = tr(addr, true);
-        if p == NOPAGE { return false; }
+        if p == NOFP { return false; }
         if op == OP_ATOMIC_RMW {
             let old = ld_raw(p, size);
             st_raw(p, size, atomic_apply(f, lg, old, x[c]));
@@ -259,7 +259,7 @@ fn exec_excl(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32) -> bool {
                 old1 = v >> 32u;
             } else {
                 old0 = ld_raw(p, 8u);
-                old1 = ld_raw(p + 8u, 8u);
+                old1 = ld_raw(p + 8lu, 8u);
             }
             let m = size_mask(lg);
             if old0 == (cmp0 & m) && old1 == (cmp1 & m) {
@@ -267,7 +267,7 @@ fn exec_excl(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32) -> bool {
                     st_raw(p, 8u, (new0 & m) | ((new1 & m) << 32u));
                 } else {
                     st_raw(p, 8u, new0 & m);
-                    st_raw(p + 8u, 8u, new1 & m);
+                    st_raw(p + 8lu, 8u, new1 & m);
                 }
             }
             if s0 != 31u { x[s0 & 63u] = old0; }
@@ -298,12 +298,12 @@ fn exec_vldst(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64)
     let off = u32(addr & 4095lu);
     var n0 = size;
     let p0 = tr(addr, wr);
-    if p0 == NOPAGE { return false; }
-    var p1 = NOPAGE;
+    if p0 == NOFP { return false; }
+    var p1 = NOFP;
     if off + size > 4096u {
         n0 = 4096u - off;
         p1 = tr((addr | 4095lu) + 1lu, wr);
-        if p1 == NOPAGE { return false; }
+        if p1 == NOFP { return false; }
     }
     if multi {
         let rpt = (d >> 3u) & 7u;

@@ -3,6 +3,10 @@
 // Guest memory is reached only through frame addresses from the page table (host-written), and
 // an access never crosses a page here: callers split page-straddling accesses, so no guest
 // address can make the shader touch anything outside the lane's frames.
+//
+// Frames live in the frame buffers (spaces 1.., see helpers.wgsl), so a frame address is a
+// device pointer of 64 bits: the space above bit 32, the byte offset in its buffer below. Adding
+// an offset inside a page never carries into the space (buffers hold whole pages).
 
 // Word index of the running lane's record, and the lane.
 var<private> R: u32;
@@ -11,20 +15,21 @@ var<private> cur_lane: u32;
 fn rget(i: u32) -> u64 { return ld64w(R + 2u * i); }
 fn rset(i: u32, v: u64) { st64w(R + 2u * i, v); }
 
-// Translation cache (4 entries, most recent first). A pointer is a byte offset into mem of the
-// frame; `twr` bit i: entry i may be written (its page is marked dirty this sync period).
+// Translation cache (4 entries, most recent first). A pointer is the frame's device pointer
+// (space and byte offset); `twr` bit i: entry i may be written (its page is marked dirty this
+// sync period).
 var<private> tag0: u64;
 var<private> tag1: u64;
 var<private> tag2: u64;
 var<private> tag3: u64;
-var<private> ptr0: u32;
-var<private> ptr1: u32;
-var<private> ptr2: u32;
-var<private> ptr3: u32;
+var<private> ptr0: u64;
+var<private> ptr1: u64;
+var<private> ptr2: u64;
+var<private> ptr3: u64;
 var<private> twr: u32;
 
-// Not a byte offset of mem (it is < 4 GiB - 1): a failed translation.
-const NOPAGE: u32 = 0xffffffffu;
+// Not a frame's device pointer (no space is that high): a failed translation.
+const NOFP: u64 = MAXU64;
 
 // Stop code and detail of an instruction that ends the lane (set with FLOW_STOP).
 var<private> g_stop: u32;
@@ -46,18 +51,18 @@ fn pt_find(key: u64) -> u64 {
     return MAXU64;
 }
 
-// Frame (byte offset) of page `vpn` of the lane (then of its image), or NOPAGE when the host
+// Frame (device pointer) of page `vpn` of the lane (then of its image), or NOFP when the host
 // must step in. A write marks the slot dirty for this sync period (the per-lane dirty list).
-fn pt_lookup(vpn: u64, write: bool) -> u32 {
-    if (vpn >> PT_VPN_BITS) != 0lu { return NOPAGE; }
+fn pt_lookup(vpn: u64, write: bool) -> u64 {
+    if (vpn >> PT_VPN_BITS) != 0lu { return NOFP; }
     var s = pt_find(((u64(cur_lane) << PT_VPN_BITS) | vpn) + 1lu);
     if s == MAXU64 {
-        if write { return NOPAGE; } // image pages are never written in place
+        if write { return NOFP; } // image pages are never written in place
         s = pt_find(((rget(S_IMAGE) << PT_VPN_BITS) | vpn) + 1lu);
-        if s == MAXU64 { return NOPAGE; }
+        if s == MAXU64 { return NOFP; }
     }
     let val = ld64w(wi(P.pt) + 4u * u32(s) + 2u);
-    if (val & select(PT_R, PT_W, write)) == 0lu { return NOPAGE; }
+    if (val & select(PT_R, PT_W, write)) == 0lu { return NOFP; }
     if write {
         let ep = u32(rget(S_EPOCH));
         let ew = wi(P.pt_epoch) + u32(s);
@@ -71,11 +76,11 @@ fn pt_lookup(vpn: u64, write: bool) -> u32 {
     let frame = val & PT_FRAME_MASK;
     let cs = P.chunk_shift & 63u;
     let chunk = ld64w(wi(P.chunks) + 2u * u32(frame >> cs));
-    return u32(chunk + ((frame & ((1lu << cs) - 1lu)) << 12u));
+    return chunk + ((frame & ((1lu << cs) - 1lu)) << 12u);
 }
 
-// Byte offset in mem of guest `addr` (the access must not cross its page), from the translation
-// cache only. On a cache miss it returns NOPAGE and records the access (g_refill): the
+// Device pointer of guest `addr`'s byte (the access must not cross its page), from the
+// translation cache only. On a cache miss it returns NOFP and records the access (g_refill): the
 // instruction, which changes nothing before all its translations succeed, ends, the main loop
 // walks the page table (tlb_refill, the one place that does) and runs the instruction again.
 // One call site of the page walk keeps the inlined code small (and lavapipe's loop count low).
@@ -83,9 +88,9 @@ var<private> g_refill: bool;
 var<private> g_addr: u64;
 var<private> g_write: bool;
 
-fn tr(addr: u64, write: bool) -> u32 {
+fn tr(addr: u64, write: bool) -> u64 {
     let vpn = addr >> 12u;
-    let off = u32(addr & 4095lu);
+    let off = addr & 4095lu;
     if tag0 == vpn && (!write || (twr & 1u) != 0u) { return ptr0 + off; }
     if tag1 == vpn && (!write || (twr & 2u) != 0u) { return ptr1 + off; }
     if tag2 == vpn && (!write || (twr & 4u) != 0u) { return ptr2 + off; }
@@ -93,7 +98,7 @@ fn tr(addr: u64, write: bool) -> u32 {
     g_refill = true;
     g_addr = addr;
     g_write = write;
-    return NOPAGE;
+    return NOFP;
 }
 
 // The page walk for the access tr() recorded: fills the cache (as CUDA's tlb_get does), or
@@ -102,7 +107,7 @@ fn tlb_refill() -> bool {
     g_refill = false;
     let vpn = g_addr >> 12u;
     let base = pt_lookup(vpn, g_write);
-    if base == NOPAGE { return false; }
+    if base == NOFP { return false; }
     tag3 = tag2; ptr3 = ptr2;
     tag2 = tag1; ptr2 = ptr1;
     tag1 = tag0; ptr1 = ptr0;
@@ -111,67 +116,77 @@ fn tlb_refill() -> bool {
     return true;
 }
 
-// `size` (1 to 8) bytes at byte offset p, inside one frame: only the words holding those bytes
-// are touched (at most three).
-fn ld_raw(p: u32, size: u32) -> u64 {
-    let w = p >> 2u;
-    let sh = (p & 3u) * 8u;
+// `size` (1 to 8) bytes at device pointer p, inside one frame: only the words holding those
+// bytes are touched (at most three), each through one switch over the spaces.
+fn ld_raw(p: u64, size: u32) -> u64 {
+    let sp = u32(p >> 32u);
+    let b = u32(p);
+    let w = b >> 2u;
+    let sh = (b & 3u) * 8u;
     if sh == 0u {
         if size <= 4u {
-            let v = mem[w];
+            let v = fld(sp, w);
             if size == 4u { return u64(v); }
             return u64(v & ((1u << (size * 8u)) - 1u));
         }
-        return ld64w(w) & ones(size * 8u);
+        let v2 = fld2(sp, w);
+        return (u64(v2.x) | (u64(v2.y) << 32u)) & ones(size * 8u);
     }
-    let last = (p + size - 1u) >> 2u;
-    var acc = u64(mem[w]);
-    if last > w { acc |= u64(mem[w + 1u]) << 32u; }
+    let last = (b + size - 1u) >> 2u;
+    var acc: u64;
+    if last > w {
+        let v2 = fld2(sp, w);
+        acc = u64(v2.x) | (u64(v2.y) << 32u);
+    } else {
+        acc = u64(fld(sp, w));
+    }
     var v = acc >> sh;
-    if last > w + 1u { v |= u64(mem[w + 2u]) << ((64u - sh) & 63u); }
+    if last > w + 1u { v |= u64(fld(sp, w + 2u)) << ((64u - sh) & 63u); }
     return v & ones(size * 8u);
 }
 
-fn st_word(w: u32, m: u32, v: u32) {
+fn st_word(sp: u32, w: u32, m: u32, v: u32) {
     if m == 0xffffffffu {
-        mem[w] = v;
+        fst(sp, w, v);
     } else if m != 0u {
-        mem[w] = (mem[w] & ~m) | (v & m);
+        fst(sp, w, (fld(sp, w) & ~m) | (v & m));
     }
 }
 
-fn st_raw(p: u32, size: u32, v: u64) {
-    let w = p >> 2u;
-    let sh = (p & 3u) * 8u;
+fn st_raw(p: u64, size: u32, v: u64) {
+    let sp = u32(p >> 32u);
+    let b = u32(p);
+    let w = b >> 2u;
+    let sh = (b & 3u) * 8u;
     let m = ones(size * 8u);
     let vm = v & m;
     let lo = vm << sh;
     let mlo = m << sh;
-    st_word(w, u32(mlo), u32(lo));
-    st_word(w + 1u, u32(mlo >> 32u), u32(lo >> 32u));
+    st_word(sp, w, u32(mlo), u32(lo));
+    st_word(sp, w + 1u, u32(mlo >> 32u), u32(lo >> 32u));
     if sh != 0u {
         let s2 = (64u - sh) & 63u;
-        st_word(w + 2u, u32(m >> s2), u32(vm >> s2));
+        st_word(sp, w + 2u, u32(m >> s2), u32(vm >> s2));
     }
 }
 
 // Bytes [at, at + len) (len <= 8) of an access split at byte n0 between the frames at p0 and p1
-// (p1 == NOPAGE: not split). No byte loops: lavapipe counts every loop iteration.
-fn ld_span(p0: u32, p1: u32, n0: u32, at: u32, len: u32) -> u64 {
-    if p1 == NOPAGE || at + len <= n0 { return ld_raw(p0 + at, len); }
-    if at >= n0 { return ld_raw(p1 + (at - n0), len); }
+// (p1 == NOFP: not split). No byte loops: lavapipe counts every loop iteration.
+fn ld_span(p0: u64, p1: u64, n0: u32, at: u32, len: u32) -> u64 {
+    if p1 == NOFP || at + len <= n0 { return ld_raw(p0 + u64(at), len); }
+    if at >= n0 { return ld_raw(p1 + u64(at - n0), len); }
     let k = n0 - at;
-    return ld_raw(p0 + at, k) | (ld_raw(p1, len - k) << (8u * k));
+    return ld_raw(p0 + u64(at), k) | (ld_raw(p1, len - k) << (8u * k));
 }
 
-fn st_span(p0: u32, p1: u32, n0: u32, at: u32, len: u32, v: u64) {
-    if p1 == NOPAGE || at + len <= n0 {
-        st_raw(p0 + at, len, v);
+fn st_span(p0: u64, p1: u64, n0: u32, at: u32, len: u32, v: u64) {
+    if p1 == NOFP || at + len <= n0 {
+        st_raw(p0 + u64(at), len, v);
     } else if at >= n0 {
-        st_raw(p1 + (at - n0), len, v);
+        st_raw(p1 + u64(at - n0), len, v);
     } else {
         let k = n0 - at;
-        st_raw(p0 + at, k, v);
+        st_raw(p0 + u64(at), k, v);
         st_raw(p1, len - k, v >> (8u * k));
     }
 }

@@ -1,0 +1,77 @@
+//! Lanes' pages spread over several frame buffers (spaces): with buffers of 4 MiB, 512 frames
+//! each (frames and shadows), 64 lanes of about 13 pages need two or more, and every lane
+//! must still match the CPU engine; past the frame buffers the shader binds, a batch fails
+//! with a message that says what its lanes held, and the device runs the next batch. On lavapipe in CI, like
+//! differential.rs (ARMADA_TEST_WGPU=require makes a missing adapter a failure).
+
+use armada_gpu::check::{same_as_cpu, spec};
+use armada_gpu::Engine;
+use armada_wgpu::WgpuDevice;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// An engine whose buffers are 4 MiB, with at most `frames` frame buffers.
+fn small_engine(frames: u32) -> Option<(Engine, Arc<WgpuDevice>)> {
+    let opts = armada_wgpu::Options {
+        binding: Some(4 << 20),
+        frame_bindings: Some(frames),
+        ..armada_wgpu::Options::from_env()
+    };
+    match WgpuDevice::open(&opts) {
+        Ok(d) => {
+            eprintln!("wgpu engine on {}", d.describe_long());
+            let d = Arc::new(d);
+            let engine = Engine::new(d.clone(), armada_gpu::Options::default());
+            Some((engine, d))
+        }
+        Err(e) => {
+            if std::env::var("ARMADA_TEST_WGPU").as_deref() == Ok("require") {
+                panic!("ARMADA_TEST_WGPU=require, but: {e}");
+            }
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+#[test]
+fn lanes_over_several_frame_buffers_match_cpu() {
+    let prog = repo().join("target/guest/stdin_sum");
+    if !prog.exists() {
+        eprintln!("skipped: no guest programs (tests/guest/build.sh target/guest)");
+        return;
+    }
+    let Some((engine, dev)) = small_engine(3) else {
+        return;
+    };
+    let stdin = |i: usize| format!("{} {} {}\n", i, i * 7, 1000 - i).into_bytes();
+    let s = spec(&prog, 64, &[], stdin);
+    if let Err(e) = same_as_cpu(&engine, &s) {
+        panic!("64 lanes over several frame buffers: {e}");
+    }
+    let (made, most) = dev.frame_buffers();
+    eprintln!("{made} frame buffers made, {most} in use at once");
+    assert!(
+        most >= 2,
+        "the batch fit in {most} frame buffer: the test needs more lanes"
+    );
+
+    // past the three frame buffers: the batch fails, saying what the lanes held
+    let s = spec(&prog, 400, &[], stdin);
+    let e = match armada_gpu::run_batch(&engine, &s, &|_| {}) {
+        Ok(_) => panic!("400 lanes fit in three 4 MiB frame buffers"),
+        Err(e) => e.to_string(),
+    };
+    eprintln!("{e}");
+    assert!(e.contains("all 3 frame buffers"), "{e}");
+    assert!(e.contains("the batch's 400 lanes held"), "{e}");
+    // and the device is whole after it: the failed batch's frames went back
+    let s = spec(&prog, 64, &[], stdin);
+    if let Err(e) = same_as_cpu(&engine, &s) {
+        panic!("64 lanes after a batch that ran out of frame buffers: {e}");
+    }
+}
