@@ -36,9 +36,9 @@ bundle=${1:-.gpu}
 sections=${GPU_CHECK:-env,speed,suite,risu,batch,memcheck,qemu,busybox,resident,fuzz,cpu,devices}
 B=${BACKEND:-cuda}
 export ARMADA_BACKEND=$B
-# lanes of the aggregate, short-run and busybox batches: wgpu holds all lanes' memory in one
-# storage binding (2047 MiB on the H200), which 65,536 lanes of these programs outgrow
-if [[ $B == cuda ]]; then LANES=${LANES:-65536}; else LANES=${LANES:-16384}; fi
+# lanes of the aggregate, short-run and busybox batches (wgpu spreads lanes' pages over as
+# many frame buffers as the adapter binds, so it runs as many as CUDA)
+LANES=${LANES:-65536}
 want() { [[ ",$sections," == *",$1,"* ]]; }
 log=${OUT:-/tmp/armada-gpu-check}
 mkdir -p "$log"
@@ -263,6 +263,17 @@ EOF
         timeout 300 $A batch --backend $B --check --lanes 4096 --out "$log/ipc.jsonl" "$G/ipc_sockets" 8080 >/dev/null 2>"$log/batch5.txt"
         rc=$?
         note "batch ipc_sockets 8080 x4096 (rc=$rc): $(grep -o '[0-9]* exited 0' "$log/batch5.txt" | head -1); $(grep 'check:' "$log/batch5.txt" | sed 's/armada batch: //')"
+    fi
+    # every lane of a full-size batch (LANES) against the CPU engine: lanecrc, and busybox
+    # sha256sum each on its own 4 KiB stdin (the CPU engine's side takes most of the time)
+    timeout 600 $A batch --backend $B --check --lanes $LANES "$G/lanecrc" '{lane}' 5 >/dev/null 2>"$log/batch6.txt"
+    rc=$?
+    note "batch {lane} x$LANES lanecrc (rc=$rc): $(grep 'check:' "$log/batch6.txt" | sed 's/armada batch: //'); device frames peak $(stat_of "$log/batch6.txt" 'device frames peak')"
+    if [[ -x $BB ]]; then
+        inputs "$work/in" $LANES
+        timeout 600 $A batch --backend $B --check --lanes $LANES --stdin-dir "$work/in" "$BB" sha256sum >/dev/null 2>"$log/batch7.txt"
+        rc=$?
+        note "batch --stdin-dir x$LANES busybox sha256sum (rc=$rc): $(grep 'check:' "$log/batch7.txt" | sed 's/armada batch: //'); device frames peak $(stat_of "$log/batch7.txt" 'device frames peak')"
     fi
 fi
 
