@@ -69,4 +69,11 @@ if [[ ! -e $out/qemu-aarch64.xz ]]; then
     fi
     [[ -n $q ]] && xz -c "$q" >"$out/qemu-aarch64.xz"
 fi
+# the wgpu engine on the GPU machine: its containers have NVIDIA's Vulkan driver but no Vulkan
+# loader, and the driver's GLX entry (the usual ICD) cannot make an instance without a display,
+# so the loader travels (Debian's libvulkan1, as scripts/test installs it) with an ICD
+# manifest naming NVIDIA's EGL library, which can (gpu-check.sh uses both)
+vk=$(ldconfig -p | awk '/libvulkan.so.1 .*x86-64/ {print $NF; exit}')
+[[ -n $vk ]] && cp -L "$vk" "$out/libvulkan.so.1"
+printf '{\n    "file_format_version" : "1.0.1",\n    "ICD": {\n        "library_path": "libEGL_nvidia.so.0",\n        "api_version" : "1.3.0"\n    }\n}\n' >"$out/nvidia_egl_icd.json"
 du -sh "$out"/*

@@ -57,6 +57,14 @@ rate_of() { grep -o '= [0-9.]* [kMGT]\?instructions/s' "$1" | tail -1 | sed 's/=
 stat_of() { grep -o "$2: [^,]*" "$1" | tail -1 | sed "s/$2: //"; }
 
 [[ -x $A ]] || { echo "no $A: build the bundle with scripts/gpu-bundle.sh and carry it"; exit 2; }
+# the wgpu engine: the Vulkan loader the bundle carries, and NVIDIA's headless (EGL) driver
+# entry where the machine has it and no ICD was chosen (see gpu-bundle.sh)
+if [[ -e $bundle/libvulkan.so.1 ]]; then
+    export LD_LIBRARY_PATH=$(cd "$bundle" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+if [[ -z ${VK_ICD_FILENAMES:-} && -e $bundle/nvidia_egl_icd.json ]] && ldconfig -p | grep -q libEGL_nvidia.so.0; then
+    export VK_ICD_FILENAMES=$(cd "$bundle" && pwd)/nvidia_egl_icd.json
+fi
 tar -C "$work" -xJf "$bundle/guest.tar.xz"
 G=$work/guest
 BB=$G/busybox
