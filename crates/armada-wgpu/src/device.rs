@@ -588,8 +588,8 @@ impl WgpuDevice {
             .saturating_sub(mem)
             .min(frames as u64 * self.frame_bytes);
         format!(
-            "{} ({:?}, {:?}; {} MiB for records and tables, up to {} MiB for lanes' pages in \
-             {frames} frame buffers of {} MiB)",
+            "{} ({:?}, {:?}; {} MiB for records and tables, up to {} MiB for lanes' pages and \
+             their shadows in {frames} frame buffers of {} MiB)",
             self.info.name,
             self.info.backend,
             self.info.device_type,
