@@ -457,9 +457,38 @@ impl Batch {
     pub fn service(&mut self, svc: &[u32]) -> Result<(), Error> {
         let down = self.download_stopped(svc)?;
         let serviced = self.service_lanes(svc, down)?;
-        let (records, uploads) = self.apply_serviced(serviced)?;
+        let (records, uploads) = self
+            .apply_serviced(serviced)
+            .map_err(|e| self.lanes_that_fit(e))?;
         self.upload(&records, uploads)?;
         Ok(())
+    }
+
+    /// `e`, where the device ran out of frames while the lanes ran, with how many lanes would
+    /// fit at once if each needed what the largest lane held then (its own pages and its
+    /// reserve): a lane's need is known only once it ends, so this is an upper bound (lanes
+    /// that grow further fit fewer), which the message says.
+    fn lanes_that_fit(&self, e: Error) -> Error {
+        let Error::Device(m) = e else {
+            return e;
+        };
+        if !self.frames.exhausted {
+            return Error::Device(m);
+        }
+        let own = |l: &LaneHost| {
+            l.entries.values().filter(|e| e.private).count() as u64 + l.reserve.len() as u64
+        };
+        let largest = self.lanes.iter().map(own).max().unwrap_or(0);
+        let room = self.frames.live.saturating_sub(self.frames.shared);
+        if largest == 0 {
+            return Error::Device(m);
+        }
+        Error::Device(format!(
+            "{m}; the largest lane held {} KiB then, and lanes may need more: at most about {} \
+             lanes of this program fit at once on this device",
+            (largest * PAGE_SIZE) >> 10,
+            room / largest
+        ))
     }
 
     /// Runs until every lane has ended (continuous mode).

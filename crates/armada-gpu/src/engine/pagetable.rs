@@ -287,6 +287,8 @@ pub(super) struct Frames {
     /// much each lane had when the device ran out.
     pub(super) lanes: u64,
     pub(super) shared: u64,
+    /// Set when an allocation failed for want of device memory (`short`).
+    pub(super) exhausted: bool,
 }
 
 impl Frames {
@@ -322,10 +324,11 @@ impl Frames {
 
     /// `e` (the device out of memory for frames) with what the lanes held then: each lane
     /// needed more than its share of that.
-    fn short(&self, e: Error) -> Error {
+    fn short(&mut self, e: Error) -> Error {
         let Error::Device(m) = e else {
             return e;
         };
+        self.exhausted = true;
         let own = self.live.saturating_sub(self.shared);
         if self.lanes < 2 || own == 0 {
             return Error::Device(m);

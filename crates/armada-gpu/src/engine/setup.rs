@@ -254,6 +254,7 @@ impl Batch {
             guest_peak: 0,
             lanes: n as u64,
             shared: 0,
+            exhausted: false,
         };
         let zero = frames.alloc(dev_ref)?;
         debug_assert_eq!(zero, ZERO_FRAME);
