@@ -45,6 +45,12 @@ impl DeviceBuffer {
         let ptr = dev.alloc(bytes)?;
         Ok(DeviceBuffer { dev, ptr, bytes })
     }
+    /// A zeroed allocation of `bytes` for guest pages (`Device::alloc_frames`: on wgpu, in a
+    /// frame buffer, where the kernel's guest accesses look).
+    pub fn frames(dev: Arc<dyn Device>, bytes: usize) -> Result<DeviceBuffer, Error> {
+        let ptr = dev.alloc_frames(bytes)?;
+        Ok(DeviceBuffer { dev, ptr, bytes })
+    }
     /// Its device address (a host address on the CUDA engine's simulator).
     pub fn ptr(&self) -> DevPtr {
         self.ptr
@@ -118,7 +124,12 @@ impl BareLane {
                 .map_err(|_| Error::Device("allocation too large for this host".into()))?;
             DeviceBuffer::new(dev.clone(), b)
         };
-        let mem = Arc::new(alloc(size)?);
+        // the lane's pages: frames in order, in the frames' own memory
+        let mem = Arc::new(DeviceBuffer::frames(
+            dev.clone(),
+            usize::try_from(size)
+                .map_err(|_| Error::Device("allocation too large for this host".into()))?,
+        )?);
         // one slot per word, and two of padding (the kernel loads the micro-op after the one
         // it runs): all NOT_DECODED (zero)
         let ops_buf = alloc((size / 4 + 2) * 16)?;
