@@ -731,6 +731,17 @@ impl WgpuDevice {
                 self.frame_bytes >> 20
             )));
         };
+        if need > self.frame_bytes {
+            // one piece: a bare lane's memory (Python's Machine)
+            return Err(Error::Device(format!(
+                "{} MiB of guest memory in one piece is more than the wgpu engine can bind on {}: \
+                 a frame buffer holds {} MiB (one storage binding); give it at most that much \
+                 memory, or use the cuda backend",
+                need.div_ceil(1 << 20),
+                self.info.name,
+                self.frame_bytes >> 20
+            )));
+        }
         let size = self.frame_bytes.min(self.budget.saturating_sub(have)) & !(PAGE - 1);
         if size < need {
             return Err(full(format!(
