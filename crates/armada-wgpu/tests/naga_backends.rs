@@ -25,13 +25,15 @@ use naga::{AddressSpace, Module, ResourceBinding, ShaderStage, StorageAccess};
 const CAPABILITIES: Capabilities = Capabilities::SHADER_INT64;
 
 /// The entry points device.rs creates pipelines for (`pipeline(..)` in `open_adapter`, and
-/// `run_covered`). Every compute entry point of the module is translated; these must be there.
+/// `run_pipeline`). Every compute entry point of the module is translated; these must be there.
 const ENTRY_POINTS: [&str; 5] = ["run", "copy", "diff", "pt_write", "cov_news"];
 
 /// The pipeline-override settings device.rs uses: none on a GPU; `LOOP_BUDGET = 60000` on a CPU
 /// adapter (lavapipe's loop cap); `COVERAGE = 1` for the interpreter with edge coverage, which
-/// `run_covered` adds to the adapter's other overrides. Each setting is applied to every entry
-/// point (device.rs passes them to `run` only; the others use neither override).
+/// `run_pipeline` adds to the adapter's other overrides. Each setting is applied to every entry
+/// point (device.rs passes them to `run` only; the others use neither override). `FRAME_SPACES`
+/// keeps its default here (all frame buffers: the whole tree of accessors); the engine's
+/// smaller values only prune that tree, and lavapipe builds them in the wgpu tests.
 const SETTINGS: [(&str, &[(&str, f64)]); 4] = [
     ("defaults", &[]),
     (
