@@ -119,17 +119,13 @@ impl BareLane {
                 "{size} bytes is too large for a bare lane"
             )));
         }
-        let alloc = |bytes: u64| -> Result<DeviceBuffer, Error> {
-            let b = usize::try_from(bytes)
-                .map_err(|_| Error::Device("allocation too large for this host".into()))?;
-            DeviceBuffer::new(dev.clone(), b)
+        let host_size = |bytes: u64| {
+            usize::try_from(bytes)
+                .map_err(|_| Error::Device("allocation too large for this host".into()))
         };
+        let alloc = |bytes: u64| DeviceBuffer::new(dev.clone(), host_size(bytes)?);
         // the lane's pages: frames in order, in the frames' own memory
-        let mem = Arc::new(DeviceBuffer::frames(
-            dev.clone(),
-            usize::try_from(size)
-                .map_err(|_| Error::Device("allocation too large for this host".into()))?,
-        )?);
+        let mem = Arc::new(DeviceBuffer::frames(dev.clone(), host_size(size)?)?);
         // one slot per word, and two of padding (the kernel loads the micro-op after the one
         // it runs): all NOT_DECODED (zero)
         let ops_buf = alloc((size / 4 + 2) * 16)?;
