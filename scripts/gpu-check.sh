@@ -136,17 +136,28 @@ if want speed; then
     n=${TIGHT_ITERS:-20000000}
     $A batch --backend cpu --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1cpu.txt"
     note "speed: 1 lane tight loop ($n iterations) on the CPU engine: $(rates "$log/tight1cpu.txt")"
+    # VARIANTS: space-separated; each is "default", CUDA defines (-DX,-DY), or environment
+    # settings (K=V,K2=V2: ARMADA_WGPU_MINPC=0, ARMADA_GPU_LAZY=0, ARMADA_GPU_FUSED=0, ...)
     variants=${VARIANTS:-default}
-    [[ $B == cuda ]] || variants=default
     for variant in $variants; do
-        [[ $variant == default ]] && export ARMADA_CUDA_DEFINES= || export ARMADA_CUDA_DEFINES=${variant//,/ }
-        $A run --backend $B "$G/hello" >/dev/null 2>&1 # compile this variant
-        timeout 600 $A batch --backend $B --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1$variant.txt"
-        note "speed [$variant]: 1 lane, tight loop: $(rates "$log/tight1$variant.txt")"
-        timeout 600 $A batch --backend $B --lanes $LANES "$G/lanecrc" '{lane}' "${CRC_ROUNDS:-100}" >/dev/null 2>"$log/agg$variant.txt"
-        note "speed [$variant]: $LANES lanes lanecrc {lane} ${CRC_ROUNDS:-100} (table: memory bound): $(rates "$log/agg$variant.txt")"
-        timeout 600 $A batch --backend $B --lanes $LANES "$G/lanecrc" '{lane}' "${BIT_ROUNDS:-16}" bit >/dev/null 2>"$log/aggbit$variant.txt"
-        note "speed [$variant]: $LANES lanes lanecrc {lane} ${BIT_ROUNDS:-16} bit (bitwise: compute bound): $(rates "$log/aggbit$variant.txt")"
+        venv=()
+        export ARMADA_CUDA_DEFINES=
+        if [[ $variant == *=* ]]; then
+            IFS=, read -ra venv <<<"$variant"
+        elif [[ $variant != default ]]; then
+            [[ $B == cuda ]] || continue
+            export ARMADA_CUDA_DEFINES=${variant//,/ }
+        fi
+        tag=${variant//[^A-Za-z0-9_-]/_}
+        env "${venv[@]}" $A run --backend $B "$G/hello" >/dev/null 2>&1 # compile this variant
+        timeout 600 env "${venv[@]}" $A batch --backend $B --lanes 1 "$G/tightloop" "$n" >/dev/null 2>"$log/tight1$tag.txt"
+        note "speed [$variant]: 1 lane, tight loop: $(rates "$log/tight1$tag.txt")"
+        timeout 600 env "${venv[@]}" $A batch --backend $B --lanes $LANES "$G/lanecrc" '{lane}' "${CRC_ROUNDS:-100}" >/dev/null 2>"$log/agg$tag.txt"
+        note "speed [$variant]: $LANES lanes lanecrc {lane} ${CRC_ROUNDS:-100} (table: memory bound): $(rates "$log/agg$tag.txt")"
+        timeout 600 env "${venv[@]}" $A batch --backend $B --lanes $LANES "$G/lanecrc" '{lane}' "${BIT_ROUNDS:-16}" bit >/dev/null 2>"$log/aggbit$tag.txt"
+        note "speed [$variant]: $LANES lanes lanecrc {lane} ${BIT_ROUNDS:-16} bit (bitwise: compute bound): $(rates "$log/aggbit$tag.txt")"
+        timeout 600 env "${venv[@]}" $A batch --backend $B --lanes $LANES "$G/tightloop" 20000 >/dev/null 2>"$log/tightshort$tag.txt"
+        note "speed [$variant]: $LANES lanes tight loop 20000: $(rates "$log/tightshort$tag.txt") ($(grep -o 'launches: [0-9]*' "$log/tightshort$tag.txt" | tail -1))"
     done
     export ARMADA_CUDA_DEFINES=${BEST_DEFINES:-}
     # sustained: long enough that start-up and the lanes' first syscalls (host work, see the

@@ -53,7 +53,10 @@ struct WParams {
     k_c: u64,
     k_d: u64,
     k_n: u32,
-    k_pad: u32,
+    /// run: lanes of a subgroup vote on the micro-op to run (min-PC scheduling)
+    vote: u32,
+    /// run: armada-gpu's claim log of lazy pages (`Params::claims`)
+    claims: u64,
 }
 
 const _: () = assert!(std::mem::size_of::<WParams>() as u64 <= PARAMS_BYTES);
@@ -85,6 +88,7 @@ impl WParams {
             lane_shift: p.lane_shift,
             // the run kernel's coverage maps (the other kernels' arguments are free)
             k_a: p.cov,
+            claims: p.claims,
             ..Default::default()
         }
     }
@@ -272,6 +276,9 @@ pub struct WgpuDevice {
     slice: u64,
     /// log2(threads per lane) at least (lavapipe's loop cap, see `open`).
     min_lane_shift: u32,
+    /// The most invocations a subgroup has, where the shader has subgroup operations and
+    /// min-PC scheduling is on (a GPU, and not ARMADA_WGPU_MINPC=0); 0: no vote.
+    vote_width: u32,
 }
 
 fn no_device(what: impl std::fmt::Display) -> Error {
@@ -333,9 +340,18 @@ impl WgpuDevice {
             )));
         }
         let limits = adapter.limits();
+        // Subgroup operations, where the adapter has them, for min-PC scheduling (a vote
+        // before each instruction among the lanes of a subgroup); the shader is built without
+        // them elsewhere.
+        let subgroups = adapter.features().contains(wgpu::Features::SUBGROUP);
+        let features = if subgroups {
+            wgpu::Features::SHADER_INT64 | wgpu::Features::SUBGROUP
+        } else {
+            wgpu::Features::SHADER_INT64
+        };
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("armada"),
-            required_features: wgpu::Features::SHADER_INT64,
+            required_features: features,
             required_limits: limits.clone(),
             ..Default::default()
         }))
@@ -400,7 +416,7 @@ impl WgpuDevice {
         let (counter, dummy) = (small("armada counter"), small("armada no frames"));
 
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let source = crate::shader_source_with(frame_bindings);
+        let source = crate::shader_source_with(frame_bindings, subgroups);
         // SAFETY: the shader bounds every index into `mem` by itself (guest accesses go
         // through frames from the page table the host writes); see the module comment.
         let module = unsafe {
@@ -520,6 +536,13 @@ impl WgpuDevice {
             chunk_shift,
             slice: if cpu { 100_000 } else { 1_000_000 },
             min_lane_shift: if cpu { 4 } else { 0 },
+            // On a CPU adapter each lane has a SIMD batch of its own (lavapipe's loop cap), so
+            // there is nothing to vote on.
+            vote_width: if subgroups && !cpu && opts.minpc {
+                info.subgroup_max_size
+            } else {
+                0
+            },
             info,
         };
         // the interpreter for one frame buffer now, so a shader the driver refuses fails here
@@ -587,9 +610,17 @@ impl WgpuDevice {
             .budget
             .saturating_sub(mem)
             .min(frames as u64 * self.frame_bytes);
+        let vote = if self.vote_width > 0 {
+            format!(
+                "; min-PC scheduling in subgroups of up to {}",
+                self.vote_width
+            )
+        } else {
+            String::new()
+        };
         format!(
             "{} ({:?}, {:?}; {} MiB for records and tables, up to {} MiB for lanes' pages and \
-             their shadows in {frames} frame buffers of {} MiB)",
+             their shadows in {frames} frame buffers of {} MiB{vote})",
             self.info.name,
             self.info.backend,
             self.info.device_type,
@@ -934,9 +965,24 @@ impl Device for WgpuDevice {
     fn launch_run(&self, p: &Params) -> Result<(), Error> {
         let mut wp = WParams::run(p);
         wp.lane_shift = wp.lane_shift.max(self.min_lane_shift);
+        // vote only where a subgroup holds several lanes (a small batch has one a subgroup)
+        wp.vote = ((1u64 << wp.lane_shift) < self.vote_width as u64) as u32;
         let pipeline = self.run_pipeline(self.spaces_in_use(), p.cov != 0)?;
         let _g = self.submitting.lock().unwrap_or_else(|e| e.into_inner());
-        self.dispatch(&pipeline, wp, (p.nactive as u64) << wp.lane_shift)
+        if p.claims != 0 {
+            self.queue.write_buffer(&self.fixed.counter, 4, &[0u8; 4]);
+        }
+        self.dispatch(&pipeline, wp, (p.nactive as u64) << wp.lane_shift)?;
+        if p.claims != 0 {
+            // the claim count as the engine reads it: the low half of the u64 at `claims`
+            // (the engine zeroed it before the launch)
+            let (mem, off, _) = self.locate(p.claims, 8)?;
+            let mut enc = self.device.create_command_encoder(&Default::default());
+            enc.copy_buffer_to_buffer(&self.fixed.counter, 4, &mem, off, 4);
+            self.queue.submit([enc.finish()]);
+            self.check()?;
+        }
+        Ok(())
     }
 
     fn prepare_coverage(&self) -> Result<(), Error> {
@@ -1087,6 +1133,14 @@ impl Device for WgpuDevice {
         Some(self.slice)
     }
 
+    fn fused_pairs(&self) -> bool {
+        true
+    }
+
+    fn lazy_pages(&self) -> bool {
+        true
+    }
+
     fn host_run(&self) -> u64 {
         // FP arithmetic runs on the host: a stop costs a launch and a round trip, so the host
         // runs on through the FP-dense stretch (a few microseconds on the CPU engine)
@@ -1101,11 +1155,12 @@ mod tests {
     #[test]
     fn params_layout_matches_the_shader() {
         // WGSL: 15 u64, then nactive nregions pt_shift chunk_shift lane_shift lane_base (u32),
-        // then k_a..k_d (u64) and k_n, k_pad (u32).
+        // then k_a..k_d (u64), k_n and vote (u32), claims (u64).
         assert_eq!(std::mem::offset_of!(WParams, lane_base), 15 * 8 + 5 * 4);
         assert_eq!(std::mem::offset_of!(WParams, k_a), 144);
         assert_eq!(std::mem::offset_of!(WParams, k_n), 176);
-        assert_eq!(std::mem::size_of::<WParams>(), 184);
+        assert_eq!(std::mem::offset_of!(WParams, claims), 184);
+        assert_eq!(std::mem::size_of::<WParams>(), 192);
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub use device::WgpuDevice;
 use std::sync::Arc;
 
 /// How the wgpu engine runs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Instructions per lane per launch; `None`: the device's default (1 M on a GPU, 100 k on
     /// a CPU adapter such as lavapipe).
@@ -33,13 +33,30 @@ pub struct Options {
     /// The most frame buffers, in 1..=`MAX_FRAME_BINDINGS`; `None`: as many as the adapter's
     /// storage bindings allow.
     pub frame_bindings: Option<u32>,
+    /// Min-PC scheduling where lanes share subgroups (on a GPU with subgroup operations):
+    /// lanes at the subgroup's lowest micro-op run, the others wait (docs/wgpu.md).
+    pub minpc: bool,
     /// Print the adapter and per-batch notes on stderr.
     pub verbose: bool,
 }
 
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            slice: None,
+            memory: None,
+            binding: None,
+            frame_bindings: None,
+            minpc: true,
+            verbose: false,
+        }
+    }
+}
+
 impl Options {
     /// Defaults, adjusted by the environment: ARMADA_WGPU_SLICE=N, ARMADA_WGPU_MEMORY_MIB=N,
-    /// ARMADA_WGPU_BINDING_MIB=N, ARMADA_WGPU_FRAME_BINDINGS=N, ARMADA_WGPU_VERBOSE=1 (wgpu's
+    /// ARMADA_WGPU_BINDING_MIB=N, ARMADA_WGPU_FRAME_BINDINGS=N, ARMADA_WGPU_MINPC=0,
+    /// ARMADA_WGPU_VERBOSE=1 (wgpu's
     /// own WGPU_BACKEND and WGPU_ADAPTER_NAME also apply).
     pub fn from_env() -> Options {
         let num = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
@@ -49,6 +66,7 @@ impl Options {
             binding: num("ARMADA_WGPU_BINDING_MIB").map(|m| m << 20),
             frame_bindings: num("ARMADA_WGPU_FRAME_BINDINGS")
                 .map(|n| n.min(u32::MAX as u64) as u32),
+            minpc: std::env::var("ARMADA_WGPU_MINPC").map_or(true, |v| v != "0"),
             verbose: std::env::var("ARMADA_WGPU_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
         }
     }
@@ -112,17 +130,29 @@ pub const DEFAULT_FRAME_BINDINGS: u32 = 6;
 /// Each is also a case of the switch every guest access goes through (`spaces_wgsl`).
 pub const MAX_FRAME_BINDINGS: u32 = 26;
 
-/// The shader as compiled for `DEFAULT_FRAME_BINDINGS` frame buffers.
+/// The shader as compiled for `DEFAULT_FRAME_BINDINGS` frame buffers, without subgroups: what
+/// an adapter of WebGPU's guaranteed limits and no optional features gets.
 pub fn shader_source() -> String {
-    shader_source_with(DEFAULT_FRAME_BINDINGS)
+    shader_source_with(DEFAULT_FRAME_BINDINGS, false)
 }
 
-/// The shader as compiled for `frames` frame buffers (at least 1): the generated header, the
-/// shader's files, then the frame buffers' bindings and the accessors over every space.
-pub fn shader_source_with(frames: u32) -> String {
+/// The shader as compiled for `frames` frame buffers (at least 1), with or without subgroup
+/// operations (the adapter's `wgpu::Features::SUBGROUP`): the generated header, the shader's
+/// files, then the frame buffers' bindings and the accessors over every space, and
+/// `warp_min`, the min-PC vote.
+pub fn shader_source_with(frames: u32, subgroups: bool) -> String {
+    // (naga 30 takes subgroup built-ins without WGSL's `enable subgroups;`, which it rejects as
+    // not implemented: the device's SUBGROUP feature is what allows them)
     let mut s = armada_gpu::layout::wgsl_header();
     s.push_str(SHADER_BODY);
     s.push_str(&spaces_wgsl(frames.max(1)));
+    s.push_str(if subgroups {
+        "\n// the lowest `v` among the subgroup's active invocations (min-PC scheduling)\n\
+         fn warp_min(v: u32) -> u32 { return subgroupMin(v); }\n"
+    } else {
+        "\n// no subgroups on this adapter: no vote (the host leaves P.vote at 0)\n\
+         fn warp_min(v: u32) -> u32 { return v; }\n"
+    });
     s
 }
 

@@ -16,13 +16,21 @@ use naga::proc::{BoundsCheckPolicies, BoundsCheckPolicy};
 use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};
 use naga::{AddressSpace, Module, ResourceBinding, ShaderStage, StorageAccess};
 
-/// The capabilities the engine's shader needs: only `SHADER_INT64` (u64 and i64 everywhere).
-/// The device is requested with `wgpu::Features::SHADER_INT64` and no other feature
-/// (device.rs, `open_adapter`), and wgpu's validator gets the capabilities that map from the
-/// requested features (wgpu-naga-bridge, `features_to_naga_capabilities`). The shader uses no
-/// 64-bit atomics (its atomics are `atomic<u32>`), f16, i16, f64, subgroups or binding arrays;
-/// `the_harness_rejects_bad_input` checks that validating without `SHADER_INT64` fails.
-const CAPABILITIES: Capabilities = Capabilities::SHADER_INT64;
+/// The capabilities the engine's shader needs: `SHADER_INT64` (u64 and i64 everywhere), and
+/// `SUBGROUP` in the build for adapters that have subgroup operations (min-PC scheduling's
+/// vote). The device is requested with `wgpu::Features::SHADER_INT64`, and `SUBGROUP` where
+/// the adapter has it (device.rs, `open_adapter`), and wgpu's validator gets the capabilities
+/// that map from the requested features (wgpu-naga-bridge, `features_to_naga_capabilities`).
+/// The shader uses no 64-bit atomics (its atomics are `atomic<u32>`), f16, i16, f64 or binding
+/// arrays; `the_harness_rejects_bad_input` checks that validating without `SHADER_INT64`
+/// fails, and with subgroups, without `SUBGROUP`.
+fn capabilities(subgroups: bool) -> Capabilities {
+    if subgroups {
+        Capabilities::SHADER_INT64 | Capabilities::SUBGROUP
+    } else {
+        Capabilities::SHADER_INT64
+    }
+}
 
 /// The entry points device.rs creates pipelines for (`pipeline(..)` in `open_adapter`, and
 /// `run_pipeline`). Every compute entry point of the module is translated; these must be there.
@@ -47,13 +55,18 @@ const SETTINGS: [(&str, &[(&str, f64)]); 4] = [
     ),
 ];
 
-/// SPIR-V versions: wgpu-hal's Vulkan backend writes SPIR-V 1.0 for a Vulkan 1.0 device and
-/// 1.6 for Vulkan 1.3+ (lavapipe), and zero-initializes workgroup memory natively where the
-/// device has the feature (core in Vulkan 1.3), else by a polyfill; both ends are written.
-const SPIRV: [((u8, u8), spv::ZeroInitializeWorkgroupMemoryMode); 2] = [
-    ((1, 0), spv::ZeroInitializeWorkgroupMemoryMode::Polyfill),
-    ((1, 6), spv::ZeroInitializeWorkgroupMemoryMode::Native),
-];
+/// SPIR-V versions: wgpu-hal's Vulkan backend writes SPIR-V 1.0 for a Vulkan 1.0 device, 1.3
+/// for Vulkan 1.1, and 1.6 for Vulkan 1.3+ (lavapipe), and zero-initializes workgroup memory
+/// natively where the device has the feature (core in Vulkan 1.3), else by a polyfill; both
+/// ends are written. Subgroups need Vulkan 1.1 (wgpu-hal exposes `SUBGROUP` from there on), so
+/// the build with them is written for 1.3 and 1.6.
+fn spirv_versions(subgroups: bool) -> [((u8, u8), spv::ZeroInitializeWorkgroupMemoryMode); 2] {
+    let oldest = if subgroups { (1, 3) } else { (1, 0) };
+    [
+        (oldest, spv::ZeroInitializeWorkgroupMemoryMode::Polyfill),
+        ((1, 6), spv::ZeroInitializeWorkgroupMemoryMode::Native),
+    ]
+}
 
 /// MSL versions. wgpu-hal's Metal backend writes the newest MSL the OS has and exposes
 /// `SHADER_INT64` only from MSL 2.3 (macOS 11, iOS 14) on, on GPUs of the Apple3 or Metal3
@@ -70,8 +83,8 @@ const HLSL: [hlsl::ShaderModel; 2] = [hlsl::ShaderModel::V6_0, hlsl::ShaderModel
 /// Parses and validates `source`, then writes every backend's code for every compute entry
 /// point under every override setting. Err lists each failure with the backend, the entry
 /// point, the override setting and naga's error.
-fn translate_all(source: &str) -> Result<(), String> {
-    let (module, info) = guard(|| validate(source, CAPABILITIES))?;
+fn translate_all(source: &str, subgroups: bool) -> Result<(), String> {
+    let (module, info) = guard(|| validate(source, capabilities(subgroups)))?;
     let names: Vec<&str> = module
         .entry_points
         .iter()
@@ -111,7 +124,7 @@ fn translate_all(source: &str) -> Result<(), String> {
                 }
             };
             for (backend, result) in [
-                spirv(&module, &info, ep, &buffers),
+                spirv(&module, &info, ep, &buffers, subgroups),
                 metal(&module, &info, ep, &buffers),
                 dx12(&module, &info, ep, &buffers),
             ]
@@ -189,10 +202,17 @@ const UNCHECKED: BoundsCheckPolicies = BoundsCheckPolicies {
 type Translation = (String, Result<(), String>);
 
 /// SPIR-V as wgpu-hal's Vulkan backend writes it (vulkan/adapter.rs and device.rs): the
-/// capabilities Vulkan always has plus `Int64` for `SHADER_INT64`, and a binding map.
-fn spirv(module: &Module, info: &ModuleInfo, ep: &str, buffers: &[Buffer]) -> Vec<Translation> {
+/// capabilities Vulkan always has plus `Int64` for `SHADER_INT64` and the group operations for
+/// `SUBGROUP`, and a binding map.
+fn spirv(
+    module: &Module,
+    info: &ModuleInfo,
+    ep: &str,
+    buffers: &[Buffer],
+    subgroups: bool,
+) -> Vec<Translation> {
     use spv::Capability as C;
-    let capabilities = [
+    let mut capabilities = vec![
         C::Shader,
         C::Matrix,
         C::Sampled1D,
@@ -202,6 +222,17 @@ fn spirv(module: &Module, info: &ModuleInfo, ep: &str, buffers: &[Buffer]) -> Ve
         C::StorageImageExtendedFormats,
         C::Int64,
     ];
+    if subgroups {
+        capabilities.extend([
+            C::GroupNonUniform,
+            C::GroupNonUniformVote,
+            C::GroupNonUniformArithmetic,
+            C::GroupNonUniformBallot,
+            C::GroupNonUniformShuffle,
+            C::GroupNonUniformShuffleRelative,
+            C::GroupNonUniformQuad,
+        ]);
+    }
     let binding_map: spv::BindingMap = buffers
         .iter()
         .map(|b| {
@@ -217,7 +248,7 @@ fn spirv(module: &Module, info: &ModuleInfo, ep: &str, buffers: &[Buffer]) -> Ve
         shader_stage: ShaderStage::Compute,
         entry_point: ep.to_string(),
     };
-    SPIRV
+    spirv_versions(subgroups)
         .iter()
         .map(|&(lang_version, zero_init)| {
             let options = spv::Options {
@@ -405,34 +436,42 @@ fn nonempty(len: usize) -> Result<(), String> {
 fn shader_translates_for_every_backend() {
     // the shader as an adapter of WebGPU's limits gets it, and with the fewest and the most
     // frame buffers the engine binds (MAX_FRAME_BINDINGS is what Metal's buffer slots allow)
-    for frames in [
-        armada_wgpu::DEFAULT_FRAME_BINDINGS,
-        1,
-        armada_wgpu::MAX_FRAME_BINDINGS,
+    // frame buffers, and each with and without subgroups
+    for (frames, subgroups) in [
+        (armada_wgpu::DEFAULT_FRAME_BINDINGS, false),
+        (armada_wgpu::DEFAULT_FRAME_BINDINGS, true),
+        (1, false),
+        (1, true),
+        (armada_wgpu::MAX_FRAME_BINDINGS, true),
+        (armada_wgpu::MAX_FRAME_BINDINGS, false),
     ] {
-        let source = armada_wgpu::shader_source_with(frames);
+        let source = armada_wgpu::shader_source_with(frames, subgroups);
         let t = std::time::Instant::now();
-        if let Err(e) = translate_all(&source) {
-            panic!("the wgpu engine's shader ({frames} frame buffers) does not translate:\n\n{e}");
+        let with = if subgroups { "with" } else { "without" };
+        if let Err(e) = translate_all(&source, subgroups) {
+            panic!(
+                "the wgpu engine's shader ({frames} frame buffers, {with} subgroups) does not \
+                 translate:\n\n{e}"
+            );
         }
         eprintln!(
-            "{frames} frame buffers: every entry point x {} override settings x {} backend \
-             versions translated in {:?}",
+            "{frames} frame buffers, {with} subgroups: every entry point x {} override settings \
+             x {} backend versions translated in {:?}",
             SETTINGS.len(),
-            SPIRV.len() + MSL.len() + HLSL.len(),
+            spirv_versions(subgroups).len() + MSL.len() + HLSL.len(),
             t.elapsed()
         );
     }
     // one more frame buffer would not bind on Metal
-    let over = armada_wgpu::shader_source_with(armada_wgpu::MAX_FRAME_BINDINGS + 1);
-    let e = translate_all(&over).unwrap_err();
+    let over = armada_wgpu::shader_source_with(armada_wgpu::MAX_FRAME_BINDINGS + 1, true);
+    let e = translate_all(&over, true).unwrap_err();
     assert!(e.contains("Metal"), "{e}");
 }
 
 #[test]
 fn the_harness_rejects_bad_input() {
     // a syntax error: the front end's error, with the source line
-    let e = translate_all("fn broken( -> u32 { return 1u; }").unwrap_err();
+    let e = translate_all("fn broken( -> u32 { return 1u; }", false).unwrap_err();
     assert!(e.starts_with("WGSL front end: "), "{e}");
     assert!(e.contains("fn broken("), "no source excerpt in: {e}");
 
@@ -441,6 +480,7 @@ fn the_harness_rejects_bad_input() {
         "@group(0) @binding(0) var<storage, read> mem: array<u32>;
          @compute @workgroup_size(64)
          fn run(@builtin(global_invocation_id) id: vec3<u32>) { mem[id.x] = 1u; }",
+        false,
     )
     .unwrap_err();
     assert!(e.starts_with("validation: "), "{e}");
@@ -456,6 +496,7 @@ fn the_harness_rejects_bad_input() {
          fn run(@builtin(global_invocation_id) id: vec3<u32>) {
              mem[id.x] = 1u / (60000u - LOOP_BUDGET) + COVERAGE;
          }",
+        false,
     )
     .unwrap_err();
     for missing in ["copy", "diff", "pt_write", "cov_news"] {
@@ -485,6 +526,7 @@ fn the_harness_rejects_bad_input() {
              let x = u64(mem[id.x]) + u64(LOOP_BUDGET + COVERAGE);
              mem[id.x] = u32(countLeadingZeros(x));
          }",
+        false,
     )
     .unwrap_err();
     for spirv in ["SPIR-V 1.0 (Vulkan)", "SPIR-V 1.6 (Vulkan)"] {
@@ -496,10 +538,16 @@ fn the_harness_rejects_bad_input() {
     }
     assert!(!e.contains("MSL") && !e.contains("HLSL"), "{e}");
 
-    // the engine's shader needs SHADER_INT64 (so CAPABILITIES is not larger than it must be)
+    // the engine's shader needs SHADER_INT64 (so `capabilities` is not larger than it must be)
     let source = armada_wgpu::shader_source();
     let Err(e) = validate(&source, Capabilities::empty()) else {
         panic!("the shader validated without SHADER_INT64");
     };
     assert!(e.contains("SHADER_INT64"), "{e}");
+    // and its build with subgroups needs SUBGROUP
+    let source = armada_wgpu::shader_source_with(armada_wgpu::DEFAULT_FRAME_BINDINGS, true);
+    let Err(e) = validate(&source, Capabilities::SHADER_INT64) else {
+        panic!("the shader with subgroups validated without SUBGROUP");
+    };
+    assert!(e.to_lowercase().contains("subgroup"), "{e}");
 }

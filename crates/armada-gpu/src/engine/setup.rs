@@ -168,6 +168,10 @@ impl Batch {
 
         // Code: every executable (and not writable) area of each image, decoded once.
         let mut ops_words: Vec<u64> = Vec::new();
+        // compare + B.cond pairs in one dispatch where the kernel has them (ARMADA_GPU_FUSED=0
+        // leaves them apart, to measure what they give)
+        let fused =
+            dev.fused_pairs() && std::env::var("ARMADA_GPU_FUSED").map_or(true, |v| v != "0");
         let mut region_words: Vec<u64> = Vec::new();
         let mut images: Vec<Image> = Vec::new();
         let mut image_pages: Vec<Vec<(u64, Arc<PageData>, Perm)>> = Vec::new();
@@ -197,7 +201,7 @@ impl Batch {
                     let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
                     ops_words.extend_from_slice(&encode_uop(word, start + 4 * k as u64));
                 }
-                if dev.fused_pairs() {
+                if fused {
                     crate::layout::fused::fuse(&mut ops_words[2 * first_op as usize..]);
                 }
                 ops_words.push(ops::END_OF_REGION as u64);

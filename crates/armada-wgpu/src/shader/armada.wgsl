@@ -162,6 +162,14 @@ fn run_lane(lane: u32) {
                 }
             }
             let ow = rops + 4u * idx;
+            // Min-PC scheduling (docs/cuda.md): lanes of a subgroup running the same code out
+            // of step stay out of step in a switch-based interpreter, each dispatch serving
+            // only the lanes at one micro-op. So only the lanes at the subgroup's lowest
+            // micro-op (its word index, unique across regions) run an instruction; the others
+            // wait and fall back into step. It changes which lane runs when, never what a lane
+            // computes, and the lowest always runs. The host sets P.vote only where lanes
+            // share subgroups (warp_min: subgroupMin, or the key itself without subgroups).
+            if P.vote != 0u && ow != warp_min(ow) { continue; }
             let w0 = mem[ow];
             let w1 = mem[ow + 1u];
             let imm = u64(mem[ow + 2u]) | (u64(mem[ow + 3u]) << 32u);
@@ -324,6 +332,31 @@ fn run_lane(lane: u32) {
                 case OP_ADDS_SR_X: { x[a] = add_flags64(x[b], shift64(x[c], e, f), 0lu); }
                 case OP_SUBS_SR_W: { x[a] = u64(add_flags32(u32(x[b]), ~shift32(u32(x[c]), e, f), 1u)); }
                 case OP_SUBS_SR_X: { x[a] = add_flags64(x[b], ~shift64(x[c], e, f), 1lu); }
+                // A compare and the B.cond after it in one dispatch (layout.rs: fused), when
+                // the lane's budget has room for both; otherwise only the compare retires here
+                // (the B.cond keeps its own slot, so it runs next as any branch).
+                case OP_ADDS_IMM_W_BCOND, OP_ADDS_IMM_X_BCOND, OP_SUBS_SR_W_BCOND, OP_SUBS_SR_X_BCOND: {
+                    switch op {
+                        case OP_ADDS_IMM_W_BCOND: { x[a] = u64(add_flags32(u32(x[b]), u32(imm), e)); }
+                        case OP_ADDS_IMM_X_BCOND: { x[a] = add_flags64(x[b], imm, u64(e)); }
+                        case OP_SUBS_SR_W_BCOND: { x[a] = u64(add_flags32(u32(x[b]), ~shift32(u32(x[c]), e, f), 1u)); }
+                        default: { x[a] = add_flags64(x[b], ~shift64(x[c], e, f), 1lu); }
+                    }
+                    if retired + 1lu < end {
+                        // the B.cond: its condition (field e) and target
+                        let bcond = (mem[ow + 5u] >> 16u) & 0xffu;
+                        let bt = u64(mem[ow + 6u]) | (u64(mem[ow + 7u]) << 32u);
+                        retired += 1lu;
+                        idx += 1u;
+                        if cond_holds(bcond, nzcv) {
+                            jt = bt;
+                            flow = FLOW_JUMP;
+                            cov_edge(rbase + u64(idx) * 4lu, jt);
+                        } else {
+                            cov_edge(rbase + u64(idx) * 4lu, rbase + u64(idx + 1u) * 4lu);
+                        }
+                    }
+                }
                 case OP_ADD_EXT_W: { x[a] = u64(u32(x[b]) + u32(extend(x[c], e, f))); }
                 case OP_ADD_EXT_X: { x[a] = x[b] + extend(x[c], e, f); }
                 case OP_SUB_EXT_W: { x[a] = u64(u32(x[b]) - u32(extend(x[c], e, f))); }

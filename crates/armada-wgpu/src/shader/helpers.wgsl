@@ -47,11 +47,14 @@ struct Params {
     k_c: u64,
     k_d: u64,
     k_n: u32,
-    k_pad: u32,
+    vote: u32,        // run: min-PC scheduling on (lanes share subgroups; armada.wgsl)
+    claims: u64,      // run: the claim log of lazy pages (0: none; mem.wgsl, pt_lookup)
 }
 
 @group(0) @binding(0) var<storage, read_write> mem: array<u32>;
 @group(0) @binding(1) var<uniform> P: Params;
+// counter[0]: the diff kernel's changed blocks; counter[1]: the run kernel's lazy-page claims
+// (the host copies each into the count word the engine reads)
 @group(0) @binding(2) var<storage, read_write> counter: array<atomic<u32>>;
 
 const MAXU64: u64 = 0xfffffffffffffffflu;

@@ -61,8 +61,47 @@ fn pt_lookup(vpn: u64, write: bool) -> u64 {
         s = pt_find(((rget(S_IMAGE) << PT_VPN_BITS) | vpn) + 1lu);
         if s == MAXU64 { return NOFP; }
     }
-    let val = ld64w(wi(P.pt) + 4u * u32(s) + 2u);
+    let vw = wi(P.pt) + 4u * u32(s) + 2u;
+    var val = ld64w(vw);
     if (val & select(PT_R, PT_W, write)) == 0lu { return NOFP; }
+    if write && (val & PT_LAZY) != 0lu {
+        // First write to a lazy page: copy its starting bytes (the zero frame or an image
+        // page) into a frame of the lane's reserve and into that frame's shadow (the host's
+        // copy starts from the same bytes), point the entry at it, and log the claim for the
+        // host (layout.rs: Params::claims). Only this lane uses its own entries, so no other
+        // invocation races on the slot. An empty reserve is a miss the host answers.
+        let n = rget(S_RES_N);
+        if n == 0lu || P.claims == 0lu { return NOFP; }
+        let f = rget(S_RES + u32(n) - 1u);
+        rset(S_RES_N, n - 1lu);
+        let src = frame_ptr(val & PT_FRAME_MASK);
+        let dst = frame_ptr(f);
+        let ss = u32(src >> 32u);
+        let ds = u32(dst >> 32u);
+        let sw = u32(src) >> 2u;
+        let dw = u32(dst) >> 2u;
+        // the shadow is the frame's twin in the second half of its chunk (pagetable.rs)
+        let shw = dw + (1024u << (P.chunk_shift & 31u));
+        lp(256u);
+        for (var i = 0u; i < 1024u; i += 4u) {
+            let v0 = fld2(ss, sw + i);
+            let v1 = fld2(ss, sw + i + 2u);
+            fst(ds, dw + i, v0.x);
+            fst(ds, dw + i + 1u, v0.y);
+            fst(ds, dw + i + 2u, v1.x);
+            fst(ds, dw + i + 3u, v1.y);
+            fst(ds, shw + i, v0.x);
+            fst(ds, shw + i + 1u, v0.y);
+            fst(ds, shw + i + 2u, v1.x);
+            fst(ds, shw + i + 3u, v1.y);
+        }
+        val = f | (val & (PT_R | PT_W));
+        st64w(vw, val);
+        let at = atomicAdd(&counter[1], 1u);
+        let cw = wi(P.claims) + 2u + 4u * at;
+        st64w(cw, (u64(cur_lane) << 32u) | f);
+        st64w(cw + 2u, vpn);
+    }
     if write {
         let ep = u32(rget(S_EPOCH));
         let ew = wi(P.pt_epoch) + u32(s);
@@ -73,7 +112,11 @@ fn pt_lookup(vpn: u64, write: bool) -> u64 {
             rset(S_DIRTY_N, n + 1lu);
         }
     }
-    let frame = val & PT_FRAME_MASK;
+    return frame_ptr(val & PT_FRAME_MASK);
+}
+
+// Device pointer of frame number `frame` (pagetable.rs, `addr`).
+fn frame_ptr(frame: u64) -> u64 {
     let cs = P.chunk_shift & 63u;
     let chunk = ld64w(wi(P.chunks) + 2u * u32(frame >> cs));
     return chunk + ((frame & ((1lu << cs) - 1lu)) << 12u);
@@ -108,6 +151,13 @@ fn tlb_refill() -> bool {
     let vpn = g_addr >> 12u;
     let base = pt_lookup(vpn, g_write);
     if base == NOFP { return false; }
+    if g_write {
+        // a read entry of the page may point at the bytes a lazy page started from
+        if tag0 == vpn { tag0 = MAXU64; }
+        if tag1 == vpn { tag1 = MAXU64; }
+        if tag2 == vpn { tag2 = MAXU64; }
+        if tag3 == vpn { tag3 = MAXU64; }
+    }
     tag3 = tag2; ptr3 = ptr2;
     tag2 = tag1; ptr2 = ptr1;
     tag1 = tag0; ptr1 = ptr0;
