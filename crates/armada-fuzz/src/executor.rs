@@ -350,6 +350,7 @@ impl Executor {
                     [
                         "launches",
                         "kernel s",
+                        "kernel builds s",
                         "service s",
                         "transfer s",
                         "transfer parts s",

@@ -94,6 +94,12 @@ pub trait Device: Send + Sync {
     fn prepare_coverage(&self) -> Result<(), Error> {
         Ok(())
     }
+    /// Makes ready the kernel build the next `launch_run` with `p` uses (a device that builds
+    /// variants as a batch grows compiles it here), so that its time is counted apart from
+    /// the kernel's (`Stats::build_s`).
+    fn prepare_run(&self, _p: &Params) -> Result<(), Error> {
+        Ok(())
+    }
     /// Host memory the kernel can write while it runs: (host pointer, device address).
     fn alloc_mapped(&self, bytes: usize) -> Result<(*mut u64, DevPtr), Error>;
     fn free_mapped(&self, host: *mut u64);

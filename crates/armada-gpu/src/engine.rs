@@ -67,6 +67,9 @@ use upload::Pinned;
 pub struct Stats {
     pub launches: u64,
     pub kernel_s: f64,
+    /// Kernel builds a launch waited for (`Device::prepare_run`: the wgpu engine compiles
+    /// the interpreter for more frame buffers as a batch grows), apart from `kernel_s`.
+    pub build_s: f64,
     pub service_s: f64,
     pub transfer_s: f64,
     /// `transfer_s` in parts (`TRANSFER_PARTS`), to see which one to work on.
@@ -530,6 +533,7 @@ impl Batch {
             ("device".into(), self.dev.describe()),
             ("launches".into(), s.launches.to_string()),
             ("kernel s".into(), format!("{:.3}", s.kernel_s)),
+            ("kernel builds s".into(), format!("{:.3}", s.build_s)),
             ("service s".into(), format!("{:.3}", s.service_s)),
             ("transfer s".into(), format!("{:.3}", s.transfer_s)),
             (

@@ -277,7 +277,7 @@ pub struct WgpuDevice {
     /// log2(threads per lane) at least (lavapipe's loop cap, see `open`).
     min_lane_shift: u32,
     /// The most invocations a subgroup has, where the shader has subgroup operations and
-    /// min-PC scheduling is on (a GPU, and not ARMADA_WGPU_MINPC=0); 0: no vote.
+    /// min-PC scheduling is on (a GPU, and ARMADA_WGPU_MINPC=1); 0: no vote.
     vote_width: u32,
 }
 
@@ -340,10 +340,10 @@ impl WgpuDevice {
             )));
         }
         let limits = adapter.limits();
-        // Subgroup operations, where the adapter has them, for min-PC scheduling (a vote
-        // before each instruction among the lanes of a subgroup); the shader is built without
-        // them elsewhere.
-        let subgroups = adapter.features().contains(wgpu::Features::SUBGROUP);
+        // Subgroup operations for min-PC scheduling (a vote before each instruction among the
+        // lanes of a subgroup), where it is asked for and the adapter has them; the shader is
+        // built without them otherwise.
+        let subgroups = opts.minpc && adapter.features().contains(wgpu::Features::SUBGROUP);
         let features = if subgroups {
             wgpu::Features::SHADER_INT64 | wgpu::Features::SUBGROUP
         } else {
@@ -987,6 +987,11 @@ impl Device for WgpuDevice {
 
     fn prepare_coverage(&self) -> Result<(), Error> {
         self.run_pipeline(self.spaces_in_use(), true).map(|_| ())
+    }
+
+    fn prepare_run(&self, p: &Params) -> Result<(), Error> {
+        self.run_pipeline(self.spaces_in_use(), p.cov != 0)
+            .map(|_| ())
     }
 
     fn cov_news(

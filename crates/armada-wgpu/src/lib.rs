@@ -18,7 +18,7 @@ pub use device::WgpuDevice;
 use std::sync::Arc;
 
 /// How the wgpu engine runs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Options {
     /// Instructions per lane per launch; `None`: the device's default (1 M on a GPU, 100 k on
     /// a CPU adapter such as lavapipe).
@@ -34,28 +34,17 @@ pub struct Options {
     /// storage bindings allow.
     pub frame_bindings: Option<u32>,
     /// Min-PC scheduling where lanes share subgroups (on a GPU with subgroup operations):
-    /// lanes at the subgroup's lowest micro-op run, the others wait (docs/wgpu.md).
+    /// lanes at the subgroup's lowest micro-op run, the others wait. Off by default: on an
+    /// H100 (Vulkan) it sped the compute-bound CRC up by half but slowed others down by up
+    /// to 40% (docs/performance.md, issue 17 step 2).
     pub minpc: bool,
     /// Print the adapter and per-batch notes on stderr.
     pub verbose: bool,
 }
 
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            slice: None,
-            memory: None,
-            binding: None,
-            frame_bindings: None,
-            minpc: true,
-            verbose: false,
-        }
-    }
-}
-
 impl Options {
     /// Defaults, adjusted by the environment: ARMADA_WGPU_SLICE=N, ARMADA_WGPU_MEMORY_MIB=N,
-    /// ARMADA_WGPU_BINDING_MIB=N, ARMADA_WGPU_FRAME_BINDINGS=N, ARMADA_WGPU_MINPC=0,
+    /// ARMADA_WGPU_BINDING_MIB=N, ARMADA_WGPU_FRAME_BINDINGS=N, ARMADA_WGPU_MINPC=1,
     /// ARMADA_WGPU_VERBOSE=1 (wgpu's
     /// own WGPU_BACKEND and WGPU_ADAPTER_NAME also apply).
     pub fn from_env() -> Options {
@@ -66,7 +55,7 @@ impl Options {
             binding: num("ARMADA_WGPU_BINDING_MIB").map(|m| m << 20),
             frame_bindings: num("ARMADA_WGPU_FRAME_BINDINGS")
                 .map(|n| n.min(u32::MAX as u64) as u32),
-            minpc: std::env::var("ARMADA_WGPU_MINPC").map_or(true, |v| v != "0"),
+            minpc: std::env::var("ARMADA_WGPU_MINPC").is_ok_and(|v| v == "1"),
             verbose: std::env::var("ARMADA_WGPU_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
         }
     }
@@ -138,23 +127,30 @@ pub fn shader_source() -> String {
 
 /// The shader as compiled for `frames` frame buffers (at least 1), with or without subgroup
 /// operations (the adapter's `wgpu::Features::SUBGROUP`): the generated header, the shader's
-/// files, then the frame buffers' bindings and the accessors over every space, and
-/// `warp_min`, the min-PC vote.
+/// files, then the frame buffers' bindings and the accessors over every space, and min-PC
+/// scheduling's vote.
 pub fn shader_source_with(frames: u32, subgroups: bool) -> String {
     // (naga 30 takes subgroup built-ins without WGSL's `enable subgroups;`, which it rejects as
     // not implemented: the device's SUBGROUP feature is what allows them)
     let mut s = armada_gpu::layout::wgsl_header();
     s.push_str(SHADER_BODY);
     s.push_str(&spaces_wgsl(frames.max(1)));
-    s.push_str(if subgroups {
-        "\n// the lowest `v` among the subgroup's active invocations (min-PC scheduling)\n\
-         fn warp_min(v: u32) -> u32 { return subgroupMin(v); }\n"
-    } else {
-        "\n// no subgroups on this adapter: no vote (the host leaves P.vote at 0)\n\
-         fn warp_min(v: u32) -> u32 { return v; }\n"
-    });
+    s.push_str(if subgroups { VOTE_SUBGROUPS } else { VOTE_NONE });
     s
 }
+
+/// Min-PC scheduling's vote with subgroup operations: whether this lane waits, another lane of
+/// its subgroup being at a lower micro-op (`key`: its word index).
+const VOTE_SUBGROUPS: &str = "
+// ----- min-PC scheduling's vote (generated: crates/armada-wgpu/src/lib.rs, with subgroups)
+fn vote_wait(key: u32) -> bool { return key != subgroupMin(key); }
+";
+
+/// Without subgroup operations: no vote (the host leaves `P.vote` at 0).
+const VOTE_NONE: &str = "
+// ----- no subgroups on this adapter: no vote (generated: crates/armada-wgpu/src/lib.rs)
+fn vote_wait(key: u32) -> bool { return false; }
+";
 
 /// The frame buffers' bindings (space k, for k in 1..=frames, is `fk` at binding 2 + k) and
 /// the word accessors:

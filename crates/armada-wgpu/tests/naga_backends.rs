@@ -17,9 +17,9 @@ use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};
 use naga::{AddressSpace, Module, ResourceBinding, ShaderStage, StorageAccess};
 
 /// The capabilities the engine's shader needs: `SHADER_INT64` (u64 and i64 everywhere), and
-/// `SUBGROUP` in the build for adapters that have subgroup operations (min-PC scheduling's
-/// vote). The device is requested with `wgpu::Features::SHADER_INT64`, and `SUBGROUP` where
-/// the adapter has it (device.rs, `open_adapter`), and wgpu's validator gets the capabilities
+/// `SUBGROUP` in the build with min-PC scheduling's vote (ARMADA_WGPU_MINPC=1 on an adapter
+/// with subgroup operations). The device is requested with `wgpu::Features::SHADER_INT64`, and
+/// `SUBGROUP` for that build (device.rs, `open_adapter`), and wgpu's validator gets the capabilities
 /// that map from the requested features (wgpu-naga-bridge, `features_to_naga_capabilities`).
 /// The shader uses no 64-bit atomics (its atomics are `atomic<u32>`), f16, i16, f64 or binding
 /// arrays; `the_harness_rejects_bad_input` checks that validating without `SHADER_INT64`

@@ -78,6 +78,9 @@ impl Batch {
         let n = self.active.len().max(1) as u32;
         self.params.lane_shift = (65536 / n).max(1).ilog2().min(5);
         let t = Instant::now();
+        self.dev.prepare_run(&self.params)?;
+        self.stats.build_s += t.elapsed().as_secs_f64();
+        let t = Instant::now();
         self.dev.launch_run_on(&self.params, self.queue)?;
         self.dev.wait_on(self.queue)?;
         let secs = t.elapsed().as_secs_f64();

@@ -14,6 +14,11 @@ const FLOW_JUMP: u32 = 1u;   // retired++, continue at `jt`
 const FLOW_REGION: u32 = 2u; // continue at `jt` (END_OF_REGION: nothing retired)
 const FLOW_STOP: u32 = 3u;   // stop with g_stop/g_info at base + idx * 4, or refill (g_refill)
 
+// Not a micro-op (they are below 0x800): a lane that waits for its subgroup's lowest micro-op
+// (min-PC scheduling) runs this instead, which changes nothing, through the same switch and the
+// same path after it as the lanes that run.
+const OP_WAIT: u32 = 0xffffu;
+
 // Loop budget (LOOP_BUDGET, helpers.wgsl): an upper bound of the loop iterations lavapipe counts
 // for one pass of the main loop (every loop construct inlined into it counts one even when no
 // lane enters it: 26 loops in the source, 23 measured on Mesa 22.3), and a margin for the inner loops of one
@@ -167,13 +172,14 @@ fn run_lane(lane: u32) {
             // only the lanes at one micro-op. So only the lanes at the subgroup's lowest
             // micro-op (its word index, unique across regions) run an instruction; the others
             // wait and fall back into step. It changes which lane runs when, never what a lane
-            // computes, and the lowest always runs. The host sets P.vote only where lanes
-            // share subgroups (warp_min: subgroupMin, or the key itself without subgroups).
-            if P.vote != 0u && ow != warp_min(ow) { continue; }
+            // computes, and the lowest always runs. Off unless asked for (ARMADA_WGPU_MINPC=1:
+            // on an H100 it gained on some programs and lost on others, docs/wgpu.md); the host
+            // sets P.vote only then, and where lanes share subgroups (vote_wait: lib.rs).
+            let waiting = P.vote != 0u && vote_wait(ow);
             let w0 = mem[ow];
             let w1 = mem[ow + 1u];
             let imm = u64(mem[ow + 2u]) | (u64(mem[ow + 3u]) << 32u);
-            let op = w0 & 0xffffu;
+            let op = select(w0 & 0xffffu, OP_WAIT, waiting);
             let a = (w0 >> 16u) & 63u;
             let b = (w0 >> 24u) & 63u;
             let c = w1 & 63u;
@@ -183,9 +189,11 @@ fn run_lane(lane: u32) {
             let f = w1 >> 24u;
 
             var flow = FLOW_NEXT;
+            var step = 1u;
             var jt = 0lu;
             switch op {
                 case OP_NOP, OP_PRFM, OP_MSR_NZCV_IMM: {}
+                case OP_WAIT: { step = 0u; }
                 case OP_END_OF_REGION: {
                     jt = rbase + u64(idx) * 4lu;
                     flow = FLOW_REGION;
@@ -537,8 +545,8 @@ fn run_lane(lane: u32) {
             }
 
             if flow == FLOW_NEXT {
-                idx += 1u;
-                retired += 1lu;
+                idx += step;
+                retired += u64(step);
                 continue;
             }
             if flow == FLOW_STOP {
