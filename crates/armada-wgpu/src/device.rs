@@ -24,7 +24,7 @@ use armada_gpu::layout::Params;
 use armada_gpu::Error;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Threads per workgroup of every entry point (the shader's `@workgroup_size`).
 const WORKGROUP: u32 = 64;
@@ -235,6 +235,62 @@ impl Fixed {
     }
 }
 
+/// The interpreter's pipelines by (FRAME_SPACES, COVERAGE): each built the first time it is
+/// asked for (a batch's pages outgrow the frame buffers in use, or it wants coverage), so
+/// plain runs of small batches never pay for the others. Builds of different keys proceed at
+/// once (on a GPU a thread builds those for more frame buffers ahead, see `open_adapter`);
+/// a second asker of a key waits for the build under way.
+/// A pipeline once built (or why not).
+type Built = OnceLock<Result<wgpu::ComputePipeline, String>>;
+
+struct RunPipelines {
+    device: wgpu::Device,
+    module: wgpu::ShaderModule,
+    layout: wgpu::PipelineLayout,
+    /// The overrides every run pipeline has (LOOP_BUDGET on CPU adapters).
+    constants: Vec<(&'static str, f64)>,
+    built: Mutex<HashMap<(u32, bool), Arc<Built>>>,
+}
+
+impl RunPipelines {
+    fn get(&self, spaces: u32, coverage: bool) -> Result<wgpu::ComputePipeline, String> {
+        let cell = self
+            .built
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry((spaces, coverage))
+            .or_default()
+            .clone();
+        cell.get_or_init(|| self.build(spaces, coverage)).clone()
+    }
+
+    fn build(&self, spaces: u32, coverage: bool) -> Result<wgpu::ComputePipeline, String> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut constants = self.constants.clone();
+        constants.push(("FRAME_SPACES", spaces as f64));
+        if coverage {
+            constants.push(("COVERAGE", 1.0));
+        }
+        let p = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("run"),
+                layout: Some(&self.layout),
+                module: &self.module,
+                entry_point: Some("run"),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &constants,
+                    ..Default::default()
+                },
+                cache: None,
+            });
+        match pollster::block_on(scope.pop()) {
+            Some(e) => Err(e.to_string()),
+            None => Ok(p),
+        }
+    }
+}
+
 pub struct WgpuDevice {
     device: wgpu::Device,
     queue: wgpu::Queue,
@@ -252,15 +308,8 @@ pub struct WgpuDevice {
     diff: wgpu::ComputePipeline,
     pt_write: wgpu::ComputePipeline,
     cov_news: wgpu::ComputePipeline,
-    /// The interpreter's pipelines by (FRAME_SPACES, COVERAGE): each built the first time a
-    /// batch needs it (more frame buffers in use, or coverage), so plain runs of small
-    /// batches never pay for the others. The one for one frame buffer is built at open.
-    runs: Mutex<HashMap<(u32, bool), Result<wgpu::ComputePipeline, String>>>,
-    /// What building them needs.
-    module: wgpu::ShaderModule,
-    pipeline_layout: wgpu::PipelineLayout,
-    /// The run pipeline's overrides (LOOP_BUDGET on CPU adapters).
-    run_constants: Vec<(&'static str, f64)>,
+    /// The interpreter's pipelines (see `RunPipelines`).
+    runs: Arc<RunPipelines>,
     max_groups: u32,
     /// A MAP_READ buffer reused for reads, grown as needed.
     staging: Mutex<Option<(wgpu::Buffer, u64)>>,
@@ -511,7 +560,7 @@ impl WgpuDevice {
             chunk_shift -= 1;
         }
         let dev = WgpuDevice {
-            device,
+            device: device.clone(),
             queue,
             spaces: Mutex::new(Spaces { list, bind }),
             fixed,
@@ -523,10 +572,13 @@ impl WgpuDevice {
             diff,
             pt_write,
             cov_news,
-            runs: Mutex::new(HashMap::new()),
-            module,
-            pipeline_layout: pl,
-            run_constants: budget.to_vec(),
+            runs: Arc::new(RunPipelines {
+                device: device.clone(),
+                module,
+                layout: pl,
+                constants: budget.to_vec(),
+                built: Mutex::new(HashMap::new()),
+            }),
             max_groups: limits.max_compute_workgroups_per_dimension,
             staging: Mutex::new(None),
             reading: Mutex::new(()),
@@ -547,39 +599,32 @@ impl WgpuDevice {
         };
         // the interpreter for one frame buffer now, so a shader the driver refuses fails here
         dev.run_pipeline(1, false)?;
+        if !cpu {
+            // and on a GPU those for more frame buffers, meanwhile (a batch whose pages outgrow
+            // one frame buffer would otherwise wait for each: NVIDIA's driver took 12-27 s a
+            // build on an H100 the first time on a machine). Not on a CPU adapter, where a
+            // build takes as long and the cores are the ones the lanes run on.
+            // Up to 8 (16 GiB of frame buffers on NVIDIA): larger batches are rare, and larger
+            // trees take longer to build.
+            let runs = dev.runs.clone();
+            let most = (dev.lock_spaces().list.len() - 1) as u32;
+            let _ = std::thread::Builder::new()
+                .name("armada-wgpu-builds".into())
+                .spawn(move || {
+                    for spaces in [2, 4, 8] {
+                        if spaces <= most.next_power_of_two() {
+                            let _ = runs.get(spaces.min(most), false);
+                        }
+                    }
+                });
+        }
         Ok(dev)
     }
 
     /// The interpreter pipeline for `spaces` frame buffers in use (FRAME_SPACES), with edge
     /// coverage or without (COVERAGE), built the first time it is asked for.
     fn run_pipeline(&self, spaces: u32, coverage: bool) -> Result<wgpu::ComputePipeline, Error> {
-        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        let r = runs.entry((spaces, coverage)).or_insert_with(|| {
-            let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-            let mut constants = self.run_constants.clone();
-            constants.push(("FRAME_SPACES", spaces as f64));
-            if coverage {
-                constants.push(("COVERAGE", 1.0));
-            }
-            let p = self
-                .device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some("run"),
-                    layout: Some(&self.pipeline_layout),
-                    module: &self.module,
-                    entry_point: Some("run"),
-                    compilation_options: wgpu::PipelineCompilationOptions {
-                        constants: &constants,
-                        ..Default::default()
-                    },
-                    cache: None,
-                });
-            match pollster::block_on(scope.pop()) {
-                Some(e) => Err(e.to_string()),
-                None => Ok(p),
-            }
-        });
-        r.clone().map_err(|e| {
+        self.runs.get(spaces, coverage).map_err(|e| {
             Error::Compile(format!(
                 "the WGSL shader did not compile on {} ({spaces} frame buffers{}): {e}",
                 self.info.name,
@@ -1166,6 +1211,23 @@ mod tests {
         assert_eq!(std::mem::offset_of!(WParams, k_n), 176);
         assert_eq!(std::mem::offset_of!(WParams, claims), 184);
         assert_eq!(std::mem::size_of::<WParams>(), 192);
+    }
+
+    #[test]
+    fn the_wait_micro_op_is_no_micro_op() {
+        // min-PC scheduling's waiting lanes run OP_WAIT (armada.wgsl), which must not be the
+        // number of anything the decoder or the fused pairs produce
+        let wait = crate::SHADER_BODY
+            .lines()
+            .find_map(|l| l.strip_prefix("const OP_WAIT: u32 = "))
+            .and_then(|v| v.strip_suffix("u;"))
+            .and_then(|v| u32::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+            .expect("OP_WAIT in the shader");
+        let ops = armada_gpu::layout::op_names();
+        assert!(ops.len() > 100);
+        for (n, name) in ops.into_iter().chain(armada_gpu::layout::fused::NAMES) {
+            assert_ne!(n as u32, wait, "OP_{name} is OP_WAIT's number");
+        }
     }
 
     #[test]
