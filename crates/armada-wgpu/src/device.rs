@@ -606,17 +606,16 @@ impl WgpuDevice {
             // build takes as long and the cores are the ones the lanes run on.
             // Up to 8 (16 GiB of frame buffers on NVIDIA): larger batches are rare, and larger
             // trees take longer to build.
-            let runs = dev.runs.clone();
+            // One thread each: the driver compiles a pipeline on the thread that asks.
             let most = (dev.lock_spaces().list.len() - 1) as u32;
-            let _ = std::thread::Builder::new()
-                .name("armada-wgpu-builds".into())
-                .spawn(move || {
-                    for spaces in [2, 4, 8] {
-                        if spaces <= most.next_power_of_two() {
-                            let _ = runs.get(spaces.min(most), false);
-                        }
-                    }
-                });
+            for spaces in [2, 4, 8] {
+                if spaces <= most.next_power_of_two() {
+                    let runs = dev.runs.clone();
+                    let _ = std::thread::Builder::new()
+                        .name("armada-wgpu-build".into())
+                        .spawn(move || runs.get(spaces.min(most), false));
+                }
+            }
         }
         Ok(dev)
     }
