@@ -599,14 +599,15 @@ impl WgpuDevice {
         };
         // the interpreter for one frame buffer now, so a shader the driver refuses fails here
         dev.run_pipeline(1, false)?;
-        if !cpu {
-            // and on a GPU those for more frame buffers, meanwhile (a batch whose pages outgrow
-            // one frame buffer would otherwise wait for each: NVIDIA's driver took 12-27 s a
-            // build on an H100 the first time on a machine). Not on a CPU adapter, where a
-            // build takes as long and the cores are the ones the lanes run on.
-            // Up to 8 (16 GiB of frame buffers on NVIDIA): larger batches are rare, and larger
-            // trees take longer to build.
-            // One thread each: the driver compiles a pipeline on the thread that asks.
+        let ahead = std::env::var("ARMADA_WGPU_BUILD_AHEAD").map_or(!cpu, |v| v != "0");
+        if ahead {
+            // and, on a GPU, those for 2, 4 and 8 frame buffers meanwhile, a thread each (the
+            // driver compiles on the thread that asks): a batch whose pages outgrow one frame
+            // buffer would otherwise wait for each, and NVIDIA's driver took 12-27 s a build on
+            // an H100 the first time on a machine. Not past 8 (16 GiB of frame buffers there):
+            // larger batches are rare, and larger trees take longer to build. Not on a CPU
+            // adapter, where a build takes as long and its cores are the lanes' (the
+            // environment's ARMADA_WGPU_BUILD_AHEAD=0 or 1 decides either way).
             let most = (dev.lock_spaces().list.len() - 1) as u32;
             for spaces in [2, 4, 8] {
                 if spaces <= most.next_power_of_two() {
