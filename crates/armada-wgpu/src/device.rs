@@ -235,14 +235,14 @@ impl Fixed {
     }
 }
 
+/// A pipeline once built (or why not).
+type Built = OnceLock<Result<wgpu::ComputePipeline, String>>;
+
 /// The interpreter's pipelines by (FRAME_SPACES, COVERAGE): each built the first time it is
 /// asked for (a batch's pages outgrow the frame buffers in use, or it wants coverage), so
 /// plain runs of small batches never pay for the others. Builds of different keys proceed at
 /// once (on a GPU a thread builds those for more frame buffers ahead, see `open_adapter`);
 /// a second asker of a key waits for the build under way.
-/// A pipeline once built (or why not).
-type Built = OnceLock<Result<wgpu::ComputePipeline, String>>;
-
 struct RunPipelines {
     device: wgpu::Device,
     module: wgpu::ShaderModule,
@@ -590,7 +590,7 @@ impl WgpuDevice {
             min_lane_shift: if cpu { 4 } else { 0 },
             // On a CPU adapter each lane has a SIMD batch of its own (lavapipe's loop cap), so
             // there is nothing to vote on.
-            vote_width: if subgroups && !cpu && opts.minpc {
+            vote_width: if subgroups && !cpu {
                 info.subgroup_max_size
             } else {
                 0
