@@ -30,6 +30,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 const WORKGROUP: u32 = 64;
 /// Allocation granularity in every buffer (keeps u64 arrays and copies aligned).
 const ALIGN: u64 = 256;
+// The shader's translation cache packs a frame's device pointer into 32 bits (mem.wgsl,
+// `tlb_pack`): the space in 8 bits, the offset (below 4 GiB: buffers are capped at u32::MAX)
+// in units of 256 bytes.
+const _: () = assert!(ALIGN % 256 == 0 && crate::MAX_FRAME_BINDINGS < 256);
 /// Buffer sizes are whole pages (a frame buffer holds whole chunks of frames).
 const PAGE: u64 = 4096;
 /// Bytes of the uniform parameter block (`WParams`, rounded up).
@@ -238,38 +242,69 @@ impl Fixed {
 /// A pipeline once built (or why not).
 type Built = OnceLock<Result<wgpu::ComputePipeline, String>>;
 
-/// The interpreter's pipelines by (FRAME_SPACES, COVERAGE): each built the first time it is
-/// asked for (a batch's pages outgrow the frame buffers in use, or it wants coverage), so
-/// plain runs of small batches never pay for the others. Builds of different keys proceed at
-/// once (on a GPU a thread builds those for more frame buffers ahead, see `open_adapter`);
-/// a second asker of a key waits for the build under way.
+/// The interpreter's pipelines by (FRAME_SPACES, COVERAGE, VOTE): each built the first time
+/// it is asked for (a batch's pages outgrow the frame buffers in use, it wants coverage, or
+/// its lanes share subgroups), so plain runs of small batches never pay for the others.
+/// Builds of different keys proceed at once (on a GPU a growing batch builds ahead, see
+/// `WgpuDevice::build_ahead`); a second asker of a key waits for the build under way.
 struct RunPipelines {
     device: wgpu::Device,
     module: wgpu::ShaderModule,
     layout: wgpu::PipelineLayout,
     /// The overrides every run pipeline has (LOOP_BUDGET on CPU adapters).
     constants: Vec<(&'static str, f64)>,
-    built: Mutex<HashMap<(u32, bool), Arc<Built>>>,
+    /// ARMADA_WGPU_PREFETCH=0: no pipeline loads micro-ops ahead.
+    no_prefetch: bool,
+    built: Mutex<HashMap<(u32, bool, bool), Arc<Built>>>,
 }
 
 impl RunPipelines {
-    fn get(&self, spaces: u32, coverage: bool) -> Result<wgpu::ComputePipeline, String> {
-        let cell = self
-            .built
+    fn cell(&self, key: (u32, bool, bool)) -> Arc<Built> {
+        self.built
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .entry((spaces, coverage))
+            .entry(key)
             .or_default()
-            .clone();
-        cell.get_or_init(|| self.build(spaces, coverage)).clone()
+            .clone()
     }
 
-    fn build(&self, spaces: u32, coverage: bool) -> Result<wgpu::ComputePipeline, String> {
+    fn get(
+        &self,
+        spaces: u32,
+        coverage: bool,
+        vote: bool,
+    ) -> Result<wgpu::ComputePipeline, String> {
+        self.cell((spaces, coverage, vote))
+            .get_or_init(|| self.build(spaces, coverage, vote))
+            .clone()
+    }
+
+    /// Whether the pipeline of the key is built (not only under way).
+    fn is_built(&self, spaces: u32, coverage: bool, vote: bool) -> bool {
+        self.cell((spaces, coverage, vote))
+            .get()
+            .is_some_and(|r| r.is_ok())
+    }
+
+    fn build(
+        &self,
+        spaces: u32,
+        coverage: bool,
+        vote: bool,
+    ) -> Result<wgpu::ComputePipeline, String> {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut constants = self.constants.clone();
         constants.push(("FRAME_SPACES", spaces as f64));
         if coverage {
             constants.push(("COVERAGE", 1.0));
+        }
+        if vote {
+            constants.push(("VOTE", 1.0));
+        }
+        // Waiting lanes would load ahead for nothing at every wait: on an H200 the pipelines
+        // that vote ran the CRC batches 5-9% faster without it (issue 17 step 3).
+        if vote || self.no_prefetch {
+            constants.push(("OP_PREFETCH", 0.0));
         }
         let p = self
             .device
@@ -287,6 +322,17 @@ impl RunPipelines {
         match pollster::block_on(scope.pop()) {
             Some(e) => Err(e.to_string()),
             None => Ok(p),
+        }
+    }
+}
+
+impl Drop for WgpuDevice {
+    /// Waits for the pipelines being built ahead: the process may exit next, and one that
+    /// exited while a thread was inside NVIDIA's driver crashed there.
+    fn drop(&mut self) {
+        let ahead = std::mem::take(self.ahead.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for (_, h) in ahead {
+            let _ = h.join();
         }
     }
 }
@@ -310,6 +356,10 @@ pub struct WgpuDevice {
     cov_news: wgpu::ComputePipeline,
     /// The interpreter's pipelines (see `RunPipelines`).
     runs: Arc<RunPipelines>,
+    /// Whether growing batches build pipelines ahead (`build_ahead`), and the threads doing
+    /// so, by the frame buffers of their pipeline.
+    ahead_on: bool,
+    ahead: Mutex<Vec<(u32, std::thread::JoinHandle<()>)>>,
     max_groups: u32,
     /// A MAP_READ buffer reused for reads, grown as needed.
     staging: Mutex<Option<(wgpu::Buffer, u64)>>,
@@ -326,7 +376,7 @@ pub struct WgpuDevice {
     /// log2(threads per lane) at least (lavapipe's loop cap, see `open`).
     min_lane_shift: u32,
     /// The most invocations a subgroup has, where the shader has subgroup operations and
-    /// min-PC scheduling is on (a GPU, and ARMADA_WGPU_MINPC=1); 0: no vote.
+    /// min-PC scheduling is on (a GPU, unless ARMADA_WGPU_MINPC=0); 0: no vote.
     vote_width: u32,
 }
 
@@ -392,7 +442,10 @@ impl WgpuDevice {
         // Subgroup operations for min-PC scheduling (a vote before each instruction among the
         // lanes of a subgroup), where it is asked for and the adapter has them; the shader is
         // built without them otherwise.
-        let subgroups = opts.minpc && adapter.features().contains(wgpu::Features::SUBGROUP);
+        let subgroups = opts
+            .minpc
+            .unwrap_or(info.device_type != wgpu::DeviceType::Cpu)
+            && adapter.features().contains(wgpu::Features::SUBGROUP);
         let features = if subgroups {
             wgpu::Features::SHADER_INT64 | wgpu::Features::SUBGROUP
         } else {
@@ -522,11 +575,10 @@ impl WgpuDevice {
         // its own (lane_shift >= 4: 16 threads). Real GPUs have no such cap; the count
         // compiles away with LOOP_BUDGET = 0.
         let cpu = info.device_type == wgpu::DeviceType::Cpu;
-        let budget: &[(&'static str, f64)] = if cpu {
-            &[("LOOP_BUDGET", 60000.0)]
-        } else {
-            &[]
-        };
+        let mut overrides: Vec<(&'static str, f64)> = Vec::new();
+        if cpu {
+            overrides.push(("LOOP_BUDGET", 60000.0));
+        }
         let pipeline = |name: &str| {
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(name),
@@ -576,9 +628,12 @@ impl WgpuDevice {
                 device: device.clone(),
                 module,
                 layout: pl,
-                constants: budget.to_vec(),
+                constants: overrides,
+                no_prefetch: opts.no_prefetch,
                 built: Mutex::new(HashMap::new()),
             }),
+            ahead_on: std::env::var("ARMADA_WGPU_BUILD_AHEAD").map_or(!cpu, |v| v != "0"),
+            ahead: Mutex::new(Vec::new()),
             max_groups: limits.max_compute_workgroups_per_dimension,
             staging: Mutex::new(None),
             reading: Mutex::new(()),
@@ -598,39 +653,77 @@ impl WgpuDevice {
             info,
         };
         // the interpreter for one frame buffer now, so a shader the driver refuses fails here
-        dev.run_pipeline(1, false)?;
-        let ahead = std::env::var("ARMADA_WGPU_BUILD_AHEAD").map_or(!cpu, |v| v != "0");
-        if ahead {
-            // and, on a GPU, those for 2, 4 and 8 frame buffers meanwhile, a thread each (the
-            // driver compiles on the thread that asks): a batch whose pages outgrow one frame
-            // buffer would otherwise wait for each, and NVIDIA's driver took 12-27 s a build on
-            // an H100 the first time on a machine. Not past 8 (16 GiB of frame buffers there):
-            // larger batches are rare, and larger trees take longer to build. Not on a CPU
-            // adapter, where a build takes as long and its cores are the lanes' (the
-            // environment's ARMADA_WGPU_BUILD_AHEAD=0 or 1 decides either way).
-            let most = (dev.lock_spaces().list.len() - 1) as u32;
-            for spaces in [2, 4, 8] {
-                if spaces <= most.next_power_of_two() {
-                    let runs = dev.runs.clone();
-                    let _ = std::thread::Builder::new()
-                        .name("armada-wgpu-build".into())
-                        .spawn(move || runs.get(spaces.min(most), false));
-                }
-            }
-        }
+        dev.run_pipeline(1, false, false)?;
         Ok(dev)
     }
 
+    /// Starts building, on a thread of its own, the interpreter pipeline a batch will need
+    /// once its pages fill frame buffer `k` (1..) past half (see `alloc_frames`): the one for
+    /// the next power of two of frame buffers above `k`. The driver compiles on the thread
+    /// that asks, and NVIDIA's took 12-27 s a build the first time on a machine (an H100), so
+    /// a batch whose pages outgrow its frame buffers would otherwise stop for each build.
+    /// Only growth starts one, so short runs never pay for builds they do not use; `Drop`
+    /// waits for those under way (a process that exits while a thread is inside the driver
+    /// crashed there: exit status 139 on an H200). Not on a CPU adapter, where a build takes
+    /// as long and the cores are the lanes' (ARMADA_WGPU_BUILD_AHEAD=0 or 1 decides either way).
+    fn build_ahead(&self, k: usize) {
+        if !self.ahead_on {
+            return;
+        }
+        let most = (self.lock_spaces().list.len() - 1) as u32;
+        let spaces = ((k as u32 + 1).next_power_of_two()).min(most);
+        if spaces <= k as u32 {
+            return;
+        }
+        let mut ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner());
+        if ahead.iter().any(|(s, _)| *s == spaces) {
+            return;
+        }
+        let runs = self.runs.clone();
+        // a batch that grows has many lanes, which vote where the device can
+        let vote = self.vote_width > 0;
+        if let Ok(h) = std::thread::Builder::new()
+            .name("armada-wgpu-build".into())
+            .spawn(move || drop(runs.get(spaces, false, vote)))
+        {
+            ahead.push((spaces, h));
+        }
+    }
+
     /// The interpreter pipeline for `spaces` frame buffers in use (FRAME_SPACES), with edge
-    /// coverage or without (COVERAGE), built the first time it is asked for.
-    fn run_pipeline(&self, spaces: u32, coverage: bool) -> Result<wgpu::ComputePipeline, Error> {
-        self.runs.get(spaces, coverage).map_err(|e| {
+    /// coverage or without (COVERAGE), with min-PC scheduling's vote or without (VOTE), built
+    /// the first time it is asked for.
+    fn run_pipeline(
+        &self,
+        spaces: u32,
+        coverage: bool,
+        vote: bool,
+    ) -> Result<wgpu::ComputePipeline, Error> {
+        self.runs.get(spaces, coverage, vote).map_err(|e| {
             Error::Compile(format!(
-                "the WGSL shader did not compile on {} ({spaces} frame buffers{}): {e}",
+                "the WGSL shader did not compile on {} ({spaces} frame buffers{}{}): {e}",
                 self.info.name,
-                if coverage { ", with coverage" } else { "" }
+                if coverage { ", with coverage" } else { "" },
+                if vote { ", with min-PC scheduling" } else { "" }
             ))
         })
+    }
+
+    /// A run launch's parameters for `p`, and the key of the pipeline it runs (`run_pipeline`).
+    fn run_launch(&self, p: &Params) -> (WParams, (u32, bool, bool)) {
+        let mut wp = WParams::run(p);
+        wp.lane_shift = wp.lane_shift.max(self.min_lane_shift);
+        // vote only where a subgroup holds several lanes (a small batch has one a subgroup)
+        wp.vote = ((1u64 << wp.lane_shift) < self.vote_width as u64) as u32;
+        let spaces = self.spaces_in_use();
+        let cov = p.cov != 0;
+        // A batch's tail (fewer lanes running, each in a subgroup of its own) keeps the
+        // voting pipeline it ran with, P.vote = 0, rather than wait for a build of the other.
+        let vote = self.vote_width > 0
+            && (wp.vote != 0
+                || (self.runs.is_built(spaces, cov, true)
+                    && !self.runs.is_built(spaces, cov, false)));
+        (wp, (spaces, cov, vote))
     }
 
     /// FRAME_SPACES for a launch now: the highest frame buffer in use, rounded up to a power
@@ -961,8 +1054,13 @@ impl Device for WgpuDevice {
                 (k, off)
             }
         };
-        let buffer = sp.list[k].as_ref().expect("allocated in").buffer.clone();
+        let space = sp.list[k].as_ref().expect("allocated in");
+        let buffer = space.buffer.clone();
+        let past_half = space.heap.used > space.size / 2;
         drop(sp);
+        if past_half {
+            self.build_ahead(k);
+        }
         self.clear(&buffer, off, bytes);
         Ok(((k as u64) << 32) | off)
     }
@@ -1008,11 +1106,8 @@ impl Device for WgpuDevice {
     }
 
     fn launch_run(&self, p: &Params) -> Result<(), Error> {
-        let mut wp = WParams::run(p);
-        wp.lane_shift = wp.lane_shift.max(self.min_lane_shift);
-        // vote only where a subgroup holds several lanes (a small batch has one a subgroup)
-        wp.vote = ((1u64 << wp.lane_shift) < self.vote_width as u64) as u32;
-        let pipeline = self.run_pipeline(self.spaces_in_use(), p.cov != 0)?;
+        let (wp, (spaces, cov, vote)) = self.run_launch(p);
+        let pipeline = self.run_pipeline(spaces, cov, vote)?;
         let _g = self.submitting.lock().unwrap_or_else(|e| e.into_inner());
         if p.claims != 0 {
             self.queue.write_buffer(&self.fixed.counter, 4, &[0u8; 4]);
@@ -1030,13 +1125,12 @@ impl Device for WgpuDevice {
         Ok(())
     }
 
-    fn prepare_coverage(&self) -> Result<(), Error> {
-        self.run_pipeline(self.spaces_in_use(), true).map(|_| ())
-    }
+    // (no prepare_coverage: prepare_run builds the pipeline with coverage that a launch needs,
+    // which depends on the launch's lanes)
 
     fn prepare_run(&self, p: &Params) -> Result<(), Error> {
-        self.run_pipeline(self.spaces_in_use(), p.cov != 0)
-            .map(|_| ())
+        let (_, (spaces, cov, vote)) = self.run_launch(p);
+        self.run_pipeline(spaces, cov, vote).map(|_| ())
     }
 
     fn cov_news(

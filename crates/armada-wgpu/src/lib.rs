@@ -34,18 +34,23 @@ pub struct Options {
     /// storage bindings allow.
     pub frame_bindings: Option<u32>,
     /// Min-PC scheduling where lanes share subgroups (on a GPU with subgroup operations):
-    /// lanes at the subgroup's lowest micro-op run, the others wait. Off by default: on an
-    /// H100 (Vulkan) it sped the compute-bound CRC up by half but slowed others down by up
-    /// to 40% (docs/performance.md, issue 17 step 2).
-    pub minpc: bool,
+    /// lanes at the subgroup's lowest micro-op run, the others wait. `None`: on for a GPU
+    /// adapter with subgroups, for launches whose lanes share subgroups (their pipeline loads
+    /// each micro-op as it runs: waiting lanes wasted the loads ahead). On an H200 it made the
+    /// CRC batches 7-30% faster and the short tight loop 10% slower (docs/performance.md,
+    /// issue 17 step 3).
+    pub minpc: Option<bool>,
+    /// Load each micro-op when it runs instead of one iteration ahead (for measuring what
+    /// the prefetch gives).
+    pub no_prefetch: bool,
     /// Print the adapter and per-batch notes on stderr.
     pub verbose: bool,
 }
 
 impl Options {
     /// Defaults, adjusted by the environment: ARMADA_WGPU_SLICE=N, ARMADA_WGPU_MEMORY_MIB=N,
-    /// ARMADA_WGPU_BINDING_MIB=N, ARMADA_WGPU_FRAME_BINDINGS=N, ARMADA_WGPU_MINPC=1,
-    /// ARMADA_WGPU_VERBOSE=1 (wgpu's own WGPU_BACKEND and WGPU_ADAPTER_NAME also apply).
+    /// ARMADA_WGPU_BINDING_MIB=N, ARMADA_WGPU_FRAME_BINDINGS=N, ARMADA_WGPU_MINPC=0|1,
+    /// ARMADA_WGPU_PREFETCH=0, ARMADA_WGPU_VERBOSE=1 (wgpu's own WGPU_BACKEND and WGPU_ADAPTER_NAME also apply).
     pub fn from_env() -> Options {
         let num = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
         Options {
@@ -54,7 +59,8 @@ impl Options {
             binding: num("ARMADA_WGPU_BINDING_MIB").map(|m| m << 20),
             frame_bindings: num("ARMADA_WGPU_FRAME_BINDINGS")
                 .map(|n| n.min(u32::MAX as u64) as u32),
-            minpc: std::env::var("ARMADA_WGPU_MINPC").is_ok_and(|v| v == "1"),
+            minpc: std::env::var("ARMADA_WGPU_MINPC").ok().map(|v| v != "0"),
+            no_prefetch: std::env::var("ARMADA_WGPU_PREFETCH").is_ok_and(|v| v == "0"),
             verbose: std::env::var("ARMADA_WGPU_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
         }
     }

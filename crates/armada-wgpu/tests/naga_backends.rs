@@ -37,12 +37,13 @@ fn capabilities(subgroups: bool) -> Capabilities {
 const ENTRY_POINTS: [&str; 5] = ["run", "copy", "diff", "pt_write", "cov_news"];
 
 /// The pipeline-override settings device.rs uses: none on a GPU; `LOOP_BUDGET = 60000` on a CPU
-/// adapter (lavapipe's loop cap); `COVERAGE = 1` for the interpreter with edge coverage, which
-/// `run_pipeline` adds to the adapter's other overrides. Each setting is applied to every entry
+/// adapter (lavapipe's loop cap); `COVERAGE = 1` for the interpreter with edge coverage, and
+/// `VOTE = 1` with `OP_PREFETCH = 0` for min-PC scheduling's pipelines, which `RunPipelines`
+/// adds to the adapter's other overrides. Each setting is applied to every entry
 /// point (device.rs passes them to `run` only; the others use neither override). `FRAME_SPACES`
 /// keeps its default here (all frame buffers: the whole tree of accessors); the engine's
 /// smaller values only prune that tree, and lavapipe builds them in the wgpu tests.
-const SETTINGS: [(&str, &[(&str, f64)]); 4] = [
+const SETTINGS: [(&str, &[(&str, f64)]); 6] = [
     ("defaults", &[]),
     (
         "LOOP_BUDGET=60000 (CPU adapter)",
@@ -52,6 +53,14 @@ const SETTINGS: [(&str, &[(&str, f64)]); 4] = [
     (
         "LOOP_BUDGET=60000 COVERAGE=1 (CPU adapter, coverage)",
         &[("LOOP_BUDGET", 60000.0), ("COVERAGE", 1.0)],
+    ),
+    (
+        "VOTE=1 OP_PREFETCH=0 (GPU, lanes share subgroups)",
+        &[("VOTE", 1.0), ("OP_PREFETCH", 0.0)],
+    ),
+    (
+        "VOTE=1 OP_PREFETCH=0 COVERAGE=1",
+        &[("VOTE", 1.0), ("OP_PREFETCH", 0.0), ("COVERAGE", 1.0)],
     ),
 ];
 

@@ -4,10 +4,25 @@
 // the code after the op switch moves the index, leaves the loop, or changes region. There is no
 // clock: a lane runs until it stops, reaches its limit, or retires P.slice instructions.
 
-// The current code region: base address, length in bytes, word index of its first micro-op.
+// The current code region: base address, length in bytes, index of its first micro-op (in
+// micro-ops of 4 words: `mem[4 * (rops + idx)]` is micro-op idx's first word; the ops are
+// 256-byte aligned, so the index says to the driver's compiler that a micro-op's four words can
+// be one 16-byte load).
 var<private> rbase: u64;
 var<private> rlen: u64;
 var<private> rops: u32;
+
+// A micro-op's four words (the ops of a region, from word index w = 4 * its index).
+fn op_words(q: u32) -> vec4<u32> {
+    let w = 4u * q;
+    return vec4<u32>(mem[w], mem[w + 1u], mem[w + 2u], mem[w + 3u]);
+}
+
+// The next micro-op's words, loaded one iteration ahead (OP_PREFETCH), and the index (rops +
+// idx) they are for: the load's latency hides behind the current micro-op, as in armada.cu's
+// RELOAD. A jump, a refill or a wait leaves them for another index, and the loop loads again.
+var<private> nwords: vec4<u32>;
+var<private> nkey: u32;
 
 const FLOW_NEXT: u32 = 0u;   // idx++, retired++
 const FLOW_JUMP: u32 = 1u;   // retired++, continue at `jt`
@@ -38,7 +53,7 @@ fn find_region(regs: u64, pc: u64) -> bool {
         if pc >= b && pc < e {
             rbase = b;
             rlen = e - b;
-            rops = wi(P.ops) + 4u * u32(ld64w(rw + 6u * i + 4u));
+            rops = (wi(P.ops) >> 2u) + u32(ld64w(rw + 6u * i + 4u));
             return true;
         }
     }
@@ -138,11 +153,12 @@ fn run_lane(lane: u32) {
     tag1 = MAXU64;
     tag2 = MAXU64;
     tag3 = MAXU64;
-    ptr0 = 0lu;
-    ptr1 = 0lu;
-    ptr2 = 0lu;
-    ptr3 = 0lu;
+    ptr0 = 0u;
+    ptr1 = 0u;
+    ptr2 = 0u;
+    ptr3 = 0u;
     twr = 0u;
+    nkey = 0xffffffffu;
 
     var stop = STOP_NONE;
     var info = 0lu;
@@ -166,19 +182,28 @@ fn run_lane(lane: u32) {
                     break;
                 }
             }
-            let ow = rops + 4u * idx;
+            let oq = rops + idx;
+            let ow = 4u * oq;
             // Min-PC scheduling (docs/cuda.md): lanes of a subgroup running the same code out
             // of step stay out of step in a switch-based interpreter, each dispatch serving
             // only the lanes at one micro-op. So only the lanes at the subgroup's lowest
             // micro-op (its word index, unique across regions) run an instruction; the others
             // wait and fall back into step. It changes which lane runs when, never what a lane
-            // computes, and the lowest always runs. Off unless asked for (ARMADA_WGPU_MINPC=1:
-            // on an H100 it gained on some programs and lost on others, docs/wgpu.md); the host
-            // sets P.vote only then, and where lanes share subgroups (vote_wait: lib.rs).
-            let waiting = P.vote != 0u && vote_wait(ow);
-            let w0 = mem[ow];
-            let w1 = mem[ow + 1u];
-            let imm = u64(mem[ow + 2u]) | (u64(mem[ow + 3u]) << 32u);
+            // computes, and the lowest always runs. Only in the pipelines built with VOTE (a
+            // GPU with subgroups: vote_wait, lib.rs), and in launches where lanes share
+            // subgroups (P.vote).
+            let waiting = VOTE != 0u && P.vote != 0u && vote_wait(ow);
+            var cw: vec4<u32>;
+            if OP_PREFETCH != 0u {
+                if nkey == oq { cw = nwords; } else { cw = op_words(oq); }
+                nwords = op_words(oq + 1u);
+                nkey = oq + 1u;
+            } else {
+                cw = op_words(oq);
+            }
+            let w0 = cw.x;
+            let w1 = cw.y;
+            let imm = u64(cw.z) | (u64(cw.w) << 32u);
             let op = select(w0 & 0xffffu, OP_WAIT, waiting);
             let a = (w0 >> 16u) & 63u;
             let b = (w0 >> 24u) & 63u;
@@ -352,8 +377,10 @@ fn run_lane(lane: u32) {
                     }
                     if retired + 1lu < end {
                         // the B.cond: its condition (field e) and target
-                        let bcond = (mem[ow + 5u] >> 16u) & 0xffu;
-                        let bt = u64(mem[ow + 6u]) | (u64(mem[ow + 7u]) << 32u);
+                        var bw: vec4<u32>;
+                        if OP_PREFETCH != 0u { bw = nwords; } else { bw = op_words(oq + 1u); }
+                        let bcond = (bw.y >> 16u) & 0xffu;
+                        let bt = u64(bw.z) | (u64(bw.w) << 32u);
                         retired += 1lu;
                         idx += 1u;
                         if cond_holds(bcond, nzcv) {

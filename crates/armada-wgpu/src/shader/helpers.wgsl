@@ -79,6 +79,15 @@ const LO32: u64 = 0xfffffffflu;
 // COV_MAP_BYTES at P.k_a + lane * COV_MAP_BYTES; 0 compiles it away.
 override COVERAGE: u32 = 0u;
 
+// The interpreter loads the next micro-op one iteration ahead (armada.wgsl, `nwords`); 0 loads
+// each when it runs (the pipelines that vote, and ARMADA_WGPU_PREFETCH=0).
+override OP_PREFETCH: u32 = 1u;
+
+// Min-PC scheduling's vote (armada.wgsl) in this pipeline: the host builds one with it for
+// launches whose lanes share subgroups, where the shader has subgroup operations; P.vote then
+// says whether this launch votes.
+override VOTE: u32 = 0u;
+
 // ----- words of mem
 
 fn wi(p: u64) -> u32 { return u32(p >> 2u); }

@@ -16,17 +16,24 @@ fn rget(i: u32) -> u64 { return ld64w(R + 2u * i); }
 fn rset(i: u32, v: u64) { st64w(R + 2u * i, v); }
 
 // Translation cache (4 entries, most recent first). A pointer is the frame's device pointer
-// (space and byte offset); `twr` bit i: entry i may be written (its page is marked dirty this
-// sync period).
+// packed into 32 bits (`tlb_pack`: the space above bit 24, the byte offset / 256 below: 4
+// registers fewer for the whole interpreter than 64-bit pointers); `twr` bit i: entry i may be
+// written (its page is marked dirty this sync period).
 var<private> tag0: u64;
 var<private> tag1: u64;
 var<private> tag2: u64;
 var<private> tag3: u64;
-var<private> ptr0: u64;
-var<private> ptr1: u64;
-var<private> ptr2: u64;
-var<private> ptr3: u64;
+var<private> ptr0: u32;
+var<private> ptr1: u32;
+var<private> ptr2: u32;
+var<private> ptr3: u32;
 var<private> twr: u32;
+
+// A frame's device pointer in 32 bits and back: spaces are below 32 (MAX_FRAME_BINDINGS), a
+// buffer is at most 4 GiB (one storage binding), and frames are 256-byte aligned (the device's
+// allocations are; device.rs, ALIGN).
+fn tlb_pack(p: u64) -> u32 { return (u32(p >> 32u) << 24u) | (u32(p) >> 8u); }
+fn tlb_unpack(q: u32) -> u64 { return (u64(q >> 24u) << 32u) | (u64(q & 0xffffffu) << 8u); }
 
 // Not a frame's device pointer (no space is that high): a failed translation.
 const NOFP: u64 = MAXU64;
@@ -134,10 +141,10 @@ var<private> g_write: bool;
 fn tr(addr: u64, write: bool) -> u64 {
     let vpn = addr >> 12u;
     let off = addr & 4095lu;
-    if tag0 == vpn && (!write || (twr & 1u) != 0u) { return ptr0 + off; }
-    if tag1 == vpn && (!write || (twr & 2u) != 0u) { return ptr1 + off; }
-    if tag2 == vpn && (!write || (twr & 4u) != 0u) { return ptr2 + off; }
-    if tag3 == vpn && (!write || (twr & 8u) != 0u) { return ptr3 + off; }
+    if tag0 == vpn && (!write || (twr & 1u) != 0u) { return tlb_unpack(ptr0) + off; }
+    if tag1 == vpn && (!write || (twr & 2u) != 0u) { return tlb_unpack(ptr1) + off; }
+    if tag2 == vpn && (!write || (twr & 4u) != 0u) { return tlb_unpack(ptr2) + off; }
+    if tag3 == vpn && (!write || (twr & 8u) != 0u) { return tlb_unpack(ptr3) + off; }
     g_refill = true;
     g_addr = addr;
     g_write = write;
@@ -161,7 +168,7 @@ fn tlb_refill() -> bool {
     tag3 = tag2; ptr3 = ptr2;
     tag2 = tag1; ptr2 = ptr1;
     tag1 = tag0; ptr1 = ptr0;
-    tag0 = vpn; ptr0 = base;
+    tag0 = vpn; ptr0 = tlb_pack(base);
     twr = ((twr << 1u) & 0xeu) | select(0u, 1u, g_write);
     return true;
 }
