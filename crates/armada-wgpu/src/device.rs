@@ -33,7 +33,7 @@ const ALIGN: u64 = 256;
 // The shader's translation cache packs a frame's device pointer into 32 bits (mem.wgsl,
 // `tlb_pack`): the space in 8 bits, the offset (below 4 GiB: buffers are capped at u32::MAX)
 // in units of 256 bytes.
-const _: () = assert!(ALIGN % 256 == 0 && crate::MAX_FRAME_BINDINGS < 256);
+const _: () = assert!(ALIGN.is_multiple_of(256) && crate::MAX_FRAME_BINDINGS < 256);
 /// Buffer sizes are whole pages (a frame buffer holds whole chunks of frames).
 const PAGE: u64 = 4096;
 /// Bytes of the uniform parameter block (`WParams`, rounded up).
