@@ -302,7 +302,7 @@ impl RunPipelines {
             constants.push(("VOTE", 1.0));
         }
         // Waiting lanes would load ahead for nothing at every wait: on an H200 the pipelines
-        // that vote ran the CRC batches 5-9% faster without it (issue 17 step 3).
+        // that vote ran the CRC batches 7-9% faster without it (issue 17 step 3).
         if vote || self.no_prefetch {
             constants.push(("OP_PREFETCH", 0.0));
         }
