@@ -50,7 +50,8 @@ pub struct Options {
 impl Options {
     /// Defaults, adjusted by the environment: ARMADA_WGPU_SLICE=N, ARMADA_WGPU_MEMORY_MIB=N,
     /// ARMADA_WGPU_BINDING_MIB=N, ARMADA_WGPU_FRAME_BINDINGS=N, ARMADA_WGPU_MINPC=0|1,
-    /// ARMADA_WGPU_PREFETCH=0, ARMADA_WGPU_VERBOSE=1 (wgpu's own WGPU_BACKEND and WGPU_ADAPTER_NAME also apply).
+    /// ARMADA_WGPU_PREFETCH=0, ARMADA_WGPU_VERBOSE=1 (wgpu's own WGPU_BACKEND and
+    /// WGPU_ADAPTER_NAME also apply).
     pub fn from_env() -> Options {
         let num = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
         Options {
