@@ -29,7 +29,7 @@ var<private> ptr2: u32;
 var<private> ptr3: u32;
 var<private> twr: u32;
 
-// A frame's device pointer in 32 bits and back: spaces are below 32 (MAX_FRAME_BINDINGS), a
+// A frame's device pointer in 32 bits and back: a space fits in 8 bits (MAX_FRAME_BINDINGS), a
 // buffer is at most 4 GiB (one storage binding), and frames are 256-byte aligned (the device's
 // allocations are; device.rs, ALIGN).
 fn tlb_pack(p: u64) -> u32 { return (u32(p >> 32u) << 24u) | (u32(p) >> 8u); }
