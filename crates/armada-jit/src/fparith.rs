@@ -31,7 +31,7 @@ use cranelift_codegen::ir::{
 /// at least 2^(emin + p + 1) (the error of a product of smaller magnitude can be below the
 /// subnormals' resolution), any sum, and both below 2^(emax - 1), far from overflow in the
 /// error's own arithmetic.
-fn exact_error_range(e: u8, sum: bool) -> (u64, u64) {
+pub(crate) fn exact_error_range(e: u8, sum: bool) -> (u64, u64) {
     let (bias, mant, p) = if e == 2 {
         (127u64, 23, 24)
     } else {

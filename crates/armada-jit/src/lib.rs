@@ -14,11 +14,13 @@ mod adapters;
 mod alu;
 mod flags;
 mod fparith;
+mod fpconv;
 mod helpers;
 mod simd;
 mod store;
 mod translate;
 mod unit;
+mod vecfp;
 
 use armada_core::cpu::{self, CodeCache, Tier};
 use armada_core::memory::AddressSpace;

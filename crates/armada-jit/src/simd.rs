@@ -15,7 +15,7 @@ use armada_isa::ops::*;
 use armada_isa::MicroOp;
 use cranelift_codegen::ir::{
     condcodes::IntCC,
-    types::{I16, I32, I64, I8},
+    types::{I16, I16X8, I32, I32X4, I64, I64X2, I8, I8X16},
     InstBuilder, Value,
 };
 
@@ -162,9 +162,46 @@ impl Tx<'_> {
                     }
                 });
             }
+            V_SHL | V_SHR if matches!(f, 3 | 4) && e <= 3 && (u.op == V_SHL || u.d & 2 == 0) => {
+                self.shift_imm(u)
+            }
             _ => return false,
         }
         true
+    }
+
+    /// SHL, SSHR, USHR, SSRA and USRA by an immediate (vector and scalar; not the rounding
+    /// forms), as host SIMD shifts on the lanes of the whole register (the upper half of
+    /// a 64-bit result then zero). A right shift by the lane's width (USHR: zero; SSHR: the
+    /// sign) is spelled out, since host shifts take their amount modulo the width.
+    fn shift_imm(&mut self, u: &MicroOp) {
+        let ty = [I8X16, I16X8, I32X4, I64X2][u.e as usize];
+        let width = 8u64 << u.e;
+        let c = self.ctx();
+        let x = self.b.ins().load(ty, host_mem(), c, Self::v_off(u.b));
+        let sh = u.imm.min(width - 1);
+        let amount = self.b.ins().iconst(I32, sh as i64);
+        let r = if u.op == V_SHL {
+            self.b.ins().ishl(x, amount)
+        } else if u.d & 1 == 0 {
+            self.b.ins().sshr(x, amount)
+        } else if u.imm >= width {
+            self.b.ins().bxor(x, x)
+        } else {
+            self.b.ins().ushr(x, amount)
+        };
+        let off = Self::v_off(u.a);
+        let r = if u.op == V_SHR && u.d & 4 != 0 {
+            let old = self.b.ins().load(ty, host_mem(), c, off);
+            self.b.ins().iadd(old, r)
+        } else {
+            r
+        };
+        self.b.ins().store(host_mem(), r, c, off);
+        if u.f == 3 {
+            let zero = self.b.ins().iconst(I64, 0);
+            self.store_state(zero, off + 8);
+        }
     }
 
     /// Half `h` (0: bits 63..0, 1: 127..64) of vector register `r`.

@@ -295,6 +295,18 @@ impl<'a> Tx<'a> {
         }
     }
 
+    /// Stores general register `r` if it was written since it was last stored (for a
+    /// helper that reads it from the state).
+    pub fn flush_reg(&mut self, r: u8) {
+        if let (Some(true), Some(Some(v))) = (
+            self.dirty.get(r as usize).copied(),
+            self.regs.get(r as usize).copied(),
+        ) {
+            self.store_state(v, X_OFF + 8 * r as i32);
+            self.dirty[r as usize] = false;
+        }
+    }
+
     /// Stores the registers written since they were last stored.
     pub fn flush_dirty(&mut self) {
         for r in 0..32u8 {

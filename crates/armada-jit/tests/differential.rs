@@ -50,7 +50,7 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
     let (d, n, m, a) = (r.reg(), r.reg(), r.reg(), r.reg());
     let sf = if r.below(2) == 0 { 0x8000_0000 } else { 0 };
     let cond = r.below(15) as u32;
-    match r.below(28) {
+    match r.below(30) {
         0 => {
             [0x1100_0000, 0x5100_0000, 0x3100_0000, 0x7100_0000][r.below(4) as usize]
                 | sf
@@ -351,6 +351,92 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
                 _ => [0x9e62_0000u32, 0x1e22_0000][r.below(2) as usize] | n << 5 | vd,
             }
         }
+        // vector FADD FSUB FMUL FDIV FMLA FMLS on 2S, 4S and 2D, and FMUL FMLA FMLS by
+        // element
+        28 => {
+            let (vd, vn, vm) = (d & 7, n & 7, m & 7);
+            let sz = r.below(2) as u32;
+            let q = if sz == 1 {
+                1 << 30
+            } else {
+                (r.below(2) as u32) << 30
+            };
+            if r.below(3) == 0 {
+                let op = [0x0f80_9000u32, 0x0f80_1000, 0x0f80_5000][r.below(3) as usize];
+                // the element: H:L for singles, H for doubles
+                let idx = if sz == 1 {
+                    (r.below(2) as u32) << 11
+                } else {
+                    let i = r.below(4) as u32;
+                    (i >> 1) << 11 | (i & 1) << 21
+                };
+                op | q | sz << 22 | idx | vm << 16 | vn << 5 | vd
+            } else {
+                let ops = [
+                    0x0e20_d400u32,
+                    0x0ea0_d400,
+                    0x2e20_dc00,
+                    0x2e20_fc00,
+                    0x0e20_cc00,
+                    0x0ea0_cc00,
+                ];
+                ops[r.below(ops.len() as u64) as usize] | q | sz << 22 | vm << 16 | vn << 5 | vd
+            }
+        }
+        // SCVTF UCVTF, FCVTZS FCVTZU FCVTNS FCVTPS FCVTMS FCVTAS (scalar, general
+        // registers), FSQRT, FCVT between single and double; SHL SSHR USHR SSRA USRA
+        // (vector and scalar) and their rounding forms
+        29 => {
+            let (vd, vn) = (d & 7, n & 7);
+            let ty = (r.below(2) as u32) << 22;
+            match r.below(6) {
+                0 => [0x1e22_0000u32, 0x1e23_0000][r.below(2) as usize] | sf | ty | n << 5 | vd,
+                1 => {
+                    let ops = [
+                        0x1e38_0000u32,
+                        0x1e39_0000,
+                        0x1e20_0000,
+                        0x1e21_0000,
+                        0x1e28_0000,
+                        0x1e30_0000,
+                        0x1e24_0000,
+                    ];
+                    ops[r.below(ops.len() as u64) as usize] | sf | ty | vn << 5 | d
+                }
+                2 => 0x1e21_c000 | ty | vn << 5 | vd,
+                3 => [0x1e22_c000u32, 0x1e62_4000][r.below(2) as usize] | vn << 5 | vd,
+                _ => {
+                    let es = r.below(4) as u32;
+                    let width = 8u32 << es;
+                    let q = if es == 3 {
+                        1 << 30
+                    } else {
+                        (r.below(2) as u32) << 30
+                    };
+                    let scalar = es == 3 && r.below(2) == 0;
+                    let ops = [
+                        0x0f00_5400u32, // SHL
+                        0x0f00_0400,    // SSHR
+                        0x2f00_0400,    // USHR
+                        0x0f00_1400,    // SSRA
+                        0x2f00_1400,    // USRA
+                        0x2f00_2400,    // URSHR
+                    ];
+                    let k = r.below(ops.len() as u64) as usize;
+                    let imm = if k == 0 {
+                        width + r.below(width as u64) as u32
+                    } else {
+                        2 * width - 1 - r.below(width as u64) as u32
+                    };
+                    let op = if scalar {
+                        ops[k] | 0x5000_0000
+                    } else {
+                        ops[k] | q
+                    };
+                    op | imm << 16 | vn << 5 | vd
+                }
+            }
+        }
         // forward branches within the body
         23 | 24 | 27 if left > 1 => {
             let k = 1 + r.below(left.min(6) as u64) as u32;
@@ -418,15 +504,24 @@ fn run(words: &[u32], seed: u64, tier: Option<Arc<dyn Tier>>, budget: u64) -> Ru
     st.x[28] = ITERS;
     st.x[31] = DATA + DATA_LEN;
     for v in st.v.iter_mut().take(8) {
-        let hi = (r.next() as u128) << 64;
-        // small whole numbers, single or double, half the time: their sums and products
-        // are exact, where Inexact must stay clear
-        *v = hi
-            | match r.below(4) {
-                0 => (r.below(64) as f64 - 16.0).to_bits() as u128,
-                1 => (r.below(64) as f32 - 16.0).to_bits() as u128,
-                _ => r.next() as u128,
-            };
+        // each half: small whole numbers, a double or two singles (the vector ops' lanes),
+        // whose sums and products are exact (Inexact must stay clear); eighths, which
+        // conversions to integers round (ties included); or random bits
+        let mut half = || match r.below(6) {
+            0 => (r.below(64) as f64 - 16.0).to_bits(),
+            1 => {
+                let lane = |x: u64| (x as f32 - 16.0).to_bits() as u64;
+                lane(r.below(64)) | lane(r.below(64)) << 32
+            }
+            2 => ((r.below(4096) as f64 - 2048.0) / 8.0).to_bits(),
+            3 => {
+                let lane = |x: u64| ((x as f32 - 2048.0) / 8.0).to_bits() as u64;
+                lane(r.below(4096)) | lane(r.below(4096)) << 32
+            }
+            _ => r.next(),
+        };
+        let lo = half() as u128;
+        *v = (half() as u128) << 64 | lo;
     }
     st.nzcv = (r.below(16)) << 28;
     // FPCR: mostly the default; else each rounding mode, flush-to-zero, default NaN. FPSR:

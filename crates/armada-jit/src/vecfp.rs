@@ -1,0 +1,177 @@
+//! Vector FP arithmetic inline: FADD, FSUB, FMUL, FDIV, FMLA and FMLS on 2S, 4S and 2D
+//! (by element too), the loops compilers vectorize, as host SIMD.
+//!
+//! The rule is the scalar one (`fparith`), lane by lane: FPCR asks for round to nearest
+//! without flush-to-zero, and every lane's result is finite and not tiny
+//! (`cpu::fp::host_result_range`), so Inexact is the only exception possible. FADD, FSUB
+//! and FMUL work Inexact out (each lane's rounding error, exactly, on results within
+//! `exact_error_range`); FDIV and the fused ops need it already set. If any lane misses,
+//! the whole instruction goes to the interpreter's FP code with the operands untouched.
+//!
+//! A 64-bit vector (2S) is worked as four lanes whose upper two repeat the lower two, so
+//! the checks need no mask; its result's upper half is zero, as the interpreter leaves it.
+
+use crate::fparith::exact_error_range;
+use crate::translate::{host_mem, Tx, FPCR_OFF, FPSR_OFF};
+use armada_core::cpu::fp::{host_result_range, FPSR_IXC, HOST_FPCR_MASK};
+use armada_isa::ops::*;
+use armada_isa::MicroOp;
+use cranelift_codegen::ir::{
+    condcodes::{FloatCC, IntCC},
+    types::{F32, F32X4, F64, F64X2, I64, I64X2},
+    Endianness, InstBuilder, MemFlagsData, Type, Value,
+};
+
+/// Flags of a bitcast between vector types of different lanes (Cranelift asks for the
+/// byte order there).
+fn lanes_le() -> MemFlagsData {
+    let mut f = MemFlagsData::new();
+    f.set_endianness(Endianness::Little);
+    f
+}
+
+impl Tx<'_> {
+    /// Translates `u` if it is a vector FP op in a shape this module takes; false leaves
+    /// it to the caller.
+    pub(crate) fn vec_fp(&mut self, u: &MicroOp) -> bool {
+        let (vty, sty) = match (u.e, u.f) {
+            (2, 3 | 4) => (F32X4, F32),
+            (3, 4) => (F64X2, F64),
+            _ => return false,
+        };
+        if !matches!(u.op, F_ADD | F_SUB | F_MUL | F_DIV | F_MADD | F_MSUB) {
+            return false;
+        }
+        let n = self.vec_operand(u.b, vty, u.f);
+        let m = if u.imm & BY_ELEM != 0 {
+            // one element of Vm, in every lane
+            let all = self.vec_operand(u.c, vty, 4);
+            let x = self.b.ins().extractlane(all, (u.imm & 15) as u8);
+            self.b.ins().splat(vty, x)
+        } else {
+            self.vec_operand(u.c, vty, u.f)
+        };
+        let ins = self.b.ins();
+        let r = match u.op {
+            F_ADD => ins.fadd(n, m),
+            F_SUB => ins.fsub(n, m),
+            F_MUL => ins.fmul(n, m),
+            F_DIV => ins.fdiv(n, m),
+            _ => {
+                // Vd + Vn*Vm, fused (FMLS: -Vn, exactly)
+                let acc = self.vec_operand(u.d, vty, u.f);
+                let n = if u.op == F_MSUB {
+                    self.b.ins().fneg(n)
+                } else {
+                    n
+                };
+                self.b.ins().fma(n, m, acc)
+            }
+        };
+        // each lane's rounding error (FADD, FSUB: TwoSum; FMUL: a fused multiply-add)
+        let err = match u.op {
+            F_ADD | F_SUB => {
+                let m = if u.op == F_SUB {
+                    self.b.ins().fneg(m)
+                } else {
+                    m
+                };
+                let bv = self.b.ins().fsub(r, n);
+                let av = self.b.ins().fsub(r, bv);
+                let da = self.b.ins().fsub(n, av);
+                let db = self.b.ins().fsub(m, bv);
+                Some(self.b.ins().fadd(da, db))
+            }
+            F_MUL => {
+                let p = self.b.ins().fneg(r);
+                Some(self.b.ins().fma(n, m, p))
+            }
+            _ => None,
+        };
+        let sum = matches!(u.op, F_ADD | F_SUB);
+        let (lo, hi) = if err.is_some() {
+            exact_error_range(u.e, sum)
+        } else {
+            host_result_range(u.e, sum)
+        };
+        // every lane's magnitude in [lo, hi) (NaNs compare false)
+        let mag = self.b.ins().fabs(r);
+        let lo_v = self.splat_float(vty, sty, lo);
+        let hi_v = self.splat_float(vty, sty, hi);
+        let ge = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, mag, lo_v);
+        let lt = self.b.ins().fcmp(FloatCC::LessThan, mag, hi_v);
+        let in_lanes = self.b.ins().band(ge, lt);
+        let in_range = self.b.ins().vall_true(in_lanes);
+
+        let fpcr = self.load_state(FPCR_OFF);
+        let fpsr = self.load_state(FPSR_OFF);
+        let mode = self.b.ins().band_imm_s(fpcr, HOST_FPCR_MASK as i64);
+        let mode_ok = self.b.ins().icmp_imm_u(IntCC::Equal, mode, 0);
+        let pre = self.b.ins().band(mode_ok, in_range);
+        let (ok, fpsr_after) = if let Some(err) = err {
+            let zero = self.splat_float(vty, sty, 0);
+            let inexact = self.b.ins().fcmp(FloatCC::NotEqual, err, zero);
+            let any = self.b.ins().vany_true(inexact);
+            let ixc = self.b.ins().uextend(I64, any);
+            let ixc = self
+                .b
+                .ins()
+                .ishl_imm_s(ixc, FPSR_IXC.trailing_zeros() as i64);
+            (pre, Some(self.b.ins().bor(fpsr, ixc)))
+        } else {
+            let ixc = self.b.ins().band_imm_s(fpsr, FPSR_IXC as i64);
+            let ixc_set = self.b.ins().icmp_imm_u(IntCC::NotEqual, ixc, 0);
+            (self.b.ins().band(pre, ixc_set), None)
+        };
+
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(ok, fast, &[], slow, &[]);
+
+        self.b.switch_to_block(fast);
+        let c = self.ctx();
+        let off = Self::v_off(u.a);
+        self.b.ins().store(host_mem(), r, c, off);
+        if u.f == 3 {
+            let zero = self.b.ins().iconst(I64, 0);
+            self.store_state(zero, off + 8);
+        }
+        if let Some(after) = fpsr_after {
+            self.store_state(after, FPSR_OFF);
+        }
+        self.b.ins().jump(done, &[]);
+
+        self.b.switch_to_block(slow);
+        self.call_fp(u);
+        self.b.ins().jump(done, &[]);
+
+        self.b.switch_to_block(done);
+        true
+    }
+
+    /// Vector register `r` as lanes of `vty`: all 128 bits (`f` 4), or its low 64 bits
+    /// in both halves (`f` 3).
+    fn vec_operand(&mut self, r: u8, vty: Type, f: u8) -> Value {
+        let c = self.ctx();
+        let off = Self::v_off(r);
+        if f >= 4 {
+            self.b.ins().load(vty, host_mem(), c, off)
+        } else {
+            let lo = self.b.ins().load(I64, host_mem(), c, off);
+            let both = self.b.ins().splat(I64X2, lo);
+            self.b.ins().bitcast(vty, lanes_le(), both)
+        }
+    }
+
+    /// The float of bit pattern `bits` in every lane.
+    fn splat_float(&mut self, vty: Type, sty: Type, bits: u64) -> Value {
+        let x = if sty == F32 {
+            self.b.ins().f32const(f32::from_bits(bits as u32))
+        } else {
+            self.b.ins().f64const(f64::from_bits(bits))
+        };
+        self.b.ins().splat(vty, x)
+    }
+}
