@@ -492,7 +492,8 @@ fi
 
 # ------------------------------------------------------------------------------------ cpu
 if want cpu; then
-    cases=("$G/tightloop" "$G/crc32 30" "$G/sort_bench 1000000" "$G/matmul 200" "$G/sieve")
+    cases=("$G/tightloop" "$G/crc32 30" "$G/sort_bench 1000000" "$G/matmul 200" "$G/sieve"
+        "$G/nbody 500000" "$G/spectral_norm 800" "$G/mandelbrot 800" "$G/vector_fp 3000")
     qarg=(--no-qemu)
     [[ -n $Q ]] && qarg=(--qemu "$Q")
     for tier in jit interp; do

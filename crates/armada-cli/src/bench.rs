@@ -37,6 +37,12 @@ const DEFAULT_CASES: &[&str] = &[
     "target/guest/sort_bench 1000000",
     "target/guest/matmul 200",
     "target/guest/sieve",
+    // floating point: scalar doubles with square roots and divisions, conversions from
+    // integers, and loops gcc -O3 vectorized (FMLA, FDIV, vector shifts)
+    "target/guest/nbody 500000",
+    "target/guest/spectral_norm 800",
+    "target/guest/mandelbrot 800",
+    "target/guest/vector_fp 3000",
     // the same work on one thread and on four: a threaded program's instruction rate
     "target/guest/threads_compute 1 240",
     "target/guest/threads_compute 4 60",

@@ -92,6 +92,23 @@ fn cases_for(p: &GuestProgram) -> Vec<Case> {
             case("2").arg("2").expect_status(0),
             case("100").arg("100").expect_status(0),
         ],
+        // the FP benchmarks (armada bench runs them larger)
+        "nbody" => vec![
+            case("").expect_status(0),
+            case("10").arg("10").expect_status(0),
+        ],
+        "spectral_norm" => vec![
+            case("").expect_status(0),
+            case("7").arg("7").expect_status(0),
+        ],
+        "mandelbrot" => vec![
+            case("").expect_status(0),
+            case("13").arg("13").expect_status(0),
+        ],
+        "vector_fp" => vec![
+            case("").expect_status(0),
+            case("1").arg("1").expect_status(0),
+        ],
         "sprintf_dbl" => vec![
             case("").expect_status(0),
             case("100").arg("100").expect_status(0),
