@@ -165,9 +165,54 @@ impl Tx<'_> {
             V_SHL | V_SHR if matches!(f, 3 | 4) && e <= 3 && (u.op == V_SHL || u.d & 2 == 0) => {
                 self.shift_imm(u)
             }
+            V_SHLL if e <= 2 && f <= 1 => self.shift_long(u),
+            V_MUL if vector && matches!(e, 1 | 2) => self.mul_lanes(u),
             _ => return false,
         }
         true
+    }
+
+    /// SSHLL, USHLL and SHLL (SXTL, UXTL): the lower (`f` 0) or upper (1) half's lanes
+    /// widened to twice their size, then shifted left.
+    fn shift_long(&mut self, u: &MicroOp) {
+        let ty = [I8X16, I16X8, I32X4][u.e as usize];
+        let c = self.ctx();
+        let x = self.b.ins().load(ty, host_mem(), c, Self::v_off(u.b));
+        let ins = self.b.ins();
+        let w = match (u.d & 1 != 0, u.f) {
+            (false, 0) => ins.swiden_low(x),
+            (false, _) => ins.swiden_high(x),
+            (true, 0) => ins.uwiden_low(x),
+            (true, _) => ins.uwiden_high(x),
+        };
+        let r = if u.imm != 0 {
+            let amount = self.b.ins().iconst(I32, u.imm as i64);
+            self.b.ins().ishl(w, amount)
+        } else {
+            w
+        };
+        self.b.ins().store(host_mem(), r, c, Self::v_off(u.a));
+    }
+
+    /// MUL (vector, by element too) on 16- and 32-bit lanes, the low half of each product.
+    fn mul_lanes(&mut self, u: &MicroOp) {
+        let ty = [I16X8, I32X4][u.e as usize - 1];
+        let c = self.ctx();
+        let n = self.b.ins().load(ty, host_mem(), c, Self::v_off(u.b));
+        let m = self.b.ins().load(ty, host_mem(), c, Self::v_off(u.c));
+        let m = if u.imm & BY_ELEM != 0 {
+            let x = self.b.ins().extractlane(m, (u.imm & 15) as u8);
+            self.b.ins().splat(ty, x)
+        } else {
+            m
+        };
+        let r = self.b.ins().imul(n, m);
+        let off = Self::v_off(u.a);
+        self.b.ins().store(host_mem(), r, c, off);
+        if u.f == 3 {
+            let zero = self.b.ins().iconst(I64, 0);
+            self.store_state(zero, off + 8);
+        }
     }
 
     /// SHL, SSHR, USHR, SSRA and USRA by an immediate (vector and scalar; not the rounding

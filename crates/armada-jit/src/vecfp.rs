@@ -18,7 +18,7 @@ use armada_isa::ops::*;
 use armada_isa::MicroOp;
 use cranelift_codegen::ir::{
     condcodes::{FloatCC, IntCC},
-    types::{F32, F32X4, F64, F64X2, I64, I64X2},
+    types::{F32, F32X4, F64, F64X2, I32X4, I64, I64X2},
     Endianness, InstBuilder, MemFlagsData, Type, Value,
 };
 
@@ -39,6 +39,10 @@ impl Tx<'_> {
             (3, 4) => (F64X2, F64),
             _ => return false,
         };
+        if u.op == INT_TO_F_V && u.imm == 0 {
+            self.int_to_f_lanes(u, vty);
+            return true;
+        }
         if !matches!(u.op, F_ADD | F_SUB | F_MUL | F_DIV | F_MADD | F_MSUB) {
             return false;
         }
@@ -149,6 +153,62 @@ impl Tx<'_> {
 
         self.b.switch_to_block(done);
         true
+    }
+
+    /// SCVTF and UCVTF (vector, no fraction bits) when every lane's integer fits the
+    /// significand: exact, whatever FPCR says; else the helper.
+    fn int_to_f_lanes(&mut self, u: &MicroOp, vty: Type) {
+        let (ity, p) = if vty == F32X4 {
+            (I32X4, 24)
+        } else {
+            (I64X2, 53)
+        };
+        let unsigned = u.d & 1 != 0;
+        let c = self.ctx();
+        let x = if u.f >= 4 {
+            self.b.ins().load(ity, host_mem(), c, Self::v_off(u.b))
+        } else {
+            let lo = self.b.ins().load(I64, host_mem(), c, Self::v_off(u.b));
+            let both = self.b.ins().splat(I64X2, lo);
+            self.b.ins().bitcast(ity, lanes_le(), both)
+        };
+        let lane = |tx: &mut Self, v: i64| {
+            let k = tx.b.ins().iconst(ity.lane_type(), v);
+            tx.b.ins().splat(ity, k)
+        };
+        // unsigned: x < 2^p; signed: x + 2^p < 2^(p+1), unsigned
+        let t = if unsigned {
+            x
+        } else {
+            let bias = lane(self, 1 << p);
+            self.b.ins().iadd(x, bias)
+        };
+        let bound = lane(self, 1i64 << (p + if unsigned { 0 } else { 1 }));
+        let fits = self.b.ins().icmp(IntCC::UnsignedLessThan, t, bound);
+        let ok = self.b.ins().vall_true(fits);
+
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(ok, fast, &[], slow, &[]);
+
+        self.b.switch_to_block(fast);
+        // the lanes fit p bits with their sign: as signed they convert the same for UCVTF
+        let r = self.b.ins().fcvt_from_sint(vty, x);
+        let off = Self::v_off(u.a);
+        self.b.ins().store(host_mem(), r, c, off);
+        if u.f == 3 {
+            let zero = self.b.ins().iconst(I64, 0);
+            self.store_state(zero, off + 8);
+        }
+        self.b.ins().jump(done, &[]);
+
+        self.b.switch_to_block(slow);
+        self.call_fp(u);
+        self.b.ins().jump(done, &[]);
+
+        self.b.switch_to_block(done);
     }
 
     /// Vector register `r` as lanes of `vty`: all 128 bits (`f` 4), or its low 64 bits

@@ -387,9 +387,50 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
         // registers), FSQRT, FCVT between single and double; SHL SSHR USHR SSRA USRA
         // (vector and scalar) and their rounding forms
         29 => {
-            let (vd, vn) = (d & 7, n & 7);
+            let (vd, vn, vm) = (d & 7, n & 7, m & 7);
             let ty = (r.below(2) as u32) << 22;
-            match r.below(6) {
+            match r.below(9) {
+                // SCVTF UCVTF (vector)
+                6 => {
+                    let sz = r.below(2) as u32;
+                    let q = if sz == 1 {
+                        1 << 30
+                    } else {
+                        (r.below(2) as u32) << 30
+                    };
+                    [0x0e21_d800u32, 0x2e21_d800][r.below(2) as usize] | q | sz << 22 | vn << 5 | vd
+                }
+                // SSHLL USHLL (SXTL UXTL at shift 0), lower and upper halves
+                7 => {
+                    let es = r.below(3) as u32;
+                    let imm = (8 << es) + r.below(8 << es) as u32;
+                    let q = (r.below(2) as u32) << 30;
+                    [0x0f00_a400u32, 0x2f00_a400][r.below(2) as usize]
+                        | q
+                        | imm << 16
+                        | vn << 5
+                        | vd
+                }
+                // MUL (vector, and by element on 16- and 32-bit lanes)
+                8 => {
+                    let q = (r.below(2) as u32) << 30;
+                    if r.below(2) == 0 {
+                        0x0e20_9c00 | q | (r.below(3) as u32) << 22 | vm << 16 | vn << 5 | vd
+                    } else if r.below(2) == 0 {
+                        let i = r.below(8) as u32;
+                        0x0f40_8000
+                            | q
+                            | (i >> 2) << 11
+                            | (i >> 1 & 1) << 21
+                            | (i & 1) << 20
+                            | vm << 16
+                            | vn << 5
+                            | vd
+                    } else {
+                        let i = r.below(4) as u32;
+                        0x0f80_8000 | q | (i >> 1) << 11 | (i & 1) << 21 | vm << 16 | vn << 5 | vd
+                    }
+                }
                 0 => [0x1e22_0000u32, 0x1e23_0000][r.below(2) as usize] | sf | ty | n << 5 | vd,
                 1 => {
                     let ops = [
