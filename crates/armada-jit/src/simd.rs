@@ -11,6 +11,7 @@
 //! outside these (and the by-element forms) go to the FP helper as before.
 
 use crate::translate::{host_mem, Tx};
+use crate::vecfp::lanes_le;
 use armada_isa::ops::*;
 use armada_isa::MicroOp;
 use cranelift_codegen::ir::{
@@ -166,6 +167,7 @@ impl Tx<'_> {
                 self.shift_imm(u)
             }
             V_SHLL if e <= 2 && f <= 1 => self.shift_long(u),
+            V_SHRN | V_XTN if e <= 1 && f <= 1 && u.d == 0 => self.narrow(u),
             V_MUL if vector && matches!(e, 1 | 2) => self.mul_lanes(u),
             _ => return false,
         }
@@ -192,6 +194,37 @@ impl Tx<'_> {
             w
         };
         self.b.ins().store(host_mem(), r, c, Self::v_off(u.a));
+    }
+
+    /// XTN and SHRN (and their upper-half forms XTN2 and SHRN2): each lane of Vn (16 or 32
+    /// bits) shifted right and truncated to half its size, into the lower half of Vd (the
+    /// upper half zero) or the upper half (the lower half kept). glibc's memchr, strlen
+    /// and friends make their match masks with SHRN once every 16 bytes.
+    fn narrow(&mut self, u: &MicroOp) {
+        let wide = [I16X8, I32X4][u.e as usize];
+        let c = self.ctx();
+        let x = self.b.ins().load(wide, host_mem(), c, Self::v_off(u.b));
+        let x = if u.op == V_SHRN && u.imm != 0 {
+            let amount = self.b.ins().iconst(I32, u.imm as i64);
+            self.b.ins().ushr(x, amount)
+        } else {
+            x
+        };
+        // truncation is a saturating narrow of the lanes' low halves, which fit
+        let low = self.b.ins().iconst(wide.lane_type(), lane_max(u.e) as i64);
+        let low = self.b.ins().splat(wide, low);
+        let t = self.b.ins().band(x, low);
+        let n = self.b.ins().unarrow(t, t);
+        let halves = self.b.ins().bitcast(I64X2, lanes_le(), n);
+        let r = self.b.ins().extractlane(halves, 0);
+        let off = Self::v_off(u.a);
+        if u.f == 0 {
+            self.store_state(r, off);
+            let zero = self.b.ins().iconst(I64, 0);
+            self.store_state(zero, off + 8);
+        } else {
+            self.store_state(r, off + 8);
+        }
     }
 
     /// MUL (vector, by element too) on 16- and 32-bit lanes, the low half of each product.

@@ -24,7 +24,7 @@ use cranelift_codegen::ir::{
 
 /// Flags of a bitcast between vector types of different lanes (Cranelift asks for the
 /// byte order there).
-fn lanes_le() -> MemFlagsData {
+pub(crate) fn lanes_le() -> MemFlagsData {
     let mut f = MemFlagsData::new();
     f.set_endianness(Endianness::Little);
     f

@@ -389,7 +389,7 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
         29 => {
             let (vd, vn, vm) = (d & 7, n & 7, m & 7);
             let ty = (r.below(2) as u32) << 22;
-            match r.below(9) {
+            match r.below(10) {
                 // SCVTF UCVTF (vector)
                 6 => {
                     let sz = r.below(2) as u32;
@@ -410,6 +410,22 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
                         | imm << 16
                         | vn << 5
                         | vd
+                }
+                // XTN, SHRN, RSHRN (and the upper-half forms)
+                9 => {
+                    let es = r.below(3) as u32;
+                    let q = (r.below(2) as u32) << 30;
+                    match r.below(3) {
+                        0 => 0x0e21_2800 | q | es << 22 | vn << 5 | vd,
+                        k => {
+                            let imm = (16 << es) - 1 - r.below(8 << es) as u32;
+                            [0, 0x0f00_8400u32, 0x0f00_8c00][k as usize]
+                                | q
+                                | imm << 16
+                                | vn << 5
+                                | vd
+                        }
+                    }
                 }
                 // MUL (vector, and by element on 16- and 32-bit lanes)
                 8 => {
