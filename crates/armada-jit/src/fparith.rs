@@ -99,27 +99,7 @@ impl Tx<'_> {
             }
         };
         // Inexact worked out here (`exact_error_range`), or already set
-        let err = match u.op {
-            F_ADD | F_SUB => {
-                // TwoSum of n and m (negated for FSUB, exactly): the sum's rounding error
-                let m = if u.op == F_SUB {
-                    self.b.ins().fneg(m)
-                } else {
-                    m
-                };
-                let ins = self.b.ins();
-                let bv = ins.fsub(r, n);
-                let av = self.b.ins().fsub(r, bv);
-                let da = self.b.ins().fsub(n, av);
-                let db = self.b.ins().fsub(m, bv);
-                Some(self.b.ins().fadd(da, db))
-            }
-            F_MUL => {
-                let p = self.b.ins().fneg(r);
-                Some(self.b.ins().fma(n, m, p))
-            }
-            _ => None,
-        };
+        let err = self.rounding_error(u.op, n, m, r);
         let fpcr = self.load_state(FPCR_OFF);
         let fpsr = self.load_state(FPSR_OFF);
         let mode = self.b.ins().band_imm_s(fpcr, HOST_FPCR_MASK as i64);
@@ -184,6 +164,34 @@ impl Tx<'_> {
 
         self.b.switch_to_block(done);
         true
+    }
+
+    /// The exact rounding error of `r`, the result of FADD or FSUB (Knuth's TwoSum) or
+    /// FMUL (a fused multiply-add) of `n` and `m`, scalars or vectors; None for other ops.
+    /// Exact only where the result is within `exact_error_range`.
+    pub(crate) fn rounding_error(
+        &mut self,
+        op: u16,
+        n: Value,
+        m: Value,
+        r: Value,
+    ) -> Option<Value> {
+        match op {
+            F_ADD | F_SUB => {
+                // TwoSum of n and m (negated for FSUB, exactly)
+                let m = if op == F_SUB { self.b.ins().fneg(m) } else { m };
+                let bv = self.b.ins().fsub(r, n);
+                let av = self.b.ins().fsub(r, bv);
+                let da = self.b.ins().fsub(n, av);
+                let db = self.b.ins().fsub(m, bv);
+                Some(self.b.ins().fadd(da, db))
+            }
+            F_MUL => {
+                let p = self.b.ins().fneg(r);
+                Some(self.b.ins().fma(n, m, p))
+            }
+            _ => None,
+        }
     }
 
     /// Whether the magnitude bits `mag` are in `[lo, hi)`: (mag - lo) < (hi - lo) unsigned.

@@ -42,7 +42,7 @@ impl Tx<'_> {
     }
 
     /// FPCR asks for round to nearest without flush-to-zero (the host's own mode).
-    fn host_mode(&mut self) -> Value {
+    pub(crate) fn host_mode(&mut self) -> Value {
         let fpcr = self.load_state(FPCR_OFF);
         let mode = self.b.ins().band_imm_s(fpcr, HOST_FPCR_MASK as i64);
         self.b.ins().icmp_imm_u(IntCC::Equal, mode, 0)
@@ -53,7 +53,7 @@ impl Tx<'_> {
     /// raises FPSR.IXC where `inexact`. `general`: the op writes general register `r`,
     /// whose value on the fast path is `v` (computed on the main path, so it dominates
     /// what follows); after the helper it is loaded from the state.
-    fn fast_or_helper(
+    pub(crate) fn fast_or_helper(
         &mut self,
         u: &MicroOp,
         ok: Value,

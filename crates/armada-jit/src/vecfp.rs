@@ -12,8 +12,8 @@
 //! the checks need no mask; its result's upper half is zero, as the interpreter leaves it.
 
 use crate::fparith::exact_error_range;
-use crate::translate::{host_mem, Tx, FPCR_OFF, FPSR_OFF};
-use armada_core::cpu::fp::{host_result_range, FPSR_IXC, HOST_FPCR_MASK};
+use crate::translate::{host_mem, Tx, FPSR_OFF};
+use armada_core::cpu::fp::{host_result_range, FPSR_IXC};
 use armada_isa::ops::*;
 use armada_isa::MicroOp;
 use cranelift_codegen::ir::{
@@ -72,26 +72,8 @@ impl Tx<'_> {
                 self.b.ins().fma(n, m, acc)
             }
         };
-        // each lane's rounding error (FADD, FSUB: TwoSum; FMUL: a fused multiply-add)
-        let err = match u.op {
-            F_ADD | F_SUB => {
-                let m = if u.op == F_SUB {
-                    self.b.ins().fneg(m)
-                } else {
-                    m
-                };
-                let bv = self.b.ins().fsub(r, n);
-                let av = self.b.ins().fsub(r, bv);
-                let da = self.b.ins().fsub(n, av);
-                let db = self.b.ins().fsub(m, bv);
-                Some(self.b.ins().fadd(da, db))
-            }
-            F_MUL => {
-                let p = self.b.ins().fneg(r);
-                Some(self.b.ins().fma(n, m, p))
-            }
-            _ => None,
-        };
+        // each lane's rounding error (FADD, FSUB, FMUL)
+        let err = self.rounding_error(u.op, n, m, r);
         let sum = matches!(u.op, F_ADD | F_SUB);
         let (lo, hi) = if err.is_some() {
             exact_error_range(u.e, sum)
@@ -107,51 +89,19 @@ impl Tx<'_> {
         let in_lanes = self.b.ins().band(ge, lt);
         let in_range = self.b.ins().vall_true(in_lanes);
 
-        let fpcr = self.load_state(FPCR_OFF);
-        let fpsr = self.load_state(FPSR_OFF);
-        let mode = self.b.ins().band_imm_s(fpcr, HOST_FPCR_MASK as i64);
-        let mode_ok = self.b.ins().icmp_imm_u(IntCC::Equal, mode, 0);
+        let mode_ok = self.host_mode();
         let pre = self.b.ins().band(mode_ok, in_range);
-        let (ok, fpsr_after) = if let Some(err) = err {
+        let (ok, inexact) = if let Some(err) = err {
             let zero = self.splat_float(vty, sty, 0);
-            let inexact = self.b.ins().fcmp(FloatCC::NotEqual, err, zero);
-            let any = self.b.ins().vany_true(inexact);
-            let ixc = self.b.ins().uextend(I64, any);
-            let ixc = self
-                .b
-                .ins()
-                .ishl_imm_s(ixc, FPSR_IXC.trailing_zeros() as i64);
-            (pre, Some(self.b.ins().bor(fpsr, ixc)))
+            let lanes = self.b.ins().fcmp(FloatCC::NotEqual, err, zero);
+            (pre, Some(self.b.ins().vany_true(lanes)))
         } else {
+            let fpsr = self.load_state(FPSR_OFF);
             let ixc = self.b.ins().band_imm_s(fpsr, FPSR_IXC as i64);
             let ixc_set = self.b.ins().icmp_imm_u(IntCC::NotEqual, ixc, 0);
             (self.b.ins().band(pre, ixc_set), None)
         };
-
-        let fast = self.b.create_block();
-        let slow = self.b.create_block();
-        let done = self.b.create_block();
-        self.b.set_cold_block(slow);
-        self.b.ins().brif(ok, fast, &[], slow, &[]);
-
-        self.b.switch_to_block(fast);
-        let c = self.ctx();
-        let off = Self::v_off(u.a);
-        self.b.ins().store(host_mem(), r, c, off);
-        if u.f == 3 {
-            let zero = self.b.ins().iconst(I64, 0);
-            self.store_state(zero, off + 8);
-        }
-        if let Some(after) = fpsr_after {
-            self.store_state(after, FPSR_OFF);
-        }
-        self.b.ins().jump(done, &[]);
-
-        self.b.switch_to_block(slow);
-        self.call_fp(u);
-        self.b.ins().jump(done, &[]);
-
-        self.b.switch_to_block(done);
+        self.fast_or_helper(u, ok, inexact, None, |tx| tx.set_lanes(u.a, r, u.f));
         true
     }
 
@@ -186,29 +136,22 @@ impl Tx<'_> {
         let bound = lane(self, 1i64 << (p + if unsigned { 0 } else { 1 }));
         let fits = self.b.ins().icmp(IntCC::UnsignedLessThan, t, bound);
         let ok = self.b.ins().vall_true(fits);
+        self.fast_or_helper(u, ok, None, None, |tx| {
+            // the lanes fit p bits with their sign: as signed they convert the same for UCVTF
+            let r = tx.b.ins().fcvt_from_sint(vty, x);
+            tx.set_lanes(u.a, r, u.f);
+        });
+    }
 
-        let fast = self.b.create_block();
-        let slow = self.b.create_block();
-        let done = self.b.create_block();
-        self.b.set_cold_block(slow);
-        self.b.ins().brif(ok, fast, &[], slow, &[]);
-
-        self.b.switch_to_block(fast);
-        // the lanes fit p bits with their sign: as signed they convert the same for UCVTF
-        let r = self.b.ins().fcvt_from_sint(vty, x);
-        let off = Self::v_off(u.a);
+    /// Vd = the lanes `r`: all 128 bits (`f` 4), or their low 64 bits and the rest zero.
+    fn set_lanes(&mut self, a: u8, r: Value, f: u8) {
+        let c = self.ctx();
+        let off = Self::v_off(a);
         self.b.ins().store(host_mem(), r, c, off);
-        if u.f == 3 {
+        if f == 3 {
             let zero = self.b.ins().iconst(I64, 0);
             self.store_state(zero, off + 8);
         }
-        self.b.ins().jump(done, &[]);
-
-        self.b.switch_to_block(slow);
-        self.call_fp(u);
-        self.b.ins().jump(done, &[]);
-
-        self.b.switch_to_block(done);
     }
 
     /// Vector register `r` as lanes of `vty`: all 128 bits (`f` 4), or its low 64 bits
