@@ -15,15 +15,19 @@
 //! Anything else (another FPCR, a NaN, an infinity, a tiny or huge result) calls the
 //! interpreter's FP code with the operands untouched, which works the result and the flags
 //! out exactly. These ops cannot fault or write code, so that call needs no way out.
+//!
+//! What the other FP modules (`fpconv`, `vecfp`) share lives here too: the test of FPCR
+//! (`host_mode`), of Inexact already set (`ixc_set`), the split into the host's answer or
+//! the helper (`fast_or_helper`), and the exact rounding error (`rounding_error`).
 
-use crate::translate::{host_mem, Tx, FPCR_OFF, FPSR_OFF, NZCV_OFF};
+use crate::translate::{host_mem, Tx, FPCR_OFF, FPSR_OFF, NZCV_OFF, X_OFF};
 use armada_core::cpu::fp::{host_result_range, FPSR_IXC, HOST_FPCR_MASK};
 use armada_isa::ops::*;
 use armada_isa::MicroOp;
 use cranelift_codegen::ir::{
     condcodes::{FloatCC, IntCC},
     types::{F32, F64, I32, I64},
-    InstBuilder, MemFlagsData, Value,
+    BlockArg, InstBuilder, MemFlagsData, Value,
 };
 
 /// For element size `e`, the result magnitudes (as bit patterns) `[lo, hi)` within which
@@ -100,10 +104,7 @@ impl Tx<'_> {
         };
         // Inexact worked out here (`exact_error_range`), or already set
         let err = self.rounding_error(u.op, n, m, r);
-        let fpcr = self.load_state(FPCR_OFF);
-        let fpsr = self.load_state(FPSR_OFF);
-        let mode = self.b.ins().band_imm_s(fpcr, HOST_FPCR_MASK as i64);
-        let mode_ok = self.b.ins().icmp_imm_u(IntCC::Equal, mode, 0);
+        let mode_ok = self.host_mode();
         let bits = self.b.ins().bitcast(ity, MemFlagsData::new(), r);
         let sign_off = if ity == I64 {
             i64::MAX
@@ -112,7 +113,7 @@ impl Tx<'_> {
         };
         let mag = self.b.ins().band_imm_s(bits, sign_off);
         let sum = matches!(u.op, F_ADD | F_SUB);
-        let (ok, fpsr_after) = if let Some(err) = err {
+        let (ok, inexact) = if let Some(err) = err {
             let (lo, hi) = exact_error_range(u.e, sum);
             let in_range = self.magnitude_in(mag, lo, hi);
             let zero = self.b.ins().f64const(0.0);
@@ -122,48 +123,96 @@ impl Tx<'_> {
                 zero
             };
             let inexact = self.b.ins().fcmp(FloatCC::NotEqual, err, zero);
-            let ixc = self.b.ins().uextend(I64, inexact);
+            (self.b.ins().band(mode_ok, in_range), Some(inexact))
+        } else {
+            // FPCR on the host path and Inexact already set
+            let (lo, hi) = host_result_range(u.e, sum);
+            let in_range = self.magnitude_in(mag, lo, hi);
+            let ixc_set = self.ixc_set();
+            let pre = self.b.ins().band(mode_ok, ixc_set);
+            (self.b.ins().band(pre, in_range), None)
+        };
+        // Vd = the result, the rest of the register zero
+        self.fast_or_helper(u, ok, inexact, None, |tx| {
+            let low = if ity == I64 {
+                bits
+            } else {
+                tx.b.ins().uextend(I64, bits)
+            };
+            tx.set_v(u.a, low, None);
+        });
+        true
+    }
+
+    /// FPCR asks for round to nearest without flush-to-zero (the host's own mode).
+    pub(crate) fn host_mode(&mut self) -> Value {
+        let fpcr = self.load_state(FPCR_OFF);
+        let mode = self.b.ins().band_imm_s(fpcr, HOST_FPCR_MASK as i64);
+        self.b.ins().icmp_imm_u(IntCC::Equal, mode, 0)
+    }
+
+    /// The fast path where `ok` (the host's value is the interpreter's), else the FP
+    /// helper. The fast path runs `set`, which writes vector registers to the state, and
+    /// raises FPSR.IXC where `inexact`. `general`: the op writes general register `r`,
+    /// whose value on the fast path is `v` (computed on the main path, so it dominates
+    /// what follows); after the helper it is loaded from the state.
+    pub(crate) fn fast_or_helper(
+        &mut self,
+        u: &MicroOp,
+        ok: Value,
+        inexact: Option<Value>,
+        general: Option<(u8, Value)>,
+        set: impl FnOnce(&mut Self),
+    ) {
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let done = self.b.create_block();
+        let out = general.map(|_| self.b.append_block_param(done, I64));
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(ok, fast, &[], slow, &[]);
+
+        self.b.switch_to_block(fast);
+        set(self);
+        if let Some(t) = inexact {
+            let fpsr = self.load_state(FPSR_OFF);
+            let ixc = self.b.ins().uextend(I64, t);
             let ixc = self
                 .b
                 .ins()
                 .ishl_imm_s(ixc, FPSR_IXC.trailing_zeros() as i64);
             let after = self.b.ins().bor(fpsr, ixc);
-            (self.b.ins().band(mode_ok, in_range), Some(after))
-        } else {
-            // FPCR on the host path and Inexact already set
-            let (lo, hi) = host_result_range(u.e, sum);
-            let in_range = self.magnitude_in(mag, lo, hi);
-            let ixc = self.b.ins().band_imm_s(fpsr, FPSR_IXC as i64);
-            let ixc_set = self.b.ins().icmp_imm_u(IntCC::NotEqual, ixc, 0);
-            let pre = self.b.ins().band(mode_ok, ixc_set);
-            (self.b.ins().band(pre, in_range), None)
-        };
-
-        let fast = self.b.create_block();
-        let slow = self.b.create_block();
-        let done = self.b.create_block();
-        self.b.set_cold_block(slow);
-        self.b.ins().brif(ok, fast, &[], slow, &[]);
-
-        // Vd = the result, the rest of the register zero
-        self.b.switch_to_block(fast);
-        let low = if ity == I64 {
-            bits
-        } else {
-            self.b.ins().uextend(I64, bits)
-        };
-        self.set_v(u.a, low, None);
-        if let Some(after) = fpsr_after {
             self.store_state(after, FPSR_OFF);
         }
-        self.b.ins().jump(done, &[]);
+        let args: Vec<BlockArg> = general.iter().map(|&(_, v)| v.into()).collect();
+        self.b.ins().jump(done, &args);
 
         self.b.switch_to_block(slow);
         self.call_fp(u);
-        self.b.ins().jump(done, &[]);
+        let args: Vec<BlockArg> = general
+            .iter()
+            .map(|&(r, _)| {
+                if (r as usize) < 32 {
+                    self.load_state(X_OFF + 8 * r as i32).into()
+                } else {
+                    // the zero register: nothing written
+                    self.b.ins().iconst(I64, 0).into()
+                }
+            })
+            .collect();
+        self.b.ins().jump(done, &args);
 
         self.b.switch_to_block(done);
-        true
+        if let (Some((r, _)), Some(v)) = (general, out) {
+            self.wr(r, v);
+        }
+    }
+
+    /// Whether FPSR's cumulative Inexact flag is set already (then a result that can raise
+    /// nothing else leaves FPSR as it is).
+    pub(crate) fn ixc_set(&mut self) -> Value {
+        let fpsr = self.load_state(FPSR_OFF);
+        let ixc = self.b.ins().band_imm_s(fpsr, FPSR_IXC as i64);
+        self.b.ins().icmp_imm_u(IntCC::NotEqual, ixc, 0)
     }
 
     /// The exact rounding error of `r`, the result of FADD or FSUB (Knuth's TwoSum) or
@@ -223,9 +272,7 @@ impl Tx<'_> {
         } else {
             self.b.ins().load(fty, host_mem(), c, Self::v_off(u.c))
         };
-        let fpcr = self.load_state(FPCR_OFF);
-        let mode = self.b.ins().band_imm_s(fpcr, HOST_FPCR_MASK as i64);
-        let mode_ok = self.b.ins().icmp_imm_u(IntCC::Equal, mode, 0);
+        let mode_ok = self.host_mode();
         let ordered = self.b.ins().fcmp(FloatCC::Ordered, x, y);
         let ok = self.b.ins().band(mode_ok, ordered);
         // equal 0110, less 1000, greater 0010

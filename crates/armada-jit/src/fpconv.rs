@@ -9,14 +9,13 @@
 //! tiny result, another FPCR, fixed-point forms) calls the interpreter's FP code with the
 //! operands untouched.
 
-use crate::translate::{host_mem, Tx, FPCR_OFF, FPSR_OFF, X_OFF};
-use armada_core::cpu::fp::{FPSR_IXC, HOST_FPCR_MASK};
+use crate::translate::{host_mem, Tx};
 use armada_isa::ops::*;
 use armada_isa::MicroOp;
 use cranelift_codegen::ir::{
     condcodes::{FloatCC, IntCC},
     types::{F32, F64, I32, I64},
-    BlockArg, InstBuilder, MemFlagsData, Type, Value,
+    InstBuilder, MemFlagsData, Type, Value,
 };
 
 /// The smallest single and double magnitudes the host path takes (`cpu::fp`'s `SAFE_MIN`:
@@ -39,69 +38,6 @@ impl Tx<'_> {
             _ => return false,
         }
         true
-    }
-
-    /// FPCR asks for round to nearest without flush-to-zero (the host's own mode).
-    pub(crate) fn host_mode(&mut self) -> Value {
-        let fpcr = self.load_state(FPCR_OFF);
-        let mode = self.b.ins().band_imm_s(fpcr, HOST_FPCR_MASK as i64);
-        self.b.ins().icmp_imm_u(IntCC::Equal, mode, 0)
-    }
-
-    /// The fast path where `ok` (the host's value is the interpreter's), else the FP
-    /// helper. The fast path runs `set`, which writes vector registers to the state, and
-    /// raises FPSR.IXC where `inexact`. `general`: the op writes general register `r`,
-    /// whose value on the fast path is `v` (computed on the main path, so it dominates
-    /// what follows); after the helper it is loaded from the state.
-    pub(crate) fn fast_or_helper(
-        &mut self,
-        u: &MicroOp,
-        ok: Value,
-        inexact: Option<Value>,
-        general: Option<(u8, Value)>,
-        set: impl FnOnce(&mut Self),
-    ) {
-        let fast = self.b.create_block();
-        let slow = self.b.create_block();
-        let done = self.b.create_block();
-        let out = general.map(|_| self.b.append_block_param(done, I64));
-        self.b.set_cold_block(slow);
-        self.b.ins().brif(ok, fast, &[], slow, &[]);
-
-        self.b.switch_to_block(fast);
-        set(self);
-        if let Some(t) = inexact {
-            let fpsr = self.load_state(FPSR_OFF);
-            let ixc = self.b.ins().uextend(I64, t);
-            let ixc = self
-                .b
-                .ins()
-                .ishl_imm_s(ixc, FPSR_IXC.trailing_zeros() as i64);
-            let after = self.b.ins().bor(fpsr, ixc);
-            self.store_state(after, FPSR_OFF);
-        }
-        let args: Vec<BlockArg> = general.iter().map(|&(_, v)| v.into()).collect();
-        self.b.ins().jump(done, &args);
-
-        self.b.switch_to_block(slow);
-        self.call_fp(u);
-        let args: Vec<BlockArg> = general
-            .iter()
-            .map(|&(r, _)| {
-                if (r as usize) < 32 {
-                    self.load_state(X_OFF + 8 * r as i32).into()
-                } else {
-                    // the zero register: nothing written
-                    self.b.ins().iconst(I64, 0).into()
-                }
-            })
-            .collect();
-        self.b.ins().jump(done, &args);
-
-        self.b.switch_to_block(done);
-        if let (Some((r, _)), Some(v)) = (general, out) {
-            self.wr(r, v);
-        }
     }
 
     /// Vd's low element as a float of `fty`.

@@ -240,12 +240,7 @@ impl Tx<'_> {
             m
         };
         let r = self.b.ins().imul(n, m);
-        let off = Self::v_off(u.a);
-        self.b.ins().store(host_mem(), r, c, off);
-        if u.f == 3 {
-            let zero = self.b.ins().iconst(I64, 0);
-            self.store_state(zero, off + 8);
-        }
+        self.set_lanes(u.a, r, u.f);
     }
 
     /// SHL, SSHR, USHR, SSRA and USRA by an immediate (vector and scalar; not the rounding
@@ -275,11 +270,7 @@ impl Tx<'_> {
         } else {
             r
         };
-        self.b.ins().store(host_mem(), r, c, off);
-        if u.f == 3 {
-            let zero = self.b.ins().iconst(I64, 0);
-            self.store_state(zero, off + 8);
-        }
+        self.set_lanes(u.a, r, u.f);
     }
 
     /// Half `h` (0: bits 63..0, 1: 127..64) of vector register `r`.

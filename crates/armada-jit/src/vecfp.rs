@@ -12,8 +12,8 @@
 //! the checks need no mask; its result's upper half is zero, as the interpreter leaves it.
 
 use crate::fparith::exact_error_range;
-use crate::translate::{host_mem, Tx, FPSR_OFF};
-use armada_core::cpu::fp::{host_result_range, FPSR_IXC};
+use crate::translate::{host_mem, Tx};
+use armada_core::cpu::fp::host_result_range;
 use armada_isa::ops::*;
 use armada_isa::MicroOp;
 use cranelift_codegen::ir::{
@@ -96,9 +96,7 @@ impl Tx<'_> {
             let lanes = self.b.ins().fcmp(FloatCC::NotEqual, err, zero);
             (pre, Some(self.b.ins().vany_true(lanes)))
         } else {
-            let fpsr = self.load_state(FPSR_OFF);
-            let ixc = self.b.ins().band_imm_s(fpsr, FPSR_IXC as i64);
-            let ixc_set = self.b.ins().icmp_imm_u(IntCC::NotEqual, ixc, 0);
+            let ixc_set = self.ixc_set();
             (self.b.ins().band(pre, ixc_set), None)
         };
         self.fast_or_helper(u, ok, inexact, None, |tx| tx.set_lanes(u.a, r, u.f));
@@ -114,14 +112,7 @@ impl Tx<'_> {
             (I64X2, 53)
         };
         let unsigned = u.d & 1 != 0;
-        let c = self.ctx();
-        let x = if u.f >= 4 {
-            self.b.ins().load(ity, host_mem(), c, Self::v_off(u.b))
-        } else {
-            let lo = self.b.ins().load(I64, host_mem(), c, Self::v_off(u.b));
-            let both = self.b.ins().splat(I64X2, lo);
-            self.b.ins().bitcast(ity, lanes_le(), both)
-        };
+        let x = self.vec_operand(u.b, ity, u.f);
         let lane = |tx: &mut Self, v: i64| {
             let k = tx.b.ins().iconst(ity.lane_type(), v);
             tx.b.ins().splat(ity, k)
@@ -144,7 +135,7 @@ impl Tx<'_> {
     }
 
     /// Vd = the lanes `r`: all 128 bits (`f` 4), or their low 64 bits and the rest zero.
-    fn set_lanes(&mut self, a: u8, r: Value, f: u8) {
+    pub(crate) fn set_lanes(&mut self, a: u8, r: Value, f: u8) {
         let c = self.ctx();
         let off = Self::v_off(a);
         self.b.ins().store(host_mem(), r, c, off);
