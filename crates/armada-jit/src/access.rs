@@ -120,7 +120,7 @@ impl Tx<'_> {
     /// buffer's bias (see `helpers::read`), and the loads below read from there: a miss
     /// rejoins the hit's path before the loads, so there is no merge of the loaded values
     /// (a block and a move for each load) and one load of each size.
-    fn read(&mut self, slot: usize, addr: Value, size: i64) -> (Value, Option<Value>) {
+    pub(crate) fn read(&mut self, slot: usize, addr: Value, size: i64) -> (Value, Option<Value>) {
         let (e, hit) = self.tlb_hit(addr, size, tl::RTAG);
         // the entry's pointer is in the tag's cache line, and harmless to load on a miss
         let bias = self.b.ins().load(I64, MemFlagsData::trusted(), e, tl::RPTR);

@@ -611,7 +611,13 @@ impl Tx<'_> {
     /// An FP/SIMD op, through the interpreter's FP code: the general registers it names and
     /// the flags go to the state first and come back after.
     fn fp(&mut self, slot: usize, u: &MicroOp) {
-        if self.fp_arith(u) || self.fp_conv(u) || self.vec_fp(u) || self.simd(u) {
+        if self.fp_arith(u)
+            || self.fp_conv(u)
+            || self.vec_fp(u)
+            || self.simd(u)
+            || self.vec_int(u)
+            || self.load_multiple(slot, u)
+        {
             return;
         }
         if crate::store::tracing() {

@@ -21,6 +21,7 @@ mod store;
 mod translate;
 mod unit;
 mod vecfp;
+mod vecint;
 
 use armada_core::cpu::{self, CodeCache, Tier};
 use armada_core::memory::AddressSpace;

@@ -168,7 +168,6 @@ impl Tx<'_> {
             }
             V_SHLL if e <= 2 && f <= 1 => self.shift_long(u),
             V_SHRN | V_XTN if e <= 1 && f <= 1 && u.d == 0 => self.narrow(u),
-            V_MUL if vector && matches!(e, 1 | 2) => self.mul_lanes(u),
             _ => return false,
         }
         true
@@ -225,22 +224,6 @@ impl Tx<'_> {
         } else {
             self.store_state(r, off + 8);
         }
-    }
-
-    /// MUL (vector, by element too) on 16- and 32-bit lanes, the low half of each product.
-    fn mul_lanes(&mut self, u: &MicroOp) {
-        let ty = [I16X8, I32X4][u.e as usize - 1];
-        let c = self.ctx();
-        let n = self.b.ins().load(ty, host_mem(), c, Self::v_off(u.b));
-        let m = self.b.ins().load(ty, host_mem(), c, Self::v_off(u.c));
-        let m = if u.imm & BY_ELEM != 0 {
-            let x = self.b.ins().extractlane(m, (u.imm & 15) as u8);
-            self.b.ins().splat(ty, x)
-        } else {
-            m
-        };
-        let r = self.b.ins().imul(n, m);
-        self.set_lanes(u.a, r, u.f);
     }
 
     /// SHL, SSHR, USHR, SSRA and USRA by an immediate (vector and scalar; not the rounding

@@ -147,7 +147,7 @@ impl Tx<'_> {
 
     /// Vector register `r` as lanes of `vty`: all 128 bits (`f` 4), or its low 64 bits
     /// in both halves (`f` 3).
-    fn vec_operand(&mut self, r: u8, vty: Type, f: u8) -> Value {
+    pub(crate) fn vec_operand(&mut self, r: u8, vty: Type, f: u8) -> Value {
         let c = self.ctx();
         let off = Self::v_off(r);
         if f >= 4 {

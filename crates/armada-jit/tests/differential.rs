@@ -50,7 +50,7 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
     let (d, n, m, a) = (r.reg(), r.reg(), r.reg(), r.reg());
     let sf = if r.below(2) == 0 { 0x8000_0000 } else { 0 };
     let cond = r.below(15) as u32;
-    match r.below(30) {
+    match r.below(31) {
         0 => {
             [0x1100_0000, 0x5100_0000, 0x3100_0000, 0x7100_0000][r.below(4) as usize]
                 | sf
@@ -491,6 +491,119 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
                         ops[k] | q
                     };
                     op | imm << 16 | vn << 5 | vd
+                }
+            }
+        }
+        // AdvSIMD integer ops on host SIMD: compares, MAX/MIN, pairwise and across-lanes
+        // ops, ADDHN/SUBHN (rounding too), MLA/MLS; and LD1 of one to four registers off
+        // x26 (no offset, post-index by the size or by a register)
+        30 => {
+            let (vd, vn, vm) = (d & 7, n & 7, m & 7);
+            let q = (r.below(2) as u32) << 30;
+            let size = r.below(3) as u32;
+            let three = |op: u32, size: u32, q: u32| op | q | size << 22 | vm << 16 | vn << 5 | vd;
+            match r.below(8) {
+                // CMGT CMGE CMHI CMHS CMTST, SMAX UMAX SMIN UMIN
+                0 => {
+                    let ops = [
+                        0x0e20_3400u32,
+                        0x0e20_3c00,
+                        0x2e20_3400,
+                        0x2e20_3c00,
+                        0x0e20_8c00,
+                        0x0e20_6400,
+                        0x2e20_6400,
+                        0x0e20_6c00,
+                        0x2e20_6c00,
+                    ];
+                    let k = r.below(ops.len() as u64) as usize;
+                    // the compares' 2D and scalar D forms (to the helper)
+                    if k < 5 && r.below(6) == 0 {
+                        [three(ops[k], 3, 1 << 30), three(ops[k] | 0x5000_0000, 3, 0)]
+                            [r.below(2) as usize]
+                    } else {
+                        three(ops[k], size, q)
+                    }
+                }
+                // CMGT CMGE CMLE CMLT #0 (and CMEQ #0)
+                1 => {
+                    let ops = [
+                        0x0e20_8800u32,
+                        0x2e20_8800,
+                        0x2e20_9800,
+                        0x0e20_a800,
+                        0x0e20_9800,
+                    ];
+                    ops[r.below(ops.len() as u64) as usize] | q | size << 22 | vn << 5 | vd
+                }
+                // ADDP SMAXP UMAXP SMINP UMINP (vector; ADDP on 2D too)
+                2 => {
+                    let ops = [
+                        0x0e20_bc00u32,
+                        0x0e20_a400,
+                        0x2e20_a400,
+                        0x0e20_ac00,
+                        0x2e20_ac00,
+                    ];
+                    let k = r.below(ops.len() as u64) as usize;
+                    if k == 0 && r.below(4) == 0 {
+                        three(ops[0], 3, 1 << 30)
+                    } else {
+                        three(ops[k], size, q)
+                    }
+                }
+                // ADDV SMAXV UMAXV SMINV UMINV (4S only for 32-bit lanes), ADDP (scalar)
+                3 => {
+                    let ops = [
+                        0x0e31_b800u32,
+                        0x0e30_a800,
+                        0x2e30_a800,
+                        0x0e31_a800,
+                        0x2e31_a800,
+                    ];
+                    let q = if size == 2 { 1 << 30 } else { q };
+                    if r.below(6) == 0 {
+                        0x5ef1_b800 | vn << 5 | vd
+                    } else {
+                        ops[r.below(ops.len() as u64) as usize] | q | size << 22 | vn << 5 | vd
+                    }
+                }
+                // ADDHN RADDHN SUBHN RSUBHN, lower and upper halves
+                4 => {
+                    let ops = [0x0e20_4000u32, 0x2e20_4000, 0x0e20_6000, 0x2e20_6000];
+                    three(ops[r.below(4) as usize], size, q)
+                }
+                // MLA MLS (vector, and by element on 16- and 32-bit lanes)
+                5 => {
+                    let size = 1 + r.below(2) as u32;
+                    if r.below(2) == 0 {
+                        let op = [0x0e20_9400u32, 0x2e20_9400][r.below(2) as usize];
+                        // (bytes go to the helper)
+                        let size = if r.below(4) == 0 { 0 } else { size };
+                        three(op, size, q)
+                    } else {
+                        let op = [0x2f00_0000u32, 0x2f00_4000][r.below(2) as usize];
+                        let hlm = if size == 1 {
+                            let i = r.below(8) as u32;
+                            (i >> 2) << 11 | (i >> 1 & 1) << 21 | (i & 1) << 20
+                        } else {
+                            let i = r.below(4) as u32;
+                            (i >> 1) << 11 | (i & 1) << 21
+                        };
+                        op | q | size << 22 | hlm | vm << 16 | vn << 5 | vd
+                    }
+                }
+                // LD1 (multiple structures), 1-4 registers: no offset, post-index by the
+                // registers' size, or (rarely) by a register
+                _ => {
+                    let opcode = [0b0111u32, 0b1010, 0b0110, 0b0010][r.below(4) as usize];
+                    let es = r.below(4) as u32;
+                    let post = match r.below(8) {
+                        0..=3 => 0,
+                        4..=6 => 0x0080_0000 | 31 << 16,
+                        _ => 0x0080_0000 | n << 16,
+                    };
+                    0x0c40_0000 | post | q | opcode << 12 | es << 10 | 26 << 5 | vd
                 }
             }
         }
