@@ -694,7 +694,7 @@ fn gpu_fuzzing_matches_cpu() {
     for program in ["magic", "devio", "grow", "nested", "hang", "length"] {
         for b in &backends {
             // lavapipe runs a round of 128 lanes in about a second: fewer rounds there
-            let execs = if *b == "wgpu" { "3000" } else { "20000" };
+            let execs = if *b == "wgpu" { "1536" } else { "20000" };
             if *b == "wgpu" && !["magic", "devio"].contains(&program) {
                 continue;
             }
@@ -788,6 +788,12 @@ fn device_io_batches_match_cpu() {
                 "output dropped: {drop}: {cpu}"
             );
             for b in &backends {
+                // wgpu answers no syscall on the device: its lanes' I/O is the host's,
+                // dropped or kept as the CPU engine's (one run of the two is enough there,
+                // and each run on lavapipe compiles the kernel again, 7-10 s)
+                if *b == "wgpu" && drop {
+                    continue;
+                }
                 assert_eq!(
                     cpu,
                     run("devio", b, &extra, ""),
@@ -803,6 +809,10 @@ fn device_io_batches_match_cpu() {
             let cpu = run("output", "cpu", from, list);
             assert!(cpu.contains("[4:") && cpu.contains("stderr line"), "{cpu}");
             for b in &backends {
+                // (the output list is the CUDA kernel's: wgpu runs the default once)
+                if *b == "wgpu" && !list.is_empty() {
+                    continue;
+                }
                 assert_eq!(
                     cpu,
                     run("output", b, from, list),
