@@ -216,14 +216,7 @@ impl Tx<'_> {
         let n = self.b.ins().unarrow(t, t);
         let halves = self.b.ins().bitcast(I64X2, lanes_le(), n);
         let r = self.b.ins().extractlane(halves, 0);
-        let off = Self::v_off(u.a);
-        if u.f == 0 {
-            self.store_state(r, off);
-            let zero = self.b.ins().iconst(I64, 0);
-            self.store_state(zero, off + 8);
-        } else {
-            self.store_state(r, off + 8);
-        }
+        self.set_narrowed(u.a, r, u.f);
     }
 
     /// SHL, SSHR, USHR, SSRA and USRA by an immediate (vector and scalar; not the rounding

@@ -209,8 +209,15 @@ impl Tx<'_> {
         let h = self.b.ins().shuffle(bytes, bytes, mask);
         let halves = self.as_lanes(I64X2, h);
         let r = self.b.ins().extractlane(halves, 0);
-        let off = Self::v_off(u.a);
-        if u.f == 0 {
+        self.set_narrowed(u.a, r, u.f);
+    }
+
+    /// Sets the lower half of vector register `a` to `r` and its upper half to zero (`part`
+    /// 0), or its upper half to `r` keeping the lower (1): where the narrowing ops put
+    /// their 64 bits.
+    pub(crate) fn set_narrowed(&mut self, a: u8, r: Value, part: u8) {
+        let off = Self::v_off(a);
+        if part == 0 {
             self.store_state(r, off);
             let zero = self.b.ins().iconst(I64, 0);
             self.store_state(zero, off + 8);
