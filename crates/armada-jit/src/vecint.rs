@@ -38,7 +38,11 @@ impl Tx<'_> {
             V_PAIR if matches!(f, 3 | 4) && d <= ired::UMIN && (e <= 2 || d == ired::ADD) => {
                 self.pairwise(u)
             }
-            V_REDUCE if matches!(f, 3 | 4) && e < f && d <= ired::UMIN => self.across(u),
+            V_REDUCE
+                if matches!(f, 3 | 4) && e < f && d <= ired::UMIN && (e <= 2 || d == ired::ADD) =>
+            {
+                self.across(u)
+            }
             V_ADDHN | V_SUBHN if e <= 2 && f <= 1 => self.add_high_narrow(u),
             V_MUL | V_MLA | V_MLS if matches!(f, 3 | 4) && matches!(e, 1 | 2) => self.mul_lanes(u),
             _ => return false,
