@@ -1,6 +1,7 @@
 //! Scalar FP conversions and square root inline: SCVTF and UCVTF (integer to float),
 //! FCVTZS, FCVTNS, FCVTMS, FCVTPS and their unsigned forms (float to integer), FCVT
-//! between single and double, FSQRT. Compiled C converts at every `(double)i` and
+//! between single and double, FSQRT, and the rounds to an integral value (FRINT*, scalar
+//! and vector: C's rint, floor, ceil, trunc and round). Compiled C converts at every `(double)i` and
 //! `(int)x`; without these, loops such as a Mandelbrot set's or a matrix's index
 //! arithmetic called the FP helper at each.
 //!
@@ -10,11 +11,12 @@
 //! operands untouched.
 
 use crate::translate::{host_mem, Tx};
+use crate::vecfp::lanes_le;
 use armada_isa::ops::*;
 use armada_isa::MicroOp;
 use cranelift_codegen::ir::{
     condcodes::{FloatCC, IntCC},
-    types::{F32, F64, I32, I64},
+    types::{F32, F32X4, F64, F64X2, I32, I64},
     InstBuilder, MemFlagsData, Type, Value,
 };
 
@@ -35,6 +37,7 @@ impl Tx<'_> {
             }
             F_SQRT if matches!(u.e, 2 | 3) && u.f == u.e => self.fsqrt(u),
             F_CVT if matches!((u.d, u.e), (2, 3) | (3, 2)) => self.fcvt(u),
+            F_RINT => return self.round_int(u),
             _ => return false,
         }
         true
@@ -180,6 +183,87 @@ impl Tx<'_> {
         };
         let a = u.a;
         self.fast_or_helper(u, ok, Some(inexact), None, |tx| tx.set_float(a, r));
+    }
+
+    /// FRINTN, FRINTP, FRINTM, FRINTZ, FRINTA, FRINTI and FRINTX, scalar and on 2S, 4S
+    /// and 2D, when FPCR is the host's (so FRINTI and FRINTX round to nearest) and no
+    /// operand is a NaN: the host's rounding, which raises nothing (FRINTX: Inexact where
+    /// the value changed). FRINTA (ties away from zero) is the truncation, one further
+    /// from zero where the fraction cut off, exact as `x - trunc(x)`, is at least a half.
+    fn round_int(&mut self, u: &MicroOp) -> bool {
+        let (ty, vector) = match (u.e, u.f) {
+            (2, 2) => (F32, false),
+            (3, 3) => (F64, false),
+            (2, 3 | 4) => (F32X4, true),
+            (3, 4) => (F64X2, true),
+            _ => return false,
+        };
+        if u.d > rmode::FPCR_EXACT {
+            return false;
+        }
+        let x = if vector {
+            self.vec_operand(u.b, ty, u.f)
+        } else {
+            self.load_float(u.b, ty)
+        };
+        let splat = |tx: &mut Self, v: f64| {
+            let k = tx.float_const(ty.lane_type(), v);
+            if vector {
+                tx.b.ins().splat(ty, k)
+            } else {
+                k
+            }
+        };
+        let r = match u.d {
+            rmode::P => self.b.ins().ceil(x),
+            rmode::M => self.b.ins().floor(x),
+            rmode::Z => self.b.ins().trunc(x),
+            rmode::A => {
+                let t = self.b.ins().trunc(x);
+                let cut = self.b.ins().fsub(x, t);
+                let cut = self.b.ins().fabs(cut);
+                let half = splat(self, 0.5);
+                let away = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, cut, half);
+                let one = splat(self, 1.0);
+                // one with x's sign (x86-64 has no vector copysign: by the sign bit)
+                let step = if vector {
+                    let neg_zero = splat(self, -0.0);
+                    let sign = self.b.ins().band(x, neg_zero);
+                    self.b.ins().bor(one, sign)
+                } else {
+                    self.b.ins().fcopysign(one, x)
+                };
+                let further = self.b.ins().fadd(t, step);
+                if vector {
+                    let mask = self.b.ins().bitcast(ty, lanes_le(), away);
+                    self.b.ins().bitselect(mask, further, t)
+                } else {
+                    self.b.ins().select(away, further, t)
+                }
+            }
+            // N, and FPCR's mode (I, X), which host_mode makes to nearest
+            _ => self.b.ins().nearest(x),
+        };
+        let ordered = self.b.ins().fcmp(FloatCC::Ordered, x, x);
+        let changed =
+            (u.d == rmode::FPCR_EXACT).then(|| self.b.ins().fcmp(FloatCC::NotEqual, r, x));
+        let (ordered, inexact) = if vector {
+            let all = self.b.ins().vall_true(ordered);
+            (all, changed.map(|c| self.b.ins().vany_true(c)))
+        } else {
+            (ordered, changed)
+        };
+        let mode_ok = self.host_mode();
+        let ok = self.b.ins().band(ordered, mode_ok);
+        let a = u.a;
+        self.fast_or_helper(u, ok, inexact, None, |tx| {
+            if vector {
+                tx.set_lanes(a, r, u.f)
+            } else {
+                tx.set_float(a, r)
+            }
+        });
+        true
     }
 
     /// FCVT from single to double (exact for all but NaNs) and from double to single

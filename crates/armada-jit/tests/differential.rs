@@ -385,11 +385,43 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
         }
         // SCVTF UCVTF, FCVTZS FCVTZU FCVTNS FCVTPS FCVTMS FCVTAS (scalar, general
         // registers), FSQRT, FCVT between single and double; SHL SSHR USHR SSRA USRA
-        // (vector and scalar) and their rounding forms
+        // (vector and scalar) and their rounding forms; the FRINTs
         29 => {
             let (vd, vn, vm) = (d & 7, n & 7, m & 7);
             let ty = (r.below(2) as u32) << 22;
-            match r.below(10) {
+            match r.below(11) {
+                // FRINTN FRINTP FRINTM FRINTZ FRINTA FRINTX FRINTI, scalar and vector
+                10 => {
+                    if r.below(2) == 0 {
+                        let ops = [
+                            0x1e24_4000u32,
+                            0x1e24_c000,
+                            0x1e25_4000,
+                            0x1e25_c000,
+                            0x1e26_4000,
+                            0x1e27_4000,
+                            0x1e27_c000,
+                        ];
+                        ops[r.below(ops.len() as u64) as usize] | ty | vn << 5 | vd
+                    } else {
+                        let ops = [
+                            0x0e21_8800u32,
+                            0x0ea1_8800,
+                            0x0e21_9800,
+                            0x0ea1_9800,
+                            0x2e21_8800,
+                            0x2e21_9800,
+                            0x2ea1_9800,
+                        ];
+                        let sz = r.below(2) as u32;
+                        let q = if sz == 1 {
+                            1 << 30
+                        } else {
+                            (r.below(2) as u32) << 30
+                        };
+                        ops[r.below(ops.len() as u64) as usize] | q | sz << 22 | vn << 5 | vd
+                    }
+                }
                 // SCVTF UCVTF (vector)
                 6 => {
                     let sz = r.below(2) as u32;
@@ -940,4 +972,64 @@ fn self_modifying_and_remapped_code() {
     }
     assert_eq!(i[0].st.x[0], 1 + 2 * (ITERS - 1));
     assert_eq!(i[1].st.x[0], 3 * ITERS);
+}
+
+/// The imm8 of `FMOV Dd, #x` (VFPExpandImm), for values it can encode.
+fn fmov_imm8(x: f64) -> u32 {
+    (0..256u32)
+        .find(|&i| {
+            let (a, b, cd, efgh) = (i >> 7, (i >> 6) & 1, (i >> 4) & 3, i & 15);
+            let exp = (b ^ 1) << 10 | if b == 1 { 0xff << 2 } else { 0 } | cd;
+            let bits = (a as u64) << 63 | (exp as u64) << 52 | (efgh as u64) << 48;
+            f64::from_bits(bits) == x
+        })
+        .unwrap_or_else(|| panic!("FMOV cannot encode {x}"))
+}
+
+/// The FRINTs on ties, halves and exact integers (which random registers seldom hold),
+/// scalar and vector, single and double, from several seeds (so several FPCRs).
+#[test]
+fn rounds_to_integral_on_ties() {
+    for x in [2.5, -2.5, 0.5, -0.5, 1.5, -3.5, 0.125, 1.75, -1.0, 4.0] {
+        let imm = fmov_imm8(x);
+        let mut words = vec![
+            0x1e60_1000 | imm << 13,      // fmov d0, #x
+            0x1e20_1000 | imm << 13 | 16, // fmov s16, #x
+            0x4e08_0401,                  // dup v1.2d, v0.d[0]
+            0x4e04_0611,                  // dup v17.4s, v16.s[0]
+        ];
+        let scalar = [
+            0x1e24_4000u32,
+            0x1e24_c000,
+            0x1e25_4000,
+            0x1e25_c000,
+            0x1e26_4000,
+            0x1e27_4000,
+            0x1e27_c000,
+        ];
+        let vector = [
+            0x0e21_8800u32,
+            0x0ea1_8800,
+            0x0e21_9800,
+            0x0ea1_9800,
+            0x2e21_8800,
+            0x2e21_9800,
+            0x2ea1_9800,
+        ];
+        for (k, (s, v)) in scalar.iter().zip(vector.iter()).enumerate() {
+            let k = k as u32;
+            words.push(s | 1 << 22 | 2 + k); // frint* d(2+k), d0
+            words.push(s | 16 << 5 | 18 + k); // frint* s(18+k), s16
+            words.push(v | 1 << 30 | 1 << 22 | 1 << 5 | 9 + k); // frint* v(9+k).2d, v1.2d
+            words.push(v | 1 << 30 | 17 << 5 | 25 + k); // frint* v(25+k).4s, v17.4s
+        }
+        words.push(0xd420_0000); // brk #0
+        for seed in 0..8 {
+            let want = run(&words, seed, None, 1 << 20);
+            let got = run(&words, seed, Some(jit()), 1 << 20);
+            if let Err(e) = same(&want, &got) {
+                panic!("FRINTs of {x} (seed {seed}): {e}");
+            }
+        }
+    }
 }
