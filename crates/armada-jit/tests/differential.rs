@@ -1018,10 +1018,10 @@ fn rounds_to_integral_on_ties() {
         ];
         for (k, (s, v)) in scalar.iter().zip(vector.iter()).enumerate() {
             let k = k as u32;
-            words.push(s | 1 << 22 | 2 + k); // frint* d(2+k), d0
-            words.push(s | 16 << 5 | 18 + k); // frint* s(18+k), s16
-            words.push(v | 1 << 30 | 1 << 22 | 1 << 5 | 9 + k); // frint* v(9+k).2d, v1.2d
-            words.push(v | 1 << 30 | 17 << 5 | 25 + k); // frint* v(25+k).4s, v17.4s
+            words.push(s | 1 << 22 | (2 + k)); // frint* d(2+k), d0
+            words.push(s | 16 << 5 | (18 + k)); // frint* s(18+k), s16
+            words.push(v | 1 << 30 | 1 << 22 | 1 << 5 | (9 + k)); // frint* v(9+k).2d, v1.2d
+            words.push(v | 1 << 30 | 17 << 5 | (25 + k)); // frint* v(25+k).4s, v17.4s
         }
         words.push(0xd420_0000); // brk #0
         for seed in 0..8 {
