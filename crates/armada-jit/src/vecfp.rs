@@ -47,14 +47,7 @@ impl Tx<'_> {
             return false;
         }
         let n = self.vec_operand(u.b, vty, u.f);
-        let m = if u.imm & BY_ELEM != 0 {
-            // one element of Vm, in every lane
-            let all = self.vec_operand(u.c, vty, 4);
-            let x = self.b.ins().extractlane(all, (u.imm & 15) as u8);
-            self.b.ins().splat(vty, x)
-        } else {
-            self.vec_operand(u.c, vty, u.f)
-        };
+        let m = self.second_operand(u, vty);
         let ins = self.b.ins();
         let r = match u.op {
             F_ADD => ins.fadd(n, m),
@@ -156,6 +149,18 @@ impl Tx<'_> {
             let lo = self.b.ins().load(I64, host_mem(), c, off);
             let both = self.b.ins().splat(I64X2, lo);
             self.b.ins().bitcast(vty, lanes_le(), both)
+        }
+    }
+
+    /// The second operand of element-wise op `u` as lanes of `vty`: Vm (as
+    /// [`Self::vec_operand`]), or for the by-element forms one element of Vm in every lane.
+    pub(crate) fn second_operand(&mut self, u: &MicroOp, vty: Type) -> Value {
+        if u.imm & BY_ELEM != 0 {
+            let all = self.vec_operand(u.c, vty, 4);
+            let x = self.b.ins().extractlane(all, (u.imm & 15) as u8);
+            self.b.ins().splat(vty, x)
+        } else {
+            self.vec_operand(u.c, vty, u.f)
         }
     }
 

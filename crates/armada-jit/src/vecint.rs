@@ -235,13 +235,7 @@ impl Tx<'_> {
     fn mul_lanes(&mut self, u: &MicroOp) {
         let ty = LANES[u.e as usize];
         let n = self.vec_operand(u.b, ty, u.f);
-        let m = if u.imm & BY_ELEM != 0 {
-            let all = self.vec_operand(u.c, ty, 4);
-            let x = self.b.ins().extractlane(all, (u.imm & 15) as u8);
-            self.b.ins().splat(ty, x)
-        } else {
-            self.vec_operand(u.c, ty, u.f)
-        };
+        let m = self.second_operand(u, ty);
         let p = self.b.ins().imul(n, m);
         let r = if u.op == V_MUL {
             p
