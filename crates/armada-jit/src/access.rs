@@ -47,8 +47,12 @@ impl Tx<'_> {
     /// from the context at a block's first access and kept through the block. Every way
     /// back from a helper loads them again (a miss's fill may grow the table), so two
     /// loads an access became two a block.
-    fn tlb_view(&mut self) -> (Value, Value) {
+    pub(crate) fn tlb_view(&mut self) -> (Value, Value) {
         if let Some(view) = self.tlb {
+            return view;
+        }
+        if let Some(view) = self.loop_tlb() {
+            self.tlb = Some(view);
             return view;
         }
         let flags = MemFlagsData::trusted();

@@ -51,6 +51,9 @@ pub enum Known {
         /// a, b and r as i64 (zero-extended), as the context keeps them
         wide: [Value; 3],
     },
+    /// The context's four words (kind, a, b, r) as the loop being translated carries them
+    /// round (see `translate::loops`): stale in the context while `Tx::flags_dirty`.
+    Carried,
 }
 
 /// The interpreter's NZCV for a recorded op (32-bit kinds take the low 32 bits), by the
@@ -104,6 +107,12 @@ impl Tx<'_> {
         };
         let kind = match self.flags {
             Known::Unknown => return,
+            Known::Carried => {
+                for (i, v) in self.loop_flags().into_iter().enumerate() {
+                    store(self, v, i as i32);
+                }
+                return;
+            }
             Known::Packed(v) => {
                 store(self, v, 4);
                 PACKED
@@ -123,6 +132,12 @@ impl Tx<'_> {
     pub(crate) fn packed(&mut self) -> Value {
         match self.flags {
             Known::Packed(v) => v,
+            Known::Carried => {
+                // to the context, and read back as any block's flags from before it
+                self.flush_flags();
+                self.flags = Known::Unknown;
+                self.packed()
+            }
             Known::Lazy { kind, a, b, r, .. } => {
                 let wide = matches!(kind, SUB64 | ADD64 | LOGIC64);
                 let top = if wide { 63 } else { 31 };

@@ -26,6 +26,8 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::HashMap;
 use std::mem::offset_of;
 
+mod loops;
+
 /// A block of more micro-ops than this forgets its registers' values at each access and
 /// loads them from the state again (they are stored there before every access): kept
 /// through a long block, more of them were live than the host has registers, and the
@@ -102,6 +104,8 @@ pub struct Tx<'a> {
     /// Whether the current block is long enough that its accesses forget the registers'
     /// values (see `access`).
     pub long: bool,
+    /// The current block when it loops to itself (see `loops`).
+    looping: Option<loops::Looping>,
 }
 
 /// What a block knows at its end of the flags (stored by then), which its successor can go
@@ -204,6 +208,7 @@ pub fn translate(
         inherit: HashMap::new(),
         tlb: None,
         long: false,
+        looping: None,
     };
     for span in &unit.blocks {
         tx.block(span);
@@ -276,6 +281,10 @@ impl<'a> Tx<'a> {
         if let Some(v) = slot {
             return v;
         }
+        if let Some(v) = self.loop_read(r as usize) {
+            self.regs[r as usize] = Some(v);
+            return v;
+        }
         let c = self.ctx();
         let v = self.b.ins().load(I64, host_mem(), c, X_OFF + 8 * r as i32);
         self.regs[r as usize] = Some(v);
@@ -292,6 +301,7 @@ impl<'a> Tx<'a> {
         if (r as usize) < self.regs.len() {
             self.regs[r as usize] = Some(v);
             self.dirty[r as usize] = true;
+            self.loop_touch(r as usize);
         }
     }
 
@@ -347,6 +357,7 @@ impl<'a> Tx<'a> {
             }
             debug_assert!(!self.dirty[r as usize]);
             self.regs[r as usize] = None;
+            self.loop_touch(r as usize);
         }
     }
 
@@ -364,6 +375,7 @@ impl<'a> Tx<'a> {
     pub fn call(&mut self, h: Helper, args: &[Value]) -> Vec<Value> {
         // a helper may fill the TLB, which may grow it
         self.tlb = None;
+        self.loop_forget_tlb();
         let f = self.b.ins().iconst(I64, h.addr);
         let call = self.b.ins().call_indirect(h.sig, f, args);
         if h.direct {
@@ -499,48 +511,41 @@ impl<'a> Tx<'a> {
 
     fn block(&mut self, span: &BlockSpan) {
         let blk = self.blocks[&span.start];
-        self.b.switch_to_block(blk);
-        match self.inherit.remove(&span.start) {
-            Some(known) => {
-                self.ctx = known.ctx;
-                self.flags = known.flags;
-            }
-            None => {
-                self.ctx = self.b.ins().get_pinned_reg(I64);
-                self.flags = Known::Unknown;
-            }
-        }
-        self.regs = [None; 32];
+        let inherited = self.inherit.remove(&span.start);
         self.tlb = None;
         self.long = span.end - span.start > LONG_BLOCK;
-        self.flags_dirty = false;
-        self.dirty = [false; 32];
-        let r0 = self.b.use_var(self.ret);
-        self.blk_start = span.start;
-        self.blk_ret = r0;
-        let n = span.retires() as i64;
-        if let Some(&most) = self.checks.get(&span.start) {
-            // all that can run before the next check must fit in the budget; else the
-            // interpreter runs from here to the budget's end
-            let end = self.b.ins().iadd_imm_s(r0, most as i64);
-            let c = self.ctx();
-            let limit = self.b.ins().load(I64, host_mem(), c, CTX_LIMIT);
-            let over = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, limit);
-            let out = self.b.create_block();
-            let body = self.b.create_block();
-            self.b.set_cold_block(out);
-            self.b.ins().brif(over, out, &[], body, &[]);
-            self.b.switch_to_block(out);
-            let start = self.pc(span.start) as i64;
-            let pc = self.b.ins().iconst(I64, start);
-            self.leave(pc, r0, exit::INTERP);
-            self.b.switch_to_block(body);
-        }
-
         let body_end = match span.term {
             Term::None | Term::Stop => span.end,
             _ => span.end - 1,
         };
+        let start = self.pc(span.start);
+        if loops::is_self_loop(span, start, self.long) {
+            self.loop_start(span, blk, body_end);
+        } else {
+            self.b.switch_to_block(blk);
+            match inherited {
+                Some(known) => {
+                    self.ctx = known.ctx;
+                    self.flags = known.flags;
+                }
+                None => {
+                    self.ctx = self.b.ins().get_pinned_reg(I64);
+                    self.flags = Known::Unknown;
+                }
+            }
+            self.regs = [None; 32];
+            self.flags_dirty = false;
+            self.dirty = [false; 32];
+        }
+        let r0 = self.b.use_var(self.ret);
+        self.blk_start = span.start;
+        self.blk_ret = r0;
+        let n = span.retires() as i64;
+        // (a loop checks before its head: in its preheader and at its back edge)
+        if self.looping.is_none() {
+            self.budget_check(span.start, r0);
+        }
+
         for slot in span.start..body_end {
             let u = self.page[slot];
             self.op(slot, &u);
@@ -550,6 +555,15 @@ impl<'a> Tx<'a> {
         let next = self.pc(span.end);
         let last = span.end.saturating_sub(1);
         let u = self.page[last];
+        if self.looping.is_some() {
+            let (c, target) = match span.term {
+                Term::Cond(t) => (Some(self.branch_cond(&u)), t),
+                _ => (None, start),
+            };
+            self.loop_end(c, target, next, (start, span.start));
+            self.loop_finish(span.start);
+            return;
+        }
         match span.term {
             Term::None | Term::Stop => self.goto(next, done),
             Term::Jump(t) => self.goto(t, done),
@@ -590,6 +604,28 @@ impl<'a> Tx<'a> {
                 self.leave(pc, done, exit::SYSCALL);
             }
         }
+    }
+
+    /// Checks that all that can run from the start of the block at `slot` (whose count on
+    /// entry is `r0`) before the next check fits in the budget, if that block checks: else
+    /// the unit leaves for the interpreter, which runs from there to the budget's end.
+    fn budget_check(&mut self, slot: usize, r0: Value) {
+        let Some(&most) = self.checks.get(&slot) else {
+            return;
+        };
+        let end = self.b.ins().iadd_imm_s(r0, most as i64);
+        let c = self.ctx();
+        let limit = self.b.ins().load(I64, host_mem(), c, CTX_LIMIT);
+        let over = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, limit);
+        let out = self.b.create_block();
+        let body = self.b.create_block();
+        self.b.set_cold_block(out);
+        self.b.ins().brif(over, out, &[], body, &[]);
+        self.b.switch_to_block(out);
+        let at = self.pc(slot) as i64;
+        let pc = self.b.ins().iconst(I64, at);
+        self.leave(pc, r0, exit::INTERP);
+        self.b.switch_to_block(body);
     }
 
     /// At an edge to `target` (the registers and flags stored): if the unit's block there
