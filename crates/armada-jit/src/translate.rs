@@ -104,7 +104,9 @@ pub struct Tx<'a> {
     /// Whether the current block is long enough that its accesses forget the registers'
     /// values (see `access`).
     pub long: bool,
-    /// The current block when it loops to itself (see `loops`).
+    /// The loops translated as host loops: first block's slot -> last's (see `loops`).
+    loops: HashMap<usize, usize>,
+    /// The loop the current block is in.
     looping: Option<loops::Looping>,
 }
 
@@ -208,6 +210,7 @@ pub fn translate(
         inherit: HashMap::new(),
         tlb: None,
         long: false,
+        loops: loops::loops(unit, page),
         looping: None,
     };
     for span in &unit.blocks {
@@ -518,9 +521,10 @@ impl<'a> Tx<'a> {
             Term::None | Term::Stop => span.end,
             _ => span.end - 1,
         };
-        let start = self.pc(span.start);
-        if loops::is_self_loop(span, start, self.long) {
-            self.loop_start(span, blk, body_end);
+        if let Some(&last) = self.loops.get(&span.start) {
+            self.loop_start(span.start, last, blk);
+        } else if self.looping.is_some() {
+            self.loop_block(blk, span.start);
         } else {
             self.b.switch_to_block(blk);
             match inherited {
@@ -541,8 +545,8 @@ impl<'a> Tx<'a> {
         self.blk_start = span.start;
         self.blk_ret = r0;
         let n = span.retires() as i64;
-        // (a loop checks before its head: in its preheader and at its back edge)
-        if self.looping.is_none() {
+        // (a loop checks before its head: in its preheader and at its back edges)
+        if !self.at_loop_head(span.start) {
             self.budget_check(span.start, r0);
         }
 
@@ -555,20 +559,23 @@ impl<'a> Tx<'a> {
         let next = self.pc(span.end);
         let last = span.end.saturating_sub(1);
         let u = self.page[last];
-        if self.looping.is_some() {
-            let (c, target) = match span.term {
-                Term::Cond(t) => (Some(self.branch_cond(&u)), t),
-                _ => (None, start),
-            };
-            self.loop_end(c, target, next, (start, span.start));
-            self.loop_finish(span.start);
-            return;
+        let ended = self.looping.is_some() && self.loop_term(span.term, &u, next, done);
+        if !ended {
+            self.term(span.term, &u, next, done);
         }
-        match span.term {
+        if self.looping.as_ref().is_some_and(|l| l.last == span.start) {
+            self.loop_finish();
+        }
+    }
+
+    /// The end of the current block (its count then `done`; `next` the PC after it): the
+    /// branch `u` of kind `term`, or the way on to `next`.
+    fn term(&mut self, term: Term, u: &MicroOp, next: u64, done: Value) {
+        match term {
             Term::None | Term::Stop => self.goto(next, done),
             Term::Jump(t) => self.goto(t, done),
             Term::Cond(t) => {
-                let c = self.branch_cond(&u);
+                let c = self.branch_cond(u);
                 self.flush_dirty();
                 self.flush_flags();
                 let (taken, t_out) = self.edge(t);

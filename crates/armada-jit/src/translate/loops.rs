@@ -1,74 +1,145 @@
-//! Blocks that branch back to their own start (a CRC's bit loop, a string scan), translated
-//! as host loops.
+//! Small loops translated as host loops: a block that branches back to its own start (a
+//! CRC's bit loop, a string scan), or a few blocks in a row that only the first is entered
+//! at and that branch back to it (a search loop with an early exit).
 //!
 //! Elsewhere a block loads each register it reads from the state and stores what it wrote
 //! before it ends, and stores the flags it set; a five-instruction loop paid three loads,
 //! three stores and four flag words at every turn, more than its own work (crc32's
-//! `crc_bitwise`: 25 host instructions a turn). Here the registers, the flags' four words
-//! and the TLB view go round the loop in Cranelift variables instead:
+//! `crc_bitwise`: 25 host instructions a turn). Inside a loop the registers, the flags' four
+//! words and the TLB view go from block to block and round the loop in Cranelift variables
+//! instead:
 //!
-//! - The block's Cranelift block becomes the loop's preheader, which everything that
-//!   entered the block still jumps to. It loads what the loop carries from the state (it
-//!   is filled after the body, once that is known) and jumps to the loop's head, where
-//!   every turn starts.
+//! - The first block's Cranelift block becomes the loop's preheader, which everything that
+//!   entered it still jumps to. It loads what the loop carries from the state (it is
+//!   filled after the loop, once that is known) and jumps to the loop's head, where every
+//!   turn starts.
 //! - The budget is checked before the head rather than at it: in the preheader, and at
-//!   the back edge, where the flags the body set are known values to store on the way
+//!   each back edge, where the flags the loop set are known values to store on the way
 //!   out. A check at the head stored the flags that came round, so they came round as
 //!   four block parameters, and their moves cost more than the stores they saved.
-//! - A register is carried from its first read or write in the body. At the back edge
-//!   the registers the body may have left written unstored (`written`, found from the
-//!   micro-ops before the body is translated) are passed on unstored, and the head counts
-//!   them as written, so every way out stores them as it stores what the block wrote.
-//!   Anything else still written then is stored at the back edge, so `written` need not be
-//!   exact for the state to be right: too many makes stores at accesses, too few at the
-//!   back edge.
-//! - The flags are carried as the context's four words (`Known::Carried`): the head counts
-//!   them as set, so ways out store them; the loop's exit stores them once. Their values
-//!   are taken from the variables only where they are stored or read, so a body that
-//!   sets the flags before any way out or read carries none of them round.
+//! - The registers the loop's ops name (`named`) are carried. What a block wrote is passed
+//!   on unstored, and the block it goes to counts it as written, so every way out stores
+//!   it as it stores what a block wrote. Edges inside the loop go forward, so a later
+//!   block knows what all its edges pass; the head cannot, and counts as written what the
+//!   loop may write (`written`). Anything else still written at a back edge is stored
+//!   there, so `written` need not be exact for the state to be right: too many makes
+//!   stores at accesses, too few at back edges. A register no op names (a helper may still
+//!   change it in the state) is loaded as in any block.
+//! - The flags are carried as the context's four words (`Known::Carried`): each block
+//!   counts them as set, so ways out store them; the loop's exits store them once. Their
+//!   values are taken from the variables only where they are stored or read, so a loop
+//!   that sets the flags before any way out or read carries none of them round.
+//!
+//! Carrying registers across all the blocks of a unit made xz 20% slower (more values live
+//! than host registers); a loop here is at most [`MAX_SLOTS`] slots naming at most
+//! [`MAX_CARRIED`] registers.
 
 use super::{Known, Tx, X_OFF};
 use crate::helpers::{CTX_FK, CTX_TLB_ENTRIES, CTX_TLB_UNINDEXED};
-use crate::unit::{BlockSpan, Term};
+use crate::unit::{Term, Unit};
 use armada_isa::uop::{addr_mode, reg};
 use armada_isa::{ops::*, MicroOp};
 use cranelift_codegen::ir::{types::I64, Block, InstBuilder, Value};
 use cranelift_frontend::Variable;
+use std::collections::HashMap;
+
+/// Slots a loop translated as a host loop may have.
+const MAX_SLOTS: usize = 48;
+/// Registers it may name.
+const MAX_CARRIED: usize = 12;
 
 /// The loop being translated (see the module's documentation).
 pub(super) struct Looping {
-    /// The preheader: the block's own Cranelift block, filled after the body.
+    /// The preheader: the first block's own Cranelift block, filled after the loop.
     pre: Block,
     /// Where every turn starts.
     head: Block,
-    /// Each register's variable, once the body has read or written it.
+    /// The slots of the loop's first and last blocks.
+    first: usize,
+    pub(super) last: usize,
+    /// Each carried register's variable.
     vars: [Option<Variable>; 32],
-    /// Not read, written or forgotten yet this turn: a read takes the variable.
+    /// Not read, written or forgotten yet in this block: a read takes the variable.
     fresh: [bool; 32],
-    /// What the head counts as written (see `written`).
+    /// What each block counts as written on entry (see `written`).
     written: [bool; 32],
     /// The context's flag words: kind, a, b, r.
     flags: [Variable; 4],
     /// Whether anything took the flags from `flags` (else the preheader loads none).
     flags_used: bool,
-    /// The TLB's entries pointer and index complement, once an access of the turn used
-    /// them before any helper.
+    /// The TLB's entries pointer and index complement, when the loop has accesses.
     tlb: Option<(Variable, Variable)>,
+    /// Not used or dropped (by a helper) yet in this block.
     tlb_fresh: bool,
+    /// For each later block of the loop: the registers, and whether the flags, that an
+    /// edge translated so far passes to it unstored (its edges all come before it).
+    passed: HashMap<usize, ([bool; 32], bool)>,
 }
 
-/// Whether `span` is a loop of itself that is translated as a host loop
-/// (`ARMADA_JIT_LOOPS=0` translates it as any other block, to compare the two).
-pub(super) fn is_self_loop(span: &BlockSpan, start_pc: u64, long: bool) -> bool {
+/// The loops of `unit` translated as host loops: the first block's slot -> the last's
+/// (`ARMADA_JIT_LOOPS=0`: none, to compare).
+///
+/// A loop is a run of the unit's blocks whose last branches back to the first, where only
+/// the first is entered from outside the run (or is an entry of the unit) and no branch
+/// inside goes back to any other: every edge in it goes forward, back to the first block,
+/// or out.
+pub(super) fn loops(unit: &Unit, page: &[MicroOp]) -> HashMap<usize, usize> {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let on = *ON.get_or_init(|| std::env::var_os("ARMADA_JIT_LOOPS").is_none_or(|v| v != "0"));
-    on && !long && matches!(span.term, Term::Cond(t) | Term::Jump(t) if t == start_pc)
+    let mut found = HashMap::new();
+    if !on {
+        return found;
+    }
+    let blocks = &unit.blocks;
+    let entries = unit.entries();
+    for (i, head) in blocks.iter().enumerate() {
+        // the last block that branches back here
+        let Some(j) = (i..blocks.len())
+            .rev()
+            .find(|&j| unit.successors(&blocks[j]).any(|s| s == head.start))
+        else {
+            continue;
+        };
+        let inside = |s: usize| s >= head.start && s < blocks[j].end;
+        let slots: usize = blocks[i..=j].iter().map(|b| b.end - b.start).sum();
+        let fits = slots <= MAX_SLOTS
+            && named(blocks[i..=j].iter().flat_map(|b| &page[b.start..b.end])).len() <= MAX_CARRIED;
+        let closed = blocks[i..=j].iter().all(|b| {
+            unit.successors(b)
+                .all(|s| s == head.start || !inside(s) || s > b.start)
+        }) && blocks
+            .iter()
+            .filter(|b| !inside(b.start))
+            .all(|b| unit.successors(b).all(|s| !inside(s) || s == head.start))
+            && entries
+                .iter()
+                .chain([&unit.entry])
+                .all(|&e| !inside(e) || e == head.start);
+        if fits && closed {
+            found.insert(head.start, blocks[j].start);
+        }
+    }
+    found
 }
 
-/// The registers the body `ops` may write: the destination of each integer op but the
-/// stores, the second of a loaded pair, the status of an exclusive store or compare and
-/// swap, and a base written back.
-fn written(ops: &[MicroOp]) -> [bool; 32] {
+/// The general registers `ops` name in any field, as an integer op's (an FP op's fields
+/// are vector registers; one that reads a general register reads it from a value the
+/// translator asks for, which is loaded if not carried).
+fn named<'a>(ops: impl Iterator<Item = &'a MicroOp>) -> Vec<u8> {
+    let mut regs: Vec<u8> = ops
+        .filter(|u| u.op < FP_BASE || (LDR_B..=STP_V128).contains(&u.op))
+        .flat_map(|u| [u.a, u.b, u.c, u.d])
+        .filter(|&r| r < reg::ZR)
+        .collect();
+    regs.sort_unstable();
+    regs.dedup();
+    regs
+}
+
+/// The registers `ops` may write: the destination of each integer op but the stores, the
+/// second of a loaded pair, the status of an exclusive store or compare and swap, and a
+/// base written back.
+fn written<'a>(ops: impl Iterator<Item = &'a MicroOp>) -> [bool; 32] {
     let mut w = [false; 32];
     let mut mark = |r: u8| {
         if r < reg::ZR {
@@ -95,58 +166,84 @@ fn written(ops: &[MicroOp]) -> [bool; 32] {
 }
 
 impl Tx<'_> {
-    /// Starts the self-loop `span` (whose Cranelift block is `pre`): builds from its head,
-    /// with the written registers and the flags taken from the loop's variables.
-    pub(super) fn loop_start(&mut self, span: &BlockSpan, pre: Block, body_end: usize) {
+    /// Starts the loop of blocks from slot `first` to the block at slot `last`, `pre` the
+    /// first block's Cranelift block: builds from its head.
+    pub(super) fn loop_start(&mut self, first: usize, last: usize, pre: Block) {
         let head = self.b.create_block();
-        self.b.switch_to_block(head);
-        self.ctx = self.b.ins().get_pinned_reg(I64);
+        let end = self
+            .unit
+            .blocks
+            .iter()
+            .find(|b| b.start == last)
+            .map(|b| b.end);
+        let ops = &self.page[first..end.expect("the loop's last block is the unit's")];
+        let written = written(ops.iter());
+        let mut vars = [None; 32];
+        for r in named(ops.iter()) {
+            vars[r as usize] = Some(self.b.declare_var(I64));
+        }
+        let access = ops.iter().any(|u| (LDR_B..=STP_V128).contains(&u.op));
+        let tlb = access.then(|| (self.b.declare_var(I64), self.b.declare_var(I64)));
         let flags = [(); 4].map(|_| self.b.declare_var(I64));
-        let written = written(&self.page[span.start..body_end]);
-        let mut l = Looping {
+        self.looping = Some(Looping {
             pre,
             head,
-            vars: [None; 32],
-            fresh: [true; 32],
+            first,
+            last,
+            vars,
+            fresh: [false; 32],
             written,
             flags,
             flags_used: false,
-            tlb: None,
+            tlb,
             tlb_fresh: true,
-        };
-        self.regs = [None; 32];
-        self.dirty = [false; 32];
-        for r in (0..32).filter(|&r| written[r]) {
-            let var = self.b.declare_var(I64);
-            l.vars[r] = Some(var);
-            l.fresh[r] = false;
-            self.regs[r] = Some(self.b.use_var(var));
-            self.dirty[r] = true;
-        }
-        self.flags = Known::Carried;
-        self.flags_dirty = true;
-        self.looping = Some(l);
+            passed: HashMap::new(),
+        });
+        self.loop_block(head, first);
     }
 
-    /// Register `r`'s value going round the loop, at its first read of a turn.
+    /// Starts the block of the loop at `slot` (`blk`: the head, or the block's own): the
+    /// registers written before it and the flags as they come in the loop's variables.
+    pub(super) fn loop_block(&mut self, blk: Block, slot: usize) {
+        self.b.switch_to_block(blk);
+        self.ctx = self.b.ins().get_pinned_reg(I64);
+        let l = self.looping.as_mut().expect("in a loop");
+        let (written, flags_dirty) = if slot == l.first {
+            (l.written, true)
+        } else {
+            l.passed.remove(&slot).unwrap_or(([false; 32], false))
+        };
+        l.tlb_fresh = true;
+        self.regs = [None; 32];
+        self.dirty = [false; 32];
+        for (r, var) in l.vars.iter().enumerate() {
+            l.fresh[r] = var.is_some();
+            if let (Some(var), true) = (*var, written[r]) {
+                l.fresh[r] = false;
+                self.regs[r] = Some(self.b.use_var(var));
+                self.dirty[r] = true;
+            }
+        }
+        self.flags = Known::Carried;
+        self.flags_dirty = flags_dirty;
+    }
+
+    /// Whether the current block is the loop's head (which checks the budget before it).
+    pub(super) fn at_loop_head(&self, slot: usize) -> bool {
+        self.looping.as_ref().is_some_and(|l| l.first == slot)
+    }
+
+    /// Register `r`'s value as it came into this block of the loop, at its first read.
     pub(super) fn loop_read(&mut self, r: usize) -> Option<Value> {
         let l = self.looping.as_mut()?;
         if !std::mem::take(&mut l.fresh[r]) {
             return None;
         }
-        let var = match l.vars[r] {
-            Some(v) => v,
-            None => {
-                let v = self.b.declare_var(I64);
-                l.vars[r] = Some(v);
-                v
-            }
-        };
-        Some(self.b.use_var(var))
+        Some(self.b.use_var(l.vars[r]?))
     }
 
-    /// Marks `r` as no longer to be taken from the loop's variable this turn: written, or
-    /// forgotten (a helper may have changed it in the state).
+    /// Marks `r` as no longer to be taken from the loop's variable in this block: written,
+    /// or forgotten (a helper may have changed it in the state).
     pub(super) fn loop_touch(&mut self, r: usize) {
         if let Some(l) = self.looping.as_mut() {
             l.fresh[r] = false;
@@ -168,94 +265,139 @@ impl Tx<'_> {
         vars.map(|v| self.b.use_var(v))
     }
 
-    /// The TLB view going round the loop, at the turn's first access before any helper.
+    /// The TLB view as it came into this block of the loop, at its first access before
+    /// any helper.
     pub(crate) fn loop_tlb(&mut self) -> Option<(Value, Value)> {
         let l = self.looping.as_mut()?;
         if !std::mem::take(&mut l.tlb_fresh) {
             return None;
         }
-        let (e, m) = match l.tlb {
-            Some(v) => v,
-            None => {
-                let v = (self.b.declare_var(I64), self.b.declare_var(I64));
-                l.tlb = Some(v);
-                v
-            }
-        };
+        let (e, m) = l.tlb?;
         Some((self.b.use_var(e), self.b.use_var(m)))
     }
 
-    /// The end of a turn: the condition `c` (taken to `target`, else to `next`), one of
-    /// which is the loop's start `start` (at slot `slot`). The back edge goes round with
-    /// the values as they are; the exit stores them and goes on as any block's end.
-    pub(super) fn loop_end(
-        &mut self,
-        c: Option<Value>,
-        target: u64,
-        next: u64,
-        (start, slot): (u64, usize),
-    ) {
-        let done = self.b.use_var(self.ret);
-        let Some(c) = c else {
-            self.back_edge(slot, done);
-            return;
+    /// The end of a block of the loop, whose count is then `done`, that goes on to `next`
+    /// when it does not branch: false (nothing done) for a call, an indirect branch or a
+    /// syscall, which leave the unit as from any block.
+    pub(super) fn loop_term(&mut self, term: Term, u: &MicroOp, next: u64, done: Value) -> bool {
+        let target = match term {
+            Term::Cond(t) => t,
+            Term::Jump(t) => return self.loop_edge(t, done),
+            Term::None | Term::Stop => return self.loop_edge(next, done),
+            Term::Call(_) | Term::Indirect | Term::Syscall => return false,
         };
-        let back = self.b.create_block();
-        let out = self.b.create_block();
-        // the exit out of the way, so that a turn runs straight to its one jump back
-        self.b.set_cold_block(out);
-        let (taken, fall, exit) = if target == start {
-            (back, out, next)
-        } else {
-            (out, back, target)
-        };
-        self.b.ins().brif(c, taken, &[], fall, &[]);
-        self.b.switch_to_block(back);
-        let kept = (
-            self.regs,
-            self.dirty,
-            self.flags,
-            self.flags_dirty,
-            self.tlb,
-        );
-        self.back_edge(slot, done);
-        (
-            self.regs,
-            self.dirty,
-            self.flags,
-            self.flags_dirty,
-            self.tlb,
-        ) = kept;
-        self.b.switch_to_block(out);
-        if let Known::Carried = self.flags {
-            // stored here, then the context's for whatever follows
-            self.flush_flags();
-            self.flags = Known::Unknown;
+        let c = self.branch_cond(u);
+        let taken = self.b.create_block();
+        let fall = self.b.create_block();
+        // a way out beside a way back: out of the way, so that a turn runs straight to
+        // its jump back
+        let head = self.pc(self.looping.as_ref().expect("in a loop").first);
+        for (blk, t, other) in [(taken, target, next), (fall, next, target)] {
+            if other == head && !self.in_loop(t) {
+                self.b.set_cold_block(blk);
+            }
         }
-        self.goto(exit, done);
+        self.b.ins().brif(c, taken, &[], fall, &[]);
+        for (blk, t) in [(taken, target), (fall, next)] {
+            self.b.switch_to_block(blk);
+            let kept = (
+                self.regs,
+                self.dirty,
+                self.flags,
+                self.flags_dirty,
+                self.tlb,
+            );
+            self.loop_edge(t, done);
+            (
+                self.regs,
+                self.dirty,
+                self.flags,
+                self.flags_dirty,
+                self.tlb,
+            ) = kept;
+        }
+        true
     }
 
-    /// Goes round from the end of the turn (the count then `done`): checks the budget for
-    /// the next turn, defines every carried value for it and jumps to the head.
-    fn back_edge(&mut self, slot: usize, done: Value) {
-        self.budget_check(slot, done);
+    /// Whether `pc` starts a block of the loop.
+    fn in_loop(&self, pc: u64) -> bool {
         let l = self.looping.as_ref().expect("in a loop");
-        let (written, vars, flags, tlb, head) = (l.written, l.vars, l.flags, l.tlb, l.head);
-        for (r, w) in written.into_iter().enumerate() {
-            if !w {
+        self.unit
+            .block_at(pc)
+            .is_some_and(|s| s >= l.first && s <= l.last)
+    }
+
+    /// Goes from the current block of the loop (its count `done`) to `target`: round to
+    /// the head (checking the budget first), on to a later block of the loop, both with
+    /// the values as they are, or out, storing them.
+    fn loop_edge(&mut self, target: u64, done: Value) -> bool {
+        let l = self.looping.as_ref().expect("in a loop");
+        let (first, head) = (l.first, l.head);
+        let back = target == self.pc(first);
+        let into = if back {
+            self.budget_check(first, done);
+            Some(head)
+        } else if self.in_loop(target) {
+            let slot = self.unit.block_at(target).expect("a block of the loop");
+            Some(self.blocks[&slot])
+        } else {
+            None
+        };
+        let Some(into) = into else {
+            if let Known::Carried = self.flags {
+                // stored here, then the context's for whatever follows
+                self.flush_flags();
+                self.flags = Known::Unknown;
+            }
+            self.goto(target, done);
+            return true;
+        };
+        self.pass_on(if back {
+            None
+        } else {
+            self.unit.block_at(target)
+        });
+        self.b.ins().jump(into, &[]);
+        true
+    }
+
+    /// Defines every carried value for the block of the loop the current one jumps to:
+    /// the later one at slot `to`, or the head (None).
+    fn pass_on(&mut self, to: Option<usize>) {
+        let l = self.looping.as_ref().expect("in a loop");
+        let (vars, flags, tlb) = (l.vars, l.flags, l.tlb);
+        // what the block it goes to does not count as written is stored here
+        let kept = match to {
+            None => l.written,
+            Some(_) => vars.map(|v| v.is_some()),
+        };
+        for (r, k) in kept.into_iter().enumerate() {
+            if !k {
                 self.flush_reg(r as u8);
             }
         }
+        if let Some(slot) = to {
+            let (dirty, flags_dirty) = (self.dirty, self.flags_dirty);
+            let l = self.looping.as_mut().expect("in a loop");
+            let p = l.passed.entry(slot).or_insert(([false; 32], false));
+            for (d, now) in p.0.iter_mut().zip(dirty) {
+                *d |= now;
+            }
+            p.1 |= flags_dirty;
+        }
         for (r, var) in vars.iter().enumerate() {
             let Some(var) = *var else { continue };
+            let fresh = self.looping.as_ref().is_some_and(|l| l.fresh[r]);
             let v = match self.regs[r] {
                 Some(v) => v,
+                // as it came in: nothing to define
+                None if fresh => continue,
                 None => self.load_state(X_OFF + 8 * r as i32),
             };
             self.b.def_var(var, v);
         }
         let words = match self.flags {
-            // (not defined again: the head's own values, or the preheader's, go round)
+            // (as they came in)
             Known::Carried => None,
             Known::Lazy { kind, wide, .. } => {
                 let k = self.b.ins().iconst(I64, kind as i64);
@@ -274,23 +416,25 @@ impl Tx<'_> {
             self.b.def_var(var, v);
         }
         if let Some((e, m)) = tlb {
-            let (ve, vm) = self.tlb_view();
-            self.b.def_var(e, ve);
-            self.b.def_var(m, vm);
+            let fresh = self.looping.as_ref().is_some_and(|l| l.tlb_fresh);
+            if !fresh {
+                let (ve, vm) = self.tlb_view();
+                self.b.def_var(e, ve);
+                self.b.def_var(m, vm);
+            }
         }
-        self.b.ins().jump(head, &[]);
     }
 
-    /// Fills the loop's preheader (everything it carries, from the state and context) and
-    /// ends the loop.
-    pub(super) fn loop_finish(&mut self, slot: usize) {
+    /// Fills the loop's preheader (everything it carries, from the state and context,
+    /// after the head's check of the budget) and ends the loop.
+    pub(super) fn loop_finish(&mut self) {
         let l = self.looping.take().expect("in a loop");
         self.b.switch_to_block(l.pre);
         self.ctx = self.b.ins().get_pinned_reg(I64);
         // nothing is dirty here: a way out stores nothing
         (self.dirty, self.flags, self.flags_dirty) = ([false; 32], Known::Unknown, false);
         let r0 = self.b.use_var(self.ret);
-        self.budget_check(slot, r0);
+        self.budget_check(l.first, r0);
         for (r, var) in l.vars.iter().enumerate() {
             if let Some(var) = *var {
                 let v = self.load_state(X_OFF + 8 * r as i32);
