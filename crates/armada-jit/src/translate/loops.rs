@@ -122,13 +122,18 @@ pub(super) fn loops(unit: &Unit, page: &[MicroOp]) -> HashMap<usize, usize> {
     found
 }
 
-/// The general registers `ops` name in any field, as an integer op's (an FP op's fields
-/// are vector registers; one that reads a general register reads it from a value the
-/// translator asks for, which is loaded if not carried).
+/// The general registers `ops` name in any field of an integer op or an access (an FP op's
+/// fields, and a vector access's Vt, are vector registers; an FP op that reads or writes a
+/// general register has it loaded, or stored at the next edge, as any block does).
 fn named<'a>(ops: impl Iterator<Item = &'a MicroOp>) -> Vec<u8> {
+    let vector = |op: u16| (LDR_V8..=STR_V128).contains(&op) || (LDP_V32..=STP_V128).contains(&op);
     let mut regs: Vec<u8> = ops
-        .filter(|u| u.op < FP_BASE || (LDR_B..=STP_V128).contains(&u.op))
-        .flat_map(|u| [u.a, u.b, u.c, u.d])
+        .filter(|u| u.op < FP_BASE)
+        .flat_map(|u| match vector(u.op) {
+            // a and d are vector registers there
+            true => [u.b, u.c, reg::ZR, reg::ZR],
+            false => [u.a, u.b, u.c, u.d],
+        })
         .filter(|&r| r < reg::ZR)
         .collect();
     regs.sort_unstable();
