@@ -847,6 +847,41 @@ fn fault_in_the_middle_of_a_block() {
     same(&i, &t).unwrap();
 }
 
+/// The same fault in the last block of a loop of three blocks (translated as one host
+/// loop, see `translate/loops.rs`): the registers the first two wrote and the flags the
+/// first set are still unstored when the load faults, and must be in the state after it.
+#[test]
+fn fault_in_a_later_block_of_a_loop() {
+    // mov x2, #0; 1: add x0, x0, #1; subs x3, x0, #5; b.eq 2f; add x4, x4, #3;
+    // 2: ldr x1, [x27, x2]; add x2, x2, #512; subs x28, x28, #1; b.ne 1b; brk
+    let words = [
+        0xd280_0002,
+        0x9100_0400,
+        0xf100_1403,
+        0x5400_0040,
+        0x9100_0c84,
+        0xf862_6b61,
+        0x9108_0042,
+        0xf100_079c,
+        0x54ff_ff21,
+        0xd420_0000,
+    ];
+    let seed = 11;
+    let mut i = run(&words, seed, None, u64::MAX);
+    let mut t = run(&words, seed, Some(jit()), u64::MAX);
+    assert!(matches!(i.stop, Stop::Fault(_)), "{:?}", i.stop);
+    assert_eq!(i.st.x[2], DATA_LEN / 2);
+    i.data.clear();
+    t.data.clear();
+    same(&i, &t).unwrap();
+    // and cut off by budgets that end in each block of a turn
+    for budget in 20..40 {
+        let i = run(&words, seed, None, budget);
+        let t = run(&words, seed, Some(jit()), budget);
+        same(&i, &t).unwrap_or_else(|e| panic!("budget {budget}: {e}"));
+    }
+}
+
 /// Every condition after every kind of flag-setting op, on operands where conditions
 /// differ (equal, signed and unsigned extremes, both signs), read by CSET and B.cond in the
 /// same translated block and by CSET after a CCMP.
