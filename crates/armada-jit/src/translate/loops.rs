@@ -122,17 +122,29 @@ pub(super) fn loops(unit: &Unit, page: &[MicroOp]) -> HashMap<usize, usize> {
     found
 }
 
+/// Whether `op` loads or stores vector registers (its `a` and `d` are Vt and Vt2).
+fn vector_access(op: u16) -> bool {
+    (LDR_V8..=STR_V128).contains(&op) || (LDP_V32..=STP_V128).contains(&op)
+}
+
+/// Whether `op` is a branch or system op, whose unused fields are zero (x0): only MRS
+/// writes `a`; the others name at most `b` (BR's, CBZ's, MSR's, DC ZVA's register).
+fn control(op: u16) -> bool {
+    op < MOV_IMM
+}
+
 /// The general registers `ops` name in any field of an integer op or an access (an FP op's
 /// fields, and a vector access's Vt, are vector registers; an FP op that reads or writes a
 /// general register has it loaded, or stored at the next edge, as any block does).
 fn named<'a>(ops: impl Iterator<Item = &'a MicroOp>) -> Vec<u8> {
-    let vector = |op: u16| (LDR_V8..=STR_V128).contains(&op) || (LDP_V32..=STP_V128).contains(&op);
+    const NONE: u8 = reg::ZR;
     let mut regs: Vec<u8> = ops
         .filter(|u| u.op < FP_BASE)
-        .flat_map(|u| match vector(u.op) {
-            // a and d are vector registers there
-            true => [u.b, u.c, reg::ZR, reg::ZR],
-            false => [u.a, u.b, u.c, u.d],
+        .flat_map(|u| match u.op {
+            MRS => [u.a, NONE, NONE, NONE],
+            op if control(op) => [u.b, NONE, NONE, NONE],
+            op if vector_access(op) => [u.b, u.c, NONE, NONE],
+            _ => [u.a, u.b, u.c, u.d],
         })
         .filter(|&r| r < reg::ZR)
         .collect();
@@ -141,8 +153,8 @@ fn named<'a>(ops: impl Iterator<Item = &'a MicroOp>) -> Vec<u8> {
     regs
 }
 
-/// The registers `ops` may write: the destination of each integer op but the stores, the
-/// second of a loaded pair, the status of an exclusive store or compare and swap, and a
+/// The registers `ops` may write: the destination of each integer op but the stores and
+/// the branch and system ops other than MRS, the second of a loaded pair, the status of an exclusive store or compare and swap, and a
 /// base written back.
 fn written<'a>(ops: impl Iterator<Item = &'a MicroOp>) -> [bool; 32] {
     let mut w = [false; 32];
@@ -153,7 +165,8 @@ fn written<'a>(ops: impl Iterator<Item = &'a MicroOp>) -> [bool; 32] {
     };
     for u in ops {
         let store = matches!(u.op, STR_B | STR_H | STR_W | STR_X | STP_W | STP_X);
-        if u.op < FP_BASE && !store && u.op != MSR {
+        let no_a = store || vector_access(u.op) || (control(u.op) && u.op != MRS);
+        if u.op < FP_BASE && !no_a {
             mark(u.a);
         }
         if matches!(u.op, LDP_W | LDPSW | LDP_X) {
