@@ -693,8 +693,8 @@ fn gpu_fuzzing_matches_cpu() {
     };
     for program in ["magic", "devio", "grow", "nested", "hang", "length"] {
         for b in &backends {
-            // lavapipe runs a round of 128 lanes in about a second: fewer rounds there
-            let execs = if *b == "wgpu" { "1536" } else { "20000" };
+            // a round of 128 lanes takes lavapipe about 3 s on 2 cores: six rounds there
+            let execs = if *b == "wgpu" { "768" } else { "20000" };
             if *b == "wgpu" && !["magic", "devio"].contains(&program) {
                 continue;
             }
@@ -809,8 +809,10 @@ fn device_io_batches_match_cpu() {
             let cpu = run("output", "cpu", from, list);
             assert!(cpu.contains("[4:") && cpu.contains("stderr line"), "{cpu}");
             for b in &backends {
-                // (the output list is the CUDA kernel's: wgpu runs the default once)
-                if *b == "wgpu" && !list.is_empty() {
+                // (the output list is the CUDA kernel's: wgpu runs the default once, from
+                // the entry: every write is the host's there, and a run takes lavapipe 35 s
+                // on 2 cores; devio's runs above take wgpu from a snapshot)
+                if *b == "wgpu" && (!list.is_empty() || !from.is_empty()) {
                     continue;
                 }
                 assert_eq!(
