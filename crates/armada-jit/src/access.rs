@@ -4,7 +4,7 @@
 //! written only once every access has succeeded.
 
 use crate::helpers::{exit, CTX_STATUS, CTX_TLB_ENTRIES, CTX_TLB_UNINDEXED, STOPPED};
-use crate::translate::{guest_mem, Tx, V_OFF, X_OFF};
+use crate::translate::{guest_mem, Tx, V_OFF};
 use armada_core::memory::tlb_layout as tl;
 use armada_isa::uop::addr_mode;
 use armada_isa::{ops::*, MicroOp};
@@ -236,13 +236,11 @@ impl Tx<'_> {
             .ins()
             .icmp_imm_u(IntCC::Equal, status, STOPPED as i64);
         self.leave_if(stopped, slot, exit::STOP, false);
-        if let Some((r, v)) = self.writeback_value(u, addr).filter(|&(r, _)| r < 32) {
-            self.store_state(v, X_OFF + 8 * r as i32);
-        }
+        let wb = self.writeback_value(u, addr).filter(|&(r, _)| r < 32);
         let next = self.pc(slot + 1) as i64;
         let pc = self.b.ins().iconst(I64, next);
         let r = self.retired_at(slot + 1);
-        self.leave(pc, r, exit::NEXT);
+        self.leave_with(wb, pc, r, exit::NEXT);
 
         self.b.switch_to_block(done);
         self.tlb = Some(view);
@@ -268,7 +266,9 @@ impl Tx<'_> {
         // each way out would store them, and Cranelift, which places a pure value at its
         // first use, would compute them again in each: a long block of arithmetic and
         // stores grew quadratically (Go's P-521 code: 2.7 MB of host code in 3.9 s).
-        self.flush_dirty();
+        // A host loop is short, and its registers stay in host registers round it: there
+        // the ways out store them (see `flush_at_access`).
+        self.flush_at_access();
         if self.long {
             self.load_regs(None);
         }

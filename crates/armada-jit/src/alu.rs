@@ -433,11 +433,7 @@ impl Tx<'_> {
                     (false, true) => ADD64,
                     (false, false) => ADD32,
                 };
-                self.set_flags(kind, x, y, r);
-                let computed = self.packed();
-                let given = self.b.ins().iconst(I64, (((u.f as u64) & 15) << 28) as i64);
-                let v = self.b.ins().select(holds, computed, given);
-                self.set_packed(v);
+                self.set_chosen(holds, ((u.f as u64) & 15) << 28, kind, x, y, r);
             }
             MADD_W | MADD_X | MSUB_W | MSUB_X => {
                 let wide = matches!(op, MADD_X | MSUB_X);

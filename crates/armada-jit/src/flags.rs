@@ -50,6 +50,10 @@ pub enum Known {
         r: Value,
         /// a, b and r as i64 (zero-extended), as the context keeps them
         wide: [Value; 3],
+        /// CCMP and CCMN: these flags only where the condition `.0` (i8) holds, else
+        /// NZCV is `.1` (bits 31..28). Kept so, a B.cond after a CCMP is two compares and
+        /// not NZCV made of both (strstr's inner loop: 35 host instructions a turn).
+        chosen: Option<(Value, u64)>,
     },
     /// The context's four words (kind, a, b, r) as the loop being translated carries them
     /// round (see `translate::loops`): stale in the context while `Tx::flags_dirty`.
@@ -85,8 +89,26 @@ impl Tx<'_> {
             b,
             r,
             wide: [a64, b64, r64],
+            chosen: None,
         };
         self.flags_dirty = true;
+    }
+
+    /// Records CCMP's or CCMN's flags: those of the op `kind` of `a` and `b` (result `r`)
+    /// where `holds`, else `nzcv` (bits 31..28).
+    pub(crate) fn set_chosen(
+        &mut self,
+        holds: Value,
+        nzcv: u64,
+        kind: u64,
+        a: Value,
+        b: Value,
+        r: Value,
+    ) {
+        self.set_flags(kind, a, b, r);
+        if let Known::Lazy { chosen, .. } = &mut self.flags {
+            *chosen = Some((holds, nzcv));
+        }
     }
 
     /// Sets NZCV itself (bits 31..28 of `v`, the rest zero).
@@ -117,15 +139,32 @@ impl Tx<'_> {
                 store(self, v, 4);
                 PACKED
             }
-            Known::Lazy { kind, wide, .. } => {
+            Known::Lazy {
+                kind, wide, chosen, ..
+            } => {
                 for (i, v) in wide.into_iter().enumerate() {
                     store(self, v, 1 + i as i32);
                 }
-                kind
+                let Some((holds, nzcv)) = chosen else {
+                    return self.store_kind(kind);
+                };
+                // where the condition fails the kind is PACKED, and NZCV the given one
+                let n = self.b.ins().iconst(I64, nzcv as i64);
+                store(self, n, 4);
+                let k = self.b.ins().iconst(I64, kind as i64);
+                let p = self.b.ins().iconst(I64, PACKED as i64);
+                let k = self.b.ins().select(holds, k, p);
+                store(self, k, 0);
+                return;
             }
         };
+        self.store_kind(kind);
+    }
+
+    fn store_kind(&mut self, kind: u64) {
         let k = self.b.ins().iconst(I64, kind as i64);
-        store(self, k, 0);
+        let c = self.ctx();
+        self.b.ins().store(host_mem(), k, c, CTX_FK);
     }
 
     /// NZCV as the interpreter keeps it.
@@ -138,7 +177,14 @@ impl Tx<'_> {
                 self.flags = Known::Unknown;
                 self.packed()
             }
-            Known::Lazy { kind, a, b, r, .. } => {
+            Known::Lazy {
+                kind,
+                a,
+                b,
+                r,
+                chosen,
+                ..
+            } => {
                 let wide = matches!(kind, SUB64 | ADD64 | LOGIC64);
                 let top = if wide { 63 } else { 31 };
                 let bit = |tx: &mut Self, v: Value| {
@@ -175,6 +221,10 @@ impl Tx<'_> {
                     let v = self.b.ins().ishl_imm_s(v, 28);
                     let cv = self.b.ins().bor(c, v);
                     p = self.b.ins().bor(p, cv);
+                }
+                if let Some((holds, nzcv)) = chosen {
+                    let given = self.b.ins().iconst(I64, nzcv as i64);
+                    p = self.b.ins().select(holds, p, given);
                 }
                 self.set_packed(p);
                 p
@@ -256,7 +306,15 @@ impl Tx<'_> {
         if c >= cond::AL {
             return self.b.ins().iconst(cranelift_codegen::ir::types::I8, 1);
         }
-        if let Known::Lazy { kind, a, b, r, .. } = self.flags {
+        if let Known::Lazy {
+            kind,
+            a,
+            b,
+            r,
+            chosen,
+            ..
+        } = self.flags
+        {
             let cc = match kind {
                 SUB64 | SUB32 => match c {
                     0 => Some((IntCC::Equal, a, b)),
@@ -273,25 +331,33 @@ impl Tx<'_> {
                 },
                 _ => None,
             };
-            if let Some((cc, x, y)) = cc {
-                return self.b.ins().icmp(cc, x, y);
-            }
             // N and Z of any kind come from the result; a logic op's C and V are clear
             let logic = matches!(kind, LOGIC64 | LOGIC32);
             let zero = |tx: &mut Self, cc: IntCC| tx.b.ins().icmp_imm_s(cc, r, 0);
-            let t = match c {
-                0 => Some(zero(self, IntCC::Equal)),
-                1 => Some(zero(self, IntCC::NotEqual)),
-                4 => Some(zero(self, IntCC::SignedLessThan)),
-                5 => Some(zero(self, IntCC::SignedGreaterThanOrEqual)),
-                10 if logic => Some(zero(self, IntCC::SignedGreaterThanOrEqual)),
-                11 if logic => Some(zero(self, IntCC::SignedLessThan)),
-                12 if logic => Some(zero(self, IntCC::SignedGreaterThan)),
-                13 if logic => Some(zero(self, IntCC::SignedLessThanOrEqual)),
+            let t = match (cc, c) {
+                (Some((cc, x, y)), _) => Some(self.b.ins().icmp(cc, x, y)),
+                (_, 0) => Some(zero(self, IntCC::Equal)),
+                (_, 1) => Some(zero(self, IntCC::NotEqual)),
+                (_, 4) => Some(zero(self, IntCC::SignedLessThan)),
+                (_, 5) => Some(zero(self, IntCC::SignedGreaterThanOrEqual)),
+                (_, 10) if logic => Some(zero(self, IntCC::SignedGreaterThanOrEqual)),
+                (_, 11) if logic => Some(zero(self, IntCC::SignedLessThan)),
+                (_, 12) if logic => Some(zero(self, IntCC::SignedGreaterThan)),
+                (_, 13) if logic => Some(zero(self, IntCC::SignedLessThanOrEqual)),
                 _ => None,
             };
-            if let Some(t) = t {
-                return t;
+            match (t, chosen) {
+                (Some(t), None) => return t,
+                (Some(t), Some((holds, nzcv))) => {
+                    // where CCMP's condition failed: the condition of the given NZCV
+                    let g = (cond::TABLE[c as usize] >> (nzcv >> 28)) & 1;
+                    let g = self
+                        .b
+                        .ins()
+                        .iconst(cranelift_codegen::ir::types::I8, g as i64);
+                    return self.b.ins().select(holds, t, g);
+                }
+                (None, _) => {}
             }
         }
         let p = self.packed();

@@ -331,6 +331,18 @@ impl<'a> Tx<'a> {
         }
     }
 
+    /// Before a load or store: stores the registers written so far, except in a host loop
+    /// (`loops`). A loop's registers are carried round it in host registers, and storing
+    /// them at each access stored them at every turn (strproc's character loop: nine
+    /// stores a turn before its table lookup); there the access's ways out store them, as
+    /// any way out stores what is written. A loop is at most `loops::MAX_SLOTS` slots, so
+    /// the stores its ways out repeat are few.
+    pub fn flush_at_access(&mut self) {
+        if self.looping.is_none() {
+            self.flush_dirty();
+        }
+    }
+
     /// Writes the 32-bit `v`, zero-extended.
     pub fn wr32(&mut self, r: u8, v: Value) {
         let x = self.b.ins().uextend(I64, v);
@@ -423,6 +435,20 @@ impl<'a> Tx<'a> {
         self.b
             .ins()
             .jump(self.exit, &[pc.into(), retired.into(), code.into()]);
+    }
+
+    /// [`Self::leave`] with register `r` written `v` first (`wb`: a store's base register
+    /// written back, on its way out after writing into code). In a host loop the register
+    /// may be written and not stored yet, and its old value must not go out after the new.
+    pub fn leave_with(&mut self, wb: Option<(u8, Value)>, pc: Value, retired: Value, code: u64) {
+        let kept = wb.map(|(r, _)| (r, self.regs[r as usize], self.dirty[r as usize]));
+        if let Some((r, v)) = wb {
+            (self.regs[r as usize], self.dirty[r as usize]) = (Some(v), true);
+        }
+        self.leave(pc, retired, code);
+        if let Some((r, v, d)) = kept {
+            (self.regs[r as usize], self.dirty[r as usize]) = (v, d);
+        }
     }
 
     /// The exit block: the flags, PC and count to the context and state, and the exit code

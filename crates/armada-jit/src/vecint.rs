@@ -261,8 +261,8 @@ impl Tx<'_> {
         if u.op != V_LD_MULTI || selem != 1 || !(1..=4).contains(&rpt) || !matches!(u.f, 3 | 4) {
             return false;
         }
-        // as `access` does: the ways out of a read then store nothing
-        self.flush_dirty();
+        // as `access` does
+        self.flush_at_access();
         if self.long {
             self.load_regs(None);
         }

@@ -956,6 +956,76 @@ fn conditions_after_each_flag_setting_op() {
     assert_eq!(runs, 9 * 16 * 81);
 }
 
+/// CCMP's flags read in a later block: round a host loop (`cset` at the head reads the
+/// last turn's), after the loop, and in a block with two ways in (so they go through the
+/// context), for every condition of the CCMP and of the reader, both outcomes of the
+/// CCMP's condition, and given NZCVs on either side of each.
+#[test]
+fn ccmp_flags_in_later_blocks() {
+    let ccmp = |c: u32, nz: u32| 0xfa43_0040 | c << 12 | nz; // ccmp x2, x3, #nz, c
+    let cset = |rd: u32, c: u32| 0x9a9f_07e0 | (c ^ 1) << 12 | rd;
+    let programs = |c: u32, c2: u32, nz: u32| {
+        [
+            vec![
+                cset(5, c2),
+                0x8b06_04a6, // add x6, x5, x6, lsl #1
+                0xd100_0529, // sub x9, x9, #1
+                0xeb01_001f, // cmp x0, x1
+                ccmp(c, nz),
+                0x9100_0400, // add x0, x0, #1
+                0xb5ff_ff49, // cbnz x9, the cset
+                cset(8, c2),
+                0xd420_0000,
+            ],
+            vec![
+                0xb400_0094, // cbz x20, the cset
+                0xeb01_001f, // cmp x0, x1
+                ccmp(c, nz),
+                0x1400_0001, // b the cset
+                cset(5, c2),
+                0xd420_0000,
+            ],
+        ]
+    };
+    let jit = jit();
+    for c in 0..16u32 {
+        for c2 in 0..14u32 {
+            for nz in [0b0100, 0b1011] {
+                for (k, words) in programs(c, c2, nz).iter().enumerate() {
+                    for (x0, x2) in [(0u64, 5u64), (2, u64::MAX)] {
+                        let go = |tier: Option<Arc<dyn Tier>>| {
+                            let mut mem = AddressSpace::new();
+                            mem.map(CODE, 0x1000, Perm::RX).unwrap();
+                            let bytes: Vec<u8> =
+                                words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                            mem.poke_bytes(CODE, &bytes).unwrap();
+                            let mut st = CpuState {
+                                pc: CODE,
+                                nzcv: 0x6 << 28,
+                                ..Default::default()
+                            };
+                            (st.x[0], st.x[1], st.x[2], st.x[3]) = (x0, 2, x2, 5);
+                            (st.x[9], st.x[20]) = (4, 1);
+                            let mut code = CodeCache::new();
+                            code.set_tier(tier);
+                            let stop = cpu::run(&mut st, &mut mem, &mut code, u64::MAX);
+                            Run {
+                                st,
+                                stop,
+                                data: Vec::new(),
+                            }
+                        };
+                        let (i, t) = (go(None), go(Some(jit.clone())));
+                        if let Err(e) = same(&i, &t) {
+                            panic!("program {k}, ccmp cond {c} #{nz:#x}, cset cond {c2}, x0 {x0}, x2 {x2}: {e}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Code that rewrites itself while translated: the loop's first instruction, `add x0, x0,
 /// #1`, is overwritten by `add x0, x0, #2` from inside the loop (a store into the running
 /// unit's page), then the area is unmapped and mapped again with other code at the same
@@ -1009,6 +1079,48 @@ fn self_modifying_and_remapped_code() {
 }
 
 /// The imm8 of `FMOV Dd, #x` (VFPExpandImm), for values it can encode.
+/// A store into the running code from a host loop (see `translate/loops.rs`), whose base
+/// register the loop wrote before it (so it is not yet stored: a loop's accesses leave
+/// their registers unstored) and writes back after it: the unit leaves after the store,
+/// and the base's written-back value, not the older one, must be in the state.
+#[test]
+fn store_into_code_with_writeback_from_a_loop() {
+    // 1: add x0, x0, #1; add x27, x27, #4; str w5, [x27], #-4; subs x28, x28, #1; b.ne 1b
+    let words = [
+        0x9100_0400u32,
+        0x9100_137b,
+        0xb81f_c765,
+        0xf100_079c,
+        0x54ff_ff81,
+        0xd420_0000,
+    ];
+    let go = |tier: Option<Arc<dyn Tier>>| {
+        let mut mem = AddressSpace::new();
+        mem.map(CODE, 0x1000, Perm::RWX).unwrap();
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        mem.poke_bytes(CODE, &bytes).unwrap();
+        let mut st = CpuState {
+            pc: CODE,
+            ..Default::default()
+        };
+        st.x[5] = 0x9100_0800; // add x0, x0, #2
+        st.x[27] = CODE - 4;
+        st.x[28] = ITERS;
+        let mut code = CodeCache::new();
+        code.set_tier(tier);
+        let stop = cpu::run(&mut st, &mut mem, &mut code, u64::MAX);
+        Run {
+            st,
+            stop,
+            data: Vec::new(),
+        }
+    };
+    let (i, t) = (go(None), go(Some(jit())));
+    same(&i, &t).unwrap();
+    assert_eq!(i.st.x[0], 1 + 2 * (ITERS - 1));
+    assert_eq!(i.st.x[27], CODE - 4);
+}
+
 fn fmov_imm8(x: f64) -> u32 {
     (0..256u32)
         .find(|&i| {

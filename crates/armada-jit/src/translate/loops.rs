@@ -23,8 +23,10 @@
 //!   block knows what all its edges pass; the head cannot, and counts as written what the
 //!   loop may write (`written`). Anything else still written at a back edge is stored
 //!   there, so `written` need not be exact for the state to be right: too many makes
-//!   stores at accesses, too few at back edges. A register no op names (a helper may still
+//!   stores on ways out, too few at back edges. A register no op names (a helper may still
 //!   change it in the state) is loaded as in any block.
+//! - Loads and stores do not store what is written before them, as they do elsewhere
+//!   (`Tx::flush_at_access`): their ways out store it.
 //! - The flags are carried as the context's four words (`Known::Carried`): each block
 //!   counts them as set, so ways out store them; the loop's exits store them once. Their
 //!   values are taken from the variables only where they are stored or read, so a loop
@@ -34,7 +36,7 @@
 //! than host registers); a loop here is at most [`MAX_SLOTS`] slots naming at most
 //! [`MAX_CARRIED`] registers.
 
-use super::{Known, Tx, X_OFF};
+use super::{host_mem, Known, Tx, X_OFF};
 use crate::helpers::{CTX_FK, CTX_TLB_ENTRIES, CTX_TLB_UNINDEXED};
 use crate::unit::{Term, Unit};
 use armada_isa::uop::{addr_mode, reg};
@@ -417,8 +419,19 @@ impl Tx<'_> {
         let words = match self.flags {
             // (as they came in)
             Known::Carried => None,
-            Known::Lazy { kind, wide, .. } => {
-                let k = self.b.ins().iconst(I64, kind as i64);
+            Known::Lazy {
+                kind, wide, chosen, ..
+            } => {
+                let mut k = self.b.ins().iconst(I64, kind as i64);
+                if let Some((holds, nzcv)) = chosen {
+                    // CCMP's: where its condition failed the kind is PACKED, and NZCV, in
+                    // the context's last word (which the loop does not carry), the given
+                    let n = self.b.ins().iconst(I64, nzcv as i64);
+                    let c = self.ctx();
+                    self.b.ins().store(host_mem(), n, c, CTX_FK + 32);
+                    let p = self.b.ins().iconst(I64, crate::flags::PACKED as i64);
+                    k = self.b.ins().select(holds, k, p);
+                }
                 Some([k, wide[0], wide[1], wide[2]])
             }
             Known::Packed(_) => {
