@@ -37,6 +37,8 @@ const DEFAULT_CASES: &[&str] = &[
     "target/guest/sort_bench 1000000",
     "target/guest/matmul 200",
     "target/guest/sieve",
+    // text: <ctype.h> table lookups and strstr over 4 MiB, five times
+    "target/guest/textscan 4096 5",
     // floating point: scalar doubles with square roots and divisions, conversions from
     // integers, and loops gcc -O3 vectorized (FMLA, FDIV, vector shifts)
     "target/guest/nbody 500000",

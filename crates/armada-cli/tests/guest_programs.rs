@@ -76,6 +76,11 @@ fn cases_for(p: &GuestProgram) -> Vec<Case> {
             case("").expect_status(0),
             case("3").arg("3").expect_status(0),
         ],
+        "textscan" => vec![
+            case("").expect_status(0),
+            case("1 0").args(["1", "0"]).expect_status(0),
+            case("0").arg("0").expect_status(2),
+        ],
         "sort_bench" => vec![
             case("").expect_status(0),
             case("1").arg("1").expect_status(0),
