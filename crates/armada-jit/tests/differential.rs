@@ -842,6 +842,33 @@ fn fault_in_the_middle_of_a_block() {
 
 /// Runs `words` on both tiers: the interpreter's run faults at the load past the data
 /// area, with x2 = DATA_LEN / 2, and the translated run leaves the same state.
+/// Runs `words` at CODE (an area of `perm`, nothing else mapped) from a state `setup`
+/// sets, on the interpreter (`tier` None) or the tier, to the program's end.
+fn run_code(
+    words: &[u32],
+    perm: Perm,
+    tier: Option<Arc<dyn Tier>>,
+    setup: impl FnOnce(&mut CpuState),
+) -> Run {
+    let mut mem = AddressSpace::new();
+    mem.map(CODE, 0x1000, perm).unwrap();
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    mem.poke_bytes(CODE, &bytes).unwrap();
+    let mut st = CpuState {
+        pc: CODE,
+        ..Default::default()
+    };
+    setup(&mut st);
+    let mut code = CodeCache::new();
+    code.set_tier(tier);
+    let stop = cpu::run(&mut st, &mut mem, &mut code, u64::MAX);
+    Run {
+        st,
+        stop,
+        data: Vec::new(),
+    }
+}
+
 fn faults_past_the_data(words: &[u32], seed: u64) {
     let mut i = run(words, seed, None, u64::MAX);
     let mut t = run(words, seed, Some(jit()), u64::MAX);
@@ -924,25 +951,11 @@ fn conditions_after_each_flag_setting_op() {
             ];
             for &a in &values {
                 for &b in &values {
-                    let go = |tier: Option<Arc<dyn Tier>>| {
-                        let mut mem = AddressSpace::new();
-                        mem.map(CODE, 0x1000, Perm::RX).unwrap();
-                        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                        mem.poke_bytes(CODE, &bytes).unwrap();
-                        let mut st = CpuState {
-                            pc: CODE,
-                            ..Default::default()
-                        };
-                        st.x[0] = a;
-                        st.x[1] = b;
-                        let mut code = CodeCache::new();
-                        code.set_tier(tier);
-                        let stop = cpu::run(&mut st, &mut mem, &mut code, u64::MAX);
-                        Run {
-                            st,
-                            stop,
-                            data: Vec::new(),
-                        }
+                    let go = |tier| {
+                        run_code(&words, Perm::RX, tier, |st| {
+                            st.x[0] = a;
+                            st.x[1] = b;
+                        })
                     };
                     let (i, t) = (go(None), go(Some(jit.clone())));
                     if let Err(e) = same(&i, &t) {
@@ -993,27 +1006,12 @@ fn ccmp_flags_in_later_blocks() {
             for nz in [0b0100, 0b1011] {
                 for (k, words) in programs(c, c2, nz).iter().enumerate() {
                     for (x0, x2) in [(0u64, 5u64), (2, u64::MAX)] {
-                        let go = |tier: Option<Arc<dyn Tier>>| {
-                            let mut mem = AddressSpace::new();
-                            mem.map(CODE, 0x1000, Perm::RX).unwrap();
-                            let bytes: Vec<u8> =
-                                words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                            mem.poke_bytes(CODE, &bytes).unwrap();
-                            let mut st = CpuState {
-                                pc: CODE,
-                                nzcv: 0x6 << 28,
-                                ..Default::default()
-                            };
-                            (st.x[0], st.x[1], st.x[2], st.x[3]) = (x0, 2, x2, 5);
-                            (st.x[9], st.x[20]) = (4, 1);
-                            let mut code = CodeCache::new();
-                            code.set_tier(tier);
-                            let stop = cpu::run(&mut st, &mut mem, &mut code, u64::MAX);
-                            Run {
-                                st,
-                                stop,
-                                data: Vec::new(),
-                            }
+                        let go = |tier| {
+                            run_code(words, Perm::RX, tier, |st| {
+                                st.nzcv = 0x6 << 28;
+                                (st.x[0], st.x[1], st.x[2], st.x[3]) = (x0, 2, x2, 5);
+                                (st.x[9], st.x[20]) = (4, 1);
+                            })
                         };
                         let (i, t) = (go(None), go(Some(jit.clone())));
                         if let Err(e) = same(&i, &t) {
@@ -1094,26 +1092,12 @@ fn store_into_code_with_writeback_from_a_loop() {
         0x54ff_ff81,
         0xd420_0000,
     ];
-    let go = |tier: Option<Arc<dyn Tier>>| {
-        let mut mem = AddressSpace::new();
-        mem.map(CODE, 0x1000, Perm::RWX).unwrap();
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        mem.poke_bytes(CODE, &bytes).unwrap();
-        let mut st = CpuState {
-            pc: CODE,
-            ..Default::default()
-        };
-        st.x[5] = 0x9100_0800; // add x0, x0, #2
-        st.x[27] = CODE - 4;
-        st.x[28] = ITERS;
-        let mut code = CodeCache::new();
-        code.set_tier(tier);
-        let stop = cpu::run(&mut st, &mut mem, &mut code, u64::MAX);
-        Run {
-            st,
-            stop,
-            data: Vec::new(),
-        }
+    let go = |tier| {
+        run_code(&words, Perm::RWX, tier, |st| {
+            st.x[5] = 0x9100_0800; // add x0, x0, #2
+            st.x[27] = CODE - 4;
+            st.x[28] = ITERS;
+        })
     };
     let (i, t) = (go(None), go(Some(jit())));
     same(&i, &t).unwrap();
