@@ -137,7 +137,7 @@ impl Tx<'_> {
             }
             Known::Packed(v) => {
                 store(self, v, 4);
-                PACKED
+                self.b.ins().iconst(I64, PACKED as i64)
             }
             Known::Lazy {
                 kind, wide, chosen, ..
@@ -145,26 +145,25 @@ impl Tx<'_> {
                 for (i, v) in wide.into_iter().enumerate() {
                     store(self, v, 1 + i as i32);
                 }
-                let Some((holds, nzcv)) = chosen else {
-                    return self.store_kind(kind);
-                };
-                // where the condition fails the kind is PACKED, and NZCV the given one
-                let n = self.b.ins().iconst(I64, nzcv as i64);
-                store(self, n, 4);
-                let k = self.b.ins().iconst(I64, kind as i64);
-                let p = self.b.ins().iconst(I64, PACKED as i64);
-                let k = self.b.ins().select(holds, k, p);
-                store(self, k, 0);
-                return;
+                self.lazy_kind(kind, chosen)
             }
         };
-        self.store_kind(kind);
+        store(self, kind, 0);
     }
 
-    fn store_kind(&mut self, kind: u64) {
+    /// The context's kind word for recorded flags of `kind` (`chosen`: CCMP's, see
+    /// `Known::Lazy`). For CCMP's it is PACKED where the condition failed, and the given
+    /// NZCV is stored to the context's last word here.
+    pub(crate) fn lazy_kind(&mut self, kind: u64, chosen: Option<(Value, u64)>) -> Value {
         let k = self.b.ins().iconst(I64, kind as i64);
+        let Some((holds, nzcv)) = chosen else {
+            return k;
+        };
+        let n = self.b.ins().iconst(I64, nzcv as i64);
         let c = self.ctx();
-        self.b.ins().store(host_mem(), k, c, CTX_FK);
+        self.b.ins().store(host_mem(), n, c, CTX_FK + 32);
+        let p = self.b.ins().iconst(I64, PACKED as i64);
+        self.b.ins().select(holds, k, p)
     }
 
     /// NZCV as the interpreter keeps it.

@@ -333,7 +333,7 @@ impl<'a> Tx<'a> {
 
     /// Before a load or store: stores the registers written so far, except in a host loop
     /// (`loops`). A loop's registers are carried round it in host registers, and storing
-    /// them at each access stored them at every turn (strproc's character loop: nine
+    /// them at each access stored them at every turn (textscan's character loop: nine
     /// stores a turn before its table lookup); there the access's ways out store them, as
     /// any way out stores what is written. A loop is at most `loops::MAX_SLOTS` slots, so
     /// the stores its ways out repeat are few.

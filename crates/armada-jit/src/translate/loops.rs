@@ -36,7 +36,7 @@
 //! than host registers); a loop here is at most [`MAX_SLOTS`] slots naming at most
 //! [`MAX_CARRIED`] registers.
 
-use super::{host_mem, Known, Tx, X_OFF};
+use super::{Known, Tx, X_OFF};
 use crate::helpers::{CTX_FK, CTX_TLB_ENTRIES, CTX_TLB_UNINDEXED};
 use crate::unit::{Term, Unit};
 use armada_isa::uop::{addr_mode, reg};
@@ -156,8 +156,8 @@ fn named<'a>(ops: impl Iterator<Item = &'a MicroOp>) -> Vec<u8> {
 }
 
 /// The registers `ops` may write: the destination of each integer op but the stores and
-/// the branch and system ops other than MRS, the second of a loaded pair, the status of an exclusive store or compare and swap, and a
-/// base written back.
+/// the branch and system ops other than MRS, the second of a loaded pair, the status of an
+/// exclusive store or compare and swap, and a base written back.
 fn written<'a>(ops: impl Iterator<Item = &'a MicroOp>) -> [bool; 32] {
     let mut w = [false; 32];
     let mut mark = |r: u8| {
@@ -422,16 +422,9 @@ impl Tx<'_> {
             Known::Lazy {
                 kind, wide, chosen, ..
             } => {
-                let mut k = self.b.ins().iconst(I64, kind as i64);
-                if let Some((holds, nzcv)) = chosen {
-                    // CCMP's: where its condition failed the kind is PACKED, and NZCV, in
-                    // the context's last word (which the loop does not carry), the given
-                    let n = self.b.ins().iconst(I64, nzcv as i64);
-                    let c = self.ctx();
-                    self.b.ins().store(host_mem(), n, c, CTX_FK + 32);
-                    let p = self.b.ins().iconst(I64, crate::flags::PACKED as i64);
-                    k = self.b.ins().select(holds, k, p);
-                }
+                // (a CCMP's given NZCV goes to the context's last word, which the loop
+                // does not carry)
+                let k = self.lazy_kind(kind, chosen);
                 Some([k, wide[0], wide[1], wide[2]])
             }
             Known::Packed(_) => {
