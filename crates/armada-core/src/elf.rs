@@ -19,11 +19,11 @@ use std::sync::Arc;
 use object::elf;
 
 use crate::memory::{
-    AddressSpace, MapError, PageData, Perm, ADDR_LIMIT, PAGE_MASK, PAGE_SHIFT, PAGE_SIZE,
+    AddressSpace, MapError, PageBuf, PageData, Perm, ADDR_LIMIT, PAGE_MASK, PAGE_SHIFT, PAGE_SIZE,
 };
 
 /// Load bias for position-independent (static-pie) executables, page-aligned.
-pub const PIE_LOAD_BIAS: u64 = 0x5555_5555_0000;
+pub const PIE_LOAD_BIAS: u64 = 0x55_5555_0000;
 
 /// Highest address a segment may end at: segments stay below armada's mmap region and stack
 /// (see `linux::mm`).
@@ -101,7 +101,7 @@ pub struct Segment {
     /// Offset in the file of the byte mapped at `start` (what /proc/self/maps shows).
     pub file_off: u64,
     /// (page number, contents), ascending.
-    pub pages: Vec<(u64, Arc<PageData>)>,
+    pub pages: Vec<(u64, Arc<PageBuf>)>,
 }
 
 impl std::fmt::Debug for Segment {
@@ -496,7 +496,7 @@ impl Image {
                 .iter_mut()
                 .find(|s| s.start <= addr && addr < s.end)
             {
-                seg.pages.push((vpn, Arc::from(data)));
+                seg.pages.push((vpn, Arc::new(PageBuf::from(data))));
             }
         }
 

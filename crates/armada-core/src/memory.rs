@@ -15,6 +15,13 @@
 //! in the TLB always point into page buffers owned (through `Arc`) by this address space, and
 //! every operation that drops or replaces a page flushes the entries that could see it.
 
+mod arena;
+mod window;
+
+pub use arena::PageBuf;
+use window::{Shown, Window};
+pub use window::{WINDOW_BITS, WINDOW_BYTES};
+
 // page-number keys: the Fx hash (one multiply) instead of SipHash, which showed in profiles
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::BTreeMap;
@@ -28,6 +35,12 @@ pub const PAGE_MASK: u64 = PAGE_SIZE - 1;
 pub const ADDR_LIMIT: u64 = 1 << 48;
 
 pub type PageData = [u8; PAGE_SIZE as usize];
+
+/// Whether address spaces can have windows in this process (see `window.rs`): translated
+/// code then reads where an address space's view gives a window.
+pub fn windows_possible() -> bool {
+    arena::shared()
+}
 
 /// Page permissions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
@@ -137,7 +150,7 @@ impl Flat {
 
 #[derive(Clone)]
 struct Page {
-    data: Arc<PageData>,
+    data: Arc<PageBuf>,
 }
 
 /// One TLB entry. Translated code (the `armada-jit` tier) reads entries through
@@ -146,7 +159,8 @@ struct Page {
 /// The pointers are the page's buffer less the page's guest address (wrapping), so a guest
 /// address plus the pointer is the host address of its byte, as qemu's TLB keeps an
 /// addend: one add an access, where a pointer to the page's start needed the offset in the
-/// page masked out first. (Wrapping pointer arithmetic keeps the buffer's provenance; the
+/// page masked out first. In an address space with a window (`window.rs`) they are the
+/// window's base, the page being at its guest address there. (Wrapping pointer arithmetic keeps the buffer's provenance; the
 /// sum is in the buffer whenever the tag matched.) The tags are the pages' addresses, not
 /// their numbers: translated code compares a tag with its access's address masked by a
 /// constant, which Cranelift computes again where it is needed rather than keep a shift's
@@ -193,6 +207,9 @@ pub mod tlb_layout {
 pub struct TlbView {
     pub entries: *const u8,
     pub mask: u64,
+    /// The address space's window (see `window.rs`), null if it has none: where an entry
+    /// holds a read tag, the page's bytes are also at this plus the guest address.
+    pub window: *const u8,
 }
 
 const TLB_BITS: u32 = 8;
@@ -214,10 +231,13 @@ const EMPTY: TlbEntry = TlbEntry {
 };
 
 /// The one all-zero page buffer every untouched page shares.
-pub(crate) fn zero_page() -> Arc<PageData> {
-    static ZERO: OnceLock<Arc<PageData>> = OnceLock::new();
-    ZERO.get_or_init(|| Arc::new([0u8; PAGE_SIZE as usize]))
-        .clone()
+pub(crate) fn zero_page() -> Arc<PageBuf> {
+    zero_page_ref().clone()
+}
+
+fn zero_page_ref() -> &'static Arc<PageBuf> {
+    static ZERO: OnceLock<Arc<PageBuf>> = OnceLock::new();
+    ZERO.get_or_init(|| Arc::new(PageBuf::zeroed()))
 }
 
 /// One lane's guest address space.
@@ -254,6 +274,11 @@ pub struct AddressSpace {
     /// resized), so an engine knows its decoded code may be stale. Data-only mappings leave it
     /// alone, so programs that mmap and munmap buffers keep their decoded code.
     generation: u64,
+    /// Where translated code reads this address space's pages (see `window.rs`): made when
+    /// translated code first asks for the TLB's view.
+    window: Option<Window>,
+    /// The host refused this address space a window, or it gave its window up.
+    no_window: bool,
     /// GPU engine support: pages written through this address space while tracking is on
     /// (`gpu_track_writes`), so the GPU engine uploads only what the host changed.
     host_written: Option<HashSet<u64>>,
@@ -282,6 +307,7 @@ impl Clone for AddressSpace {
             view: TlbView {
                 entries: std::ptr::null(),
                 mask: 0,
+                window: std::ptr::null(),
             },
             limit: self.limit,
             private_pages: 0,
@@ -289,6 +315,8 @@ impl Clone for AddressSpace {
             code_written: Vec::new(),
             flat: self.flat.clone(),
             generation: 0,
+            window: None,
+            no_window: false,
             host_written: None,
             host_before: None,
         }
@@ -322,6 +350,7 @@ impl AddressSpace {
             view: TlbView {
                 entries: std::ptr::null(),
                 mask: 0,
+                window: std::ptr::null(),
             },
             limit: u64::MAX,
             private_pages: 0,
@@ -329,6 +358,8 @@ impl AddressSpace {
             code_written: Vec::new(),
             flat: None,
             generation: 0,
+            window: None,
+            no_window: false,
             host_written: None,
             host_before: None,
         }
@@ -447,25 +478,75 @@ impl AddressSpace {
         self.tlb = vec![EMPTY; entries].into_boxed_slice();
         self.tlb_mask = entries - 1;
         self.tlb_fills = 0;
-        self.view = TlbView {
-            entries: self.tlb.as_ptr() as *const u8,
-            mask: self.tlb_mask as u64,
-        };
+        self.view.entries = self.tlb.as_ptr() as *const u8;
+        self.view.mask = self.tlb_mask as u64;
     }
 
     /// The TLB's entries and mask for code that looks them up itself (see [`tlb_layout`]).
     /// The view lives inside this address space: it is valid while the address space is
     /// neither moved nor dropped, and its contents change when the TLB is first filled and
     /// when it grows (after any access that missed it).
+    ///
+    /// The first call makes the address space's window where one can be had: from then on
+    /// every page with a read tag in the TLB is also at `window` plus its address.
     pub fn tlb_view(&mut self) -> *const TlbView {
+        if self.window.is_none() && !self.no_window && self.flat.is_none() {
+            match Window::new() {
+                Ok(Some(w)) => {
+                    // entries filled before are not in the window
+                    self.flush_tlb();
+                    self.window = Some(w);
+                }
+                Ok(None) => {}
+                Err(()) => self.no_window = true,
+            }
+        }
         if self.tlb_mask == 0 {
             // the view of a one-entry table would need a mask of 0 and a pointer to it
-            self.view = TlbView {
-                entries: self.tlb.as_ptr() as *const u8,
-                mask: 0,
-            };
+            self.view.entries = self.tlb.as_ptr() as *const u8;
+            self.view.mask = 0;
         }
+        self.view.window = self.window.as_ref().map_or(std::ptr::null(), |w| w.base());
         &self.view
+    }
+
+    /// Keeps translated code reading this address space through the TLB's pointers, never
+    /// a window (see `window.rs`): for comparing the two ways, and for address spaces
+    /// whose pages should not take up a window.
+    pub fn without_window(&mut self) {
+        if self.window.take().is_some() {
+            self.flush_tlb();
+        }
+        self.no_window = true;
+    }
+
+    /// Whether this address space has a window now.
+    pub fn has_window(&self) -> bool {
+        self.window.is_some()
+    }
+
+    /// Shows page `vpn` (which is materialized) in the address space's window, for a TLB
+    /// fill: the pointer the entry keeps for the page at `ptr` (see [`TlbEntry`]), which
+    /// is the window's where there is one, or None if the page must stay out of the TLB.
+    /// A window that can show no more is given up (and the TLB emptied, as its entries
+    /// point into it); the page is then filled as in an address space without one.
+    fn shown(&mut self, vpn: u64, ptr: *mut u8) -> Option<*mut u8> {
+        let Some(w) = self.window.as_mut() else {
+            return Some(biased(ptr, vpn));
+        };
+        let page = self.pages.get(&vpn)?;
+        let zero = Arc::ptr_eq(&page.data, zero_page_ref());
+        let private = Arc::strong_count(&page.data) == 1;
+        match w.show(vpn, &page.data, zero, private) {
+            Shown::Yes => Some(w.base().cast_mut()),
+            Shown::Outside => None,
+            Shown::Full => {
+                self.window = None;
+                self.no_window = true;
+                self.flush_tlb();
+                Some(biased(ptr, vpn))
+            }
+        }
     }
 
     /// Whether any area intersecting [addr, end) is executable.
@@ -584,6 +665,9 @@ impl AddressSpace {
             }
         }
         self.code_pages.retain(|&v| v < first || v >= last);
+        if let Some(w) = self.window.as_mut() {
+            w.hide(first, last);
+        }
         if let Some(f) = self.flat.as_mut() {
             // Unmapped flat memory reads as zeros when it is mapped again, like fresh pages.
             let lo = addr.clamp(f.base, f.base + f.buf.len() as u64) - f.base;
@@ -698,7 +782,7 @@ impl AddressSpace {
 
     /// Installs a shared page (from a loaded image) at page number `vpn`. The caller maps the
     /// area. The lane copies it on its first write.
-    pub fn share_page(&mut self, vpn: u64, data: Arc<PageData>) {
+    pub fn share_page(&mut self, vpn: u64, data: Arc<PageBuf>) {
         if let Some(old) = self.pages.insert(vpn, Page { data }) {
             if Arc::strong_count(&old.data) == 1 {
                 self.add_private(-1);
@@ -708,12 +792,12 @@ impl AddressSpace {
     }
 
     /// The all-zero page buffer (a page nobody has written).
-    pub fn zero_page_data() -> Arc<PageData> {
+    pub fn zero_page_data() -> Arc<PageBuf> {
         zero_page()
     }
 
     /// The shared page buffers of this address space (for building an image others share).
-    pub fn page_data(&self, vpn: u64) -> Option<&Arc<PageData>> {
+    pub fn page_data(&self, vpn: u64) -> Option<&Arc<PageBuf>> {
         self.pages.get(&vpn).map(|p| &p.data)
     }
 
@@ -751,13 +835,15 @@ impl AddressSpace {
                 .as_ptr(),
         };
         if need == Perm::R {
-            let e = self.tlb_fill_entry(vpn);
-            let tag = vpn << PAGE_SHIFT;
-            if e.wtag != tag {
-                e.wtag = NO_TAG;
+            if let Some(p) = self.shown(vpn, ptr.cast_mut()) {
+                let e = self.tlb_fill_entry(vpn);
+                let tag = vpn << PAGE_SHIFT;
+                if e.wtag != tag {
+                    e.wtag = NO_TAG;
+                }
+                e.rtag = tag;
+                e.rptr = p.cast_const();
             }
-            e.rtag = tag;
-            e.rptr = biased(ptr.cast_mut(), vpn).cast_const();
         }
         Ok(ptr)
     }
@@ -818,13 +904,15 @@ impl AddressSpace {
         if self.code_pages.remove(&vpn) {
             self.code_written.push(vpn);
         }
-        let e = self.tlb_fill_entry(vpn);
-        *e = TlbEntry {
-            rtag: vpn << PAGE_SHIFT,
-            rptr: biased(ptr, vpn).cast_const(),
-            wtag: vpn << PAGE_SHIFT,
-            wptr: biased(ptr, vpn),
-        };
+        if let Some(p) = self.shown(vpn, ptr) {
+            let e = self.tlb_fill_entry(vpn);
+            *e = TlbEntry {
+                rtag: vpn << PAGE_SHIFT,
+                rptr: p.cast_const(),
+                wtag: vpn << PAGE_SHIFT,
+                wptr: p,
+            };
+        }
         ptr
     }
 
@@ -1070,22 +1158,22 @@ impl AddressSpace {
 
 impl AddressSpace {
     /// Every materialized page: (page number, bytes, whether this address space owns it alone).
-    pub fn gpu_pages(&self) -> impl Iterator<Item = (u64, &Arc<PageData>, bool)> + '_ {
+    pub fn gpu_pages(&self) -> impl Iterator<Item = (u64, &Arc<PageBuf>, bool)> + '_ {
         self.pages
             .iter()
             .map(|(&vpn, p)| (vpn, &p.data, Arc::strong_count(&p.data) == 1))
     }
 
     /// Page `vpn` if it is materialized: its bytes and whether it is private.
-    pub fn gpu_page(&self, vpn: u64) -> Option<(&Arc<PageData>, bool)> {
+    pub fn gpu_page(&self, vpn: u64) -> Option<(&Arc<PageBuf>, bool)> {
         self.pages
             .get(&vpn)
             .map(|p| (&p.data, Arc::strong_count(&p.data) == 1))
     }
 
     /// Whether `data` is the shared page of zeros that stands for pages never written.
-    pub fn gpu_is_zero_page(data: &Arc<PageData>) -> bool {
-        Arc::ptr_eq(data, &zero_page())
+    pub fn gpu_is_zero_page(data: &Arc<PageBuf>) -> bool {
+        Arc::ptr_eq(data, zero_page_ref())
     }
 
     /// Makes the page holding `addr` private for a guest write, exactly as a guest store would
@@ -1115,7 +1203,7 @@ impl AddressSpace {
         if let Some(buf) = Arc::get_mut(&mut page.data) {
             buf.copy_from_slice(data);
         } else {
-            page.data = Arc::new(*data);
+            page.data = Arc::new(PageBuf::from_bytes(data));
         }
         if copy {
             self.add_private(1);
@@ -1145,7 +1233,7 @@ impl AddressSpace {
             self.add_private(1);
         }
         let page = self.pages.get_mut(&vpn)?;
-        Some(Arc::make_mut(&mut page.data))
+        Some(&mut **Arc::make_mut(&mut page.data))
     }
 
     /// Starts recording the pages the host writes (see `gpu_take_written`).
@@ -1248,7 +1336,7 @@ mod tests {
 
     #[test]
     fn shared_pages_copy_on_write() {
-        let data = Arc::new([7u8; PAGE_SIZE as usize]);
+        let data = Arc::new(PageBuf::from_bytes(&[7u8; PAGE_SIZE as usize]));
         let mut a = AddressSpace::new();
         a.map(0x4000, 0x1000, Perm::RW).unwrap();
         a.share_page(4, data.clone());
@@ -1288,6 +1376,102 @@ mod tests {
         assert!(m.read_u8(0x10000).is_err());
         let c = m.clone();
         assert_eq!(c.flat().unwrap().1[0x3000], 0xab);
+    }
+
+    /// The window's rule (see `window.rs`): every page with a read tag in the TLB is shown
+    /// in the window with its current bytes, and every page with a write tag writable; and
+    /// the entries point into the window.
+    fn check_window(m: &AddressSpace) {
+        let Some(w) = m.window.as_ref() else { return };
+        for e in m.tlb.iter() {
+            for (tag, ptr, write) in [(e.rtag, e.rptr, false), (e.wtag, e.wptr.cast_const(), true)]
+            {
+                if tag == NO_TAG {
+                    continue;
+                }
+                let vpn = tag >> PAGE_SHIFT;
+                assert_eq!(
+                    ptr,
+                    w.base(),
+                    "page {vpn:#x}'s entry points into the window"
+                );
+                let page = &m.pages[&vpn].data;
+                let zero = Arc::ptr_eq(page, zero_page_ref());
+                let shown = w.shows(vpn, if zero { None } else { page.slot() });
+                assert!(shown.is_some(), "page {vpn:#x} is shown with its buffer");
+                assert!(
+                    !write || shown == Some(true),
+                    "page {vpn:#x} is shown writable"
+                );
+                // SAFETY: the window shows the page (just checked).
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(w.base().add(tag as usize), PAGE_SIZE as usize)
+                };
+                assert_eq!(bytes, &page[..], "page {vpn:#x}'s bytes in the window");
+            }
+        }
+    }
+
+    #[test]
+    fn windows_show_every_page_the_tlb_holds() {
+        if !windows_possible() {
+            return;
+        }
+        let mut r = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            r % n
+        };
+        let image = Arc::new(PageBuf::from_bytes(&[3u8; PAGE_SIZE as usize]));
+        let base = 0x40_0000u64;
+        let mut spaces = vec![AddressSpace::new()];
+        spaces[0].map(base, 16 * PAGE_SIZE, Perm::RW).unwrap();
+        spaces[0].tlb_view();
+        assert!(spaces[0].has_window());
+        for _ in 0..4000 {
+            let i = next(spaces.len() as u64) as usize;
+            let addr = base + next(16 * PAGE_SIZE - 8);
+            let n = spaces.len();
+            let m = &mut spaces[i];
+            match next(10) {
+                0..=3 => {
+                    let _ = m.read_u64(addr);
+                }
+                4..=6 => {
+                    let _ = m.write_u64(addr, next(1 << 40));
+                }
+                7 if n < 4 => {
+                    let mut child = spaces[i].fork();
+                    child.tlb_view();
+                    spaces.push(child);
+                }
+                7 => {
+                    spaces.swap_remove(i);
+                }
+                8 => {
+                    let page = addr & !PAGE_MASK;
+                    m.map(page, PAGE_SIZE, Perm::RW).unwrap();
+                    if next(2) == 0 {
+                        m.share_page(page >> PAGE_SHIFT, image.clone());
+                    }
+                }
+                _ => {
+                    let page = addr & !PAGE_MASK;
+                    let perm = [Perm::R, Perm::RW][next(2) as usize];
+                    m.protect(page, PAGE_SIZE, perm).unwrap();
+                }
+            }
+            for m in &spaces {
+                check_window(m);
+            }
+            if spaces.is_empty() {
+                spaces.push(AddressSpace::new());
+                spaces[0].map(base, 16 * PAGE_SIZE, Perm::RW).unwrap();
+                spaces[0].tlb_view();
+            }
+        }
     }
 
     #[test]

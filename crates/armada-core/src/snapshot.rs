@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use crate::memory::{Access, Perm, ADDR_LIMIT, PAGE_SIZE};
+use crate::memory::{Access, Perm, PAGE_SIZE};
 use crate::runner::{Exit, Lane};
 use crate::state::Stop;
 
@@ -192,7 +192,7 @@ impl Snapshot {
             let mem = &mut lane.program.mem;
             // the buffer, then the return trap's page
             let at = mem
-                .find_free(len + PAGE_SIZE, 0x1000_0000, ADDR_LIMIT)
+                .find_free(len + PAGE_SIZE, 0x1000_0000, crate::linux::mm::MMAP_TOP)
                 .ok_or_else(|| SnapshotError::Input("no room for the input buffer".into()))?;
             mem.map(at, len, Perm::RW)
                 .and_then(|_| mem.map(at + len, PAGE_SIZE, Perm::R))

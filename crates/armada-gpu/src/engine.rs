@@ -33,7 +33,7 @@ use crate::device::{DevPtr, Device, Queue};
 use crate::layout::*;
 use crate::Error;
 use armada_core::batch::{LaneResult, Progress};
-use armada_core::memory::{PageData, PAGE_SIZE};
+use armada_core::memory::{PageBuf, PAGE_SIZE};
 use armada_core::runner::{Exit, Lane};
 use armada_core::state::CpuState;
 use rayon::prelude::*;
@@ -234,7 +234,7 @@ struct LaneHost {
 
 struct Image {
     /// vpn -> (bytes, frame), the image's shared pages.
-    pages: FxHashMap<u64, (Arc<PageData>, u32)>,
+    pages: FxHashMap<u64, (Arc<PageBuf>, u32)>,
     /// The page-table lane number of its shared pages.
     key_lane: u64,
     /// Decoded code regions (start, end), and their place in the device's region table.

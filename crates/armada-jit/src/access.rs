@@ -3,7 +3,7 @@
 //! order, as the interpreter, so a fault is reported at the same address; registers are
 //! written only once every access has succeeded.
 
-use crate::helpers::{exit, CTX_STATUS, CTX_TLB_ENTRIES, CTX_TLB_UNINDEXED, STOPPED};
+use crate::helpers::{exit, CTX_STATUS, CTX_TLB_ENTRIES, CTX_TLB_UNINDEXED, CTX_WINDOW, STOPPED};
 use crate::translate::{guest_mem, Tx, V_OFF};
 use armada_core::memory::tlb_layout as tl;
 use armada_isa::uop::addr_mode;
@@ -126,9 +126,11 @@ impl Tx<'_> {
     /// (a block and a move for each load) and one load of each size.
     pub(crate) fn read(&mut self, slot: usize, addr: Value, size: i64) -> (Value, Option<Value>) {
         let (e, hit) = self.tlb_hit(addr, size, tl::RTAG);
-        // the entry's pointer is in the tag's cache line, and harmless to load on a miss
-        let bias = self.b.ins().load(I64, MemFlagsData::trusted(), e, tl::RPTR);
-        // Both ways into `fast` are jumps from blocks of their own: a branch with the
+        // Without windows, the entry's pointer: in the tag's cache line, and harmless to
+        // load on a miss.
+        let windows = armada_core::memory::windows_possible();
+        let bias = (!windows).then(|| self.b.ins().load(I64, MemFlagsData::trusted(), e, tl::RPTR));
+        // Every way into `fast` is a jump from a block of its own: a branch with the
         // bias on one edge was a critical edge, whose block of moves Cranelift placed
         // between the hit and `fast`, so every hit jumped over it.
         let hit_way = self.b.create_block();
@@ -139,8 +141,30 @@ impl Tx<'_> {
         self.b.set_cold_block(slow);
         self.b.ins().brif(hit, hit_way, &[], slow, &[]);
         self.b.switch_to_block(hit_way);
-        let [e, m] = self.view_args();
-        self.b.ins().jump(fast, &[bias.into(), e, m]);
+        if let Some(bias) = bias {
+            let [e, m] = self.view_args();
+            self.b.ins().jump(fast, &[bias.into(), e, m]);
+        } else {
+            // The window's base, where the address space has one (`memory::window`): the
+            // load then waits only for the address, not for the entry's pointer. The
+            // branch on it goes the same way every time for a lane.
+            let ctx = self.ctx();
+            let win = self
+                .b
+                .ins()
+                .load(I64, MemFlagsData::trusted(), ctx, CTX_WINDOW);
+            let in_window = self.b.create_block();
+            let by_entry = self.b.create_block();
+            self.b.set_cold_block(by_entry);
+            self.b.ins().brif(win, in_window, &[], by_entry, &[]);
+            self.b.switch_to_block(in_window);
+            let [ve, vm] = self.view_args();
+            self.b.ins().jump(fast, &[win.into(), ve, vm]);
+            self.b.switch_to_block(by_entry);
+            let bias = self.b.ins().load(I64, MemFlagsData::trusted(), e, tl::RPTR);
+            let [ve, vm] = self.view_args();
+            self.b.ins().jump(fast, &[bias.into(), ve, vm]);
+        }
 
         self.b.switch_to_block(slow);
         let ctx = self.ctx();

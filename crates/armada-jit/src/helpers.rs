@@ -26,6 +26,9 @@ pub struct Ctx {
     /// entered and after every helper that can fill the TLB (a fill may grow it).
     pub tlb_entries: *const u8,
     pub tlb_unindexed: u64,
+    /// The address space's window (`TlbView::window`), null if it has none: a read that
+    /// hits the TLB loads from here plus its address, not through the entry's pointer.
+    pub window: *const u8,
     /// The instruction count the run must not pass.
     pub limit: u64,
     /// The lane's direct-mapped table of units (`LOOKUP` entries of PC and unit, 0 for
@@ -51,6 +54,7 @@ pub struct Ctx {
 
 pub const CTX_TLB_ENTRIES: i32 = offset_of!(Ctx, tlb_entries) as i32;
 pub const CTX_TLB_UNINDEXED: i32 = offset_of!(Ctx, tlb_unindexed) as i32;
+pub const CTX_WINDOW: i32 = offset_of!(Ctx, window) as i32;
 pub const CTX_LIMIT: i32 = offset_of!(Ctx, limit) as i32;
 pub const CTX_LOOKUP: i32 = offset_of!(Ctx, lookup) as i32;
 pub const CTX_STATUS: i32 = offset_of!(Ctx, status) as i32;
@@ -63,8 +67,8 @@ const _: () = {
     assert!(std::mem::size_of::<(u64, Option<crate::store::UnitFn>)>() == 16);
 };
 
-/// Copies the TLB's entries and mask from `mem` into the context (after an access that may
-/// have filled the TLB, and so grown it).
+/// Copies the TLB's entries, mask and window from `mem` into the context (after an access
+/// that may have filled the TLB, and so grown it or given the window up).
 ///
 /// # Safety
 /// `ctx` is live; `mem` is the address space it runs with.
@@ -72,6 +76,7 @@ pub unsafe fn sync_tlb(ctx: *mut Ctx, mem: &mut AddressSpace) {
     let view = &*mem.tlb_view();
     (*ctx).tlb_entries = view.entries;
     (*ctx).tlb_unindexed = !(view.mask << 12);
+    (*ctx).window = view.window;
 }
 
 /// Helper status: the instruction completed.

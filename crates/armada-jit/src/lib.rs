@@ -316,6 +316,7 @@ impl Tier for Jit {
             state: st.clone(),
             tlb_entries: std::ptr::null(),
             tlb_unindexed: !0,
+            window: std::ptr::null(),
             limit,
             lookup: if self.check {
                 NO_UNITS.as_ptr()

@@ -11,7 +11,7 @@ use crate::helpers::CTX_ENTRY;
 use crate::translate::{host_mem, translate};
 use crate::unit;
 use armada_core::cpu::code::CodePage;
-use armada_core::memory::PageData;
+use armada_core::memory::PageBuf;
 use cranelift_codegen::ir::{types::I64, AbiParam, InstBuilder};
 use cranelift_codegen::isa::{CallConv, OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
@@ -206,7 +206,7 @@ thread_local! {
 /// queue.
 struct Entry {
     state: State,
-    _buffer: Arc<PageData>,
+    _buffer: Arc<PageBuf>,
     heat: Arc<AtomicU32>,
 }
 
@@ -384,14 +384,14 @@ impl Store {
         page.buffer.as_ref().map(|b| Self::key_of(pc, b))
     }
 
-    fn key_of(pc: u64, buffer: &Arc<PageData>) -> (u64, usize) {
+    fn key_of(pc: u64, buffer: &Arc<PageBuf>) -> (u64, usize) {
         (pc, Arc::as_ptr(buffer) as *const u8 as usize)
     }
 
     /// What is known of the shared unit entered at `pc` of the page whose buffer is `buffer`
     /// (see `CodeCache::page_buffer`): None when nothing is yet, so the caller goes on to
     /// [`Self::unit`] with the page's micro-ops (a copy of the page it spares otherwise).
-    pub fn known(&self, pc: u64, buffer: &Arc<PageData>) -> Option<Found> {
+    pub fn known(&self, pc: u64, buffer: &Arc<PageBuf>) -> Option<Found> {
         let key = Self::key_of(pc, buffer);
         let state = {
             let map = self.map.lock().ok()?;

@@ -10,7 +10,7 @@
 //! (`generation`), every region is dropped and decoded again on demand, and a write to a page whose words were decoded (reported by
 //! the address space) resets that page's slots to `NOT_DECODED`.
 
-use crate::memory::{Access, AddressSpace, Fault, PageData, Perm, PAGE_SHIFT, PAGE_SIZE};
+use crate::memory::{Access, AddressSpace, Fault, PageBuf, Perm, PAGE_SHIFT, PAGE_SIZE};
 use armada_isa::{decode, ops, MicroOp};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -104,7 +104,7 @@ pub(crate) struct Region {
     /// Each decoded page: its number and the buffer it was decoded from (held, so the
     /// buffer's address names these bytes for as long as the region lives; see
     /// [`CodeCache::recycle`]).
-    decoded: HashMap<u64, Arc<PageData>>,
+    decoded: HashMap<u64, Arc<PageBuf>>,
 }
 
 /// The decoded code of one lane.
@@ -128,7 +128,7 @@ pub struct CodeCache {
 pub struct CodePage {
     pub base: u64,
     pub ops: Vec<MicroOp>,
-    pub buffer: Option<Arc<PageData>>,
+    pub buffer: Option<Arc<PageBuf>>,
     /// One bit a slot of `ops`: whether a block began there while the interpreter ran for
     /// the tier (see `super::interpret_step`). Code that only ran translated is not marked.
     pub ran: Vec<u64>,
@@ -155,7 +155,7 @@ pub struct DecodedPages {
 /// (page number, address of the page's shared buffer).
 type PageKey = (u64, usize);
 /// The page's buffer (held so its address stays unique) and its micro-ops.
-type DecodedPage = (Arc<PageData>, Arc<[MicroOp]>);
+type DecodedPage = (Arc<PageBuf>, Arc<[MicroOp]>);
 
 impl DecodedPages {
     pub fn new() -> Arc<Self> {
@@ -259,7 +259,7 @@ impl CodeCache {
     /// The page buffer [`Self::page_ops`] would give for `pc` (None: writable code, or no
     /// code there), without decoding or copying anything: a tier's key for what it has
     /// already made of that page.
-    pub fn page_buffer(&mut self, pc: u64, mem: &mut AddressSpace) -> Option<Arc<PageData>> {
+    pub fn page_buffer(&mut self, pc: u64, mem: &mut AddressSpace) -> Option<Arc<PageBuf>> {
         let ri = self.region_for(pc, mem).ok()?;
         if self.regions[ri].writable {
             return None;

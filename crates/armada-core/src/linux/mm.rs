@@ -1,9 +1,13 @@
 //! Memory syscalls: brk, mmap, munmap, mremap, mprotect, madvise, mincore; and the guest
 //! address space layout.
 //!
-//! Layout (like Linux/arm64 with 48-bit addresses): the program at its link address (or at
-//! `elf::PIE_LOAD_BIAS`), the heap (brk) right after it, the stack at the top below
-//! [`STACK_TOP`], and mmap areas placed top-down below [`MMAP_TOP`].
+//! Layout (like Linux/arm64 built for 39-bit addresses, as Android's and many boards'
+//! kernels are): the program at its link address (or at `elf::PIE_LOAD_BIAS`), the heap
+//! (brk) right after it, the stack at the top below [`STACK_TOP`], and mmap areas placed
+//! top-down below [`MMAP_TOP`]. Nothing is mapped at or above [`TASK_SIZE`]: every page is
+//! then inside an address space's window (`memory::window`), where translated code reads
+//! it. Programs that ask for higher addresses (Go's heap hints) are given lower ones, as
+//! such a kernel gives them.
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -11,11 +15,13 @@ use std::sync::Arc;
 
 use super::{Errno, Process, SysResult};
 use crate::memory::{
-    AddressSpace, MapError, PageData, Perm, ADDR_LIMIT, PAGE_MASK, PAGE_SHIFT, PAGE_SIZE,
+    AddressSpace, MapError, PageBuf, Perm, ADDR_LIMIT, PAGE_MASK, PAGE_SHIFT, PAGE_SIZE,
 };
 
+/// End (exclusive) of the addresses a process can map.
+pub const TASK_SIZE: u64 = crate::memory::WINDOW_BYTES;
 /// End (exclusive) of the main thread's stack.
-pub const STACK_TOP: u64 = 0x7fff_ffff_0000;
+pub const STACK_TOP: u64 = TASK_SIZE - 0x1_0000;
 /// Size of the stack area (RLIMIT_STACK).
 pub const STACK_SIZE: u64 = 8 << 20;
 /// mmap areas are placed below this, top-down (a 256 MiB gap under the stack).
@@ -57,7 +63,7 @@ pub(crate) struct SharedMap {
     fd: Arc<OwnedFd>,
     off: u64,
     /// vpn -> snapshot (None: the page was zero, e.g. beyond the end of the file).
-    pages: BTreeMap<u64, Option<Arc<PageData>>>,
+    pages: BTreeMap<u64, Option<Arc<PageBuf>>>,
 }
 
 /// What /proc/self/maps says of a file mapping: the file (device, inode, guest path) and
@@ -301,7 +307,7 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let len = page_up(len).ok_or(Errno::ENOMEM)?;
-        if len > ADDR_LIMIT || len > mem.limit().saturating_add(PAGE_MASK) & !PAGE_MASK {
+        if len > TASK_SIZE || len > mem.limit().saturating_add(PAGE_MASK) & !PAGE_MASK {
             return Err(Errno::ENOMEM);
         }
         let anon = flags & MAP_ANONYMOUS != 0;
@@ -321,7 +327,7 @@ impl Process {
                 return Err(Errno::EINVAL);
             }
             let end = addr.checked_add(len).ok_or(Errno::ENOMEM)?;
-            if end > ADDR_LIMIT {
+            if end > TASK_SIZE {
                 return Err(Errno::ENOMEM);
             }
             if noreplace && !fixed && !range_free(mem, addr, end) {
@@ -551,7 +557,7 @@ impl Process {
                 return Err(Errno::EINVAL);
             }
             let dend = new_addr.checked_add(new_size).ok_or(Errno::EINVAL)?;
-            if dend > ADDR_LIMIT || (new_addr < old_end && dend > old) {
+            if dend > TASK_SIZE || (new_addr < old_end && dend > old) {
                 return Err(Errno::EINVAL);
             }
             new_addr

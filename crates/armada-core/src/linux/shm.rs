@@ -20,7 +20,7 @@ use std::sync::Arc;
 use super::ipc::{self, IpcPerm, Keyed, IPC_INFO, IPC_RMID, IPC_SET, IPC_STAT};
 use super::mm::{MMAP_MIN, MMAP_TOP};
 use super::{rd, wr, Errno, Process, SysResult};
-use crate::memory::{AddressSpace, PageData, Perm, PAGE_SHIFT, PAGE_SIZE};
+use crate::memory::{AddressSpace, PageBuf, Perm, PAGE_SHIFT, PAGE_SIZE};
 
 const SHM_RDONLY: i32 = 0o10000;
 const SHM_RND: i32 = 0o20000;
@@ -43,7 +43,7 @@ const SHMALL_PAGES: u64 = 1 << 24;
 pub(crate) struct Segment {
     perm: IpcPerm,
     size: u64,
-    pub(crate) pages: Vec<Arc<PageData>>,
+    pub(crate) pages: Vec<Arc<PageBuf>>,
     atime: i64,
     dtime: i64,
     ctime: i64,

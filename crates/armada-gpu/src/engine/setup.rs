@@ -14,7 +14,7 @@ use super::{Batch, Image, LaneHost, Spare, Stats};
 use crate::device::{htod_slice, Device};
 use crate::layout::*;
 use crate::Error;
-use armada_core::memory::{AddressSpace, PageData, Perm, PAGE_SHIFT, PAGE_SIZE};
+use armada_core::memory::{AddressSpace, PageBuf, Perm, PAGE_SHIFT, PAGE_SIZE};
 use armada_core::runner::Lane;
 use armada_isa::{decode, ops};
 use rayon::prelude::*;
@@ -174,7 +174,7 @@ impl Batch {
             dev.fused_pairs() && std::env::var("ARMADA_GPU_FUSED").map_or(true, |v| v != "0");
         let mut region_words: Vec<u64> = Vec::new();
         let mut images: Vec<Image> = Vec::new();
-        let mut image_pages: Vec<Vec<(u64, Arc<PageData>, Perm)>> = Vec::new();
+        let mut image_pages: Vec<Vec<(u64, Arc<PageBuf>, Perm)>> = Vec::new();
         for k in 0..image_of.len() {
             let first = lanes.iter().position(|l| l.image == k).unwrap();
             let mem = &mut lanes[first].lane.program.mem;
@@ -270,7 +270,7 @@ impl Batch {
                 let f = frames.alloc(dev_ref)?;
                 let perms = if perm.contains(Perm::R) { PT_R } else { 0 };
                 pt.set(pt_key(img.key_lane, vpn), f as u64 | perms, false)?;
-                uploads.push((f, PageSrc::Bytes(Box::new(*data))));
+                uploads.push((f, PageSrc::Bytes(Box::new(**data))));
                 img.pages.insert(vpn, (data, f));
             }
         }

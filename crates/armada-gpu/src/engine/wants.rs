@@ -89,7 +89,7 @@ pub(super) fn want_for(
                 // comes back to the host first).
                 let perms = if private { perms } else { perms & PT_R };
                 let data = if !owned || force {
-                    Some(PageSrc::Bytes(Box::new(**data)))
+                    Some(PageSrc::Bytes(Box::new(***data)))
                 } else {
                     None
                 };

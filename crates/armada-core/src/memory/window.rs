@@ -1,0 +1,236 @@
+//! Windows: an address space's pages at `base + address` in the host, for translated code.
+//!
+//! A load through the TLB waits for two loads in a row: the entry's pointer, then the data
+//! at the address plus that pointer (about 12 cycles where qemu-user's load, at a fixed
+//! offset, takes 5). With a window, translated code still compares the TLB entry's tag, but
+//! loads the data from `base + address`, which does not wait for the entry: the branch on
+//! the tag is predicted and the load runs ahead of it.
+//!
+//! A window is a host reservation of [`WINDOW_BYTES`] (no memory, only addresses) into
+//! which each page is mapped from its slot of the page file (`arena.rs`) when the TLB is
+//! filled for it: read-only where other address spaces share the page (or it is the page
+//! of zeros), else writable. The rule translated code relies on is: **while a TLB entry of
+//! an address space with a window holds a read tag, the window shows that page's current
+//! bytes at its address, and while it holds a write tag, shows them writable.** Every
+//! change of a page's buffer already empties the page's TLB entry (the entry's pointer
+//! would be stale too); the fill after it maps the new buffer. Pages no TLB entry holds may
+//! show old bytes, which nothing reads or writes.
+//!
+//! The TLB entries of an address space with a window point into the window too, so the
+//! interpreter and translated code reach guest memory by the same host addresses. They
+//! must: a load from one mapping of a page does not take its bytes from a store to the
+//! other mapping still in the store buffer, and waits for it instead (reads through a
+//! window after writes through the page file's own mapping made bzip2 12-25% slower).
+//!
+//! Windows are a shared resource: each takes [`WINDOW_BYTES`] of the host's address space
+//! and each page in one a mapping of the process's (up to `vm.max_map_count`). So at most
+//! [`MAX_WINDOWS`] exist at once, an address space gets one only when translated code
+//! first runs on it, and one that would pass the process's share of mappings gives its
+//! window up. An address space without a window is read through the entries' pointers.
+
+use super::arena::{self, PageBuf};
+use super::PAGE_SHIFT;
+use rustc_hash::FxHashMap as HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// Guest addresses a window covers: 39 bits, as an arm64 Linux kernel built for 39-bit
+/// addresses gives its processes (the Linux layer places everything below).
+pub const WINDOW_BITS: u32 = 39;
+pub const WINDOW_BYTES: u64 = 1 << WINDOW_BITS;
+/// Windows that may exist at once (32 TiB of the host's 128 TiB of addresses).
+const MAX_WINDOWS: usize = 64;
+
+static WINDOWS: AtomicUsize = AtomicUsize::new(0);
+/// Pages shown in all windows together.
+static SHOWN: AtomicUsize = AtomicUsize::new(0);
+
+/// Pages all windows may show together: half of the process's mappings
+/// (`vm.max_map_count`), as each may be a mapping of its own, and the rest of the process
+/// (its heap, its threads' stacks, a GPU driver) needs the other half.
+fn budget() -> usize {
+    static BUDGET: OnceLock<usize> = OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/vm/max_map_count")
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .unwrap_or(65530)
+            / 2
+    })
+}
+
+/// What [`Window::show`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Shown {
+    Yes,
+    /// The page is above the window: it must stay out of the TLB.
+    Outside,
+    /// The window cannot show more (or this buffer): give the window up.
+    Full,
+}
+
+#[cfg(target_os = "linux")]
+const POPULATE: libc::c_int = libc::MAP_POPULATE;
+#[cfg(not(target_os = "linux"))]
+const POPULATE: libc::c_int = 0;
+
+/// The shown marker for the page of zeros, which is shown as the system's zero page.
+const ZERO: u32 = u32::MAX;
+
+pub(crate) struct Window {
+    base: *mut u8,
+    /// Page number -> the slot shown there (or [`ZERO`]), and whether writable.
+    shown: HashMap<u64, (u32, bool)>,
+}
+
+impl Window {
+    /// A new window, or None where there is no page file or no window to spare. `Err` when
+    /// the host refused the reservation (do not ask again).
+    pub(crate) fn new() -> Result<Option<Window>, ()> {
+        if !arena::shared() {
+            return Ok(None);
+        }
+        if WINDOWS.fetch_add(1, Ordering::Relaxed) >= MAX_WINDOWS {
+            WINDOWS.fetch_sub(1, Ordering::Relaxed);
+            return Ok(None);
+        }
+        // SAFETY: a new reservation at an address the kernel picks.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                WINDOW_BYTES as usize,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            WINDOWS.fetch_sub(1, Ordering::Relaxed);
+            return Err(());
+        }
+        Ok(Some(Window {
+            base: p.cast(),
+            shown: HashMap::default(),
+        }))
+    }
+
+    /// Whether page `vpn` is shown with `slot`'s bytes (None: the page of zeros), and
+    /// writable (for the tests of the rule above).
+    #[cfg(test)]
+    pub(crate) fn shows(&self, vpn: u64, slot: Option<u32>) -> Option<bool> {
+        let (s, w) = *self.shown.get(&vpn)?;
+        (s == slot.unwrap_or(ZERO)).then_some(w)
+    }
+
+    /// Where guest address 0 would be.
+    pub(crate) fn base(&self) -> *const u8 {
+        self.base
+    }
+
+    /// Shows `page` (`zero`: the page of zeros, never writable) at page number `vpn`.
+    pub(crate) fn show(&mut self, vpn: u64, page: &PageBuf, zero: bool, writable: bool) -> Shown {
+        if vpn >= WINDOW_BYTES >> PAGE_SHIFT {
+            return Shown::Outside;
+        }
+        let want = if zero {
+            ZERO
+        } else {
+            match page.slot() {
+                Some(s) => s,
+                None => return Shown::Full,
+            }
+        };
+        let writable = writable && !zero;
+        let had = self.shown.get(&vpn).copied();
+        // (a page shown writable stays so when it becomes shared: only a write tag, which
+        // a shared page never has, lets anything write through the window)
+        if had == Some((want, writable)) || had == Some((want, true)) {
+            return Shown::Yes;
+        }
+        if had.is_none() && SHOWN.load(Ordering::Relaxed) >= budget() {
+            return Shown::Full;
+        }
+        let Some(fd) = arena::fd() else {
+            return Shown::Full;
+        };
+        let at = self.base.wrapping_add((vpn << PAGE_SHIFT) as usize);
+        let (flags, fd, off) = if zero {
+            let f = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+            (f, -1, 0)
+        } else {
+            // populated: the first load through the window takes no page fault
+            let f = libc::MAP_SHARED | POPULATE;
+            (f, fd, (want as libc::off_t) << PAGE_SHIFT)
+        };
+        // SAFETY: replaces one page of our own reservation.
+        let p = unsafe {
+            libc::mmap(
+                at.cast(),
+                1 << PAGE_SHIFT,
+                if writable {
+                    libc::PROT_READ | libc::PROT_WRITE
+                } else {
+                    libc::PROT_READ
+                },
+                libc::MAP_FIXED | flags,
+                fd,
+                off,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Shown::Full;
+        }
+        if self.shown.insert(vpn, (want, writable)).is_none() {
+            SHOWN.fetch_add(1, Ordering::Relaxed);
+        }
+        Shown::Yes
+    }
+
+    /// Stops showing pages `first..last` (unmapped from the guest): their mappings go
+    /// back into the reservation, so that a program that maps and unmaps new addresses
+    /// does not pile mappings up.
+    pub(crate) fn hide(&mut self, first: u64, last: u64) {
+        let last = last.min(WINDOW_BYTES >> PAGE_SHIFT);
+        if first >= last {
+            return;
+        }
+        let before = self.shown.len();
+        if last - first > before as u64 {
+            self.shown.retain(|&v, _| v < first || v >= last);
+        } else {
+            for v in first..last {
+                self.shown.remove(&v);
+            }
+        }
+        let gone = before - self.shown.len();
+        if gone == 0 {
+            return;
+        }
+        SHOWN.fetch_sub(gone, Ordering::Relaxed);
+        // SAFETY: replaces a range of our own reservation with reserved addresses again
+        // (never unmapped: the host could place something of its own there).
+        unsafe {
+            libc::mmap(
+                self.base
+                    .wrapping_add((first << PAGE_SHIFT) as usize)
+                    .cast(),
+                ((last - first) << PAGE_SHIFT) as usize,
+                libc::PROT_NONE,
+                libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            );
+        }
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        // SAFETY: the reservation is ours; nothing reads it once its address space is gone
+        // (translated code takes the base from the address space's view each time).
+        unsafe { libc::munmap(self.base.cast(), WINDOW_BYTES as usize) };
+        SHOWN.fetch_sub(self.shown.len(), Ordering::Relaxed);
+        WINDOWS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
