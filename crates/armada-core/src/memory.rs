@@ -12,8 +12,10 @@
 //!   for that lane alone (brk/mmap see ENOMEM first).
 //!
 //! The CPU engine reaches pages through a small direct-mapped TLB of host pointers. Pointers
-//! in the TLB always point into page buffers owned (through `Arc`) by this address space, and
-//! every operation that drops or replaces a page flushes the entries that could see it.
+//! in the TLB always point into page buffers owned (through `Arc`) by this address space, or
+//! into its window, where those buffers are mapped (`window.rs`), and every operation that
+//! drops or replaces a page flushes the entries that could see it. Page buffers are slots
+//! of one shared-memory file where the host has one (`arena.rs`).
 
 mod arena;
 mod window;
@@ -36,10 +38,35 @@ pub const ADDR_LIMIT: u64 = 1 << 48;
 
 pub type PageData = [u8; PAGE_SIZE as usize];
 
-/// Whether address spaces can have windows in this process (see `window.rs`): translated
-/// code then reads where an address space's view gives a window.
+/// Whether address spaces get windows in this process (see `window.rs`): translated code
+/// then reads where an address space's view gives a window. Off unless `ARMADA_WINDOWS=1`
+/// or [`set_windows`]: mapping each page into a window costs a host `mmap`, which took
+/// 25-55 µs a page (TLB shootdowns to the compile threads' cores, the process's memory
+/// lock), more than the faster loads win back on programs that touch much new memory
+/// (docs/performance.md, stop 42).
 pub fn windows_possible() -> bool {
-    arena::shared()
+    arena::shared() && windows_on()
+}
+
+/// 0: not decided yet (the environment decides), 1: off, 2: on.
+static WINDOWS_ON: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+fn windows_on() -> bool {
+    match WINDOWS_ON.load(Ordering::Relaxed) {
+        0 => {
+            let on = std::env::var_os("ARMADA_WINDOWS").is_some_and(|v| v == "1");
+            WINDOWS_ON.store(1 + on as u8, Ordering::Relaxed);
+            on
+        }
+        v => v == 2,
+    }
+}
+
+/// Turns windows on or off for address spaces that translated code starts on from now
+/// (those with one keep it). Either way is correct for code already translated: a read
+/// looks at its address space's window each time.
+pub fn set_windows(on: bool) {
+    WINDOWS_ON.store(1 + on as u8, Ordering::Relaxed);
 }
 
 /// Page permissions.
@@ -159,9 +186,9 @@ struct Page {
 /// The pointers are the page's buffer less the page's guest address (wrapping), so a guest
 /// address plus the pointer is the host address of its byte, as qemu's TLB keeps an
 /// addend: one add an access, where a pointer to the page's start needed the offset in the
-/// page masked out first. In an address space with a window (`window.rs`) they are the
-/// window's base, the page being at its guest address there. (Wrapping pointer arithmetic keeps the buffer's provenance; the
-/// sum is in the buffer whenever the tag matched.) The tags are the pages' addresses, not
+/// page masked out first. (Wrapping pointer arithmetic keeps the buffer's provenance; the
+/// sum is in the buffer whenever the tag matched.) In an address space with a window
+/// (`window.rs`) they are the window's base, where the page is at its guest address. The tags are the pages' addresses, not
 /// their numbers: translated code compares a tag with its access's address masked by a
 /// constant, which Cranelift computes again where it is needed rather than keep a shift's
 /// result live (and spilled) from one access to a later one at the same address.
@@ -1414,6 +1441,7 @@ mod tests {
 
     #[test]
     fn windows_show_every_page_the_tlb_holds() {
+        set_windows(true);
         if !windows_possible() {
             return;
         }

@@ -682,6 +682,8 @@ struct Run {
 }
 
 fn run(words: &[u32], seed: u64, tier: Option<Arc<dyn Tier>>, budget: u64) -> Run {
+    // (windows are off by default: on, so that both ways are tried)
+    armada_core::memory::set_windows(true);
     let mut mem = AddressSpace::new();
     if seed & 1 == 1 {
         // translated code reads through the TLB's pointers, not a window (both ways are

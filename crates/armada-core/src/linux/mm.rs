@@ -1,12 +1,11 @@
 //! Memory syscalls: brk, mmap, munmap, mremap, mprotect, madvise, mincore; and the guest
 //! address space layout.
 //!
-//! Layout (like Linux/arm64 built for 39-bit addresses, as Android's and many boards'
-//! kernels are): the program at its link address (or at `elf::PIE_LOAD_BIAS`), the heap
-//! (brk) right after it, the stack at the top below [`STACK_TOP`], and mmap areas placed
-//! top-down below [`MMAP_TOP`]. Nothing is mapped at or above [`TASK_SIZE`]: every page is
-//! then inside an address space's window (`memory::window`), where translated code reads
-//! it. Programs that ask for higher addresses (Go's heap hints) are given lower ones, as
+//! Layout (like Linux/arm64 built for 39-bit addresses, `CONFIG_ARM64_VA_BITS_39`): the
+//! program at its link address (or at `elf::PIE_LOAD_BIAS`), the heap (brk) right after it,
+//! the stack at the top below [`STACK_TOP`], and mmap areas placed top-down below
+//! [`MMAP_TOP`]. Nothing is mapped at or above [`TASK_SIZE`], so that every page can be in
+//! an address space's window (`memory::window`), where translated code reads it. Programs that ask for higher addresses (Go's heap hints) are given lower ones, as
 //! such a kernel gives them.
 
 use std::collections::BTreeMap;

@@ -6,7 +6,7 @@
 //! [`PageBuf`], and while lanes and forked processes still share a page until one of them
 //! writes it. A page that is a slot of one file can be mapped into any number of windows
 //! and read through all of them, with no copy. Where there is no memfd (other hosts, or
-//! `ARMADA_WINDOWS=0`) buffers come from the heap and no lane gets a window.
+//! `ARMADA_PAGE_FILE=0`) buffers come from the heap and no lane gets a window.
 //!
 //! Slots are 4 KiB at offsets `slot << 12` of the file, which grows in chunks that are
 //! each mapped once into the host. Freed slots are reused (their bytes are not returned to
@@ -57,7 +57,7 @@ pub(crate) fn fd() -> Option<RawFd> {
 impl Arena {
     #[cfg(target_os = "linux")]
     fn open() -> Option<Arena> {
-        if std::env::var_os("ARMADA_WINDOWS").is_some_and(|v| v == "0") {
+        if std::env::var_os("ARMADA_PAGE_FILE").is_some_and(|v| v == "0") {
             return None;
         }
         // SAFETY: a plain syscall with a NUL-terminated name.

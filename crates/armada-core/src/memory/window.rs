@@ -6,12 +6,14 @@
 //! loads the data from `base + address`, which does not wait for the entry: the branch on
 //! the tag is predicted and the load runs ahead of it.
 //!
-//! A window is a host reservation of [`WINDOW_BYTES`] (no memory, only addresses) into
-//! which each page is mapped from its slot of the page file (`arena.rs`) when the TLB is
-//! filled for it: read-only where other address spaces share the page (or it is the page
-//! of zeros), else writable. The rule translated code relies on is: **while a TLB entry of
-//! an address space with a window holds a read tag, the window shows that page's current
-//! bytes at its address, and while it holds a write tag, shows them writable.** Every
+//! A window is a host reservation of [`WINDOW_BYTES`] (no memory, only addresses, reading
+//! as zeros) into which each page is mapped from its slot of the page file (`arena.rs`)
+//! when the TLB is filled for it: read-only where other address spaces share the page,
+//! else writable. The page of zeros, which stands for every page never written, is shown
+//! as the reservation's own zeros, with no mapping. The rule translated code relies on is:
+//! **while a TLB entry of an address space with a window holds a read tag, the window
+//! shows that page's current bytes at its address, and while it holds a write tag, shows
+//! them writable.** Every
 //! change of a page's buffer already empties the page's TLB entry (the entry's pointer
 //! would be stale too); the fill after it maps the new buffer. Pages no TLB entry holds may
 //! show old bytes, which nothing reads or writes.
@@ -72,14 +74,12 @@ pub(crate) enum Shown {
 #[cfg(target_os = "linux")]
 const POPULATE: libc::c_int = libc::MAP_POPULATE;
 #[cfg(not(target_os = "linux"))]
-const POPULATE: libc::c_int = 0;
-
-/// The shown marker for the page of zeros, which is shown as the system's zero page.
-const ZERO: u32 = u32::MAX;
+const POPULATE: libc::c_int = libc::MAP_POPULATE;
 
 pub(crate) struct Window {
     base: *mut u8,
-    /// Page number -> the slot shown there (or [`ZERO`]), and whether writable.
+    /// Page number -> the slot shown there, and whether writable. Pages not here show the
+    /// reservation: zeros, read-only (the page of zeros is shown so, with no mapping).
     shown: HashMap<u64, (u32, bool)>,
 }
 
@@ -87,10 +87,13 @@ impl Window {
     /// A new window, or None where there is no page file or no window to spare. `Err` when
     /// the host refused the reservation (do not ask again).
     pub(crate) fn new() -> Result<Option<Window>, ()> {
-        if !arena::shared() {
+        if !super::windows_possible() {
             return Ok(None);
         }
-        if WINDOWS.fetch_add(1, Ordering::Relaxed) >= MAX_WINDOWS {
+        // (a look first: an address space without one asks again after every helper)
+        if WINDOWS.load(Ordering::Relaxed) >= MAX_WINDOWS
+            || WINDOWS.fetch_add(1, Ordering::Relaxed) >= MAX_WINDOWS
+        {
             WINDOWS.fetch_sub(1, Ordering::Relaxed);
             return Ok(None);
         }
@@ -99,7 +102,7 @@ impl Window {
             libc::mmap(
                 std::ptr::null_mut(),
                 WINDOW_BYTES as usize,
-                libc::PROT_NONE,
+                libc::PROT_READ,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
                 0,
@@ -119,8 +122,11 @@ impl Window {
     /// writable (for the tests of the rule above).
     #[cfg(test)]
     pub(crate) fn shows(&self, vpn: u64, slot: Option<u32>) -> Option<bool> {
-        let (s, w) = *self.shown.get(&vpn)?;
-        (s == slot.unwrap_or(ZERO)).then_some(w)
+        match (self.shown.get(&vpn), slot) {
+            (None, None) => Some(false),
+            (Some(&(s, w)), Some(slot)) => (s == slot).then_some(w),
+            _ => None,
+        }
     }
 
     /// Where guest address 0 would be.
@@ -133,19 +139,20 @@ impl Window {
         if vpn >= WINDOW_BYTES >> PAGE_SHIFT {
             return Shown::Outside;
         }
-        let want = if zero {
-            ZERO
-        } else {
-            match page.slot() {
-                Some(s) => s,
-                None => return Shown::Full,
-            }
-        };
-        let writable = writable && !zero;
         let had = self.shown.get(&vpn).copied();
+        if zero {
+            // the reservation itself reads as zeros
+            if had.is_some() {
+                self.hide(vpn, vpn + 1);
+            }
+            return Shown::Yes;
+        }
+        let Some(slot) = page.slot() else {
+            return Shown::Full;
+        };
         // (a page shown writable stays so when it becomes shared: only a write tag, which
         // a shared page never has, lets anything write through the window)
-        if had == Some((want, writable)) || had == Some((want, true)) {
+        if had == Some((slot, writable)) || had == Some((slot, true)) {
             return Shown::Yes;
         }
         if had.is_none() && SHOWN.load(Ordering::Relaxed) >= budget() {
@@ -154,34 +161,27 @@ impl Window {
         let Some(fd) = arena::fd() else {
             return Shown::Full;
         };
-        let at = self.base.wrapping_add((vpn << PAGE_SHIFT) as usize);
-        let (flags, fd, off) = if zero {
-            let f = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
-            (f, -1, 0)
+        let prot = if writable {
+            libc::PROT_READ | libc::PROT_WRITE
         } else {
-            // populated: the first load through the window takes no page fault
-            let f = libc::MAP_SHARED | POPULATE;
-            (f, fd, (want as libc::off_t) << PAGE_SHIFT)
+            libc::PROT_READ
         };
-        // SAFETY: replaces one page of our own reservation.
+        // SAFETY: replaces one page of our own reservation. (Populated: the first access
+        // through the window takes no page fault.)
         let p = unsafe {
             libc::mmap(
-                at.cast(),
+                self.base.wrapping_add((vpn << PAGE_SHIFT) as usize).cast(),
                 1 << PAGE_SHIFT,
-                if writable {
-                    libc::PROT_READ | libc::PROT_WRITE
-                } else {
-                    libc::PROT_READ
-                },
-                libc::MAP_FIXED | flags,
+                prot,
+                libc::MAP_FIXED | libc::MAP_SHARED | POPULATE,
                 fd,
-                off,
+                (slot as libc::off_t) << PAGE_SHIFT,
             )
         };
         if p == libc::MAP_FAILED {
             return Shown::Full;
         }
-        if self.shown.insert(vpn, (want, writable)).is_none() {
+        if self.shown.insert(vpn, (slot, writable)).is_none() {
             SHOWN.fetch_add(1, Ordering::Relaxed);
         }
         Shown::Yes
@@ -208,7 +208,7 @@ impl Window {
             return;
         }
         SHOWN.fetch_sub(gone, Ordering::Relaxed);
-        // SAFETY: replaces a range of our own reservation with reserved addresses again
+        // SAFETY: replaces a range of our own reservation with the reservation's zeros again
         // (never unmapped: the host could place something of its own there).
         unsafe {
             libc::mmap(
@@ -216,7 +216,7 @@ impl Window {
                     .wrapping_add((first << PAGE_SHIFT) as usize)
                     .cast(),
                 ((last - first) << PAGE_SHIFT) as usize,
-                libc::PROT_NONE,
+                libc::PROT_READ,
                 libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
                 0,
