@@ -1500,6 +1500,24 @@ mod tests {
                 spaces[0].tlb_view();
             }
         }
+        // Windows are few: the address spaces past the limit go without, and a dropped
+        // one's window can be had again. (No other test of this crate makes windows.)
+        drop(spaces);
+        let mut many: Vec<AddressSpace> = (0..window::MAX_WINDOWS + 2)
+            .map(|_| {
+                let mut m = AddressSpace::new();
+                m.tlb_view();
+                m
+            })
+            .collect();
+        let with = many.iter().filter(|m| m.has_window()).count();
+        assert_eq!(with, window::MAX_WINDOWS);
+        let mut without = many.split_off(window::MAX_WINDOWS);
+        assert!(without.iter().all(|m| !m.has_window()));
+        drop(many);
+        // one that went without gets one when it asks again
+        without[0].tlb_view();
+        assert!(without[0].has_window());
     }
 
     #[test]

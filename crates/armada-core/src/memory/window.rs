@@ -41,7 +41,7 @@ use std::sync::OnceLock;
 pub const WINDOW_BITS: u32 = 39;
 pub const WINDOW_BYTES: u64 = 1 << WINDOW_BITS;
 /// Windows that may exist at once (32 TiB of the host's 128 TiB of addresses).
-const MAX_WINDOWS: usize = 64;
+pub(crate) const MAX_WINDOWS: usize = 64;
 
 static WINDOWS: AtomicUsize = AtomicUsize::new(0);
 /// Pages shown in all windows together.
@@ -74,7 +74,7 @@ pub(crate) enum Shown {
 #[cfg(target_os = "linux")]
 const POPULATE: libc::c_int = libc::MAP_POPULATE;
 #[cfg(not(target_os = "linux"))]
-const POPULATE: libc::c_int = libc::MAP_POPULATE;
+const POPULATE: libc::c_int = 0;
 
 pub(crate) struct Window {
     base: *mut u8,
@@ -91,9 +91,10 @@ impl Window {
             return Ok(None);
         }
         // (a look first: an address space without one asks again after every helper)
-        if WINDOWS.load(Ordering::Relaxed) >= MAX_WINDOWS
-            || WINDOWS.fetch_add(1, Ordering::Relaxed) >= MAX_WINDOWS
-        {
+        if WINDOWS.load(Ordering::Relaxed) >= MAX_WINDOWS {
+            return Ok(None);
+        }
+        if WINDOWS.fetch_add(1, Ordering::Relaxed) >= MAX_WINDOWS {
             WINDOWS.fetch_sub(1, Ordering::Relaxed);
             return Ok(None);
         }
