@@ -206,11 +206,26 @@ unsafe impl Sync for PageBuf {}
 impl PageBuf {
     /// A page of zeros.
     pub fn zeroed() -> PageBuf {
+        Self::filled(None)
+    }
+
+    /// A page holding `data`.
+    pub fn from_bytes(data: &PageData) -> PageBuf {
+        Self::filled(Some(data))
+    }
+
+    /// A page holding `data`, or zeros: a slot's bytes are written once (a slot never used
+    /// is zeros already).
+    fn filled(data: Option<&PageData>) -> PageBuf {
         match alloc_slot() {
             Some((slot, p, fresh)) => {
-                if !fresh {
-                    // SAFETY: the slot's PAGE_SIZE bytes are ours.
-                    unsafe { p.write_bytes(0, PAGE_SIZE as usize) };
+                // SAFETY: the slot's PAGE_SIZE bytes are ours, and no `data` is in them.
+                unsafe {
+                    match data {
+                        Some(d) => p.copy_from_nonoverlapping(d.as_ptr(), PAGE_SIZE as usize),
+                        None if !fresh => p.write_bytes(0, PAGE_SIZE as usize),
+                        None => {}
+                    }
                 }
                 PageBuf {
                     ptr: NonNull::new(p.cast()).expect("a mapped slot"),
@@ -218,17 +233,12 @@ impl PageBuf {
                 }
             }
             None => PageBuf {
-                ptr: NonNull::from(Box::leak(Box::new([0u8; PAGE_SIZE as usize]))),
+                ptr: NonNull::from(Box::leak(Box::new(
+                    data.copied().unwrap_or([0u8; PAGE_SIZE as usize]),
+                ))),
                 slot: NO_SLOT,
             },
         }
-    }
-
-    /// A page holding `data`.
-    pub fn from_bytes(data: &PageData) -> PageBuf {
-        let mut p = Self::zeroed();
-        p.copy_from_slice(data);
-        p
     }
 
     /// Its slot in the shared file, if it has one.
