@@ -51,13 +51,44 @@ pub fn windows_possible() -> bool {
     arena::shared() && windows_on()
 }
 
+/// Whether windows are guarded (`ARMADA_GUARDS=1` or [`set_guards`]; implies windows):
+/// translated code reads and writes an address space's window without looking at its TLB,
+/// the window shows only what the guest may do, and a host fault shows the page or, where
+/// the guest itself faults, sends the access to its way out (armada-jit's `guard`). As
+/// qemu-user does, the host's MMU is the check.
+pub fn guards_possible() -> bool {
+    windows_possible() && guards_on()
+}
+
+static GUARDS_ON: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+fn guards_on() -> bool {
+    match GUARDS_ON.load(Ordering::Relaxed) {
+        0 => {
+            let on = std::env::var_os("ARMADA_GUARDS").is_some_and(|v| v == "1");
+            GUARDS_ON.store(1 + on as u8, Ordering::Relaxed);
+            on
+        }
+        v => v == 2,
+    }
+}
+
+/// Turns guards on or off (and windows with them, when on) for address spaces whose
+/// windows are made from now on.
+pub fn set_guards(on: bool) {
+    GUARDS_ON.store(1 + on as u8, Ordering::Relaxed);
+    if on {
+        set_windows(true);
+    }
+}
+
 /// 0: not decided yet (the environment decides), 1: off, 2: on.
 static WINDOWS_ON: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
 fn windows_on() -> bool {
     match WINDOWS_ON.load(Ordering::Relaxed) {
         0 => {
-            let on = std::env::var_os("ARMADA_WINDOWS").is_some_and(|v| v == "1");
+            let on = std::env::var_os("ARMADA_WINDOWS").is_some_and(|v| v == "1") || guards_on();
             WINDOWS_ON.store(1 + on as u8, Ordering::Relaxed);
             on
         }
@@ -309,6 +340,9 @@ pub struct AddressSpace {
     window: Option<Window>,
     /// The host refused this address space a window, or it gave its window up.
     no_window: bool,
+    /// Whether the window it gets is guarded, where not as the process says (see
+    /// [`Self::set_guards`]).
+    guards: Option<bool>,
     /// GPU engine support: pages written through this address space while tracking is on
     /// (`gpu_track_writes`), so the GPU engine uploads only what the host changed.
     host_written: Option<HashSet<u64>>,
@@ -347,6 +381,7 @@ impl Clone for AddressSpace {
             generation: 0,
             window: None,
             no_window: false,
+            guards: None,
             host_written: None,
             host_before: None,
         }
@@ -390,6 +425,7 @@ impl AddressSpace {
             generation: 0,
             window: None,
             no_window: false,
+            guards: None,
             host_written: None,
             host_before: None,
         }
@@ -488,7 +524,19 @@ impl AddressSpace {
 
     /// Empties the TLB. After a `clone`, the next write to a page the two now share then
     /// copies it (a TLB entry would write the shared buffer in place).
+    ///
+    /// In an address space with a guarded window, the window shows nothing after it either
+    /// (its pages fault in again): a guarded window lets translated code write wherever a
+    /// write tag would, so it forgets what the TLB forgets.
     pub fn flush_tlb(&mut self) {
+        if let Some(w) = self.window.as_mut().filter(|w| w.guarded()) {
+            w.reset();
+        }
+        self.flush_tlb_only();
+    }
+
+    /// Empties the TLB, where the caller took the window's pages back itself.
+    fn flush_tlb_only(&mut self) {
         self.tlb.fill(EMPTY);
     }
 
@@ -521,10 +569,10 @@ impl AddressSpace {
     /// every page with a read tag in the TLB is also at `window` plus its address.
     pub fn tlb_view(&mut self) -> *const TlbView {
         if self.window.is_none() && !self.no_window && self.flat.is_none() {
-            match Window::new() {
+            match Window::new(self.guards.unwrap_or_else(guards_on)) {
                 Ok(Some(w)) => {
                     // entries filled before are not in the window
-                    self.flush_tlb();
+                    self.flush_tlb_only();
                     self.window = Some(w);
                 }
                 Ok(None) => {}
@@ -545,14 +593,64 @@ impl AddressSpace {
     /// whose pages should not take up a window.
     pub fn without_window(&mut self) {
         if self.window.take().is_some() {
-            self.flush_tlb();
+            self.flush_tlb_only();
         }
         self.no_window = true;
+    }
+
+    /// The window this address space gets (where windows are on) is guarded, or not,
+    /// whatever the process's setting ([`set_guards`]): for the tests, which try both. No
+    /// effect once it has one.
+    pub fn set_guards(&mut self, on: bool) {
+        self.guards = Some(on);
     }
 
     /// Whether this address space has a window now.
     pub fn has_window(&self) -> bool {
         self.window.is_some()
+    }
+
+    /// Whether it has a guarded window (see [`guards_possible`]), which translated code
+    /// reads and writes unchecked. Once it has one, it keeps it.
+    pub fn guarded(&self) -> bool {
+        self.window.as_ref().is_some_and(|w| w.guarded())
+    }
+
+    /// A guarded access at `addr` faulted on the host (see [`guards_possible`]): shows the
+    /// page as the guest may access it, and says whether the access may now be made
+    /// again. False where the guest's access itself faults, or writes decoded code (the
+    /// access's way out then makes it through the interpreter's path, which reports it).
+    ///
+    /// `write` is what the host said of the access, if it did; else a fault on a page shown
+    /// readable is taken for a write.
+    pub fn guard_fault(&mut self, addr: u64, write: Option<bool>) -> bool {
+        let vpn = addr >> PAGE_SHIFT;
+        let Some(w) = self.window.as_ref().filter(|w| w.guarded()) else {
+            return false;
+        };
+        let write = write.unwrap_or_else(|| w.showing(vpn, false));
+        let ok = if write {
+            !self.code_pages.contains(&vpn) && self.page_for_write(addr).is_ok()
+        } else {
+            self.page_for_read(addr, Perm::R).is_ok()
+        };
+        ok && self.window.as_ref().is_some_and(|w| w.showing(vpn, write))
+    }
+
+    /// Puts a scratch page at `addr`'s page of the guarded window (`on`), or takes it away
+    /// (see [`Self::guard_fault`] and `Window::scratch`). False if the host refused.
+    pub fn guard_scratch(&mut self, addr: u64, on: bool) -> bool {
+        let vpn = addr >> PAGE_SHIFT;
+        let Some(w) = self.window.as_mut().filter(|w| w.guarded()) else {
+            return false;
+        };
+        let done = w.scratch(vpn, on);
+        let e = &mut self.tlb[(vpn as usize) & self.tlb_mask];
+        let tag = vpn << PAGE_SHIFT;
+        if e.rtag == tag || e.wtag == tag {
+            *e = EMPTY;
+        }
+        done
     }
 
     /// Shows page `vpn` (which is materialized) in the address space's window, for a TLB
@@ -566,10 +664,23 @@ impl AddressSpace {
         };
         let page = self.pages.get(&vpn)?;
         let zero = Arc::ptr_eq(&page.data, zero_page_ref());
-        let private = Arc::strong_count(&page.data) == 1;
-        match w.show(vpn, &page.data, zero, private) {
+        let mut writable = Arc::strong_count(&page.data) == 1;
+        if w.guarded() {
+            // only what a write tag would allow: never decoded code, never a page the
+            // guest may not write
+            let perm = self
+                .areas
+                .range(..=vpn << PAGE_SHIFT)
+                .next_back()
+                .map_or(Perm::NONE, |(_, a)| a.perm);
+            writable &= perm.contains(Perm::W) && !self.code_pages.contains(&vpn);
+        }
+        match w.show(vpn, &page.data, zero, writable) {
             Shown::Yes => Some(w.base().cast_mut()),
             Shown::Outside => None,
+            // a guarded window is kept (code may be running on it): the page stays out
+            // of the TLB and is reached through the slow paths
+            Shown::Full if w.guarded() => None,
             Shown::Full => {
                 self.window = None;
                 self.no_window = true;
@@ -600,6 +711,9 @@ impl AddressSpace {
     }
 
     fn flush_page(&mut self, vpn: u64) {
+        if let Some(w) = self.window.as_mut().filter(|w| w.guarded()) {
+            w.hide(vpn, vpn + 1);
+        }
         let e = &mut self.tlb[(vpn as usize) & self.tlb_mask];
         let tag = vpn << PAGE_SHIFT;
         if e.rtag == tag || e.wtag == tag {
@@ -704,7 +818,7 @@ impl AddressSpace {
             let hi = end.clamp(f.base, f.base + f.buf.len() as u64) - f.base;
             f.buf[lo as usize..hi as usize].fill(0);
         }
-        self.flush_tlb();
+        self.flush_tlb_only();
     }
 
     /// Maps [addr, addr+len) as fresh zero-filled memory with `perm`, replacing whatever was
@@ -745,7 +859,10 @@ impl AddressSpace {
         for (_, area) in self.areas.range_mut(addr..end) {
             area.perm = perm;
         }
-        self.flush_tlb();
+        if let Some(w) = self.window.as_mut() {
+            w.hide(addr >> PAGE_SHIFT, end >> PAGE_SHIFT);
+        }
+        self.flush_tlb_only();
         Ok(())
     }
 
@@ -813,6 +930,7 @@ impl AddressSpace {
     /// Installs a shared page (from a loaded image) at page number `vpn`. The caller maps the
     /// area. The lane copies it on its first write.
     pub fn share_page(&mut self, vpn: u64, data: Arc<PageBuf>) {
+        self.flush_page(vpn);
         if let Some(old) = self.pages.insert(vpn, Page { data }) {
             if Arc::strong_count(&old.data) == 1 {
                 self.add_private(-1);

@@ -3,7 +3,9 @@
 //! order, as the interpreter, so a fault is reported at the same address; registers are
 //! written only once every access has succeeded.
 
-use crate::helpers::{exit, CTX_STATUS, CTX_TLB_ENTRIES, CTX_TLB_UNINDEXED, CTX_WINDOW, STOPPED};
+use crate::helpers::{
+    exit, CTX_FAULT, CTX_STATUS, CTX_TLB_ENTRIES, CTX_TLB_UNINDEXED, CTX_WINDOW, STOPPED,
+};
 use crate::translate::{guest_mem, Tx, V_OFF};
 use armada_core::memory::tlb_layout as tl;
 use armada_isa::uop::addr_mode;
@@ -13,6 +15,12 @@ use cranelift_codegen::ir::{
     types::{I16, I32, I64, I8},
     Block, BlockArg, InstBuilder, MemFlagsData, Value,
 };
+
+/// Memory flags for a guarded access (see `guard`): it may fault on the host, so Cranelift
+/// keeps it where it is and never drops it.
+fn guarded_mem() -> MemFlagsData {
+    MemFlagsData::new()
+}
 
 impl Tx<'_> {
     fn ea(&mut self, u: &MicroOp) -> Value {
@@ -125,6 +133,9 @@ impl Tx<'_> {
     /// rejoins the hit's path before the loads, so there is no merge of the loaded values
     /// (a block and a move for each load) and one load of each size.
     pub(crate) fn read(&mut self, slot: usize, addr: Value, size: i64) -> (Value, Option<Value>) {
+        if self.guarded {
+            return self.read_guarded(slot, addr, size);
+        }
         let (e, hit) = self.tlb_hit(addr, size, tl::RTAG);
         // Without windows, the entry's pointer: in the tag's cache line, and harmless to
         // load on a miss.
@@ -206,6 +217,9 @@ impl Tx<'_> {
         lo: Value,
         hi: Option<Value>,
     ) {
+        if self.guarded {
+            return self.write_guarded(slot, u, addr, size, lo, hi);
+        }
         let (e, hit) = self.tlb_hit(addr, size, tl::WTAG);
         let fast = self.b.create_block();
         let slow = self.b.create_block();
@@ -241,10 +255,7 @@ impl Tx<'_> {
         self.b.ins().jump(done, &args);
 
         self.b.switch_to_block(slow);
-        let ctx = self.ctx();
-        let n = self.b.ins().iconst(I64, size);
-        let h = hi.unwrap_or(lo);
-        let status = self.call(self.h.write, &[ctx, addr, n, lo, h])[0];
+        let status = self.write_slow(slot, u, addr, size, lo, hi);
         // (to `done` by a jump of its own: see `read`)
         let written = self.b.create_block();
         self.b.set_cold_block(written);
@@ -252,8 +263,38 @@ impl Tx<'_> {
         self.b.switch_to_block(written);
         let args = self.view_args();
         self.b.ins().jump(done, &args);
+        self.write_failed(failed, slot, u, addr, status);
 
-        // stopped, or wrote into decoded code: the rest of the unit may be stale
+        self.b.switch_to_block(done);
+        self.tlb = Some(view);
+    }
+
+    /// A write's slow path: the helper's write; its status.
+    fn write_slow(
+        &mut self,
+        _slot: usize,
+        _u: &MicroOp,
+        addr: Value,
+        size: i64,
+        lo: Value,
+        hi: Option<Value>,
+    ) -> Value {
+        let ctx = self.ctx();
+        let n = self.b.ins().iconst(I64, size);
+        let h = hi.unwrap_or(lo);
+        self.call(self.h.write, &[ctx, addr, n, lo, h])[0]
+    }
+
+    /// Fills `failed`, where the helper's write stopped, or wrote into decoded code: the
+    /// rest of the unit may be stale.
+    fn write_failed(
+        &mut self,
+        failed: Block,
+        slot: usize,
+        u: &MicroOp,
+        addr: Value,
+        status: Value,
+    ) {
         self.b.switch_to_block(failed);
         let stopped = self
             .b
@@ -265,9 +306,147 @@ impl Tx<'_> {
         let pc = self.b.ins().iconst(I64, next);
         let r = self.retired_at(slot + 1);
         self.leave_with(wb, pc, r, exit::NEXT);
+    }
+
+    /// The window's base (see `guard`): the same for the whole unit, so Cranelift may load
+    /// it once and keep it.
+    fn window(&mut self) -> Value {
+        let ctx = self.ctx();
+        let flags = MemFlagsData::trusted().with_readonly().with_can_move();
+        self.b.ins().load(I64, flags, ctx, CTX_WINDOW)
+    }
+
+    /// After a guarded access: to `slow` where it faulted in the guest (the handler set
+    /// the context's fault word), else on to `cont` with `args`. The word is loaded as an
+    /// atomic load so that Cranelift neither takes one access's load of it for the next's
+    /// nor moves the access's own load or store past it.
+    fn guard_check(&mut self, slow: Block, cont: Block, args: &[Value]) {
+        let ctx = self.ctx();
+        let at = self.b.ins().iadd_imm_s(ctx, CTX_FAULT as i64);
+        let f = self.b.ins().atomic_load(I64, MemFlagsData::trusted(), at);
+        let args: Vec<BlockArg> = args.iter().map(|&v| v.into()).collect();
+        self.b.ins().brif(f, slow, &[], cont, &args);
+    }
+
+    /// To `slow` where the `size` bytes at `addr` cross into the next page: the parts of a
+    /// guarded write of more than 8 bytes are host stores of their own, and one that
+    /// faulted after another had written would leave half a write.
+    fn guard_one_page(&mut self, addr: Value, size: i64, slow: Block) {
+        let off = self.b.ins().band_imm_s(addr, 0xfff);
+        let crosses = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThan, off, 4096 - size);
+        let go = self.b.create_block();
+        self.b.ins().brif(crosses, slow, &[], go, &[]);
+        self.b.switch_to_block(go);
+    }
+
+    /// A read at `window + addr`, with no TLB lookup (see `guard`).
+    fn read_guarded(&mut self, slot: usize, addr: Value, size: i64) -> (Value, Option<Value>) {
+        let win = self.window();
+        let p = self.b.ins().iadd(addr, win);
+        let (lo, hi) = self.loads(p, size, guarded_mem());
+        let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
+        let cont = self.b.create_block();
+        let lo_at = self.b.append_block_param(cont, I64);
+        let hi_at = hi.map(|_| self.b.append_block_param(cont, I64));
+        let args: Vec<Value> = [Some(lo), hi].into_iter().flatten().collect();
+        self.guard_check(slow, cont, &args);
+
+        // the interpreter's read, into the context's buffer (see `helpers::read`)
+        self.b.switch_to_block(slow);
+        let ctx = self.ctx();
+        let n = self.b.ins().iconst(I64, size);
+        let bias = self.call(self.h.read, &[ctx, addr, n])[0];
+        let status = self
+            .b
+            .ins()
+            .load(I64, MemFlagsData::trusted(), ctx, CTX_STATUS);
+        self.leave_if(status, slot, exit::STOP, false);
+        let p = self.b.ins().iadd(addr, bias);
+        let (lo, hi) = self.loads(p, size, guest_mem());
+        let args: Vec<BlockArg> = [Some(lo), hi]
+            .into_iter()
+            .flatten()
+            .map(|v| v.into())
+            .collect();
+        self.b.ins().jump(cont, &args);
+
+        self.b.switch_to_block(cont);
+        (lo_at, hi_at)
+    }
+
+    /// The loads of a read of `size` bytes at host address `p`.
+    fn loads(&mut self, p: Value, size: i64, m: MemFlagsData) -> (Value, Option<Value>) {
+        match size {
+            1 => (self.b.ins().uload8(I64, m, p, 0), None),
+            2 => (self.b.ins().uload16(I64, m, p, 0), None),
+            4 => (self.b.ins().uload32(m, p, 0), None),
+            8 => (self.b.ins().load(I64, m, p, 0), None),
+            _ => (
+                self.b.ins().load(I64, m, p, 0),
+                Some(self.b.ins().load(I64, m, p, 8)),
+            ),
+        }
+    }
+
+    /// The stores of a write of `size` bytes at host address `p`.
+    fn stores(&mut self, p: Value, size: i64, lo: Value, hi: Option<Value>, m: MemFlagsData) {
+        match size {
+            1 => {
+                self.b.ins().istore8(m, lo, p, 0);
+            }
+            2 => {
+                self.b.ins().istore16(m, lo, p, 0);
+            }
+            4 => {
+                self.b.ins().istore32(m, lo, p, 0);
+            }
+            8 => {
+                self.b.ins().store(m, lo, p, 0);
+            }
+            _ => {
+                self.b.ins().store(m, lo, p, 0);
+                self.b.ins().store(m, hi.unwrap_or(lo), p, 8);
+            }
+        }
+    }
+
+    /// A write at `window + addr`, with no TLB lookup (see `guard`).
+    fn write_guarded(
+        &mut self,
+        slot: usize,
+        u: &MicroOp,
+        addr: Value,
+        size: i64,
+        lo: Value,
+        hi: Option<Value>,
+    ) {
+        let slow = self.b.create_block();
+        let failed = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.set_cold_block(slow);
+        self.b.set_cold_block(failed);
+        if size > 8 {
+            self.guard_one_page(addr, size, slow);
+        }
+        let win = self.window();
+        let p = self.b.ins().iadd(addr, win);
+        self.stores(p, size, lo, hi, guarded_mem());
+        self.guard_check(slow, done, &[]);
+
+        self.b.switch_to_block(slow);
+        let status = self.write_slow(slot, u, addr, size, lo, hi);
+        let written = self.b.create_block();
+        self.b.set_cold_block(written);
+        self.b.ins().brif(status, failed, &[], written, &[]);
+        self.b.switch_to_block(written);
+        self.b.ins().jump(done, &[]);
+        self.write_failed(failed, slot, u, addr, status);
 
         self.b.switch_to_block(done);
-        self.tlb = Some(view);
     }
 
     /// Where vector register `r` is in the state.
@@ -444,6 +623,25 @@ impl Tx<'_> {
             Self::v_off(u.d) + 8,
         ]
         .map(|off| self.load_state(off));
+        if self.guarded {
+            let slow = self.b.create_block();
+            self.b.set_cold_block(slow);
+            self.guard_one_page(addr, 32, slow);
+            let win = self.window();
+            let p = self.b.ins().iadd(addr, win);
+            for (i, w) in words.into_iter().enumerate() {
+                self.b.ins().store(guarded_mem(), w, p, 8 * i as i32);
+            }
+            let cont = self.b.create_block();
+            self.guard_check(slow, cont, &[]);
+            self.b.switch_to_block(slow);
+            let here = self.pc(slot) as i64;
+            let pc = self.b.ins().iconst(I64, here);
+            let r = self.retired_at(slot);
+            self.leave(pc, r, exit::ONE);
+            self.b.switch_to_block(cont);
+            return;
+        }
         let (e, hit) = self.tlb_hit(addr, 32, tl::WTAG);
         let fast = self.b.create_block();
         let slow = self.b.create_block();

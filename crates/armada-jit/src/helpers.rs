@@ -47,6 +47,11 @@ pub struct Ctx {
     pub entry: u64,
     pub mem: *mut AddressSpace,
     pub code: *mut CodeCache,
+    /// A guarded access faulted in the guest (see `guard`): its page's address + 1, where a
+    /// scratch page stands until the access's slow path; `fault2` a second such page of
+    /// an access that crosses pages.
+    pub fault: u64,
+    pub fault2: u64,
     /// The code cache's epoch when the unit was entered.
     pub epoch: u64,
     pub stop: Option<Stop>,
@@ -61,6 +66,7 @@ pub const CTX_STATUS: i32 = offset_of!(Ctx, status) as i32;
 pub const CTX_FK: i32 = offset_of!(Ctx, flags) as i32;
 pub const CTX_RET: i32 = offset_of!(Ctx, ret) as i32;
 pub const CTX_ENTRY: i32 = offset_of!(Ctx, entry) as i32;
+pub const CTX_FAULT: i32 = offset_of!(Ctx, fault) as i32;
 const _: () = {
     // translated code addresses the registers from the context's start
     assert!(offset_of!(Ctx, state) == 0);
@@ -102,6 +108,20 @@ pub mod exit {
     pub const ONE: u64 = 4;
 }
 
+/// Takes away the scratch pages a guarded access that faulted left (see `guard`), before
+/// the access is made through the interpreter's path.
+///
+/// # Safety
+/// `ctx` is live; `mem` is the address space it runs with.
+pub(crate) unsafe fn unguard(ctx: *mut Ctx, mem: &mut AddressSpace) {
+    for f in [&raw mut (*ctx).fault, &raw mut (*ctx).fault2] {
+        if *f != 0 {
+            mem.guard_scratch(*f - 1, false);
+            *f = 0;
+        }
+    }
+}
+
 unsafe fn fail(ctx: *mut Ctx, f: Fault) {
     (*ctx).stop = Some(Stop::Fault(f));
     (*ctx).status = STOPPED;
@@ -116,6 +136,7 @@ pub extern "C" fn read(ctx: *mut Ctx, addr: u64, size: u64) -> u64 {
     // while translated code runs.
     unsafe {
         let mem = &mut *(*ctx).mem;
+        unguard(ctx, mem);
         let r = match size {
             1 => mem.read_u8(addr).map(u128::from),
             2 => mem.read_u16(addr).map(u128::from),
@@ -144,6 +165,7 @@ pub extern "C" fn write(ctx: *mut Ctx, addr: u64, size: u64, lo: u64, hi: u64) -
     // SAFETY: as in `read`.
     unsafe {
         let mem = &mut *(*ctx).mem;
+        unguard(ctx, mem);
         let r = match size {
             1 => mem.write_u8(addr, lo as u8),
             2 => mem.write_u16(addr, lo as u16),

@@ -15,6 +15,7 @@ mod alu;
 mod flags;
 mod fparith;
 mod fpconv;
+mod guard;
 mod helpers;
 mod simd;
 mod store;
@@ -161,7 +162,12 @@ pub fn install(choice: TierChoice) -> Result<(), String> {
 /// A lane's own state: every entry it has reached, how often, and its unit once known; and
 /// a direct-mapped cache of the units, which a lane looks in at every way out of a unit.
 struct LaneJit {
+    /// The program's stores of units (see [`Stores`]), and the one for this lane's address
+    /// space now.
+    stores: Arc<Stores>,
     store: Arc<Store>,
+    /// Whether the lane runs units for guarded windows (`store` is `stores.guarded`).
+    guarded: bool,
     /// The code cache's epoch the units are from.
     epoch: u64,
     lookup: Box<[(u64, Option<UnitFn>)]>,
@@ -178,21 +184,39 @@ struct Entry {
     unit: Option<Option<UnitFn>>,
 }
 
+/// The units of a program's code, shared by its lanes: made for address spaces with guarded
+/// windows (see `guard`), whose accesses look at no TLB, and for the others.
+struct Stores {
+    plain: Arc<Store>,
+    guarded: Arc<Store>,
+}
+
+impl Stores {
+    fn new() -> Stores {
+        Stores {
+            plain: Arc::new(Store::new(false)),
+            guarded: Arc::new(Store::new(true)),
+        }
+    }
+}
+
 fn slot(pc: u64) -> usize {
     ((pc >> 2) as usize) & (LOOKUP - 1)
 }
 
 impl LaneJit {
     fn new(code: &CodeCache) -> LaneJit {
-        let store = match code.shared() {
+        let stores = match code.shared() {
             Some(dp) => dp
-                .tier_store(|| Arc::new(Store::new()))
-                .downcast::<Store>()
-                .unwrap_or_else(|_| Arc::new(Store::new())),
-            None => Arc::new(Store::new()),
+                .tier_store(|| Arc::new(Stores::new()))
+                .downcast::<Stores>()
+                .unwrap_or_else(|_| Arc::new(Stores::new())),
+            None => Arc::new(Stores::new()),
         };
         LaneJit {
-            store,
+            store: stores.plain.clone(),
+            stores,
+            guarded: false,
             epoch: code.epoch(),
             lookup: vec![(u64::MAX, None); LOOKUP].into_boxed_slice(),
             entries: Default::default(),
@@ -206,6 +230,18 @@ impl LaneJit {
             e.unit = None;
         }
         self.epoch = epoch;
+    }
+
+    /// Runs units for guarded windows (`g`) or not from now on: looked up again.
+    fn set_guarded(&mut self, g: bool) {
+        self.guarded = g;
+        self.store = if g {
+            self.stores.guarded.clone()
+        } else {
+            self.stores.plain.clone()
+        };
+        let epoch = self.epoch;
+        self.flush(epoch);
     }
 
     /// The unit at `pc`, if there is one to run: looked up, or translated once hot.
@@ -330,6 +366,8 @@ impl Tier for Jit {
             entry: 0,
             mem: std::ptr::null_mut(),
             code: std::ptr::null_mut(),
+            fault: 0,
+            fault2: 0,
             epoch: 0,
             stop: None,
         };
@@ -361,6 +399,11 @@ impl Jit {
             if code.epoch() != lane.epoch {
                 lane.flush(code.epoch());
             }
+            // (makes the window, where the address space gets one)
+            mem.tlb_view();
+            if mem.guarded() != lane.guarded {
+                lane.set_guarded(mem.guarded());
+            }
             let Some(f) = lane.unit_at(st.pc, mem, code, self.hot, self.wait) else {
                 match cpu::interpret_step(st, mem, code, limit - st.retired) {
                     Stop::Budget => continue,
@@ -387,7 +430,16 @@ impl Jit {
             // SAFETY: `f` was made by the store `lane` holds, for this code cache's code at
             // this epoch; `ctx`'s pointers are the lane's memory, code and unit table,
             // which nothing else touches until the unit returns.
-            let rc = unsafe { store::enter(ctx, f) };
+            let rc = if lane.guarded {
+                let c: *mut Ctx = ctx;
+                // SAFETY: as above; the handler acts on `ctx` only while the unit runs.
+                let rc = guard::with_ctx(c, || unsafe { store::enter(c, f) });
+                // (a way out that leaves to the interpreter may leave a scratch page)
+                unsafe { helpers::unguard(c, mem) };
+                rc
+            } else {
+                unsafe { store::enter(ctx, f) }
+            };
             let unit_stop = ctx.stop.take();
             let st = &mut ctx.state;
             *ran += st.retired - start;

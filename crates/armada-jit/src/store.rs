@@ -222,6 +222,9 @@ enum State {
 }
 
 pub struct Store {
+    /// Units for address spaces with guarded windows, whose accesses look at no TLB (see
+    /// `guard`), or for the others.
+    guarded: bool,
     /// Shared units by (entry PC, page buffer address).
     map: Mutex<HashMap<(u64, usize), Entry>>,
     /// Made on the first compile (a program that never gets hot never pays for it); an
@@ -371,8 +374,9 @@ fn queue() -> Option<&'static Queue> {
 }
 
 impl Store {
-    pub fn new() -> Store {
+    pub fn new(guarded: bool) -> Store {
         Store {
+            guarded,
             map: Mutex::new(HashMap::new()),
             inner: Mutex::new(Ok(None)),
             code_bytes: AtomicUsize::new(0),
@@ -648,6 +652,7 @@ impl Store {
                 adapters,
                 isa.default_call_conv(),
                 isa.frontend_config(),
+                self.guarded,
             );
         }));
         built.ok()?;
@@ -708,6 +713,6 @@ impl Store {
 
 impl Default for Store {
     fn default() -> Self {
-        Self::new()
+        Self::new(false)
     }
 }

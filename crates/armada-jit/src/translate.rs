@@ -108,6 +108,9 @@ pub struct Tx<'a> {
     loops: HashMap<usize, usize>,
     /// The loop the current block is in.
     looping: Option<loops::Looping>,
+    /// Accesses go to the window unchecked (see `guard`): the unit is for address spaces
+    /// with guarded windows.
+    pub guarded: bool,
 }
 
 /// What a block knows at its end of the flags (stored by then), which its successor can go
@@ -137,6 +140,7 @@ pub fn translate(
     adapters: &Adapters,
     cc: CallConv,
     frontend: TargetFrontendConfig,
+    guarded: bool,
 ) {
     let unit_sig = b.import_signature(crate::store::unit_signature());
     // The FP helper and the interpreter's one instruction run on hot paths (FP ops not
@@ -212,6 +216,7 @@ pub fn translate(
         long: false,
         loops: loops::loops(unit, page),
         looping: None,
+        guarded,
     };
     for span in &unit.blocks {
         tx.block(span);

@@ -116,7 +116,7 @@ fn check_window(m: &AddressSpace) {
                 "page {vpn:#x}'s entry points into the window"
             );
             let page = &m.pages[&vpn].data;
-            let zero = Arc::ptr_eq(page, zero_page_ref());
+            let zero = Arc::ptr_eq(page, zero_page_ref()) && !w.guarded();
             let shown = w.shows(vpn, if zero { None } else { page.slot() });
             assert!(shown.is_some(), "page {vpn:#x} is shown with its buffer");
             assert!(
@@ -130,14 +130,66 @@ fn check_window(m: &AddressSpace) {
             assert_eq!(bytes, &page[..], "page {vpn:#x}'s bytes in the window");
         }
     }
+    if !w.guarded() {
+        return;
+    }
+    // A guarded window is read and written with no TLB lookup: every page it shows is the
+    // page's current buffer, and writable only where a write tag would be allowed.
+    for (vpn, slot, writable) in w.shown_pages() {
+        let page = &m
+            .pages
+            .get(&vpn)
+            .expect("a page shown is a page of the space")
+            .data;
+        assert_eq!(
+            page.slot(),
+            Some(slot),
+            "page {vpn:#x} is shown with its buffer"
+        );
+        let perm = m.area_at(vpn << PAGE_SHIFT).map(|a| a.2);
+        assert!(
+            perm.is_some_and(|p| p.contains(Perm::R)),
+            "page {vpn:#x} is readable"
+        );
+        if writable {
+            assert_eq!(
+                Arc::strong_count(page),
+                1,
+                "page {vpn:#x} shown writable is private"
+            );
+            assert!(
+                perm.unwrap().contains(Perm::W),
+                "page {vpn:#x} shown writable may be written"
+            );
+            assert!(
+                !m.code_pages.contains(&vpn),
+                "page {vpn:#x} shown writable is not code"
+            );
+        }
+    }
 }
 
+/// (One test: the walks and the limit's check count on no other test holding windows.)
 #[test]
 fn windows_show_every_page_the_tlb_holds() {
+    window_walk(false);
+    // guarded windows show only what the guest may do, and nothing stale
+    window_walk(true);
+    window_limit();
+}
+
+/// 4,000 random steps over a few address spaces with windows (`guarded` or not), checking
+/// the windows' rules after each (`check_window`).
+fn window_walk(guarded: bool) {
     set_windows(true);
     if !windows_possible() {
         return;
     }
+    let new_space = || {
+        let mut m = AddressSpace::new();
+        m.set_guards(guarded);
+        m
+    };
     let mut r = 0x2545_f491_4f6c_dd1du64;
     let mut next = move |n: u64| {
         r ^= r << 13;
@@ -147,24 +199,32 @@ fn windows_show_every_page_the_tlb_holds() {
     };
     let image = Arc::new(PageBuf::from_bytes(&[3u8; PAGE_SIZE as usize]));
     let base = 0x40_0000u64;
-    let mut spaces = vec![AddressSpace::new()];
+    let mut spaces = vec![new_space()];
     spaces[0].map(base, 16 * PAGE_SIZE, Perm::RW).unwrap();
     spaces[0].tlb_view();
     assert!(spaces[0].has_window());
+    assert_eq!(spaces[0].guarded(), guarded);
     for _ in 0..4000 {
         let i = next(spaces.len() as u64) as usize;
         let addr = base + next(16 * PAGE_SIZE - 8);
         let n = spaces.len();
         let m = &mut spaces[i];
-        match next(10) {
+        match next(13) {
+            12 => m.mark_code_page(addr >> PAGE_SHIFT),
             0..=3 => {
                 let _ = m.read_u64(addr);
+            }
+            10 | 11 => {
+                // a guarded access's host fault (translated code's way to a page)
+                let shown = m.guard_fault(addr, Some(next(2) == 0));
+                assert!(!shown || guarded);
             }
             4..=6 => {
                 let _ = m.write_u64(addr, next(1 << 40));
             }
             7 if n < 4 => {
                 let mut child = spaces[i].fork();
+                child.set_guards(guarded);
                 child.tlb_view();
                 spaces.push(child);
             }
@@ -188,14 +248,20 @@ fn windows_show_every_page_the_tlb_holds() {
             check_window(m);
         }
         if spaces.is_empty() {
-            spaces.push(AddressSpace::new());
+            spaces.push(new_space());
             spaces[0].map(base, 16 * PAGE_SIZE, Perm::RW).unwrap();
             spaces[0].tlb_view();
         }
     }
+}
+
+fn window_limit() {
+    if !windows_possible() {
+        return;
+    }
     // Windows are few: the address spaces past the limit go without, and a dropped
-    // one's window can be had again. (No other test of this crate makes windows.)
-    drop(spaces);
+    // one's window can be had again. (No other test of this crate makes windows but the
+    // two walks, which hold a few at most.)
     let mut many: Vec<AddressSpace> = (0..window::MAX_WINDOWS + 2)
         .map(|_| {
             let mut m = AddressSpace::new();

@@ -78,6 +78,9 @@ const POPULATE: libc::c_int = 0;
 
 pub(crate) struct Window {
     base: *mut u8,
+    /// Guarded (see `memory::guards_possible`): the reservation faults rather than reading
+    /// as zeros, and the page of zeros is shown as a mapping like any other page.
+    guarded: bool,
     /// Page number -> the slot shown there, and whether writable. Pages not here show the
     /// reservation: zeros, read-only (the page of zeros is shown so, with no mapping).
     shown: HashMap<u64, (u32, bool)>,
@@ -86,7 +89,7 @@ pub(crate) struct Window {
 impl Window {
     /// A new window, or None where there is no page file or no window to spare. `Err` when
     /// the host refused the reservation (do not ask again).
-    pub(crate) fn new() -> Result<Option<Window>, ()> {
+    pub(crate) fn new(guarded: bool) -> Result<Option<Window>, ()> {
         if !super::windows_possible() {
             return Ok(None);
         }
@@ -103,7 +106,7 @@ impl Window {
             libc::mmap(
                 std::ptr::null_mut(),
                 WINDOW_BYTES as usize,
-                libc::PROT_READ,
+                reserve_prot(guarded),
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
                 0,
@@ -115,6 +118,7 @@ impl Window {
         }
         Ok(Some(Window {
             base: p.cast(),
+            guarded,
             shown: HashMap::default(),
         }))
     }
@@ -124,10 +128,25 @@ impl Window {
     #[cfg(test)]
     pub(crate) fn shows(&self, vpn: u64, slot: Option<u32>) -> Option<bool> {
         match (self.shown.get(&vpn), slot) {
-            (None, None) => Some(false),
+            (None, None) if !self.guarded => Some(false),
             (Some(&(s, w)), Some(slot)) => (s == slot).then_some(w),
             _ => None,
         }
+    }
+
+    /// Every page shown: page number, slot, writable (for the tests).
+    #[cfg(test)]
+    pub(crate) fn shown_pages(&self) -> Vec<(u64, u32, bool)> {
+        self.shown.iter().map(|(&v, &(s, w))| (v, s, w)).collect()
+    }
+
+    pub(crate) fn guarded(&self) -> bool {
+        self.guarded
+    }
+
+    /// Whether page `vpn` is shown (and writable, for `write`).
+    pub(crate) fn showing(&self, vpn: u64, write: bool) -> bool {
+        self.shown.get(&vpn).is_some_and(|&(_, w)| w || !write)
     }
 
     /// Where guest address 0 would be.
@@ -141,7 +160,7 @@ impl Window {
             return Shown::Outside;
         }
         let had = self.shown.get(&vpn).copied();
-        if zero {
+        if zero && !self.guarded {
             // the reservation itself reads as zeros
             if had.is_some() {
                 self.hide(vpn, vpn + 1);
@@ -152,12 +171,18 @@ impl Window {
             return Shown::Full;
         };
         // (a page shown writable stays so when it becomes shared: only a write tag, which
-        // a shared page never has, lets anything write through the window)
-        if had == Some((slot, writable)) || had == Some((slot, true)) {
+        // a shared page never has, lets anything write through the window; a guarded
+        // window is told of every write tag taken back, see `AddressSpace::flush_page`)
+        if had == Some((slot, writable)) || (had == Some((slot, true)) && !self.guarded) {
             return Shown::Yes;
         }
         if had.is_none() && SHOWN.load(Ordering::Relaxed) >= budget() {
-            return Shown::Full;
+            if !self.guarded || self.shown.is_empty() {
+                return Shown::Full;
+            }
+            // a guarded window cannot be given up under running code: it starts again
+            // empty, and its pages fault in again as they are used
+            self.reset();
         }
         let Some(fd) = arena::fd() else {
             return Shown::Full;
@@ -217,12 +242,59 @@ impl Window {
                     .wrapping_add((first << PAGE_SHIFT) as usize)
                     .cast(),
                 ((last - first) << PAGE_SHIFT) as usize,
-                libc::PROT_READ,
+                reserve_prot(self.guarded),
                 libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
                 0,
             );
         }
+    }
+}
+
+impl Window {
+    /// Shows nothing (one mapping over the whole reservation).
+    pub(crate) fn reset(&mut self) {
+        if !self.shown.is_empty() {
+            self.hide(0, WINDOW_BYTES >> PAGE_SHIFT);
+        }
+    }
+
+    /// Puts a scratch page at `vpn` (`on`) for a guarded access the guest's own memory
+    /// would fault on, so that the access completes and its way out can report the fault
+    /// (see armada-jit's `guard`); or the reservation back. False if the host refused.
+    pub(crate) fn scratch(&mut self, vpn: u64, on: bool) -> bool {
+        if vpn >= WINDOW_BYTES >> PAGE_SHIFT {
+            return false;
+        }
+        if self.shown.remove(&vpn).is_some() {
+            SHOWN.fetch_sub(1, Ordering::Relaxed);
+        }
+        let prot = if on {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            reserve_prot(self.guarded)
+        };
+        // SAFETY: one page of our own reservation.
+        let p = unsafe {
+            libc::mmap(
+                self.base.wrapping_add((vpn << PAGE_SHIFT) as usize).cast(),
+                1 << PAGE_SHIFT,
+                prot,
+                libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        p != libc::MAP_FAILED
+    }
+}
+
+/// The reservation's protection: readable zeros, or faulting where guarded.
+fn reserve_prot(guarded: bool) -> libc::c_int {
+    if guarded {
+        libc::PROT_NONE
+    } else {
+        libc::PROT_READ
     }
 }
 
