@@ -16,6 +16,14 @@ use cranelift_codegen::ir::{
     Block, BlockArg, InstBuilder, MemFlagsData, Value,
 };
 
+/// The blocks of a write's slow path (see `Tx::write_slow`).
+struct WriteSlow {
+    slow: Block,
+    failed: Block,
+    done: Block,
+    view: bool,
+}
+
 /// Memory flags for a guarded access (see `guard`): it may fault on the host, so Cranelift
 /// keeps it where it is and never drops it.
 fn guarded_mem() -> MemFlagsData {
@@ -178,31 +186,14 @@ impl Tx<'_> {
         }
 
         self.b.switch_to_block(slow);
-        let ctx = self.ctx();
-        let n = self.b.ins().iconst(I64, size);
-        let bias = self.call(self.h.read, &[ctx, addr, n])[0];
-        let status = self
-            .b
-            .ins()
-            .load(I64, MemFlagsData::trusted(), ctx, CTX_STATUS);
-        self.leave_if(status, slot, exit::STOP, false);
+        let bias = self.read_helper(slot, addr, size);
         let [e, m] = self.view_args();
         self.b.ins().jump(fast, &[bias.into(), e, m]);
 
         self.b.switch_to_block(fast);
         self.tlb = Some(view);
         let p = self.b.ins().iadd(addr, at);
-        let m = guest_mem();
-        match size {
-            1 => (self.b.ins().uload8(I64, m, p, 0), None),
-            2 => (self.b.ins().uload16(I64, m, p, 0), None),
-            4 => (self.b.ins().uload32(m, p, 0), None),
-            8 => (self.b.ins().load(I64, m, p, 0), None),
-            _ => (
-                self.b.ins().load(I64, m, p, 0),
-                Some(self.b.ins().load(I64, m, p, 8)),
-            ),
-        }
+        self.loads(p, size, guest_mem())
     }
 
     /// Writes `size` bytes of `lo` (and `hi`, the upper 8 of 16) at `addr` for the op `u`
@@ -232,69 +223,58 @@ impl Tx<'_> {
 
         self.b.switch_to_block(fast);
         let p = self.host_addr(e, addr, tl::WPTR);
-        let m = guest_mem();
-        match size {
-            1 => {
-                self.b.ins().istore8(m, lo, p, 0);
-            }
-            2 => {
-                self.b.ins().istore16(m, lo, p, 0);
-            }
-            4 => {
-                self.b.ins().istore32(m, lo, p, 0);
-            }
-            8 => {
-                self.b.ins().store(m, lo, p, 0);
-            }
-            _ => {
-                self.b.ins().store(m, lo, p, 0);
-                self.b.ins().store(m, hi.unwrap_or(lo), p, 8);
-            }
-        }
+        self.stores(p, size, lo, hi, guest_mem());
         let args = self.view_args();
         self.b.ins().jump(done, &args);
 
+        let to = WriteSlow {
+            slow,
+            failed,
+            done,
+            view: true,
+        };
+        self.write_slow(to, slot, u, addr, size, lo, hi);
+        self.b.switch_to_block(done);
+        self.tlb = Some(view);
+    }
+
+    /// Fills a write's slow path: the helper's write, then on to `done` (with the TLB's
+    /// view where `view`) or, where the helper stopped or wrote into decoded code, out of
+    /// the unit (the rest of the unit may be stale).
+    #[allow(clippy::too_many_arguments)]
+    fn write_slow(
+        &mut self,
+        to: WriteSlow,
+        slot: usize,
+        u: &MicroOp,
+        addr: Value,
+        size: i64,
+        lo: Value,
+        hi: Option<Value>,
+    ) {
+        let WriteSlow {
+            slow,
+            failed,
+            done,
+            view,
+        } = to;
         self.b.switch_to_block(slow);
-        let status = self.write_slow(slot, u, addr, size, lo, hi);
+        let ctx = self.ctx();
+        let n = self.b.ins().iconst(I64, size);
+        let h = hi.unwrap_or(lo);
+        let status = self.call(self.h.write, &[ctx, addr, n, lo, h])[0];
         // (to `done` by a jump of its own: see `read`)
         let written = self.b.create_block();
         self.b.set_cold_block(written);
         self.b.ins().brif(status, failed, &[], written, &[]);
         self.b.switch_to_block(written);
-        let args = self.view_args();
+        let args = if view {
+            self.view_args().to_vec()
+        } else {
+            Vec::new()
+        };
         self.b.ins().jump(done, &args);
-        self.write_failed(failed, slot, u, addr, status);
 
-        self.b.switch_to_block(done);
-        self.tlb = Some(view);
-    }
-
-    /// A write's slow path: the helper's write; its status.
-    fn write_slow(
-        &mut self,
-        _slot: usize,
-        _u: &MicroOp,
-        addr: Value,
-        size: i64,
-        lo: Value,
-        hi: Option<Value>,
-    ) -> Value {
-        let ctx = self.ctx();
-        let n = self.b.ins().iconst(I64, size);
-        let h = hi.unwrap_or(lo);
-        self.call(self.h.write, &[ctx, addr, n, lo, h])[0]
-    }
-
-    /// Fills `failed`, where the helper's write stopped, or wrote into decoded code: the
-    /// rest of the unit may be stale.
-    fn write_failed(
-        &mut self,
-        failed: Block,
-        slot: usize,
-        u: &MicroOp,
-        addr: Value,
-        status: Value,
-    ) {
         self.b.switch_to_block(failed);
         let stopped = self
             .b
@@ -357,14 +337,7 @@ impl Tx<'_> {
 
         // the interpreter's read, into the context's buffer (see `helpers::read`)
         self.b.switch_to_block(slow);
-        let ctx = self.ctx();
-        let n = self.b.ins().iconst(I64, size);
-        let bias = self.call(self.h.read, &[ctx, addr, n])[0];
-        let status = self
-            .b
-            .ins()
-            .load(I64, MemFlagsData::trusted(), ctx, CTX_STATUS);
-        self.leave_if(status, slot, exit::STOP, false);
+        let bias = self.read_helper(slot, addr, size);
         let p = self.b.ins().iadd(addr, bias);
         let (lo, hi) = self.loads(p, size, guest_mem());
         let args: Vec<BlockArg> = [Some(lo), hi]
@@ -376,6 +349,20 @@ impl Tx<'_> {
 
         self.b.switch_to_block(cont);
         (lo_at, hi_at)
+    }
+
+    /// A read's slow path: the interpreter's read into the context's buffer (see
+    /// `helpers::read`), leaving the unit where it faulted; the buffer's bias.
+    fn read_helper(&mut self, slot: usize, addr: Value, size: i64) -> Value {
+        let ctx = self.ctx();
+        let n = self.b.ins().iconst(I64, size);
+        let bias = self.call(self.h.read, &[ctx, addr, n])[0];
+        let status = self
+            .b
+            .ins()
+            .load(I64, MemFlagsData::trusted(), ctx, CTX_STATUS);
+        self.leave_if(status, slot, exit::STOP, false);
+        bias
     }
 
     /// The loads of a read of `size` bytes at host address `p`.
@@ -436,16 +423,13 @@ impl Tx<'_> {
         let p = self.b.ins().iadd(addr, win);
         self.stores(p, size, lo, hi, guarded_mem());
         self.guard_check(slow, done, &[]);
-
-        self.b.switch_to_block(slow);
-        let status = self.write_slow(slot, u, addr, size, lo, hi);
-        let written = self.b.create_block();
-        self.b.set_cold_block(written);
-        self.b.ins().brif(status, failed, &[], written, &[]);
-        self.b.switch_to_block(written);
-        self.b.ins().jump(done, &[]);
-        self.write_failed(failed, slot, u, addr, status);
-
+        let to = WriteSlow {
+            slow,
+            failed,
+            done,
+            view: false,
+        };
+        self.write_slow(to, slot, u, addr, size, lo, hi);
         self.b.switch_to_block(done);
     }
 
