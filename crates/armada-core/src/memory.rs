@@ -677,10 +677,19 @@ impl AddressSpace {
         }
         match w.show(vpn, &page.data, zero, writable) {
             Shown::Yes => Some(w.base().cast_mut()),
+            Shown::Anew => {
+                let base = w.base().cast_mut();
+                self.flush_tlb_only();
+                Some(base)
+            }
             Shown::Outside => None,
             // a guarded window is kept (code may be running on it): the page stays out
-            // of the TLB and is reached through the slow paths
-            Shown::Full if w.guarded() => None,
+            // of the TLB and is reached through the slow paths (and the TLB forgets the
+            // pages the window may have forgotten trying)
+            Shown::Full if w.guarded() => {
+                self.flush_tlb_only();
+                None
+            }
             Shown::Full => {
                 self.window = None;
                 self.no_window = true;

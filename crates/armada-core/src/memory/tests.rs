@@ -175,6 +175,10 @@ fn windows_show_every_page_the_tlb_holds() {
     window_walk(false);
     // guarded windows show only what the guest may do, and nothing stale
     window_walk(true);
+    // ... also when past their share of mappings, where they start again empty
+    window::TEST_BUDGET.store(6, std::sync::atomic::Ordering::Relaxed);
+    window_walk(true);
+    window::TEST_BUDGET.store(0, std::sync::atomic::Ordering::Relaxed);
     window_limit();
 }
 

@@ -51,6 +51,10 @@ static SHOWN: AtomicUsize = AtomicUsize::new(0);
 /// (`vm.max_map_count`), as each may be a mapping of its own, and the rest of the process
 /// (its heap, its threads' stacks, a GPU driver) needs the other half.
 fn budget() -> usize {
+    #[cfg(test)]
+    if let n @ 1.. = TEST_BUDGET.load(Ordering::Relaxed) {
+        return n;
+    }
     static BUDGET: OnceLock<usize> = OnceLock::new();
     *BUDGET.get_or_init(|| {
         std::fs::read_to_string("/proc/sys/vm/max_map_count")
@@ -61,10 +65,17 @@ fn budget() -> usize {
     })
 }
 
+/// A smaller [`budget`] for the tests (0: none).
+#[cfg(test)]
+pub(crate) static TEST_BUDGET: AtomicUsize = AtomicUsize::new(0);
+
 /// What [`Window::show`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Shown {
     Yes,
+    /// Shown, by a guarded window that first forgot every other page (past the process's
+    /// share of mappings): the TLB must forget them too.
+    Anew,
     /// The page is above the window: it must stay out of the TLB.
     Outside,
     /// The window cannot show more (or this buffer): give the window up.
@@ -176,6 +187,7 @@ impl Window {
         if had == Some((slot, writable)) || (had == Some((slot, true)) && !self.guarded) {
             return Shown::Yes;
         }
+        let mut shown = Shown::Yes;
         if had.is_none() && SHOWN.load(Ordering::Relaxed) >= budget() {
             if !self.guarded || self.shown.is_empty() {
                 return Shown::Full;
@@ -183,6 +195,7 @@ impl Window {
             // a guarded window cannot be given up under running code: it starts again
             // empty, and its pages fault in again as they are used
             self.reset();
+            shown = Shown::Anew;
         }
         let Some(fd) = arena::fd() else {
             return Shown::Full;
@@ -210,7 +223,7 @@ impl Window {
         if self.shown.insert(vpn, (slot, writable)).is_none() {
             SHOWN.fetch_add(1, Ordering::Relaxed);
         }
-        Shown::Yes
+        shown
     }
 
     /// Stops showing pages `first..last` (unmapped from the guest): their mappings go
