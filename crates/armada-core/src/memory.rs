@@ -25,7 +25,7 @@ mod window;
 
 pub use arena::PageBuf;
 use window::{Shown, Window};
-pub use window::{WINDOW_BITS, WINDOW_BYTES};
+pub use window::{WINDOW_BITS, WINDOW_BYTES, WINDOW_RESERVED};
 
 // page-number keys: the Fx hash (one multiply) instead of SipHash, which showed in profiles
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};

@@ -322,13 +322,28 @@ impl Tx<'_> {
         self.b.switch_to_block(go);
     }
 
+    /// To `slow` where `addr` is not in the window at all (the guest has nothing there, or
+    /// an address space of the bare machine has memory past it): `window + addr` would be
+    /// some other host memory. (An access that starts in the window and runs past its end
+    /// faults in the guard bytes after it.)
+    fn guard_in_window(&mut self, addr: Value, slow: Block) {
+        let above = self
+            .b
+            .ins()
+            .ushr_imm_s(addr, armada_core::memory::WINDOW_BITS as i64);
+        let go = self.b.create_block();
+        self.b.ins().brif(above, slow, &[], go, &[]);
+        self.b.switch_to_block(go);
+    }
+
     /// A read at `window + addr`, with no TLB lookup (see `guard`).
     fn read_guarded(&mut self, slot: usize, addr: Value, size: i64) -> (Value, Option<Value>) {
+        let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
+        self.guard_in_window(addr, slow);
         let win = self.window();
         let p = self.b.ins().iadd(addr, win);
         let (lo, hi) = self.loads(p, size, guarded_mem());
-        let slow = self.b.create_block();
-        self.b.set_cold_block(slow);
         let cont = self.b.create_block();
         let lo_at = self.b.append_block_param(cont, I64);
         let hi_at = hi.map(|_| self.b.append_block_param(cont, I64));
@@ -416,6 +431,7 @@ impl Tx<'_> {
         let done = self.b.create_block();
         self.b.set_cold_block(slow);
         self.b.set_cold_block(failed);
+        self.guard_in_window(addr, slow);
         if size > 8 {
             self.guard_one_page(addr, size, slow);
         }
@@ -610,6 +626,7 @@ impl Tx<'_> {
         if self.guarded {
             let slow = self.b.create_block();
             self.b.set_cold_block(slow);
+            self.guard_in_window(addr, slow);
             self.guard_one_page(addr, 32, slow);
             let win = self.window();
             let p = self.b.ins().iadd(addr, win);

@@ -21,7 +21,7 @@
 //! that was there before (Rust's stack overflow report, or the default action).
 
 use crate::helpers::Ctx;
-use armada_core::memory::WINDOW_BYTES;
+use armada_core::memory::WINDOW_RESERVED;
 use std::cell::Cell;
 use std::sync::Once;
 
@@ -112,7 +112,7 @@ unsafe extern "C" fn on_segv(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *
     if !ctx.is_null() && !(*ctx).window.is_null() && !(*ctx).mem.is_null() {
         let a = (*info).si_addr() as u64;
         let base = (*ctx).window as u64;
-        if a >= base && a - base < WINDOW_BYTES {
+        if a >= base && a - base < WINDOW_RESERVED {
             let addr = a - base;
             // SAFETY: the unit runs on `ctx` and is stopped in this handler, on this
             // thread: nothing else uses its address space until it goes on.

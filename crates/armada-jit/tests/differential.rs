@@ -860,8 +860,9 @@ fn run_code(
     tier: Option<Arc<dyn Tier>>,
     setup: impl FnOnce(&mut CpuState),
 ) -> Run {
+    armada_core::memory::set_windows(true);
     let mut mem = AddressSpace::new();
-    // (with a guarded window where windows are on: stores into code fault on the host)
+    // (with a guarded window: stores into code fault on the host)
     mem.set_guards(true);
     mem.map(CODE, 0x1000, perm).unwrap();
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -1177,5 +1178,42 @@ fn rounds_to_integral_on_ties() {
                 panic!("FRINTs of {x} (seed {seed}): {e}");
             }
         }
+    }
+}
+
+/// Loads and stores at addresses past a window's end, or running into it, in a loop (so
+/// translated): with a guarded window `window + address` would be other host memory, so
+/// they must fault as the interpreter's do, at the same instruction with the same state.
+#[test]
+fn accesses_outside_the_window_fault() {
+    // 1: ldr x1, [x0]; str x1, [x0, #8]; add x2, x2, #1; subs x3, x3, #1; b.ne 1b; brk
+    let words = [
+        0xf940_0001,
+        0xf900_0401,
+        0x9100_0442,
+        0xf100_0463,
+        0x54ff_ff81,
+        0xd420_0000,
+    ];
+    let jit = jit();
+    let wild = [
+        1u64 << 39,
+        (1 << 39) - 4,
+        (1 << 39) - 12,
+        1 << 40,
+        0x7fff_ffff_f000,
+        0xffff_0000_0000_0000,
+        u64::MAX - 3,
+    ];
+    for addr in wild {
+        let go = |tier| {
+            run_code(&words, Perm::RX, tier, |st| {
+                st.x[0] = addr;
+                st.x[3] = 100;
+            })
+        };
+        let (i, t) = (go(None), go(Some(jit.clone())));
+        assert!(matches!(i.stop, Stop::Fault(_)), "{addr:#x}: {:?}", i.stop);
+        same(&i, &t).unwrap_or_else(|e| panic!("{addr:#x}: {e}"));
     }
 }

@@ -40,6 +40,12 @@ use std::sync::OnceLock;
 /// addresses gives its processes (the Linux layer places everything below).
 pub const WINDOW_BITS: u32 = 39;
 pub const WINDOW_BYTES: u64 = 1 << WINDOW_BITS;
+/// Bytes reserved past the window's end and never shown, so that an access that starts in
+/// the window and runs past its end faults there (translated code sends accesses that
+/// start past the end to their slow paths).
+pub const WINDOW_GUARD_BYTES: u64 = 64 << 10;
+/// All a window reserves.
+pub const WINDOW_RESERVED: u64 = WINDOW_BYTES + WINDOW_GUARD_BYTES;
 /// Windows that may exist at once (32 TiB of the host's 128 TiB of addresses).
 pub(crate) const MAX_WINDOWS: usize = 64;
 
@@ -116,7 +122,7 @@ impl Window {
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                WINDOW_BYTES as usize,
+                WINDOW_RESERVED as usize,
                 reserve_prot(guarded),
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
@@ -276,7 +282,7 @@ impl Window {
     /// would fault on, so that the access completes and its way out can report the fault
     /// (see armada-jit's `guard`); or the reservation back. False if the host refused.
     pub(crate) fn scratch(&mut self, vpn: u64, on: bool) -> bool {
-        if vpn >= WINDOW_BYTES >> PAGE_SHIFT {
+        if vpn >= WINDOW_RESERVED >> PAGE_SHIFT {
             return false;
         }
         if self.shown.remove(&vpn).is_some() {
@@ -315,7 +321,7 @@ impl Drop for Window {
     fn drop(&mut self) {
         // SAFETY: the reservation is ours; nothing reads it once its address space is gone
         // (translated code takes the base from the address space's view each time).
-        unsafe { libc::munmap(self.base.cast(), WINDOW_BYTES as usize) };
+        unsafe { libc::munmap(self.base.cast(), WINDOW_RESERVED as usize) };
         SHOWN.fetch_sub(self.shown.len(), Ordering::Relaxed);
         WINDOWS.fetch_sub(1, Ordering::Relaxed);
     }
