@@ -19,7 +19,6 @@ use cranelift_codegen::ir::{
 /// The blocks of a write's slow path (see `Tx::write_slow`).
 struct WriteSlow {
     slow: Block,
-    failed: Block,
     done: Block,
     view: bool,
 }
@@ -214,11 +213,9 @@ impl Tx<'_> {
         let (e, hit) = self.tlb_hit(addr, size, tl::WTAG);
         let fast = self.b.create_block();
         let slow = self.b.create_block();
-        let failed = self.b.create_block();
         let done = self.b.create_block();
         let view = self.view_params(done);
         self.b.set_cold_block(slow);
-        self.b.set_cold_block(failed);
         self.b.ins().brif(hit, fast, &[], slow, &[]);
 
         self.b.switch_to_block(fast);
@@ -229,7 +226,6 @@ impl Tx<'_> {
 
         let to = WriteSlow {
             slow,
-            failed,
             done,
             view: true,
         };
@@ -252,12 +248,9 @@ impl Tx<'_> {
         lo: Value,
         hi: Option<Value>,
     ) {
-        let WriteSlow {
-            slow,
-            failed,
-            done,
-            view,
-        } = to;
+        let WriteSlow { slow, done, view } = to;
+        let failed = self.b.create_block();
+        self.b.set_cold_block(failed);
         self.b.switch_to_block(slow);
         let ctx = self.ctx();
         let n = self.b.ins().iconst(I64, size);
@@ -427,10 +420,8 @@ impl Tx<'_> {
         hi: Option<Value>,
     ) {
         let slow = self.b.create_block();
-        let failed = self.b.create_block();
         let done = self.b.create_block();
         self.b.set_cold_block(slow);
-        self.b.set_cold_block(failed);
         self.guard_in_window(addr, slow);
         if size > 8 {
             self.guard_one_page(addr, size, slow);
@@ -441,7 +432,6 @@ impl Tx<'_> {
         self.guard_check(slow, done, &[]);
         let to = WriteSlow {
             slow,
-            failed,
             done,
             view: false,
         };

@@ -202,7 +202,8 @@ impl Tx<'_> {
         for r in named(ops.iter()) {
             vars[r as usize] = Some(self.b.declare_var(I64));
         }
-        let access = ops.iter().any(|u| (LDR_B..=STP_V128).contains(&u.op));
+        // (a unit for guarded windows looks at no TLB)
+        let access = !self.guarded && ops.iter().any(|u| (LDR_B..=STP_V128).contains(&u.op));
         let tlb = access.then(|| (self.b.declare_var(I64), self.b.declare_var(I64)));
         let flags = [(); 4].map(|_| self.b.declare_var(I64));
         self.looping = Some(Looping {
