@@ -65,7 +65,7 @@ static GUARDS_ON: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new
 fn guards_on() -> bool {
     match GUARDS_ON.load(Ordering::Relaxed) {
         0 => {
-            let on = std::env::var_os("ARMADA_GUARDS").is_some_and(|v| v == "1");
+            let on = std::env::var_os("ARMADA_GUARDS").is_none_or(|v| v != "0");
             GUARDS_ON.store(1 + on as u8, Ordering::Relaxed);
             on
         }
@@ -88,7 +88,10 @@ static WINDOWS_ON: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::ne
 fn windows_on() -> bool {
     match WINDOWS_ON.load(Ordering::Relaxed) {
         0 => {
-            let on = std::env::var_os("ARMADA_WINDOWS").is_some_and(|v| v == "1") || guards_on();
+            let on = match std::env::var_os("ARMADA_WINDOWS") {
+                Some(v) => v != "0",
+                None => guards_on(),
+            };
             WINDOWS_ON.store(1 + on as u8, Ordering::Relaxed);
             on
         }
@@ -340,9 +343,16 @@ pub struct AddressSpace {
     window: Option<Window>,
     /// The host refused this address space a window, or it gave its window up.
     no_window: bool,
+    /// A guarded window given up (see [`Self::retire_window`]), kept until no translated
+    /// code runs on it.
+    retired: Option<Window>,
     /// Whether the window it gets is guarded, where not as the process says (see
     /// [`Self::set_guards`]).
     guards: Option<bool>,
+    /// Pages its window may show (see [`Self::set_window_cap`]).
+    window_cap: usize,
+    /// Scratch pages put in its guarded window (see [`Self::guard_scratches`]).
+    scratches: u64,
     /// GPU engine support: pages written through this address space while tracking is on
     /// (`gpu_track_writes`), so the GPU engine uploads only what the host changed.
     host_written: Option<HashSet<u64>>,
@@ -381,7 +391,10 @@ impl Clone for AddressSpace {
             generation: 0,
             window: None,
             no_window: false,
+            retired: None,
             guards: None,
+            window_cap: self.window_cap,
+            scratches: 0,
             host_written: None,
             host_before: None,
         }
@@ -425,7 +438,10 @@ impl AddressSpace {
             generation: 0,
             window: None,
             no_window: false,
+            retired: None,
             guards: None,
+            window_cap: usize::MAX,
+            scratches: 0,
             host_written: None,
             host_before: None,
         }
@@ -570,7 +586,8 @@ impl AddressSpace {
     pub fn tlb_view(&mut self) -> *const TlbView {
         if self.window.is_none() && !self.no_window && self.flat.is_none() {
             match Window::new(self.guards.unwrap_or_else(guards_on)) {
-                Ok(Some(w)) => {
+                Ok(Some(mut w)) => {
+                    w.set_cap(self.window_cap);
                     // entries filled before are not in the window
                     self.flush_tlb_only();
                     self.window = Some(w);
@@ -603,6 +620,20 @@ impl AddressSpace {
     /// effect once it has one.
     pub fn set_guards(&mut self, on: bool) {
         self.guards = Some(on);
+    }
+
+    /// How many guarded accesses a host fault sent to their slow paths (a scratch page put
+    /// in the window for each): the guest's own faults, writes to decoded code, and the
+    /// accesses of code still running on a window given up.
+    pub fn guard_scratches(&self) -> u64 {
+        self.scratches
+    }
+
+    /// Caps the pages the window this address space gets may show: past them the window
+    /// is given up, as one past the process's share of mappings is. For the tests, which
+    /// give windows up under running code with it. No effect once it has one.
+    pub fn set_window_cap(&mut self, pages: usize) {
+        self.window_cap = pages;
     }
 
     /// Whether this address space has a window now.
@@ -641,10 +672,13 @@ impl AddressSpace {
     /// (see [`Self::guard_fault`] and `Window::scratch`). False if the host refused.
     pub fn guard_scratch(&mut self, addr: u64, on: bool) -> bool {
         let vpn = addr >> PAGE_SHIFT;
-        let Some(w) = self.window.as_mut().filter(|w| w.guarded()) else {
+        // (a window given up under running code still takes scratch pages)
+        let w = self.window.as_mut().or(self.retired.as_mut());
+        let Some(w) = w.filter(|w| w.guarded()) else {
             return false;
         };
         let done = w.scratch(vpn, on);
+        self.scratches += on as u64;
         let e = &mut self.tlb[(vpn as usize) & self.tlb_mask];
         let tag = vpn << PAGE_SHIFT;
         if e.rtag == tag || e.wtag == tag {
@@ -677,26 +711,46 @@ impl AddressSpace {
         }
         match w.show(vpn, &page.data, zero, writable) {
             Shown::Yes => Some(w.base().cast_mut()),
-            Shown::Anew => {
-                let base = w.base().cast_mut();
-                self.flush_tlb_only();
-                Some(base)
-            }
             Shown::Outside => None,
-            // a guarded window is kept (code may be running on it): the page stays out
-            // of the TLB and is reached through the slow paths (and the TLB forgets the
-            // pages the window may have forgotten trying)
-            Shown::Full if w.guarded() => {
-                self.flush_tlb_only();
-                None
-            }
             Shown::Full => {
-                self.window = None;
-                self.no_window = true;
-                self.flush_tlb();
+                if w.guarded() {
+                    self.retire_window();
+                } else {
+                    self.window = None;
+                    self.no_window = true;
+                    self.flush_tlb_only();
+                }
                 Some(biased(ptr, vpn))
             }
         }
+    }
+
+    /// Gives a guarded window up that can show no more (past the process's share of
+    /// mappings): from now on the address space is read through the TLB's pointers, as one
+    /// without a window. The window cannot be unmapped while translated code runs on it,
+    /// so it is kept, showing nothing (every access to it faults and takes its slow path),
+    /// until [`Self::drop_retired_window`]; translated code is told to leave meanwhile (see
+    /// [`Self::window_retired`]). (Emptying the window and filling it again instead made a
+    /// program whose pages passed the share fault them in over and over: 6x slower.)
+    fn retire_window(&mut self) {
+        if let Some(mut w) = self.window.take() {
+            w.reset();
+            self.retired = Some(w);
+        }
+        self.no_window = true;
+        self.flush_tlb_only();
+    }
+
+    /// Whether a guarded window was given up that translated code may still run on: the
+    /// code must leave, and the window be dropped, before any more runs.
+    pub fn window_retired(&self) -> bool {
+        self.retired.is_some()
+    }
+
+    /// Drops the window given up (see [`Self::retire_window`]); the caller knows no
+    /// translated code runs on it.
+    pub fn drop_retired_window(&mut self) {
+        self.retired = None;
     }
 
     /// Whether any area intersecting [addr, end) is executable.

@@ -82,6 +82,14 @@ pub unsafe fn sync_tlb(ctx: *mut Ctx, mem: &mut AddressSpace) {
     let view = &*mem.tlb_view();
     (*ctx).tlb_entries = view.entries;
     (*ctx).tlb_unindexed = !(view.mask << 12);
+    if mem.window_retired() {
+        // The guarded window was given up under the running unit, which keeps the window it
+        // was entered with (it may hold the base in a register), whose every access now
+        // takes its slow path: it leaves at its next check of the budget, and the
+        // dispatcher, seeing the limit changed, goes on without the window.
+        (*ctx).limit = 0;
+        return;
+    }
     (*ctx).window = view.window;
 }
 

@@ -399,6 +399,8 @@ impl Jit {
             if code.epoch() != lane.epoch {
                 lane.flush(code.epoch());
             }
+            // (no unit runs now: a guarded window given up can go)
+            mem.drop_retired_window();
             // (makes the window, where the address space gets one)
             mem.tlb_view();
             if mem.guarded() != lane.guarded {
@@ -410,7 +412,8 @@ impl Jit {
                     stop => return stop,
                 }
             };
-            if code.epoch() != lane.epoch {
+            // (translating may have read code pages, and given the guarded window up)
+            if code.epoch() != lane.epoch || mem.window_retired() {
                 continue;
             }
             let before = self.check.then(|| {
@@ -447,6 +450,14 @@ impl Jit {
             st.nzcv = flags::pack(k, a, b, r, nz);
             if let Some((st0, mem0)) = before {
                 check_unit(st0, mem0, st, rc, unit_stop);
+            }
+            if ctx.limit != limit {
+                // told to leave (see `helpers::sync_tlb`): at a block's start, the state
+                // exact, with the budget not spent
+                ctx.limit = limit;
+                if rc == exit::INTERP {
+                    continue;
+                }
             }
             match rc {
                 exit::NEXT => {}

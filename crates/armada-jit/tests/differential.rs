@@ -1217,3 +1217,71 @@ fn accesses_outside_the_window_fault() {
         same(&i, &t).unwrap_or_else(|e| panic!("{addr:#x}: {e}"));
     }
 }
+
+/// A guarded window given up under the running unit (past its share of mappings, here a
+/// cap of 16 pages): a hot loop that reads two new pages each turn goes on, through its
+/// slow paths, leaves at its next check (a read's slow path does not leave the unit by
+/// itself, as a write's may), and the rest runs without the window; the registers end as
+/// the interpreter leaves them.
+#[test]
+fn window_given_up_under_a_running_loop() {
+    const PAGES: u64 = 128;
+    let (a, b) = (0x100_0000u64, 0x200_0000u64);
+    // mov x2, #0; 1: ldr x3, [x27, x2]; ldr x1, [x26, x2]; add x0, x0, x1;
+    // add x0, x0, x3; add x2, x2, #1, lsl #12; subs x28, x28, #1; b.ne 1b; brk #0
+    let words: [u32; 9] = [
+        0xd280_0002,
+        0xf862_6b63,
+        0xf862_6b41,
+        0x8b01_0000,
+        0x8b03_0000,
+        0x9140_0442,
+        0xf100_079c,
+        0x54ff_ff41,
+        0xd420_0000,
+    ];
+    let go = |tier: Option<Arc<dyn Tier>>| {
+        armada_core::memory::set_windows(true);
+        let mut mem = AddressSpace::new();
+        mem.set_guards(true);
+        mem.set_window_cap(16);
+        mem.map(CODE, 0x1000, Perm::RX).unwrap();
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        mem.poke_bytes(CODE, &bytes).unwrap();
+        mem.map(a, PAGES << 12, Perm::RW).unwrap();
+        mem.map(b, PAGES << 12, Perm::R).unwrap();
+        // (a word on each page of `a`, the rest zeros)
+        for p in 0..PAGES {
+            mem.write_u64(a + (p << 12), p * 7 + 1).unwrap();
+        }
+        let mut st = CpuState {
+            pc: CODE,
+            ..Default::default()
+        };
+        st.x[0] = 5;
+        st.x[26] = b;
+        st.x[27] = a;
+        st.x[28] = PAGES;
+        let mut code = CodeCache::new();
+        code.set_tier(tier);
+        let stop = cpu::run(&mut st, &mut mem, &mut code, u64::MAX);
+        let mut data = vec![0u8; (PAGES << 12) as usize];
+        mem.read_bytes(a, &mut data).unwrap();
+        (Run { st, stop, data }, mem)
+    };
+    let (mut i, _) = go(None);
+    let (mut t, mem) = go(Some(jit()));
+    assert_eq!(i.stop, Stop::Breakpoint(0));
+    assert_eq!(i.st.x[0], 5 + (0..PAGES).map(|p| p * 7 + 1).sum::<u64>());
+    // (`same` compares the data area's bytes, not these)
+    i.data.clear();
+    t.data.clear();
+    same(&i, &t).unwrap();
+    if armada_core::memory::windows_possible() {
+        assert!(!mem.has_window(), "the window was given up");
+        assert!(!mem.window_retired(), "and dropped once the unit left");
+        // the loop left at its next turn, not at its end: a few accesses at most faulted
+        // on the window given up
+        assert!(mem.guard_scratches() <= 4, "{}", mem.guard_scratches());
+    }
+}

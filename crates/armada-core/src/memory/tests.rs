@@ -103,6 +103,13 @@ fn flat_memory_is_one_buffer() {
 /// in the window with its current bytes, and every page with a write tag writable; and
 /// the entries point into the window.
 fn check_window(m: &AddressSpace) {
+    if let Some(w) = m.retired.as_ref() {
+        assert!(
+            w.shown_pages().is_empty(),
+            "a window given up shows nothing"
+        );
+        assert!(m.window.is_none());
+    }
     let Some(w) = m.window.as_ref() else { return };
     for e in m.tlb.iter() {
         for (tag, ptr, write) in [(e.rtag, e.rptr, false), (e.wtag, e.wptr.cast_const(), true)] {
@@ -172,26 +179,28 @@ fn check_window(m: &AddressSpace) {
 /// (One test: the walks and the limit's check count on no other test holding windows.)
 #[test]
 fn windows_show_every_page_the_tlb_holds() {
-    window_walk(false);
+    window_walk(false, usize::MAX);
     // guarded windows show only what the guest may do, and nothing stale
-    window_walk(true);
-    // ... also when past their share of mappings, where they start again empty
-    window::TEST_BUDGET.store(6, std::sync::atomic::Ordering::Relaxed);
-    window_walk(true);
-    window::TEST_BUDGET.store(0, std::sync::atomic::Ordering::Relaxed);
+    window_walk(true, usize::MAX);
+    // ... also when past their share of mappings, where they are given up
+    let given_up = window_walk(true, 6);
+    assert!(given_up > 0, "the small cap gave windows up");
     window_limit();
 }
 
 /// 4,000 random steps over a few address spaces with windows (`guarded` or not), checking
-/// the windows' rules after each (`check_window`).
-fn window_walk(guarded: bool) {
+/// the windows' rules after each (`check_window`). Returns how many guarded windows were
+/// given up.
+fn window_walk(guarded: bool, cap: usize) -> usize {
     set_windows(true);
     if !windows_possible() {
-        return;
+        return 1;
     }
+    let mut given_up = 0;
     let new_space = || {
         let mut m = AddressSpace::new();
         m.set_guards(guarded);
+        m.set_window_cap(cap);
         m
     };
     let mut r = 0x2545_f491_4f6c_dd1du64;
@@ -214,7 +223,12 @@ fn window_walk(guarded: bool) {
         let n = spaces.len();
         let m = &mut spaces[i];
         match next(13) {
-            12 => m.mark_code_page(addr >> PAGE_SHIFT),
+            12 => {
+                m.mark_code_page(addr >> PAGE_SHIFT);
+                // (where translated code has left it)
+                given_up += m.window_retired() as usize;
+                m.drop_retired_window();
+            }
             0..=3 => {
                 let _ = m.read_u64(addr);
             }
@@ -229,6 +243,7 @@ fn window_walk(guarded: bool) {
             7 if n < 4 => {
                 let mut child = spaces[i].fork();
                 child.set_guards(guarded);
+                child.set_window_cap(cap);
                 child.tlb_view();
                 spaces.push(child);
             }
@@ -257,6 +272,7 @@ fn window_walk(guarded: bool) {
             spaces[0].tlb_view();
         }
     }
+    given_up
 }
 
 fn window_limit() {

@@ -34,7 +34,7 @@ use super::arena::{self, PageBuf};
 use super::PAGE_SHIFT;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// Guest addresses a window covers: 39 bits, as an arm64 Linux kernel built for 39-bit
 /// addresses gives its processes (the Linux layer places everything below).
@@ -52,36 +52,66 @@ pub(crate) const MAX_WINDOWS: usize = 64;
 static WINDOWS: AtomicUsize = AtomicUsize::new(0);
 /// Pages shown in all windows together.
 static SHOWN: AtomicUsize = AtomicUsize::new(0);
+/// How far [`SHOWN`] may grow before the process's mappings are counted again (see
+/// [`room`]); 0 before the first count.
+static LIMIT: AtomicUsize = AtomicUsize::new(0);
 
-/// Pages all windows may show together: half of the process's mappings
-/// (`vm.max_map_count`), as each may be a mapping of its own, and the rest of the process
-/// (its heap, its threads' stacks, a GPU driver) needs the other half.
-fn budget() -> usize {
-    #[cfg(test)]
-    if let n @ 1.. = TEST_BUDGET.load(Ordering::Relaxed) {
-        return n;
-    }
-    static BUDGET: OnceLock<usize> = OnceLock::new();
-    *BUDGET.get_or_init(|| {
+/// The process's mappings at most (`vm.max_map_count`).
+fn max_maps() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
         std::fs::read_to_string("/proc/sys/vm/max_map_count")
             .ok()
             .and_then(|s| s.trim().parse::<usize>().ok())
             .unwrap_or(65530)
-            / 2
     })
 }
 
-/// A smaller [`budget`] for the tests (0: none).
-#[cfg(test)]
-pub(crate) static TEST_BUDGET: AtomicUsize = AtomicUsize::new(0);
+/// The process's mappings now (None where the host does not say).
+fn maps_now() -> Option<usize> {
+    let maps = std::fs::read("/proc/self/maps").ok()?;
+    Some(maps.iter().filter(|&&b| b == b'\n').count())
+}
+
+/// Whether windows may show one more page. Each page shown may be a mapping of the
+/// process's, or two (one in the middle of the reservation splits it), and the process has
+/// at most `vm.max_map_count`; but the kernel merges neighbours that continue each other
+/// (slots in a row, as a heap filled in order takes them; pages of zeros next to each
+/// other), so a program's pages often take a handful. Counting pages alone stopped at half
+/// the mappings' worth (128 MiB): so the pages shown grow to a limit, and there the
+/// mappings are counted (`/proc/self/maps`, some milliseconds once every thousands of
+/// pages) and the limit set from what is left. A quarter of the mappings stay for the rest
+/// of the process (its heap, its threads' stacks, a GPU driver).
+fn room() -> bool {
+    let shown = SHOWN.load(Ordering::Relaxed);
+    if shown < LIMIT.load(Ordering::Relaxed) {
+        return true;
+    }
+    static COUNTING: Mutex<()> = Mutex::new(());
+    let _one = COUNTING.lock().unwrap_or_else(|e| e.into_inner());
+    // (another thread may have counted meanwhile)
+    let shown = SHOWN.load(Ordering::Relaxed);
+    if shown < LIMIT.load(Ordering::Relaxed) {
+        return true;
+    }
+    let max = max_maps();
+    let used = maps_now().unwrap_or(max);
+    // two mappings a page from here on, at worst
+    let spare = (max - max / 4).saturating_sub(used) / 2;
+    if spare < max / 64 {
+        // full: shown pages must go (a window given up, pages unmapped) before the next
+        // count, so that a full process does not count at every page
+        LIMIT.store(shown.saturating_sub(max / 64), Ordering::Relaxed);
+        return false;
+    }
+    LIMIT.store(shown + spare, Ordering::Relaxed);
+    true
+}
 
 /// What [`Window::show`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Shown {
     Yes,
-    /// Shown, by a guarded window that first forgot every other page (past the process's
-    /// share of mappings): the TLB must forget them too.
-    Anew,
     /// The page is above the window: it must stay out of the TLB.
     Outside,
     /// The window cannot show more (or this buffer): give the window up.
@@ -101,7 +131,18 @@ pub(crate) struct Window {
     /// Page number -> the slot shown there, and whether writable. Pages not here show the
     /// reservation: zeros, read-only (the page of zeros is shown so, with no mapping).
     shown: HashMap<u64, (u32, bool)>,
+    /// The pages shown since `span`, and the time their mappings took (see [`Self::worth`]).
+    span: std::time::Instant,
+    span_shows: u32,
+    span_cost: std::time::Duration,
+    /// Pages this window may show at most (see `AddressSpace::set_window_cap`).
+    cap: usize,
 }
+
+/// Pages a window shows between looks at what showing them costs (see [`Window::worth`]).
+const SPAN_SHOWS: u32 = 2048;
+/// The share of the time a window's mappings may take: past it, the window is given up.
+const MOST_COST: u32 = 4;
 
 impl Window {
     /// A new window, or None where there is no page file or no window to spare. `Err` when
@@ -137,6 +178,10 @@ impl Window {
             base: p.cast(),
             guarded,
             shown: HashMap::default(),
+            span: std::time::Instant::now(),
+            span_shows: 0,
+            span_cost: std::time::Duration::ZERO,
+            cap: usize::MAX,
         }))
     }
 
@@ -155,6 +200,10 @@ impl Window {
     #[cfg(test)]
     pub(crate) fn shown_pages(&self) -> Vec<(u64, u32, bool)> {
         self.shown.iter().map(|(&v, &(s, w))| (v, s, w)).collect()
+    }
+
+    pub(crate) fn set_cap(&mut self, pages: usize) {
+        self.cap = pages;
     }
 
     pub(crate) fn guarded(&self) -> bool {
@@ -193,43 +242,75 @@ impl Window {
         if had == Some((slot, writable)) || (had == Some((slot, true)) && !self.guarded) {
             return Shown::Yes;
         }
-        let mut shown = Shown::Yes;
-        if had.is_none() && SHOWN.load(Ordering::Relaxed) >= budget() {
-            if !self.guarded || self.shown.is_empty() {
-                return Shown::Full;
-            }
-            // a guarded window cannot be given up under running code: it starts again
-            // empty, and its pages fault in again as they are used
-            self.reset();
-            shown = Shown::Anew;
+        if had.is_none() && (self.shown.len() >= self.cap || !room()) || !self.worth() {
+            return Shown::Full;
         }
+        let t0 = std::time::Instant::now();
         let Some(fd) = arena::fd() else {
             return Shown::Full;
         };
-        let prot = if writable {
-            libc::PROT_READ | libc::PROT_WRITE
-        } else {
-            libc::PROT_READ
-        };
+        let at = self.base.wrapping_add((vpn << PAGE_SHIFT) as usize).cast();
         // SAFETY: replaces one page of our own reservation. (Populated: the first access
         // through the window takes no page fault.)
         let p = unsafe {
-            libc::mmap(
-                self.base.wrapping_add((vpn << PAGE_SHIFT) as usize).cast(),
-                1 << PAGE_SHIFT,
-                prot,
-                libc::MAP_FIXED | libc::MAP_SHARED | POPULATE,
-                fd,
-                (slot as libc::off_t) << PAGE_SHIFT,
-            )
+            if zero {
+                // a guarded window's page of zeros: the host's own zeros, read-only, so
+                // that neighbours merge into one mapping (the page of zeros' slot, shown
+                // at each of its pages, would be a mapping at each)
+                libc::mmap(
+                    at,
+                    1 << PAGE_SHIFT,
+                    libc::PROT_READ,
+                    libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            } else {
+                let prot = if writable {
+                    libc::PROT_READ | libc::PROT_WRITE
+                } else {
+                    libc::PROT_READ
+                };
+                libc::mmap(
+                    at,
+                    1 << PAGE_SHIFT,
+                    prot,
+                    libc::MAP_FIXED | libc::MAP_SHARED | POPULATE,
+                    fd,
+                    (slot as libc::off_t) << PAGE_SHIFT,
+                )
+            }
         };
         if p == libc::MAP_FAILED {
             return Shown::Full;
         }
-        if self.shown.insert(vpn, (slot, writable)).is_none() {
+        self.span_shows += 1;
+        self.span_cost += t0.elapsed();
+        if self.shown.insert(vpn, (slot, writable && !zero)).is_none() {
             SHOWN.fetch_add(1, Ordering::Relaxed);
         }
-        shown
+        Shown::Yes
+    }
+
+    /// Whether the window is still worth its mappings. Each page shown costs a host
+    /// `mmap` (5-30 µs; in a guarded window a host fault too), paid back by faster
+    /// accesses only if the page is used long enough: a program that keeps touching new
+    /// memory (pagetouch: a page every few hundred instructions) ran 6x slower with a
+    /// guarded window than without. So every [`SPAN_SHOWS`] pages the window looks at the
+    /// time their mappings took, and gives up once they took more than 1/[`MOST_COST`] of
+    /// the time since the last look.
+    fn worth(&mut self) -> bool {
+        if self.span_shows < SPAN_SHOWS {
+            return true;
+        }
+        let spent = self.span.elapsed();
+        if self.span_cost * MOST_COST > spent {
+            return false;
+        }
+        self.span = std::time::Instant::now();
+        self.span_shows = 0;
+        self.span_cost = std::time::Duration::ZERO;
+        true
     }
 
     /// Stops showing pages `first..last` (unmapped from the guest): their mappings go
