@@ -25,10 +25,13 @@
 //! window after writes through the page file's own mapping made bzip2 12-25% slower).
 //!
 //! Windows are a shared resource: each takes [`WINDOW_BYTES`] of the host's address space
-//! and each page in one a mapping of the process's (up to `vm.max_map_count`). So at most
-//! [`MAX_WINDOWS`] exist at once, an address space gets one only when translated code
-//! first runs on it, and one that would pass the process's share of mappings gives its
-//! window up. An address space without a window is read through the entries' pointers.
+//! and each page in one a mapping of the process's (up to `vm.max_map_count`, see
+//! [`room`]). So at most [`MAX_WINDOWS`] exist at once, an address space gets one only
+//! when translated code first runs on it, and one that would pass the process's share of
+//! mappings gives its window up, as does one whose mappings cost more than they are worth
+//! ([`Window::worth`]). An address space without a window is read through the entries'
+//! pointers. (A guarded window given up is kept, showing nothing, until no translated code
+//! runs on it: `AddressSpace::retire_window`.)
 
 use super::arena::{self, PageBuf};
 use super::PAGE_SHIFT;
@@ -79,9 +82,10 @@ fn maps_now() -> Option<usize> {
 /// (slots in a row, as a heap filled in order takes them; pages of zeros next to each
 /// other), so a program's pages often take a handful. Counting pages alone stopped at half
 /// the mappings' worth (128 MiB): so the pages shown grow to a limit, and there the
-/// mappings are counted (`/proc/self/maps`, some milliseconds once every thousands of
-/// pages) and the limit set from what is left. A quarter of the mappings stay for the rest
-/// of the process (its heap, its threads' stacks, a GPU driver).
+/// mappings are counted (`/proc/self/maps`: well under a millisecond for a few hundred,
+/// tens of milliseconds for 50,000, so a few counts at most) and the limit set from what
+/// is left. A quarter of the mappings stay for the rest of the process (its heap, its
+/// threads' stacks, a GPU driver).
 fn room() -> bool {
     let shown = SHOWN.load(Ordering::Relaxed);
     if shown < LIMIT.load(Ordering::Relaxed) {
@@ -98,10 +102,11 @@ fn room() -> bool {
     let used = maps_now().unwrap_or(max);
     // two mappings a page from here on, at worst
     let spare = (max - max / 4).saturating_sub(used) / 2;
-    if spare < max / 64 {
+    if spare < max / 8 {
         // full: shown pages must go (a window given up, pages unmapped) before the next
-        // count, so that a full process does not count at every page
-        LIMIT.store(shown.saturating_sub(max / 64), Ordering::Relaxed);
+        // count, so that a full process does not count again and again (a count of
+        // 50,000 mappings takes tens of milliseconds)
+        LIMIT.store(shown.saturating_sub(max / 8), Ordering::Relaxed);
         return false;
     }
     LIMIT.store(shown + spare, Ordering::Relaxed);
@@ -131,18 +136,24 @@ pub(crate) struct Window {
     /// Page number -> the slot shown there, and whether writable. Pages not here show the
     /// reservation: zeros, read-only (the page of zeros is shown so, with no mapping).
     shown: HashMap<u64, (u32, bool)>,
-    /// The pages shown since `span`, and the time their mappings took (see [`Self::worth`]).
-    span: std::time::Instant,
-    span_shows: u32,
-    span_cost: std::time::Duration,
+    /// When the window was made, the time its mappings have taken since, the pages shown
+    /// (since the last look at both) and taken back since (see [`Self::worth`]).
+    born: std::time::Instant,
+    cost: std::time::Duration,
+    shows: u64,
+    taken_back: u64,
+    unlooked: u32,
     /// Pages this window may show at most (see `AddressSpace::set_window_cap`).
     cap: usize,
 }
 
 /// Pages a window shows between looks at what showing them costs (see [`Window::worth`]).
-const SPAN_SHOWS: u32 = 2048;
-/// The share of the time a window's mappings may take: past it, the window is given up.
+const LOOK_EVERY: u32 = 2048;
+/// The share of the time a window's mappings may take, once they have taken
+/// [`COST_FLOOR`]: past it, the window is given up.
 const MOST_COST: u32 = 4;
+const COST_FLOOR: std::time::Duration = std::time::Duration::from_millis(60);
+const COST_CEILING: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl Window {
     /// A new window, or None where there is no page file or no window to spare. `Err` when
@@ -178,9 +189,11 @@ impl Window {
             base: p.cast(),
             guarded,
             shown: HashMap::default(),
-            span: std::time::Instant::now(),
-            span_shows: 0,
-            span_cost: std::time::Duration::ZERO,
+            born: std::time::Instant::now(),
+            cost: std::time::Duration::ZERO,
+            shows: 0,
+            taken_back: 0,
+            unlooked: 0,
             cap: usize::MAX,
         }))
     }
@@ -284,8 +297,9 @@ impl Window {
         if p == libc::MAP_FAILED {
             return Shown::Full;
         }
-        self.span_shows += 1;
-        self.span_cost += t0.elapsed();
+        self.unlooked += 1;
+        self.shows += 1;
+        self.cost += t0.elapsed();
         if self.shown.insert(vpn, (slot, writable && !zero)).is_none() {
             SHOWN.fetch_add(1, Ordering::Relaxed);
         }
@@ -294,23 +308,26 @@ impl Window {
 
     /// Whether the window is still worth its mappings. Each page shown costs a host
     /// `mmap` (5-30 µs; in a guarded window a host fault too), paid back by faster
-    /// accesses only if the page is used long enough: a program that keeps touching new
-    /// memory (pagetouch: a page every few hundred instructions) ran 6x slower with a
-    /// guarded window than without. So every [`SPAN_SHOWS`] pages the window looks at the
-    /// time their mappings took, and gives up once they took more than 1/[`MOST_COST`] of
-    /// the time since the last look.
+    /// accesses only while the page is used. Most programs touch their pages at the start
+    /// (xz's tables: 50 MiB, 150 ms of mappings) and use them for long: a window given up
+    /// there made xz 30% slower. But a program that keeps taking new memory and giving it
+    /// back (pagetouch: a page every few hundred instructions, 64 MiB blocks mapped and
+    /// unmapped) ran 6x slower with a guarded window than without, and one that forks a
+    /// large process often shows its pages again after each fork. So every
+    /// [`LOOK_EVERY`] pages shown the window looks at the time its mappings have taken in
+    /// its life, and gives up when it is past 1/[`MOST_COST`] of it (and [`COST_FLOOR`])
+    /// while a quarter of the pages it showed have been taken back since, or past 1/2 of it (and
+    /// [`COST_CEILING`]) whatever the pages did.
     fn worth(&mut self) -> bool {
-        if self.span_shows < SPAN_SHOWS {
+        if self.unlooked < LOOK_EVERY {
             return true;
         }
-        let spent = self.span.elapsed();
-        if self.span_cost * MOST_COST > spent {
-            return false;
-        }
-        self.span = std::time::Instant::now();
-        self.span_shows = 0;
-        self.span_cost = std::time::Duration::ZERO;
-        true
+        self.unlooked = 0;
+        let life = self.born.elapsed();
+        let churn = self.taken_back * 4 > self.shows;
+        let over = (churn && self.cost > COST_FLOOR && self.cost * MOST_COST > life)
+            || (self.cost > COST_CEILING && self.cost * 2 > life);
+        !over
     }
 
     /// Stops showing pages `first..last` (unmapped from the guest): their mappings go
@@ -333,6 +350,7 @@ impl Window {
         if gone == 0 {
             return;
         }
+        self.taken_back += gone as u64;
         SHOWN.fetch_sub(gone, Ordering::Relaxed);
         // SAFETY: replaces a range of our own reservation with the reservation's zeros again
         // (never unmapped: the host could place something of its own there).
