@@ -153,7 +153,10 @@ const LOOK_EVERY: u32 = 2048;
 /// [`COST_FLOOR`]: past it, the window is given up.
 const MOST_COST: u32 = 4;
 const COST_FLOOR: std::time::Duration = std::time::Duration::from_millis(60);
-const COST_CEILING: std::time::Duration = std::time::Duration::from_millis(250);
+const COST_CEILING: std::time::Duration = std::time::Duration::from_millis(150);
+/// Pages past which a guarded window is given up rather than emptied when its address
+/// space's TLB is flushed (a fork: see `AddressSpace::flush_tlb`).
+pub(crate) const RESET_MOST: usize = 2048;
 
 impl Window {
     /// A new window, or None where there is no page file or no window to spare. `Err` when
@@ -217,6 +220,21 @@ impl Window {
 
     pub(crate) fn set_cap(&mut self, pages: usize) {
         self.cap = pages;
+    }
+
+    /// Pages shown.
+    pub(crate) fn shown_len(&self) -> usize {
+        self.shown.len()
+    }
+
+    /// The time spent on the window so far (see [`Self::worth`]).
+    pub(crate) fn cost(&self) -> std::time::Duration {
+        self.cost
+    }
+
+    /// Adds time spent on the window (a host fault's handling, an emptying).
+    pub(crate) fn charge(&mut self, d: std::time::Duration) {
+        self.cost += d;
     }
 
     pub(crate) fn guarded(&self) -> bool {
@@ -306,18 +324,18 @@ impl Window {
         Shown::Yes
     }
 
-    /// Whether the window is still worth its mappings. Each page shown costs a host
-    /// `mmap` (5-30 µs; in a guarded window a host fault too), paid back by faster
-    /// accesses only while the page is used. Most programs touch their pages at the start
-    /// (xz's tables: 50 MiB, 150 ms of mappings) and use them for long: a window given up
-    /// there made xz 30% slower. But a program that keeps taking new memory and giving it
-    /// back (pagetouch: a page every few hundred instructions, 64 MiB blocks mapped and
-    /// unmapped) ran 6x slower with a guarded window than without, and one that forks a
-    /// large process often shows its pages again after each fork. So every
-    /// [`LOOK_EVERY`] pages shown the window looks at the time its mappings have taken in
-    /// its life, and gives up when it is past 1/[`MOST_COST`] of it (and [`COST_FLOOR`])
-    /// while a quarter of the pages it showed have been taken back since, or past 1/2 of it (and
-    /// [`COST_CEILING`]) whatever the pages did.
+    /// Whether the window is still worth what it costs. Each page shown costs a host
+    /// `mmap` (5-30 µs; in a guarded window a host fault and its handling too), paid back
+    /// by faster accesses only while the page is used, and no rule can tell beforehand
+    /// how long that is. Most programs touch their pages at the start (xz's tables: 50 MiB)
+    /// and use them for long: a window given up there made xz 30% slower. But a program
+    /// that keeps taking new memory and giving it back (pagetouch: 64 MiB blocks mapped,
+    /// touched and unmapped) ran 6x slower with a guarded window than without. So every
+    /// [`LOOK_EVERY`] pages shown the window looks at the time it has cost in its life
+    /// (mappings, faults, emptyings), and gives up when that is past 1/[`MOST_COST`] of its
+    /// life and past [`COST_CEILING`], or past [`COST_FLOOR`] where a quarter of the pages
+    /// it showed have been taken back since. What a window can lose is so bounded: a
+    /// quarter of the run's time, and no more than the ceiling once the pages' use ends.
     fn worth(&mut self) -> bool {
         if self.unlooked < LOOK_EVERY {
             return true;
@@ -325,8 +343,8 @@ impl Window {
         self.unlooked = 0;
         let life = self.born.elapsed();
         let churn = self.taken_back * 4 > self.shows;
-        let over = (churn && self.cost > COST_FLOOR && self.cost * MOST_COST > life)
-            || (self.cost > COST_CEILING && self.cost * 2 > life);
+        let over = self.cost * MOST_COST > life
+            && (self.cost > COST_CEILING || churn && self.cost > COST_FLOOR);
         !over
     }
 
