@@ -149,11 +149,15 @@ pub(crate) struct Window {
 
 /// Pages a window shows between looks at what showing them costs (see [`Window::worth`]).
 const LOOK_EVERY: u32 = 2048;
-/// The share of the time a window's mappings may take, once they have taken
-/// [`COST_FLOOR`]: past it, the window is given up.
+/// The share of its life a window may cost past [`COST_CEILING`] (or past [`COST_FLOOR`]
+/// while its pages churn). On the 16-core host, with ceilings of 40, 80 and 150 ms and
+/// none: xz -6 (50 MiB of tables, then 4 s of work) gave its window up at 40 ms and took
+/// 5.6-6.9 s, else 3.6-4.5 s; a process that writes 100 MiB and forks took 167-180, 225-232,
+/// 288-307 and 281-409 ms (140 ms without guards); pagetouch 256 1 287-401, 431-475,
+/// 461-536 and 876-945 ms (226-238 ms without).
 const MOST_COST: u32 = 4;
-const COST_FLOOR: std::time::Duration = std::time::Duration::from_millis(60);
-const COST_CEILING: std::time::Duration = std::time::Duration::from_millis(150);
+const COST_FLOOR: std::time::Duration = std::time::Duration::from_millis(40);
+const COST_CEILING: std::time::Duration = std::time::Duration::from_millis(80);
 /// Pages past which a guarded window is given up rather than emptied when its address
 /// space's TLB is flushed (a fork: see `AddressSpace::flush_tlb`).
 pub(crate) const RESET_MOST: usize = 2048;
@@ -328,7 +332,7 @@ impl Window {
     /// `mmap` (5-30 µs; in a guarded window a host fault and its handling too), paid back
     /// by faster accesses only while the page is used, and no rule can tell beforehand
     /// how long that is. Most programs touch their pages at the start (xz's tables: 50 MiB)
-    /// and use them for long: a window given up there made xz 30% slower. But a program
+    /// and use them for long: a window given up there made xz 30-50% slower. But a program
     /// that keeps taking new memory and giving it back (pagetouch: 64 MiB blocks mapped,
     /// touched and unmapped) ran 6x slower with a guarded window than without. So every
     /// [`LOOK_EVERY`] pages shown the window looks at the time it has cost in its life
