@@ -228,6 +228,9 @@ pub fn run_lane_cpu(
     on_progress: &(dyn Fn(u64) + Sync),
 ) -> Result<LaneResult, LoadError> {
     let mut lane = spec.spawn(index)?;
+    if spec.lanes.len() > 1 {
+        lane.without_windows();
+    }
     let mut reported = 0u64;
     while lane.exit.is_none() {
         lane.run_slice(spec.max_instructions, CPU_CHUNK);

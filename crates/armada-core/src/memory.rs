@@ -42,16 +42,19 @@ pub const ADDR_LIMIT: u64 = 1 << 48;
 pub type PageData = [u8; PAGE_SIZE as usize];
 
 /// Whether address spaces get windows in this process (see `window.rs`): translated code
-/// then reads where an address space's view gives a window. Off unless `ARMADA_WINDOWS=1`
-/// or [`set_windows`]: mapping each page into a window costs a host `mmap`, which took
-/// 25-55 µs a page (TLB shootdowns to the compile threads' cores, the process's memory
-/// lock), more than the faster loads win back on programs that touch much new memory
-/// (docs/performance.md, stop 42).
+/// then reads where an address space's view gives a window. On where guards are
+/// ([`guards_possible`], the default), else where `ARMADA_WINDOWS=1` or [`set_windows`];
+/// `ARMADA_WINDOWS=0` turns them off. Mapping each page into a window costs a host `mmap`
+/// (5-55 µs a page: TLB shootdowns to the compile threads' cores, the process's memory
+/// lock), so a window gives itself up where that costs more than it wins (`Window::worth`,
+/// docs/performance.md, stops 42 and 44), and lanes that run many at once get none
+/// (`Lane::without_windows`).
 pub fn windows_possible() -> bool {
     arena::shared() && windows_on()
 }
 
-/// Whether windows are guarded (`ARMADA_GUARDS=1` or [`set_guards`]; implies windows):
+/// Whether windows are guarded (the default; `ARMADA_GUARDS=0` or [`set_guards`] turns
+/// them off; implies windows):
 /// translated code reads and writes an address space's window without looking at its TLB,
 /// the window shows only what the guest may do, and a host fault shows the page or, where
 /// the guest itself faults, sends the access to its way out (armada-jit's `guard`). As
@@ -520,6 +523,7 @@ impl AddressSpace {
         let mut m = AddressSpace::new();
         m.limit = self.limit;
         m.lane_pages = self.lane_pages.clone();
+        m.window_cap = self.window_cap;
         m
     }
 
@@ -595,7 +599,7 @@ impl AddressSpace {
     /// The first call makes the address space's window where one can be had: from then on
     /// every page with a read tag in the TLB is also at `window` plus its address.
     pub fn tlb_view(&mut self) -> *const TlbView {
-        if self.window.is_none() && !self.no_window && self.flat.is_none() {
+        if self.window.is_none() && !self.no_window && self.flat.is_none() && self.window_cap > 0 {
             match Window::new(self.guards.unwrap_or_else(guards_on)) {
                 Ok(Some(mut w)) => {
                     w.set_cap(self.window_cap);
@@ -641,8 +645,9 @@ impl AddressSpace {
     }
 
     /// Caps the pages the window this address space gets may show: past them the window
-    /// is given up, as one past the process's share of mappings is. For the tests, which
-    /// give windows up under running code with it. No effect once it has one.
+    /// is given up, as one past the process's share of mappings is (the tests give windows
+    /// up under running code with it). 0: no window at all. No effect once it has one.
+    /// Forks and execs keep the cap.
     pub fn set_window_cap(&mut self, pages: usize) {
         self.window_cap = pages;
     }

@@ -223,6 +223,8 @@ impl Snapshot {
     /// A new lane that goes on from the snapshot with `input`.
     pub fn restore(&self, input: &[u8]) -> Lane {
         let mut l = self.lane.copy_frozen();
+        // (restored lanes run many at once)
+        l.without_windows();
         match &self.via {
             InputVia::Stdin => {
                 l.program.process.set_stdin(input);

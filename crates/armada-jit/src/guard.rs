@@ -55,6 +55,25 @@ pub(crate) fn with_ctx<R>(ctx: *mut Ctx, f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// Puts the handler back if another took its place since (what it replaced is then the
+/// handler faults that are not ours go to). Libraries loaded into the same process install
+/// their own: in Python, Ray's (Abseil's failure handler, which prints a stack and ends
+/// the process) replaced ours, and the next guarded access to a page not shown yet ended
+/// the test run. Called once each time the tier runs a lane with a guarded window (a
+/// system call's time or so apart): a query of the handler is one cheap system call.
+pub(crate) fn keep_handler() {
+    INSTALL.call_once(install);
+    // SAFETY: reads the current handler, into a local.
+    let ours = unsafe {
+        let mut cur: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGSEGV, std::ptr::null(), &mut cur) != 0
+            || cur.sa_sigaction == on_segv as *const () as usize
+    };
+    if !ours {
+        install();
+    }
+}
+
 fn install() {
     // SAFETY: a handler for SIGSEGV that only acts on faults in windows of units it knows,
     // and hands every other fault to the handler it replaced.

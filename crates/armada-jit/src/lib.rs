@@ -390,6 +390,8 @@ impl Jit {
         ran: &mut u64,
     ) -> Stop {
         let limit = ctx.limit;
+        // (whether the SIGSEGV handler is still ours, before the first guarded unit)
+        let mut handler_kept = false;
         loop {
             let st = &mut ctx.state;
             if st.retired >= limit {
@@ -434,6 +436,10 @@ impl Jit {
             // this epoch; `ctx`'s pointers are the lane's memory, code and unit table,
             // which nothing else touches until the unit returns.
             let rc = if lane.guarded {
+                if !handler_kept {
+                    guard::keep_handler();
+                    handler_kept = true;
+                }
                 let c: *mut Ctx = ctx;
                 // SAFETY: as above; the handler acts on `ctx` only while the unit runs.
                 let rc = guard::with_ctx(c, || unsafe { store::enter(c, f) });
