@@ -309,3 +309,23 @@ fn find_free_goes_down() {
     let b = m.find_free(0x1000, 0x1000_0000, 0x8000_0000).unwrap();
     assert_eq!(b, a - 0x1000);
 }
+
+/// A cap of 0 pages (`Lane::without_windows`: lanes that run many at once) means no window
+/// at all, for the address space and for its forks and execs.
+#[test]
+fn a_cap_of_no_pages_means_no_window() {
+    set_windows(true);
+    let mut m = AddressSpace::new();
+    m.set_window_cap(0);
+    m.map(0x40_0000, PAGE_SIZE, Perm::RW).unwrap();
+    m.write_u64(0x40_0000, 7).unwrap();
+    m.tlb_view();
+    assert!(!m.has_window());
+    let mut child = m.fork();
+    child.tlb_view();
+    assert!(!child.has_window());
+    let mut exec = m.empty_in_lane();
+    exec.tlb_view();
+    assert!(!exec.has_window());
+    assert_eq!(child.read_u64(0x40_0000).unwrap(), 7);
+}
