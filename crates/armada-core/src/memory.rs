@@ -748,7 +748,8 @@ impl AddressSpace {
     }
 
     /// Gives a guarded window up that can show no more (past the process's share of
-    /// mappings): from now on the address space is read through the TLB's pointers, as one
+    /// mappings, or past what it is worth: `Window::worth`), or that a fork would empty
+    /// at great cost: from now on the address space is read through the TLB's pointers, as one
     /// without a window. The window cannot be unmapped while translated code runs on it,
     /// so it is kept, showing nothing (every access to it faults and takes its slow path),
     /// until [`Self::drop_retired_window`]; translated code is told to leave meanwhile (see
