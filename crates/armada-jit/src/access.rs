@@ -283,10 +283,33 @@ impl Tx<'_> {
 
     /// The window's base (see `guard`): the same for the whole unit, so Cranelift may load
     /// it once and keep it.
+    ///
+    /// Loaded once a block (at its first access, before that access's branches) and kept
+    /// in a variable: loaded at each access, as the atomic load of the fault word after
+    /// each access kept Cranelift from reusing the last load, an access was two loads of
+    /// the context. Every definition of the variable is the same value (the context's
+    /// window does not change while a unit runs, see `helpers::sync_tlb`), and the unit's
+    /// first block defines it too, so whatever definition a use finds is right.
     fn window(&mut self) -> Value {
         let ctx = self.ctx();
-        let flags = MemFlagsData::trusted().with_readonly().with_can_move();
-        self.b.ins().load(I64, flags, ctx, CTX_WINDOW)
+        let Some(var) = self.win else {
+            let flags = MemFlagsData::trusted().with_readonly().with_can_move();
+            return self.b.ins().load(I64, flags, ctx, CTX_WINDOW);
+        };
+        if self.win_here {
+            return self.b.use_var(var);
+        }
+        // (not `can_move`: Cranelift would place a movable load at each use again, each
+        // in a block of its own that does not dominate the next)
+        let w = self.b.ins().load(
+            I64,
+            MemFlagsData::trusted().with_readonly(),
+            ctx,
+            CTX_WINDOW,
+        );
+        self.b.def_var(var, w);
+        self.win_here = true;
+        w
     }
 
     /// After a guarded access: to `slow` where it faulted in the guest (the handler set
@@ -333,8 +356,8 @@ impl Tx<'_> {
     fn read_guarded(&mut self, slot: usize, addr: Value, size: i64) -> (Value, Option<Value>) {
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
-        self.guard_in_window(addr, slow);
         let win = self.window();
+        self.guard_in_window(addr, slow);
         let p = self.b.ins().iadd(addr, win);
         let (lo, hi) = self.loads(p, size, guarded_mem());
         let cont = self.b.create_block();
@@ -422,11 +445,11 @@ impl Tx<'_> {
         let slow = self.b.create_block();
         let done = self.b.create_block();
         self.b.set_cold_block(slow);
+        let win = self.window();
         self.guard_in_window(addr, slow);
         if size > 8 {
             self.guard_one_page(addr, size, slow);
         }
-        let win = self.window();
         let p = self.b.ins().iadd(addr, win);
         self.stores(p, size, lo, hi, guarded_mem());
         self.guard_check(slow, done, &[]);
@@ -616,9 +639,9 @@ impl Tx<'_> {
         if self.guarded {
             let slow = self.b.create_block();
             self.b.set_cold_block(slow);
+            let win = self.window();
             self.guard_in_window(addr, slow);
             self.guard_one_page(addr, 32, slow);
-            let win = self.window();
             let p = self.b.ins().iadd(addr, win);
             for (i, w) in words.into_iter().enumerate() {
                 self.b.ins().store(guarded_mem(), w, p, 8 * i as i32);

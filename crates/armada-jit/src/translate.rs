@@ -12,7 +12,7 @@
 
 use crate::adapters::{Adapter, Adapters};
 use crate::flags::Known;
-use crate::helpers::{exit, CTX_ENTRY, CTX_LIMIT, CTX_LOOKUP, CTX_RET};
+use crate::helpers::{exit, CTX_ENTRY, CTX_LIMIT, CTX_LOOKUP, CTX_RET, CTX_WINDOW};
 use crate::unit::{BlockSpan, Term, Unit};
 use armada_core::state::CpuState;
 use armada_isa::{ops, MicroOp};
@@ -111,6 +111,10 @@ pub struct Tx<'a> {
     /// Accesses go to the window unchecked (see `guard`): the unit is for address spaces
     /// with guarded windows.
     pub guarded: bool,
+    /// Where guarded: the window's base (see `Tx::window`), and whether this block has
+    /// loaded it yet.
+    pub(crate) win: Option<Variable>,
+    pub(crate) win_here: bool,
 }
 
 /// What a block knows at its end of the flags (stored by then), which its successor can go
@@ -183,6 +187,16 @@ pub fn translate(
     };
     let r0 = b.ins().load(I64, host_mem(), ctx, RETIRED_OFF);
     let ret = var(&mut b, r0);
+    // (a definition every use is dominated by: see `Tx::window`)
+    let win = guarded.then(|| {
+        let w = b.ins().load(
+            I64,
+            MemFlagsData::trusted().with_readonly(),
+            ctx,
+            CTX_WINDOW,
+        );
+        var(&mut b, w)
+    });
     let blocks: HashMap<usize, Block> = unit
         .blocks
         .iter()
@@ -217,6 +231,8 @@ pub fn translate(
         loops: loops::loops(unit, page),
         looping: None,
         guarded,
+        win,
+        win_here: false,
     };
     for span in &unit.blocks {
         tx.block(span);
@@ -572,6 +588,7 @@ impl<'a> Tx<'a> {
             self.flags_dirty = false;
             self.dirty = [false; 32];
         }
+        self.win_here = false;
         let r0 = self.b.use_var(self.ret);
         self.blk_start = span.start;
         self.blk_ret = r0;

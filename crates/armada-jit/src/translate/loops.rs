@@ -456,6 +456,7 @@ impl Tx<'_> {
         let l = self.looping.take().expect("in a loop");
         self.b.switch_to_block(l.pre);
         self.ctx = self.b.ins().get_pinned_reg(I64);
+        self.win_here = false;
         // nothing is dirty here: a way out stores nothing
         (self.dirty, self.flags, self.flags_dirty) = ([false; 32], Known::Unknown, false);
         let r0 = self.b.use_var(self.ret);
