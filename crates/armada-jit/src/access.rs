@@ -16,6 +16,18 @@ use cranelift_codegen::ir::{
     Block, BlockArg, InstBuilder, MemFlagsData, Value,
 };
 
+/// The context's window (see `Tx::window`). Not `can_move`: Cranelift places a movable
+/// load at each of its uses again, each in a block of its own that does not dominate the
+/// next.
+pub(crate) fn load_window(b: &mut cranelift_frontend::FunctionBuilder, ctx: Value) -> Value {
+    b.ins().load(
+        I64,
+        MemFlagsData::trusted().with_readonly(),
+        ctx,
+        CTX_WINDOW,
+    )
+}
+
 /// The blocks of a write's slow path (see `Tx::write_slow`).
 struct WriteSlow {
     slow: Block,
@@ -281,8 +293,7 @@ impl Tx<'_> {
         self.leave_with(wb, pc, r, exit::NEXT);
     }
 
-    /// The window's base (see `guard`): the same for the whole unit, so Cranelift may load
-    /// it once and keep it.
+    /// The guarded window's base (see `guard`): the same for the whole unit.
     ///
     /// Loaded once a block (at its first access, before that access's branches) and kept
     /// in a variable: loaded at each access, as the atomic load of the fault word after
@@ -291,22 +302,14 @@ impl Tx<'_> {
     /// window does not change while a unit runs, see `helpers::sync_tlb`), and the unit's
     /// first block defines it too, so whatever definition a use finds is right.
     fn window(&mut self) -> Value {
-        let ctx = self.ctx();
-        let Some(var) = self.win else {
-            let flags = MemFlagsData::trusted().with_readonly().with_can_move();
-            return self.b.ins().load(I64, flags, ctx, CTX_WINDOW);
-        };
+        let var = self
+            .win
+            .expect("a unit for guarded windows has the window's variable");
         if self.win_here {
             return self.b.use_var(var);
         }
-        // (not `can_move`: Cranelift would place a movable load at each use again, each
-        // in a block of its own that does not dominate the next)
-        let w = self.b.ins().load(
-            I64,
-            MemFlagsData::trusted().with_readonly(),
-            ctx,
-            CTX_WINDOW,
-        );
+        let ctx = self.ctx();
+        let w = load_window(&mut self.b, ctx);
         self.b.def_var(var, w);
         self.win_here = true;
         w

@@ -12,7 +12,7 @@
 
 use crate::adapters::{Adapter, Adapters};
 use crate::flags::Known;
-use crate::helpers::{exit, CTX_ENTRY, CTX_LIMIT, CTX_LOOKUP, CTX_RET, CTX_WINDOW};
+use crate::helpers::{exit, CTX_ENTRY, CTX_LIMIT, CTX_LOOKUP, CTX_RET};
 use crate::unit::{BlockSpan, Term, Unit};
 use armada_core::state::CpuState;
 use armada_isa::{ops, MicroOp};
@@ -189,12 +189,7 @@ pub fn translate(
     let ret = var(&mut b, r0);
     // (a definition every use is dominated by: see `Tx::window`)
     let win = guarded.then(|| {
-        let w = b.ins().load(
-            I64,
-            MemFlagsData::trusted().with_readonly(),
-            ctx,
-            CTX_WINDOW,
-        );
+        let w = crate::access::load_window(&mut b, ctx);
         var(&mut b, w)
     });
     let blocks: HashMap<usize, Block> = unit

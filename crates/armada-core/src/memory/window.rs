@@ -136,19 +136,18 @@ pub(crate) struct Window {
     /// Page number -> the slot shown there, and whether writable. Pages not here show the
     /// reservation: zeros, read-only (the page of zeros is shown so, with no mapping).
     shown: HashMap<u64, (u32, bool)>,
-    /// When the window was made, the time its mappings have taken since, the pages shown
-    /// (since the last look at both) and taken back since (see [`Self::worth`]).
+    /// When the window was made, the time its mappings have taken since, and the pages
+    /// shown and taken back since (see [`Self::worth`]).
     born: std::time::Instant,
     cost: std::time::Duration,
     shows: u64,
     taken_back: u64,
-    unlooked: u32,
     /// Pages this window may show at most (see `AddressSpace::set_window_cap`).
     cap: usize,
 }
 
 /// Pages a window shows between looks at what showing them costs (see [`Window::worth`]).
-const LOOK_EVERY: u32 = 2048;
+const LOOK_EVERY: u64 = 2048;
 /// The share of its life a window may cost past [`COST_CEILING`] (or past [`COST_FLOOR`]
 /// while its pages churn). On the 16-core host, with ceilings of 40, 80 and 150 ms and
 /// none: xz -6 (50 MiB of tables, then 4 s of work) gave its window up at 40 ms and took
@@ -200,7 +199,6 @@ impl Window {
             cost: std::time::Duration::ZERO,
             shows: 0,
             taken_back: 0,
-            unlooked: 0,
             cap: usize::MAX,
         }))
     }
@@ -319,7 +317,6 @@ impl Window {
         if p == libc::MAP_FAILED {
             return Shown::Full;
         }
-        self.unlooked += 1;
         self.shows += 1;
         self.cost += t0.elapsed();
         if self.shown.insert(vpn, (slot, writable && !zero)).is_none() {
@@ -341,10 +338,10 @@ impl Window {
     /// it showed have been taken back since. What a window can lose is so bounded: a
     /// quarter of the run's time, and no more than the ceiling once the pages' use ends.
     fn worth(&mut self) -> bool {
-        if self.unlooked < LOOK_EVERY {
+        // (a look at each LOOK_EVERY pages shown; a show that fails gives the window up)
+        if self.shows == 0 || !self.shows.is_multiple_of(LOOK_EVERY) {
             return true;
         }
-        self.unlooked = 0;
         let life = self.born.elapsed();
         let churn = self.taken_back * 4 > self.shows;
         let over = self.cost * MOST_COST > life
