@@ -86,7 +86,7 @@ impl AddressSpace {
             self.add_private(1);
         }
         let page = self.pages.get_mut(&vpn)?;
-        Some(&mut **Arc::make_mut(&mut page.data))
+        Some(&mut **super::own_page(&mut page.data))
     }
 
     /// Starts recording the pages the host writes (see `gpu_take_written`).
