@@ -165,6 +165,7 @@ fn populate(slots: &[(u32, usize, bool)]) {
         }
         // SAFETY: the range is slots of a chunk's mapping, ours and never used; the call
         // only fills them with zeros (a kernel without it fails it, and faults instead).
+        #[cfg(target_os = "linux")]
         unsafe {
             libc::madvise(
                 start as *mut libc::c_void,
@@ -172,6 +173,8 @@ fn populate(slots: &[(u32, usize, bool)]) {
                 libc::MADV_POPULATE_WRITE,
             );
         }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (start, end);
     }
 }
 
