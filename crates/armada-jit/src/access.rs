@@ -319,7 +319,13 @@ impl Tx<'_> {
     /// the context's fault word), else on to `cont` with `args`. The word is loaded as an
     /// atomic load so that Cranelift neither takes one access's load of it for the next's
     /// nor moves the access's own load or store past it.
-    fn guard_check(&mut self, slow: Block, cont: Block, args: &[Value]) {
+    /// At an exact site (`exact`, see `guard`) there is nothing to test: on to `cont`.
+    fn guard_check(&mut self, exact: bool, slow: Block, cont: Block, args: &[Value]) {
+        if exact {
+            let args: Vec<BlockArg> = args.iter().map(|&v| v.into()).collect();
+            self.b.ins().jump(cont, &args);
+            return;
+        }
         let ctx = self.ctx();
         let at = self.b.ins().iadd_imm_s(ctx, CTX_FAULT as i64);
         let f = self.b.ins().atomic_load(I64, MemFlagsData::trusted(), at);
@@ -359,15 +365,17 @@ impl Tx<'_> {
     fn read_guarded(&mut self, slot: usize, addr: Value, size: i64) -> (Value, Option<Value>) {
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
+        let exact = self.site_start(slot);
         let win = self.window();
         self.guard_in_window(addr, slow);
         let p = self.b.ins().iadd(addr, win);
         let (lo, hi) = self.loads(p, size, guarded_mem());
+        self.site_end();
         let cont = self.b.create_block();
         let lo_at = self.b.append_block_param(cont, I64);
         let hi_at = hi.map(|_| self.b.append_block_param(cont, I64));
         let args: Vec<Value> = [Some(lo), hi].into_iter().flatten().collect();
-        self.guard_check(slow, cont, &args);
+        self.guard_check(exact, slow, cont, &args);
 
         // the interpreter's read, into the context's buffer (see `helpers::read`)
         self.b.switch_to_block(slow);
@@ -448,6 +456,7 @@ impl Tx<'_> {
         let slow = self.b.create_block();
         let done = self.b.create_block();
         self.b.set_cold_block(slow);
+        let exact = self.site_start(slot);
         let win = self.window();
         self.guard_in_window(addr, slow);
         if size > 8 {
@@ -455,7 +464,8 @@ impl Tx<'_> {
         }
         let p = self.b.ins().iadd(addr, win);
         self.stores(p, size, lo, hi, guarded_mem());
-        self.guard_check(slow, done, &[]);
+        self.site_end();
+        self.guard_check(exact, slow, done, &[]);
         let to = WriteSlow {
             slow,
             done,
@@ -642,6 +652,7 @@ impl Tx<'_> {
         if self.guarded {
             let slow = self.b.create_block();
             self.b.set_cold_block(slow);
+            let exact = self.site_start(slot);
             let win = self.window();
             self.guard_in_window(addr, slow);
             self.guard_one_page(addr, 32, slow);
@@ -649,8 +660,9 @@ impl Tx<'_> {
             for (i, w) in words.into_iter().enumerate() {
                 self.b.ins().store(guarded_mem(), w, p, 8 * i as i32);
             }
+            self.site_end();
             let cont = self.b.create_block();
-            self.guard_check(slow, cont, &[]);
+            self.guard_check(exact, slow, cont, &[]);
             self.b.switch_to_block(slow);
             let here = self.pc(slot) as i64;
             let pc = self.b.ins().iconst(I64, here);

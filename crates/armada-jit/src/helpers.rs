@@ -55,6 +55,13 @@ pub struct Ctx {
     /// The code cache's epoch when the unit was entered.
     pub epoch: u64,
     pub stop: Option<Stop>,
+    /// The site table of the guarded unit running, which stores it when entered, and the
+    /// count at the start of its block, which a block stores before its first exact site
+    /// (see `guard`).
+    pub sites: *const crate::guard::SiteTable,
+    pub blk_ret: u64,
+    /// The stack pointer of `guard::enter`'s frame while a unit runs (else 0).
+    pub jmp_sp: u64,
 }
 
 pub const CTX_TLB_ENTRIES: i32 = offset_of!(Ctx, tlb_entries) as i32;
@@ -67,6 +74,8 @@ pub const CTX_FK: i32 = offset_of!(Ctx, flags) as i32;
 pub const CTX_RET: i32 = offset_of!(Ctx, ret) as i32;
 pub const CTX_ENTRY: i32 = offset_of!(Ctx, entry) as i32;
 pub const CTX_FAULT: i32 = offset_of!(Ctx, fault) as i32;
+pub const CTX_SITES: i32 = offset_of!(Ctx, sites) as i32;
+pub const CTX_BLK_RET: i32 = offset_of!(Ctx, blk_ret) as i32;
 const _: () = {
     // translated code addresses the registers from the context's start
     assert!(offset_of!(Ctx, state) == 0);

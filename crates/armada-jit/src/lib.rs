@@ -370,6 +370,9 @@ impl Tier for Jit {
             fault2: 0,
             epoch: 0,
             stop: None,
+            sites: std::ptr::null(),
+            blk_ret: 0,
+            jmp_sp: 0,
         };
         let mut ran = 0u64;
         let stop = self.dispatch(&mut lane, &mut ctx, mem, code, &mut ran);

@@ -57,7 +57,7 @@ type Trampoline = unsafe extern "C" fn(*mut crate::helpers::Ctx, *const u8) -> u
 /// `f` is a unit of a live store, `ctx` a context the dispatcher made for it.
 pub unsafe fn enter(ctx: *mut crate::helpers::Ctx, f: UnitFn) -> u64 {
     match trampoline() {
-        Some(t) => t(ctx, f.0.as_ptr()),
+        Some(t) => crate::guard::enter(t, ctx, f.0.as_ptr()),
         None => {
             // nothing ran: the flags the dispatcher takes back are the state's
             (*ctx).flags = [crate::flags::PACKED, 0, 0, 0, (*ctx).state.nzcv];
@@ -232,6 +232,10 @@ pub struct Store {
     inner: Mutex<Result<Option<Inner>, ()>>,
     /// Bytes of host code in the module.
     code_bytes: AtomicUsize,
+    /// The site tables of guarded units (see `guard`), which live as long as their code
+    /// (boxed: the code holds each one's address).
+    #[allow(clippy::vec_box)]
+    sites: Mutex<Vec<Box<crate::guard::SiteTable>>>,
 }
 
 /// What [`Store::unit`] found.
@@ -380,6 +384,7 @@ impl Store {
             map: Mutex::new(HashMap::new()),
             inner: Mutex::new(Ok(None)),
             code_bytes: AtomicUsize::new(0),
+            sites: Mutex::new(Vec::new()),
         }
     }
 
@@ -643,6 +648,9 @@ impl Store {
         let t = Instant::now();
         // (the caller clears `ctx` after each compile)
         ctx.func.signature = unit_signature();
+        // (boxed first: the unit stores its address in the context when entered)
+        let sites = (self.guarded && crate::guard::EXACT_SITES)
+            .then(|| Box::new(crate::guard::SiteTable::default()));
         let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let b = FunctionBuilder::new(&mut ctx.func, fctx);
             translate(
@@ -652,7 +660,10 @@ impl Store {
                 adapters,
                 isa.default_call_conv(),
                 isa.frontend_config(),
-                self.guarded,
+                crate::translate::Guarding {
+                    guarded: self.guarded,
+                    sites: sites.as_deref(),
+                },
             );
         }));
         built.ok()?;
@@ -690,6 +701,19 @@ impl Store {
         }
         let t_cg = t.elapsed();
         let (f, size) = self.place(ctx, pc)?;
+        if let Some(table) = sites {
+            let locs: Vec<(u32, u32, u32)> = ctx
+                .compiled_code()
+                .map(|c| c.buffer.get_srclocs_sorted())
+                .unwrap_or_default()
+                .iter()
+                .map(|l| (l.start, l.end, l.loc.bits()))
+                .collect();
+            table.fill(f.0.as_ptr() as usize, size, page.base, &locs);
+            if let Ok(mut v) = self.sites.lock() {
+                v.push(table);
+            }
+        }
         if tracing() {
             eprintln!(
                 "armada-jit: unit {pc:#x}: {ir_insts} IR instructions in {:?}, codegen {:?}, placed {:?}, {size} bytes",

@@ -12,14 +12,14 @@
 
 use crate::adapters::{Adapter, Adapters};
 use crate::flags::Known;
-use crate::helpers::{exit, CTX_ENTRY, CTX_LIMIT, CTX_LOOKUP, CTX_RET};
+use crate::helpers::{exit, CTX_BLK_RET, CTX_ENTRY, CTX_LIMIT, CTX_LOOKUP, CTX_RET, CTX_SITES};
 use crate::unit::{BlockSpan, Term, Unit};
 use armada_core::state::CpuState;
 use armada_isa::{ops, MicroOp};
 use cranelift_codegen::ir::{
     condcodes::IntCC,
     types::{I32, I64},
-    AbiParam, Block, InstBuilder, JumpTableData, MemFlagsData, SigRef, Signature, Value,
+    AbiParam, Block, InstBuilder, JumpTableData, MemFlagsData, SigRef, Signature, SourceLoc, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, Variable};
@@ -115,6 +115,10 @@ pub struct Tx<'a> {
     /// loaded it yet.
     pub(crate) win: Option<Variable>,
     pub(crate) win_here: bool,
+    /// Whether accesses may be exact sites (see `guard`), and whether this block has
+    /// stored its count at the start (`Ctx::blk_ret`) for them yet.
+    sites: bool,
+    blk_ret_stored: bool,
 }
 
 /// What a block knows at its end of the flags (stored by then), which its successor can go
@@ -137,6 +141,15 @@ pub fn host_mem() -> MemFlagsData {
 }
 
 /// Builds the unit's function into `b`'s function, whose signature is `() -> i64`.
+/// How a unit's accesses are made (see `guard`).
+pub struct Guarding<'a> {
+    /// At `window + address`, unchecked, the host's MMU the check: the unit is for address
+    /// spaces with guarded windows.
+    pub guarded: bool,
+    /// The unit's site table, where its accesses may be exact sites.
+    pub sites: Option<&'a crate::guard::SiteTable>,
+}
+
 pub fn translate(
     mut b: FunctionBuilder<'_>,
     unit: &Unit,
@@ -144,8 +157,9 @@ pub fn translate(
     adapters: &Adapters,
     cc: CallConv,
     frontend: TargetFrontendConfig,
-    guarded: bool,
+    guarding: Guarding,
 ) {
+    let Guarding { guarded, sites } = guarding;
     let unit_sig = b.import_signature(crate::store::unit_signature());
     // The FP helper and the interpreter's one instruction run on hot paths (FP ops not
     // translated inline, in loops): an adapter's saving of every vector register cost
@@ -192,6 +206,11 @@ pub fn translate(
         let w = crate::access::load_window(&mut b, ctx);
         var(&mut b, w)
     });
+    // (for the handler: see `guard`)
+    if let Some(t) = sites {
+        let p = b.ins().iconst(I64, t as *const _ as i64);
+        b.ins().store(host_mem(), p, ctx, CTX_SITES);
+    }
     let blocks: HashMap<usize, Block> = unit
         .blocks
         .iter()
@@ -228,6 +247,8 @@ pub fn translate(
         guarded,
         win,
         win_here: false,
+        sites: sites.is_some(),
+        blk_ret_stored: false,
     };
     for span in &unit.blocks {
         tx.block(span);
@@ -357,6 +378,32 @@ impl<'a> Tx<'a> {
         if self.looping.is_none() {
             self.flush_dirty();
         }
+    }
+
+    /// Whether the guarded access of the op at `slot`, about to be made, is an exact site
+    /// (see `guard`): outside host loops, with every register and the flags stored. If so,
+    /// the block's count at its start is stored for the handler (once a block). In a unit
+    /// with a site table the instructions made until [`Self::site_end`] carry the site's
+    /// source location, which the handler finds the site by (an access that is not exact
+    /// too, so that the handler knows every guarded access).
+    pub(crate) fn site_start(&mut self, slot: usize) -> bool {
+        if !self.sites {
+            return false;
+        }
+        let exact = self.looping.is_none() && !self.flags_dirty && !self.dirty.contains(&true);
+        if exact && !self.blk_ret_stored {
+            let c = self.ctx();
+            self.b.ins().store(host_mem(), self.blk_ret, c, CTX_BLK_RET);
+            self.blk_ret_stored = true;
+        }
+        let loc = crate::guard::site_loc(slot, slot - self.blk_start, exact);
+        self.b.set_srcloc(SourceLoc::new(loc));
+        exact
+    }
+
+    /// The end of a guarded access's host accesses (see [`Self::site_start`]).
+    pub(crate) fn site_end(&mut self) {
+        self.b.set_srcloc(SourceLoc::default());
     }
 
     /// Writes the 32-bit `v`, zero-extended.
@@ -584,6 +631,7 @@ impl<'a> Tx<'a> {
             self.dirty = [false; 32];
         }
         self.win_here = false;
+        self.blk_ret_stored = false;
         let r0 = self.b.use_var(self.ret);
         self.blk_start = span.start;
         self.blk_ret = r0;

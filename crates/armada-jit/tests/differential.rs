@@ -850,6 +850,32 @@ fn fault_in_the_middle_of_a_block() {
     faults_past_the_data(&words, 7);
 }
 
+/// A load and a store that fault where nothing is left unstored (the first access of a
+/// block that is no loop's, after the flags' block): with a guarded window the host's
+/// fault handler leaves the unit there itself, with no test of a fault word after the
+/// access (`guard`'s exact sites), and the state, PC and count must be the interpreter's.
+/// And the same after a compare in the access's own block, whose flags are not stored
+/// yet when the access faults (so no exact site).
+#[test]
+fn fault_at_an_exact_site() {
+    // mov x2, #0x1000; subs x5, x0, #1; b.ne 1f; add x6, x6, #1;
+    // 1: add x0, x0, #1 (or cmp x0, x0); ldr x1, [x27, x2] (or str); brk
+    for before in [0x9100_0400, 0xeb00_001f] {
+        for access in [0xf862_6b61, 0xf822_6b61] {
+            let words = [
+                0xd282_0002,
+                0xf100_0405,
+                0x5400_0041,
+                0x9100_04c6,
+                before,
+                access,
+                0xd420_0000,
+            ];
+            faults_past_the_data(&words, 2);
+        }
+    }
+}
+
 /// Runs `words` on both tiers: the interpreter's run faults at the load past the data
 /// area, with x2 = DATA_LEN / 2, and the translated run leaves the same state.
 /// Runs `words` at CODE (an area of `perm`, nothing else mapped) from a state `setup`
