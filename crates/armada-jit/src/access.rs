@@ -319,6 +319,7 @@ impl Tx<'_> {
     /// the context's fault word), else on to `cont` with `args`. The word is loaded as an
     /// atomic load so that Cranelift neither takes one access's load of it for the next's
     /// nor moves the access's own load or store past it.
+    ///
     /// At an exact site (`exact`, see `guard`) there is nothing to test: on to `cont`.
     fn guard_check(&mut self, exact: bool, slow: Block, cont: Block, args: &[Value]) {
         if exact {

@@ -710,9 +710,9 @@ impl Store {
                 .map(|l| (l.start, l.end, l.loc.bits()))
                 .collect();
             table.fill(f.0.as_ptr() as usize, size, page.base, &locs);
-            if let Ok(mut v) = self.sites.lock() {
-                v.push(table);
-            }
+            // (kept whatever happened to the lock: the code holds its address)
+            let mut kept = self.sites.lock().unwrap_or_else(|e| e.into_inner());
+            kept.push(table);
         }
         if tracing() {
             eprintln!(

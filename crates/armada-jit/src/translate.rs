@@ -140,7 +140,6 @@ pub fn host_mem() -> MemFlagsData {
     MemFlagsData::trusted()
 }
 
-/// Builds the unit's function into `b`'s function, whose signature is `() -> i64`.
 /// How a unit's accesses are made (see `guard`).
 pub struct Guarding<'a> {
     /// At `window + address`, unchecked, the host's MMU the check: the unit is for address
@@ -150,6 +149,7 @@ pub struct Guarding<'a> {
     pub sites: Option<&'a crate::guard::SiteTable>,
 }
 
+/// Builds the unit's function into `b`'s function, whose signature is `() -> i64`.
 pub fn translate(
     mut b: FunctionBuilder<'_>,
     unit: &Unit,
