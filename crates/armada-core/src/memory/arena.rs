@@ -23,6 +23,10 @@ use std::sync::{Mutex, OnceLock};
 const CHUNK_SLOTS: u32 = 1 << 14;
 /// Free slots a thread keeps before it gives half back.
 const LOCAL_MAX: usize = 64;
+/// Slots handed out (8 MiB) before fresh ones are populated as they are taken (see
+/// [`populate`]): a short program takes a few dozen, and a thread's cache of them
+/// populated at once cost `hello` a millisecond.
+const POPULATE_PAST: u32 = 2048;
 /// A buffer not in the file (taken from the heap).
 const NO_SLOT: u32 = u32::MAX;
 
@@ -91,11 +95,13 @@ impl Arena {
     /// never used (so still zeros).
     fn take(&self, n: usize, out: &mut Vec<(u32, usize, bool)>) {
         let from = out.len();
-        self.take_locked(n, out);
-        populate(&out[from..]);
+        if self.take_locked(n, out) > POPULATE_PAST {
+            populate(&out[from..]);
+        }
     }
 
-    fn take_locked(&self, n: usize, out: &mut Vec<(u32, usize, bool)>) {
+    /// As [`Self::take`], without populating; the slots handed out so far.
+    fn take_locked(&self, n: usize, out: &mut Vec<(u32, usize, bool)>) -> u32 {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         while out.len() < n {
             if let Some(s) = inner.free.pop() {
@@ -106,13 +112,14 @@ impl Arena {
             if inner.next as usize == inner.chunks.len() * CHUNK_SLOTS as usize
                 && !self.grow(&mut inner)
             {
-                return;
+                return inner.next;
             }
             let s = inner.next;
             inner.next += 1;
             let a = Self::addr(&inner, s) as usize;
             out.push((s, a, true));
         }
+        inner.next
     }
 
     /// Adds a chunk to the file and maps it.
