@@ -74,14 +74,14 @@ pub(crate) fn site_loc(slot: usize, n: usize, exact: bool) -> u32 {
 }
 
 /// What the handler finds at a faulting instruction (see [`SiteTable::at`]).
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 #[cfg_attr(
     not(all(target_arch = "x86_64", target_os = "linux")),
     allow(dead_code)
 )]
 enum Found {
-    /// An exact site: its slot and count from its block's start.
-    Exact(usize, u64),
+    /// An exact site: its guest PC and count from its block's start.
+    Exact(u64, u64),
     /// A guarded access that tests the fault word after itself, or an instruction outside
     /// the unit (whose table is not yet filled, or which the context's table is not of).
     Checked,
@@ -106,7 +106,7 @@ impl SiteTable {
         });
     }
 
-    /// The guarded access whose host access is at `pc`.
+    /// The guarded access whose host access is at host address `pc`.
     #[cfg_attr(
         not(all(target_arch = "x86_64", target_os = "linux")),
         allow(dead_code)
@@ -126,7 +126,10 @@ impl SiteTable {
         match (off < end, loc & EXACT != 0) {
             (false, _) => Found::Unknown,
             (true, false) => Found::Checked,
-            (true, true) => Found::Exact((loc & 0x7fff) as usize, ((loc >> 15) & 0x7fff) as u64),
+            (true, true) => Found::Exact(
+                s.base + 4 * (loc & 0x7fff) as u64,
+                ((loc >> 15) & 0x7fff) as u64,
+            ),
         }
     }
 }
@@ -281,8 +284,8 @@ unsafe fn leave_at_site(ctx: *mut Ctx, uc: *mut libc::c_void) -> bool {
     }
     let uc = &mut *(uc as *mut libc::ucontext_t);
     let g = &mut uc.uc_mcontext.gregs;
-    let (slot, n) = match (*table).at(g[libc::REG_RIP as usize] as usize) {
-        Found::Exact(slot, n) => (slot, n),
+    let (pc, n) = match (*table).at(g[libc::REG_RIP as usize] as usize) {
+        Found::Exact(pc, n) => (pc, n),
         Found::Checked => return false,
         Found::Unknown => {
             // Every guarded access of a unit with a table is in it: an exact site not
@@ -292,8 +295,7 @@ unsafe fn leave_at_site(ctx: *mut Ctx, uc: *mut libc::c_void) -> bool {
             libc::abort();
         }
     };
-    let base = (*table).0.get().map_or(0, |s| s.base);
-    (*ctx).state.pc = base + 4 * slot as u64;
+    (*ctx).state.pc = pc;
     (*ctx).state.retired = (*ctx).blk_ret + n;
     g[libc::REG_RSP as usize] = (*ctx).jmp_sp as i64;
     g[libc::REG_RAX as usize] = crate::helpers::exit::ONE as i64;
