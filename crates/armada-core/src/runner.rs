@@ -122,9 +122,9 @@ pub struct Lane {
     lent: BTreeMap<i32, i32>,
     /// Decoded code shared by the lane's processes (and by the lanes of a batch).
     decoded: Arc<DecodedPages>,
-    /// Set for an engine that does not run guest threads or processes yet: a clone, fork
-    /// or exec ends the lane with [`Exit::Unsupported`] naming it.
-    single_task: Option<&'static str>,
+    /// Set for an engine that does not run guest processes yet: a fork or exec ends the
+    /// lane with [`Exit::Unsupported`] naming it.
+    single_process: Option<&'static str>,
     /// The instruction count at which the running task's turn ends (its syscalls do not
     /// start a new turn, so a task that spins on a syscall still gives way).
     turn_end: u64,
@@ -162,7 +162,7 @@ impl Lane {
             parked: BTreeMap::new(),
             lent: BTreeMap::new(),
             decoded,
-            single_task: None,
+            single_process: None,
             turn_end: QUANTUM,
             cur_killed: None,
             timer_due: Due::default(),
@@ -201,7 +201,7 @@ impl Lane {
             parked,
             lent: self.lent.clone(),
             decoded: self.decoded.clone(),
-            single_task: self.single_task,
+            single_process: self.single_process,
             turn_end: self.turn_end,
             cur_killed: self.cur_killed,
             timer_due: self.timer_due,
@@ -322,10 +322,11 @@ impl Lane {
         self.coverage.as_ref()
     }
 
-    /// Marks the lane as run by `engine`, which runs one task per lane: a guest thread or
-    /// process ends it with [`Exit::Unsupported`] (and never a hang or a wrong answer).
-    pub fn single_task_engine(&mut self, engine: &'static str) {
-        self.single_task = Some(engine);
+    /// Marks the lane as run by `engine`, which runs a lane's threads (each switched in at
+    /// the points [`Lane::schedule`] names) but not yet other processes: a fork or an exec
+    /// ends the lane with [`Exit::Unsupported`] (and never a hang or a wrong answer).
+    pub fn single_process_engine(&mut self, engine: &'static str) {
+        self.single_process = Some(engine);
         // such an engine's host runs the lane a few instructions at a time (its stops): the
         // interpreter, since a translation tier's tables per lane would never pay for
         // themselves over tens of thousands of lanes
@@ -384,29 +385,10 @@ impl Lane {
                 Some(m) => m.saturating_sub(self.retired()),
                 None => u64::MAX,
             };
-            let mut left = budget.min(slice - done);
-            if !self.timer_due.is_none() {
-                if self.fire_timers() {
-                    if let Some(e) = self.after_timers() {
-                        self.exit = Some(e);
-                    }
-                    continue;
-                }
-                // the turn ends where the next timer is due
-                left = left.min(self.timer_cap());
-            }
-            let turn = if self.tasks.is_empty() {
-                left
-            } else {
-                let turn_left = self.turn_end.saturating_sub(self.retired());
-                if turn_left == 0 {
-                    if let Some(e) = self.preempt() {
-                        self.exit = Some(e);
-                    }
-                    continue;
-                }
-                left.min(turn_left)
+            let Some(until) = self.schedule() else {
+                break;
             };
+            let turn = budget.min(slice - done).min(until);
             let p = &mut self.program;
             let (st, mem, code) = (&mut p.state, &mut p.mem, &mut self.code);
             let stop = match (self.coverage.as_mut(), self.cmplog.as_deref_mut()) {
@@ -422,6 +404,44 @@ impl Lane {
             if let Some(e) = self.service(stop) {
                 self.exit = Some(e);
             }
+        }
+    }
+
+    /// Readies the running task to run on: fires the timers that are due and, when its
+    /// turn is over, switches to the next task, as often as that takes. Returns how many
+    /// instructions the task may then run before the scheduler must look again (the end of
+    /// its turn while other tasks wait for theirs, or the instruction at which the next
+    /// timer is due; `u64::MAX`: only a stop of the task's own), or None when the lane ended
+    /// (`exit` is set). Every engine runs a task exactly that far (the GPU engines make it
+    /// the lane's instruction limit on the device), so tasks switch at the same
+    /// instructions on all of them.
+    pub fn schedule(&mut self) -> Option<u64> {
+        loop {
+            if self.exit.is_some() {
+                return None;
+            }
+            let mut until = u64::MAX;
+            if !self.timer_due.is_none() {
+                if self.fire_timers() {
+                    if let Some(e) = self.after_timers() {
+                        self.exit = Some(e);
+                    }
+                    continue;
+                }
+                // the turn ends where the next timer is due
+                until = self.timer_cap();
+            }
+            if !self.tasks.is_empty() {
+                let turn_left = self.turn_end.saturating_sub(self.retired());
+                if turn_left == 0 {
+                    if let Some(e) = self.preempt() {
+                        self.exit = Some(e);
+                    }
+                    continue;
+                }
+                until = until.min(turn_left);
+            }
+            return Some(until);
         }
     }
 
@@ -683,21 +703,17 @@ impl Lane {
             let forked = p.take_forked();
             let exec = p.take_exec();
             let timers_changed = p.take_timers_changed();
-            if let Some(engine) = self.single_task {
-                let what = if !spawned.is_empty() {
-                    Some("starts threads")
-                } else if forked.is_some() {
+            if let Some(engine) = self.single_process {
+                let what = if forked.is_some() {
                     Some("starts processes (fork)")
                 } else if exec.is_some() {
                     Some("replaces its image (execve)")
-                } else if timers_changed && !p.timers_due().is_none() {
-                    Some("arms a timer (alarm, setitimer or timer_create)")
                 } else {
                     None
                 };
                 if let Some(what) = what {
                     return Some(Exit::Unsupported(format!(
-                        "the program {what}, and the {engine} engine runs single-threaded programs of one process only so far: run it with --backend cpu"
+                        "the program {what}, and the {engine} engine runs programs of one process only so far: run it with --backend cpu"
                     )));
                 }
             }

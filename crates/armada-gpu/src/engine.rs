@@ -205,7 +205,12 @@ struct LaneHost {
     image: usize,
     entries: FxHashMap<u64, Entry>,
     epoch: u32,
+    /// The batch's instruction limit (`u64::MAX`: none).
     limit: u64,
+    /// The limit the lane's record has on the device (`LaneHost::schedule`): `limit`, or
+    /// the next point at which the lane's scheduler must look (the end of its running
+    /// task's turn, a timer), whichever comes first.
+    dev_limit: u64,
     host_steps: u64,
     done: bool,
     /// The last page miss ((address, retired, write), repeats), to notice a lane that is stuck.
@@ -230,6 +235,29 @@ struct LaneHost {
     /// (`apply::apply_claims`; persistent lanes apply them only when the host looks).
     unapplied: Vec<apply::Claim>,
     start_reserve: Vec<u32>,
+}
+
+impl LaneHost {
+    /// Readies the lane to go (back) onto the device: its scheduler fires the timers that
+    /// are due and switches tasks whose turn is over (`Lane::schedule`), and the record's
+    /// limit becomes the next point it must look again, so the device stops the lane at
+    /// the same instruction as the CPU engine's scheduler would. Returns false when the lane
+    /// ended there.
+    fn schedule(&mut self) -> bool {
+        match self.lane.schedule() {
+            None => false,
+            Some(until) => {
+                self.dev_limit = self.limit.min(self.lane.retired().saturating_add(until));
+                true
+            }
+        }
+    }
+
+    /// The lane reached its record's limit before the batch's: a point its scheduler must
+    /// see (see `schedule`), not the end of its run.
+    fn at_turn_point(&self) -> bool {
+        self.lane.retired() < self.limit
+    }
 }
 
 struct Image {

@@ -121,9 +121,9 @@ impl Engine {
             .into_par_iter()
             .map(|l| {
                 let mut l: Box<Lane> = l.into();
-                // a lane is one task on the GPU so far: a guest thread ends it with a clear
-                // message
-                l.single_task_engine("GPU");
+                // a lane's threads run on the GPU, switched by its scheduler; a guest
+                // process (fork, exec) ends it with a clear message so far
+                l.single_process_engine("GPU");
                 l
             })
             .collect();

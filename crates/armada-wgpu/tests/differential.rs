@@ -73,11 +73,6 @@ fn guest_programs_match_cpu() {
     let max = max_instructions();
     let (mut ran, mut skipped) = (Vec::new(), Vec::new());
     for name in list.lines().filter_map(|l| l.split_whitespace().next()) {
-        if name.starts_with("threads_") {
-            // guest threads run on the CPU engine only so far (a GPU lane ends Unsupported)
-            skipped.push(name);
-            continue;
-        }
         let s = spec(&dir.join(name), 1, &[], |_| b"3 4 5\n".to_vec());
         let mut probe = s.clone();
         probe.max_instructions = Some(max.saturating_add(1));
@@ -96,10 +91,57 @@ fn guest_programs_match_cpu() {
     }
     eprintln!("ran {} programs: {}", ran.len(), ran.join(" "));
     eprintln!(
-        "threaded, or longer than {max} instructions, not run here: {}",
+        "longer than {max} instructions, not run here: {}",
         skipped.join(" ")
     );
     assert!(ran.len() >= 15, "only {} guest programs ran", ran.len());
+}
+
+/// Guest threads (pthreads, C++, Go): each lane's tasks switch at the CPU engine's points,
+/// so the results are the CPU engine's. The programs of the threads suite up to
+/// `max_instructions`, and one with a lane argument for its thread count.
+#[test]
+fn guest_threads_match_cpu() {
+    let Some(engine) = engine() else { return };
+    let dir = repo().join("target/guest-threads");
+    let Ok(list) = std::fs::read_to_string(dir.join("programs.list")) else {
+        eprintln!(
+            "skipped: no thread programs (tests/guest/build-threads.sh target/guest-threads)"
+        );
+        return;
+    };
+    let max = max_instructions();
+    let (mut ran, mut skipped) = (Vec::new(), Vec::new());
+    for name in list.lines().filter_map(|l| l.split_whitespace().next()) {
+        let args: &[&str] = match name {
+            "cancel" => &["sleep"],
+            "thread_signals" => &["sigwait"],
+            "thread_exit" => &["abort"],
+            _ => &[],
+        };
+        let s = spec(&dir.join(name), 1, args, |_| Vec::new());
+        let mut probe = s.clone();
+        probe.max_instructions = Some(max.saturating_add(1));
+        let cpu = armada_core::batch::run_cpu(&probe, &|_| {}).unwrap();
+        if cpu.lanes[0].instructions > max {
+            skipped.push(name);
+            continue;
+        }
+        check(engine, &s, name);
+        ran.push(name);
+    }
+    eprintln!("ran {} thread programs: {}", ran.len(), ran.join(" "));
+    eprintln!(
+        "longer than {max} instructions, not run here: {}",
+        skipped.join(" ")
+    );
+    assert!(ran.len() >= 6, "only {} thread programs ran", ran.len());
+    let compute = repo().join("target/guest/threads_compute");
+    if compute.exists() {
+        // lane i starts i threads (lane 0: a usage error), a 4,096-byte CRC round each
+        let s = spec(&compute, 3, &["{lane}", "1"], |_| Vec::new());
+        check(engine, &s, "threads_compute {lane} 1");
+    }
 }
 
 /// Lanes with different arguments and inputs, a per-lane memory cap, an instruction limit.

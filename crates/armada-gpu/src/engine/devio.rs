@@ -52,7 +52,10 @@ const OUT_MAX_WORDS: u64 = 1 << 25;
 /// The record words `S_SYS`.. for the lane's state now (all zero when `on` is false).
 pub(super) fn sys_words(lane: &Lane, on: bool, rec: &mut [u64]) {
     rec[S_SYS..S_ROOM + 2].fill(0);
-    if !on || lane.exit.is_some() {
+    // A lane of several threads has every syscall serviced by the host: a completed one
+    // readies the threads that wait to run theirs again (`Lane::wake_retries`), which
+    // decides which thread runs next, and the kernel cannot do that.
+    if !on || lane.exit.is_some() || lane.thread_count() > 1 {
         return;
     }
     let io = lane.program.process.device_io();

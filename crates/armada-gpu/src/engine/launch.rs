@@ -170,10 +170,16 @@ impl Batch {
                 if let Err(e) = apply_claims(lh, pt, lane_id) {
                     return Some(Err(e));
                 }
+                // (exit ends the lane only as its last thread's; exit_group as its only
+                // process's)
+                let lane = &lh.lane;
+                let ends = |nr: u64| {
+                    lane.process_count() == 1
+                        && (nr == NR_EXIT_GROUP || nr == NR_EXIT && lane.thread_count() == 1)
+                };
                 let exiting = devio
                     && (stops[lane_id] == STOP_EXIT
-                        || stops[lane_id] == STOP_SVC
-                            && matches!(rec[S_X + 8], NR_EXIT | NR_EXIT_GROUP));
+                        || stops[lane_id] == STOP_SVC && ends(rec[S_X + 8]));
                 let mem = &mut lh.lane.program.mem;
                 // (an exiting lane's mirror is not read again: its claimed pages stay shared
                 // there, which spares a 4 KiB copy each, tens of thousands a batch; they count

@@ -201,7 +201,7 @@ impl Batch {
                 l.ended_private = 0;
                 if l.touched {
                     let mut lane = fresh(i)?;
-                    lane.single_task_engine("GPU");
+                    lane.single_process_engine("GPU");
                     return Ok(Reset::Again(Box::new(lane)));
                 }
                 let claimed = (l.unapplied.len() + l.claimed.len()) as u64;
@@ -389,7 +389,7 @@ impl Batch {
             let reserve = self.top_up(i)?;
             let l = &mut self.lanes[i];
             l.start_reserve.clone_from(&l.reserve);
-            let l = &self.lanes[i];
+            let l = &mut self.lanes[i];
             let rec = start_record(l, &self.images[l.image], self.devio, reserve);
             records.push((i as u32, 0, rec));
         }

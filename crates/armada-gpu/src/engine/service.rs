@@ -121,7 +121,7 @@ impl Batch {
                     lh.epoch = lh.epoch.wrapping_add(1).max(1);
                     let st = &lh.lane.program.state;
                     let mut core = vec![0u64; S_WORDS];
-                    state_to_record(st, lh.limit, lh.epoch, &mut core);
+                    state_to_record(st, lh.dev_limit, lh.epoch, &mut core);
                     super::devio::sys_words(&lh.lane, devio, &mut core);
                     let v = core[S_V..].to_vec();
                     core.truncate(CORE_WORDS);
@@ -152,6 +152,11 @@ fn service_lane(
     finish: u64,
 ) -> Plan {
     let mut plan = Plan::default();
+    if lh.lane.exit.is_some() {
+        // (it ended before the launch: see `start_record`)
+        plan.exited = true;
+        return plan;
+    }
     let before = area_list(&lh.lane.program.mem);
     lh.lane.program.mem.gpu_track_writes_keep();
     let info = rec[S_INFO];
@@ -165,6 +170,8 @@ fn service_lane(
         STOP_HLT => lh.lane.service(Stop::Halt(info as u16)),
         STOP_BRK => lh.lane.service(Stop::Breakpoint(info as u16)),
         STOP_UNDEFINED => lh.lane.service(Stop::Undefined(info as u32)),
+        // the end of the running task's turn, or a timer: `LaneHost::schedule` below
+        STOP_LIMIT if lh.at_turn_point() => None,
         STOP_LIMIT => lh.lane.service(Stop::Budget),
         STOP_MISS_R | STOP_MISS_W => {
             plan.misses += 1;
@@ -233,6 +240,12 @@ fn service_lane(
         None if finish > 0 && extra.is_empty() && lh.lane.exit.is_none() => {
             run_on_host(lh, finish, &mut plan)
         }
+        e => e,
+    };
+    // the scheduler's turn: it may fire timers (a signal frame the host writes) or switch
+    // to another thread, whose registers go up in the record
+    let exit = match exit {
+        None if !lh.schedule() => lh.lane.exit.clone(),
         e => e,
     };
     let written_kept = lh.lane.program.mem.gpu_take_written_keep();
@@ -310,7 +323,8 @@ fn host_step(lh: &mut LaneHost, image: &Image, plan: &mut Plan) -> Option<Exit> 
         plan.host_op = Some(ops::name(decode(u32::from_le_bytes(word), pc).op));
     }
     let before_r = lh.lane.program.state.retired;
-    let left = lh.limit.saturating_sub(before_r);
+    // (to the record's limit: a point the scheduler must see comes first)
+    let left = lh.dev_limit.saturating_sub(before_r);
     let budget = left.min(if inside {
         image.host_run
     } else {
@@ -321,7 +335,7 @@ fn host_step(lh: &mut LaneHost, image: &Image, plan: &mut Plan) -> Option<Exit> 
     let done = lh.lane.program.state.retired - before_r;
     plan.host_instructions += done;
     lh.host_steps += done;
-    if s == Stop::Budget && budget < left {
+    if s == Stop::Budget && (budget < left || lh.at_turn_point()) {
         None
     } else {
         if let Stop::Syscall = s {
@@ -336,8 +350,11 @@ fn host_step(lh: &mut LaneHost, image: &Image, plan: &mut Plan) -> Option<Exit> 
 fn run_on_host(lh: &mut LaneHost, budget: u64, plan: &mut Plan) -> Option<Exit> {
     let mut left = budget;
     loop {
+        if !lh.schedule() {
+            return lh.lane.exit.clone();
+        }
         let before = lh.lane.program.state.retired;
-        let to_limit = lh.limit.saturating_sub(before);
+        let to_limit = lh.dev_limit.saturating_sub(before);
         let run = left.min(to_limit);
         let s = lh.lane.run_cpu(run);
         let done = lh.lane.program.state.retired - before;
@@ -347,11 +364,14 @@ fn run_on_host(lh: &mut LaneHost, budget: u64, plan: &mut Plan) -> Option<Exit> 
         if s == Stop::Budget && run < to_limit {
             return None;
         }
-        if let Stop::Syscall = s {
-            plan.syscalls += 1;
-        }
-        if let Some(e) = lh.lane.service(s) {
-            return Some(e);
+        // the end of a turn (the loop's `schedule` switches), or the batch's limit
+        if s != Stop::Budget || !lh.at_turn_point() {
+            if let Stop::Syscall = s {
+                plan.syscalls += 1;
+            }
+            if let Some(e) = lh.lane.service(s) {
+                return Some(e);
+            }
         }
         if left == 0 {
             return None;

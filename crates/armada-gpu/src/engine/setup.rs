@@ -85,13 +85,18 @@ pub(super) fn start_wants(l: &LaneHost, image: &Image, lazy: bool) -> Vec<(u64, 
 /// its image's code regions, and its frame reserve (`reserve`: words from S_RES_N, when it
 /// has one).
 pub(super) fn start_record(
-    l: &LaneHost,
+    l: &mut LaneHost,
     img: &Image,
     devio: bool,
     reserve: Option<Vec<u64>>,
 ) -> Vec<u64> {
     let mut rec = vec![0u64; S_WORDS];
-    state_to_record(&l.lane.program.state, l.limit, l.epoch, &mut rec);
+    // (a lane restored from a snapshot of several threads may switch, or end, here first;
+    // one that ended stops at once with its limit and is serviced as ended)
+    if !l.schedule() {
+        l.dev_limit = l.lane.retired();
+    }
+    state_to_record(&l.lane.program.state, l.dev_limit, l.epoch, &mut rec);
     super::devio::sys_words(&l.lane, devio, &mut rec);
     rec[S_REGIONS] = img.first_region as u64 | (img.regions.len() as u64) << 32;
     rec[S_IMAGE] = img.key_lane;
@@ -149,6 +154,7 @@ impl Batch {
                 entries: FxHashMap::default(),
                 epoch: 1,
                 limit,
+                dev_limit: limit,
                 host_steps: 0,
                 done: false,
                 last_miss: ((0, 0, false), 0),
