@@ -44,6 +44,10 @@ if tests/guest/build-dynamic.sh "$stage/dyn" >/dev/null 2>&1; then
     cp "$stage/dyn/argv_env" "$stage/guest/dynamic_argv_env"
 fi
 
+# the programs with threads (pthreads, C++, Go): gpu-check's threads section
+tests/guest/build-threads.sh "$stage/guest/threads" >/dev/null
+rm -rf "$stage/guest/threads/.go"
+
 # the fuzz targets (tests/guest/fuzz): snapshot fan-out and fuzzing figures
 tests/guest/build-processes.sh "$stage/guest/fuzz" tests/guest/fuzz >/dev/null
 

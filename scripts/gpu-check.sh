@@ -6,7 +6,7 @@
 #   scripts/gpu-check.sh [.gpu]                # on the GPU machine: the CUDA engine
 #   BACKEND=wgpu scripts/gpu-check.sh [.gpu]   # the wgpu engine (Vulkan there)
 #
-# Sections (GPU_CHECK=env,speed,suite,risu,batch,memcheck,qemu,busybox,resident,fuzz,cpu,devices;
+# Sections (GPU_CHECK=env,speed,suite,risu,batch,threads,threadspeed,memcheck,qemu,busybox,resident,fuzz,cpu,devices;
 # default all; memcheck is CUDA's compute-sanitizer and runs for BACKEND=cuda only):
 #   env       device, first start (NVRTC compile) and second start (disk cache)
 #   suite     every guest program as one multi-program batch, each lane compared with the CPU
@@ -14,6 +14,10 @@
 #   risu      the random-instruction programs of every class, output compared with qemu's
 #   batch     `armada batch --check`: per-lane inputs ({lane} arguments, --stdin-dir) compared
 #             with the CPU engine lane for lane
+#   threads   guest threads: every program of the threads suite (pthreads, C++, Go) as a
+#             --check batch of THREAD_LANES lanes, compared lane for lane with the CPU engine
+#   threadspeed  GO_LANES lanes of a Go program (goroutines, channels) and of threads_compute
+#             vs qemu-aarch64 on every core (qemu timed on a share, scaled; outputs compared)
 #   memcheck  compute-sanitizer --tool memcheck on a representative batch
 #   speed     one lane on a tight integer loop; 65,536+ lanes of a compute-bound program
 #   qemu      65,536 short runs vs qemu-aarch64 on every core (qemu timed on a share, scaled)
@@ -33,7 +37,7 @@
 # Logs go to $OUT (the device tool's folder) or /tmp/armada-gpu-check; the summary is last.
 set -u
 bundle=${1:-.gpu}
-sections=${GPU_CHECK:-env,speed,suite,risu,batch,memcheck,qemu,busybox,resident,fuzz,cpu,devices}
+sections=${GPU_CHECK:-env,speed,suite,risu,batch,threads,threadspeed,memcheck,qemu,busybox,resident,fuzz,cpu,devices}
 B=${BACKEND:-cuda}
 export ARMADA_BACKEND=$B
 # lanes of the aggregate, short-run and busybox batches (wgpu spreads lanes' pages over as
@@ -97,7 +101,7 @@ if want env; then
     note "env: first start (compile) $(elapsed $t0 $t1) s, second start (cached) $(elapsed $t1 $t2) s, hello rc=$rc: $(head -c 40 "$log/first.out")"
     cat "$log/first.err"
     # what the GPU engines do not run yet must be refused clearly (status 125), never hang
-    for p in "threads_compute 4 1" dynamic_argv_env; do
+    for p in dynamic_argv_env; do
         set -- $p
         [[ -e $G/$1 ]] || continue
         timeout 120 $A run --backend $B "$G/$1" "${@:2}" >/dev/null 2>"$log/refuse-$1.err"
@@ -198,7 +202,7 @@ if want suite; then
         matmul) echo "$G/$bin 40" ;;
         tightloop) echo "$G/$bin 100000" ;;
         lanecrc) echo "x 16 $G/$bin {lane} 3" ;;
-        threads_*) ;; # guest threads: the CPU engine only so far (env checks the refusal)
+        threads_compute) echo "$G/$bin 4 1" ;;
         *) echo "$G/$bin" ;;
         esac
     done <"$G/programs.list" >"$man"
@@ -298,6 +302,81 @@ EOF
         rc=$?
         note "batch --stdin-dir x$LANES busybox sha256sum (rc=$rc): $(grep 'check:' "$log/batch7.txt" | sed 's/armada batch: //'); device frames peak $(stat_of "$log/batch7.txt" 'device frames peak')"
     fi
+fi
+
+# -------------------------------------------------------------------------------- threads
+if want threads && [[ -d $G/threads ]]; then
+    T=$G/threads
+    tl=${THREAD_LANES:-256}
+    pass=0
+    fail=()
+    while read -r bin _; do
+        # (THREAD_ONLY="a b": only those)
+        [[ -n ${THREAD_ONLY:-} && " $THREAD_ONLY " != *" $bin "* ]] && continue
+        args=()
+        case $bin in
+        create1000 | go_nethttp | go_exec | deadlock_*) continue ;; # below, or another section's
+        cancel) args=(sleep) ;;
+        thread_signals) args=(pthread_kill) ;;
+        thread_exit) args=(segv) ;;
+        esac
+        t0=$(secs)
+        timeout "${THREAD_TIMEOUT:-600}" $A batch --backend $B --check --no-progress --lanes "$tl" "$T/$bin" "${args[@]}" >/dev/null 2>"$log/thr-$bin.txt"
+        echo "threads: $bin $(elapsed $t0 "$(secs)") s: $(grep -o 'check: .*identical' "$log/thr-$bin.txt")"
+        if grep -q "check: $tl of $tl lanes identical" "$log/thr-$bin.txt"; then
+            pass=$((pass + 1))
+        else
+            fail+=("$bin")
+        fi
+    done <"$T/programs.list"
+    note "threads: $pass programs x$tl lanes identical to the CPU engine; differing or failed: ${fail[*]:-none}"
+    # (go_nethttp makes a directory under /tmp for its Unix socket: lanes that share the
+    # host's /tmp and run at once can pick the same name, and its retry changes their
+    # instruction counts on any engine, so each lane gets a root of its own)
+    for l in $(seq 0 63); do mkdir -p "$work/roots/$l/tmp"; done
+    for bin in deadlock_mutex go_nethttp create1000; do
+        [[ -x $T/$bin ]] || continue
+        root=()
+        [[ $bin == go_nethttp ]] && root=(--root "$work/roots/{lane}")
+        timeout "${THREAD_TIMEOUT:-600}" $A batch --backend $B --check --no-progress --lanes 64 "${root[@]}" "$T/$bin" >/dev/null 2>"$log/thr-$bin.txt"
+        note "threads: $bin x64 (rc=$?): $(grep 'check:' "$log/thr-$bin.txt" | sed 's/armada batch: //')"
+    done
+fi
+if want threadspeed && [[ -d $G/threads ]]; then
+    T=$G/threads
+    # speed against qemu: GO_LANES lanes of a Go program and of a pthreads program
+    gl=${GO_LANES:-16384}
+    share=${QEMU_SHARE_THREADS:-1024}
+    for prog in "go_channels" "threads_compute 4 1"; do
+        set -- $prog
+        p=$T/$1
+        [[ $1 == threads_compute ]] && p=$G/$1
+        t0=$(secs)
+        timeout 600 $A batch --backend $B --lanes "$gl" --out "$log/thr-speed-$1.jsonl" "$p" "${@:2}" >/dev/null 2>"$log/thr-speed-$1.txt"
+        rc=$?
+        t1=$(secs)
+        armada_s=$(elapsed $t0 $t1)
+        note "threads: armada $B, $gl runs of $prog (rc=$rc): $armada_s s wall: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/thr-speed-$1.txt"); stops $(stat_of "$log/thr-speed-$1.txt" 'stops')"
+        if [[ -n $Q ]]; then
+            t0=$(secs)
+            seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c "$Q $p ${*:2} > $work/t{}.out"
+            t1=$(secs)
+            q_s=$(elapsed $t0 $t1)
+            bad=$(python3 - "$log/thr-speed-$1.jsonl" "$work" "$share" <<'EOF'
+import json, sys
+bad = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["lane"] >= int(sys.argv[3]):
+        break
+    if open(f"{sys.argv[2]}/t{r['lane']}.out").read() != r["stdout"]:
+        bad += 1
+print(bad)
+EOF
+)
+            note "threads: qemu-aarch64 on $cores cores, $share runs of $prog: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $gl / $share))") s for $gl; armada $B $(python3 -c "print('%.1f' % ($q_s * $gl / $share / $armada_s))")x faster; outputs differing from qemu: $bad"
+        fi
+    done
 fi
 
 # ------------------------------------------------------------------------------- memcheck
