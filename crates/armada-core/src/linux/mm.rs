@@ -359,7 +359,7 @@ impl Process {
             }
         }
         if !anon && !zero_dev {
-            if let Err(e) = self.fill_from_file(mem, fd, start, len, off) {
+            if let Err(e) = self.map_file(mem, fd, start, len, off, typ == MAP_PRIVATE) {
                 let _ = mem.unmap(start, len);
                 return Err(e);
             }

@@ -28,6 +28,7 @@ mod dgram;
 mod events;
 pub mod exec;
 pub mod fd;
+pub(crate) mod filepages;
 pub mod fork;
 pub mod fs;
 mod futex;

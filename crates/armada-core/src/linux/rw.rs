@@ -8,7 +8,7 @@ use super::fd::*;
 use super::wait::WOULD_BLOCK;
 use super::{check_readable, check_writable, rd, rd_u64, wr, wr_u64};
 use super::{Errno, Process, SysResult};
-use crate::memory::AddressSpace;
+use crate::memory::{AddressSpace, PAGE_SHIFT, PAGE_SIZE};
 
 /// Runs `io(base, len, offset)` over the (base, len) buffers of a readv/writev family call
 /// until one comes up short, as the kernel does: the total transferred, or the first
@@ -681,6 +681,48 @@ impl Process {
 
     /// Reads `len` bytes of file `fd` at `off` into guest memory at `addr` ignoring page
     /// permissions (file-backed mmap). Bytes past the end of the file stay zero.
+    /// The pages of a file mapping at `addr` (mapped already), from the file at `off`: for
+    /// a private mapping of a host file, the pages every mapper of that file shares (see
+    /// `filepages`; a write copies the page), else bytes read into the mapping's own.
+    pub(crate) fn map_file(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        addr: u64,
+        len: u64,
+        off: u64,
+        private: bool,
+    ) -> Result<(), Errno> {
+        let st = match self.files.file(fd) {
+            Ok(f) if private && super::filepages::enabled() => f.host_stat(),
+            _ => None,
+        };
+        let Some(st) = st.filter(|s| s.st_mode & libc::S_IFMT == libc::S_IFREG) else {
+            return self.fill_from_file(mem, fd, addr, len, off);
+        };
+        let key = super::filepages::FileKey::of(&st);
+        let size = st.st_size.max(0) as u64;
+        let first = off >> PAGE_SHIFT;
+        // pages wholly past the end of the file stay unfilled (sys_mmap makes them SIGBUS)
+        let pages = (len >> PAGE_SHIFT).min(size.saturating_sub(off).div_ceil(PAGE_SIZE));
+        for k in 0..pages {
+            let page = super::filepages::page(key, first + k, |buf| {
+                let pos = (first + k) << PAGE_SHIFT;
+                let mut done = 0;
+                while done < buf.len() {
+                    let n = self.do_read(fd, &mut buf[done..], Some(pos + done as u64))?;
+                    if n == 0 {
+                        break;
+                    }
+                    done += n;
+                }
+                Ok(())
+            })?;
+            mem.share_page((addr >> PAGE_SHIFT) + k, page);
+        }
+        Ok(())
+    }
+
     pub(crate) fn fill_from_file(
         &mut self,
         mem: &mut AddressSpace,
