@@ -5,6 +5,7 @@ use super::*;
 use crate::memory::{AddressSpace, Perm};
 use crate::state::CpuState;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 const SCRATCH: u64 = 0x10_0000;
 const SCRATCH_LEN: u64 = 0x4_0000;
@@ -457,6 +458,44 @@ fn mmap_file() {
         0,
         "private"
     );
+}
+
+/// Private mappings of one file in two lanes share its page buffers (`filepages`): the
+/// same bytes, one buffer; a lane's write copies the page for it alone; a file changed in
+/// place (new size or time) gets pages of its own.
+#[test]
+fn private_file_mappings_share_pages_until_written() {
+    let t = tempdir("filepages");
+    let data: Vec<u8> = (0..9000u32).map(|i| (i % 253) as u8).collect();
+    let path = t.0.join("lib.so");
+    std::fs::write(&path, &data).unwrap();
+    let map = |l: &mut Lane| {
+        let p = l.cstr(SCRATCH, "/lib.so");
+        let fd = l.call(OPENAT, &[FDCWD, p, 0, 0]) as u64;
+        // PROT_READ|PROT_WRITE, MAP_PRIVATE
+        l.call(MMAP, &[0, 0x3000, 3, 2, fd, 0]) as u64
+    };
+    let (mut a, mut b) = (Lane::rooted(&t.0), Lane::rooted(&t.0));
+    let (pa, pb) = (map(&mut a), map(&mut b));
+    for k in 0..3 {
+        let (va, vb) = ((pa >> 12) + k, (pb >> 12) + k);
+        let (da, db) = (a.mem.page_data(va).unwrap(), b.mem.page_data(vb).unwrap());
+        assert!(Arc::ptr_eq(da, db), "page {k} is one buffer");
+    }
+    assert_eq!(a.get(pa, 9000), data);
+    assert_eq!(a.get(pa + 9000, 16), vec![0u8; 16], "zeros past the end");
+    // a write is the writer's alone, and reaches neither the file nor the other lane
+    let before = a.mem.private_bytes();
+    a.mem.write_u8(pa + 5, 0xee).unwrap();
+    assert_eq!(a.mem.private_bytes(), before + 4096);
+    assert_eq!(b.get(pb + 5, 1), [data[5]]);
+    assert_eq!(std::fs::read(&path).unwrap()[5], data[5]);
+    // the file changed (another size): a new mapping reads the new bytes
+    std::fs::write(&path, b"new bytes").unwrap();
+    let mut c = Lane::rooted(&t.0);
+    let pc = map(&mut c);
+    assert_eq!(c.get(pc, 9), b"new bytes");
+    assert_eq!(b.get(pb, 4), &data[..4]);
 }
 
 #[test]
