@@ -120,7 +120,6 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
     }
     let image = Image::load(args.guest.program())
         .with_context(|| format!("cannot run {}", args.guest.program().display()))?;
-    crate::run::refuse_dynamic_on_gpu(args.backend, &image)?;
     let guest_path = args.guest.program().as_os_str().as_bytes().to_vec();
     let env: Arc<[Vec<u8>]> = if args.clear_env {
         let all: Vec<String> = std::env::vars_os()

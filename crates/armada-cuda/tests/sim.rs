@@ -250,6 +250,63 @@ fn threads_beside_other_lanes_and_limits() {
     ));
 }
 
+/// Dynamically linked programs on the GPU engine: ld.so maps the libraries, their code is
+/// decoded once for every lane that maps the same pages and runs in the kernel, and every
+/// lane ends as on the CPU engine. Our programs against Debian's cross libc, and python3
+/// from the sysroot scripts/test builds.
+#[test]
+fn dynamic_programs_match_cpu() {
+    let Some(engine) = options() else { return };
+    let dir = repo().join("target/guest-dynamic");
+    let cross = Path::new("/usr/aarch64-linux-gnu");
+    if !dir.join("argv_env").exists() || !cross.join("lib/ld-linux-aarch64.so.1").exists() {
+        eprintln!(
+            "skipped: no dynamic guest programs or no cross libc (tests/guest/build-dynamic.sh)"
+        );
+        return;
+    }
+    let with_root = |s: &mut armada_core::batch::BatchSpec, root: &Path| {
+        s.config.sysroot = Some(root.to_path_buf());
+    };
+    for (name, args) in [
+        ("argv_env", &["{lane}", "b"][..]),
+        ("argv_env-nopie", &[]),
+        ("cxx_features", &[]),
+        ("libm_dlopen", &[]),
+    ] {
+        let mut s = spec(&dir.join(name), 3, args, |_| Vec::new());
+        with_root(&mut s, cross);
+        if let Err(e) = armada_gpu::check::same_as_cpu(&engine, &s) {
+            panic!("{name}: {e}");
+        }
+    }
+    // the libraries' code is decoded once, whatever the number of lanes
+    let micro_ops = |lanes: usize| {
+        let mut s = spec(&dir.join("cxx_features"), lanes, &[], |_| Vec::new());
+        with_root(&mut s, cross);
+        let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+        let stat = out.stats.iter().find(|(k, _)| k == "micro-ops").unwrap();
+        let host: u64 = out.lanes.iter().map(|l| l.host_steps).sum();
+        assert_eq!(host, 0, "libc's code ran on the host");
+        stat.1.clone()
+    };
+    assert_eq!(micro_ops(1), micro_ops(4));
+    let sysroot = repo().join("target/sysroot");
+    let python = sysroot.join("usr/bin/python3");
+    if python.exists() {
+        let mut s = spec(
+            &python,
+            2,
+            &["-c", "import json; print(json.dumps({'lane': 1 + 2}))"],
+            |_| Vec::new(),
+        );
+        with_root(&mut s, &sysroot);
+        if let Err(e) = armada_gpu::check::same_as_cpu(&engine, &s) {
+            panic!("python3: {e}");
+        }
+    }
+}
+
 /// A lane whose program forks ends with a clear "unsupported" (status 125) on the GPU
 /// engine until the GPU port of processes; the CPU engine runs it.
 #[test]

@@ -44,6 +44,7 @@ use std::time::Instant;
 
 mod apply;
 mod bare;
+mod code;
 mod coverage;
 mod devio;
 mod launch;
@@ -211,6 +212,11 @@ struct LaneHost {
     /// the next point at which the lane's scheduler must look (the end of its running
     /// task's turn, a timer), whichever comes first.
     dev_limit: u64,
+    /// The record's `S_REGIONS` (first, count: the lane's run of the region table; 0 until
+    /// its setup), and those regions' areas (for telling code the kernel may run from code
+    /// only the host runs).
+    regions: u64,
+    code: Vec<(u64, u64)>,
     host_steps: u64,
     done: bool,
     /// The last page miss ((address, retired, write), repeats), to notice a lane that is stuck.
@@ -283,6 +289,8 @@ pub struct Batch {
     params: Params,
     d_ops: DevPtr,
     d_regions: DevPtr,
+    /// The micro-ops and region table, on the host (`code`).
+    code: code::Code,
     d_lanes: DevPtr,
     d_stops: DevPtr,
     d_active: DevPtr,
@@ -491,6 +499,14 @@ impl Batch {
         let (records, uploads) = self
             .apply_serviced(serviced)
             .map_err(|e| self.lanes_that_fit(e))?;
+        // code decoded for lanes that mapped libraries, before their records name it
+        self.code
+            .upload(&*self.dev, &mut self.d_ops, &mut self.d_regions)?;
+        self.params.ops = self.d_ops;
+        self.params.regions = self.d_regions;
+        self.params.nregions = self.code.nregions();
+        self.stats.regions = self.params.nregions as usize;
+        self.stats.micro_ops = self.code.ops.len() / 2;
         self.upload(&records, uploads)?;
         Ok(())
     }

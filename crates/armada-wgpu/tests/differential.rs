@@ -144,6 +144,24 @@ fn guest_threads_match_cpu() {
     }
 }
 
+/// A dynamically linked program (ld.so, then libc mapped and run in the shader), each lane
+/// with its own argument, against the CPU engine.
+#[test]
+fn dynamic_program_matches_cpu() {
+    let Some(engine) = engine() else { return };
+    let p = repo().join("target/guest-dynamic/argv_env");
+    let cross = Path::new("/usr/aarch64-linux-gnu");
+    if !p.exists() || !cross.join("lib/ld-linux-aarch64.so.1").exists() {
+        eprintln!(
+            "skipped: no dynamic guest programs or no cross libc (tests/guest/build-dynamic.sh)"
+        );
+        return;
+    }
+    let mut s = spec(&p, 2, &["{lane}"], |_| Vec::new());
+    s.config.sysroot = Some(cross.to_path_buf());
+    check(engine, &s, "argv_env");
+}
+
 /// Lanes with different arguments and inputs, a per-lane memory cap, an instruction limit.
 #[test]
 fn lanes_differ_and_limits_hold() {

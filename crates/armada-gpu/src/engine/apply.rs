@@ -189,6 +189,7 @@ impl Batch {
                 *self.stats.host_ops.entry(op).or_insert(0) += 1;
             }
             let exited = plan.exited;
+            let code = plan.code && !exited;
             let t_lane = Instant::now();
             if !(closing && exited) {
                 self.apply_rest(lane_id, applied, plan, &mut uploads)?;
@@ -201,6 +202,10 @@ impl Batch {
             } else {
                 for (first, words) in rec {
                     records.push((lane_id as u32, first, words));
+                }
+                if code {
+                    let word = self.lane_regions(lane_id);
+                    records.push((lane_id as u32, S_REGIONS, vec![word]));
                 }
                 let t_res = Instant::now();
                 parts[1] += (t_res - t_lane).as_secs_f64();
@@ -223,6 +228,21 @@ impl Batch {
         }
         self.stats.apply_s += t_apply.elapsed().as_secs_f64();
         Ok((records, uploads))
+    }
+
+    /// Lane `i`'s regions after its executable areas changed: each area decoded (or found
+    /// decoded for the same pages), the lane's run of the region table; returns its
+    /// `S_REGIONS` word. Areas of its own pages are left to the host.
+    fn lane_regions(&mut self, i: usize) -> u64 {
+        let l = &mut self.lanes[i];
+        let mem = &mut l.lane.program.mem;
+        let set: Vec<_> = super::code::code_areas(mem)
+            .into_iter()
+            .filter_map(|(start, end)| self.code.region(mem, start, end))
+            .collect();
+        l.code = set.iter().map(|r| (r.0, r.1)).collect();
+        l.regions = self.code.set(&set) as u64 | (set.len() as u64) << 32;
+        l.regions
     }
 
     /// Applies one lane's wanted page states to the table and frames (the serial path: for

@@ -24,8 +24,9 @@
 //! it can be handed out as one contiguous array (DLPack). After every stop the host mirror is
 //! brought up to date from the pages the lane wrote (the kernel lists them).
 
+use super::code::encode_uop;
 use super::records::{record_to_state, state_to_record};
-use super::setup::{encode_uop, env_ms, DEFAULT_SLICE};
+use super::setup::{env_ms, DEFAULT_SLICE};
 use super::*;
 use crate::device::{dtoh_vec, htod_slice};
 use armada_core::cpu;

@@ -262,6 +262,7 @@ impl Batch {
                     l.done = false;
                     l.host_steps = 0;
                     l.last_miss = ((0, 0, false), 0);
+                    l.regions = 0;
                     l.epoch = l.epoch.wrapping_add(1).max(1);
                     again.push(i);
                 }

@@ -53,6 +53,9 @@ pub(super) struct Plan {
     pub(super) force: bool,
     /// The lane makes no progress (an engine bug): the batch stops with this message.
     pub(super) stuck: Option<String>,
+    /// Its executable areas changed (a library mapped): its regions are worked out again
+    /// (`code`).
+    pub(super) code: bool,
 }
 
 impl Batch {
@@ -259,6 +262,7 @@ fn service_lane(
     let written: Vec<u64> = written_kept.iter().map(|p| p.0).collect();
     let mut vpns: Vec<u64> = Vec::new();
     if before != after {
+        plan.code = super::code::code_areas(mem) != lh.code;
         let ranges = changed_ranges(&before, &after);
         let inside = |v: u64| ranges.iter().any(|&(s, e)| v >= s && v < e);
         vpns.extend(lh.entries.keys().copied().filter(|&v| inside(v)));
@@ -317,7 +321,7 @@ fn service_lane(
 fn host_step(lh: &mut LaneHost, image: &Image, plan: &mut Plan) -> Option<Exit> {
     plan.host_steps += 1;
     let pc = lh.lane.program.state.pc;
-    let inside = image.regions.iter().any(|&(s, e)| pc >= s && pc < e);
+    let inside = lh.code.iter().any(|&(s, e)| pc >= s && pc < e);
     let mut word = [0u8; 4];
     if inside && lh.lane.program.mem.fetch_bytes(pc, &mut word).is_ok() {
         plan.host_op = Some(ops::name(decode(u32::from_le_bytes(word), pc).op));

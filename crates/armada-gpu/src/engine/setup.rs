@@ -1,9 +1,10 @@
 //! Setup of a new batch (before the first round): each program image's code decoded into
-//! micro-ops (`encode_uop`) and its pages put in shared frames, the page table sized for the
+//! micro-ops (`code`) and its pages put in shared frames, the page table sized for the
 //! lanes, every lane's pages planned (`wants`) and applied (`apply`), and the records and pages
 //! uploaded (`upload`) in pieces. The launch parameters come from the environment here.
 
 use super::apply::{apply_shared, Applied};
+use super::code::{code_areas, Code};
 use super::devio::KernelIo;
 use super::pagetable::{Frames, HostTable, MAX_CHUNKS, ZERO_FRAME};
 use super::records::state_to_record;
@@ -11,12 +12,12 @@ use super::service::Plan;
 use super::upload::PageSrc;
 use super::wants::{lazy_around, lazy_range, want_for, Want, LAZY_AREA_PAGES, LAZY_AROUND};
 use super::{Batch, Image, LaneHost, Spare, Stats};
-use crate::device::{htod_slice, Device};
+use crate::device::Device;
 use crate::layout::*;
 use crate::Error;
 use armada_core::memory::{AddressSpace, PageBuf, Perm, PAGE_SHIFT, PAGE_SIZE};
 use armada_core::runner::Lane;
-use armada_isa::{decode, ops};
+
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -37,12 +38,6 @@ pub(super) fn env_ms(name: &str, default: f64) -> u64 {
 
 /// Records or pages in one upload of the setup (64 MB of pages).
 const SETUP_PIECE: usize = 16384;
-
-/// The two words of the micro-op of `word` at `addr`, as the kernels read them.
-pub(super) fn encode_uop(word: u32, addr: u64) -> [u64; 2] {
-    let u = decode(word, addr);
-    [u.fields_word(), u.imm]
-}
 
 /// The page states a lane starts with on the device: its private pages (its stack), and
 /// with lazy pages, lazy entries where it will likely write first.
@@ -98,7 +93,12 @@ pub(super) fn start_record(
     }
     state_to_record(&l.lane.program.state, l.dev_limit, l.epoch, &mut rec);
     super::devio::sys_words(&l.lane, devio, &mut rec);
-    rec[S_REGIONS] = img.first_region as u64 | (img.regions.len() as u64) << 32;
+    if l.regions == 0 {
+        // (a lane starting, or set up again from its start: the image's regions)
+        l.regions = img.first_region as u64 | (img.regions.len() as u64) << 32;
+        l.code.clone_from(&img.regions);
+    }
+    rec[S_REGIONS] = l.regions;
     rec[S_IMAGE] = img.key_lane;
     if let Some(r) = reserve {
         rec[S_RES_N..S_RES_N + r.len()].copy_from_slice(&r);
@@ -155,6 +155,8 @@ impl Batch {
                 epoch: 1,
                 limit,
                 dev_limit: limit,
+                regions: 0,
+                code: Vec::new(),
                 host_steps: 0,
                 done: false,
                 last_miss: ((0, 0, false), 0),
@@ -173,47 +175,27 @@ impl Batch {
         let t_code = Instant::now();
 
         // Code: every executable (and not writable) area of each image, decoded once.
-        let mut ops_words: Vec<u64> = Vec::new();
-        // compare + B.cond pairs in one dispatch where the kernel has them (ARMADA_GPU_FUSED=0
-        // leaves them apart, to measure what they give)
-        let fused =
-            dev.fused_pairs() && std::env::var("ARMADA_GPU_FUSED").map_or(true, |v| v != "0");
-        let mut region_words: Vec<u64> = Vec::new();
+        // (compare + B.cond pairs in one dispatch where the kernel has them;
+        // ARMADA_GPU_FUSED=0 leaves them apart, to measure what they give)
+        let mut code = Code::new(
+            dev.fused_pairs() && std::env::var("ARMADA_GPU_FUSED").map_or(true, |v| v != "0"),
+        );
         let mut images: Vec<Image> = Vec::new();
         let mut image_pages: Vec<Vec<(u64, Arc<PageBuf>, Perm)>> = Vec::new();
         for k in 0..image_of.len() {
             let first = lanes.iter().position(|l| l.image == k).unwrap();
             let mem = &mut lanes[first].lane.program.mem;
-            let areas: Vec<_> = mem
-                .areas()
-                .filter(|a| a.2.contains(Perm::X) && !a.2.contains(Perm::W))
+            let set: Vec<_> = code_areas(mem)
+                .into_iter()
+                .filter_map(|(start, end)| code.image_region(mem, start, end))
                 .collect();
-            let mut img = Image {
+            let img = Image {
                 pages: FxHashMap::default(),
                 key_lane: PT_IMAGE_LANE - k as u64,
-                regions: Vec::new(),
-                first_region: (region_words.len() / 3) as u32,
+                regions: set.iter().map(|r| (r.0, r.1)).collect(),
+                first_region: code.set(&set),
                 host_run: dev.host_run().max(1),
             };
-            for (start, end, _) in areas {
-                let mut bytes = vec![0u8; (end - start) as usize];
-                if mem.fetch_bytes(start, &mut bytes).is_err() {
-                    continue;
-                }
-                let first_op = (ops_words.len() / 2) as u64;
-                region_words.extend_from_slice(&[start, end, first_op]);
-                img.regions.push((start, end));
-                for (k, w) in bytes.chunks_exact(4).enumerate() {
-                    let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                    ops_words.extend_from_slice(&encode_uop(word, start + 4 * k as u64));
-                }
-                if fused {
-                    crate::layout::fused::fuse(&mut ops_words[2 * first_op as usize..]);
-                }
-                ops_words.push(ops::END_OF_REGION as u64);
-                ops_words.push(0);
-            }
-            let mem = &lanes[first].lane.program.mem;
             image_pages.push(
                 mem.gpu_pages()
                     .filter(|(_, d, private)| !private && !AddressSpace::gpu_is_zero_page(d))
@@ -225,14 +207,10 @@ impl Batch {
             );
             images.push(img);
         }
-        // padding: the kernel loads the micro-op after the one it runs, also after a sentinel
-        ops_words.push(ops::END_OF_REGION as u64);
-        ops_words.push(0);
-        let nregions = (region_words.len() / 3) as u32;
-        let d_ops = dev.alloc(ops_words.len().max(2) * 8)?;
-        htod_slice(dev_ref, d_ops, &ops_words)?;
-        let d_regions = dev.alloc(region_words.len().max(3) * 8)?;
-        htod_slice(dev_ref, d_regions, &region_words)?;
+        let (mut d_ops, mut d_regions) = (0, 0);
+        code.upload(dev_ref, &mut d_ops, &mut d_regions)?;
+        let nregions = code.nregions();
+        let micro_ops = code.ops.len() / 2;
 
         let t_alloc = Instant::now();
         // The page table: sized for the lanes' expected pages, with room to spare.
@@ -313,6 +291,7 @@ impl Batch {
             params: Params::default(),
             d_ops,
             d_regions,
+            code,
             d_lanes,
             d_stops,
             d_active,
@@ -352,7 +331,7 @@ impl Batch {
         batch.queue = dev.new_queue()?;
         batch.stats.regions = nregions as usize;
         batch.stats.images = batch.images.len();
-        batch.stats.micro_ops = ops_words.len() / 2;
+        batch.stats.micro_ops = micro_ops;
         batch.stats.pt_slots = slots;
         batch.params = Params {
             ops: d_ops,
