@@ -100,7 +100,8 @@ if want env; then
     t2=$(secs)
     note "env: first start (compile) $(elapsed $t0 $t1) s, second start (cached) $(elapsed $t1 $t2) s, hello rc=$rc: $(head -c 40 "$log/first.out")"
     cat "$log/first.err"
-    # what the GPU engines do not run yet must be refused clearly (status 125), never hang
+    # a dynamically linked program whose interpreter this machine lacks (the bundle carries
+    # no sysroot), and what the GPU engines do not run yet, end clearly (status 125), never hang
     for p in dynamic_argv_env; do
         set -- $p
         [[ -e $G/$1 ]] || continue
