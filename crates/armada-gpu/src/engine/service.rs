@@ -261,8 +261,15 @@ fn service_lane(
     let after = area_list(mem);
     let written: Vec<u64> = written_kept.iter().map(|p| p.0).collect();
     let mut vpns: Vec<u64> = Vec::new();
+    // its code changed: other executable areas, or new pages in one (a mapping over it)
+    let in_code = |v: u64| {
+        lh.code
+            .iter()
+            .any(|&(s, e)| v >= s >> PAGE_SHIFT && v < e.div_ceil(PAGE_SIZE))
+    };
+    plan.code = written.iter().any(|&v| in_code(v))
+        || before != after && super::code::code_areas(mem) != lh.code;
     if before != after {
-        plan.code = super::code::code_areas(mem) != lh.code;
         let ranges = changed_ranges(&before, &after);
         let inside = |v: u64| ranges.iter().any(|&(s, e)| v >= s && v < e);
         vpns.extend(lh.entries.keys().copied().filter(|&v| inside(v)));
@@ -339,7 +346,8 @@ fn host_step(lh: &mut LaneHost, image: &Image, plan: &mut Plan) -> Option<Exit> 
     let done = lh.lane.program.state.retired - before_r;
     plan.host_instructions += done;
     lh.host_steps += done;
-    if s == Stop::Budget && (budget < left || lh.at_turn_point()) {
+    // (short of the batch's limit: the host-step cap, or a turn point `schedule` acts on)
+    if s == Stop::Budget && lh.at_turn_point() {
         None
     } else {
         if let Stop::Syscall = s {
