@@ -679,8 +679,6 @@ impl Process {
         Ok(total)
     }
 
-    /// Reads `len` bytes of file `fd` at `off` into guest memory at `addr` ignoring page
-    /// permissions (file-backed mmap). Bytes past the end of the file stay zero.
     /// The pages of a file mapping at `addr` (mapped already), from the file at `off`: for
     /// a private mapping of a host file, the pages every mapper of that file shares (see
     /// `filepages`; a write copies the page), else bytes read into the mapping's own.
@@ -723,6 +721,8 @@ impl Process {
         Ok(())
     }
 
+    /// Reads `len` bytes of file `fd` at `off` into guest memory at `addr` ignoring page
+    /// permissions (file-backed mmap). Bytes past the end of the file stay zero.
     pub(crate) fn fill_from_file(
         &mut self,
         mem: &mut AddressSpace,
