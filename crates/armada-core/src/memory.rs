@@ -374,6 +374,16 @@ pub struct AddressSpace {
     /// to it, so the engine sends the device only the bytes that changed (None: the page was
     /// dropped, so its old bytes say nothing, or it is flat memory).
     host_before: Option<HashMap<u64, Option<Box<PageData>>>>,
+    /// This address space's identity ([`Self::space_id`]): a fresh one for every address
+    /// space made, a fork's copy included.
+    id: u64,
+}
+
+/// The next [`AddressSpace::space_id`].
+static NEXT_SPACE_ID: AtomicU64 = AtomicU64::new(1);
+
+fn new_space_id() -> u64 {
+    NEXT_SPACE_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 // SAFETY: the raw pointers in the TLB point into page buffers that this address space keeps
@@ -411,6 +421,7 @@ impl Clone for AddressSpace {
             scratches: 0,
             host_written: None,
             host_before: None,
+            id: new_space_id(),
         }
     }
 }
@@ -458,7 +469,15 @@ impl AddressSpace {
             scratches: 0,
             host_written: None,
             host_before: None,
+            id: new_space_id(),
         }
+    }
+
+    /// This address space's identity, unique in the host process: a fork's copy and an
+    /// exec's new image get new ones, a vfork child runs on its parent's. The GPU engines
+    /// key a lane's page-table entries by it.
+    pub fn space_id(&self) -> u64 {
+        self.id
     }
 
     /// An address space whose [base, base + len) is one contiguous, zero-filled buffer with

@@ -322,15 +322,33 @@ impl Lane {
         self.coverage.as_ref()
     }
 
-    /// Marks the lane as run by `engine`, which runs a lane's threads (each switched in at
-    /// the points [`Lane::schedule`] names) but not yet other processes: a fork or an exec
+    /// Marks the lane as run by a GPU engine, whose host runs the lane a few instructions
+    /// at a time (its stops): on the interpreter, since a translation tier's tables per lane
+    /// would never pay for themselves over tens of thousands of lanes.
+    pub fn device_engine(&mut self) {
+        self.code.set_tier(None);
+    }
+
+    /// As [`Lane::device_engine`], for an engine that runs a lane's threads (each switched
+    /// in at the points [`Lane::schedule`] names) but not other processes: a fork or an exec
     /// ends the lane with [`Exit::Unsupported`] (and never a hang or a wrong answer).
     pub fn single_process_engine(&mut self, engine: &'static str) {
         self.single_process = Some(engine);
-        // such an engine's host runs the lane a few instructions at a time (its stops): the
-        // interpreter, since a translation tier's tables per lane would never pay for
-        // themselves over tens of thousands of lanes
-        self.code.set_tier(None);
+        self.device_engine();
+    }
+
+    /// The identities of the address spaces the lane's live processes run on
+    /// ([`AddressSpace::space_id`](crate::memory::AddressSpace::space_id)), the running
+    /// one's first. (A vfork parent's, lent to its child, is the child's.)
+    pub fn space_ids(&self) -> Vec<u64> {
+        let mut v = vec![self.program.mem.space_id()];
+        v.extend(
+            self.parked
+                .iter()
+                .filter(|(pid, _)| !self.lent.values().any(|p| p == *pid))
+                .map(|(_, p)| p.program.mem.space_id()),
+        );
+        v
     }
 
     pub fn retired(&self) -> u64 {

@@ -53,6 +53,7 @@ mod persist;
 mod records;
 mod service;
 mod setup;
+mod spaces;
 mod upload;
 mod wants;
 
@@ -202,9 +203,14 @@ struct LaneHost {
     /// Boxed: a lane is 10 KB, and tens of thousands of them moved by value into the batch
     /// were a serial copy of hundreds of MB at its setup.
     lane: Box<Lane>,
-    /// Index of the lane's program image in `Batch::images`.
+    /// Index of the running program's image in `Batch::images`.
     image: usize,
+    /// The running process's space (`spaces`): its entries by page, its page-table key
+    /// (`S_SPACE`) and its address space's identity; the lane's other processes' spaces.
     entries: FxHashMap<u64, Entry>,
+    space: u64,
+    space_mem: u64,
+    spaces: FxHashMap<u64, spaces::Space>,
     epoch: u32,
     /// The batch's instruction limit (`u64::MAX`: none).
     limit: u64,
@@ -267,6 +273,9 @@ impl LaneHost {
 }
 
 struct Image {
+    /// The program it is (None: the image without pages, for programs the batch did not
+    /// start with).
+    elf: Option<Arc<armada_core::elf::Image>>,
     /// vpn -> (bytes, frame), the image's shared pages.
     pages: FxHashMap<u64, (Arc<PageBuf>, u32)>,
     /// The page-table lane number of its shared pages.
@@ -284,6 +293,10 @@ pub struct Batch {
     dev: Arc<dyn Device>,
     lanes: Vec<LaneHost>,
     images: Vec<Image>,
+    /// The image without pages (the last of `images`).
+    empty_image: usize,
+    /// Keys for the address spaces lanes make (`spaces`).
+    space_keys: spaces::SpaceKeys,
     pt: HostTable,
     frames: Frames,
     params: Params,

@@ -49,9 +49,12 @@ pub const DIRTY_CAP: usize = 32;
 pub const S_REGIONS: usize = S_DIRTY + DIRTY_CAP;
 /// The page-table lane number of the lane's program image (its shared pages).
 pub const S_IMAGE: usize = S_REGIONS + 1;
+/// The page-table lane number of the lane's own pages: its running process's address space
+/// (the lane's number for its first; a fork or an exec gets another, see `engine/spaces.rs`).
+pub const S_SPACE: usize = S_IMAGE + 1;
 /// Frames the kernel may take for the lane's lazy pages (`PT_LAZY`): S_RES_N of them, at
 /// S_RES.., taken from the end. The host refills the list when it services the lane.
-pub const S_RES_N: usize = S_IMAGE + 1;
+pub const S_RES_N: usize = S_SPACE + 1;
 pub const S_RES: usize = S_RES_N + 1;
 pub const RES_CAP: usize = 16;
 /// Words the host reads from a stopped lane (all but the vector registers).
@@ -359,6 +362,7 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("S_DIRTY", S_DIRTY as u64),
         ("S_REGIONS", S_REGIONS as u64),
         ("S_IMAGE", S_IMAGE as u64),
+        ("S_SPACE", S_SPACE as u64),
         ("S_RES_N", S_RES_N as u64),
         ("S_RES", S_RES as u64),
         ("S_WORDS", S_WORDS as u64),

@@ -121,9 +121,9 @@ impl Engine {
             .into_par_iter()
             .map(|l| {
                 let mut l: Box<Lane> = l.into();
-                // a lane's threads run on the GPU, switched by its scheduler; a guest
-                // process (fork, exec) ends it with a clear message so far
-                l.single_process_engine("GPU");
+                // a lane's threads and processes run on the GPU, switched by its scheduler
+                // (each process on its own address space there, see `engine/spaces.rs`)
+                l.device_engine();
                 l
             })
             .collect();

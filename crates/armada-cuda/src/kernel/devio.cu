@@ -23,7 +23,7 @@ __device__ __forceinline__ bool range_ok(const Params& P, u32 lane, u64* rec, u6
     if (addr + n < addr) return false;
     for (u64 vpn = addr >> 12; vpn <= (addr + n - 1) >> 12; vpn++) {
         if (vpn >> PT_VPN_BITS) return false;
-        u64 s = pt_find(P, ((u64)lane << PT_VPN_BITS | vpn) + 1);
+        u64 s = pt_find(P, (rec[S_SPACE] << PT_VPN_BITS | vpn) + 1);
         if (s == MAXU64) {
             if (write) return false;
             s = pt_find(P, (rec[S_IMAGE] << PT_VPN_BITS | vpn) + 1);

@@ -29,7 +29,7 @@ __device__ __forceinline__ u64 pt_find(const Params& P, u64 key) {
 // the host must step in. A write marks the slot dirty for this sync period.
 __device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 vpn, u32 write) {
     if (vpn >> PT_VPN_BITS) return 0;
-    u64 s = pt_find(P, ((u64)lane << PT_VPN_BITS | vpn) + 1);
+    u64 s = pt_find(P, (rec[S_SPACE] << PT_VPN_BITS | vpn) + 1);
     if (s == MAXU64) {
         if (write) return 0; // image pages are never written in place
         s = pt_find(P, (rec[S_IMAGE] << PT_VPN_BITS | vpn) + 1);

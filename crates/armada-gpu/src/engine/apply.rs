@@ -54,17 +54,19 @@ pub(super) fn apply_claims(l: &mut LaneHost, pt: &HostTable, lane: usize) -> Res
 #[derive(Default)]
 pub(super) struct Applied {
     /// Page-table slots written.
-    dirty: Vec<u64>,
+    pub(super) dirty: Vec<u64>,
     /// Frames the lane no longer uses.
-    freed: Vec<u32>,
+    pub(super) freed: Vec<u32>,
     uploads: Vec<(u32, PageSrc)>,
+    /// Keys of address spaces the lane dropped (`spaces`).
+    pub(super) keys: Vec<u64>,
 }
 
 /// Applies the wants of lane `i` that need neither a new frame nor more table room than the
 /// table has (most of them: entries on shared frames, lazy entries, bytes for frames the lane
 /// owns), on the thread that serviced the lane; returns the rest (in `plan.wants`) for the
 /// serial path. Wants name distinct pages, so the order they are applied in does not matter.
-pub(super) fn apply_shared(pt: &HostTable, l: &mut LaneHost, i: usize, plan: &mut Plan) -> Applied {
+pub(super) fn apply_shared(pt: &HostTable, l: &mut LaneHost, plan: &mut Plan) -> Applied {
     let mut out = Applied::default();
     if plan.exited {
         return out;
@@ -74,7 +76,7 @@ pub(super) fn apply_shared(pt: &HostTable, l: &mut LaneHost, i: usize, plan: &mu
     let mut budget = pt.reserve(plan.wants.len() as u64, limit);
     let mut rest = Vec::new();
     for (vpn, want) in plan.wants.drain(..) {
-        let key = pt_key(i as u64, vpn);
+        let key = pt_key(l.space, vpn);
         let cur = l.entries.get(&vpn).copied();
         let (frame, private, lazy, val, data) = match &want {
             Want::Nothing => {
@@ -256,7 +258,7 @@ impl Batch {
         let dev: &dyn Device = &*self.dev;
         let l = &mut self.lanes[i];
         for (vpn, want) in plan.wants {
-            let key = pt_key(i as u64, vpn);
+            let key = pt_key(l.space, vpn);
             let cur = l.entries.get(&vpn).copied();
             match want {
                 Want::Nothing => {
@@ -343,6 +345,19 @@ impl Batch {
                 self.frames.release(e.frame);
             }
         }
+        // its other processes' spaces: their keys are used again, so their entries leave
+        // the device's table
+        let mut keys = Vec::new();
+        for (_, s) in l.spaces.drain() {
+            for e in s.entries.into_values() {
+                self.pt.remove(e.slot);
+                if e.private {
+                    self.frames.release(e.frame);
+                }
+            }
+            keys.push(s.key);
+        }
+        self.space_keys.give_back(keys);
         for f in std::mem::take(&mut l.reserve) {
             self.frames.release(f);
             self.frames.reserved -= 1;
@@ -375,6 +390,7 @@ impl Batch {
         for f in done.freed {
             self.frames.release(f);
         }
+        self.space_keys.give_back(done.keys);
         uploads.extend(done.uploads);
         if !plan.wants.is_empty() || plan.exited {
             self.apply_plan(i, plan, uploads)?;

@@ -343,6 +343,7 @@ impl BareLane {
         state_to_record(st, limit, self.epoch, &mut rec);
         rec[S_REGIONS] = 1 << 32;
         rec[S_IMAGE] = PT_IMAGE_LANE;
+        rec[S_SPACE] = 0;
         htod_slice(&*self.dev, self.record.ptr(), &rec)
     }
 

@@ -396,7 +396,6 @@ impl Batch {
         let epochs: Vec<u32> = dtoh_vec(dev, self.d_pt_epoch, old_slots as usize)?;
         let mut nt = HostTable::new(slots);
         let mut new_epochs = vec![0u32; slots as usize];
-        let vpn_mask = (1u64 << PT_VPN_BITS) - 1;
         for (s, &epoch) in epochs.iter().enumerate() {
             let k = self.pt.key(s as u64);
             if k == PT_EMPTY || k == PT_TOMB {
@@ -404,17 +403,24 @@ impl Batch {
             }
             let ns = nt.set(k, self.pt.val(s as u64), false)?;
             new_epochs[ns as usize] = epoch;
-            let lane = (k - 1) >> PT_VPN_BITS;
-            if (lane as usize) < self.lanes.len() {
-                if let Some(e) = self.lanes[lane as usize]
-                    .entries
-                    .get_mut(&((k - 1) & vpn_mask))
-                {
-                    e.slot = ns;
-                }
-            }
         }
         nt.pending.clear();
+        // every entry's slot in the new table: the running space's and the parked ones'
+        // (`spaces`) of each lane
+        let table = &nt;
+        let moved = |key: u64, entries: &mut rustc_hash::FxHashMap<u64, super::Entry>| {
+            for (&vpn, e) in entries.iter_mut() {
+                if let Some(s) = table.find(pt_key(key, vpn)) {
+                    e.slot = s;
+                }
+            }
+        };
+        self.lanes.par_iter_mut().for_each(|l| {
+            moved(l.space, &mut l.entries);
+            for sp in l.spaces.values_mut() {
+                moved(sp.key, &mut sp.entries);
+            }
+        });
         let words = nt.words();
         let d_pt = dev.alloc(slots as usize * 16)?;
         let d_pt_epoch = dev.alloc(slots as usize * 4)?;

@@ -258,6 +258,9 @@ impl Batch {
                     self.release_lane(i)?;
                     let l = &mut self.lanes[i];
                     l.lane = lane;
+                    // (one process, so one space: the lane's own key)
+                    l.space = i as u64;
+                    l.space_mem = l.lane.program.mem.space_id();
                     l.touched = false;
                     l.done = false;
                     l.host_steps = 0;
@@ -374,10 +377,10 @@ impl Batch {
             .filter(|(i, _)| is_again[*i])
             .map(|(i, l)| {
                 let mut plan = Plan {
-                    wants: start_wants(l, &images[l.image], lazy),
+                    wants: start_wants(l, &images[l.image], lazy, false),
                     ..Default::default()
                 };
-                let applied = apply_shared(pt, l, i, &mut plan);
+                let applied = apply_shared(pt, l, &mut plan);
                 (i, plan, applied)
             })
             .collect();

@@ -9,6 +9,8 @@ use super::apply::{apply_shared, Applied};
 use super::launch::Down;
 use super::pagetable::ZERO_FRAME;
 use super::records::{record_to_state, state_to_record};
+use super::setup::start_wants;
+use super::spaces::Followed;
 use super::upload::{changed_runs, PageSrc};
 use super::wants::{lazy_area, lazy_around, want_for, Want};
 use super::{Batch, Image, LaneHost};
@@ -56,6 +58,11 @@ pub(super) struct Plan {
     /// Its executable areas changed (a library mapped): its regions are worked out again
     /// (`code`).
     pub(super) code: bool,
+    /// Its running process's space changed (`spaces`): the record's image and space words
+    /// go up.
+    pub(super) space: bool,
+    /// Spaces no process of the lane runs on any more, to give back (`spaces::drop_spaces`).
+    pub(super) dead: Vec<super::spaces::Space>,
 }
 
 impl Batch {
@@ -91,6 +98,8 @@ impl Batch {
             });
         }
         let images = &self.images;
+        let empty = self.empty_image;
+        let keys = &self.space_keys;
         let stops = &self.stops;
         let lazy = self.lazy;
         // (ARMADA_GPU_FINISH_ON_HOST=0 turns it off: tests of lanes serviced between launches)
@@ -110,16 +119,30 @@ impl Batch {
             .map(|(lh, w)| {
                 let w = w?;
                 let lane_id = svc[w.k] as usize;
-                let image = &images[lh.image];
                 record_to_state(w.rec, w.v, &mut lh.lane.program.state);
                 if devio {
                     super::devio::sync_from_device(&mut lh.lane, w.rec, kept);
                 }
                 let v_before = lh.lane.program.state.v;
-                let mut plan =
-                    service_lane(lh, lane_id, w.rec, stops[lane_id], image, lazy, finish);
-                let applied = apply_shared(pt, lh, lane_id, &mut plan);
+                let at = Spaces {
+                    images,
+                    empty,
+                    keys,
+                };
+                let mut plan = service_lane(lh, lane_id, w.rec, stops[lane_id], &at, lazy, finish);
+                let mut applied = apply_shared(pt, lh, &mut plan);
+                super::spaces::drop_spaces(pt, std::mem::take(&mut plan.dead), &mut applied);
                 let mut out = Vec::new();
+                if plan.space && !plan.exited {
+                    // (S_REGIONS, S_IMAGE, S_SPACE are one run of the record)
+                    let words = vec![lh.regions, images[lh.image].key_lane, lh.space];
+                    if plan.code {
+                        // (the regions are worked out in the serial part)
+                        out.push((S_IMAGE, words[1..].to_vec()));
+                    } else {
+                        out.push((S_REGIONS, words));
+                    }
+                }
                 if !plan.exited {
                     lh.epoch = lh.epoch.wrapping_add(1).max(1);
                     let st = &lh.lane.program.state;
@@ -142,6 +165,13 @@ impl Batch {
     }
 }
 
+/// What a service needs to follow a lane's switch to another address space.
+struct Spaces<'a> {
+    images: &'a [Image],
+    empty: usize,
+    keys: &'a super::spaces::SpaceKeys,
+}
+
 /// Services one lane's stop; returns what to change on the device. `finish`: instructions
 /// the lane may then run on the host (`FINISH_ON_HOST`; not after a page miss, whose pages'
 /// states are planned before).
@@ -150,11 +180,12 @@ fn service_lane(
     lane_id: usize,
     rec: &[u64],
     stop: u32,
-    image: &Image,
+    at: &Spaces,
     lazy: bool,
     finish: u64,
 ) -> Plan {
     let mut plan = Plan::default();
+    let image = &at.images[lh.image];
     if lh.lane.exit.is_some() {
         // (it ended before the launch: see `start_record`)
         plan.exited = true;
@@ -251,12 +282,36 @@ fn service_lane(
         None if !lh.schedule() => lh.lane.exit.clone(),
         e => e,
     };
+    // (from the space running now: when that is another one than at the start, the pages
+    // the host wrote to it since it last ran; the outgoing space keeps its record)
     let written_kept = lh.lane.program.mem.gpu_take_written_keep();
     if let Some(e) = exit {
         lh.lane.exit = Some(e);
         plan.exited = true;
         return plan;
     }
+    let mut before = before;
+    match super::spaces::follow(lh, &before, at.images, at.empty, at.keys) {
+        Err(m) => {
+            lh.lane.exit = Some(Exit::Unsupported(m));
+            plan.exited = true;
+            return plan;
+        }
+        Ok(Followed::Same) => {}
+        Ok(Followed::Back(areas)) => {
+            plan.space = true;
+            before = areas;
+        }
+        Ok(Followed::New) => {
+            plan.space = true;
+            plan.code = true;
+            plan.dead = super::spaces::dead_spaces(lh);
+            plan.wants = start_wants(lh, &at.images[lh.image], lazy, true);
+            return plan;
+        }
+    }
+    plan.dead = super::spaces::dead_spaces(lh);
+    let image = &at.images[lh.image];
     let mem = &lh.lane.program.mem;
     let after = area_list(mem);
     let written: Vec<u64> = written_kept.iter().map(|p| p.0).collect();

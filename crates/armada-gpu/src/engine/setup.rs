@@ -40,10 +40,16 @@ pub(super) fn env_ms(name: &str, default: f64) -> u64 {
 const SETUP_PIECE: usize = 16384;
 
 /// The page states a lane starts with on the device: its private pages (its stack), and
-/// with lazy pages, lazy entries where it will likely write first.
-pub(super) fn start_wants(l: &LaneHost, image: &Image, lazy: bool) -> Vec<(u64, Want)> {
+/// with lazy pages, lazy entries where it will likely write first. `all`: every page it has
+/// that its image does not serve, shared ones too (a space a fork or an exec made: its
+/// pages are its parent's, or an image the batch did not start with).
+pub(super) fn start_wants(l: &LaneHost, image: &Image, lazy: bool, all: bool) -> Vec<(u64, Want)> {
     let mem = &l.lane.program.mem;
-    let vpns: Vec<u64> = mem.gpu_pages().filter(|p| p.2).map(|p| p.0).collect();
+    let vpns: Vec<u64> = mem
+        .gpu_pages()
+        .filter(|p| p.2 || all)
+        .map(|p| p.0)
+        .collect();
     let mut wants: Vec<(u64, Want)> = vpns
         .iter()
         .map(|&v| (v, want_for(mem, v, image, false, true, false, false)))
@@ -100,6 +106,7 @@ pub(super) fn start_record(
     }
     rec[S_REGIONS] = l.regions;
     rec[S_IMAGE] = img.key_lane;
+    rec[S_SPACE] = l.space;
     if let Some(r) = reserve {
         rec[S_RES_N..S_RES_N + r.len()].copy_from_slice(&r);
     }
@@ -141,17 +148,22 @@ impl Batch {
                 }
             })
             .collect();
-        if image_of.len() as u64 + lanes.len() as u64 >= PT_IMAGE_LANE {
+        // (and the image without pages, for programs an exec starts)
+        if image_of.len() as u64 + 1 + lanes.len() as u64 >= PT_IMAGE_LANE {
             return Err(Error::Device("too many lanes".into()));
         }
         let limit = max_instructions.unwrap_or(u64::MAX);
         let mut lanes: Vec<LaneHost> = lanes
             .into_par_iter()
             .zip(lane_image)
-            .map(|(lane, image)| LaneHost {
+            .enumerate()
+            .map(|(i, (lane, image))| LaneHost {
+                space_mem: lane.program.mem.space_id(),
                 lane,
                 image,
                 entries: FxHashMap::default(),
+                space: i as u64,
+                spaces: FxHashMap::default(),
                 epoch: 1,
                 limit,
                 dev_limit: limit,
@@ -190,6 +202,7 @@ impl Batch {
                 .filter_map(|(start, end)| code.image_region(mem, start, end))
                 .collect();
             let img = Image {
+                elf: Some(image_of[k].clone()),
                 pages: FxHashMap::default(),
                 key_lane: PT_IMAGE_LANE - k as u64,
                 regions: set.iter().map(|r| (r.0, r.1)).collect(),
@@ -207,6 +220,18 @@ impl Batch {
             );
             images.push(img);
         }
+        let empty_image = images.len();
+        images.push(Image {
+            elf: None,
+            pages: FxHashMap::default(),
+            key_lane: PT_IMAGE_LANE - empty_image as u64,
+            regions: Vec::new(),
+            first_region: 0,
+            host_run: dev.host_run().max(1),
+        });
+        image_pages.push(Vec::new());
+        let space_keys =
+            super::spaces::SpaceKeys::new(n as u64, PT_IMAGE_LANE - empty_image as u64);
         let (mut d_ops, mut d_regions) = (0, 0);
         code.upload(dev_ref, &mut d_ops, &mut d_regions)?;
         let nregions = code.nregions();
@@ -286,6 +311,8 @@ impl Batch {
             dev: dev.clone(),
             lanes: Vec::new(),
             images,
+            empty_image,
+            space_keys,
             pt,
             frames,
             params: Params::default(),
@@ -330,7 +357,7 @@ impl Batch {
         };
         batch.queue = dev.new_queue()?;
         batch.stats.regions = nregions as usize;
-        batch.stats.images = batch.images.len();
+        batch.stats.images = batch.empty_image;
         batch.stats.micro_ops = micro_ops;
         batch.stats.pt_slots = slots;
         batch.params = Params {
@@ -367,13 +394,13 @@ impl Batch {
         let plans: Vec<(Plan, Applied)> = lanes
             .par_iter_mut()
             .enumerate()
-            .map(|(i, l)| {
+            .map(|(_, l)| {
                 let mut plan = Plan {
-                    wants: start_wants(l, &images_ref[l.image], lazy),
+                    wants: start_wants(l, &images_ref[l.image], lazy, false),
                     ..Default::default()
                 };
                 // the table was sized for this: most entries go in here, in parallel
-                let applied = apply_shared(pt, l, i, &mut plan);
+                let applied = apply_shared(pt, l, &mut plan);
                 (plan, applied)
             })
             .collect();

@@ -62,7 +62,7 @@ fn pt_find(key: u64) -> u64 {
 // must step in. A write marks the slot dirty for this sync period (the per-lane dirty list).
 fn pt_lookup(vpn: u64, write: bool) -> u64 {
     if (vpn >> PT_VPN_BITS) != 0lu { return NOFP; }
-    var s = pt_find(((u64(cur_lane) << PT_VPN_BITS) | vpn) + 1lu);
+    var s = pt_find(((rget(S_SPACE) << PT_VPN_BITS) | vpn) + 1lu);
     if s == MAXU64 {
         if write { return NOFP; } // image pages are never written in place
         s = pt_find(((rget(S_IMAGE) << PT_VPN_BITS) | vpn) + 1lu);
