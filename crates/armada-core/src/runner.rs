@@ -337,6 +337,24 @@ impl Lane {
         self.device_engine();
     }
 
+    /// The running process's memory, and that of the parked process whose address space is
+    /// `id` (None: no parked process runs on it), for an engine that keeps its own copy of
+    /// each (a GPU engine sharing a fork's pages with its parent's on the device).
+    pub fn with_parked_space(
+        &mut self,
+        id: u64,
+    ) -> Option<(
+        &crate::memory::AddressSpace,
+        &mut crate::memory::AddressSpace,
+    )> {
+        let cur = &self.program.mem;
+        let p = self
+            .parked
+            .values_mut()
+            .find(|p| p.program.mem.space_id() == id)?;
+        Some((cur, &mut p.program.mem))
+    }
+
     /// The identities of the address spaces the lane's live processes run on
     /// ([`AddressSpace::space_id`](crate::memory::AddressSpace::space_id)), the running
     /// one's first. (A vfork parent's, lent to its child, is the child's.)

@@ -197,6 +197,9 @@ struct Entry {
     /// A lazy entry: `frame` holds the bytes the page starts from; the kernel gives the lane
     /// a frame of its own on the first write.
     lazy: bool,
+    /// `frame` is shared by spaces of the lane (a fork's child and its parent, copy on
+    /// write: `spaces`), counted in `LaneHost::cow` and freed with its last entry.
+    cow: bool,
 }
 
 struct LaneHost {
@@ -211,6 +214,10 @@ struct LaneHost {
     space: u64,
     space_mem: u64,
     spaces: FxHashMap<u64, spaces::Space>,
+    /// Frames shared by the lane's spaces (`Entry::cow`): how many entries map each; and
+    /// those whose last entry went where no frame pool was at hand (`apply_claims`).
+    cow: FxHashMap<u32, u32>,
+    cow_freed: Vec<u32>,
     epoch: u32,
     /// The batch's instruction limit (`u64::MAX`: none).
     limit: u64,
@@ -263,6 +270,21 @@ impl LaneHost {
                 true
             }
         }
+    }
+
+    /// Entry `e` leaves the lane's table: the frame it shared with other spaces, when it
+    /// was that frame's last entry (to free).
+    fn unshare(&mut self, e: &Entry) -> Option<u32> {
+        if !e.cow {
+            return None;
+        }
+        let n = self.cow.get_mut(&e.frame)?;
+        *n -= 1;
+        if *n > 0 {
+            return None;
+        }
+        self.cow.remove(&e.frame);
+        Some(e.frame)
     }
 
     /// The lane reached its record's limit before the batch's: a point its scheduler must

@@ -36,15 +36,21 @@ pub(super) fn apply_claims(l: &mut LaneHost, pt: &HostTable, lane: usize) -> Res
             return Err(bad());
         }
         let e = l.entries.get_mut(&vpn).filter(|e| e.lazy).ok_or_else(bad)?;
+        let was = *e;
         *e = Entry {
             slot: e.slot,
             frame,
             private: true,
             lazy: false,
+            cow: false,
         };
+        let slot = e.slot;
+        if let Some(f) = l.unshare(&was) {
+            l.cow_freed.push(f);
+        }
         // the kernel wrote the same value to its copy
-        let v = pt.val(e.slot);
-        pt.set_val(e.slot, frame as u64 | (v & (PT_R | PT_W)));
+        let v = pt.val(slot);
+        pt.set_val(slot, frame as u64 | (v & (PT_R | PT_W)));
         l.claimed.push(vpn);
     }
     Ok(())
@@ -85,6 +91,7 @@ pub(super) fn apply_shared(pt: &HostTable, l: &mut LaneHost, plan: &mut Plan) ->
                     if e.private {
                         out.freed.push(e.frame);
                     }
+                    out.freed.extend(l.unshare(&e));
                     l.entries.remove(&vpn);
                 }
                 continue;
@@ -107,6 +114,7 @@ pub(super) fn apply_shared(pt: &HostTable, l: &mut LaneHost, plan: &mut Plan) ->
                     if e.private && !private {
                         out.freed.push(e.frame);
                     }
+                    out.freed.extend(l.unshare(&e));
                 }
                 l.entries.insert(
                     vpn,
@@ -115,6 +123,7 @@ pub(super) fn apply_shared(pt: &HostTable, l: &mut LaneHost, plan: &mut Plan) ->
                         frame,
                         private,
                         lazy,
+                        cow: false,
                     },
                 );
                 if data.is_some() {
@@ -178,7 +187,7 @@ impl Batch {
         let mut parts = [t_apply.elapsed().as_secs_f64(), 0.0, 0.0, 0.0];
         // stops by kind, counted here and named once (a map update per lane showed up)
         let mut stop_counts = [0u64; STOP_EXIT as usize + 2];
-        for (lane_id, plan, applied, rec) in results.into_iter().flatten().flatten() {
+        for (lane_id, mut plan, applied, rec) in results.into_iter().flatten().flatten() {
             if let Some(msg) = &plan.stuck {
                 return Err(Error::Device(msg.clone()));
             }
@@ -193,8 +202,12 @@ impl Batch {
             let exited = plan.exited;
             let code = plan.code && !exited;
             let t_lane = Instant::now();
+            let forked = plan.forked.take();
             if !(closing && exited) {
                 self.apply_rest(lane_id, applied, plan, &mut uploads)?;
+            }
+            if let (Some(excluded), false) = (forked, exited) {
+                self.adopt_forks(lane_id, &excluded)?;
             }
             if exited {
                 let lh = &mut self.lanes[lane_id];
@@ -267,6 +280,9 @@ impl Batch {
                         if e.private {
                             self.frames.release(e.frame);
                         }
+                        if let Some(f) = l.unshare(&e) {
+                            self.frames.release(f);
+                        }
                         l.entries.remove(&vpn);
                     }
                 }
@@ -278,6 +294,9 @@ impl Batch {
                         if e.private {
                             self.frames.release(e.frame);
                         }
+                        if let Some(f) = l.unshare(&e) {
+                            self.frames.release(f);
+                        }
                     }
                     let val = frame as u64 | perms | if lazy { PT_LAZY } else { 0 };
                     let slot = self.pt.set(key, val, plan.force)?;
@@ -288,6 +307,7 @@ impl Batch {
                             frame,
                             private: false,
                             lazy,
+                            cow: false,
                         },
                     );
                 }
@@ -296,6 +316,9 @@ impl Batch {
                         Some(e) if e.private => (e.frame, false),
                         _ => (self.frames.alloc(dev)?, true),
                     };
+                    if let Some(f) = cur.and_then(|e| l.unshare(&e)) {
+                        self.frames.release(f);
+                    }
                     let slot = self.pt.set(key, frame as u64 | perms, plan.force)?;
                     l.entries.insert(
                         vpn,
@@ -304,6 +327,7 @@ impl Batch {
                             frame,
                             private: true,
                             lazy: false,
+                            cow: false,
                         },
                     );
                     match data {
@@ -358,6 +382,13 @@ impl Batch {
             keys.push(s.key);
         }
         self.space_keys.give_back(keys);
+        // the frames its spaces shared, once each
+        for (f, _) in l.cow.drain() {
+            self.frames.release(f);
+        }
+        for f in l.cow_freed.drain(..) {
+            self.frames.release(f);
+        }
         for f in std::mem::take(&mut l.reserve) {
             self.frames.release(f);
             self.frames.reserved -= 1;
@@ -388,6 +419,9 @@ impl Batch {
     ) -> Result<(), Error> {
         self.pt.pending.extend_from_slice(&done.dirty);
         for f in done.freed {
+            self.frames.release(f);
+        }
+        for f in std::mem::take(&mut self.lanes[i].cow_freed) {
             self.frames.release(f);
         }
         self.space_keys.give_back(done.keys);

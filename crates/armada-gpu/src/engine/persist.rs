@@ -225,6 +225,7 @@ impl Batch {
                         frame,
                         private: false,
                         lazy: true,
+                        cow: false,
                     };
                     pt.set_val(e.slot, frame as u64 | perms | PT_LAZY);
                     slots.push(e.slot);

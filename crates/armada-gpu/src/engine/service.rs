@@ -63,6 +63,9 @@ pub(super) struct Plan {
     pub(super) space: bool,
     /// Spaces no process of the lane runs on any more, to give back (`spaces::drop_spaces`).
     pub(super) dead: Vec<super::spaces::Space>,
+    /// The running process forked: its children's spaces are made from its own
+    /// (`Batch::adopt_forks`), but for the pages this plan puts anew.
+    pub(super) forked: Option<Vec<u64>>,
 }
 
 impl Batch {
@@ -131,7 +134,8 @@ impl Batch {
                 };
                 let mut plan = service_lane(lh, lane_id, w.rec, stops[lane_id], &at, lazy, finish);
                 let mut applied = apply_shared(pt, lh, &mut plan);
-                super::spaces::drop_spaces(pt, std::mem::take(&mut plan.dead), &mut applied);
+                let dead = std::mem::take(&mut plan.dead);
+                super::spaces::drop_spaces(pt, lh, dead, &mut applied);
                 let mut out = Vec::new();
                 if plan.space && !plan.exited {
                     // (S_REGIONS, S_IMAGE, S_SPACE are one run of the record)
@@ -373,6 +377,9 @@ fn service_lane(
                 lazy_area(lh, image, lo, hi, &mut wants);
             }
         }
+    }
+    if lh.lane.process_count() > 1 + lh.spaces.len() {
+        plan.forked = Some(wants.iter().map(|w| w.0).collect());
     }
     plan.wants = wants;
     plan

@@ -164,6 +164,8 @@ impl Batch {
                 entries: FxHashMap::default(),
                 space: i as u64,
                 spaces: FxHashMap::default(),
+                cow: FxHashMap::default(),
+                cow_freed: Vec::new(),
                 epoch: 1,
                 limit,
                 dev_limit: limit,

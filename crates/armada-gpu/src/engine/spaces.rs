@@ -17,10 +17,12 @@
 //! and key back.
 
 use super::apply::Applied;
-use super::pagetable::HostTable;
+use super::pagetable::{HostTable, ZERO_FRAME};
 use super::{Entry, Image, LaneHost};
+use crate::layout::*;
+use crate::Error;
 use armada_core::memory::Perm;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
@@ -166,14 +168,140 @@ pub(super) fn dead_spaces(lh: &mut LaneHost) -> Vec<Space> {
 
 /// Removes dead spaces' entries from the table (listing the slots in `out.dirty`) and
 /// gives their frames (`out.freed`) and keys (`out.keys`) back.
-pub(super) fn drop_spaces(pt: &HostTable, dead: Vec<Space>, out: &mut Applied) {
+pub(super) fn drop_spaces(pt: &HostTable, lh: &mut LaneHost, dead: Vec<Space>, out: &mut Applied) {
     for s in dead {
         for e in s.entries.into_values() {
             pt.remove_shared(e.slot, &mut out.dirty);
             if e.private {
                 out.freed.push(e.frame);
             }
+            out.freed.extend(lh.unshare(&e));
         }
         out.keys.push(s.key);
+    }
+}
+
+impl super::Batch {
+    /// Gives each process the lane's running one forked in the last service a space on the
+    /// device that shares its parent's frames, copy on write, as Linux shares the pages: the
+    /// parent's own frames become frames of both (`Entry::cow`), lazy where writable, so that
+    /// either one's first write copies the page on the device (a claim) and the other keeps
+    /// the frame. The child's entries are the parent's but for the pages whose bytes may
+    /// differ: those the last service planned anew (`excluded`), and those whose buffer is
+    /// not the parent's any more (the host wrote one of the two since the fork). Those get
+    /// an entry that blocks them (a miss, resolved against the child's memory when it runs),
+    /// so that neither a stale frame nor the image's page shows through. From here on the
+    /// child's memory records what the host writes to it, which goes up when it first runs.
+    pub(super) fn adopt_forks(&mut self, i: usize, excluded: &[u64]) -> Result<(), Error> {
+        let new: Vec<u64> = {
+            let l = &self.lanes[i];
+            let ids = l.lane.space_ids();
+            ids[1..]
+                .iter()
+                .copied()
+                .filter(|id| !l.spaces.contains_key(id))
+                .collect()
+        };
+        if new.is_empty() {
+            return Ok(());
+        }
+        let excluded: FxHashSet<u64> = excluded.iter().copied().collect();
+        for id in new {
+            // (the child's entries: the parent's, and at most one for each page it has)
+            let l = &self.lanes[i];
+            let more = l.entries.len() as u64
+                + l.lane.program.mem.resident_bytes() / armada_core::memory::PAGE_SIZE;
+            self.ensure_pt_room(more)?;
+            let Some(key) = self.space_keys.take() else {
+                // (it is planned whole when it runs, which says what is missing)
+                return Ok(());
+            };
+            let l = &mut self.lanes[i];
+            let (regions, code, image) = (l.regions, l.code.clone(), l.image);
+            let parent_key = l.space;
+            let Some((pmem, cmem)) = l.lane.with_parked_space(id) else {
+                self.space_keys.give_back([key]);
+                continue;
+            };
+            let same = |vpn: u64| match (pmem.gpu_page(vpn), cmem.gpu_page(vpn)) {
+                (None, None) => true,
+                (Some((a, _)), Some((b, _))) => Arc::ptr_eq(a, b),
+                _ => false,
+            };
+            let mut vals: Vec<(u64, u64, Entry)> = Vec::with_capacity(l.entries.len());
+            let mut convert: Vec<u64> = Vec::new();
+            for (&vpn, e) in &l.entries {
+                let val = self.pt.val(e.slot);
+                if excluded.contains(&vpn) || !same(vpn) {
+                    vals.push((vpn, ZERO_FRAME as u64, blocked(e.slot)));
+                    continue;
+                }
+                if e.private {
+                    convert.push(vpn);
+                }
+                vals.push((vpn, val, *e));
+            }
+            // the child's pages the parent maps through its image or not at all, whose
+            // buffer is not the parent's
+            for (vpn, _, _) in cmem.gpu_pages() {
+                if !l.entries.contains_key(&vpn) && !same(vpn) {
+                    vals.push((vpn, ZERO_FRAME as u64, blocked(0)));
+                }
+            }
+            let areas: Vec<(u64, u64, Perm)> = cmem.areas().collect();
+            cmem.gpu_track_writes_keep();
+            // the parent's own frames become the two spaces' (lazy where writable)
+            for vpn in convert {
+                let e = l.entries.get_mut(&vpn).expect("listed above");
+                let v = self.pt.val(e.slot);
+                let perms = v & (PT_R | PT_W);
+                let nv = e.frame as u64 | perms | if perms & PT_W != 0 { PT_LAZY } else { 0 };
+                e.private = false;
+                e.lazy = perms & PT_W != 0;
+                e.cow = true;
+                l.cow.insert(e.frame, 1);
+                self.pt.set(pt_key(parent_key, vpn), nv, true)?;
+            }
+            let mut entries = FxHashMap::default();
+            entries.reserve(vals.len());
+            for (vpn, val, e) in vals {
+                let (val, e) = if e.private {
+                    // (converted above: the value the parent has now)
+                    let nv = self.pt.val(l.entries[&vpn].slot);
+                    (nv, l.entries[&vpn])
+                } else {
+                    (val, e)
+                };
+                if e.cow {
+                    *l.cow.entry(e.frame).or_insert(0) += 1;
+                }
+                let slot = self.pt.set(pt_key(key, vpn), val, false)?;
+                entries.insert(vpn, Entry { slot, ..e });
+            }
+            l.spaces.insert(
+                id,
+                Space {
+                    key,
+                    entries,
+                    areas,
+                    code,
+                    regions,
+                    image,
+                },
+            );
+        }
+        Ok(())
+    }
+}
+
+/// An entry that maps nothing (perms 0 on the zero frame): the kernel misses on it, and the
+/// image's page does not show through.
+fn blocked(slot: u64) -> Entry {
+    Entry {
+        slot,
+        frame: ZERO_FRAME,
+        private: false,
+        lazy: false,
+        cow: false,
     }
 }
