@@ -164,6 +164,38 @@ fn dynamic_program_matches_cpu() {
     check(engine, &s, "argv_env");
 }
 
+/// Processes on wgpu: the programs of the processes suite that fit lavapipe's speed (fork,
+/// vfork, exec, wait, signals between processes), each process on its own address space,
+/// a fork's pages shared with its parent's copy on write.
+#[test]
+fn guest_processes_match_cpu() {
+    let Some(engine) = engine() else { return };
+    let dir = repo().join("target/guest-processes");
+    let Ok(list) = std::fs::read_to_string(dir.join("programs.list")) else {
+        eprintln!("skipped: no process guest programs (tests/guest/build-processes.sh target/guest-processes)");
+        return;
+    };
+    let max = max_instructions();
+    let (mut ran, mut skipped) = (Vec::new(), Vec::new());
+    for name in list.lines().filter_map(|l| l.split_whitespace().next()) {
+        // (fork_big: 1 MiB forked twice; fd_offset writes /tmp, which lanes would share)
+        let args: &[&str] = if name == "fork_big" { &["1", "2"] } else { &[] };
+        let mut s = spec(&dir.join(name), 1, args, |_| Vec::new());
+        if name == "forkcap" {
+            s.config.max_processes = Some(8);
+        }
+        if name == "fd_offset" || !short_enough(&s, max) {
+            skipped.push(name);
+            continue;
+        }
+        check(engine, &s, name);
+        ran.push(name);
+    }
+    eprintln!("ran {} process programs: {}", ran.len(), ran.join(" "));
+    eprintln!("not run here: {}", skipped.join(" "));
+    assert!(ran.len() >= 10, "only {} process programs ran", ran.len());
+}
+
 /// Lanes with different arguments and inputs, a per-lane memory cap, an instruction limit.
 #[test]
 fn lanes_differ_and_limits_hold() {
