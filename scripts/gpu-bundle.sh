@@ -4,7 +4,8 @@
 #   armada, gpu_suite, lockstep, nvrtc_check (release, stripped), guest.tar.xz (the guest
 #   programs built by tests/guest/build.sh, busybox, and the risu random-instruction programs
 #   with qemu-aarch64's output for each), qemu-aarch64.xz (Debian's static qemu-user, for the
-#   speed comparison; optional).
+#   speed comparison; optional), sysroot.tar.xz (target/sysroot, Debian's dynamically linked
+#   programs, when scripts/test has built it).
 #
 #   scripts/gpu-bundle.sh [DIR]
 #   BINS_ONLY=1 scripts/gpu-bundle.sh [DIR]   # rebuild the binaries, keep the guest archive
@@ -48,6 +49,9 @@ fi
 tests/guest/build-threads.sh "$stage/guest/threads" >/dev/null
 rm -rf "$stage/guest/threads/.go"
 
+# the process programs (fork, exec, wait, pipes, signals): gpu-check's processes section
+tests/guest/build-processes.sh "$stage/guest/processes" >/dev/null
+
 # the fuzz targets (tests/guest/fuzz): snapshot fan-out and fuzzing figures
 tests/guest/build-processes.sh "$stage/guest/fuzz" tests/guest/fuzz >/dev/null
 
@@ -63,6 +67,12 @@ for class in $(python3 tests/risu/gen.py --list-classes); do
     rm -f "$r.S" "$r.cases"
 done
 tar -C "$stage" -cJf "$out/guest.tar.xz" guest
+
+# Debian's dynamically linked programs (dash, coreutils, sqlite3, perl, python3) in the sysroot
+# scripts/test builds: gpu-check's scripts section (CPython's own tests left out)
+if [[ -d target/sysroot/usr ]]; then
+    tar -C target --exclude='sysroot/usr/lib/python3.*/test' -cJf "$out/sysroot.tar.xz" sysroot
+fi
 
 # qemu-aarch64 (static) for the comparison, if apt can fetch it
 if [[ ! -e $out/qemu-aarch64.xz ]]; then

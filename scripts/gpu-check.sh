@@ -6,7 +6,7 @@
 #   scripts/gpu-check.sh [.gpu]                # on the GPU machine: the CUDA engine
 #   BACKEND=wgpu scripts/gpu-check.sh [.gpu]   # the wgpu engine (Vulkan there)
 #
-# Sections (GPU_CHECK=env,speed,suite,risu,batch,threads,threadspeed,memcheck,qemu,busybox,resident,fuzz,cpu,devices;
+# Sections (GPU_CHECK=env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,memcheck,qemu,busybox,resident,fuzz,cpu,devices;
 # default all; memcheck is CUDA's compute-sanitizer and runs for BACKEND=cuda only):
 #   env       device, first start (NVRTC compile) and second start (disk cache)
 #   suite     every guest program as one multi-program batch, each lane compared with the CPU
@@ -18,6 +18,12 @@
 #             --check batch of THREAD_LANES lanes, compared lane for lane with the CPU engine
 #   threadspeed  GO_LANES lanes of a Go program (goroutines, channels) and of threads_compute
 #             vs qemu-aarch64 on every core (qemu timed on a share, scaled; outputs compared)
+#   processes every program of the processes suite (fork, vfork, exec, wait, pipes, signals
+#             between processes) as a --check batch of PROC_LANES lanes
+#   scripts   Debian's dynamically linked programs from the bundle's sysroot: a dash script
+#             (pipeline, $(...), coreutils exec'd), python3 with subprocess, sqlite3, each a
+#             --check batch of SCRIPT_LANES lanes; then SCRIPT_SPEED_LANES lanes of a dash
+#             script that forks (pipeline, $(...)) vs qemu-aarch64 on every core
 #   memcheck  compute-sanitizer --tool memcheck on a representative batch
 #   speed     one lane on a tight integer loop; 65,536+ lanes of a compute-bound program
 #   qemu      65,536 short runs vs qemu-aarch64 on every core (qemu timed on a share, scaled)
@@ -37,7 +43,7 @@
 # Logs go to $OUT (the device tool's folder) or /tmp/armada-gpu-check; the summary is last.
 set -u
 bundle=${1:-.gpu}
-sections=${GPU_CHECK:-env,speed,suite,risu,batch,threads,threadspeed,memcheck,qemu,busybox,resident,fuzz,cpu,devices}
+sections=${GPU_CHECK:-env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,memcheck,qemu,busybox,resident,fuzz,cpu,devices}
 B=${BACKEND:-cuda}
 export ARMADA_BACKEND=$B
 # lanes of the aggregate, short-run and busybox batches (wgpu spreads lanes' pages over as
@@ -378,6 +384,76 @@ EOF
             note "threads: qemu-aarch64 on $cores cores, $share runs of $prog: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $gl / $share))") s for $gl; armada $B $(python3 -c "print('%.1f' % ($q_s * $gl / $share / $armada_s))")x faster; outputs differing from qemu: $bad"
         fi
     done
+fi
+
+# ------------------------------------------------------------------------------ processes
+if want processes && [[ -d $G/processes ]]; then
+    P=$G/processes
+    pl=${PROC_LANES:-256}
+    pass=0
+    fail=()
+    for l in $(seq 0 $((pl - 1))); do mkdir -p "$work/proots/$l/tmp"; done
+    while read -r bin _; do
+        args=()
+        case $bin in
+        fd_offset) args=(--root "$work/proots/{lane}") ;; # it writes /tmp: a root a lane
+        forkcap) args=(--max-processes 40) ;;
+        esac
+        extra=()
+        [[ $bin == fork_big ]] && extra=(8 4)
+        t0=$(secs)
+        timeout "${PROC_TIMEOUT:-600}" $A batch --backend $B --check --no-progress --lanes "$pl" "${args[@]}" "$P/$bin" "${extra[@]}" >/dev/null 2>"$log/proc-$bin.txt"
+        echo "processes: $bin $(elapsed $t0 "$(secs)") s: $(grep -o 'check: .*identical' "$log/proc-$bin.txt")"
+        if grep -q "check: $pl of $pl lanes identical" "$log/proc-$bin.txt"; then
+            pass=$((pass + 1))
+        else
+            fail+=("$bin")
+        fi
+    done <"$P/programs.list"
+    note "processes: $pass programs x$pl lanes identical to the CPU engine; differing or failed: ${fail[*]:-none}"
+fi
+
+# -------------------------------------------------------------------------------- scripts
+if want scripts && [[ -e $bundle/sysroot.tar.xz ]]; then
+    tar -C "$work" -xJf "$bundle/sysroot.tar.xz"
+    S=$work/sysroot
+    sl=${SCRIPT_LANES:-1024}
+    script='x=$(echo lane-$1 | tr a-z A-Z); echo "$x"; printf "c\na\nb\n" | sort | head -2; for i in 1 2 3; do echo $i; done | wc -l'
+    timeout 600 $A batch --backend $B --check --no-progress --lanes "$sl" -L "$S" "$S/bin/dash" -c "$script" sh '{lane}' >/dev/null 2>"$log/scr-dash.txt"
+    note "scripts: dash pipeline + \$(...) + coreutils x$sl (rc=$?): $(grep 'check:' "$log/scr-dash.txt" | sed 's/armada batch: //'); $(grep -o '[0-9]* instructions in [0-9.]* s' "$log/scr-dash.txt")"
+    code='import subprocess, json; print(json.dumps(subprocess.run(["echo", "hi"], capture_output=True).stdout.decode()))'
+    timeout 600 $A batch --backend $B --check --no-progress --lanes 64 -L "$S" "$S/usr/bin/python3" -c "$code" >/dev/null 2>"$log/scr-python.txt"
+    note "scripts: python3 subprocess x64 (rc=$?): $(grep 'check:' "$log/scr-python.txt" | sed 's/armada batch: //')"
+    timeout 600 $A batch --backend $B --check --no-progress --lanes "$sl" -L "$S" "$S/usr/bin/sqlite3" :memory: 'create table t(a); insert into t values ({lane}), (2); select sum(a) from t;' >/dev/null 2>"$log/scr-sqlite.txt"
+    note "scripts: sqlite3 :memory: x$sl (rc=$?): $(grep 'check:' "$log/scr-sqlite.txt" | sed 's/armada batch: //')"
+    # speed: a script that forks (pipelines, command substitution) on builtins only, so that
+    # qemu-aarch64 (which cannot exec a guest program without binfmt_misc) runs it too
+    fs='s=0; for i in 1 2 3 4 5 6 7 8; do x=$(echo $i); s=$((s + x * $1)); done; echo $s; echo a b c | while read p q r; do echo $r $q $p; done'
+    ssl=${SCRIPT_SPEED_LANES:-16384}
+    share=${QEMU_SHARE_SCRIPTS:-1024}
+    t0=$(secs)
+    timeout 600 $A batch --backend $B --lanes "$ssl" --out "$log/scr-speed.jsonl" -L "$S" "$S/bin/dash" -c "$fs" sh '{lane}' >/dev/null 2>"$log/scr-speed.txt"
+    rc=$?
+    armada_s=$(elapsed $t0 "$(secs)")
+    note "scripts: armada $B, $ssl runs of a forking dash script (rc=$rc): $armada_s s wall: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/scr-speed.txt"); stops $(stat_of "$log/scr-speed.txt" 'stops'); pages up $(stat_of "$log/scr-speed.txt" 'pages up')"
+    if [[ -n $Q ]]; then
+        t0=$(secs)
+        seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c "$Q -L $S $S/bin/dash -c '$fs' sh {} > $work/s{}.out"
+        q_s=$(elapsed $t0 "$(secs)")
+        bad=$(python3 - "$log/scr-speed.jsonl" "$work" "$share" <<'EOF'
+import json, sys
+bad = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["lane"] >= int(sys.argv[3]):
+        break
+    if open(f"{sys.argv[2]}/s{r['lane']}.out").read() != r["stdout"]:
+        bad += 1
+print(bad)
+EOF
+)
+        note "scripts: qemu-aarch64 on $cores cores, $share runs: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $ssl / $share))") s for $ssl; armada $B $(python3 -c "print('%.1f' % ($q_s * $ssl / $share / $armada_s))")x faster; outputs differing from qemu: $bad"
+    fi
 fi
 
 # ------------------------------------------------------------------------------- memcheck
