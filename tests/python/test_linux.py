@@ -238,7 +238,7 @@ def test_dynamic_program_with_sysroot():
     # without a sysroot the interpreter is missing: an ElfError that says what to do
     with pytest.raises(armada.ElfError, match="-L DIR"):
         armada.run([prog], env={})
-    # auto picks the CPU engine for a dynamic program; lanes share the interpreter
+    # a batch (the CPU engine here, or CUDA where "auto" finds it); lanes share the interpreter
     rs = armada.run_batch([[prog, str(i)] for i in range(3)], env={}, sysroot=CROSS_SYSROOT)
     assert [r.exit_code for r in rs] == [2, 2, 2]
     assert [b"argv[1]=[%d]" % i in r.stdout for i, r in enumerate(rs)] == [True] * 3

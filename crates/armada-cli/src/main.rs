@@ -22,7 +22,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
     long_about = "armada runs AArch64 (ARM64) Linux programs (static or, with -L, dynamically \
                   linked; single- or multi-threaded) with the same output and exit status as on \
                   a real ARM64 machine. The CPU engine runs everywhere; the GPU engines run many \
-                  copies of static programs of one process (threads included) at once."
+                  copies of a program at once (threads and processes included)."
 )]
 struct Cli {
     #[command(subcommand)]

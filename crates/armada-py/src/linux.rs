@@ -7,8 +7,8 @@
 //! lane at its next slice.
 
 use crate::{
-    gpu_error, internal_error, panic_text, resolve_backend, ArmadaError, ElfError,
-    EngineUnavailableError, SignalCheck, SLICE,
+    gpu_error, internal_error, panic_text, resolve_backend, ArmadaError, ElfError, SignalCheck,
+    SLICE,
 };
 use armada_core::cpu::DecodedPages;
 use armada_core::elf::{Image, LoadError};
@@ -254,7 +254,6 @@ pub fn run_lanes(
         None => load(py, &program, root, sysroot, net, deterministic, seed)?,
     };
     cfg.exe_guest_path = program.clone();
-    gpu_can_run(&mut resolved, backend, &path, &image)?;
     crate::resolve_devices(py, &mut resolved, backend, devices.as_deref())?;
 
     let spawn = |argv: Vec<Vec<u8>>, stdin: Vec<u8>| {
@@ -463,29 +462,6 @@ pub(crate) fn load(
     };
 
     Ok((path, image, cfg))
-}
-
-/// Whether the engine `resolved` names runs the program: the GPU engines run only static
-/// programs so far ("auto" falls back to the CPU engine).
-pub(crate) fn gpu_can_run(
-    resolved: &mut crate::Resolved,
-    backend: &str,
-    path: &Path,
-    image: &Image,
-) -> PyResult<()> {
-    if let (Some(interp), Some(_)) = (&image.interp, &resolved.engine) {
-        // The GPU engines run only static programs so far: "auto" falls back to the CPU.
-        if backend.eq_ignore_ascii_case("auto") {
-            resolved.engine = None;
-        } else {
-            return Err(EngineUnavailableError::new_err(format!(
-                "{} is dynamically linked (interpreter {}), and the {backend} engine runs only statically linked programs so far: use backend=\"cpu\"",
-                path.display(),
-                String::from_utf8_lossy(interp)
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// The `net=` argument.

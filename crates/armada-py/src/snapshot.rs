@@ -4,10 +4,10 @@
 //! with a stdin of its own, on the CPU engine or as a GPU batch, so a start that every run
 //! shares is paid once.
 
-use crate::linux::{gpu_can_run, load, net_mode, run_made, take, Completed, LaneError};
+use crate::linux::{load, net_mode, run_made, take, Completed, LaneError};
 use crate::{bytes_arg, resolve_backend, ArmadaError, ElfError};
 use armada_core::cpu::DecodedPages;
-use armada_core::elf::{Image, LoadError};
+use armada_core::elf::LoadError;
 use armada_core::linux::Stdio;
 use armada_core::process::Program;
 use armada_core::runner::Lane;
@@ -15,14 +15,12 @@ use armada_core::snapshot::SharedSnapshot;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// A program paused at a point, ready to run from there any number of times.
 #[pyclass(module = "armada", name = "Snapshot", frozen)]
 pub struct PySnapshot {
     snap: SharedSnapshot,
     path: PathBuf,
-    image: Arc<Image>,
     point: String,
 }
 
@@ -50,8 +48,8 @@ pub fn take_snapshot(
         ));
     };
     let (path, image, cfg) = load(py, &program, root, sysroot, net, deterministic, seed)?;
-    let process = Program::spawn(image.clone(), &cfg, argv, env, Stdio::Captured { stdin })
-        .map_err(|e| match e {
+    let process =
+        Program::spawn(image, &cfg, argv, env, Stdio::Captured { stdin }).map_err(|e| match e {
             LoadError::Stack(why) => {
                 ArmadaError::new_err(format!("cannot start {}: {why}", path.display()))
             }
@@ -63,7 +61,6 @@ pub fn take_snapshot(
     Ok(PySnapshot {
         snap,
         path,
-        image,
         point: at,
     })
 }
@@ -146,8 +143,7 @@ impl PySnapshot {
         max_instructions: Option<u64>,
         coverage: bool,
     ) -> PyResult<Vec<Completed>> {
-        let mut resolved = resolve_backend(py, backend)?;
-        gpu_can_run(&mut resolved, backend, &self.path, &self.image)?;
+        let resolved = resolve_backend(py, backend)?;
         let make_lane = |_argv: Vec<Vec<u8>>, stdin: Vec<u8>| -> Result<Lane, LaneError> {
             Ok(self.snap.restore(&stdin))
         };
