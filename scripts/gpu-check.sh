@@ -396,7 +396,7 @@ if want processes && [[ -d $G/processes ]]; then
     while read -r bin _; do
         args=()
         case $bin in
-        fd_offset) args=(--root "$work/proots/{lane}") ;; # it writes /tmp: a root a lane
+        fd_offset | socketpair) args=(--root "$work/proots/{lane}") ;; # they write files: a root a lane
         forkcap) args=(--max-processes 40) ;;
         esac
         extra=()

@@ -325,8 +325,9 @@ fn guest_processes_match_cpu() {
         let args: &[&str] = if name == "fork_big" { &["8", "4"] } else { &[] };
         let mut s = spec(&dir.join(name), 2, args, |_| Vec::new());
         match name {
-            // it writes a file in /tmp: each lane its own (they would see each other's)
-            "fd_offset" => {
+            // they write files (in /tmp, in the working directory): each lane its own root
+            // (lanes sharing one would see each other's)
+            "fd_offset" | "socketpair" => {
                 for (i, l) in s.lanes.iter_mut().enumerate() {
                     let r = roots.join(format!("{name}-{i}"));
                     std::fs::create_dir_all(r.join("tmp")).unwrap();
