@@ -23,7 +23,8 @@
 #   scripts   Debian's dynamically linked programs from the bundle's sysroot: a dash script
 #             (pipeline, $(...), coreutils exec'd), python3 with subprocess, sqlite3, each a
 #             --check batch of SCRIPT_LANES lanes; then SCRIPT_SPEED_LANES lanes of a dash
-#             script that forks (pipeline, $(...)) vs qemu-aarch64 on every core
+#             script that forks (pipeline, $(...)) and PY_LANES lanes of python3 -c, each vs
+#             qemu-aarch64 on every core
 #   memcheck  compute-sanitizer --tool memcheck on a representative batch
 #   speed     one lane on a tight integer loop; 65,536+ lanes of a compute-bound program
 #   qemu      65,536 short runs vs qemu-aarch64 on every core (qemu timed on a share, scaled)
@@ -453,6 +454,34 @@ print(bad)
 EOF
 )
         note "scripts: qemu-aarch64 on $cores cores, $share runs: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $ssl / $share))") s for $ssl; armada $B $(python3 -c "print('%.1f' % ($q_s * $ssl / $share / $armada_s))")x faster; outputs differing from qemu: $bad"
+    fi
+    # speed: PY_LANES lanes of python3 (dynamically linked, -L) each running its own
+    # expression, vs qemu-aarch64 on every core
+    pyl=${PY_LANES:-4096}
+    pshare=${QEMU_SHARE_PY:-256}
+    pc='import sys; print(sum(i * i for i in range(int(sys.argv[1]) * 100)))'
+    t0=$(secs)
+    timeout 600 $A batch --backend $B --lanes "$pyl" --out "$log/scr-py.jsonl" -L "$S" "$S/usr/bin/python3" -c "$pc" '{lane}' >/dev/null 2>"$log/scr-py.txt"
+    rc=$?
+    armada_s=$(elapsed $t0 "$(secs)")
+    note "scripts: armada $B, $pyl runs of python3 -c (rc=$rc): $armada_s s wall: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/scr-py.txt"); device frames peak $(stat_of "$log/scr-py.txt" 'device frames peak'); pages up $(stat_of "$log/scr-py.txt" 'pages up')"
+    if [[ -n $Q ]]; then
+        t0=$(secs)
+        seq 0 $((pshare - 1)) | xargs -P "$cores" -I{} sh -c "$Q -L $S $S/usr/bin/python3 -c '$pc' {} > $work/p{}.out"
+        q_s=$(elapsed $t0 "$(secs)")
+        bad=$(python3 - "$log/scr-py.jsonl" "$work" "$pshare" <<'EOF'
+import json, sys
+bad = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["lane"] >= int(sys.argv[3]):
+        break
+    if open(f"{sys.argv[2]}/p{r['lane']}.out").read() != r["stdout"]:
+        bad += 1
+print(bad)
+EOF
+)
+        note "scripts: qemu-aarch64 on $cores cores, $pshare runs of python3 -c: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $pyl / $pshare))") s for $pyl; armada $B $(python3 -c "print('%.1f' % ($q_s * $pyl / $pshare / $armada_s))")x faster; outputs differing from qemu: $bad"
     fi
 fi
 

@@ -305,6 +305,9 @@ fn service_lane(
         Ok(Followed::Back(areas)) => {
             plan.space = true;
             before = areas;
+            // (a page miss's fix was for the outgoing space: that process misses again when
+            // it runs, and its memory has the page then)
+            extra.clear();
         }
         Ok(Followed::New) => {
             plan.space = true;
@@ -378,7 +381,9 @@ fn service_lane(
             }
         }
     }
-    if lh.lane.process_count() > 1 + lh.spaces.len() {
+    // (only when the process that ran is the one running now: a fork's child is made from
+    // its parent's space)
+    if !plan.space && lh.lane.process_count() > 1 + lh.spaces.len() {
         plan.forked = Some(wants.iter().map(|w| w.0).collect());
     }
     plan.wants = wants;

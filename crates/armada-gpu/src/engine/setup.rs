@@ -196,7 +196,7 @@ impl Batch {
         );
         let mut images: Vec<Image> = Vec::new();
         let mut image_pages: Vec<Vec<(u64, Arc<PageBuf>, Perm)>> = Vec::new();
-        for k in 0..image_of.len() {
+        for (k, elf) in image_of.iter().enumerate() {
             let first = lanes.iter().position(|l| l.image == k).unwrap();
             let mem = &mut lanes[first].lane.program.mem;
             let set: Vec<_> = code_areas(mem)
@@ -204,7 +204,7 @@ impl Batch {
                 .filter_map(|(start, end)| code.image_region(mem, start, end))
                 .collect();
             let img = Image {
-                elf: Some(image_of[k].clone()),
+                elf: Some(elf.clone()),
                 pages: FxHashMap::default(),
                 key_lane: PT_IMAGE_LANE - k as u64,
                 regions: set.iter().map(|r| (r.0, r.1)).collect(),

@@ -223,6 +223,13 @@ impl super::Batch {
                 self.space_keys.give_back([key]);
                 continue;
             };
+            let areas: Vec<(u64, u64, Perm)> = cmem.areas().collect();
+            if !pmem.areas().eq(areas.iter().copied()) {
+                // not a copy of the running process's space (its entries' permissions are
+                // its areas'): planned whole when it runs
+                self.space_keys.give_back([key]);
+                continue;
+            }
             let same = |vpn: u64| match (pmem.gpu_page(vpn), cmem.gpu_page(vpn)) {
                 (None, None) => true,
                 (Some((a, _)), Some((b, _))) => Arc::ptr_eq(a, b),
@@ -248,7 +255,6 @@ impl super::Batch {
                     vals.push((vpn, ZERO_FRAME as u64, blocked(0)));
                 }
             }
-            let areas: Vec<(u64, u64, Perm)> = cmem.areas().collect();
             cmem.gpu_track_writes_keep();
             // the parent's own frames become the two spaces' (lazy where writable)
             for vpn in convert {
