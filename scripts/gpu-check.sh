@@ -67,6 +67,42 @@ elapsed() { python3 -c "print('%.2f' % ($2 - $1))"; }
 rate_of() { grep -o '= [0-9.]* [kMGT]\?instructions/s' "$1" | tail -1 | sed 's/= //'; }
 stat_of() { grep -o "$2: [^,]*" "$1" | tail -1 | sed "s/$2: //"; }
 
+# differing JSONL PREFIX N: how many of the first N lanes of an `armada batch --out` file
+# printed other than qemu's $work/PREFIX<lane>.out
+differing() {
+    python3 - "$1" "$work/$2" "$3" <<'EOF'
+import json, sys
+bad = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["lane"] >= int(sys.argv[3]):
+        break
+    if open(f"{sys.argv[2]}{r['lane']}.out").read() != r["stdout"]:
+        bad += 1
+print(bad)
+EOF
+}
+
+# speed_vs_qemu LABEL LANES SHARE NAME PROGRAM ARGS...: LANES lanes of PROGRAM ARGS (with the
+# sysroot $S as -L; '{lane}' is the lane's number) on armada, then SHARE of the runs on
+# qemu-aarch64 on every core, scaled to LANES; their outputs compared (logs: $log/NAME.*)
+speed_vs_qemu() {
+    local label=$1 n=$2 share=$3 name=$4
+    shift 4
+    local t0 rc armada_s q_s
+    t0=$(secs)
+    timeout 600 $A batch --backend $B --lanes "$n" --out "$log/$name.jsonl" -L "$S" "$@" >/dev/null 2>"$log/$name.txt"
+    rc=$?
+    armada_s=$(elapsed $t0 "$(secs)")
+    note "scripts: armada $B, $n runs of $label (rc=$rc): $armada_s s wall: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/$name.txt"); stops $(stat_of "$log/$name.txt" 'stops'); device frames peak $(stat_of "$log/$name.txt" 'device frames peak'); pages up $(stat_of "$log/$name.txt" 'pages up')"
+    [[ -n $Q ]] || return 0
+    local qargs=("${@//\{lane\}/{\}}")
+    t0=$(secs)
+    seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c 'o=$1; shift; "$@" >"$o"' sh "$work/$name{}.out" "$Q" -L "$S" "${qargs[@]}"
+    q_s=$(elapsed $t0 "$(secs)")
+    note "scripts: qemu-aarch64 on $cores cores, $share runs of $label: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $n / $share))") s for $n; armada $B $(python3 -c "print('%.1f' % ($q_s * $n / $share / $armada_s))")x faster; outputs differing from qemu: $(differing "$log/$name.jsonl" "$name" "$share")"
+}
+
 [[ -x $A ]] || { echo "no $A: build the bundle with scripts/gpu-bundle.sh and carry it"; exit 2; }
 # the wgpu engine: the Vulkan loader the bundle carries, and NVIDIA's headless (EGL) driver
 # entry where the machine has it and no ICD was chosen (see gpu-bundle.sh)
@@ -370,18 +406,7 @@ if want threadspeed && [[ -d $G/threads ]]; then
             seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c "$Q $p ${*:2} > $work/t{}.out"
             t1=$(secs)
             q_s=$(elapsed $t0 $t1)
-            bad=$(python3 - "$log/thr-speed-$1.jsonl" "$work" "$share" <<'EOF'
-import json, sys
-bad = 0
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    if r["lane"] >= int(sys.argv[3]):
-        break
-    if open(f"{sys.argv[2]}/t{r['lane']}.out").read() != r["stdout"]:
-        bad += 1
-print(bad)
-EOF
-)
+            bad=$(differing "$log/thr-speed-$1.jsonl" t "$share")
             note "threads: qemu-aarch64 on $cores cores, $share runs of $prog: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $gl / $share))") s for $gl; armada $B $(python3 -c "print('%.1f' % ($q_s * $gl / $share / $armada_s))")x faster; outputs differing from qemu: $bad"
         fi
     done
@@ -430,59 +455,10 @@ if want scripts && [[ -e $bundle/sysroot.tar.xz ]]; then
     # speed: a script that forks (pipelines, command substitution) on builtins only, so that
     # qemu-aarch64 (which cannot exec a guest program without binfmt_misc) runs it too
     fs='s=0; for i in 1 2 3 4 5 6 7 8; do x=$(echo $i); s=$((s + x * $1)); done; echo $s; echo a b c | while read p q r; do echo $r $q $p; done'
-    ssl=${SCRIPT_SPEED_LANES:-16384}
-    share=${QEMU_SHARE_SCRIPTS:-1024}
-    t0=$(secs)
-    timeout 600 $A batch --backend $B --lanes "$ssl" --out "$log/scr-speed.jsonl" -L "$S" "$S/bin/dash" -c "$fs" sh '{lane}' >/dev/null 2>"$log/scr-speed.txt"
-    rc=$?
-    armada_s=$(elapsed $t0 "$(secs)")
-    note "scripts: armada $B, $ssl runs of a forking dash script (rc=$rc): $armada_s s wall: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/scr-speed.txt"); stops $(stat_of "$log/scr-speed.txt" 'stops'); pages up $(stat_of "$log/scr-speed.txt" 'pages up')"
-    if [[ -n $Q ]]; then
-        t0=$(secs)
-        seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c "$Q -L $S $S/bin/dash -c '$fs' sh {} > $work/s{}.out"
-        q_s=$(elapsed $t0 "$(secs)")
-        bad=$(python3 - "$log/scr-speed.jsonl" "$work" "$share" <<'EOF'
-import json, sys
-bad = 0
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    if r["lane"] >= int(sys.argv[3]):
-        break
-    if open(f"{sys.argv[2]}/s{r['lane']}.out").read() != r["stdout"]:
-        bad += 1
-print(bad)
-EOF
-)
-        note "scripts: qemu-aarch64 on $cores cores, $share runs: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $ssl / $share))") s for $ssl; armada $B $(python3 -c "print('%.1f' % ($q_s * $ssl / $share / $armada_s))")x faster; outputs differing from qemu: $bad"
-    fi
-    # speed: PY_LANES lanes of python3 (dynamically linked, -L) each running its own
-    # expression, vs qemu-aarch64 on every core
-    pyl=${PY_LANES:-4096}
-    pshare=${QEMU_SHARE_PY:-256}
+    speed_vs_qemu "a forking dash script" "${SCRIPT_SPEED_LANES:-16384}" "${QEMU_SHARE_SCRIPTS:-1024}" scr-speed "$S/bin/dash" -c "$fs" sh '{lane}'
+    # PY_LANES lanes of python3 (dynamically linked, -L), each running its own expression
     pc='import sys; print(sum(i * i for i in range(int(sys.argv[1]) * 100)))'
-    t0=$(secs)
-    timeout 600 $A batch --backend $B --lanes "$pyl" --out "$log/scr-py.jsonl" -L "$S" "$S/usr/bin/python3" -c "$pc" '{lane}' >/dev/null 2>"$log/scr-py.txt"
-    rc=$?
-    armada_s=$(elapsed $t0 "$(secs)")
-    note "scripts: armada $B, $pyl runs of python3 -c (rc=$rc): $armada_s s wall: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/scr-py.txt"); device frames peak $(stat_of "$log/scr-py.txt" 'device frames peak'); pages up $(stat_of "$log/scr-py.txt" 'pages up')"
-    if [[ -n $Q ]]; then
-        t0=$(secs)
-        seq 0 $((pshare - 1)) | xargs -P "$cores" -I{} sh -c "$Q -L $S $S/usr/bin/python3 -c '$pc' {} > $work/p{}.out"
-        q_s=$(elapsed $t0 "$(secs)")
-        bad=$(python3 - "$log/scr-py.jsonl" "$work" "$pshare" <<'EOF'
-import json, sys
-bad = 0
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    if r["lane"] >= int(sys.argv[3]):
-        break
-    if open(f"{sys.argv[2]}/p{r['lane']}.out").read() != r["stdout"]:
-        bad += 1
-print(bad)
-EOF
-)
-        note "scripts: qemu-aarch64 on $cores cores, $pshare runs of python3 -c: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $pyl / $pshare))") s for $pyl; armada $B $(python3 -c "print('%.1f' % ($q_s * $pyl / $pshare / $armada_s))")x faster; outputs differing from qemu: $bad"
-    fi
+    speed_vs_qemu "python3 -c" "${PY_LANES:-4096}" "${QEMU_SHARE_PY:-256}" scr-py "$S/usr/bin/python3" -c "$pc" '{lane}'
 fi
 
 # ------------------------------------------------------------------------------- memcheck
@@ -521,18 +497,7 @@ if want qemu; then
         scaled=$(python3 -c "print('%.1f' % ($q_s * $lanes / $share))")
         ratio=$(python3 -c "print('%.1f' % ($q_s * $lanes / $share / $armada_s))")
         # the same answers, for the runs qemu made
-        bad=$(python3 - "$log/short.jsonl" "$work" "$share" <<'EOF'
-import json, sys
-bad = 0
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    if r["lane"] >= int(sys.argv[3]):
-        break
-    if open(f"{sys.argv[2]}/q{r['lane']}.out").read() != r["stdout"]:
-        bad += 1
-print(bad)
-EOF
-)
+        bad=$(differing "$log/short.jsonl" q "$share")
         note "qemu: qemu-aarch64 on $cores cores, $share of the runs: $q_s s -> $scaled s for $lanes; armada $B is ${ratio}x faster; outputs differing from qemu: $bad"
     else
         note "qemu: no qemu-aarch64 in the bundle"
