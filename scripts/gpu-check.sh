@@ -83,6 +83,21 @@ print(bad)
 EOF
 }
 
+# check_one SECTION NAME LANES TIMEOUT LOG ARGS...: `armada batch --check` of LANES lanes of
+# ARGS (options, program, its arguments); counts NAME in $pass when every lane is identical
+# to the CPU engine, else adds it to $fail
+check_one() {
+    local section=$1 name=$2 n=$3 limit=$4 out=$5 t0
+    shift 5
+    t0=$(secs)
+    timeout "$limit" $A batch --backend $B --check --no-progress --lanes "$n" "$@" >/dev/null 2>"$out"
+    echo "$section: $name $(elapsed $t0 "$(secs)") s: $(grep -o 'check: .*identical' "$out")"
+    if grep -q "check: $n of $n lanes identical" "$out"; then
+        pass=$((pass + 1))
+    else
+        fail+=("$name")
+    fi
+}
 # speed_vs_qemu LABEL LANES SHARE NAME PROGRAM ARGS...: LANES lanes of PROGRAM ARGS (with the
 # sysroot $S as -L; '{lane}' is the lane's number) on armada, then SHARE of the runs on
 # qemu-aarch64 on every core, scaled to LANES; their outputs compared (logs: $log/NAME.*)
@@ -364,14 +379,7 @@ if want threads && [[ -d $G/threads ]]; then
         thread_signals) args=(pthread_kill) ;;
         thread_exit) args=(segv) ;;
         esac
-        t0=$(secs)
-        timeout "${THREAD_TIMEOUT:-600}" $A batch --backend $B --check --no-progress --lanes "$tl" "$T/$bin" "${args[@]}" >/dev/null 2>"$log/thr-$bin.txt"
-        echo "threads: $bin $(elapsed $t0 "$(secs)") s: $(grep -o 'check: .*identical' "$log/thr-$bin.txt")"
-        if grep -q "check: $tl of $tl lanes identical" "$log/thr-$bin.txt"; then
-            pass=$((pass + 1))
-        else
-            fail+=("$bin")
-        fi
+        check_one threads "$bin" "$tl" "${THREAD_TIMEOUT:-600}" "$log/thr-$bin.txt" "$T/$bin" "${args[@]}"
     done <"$T/programs.list"
     note "threads: $pass programs x$tl lanes identical to the CPU engine; differing or failed: ${fail[*]:-none}"
     # (go_nethttp makes a directory under /tmp for its Unix socket: lanes that share the
@@ -427,14 +435,7 @@ if want processes && [[ -d $G/processes ]]; then
         esac
         extra=()
         [[ $bin == fork_big ]] && extra=(8 4)
-        t0=$(secs)
-        timeout "${PROC_TIMEOUT:-600}" $A batch --backend $B --check --no-progress --lanes "$pl" "${args[@]}" "$P/$bin" "${extra[@]}" >/dev/null 2>"$log/proc-$bin.txt"
-        echo "processes: $bin $(elapsed $t0 "$(secs)") s: $(grep -o 'check: .*identical' "$log/proc-$bin.txt")"
-        if grep -q "check: $pl of $pl lanes identical" "$log/proc-$bin.txt"; then
-            pass=$((pass + 1))
-        else
-            fail+=("$bin")
-        fi
+        check_one processes "$bin" "$pl" "${PROC_TIMEOUT:-600}" "$log/proc-$bin.txt" "${args[@]}" "$P/$bin" "${extra[@]}"
     done <"$P/programs.list"
     note "processes: $pass programs x$pl lanes identical to the CPU engine; differing or failed: ${fail[*]:-none}"
 fi

@@ -371,18 +371,15 @@ impl Batch {
         }
         // its other processes' spaces: their keys are used again, so their entries leave
         // the device's table
-        let mut keys = Vec::new();
-        for (_, s) in l.spaces.drain() {
-            for e in s.entries.into_values() {
-                self.pt.remove(e.slot);
-                if e.private {
-                    self.frames.release(e.frame);
-                }
-            }
-            keys.push(s.key);
+        let parked: Vec<_> = l.spaces.drain().map(|(_, s)| s).collect();
+        let mut out = Applied::default();
+        super::spaces::drop_spaces(&self.pt, l, parked, &mut out);
+        self.pt.pending.extend_from_slice(&out.dirty);
+        for f in out.freed {
+            self.frames.release(f);
         }
-        self.space_keys.give_back(keys);
-        // the frames its spaces shared, once each
+        self.space_keys.give_back(out.keys);
+        // the frames the running space shared with them, once each
         for (f, _) in l.cow.drain() {
             self.frames.release(f);
         }
