@@ -287,6 +287,9 @@ impl Device for CudaDevice {
     fn lazy_pages(&self) -> bool {
         true
     }
+    fn image_cow(&self) -> bool {
+        true
+    }
     fn device_syscalls(&self) -> bool {
         true
     }

@@ -56,6 +56,9 @@ impl Device for SimDevice {
     fn lazy_pages(&self) -> bool {
         true
     }
+    fn image_cow(&self) -> bool {
+        true
+    }
     fn device_syscalls(&self) -> bool {
         true
     }

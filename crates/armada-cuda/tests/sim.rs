@@ -380,3 +380,90 @@ fn scripts_and_subprocesses_match_cpu() {
         }
     }
 }
+
+#[test]
+fn python_lanes_from_a_snapshot_at_input_match_full_runs() {
+    // CPython started once: the snapshot at `input` is its first read of stdin (its stat,
+    // seek and terminal checks of fd 0 before that answer the same whatever the input is,
+    // so its site imports are in the snapshot), and each lane runs its own script from
+    // there. Every lane must end as a run of its own from the start does, instructions
+    // included; and the lanes' writes to the snapshot's pages (its heap) are copied in the
+    // kernel (copy-on-write image pages), not missed one by one.
+    let Some(engine) = options() else { return };
+    let sysroot = repo().join("target/sysroot");
+    let python = sysroot.join("usr/bin/python3");
+    if !python.exists() {
+        eprintln!("skipped: no sysroot with python3 (scripts/test builds it)");
+        return;
+    }
+    let lanes = 6;
+    let script = |i: usize| {
+        format!(
+            "import sys\nx = [i * i for i in range({})]\nprint('lane', {i}, sum(x))\nsys.exit({i})\n",
+            10 * i + 5
+        )
+        .into_bytes()
+    };
+    let mut s = spec(&python, lanes, &[], script);
+    s.config.sysroot = Some(sysroot);
+    // (lanes from a snapshot share lane 0's random seed, so each full run is a lane 0)
+    let full: Vec<_> = (0..lanes)
+        .map(|i| {
+            let mut one = spec(&python, 1, &[], |_| script(i));
+            one.config.sysroot = s.config.sysroot.clone();
+            let mut r = armada_core::batch::run_cpu(&one, &|_| {})
+                .unwrap()
+                .lanes
+                .remove(0);
+            r.lane = i;
+            r
+        })
+        .collect();
+    s.take_snapshot(armada_core::snapshot::Point::Input)
+        .unwrap();
+    let at = s.snapshot.as_ref().unwrap().retired();
+    let cpu = armada_core::batch::run_cpu(&s, &|_| {}).unwrap();
+    let gpu = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+    for ((f, c), g) in full.iter().zip(&cpu.lanes).zip(&gpu.lanes) {
+        let key = |r: &armada_core::batch::LaneResult| {
+            (
+                r.exit.clone(),
+                r.stdout.clone(),
+                r.stderr.clone(),
+                r.instructions,
+            )
+        };
+        assert_eq!(
+            key(c),
+            key(f),
+            "lane {} on the CPU engine from the snapshot",
+            f.lane
+        );
+        assert_eq!(
+            key(g),
+            key(f),
+            "lane {} on the GPU engine from the snapshot",
+            f.lane
+        );
+        let after = f.instructions - at;
+        assert!(
+            after < at / 2,
+            "lane {}: {after} instructions after the snapshot, {at} before: it is too early",
+            f.lane
+        );
+    }
+    let stat = |name: &str| {
+        gpu.stats
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let stops = stat("stops");
+    let misses: u64 = stops
+        .split_whitespace()
+        .find_map(|p| p.strip_prefix("miss-write="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(misses < 30 * lanes as u64, "stops: {stops}");
+}

@@ -165,6 +165,13 @@ pub trait Device: Send + Sync {
     fn lazy_pages(&self) -> bool {
         false
     }
+    /// Whether the kernel also copies a lane's first write to a copy-on-write image page
+    /// (`layout::PT_LAZY` on an image's entry) and inserts the lane's entry for it; the host
+    /// then marks writable image pages so, and lanes started from one snapshot need no
+    /// entries of their own for them. Needs `lazy_pages`.
+    fn image_cow(&self) -> bool {
+        false
+    }
 }
 
 fn host_layout(bytes: usize) -> Result<std::alloc::Layout, Error> {

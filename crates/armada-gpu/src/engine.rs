@@ -236,6 +236,10 @@ struct LaneHost {
     last_miss: ((u64, u64, bool), u32),
     /// Frames the kernel may take for lazy pages (the record's S_RES list, same order).
     reserve: Vec<u32>,
+    /// Times a write missed with the reserve empty: each doubles the reserve it is given,
+    /// up to RES_CAP (`Batch::top_up`). Most lanes need few frames between stops; a
+    /// Python lane from a snapshot copies hundreds of the snapshot's pages.
+    res_grown: u32,
     /// Pages the kernel made private (claims) that the host mirror still shares: made private
     /// there before the lane's next changes are applied.
     claimed: Vec<u64>,
@@ -298,8 +302,8 @@ struct Image {
     /// The program it is (None: the image without pages, for programs the batch did not
     /// start with).
     elf: Option<Arc<armada_core::elf::Image>>,
-    /// vpn -> (bytes, frame), the image's shared pages.
-    pages: FxHashMap<u64, (Arc<PageBuf>, u32)>,
+    /// vpn -> (bytes, frame, the entry's PT_R/PT_W/PT_LAZY), the image's shared pages.
+    pages: FxHashMap<u64, (Arc<PageBuf>, u32, u64)>,
     /// The page-table lane number of its shared pages.
     key_lane: u64,
     /// Decoded code regions (start, end), and their place in the device's region table.
@@ -685,7 +689,7 @@ impl Batch {
                 "lazy pages".into(),
                 if self.lazy {
                     format!(
-                        "{} copied in the kernel (reserve {} frames a lane)",
+                        "{} copied in the kernel (reserve {} frames a lane, up to {RES_CAP} for lanes that ran out)",
                         s.lazy_claims, self.res_target
                     )
                 } else {

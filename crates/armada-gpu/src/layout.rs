@@ -27,7 +27,7 @@ pub const S_STOP: usize = 40;
 pub const S_INFO: usize = 41;
 /// Sync period: a write to a slot whose epoch differs records the slot as dirty.
 pub const S_EPOCH: usize = 42;
-/// Number of dirty pages recorded (may exceed DIRTY_CAP: then all writable pages are).
+/// Number of dirty pages recorded (may exceed DIRTY_ALL: then all writable pages are).
 pub const S_DIRTY_N: usize = 43;
 /// Set by the kernel when it writes a vector register (the host's copy is then stale).
 pub const S_VDIRTY: usize = 44;
@@ -56,12 +56,20 @@ pub const S_SPACE: usize = S_IMAGE + 1;
 /// S_RES.., taken from the end. The host refills the list when it services the lane.
 pub const S_RES_N: usize = S_SPACE + 1;
 pub const S_RES: usize = S_RES_N + 1;
-pub const RES_CAP: usize = 16;
+pub const RES_CAP: usize = 64;
 /// Words the host reads from a stopped lane (all but the vector registers).
 pub const DOWN_WORDS: usize = S_RES + RES_CAP;
 /// v0..v31, two words each (low, high).
 pub const S_V: usize = DOWN_WORDS;
-pub const S_WORDS: usize = S_V + 64;
+/// The dirty pages past the first DIRTY_CAP (DIRTY_MORE of them), brought down only for the
+/// lanes that wrote that many: a Python lane started from a snapshot copies and writes
+/// hundreds of pages between two stops, and past the list every writable page it owns would
+/// come down at each stop.
+pub const S_DIRTY_MORE: usize = S_V + 64;
+pub const DIRTY_MORE: usize = 480;
+/// Dirty pages a record lists at most.
+pub const DIRTY_ALL: usize = DIRTY_CAP + DIRTY_MORE;
+pub const S_WORDS: usize = S_DIRTY_MORE + DIRTY_MORE;
 
 // ----- syscalls the kernel answers (`S_SYS` bits) ------------------------------------------------
 
@@ -170,7 +178,15 @@ pub const PT_W: u64 = 1 << 33;
 /// A lazy page: the frame holds the bytes the page starts from (the zero frame or an image
 /// page), shared until the lane's first write, when the kernel copies it into a frame of the
 /// lane's reserve, rewrites the entry and logs the claim for the host (`claims`).
+///
+/// On an image's page (with PT_W: copy-on-write image pages, `Device::image_cow`) it means
+/// the same for every lane without an entry of its own there: the kernel copies the page
+/// into a frame of the lane's reserve and inserts the lane's entry for it (its slot in the
+/// claim, `CLAIM_SLOT_SHIFT`). A lane whose page there is not writable has an entry of its own.
 pub const PT_LAZY: u64 = 1 << 34;
+/// A claim's second word: vpn | (slot + 1) << CLAIM_SLOT_SHIFT for an entry the kernel
+/// inserted (a copy-on-write image page), vpn alone for a lazy entry of the lane's.
+pub const CLAIM_SLOT_SHIFT: u32 = PT_VPN_BITS;
 pub const PT_FRAME_MASK: u64 = 0xffff_ffff;
 pub const PT_EMPTY: u64 = 0;
 pub const PT_TOMB: u64 = u64::MAX;
@@ -199,7 +215,8 @@ pub struct Params {
     pub chunks: u64,
     pub progress: u64,
     pub sched: u64,
-    /// The claim log: word 0 counts entries, then two words each (lane << 32 | frame, vpn).
+    /// The claim log: word 0 counts entries, then two words each (lane << 32 | frame, vpn
+    /// with the slot of an entry the kernel inserted, `CLAIM_SLOT_SHIFT`).
     /// Zero when the device runs without lazy pages.
     pub claims: u64,
     /// Edge coverage: lane i's map of hit counters is the COV_MAP_BYTES at cov + i *
@@ -367,6 +384,8 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("S_RES", S_RES as u64),
         ("S_WORDS", S_WORDS as u64),
         ("DIRTY_CAP", DIRTY_CAP as u64),
+        ("S_DIRTY_MORE", S_DIRTY_MORE as u64),
+        ("DIRTY_MORE", DIRTY_MORE as u64),
         ("STOP_NONE", STOP_NONE as u64),
         ("STOP_SLICE", STOP_SLICE as u64),
         ("STOP_LIMIT", STOP_LIMIT as u64),
@@ -521,9 +540,9 @@ mod tests {
 
     #[test]
     fn record_fits() {
-        assert_eq!(S_V + 64, S_WORDS);
-        const { assert!(CORE_WORDS <= S_DIRTY && S_IMAGE < S_V) };
-        const { assert!(S_WORDS * 8 <= 2048) };
+        assert_eq!(S_DIRTY_MORE + DIRTY_MORE, S_WORDS);
+        const { assert!(CORE_WORDS <= S_DIRTY && S_IMAGE < S_V && S_V + 64 <= S_DIRTY_MORE) };
+        const { assert!(S_WORDS * 8 <= 8192) };
         assert_eq!(std::mem::size_of::<Params>(), 26 * 8 + 6 * 4);
     }
 

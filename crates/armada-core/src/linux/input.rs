@@ -59,8 +59,16 @@ impl Process {
 impl Process {
     /// Whether the syscall about to run (registers `st`) is the program's first touch of
     /// its input: with an `@@` file, an open, stat or access of that path; otherwise a
-    /// read, stat, seek or map of stdin (fd 0). A snapshot taken at `input` pauses there,
-    /// before the syscall runs, so every restored lane runs it on its own input.
+    /// syscall on stdin (fd 0) whose result depends on its bytes. A snapshot taken at
+    /// `input` pauses there, before the syscall runs, so every restored lane runs it on its
+    /// own input.
+    ///
+    /// When fd 0 is the captured stdin (a batch's, a snapshot's), its stat, seek (ESPIPE)
+    /// and terminal ioctls answer the same whatever the bytes are, so they are not the
+    /// touch: CPython looks at fd 0 that way long before it reads its script, and a
+    /// snapshot taken there would leave its site imports to every lane. What stdin is
+    /// otherwise (a host file) is not known to be the same for every lane, so any read,
+    /// stat, seek or map of it is.
     pub(crate) fn touches_input(&self, st: &CpuState, mem: &mut AddressSpace) -> bool {
         use super::nr::*;
         let nr = st.x[8];
@@ -76,12 +84,20 @@ impl Process {
             return matches!(self.special(dirfd as i32, &p), Some(Special::Input));
         }
         const MAP_ANONYMOUS: u64 = 0x20;
+        const FIONREAD: u64 = 0x541b;
+        let captured = self.stdin_bytes().is_some();
         match nr {
-            READ | READV | PREAD64 | PREADV | PREADV2 | FSTAT | LSEEK | SPLICE
-            | COPY_FILE_RANGE => a[0] as i32 == 0,
+            READ | READV | PREAD64 | PREADV | PREADV2 | SPLICE | COPY_FILE_RANGE => {
+                a[0] as i32 == 0
+            }
             SENDFILE => a[1] as i32 == 0,
             MMAP => a[4] as i32 == 0 && a[3] & MAP_ANONYMOUS == 0,
-            NEWFSTATAT | STATX => a[0] as i32 == 0 && cstr(mem, a[1]).is_ok_and(|p| p.is_empty()),
+            // (how many bytes are left to read)
+            IOCTL => a[0] as i32 == 0 && a[1] as u32 as u64 == FIONREAD,
+            FSTAT | LSEEK => a[0] as i32 == 0 && !captured,
+            NEWFSTATAT | STATX => {
+                a[0] as i32 == 0 && !captured && cstr(mem, a[1]).is_ok_and(|p| p.is_empty())
+            }
             _ => false,
         }
     }

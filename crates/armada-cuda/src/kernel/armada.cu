@@ -81,6 +81,10 @@ static inline void a_set_once(u64* p, u64 v) {
     __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 static inline u64 a_fetch_add(u64* p, u64 v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static inline bool a_take_empty(u64* p, u64 v) {
+    u64 expected = 0;
+    return __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
 #else
 __device__ __forceinline__ u64 a_now_ns() {
     u64 t;
@@ -89,6 +93,10 @@ __device__ __forceinline__ u64 a_now_ns() {
 }
 __device__ __forceinline__ void a_set_once(u64* p, u64 v) { atomicCAS((unsigned long long*)p, 0ull, (unsigned long long)v); }
 __device__ __forceinline__ u64 a_fetch_add(u64* p, u64 v) { return atomicAdd((unsigned long long*)p, (unsigned long long)v); }
+// Whether *p was 0 and is now v.
+__device__ __forceinline__ bool a_take_empty(u64* p, u64 v) {
+    return atomicCAS((unsigned long long*)p, 0ull, (unsigned long long)v) == 0ull;
+}
 #endif
 
 // ------------------------------------------------------------------------------------------

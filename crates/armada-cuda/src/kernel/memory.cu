@@ -25,35 +25,72 @@ __device__ __forceinline__ u64 pt_find(const Params& P, u64 key) {
     return MAXU64;
 }
 
+// A frame of the lane's reserve holding a copy of `src` (and the same bytes in its shadow:
+// the host's copy starts from them), logged as the lane's claim of page `vpn`; `inserted`:
+// the entry the kernel made for it at that slot + 1 (0: the lane's lazy entry). 0: the
+// reserve is empty.
+__device__ __forceinline__ u64 claim_copy(const Params& P, u32 lane, u64* rec, u64 vpn, const u64* src, u64 inserted) {
+    u64 n = rec[S_RES_N];
+    if (n == 0) return MAXU64;
+    u64 f = rec[S_RES + n - 1];
+    rec[S_RES_N] = n - 1;
+    u64* dst = (u64*)frame_addr(P, f);
+    u64* shadow = dst + (512ull << P.chunk_shift);
+    for (u32 i = 0; i < 512; i++) {
+        u64 w = src[i];
+        dst[i] = w;
+        shadow[i] = w;
+    }
+    u64 at = a_fetch_add(&P.claims[0], 1);
+    P.claims[1 + 2 * at] = (u64)lane << 32 | f;
+    P.claims[2 + 2 * at] = vpn | inserted << PT_VPN_BITS;
+    return f;
+}
+
 // Finds page `vpn` of `lane` (then of the shared image); returns the frame's address, or 0 when
 // the host must step in. A write marks the slot dirty for this sync period.
 __device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 vpn, u32 write) {
     if (vpn >> PT_VPN_BITS) return 0;
-    u64 s = pt_find(P, (rec[S_SPACE] << PT_VPN_BITS | vpn) + 1);
+    u64 key = (rec[S_SPACE] << PT_VPN_BITS | vpn) + 1;
+    u64 s = pt_find(P, key);
+    u64 val;
     if (s == MAXU64) {
-        if (write) return 0; // image pages are never written in place
         s = pt_find(P, (rec[S_IMAGE] << PT_VPN_BITS | vpn) + 1);
         if (s == MAXU64) return 0;
+        val = P.pt[2 * s + 1];
+        if (write) {
+            // Image pages are never written in place. One the host marked copy-on-write
+            // (writable and lazy: it is writable in every lane that has no entry of its own
+            // for it) is copied into a frame of the lane's reserve, under a new entry of the
+            // lane's own, which the kernel inserts (the claim log gives the host its slot).
+            // Only this lane inserts its keys, so the key is not there; other lanes take
+            // free slots at once, hence the compare-and-swap. Persistent lanes take such a
+            // write as a miss (their restart could not take the entry back out).
+            if ((val & (PT_W | PT_LAZY)) != (PT_W | PT_LAZY) || !P.claims || P.start) return 0;
+            if (rec[S_RES_N] == 0) return 0;
+            u64 t = pt_hash(key, P.pt_shift);
+            u64 probes = 0;
+            for (; probes <= P.pt_mask; probes++) {
+                if (P.pt[2 * t] == 0 && a_take_empty(&P.pt[2 * t], key)) break;
+                t = (t + 1) & P.pt_mask;
+            }
+            if (probes > P.pt_mask) return 0;
+            u64 f = claim_copy(P, lane, rec, vpn, (const u64*)frame_addr(P, val & PT_FRAME_MASK), t + 1);
+            val = f | PT_R | PT_W;
+            P.pt[2 * t + 1] = val;
+            s = t;
+        }
+    } else {
+        val = P.pt[2 * s + 1];
     }
-    u64 val = P.pt[2 * s + 1];
     if (!(val & (write ? PT_W : PT_R))) return 0;
     if (write && (val & PT_LAZY)) {
-        // First write to a lazy page: copy its starting bytes (zero frame or image page) into
-        // a frame of the lane's reserve and into that frame's shadow (the host's copy starts
-        // from the same bytes), point the entry at it, and log the claim. Only this lane uses
-        // its own entries, so no other thread races on the slot.
-        u64 n = rec[S_RES_N];
-        if (n == 0 || !P.claims) return 0; // the host takes it as a miss
-        u64 f = rec[S_RES + n - 1];
-        rec[S_RES_N] = n - 1;
-        const u64* src = (const u64*)frame_addr(P, val & PT_FRAME_MASK);
-        u64* dst = (u64*)frame_addr(P, f);
-        u64* shadow = dst + (512ull << P.chunk_shift);
-        for (u32 i = 0; i < 512; i++) {
-            u64 w = src[i];
-            dst[i] = w;
-            shadow[i] = w;
-        }
+        // First write to a lazy page of the lane's own: copy its starting bytes (zero frame
+        // or image page) into a frame of the lane's reserve, point the entry at it, and log
+        // the claim. Only this lane uses its own entries, so no other thread races on the slot.
+        if (!P.claims) return 0; // the host takes it as a miss
+        u64 f = claim_copy(P, lane, rec, vpn, (const u64*)frame_addr(P, val & PT_FRAME_MASK), 0);
+        if (f == MAXU64) return 0;
         if (P.undo) {
             // (persistent lanes: the kernel gives the slot its lazy value back at restart)
             u64* u = P.undo + (u64)lane * UNDO_WORDS;
@@ -66,9 +103,6 @@ __device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 v
         }
         val = f | (val & (PT_R | PT_W));
         P.pt[2 * s + 1] = val;
-        u64 at = a_fetch_add(&P.claims[0], 1);
-        P.claims[1 + 2 * at] = (u64)lane << 32 | f;
-        P.claims[2 + 2 * at] = vpn;
     }
     if (write) {
         u32 ep = (u32)rec[S_EPOCH];
@@ -76,6 +110,7 @@ __device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 v
             P.pt_epoch[s] = ep;
             u64 n = rec[S_DIRTY_N];
             if (n < DIRTY_CAP) rec[S_DIRTY + n] = vpn;
+            else if (n < DIRTY_CAP + DIRTY_MORE) rec[S_DIRTY_MORE + n - DIRTY_CAP] = vpn;
             rec[S_DIRTY_N] = n + 1;
         }
     }

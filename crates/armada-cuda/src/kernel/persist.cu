@@ -19,7 +19,8 @@ __device__ __noinline__ void restart_lane(const Params& P, u32 lane, u32 bits) {
     if (bits & RESTART_RECORD) {
         u64* rec = P.lanes + (u64)lane * S_WORDS;
         const u64* st = P.start + (u64)lane * S_WORDS;
-        for (u32 w = 0; w < S_WORDS; w++) rec[w] = st[w];
+        // (the dirty list's second part needs no start: the count starts at 0)
+        for (u32 w = 0; w < S_DIRTY_MORE; w++) rec[w] = st[w];
     }
     if (bits & RESTART_INPUT) {
         u64* sd = P.sysd + (u64)lane * SYSD_WORDS;

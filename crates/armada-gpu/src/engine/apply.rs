@@ -23,6 +23,9 @@ use std::time::Instant;
 pub(super) struct Claim {
     pub(super) frame: u32,
     pub(super) vpn: u64,
+    /// The slot + 1 of the entry the kernel inserted for it (a copy-on-write image page);
+    /// 0: the page was a lazy entry of the lane's.
+    pub(super) inserted: u64,
 }
 
 /// Takes lane `lane`'s claims that the host has not applied yet (`LaneHost::unapplied`) into
@@ -34,6 +37,26 @@ pub(super) fn apply_claims(l: &mut LaneHost, pt: &HostTable, lane: usize) -> Res
         // the kernel takes frames from the end of the list, as the host does here
         if l.reserve.pop() != Some(frame) {
             return Err(bad());
+        }
+        if c.inserted != 0 {
+            // a copy-on-write image page: the kernel took a free slot for the lane's entry
+            let slot = c.inserted - 1;
+            let val = frame as u64 | PT_R | PT_W;
+            if l.entries.contains_key(&vpn) || !pt.take_free(slot, pt_key(l.space, vpn), val) {
+                return Err(bad());
+            }
+            l.entries.insert(
+                vpn,
+                Entry {
+                    slot,
+                    frame,
+                    private: true,
+                    lazy: false,
+                    cow: false,
+                },
+            );
+            l.claimed.push(vpn);
+            continue;
         }
         let e = l.entries.get_mut(&vpn).filter(|e| e.lazy).ok_or_else(bad)?;
         let was = *e;
@@ -439,8 +462,8 @@ impl Batch {
         let l = &mut self.lanes[i];
         let mem = &l.lane.program.mem;
         let used = mem.private_bytes() + l.claimed.len() as u64 * PAGE_SIZE;
-        let room =
-            (mem.limit().saturating_sub(used) / PAGE_SIZE).min(self.res_target as u64) as usize;
+        let target = (self.res_target << l.res_grown.min(8)).min(RES_CAP);
+        let room = (mem.limit().saturating_sub(used) / PAGE_SIZE).min(target as u64) as usize;
         let before = l.reserve.len();
         if before == room {
             return Ok(None);
@@ -523,7 +546,8 @@ impl Batch {
             }
             order[next[lane]] = Claim {
                 frame: c[0] as u32,
-                vpn: c[1],
+                vpn: c[1] & ((1 << CLAIM_SLOT_SHIFT) - 1),
+                inserted: c[1] >> CLAIM_SLOT_SHIFT,
             };
             next[lane] += 1;
         }

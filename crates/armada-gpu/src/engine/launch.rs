@@ -66,6 +66,11 @@ impl Batch {
             self.active.rotate_left(k);
             self.active_dirty = true;
         }
+        if self.lazy && self.dev.image_cow() {
+            // room for the entries the kernel may insert (copy-on-write image pages): one
+            // for each frame in the lanes' reserves
+            self.ensure_pt_room(self.frames.reserved)?;
+        }
         if self.active_dirty {
             htod_slice(&*self.dev, self.d_active, &self.active)?;
             self.active_dirty = false;
@@ -145,6 +150,26 @@ impl Batch {
         for (j, &k) in vlanes.iter().enumerate() {
             vpos[k] = Some(j);
         }
+        // The rest of the dirty lists of the lanes that wrote more pages than the first
+        // part holds (S_DIRTY_MORE), each lane's part to its length.
+        let more: Vec<(usize, usize)> = (0..svc.len())
+            .filter_map(|k| {
+                let n = recs[k * W + S_DIRTY_N] as usize;
+                (n > DIRTY_CAP && n <= DIRTY_ALL).then_some((k, n - DIRTY_CAP))
+            })
+            .collect();
+        let more_words = self.download_parts(
+            &more
+                .iter()
+                .map(|&(k, len)| (svc[k], S_DIRTY_MORE, len))
+                .collect::<Vec<_>>(),
+        )?;
+        let mut more_at: Vec<Option<usize>> = vec![None; svc.len()];
+        let mut off = 0;
+        for &(k, len) in &more {
+            more_at[k] = Some(off);
+            off += len;
+        }
         self.stats.lap(1, &mut lap);
         // Pages the lanes wrote since their last sync (only their changed blocks come back),
         // found in parallel: each stopped lane makes the pages the kernel claimed private in
@@ -198,9 +223,14 @@ impl Batch {
                 let n = rec[S_DIRTY_N] as usize;
                 let written: Vec<(u64, u32)> = if exiting {
                     Vec::new()
-                } else if n <= DIRTY_CAP {
-                    rec[S_DIRTY..S_DIRTY + n]
+                } else if n <= DIRTY_ALL {
+                    let rest = match more_at[k?] {
+                        Some(at) => &more_words[at..at + n - DIRTY_CAP],
+                        None => &[][..],
+                    };
+                    rec[S_DIRTY..S_DIRTY + n.min(DIRTY_CAP)]
                         .iter()
+                        .chain(rest)
                         .filter_map(|vpn| {
                             let e = lh.entries.get(vpn).filter(|e| e.private)?;
                             Some((*vpn, e.frame))
@@ -285,6 +315,31 @@ impl Batch {
     }
 
     /// As `download_records`, into `out` (`lanes.len() * words` words).
+    /// Parts of lanes' records, (lane, first word, words) each, one after the other.
+    fn download_parts(&mut self, parts: &[(u32, usize, usize)]) -> Result<Vec<u64>, Error> {
+        let total: usize = parts.iter().map(|p| p.2).sum();
+        if total == 0 {
+            return Ok(Vec::new());
+        }
+        let desc_bytes = parts.len() * std::mem::size_of::<CopyDesc>();
+        let stage = self.ensure_stage(total * 8 + desc_bytes)?;
+        let mut at = 0u64;
+        let descs: Vec<CopyDesc> = parts
+            .iter()
+            .map(|&(l, first, words)| {
+                let d = CopyDesc {
+                    src: self.d_lanes + ((l as u64) * (S_WORDS as u64) + first as u64) * 8,
+                    dst: stage + at * 8,
+                    words: words as u64,
+                };
+                at += words as u64;
+                d
+            })
+            .collect();
+        self.run_copies(&descs, stage + (total * 8) as u64)?;
+        dtoh_vec(&*self.dev, stage, total)
+    }
+
     fn download_records_into(
         &mut self,
         lanes: &[u32],

@@ -227,6 +227,24 @@ impl HostTable {
         )))
     }
 
+    /// Takes free slot `slot` for `key` (the kernel inserted it there already, so it is not
+    /// listed to be sent); false when the slot is not free here, which is the host out of
+    /// step with the device.
+    pub(super) fn take_free(&self, slot: u64, key: u64, val: u64) -> bool {
+        let Some(s) = self.slots.get(slot as usize) else {
+            return false;
+        };
+        if s[0]
+            .compare_exchange(PT_EMPTY, key, Relaxed, Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        s[1].store(val, Relaxed);
+        self.used.fetch_add(1, Relaxed);
+        true
+    }
+
     /// Whether `more` insertions keep the table at most half full.
     fn has_room(&self, more: u64) -> bool {
         (self.used.load(Relaxed) + more) * 2 <= self.mask + 1

@@ -214,6 +214,9 @@ fn service_lane(
         STOP_MISS_R | STOP_MISS_W => {
             plan.misses += 1;
             let write = stop == STOP_MISS_W;
+            if write && rec[S_RES_N] == 0 {
+                lh.res_grown += 1;
+            }
             // The same miss again at the same point: the device did not see the last fix.
             let key = (info, lh.lane.program.state.retired, write);
             if lh.last_miss.0 == key {
@@ -239,8 +242,8 @@ fn service_lane(
                     Some((d, false)) => image
                         .pages
                         .get(&vpn)
-                        .filter(|(i, _)| Arc::ptr_eq(i, d))
-                        .map(|(_, f)| *f),
+                        .filter(|(i, ..)| Arc::ptr_eq(i, d))
+                        .map(|(_, f, _)| *f),
                     _ => None,
                 }
             } else {

@@ -174,6 +174,7 @@ impl Batch {
                 host_steps: 0,
                 done: false,
                 last_miss: ((0, 0, false), 0),
+                res_grown: 0,
                 reserve: Vec::new(),
                 claimed: Vec::new(),
                 ended_private: 0,
@@ -274,15 +275,25 @@ impl Batch {
         let zero = frames.alloc(dev_ref)?;
         debug_assert_eq!(zero, ZERO_FRAME);
 
-        // Shared image pages: one frame each, read-only for every lane of the image.
+        // Shared image pages: one frame each, never written in place. The writable ones are
+        // copy-on-write where the kernel copies them itself (`Device::image_cow`): a lane
+        // restored from a snapshot then writes the snapshot's heap without an entry of its
+        // own for each page, and without stopping. Elsewhere they are read-only, and a write
+        // is a miss.
+        let lazy = dev.lazy_pages() && std::env::var("ARMADA_GPU_LAZY").map_or(true, |v| v != "0");
+        let cow = lazy && dev.image_cow();
         let mut uploads: Vec<(u32, PageSrc)> = Vec::new();
         for (img, pages) in images.iter_mut().zip(image_pages) {
             for (vpn, data, perm) in pages {
                 let f = frames.alloc(dev_ref)?;
-                let perms = if perm.contains(Perm::R) { PT_R } else { 0 };
+                let perms = match (perm.contains(Perm::R), perm.contains(Perm::W)) {
+                    (true, true) if cow => PT_R | PT_W | PT_LAZY,
+                    (true, _) => PT_R,
+                    _ => 0,
+                };
                 pt.set(pt_key(img.key_lane, vpn), f as u64 | perms, false)?;
                 uploads.push((f, PageSrc::Bytes(Box::new(**data))));
-                img.pages.insert(vpn, (data, f));
+                img.pages.insert(vpn, (data, f, perms));
             }
         }
         frames.shared = frames.live;
@@ -293,7 +304,6 @@ impl Batch {
         let (progress_host, d_progress) = dev.alloc_mapped(n * 8)?;
         // the scheduling words, then the claim log (count, then two words a claim; every
         // lane's whole reserve fits, so it cannot overflow)
-        let lazy = dev.lazy_pages() && std::env::var("ARMADA_GPU_LAZY").map_or(true, |v| v != "0");
         let claim_words = if lazy { 1 + 2 * RES_CAP * n } else { 0 };
         let d_sched = dev.alloc(16 + 8 * claim_words)?;
         // coverage maps, when any lane records coverage (zeroed by alloc)
@@ -343,7 +353,7 @@ impl Batch {
             cov_collected: false,
             devio: device_io != KernelIo::Off && dev.device_syscalls(),
             res_target: if device_io != KernelIo::Off && dev.device_syscalls() {
-                RES_CAP
+                RES_CAP / 4
             } else {
                 8
             },

@@ -69,15 +69,23 @@ pub(super) fn want_for(
         .filter(|(d, private)| *private || !AddressSpace::gpu_is_zero_page(d));
     match page {
         Some((data, private)) => {
-            let is_image = img.is_some_and(|(d, _)| Arc::ptr_eq(d, data));
+            let is_image = img.is_some_and(|(d, ..)| Arc::ptr_eq(d, data));
             if is_image && !private {
-                if lazy && perms & PT_W != 0 {
-                    Want::Lazy {
-                        frame: img.map_or(ZERO_FRAME, |i| i.1),
-                        perms,
-                    }
-                } else if perms & PT_R != 0 {
+                // (the image's entry: read-only, or copy-on-write, see `Batch::new`)
+                let (frame, img_perms) = img.map_or((ZERO_FRAME, 0), |i| (i.1, i.2));
+                let cow = img_perms & PT_W != 0;
+                if cow && perms == PT_R | PT_W {
+                    // the kernel copies it on the lane's first write
                     Want::Nothing
+                } else if lazy && perms & PT_W != 0 {
+                    Want::Lazy { frame, perms }
+                } else if perms & PT_R != 0 {
+                    if cow {
+                        // not writable in this lane: an entry of its own keeps it read-only
+                        Want::Shared { frame, perms: PT_R }
+                    } else {
+                        Want::Nothing
+                    }
                 } else {
                     Want::Shared {
                         frame: ZERO_FRAME,

@@ -115,7 +115,11 @@ fn pt_lookup(vpn: u64, write: bool) -> u64 {
         if mem[ew] != ep {
             mem[ew] = ep;
             let n = rget(S_DIRTY_N);
-            if n < u64(DIRTY_CAP) { rset(S_DIRTY + u32(n), vpn); }
+            if n < u64(DIRTY_CAP) {
+                rset(S_DIRTY + u32(n), vpn);
+            } else if n < u64(DIRTY_CAP + DIRTY_MORE) {
+                rset(S_DIRTY_MORE + u32(n) - DIRTY_CAP, vpn);
+            }
             rset(S_DIRTY_N, n + 1lu);
         }
     }
