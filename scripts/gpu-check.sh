@@ -6,7 +6,7 @@
 #   scripts/gpu-check.sh [.gpu]                # on the GPU machine: the CUDA engine
 #   BACKEND=wgpu scripts/gpu-check.sh [.gpu]   # the wgpu engine (Vulkan there)
 #
-# Sections (GPU_CHECK=env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,memcheck,qemu,busybox,resident,fuzz,cpu,devices;
+# Sections (GPU_CHECK=env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,python,memcheck,qemu,busybox,resident,fuzz,cpu,devices;
 # default all; memcheck is CUDA's compute-sanitizer and runs for BACKEND=cuda only):
 #   env       device, first start (NVRTC compile) and second start (disk cache)
 #   suite     every guest program as one multi-program batch, each lane compared with the CPU
@@ -25,6 +25,9 @@
 #             --check batch of SCRIPT_LANES lanes; then SCRIPT_SPEED_LANES lanes of a dash
 #             script that forks (pipeline, $(...)) and PY_LANES lanes of python3 -c, each vs
 #             qemu-aarch64 on every core
+#   python    python3 from a snapshot at input, each lane its own script on stdin: a --check
+#             batch of PYCHECK_LANES, then PYSNAP_LANES lanes (memory a lane, the most lanes
+#             resident) vs qemu-aarch64 running each script from the start on every core
 #   memcheck  compute-sanitizer --tool memcheck on a representative batch
 #   speed     one lane on a tight integer loop; 65,536+ lanes of a compute-bound program
 #   qemu      65,536 short runs vs qemu-aarch64 on every core (qemu timed on a share, scaled)
@@ -44,7 +47,7 @@
 # Logs go to $OUT (the device tool's folder) or /tmp/armada-gpu-check; the summary is last.
 set -u
 bundle=${1:-.gpu}
-sections=${GPU_CHECK:-env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,memcheck,qemu,busybox,resident,fuzz,cpu,devices}
+sections=${GPU_CHECK:-env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,python,memcheck,qemu,busybox,resident,fuzz,cpu,devices}
 B=${BACKEND:-cuda}
 export ARMADA_BACKEND=$B
 # lanes of the aggregate, short-run and busybox batches (wgpu spreads lanes' pages over as
@@ -460,6 +463,59 @@ if want scripts && [[ -e $bundle/sysroot.tar.xz ]]; then
     # PY_LANES lanes of python3 (dynamically linked, -L), each running its own expression
     pc='import sys; print(sum(i * i for i in range(int(sys.argv[1]) * 100)))'
     speed_vs_qemu "python3 -c" "${PY_LANES:-4096}" "${QEMU_SHARE_PY:-256}" scr-py "$S/usr/bin/python3" -c "$pc" '{lane}'
+fi
+
+# --------------------------------------------------------------------------------- python
+# CPython from a snapshot at `input` (its first read of stdin, after its site imports): each
+# lane runs a small script of its own from stdin. Checked lane for lane against the CPU
+# engine (PYCHECK_LANES), then PYSNAP_LANES lanes (a list: the largest that runs shows the
+# most Python lanes resident) against qemu-aarch64 running `python3 < script` on every core
+# (timed on QEMU_SHARE_PYSNAP runs and scaled; qemu has no snapshot, so it runs each start).
+if want python && [[ -e $bundle/sysroot.tar.xz ]]; then
+    [[ -d $work/sysroot ]] || tar -C "$work" -xJf "$bundle/sysroot.tar.xz"
+    S=$work/sysroot
+    most=0
+    for n in ${PYSNAP_LANES:-65536}; do ((n > most)) && most=$n; done
+    python3 - "$work/pyin" "$most" <<'EOF'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+os.makedirs(d, exist_ok=True)
+for i in range(n):
+    with open(f"{d}/{i}", "w") as f:
+        f.write(f"""import sys
+n = {i} % 97 + 10
+words = ["w%d" % (k * n % 31) for k in range(n)]
+counts = {{}}
+for w in words:
+    counts[w] = counts.get(w, 0) + 1
+print({i}, n, len(counts), sum(k * k for k in range(n * 10)), sorted(counts)[:3])
+""")
+EOF
+    pass=0 fail=()
+    check_one python "python3 from a snapshot" "${PYCHECK_LANES:-256}" 600 "$log/py-check.txt" \
+        --snapshot-at input --stdin-dir "$work/pyin" -L "$S" "$S/usr/bin/python3"
+    note "python: python3 from a snapshot at input x${PYCHECK_LANES:-256}: $(grep -o 'check: .*identical' "$log/py-check.txt" || tail -2 "$log/py-check.txt")"
+    q_s=""
+    for n in ${PYSNAP_LANES:-65536}; do
+        t0=$(secs)
+        timeout 600 $A batch --backend $B --lanes "$n" --snapshot-at input --stdin-dir "$work/pyin" --out "$log/py-$n.jsonl" -L "$S" "$S/usr/bin/python3" >/dev/null 2>"$log/py-$n.txt"
+        rc=$?
+        armada_s=$(elapsed $t0 "$(secs)")
+        peak=$(stat_of "$log/py-$n.txt" 'device frames peak')
+        note "python: armada $B, $n lanes from the snapshot (rc=$rc): $armada_s s wall: $(grep -o '[0-9]* exited 0' "$log/py-$n.txt" | head -1); $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/py-$n.txt"); snapshot $(grep -o 'after [0-9]* instructions' "$log/py-$n.txt"); stops $(stat_of "$log/py-$n.txt" 'stops'); frames peak $peak ($(python3 -c "import re,sys; m=re.search(r'\(([0-9]+) MiB', sys.argv[1]); print('%.2f MiB a lane, twice that on the device with the frames\' shadows' % (int(m.group(1)) / $n) if m else '?')" "$peak")), guest frames peak $(stat_of "$log/py-$n.txt" 'guest frames peak'); pages synced down $(stat_of "$log/py-$n.txt" 'pages synced down'); kernel $(stat_of "$log/py-$n.txt" 'kernel s') s, transfer $(stat_of "$log/py-$n.txt" 'transfer s') s, launches $(stat_of "$log/py-$n.txt" 'launches')"
+        if [[ $rc != 0 ]]; then
+            grep -i "error\|out of" "$log/py-$n.txt" | head -3
+            continue
+        fi
+        [[ -n $Q ]] || continue
+        share=${QEMU_SHARE_PYSNAP:-512}
+        if [[ -z $q_s ]]; then
+            t0=$(secs)
+            seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c '"$2" -L "$3" "$3/usr/bin/python3" <"$1/pyin/$4" >"$1/py$4.out"' sh "$work" "$Q" "$S" {}
+            q_s=$(elapsed $t0 "$(secs)")
+        fi
+        note "python: qemu-aarch64 on $cores cores, $share runs of python3 < script: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $n / $share))") s for $n; armada $B $(python3 -c "print('%.1f' % ($q_s * $n / $share / $armada_s))")x faster; outputs differing from qemu: $(differing "$log/py-$n.jsonl" py "$share")"
+    done
 fi
 
 # ------------------------------------------------------------------------------- memcheck

@@ -216,6 +216,9 @@ pub struct DeviceShare {
     pub stats: Vec<EngineStats>,
     /// Why it failed, when it did: its lanes then ran on the other devices.
     pub failed: Option<String>,
+    /// Times one of its batches ran out of memory and was split into two that ran one
+    /// after the other.
+    pub waves: usize,
 }
 
 /// Instructions a CPU lane runs between progress reports.

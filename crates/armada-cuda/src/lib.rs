@@ -57,6 +57,9 @@ pub struct Options {
     /// (`ARMADA_CUDA_SIM_FAIL=D` or `D@K`, several separated by commas): (device, launches
     /// that succeed before every later one fails).
     pub sim_fail: Vec<(usize, u64)>,
+    /// The simulated devices' memory for frames, in MiB (`ARMADA_CUDA_SIM_FRAME_MIB`; None:
+    /// as much as the host gives), for tests of batches with more lanes than a device holds.
+    pub sim_frame_mib: Option<usize>,
 }
 
 impl Options {
@@ -78,6 +81,9 @@ impl Options {
             sim_fail: std::env::var("ARMADA_CUDA_SIM_FAIL")
                 .map(|v| v.split(',').filter_map(parse_sim_fail).collect())
                 .unwrap_or_default(),
+            sim_frame_mib: std::env::var("ARMADA_CUDA_SIM_FRAME_MIB")
+                .ok()
+                .and_then(|v| v.parse().ok()),
         }
     }
 
@@ -122,7 +128,9 @@ pub fn open_ordinal(opts: &Options, ordinal: usize) -> Result<Engine, Error> {
                 .sim_fail
                 .iter()
                 .find_map(|&(d, k)| (d == ordinal).then_some(k));
-            Arc::new(sim::SimDevice::numbered(ordinal, fail))
+            let mut d = sim::SimDevice::numbered(ordinal, fail);
+            d.frame_cap = opts.sim_frame_mib.map(|m| m << 20);
+            Arc::new(d)
         }
         #[cfg(not(armada_sim))]
         {
@@ -194,6 +202,7 @@ fn device_error(o: usize, e: Error) -> Error {
     match e {
         Error::NoDevice(m) => Error::NoDevice(format!("CUDA device {o}: {m}")),
         Error::Device(m) => Error::Device(format!("CUDA device {o}: {m}")),
+        Error::OutOfMemory(m) => Error::OutOfMemory(format!("CUDA device {o}: {m}")),
         Error::Compile(m) => Error::Compile(format!("CUDA device {o}: {m}")),
         e => e,
     }

@@ -32,6 +32,10 @@ pub struct SimDevice {
     /// Launches that succeed before every later one fails (tests of a failing device).
     fail_after: Option<u64>,
     launches: AtomicU64,
+    /// Bytes of frame chunks it holds at most (`Options::sim_frame_mib`).
+    pub frame_cap: Option<usize>,
+    /// Frame chunks held: (address, bytes).
+    frame_chunks: Mutex<Vec<(u64, usize)>>,
 }
 
 impl SimDevice {
@@ -73,6 +77,20 @@ impl Device for SimDevice {
             )
         }
     }
+    fn alloc_frames(&self, bytes: usize) -> Result<DevPtr, Error> {
+        let mut chunks = self.frame_chunks.lock().unwrap();
+        if let Some(cap) = self.frame_cap {
+            if chunks.iter().map(|c| c.1).sum::<usize>() + bytes > cap {
+                return Err(Error::Device(format!(
+                    "out of memory: the simulated device holds {} MiB of frames (ARMADA_CUDA_SIM_FRAME_MIB)",
+                    cap >> 20
+                )));
+            }
+        }
+        let p = self.alloc(bytes)?;
+        chunks.push((p, bytes));
+        Ok(p)
+    }
     fn alloc(&self, bytes: usize) -> Result<DevPtr, Error> {
         let v = vec![0u64; bytes.div_ceil(8).max(1)];
         let p = v.as_ptr() as u64;
@@ -80,6 +98,7 @@ impl Device for SimDevice {
         Ok(p)
     }
     fn free(&self, ptr: DevPtr) {
+        self.frame_chunks.lock().unwrap().retain(|c| c.0 != ptr);
         self.allocs.lock().unwrap().retain(|(p, _)| *p != ptr);
     }
     fn htod(&self, dst: DevPtr, src: &[u8]) -> Result<(), Error> {

@@ -397,9 +397,15 @@ fn python_lanes_from_a_snapshot_at_input_match_full_runs() {
         return;
     }
     let lanes = 6;
+    // (the clocks: the kernel answers clock_gettime from the virtual clock, slept time
+    // included; clock 10 does not exist)
     let script = |i: usize| {
         format!(
-            "import sys\nx = [i * i for i in range({})]\nprint('lane', {i}, sum(x))\nsys.exit({i})\n",
+            "import sys, time\nx = [i * i for i in range({})]\nprint('lane', {i}, sum(x))\n\
+             t0 = time.monotonic_ns(); time.sleep({i} / 1000); t1 = time.monotonic_ns()\n\
+             print(time.time_ns(), t0, t1, time.process_time_ns(), time.clock_gettime_ns(time.CLOCK_TAI))\n\
+             try:\n    time.clock_gettime(10)\nexcept OSError as e:\n    print(e.errno)\n\
+             sys.exit({i})\n",
             10 * i + 5
         )
         .into_bytes()
@@ -466,4 +472,55 @@ fn python_lanes_from_a_snapshot_at_input_match_full_runs() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     assert!(misses < 30 * lanes as u64, "stops: {stops}");
+    // each lane reads the clocks a dozen times: the kernel answers those
+    let svc: u64 = stops
+        .split_whitespace()
+        .find_map(|p| p.strip_prefix("svc="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(svc < 10 * lanes as u64, "stops: {stops}");
+}
+
+#[test]
+fn lanes_beyond_the_devices_memory_run_in_waves() {
+    // 16 lanes each writing 8 MiB on a simulated device of one chunk of frames (64 MiB and
+    // their shadows):
+    // the batch runs out of memory, and its lanes run as smaller batches one after the
+    // other, each lane's result the CPU engine's. One lane alone that does not fit is still
+    // a clear error.
+    if !armada_cuda::HAS_SIM {
+        eprintln!("skipped: no kernel simulator in this build");
+        return;
+    }
+    let p = repo().join("target/guest/pagetouch");
+    if !p.exists() {
+        eprintln!("skipped: no guest programs (tests/guest/build.sh target/guest)");
+        return;
+    }
+    let engine = armada_cuda::open(&armada_cuda::Options {
+        sim: true,
+        sim_frame_mib: Some(128),
+        ..Default::default()
+    })
+    .unwrap();
+    let s = spec(&p, 16, &["8", "1"], |_| Vec::new());
+    same_as_cpu(&s, &engine);
+    let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+    let batches = out
+        .stats
+        .iter()
+        .find(|(k, _)| k == "batches")
+        .map(|(_, v)| v.clone());
+    assert!(
+        batches
+            .as_deref()
+            .is_some_and(|b| b.contains("one after the other")),
+        "{:?}",
+        out.stats
+    );
+    let big = spec(&p, 1, &["200", "1"], |_| Vec::new());
+    match armada_gpu::run_batch(&engine, &big, &|_| {}) {
+        Err(e) => assert!(e.to_string().contains("out of memory"), "{e}"),
+        Ok(r) => panic!("a lane of 200 MiB ran in 128 MiB: {:?}", r.lanes[0].exit),
+    }
 }

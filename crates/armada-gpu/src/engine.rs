@@ -555,11 +555,11 @@ impl Batch {
     /// reserve): a lane's need is known only once it ends, so this is an upper bound (lanes
     /// that grow further fit fewer), which the message says.
     fn lanes_that_fit(&self, e: Error) -> Error {
-        let Error::Device(m) = e else {
+        let Error::OutOfMemory(m) = e else {
             return e;
         };
         if !self.frames.exhausted {
-            return Error::Device(m);
+            return Error::OutOfMemory(m);
         }
         let own = |l: &LaneHost| {
             l.entries.values().filter(|e| e.private).count() as u64 + l.reserve.len() as u64
@@ -567,9 +567,9 @@ impl Batch {
         let largest = self.lanes.iter().map(own).max().unwrap_or(0);
         let room = self.frames.live.saturating_sub(self.frames.shared);
         if largest == 0 {
-            return Error::Device(m);
+            return Error::OutOfMemory(m);
         }
-        Error::Device(format!(
+        Error::OutOfMemory(format!(
             "{m}; the largest lane held {} KiB then, and lanes may need more: at most about {} \
              lanes of this program fit at once on this device",
             (largest * PAGE_SIZE) >> 10,

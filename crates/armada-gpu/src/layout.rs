@@ -40,10 +40,12 @@ pub const S_IN_OFF: usize = 46;
 pub const S_SYS_N: usize = 47;
 /// Bytes the kernel may still drop from writes to fd 1 and fd 2 (the capture's cap).
 pub const S_ROOM: usize = 48;
+/// Nanoseconds the lane slept on the virtual clock (`SYS_CLOCK`).
+pub const S_SLEPT: usize = 50;
 /// Words the host writes back after servicing a lane (registers but the vector ones).
-pub const CORE_WORDS: usize = 50;
+pub const CORE_WORDS: usize = 51;
 /// Page numbers written since the last sync (DIRTY_CAP of them at most).
-pub const S_DIRTY: usize = 50;
+pub const S_DIRTY: usize = 51;
 pub const DIRTY_CAP: usize = 32;
 /// The lane's code regions in the region table: first | count << 32.
 pub const S_REGIONS: usize = S_DIRTY + DIRTY_CAP;
@@ -85,6 +87,23 @@ pub const SYS_STAT0: u64 = 8;
 /// exit and exit_group end the lane on the device (stop `STOP_EXIT`): the lane's process is
 /// the lane's first and has no other thread, so the exit ends the lane.
 pub const SYS_EXIT: u64 = 64;
+/// clock_gettime answered from the virtual clocks of deterministic mode: the instructions
+/// retired (`NS_PER_INSN` each) and `S_SLEPT` (armada-core's `time::det_clock`, exported as
+/// the CLOCK_* masks below).
+pub const SYS_CLOCK: u64 = 128;
+
+/// Deterministic mode's clocks (armada-core's `time::det_clock`; a test checks these against
+/// it: the kernels' build scripts read this file without armada-core), as bit masks of clock
+/// ids: those that exist, those that count only CPU time, those at the realtime base, the one
+/// at the TAI base (realtime + 37 s); the rest start at the monotonic base.
+pub const CLOCKS_VALID: u64 = 0b1011_1111_1111;
+pub const CLOCKS_CPU: u64 = 0b0000_0000_1100;
+pub const CLOCKS_REALTIME: u64 = 0b0001_0010_0001;
+pub const CLOCKS_TAI: u64 = 0b1000_0000_0000;
+/// Virtual time (armada-core's `time::DET_*`, `NS_PER_INSN`; checked by the same test).
+pub const DET_REALTIME_BASE_S: u64 = 1_704_067_200;
+pub const DET_MONOTONIC_BASE_S: u64 = 100;
+pub const NS_PER_INSN: u64 = 1;
 // ----- persistent lanes taken back to their start by the kernel (`Params::restart`) ---------
 
 /// Words of a lane's undo list at `Params::undo`: [0] the count of pages it claimed since its
@@ -468,6 +487,15 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("FCMP_ZERO", ops::fcmp::ZERO as u64),
         // FPCR.RMode, FZ, DN, AHP: any of them set sends FP arithmetic to the host
         ("FPCR_SPECIAL", 0x07c0_0000),
+        ("S_SLEPT", S_SLEPT as u64),
+        ("SYS_CLOCK", SYS_CLOCK),
+        ("NS_PER_INSN", NS_PER_INSN),
+        ("DET_REALTIME_BASE_S", DET_REALTIME_BASE_S),
+        ("DET_MONOTONIC_BASE_S", DET_MONOTONIC_BASE_S),
+        ("CLOCKS_VALID", CLOCKS_VALID),
+        ("CLOCKS_CPU", CLOCKS_CPU),
+        ("CLOCKS_REALTIME", CLOCKS_REALTIME),
+        ("CLOCKS_TAI", CLOCKS_TAI),
     ]
 }
 
@@ -544,6 +572,31 @@ mod tests {
         const { assert!(CORE_WORDS <= S_DIRTY && S_IMAGE < S_V && S_V + 64 <= S_DIRTY_MORE) };
         const { assert!(S_WORDS * 8 <= 8192) };
         assert_eq!(std::mem::size_of::<Params>(), 26 * 8 + 6 * 4);
+    }
+
+    #[test]
+    fn clocks_are_the_core_ones() {
+        use armada_core::linux::time as t;
+        assert_eq!(DET_REALTIME_BASE_S, t::DET_REALTIME_BASE_S as u64);
+        assert_eq!(DET_MONOTONIC_BASE_S, t::DET_MONOTONIC_BASE_S as u64);
+        assert_eq!(NS_PER_INSN, t::NS_PER_INSN);
+        for id in 0..64 {
+            let bit = |m: u64| m >> id & 1 != 0;
+            let c = t::det_clock(id);
+            assert_eq!(bit(CLOCKS_VALID), c.is_some(), "clock {id}");
+            let Some(c) = c else { continue };
+            assert_eq!(bit(CLOCKS_CPU), c.cpu_only, "clock {id}");
+            let base = if bit(CLOCKS_CPU) {
+                0
+            } else if bit(CLOCKS_REALTIME) {
+                DET_REALTIME_BASE_S
+            } else if bit(CLOCKS_TAI) {
+                DET_REALTIME_BASE_S + 37
+            } else {
+                DET_MONOTONIC_BASE_S
+            };
+            assert_eq!(base, c.base_s as u64, "clock {id}");
+        }
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub enum Error {
     /// The device failed or ran out of something while running.
     #[error("{0}")]
     Device(String),
+    /// The device ran out of memory for the lanes' pages: fewer lanes at once would fit
+    /// (a batch then runs its lanes in waves, see `multi`).
+    #[error("{0}")]
+    OutOfMemory(String),
     /// The kernel did not compile.
     #[error("{0}")]
     Compile(String),
@@ -241,6 +245,21 @@ pub fn run_spawned_on(
     if engines.len() == 1 {
         if let Some(s) = sharded.shares.first().and_then(|s| s.stats.first()) {
             stats = s.clone();
+        }
+        if let Some(share) = sharded.shares.first().filter(|s| s.waves > 0) {
+            let first = sharded.shards.first().map_or(0, |s| s.out.len());
+            stats.insert(
+                0,
+                (
+                    "batches".into(),
+                    format!(
+                        "{} one after the other, after the device ran out of memory {} times \
+                         (the figures are the first's, {first} lanes)",
+                        share.stats.len(),
+                        share.waves
+                    ),
+                ),
+            );
         }
     }
     for shard in sharded.shards {

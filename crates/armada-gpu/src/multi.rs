@@ -125,11 +125,22 @@ pub fn run_sharded<T: Send>(
         return Ok(out);
     }
     let mut alive: Vec<usize> = (0..engines.len()).collect();
-    let mut pieces = split(0, lanes, &alive);
+    // pieces waiting for their device, in order; a wave runs the first of each device's
+    let mut queue = split(0, lanes, &alive);
     // progress of lanes in shards that already ended, for the next wave's reports
     let mut base = (0usize, 0u64);
     let mut first_error: Option<Error> = None;
-    while !pieces.is_empty() {
+    while !queue.is_empty() {
+        let mut pieces = Vec::new();
+        let mut rest = Vec::new();
+        for p in queue {
+            if pieces.iter().any(|q: &Piece| q.2 == p.2) {
+                rest.push(p);
+            } else {
+                pieces.push(p);
+            }
+        }
+        queue = rest;
         let results = wave(engines, pieces, finish, opts, base, total);
         if opts.stop.load(Ordering::Relaxed) {
             return Err(Error::Device("interrupted".into()));
@@ -151,6 +162,27 @@ pub fn run_sharded<T: Send>(
                         out: f.out,
                     });
                 }
+                // More lanes than the device holds at once: the two halves run one after
+                // the other on it (and split again if need be). Lanes are deterministic, so
+                // running them again gives what they would have given; what the failed
+                // batch ran is lost time, said once.
+                Err(Error::OutOfMemory(m)) if count >= 2 => {
+                    eprintln!(
+                        "armada: device {} ran out of memory with {count} lanes at once ({m}); \
+                         running them as two batches of {} and {}, one after the other \
+                         (fewer lanes a batch, or --lane-memory, avoids the lost time)",
+                        engines[device].ordinal(),
+                        count / 2,
+                        count - count / 2
+                    );
+                    shares[device].waves += 1;
+                    let mut again = remake(start, count, respawn)?;
+                    let second = again.split_off(count / 2);
+                    let mut front =
+                        vec![(start, again, device), (start + count / 2, second, device)];
+                    front.append(&mut queue);
+                    queue = front;
+                }
                 Err(e) => {
                     let why = format!("device {}: {e}", engines[device].ordinal());
                     if engines[device].opts.verbose {
@@ -170,15 +202,30 @@ pub fn run_sharded<T: Send>(
                 }
             }
         }
-        pieces = Vec::new();
         for (start, count, why) in failed {
             if alive.is_empty() {
                 out.lost.push(Lost { start, count, why });
                 continue;
             }
             let again = remake(start, count, respawn)?;
-            pieces.extend(split(start, again, &alive));
+            queue.extend(split(start, again, &alive));
         }
+        // (pieces still queued for a device that failed go to the others)
+        let mut moved = Vec::new();
+        for p in std::mem::take(&mut queue) {
+            if alive.contains(&p.2) {
+                queue.push(p);
+            } else if alive.is_empty() {
+                out.lost.push(Lost {
+                    start: p.0,
+                    count: p.1.len(),
+                    why: "every device failed".into(),
+                });
+            } else {
+                moved.extend(split(p.0, p.1, &alive));
+            }
+        }
+        queue.extend(moved);
     }
     if out.shards.is_empty() {
         // nothing ran anywhere: the batch as a whole failed, as on one device

@@ -123,6 +123,9 @@ pub struct DeviceIo {
     /// the process is the lane's first (its end is the lane's), and has no other thread
     /// (an exit would end only the calling one).
     pub exit: bool,
+    /// clock_gettime reads the virtual clocks (`time::det_clock`): deterministic mode, with
+    /// this many nanoseconds slept so far.
+    pub slept_ns: Option<u64>,
 }
 
 impl Process {
@@ -134,6 +137,7 @@ impl Process {
             return io;
         }
         io.exit = self.pid == self.first_pid() && self.others.is_empty();
+        io.slept_ns = self.clock.slept();
         for fd in 0..3 {
             let Ok(f) = self.files.file(fd) else {
                 continue;

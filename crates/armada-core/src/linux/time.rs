@@ -37,6 +37,12 @@ pub(crate) struct Clock {
 }
 
 impl Clock {
+    /// The virtual time slept so far, in deterministic mode (None otherwise: the host's
+    /// clocks are read).
+    pub(crate) fn slept(&self) -> Option<u64> {
+        self.deterministic.then_some(self.slept_ns)
+    }
+
     pub(crate) fn new(deterministic: bool) -> Self {
         Clock {
             deterministic,
@@ -162,6 +168,32 @@ fn valid_clock(id: i32) -> bool {
     matches!(id, 0..=9 | 11)
 }
 
+/// A virtual clock of deterministic mode: its seconds at the first instruction, and whether
+/// it counts only the guest's CPU time (else the time slept too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DetClock {
+    pub base_s: i64,
+    pub cpu_only: bool,
+}
+
+/// Clock `id` in deterministic mode (None: no such clock, EINVAL). The one table of what
+/// each clock reads, for the CPU engine and for the GPU kernel that answers clock_gettime
+/// itself (armada-gpu's layout exports it).
+pub fn det_clock(id: i32) -> Option<DetClock> {
+    if !valid_clock(id) {
+        return None;
+    }
+    let (base_s, cpu_only) = match id {
+        CLOCK_REALTIME | CLOCK_REALTIME_COARSE | CLOCK_REALTIME_ALARM => {
+            (DET_REALTIME_BASE_S, false)
+        }
+        CLOCK_TAI => (DET_REALTIME_BASE_S + 37, false),
+        CLOCK_PROCESS_CPUTIME_ID | CLOCK_THREAD_CPUTIME_ID => (0, true),
+        _ => (DET_MONOTONIC_BASE_S, false),
+    };
+    Some(DetClock { base_s, cpu_only })
+}
+
 impl Process {
     /// Nanoseconds of guest CPU time (deterministic: retired instructions).
     fn cpu_ns(&self) -> u64 {
@@ -181,16 +213,13 @@ impl Process {
             };
             return host_clock(hid);
         }
-        let elapsed = self.cpu_ns().saturating_add(self.clock.slept_ns);
-        let (base, ns) = match id {
-            CLOCK_REALTIME | CLOCK_REALTIME_COARSE | CLOCK_REALTIME_ALARM => {
-                (DET_REALTIME_BASE_S, elapsed)
-            }
-            CLOCK_TAI => (DET_REALTIME_BASE_S + 37, elapsed),
-            CLOCK_PROCESS_CPUTIME_ID | CLOCK_THREAD_CPUTIME_ID => (0, self.cpu_ns()),
-            _ => (DET_MONOTONIC_BASE_S, elapsed),
+        let c = det_clock(id).ok_or(Errno::EINVAL)?;
+        let ns = if c.cpu_only {
+            self.cpu_ns()
+        } else {
+            self.cpu_ns().saturating_add(self.clock.slept_ns)
         };
-        Ok((base + (ns / NS) as i64, (ns % NS) as i64))
+        Ok((c.base_s + (ns / NS) as i64, (ns % NS) as i64))
     }
 
     /// Sleeps `ns` nanoseconds of guest time: advances the virtual clock, or really sleeps.

@@ -10,6 +10,8 @@
 #define NR_WRITE 64
 #define NR_NEWFSTATAT 79
 #define NR_FSTAT 80
+#define NR_CLOCK_GETTIME 113
+#define EINVAL_ 22
 #define AT_EMPTY_PATH_ 0x1000
 // Linux's MAX_RW_COUNT; armada's write clamps to it too (rw.rs MAX_RW)
 #define MAX_RW_ 0x7ffff000ull
@@ -98,8 +100,9 @@ __device__ __noinline__ bool keep_out(Tlb& T, const Params& P, u32 lane, u64* re
 
 // Answers the syscall in x (x8 = number) when it is one of those the host allowed (S_SYS):
 // sets x0 and returns DEV_ANSWERED; DEV_EXIT for an exit that ends the lane (the host takes
-// it from the record: nothing changes here); DEV_HOST: the host services it.
-__device__ __noinline__ u32 dev_syscall(Tlb& T, const Params& P, u32 lane, u64* rec, u64* x) {
+// it from the record: nothing changes here); DEV_HOST: the host services it. `retired`
+// counts the SVC, as the host's state does when it runs the syscall.
+__device__ __noinline__ u32 dev_syscall(Tlb& T, const Params& P, u32 lane, u64* rec, u64* x, u64 retired) {
     u64 allowed = rec[S_SYS];
     if (!allowed || !P.sysd) return DEV_HOST;
     const u64* sd = P.sysd + (u64)lane * SYSD_WORDS;
@@ -138,6 +141,26 @@ __device__ __noinline__ u32 dev_syscall(Tlb& T, const Params& P, u32 lane, u64* 
         if (!range_ok(P, lane, rec, buf, 128, 1) || !claim_range(T, P, lane, rec, buf, 128)) return DEV_HOST;
         copy_out(T, P, lane, rec, buf, (const u8*)(sd + 8 + 16 * fd), 128);
         ret = 0;
+    } else if (nr == NR_CLOCK_GETTIME && (allowed & SYS_CLOCK)) {
+        // the virtual clocks (armada-core's time::det_clock, the CLOCKS_* masks)
+        u64 id = x[0];
+        if (id >= 32 || !((CLOCKS_VALID >> id) & 1)) {
+            ret = (u64)(-(i64)EINVAL_);
+        } else {
+            if (!range_ok(P, lane, rec, x[1], 16, 1) || !claim_range(T, P, lane, rec, x[1], 16)) return DEV_HOST;
+            u64 ns = retired * NS_PER_INSN, base;
+            if ((CLOCKS_CPU >> id) & 1) {
+                base = 0;
+            } else {
+                ns += rec[S_SLEPT];
+                base = ((CLOCKS_REALTIME >> id) & 1) ? DET_REALTIME_BASE_S
+                     : ((CLOCKS_TAI >> id) & 1) ? DET_REALTIME_BASE_S + 37
+                     : DET_MONOTONIC_BASE_S;
+            }
+            u64 ts[2] = {base + ns / 1000000000ull, ns % 1000000000ull};
+            copy_out(T, P, lane, rec, x[1], (const u8*)ts, 16);
+            ret = 0;
+        }
     } else {
         return DEV_HOST;
     }

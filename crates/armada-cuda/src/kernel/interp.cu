@@ -188,7 +188,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
             idx++;
             retired++;
             {
-                u32 dev = dev_syscall(T, P, lane, rec, x);
+                u32 dev = dev_syscall(T, P, lane, rec, x, retired);
                 if (dev == DEV_ANSWERED) {
                     RELOAD()
                     continue;

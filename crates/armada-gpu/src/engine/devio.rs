@@ -7,7 +7,9 @@
 //!   the lane's block at `Params::sysd` (written once, at setup);
 //! - in the record (`S_SYS`..): which of those answers hold now (armada-core's
 //!   `Process::device_io`: fd 0 is still the captured stdin, fds 1 and 2 the captured
-//!   output), fd 0's position, the bytes writes may still drop, and a count of answers.
+//!   output), fd 0's position, the bytes writes may still drop, and a count of answers;
+//!   and, in deterministic mode, the time slept, from which with the instructions retired
+//!   the kernel answers clock_gettime (`SYS_CLOCK`).
 //!
 //! The host takes the kernel's side of it at every stop of the lane, before servicing it
 //! (`sync_from_device`: the position, the dropped bytes, the count), and writes the record's
@@ -36,8 +38,9 @@ pub enum KernelIo {
     /// None: every syscall stops for the host.
     #[default]
     Off,
-    /// Reads of the captured stdin, fstat of fds 0-2, exit, and writes to the captured stdout
-    /// and stderr, whose bytes are dropped (fuzzing: counted, not kept).
+    /// Reads of the captured stdin, fstat of fds 0-2, exit, clock_gettime in deterministic
+    /// mode, and writes to the captured stdout and stderr, whose bytes are dropped (fuzzing:
+    /// counted, not kept).
     Drop,
     /// The same, with the written bytes kept in the lanes' captures, as the host keeps them.
     Keep,
@@ -51,7 +54,7 @@ const OUT_MAX_WORDS: u64 = 1 << 25;
 
 /// The record words `S_SYS`.. for the lane's state now (all zero when `on` is false).
 pub(super) fn sys_words(lane: &Lane, on: bool, rec: &mut [u64]) {
-    rec[S_SYS..S_ROOM + 2].fill(0);
+    rec[S_SYS..=S_SLEPT].fill(0);
     // A lane of several threads has every syscall serviced by the host: a completed one
     // readies the threads that wait to run theirs again (`Lane::wake_retries`), which
     // decides which thread runs next, and the kernel cannot do that.
@@ -77,6 +80,10 @@ pub(super) fn sys_words(lane: &Lane, on: bool, rec: &mut [u64]) {
     }
     if io.exit {
         bits |= SYS_EXIT;
+    }
+    if let Some(slept) = io.slept_ns {
+        bits |= SYS_CLOCK;
+        rec[S_SLEPT] = slept;
     }
     rec[S_SYS] = bits;
 }

@@ -349,10 +349,10 @@ impl Frames {
         self.exhausted = true;
         let own = self.live.saturating_sub(self.shared);
         if self.lanes < 2 || own == 0 {
-            return Error::Device(m);
+            return Error::OutOfMemory(m);
         }
         let kib = |frames: u64| (frames * PAGE_SIZE) >> 10;
-        Error::Device(format!(
+        Error::OutOfMemory(format!(
             "{m} (when it ran out, the batch's {} lanes held {} KiB of pages each on average, \
              and shared {} KiB)",
             self.lanes,

@@ -433,7 +433,7 @@ impl Batch {
                 .apply_rest(i, applied, plan, &mut uploads)
                 .map_err(|e| match e {
                     // the lanes before this one fit with their starting pages
-                    Error::Device(m) if i > 0 => Error::Device(format!(
+                    Error::OutOfMemory(m) if i > 0 => Error::OutOfMemory(format!(
                         "{m}; the starting pages of {i} of the {n} lanes fit: run at most {i} \
                          lanes at once on this device (fewer where they grow)"
                     )),
