@@ -130,7 +130,16 @@ pub fn run_sharded<T: Send>(
     // progress of lanes in shards that already ended, for the next wave's reports
     let mut base = (0usize, 0u64);
     let mut first_error: Option<Error> = None;
+    // the fewest lanes each device ran out of memory with: a piece queued for it with as
+    // many is split before it runs, not after it fails too
+    let mut too_many: Vec<usize> = vec![usize::MAX; engines.len()];
     while !queue.is_empty() {
+        let mut fitted = Vec::with_capacity(queue.len());
+        for p in queue {
+            let limit = too_many[p.2];
+            halve_to(p, limit, &mut fitted);
+        }
+        queue = fitted;
         let mut pieces = Vec::new();
         let mut rest = Vec::new();
         for p in queue {
@@ -176,6 +185,7 @@ pub fn run_sharded<T: Send>(
                         count - count / 2
                     );
                     shares[device].waves += 1;
+                    too_many[device] = too_many[device].min(count);
                     let mut again = remake(start, count, respawn)?;
                     let second = again.split_off(count / 2);
                     let mut front =
@@ -235,6 +245,20 @@ pub fn run_sharded<T: Send>(
     out.lost.sort_by_key(|l| l.start);
     out.shares = shares;
     Ok(out)
+}
+
+/// `p` into `out`, halved (the first half first) until each part has fewer than `limit`
+/// lanes, or one.
+fn halve_to<T>(p: (usize, Vec<T>, usize), limit: usize, out: &mut Vec<(usize, Vec<T>, usize)>) {
+    let (start, mut lanes, device) = p;
+    if lanes.len() < limit || lanes.len() < 2 {
+        out.push((start, lanes, device));
+        return;
+    }
+    let half = lanes.len() / 2;
+    let second = lanes.split_off(half);
+    halve_to((start, lanes, device), limit, out);
+    halve_to((start + half, second, device), limit, out);
 }
 
 /// Lanes `start..start+count` made again (in parallel).
@@ -400,6 +424,25 @@ mod tests {
     /// (first lane, lanes, device) of each piece of lanes 10.. split over `devices`.
     fn pieces(n: usize, devices: &[usize]) -> Vec<(usize, Vec<usize>, usize)> {
         split(10, (10..10 + n).collect(), devices)
+    }
+
+    #[test]
+    fn pieces_too_large_are_halved_in_order() {
+        let mut out = Vec::new();
+        halve_to((100, (0..10).collect::<Vec<usize>>(), 3), 4, &mut out);
+        let got: Vec<(usize, Vec<usize>, usize)> = out;
+        assert_eq!(
+            got,
+            vec![
+                (100, vec![0, 1], 3),
+                (102, vec![2, 3, 4], 3),
+                (105, vec![5, 6], 3),
+                (107, vec![7, 8, 9], 3)
+            ]
+        );
+        let mut one = Vec::new();
+        halve_to((0, vec![7], 0), 1, &mut one);
+        assert_eq!(one, vec![(0, vec![7], 0)]);
     }
 
     #[test]
