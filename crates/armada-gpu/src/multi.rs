@@ -174,7 +174,7 @@ pub fn run_sharded<T: Send>(
                 // More lanes than the device holds at once: the two halves run one after
                 // the other on it (and split again if need be). Lanes are deterministic, so
                 // running them again gives what they would have given; what the failed
-                // batch ran is lost time, said once.
+                // batch ran is lost time, which the message says.
                 Err(Error::OutOfMemory(m)) if count >= 2 => {
                     eprintln!(
                         "armada: device {} ran out of memory with {count} lanes at once ({m}); \

@@ -314,7 +314,6 @@ impl Batch {
         Ok(out)
     }
 
-    /// As `download_records`, into `out` (`lanes.len() * words` words).
     /// Parts of lanes' records, (lane, first word, words) each, one after the other.
     fn download_parts(&mut self, parts: &[(u32, usize, usize)]) -> Result<Vec<u64>, Error> {
         let total: usize = parts.iter().map(|p| p.2).sum();
@@ -340,6 +339,7 @@ impl Batch {
         dtoh_vec(&*self.dev, stage, total)
     }
 
+    /// As `download_records`, into `out` (`lanes.len() * words` words).
     fn download_records_into(
         &mut self,
         lanes: &[u32],
