@@ -42,6 +42,24 @@ fn same_as_cpu(s: &armada_core::batch::BatchSpec, engine: &Engine) {
     }
 }
 
+/// The batch's figure `name` (empty when it has none).
+fn stat(out: &armada_core::batch::BatchOutcome, name: &str) -> String {
+    out.stats
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default()
+}
+
+/// How many stops of `kind` (`svc`, `miss-write`) the batch's `stops` figure counts.
+fn stops_of(out: &armada_core::batch::BatchOutcome, kind: &str) -> u64 {
+    stat(out, "stops")
+        .split_whitespace()
+        .find_map(|p| p.strip_prefix(kind)?.strip_prefix('='))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 #[test]
 fn prebuilt_hello_matches_cpu() {
     let Some(opts) = options() else { return };
@@ -122,13 +140,7 @@ fn lazy_pages_take_first_writes_in_the_kernel() {
     let s = spec(&p, 16, &["{lane}", "1"], |_| Vec::new());
     same_as_cpu(&s, &engine);
     let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
-    let stat = |name: &str| {
-        out.stats
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
+    let stat = |name: &str| stat(&out, name);
     let claims: u64 = stat("lazy pages")
         .split_whitespace()
         .next()
@@ -458,27 +470,13 @@ fn python_lanes_from_a_snapshot_at_input_match_full_runs() {
             f.lane
         );
     }
-    let stat = |name: &str| {
-        gpu.stats
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
-    let stops = stat("stops");
-    let misses: u64 = stops
-        .split_whitespace()
-        .find_map(|p| p.strip_prefix("miss-write="))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    assert!(misses < 30 * lanes as u64, "stops: {stops}");
+    let stops = stat(&gpu, "stops");
+    assert!(
+        stops_of(&gpu, "miss-write") < 30 * lanes as u64,
+        "stops: {stops}"
+    );
     // each lane reads the clocks a dozen times: the kernel answers those
-    let svc: u64 = stops
-        .split_whitespace()
-        .find_map(|p| p.strip_prefix("svc="))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    assert!(svc < 10 * lanes as u64, "stops: {stops}");
+    assert!(stops_of(&gpu, "svc") < 10 * lanes as u64, "stops: {stops}");
 }
 
 #[test]
@@ -506,15 +504,8 @@ fn lanes_beyond_the_devices_memory_run_in_waves() {
     let s = spec(&p, 16, &["8", "1"], |_| Vec::new());
     same_as_cpu(&s, &engine);
     let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
-    let batches = out
-        .stats
-        .iter()
-        .find(|(k, _)| k == "batches")
-        .map(|(_, v)| v.clone());
     assert!(
-        batches
-            .as_deref()
-            .is_some_and(|b| b.contains("one after the other")),
+        stat(&out, "batches").contains("one after the other"),
         "{:?}",
         out.stats
     );
