@@ -202,6 +202,19 @@ struct Entry {
     cow: bool,
 }
 
+impl Entry {
+    /// An entry on a frame of the lane's own.
+    fn own(slot: u64, frame: u32) -> Entry {
+        Entry {
+            slot,
+            frame,
+            private: true,
+            lazy: false,
+            cow: false,
+        }
+    }
+}
+
 struct LaneHost {
     /// Boxed: a lane is 10 KB, and tens of thousands of them moved by value into the batch
     /// were a serial copy of hundreds of MB at its setup.

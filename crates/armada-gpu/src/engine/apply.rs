@@ -45,28 +45,13 @@ pub(super) fn apply_claims(l: &mut LaneHost, pt: &HostTable, lane: usize) -> Res
             if l.entries.contains_key(&vpn) || !pt.take_free(slot, pt_key(l.space, vpn), val) {
                 return Err(bad());
             }
-            l.entries.insert(
-                vpn,
-                Entry {
-                    slot,
-                    frame,
-                    private: true,
-                    lazy: false,
-                    cow: false,
-                },
-            );
+            l.entries.insert(vpn, Entry::own(slot, frame));
             l.claimed.push(vpn);
             continue;
         }
         let e = l.entries.get_mut(&vpn).filter(|e| e.lazy).ok_or_else(bad)?;
         let was = *e;
-        *e = Entry {
-            slot: e.slot,
-            frame,
-            private: true,
-            lazy: false,
-            cow: false,
-        };
+        *e = Entry::own(e.slot, frame);
         let slot = e.slot;
         if let Some(f) = l.unshare(&was) {
             l.cow_freed.push(f);
@@ -343,16 +328,7 @@ impl Batch {
                         self.frames.release(f);
                     }
                     let slot = self.pt.set(key, frame as u64 | perms, plan.force)?;
-                    l.entries.insert(
-                        vpn,
-                        Entry {
-                            slot,
-                            frame,
-                            private: true,
-                            lazy: false,
-                            cow: false,
-                        },
-                    );
+                    l.entries.insert(vpn, Entry::own(slot, frame));
                     match data {
                         Some(d) => uploads.push((frame, d)),
                         None if fresh => {
