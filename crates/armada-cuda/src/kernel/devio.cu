@@ -142,8 +142,9 @@ __device__ __noinline__ u32 dev_syscall(Tlb& T, const Params& P, u32 lane, u64* 
         copy_out(T, P, lane, rec, buf, (const u8*)(sd + 8 + 16 * fd), 128);
         ret = 0;
     } else if (nr == NR_CLOCK_GETTIME && (allowed & SYS_CLOCK)) {
-        // the virtual clocks (armada-core's time::det_clock, the CLOCKS_* masks)
-        u64 id = x[0];
+        // the virtual clocks (armada-core's time::det_clock, the CLOCKS_* masks); the id is
+        // an int, its register's upper half ignored, as the host's dispatch does
+        u64 id = (u32)x[0];
         if (id >= 32 || !((CLOCKS_VALID >> id) & 1)) {
             ret = (u64)(-(i64)EINVAL_);
         } else {

@@ -27,7 +27,7 @@ __device__ __forceinline__ u64 pt_find(const Params& P, u64 key) {
 
 // A frame of the lane's reserve holding a copy of `src` (and the same bytes in its shadow:
 // the host's copy starts from them), logged as the lane's claim of page `vpn`; `inserted`:
-// the entry the kernel made for it at that slot + 1 (0: the lane's lazy entry). 0: the
+// the entry the kernel made for it at that slot + 1 (0: the lane's lazy entry). MAXU64: the
 // reserve is empty.
 __device__ __forceinline__ u64 claim_copy(const Params& P, u32 lane, u64* rec, u64 vpn, const u64* src, u64 inserted) {
     u64 n = rec[S_RES_N];
