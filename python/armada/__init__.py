@@ -176,7 +176,8 @@ def run_batch(
     coverage: bool = False,
     devices: Union[None, str, int, Sequence[int]] = None,
 ) -> list[Completed]:
-    """Run one program in many lanes at once (one per argv list); results in order.
+    """Run many lanes at once (one per argv list, each running its ``argv[0]``); results
+    in order.
 
     See ``__init__.pyi`` for the details.
     """

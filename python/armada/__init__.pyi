@@ -465,11 +465,12 @@ def run_batch(
     coverage: bool = False,
     devices: Union[None, str, int, Sequence[int]] = None,
 ) -> list[Completed]:
-    """Run one program in many lanes at once: one lane per argument list, each its own
-    process (memory, files, stdin), all lanes sharing the loaded program image. Returns one
-    :class:`Completed` per lane, in order.
+    """Run many lanes at once: one lane per argument list, each its own process (memory,
+    files, stdin). Lanes may run different programs: each program is loaded once and its
+    lanes share its image. Returns one :class:`Completed` per lane, in order.
 
-    :param argvs: one argv per lane; every ``argv[0]`` must be the same program.
+    :param argvs: one argv per lane; ``argv[0]`` is the lane's program (lanes with
+        ``snapshot_at`` all run lane 0's).
     :param stdins: one stdin per lane, or None for empty stdin everywhere.
     :param env, root, max_instructions, deterministic, seed, sysroot, net: as for :func:`run`, the same
         for every lane (``max_instructions`` counts per lane).

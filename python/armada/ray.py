@@ -179,7 +179,7 @@ def run_batch(
     for i, a in enumerate(lanes):
         if a[0] != prog:
             raise ValueError(
-                f"run_batch runs one program in every lane: argvs[{i}][0] is {a[0]!r}, argvs[0][0] is {prog!r}"
+                f"armada.ray.run_batch carries one program to the nodes, for every lane: argvs[{i}][0] is {a[0]!r}, argvs[0][0] is {prog!r} (armada.run_batch runs lanes of several programs on one machine)"
             )
     guest_env = _env(env)
     kw: dict[str, Any] = {

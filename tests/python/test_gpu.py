@@ -401,6 +401,17 @@ def test_run_batch_gpu_equals_cpu(gpu, elf):
     assert g[5].exit_code == 2 and g[5].stdout == b"F" * 185
 
 
+def test_run_batch_several_programs_gpu_equals_cpu(gpu, hello, elf):
+    cat, exit3 = elf(CAT, "cat"), elf(EXIT3, "exit3")
+    argvs = [[hello], [cat, "a"], [exit3], [cat]] * 3
+    stdins = [f"lane {i}\n".encode() for i in range(len(argvs))]
+    c = armada.run_batch(argvs, stdins, env={}, backend="cpu", deterministic=True)
+    g = armada.run_batch(argvs, stdins, env={}, backend=gpu, deterministic=True)
+    for a, b in zip(g, c):
+        _same(a, b)
+    assert [r.exit_code for r in g[:4]] == [0, 2, 3, 1]
+
+
 def test_run_batch_hello(gpu, hello):
     rs = armada.run_batch([[hello]] * 8, backend=gpu, deterministic=True)
     assert all(r.exit_code == 0 and r.stdout == b"Hello, world!\n" for r in rs)

@@ -171,12 +171,27 @@ def test_run_batch_edge_cases(hello, elf):
     assert armada.run_batch([]) == []
     with pytest.raises(ValueError, match="one per lane"):
         armada.run_batch([[hello], [hello]], stdins=[b""])
-    with pytest.raises(ValueError, match="one program"):
-        armada.run_batch([[hello], [elf(EXIT3)]])
+    with pytest.raises(ValueError, match="empty"):
+        armada.run_batch([[hello], []])
     with pytest.raises(TypeError):
         armada.run_batch(hello)
     with pytest.raises(armada.ElfError):
         armada.run_batch([["/nonexistent/prog"]] * 2)
+
+
+def test_run_batch_several_programs(hello, elf):
+    # lanes of different programs in one batch: each lane as it runs alone
+    cat, exit3 = elf(CAT, "cat"), elf(EXIT3, "exit3")
+    argvs = [[hello], [exit3], [cat, "x"], [hello], [cat]]
+    stdins = [b"", b"", b"to cat\n", b"", b"more\n"]
+    rs = armada.run_batch(argvs, stdins=stdins, deterministic=True)
+    alone = [armada.run(a, stdin=i, deterministic=True) for a, i in zip(argvs, stdins)]
+    assert [(r.exit_code, r.stdout, r.stderr) for r in rs] == [
+        (r.exit_code, r.stdout, r.stderr) for r in alone
+    ]
+    assert [r.exit_code for r in rs] == [0, 3, 2, 0, 1]
+    with pytest.raises(armada.ElfError, match="nonexistent"):
+        armada.run_batch([[hello], ["/nonexistent/prog"]])
 
 
 def test_run_batch_releases_the_gil(elf):

@@ -6,11 +6,9 @@
 //! MANIFEST: one program per line, "PROGRAM ARGS..."; `{lane}` in ARGS is the lane's number;
 //! "x N PROGRAM ARGS..." runs N lanes of it. Every lane reads "3 4 5\n" on stdin.
 
-use armada_core::batch::{run_lane_cpu, BatchSpec, LaneResult, LaneSpec};
-use armada_core::elf::Image;
+use armada_core::batch::{run_lane_cpu, BatchProgram, BatchSpec, LaneResult, LaneSpec};
 use armada_core::linux::LinuxConfig;
 use rayon::prelude::*;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// The GPU engine named by ARMADA_BACKEND (`cuda`, the default, or `wgpu`).
@@ -42,8 +40,8 @@ fn main() {
             words.drain(..2);
         }
         let prog = words[0];
-        let image = match Image::load(prog) {
-            Ok(i) => Arc::new(i),
+        let program = match BatchProgram::load(std::path::Path::new(prog)) {
+            Ok(p) => p,
             Err(e) => {
                 println!("SKIP {prog}: {e}");
                 continue;
@@ -58,6 +56,7 @@ fn main() {
                         .map(|w| armada_core::batch::substitute_lane(w.as_bytes(), i)),
                 );
                 LaneSpec {
+                    program: 0,
                     argv,
                     env: vec![b"LANG=C".to_vec()].into(),
                     stdin: b"3 4 5\n".to_vec(),
@@ -68,24 +67,11 @@ fn main() {
         let config = LinuxConfig {
             sysroot: None,
             deterministic: true,
-            exe_host_path: std::fs::canonicalize(prog).unwrap(),
-            exe_guest_path: prog.as_bytes().to_vec(),
             ..Default::default()
         };
-        specs.push((
-            line.to_string(),
-            BatchSpec {
-                image,
-                config,
-                lanes,
-                lane_memory: None,
-                max_instructions: max,
-                snapshot: None,
-                coverage: false,
-                drop_output: false,
-                decoded: armada_core::cpu::DecodedPages::new(),
-            },
-        ));
+        let mut spec = BatchSpec::of(program, config, lanes);
+        spec.max_instructions = max;
+        specs.push((line.to_string(), spec));
     }
     let engine = open_engine();
     println!("device: {}", engine.describe());

@@ -1,17 +1,19 @@
-//! `armada batch`: many lanes of one program, on any engine, with per-lane arguments and
-//! input, captured output and a summary.
+//! `armada batch`: many lanes of one program (or of several, `--commands`), on any engine,
+//! with per-lane arguments and input, captured output and a summary.
 
-use crate::run::{guest_env, GuestCommand};
+use crate::run::{guest_env, GuestOptions};
 use crate::Backend;
 use anyhow::{bail, Context, Result};
-use armada_core::batch::{self, BatchOutcome, BatchSpec, LaneResult, LaneSpec, Progress};
-use armada_core::elf::Image;
+use armada_core::batch::{
+    self, BatchOutcome, BatchProgram, BatchSpec, LaneResult, LaneSpec, Progress,
+};
 use armada_core::linux::LinuxConfig;
 use armada_core::runner::Exit;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::ffi::OsString;
 use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,9 +28,16 @@ pub struct BatchArgs {
     /// the results are the same, in lane order, as on one device. Default: the first GPU.
     #[arg(long, value_name = "all|N,N,...")]
     pub devices: Option<armada_gpu::Devices>,
-    /// Number of lanes (independent runs of the program).
-    #[arg(long, default_value_t = 1)]
-    pub lanes: usize,
+    /// Number of lanes (independent runs of the program). Default: 1, or one a line of
+    /// `--commands` (with more lanes than lines, lane i runs line i mod lines).
+    #[arg(long)]
+    pub lanes: Option<usize>,
+    /// Lanes' commands, one a line: a program and its arguments, quoted as in a shell
+    /// (`{lane}` replaced with the lane number; empty lines and lines starting with `#`
+    /// skipped), instead of one PROGRAM for every lane. Programs may differ from line to
+    /// line: each is loaded once, and its lanes share its pages.
+    #[arg(long, value_name = "FILE", conflicts_with = "command")]
+    pub commands: Option<PathBuf>,
     /// Lane i reads the file DIR/i as its stdin (default: empty stdin).
     #[arg(long, value_name = "DIR")]
     pub stdin_dir: Option<PathBuf>,
@@ -88,7 +97,49 @@ pub struct BatchArgs {
     #[arg(long)]
     pub check: bool,
     #[command(flatten)]
-    pub guest: GuestCommand,
+    pub guest: GuestOptions,
+    /// The AArch64 Linux program, then its arguments (everything after the program is the
+    /// program's, options and `--` included, as with qemu-aarch64; `{lane}` in them is
+    /// replaced with the lane number). Or `--commands`.
+    #[arg(
+        value_name = "PROGRAM [ARGS]",
+        required_unless_present = "commands",
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// The commands lanes run, before `{lane}`: the one on the command line, or `--commands`'
+/// lines split into words.
+pub fn lane_commands(args: &BatchArgs) -> Result<Vec<Vec<OsString>>> {
+    let Some(path) = &args.commands else {
+        return Ok(vec![args.command.clone()]);
+    };
+    let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut out = Vec::new();
+    for (n, line) in text.split(|&b| b == b'\n').enumerate() {
+        let line = line.trim_ascii();
+        if line.is_empty() || line.starts_with(b"#") {
+            continue;
+        }
+        let words = shlex::bytes::split(line).with_context(|| {
+            format!(
+                "{}:{}: unbalanced quotes or a trailing backslash",
+                path.display(),
+                n + 1
+            )
+        })?;
+        out.push(words.into_iter().map(OsString::from_vec).collect());
+    }
+    if out.is_empty() {
+        bail!(
+            "{} has no commands: give one a line (a program and its arguments)",
+            path.display()
+        );
+    }
+    Ok(out)
 }
 
 /// "64M", "1G", "4096", "2k" -> bytes.
@@ -113,14 +164,38 @@ pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
         .ok_or_else(|| format!("size too large: {s}"))
 }
 
-/// The batch `args` describe, with every lane's argv, stdin and root.
+/// The batch `args` describe, with every lane's program, argv, stdin and root.
 pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
-    if args.lanes == 0 {
+    let commands = lane_commands(args)?;
+    let n_lanes = args.lanes.unwrap_or(if args.commands.is_some() {
+        commands.len()
+    } else {
+        1
+    });
+    if n_lanes == 0 {
         bail!("--lanes must be at least 1");
     }
-    let image = Image::load(args.guest.program())
-        .with_context(|| format!("cannot run {}", args.guest.program().display()))?;
-    let guest_path = args.guest.program().as_os_str().as_bytes().to_vec();
+    // each program once, in the order the commands first name it
+    let mut programs: Vec<BatchProgram> = Vec::new();
+    let mut program_of: Vec<usize> = Vec::with_capacity(commands.len());
+    for c in &commands {
+        let path = Path::new(&c[0]);
+        let k = match programs
+            .iter()
+            .position(|p| p.guest_path == path.as_os_str().as_bytes())
+        {
+            Some(k) => k,
+            None => {
+                crate::run::refuse_option_as_program(path)?;
+                programs.push(
+                    BatchProgram::load(path)
+                        .with_context(|| format!("cannot run {}", path.display()))?,
+                );
+                programs.len() - 1
+            }
+        };
+        program_of.push(k);
+    }
     let env: Arc<[Vec<u8>]> = if args.clear_env {
         let all: Vec<String> = std::env::vars_os()
             .map(|(k, _)| k.to_string_lossy().into_owned())
@@ -132,16 +207,18 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
     let per_lane_root = args.root.as_deref().is_some_and(|r| r.contains("{lane}"));
     // in parallel: tens of thousands of stdin files are read in a fraction of the time
     use rayon::prelude::*;
-    let lanes = (0..args.lanes)
+    let lanes = (0..n_lanes)
         .into_par_iter()
         .map(|i| -> Result<LaneSpec> {
-            let mut argv = vec![guest_path.clone()];
-            argv.extend(
-                args.guest
-                    .args()
-                    .iter()
-                    .map(|a| batch::substitute_lane(a.as_bytes(), i)),
-            );
+            let line = i % commands.len();
+            let argv = commands[line]
+                .iter()
+                .enumerate()
+                .map(|(w, a)| match w {
+                    0 => a.as_bytes().to_vec(),
+                    _ => batch::substitute_lane(a.as_bytes(), i),
+                })
+                .collect();
             let stdin = match &args.stdin_dir {
                 Some(d) => {
                     let p = d.join(i.to_string());
@@ -166,6 +243,7 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
                 None
             };
             Ok(LaneSpec {
+                program: program_of[line],
                 argv,
                 env: env.clone(),
                 stdin,
@@ -183,13 +261,14 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
         strace: false,
         deterministic: true,
         seed: args.seed,
-        exe_host_path: std::fs::canonicalize(args.guest.program()).unwrap_or(args.guest.program()),
-        exe_guest_path: guest_path,
+        // (each lane's executable is its program's: BatchSpec::lane_config)
+        exe_host_path: PathBuf::new(),
+        exe_guest_path: Vec::new(),
         max_processes: Some(args.guest.max_processes),
         net: args.guest.net.mode(),
     };
     Ok(BatchSpec {
-        image: Arc::new(image),
+        programs,
         config,
         lanes,
         lane_memory: args.lane_memory,
@@ -266,7 +345,6 @@ pub fn si(x: f64) -> String {
 }
 
 pub fn batch(args: BatchArgs) -> Result<u8> {
-    crate::run::refuse_option_as_program(&args.guest)?;
     crate::run::check_backend(args.backend)?;
     if args.devices.is_some() && args.backend == Backend::Cpu {
         bail!(
@@ -318,8 +396,20 @@ pub fn batch(args: BatchArgs) -> Result<u8> {
     };
     let wall = start.elapsed().as_secs_f64();
     bar.bar.finish_and_clear();
-    let t_results = Instant::now();
 
+    // The CPU engine's run for --check comes before the results are written: lanes that
+    // list or read their working directory would otherwise see armada's own output files.
+    let checked = if args.check {
+        let t = Instant::now();
+        let reference = batch::run_cpu(&spec, &|_| {})?;
+        Some((
+            compare(&outcome.lanes, &reference.lanes),
+            t.elapsed().as_secs_f64(),
+        ))
+    } else {
+        None
+    };
+    let t_results = Instant::now();
     if let Some(dir) = &args.output_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -367,17 +457,13 @@ pub fn batch(args: BatchArgs) -> Result<u8> {
         return Ok(125);
     }
     let all_zero = outcome.lanes.iter().all(|r| r.exit == Exit::Code(0));
-    if args.check {
-        let t = Instant::now();
-        let reference = batch::run_cpu(&spec, &|_| {})?;
-        let differ = compare(&outcome.lanes, &reference.lanes);
+    if let Some((differ, secs)) = checked {
         eprintln!(
             "armada batch: check: {} of {} lanes identical to the CPU engine (exit, stdout, \
-             stderr, instructions{}); the CPU engine took {:.3} s",
+             stderr, instructions{}); the CPU engine took {secs:.3} s",
             outcome.lanes.len() - differ,
             outcome.lanes.len(),
             if spec.coverage { ", coverage" } else { "" },
-            t.elapsed().as_secs_f64()
         );
         if differ > 0 {
             return Ok(2);
@@ -628,6 +714,54 @@ mod tests {
         assert_eq!(parse_bytes("16M").unwrap(), 16 << 20);
         assert_eq!(parse_bytes("1GiB").unwrap(), 1 << 30);
         assert!(parse_bytes("x").is_err());
+    }
+
+    /// `armada batch`'s arguments as clap parses them.
+    fn parse(words: &[&str]) -> Result<BatchArgs, clap::Error> {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cmd {
+            #[command(flatten)]
+            batch: BatchArgs,
+        }
+        Cmd::try_parse_from(std::iter::once("batch").chain(words.iter().copied())).map(|c| c.batch)
+    }
+
+    #[test]
+    fn commands_files() {
+        let dir = std::env::temp_dir().join(format!("armada-commands-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("lanes.txt");
+        let f = file.to_str().unwrap();
+        std::fs::write(
+            &file,
+            "# a comment\n\n  prog a 'b c' \"d {lane}\"\n./other --x=1 'it''s'\n",
+        )
+        .unwrap();
+        let words = |c: &Vec<OsString>| -> Vec<String> {
+            c.iter().map(|w| w.to_string_lossy().into_owned()).collect()
+        };
+        let got = lane_commands(&parse(&["--commands", f]).unwrap()).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(words(&got[0]), ["prog", "a", "b c", "d {lane}"]);
+        assert_eq!(words(&got[1]), ["./other", "--x=1", "its"]);
+        // one PROGRAM on the command line: its words
+        let one = lane_commands(&parse(&["prog", "--lanes", "x"]).unwrap()).unwrap();
+        assert_eq!(words(&one[0]), ["prog", "--lanes", "x"]);
+        // neither, or both
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["--commands", f, "prog"]).is_err());
+        // a line with an open quote names its line; a file of comments says what to give
+        std::fs::write(&file, "ok\nprog 'open\n").unwrap();
+        let e = lane_commands(&parse(&["--commands", f]).unwrap()).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("lanes.txt:2: unbalanced quotes"),
+            "{e:#}"
+        );
+        std::fs::write(&file, "# nothing\n\n").unwrap();
+        let e = lane_commands(&parse(&["--commands", f]).unwrap()).unwrap_err();
+        assert!(format!("{e:#}").contains("has no commands"), "{e:#}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -125,14 +125,14 @@ fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
     argv.extend(words);
     let config = LinuxConfig {
         root: args.root.clone(),
-        sysroot: args.guest.sysroot.clone(),
+        sysroot: args.guest.opts.sysroot.clone(),
         strace: false,
         deterministic: true,
         seed: args.seed,
         exe_host_path: std::fs::canonicalize(&program).unwrap_or(program.clone()),
         exe_guest_path: guest_path,
-        max_processes: Some(args.guest.max_processes),
-        net: args.guest.net.mode(),
+        max_processes: Some(args.guest.opts.max_processes),
+        net: args.guest.opts.net.mode(),
     };
     Ok(TargetSpec {
         program,
@@ -174,7 +174,7 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
         Some(p) => corpus::read_dict(p)?,
         None => Vec::new(),
     };
-    crate::run::refuse_option_as_program(&args.guest)?;
+    crate::run::refuse_option_as_program(&args.guest.program())?;
     let spec = target_spec(&args)?;
     if args.backend != Backend::Cpu {
         let image = armada_core::elf::Image::load(&spec.program)

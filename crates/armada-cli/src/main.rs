@@ -52,7 +52,8 @@ enum Command {
     /// Measure the CPU engine against qemu-aarch64 on compute-bound programs.
     Bench(bench::BenchArgs),
     /// Run many copies ("lanes") of one program at once, each with its own arguments
-    /// (`{lane}` in ARGS is the lane number) and input; output is captured per lane.
+    /// (`{lane}` in ARGS is the lane number) and input, or lanes of several programs
+    /// (`--commands FILE`); output is captured per lane.
     Batch(batch::BatchArgs),
     /// Coverage-guided fuzzing: mutate inputs, keep those that reach new code, save those
     /// that crash or hang the program. Exits 1 when it found a new crash.

@@ -64,10 +64,10 @@ impl NetArg {
     }
 }
 
-/// The program, where its files come from, and its arguments: what `armada run` and
-/// `armada batch` share.
+/// Where the program's files come from and what it may use: what `armada run`, `armada
+/// batch` and `armada fuzz` share.
 #[derive(Args)]
-pub struct GuestCommand {
+pub struct GuestOptions {
     /// Sysroot for dynamically linked programs (qemu-aarch64's -L): the guest's absolute
     /// paths name DIR/path when that exists, the host's path otherwise. Default: the
     /// QEMU_LD_PREFIX environment variable.
@@ -88,9 +88,16 @@ pub struct GuestCommand {
     /// leaves the sandbox, and runs are no longer deterministic).
     #[arg(long, value_enum, value_name = "MODE", default_value = "loopback")]
     pub net: NetArg,
+}
+
+/// The guest options and the program with its arguments: what `armada run` and `armada
+/// fuzz` take.
+#[derive(Args)]
+pub struct GuestCommand {
+    #[command(flatten)]
+    pub opts: GuestOptions,
     /// The AArch64 Linux program, then its arguments (everything after the program is
-    /// the program's, options and `--` included, as with qemu-aarch64; `armada batch`
-    /// replaces `{lane}` in them with the lane number).
+    /// the program's, options and `--` included, as with qemu-aarch64).
     #[arg(
         value_name = "PROGRAM [ARGS]",
         required = true,
@@ -144,10 +151,9 @@ pub fn guest_env(set: &[String], unset: &[String]) -> Result<Vec<Vec<u8>>> {
 
 /// A misspelled or unknown armada option before the program is taken for the program (the
 /// program's own options may start with `-`): say so instead of "cannot read --foo".
-pub fn refuse_option_as_program(guest: &GuestCommand) -> Result<()> {
-    let p = guest.program();
-    let s = p.to_string_lossy();
-    if s.starts_with('-') && !p.exists() {
+pub fn refuse_option_as_program(program: &std::path::Path) -> Result<()> {
+    let s = program.to_string_lossy();
+    if s.starts_with('-') && !program.exists() {
         bail!("unknown option {s} (armada's options go before the program; see --help)");
     }
     Ok(())
@@ -199,7 +205,7 @@ pub fn refuse_dynamic_on_gpu(backend: Backend, image: &Image) -> Result<()> {
 }
 
 pub fn run(args: RunArgs) -> Result<u8> {
-    refuse_option_as_program(&args.guest)?;
+    refuse_option_as_program(&args.guest.program())?;
     check_backend(args.backend)?;
     let image = Image::load(args.guest.program())
         .with_context(|| format!("cannot run {}", args.guest.program().display()))?;
@@ -209,14 +215,14 @@ pub fn run(args: RunArgs) -> Result<u8> {
     let env = guest_env(&args.set_env, &args.unset_env)?;
     let cfg = LinuxConfig {
         root: args.root.clone(),
-        sysroot: args.guest.sysroot.clone(),
+        sysroot: args.guest.opts.sysroot.clone(),
         strace: args.strace,
         deterministic: args.deterministic,
         seed: args.seed,
         exe_host_path: std::fs::canonicalize(args.guest.program()).unwrap_or(args.guest.program()),
         exe_guest_path: guest_path,
-        max_processes: Some(args.guest.max_processes),
-        net: args.guest.net.mode(),
+        max_processes: Some(args.guest.opts.max_processes),
+        net: args.guest.opts.net.mode(),
     };
     let program = Program::spawn(Arc::new(image), &cfg, argv, env, Stdio::Inherit)
         .with_context(|| format!("cannot start {}", args.guest.program().display()))?;

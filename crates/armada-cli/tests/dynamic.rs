@@ -627,6 +627,22 @@ fn batch_vs_qemu(
     lanes: usize,
     work: &Path,
 ) -> Vec<String> {
+    commands_vs_qemu(name, sysroot, &[(prog, args)], lanes, &[], &[], work)
+}
+
+/// As [`batch_vs_qemu`] for lanes of several programs: with more than one command, `armada
+/// batch --commands FILE` (one shell-quoted line each; lane i runs command i mod commands),
+/// and `--stdin-dir` when `stdins` is not empty (lane i reads `stdins[i % len]`, as qemu
+/// does); `extra` goes to armada batch's options (`--backend cuda --check`, say).
+fn commands_vs_qemu(
+    name: &str,
+    sysroot: &Path,
+    commands: &[(&Path, &[&str])],
+    lanes: usize,
+    extra: &[&str],
+    stdins: &[&[u8]],
+    work: &Path,
+) -> Vec<String> {
     const ENV: [(&str, &str); 3] = [
         ("HOME", "/nowhere"),
         ("LANG", "C"),
@@ -641,18 +657,45 @@ fn batch_vs_qemu(
         .arg(lanes.to_string())
         .arg("-L")
         .arg(sysroot)
-        .arg("--clear-env");
+        .arg("--clear-env")
+        .args(extra);
     for (k, v) in ENV {
         cmd.arg("-E").arg(format!("{k}={v}"));
+    }
+    if !stdins.is_empty() {
+        let dir = work.join(format!("{name}.in"));
+        fs::create_dir_all(&dir).unwrap();
+        for lane in 0..lanes {
+            fs::write(dir.join(lane.to_string()), stdins[lane % stdins.len()]).unwrap();
+        }
+        cmd.arg("--stdin-dir").arg(dir);
     }
     cmd.arg("--output-dir")
         .arg(&out_dir)
         .arg("--out")
-        .arg(&jsonl)
-        .arg(prog)
-        .args(args)
-        .current_dir(work)
-        .env_remove("QEMU_LD_PREFIX");
+        .arg(&jsonl);
+    if let [(prog, args)] = commands {
+        cmd.arg(prog).args(*args);
+    } else {
+        let file = work.join(format!("{name}.commands"));
+        let text: String = commands
+            .iter()
+            .map(|(p, args)| {
+                let words: Vec<String> = std::iter::once(p.to_string_lossy().into_owned())
+                    .chain(args.iter().map(|a| a.to_string()))
+                    .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
+                    .collect();
+                words.join(" ") + "\n"
+            })
+            .collect();
+        fs::write(
+            &file,
+            format!("# {name}: one lane's command a line\n\n{text}"),
+        )
+        .unwrap();
+        cmd.arg("--commands").arg(file);
+    }
+    cmd.current_dir(work).env_remove("QEMU_LD_PREFIX");
     let b = common::run_process(cmd, b"", common::default_timeout())
         .unwrap_or_else(|e| panic!("cannot start armada batch: {e}"));
     let mut problems = Vec::new();
@@ -669,7 +712,16 @@ fn batch_vs_qemu(
             String::from_utf8_lossy(&b.stderr)
         )];
     }
+    if extra.contains(&"--check") && b.status != 0 && b.status != 1 {
+        problems.push(format!(
+            "{name}: armada batch {} {}; stderr:\n{}",
+            extra.join(" "),
+            b.status_text,
+            String::from_utf8_lossy(&b.stderr)
+        ));
+    }
     for (lane, line) in lines.iter().enumerate() {
+        let (prog, args) = commands[lane % commands.len()];
         let largs: Vec<String> = args
             .iter()
             .map(|a| a.replace("{lane}", &lane.to_string()))
@@ -684,7 +736,12 @@ fn batch_vs_qemu(
         for (k, v) in ENV {
             q.env(k, v);
         }
-        let q = common::run_process(q, b"", common::default_timeout())
+        let stdin = if stdins.is_empty() {
+            &b""[..]
+        } else {
+            stdins[lane % stdins.len()]
+        };
+        let q = common::run_process(q, stdin, common::default_timeout())
             .unwrap_or_else(|e| panic!("cannot start qemu: {e}"));
         let a_out = fs::read(out_dir.join(format!("{lane}.stdout"))).unwrap_or_default();
         let a_err = fs::read(out_dir.join(format!("{lane}.stderr"))).unwrap_or_default();
@@ -759,6 +816,77 @@ fn batch_with_sysroot_matches_qemu() {
             &work,
         )),
         Err(e) => common::unavailable(TEST, &e),
+    }
+    if std::env::var_os("ARMADA_TEST_KEEP").is_none() {
+        let _ = fs::remove_dir_all(&work);
+    }
+    assert!(
+        problems.is_empty(),
+        "{TEST}:\n  - {}",
+        problems.join("\n  - ")
+    );
+}
+
+/// `armada batch --commands`: one batch of a static program reading its own stdin, a
+/// dynamically linked one with a lane argument, Debian's dash running a pipeline and
+/// `$(...)` (forks, execs of coreutils) and python3 starting threads, every lane as under
+/// qemu-aarch64; then the same batch on the CUDA engine's simulator with `--check` (each
+/// lane also identical to the CPU engine, instructions included).
+#[test]
+fn batch_of_several_programs_matches_qemu() {
+    const TEST: &str = "batch_of_several_programs_matches_qemu";
+    let Some(d) = cross_setup(TEST) else {
+        return;
+    };
+    let sysroot = match common::debian_sysroot(&["bin/dash", "usr/bin/tr", "usr/bin/python3"]) {
+        Ok(s) => s,
+        Err(e) => return common::unavailable(TEST, &e),
+    };
+    let guest = common::guest_programs_dir().unwrap_or_else(|e| panic!("{TEST}: {e}"));
+    let work = std::env::temp_dir().join(format!("armada-dynamic-mixed-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work).unwrap();
+    let (stdin_sum, argv_env) = (guest.join("stdin_sum"), d.join("argv_env"));
+    let (dash, python) = (sysroot.join("bin/dash"), sysroot.join("usr/bin/python3"));
+    let commands: [(&Path, &[&str]); 4] = [
+        (&stdin_sum, &[]),
+        (&argv_env, &["lane", "{lane}"]),
+        (
+            &dash,
+            &[
+                "-c",
+                "x=$(echo lane-$1 | tr a-z A-Z); echo \"$x\"; printf 'b\\na\\n' | sort",
+                "sh",
+                "{lane}",
+            ],
+        ),
+        (
+            &python,
+            &[
+                "-c",
+                "import sys, threading; r = []; t = [threading.Thread(target=r.append, args=(i * i,)) for i in range(3)]; [x.start() for x in t]; [x.join() for x in t]; print(sys.argv[1], sorted(r), sys.stdin.read())",
+                "{lane}",
+            ],
+        ),
+    ];
+    let stdins: [&[u8]; 3] = [b"one line\n", b"", b"two\nlines\n"];
+    let mut problems = commands_vs_qemu("mixed", &sysroot, &commands, 8, &[], &stdins, &work);
+    if armada_cuda::HAS_SIM {
+        // (the simulator stands in for a GPU: the lanes run in the CUDA kernel's code)
+        std::env::set_var("ARMADA_CUDA_SIM", "1");
+        problems.extend(commands_vs_qemu(
+            "mixed-cuda",
+            &sysroot,
+            &commands,
+            8,
+            &["--backend", "cuda", "--check"],
+            &stdins,
+            &work,
+        ));
+    } else {
+        common::loud(&format!(
+            "{TEST}: note: no CUDA simulator in this build; the CPU engine's batch alone"
+        ));
     }
     if std::env::var_os("ARMADA_TEST_KEEP").is_none() {
         let _ = fs::remove_dir_all(&work);

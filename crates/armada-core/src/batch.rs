@@ -1,8 +1,9 @@
-//! Batches: many independent runs ("lanes") of one program, each with its own arguments,
-//! input, registers and memory, on any engine.
+//! Batches: many independent runs ("lanes") of one program or of several, each with its own
+//! arguments, input, registers and memory, on any engine.
 //!
-//! A [`BatchSpec`] says what to run: the program image (loaded once, its pages shared by every
-//! lane), per-lane argv, environment and stdin, and per-lane limits. An engine turns it into
+//! A [`BatchSpec`] says what to run: the programs (each image loaded once, its pages shared by
+//! every lane that runs it), per-lane program, argv, environment and stdin, and per-lane
+//! limits. An engine turns it into
 //! one [`LaneResult`] per lane: how the lane ended, the instructions it retired and what it
 //! wrote to stdout and stderr (always captured). The CPU engine here ([`run_cpu`]) spreads
 //! lanes over host cores with rayon; the GPU engines (crate `armada-cuda`) take the same spec
@@ -12,7 +13,7 @@
 //! `--deterministic` (seed `config.seed + lane`), so a lane's output depends only on its
 //! inputs and every engine produces the same bytes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -29,6 +30,8 @@ use crate::snapshot::{InputVia, Point, SharedSnapshot, Snapshot, SnapshotError};
 /// What one lane gets.
 #[derive(Clone, Debug, Default)]
 pub struct LaneSpec {
+    /// The program it runs: an index into [`BatchSpec::programs`].
+    pub program: usize,
     /// The complete argument vector, argv[0] included.
     pub argv: Vec<Vec<u8>>,
     /// Environment strings ("K=V"), usually one list shared by every lane.
@@ -39,12 +42,35 @@ pub struct LaneSpec {
     pub root: Option<PathBuf>,
 }
 
-/// A batch: one program, many lanes.
+/// A program that lanes of a batch run.
+#[derive(Clone)]
+pub struct BatchProgram {
+    /// Its image, loaded once: the lanes that run it share its pages.
+    pub image: Arc<Image>,
+    /// The host file it was loaded from (the guest's `/proc/self/exe`).
+    pub host_path: PathBuf,
+    /// Its path as the guest sees it (`AT_EXECFN`; argv[0] is the lane's own).
+    pub guest_path: Vec<u8>,
+}
+
+impl BatchProgram {
+    /// The program in the host file `path`, known to the guest by the same path.
+    pub fn load(path: &Path) -> Result<BatchProgram, LoadError> {
+        Ok(BatchProgram {
+            image: Arc::new(Image::load(path)?),
+            host_path: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+            guest_path: path.as_os_str().as_encoded_bytes().to_vec(),
+        })
+    }
+}
+
+/// A batch: many lanes, of one program or of several.
 #[derive(Clone)]
 pub struct BatchSpec {
-    pub image: Arc<Image>,
+    /// The programs the lanes run (`LaneSpec::program` picks one); at least one.
+    pub programs: Vec<BatchProgram>,
     /// Linux settings shared by every lane. `deterministic` is forced on; lane i's seed is
-    /// `seed + i`.
+    /// `seed + i`; the executable's paths are those of the lane's program.
     pub config: LinuxConfig,
     pub lanes: Vec<LaneSpec>,
     /// Private guest memory a lane may own, in bytes (brk/mmap fail with ENOMEM and writes
@@ -67,6 +93,27 @@ pub struct BatchSpec {
 }
 
 impl BatchSpec {
+    /// A batch of one program: its lanes, settings and nothing else (no limits, no snapshot,
+    /// output kept).
+    pub fn of(program: BatchProgram, config: LinuxConfig, lanes: Vec<LaneSpec>) -> BatchSpec {
+        BatchSpec {
+            programs: vec![program],
+            config,
+            lanes,
+            lane_memory: None,
+            max_instructions: None,
+            snapshot: None,
+            coverage: false,
+            drop_output: false,
+            decoded: DecodedPages::new(),
+        }
+    }
+
+    /// The program lane `i` runs.
+    pub fn program_of(&self, i: usize) -> &BatchProgram {
+        &self.programs[self.lanes[i].program]
+    }
+
     /// The Linux settings of lane `i`.
     pub fn lane_config(&self, i: usize) -> LinuxConfig {
         let mut cfg = self.config.clone();
@@ -75,6 +122,9 @@ impl BatchSpec {
         if let Some(r) = &self.lanes[i].root {
             cfg.root = Some(r.clone());
         }
+        let p = self.program_of(i);
+        cfg.exe_host_path.clone_from(&p.host_path);
+        cfg.exe_guest_path.clone_from(&p.guest_path);
         cfg
     }
 
@@ -84,12 +134,13 @@ impl BatchSpec {
     /// lanes differ in any of those is refused.
     pub fn take_snapshot(&mut self, point: Point) -> Result<(), SnapshotError> {
         if let Some(i) = self.lanes.iter().position(|l| {
-            l.argv != self.lanes[0].argv
+            l.program != self.lanes[0].program
+                || l.argv != self.lanes[0].argv
                 || l.env != self.lanes[0].env
                 || l.root != self.lanes[0].root
         }) {
             return Err(SnapshotError::Input(format!(
-                "lane {i} has other arguments, environment or root than lane 0: lanes that start from one snapshot differ only in their input (stdin)"
+                "lane {i} has another program, arguments, environment or root than lane 0: lanes that start from one snapshot differ only in their input (stdin)"
             )));
         }
         self.snapshot = None;
@@ -111,7 +162,7 @@ impl BatchSpec {
             return Ok(lane);
         }
         let mut program = Program::spawn(
-            self.image.clone(),
+            self.program_of(i).image.clone(),
             &self.lane_config(i),
             l.argv.clone(),
             l.env.to_vec(),
@@ -309,23 +360,21 @@ mod tests {
     fn lanes_share_decoded_code() {
         let image =
             Image::parse(&crate::elf::tests::tiny_elf(object::elf::ET_EXEC, 0x400000)).unwrap();
-        let spec = BatchSpec {
-            image: Arc::new(image),
-            config: LinuxConfig::default(),
-            lanes: vec![
+        let spec = BatchSpec::of(
+            BatchProgram {
+                image: Arc::new(image),
+                host_path: PathBuf::from("tiny"),
+                guest_path: b"tiny".to_vec(),
+            },
+            LinuxConfig::default(),
+            vec![
                 LaneSpec {
                     argv: vec![b"tiny".to_vec()],
                     ..Default::default()
                 };
                 3
             ],
-            lane_memory: None,
-            max_instructions: None,
-            snapshot: None,
-            coverage: false,
-            drop_output: false,
-            decoded: DecodedPages::new(),
-        };
+        );
         let first = run_lane_cpu(&spec, 0, &|_| {}).unwrap();
         assert_eq!(first.exit, Exit::Code(42));
         let pages = spec.decoded.len();

@@ -515,3 +515,46 @@ fn lanes_beyond_the_devices_memory_run_in_waves() {
         Ok(r) => panic!("a lane of 200 MiB ran in 128 MiB: {:?}", r.lanes[0].exit),
     }
 }
+
+/// One batch of several programs: static, dynamic, threaded and forking lanes beside lanes
+/// that fail alone (past --max-processes, deadlocked, a library missing from the sysroot,
+/// over --lane-memory). Every lane ends as on the CPU engine and as it does in a batch of
+/// its program alone, and the failing lanes end as they should.
+#[test]
+fn a_batch_of_several_programs_matches_cpu_lane_for_lane() {
+    let Some(engine) = options() else { return };
+    let Some((s, lanes)) = armada_gpu::check::mixed_suite(&repo(), false, 2) else {
+        eprintln!("skipped: guest programs or the sysroot missing (scripts/test builds them)");
+        return;
+    };
+    let gpu = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+    if let Err(e) = armada_gpu::check::mixed_ends_as_expected(&gpu, &lanes) {
+        panic!("{e}");
+    }
+    if let Err(e) = armada_gpu::check::same_as_cpu_run(&gpu, &s) {
+        panic!("{e}");
+    }
+    // the mixed batch's lane i = lane i of a batch of its program alone
+    for (k, l) in lanes.iter().enumerate() {
+        let mixed = [k, k + lanes.len()];
+        let mut alone = s.clone();
+        alone.programs = vec![s.programs[k].clone()];
+        alone.lanes = mixed
+            .iter()
+            .map(|&m| armada_core::batch::LaneSpec {
+                program: 0,
+                ..s.lanes[m].clone()
+            })
+            .collect();
+        let cpu = armada_core::batch::run_cpu(&alone, &|_| {}).unwrap();
+        for (r, &m) in cpu.lanes.iter().zip(&mixed) {
+            let m = &gpu.lanes[m];
+            assert_eq!(
+                (&r.exit, &r.stdout, &r.stderr),
+                (&m.exit, &m.stdout, &m.stderr),
+                "{}: alone and in the mixed batch",
+                l.path
+            );
+        }
+    }
+}

@@ -148,9 +148,9 @@ struct LaneResult {
 pub(crate) enum LaneError {
     /// Ctrl-C: every lane stops at its next slice.
     Interrupted,
-    /// The image could not be mapped (an ElfError).
+    /// The image could not be mapped (an ElfError): "PROGRAM: why".
     Load(String),
-    /// The process could not be set up (arguments too long, say).
+    /// The process could not be set up (arguments too long, say): "PROGRAM: why".
     Start(String),
     /// The engine panicked: a bug in armada.
     Panic(String),
@@ -179,8 +179,8 @@ fn load_error(path: &Path, e: LoadError) -> PyErr {
     }
 }
 
-/// Runs one program in `len(argvs)` lanes (the work behind armada.run and armada.run_batch;
-/// call those). Every argv's first item is the program and must be the same in all lanes.
+/// Runs `len(argvs)` lanes (the work behind armada.run and armada.run_batch; call those).
+/// Every argv's first item is the lane's program; lanes may run different programs.
 #[pyfunction]
 #[pyo3(signature = (argvs, stdins, env, backend, root, max_instructions, deterministic, seed, parallel, sysroot=None, net="loopback", snapshot_at=None, coverage=false, devices=None, program_file=None))]
 #[allow(clippy::too_many_arguments)]
@@ -214,59 +214,68 @@ pub fn run_lanes(
             argvs.len()
         )));
     }
-    let program = match argvs[0].first() {
-        Some(p) => p.clone(),
-        None => {
-            return Err(PyValueError::new_err(
-                "argv is empty: it needs the program first",
-            ))
-        }
-    };
     for (i, a) in argvs.iter().enumerate() {
-        match a.first() {
-            None => {
-                return Err(PyValueError::new_err(format!(
-                    "argvs[{i}] is empty: it needs the program first"
-                )))
-            }
-            Some(p) if *p != program => {
-                return Err(PyValueError::new_err(format!(
-                    "run_batch runs one program in every lane: argvs[{i}][0] is {:?}, argvs[0][0] is {:?}",
-                    String::from_utf8_lossy(p),
-                    String::from_utf8_lossy(&program)
-                )))
-            }
-            _ => {}
+        if a.is_empty() {
+            return Err(PyValueError::new_err(format!(
+                "argvs[{i}] is empty: it needs the program first"
+            )));
+        }
+        if program_file.is_some() && a[0] != argvs[0][0] {
+            return Err(PyValueError::new_err(format!(
+                "program_file gives one program for every lane: argvs[{i}][0] is {:?}, argvs[0][0] is {:?}",
+                String::from_utf8_lossy(&a[0]),
+                String::from_utf8_lossy(&argvs[0][0])
+            )));
         }
     }
-    let (path, image, mut cfg) = match &program_file {
-        // the program's bytes in another file (armada.ray carries them to each node): the
-        // guest still sees argv[0] as its name
-        Some(f) => load(
-            py,
-            f.as_os_str().as_bytes(),
-            root,
-            sysroot,
-            net,
-            deterministic,
-            seed,
-        )?,
-        None => load(py, &program, root, sysroot, net, deterministic, seed)?,
-    };
-    cfg.exe_guest_path = program.clone();
+    // Each program the lanes name (argv[0]) loaded once; its lanes share its pages.
+    let mut programs: Vec<(Vec<u8>, PathBuf, Arc<Image>, LinuxConfig)> = Vec::new();
+    for a in &argvs {
+        if programs.iter().any(|p| p.0 == a[0]) {
+            continue;
+        }
+        let (path, image, mut cfg) = match &program_file {
+            // the program's bytes in another file (armada.ray carries them to each node):
+            // the guest still sees argv[0] as its name
+            Some(f) => load(
+                py,
+                f.as_os_str().as_bytes(),
+                root.clone(),
+                sysroot.clone(),
+                net,
+                deterministic,
+                seed,
+            )?,
+            None => load(
+                py,
+                &a[0],
+                root.clone(),
+                sysroot.clone(),
+                net,
+                deterministic,
+                seed,
+            )?,
+        };
+        cfg.exe_guest_path = a[0].clone();
+        programs.push((a[0].clone(), path, image, cfg));
+    }
     crate::resolve_devices(py, &mut resolved, backend, devices.as_deref())?;
 
     let spawn = |argv: Vec<Vec<u8>>, stdin: Vec<u8>| {
+        let (_, path, image, cfg) = programs
+            .iter()
+            .find(|p| p.0 == argv[0])
+            .expect("every lane's program was loaded");
         Program::spawn(
             image.clone(),
-            &cfg,
+            cfg,
             argv,
             env.clone(),
             Stdio::Captured { stdin },
         )
         .map_err(|e| match e {
-            LoadError::Stack(why) => LaneError::Start(why),
-            e => LaneError::Load(e.to_string()),
+            LoadError::Stack(why) => LaneError::Start(format!("{}: {why}", path.display())),
+            e => LaneError::Load(format!("{}: {e}", path.display())),
         })
     };
     // Lanes of one image decode each page of its code once, between them.
@@ -281,7 +290,7 @@ pub fn run_lanes(
                 )));
             }
             let program = spawn(argvs[0].clone(), stdins[0].clone());
-            let lane = start_lane(program, &path)?;
+            let lane = start_lane(program)?;
             let snap = take(
                 py,
                 Lane::with_decoded(lane, decoded.clone()),
@@ -299,7 +308,6 @@ pub fn run_lanes(
     run_made(
         py,
         &resolved,
-        &path,
         argvs.into_iter().zip(stdins).collect(),
         parallel,
         max_instructions,
@@ -314,7 +322,6 @@ pub fn run_lanes(
 pub(crate) fn run_made<M>(
     py: Python<'_>,
     resolved: &crate::Resolved,
-    path: &Path,
     lanes: Vec<(Vec<Vec<u8>>, Vec<u8>)>,
     parallel: bool,
     max_instructions: Option<u64>,
@@ -379,17 +386,12 @@ where
                     "the run was interrupted{lane}"
                 )))
             }
+            // (the message starts with the lane's program)
             Err(LaneError::Load(msg)) => {
-                return Err(ElfError::new_err(format!(
-                    "cannot run {}{lane}: {msg}",
-                    path.display()
-                )))
+                return Err(ElfError::new_err(format!("cannot run {msg}{lane}")))
             }
             Err(LaneError::Start(msg)) => {
-                return Err(ArmadaError::new_err(format!(
-                    "cannot start {}{lane}: {msg}",
-                    path.display()
-                )))
+                return Err(ArmadaError::new_err(format!("cannot start {msg}{lane}")))
             }
             Err(LaneError::Panic(msg)) => {
                 return Err(internal_error(&format!("running a program{lane}"), &msg))
@@ -476,10 +478,10 @@ pub(crate) fn net_mode(net: &str) -> PyResult<armada_core::linux::hostnet::NetMo
 }
 
 /// A lane's process, or the error that it could not start.
-pub(crate) fn start_lane(made: Result<Program, LaneError>, path: &Path) -> PyResult<Program> {
+pub(crate) fn start_lane(made: Result<Program, LaneError>) -> PyResult<Program> {
     made.map_err(|e| match e {
         LaneError::Load(m) | LaneError::Start(m) => {
-            ArmadaError::new_err(format!("cannot start {}: {m}", path.display()))
+            ArmadaError::new_err(format!("cannot start {m}"))
         }
         _ => ArmadaError::new_err("cannot start the program"),
     })

@@ -151,7 +151,6 @@ impl PySnapshot {
         run_made(
             py,
             &resolved,
-            &self.path,
             lanes,
             true,
             max_instructions,

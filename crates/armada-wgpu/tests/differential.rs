@@ -222,6 +222,26 @@ fn guest_processes_match_cpu() {
     );
 }
 
+/// One batch of several programs on lavapipe: static, dynamic, threaded and forking lanes
+/// beside lanes that fail alone (past --max-processes, deadlocked, a library missing from
+/// the sysroot, over --lane-memory), each lane as on the CPU engine.
+#[test]
+fn a_batch_of_several_programs_matches_cpu() {
+    let Some(engine) = engine() else { return };
+    // (dash's script is too long for lavapipe: the simulator runs it)
+    let Some((s, lanes)) = armada_gpu::check::mixed_suite(&repo(), true, 1) else {
+        eprintln!("skipped: guest programs or the sysroot missing (scripts/test builds them)");
+        return;
+    };
+    let out = armada_gpu::run_batch(engine, &s, &|_| {}).unwrap();
+    if let Err(e) = armada_gpu::check::mixed_ends_as_expected(&out, &lanes) {
+        panic!("{e}");
+    }
+    if let Err(e) = armada_gpu::check::same_as_cpu_run(&out, &s) {
+        panic!("mixed batch: {e}");
+    }
+}
+
 /// Lanes with different arguments and inputs, a per-lane memory cap, an instruction limit.
 #[test]
 fn lanes_differ_and_limits_hold() {
