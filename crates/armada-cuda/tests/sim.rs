@@ -393,6 +393,41 @@ fn scripts_and_subprocesses_match_cpu() {
     }
 }
 
+/// Library pages go up once a batch: every lane's entries for libc's (and an exec'd
+/// program's) pages point at one frame each, so 8 lanes of a dash script that execs
+/// coreutils upload far fewer pages than 8 times what one lane does.
+#[test]
+fn library_pages_go_up_once_a_batch() {
+    let Some(engine) = options() else { return };
+    let sysroot = repo().join("target/sysroot");
+    let dash = sysroot.join("bin/dash");
+    if !dash.exists() || !sysroot.join("usr/bin/tr").exists() {
+        eprintln!("skipped: no sysroot with dash and coreutils (scripts/test builds it)");
+        return;
+    }
+    let script = "echo $(echo lane-$1 | tr a-z A-Z); printf 'b\\na\\n' | sort";
+    let run = |lanes: usize| {
+        let mut s = spec(&dash, lanes, &["-c", script, "sh", "{lane}"], |_| Vec::new());
+        s.config.sysroot = Some(sysroot.clone());
+        let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+        if let Err(e) = armada_gpu::check::same_as_cpu_run(&out, &s) {
+            panic!("dash x{lanes}: {e}");
+        }
+        let up: u64 = stat(&out, "pages up")
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        eprintln!("{lanes} lanes: pages up {up}; shared frames {}", stat(&out, "shared frames"));
+        up
+    };
+    let (one, eight) = (run(1), run(8));
+    assert!(
+        eight < 4 * one,
+        "8 lanes uploaded {eight} pages, one lane {one}: library pages went up for each lane"
+    );
+}
+
 #[test]
 fn python_lanes_from_a_snapshot_at_input_match_full_runs() {
     // CPython started once: the snapshot at `input` is its first read of stdin (its stat,

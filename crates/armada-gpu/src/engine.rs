@@ -47,6 +47,7 @@ mod bare;
 mod code;
 mod coverage;
 mod devio;
+mod file_frames;
 mod launch;
 mod pagetable;
 mod persist;
@@ -338,6 +339,8 @@ pub struct Batch {
     space_keys: spaces::SpaceKeys,
     pt: HostTable,
     frames: Frames,
+    /// One frame for each page buffer a cache holds (libraries' pages), for every lane.
+    files: file_frames::FileFrames,
     params: Params,
     d_ops: DevPtr,
     d_regions: DevPtr,
@@ -696,6 +699,15 @@ impl Batch {
                     "{} ({} MiB)",
                     s.guest_frames_peak,
                     (s.guest_frames_peak * PAGE_SIZE) >> 20
+                ),
+            ),
+            (
+                "shared frames".into(),
+                format!(
+                    "{} ({} MiB), one for every lane that maps the page: the images' pages and {} pages of libraries and exec'd programs",
+                    self.frames.shared,
+                    (self.frames.shared * PAGE_SIZE) >> 20,
+                    self.files.len()
                 ),
             ),
             (

@@ -75,7 +75,7 @@ pub(crate) fn page(
     // (read without the lock: lanes that map different files do not wait on each other)
     let mut bytes: Box<PageData> = Box::new([0; PAGE_SIZE as usize]);
     read(&mut bytes)?;
-    let fresh = Arc::new(PageBuf::from_bytes(&bytes));
+    let fresh = Arc::new(PageBuf::from_bytes(&bytes).held_by_cache());
     let mut c = lock();
     if c.pages.len() >= c.sweep_at {
         // pages only the cache holds: no address space maps them now

@@ -242,6 +242,8 @@ fn free_slot(slot: u32, ptr: *mut u8) {
 pub struct PageBuf {
     ptr: NonNull<PageData>,
     slot: u32,
+    /// A cache holds it for its whole life ([`PageBuf::held_by_cache`]).
+    held: bool,
 }
 
 // SAFETY: a PageBuf owns its bytes as a Box would (the slot is its alone until dropped).
@@ -275,6 +277,7 @@ impl PageBuf {
                 PageBuf {
                     ptr: NonNull::new(p.cast()).expect("a mapped slot"),
                     slot,
+                    held: false,
                 }
             }
             None => PageBuf {
@@ -282,8 +285,24 @@ impl PageBuf {
                     data.copied().unwrap_or([0u8; PAGE_SIZE as usize]),
                 ))),
                 slot: NO_SLOT,
+                held: false,
             },
         }
+    }
+
+    /// The page, marked as one a cache holds for as long as it lives: a file's page in the
+    /// file-page cache, a page of a loaded ELF image. Every address space maps a clone of the
+    /// cache's `Arc`, so the count never falls to one while the page is mapped, nobody writes
+    /// it in place (`Arc::make_mut` copies), and its bytes never change. The GPU engines give
+    /// such a page one device frame for every lane that maps it. (A copy is not held.)
+    pub fn held_by_cache(mut self) -> PageBuf {
+        self.held = true;
+        self
+    }
+
+    /// Whether a cache holds it for its whole life ([`PageBuf::held_by_cache`]).
+    pub fn is_held(&self) -> bool {
+        self.held
     }
 
     /// Its slot in the shared file, if it has one.

@@ -7,6 +7,7 @@
 //! comes in here too.
 
 use super::pagetable::{HostTable, ZERO_FRAME};
+use super::file_frames::FileFrames;
 use super::service::{Plan, Serviced};
 use super::upload::PageSrc;
 use super::wants::Want;
@@ -80,7 +81,12 @@ pub(super) struct Applied {
 /// table has (most of them: entries on shared frames, lazy entries, bytes for frames the lane
 /// owns), on the thread that serviced the lane; returns the rest (in `plan.wants`) for the
 /// serial path. Wants name distinct pages, so the order they are applied in does not matter.
-pub(super) fn apply_shared(pt: &HostTable, l: &mut LaneHost, plan: &mut Plan) -> Applied {
+pub(super) fn apply_shared(
+    pt: &HostTable,
+    files: &FileFrames,
+    l: &mut LaneHost,
+    plan: &mut Plan,
+) -> Applied {
     let mut out = Applied::default();
     if plan.exited {
         return out;
@@ -105,6 +111,13 @@ pub(super) fn apply_shared(pt: &HostTable, l: &mut LaneHost, plan: &mut Plan) ->
                 continue;
             }
             Want::Shared { frame, perms } => (*frame, false, false, *frame as u64 | perms, None),
+            Want::File { buf, perms } => match files.get(buf) {
+                Some(f) => (f, false, false, f as u64 | perms, None),
+                None => {
+                    rest.push((vpn, want));
+                    continue;
+                }
+            },
             Want::Lazy { frame, perms } => {
                 (*frame, false, true, *frame as u64 | perms | PT_LAZY, None)
             }
@@ -281,7 +294,26 @@ impl Batch {
         for (vpn, want) in plan.wants {
             let key = pt_key(l.space, vpn);
             let cur = l.entries.get(&vpn).copied();
+            // a library's page: the batch's frame for it (a new one goes up with this
+            // round), else the lane's own frame like any shared page
+            let want = match want {
+                Want::File { buf, perms } => {
+                    match self.files.frame_for(&buf, &mut self.frames, dev, uploads)? {
+                        Some(frame) => Want::Shared { frame, perms },
+                        None => Want::Private {
+                            perms,
+                            data: Some(PageSrc::Bytes(Box::new(**buf))),
+                        },
+                    }
+                }
+                w => w,
+            };
             match want {
+                Want::File { .. } => {
+                    return Err(Error::Device(format!(
+                        "lane {i}: page {vpn:#x}'s library frame was not worked out"
+                    )))
+                }
                 Want::Nothing => {
                     if let Some(e) = cur {
                         self.pt.remove(e.slot);

@@ -365,6 +365,7 @@ impl Batch {
             return Ok(());
         }
         let images = &self.images;
+        let files = &self.files;
         let pt = &self.pt;
         let lazy = self.lazy;
         let mut is_again = vec![false; self.lanes.len()];
@@ -381,7 +382,7 @@ impl Batch {
                     wants: start_wants(l, &images[l.image], lazy, false),
                     ..Default::default()
                 };
-                let applied = apply_shared(pt, l, &mut plan);
+                let applied = apply_shared(pt, files, l, &mut plan);
                 (i, plan, applied)
             })
             .collect();

@@ -12,7 +12,7 @@ use super::records::{record_to_state, state_to_record};
 use super::setup::start_wants;
 use super::spaces::Followed;
 use super::upload::{changed_runs, PageSrc};
-use super::wants::{lazy_area, lazy_around, want_for, Want};
+use super::wants::{files_around, lazy_area, lazy_around, want_for, Want};
 use super::{Batch, Image, LaneHost};
 use crate::layout::*;
 use crate::Error;
@@ -115,6 +115,7 @@ impl Batch {
         let devio = self.devio;
         let kept = self.d_out != 0;
         let pt = &self.pt;
+        let files = &self.files;
         let results: Vec<Option<Result<Serviced, Error>>> = self
             .lanes
             .par_iter_mut()
@@ -133,7 +134,7 @@ impl Batch {
                     keys,
                 };
                 let mut plan = service_lane(lh, lane_id, w.rec, stops[lane_id], &at, lazy, finish);
-                let mut applied = apply_shared(pt, lh, &mut plan);
+                let mut applied = apply_shared(pt, files, lh, &mut plan);
                 let dead = std::mem::take(&mut plan.dead);
                 super::spaces::drop_spaces(pt, lh, dead, &mut applied);
                 let mut out = Vec::new();
@@ -260,7 +261,13 @@ fn service_lane(
                         },
                         (_, w) => w,
                     };
+                    let file = matches!(w, Want::File { .. });
                     extra.push((vpn, w));
+                    if file {
+                        // a library's page: its neighbours will likely be read soon too, and
+                        // entries on the batch's frames cost no upload
+                        files_around(lh, image, vpn, &mut extra);
+                    }
                     if lazy {
                         // the pages around it will likely be written next
                         let mut around = Vec::new();

@@ -327,6 +327,7 @@ impl Batch {
             space_keys,
             pt,
             frames,
+            files: super::file_frames::FileFrames::new(),
             params: Params::default(),
             d_ops,
             d_regions,
@@ -412,7 +413,7 @@ impl Batch {
                     ..Default::default()
                 };
                 // the table was sized for this: most entries go in here, in parallel
-                let applied = apply_shared(pt, l, &mut plan);
+                let applied = apply_shared(pt, &batch.files, l, &mut plan);
                 (plan, applied)
             })
             .collect();

@@ -8,7 +8,7 @@ use super::pagetable::ZERO_FRAME;
 use super::upload::PageSrc;
 use super::{Image, LaneHost};
 use crate::layout::*;
-use armada_core::memory::{AddressSpace, Perm, PAGE_SHIFT};
+use armada_core::memory::{AddressSpace, PageBuf, Perm, PAGE_SHIFT};
 use std::sync::Arc;
 
 /// A writable area of at most this many pages (a program's data and bss) gets lazy entries for
@@ -29,6 +29,9 @@ pub(super) enum Want {
     /// A lazy entry on `frame` (the zero frame or an image page), writable: the kernel copies
     /// it into a frame of the lane's reserve on the first write.
     Lazy { frame: u32, perms: u64 },
+    /// An entry on the batch's frame for a page buffer a cache holds (a library's page,
+    /// `FileFrames`), read-only: a write comes back to the host.
+    File { buf: Arc<PageBuf>, perms: u64 },
 }
 
 fn area_perms(p: Perm) -> u64 {
@@ -92,6 +95,12 @@ pub(super) fn want_for(
                         perms: 0,
                     }
                 }
+            } else if !private && data.is_held() {
+                // a library's page (or an exec'd image's): the batch's one frame for it
+                Want::File {
+                    buf: data.clone(),
+                    perms: perms & PT_R,
+                }
             } else {
                 // A private page (or a shared one of unknown origin, kept read-only so a write
                 // comes back to the host first).
@@ -138,6 +147,29 @@ pub(super) fn lazy_range(
         }
         let w = want_for(mem, v, image, false, false, false, true);
         if matches!(w, Want::Lazy { .. }) {
+            out.push((v, w));
+        }
+    }
+}
+
+/// Around a library page that missed, this many pages on each side get entries on the
+/// batch's frames for them (`Want::File`) where the lane maps such pages there.
+pub(super) const FILE_AROUND: u64 = 16;
+
+/// Entries on the batch's library frames, into `out`, for the pages within `FILE_AROUND` of
+/// `vpn` (left alone) that the lane maps to such a page and has no entry (nor a want) for.
+pub(super) fn files_around(lh: &LaneHost, image: &Image, vpn: u64, out: &mut Vec<(u64, Want)>) {
+    let mem = &lh.lane.program.mem;
+    let lo = vpn.saturating_sub(FILE_AROUND);
+    for v in lo..vpn.saturating_add(FILE_AROUND + 1) {
+        if v == vpn || lh.entries.contains_key(&v) || out.iter().any(|w| w.0 == v) {
+            continue;
+        }
+        if mem.gpu_page(v).is_none_or(|(d, private)| private || !d.is_held()) {
+            continue;
+        }
+        let w = want_for(mem, v, image, false, false, false, false);
+        if matches!(w, Want::File { .. }) {
             out.push((v, w));
         }
     }
