@@ -496,7 +496,8 @@ impl Image {
                 .iter_mut()
                 .find(|s| s.start <= addr && addr < s.end)
             {
-                seg.pages.push((vpn, Arc::new(PageBuf::from(data).held_by_cache())));
+                seg.pages
+                    .push((vpn, Arc::new(PageBuf::from(data).held_by_cache())));
             }
         }
 

@@ -407,7 +407,9 @@ fn library_pages_go_up_once_a_batch() {
     }
     let script = "echo $(echo lane-$1 | tr a-z A-Z); printf 'b\\na\\n' | sort";
     let run = |lanes: usize| {
-        let mut s = spec(&dash, lanes, &["-c", script, "sh", "{lane}"], |_| Vec::new());
+        let mut s = spec(&dash, lanes, &["-c", script, "sh", "{lane}"], |_| {
+            Vec::new()
+        });
         s.config.sysroot = Some(sysroot.clone());
         let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
         if let Err(e) = armada_gpu::check::same_as_cpu_run(&out, &s) {
@@ -418,7 +420,10 @@ fn library_pages_go_up_once_a_batch() {
             .next()
             .and_then(|n| n.parse().ok())
             .unwrap();
-        eprintln!("{lanes} lanes: pages up {up}; shared frames {}", stat(&out, "shared frames"));
+        eprintln!(
+            "{lanes} lanes: pages up {up}; shared frames {}",
+            stat(&out, "shared frames")
+        );
         up
     };
     let (one, eight) = (run(1), run(8));

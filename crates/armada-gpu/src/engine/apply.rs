@@ -6,8 +6,8 @@
 //! hands the records and pages to upload. The claim log of each launch (`Batch::take_claims`)
 //! comes in here too.
 
-use super::pagetable::{HostTable, ZERO_FRAME};
 use super::file_frames::FileFrames;
+use super::pagetable::{HostTable, ZERO_FRAME};
 use super::service::{Plan, Serviced};
 use super::upload::PageSrc;
 use super::wants::Want;

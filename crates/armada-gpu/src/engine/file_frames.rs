@@ -59,8 +59,7 @@ impl FileFrames {
         let f = frames.alloc(dev)?;
         frames.shared += 1;
         uploads.push((f, PageSrc::Bytes(Box::new(***buf))));
-        self.map
-            .insert(Arc::as_ptr(buf) as usize, (buf.clone(), f));
+        self.map.insert(Arc::as_ptr(buf) as usize, (buf.clone(), f));
         Ok(Some(f))
     }
 

@@ -165,7 +165,10 @@ pub(super) fn files_around(lh: &LaneHost, image: &Image, vpn: u64, out: &mut Vec
         if v == vpn || lh.entries.contains_key(&v) || out.iter().any(|w| w.0 == v) {
             continue;
         }
-        if mem.gpu_page(v).is_none_or(|(d, private)| private || !d.is_held()) {
+        if mem
+            .gpu_page(v)
+            .is_none_or(|(d, private)| private || !d.is_held())
+        {
             continue;
         }
         let w = want_for(mem, v, image, false, false, false, false);
