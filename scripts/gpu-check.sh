@@ -23,8 +23,9 @@
 #   scripts   Debian's dynamically linked programs from the bundle's sysroot: a dash script
 #             (pipeline, $(...), coreutils exec'd), python3 with subprocess, sqlite3, each a
 #             --check batch of SCRIPT_LANES lanes; then SCRIPT_SPEED_LANES lanes of a dash
-#             script that forks (pipeline, $(...)) and PY_LANES lanes of python3 -c, each vs
-#             qemu-aarch64 on every core
+#             script that forks (pipeline, $(...)), SQLITE_LANES of sqlite3 :memory: and
+#             PY_LANES lanes of python3 -c, each vs qemu-aarch64 on every core; and one
+#             --commands batch of MIXED_LANES lanes of 9 programs, checked lane for lane
 #   python    python3 from a snapshot at input, each lane its own script on stdin: a --check
 #             batch of PYCHECK_LANES, then PYSNAP_LANES lanes (memory a lane, the most lanes
 #             resident) vs qemu-aarch64 running each script from the start on every core
@@ -460,6 +461,30 @@ if want scripts && [[ -e $bundle/sysroot.tar.xz ]]; then
     # qemu-aarch64 (which cannot exec a guest program without binfmt_misc) runs it too
     fs='s=0; for i in 1 2 3 4 5 6 7 8; do x=$(echo $i); s=$((s + x * $1)); done; echo $s; echo a b c | while read p q r; do echo $r $q $p; done'
     speed_vs_qemu "a forking dash script" "${SCRIPT_SPEED_LANES:-16384}" "${QEMU_SHARE_SCRIPTS:-1024}" scr-speed "$S/bin/dash" -c "$fs" sh '{lane}'
+    # SQLITE_LANES lanes of sqlite3 :memory:, each its own SQL (the lane's number in it)
+    sq='create table t(a, b); insert into t select value, value * {lane} from generate_series(1, 200); select count(*), sum(b), max(a * b) from t where a % 7 = {lane} % 7;'
+    speed_vs_qemu "sqlite3 :memory:" "${SQLITE_LANES:-16384}" "${QEMU_SHARE_SQLITE:-1024}" scr-sqlite-speed "$S/usr/bin/sqlite3" :memory: "$sq"
+    # one batch of several programs (armada batch --commands): static, dynamic, threaded,
+    # forking, and lanes that fail alone (past --max-processes, deadlocked, over
+    # --lane-memory), each lane against the CPU engine
+    if [[ -d $G/threads && -d $G/processes ]]; then
+        {
+            echo "$G/stdin_sum"
+            echo "$G/threads/join"
+            echo "$G/threads/go_channels"
+            echo "$G/processes/forkcap"
+            echo "$G/threads/deadlock_mutex"
+            echo "$G/pagetouch 32 1"
+            printf '%s -c %q sh {lane}\n' "$S/bin/dash" "$script"
+            printf '%s -c %q {lane}\n' "$S/usr/bin/python3" 'import sys, threading; t = threading.Thread(target=print, args=(sys.argv[1],)); t.start(); t.join()'
+            printf '%s :memory: %q\n' "$S/usr/bin/sqlite3" 'select {lane} * 3;'
+        } >"$work/mixed.commands"
+        ml=${MIXED_LANES:-1152}
+        mkdir -p "$work/mixed-in"
+        for l in $(seq 0 $((ml - 1))); do echo "lane $l" >"$work/mixed-in/$l"; done
+        timeout 600 $A batch --backend $B --check --no-progress --lanes "$ml" --commands "$work/mixed.commands" --stdin-dir "$work/mixed-in" -L "$S" --max-processes 8 --lane-memory 24M >/dev/null 2>"$log/scr-mixed.txt"
+        note "scripts: one batch of 9 programs (static, dynamic, threads, Go, forks, lanes that fail alone) x$ml (rc=$?): $(grep 'check:' "$log/scr-mixed.txt" | sed 's/armada batch: //'); $(grep -o '[0-9]* instructions in [0-9.]* s' "$log/scr-mixed.txt")"
+    fi
     # PY_LANES lanes of python3 (dynamically linked, -L), each running its own expression
     pc='import sys; print(sum(i * i for i in range(int(sys.argv[1]) * 100)))'
     speed_vs_qemu "python3 -c" "${PY_LANES:-4096}" "${QEMU_SHARE_PY:-256}" scr-py "$S/usr/bin/python3" -c "$pc" '{lane}'

@@ -378,6 +378,15 @@ impl Lane {
         1 + self.tasks.len()
     }
 
+    /// Whether a task waits to run its syscall again once another task's completes
+    /// (`WaitKind::Retry`: poll, epoll, a read of an empty pipe, a semaphore): then every
+    /// completed syscall readies it, and so decides what runs next.
+    pub fn waits_to_retry(&self) -> bool {
+        self.tasks
+            .iter()
+            .any(|t| matches!(t.run, Run::Waiting(w) if w.kind == WaitKind::Retry))
+    }
+
     /// Live processes of the lane.
     pub fn process_count(&self) -> usize {
         1 + self.parked.len()

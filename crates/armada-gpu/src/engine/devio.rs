@@ -55,10 +55,16 @@ const OUT_MAX_WORDS: u64 = 1 << 25;
 /// The record words `S_SYS`.. for the lane's state now (all zero when `on` is false).
 pub(super) fn sys_words(lane: &Lane, on: bool, rec: &mut [u64]) {
     rec[S_SYS..=S_SLEPT].fill(0);
-    // A lane of several threads has every syscall serviced by the host: a completed one
-    // readies the threads that wait to run theirs again (`Lane::wake_retries`), which
-    // decides which thread runs next, and the kernel cannot do that.
-    if !on || lane.exit.is_some() || lane.thread_count() > 1 {
+    // A lane of several threads (of all its processes) has the kernel answer them only
+    // while no thread waits to retry its syscall: a completed syscall readies those
+    // (`Lane::wake_retries`), which decides what runs next, and the kernel cannot do that.
+    // Otherwise a syscall the kernel answers (a clock read, a read of stdin, a write to the
+    // captured output) changes nothing the scheduler looks at: a thread can start waiting
+    // only in a syscall the host services, and the lane's limit on the device is already
+    // the scheduler's next turn point. An exit stays the host's: it ends the lane only as
+    // its last thread's.
+    let threads = lane.thread_count() > 1;
+    if !on || lane.exit.is_some() || (threads && lane.waits_to_retry()) {
         return;
     }
     let io = lane.program.process.device_io();
@@ -78,7 +84,7 @@ pub(super) fn sys_words(lane: &Lane, on: bool, rec: &mut [u64]) {
             bits |= SYS_STAT0 << fd;
         }
     }
-    if io.exit {
+    if io.exit && !threads {
         bits |= SYS_EXIT;
     }
     if let Some(slept) = io.slept_ns {
