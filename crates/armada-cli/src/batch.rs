@@ -177,20 +177,19 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
     }
     // each program once, in the order the commands first name it
     let mut programs: Vec<BatchProgram> = Vec::new();
+    let mut index: std::collections::HashMap<&OsString, usize> = Default::default();
     let mut program_of: Vec<usize> = Vec::with_capacity(commands.len());
     for c in &commands {
-        let path = Path::new(&c[0]);
-        let k = match programs
-            .iter()
-            .position(|p| p.guest_path == path.as_os_str().as_bytes())
-        {
-            Some(k) => k,
+        let k = match index.get(&c[0]) {
+            Some(&k) => k,
             None => {
+                let path = Path::new(&c[0]);
                 crate::run::refuse_option_as_program(path)?;
                 programs.push(
                     BatchProgram::load(path)
                         .with_context(|| format!("cannot run {}", path.display()))?,
                 );
+                index.insert(&c[0], programs.len() - 1);
                 programs.len() - 1
             }
         };

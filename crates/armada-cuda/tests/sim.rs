@@ -36,6 +36,18 @@ fn engine_and_guest(name: &str) -> Option<(Engine, PathBuf)> {
     Some((engine, p))
 }
 
+/// The sysroot scripts/test builds and its dash, or None (said) when it lacks dash or
+/// coreutils.
+fn dash_sysroot() -> Option<(PathBuf, PathBuf)> {
+    let sysroot = repo().join("target/sysroot");
+    let dash = sysroot.join("bin/dash");
+    if !dash.exists() || !sysroot.join("usr/bin/tr").exists() {
+        eprintln!("skipped: no sysroot with dash and coreutils (scripts/test builds it)");
+        return None;
+    }
+    Some((sysroot, dash))
+}
+
 fn same_as_cpu(s: &armada_core::batch::BatchSpec, engine: &Engine) {
     if let Err(e) = armada_gpu::check::same_as_cpu(engine, s) {
         panic!("{e}");
@@ -367,12 +379,9 @@ fn guest_processes_match_cpu() {
 #[test]
 fn scripts_and_subprocesses_match_cpu() {
     let Some(engine) = options() else { return };
-    let sysroot = repo().join("target/sysroot");
-    let dash = sysroot.join("bin/dash");
-    if !dash.exists() || !sysroot.join("usr/bin/tr").exists() {
-        eprintln!("skipped: no sysroot with dash and coreutils (scripts/test builds it)");
+    let Some((sysroot, dash)) = dash_sysroot() else {
         return;
-    }
+    };
     let script = "x=$(echo lane-$1 | tr a-z A-Z); echo \"$x\"; \
                   printf 'c\\na\\nb\\n' | sort | head -2; \
                   for i in 1 2 3; do echo $i; done | wc -l; exit $1";
@@ -399,12 +408,9 @@ fn scripts_and_subprocesses_match_cpu() {
 #[test]
 fn library_pages_go_up_once_a_batch() {
     let Some(engine) = options() else { return };
-    let sysroot = repo().join("target/sysroot");
-    let dash = sysroot.join("bin/dash");
-    if !dash.exists() || !sysroot.join("usr/bin/tr").exists() {
-        eprintln!("skipped: no sysroot with dash and coreutils (scripts/test builds it)");
+    let Some((sysroot, dash)) = dash_sysroot() else {
         return;
-    }
+    };
     let script = "echo $(echo lane-$1 | tr a-z A-Z); printf 'b\\na\\n' | sort";
     let run = |lanes: usize| {
         let mut s = spec(&dash, lanes, &["-c", script, "sh", "{lane}"], |_| {

@@ -19,31 +19,7 @@ pub fn spec(
     args: &[&str],
     stdin: impl Fn(usize) -> Vec<u8>,
 ) -> BatchSpec {
-    let program = BatchProgram {
-        image: Arc::new(Image::load(prog).expect("a loadable test program")),
-        host_path: prog.to_path_buf(),
-        guest_path: prog.as_os_str().as_encoded_bytes().to_vec(),
-    };
-    let path = program.guest_path.clone();
-    BatchSpec::of(
-        program,
-        LinuxConfig {
-            sysroot: None,
-            deterministic: true,
-            ..Default::default()
-        },
-        (0..lanes)
-            .map(|i| LaneSpec {
-                program: 0,
-                argv: std::iter::once(path.clone())
-                    .chain(args.iter().map(|a| substitute_lane(a.as_bytes(), i)))
-                    .collect(),
-                env: vec![b"A=1".to_vec()].into(),
-                stdin: stdin(i),
-                root: None,
-            })
-            .collect(),
-    )
+    mixed_spec(&[(prog, args)], lanes, stdin)
 }
 
 /// A batch of several programs: lane i runs `progs[i % progs.len()]` with its arguments

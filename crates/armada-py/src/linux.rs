@@ -234,28 +234,20 @@ pub fn run_lanes(
         if programs.iter().any(|p| p.0 == a[0]) {
             continue;
         }
-        let (path, image, mut cfg) = match &program_file {
-            // the program's bytes in another file (armada.ray carries them to each node):
-            // the guest still sees argv[0] as its name
-            Some(f) => load(
-                py,
-                f.as_os_str().as_bytes(),
-                root.clone(),
-                sysroot.clone(),
-                net,
-                deterministic,
-                seed,
-            )?,
-            None => load(
-                py,
-                &a[0],
-                root.clone(),
-                sysroot.clone(),
-                net,
-                deterministic,
-                seed,
-            )?,
-        };
+        // (program_file: the program's bytes in another file, which armada.ray carries to
+        // each node; the guest still sees argv[0] as its name)
+        let file = program_file
+            .as_ref()
+            .map_or(&a[0][..], |f| f.as_os_str().as_bytes());
+        let (path, image, mut cfg) = load(
+            py,
+            file,
+            root.clone(),
+            sysroot.clone(),
+            net,
+            deterministic,
+            seed,
+        )?;
         cfg.exe_guest_path = a[0].clone();
         programs.push((a[0].clone(), path, image, cfg));
     }
