@@ -122,6 +122,26 @@ speed_vs_qemu() {
     note "scripts: qemu-aarch64 on $cores cores, $share runs of $label: $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $n / $share))") s for $n; armada $B $(python3 -c "print('%.1f' % ($q_s * $n / $share / $armada_s))")x faster; outputs differing from qemu: $(differing "$log/$name.jsonl" "$name" "$share")"
 }
 
+# speed_vs_qemu_stdin LABEL N SHARE NAME DIR ARGS...: as speed_vs_qemu, each lane's input
+# DIR/<lane> on stdin and armada's lanes started from a snapshot at `input` (the program's
+# first read of it: the dynamic loader's and the program's own start run once a batch);
+# qemu-aarch64 runs `ARGS < DIR/<i>` whole, as a user without snapshots would
+speed_vs_qemu_stdin() {
+    local label=$1 n=$2 share=$3 name=$4 dir=$5
+    shift 5
+    local t0 rc armada_s q_s
+    t0=$(secs)
+    timeout 600 $A batch --backend $B --lanes "$n" --snapshot-at input --stdin-dir "$dir" --out "$log/$name.jsonl" -L "$S" "$@" >/dev/null 2>"$log/$name.txt"
+    rc=$?
+    armada_s=$(elapsed $t0 "$(secs)")
+    note "scripts: armada $B, $n runs of $label from a snapshot at input (rc=$rc): $armada_s s wall: $(grep -o '[0-9]* instructions in [0-9.]* s = [0-9.]* [kMGT]\?instructions/s' "$log/$name.txt"); snapshot $(grep -o 'after [0-9]* instructions' "$log/$name.txt"); stops $(stat_of "$log/$name.txt" 'stops'); device frames peak $(stat_of "$log/$name.txt" 'device frames peak'); kernel $(stat_of "$log/$name.txt" 'kernel s') s, service $(stat_of "$log/$name.txt" 'service s') s, apply $(stat_of "$log/$name.txt" 'page-table apply s') s, transfer $(stat_of "$log/$name.txt" 'transfer s') s"
+    [[ -n $Q ]] || return 0
+    t0=$(secs)
+    seq 0 $((share - 1)) | xargs -P "$cores" -I{} sh -c 'o=$1; i=$2; shift 2; "$@" <"$i" >"$o"' sh "$work/$name{}.out" "$dir/{}" "$Q" -L "$S" "$@"
+    q_s=$(elapsed $t0 "$(secs)")
+    note "scripts: qemu-aarch64 on $cores cores, $share runs of $label (whole, input on stdin): $q_s s -> $(python3 -c "print('%.1f' % ($q_s * $n / $share))") s for $n; armada $B $(python3 -c "print('%.1f' % ($q_s * $n / $share / $armada_s))")x faster; outputs differing from qemu: $(differing "$log/$name.jsonl" "$name" "$share")"
+}
+
 [[ -x $A ]] || { echo "no $A: build the bundle with scripts/gpu-bundle.sh and carry it"; exit 2; }
 # the wgpu engine: the Vulkan loader the bundle carries, and NVIDIA's headless (EGL) driver
 # entry where the machine has it and no ICD was chosen (see gpu-bundle.sh)
@@ -464,6 +484,22 @@ if want scripts && [[ -e $bundle/sysroot.tar.xz ]]; then
     # SQLITE_LANES lanes of sqlite3 :memory:, each its own SQL (the lane's number in it)
     sq='create table t(a, b); insert into t select value, value * {lane} from generate_series(1, 200); select count(*), sum(b), max(a * b) from t where a % 7 = {lane} % 7;'
     speed_vs_qemu "sqlite3 :memory:" "${SQLITE_LANES:-16384}" "${QEMU_SHARE_SQLITE:-1024}" scr-sqlite-speed "$S/usr/bin/sqlite3" :memory: "$sq"
+    # the same SQL and the forking script, each lane's on its stdin, from a snapshot at input
+    # (SNAP_SQLITE_LANES, SNAP_SCRIPT_LANES; 0 leaves one out)
+    python3 - "$work/sqin" "${SNAP_SQLITE_LANES:-65536}" "$sq" "$work/shin" "${SNAP_SCRIPT_LANES:-65536}" "$fs" <<'EOF'
+import os, sys
+for d, n, text in ((sys.argv[1], int(sys.argv[2]), sys.argv[3]), (sys.argv[4], int(sys.argv[5]), sys.argv[6])):
+    os.makedirs(d, exist_ok=True)
+    for i in range(n):
+        with open(f"{d}/{i}", "w") as f:
+            f.write(text.replace("{lane}", str(i)).replace("$1", str(i)) + "\n")
+EOF
+    if ((${SNAP_SQLITE_LANES:-65536} > 0)); then
+        speed_vs_qemu_stdin "sqlite3 :memory: (SQL on stdin)" "${SNAP_SQLITE_LANES:-65536}" "${QEMU_SHARE_SQLITE:-1024}" scr-sqlite-snap "$work/sqin" "$S/usr/bin/sqlite3" :memory:
+    fi
+    if ((${SNAP_SCRIPT_LANES:-65536} > 0)); then
+        speed_vs_qemu_stdin "a forking dash script (on stdin)" "${SNAP_SCRIPT_LANES:-65536}" "${QEMU_SHARE_SCRIPTS:-1024}" scr-dash-snap "$work/shin" "$S/bin/dash"
+    fi
     # one batch of several programs (armada batch --commands): static, dynamic, threaded,
     # forking, and lanes that fail alone (past --max-processes, deadlocked, over
     # --lane-memory), each lane against the CPU engine

@@ -949,7 +949,7 @@ impl Lane {
                     p.sleep_interrupted(&w, mem);
                 }
                 Run::Ready
-            } else if w.kind == WaitKind::Retry {
+            } else if matches!(w.kind, WaitKind::Retry | WaitKind::Sleep) {
                 Run::Restart(w.deadline)
             } else {
                 t.state.x[0] = (-(libc::ETIMEDOUT as i64)) as u64;

@@ -82,7 +82,7 @@ pub struct Stats {
     pub setup_parts: [f64; 7],
     pub apply_s: f64,
     /// `apply_s` in parts (`APPLY_PARTS`).
-    pub apply_parts: [f64; 4],
+    pub apply_parts: [f64; 6],
     /// Uploads (in `transfer_parts` and `setup_parts`) in parts (`UPLOAD_PARTS`).
     pub upload_parts: [f64; 4],
     pub spawn_s: f64,
@@ -138,7 +138,14 @@ const SETUP_PARTS: [&str; 7] = [
 ];
 
 /// The parts of `Stats::apply_parts`.
-const APPLY_PARTS: [&str; 4] = ["collect", "running lanes", "ended lanes", "reserves"];
+const APPLY_PARTS: [&str; 6] = [
+    "collect",
+    "running lanes",
+    "forks",
+    "code",
+    "ended lanes",
+    "reserves",
+];
 
 /// The parts of `Stats::restart_parts`.
 const RESTART_PARTS: [&str; 4] = ["host", "set up again", "table", "inputs"];

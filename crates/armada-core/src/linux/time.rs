@@ -291,7 +291,7 @@ impl Process {
         if self.deadline_passed(deadline) {
             return Ok(());
         }
-        Err(self.block(super::wait::WaitKind::Retry, Some(deadline)))
+        Err(self.block(super::wait::WaitKind::Sleep, Some(deadline)))
     }
 
     /// The lane's instruction count now, outside a syscall (the scheduler's view of the

@@ -18,8 +18,13 @@ pub enum WaitKind {
     Futex { addr: u64, bitset: u32 },
     /// The syscall is run again, from the start, when another task's syscall completes
     /// (something it waits for may have changed: a pipe written, an fd closed) or when the
-    /// deadline passes: reads of armada's pipes, poll, select, sigsuspend, sleeps.
+    /// deadline passes: reads of armada's pipes, poll, select, sigsuspend.
     Retry,
+    /// A sleep (nanosleep, clock_nanosleep): only its deadline or a signal ends it, so,
+    /// unlike `Retry`, another task's syscall does not ready it. That keeps the syscalls the
+    /// GPU kernels answer themselves (which the host's scheduler never sees complete) from
+    /// changing what runs next while a thread sleeps, as Go's sysmon mostly does.
+    Sleep,
     /// A vfork parent, until its child execs or ends (the scheduler wakes it; x0 is the
     /// child's pid). Signals do not interrupt it.
     Vfork { child: i32 },

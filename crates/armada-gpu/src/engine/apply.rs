@@ -6,6 +6,7 @@
 //! hands the records and pages to upload. The claim log of each launch (`Batch::take_claims`)
 //! comes in here too.
 
+use super::code::CodeArea;
 use super::file_frames::FileFrames;
 use super::pagetable::{HostTable, ZERO_FRAME};
 use super::service::{Plan, Serviced};
@@ -205,7 +206,8 @@ impl Batch {
                 .filter(|r| r.1.exited)
                 .count()
                 == self.active.len();
-        let mut parts = [t_apply.elapsed().as_secs_f64(), 0.0, 0.0, 0.0];
+        // collect, running lanes, forks, code, ended lanes, reserves (APPLY_PARTS)
+        let mut parts = [t_apply.elapsed().as_secs_f64(), 0.0, 0.0, 0.0, 0.0, 0.0];
         // stops by kind, counted here and named once (a map update per lane showed up)
         let mut stop_counts = [0u64; STOP_EXIT as usize + 2];
         for (lane_id, mut plan, applied, rec) in results.into_iter().flatten().flatten() {
@@ -224,32 +226,38 @@ impl Batch {
             let code = plan.code && !exited;
             let t_lane = Instant::now();
             let forked = plan.forked.take();
+            let code_keys = std::mem::take(&mut plan.code_keys);
             if !(closing && exited) {
                 self.apply_rest(lane_id, applied, plan, &mut uploads)?;
-            }
-            if let (Some(excluded), false) = (forked, exited) {
-                self.adopt_forks(lane_id, &excluded)?;
             }
             if exited {
                 let lh = &mut self.lanes[lane_id];
                 lh.done = true;
                 ended = true;
-                parts[2] += t_lane.elapsed().as_secs_f64();
-            } else {
-                for (first, words) in rec {
-                    records.push((lane_id as u32, first, words));
-                }
-                if code {
-                    let word = self.lane_regions(lane_id);
-                    records.push((lane_id as u32, S_REGIONS, vec![word]));
-                }
-                let t_res = Instant::now();
-                parts[1] += (t_res - t_lane).as_secs_f64();
-                if let Some(r) = self.top_up(lane_id)? {
-                    records.push((lane_id as u32, S_RES_N, r));
-                }
-                parts[3] += t_res.elapsed().as_secs_f64();
+                parts[4] += t_lane.elapsed().as_secs_f64();
+                continue;
             }
+            let t_forks = Instant::now();
+            parts[1] += (t_forks - t_lane).as_secs_f64();
+            if let Some(excluded) = forked {
+                // (the forks the parallel part had no table room for)
+                self.adopt_forks(lane_id, &excluded)?;
+            }
+            let t_code = Instant::now();
+            parts[2] += (t_code - t_forks).as_secs_f64();
+            for (first, words) in rec {
+                records.push((lane_id as u32, first, words));
+            }
+            if code {
+                let word = self.lane_regions(lane_id, code_keys);
+                records.push((lane_id as u32, S_REGIONS, vec![word]));
+            }
+            let t_res = Instant::now();
+            parts[3] += (t_res - t_code).as_secs_f64();
+            if let Some(r) = self.top_up(lane_id)? {
+                records.push((lane_id as u32, S_RES_N, r));
+            }
+            parts[5] += t_res.elapsed().as_secs_f64();
         }
         for (sum, p) in self.stats.apply_parts.iter_mut().zip(parts) {
             *sum += p;
@@ -268,13 +276,14 @@ impl Batch {
 
     /// Lane `i`'s regions after its executable areas changed: each area decoded (or found
     /// decoded for the same pages), the lane's run of the region table; returns its
-    /// `S_REGIONS` word. Areas of its own pages are left to the host.
-    fn lane_regions(&mut self, i: usize) -> u64 {
+    /// `S_REGIONS` word. Areas of its own pages are left to the host. `keys`: its areas'
+    /// keys, worked out in the parallel part of the round (`code::area_keys`).
+    fn lane_regions(&mut self, i: usize, keys: Vec<CodeArea>) -> u64 {
         let l = &mut self.lanes[i];
         let mem = &mut l.lane.program.mem;
-        let set: Vec<_> = super::code::code_areas(mem)
+        let set: Vec<_> = keys
             .into_iter()
-            .filter_map(|(start, end)| self.code.region(mem, start, end))
+            .filter_map(|a| self.code.region_keyed(mem, a))
             .collect();
         l.code = set.iter().map(|r| (r.0, r.1)).collect();
         l.regions = self.code.set(&set) as u64 | (set.len() as u64) << 32;

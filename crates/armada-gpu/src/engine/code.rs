@@ -55,22 +55,40 @@ pub(super) fn code_areas(mem: &AddressSpace) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// The key of area `start..end` of `mem` and its page buffers; None when a page of it is
-/// the lane's own (not to be shared).
-fn area_key(mem: &AddressSpace, start: u64, end: u64) -> Option<(AreaKey, Vec<Arc<PageBuf>>)> {
-    let mut ptrs = Vec::new();
-    let mut held = Vec::new();
+/// The key of area `start..end` of `mem`; None when a page of it is the lane's own (not to
+/// be shared). Reads only: the parallel part of a round works keys out for the serial one.
+fn area_key(mem: &AddressSpace, start: u64, end: u64) -> Option<AreaKey> {
+    let mut ptrs = Vec::with_capacity(((end - start) >> PAGE_SHIFT) as usize + 1);
     for vpn in start >> PAGE_SHIFT..end.div_ceil(PAGE_SIZE) {
         match mem.gpu_page(vpn) {
             None => ptrs.push(0),
             Some((_, true)) => return None,
-            Some((d, false)) => {
-                ptrs.push(Arc::as_ptr(d) as usize);
-                held.push(d.clone());
-            }
+            Some((d, false)) => ptrs.push(Arc::as_ptr(d) as usize),
         }
     }
-    Some(((start, end, ptrs), held))
+    Some((start, end, ptrs))
+}
+
+/// The page buffers of area `start..end` that a decoded area holds (so that their addresses,
+/// its key, are not reused while it stands).
+fn area_pages(mem: &AddressSpace, start: u64, end: u64) -> Vec<Arc<PageBuf>> {
+    (start >> PAGE_SHIFT..end.div_ceil(PAGE_SIZE))
+        .filter_map(|vpn| mem.gpu_page(vpn).map(|(d, _)| d.clone()))
+        .collect()
+}
+
+/// An executable area's key (`area_keys`), for `Code::region_keyed`.
+pub(super) type CodeArea = AreaKey;
+
+/// The keys of `mem`'s executable areas but those holding a page of the lane's own: what
+/// the lane's regions are looked up by (`Code::region_keyed`). Reads only, so it runs on
+/// the thread that serviced the lane (a few hundred page lookups an area, which in the
+/// serial part showed up for lanes that map libraries and fork).
+pub(super) fn area_keys(mem: &AddressSpace) -> Vec<CodeArea> {
+    code_areas(mem)
+        .into_iter()
+        .filter_map(|(start, end)| area_key(mem, start, end))
+        .collect()
 }
 
 /// The two words of the micro-op of `word` at `addr`, as the kernels read them.
@@ -119,14 +137,21 @@ impl Code {
         start: u64,
         end: u64,
     ) -> Option<Region> {
-        let (key, held) = area_key(mem, start, end)?;
+        let key = area_key(mem, start, end)?;
+        self.region_keyed(mem, key)
+    }
+
+    /// The region for the area of `key` (`area_keys` of `mem`, which has not changed
+    /// since): decoded before for the same pages, or now.
+    pub(super) fn region_keyed(&mut self, mem: &mut AddressSpace, key: CodeArea) -> Option<Region> {
         if let Some((r, _)) = self.decoded.get(&key) {
             return Some(*r);
         }
+        let (start, end) = (key.0, key.1);
         let mut bytes = vec![0u8; (end - start) as usize];
         mem.fetch_bytes(start, &mut bytes).ok()?;
         let r = self.decode(start, &bytes);
-        self.decoded.insert(key, (r, held));
+        self.decoded.insert(key, (r, area_pages(mem, start, end)));
         Some(r)
     }
 

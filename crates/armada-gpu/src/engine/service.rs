@@ -58,6 +58,9 @@ pub(super) struct Plan {
     /// Its executable areas changed (a library mapped): its regions are worked out again
     /// (`code`).
     pub(super) code: bool,
+    /// With `code`: the keys of its executable areas (`code::area_keys`), worked out on
+    /// the servicing thread for the serial part's lookups.
+    pub(super) code_keys: Vec<super::code::CodeArea>,
     /// Its running process's space changed (`spaces`): the record's image and space words
     /// go up.
     pub(super) space: bool,
@@ -137,6 +140,23 @@ impl Batch {
                 let mut applied = apply_shared(pt, files, lh, &mut plan);
                 let dead = std::mem::take(&mut plan.dead);
                 super::spaces::drop_spaces(pt, lh, dead, &mut applied);
+                if plan.exited {
+                    plan.forked = None;
+                } else if let Some(excluded) = plan.forked.take() {
+                    plan.forked = match super::spaces::adopt_forks_shared(
+                        pt,
+                        keys,
+                        lh,
+                        excluded,
+                        &mut applied,
+                    ) {
+                        Ok(left) => left,
+                        Err(e) => return Some(Err(e)),
+                    };
+                }
+                if plan.code && !plan.exited {
+                    plan.code_keys = super::code::area_keys(&lh.lane.program.mem);
+                }
                 let mut out = Vec::new();
                 if plan.space && !plan.exited {
                     // (S_REGIONS, S_IMAGE, S_SPACE are one run of the record)

@@ -181,120 +181,207 @@ pub(super) fn drop_spaces(pt: &HostTable, lh: &mut LaneHost, dead: Vec<Space>, o
     }
 }
 
-impl super::Batch {
-    /// Gives each process the lane's running one forked in the last service a space on the
-    /// device that shares its parent's frames, copy on write, as Linux shares the pages: the
-    /// parent's own frames become frames of both (`Entry::cow`), lazy where writable, so that
-    /// either one's first write copies the page on the device (a claim) and the other keeps
-    /// the frame. The child's entries are the parent's but for the pages whose bytes may
-    /// differ: those the last service planned anew (`excluded`), and those whose buffer is
-    /// not the parent's any more (the host wrote one of the two since the fork). Those get
-    /// an entry that blocks them (a miss, resolved against the child's memory when it runs),
-    /// so that neither a stale frame nor the image's page shows through. From here on the
-    /// child's memory records what the host writes to it, which goes up when it first runs.
-    pub(super) fn adopt_forks(&mut self, i: usize, excluded: &[u64]) -> Result<(), Error> {
-        let new: Vec<u64> = {
-            let l = &self.lanes[i];
-            let ids = l.lane.space_ids();
-            ids[1..]
-                .iter()
-                .copied()
-                .filter(|id| !l.spaces.contains_key(id))
-                .collect()
-        };
-        if new.is_empty() {
-            return Ok(());
+/// How `adopt_space` left one forked child.
+pub(super) enum Adopted {
+    /// Its space is on the device, sharing its parent's frames.
+    Done,
+    /// Not adopted: it is planned whole when it runs (its areas are not its parent's).
+    Skipped,
+    /// Not adopted, nothing changed: the table has no room for its entries (the serial
+    /// path makes room and tries again).
+    NoRoom,
+    /// No space key is left (it is planned whole when it runs, which says what is missing).
+    NoKey,
+}
+
+/// The children of lane `l`'s running process that have no space on the device yet.
+fn unadopted(l: &LaneHost) -> Vec<u64> {
+    let ids = l.lane.space_ids();
+    ids[1..]
+        .iter()
+        .copied()
+        .filter(|id| !l.spaces.contains_key(id))
+        .collect()
+}
+
+/// Entries the child `id` of lane `l`'s running process takes at most (`adopt_space`).
+fn adopt_room(l: &LaneHost, excluded: &FxHashSet<u64>) -> u64 {
+    l.entries.len() as u64
+        + l.lane.program.mem.resident_bytes() / armada_core::memory::PAGE_SIZE
+        + excluded.len() as u64
+}
+
+/// Gives the process `id` that the lane's running one forked in the last service a space on
+/// the device that shares its parent's frames, copy on write, as Linux shares the pages: the
+/// parent's own frames become frames of both (`Entry::cow`), lazy where writable, so that
+/// either one's first write copies the page on the device (a claim) and the other keeps the
+/// frame. The child's entries are the parent's but for the pages whose bytes may differ:
+/// those the last service planned anew (`excluded`: its parent's entries for them may not
+/// be applied yet), and those whose buffer is not the parent's any more (the host wrote one
+/// of the two since the fork). Those get an entry that blocks them (a miss, resolved against
+/// the child's memory when it runs), so that neither a stale frame nor the image's page
+/// shows through. From here on the child's memory records what the host writes to it, which
+/// goes up when it first runs.
+///
+/// From any thread, for the lane it services (the table's insertions are counted against a
+/// budget taken for all of the child's entries first: `NoRoom` when there is none); written
+/// slots are listed in `out.dirty`.
+pub(super) fn adopt_space(
+    pt: &HostTable,
+    keys: &SpaceKeys,
+    l: &mut LaneHost,
+    id: u64,
+    excluded: &FxHashSet<u64>,
+    out: &mut Applied,
+) -> Result<Adopted, Error> {
+    let need = adopt_room(l, excluded);
+    let mut budget = pt.reserve(need, pt.shared_limit());
+    if budget < need {
+        pt.unreserve(budget);
+        return Ok(Adopted::NoRoom);
+    }
+    let Some(key) = keys.take() else {
+        pt.unreserve(budget);
+        return Ok(Adopted::NoKey);
+    };
+    let (regions, code, image) = (l.regions, l.code.clone(), l.image);
+    let Some((pmem, cmem)) = l.lane.with_parked_space(id) else {
+        keys.give_back([key]);
+        pt.unreserve(budget);
+        return Ok(Adopted::Skipped);
+    };
+    let areas: Vec<(u64, u64, Perm)> = cmem.areas().collect();
+    if !pmem.areas().eq(areas.iter().copied()) {
+        // not a copy of the running process's space (its entries' permissions are its
+        // areas'): planned whole when it runs
+        keys.give_back([key]);
+        pt.unreserve(budget);
+        return Ok(Adopted::Skipped);
+    }
+    let same = |vpn: u64| match (pmem.gpu_page(vpn), cmem.gpu_page(vpn)) {
+        (None, None) => true,
+        (Some((a, _)), Some((b, _))) => Arc::ptr_eq(a, b),
+        _ => false,
+    };
+    let mut vals: Vec<(u64, u64, Entry)> = Vec::with_capacity(l.entries.len());
+    let mut convert: Vec<u64> = Vec::new();
+    for (&vpn, e) in &l.entries {
+        if excluded.contains(&vpn) || !same(vpn) {
+            vals.push((vpn, ZERO_FRAME as u64, blocked(e.slot)));
+            continue;
         }
-        let excluded: FxHashSet<u64> = excluded.iter().copied().collect();
-        for id in new {
-            // (the child's entries: the parent's, and at most one for each page it has)
-            let l = &self.lanes[i];
-            let more = l.entries.len() as u64
-                + l.lane.program.mem.resident_bytes() / armada_core::memory::PAGE_SIZE;
-            self.ensure_pt_room(more)?;
-            let Some(key) = self.space_keys.take() else {
-                // (it is planned whole when it runs, which says what is missing)
-                return Ok(());
-            };
-            let l = &mut self.lanes[i];
-            let (regions, code, image) = (l.regions, l.code.clone(), l.image);
-            let parent_key = l.space;
-            let Some((pmem, cmem)) = l.lane.with_parked_space(id) else {
-                self.space_keys.give_back([key]);
-                continue;
-            };
-            let areas: Vec<(u64, u64, Perm)> = cmem.areas().collect();
-            if !pmem.areas().eq(areas.iter().copied()) {
-                // not a copy of the running process's space (its entries' permissions are
-                // its areas'): planned whole when it runs
-                self.space_keys.give_back([key]);
-                continue;
-            }
-            let same = |vpn: u64| match (pmem.gpu_page(vpn), cmem.gpu_page(vpn)) {
-                (None, None) => true,
-                (Some((a, _)), Some((b, _))) => Arc::ptr_eq(a, b),
-                _ => false,
-            };
-            let mut vals: Vec<(u64, u64, Entry)> = Vec::with_capacity(l.entries.len());
-            let mut convert: Vec<u64> = Vec::new();
-            for (&vpn, e) in &l.entries {
-                let val = self.pt.val(e.slot);
-                if excluded.contains(&vpn) || !same(vpn) {
-                    vals.push((vpn, ZERO_FRAME as u64, blocked(e.slot)));
-                    continue;
-                }
-                if e.private {
-                    convert.push(vpn);
-                }
-                vals.push((vpn, val, *e));
-            }
-            // the child's pages the parent maps through its image or not at all, whose
-            // buffer is not the parent's
-            for (vpn, _, _) in cmem.gpu_pages() {
-                if !l.entries.contains_key(&vpn) && !same(vpn) {
-                    vals.push((vpn, ZERO_FRAME as u64, blocked(0)));
-                }
-            }
-            cmem.gpu_track_writes_keep();
-            // the parent's own frames become the two spaces' (lazy where writable)
-            for vpn in convert {
-                let e = l.entries.get_mut(&vpn).expect("listed above");
-                let v = self.pt.val(e.slot);
-                let perms = v & (PT_R | PT_W);
-                let nv = e.frame as u64 | perms | if perms & PT_W != 0 { PT_LAZY } else { 0 };
-                e.private = false;
-                e.lazy = perms & PT_W != 0;
-                e.cow = true;
-                l.cow.insert(e.frame, 1);
-                self.pt.set(pt_key(parent_key, vpn), nv, true)?;
-            }
-            let mut entries = FxHashMap::default();
-            entries.reserve(vals.len());
-            for (vpn, val, e) in vals {
-                let (val, e) = if e.private {
-                    // (converted above: the value the parent has now)
-                    let nv = self.pt.val(l.entries[&vpn].slot);
-                    (nv, l.entries[&vpn])
-                } else {
-                    (val, e)
-                };
-                if e.cow {
-                    *l.cow.entry(e.frame).or_insert(0) += 1;
-                }
-                let slot = self.pt.set(pt_key(key, vpn), val, false)?;
-                entries.insert(vpn, Entry { slot, ..e });
-            }
-            l.spaces.insert(
+        if e.private {
+            convert.push(vpn);
+        }
+        vals.push((vpn, pt.val(e.slot), *e));
+    }
+    // the child's pages the parent maps through its image or not at all, whose buffer is
+    // not the parent's; and the pages planned anew that the parent has no entry for yet
+    for (vpn, _, _) in cmem.gpu_pages() {
+        if !l.entries.contains_key(&vpn) && !excluded.contains(&vpn) && !same(vpn) {
+            vals.push((vpn, ZERO_FRAME as u64, blocked(0)));
+        }
+    }
+    for &vpn in excluded {
+        if !l.entries.contains_key(&vpn) {
+            vals.push((vpn, ZERO_FRAME as u64, blocked(0)));
+        }
+    }
+    cmem.gpu_track_writes_keep();
+    // the parent's own frames become the two spaces' (lazy where writable)
+    for vpn in convert {
+        let e = l.entries.get_mut(&vpn).expect("listed above");
+        let perms = pt.val(e.slot) & (PT_R | PT_W);
+        let nv = e.frame as u64 | perms | if perms & PT_W != 0 { PT_LAZY } else { 0 };
+        e.private = false;
+        e.lazy = perms & PT_W != 0;
+        e.cow = true;
+        l.cow.insert(e.frame, 1);
+        pt.set_val(e.slot, nv);
+        out.dirty.push(e.slot);
+    }
+    let mut entries = FxHashMap::default();
+    entries.reserve(vals.len());
+    for (vpn, val, e) in vals {
+        let (val, e) = if e.private {
+            // (converted above: the value the parent has now)
+            let pe = l.entries[&vpn];
+            (pt.val(pe.slot), pe)
+        } else {
+            (val, e)
+        };
+        if e.cow {
+            *l.cow.entry(e.frame).or_insert(0) += 1;
+        }
+        let slot = pt
+            .set_budgeted(pt_key(key, vpn), val, false, &mut budget, &mut out.dirty)?
+            .ok_or_else(|| {
+                Error::Device(format!(
+                    "a forked child's entries took more than the {need} table slots counted for them (an engine bug)"
+                ))
+            })?;
+        entries.insert(vpn, Entry { slot, ..e });
+    }
+    pt.unreserve(budget);
+    l.spaces.insert(
+        id,
+        Space {
+            key,
+            entries,
+            areas,
+            code,
+            regions,
+            image,
+        },
+    );
+    Ok(Adopted::Done)
+}
+
+/// Adopts the children lane `l`'s running process forked (`adopt_space`) on the thread that
+/// serviced it; returns `excluded` when some are left for the serial path (no table room).
+pub(super) fn adopt_forks_shared(
+    pt: &HostTable,
+    keys: &SpaceKeys,
+    l: &mut LaneHost,
+    excluded: Vec<u64>,
+    out: &mut Applied,
+) -> Result<Option<Vec<u64>>, Error> {
+    let set: FxHashSet<u64> = excluded.iter().copied().collect();
+    for id in unadopted(l) {
+        match adopt_space(pt, keys, l, id, &set, out)? {
+            Adopted::Done | Adopted::Skipped => {}
+            Adopted::NoKey => return Ok(None),
+            Adopted::NoRoom => return Ok(Some(excluded)),
+        }
+    }
+    Ok(None)
+}
+
+impl super::Batch {
+    /// The serial path of `adopt_forks_shared`: the children of lane `i`'s running process
+    /// that had no table room in the parallel part get it here.
+    pub(super) fn adopt_forks(&mut self, i: usize, excluded: &[u64]) -> Result<(), Error> {
+        let set: FxHashSet<u64> = excluded.iter().copied().collect();
+        for id in unadopted(&self.lanes[i]) {
+            self.ensure_pt_room(adopt_room(&self.lanes[i], &set))?;
+            let mut out = Applied::default();
+            let r = adopt_space(
+                &self.pt,
+                &self.space_keys,
+                &mut self.lanes[i],
                 id,
-                Space {
-                    key,
-                    entries,
-                    areas,
-                    code,
-                    regions,
-                    image,
-                },
+                &set,
+                &mut out,
             );
+            self.pt.pending.extend_from_slice(&out.dirty);
+            match r? {
+                Adopted::Done | Adopted::Skipped => {}
+                Adopted::NoKey => return Ok(()),
+                Adopted::NoRoom => return Err(Error::Device(
+                    "the device page table has no room for a forked child's entries after growing"
+                        .to_string(),
+                )),
+            }
         }
         Ok(())
     }

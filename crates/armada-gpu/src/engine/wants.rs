@@ -9,6 +9,7 @@ use super::upload::PageSrc;
 use super::{Image, LaneHost};
 use crate::layout::*;
 use armada_core::memory::{AddressSpace, PageBuf, Perm, PAGE_SHIFT};
+use rustc_hash::FxHashSet;
 use std::sync::Arc;
 
 /// A writable area of at most this many pages (a program's data and bss) gets lazy entries for
@@ -131,6 +132,16 @@ pub(super) fn want_for(
     }
 }
 
+/// The pages in `lo..hi` that `out` has a want for. (A set, not a scan of `out` for each
+/// page: a plan's wants run to hundreds, and the scan showed up in the service of forking
+/// lanes.) The callers add wants for pages outside it only, each once.
+fn wanted_in(out: &[(u64, Want)], lo: u64, hi: u64) -> FxHashSet<u64> {
+    out.iter()
+        .map(|w| w.0)
+        .filter(|&v| v >= lo && v < hi)
+        .collect()
+}
+
 /// Lazy entries, into `out`, for the pages `lo..hi` that the lane has no entry for (nor a want
 /// in `out`) and that qualify (writable, still zeros or the image's bytes).
 pub(super) fn lazy_range(
@@ -141,8 +152,9 @@ pub(super) fn lazy_range(
     out: &mut Vec<(u64, Want)>,
 ) {
     let mem = &lh.lane.program.mem;
+    let wanted = wanted_in(out, lo, hi);
     for v in lo..hi {
-        if lh.entries.contains_key(&v) || out.iter().any(|w| w.0 == v) {
+        if lh.entries.contains_key(&v) || wanted.contains(&v) {
             continue;
         }
         let w = want_for(mem, v, image, false, false, false, true);
@@ -160,9 +172,13 @@ pub(super) const FILE_AROUND: u64 = 16;
 /// `vpn` (left alone) that the lane maps to such a page and has no entry (nor a want) for.
 pub(super) fn files_around(lh: &LaneHost, image: &Image, vpn: u64, out: &mut Vec<(u64, Want)>) {
     let mem = &lh.lane.program.mem;
-    let lo = vpn.saturating_sub(FILE_AROUND);
-    for v in lo..vpn.saturating_add(FILE_AROUND + 1) {
-        if v == vpn || lh.entries.contains_key(&v) || out.iter().any(|w| w.0 == v) {
+    let (lo, hi) = (
+        vpn.saturating_sub(FILE_AROUND),
+        vpn.saturating_add(FILE_AROUND + 1),
+    );
+    let wanted = wanted_in(out, lo, hi);
+    for v in lo..hi {
+        if v == vpn || lh.entries.contains_key(&v) || wanted.contains(&v) {
             continue;
         }
         if mem
