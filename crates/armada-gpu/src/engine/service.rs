@@ -290,9 +290,8 @@ fn service_lane(
                     }
                     if lazy {
                         // the pages around it will likely be written next
-                        let mut around = Vec::new();
-                        lazy_around(lh, image, vpn, &mut around);
-                        extra.extend(around);
+                        let mut wanted = extra.iter().map(|w| w.0).collect();
+                        lazy_around(lh, image, vpn, &mut extra, &mut wanted);
                     }
                     None
                 }
@@ -404,10 +403,11 @@ fn service_lane(
     wants.extend(extra);
     if lazy && before != after {
         // a writable area that is new or changed (a heap that grew, a fresh mapping)
+        let mut wanted = wants.iter().map(|w| w.0).collect();
         for &(start, end, perm) in &after {
             if perm.contains(Perm::W) && !before.contains(&(start, end, perm)) {
                 let (lo, hi) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE));
-                lazy_area(lh, image, lo, hi, &mut wants);
+                lazy_area(lh, image, lo, hi, &mut wants, &mut wanted);
             }
         }
     }

@@ -19,7 +19,7 @@ use armada_core::memory::{AddressSpace, PageBuf, Perm, PAGE_SHIFT, PAGE_SIZE};
 use armada_core::runner::Lane;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -55,17 +55,18 @@ pub(super) fn start_wants(l: &LaneHost, image: &Image, lazy: bool, all: bool) ->
         .map(|&v| (v, want_for(mem, v, image, false, true, false, false)))
         .collect();
     if lazy {
+        let mut wanted: FxHashSet<u64> = vpns.iter().copied().collect();
         // pages the lane will likely write: its small writable areas (data, bss) and the
         // pages around its first private ones (the stack's top; the stack's far end stays
         // unmapped)
         for (start, end, perm) in mem.areas() {
             let (lo, hi) = (start >> PAGE_SHIFT, end.div_ceil(PAGE_SIZE));
             if perm.contains(Perm::W) && hi - lo <= LAZY_AREA_PAGES {
-                lazy_range(l, image, lo, hi, &mut wants);
+                lazy_range(l, image, lo, hi, &mut wants, &mut wanted);
             }
         }
         for &v in &vpns {
-            lazy_around(l, image, v, &mut wants);
+            lazy_around(l, image, v, &mut wants, &mut wanted);
         }
         // and the pages around the stack pointer: a lane restored from a snapshot owns no
         // page yet (they are the snapshot's, shared), and its next writes go to the frames
@@ -77,6 +78,7 @@ pub(super) fn start_wants(l: &LaneHost, image: &Image, lazy: bool, all: bool) ->
             sp.saturating_sub(LAZY_AROUND),
             sp + LAZY_AROUND + 1,
             &mut wants,
+            &mut wanted,
         );
     }
     wants

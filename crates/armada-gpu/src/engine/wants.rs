@@ -132,9 +132,7 @@ pub(super) fn want_for(
     }
 }
 
-/// The pages in `lo..hi` that `out` has a want for. (A set, not a scan of `out` for each
-/// page: a plan's wants run to hundreds, and the scan showed up in the service of forking
-/// lanes.) The callers add wants for pages outside it only, each once.
+/// The pages in `lo..hi` that `out` has a want for (one scan of `out`, not one a page).
 fn wanted_in(out: &[(u64, Want)], lo: u64, hi: u64) -> FxHashSet<u64> {
     out.iter()
         .map(|w| w.0)
@@ -143,16 +141,19 @@ fn wanted_in(out: &[(u64, Want)], lo: u64, hi: u64) -> FxHashSet<u64> {
 }
 
 /// Lazy entries, into `out`, for the pages `lo..hi` that the lane has no entry for (nor a want
-/// in `out`) and that qualify (writable, still zeros or the image's bytes).
+/// in `out`: `wanted`, the caller's set of `out`'s pages, kept with it) and that qualify
+/// (writable, still zeros or the image's bytes). (A set the caller keeps, not a scan of
+/// `out`: a new space's plan has a want for each of its hundreds of pages and looks around
+/// each one, which scanning made quadratic.)
 pub(super) fn lazy_range(
     lh: &LaneHost,
     image: &Image,
     lo: u64,
     hi: u64,
     out: &mut Vec<(u64, Want)>,
+    wanted: &mut FxHashSet<u64>,
 ) {
     let mem = &lh.lane.program.mem;
-    let wanted = wanted_in(out, lo, hi);
     for v in lo..hi {
         if lh.entries.contains_key(&v) || wanted.contains(&v) {
             continue;
@@ -160,6 +161,7 @@ pub(super) fn lazy_range(
         let w = want_for(mem, v, image, false, false, false, true);
         if matches!(w, Want::Lazy { .. }) {
             out.push((v, w));
+            wanted.insert(v);
         }
     }
 }
@@ -195,10 +197,17 @@ pub(super) fn files_around(lh: &LaneHost, image: &Image, vpn: u64, out: &mut Vec
 }
 
 /// `lazy_range` around page `vpn` (which itself is left alone).
-pub(super) fn lazy_around(lh: &LaneHost, image: &Image, vpn: u64, out: &mut Vec<(u64, Want)>) {
+pub(super) fn lazy_around(
+    lh: &LaneHost,
+    image: &Image,
+    vpn: u64,
+    out: &mut Vec<(u64, Want)>,
+    wanted: &mut FxHashSet<u64>,
+) {
     let lo = vpn.saturating_sub(LAZY_AROUND);
-    lazy_range(lh, image, lo, vpn, out);
-    lazy_range(lh, image, vpn + 1, vpn.saturating_add(LAZY_AROUND + 1), out);
+    lazy_range(lh, image, lo, vpn, out, wanted);
+    let hi = vpn.saturating_add(LAZY_AROUND + 1);
+    lazy_range(lh, image, vpn + 1, hi, out, wanted);
 }
 
 /// Lazy entries for a writable area the lane has just got or that grew (`lo..hi` in pages):
@@ -209,11 +218,12 @@ pub(super) fn lazy_area(
     lo: u64,
     hi: u64,
     out: &mut Vec<(u64, Want)>,
+    wanted: &mut FxHashSet<u64>,
 ) {
     let hi = if hi - lo <= LAZY_AREA_PAGES {
         hi
     } else {
         lo + 2 * LAZY_AROUND
     };
-    lazy_range(lh, image, lo, hi, out);
+    lazy_range(lh, image, lo, hi, out, wanted);
 }
