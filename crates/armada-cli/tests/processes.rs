@@ -1049,6 +1049,49 @@ read -r line < err.txt; echo "$line""#,
     v
 }
 
+/// Forking lanes on the CUDA simulator, with a page table that starts at 64 slots
+/// (`ARMADA_GPU_PT_SLOTS`): the threads that service the lanes find no room for a forked
+/// child's entries (its parent's, shared copy on write) and leave the child to the serial
+/// path, which grows the table first. Every lane must be identical to the CPU engine
+/// (`--check`: exit, output, instructions). Armada only: it compares two of armada's engines.
+#[test]
+fn forks_on_the_gpu_simulator_with_a_table_that_grows() {
+    const TEST: &str = "forks_on_the_gpu_simulator_with_a_table_that_grows";
+    let Some(dir) = c_programs(TEST) else { return };
+    let mut cmd = Command::new(common::armada_bin());
+    cmd.args([
+        "batch",
+        "--backend",
+        "cuda",
+        "--check",
+        "--no-progress",
+        "--lanes",
+        "4",
+    ])
+    .arg(dir.join("fork_big"))
+    .args(["2", "3"])
+    .env("ARMADA_CUDA_SIM", "1")
+    .env("ARMADA_GPU_PT_SLOTS", "64");
+    let o = common::run_process(cmd, b"", Duration::from_secs(300)).expect("armada runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.timed_out, "{TEST}: armada batch timed out\n{err}");
+    assert_eq!(o.status, 0, "{TEST}: {}\n{err}", o.status_text);
+    assert!(
+        err.contains("check: 4 of 4 lanes identical"),
+        "{TEST}: not every lane matched the CPU engine:\n{err}"
+    );
+    let grows = err
+        .split("page-table slots: ")
+        .nth(1)
+        .and_then(|r| r.split('(').nth(1))
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse::<u32>().ok());
+    assert!(
+        grows.is_some_and(|g| g > 0),
+        "{TEST}: the page table did not grow (the case tests nothing):\n{err}"
+    );
+}
+
 #[test]
 fn armada_only_checks() {
     const TEST: &str = "armada_only_checks";

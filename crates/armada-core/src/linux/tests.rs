@@ -633,6 +633,39 @@ fn clock_is_virtual_and_random_is_seeded() {
     assert_eq!(l.call(GETPID, &[]), DETERMINISTIC_PID as i64);
 }
 
+/// A sleep blocks as `WaitKind::Sleep` (only its deadline or a signal ends it), a read of an
+/// empty pipe as `WaitKind::Retry` (another task's syscall may give it bytes): the scheduler
+/// readies only the second kind after each completed syscall, and the GPU kernels answer a
+/// threaded lane's syscalls themselves only while no task waits that way.
+#[test]
+fn a_sleep_waits_apart_from_retries() {
+    use super::wait::WaitKind;
+    let mut l = Lane::det();
+    let block_of = |l: &mut Lane, nr: u64, args: &[u64]| {
+        l.st.x[8] = nr;
+        l.st.x[..args.len()].copy_from_slice(args);
+        assert_eq!(
+            l.p.syscall(&mut l.st, &mut l.mem),
+            SysOutcome::Block,
+            "syscall {nr}"
+        );
+        l.p.take_block().expect("a block says what it waits for")
+    };
+    let ts = SCRATCH + 0x100;
+    l.put(ts, &1u64.to_le_bytes());
+    l.put(ts + 8, &0u64.to_le_bytes());
+    let w = block_of(&mut l, NANOSLEEP, &[ts, 0]);
+    assert_eq!(w.kind, WaitKind::Sleep);
+    assert!(w.deadline.is_some(), "a sleep ends at its deadline");
+    let w = block_of(&mut l, CLOCK_NANOSLEEP, &[1, 0, ts, 0]);
+    assert_eq!(w.kind, WaitKind::Sleep);
+    let fds = SCRATCH + 0x800;
+    assert_eq!(l.call(PIPE2, &[fds, 0]), 0);
+    let r = l.mem.read_u32(fds).unwrap() as u64;
+    let w = block_of(&mut l, READ, &[r, SCRATCH + 0x1000, 1]);
+    assert_eq!(w.kind, WaitKind::Retry);
+}
+
 #[test]
 fn signals() {
     // abort(): raise blocks everything, tgkill(SIGABRT) pends, unblocking delivers it
