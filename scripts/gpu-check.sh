@@ -24,7 +24,9 @@
 #             (pipeline, $(...), coreutils exec'd), python3 with subprocess, sqlite3, each a
 #             --check batch of SCRIPT_LANES lanes; then SCRIPT_SPEED_LANES lanes of a dash
 #             script that forks (pipeline, $(...)), SQLITE_LANES of sqlite3 :memory: and
-#             PY_LANES lanes of python3 -c, each vs qemu-aarch64 on every core; and one
+#             PY_LANES lanes of python3 -c, each vs qemu-aarch64 on every core; the same
+#             SQL and forking script on each lane's stdin from a snapshot at input
+#             (SNAP_SQLITE_LANES, SNAP_SCRIPT_LANES; qemu runs them whole); and one
 #             --commands batch of MIXED_LANES lanes of 9 programs, checked lane for lane
 #   python    python3 from a snapshot at input, each lane its own script on stdin: a --check
 #             batch of PYCHECK_LANES, then PYSNAP_LANES lanes (memory a lane, the most lanes
