@@ -187,9 +187,9 @@ pub(super) enum Adopted {
     Done,
     /// Not adopted: it is planned whole when it runs (its areas are not its parent's).
     Skipped,
-    /// Not adopted, nothing changed: the table has no room for its entries (the serial
-    /// path makes room and tries again).
-    NoRoom,
+    /// Not adopted, nothing changed: the table has no room for its entries, this many (the
+    /// serial path makes room and tries again).
+    NoRoom(u64),
     /// No space key is left (it is planned whole when it runs, which says what is missing).
     NoKey,
 }
@@ -204,7 +204,8 @@ fn unadopted(l: &LaneHost) -> Vec<u64> {
         .collect()
 }
 
-/// Entries the child `id` of lane `l`'s running process takes at most (`adopt_space`).
+/// About the entries a child of lane `l`'s running process takes (`adopt_space`): the
+/// serial path's first room for it.
 fn adopt_room(l: &LaneHost, excluded: &FxHashSet<u64>) -> u64 {
     l.entries.len() as u64
         + l.lane.program.mem.resident_bytes() / armada_core::memory::PAGE_SIZE
@@ -224,8 +225,8 @@ fn adopt_room(l: &LaneHost, excluded: &FxHashSet<u64>) -> u64 {
 /// goes up when it first runs.
 ///
 /// From any thread, for the lane it services (the table's insertions are counted against a
-/// budget taken for all of the child's entries first: `NoRoom` when there is none); written
-/// slots are listed in `out.dirty`.
+/// budget taken for all of the child's entries, once they are known and before any is
+/// written: `NoRoom` when there is none); written slots are listed in `out.dirty`.
 pub(super) fn adopt_space(
     pt: &HostTable,
     keys: &SpaceKeys,
@@ -234,28 +235,14 @@ pub(super) fn adopt_space(
     excluded: &FxHashSet<u64>,
     out: &mut Applied,
 ) -> Result<Adopted, Error> {
-    let need = adopt_room(l, excluded);
-    let mut budget = pt.reserve(need, pt.shared_limit());
-    if budget < need {
-        pt.unreserve(budget);
-        return Ok(Adopted::NoRoom);
-    }
-    let Some(key) = keys.take() else {
-        pt.unreserve(budget);
-        return Ok(Adopted::NoKey);
-    };
     let (regions, code, image) = (l.regions, l.code.clone(), l.image);
     let Some((pmem, cmem)) = l.lane.with_parked_space(id) else {
-        keys.give_back([key]);
-        pt.unreserve(budget);
         return Ok(Adopted::Skipped);
     };
     let areas: Vec<(u64, u64, Perm)> = cmem.areas().collect();
     if !pmem.areas().eq(areas.iter().copied()) {
         // not a copy of the running process's space (its entries' permissions are its
         // areas'): planned whole when it runs
-        keys.give_back([key]);
-        pt.unreserve(budget);
         return Ok(Adopted::Skipped);
     }
     let same = |vpn: u64| match (pmem.gpu_page(vpn), cmem.gpu_page(vpn)) {
@@ -287,6 +274,16 @@ pub(super) fn adopt_space(
             vals.push((vpn, ZERO_FRAME as u64, blocked(0)));
         }
     }
+    let need = vals.len() as u64;
+    let mut budget = pt.reserve(need, pt.shared_limit());
+    if budget < need {
+        pt.unreserve(budget);
+        return Ok(Adopted::NoRoom(need));
+    }
+    let Some(key) = keys.take() else {
+        pt.unreserve(budget);
+        return Ok(Adopted::NoKey);
+    };
     cmem.gpu_track_writes_keep();
     // the parent's own frames become the two spaces' (lazy where writable)
     for vpn in convert {
@@ -351,7 +348,7 @@ pub(super) fn adopt_forks_shared(
         match adopt_space(pt, keys, l, id, &set, out)? {
             Adopted::Done | Adopted::Skipped => {}
             Adopted::NoKey => return Ok(None),
-            Adopted::NoRoom => return Ok(Some(excluded)),
+            Adopted::NoRoom(_) => return Ok(Some(excluded)),
         }
     }
     Ok(None)
@@ -363,24 +360,30 @@ impl super::Batch {
     pub(super) fn adopt_forks(&mut self, i: usize, excluded: &[u64]) -> Result<(), Error> {
         let set: FxHashSet<u64> = excluded.iter().copied().collect();
         for id in unadopted(&self.lanes[i]) {
-            self.ensure_pt_room(adopt_room(&self.lanes[i], &set))?;
-            let mut out = Applied::default();
-            let r = adopt_space(
-                &self.pt,
-                &self.space_keys,
-                &mut self.lanes[i],
-                id,
-                &set,
-                &mut out,
-            );
-            self.pt.pending.extend_from_slice(&out.dirty);
-            match r? {
-                Adopted::Done | Adopted::Skipped => {}
-                Adopted::NoKey => return Ok(()),
-                Adopted::NoRoom => return Err(Error::Device(
-                    "the device page table has no room for a forked child's entries after growing"
-                        .to_string(),
-                )),
+            let mut room = adopt_room(&self.lanes[i], &set);
+            // (twice at most: the second time with room for the count the first one found)
+            for _ in 0..2 {
+                self.ensure_pt_room(room)?;
+                let mut out = Applied::default();
+                let r = adopt_space(
+                    &self.pt,
+                    &self.space_keys,
+                    &mut self.lanes[i],
+                    id,
+                    &set,
+                    &mut out,
+                );
+                self.pt.pending.extend_from_slice(&out.dirty);
+                match r? {
+                    Adopted::Done | Adopted::Skipped => break,
+                    Adopted::NoKey => return Ok(()),
+                    Adopted::NoRoom(need) if need > room => room = need,
+                    Adopted::NoRoom(need) => {
+                        return Err(Error::Device(format!(
+                            "the device page table has no room for a forked child's {need} entries after growing (an engine bug)"
+                        )))
+                    }
+                }
             }
         }
         Ok(())
