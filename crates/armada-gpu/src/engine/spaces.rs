@@ -204,14 +204,6 @@ fn unadopted(l: &LaneHost) -> Vec<u64> {
         .collect()
 }
 
-/// About the entries a child of lane `l`'s running process takes (`adopt_space`): the
-/// serial path's first room for it.
-fn adopt_room(l: &LaneHost, excluded: &FxHashSet<u64>) -> u64 {
-    l.entries.len() as u64
-        + l.lane.program.mem.resident_bytes() / armada_core::memory::PAGE_SIZE
-        + excluded.len() as u64
-}
-
 /// Gives the process `id` that the lane's running one forked in the last service a space on
 /// the device that shares its parent's frames, copy on write, as Linux shares the pages: the
 /// parent's own frames become frames of both (`Entry::cow`), lazy where writable, so that
@@ -360,10 +352,8 @@ impl super::Batch {
     pub(super) fn adopt_forks(&mut self, i: usize, excluded: &[u64]) -> Result<(), Error> {
         let set: FxHashSet<u64> = excluded.iter().copied().collect();
         for id in unadopted(&self.lanes[i]) {
-            let mut room = adopt_room(&self.lanes[i], &set);
-            // (twice at most: the second time with room for the count the first one found)
-            for _ in 0..2 {
-                self.ensure_pt_room(room)?;
+            // (twice at most: the second time with room for the entries the first one counted)
+            for attempt in 0..2 {
                 let mut out = Applied::default();
                 let r = adopt_space(
                     &self.pt,
@@ -377,7 +367,7 @@ impl super::Batch {
                 match r? {
                     Adopted::Done | Adopted::Skipped => break,
                     Adopted::NoKey => return Ok(()),
-                    Adopted::NoRoom(need) if need > room => room = need,
+                    Adopted::NoRoom(need) if attempt == 0 => self.ensure_pt_room(need)?,
                     Adopted::NoRoom(need) => {
                         return Err(Error::Device(format!(
                             "the device page table has no room for a forked child's {need} entries after growing (an engine bug)"
