@@ -41,8 +41,14 @@ done
 bash=$(find target/guest-deps/extracted "$(git rev-parse --git-common-dir)/../target/guest-deps/extracted" -path '*bin/bash-static' -type f 2>/dev/null | head -1 || true)
 [[ -n $bash ]] && cp "$bash" "$stage/guest/bash"
 # a dynamically linked program: the GPU engines must refuse it clearly (gpu-check's env)
+# and the dynamically linked fuzz targets (zlib's from the sysroot, a threaded one): the
+# fuzz section runs them with -L the bundle's sysroot
 if tests/guest/build-dynamic.sh "$stage/dyn" >/dev/null 2>&1; then
     cp "$stage/dyn/argv_env" "$stage/guest/dynamic_argv_env"
+    mkdir -p "$stage/guest/fuzz-dynamic"
+    for t in fuzz_zlib fuzz_threads; do
+        [[ -e $stage/dyn/$t ]] && cp "$stage/dyn/$t" "$stage/guest/fuzz-dynamic/"
+    done
 fi
 
 # the programs with threads (pthreads, C++, Go): gpu-check's threads section

@@ -6,7 +6,7 @@
 #   scripts/gpu-check.sh [.gpu]                # on the GPU machine: the CUDA engine
 #   BACKEND=wgpu scripts/gpu-check.sh [.gpu]   # the wgpu engine (Vulkan there)
 #
-# Sections (GPU_CHECK=env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,python,memcheck,qemu,busybox,resident,fuzz,cpu,devices;
+# Sections (GPU_CHECK=env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,python,memcheck,qemu,busybox,resident,fuzz,fuzzdyn,cpu,devices;
 # default all; memcheck is CUDA's compute-sanitizer and runs for BACKEND=cuda only):
 #   env       device, first start (NVRTC compile) and second start (disk cache)
 #   suite     every guest program as one multi-program batch, each lane compared with the CPU
@@ -42,6 +42,11 @@
 #             every core and on the GPU (FUZZ_LANES, FUZZ_TIME) per planted bug (execs/s, time
 #             to it) vs qemu-aarch64 running one process per input (xargs -P cores);
 #             scripts/fuzz-bench.sh gives the execs/s table of docs/performance.md
+#   fuzzdyn   `armada fuzz` of dynamically linked targets (-L the bundle's sysroot): one
+#             inflating its input with Debian's zlib, one splitting it between two threads;
+#             each on every core and on the GPU (FUZZ_LANES): execs/s over FUZZDYN_TIME
+#             seconds, then the time to its planted bug (at most 120 s); and a --check batch
+#             of each target's corpus from a snapshot at input
 #   cpu       the CPU engine on this host: `armada bench` of the compute-bound programs on the
 #             translation tier and on the interpreter, each against qemu-aarch64 in the same run
 #   devices   every GPU of the host (`--devices all`) against the first alone, in the same run:
@@ -50,7 +55,7 @@
 # Logs go to $OUT (the device tool's folder) or /tmp/armada-gpu-check; the summary is last.
 set -u
 bundle=${1:-.gpu}
-sections=${GPU_CHECK:-env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,python,memcheck,qemu,busybox,resident,fuzz,cpu,devices}
+sections=${GPU_CHECK:-env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,python,memcheck,qemu,busybox,resident,fuzz,fuzzdyn,cpu,devices}
 B=${BACKEND:-cuda}
 export ARMADA_BACKEND=$B
 # lanes of the aggregate, short-run and busybox batches (wgpu spreads lanes' pages over as
@@ -696,6 +701,44 @@ EOF
         t1=$(secs)
         note "fuzz: qemu-aarch64 one process per input on $cores cores (nested): $(python3 -c "print('%.0f' % ($share / ($t1 - $t0)))") execs/s"
     fi
+fi
+
+# -------------------------------------------------------------------------------- fuzzdyn
+if want fuzzdyn && [[ -d $G/fuzz-dynamic && -e $bundle/sysroot.tar.xz ]]; then
+    [[ -d $work/sysroot ]] || tar -C "$work" -xJf "$bundle/sysroot.tar.xz"
+    S=$work/sysroot
+    for t in fuzz_zlib fuzz_threads; do
+        seeds=$work/seeds-$t
+        mkdir -p "$seeds"
+        # zlib: "BUGx" stored (one byte from the bug) and a Huffman-coded text; threads: two
+        # inputs, one two bytes from the bug
+        python3 - "$seeds" $t <<'EOF2'
+import sys, zlib
+d, t = sys.argv[1], sys.argv[2]
+seeds = [zlib.compress(b"BUGx", 0), zlib.compress(b"hello hello hello armada fuzz", 9)] if t == "fuzz_zlib" else [b"abcdefgh", b"12345678TH"]
+for i, s in enumerate(seeds):
+    open(f"{d}/seed{i}", "wb").write(s)
+EOF2
+        for engine in cpu $B; do
+            lanes=(); [[ $engine != cpu ]] && lanes=(--lanes ${FUZZ_LANES:-16384})
+            for mode in rate find; do
+                c=$work/fd-$t-$engine-$mode
+                rm -rf "$c"; cp -r "$seeds" "$c"
+                stop=(--max-time ${FUZZDYN_TIME:-30}); [[ $mode == find ]] && stop=(--max-time 120 --stop-on-crash)
+                timeout 300 $A fuzz --backend $engine "${lanes[@]}" --corpus "$c" --crashes "$c-x" "${stop[@]}" --no-progress -L "$S" "$G/fuzz-dynamic/$t" >/dev/null 2>"$log/fd-$t-$engine-$mode.txt"
+                note "fuzzdyn: armada fuzz --backend $engine $t ($mode, rc=$?): $(grep 'done:' "$log/fd-$t-$engine-$mode.txt" | sed 's/armada fuzz: done: *//') $(grep -i 'error' "$log/fd-$t-$engine-$mode.txt" | head -2)"
+            done
+        done
+        # the corpus the GPU found, run as a batch from a snapshot at input: every lane as on
+        # the CPU engine (exit, output, instructions, coverage)
+        c=$work/fd-$t-$B-rate
+        n=$(ls "$c" | wc -l); n=$((n < 4096 ? n : 4096))
+        mkdir -p "$work/fdin-$t"; i=0
+        for f in $(ls "$c" | head -$n); do cp "$c/$f" "$work/fdin-$t/$i"; i=$((i + 1)); done
+        timeout 600 $A batch --backend $B --check --coverage "$work/fdcov-$t" --lanes $n --stdin-dir "$work/fdin-$t" --snapshot-at input -L "$S" "$G/fuzz-dynamic/$t" >/dev/null 2>"$log/fd-$t-check.txt"
+        note "fuzzdyn: $t corpus as a batch --coverage --check x$n: $(grep 'check:' "$log/fd-$t-check.txt" | sed 's/armada batch: //')"
+        rm -rf "$work/fdcov-$t"
+    done
 fi
 
 # -------------------------------------------------------------------------------- busybox

@@ -20,6 +20,11 @@
 #   badinterp-missing           argv_env.c with PT_INTERP /nonexistent/armada/ld-linux-aarch64.so.1
 #   badinterp-x86               argv_env.c with PT_INTERP /bin/true (an x86-64 file on an
 #                               x86-64 host)
+#   fuzz_threads                fuzz_threads.c -pthread (a threaded fuzz target)
+#   fuzz_zlib                   fuzz_zlib.c against Debian's arm64 libz.so.1 in the sysroot of
+#                               scripts/sysroot.sh ($ARMADA_TEST_SYSROOT, default
+#                               <repo>/target/sysroot; skipped when that has no libz): run it
+#                               with -L that sysroot
 # Each is rebuilt only when its sources (or this script) are newer.
 # ARMADA_GUEST_CC / ARMADA_GUEST_CXX override the compilers (default aarch64-linux-gnu-gcc/g++).
 set -euo pipefail
@@ -99,5 +104,17 @@ build badinterp-missing "$src/argv_env.c" -- \
     "$cc" "${cflags[@]}" -Wl,--dynamic-linker=/nonexistent/armada/ld-linux-aarch64.so.1 -o @OUT@ "$src/argv_env.c"
 build badinterp-x86 "$src/argv_env.c" -- \
     "$cc" "${cflags[@]}" -Wl,--dynamic-linker=/bin/true -o @OUT@ "$src/argv_env.c"
+
+build fuzz_threads "$src/fuzz_threads.c" -- \
+    "$cc" "${cflags[@]}" -pthread -o @OUT@ "$src/fuzz_threads.c"
+debian_sysroot=${ARMADA_TEST_SYSROOT:-"$repo_root/target/sysroot"}
+libz="$debian_sysroot/usr/lib/aarch64-linux-gnu/libz.so.1"
+if [[ -e $libz ]]; then
+    # (the library itself on the command line: the cross sysroot has no libz.so to -lz)
+    build fuzz_zlib "$src/fuzz_zlib.c" "$libz" -- \
+        "$cc" "${cflags[@]}" -o @OUT@ "$src/fuzz_zlib.c" "$libz"
+else
+    echo "  (no $libz: fuzz_zlib not built; scripts/sysroot.sh makes it)"
+fi
 
 echo "dynamic guest programs: $(find "$out" -maxdepth 1 -type f ! -name '.*' | wc -l) files in $out ($rebuilt rebuilt)"

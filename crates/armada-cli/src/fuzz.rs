@@ -176,11 +176,6 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     };
     crate::run::refuse_option_as_program(&args.guest.program())?;
     let spec = target_spec(&args)?;
-    if args.backend != Backend::Cpu {
-        let image = armada_core::elf::Image::load(&spec.program)
-            .with_context(|| format!("cannot run {}", spec.program.display()))?;
-        crate::run::refuse_dynamic_on_gpu(args.backend, &image)?;
-    }
     let engine = crate::run::gpu_engine(args.backend)?;
     let t = Instant::now();
     let target = match Target::new(spec.clone()) {

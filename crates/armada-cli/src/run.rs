@@ -190,20 +190,6 @@ pub fn gpu_engines(
     })
 }
 
-/// The GPU fuzzer does not run a dynamically linked target yet (its persistent lanes are
-/// taken back to a start the kernel keeps, which knows only the image's code): say so
-/// rather than fail later.
-pub fn refuse_dynamic_on_gpu(backend: Backend, image: &Image) -> Result<()> {
-    if let (Some(interp), false) = (&image.interp, backend == Backend::Cpu) {
-        bail!(
-            "the program is dynamically linked (interpreter {}), and `armada fuzz` on the {} engine runs only statically linked targets so far: fuzz it with --backend cpu, or build it with -static",
-            String::from_utf8_lossy(interp),
-            format!("{backend:?}").to_lowercase()
-        );
-    }
-    Ok(())
-}
-
 pub fn run(args: RunArgs) -> Result<u8> {
     refuse_option_as_program(&args.guest.program())?;
     check_backend(args.backend)?;

@@ -593,79 +593,35 @@ fn gpu_fuzzing_matches_cpu() {
         b"S\xff\x00\x80",
     ];
     let stats = |program: &str, backend: &str, execs: &str, persist: &str, pipe: &str| -> String {
-        // one folder a run, its name as long for every backend: the `@@` file lives in the
-        // crashes folder, and its path's length shows in the instructions the start takes
-        let b = ["cpu", "cuda", "wgpu"]
-            .iter()
-            .position(|x| *x == backend)
-            .unwrap();
-        let run = work.join(format!("{program}-{execs}-run{b}{persist}{pipe}"));
-        let (json, corpus) = (run.join("stats.json"), run.join("corpus"));
-        let mine: &[&[u8]] = match program {
-            "devio" => &seeds,
-            "grow" => &grow_seeds,
-            _ => &[],
-        };
-        if !mine.is_empty() {
-            std::fs::create_dir_all(&corpus).unwrap();
-            for (i, s) in mine.iter().enumerate() {
-                std::fs::write(corpus.join(format!("seed{i}")), s).unwrap();
-            }
-        }
-        let mut cmd = Command::new(common::armada_bin());
-        cmd.env("ARMADA_CUDA_SIM", "1")
-            .env("ARMADA_FUZZ_PERSISTENT", persist)
-            .env("ARMADA_FUZZ_PIPELINE", pipe)
+        let grow = program == "grow";
+        let case = FuzzCase {
+            name: program,
+            program: dir.join(program),
+            options: Vec::new(),
+            // (only length reads the @@ file; the others ignore the argument)
+            args: if program == "length" {
+                vec!["@@"]
+            } else {
+                vec![]
+            },
+            seeds: match program {
+                "devio" => &seeds,
+                "grow" => &grow_seeds,
+                _ => &[],
+            },
+            lanes: "128",
             // grow: the smallest page table, and no lane finished on the host, so the table
             // grows under persistent lanes
-            .env(
-                "ARMADA_GPU_PT_SLOTS",
-                if program == "grow" { "4096" } else { "" },
-            )
-            .env(
-                "ARMADA_GPU_FINISH_ON_HOST",
-                if program == "grow" { "0" } else { "1" },
-            )
-            .env("ARMADA_FUZZ_PROFILE", "1");
-        let (program_path, crashes) = (dir.join(program), run.join("crashes"));
-        let args = [
-            os("fuzz"),
-            os("--backend"),
-            os(backend),
-            os("--lanes"),
-            os("128"),
-            os("--seed"),
-            os("3"),
-            os("--max-execs"),
-            os(execs),
-            os("--corpus"),
-            corpus.as_os_str(),
-            os("--crashes"),
-            crashes.as_os_str(),
-            os("--stats-json"),
-            json.as_os_str(),
-            os("--no-progress"),
-            program_path.as_os_str(),
-            os("@@"),
-        ];
-        // (only length reads the @@ file; the others ignore the argument)
-        cmd.args(
-            &args[..if program == "length" {
-                args.len()
-            } else {
-                args.len() - 1
-            }],
-        );
-        let r = common::run_process(cmd, b"", Duration::from_secs(900)).expect("armada runs");
-        assert!(
-            !r.timed_out,
-            "armada fuzz of {program} on {backend} timed out"
-        );
-        let stderr = String::from_utf8_lossy(&r.stderr);
+            env: vec![
+                ("ARMADA_GPU_PT_SLOTS", if grow { "4096" } else { "" }),
+                ("ARMADA_GPU_FINISH_ON_HOST", if grow { "0" } else { "1" }),
+            ],
+        };
+        let (status, stderr, stats) = fuzz_stats(&work, &case, backend, execs, persist, pipe);
         // (grow's seed "G\x03!" crashes: exit status 1, a crash found)
-        let want = if program == "grow" { 1 } else { 0 };
-        assert_eq!(r.status, want, "armada fuzz on {backend}:\n{stderr}");
-        if backend == "cuda" && program == "grow" && persist == "1" {
+        let want = if grow { 1 } else { 0 };
+        assert_eq!(status, want, "armada fuzz on {backend}:\n{stderr}");
+        if backend == "cuda" && grow && persist == "1" {
             // the table grew while lanes were persistent (the undo lists were dropped)
             assert!(
                 stderr
@@ -683,13 +639,7 @@ fn gpu_fuzzing_matches_cpu() {
                 "{program}, persistence {persist}:\n{stderr}"
             );
         }
-        // the figures but time and rate (the paths of saved crashes name the run)
-        let text = std::fs::read_to_string(&json).unwrap();
-        text.split(',')
-            .filter(|f| !f.contains("elapsed_s") && !f.contains("execs_per_sec"))
-            .map(|f| f.replace(&run.to_string_lossy().into_owned(), "RUN"))
-            .collect::<Vec<_>>()
-            .join(",")
+        stats
     };
     for program in ["magic", "devio", "grow", "nested", "hang", "length"] {
         for b in &backends {
@@ -715,6 +665,185 @@ fn gpu_fuzzing_matches_cpu() {
                         "armada fuzz of {program} on {b} (persistent lanes {persist}, pipelined {pipe}) differs from the CPU engine"
                     );
                 }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// One target of the GPU-against-CPU fuzzing tests.
+struct FuzzCase<'a> {
+    /// Names the run's folders.
+    name: &'a str,
+    program: PathBuf,
+    /// armada's options before the program (`-L SYSROOT`).
+    options: Vec<std::ffi::OsString>,
+    /// The program's arguments.
+    args: Vec<&'a str>,
+    /// The corpus it starts from (none: one empty input).
+    seeds: &'a [&'a [u8]],
+    lanes: &'a str,
+    env: Vec<(&'a str, &'a str)>,
+}
+
+/// `armada fuzz` of `case` on `backend` (ARMADA_CUDA_SIM=1: the CUDA kernel's simulator)
+/// for `execs` executions with `--seed 3`, lanes persistent or not (`persist`) and rounds
+/// pipelined or not (`pipe`): its exit status, its stderr, and its figures from
+/// `--stats-json` but time and rate (the paths of saved crashes made relative to the run).
+/// Every run sets the same environment variables, which reach the guest (its start's
+/// instructions depend on them).
+fn fuzz_stats(
+    work: &Path,
+    case: &FuzzCase,
+    backend: &str,
+    execs: &str,
+    persist: &str,
+    pipe: &str,
+) -> (i32, String, String) {
+    // one folder a run, its name as long for every backend: the `@@` file lives in the
+    // crashes folder, and its path's length shows in the instructions the start takes
+    let b = ["cpu", "cuda", "wgpu"]
+        .iter()
+        .position(|x| *x == backend)
+        .unwrap();
+    let run = work.join(format!("{}-{execs}-run{b}{persist}{pipe}", case.name));
+    let (json, corpus) = (run.join("stats.json"), run.join("corpus"));
+    if !case.seeds.is_empty() {
+        std::fs::create_dir_all(&corpus).unwrap();
+        for (i, s) in case.seeds.iter().enumerate() {
+            std::fs::write(corpus.join(format!("seed{i}")), s).unwrap();
+        }
+    }
+    let mut cmd = Command::new(common::armada_bin());
+    cmd.env("ARMADA_CUDA_SIM", "1")
+        .env("ARMADA_FUZZ_PERSISTENT", persist)
+        .env("ARMADA_FUZZ_PIPELINE", pipe)
+        .env("ARMADA_FUZZ_PROFILE", "1")
+        .envs(case.env.iter().copied());
+    let crashes = run.join("crashes");
+    cmd.args([
+        os("fuzz"),
+        os("--backend"),
+        os(backend),
+        os("--lanes"),
+        os(case.lanes),
+        os("--seed"),
+        os("3"),
+        os("--max-execs"),
+        os(execs),
+        os("--corpus"),
+        corpus.as_os_str(),
+        os("--crashes"),
+        crashes.as_os_str(),
+        os("--stats-json"),
+        json.as_os_str(),
+        os("--no-progress"),
+    ])
+    .args(&case.options)
+    .arg(&case.program)
+    .args(&case.args);
+    let r = common::run_process(cmd, b"", Duration::from_secs(900)).expect("armada runs");
+    assert!(
+        !r.timed_out,
+        "armada fuzz of {} on {backend} timed out",
+        case.name
+    );
+    let stderr = String::from_utf8_lossy(&r.stderr).into_owned();
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; armada fuzz on {backend}:\n{stderr}",
+            json.display()
+        )
+    });
+    let stats = text
+        .split(',')
+        .filter(|f| !f.contains("elapsed_s") && !f.contains("execs_per_sec"))
+        .map(|f| f.replace(&run.to_string_lossy().into_owned(), "RUN"))
+        .collect::<Vec<_>>()
+        .join(",");
+    (r.status, stderr, stats)
+}
+
+/// `armada fuzz --backend cuda|wgpu` of dynamically linked and threaded targets gives the
+/// CPU engine's figures (executions, corpus, edges, crashes and their files' names,
+/// instructions): tests/guest/dynamic/fuzz_zlib.c inflates its input with Debian's arm64
+/// zlib (libz.so.1 from the sysroot of scripts/sysroot.sh), fuzz_threads.c splits its
+/// input between two threads (clone, futex, a mutex, joins in every execution). Each starts
+/// from a snapshot at its first read of stdin, after ld.so has mapped and relocated its
+/// libraries; on the CUDA kernel with lanes persistent and not. Seeds that crash make the
+/// crash files' names (signal, pc, stack hash) part of what must match.
+#[test]
+fn gpu_fuzzing_of_dynamic_and_threaded_targets_matches_cpu() {
+    const TEST: &str = "gpu_fuzzing_of_dynamic_and_threaded_targets_matches_cpu";
+    let Some(dir) = programs_dir(TEST) else {
+        return;
+    };
+    let root = common::workspace_root();
+    let sysroot = std::env::var_os("ARMADA_TEST_SYSROOT")
+        .filter(|s| !s.is_empty())
+        .map_or(root.join("target/sysroot"), PathBuf::from);
+    if !sysroot.join("usr/lib/aarch64-linux-gnu/libz.so.1").exists() {
+        common::unavailable(
+            TEST,
+            &format!(
+                "{} has no libz.so.1 (scripts/sysroot.sh builds it)",
+                sysroot.display()
+            ),
+        );
+        return;
+    }
+    let dynamic = root.join("target/guest-dynamic");
+    let o = Command::new("bash")
+        .arg(root.join("tests/guest/build-dynamic.sh"))
+        .arg(&dynamic)
+        .env("ARMADA_TEST_SYSROOT", &sysroot)
+        .output()
+        .expect("bash runs");
+    assert!(
+        o.status.success(),
+        "tests/guest/build-dynamic.sh failed:\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let work = scratch("gpufuzzdyn");
+    let backends = gpu_backends(&dir.join("noread"));
+    // zlib streams: "BUGx" stored (one byte from the bug), a Huffman-coded text, and "BUG!"
+    // stored (the crash itself, its Adler-32 still that of "BUGx")
+    let zlib_seeds: [&[u8]; 3] = [
+        b"\x78\x01\x01\x04\x00\xfb\xff\x42\x55\x47\x78\x03\x11\x01\x57",
+        b"\x78\xda\xcb\x48\xcd\xc9\xc9\x57\xc8\x40\x22\x13\x8b\x72\x13\x53\x12\x15\xd2\x4a\xab\xaa\x00\xa3\x0d\x0a\xf2",
+        b"\x78\x01\x01\x04\x00\xfb\xff\x42\x55\x47\x21\x03\x11\x01\x57",
+    ];
+    let thread_seeds: [&[u8]; 3] = [b"abcdefgh", b"12345678TH", b"abcdTHRD"];
+    let lib = sysroot.as_os_str().to_owned();
+    for (name, seeds) in [("fuzz_zlib", &zlib_seeds), ("fuzz_threads", &thread_seeds)] {
+        for b in &backends {
+            // lavapipe runs ~0.1 M instructions/s: three rounds of 32 lanes there
+            let (execs, lanes) = if *b == "wgpu" {
+                ("96", "32")
+            } else {
+                ("3000", "128")
+            };
+            let case = FuzzCase {
+                name,
+                program: dynamic.join(name),
+                options: vec!["-L".into(), lib.clone()],
+                args: vec![],
+                seeds,
+                lanes,
+                env: vec![],
+            };
+            let (status, stderr, cpu) = fuzz_stats(&work, &case, "cpu", execs, "1", "1");
+            assert_eq!(status, 1, "{name} on cpu: a seed crashes:\n{stderr}");
+            assert!(cpu.contains("crash-sig11-pc"), "{name}: {cpu}");
+            let modes: &[&str] = if *b == "cuda" { &["1", "0"] } else { &["1"] };
+            for persist in modes {
+                let (status, stderr, gpu) = fuzz_stats(&work, &case, b, execs, persist, "1");
+                assert_eq!(status, 1, "{name} on {b}:\n{stderr}");
+                assert_eq!(
+                    cpu, gpu,
+                    "armada fuzz of {name} on {b} (persistent lanes {persist}) differs from the CPU engine"
+                );
             }
         }
     }
