@@ -45,7 +45,7 @@
 #   fuzzdyn   `armada fuzz` of dynamically linked targets (-L the bundle's sysroot): one
 #             inflating its input with Debian's zlib, one splitting it between two threads;
 #             each on every core and on the GPU (FUZZ_LANES): execs/s over FUZZDYN_TIME
-#             seconds, then the time to its planted bug (at most 120 s); and a --check batch
+#             seconds, then the time to its planted bug (at most FUZZDYN_FIND_TIME, 120 s); a --check batch
 #             of each target's corpus from a snapshot at input
 #   cpu       the CPU engine on this host: `armada bench` of the compute-bound programs on the
 #             translation tier and on the interpreter, each against qemu-aarch64 in the same run
@@ -711,11 +711,11 @@ if want fuzzdyn && [[ -d $G/fuzz-dynamic && -e $bundle/sysroot.tar.xz ]]; then
         seeds=$work/seeds-$t
         mkdir -p "$seeds"
         # zlib: "BUGx" stored (one byte from the bug) and a Huffman-coded text; threads: two
-        # inputs, one two bytes from the bug
+        # inputs of 8 bytes, one two bytes from the bug
         python3 - "$seeds" $t <<'EOF2'
 import sys, zlib
 d, t = sys.argv[1], sys.argv[2]
-seeds = [zlib.compress(b"BUGx", 0), zlib.compress(b"hello hello hello armada fuzz", 9)] if t == "fuzz_zlib" else [b"abcdefgh", b"12345678TH"]
+seeds = [zlib.compress(b"BUGx", 0), zlib.compress(b"hello hello hello armada fuzz", 9)] if t == "fuzz_zlib" else [b"abcdefgh", b"abcdTHxx"]
 for i, s in enumerate(seeds):
     open(f"{d}/seed{i}", "wb").write(s)
 EOF2
@@ -724,7 +724,7 @@ EOF2
             for mode in rate find; do
                 c=$work/fd-$t-$engine-$mode
                 rm -rf "$c"; cp -r "$seeds" "$c"
-                stop=(--max-time ${FUZZDYN_TIME:-30}); [[ $mode == find ]] && stop=(--max-time 120 --stop-on-crash)
+                stop=(--max-time ${FUZZDYN_TIME:-30}); [[ $mode == find ]] && stop=(--max-time ${FUZZDYN_FIND_TIME:-120} --stop-on-crash)
                 timeout 300 $A fuzz --backend $engine "${lanes[@]}" --corpus "$c" --crashes "$c-x" "${stop[@]}" --no-progress -L "$S" "$G/fuzz-dynamic/$t" >/dev/null 2>"$log/fd-$t-$engine-$mode.txt"
                 note "fuzzdyn: armada fuzz --backend $engine $t ($mode, rc=$?): $(grep 'done:' "$log/fd-$t-$engine-$mode.txt" | sed 's/armada fuzz: done: *//') $(grep -i 'error' "$log/fd-$t-$engine-$mode.txt" | head -2)"
             done
