@@ -840,6 +840,16 @@ fn gpu_fuzzing_of_dynamic_and_threaded_targets_matches_cpu() {
             for persist in modes {
                 let (status, stderr, gpu) = fuzz_stats(&work, &case, b, execs, persist, "1");
                 assert_eq!(status, 1, "{name} on {b}:\n{stderr}");
+                if *b == "cuda" && *persist == "1" {
+                    // every execution makes a syscall the host answers (brk and getrandom at
+                    // malloc's first call; clone): after a restart that set most lanes up
+                    // again, the rounds make new batches
+                    let gave_up = stderr
+                        .split(": restart ")
+                        .nth(1)
+                        .is_some_and(|after| after.contains("restarts off"));
+                    assert!(gave_up, "{name}: persistent lanes kept:\n{stderr}");
+                }
                 assert_eq!(
                     cpu, gpu,
                     "armada fuzz of {name} on {b} (persistent lanes {persist}) differs from the CPU engine"

@@ -315,6 +315,12 @@ impl Batch {
         Ok(())
     }
 
+    /// Of lanes `0..n`, how many the host serviced since their start (persistent lanes):
+    /// each is set up again at the next restart, as a new batch would set it up.
+    pub fn lanes_serviced(&self, n: usize) -> usize {
+        self.lanes.iter().take(n).filter(|l| l.touched).count()
+    }
+
     /// How lane `i` ended where the kernel ended it at exit without the host (persistent
     /// lanes): (exit status, instructions retired).
     pub fn device_exit(&self, i: usize) -> Option<(i32, u64)> {
