@@ -145,6 +145,9 @@ pub struct Lane {
     /// A return to this address (the page after a buffer input, see `snapshot`) ends the
     /// process with status 0 (a fuzz target function that returned).
     pub(crate) return_trap: Option<u64>,
+    /// The decoded code of the lane's last process that ended (not a vfork child), for the
+    /// next one it forks (see [`Lane::code_for_child`]).
+    spare_code: Option<CodeCache>,
 }
 
 impl Lane {
@@ -172,6 +175,7 @@ impl Lane {
             pause: None,
             paused: false,
             return_trap: None,
+            spare_code: None,
         }
     }
 
@@ -211,6 +215,7 @@ impl Lane {
             pause: None,
             paused: false,
             return_trap: self.return_trap,
+            spare_code: None,
         }
     }
 
@@ -607,7 +612,8 @@ impl Lane {
             p.process.flush_shared_mappings(&p.mem);
             p.process.end_process(status);
             dead.program.process.hand_over(&mut self.program.process);
-            self.give_back_lent(pid, Some((dead.program.mem, dead.code)));
+            let (mem, code) = self.keep_spare_code(pid, dead.program.mem, dead.code);
+            self.give_back_lent(pid, Some((mem, code)));
         } else {
             return;
         }
@@ -615,6 +621,7 @@ impl Lane {
         if pid == cur {
             let mem = std::mem::take(&mut self.program.mem);
             let code = std::mem::take(&mut self.code);
+            let (mem, code) = self.keep_spare_code(pid, mem, code);
             self.give_back_lent(pid, Some((mem, code)));
         }
         self.deliver_outgoing();
@@ -839,11 +846,48 @@ impl Lane {
         }
     }
 
+    /// Process `pid` ended with this memory and code. A vfork child's are its parent's and
+    /// go back to it (returned as they are); another's code is kept, brought up to date
+    /// with the memory it ran on, for the next child the lane forks (returned empty).
+    fn keep_spare_code(
+        &mut self,
+        pid: i32,
+        mut mem: crate::memory::AddressSpace,
+        mut code: CodeCache,
+    ) -> (crate::memory::AddressSpace, CodeCache) {
+        if self.lent.contains_key(&pid) {
+            return (mem, code);
+        }
+        code.settle(&mut mem);
+        self.spare_code = Some(code);
+        (mem, CodeCache::default())
+    }
+
+    /// The decoded code for a child forked with memory `mem`: the code of the lane's last
+    /// process that ended, where there is one (its regions and pages that `mem` still has
+    /// stay decoded, see [`CodeCache::recycle`]), else a new cache. A shell's subshells and
+    /// pipelines fork and end again and again: each child used to decode its code anew
+    /// into slot arrays fresh from the OS, and the host's page faults on them (a zero page
+    /// read, then a copy-on-write fault and a TLB shootdown to every core a page) were
+    /// most of such a lane's time on the CPU engine (docs/performance.md).
+    fn code_for_child(&mut self, mem: &mut crate::memory::AddressSpace) -> CodeCache {
+        match self.spare_code.take() {
+            Some(mut code) => {
+                code.recycle(mem);
+                code
+            }
+            None => CodeCache::with_shared(self.decoded.clone()),
+        }
+    }
+
     /// A process the current one forked joins the lane: as a parked process with one task.
     fn add_child(&mut self, child: crate::linux::fork::NewProcess) {
         let parent = self.cur_pid();
         let (mem, code) = match child.mem {
-            Some(m) => (m, CodeCache::with_shared(self.decoded.clone())),
+            Some(mut m) => {
+                let code = self.code_for_child(&mut m);
+                (m, code)
+            }
             None => {
                 // vfork: the child runs on the parent's memory until it execs or ends
                 self.lent.insert(child.pid, parent);

@@ -256,6 +256,13 @@ impl CodeCache {
         }
     }
 
+    /// Brings the decoded code up to date with `mem`, the memory it was decoded from (its
+    /// writes to decoded pages, its changed executable areas), before it is kept for
+    /// [`Self::recycle`] into another process's memory.
+    pub(crate) fn settle(&mut self, mem: &mut AddressSpace) {
+        self.revalidate(mem);
+    }
+
     /// The page buffer [`Self::page_ops`] would give for `pc` (None: writable code, or no
     /// code there), without decoding or copying anything: a tier's key for what it has
     /// already made of that page.
