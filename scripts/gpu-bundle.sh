@@ -40,7 +40,8 @@ done
 [[ -n $bb ]] && cp "$bb" "$stage/guest/busybox"
 bash=$(find target/guest-deps/extracted "$(git rev-parse --git-common-dir)/../target/guest-deps/extracted" -path '*bin/bash-static' -type f 2>/dev/null | head -1 || true)
 [[ -n $bash ]] && cp "$bash" "$stage/guest/bash"
-# a dynamically linked program: the GPU engines must refuse it clearly (gpu-check's env)
+# a dynamically linked program, whose interpreter gpu-check's env section does not give it
+# (no -L): it must end clearly, as on the CPU engine
 # and the dynamically linked fuzz targets (zlib's from the sysroot, a threaded one): the
 # fuzz section runs them with -L the bundle's sysroot
 if tests/guest/build-dynamic.sh "$stage/dyn" >/dev/null 2>&1; then

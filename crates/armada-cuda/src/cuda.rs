@@ -66,6 +66,29 @@ pub fn device_count() -> Result<usize, Error> {
     Ok(n.max(0) as usize)
 }
 
+/// Two builds of the kernel, with `few`'s and with `many`'s defines, compiled side by side
+/// (or read from the cache `source.3`): each build's cubin and its compile note. `source`:
+/// the kernel's source, the device's architecture and name.
+#[allow(clippy::type_complexity)]
+fn compile_pair(
+    source: (&str, &str, &str, &Option<PathBuf>),
+    few: &[&str],
+    many: &[&str],
+) -> Result<((Vec<u8>, String), (Vec<u8>, String)), Error> {
+    let (src, arch, name, dir) = source;
+    let compile =
+        |defines: &[&str]| crate::nvrtc::compile_cached(src, arch, defines, name, dir.clone());
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| compile(few));
+        let b = s.spawn(|| compile(many));
+        (a.join(), b.join())
+    });
+    let join = |r: std::thread::Result<Result<(Vec<u8>, String), Error>>| {
+        r.unwrap_or_else(|_| Err(Error::Compile("the kernel compiler panicked".into())))
+    };
+    Ok((join(a)?, join(b)?))
+}
+
 impl CudaDevice {
     /// Opens device `ordinal` (0 for the first) and loads the kernel onto it (compiled by
     /// NVRTC, or from the cache when a device of its architecture compiled it before).
@@ -128,25 +151,11 @@ impl CudaDevice {
         // min-PC scheduling: lanes of a warp run in step (see the kernel); it costs a vote an
         // instruction, which one lane a warp (the few-lane build) does without
         let minpc = "-DARMADA_MINPC";
-        let (few, many) = std::thread::scope(|s| {
-            let a = s
-                .spawn(|| crate::nvrtc::compile_cached(&src, &arch, &[], &name, cache_dir.clone()));
-            let b = s.spawn(|| {
-                crate::nvrtc::compile_cached(
-                    &src,
-                    &arch,
-                    &[many_define.as_str(), minpc],
-                    &name,
-                    cache_dir.clone(),
-                )
-            });
-            (a.join(), b.join())
-        });
-        let join = |r: std::thread::Result<Result<(Vec<u8>, String), Error>>| {
-            r.unwrap_or_else(|_| Err(Error::Compile("the kernel compiler panicked".into())))
-        };
-        let (cubin, compile_note) = join(few)?;
-        let (cubin_many, _) = join(many)?;
+        let ((cubin, compile_note), (cubin_many, _)) = compile_pair(
+            (&src, &arch, &name, &cache_dir),
+            &[],
+            &[many_define.as_str(), minpc],
+        )?;
         // SAFETY: cubin is a complete module image; the context is current.
         let module = unsafe { result::module::load_data(cubin.as_ptr() as *const c_void) }
             .map_err(|e| derr("cuModuleLoadData", e))?;
@@ -201,22 +210,12 @@ impl CudaDevice {
         let r = self.covered.get_or_init(|| {
             let cov = "-DARMADA_COVERAGE";
             // (the fields, not `self`, go to the compiling threads)
-            let (src, arch, name, dir) = (&self.src, &self.arch, &self.name, &self.cache_dir);
-            let compile = |defines: &[&str]| -> Result<Vec<u8>, String> {
-                crate::nvrtc::compile_cached(src, arch, defines, name, dir.clone())
-                    .map(|(cubin, _)| cubin)
-                    .map_err(|e| e.to_string())
-            };
-            let many = [self.many_define.as_str(), "-DARMADA_MINPC", cov];
-            let (few, many) = std::thread::scope(|s| {
-                let a = s.spawn(|| compile(&[cov]));
-                let b = s.spawn(|| compile(&many));
-                (a.join(), b.join())
-            });
-            let join = |r: std::thread::Result<Result<Vec<u8>, String>>| {
-                r.unwrap_or_else(|_| Err("the kernel compiler panicked".into()))
-            };
-            let (few, many) = (join(few)?, join(many)?);
+            let ((few, _), (many, _)) = compile_pair(
+                (&self.src, &self.arch, &self.name, &self.cache_dir),
+                &[cov],
+                &[self.many_define.as_str(), "-DARMADA_MINPC", cov],
+            )
+            .map_err(|e| e.to_string())?;
             let load = |cubin: &[u8]| -> Result<sys::CUfunction, String> {
                 self.bind().map_err(|e| e.to_string())?;
                 // SAFETY: cubin is a complete module image; the context is current. The
