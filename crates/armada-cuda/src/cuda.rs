@@ -298,6 +298,9 @@ impl Device for CudaDevice {
     fn image_cow(&self) -> bool {
         true
     }
+    fn frame_pool(&self) -> bool {
+        true
+    }
     fn device_syscalls(&self) -> bool {
         true
     }

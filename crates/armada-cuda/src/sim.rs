@@ -63,6 +63,9 @@ impl Device for SimDevice {
     fn image_cow(&self) -> bool {
         true
     }
+    fn frame_pool(&self) -> bool {
+        true
+    }
     fn device_syscalls(&self) -> bool {
         true
     }

@@ -168,6 +168,47 @@ fn lazy_pages_take_first_writes_in_the_kernel() {
 }
 
 #[test]
+fn frame_pool_takes_copies_past_the_lanes_reserves() {
+    // Lanes from a snapshot at their read of stdin, each writing 300 pages of the snapshot's
+    // (copies on the first write) and then pages new to it: far more than a lane's reserve
+    // of 16 frames. The kernel takes the rest from the batch's pool, which these 8 lanes
+    // empty in their first launch (1,024 frames), so lanes also stop for refills and the pool
+    // grows. Under a memory cap the pool gives a lane no more than the cap leaves it.
+    let Some((engine, p)) = engine_and_guest("cowpages") else {
+        return;
+    };
+    let input = |i: usize| format!("input {i}").into_bytes();
+    let mut s = spec(&p, 8, &["300", "40"], input);
+    s.take_snapshot(armada_core::snapshot::Point::Input)
+        .unwrap();
+    same_as_cpu(&s, &engine);
+    let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+    let lazy = stat(&out, "lazy pages");
+    let taken: u64 = lazy
+        .split("; ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(taken >= 8 * 250, "lazy pages: {lazy}");
+    assert!(!lazy.contains("in 0 launches"), "lazy pages: {lazy}");
+    // (with reserves alone: a refill stop for every 16 to 64 pages)
+    assert!(
+        stops_of(&out, "miss-write") < 8 * 8,
+        "stops: {}",
+        stat(&out, "stops")
+    );
+    // the 300 pages of the snapshot's fit in 1,300 KiB and the 40 new ones do not: each lane
+    // ends where the CPU engine's does
+    let mut capped = spec(&p, 8, &["300", "40"], input);
+    capped.lane_memory = Some(1_300 << 10);
+    capped
+        .take_snapshot(armada_core::snapshot::Point::Input)
+        .unwrap();
+    same_as_cpu(&capped, &engine);
+}
+
+#[test]
 fn run_to_first_stop_reports_every_lanes_stop() {
     // The run-to-first-stop mode (`Batch::execute`) over several lanes: each stopped lane's
     // stop is read from its own record, and servicing them all runs the batch to the same

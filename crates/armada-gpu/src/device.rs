@@ -172,6 +172,12 @@ pub trait Device: Send + Sync {
     fn image_cow(&self) -> bool {
         false
     }
+    /// Whether the kernel takes a lazy page's frame from the batch's pool (`Params::pool`)
+    /// once the lane's reserve is empty, and logs it as such (`layout::CLAIM_POOLED`).
+    /// Needs `lazy_pages`.
+    fn frame_pool(&self) -> bool {
+        false
+    }
 }
 
 fn host_layout(bytes: usize) -> Result<std::alloc::Layout, Error> {

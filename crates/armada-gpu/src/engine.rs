@@ -51,6 +51,7 @@ mod file_frames;
 mod launch;
 mod pagetable;
 mod persist;
+mod pool;
 mod records;
 mod service;
 mod setup;
@@ -403,6 +404,8 @@ pub struct Batch {
     /// Device buffers `coverage_news` keeps from call to call: freeing device memory waits
     /// for the whole device, another batch's kernel included.
     news: coverage::NewsBuffers,
+    /// Free frames lanes take on the device once their reserve is empty (`pool`).
+    pool: pool::FramePool,
 }
 
 /// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
@@ -437,6 +440,7 @@ impl Drop for Batch {
             self.d_pt_epoch,
             self.d_stage,
             self.d_sched,
+            self.pool.d,
             self.frames.d_chunks,
             self.d_cov,
             self.d_sysd,
@@ -720,8 +724,16 @@ impl Batch {
             (
                 "lazy pages".into(),
                 if self.lazy {
+                    let pool = if self.pool.d == 0 {
+                        "no frame pool".to_string()
+                    } else {
+                        format!(
+                            "{} frames from the batch's pool, which ran out in {} launches",
+                            self.pool.frames_taken, self.pool.emptied
+                        )
+                    };
                     format!(
-                        "{} copied in the kernel (reserve {} frames a lane, up to {RES_CAP} for lanes that ran out)",
+                        "{} copied in the kernel (reserve {} frames a lane, up to {RES_CAP} for lanes that ran out; {pool})",
                         s.lazy_claims, self.res_target
                     )
                 } else {

@@ -54,9 +54,12 @@ pub const S_IMAGE: usize = S_REGIONS + 1;
 /// The page-table lane number of the lane's own pages: its running process's address space
 /// (the lane's number for its first; a fork or an exec gets another, see `engine/spaces.rs`).
 pub const S_SPACE: usize = S_IMAGE + 1;
+/// Frames the lane may still take from the batch's pool (`Params::pool`) once its reserve is
+/// empty: its memory cap less the pages it holds and its reserve (0 without a pool).
+pub const S_POOL_LEFT: usize = S_SPACE + 1;
 /// Frames the kernel may take for the lane's lazy pages (`PT_LAZY`): S_RES_N of them, at
 /// S_RES.., taken from the end. The host refills the list when it services the lane.
-pub const S_RES_N: usize = S_SPACE + 1;
+pub const S_RES_N: usize = S_POOL_LEFT + 1;
 pub const S_RES: usize = S_RES_N + 1;
 pub const RES_CAP: usize = 64;
 /// Words the host reads from a stopped lane (all but the vector registers).
@@ -203,6 +206,11 @@ pub const PT_W: u64 = 1 << 33;
 /// into a frame of the lane's reserve and inserts the lane's entry for it (its slot in the
 /// claim, `CLAIM_SLOT_SHIFT`). A lane whose page there is not writable has an entry of its own.
 pub const PT_LAZY: u64 = 1 << 34;
+/// A claim's first word: lane << 32 | frame, with CLAIM_POOLED where the frame came from the
+/// batch's pool rather than the lane's reserve, and CLAIM_UNUSED (with CLAIM_POOLED) for a
+/// pool frame the kernel took and gave no page (it goes back to the free frames).
+pub const CLAIM_POOLED: u64 = 1 << 62;
+pub const CLAIM_UNUSED: u64 = 1 << 61;
 /// A claim's second word: vpn | (slot + 1) << CLAIM_SLOT_SHIFT for an entry the kernel
 /// inserted (a copy-on-write image page), vpn alone for a lazy entry of the lane's.
 pub const CLAIM_SLOT_SHIFT: u32 = PT_VPN_BITS;
@@ -234,10 +242,13 @@ pub struct Params {
     pub chunks: u64,
     pub progress: u64,
     pub sched: u64,
-    /// The claim log: word 0 counts entries, then two words each (lane << 32 | frame, vpn
-    /// with the slot of an entry the kernel inserted, `CLAIM_SLOT_SHIFT`).
-    /// Zero when the device runs without lazy pages.
+    /// The claim log: word 0 counts entries, then two words each (lane << 32 | frame with
+    /// the `CLAIM_*` bits, vpn with the slot of an entry the kernel inserted,
+    /// `CLAIM_SLOT_SHIFT`). Zero when the device runs without lazy pages.
     pub claims: u64,
+    /// The batch's pool of free frames (`engine/pool.rs`): word 0 the next slot to take (it
+    /// may pass the end), word 1 the slots filled, then a frame a slot. Zero: no pool.
+    pub pool: u64,
     /// Edge coverage: lane i's map of hit counters is the COV_MAP_BYTES at cov + i *
     /// COV_MAP_BYTES (see `armada_core::coverage`). Zero: no coverage (and the kernel build
     /// without it runs).
@@ -399,6 +410,7 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("S_REGIONS", S_REGIONS as u64),
         ("S_IMAGE", S_IMAGE as u64),
         ("S_SPACE", S_SPACE as u64),
+        ("S_POOL_LEFT", S_POOL_LEFT as u64),
         ("S_RES_N", S_RES_N as u64),
         ("S_RES", S_RES as u64),
         ("S_WORDS", S_WORDS as u64),
@@ -421,6 +433,8 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("PT_R", PT_R),
         ("PT_W", PT_W),
         ("PT_LAZY", PT_LAZY),
+        ("CLAIM_POOLED", CLAIM_POOLED),
+        ("CLAIM_UNUSED", CLAIM_UNUSED),
         ("PT_FRAME_MASK", PT_FRAME_MASK),
         ("BLOCK_THREADS", BLOCK_THREADS as u64),
         ("CHECK_EVERY", CHECK_EVERY),
@@ -529,6 +543,8 @@ pub fn wgsl_header() -> String {
         "PT_R",
         "PT_W",
         "PT_LAZY",
+        "CLAIM_POOLED",
+        "CLAIM_UNUSED",
         "PT_FRAME_MASK",
         "LDST_LG",
         "BY_ELEM",
@@ -571,7 +587,7 @@ mod tests {
         assert_eq!(S_DIRTY_MORE + DIRTY_MORE, S_WORDS);
         const { assert!(CORE_WORDS <= S_DIRTY && S_IMAGE < S_V && S_V + 64 <= S_DIRTY_MORE) };
         const { assert!(S_WORDS * 8 <= 8192) };
-        assert_eq!(std::mem::size_of::<Params>(), 26 * 8 + 6 * 4);
+        assert_eq!(std::mem::size_of::<Params>(), 27 * 8 + 6 * 4);
     }
 
     #[test]

@@ -113,7 +113,8 @@ struct Params {
     const u64* chunks;      // frame chunk base addresses
     u64* progress;          // per lane retired count, host-mapped (may be null)
     u64* sched;             // [0]: time the first lane stopped for the host, [1]: launch start (0: not yet)
-    u64* claims;            // lazy pages taken: [0] count, then (lane << 32 | frame, vpn) (0: none)
+    u64* claims;            // lazy pages taken: [0] count, then (lane << 32 | frame | CLAIM_*, vpn) (0: none)
+    u64* pool;              // free frames for lanes whose reserve is empty: [0] next, [1] filled, frames (0: none)
     u8* cov;                // edge coverage: COV_MAP_BYTES of hit counters per lane (0: off)
     u64* sysd;              // per lane SYSD_WORDS: the input and stats of the syscalls answered here (0: none)
     u64* undo;              // persistent lanes: per lane UNDO_WORDS, the pages claimed since its start (0: none)

@@ -25,15 +25,45 @@ __device__ __forceinline__ u64 pt_find(const Params& P, u64 key) {
     return MAXU64;
 }
 
-// A frame of the lane's reserve holding a copy of `src` (and the same bytes in its shadow:
-// the host's copy starts from them), logged as the lane's claim of page `vpn`; `inserted`:
-// the entry the kernel made for it at that slot + 1 (0: the lane's lazy entry). MAXU64: the
-// reserve is empty.
-__device__ __forceinline__ u64 claim_copy(const Params& P, u32 lane, u64* rec, u64 vpn, const u64* src, u64 inserted) {
+// A frame for one of the lane's lazy pages: the last of its reserve, else the next of the
+// batch's pool (`Params::pool`: [0] the next slot to take, [1] the slots filled, then the
+// frames), within the lane's budget there (`S_POOL_LEFT`: its memory cap less what it holds
+// and its reserve). Sets `pooled` to say which; MAXU64: neither has one, and the host refills
+// the lane's reserve at its stop. The pool spares the stop: a Python lane started from a
+// snapshot claims about 600 pages, and with reserves alone most of its stops were refills.
+__device__ __forceinline__ u64 take_frame(const Params& P, u64* rec, u64& pooled) {
     u64 n = rec[S_RES_N];
-    if (n == 0) return MAXU64;
-    u64 f = rec[S_RES + n - 1];
-    rec[S_RES_N] = n - 1;
+    if (n != 0) {
+        rec[S_RES_N] = n - 1;
+        pooled = 0;
+        return rec[S_RES + n - 1];
+    }
+    if (!P.pool || rec[S_POOL_LEFT] == 0) return MAXU64;
+    u64 at = a_fetch_add(&P.pool[0], 1);
+    if (at >= P.pool[1]) return MAXU64;
+    rec[S_POOL_LEFT] -= 1;
+    pooled = CLAIM_POOLED;
+    return P.pool[2 + at];
+}
+
+// Gives back a frame `take_frame` took that no page got: to the end of the reserve it came
+// from (the host's list is unchanged), or, from the pool, logged as unused for the host.
+__device__ __forceinline__ void untake_frame(const Params& P, u32 lane, u64* rec, u64 f, u64 pooled) {
+    if (!pooled) {
+        rec[S_RES + rec[S_RES_N]] = f;
+        rec[S_RES_N] += 1;
+        return;
+    }
+    rec[S_POOL_LEFT] += 1;
+    u64 at = a_fetch_add(&P.claims[0], 1);
+    P.claims[1 + 2 * at] = (u64)lane << 32 | f | CLAIM_POOLED | CLAIM_UNUSED;
+    P.claims[2 + 2 * at] = 0;
+}
+
+// Frame `f` (from `take_frame`) made a copy of `src`, with the same bytes in its shadow (the
+// host's copy starts from them), logged as the lane's claim of page `vpn`; `inserted`: the
+// entry the kernel made for it at that slot + 1 (0: the lane's lazy entry).
+__device__ __forceinline__ void claim_copy(const Params& P, u32 lane, u64 vpn, const u64* src, u64 inserted, u64 f, u64 pooled) {
     u64* dst = (u64*)frame_addr(P, f);
     u64* shadow = dst + (512ull << P.chunk_shift);
     for (u32 i = 0; i < 512; i++) {
@@ -42,9 +72,8 @@ __device__ __forceinline__ u64 claim_copy(const Params& P, u32 lane, u64* rec, u
         shadow[i] = w;
     }
     u64 at = a_fetch_add(&P.claims[0], 1);
-    P.claims[1 + 2 * at] = (u64)lane << 32 | f;
+    P.claims[1 + 2 * at] = (u64)lane << 32 | f | pooled;
     P.claims[2 + 2 * at] = vpn | inserted << PT_VPN_BITS;
-    return f;
 }
 
 // Finds page `vpn` of `lane` (then of the shared image); returns the frame's address, or 0 when
@@ -67,15 +96,20 @@ __device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 v
             // free slots at once, hence the compare-and-swap. Persistent lanes take such a
             // write as a miss (their restart could not take the entry back out).
             if ((val & (PT_W | PT_LAZY)) != (PT_W | PT_LAZY) || !P.claims || P.start) return 0;
-            if (rec[S_RES_N] == 0) return 0;
+            u64 pooled;
+            u64 f = take_frame(P, rec, pooled);
+            if (f == MAXU64) return 0;
             u64 t = pt_hash(key, P.pt_shift);
             u64 probes = 0;
             for (; probes <= P.pt_mask; probes++) {
                 if (P.pt[2 * t] == 0 && a_take_empty(&P.pt[2 * t], key)) break;
                 t = (t + 1) & P.pt_mask;
             }
-            if (probes > P.pt_mask) return 0;
-            u64 f = claim_copy(P, lane, rec, vpn, (const u64*)frame_addr(P, val & PT_FRAME_MASK), t + 1);
+            if (probes > P.pt_mask) {
+                untake_frame(P, lane, rec, f, pooled);
+                return 0;
+            }
+            claim_copy(P, lane, vpn, (const u64*)frame_addr(P, val & PT_FRAME_MASK), t + 1, f, pooled);
             val = f | PT_R | PT_W;
             P.pt[2 * t + 1] = val;
             s = t;
@@ -89,8 +123,10 @@ __device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 v
         // or image page) into a frame of the lane's reserve, point the entry at it, and log
         // the claim. Only this lane uses its own entries, so no other thread races on the slot.
         if (!P.claims) return 0; // the host takes it as a miss
-        u64 f = claim_copy(P, lane, rec, vpn, (const u64*)frame_addr(P, val & PT_FRAME_MASK), 0);
+        u64 pooled;
+        u64 f = take_frame(P, rec, pooled);
         if (f == MAXU64) return 0;
+        claim_copy(P, lane, vpn, (const u64*)frame_addr(P, val & PT_FRAME_MASK), 0, f, pooled);
         if (P.undo) {
             // (persistent lanes: the kernel gives the slot its lazy value back at restart)
             u64* u = P.undo + (u64)lane * UNDO_WORDS;

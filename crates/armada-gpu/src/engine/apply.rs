@@ -9,6 +9,7 @@
 use super::code::CodeArea;
 use super::file_frames::FileFrames;
 use super::pagetable::{HostTable, ZERO_FRAME};
+use super::pool::FramePool;
 use super::service::{Plan, Serviced};
 use super::upload::PageSrc;
 use super::wants::Want;
@@ -20,10 +21,13 @@ use armada_core::memory::PAGE_SIZE;
 use rayon::prelude::*;
 use std::time::Instant;
 
-/// A lazy page the kernel gave a frame of the lane's reserve (the claim log's entry).
+/// A lazy page the kernel gave a frame of the lane's reserve or of the batch's pool (the
+/// claim log's entry).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Claim {
     pub(super) frame: u32,
+    /// The frame came from the pool (`pool`), not the lane's reserve.
+    pub(super) pooled: bool,
     pub(super) vpn: u64,
     /// The slot + 1 of the entry the kernel inserted for it (a copy-on-write image page);
     /// 0: the page was a lazy entry of the lane's.
@@ -36,8 +40,9 @@ pub(super) fn apply_claims(l: &mut LaneHost, pt: &HostTable, lane: usize) -> Res
     for c in std::mem::take(&mut l.unapplied) {
         let (frame, vpn) = (c.frame, c.vpn);
         let bad = || Error::Device(format!("lane {lane} claimed page {vpn:#x} out of step"));
-        // the kernel takes frames from the end of the list, as the host does here
-        if l.reserve.pop() != Some(frame) {
+        // the kernel takes frames from the end of the list, as the host does here (a frame of
+        // the pool was counted against the pool's slots as the log was read)
+        if !c.pooled && l.reserve.pop() != Some(frame) {
             return Err(bad());
         }
         if c.inserted != 0 {
@@ -255,7 +260,7 @@ impl Batch {
             let t_res = Instant::now();
             parts[3] += (t_res - t_code).as_secs_f64();
             if let Some(r) = self.top_up(lane_id)? {
-                records.push((lane_id as u32, S_RES_N, r));
+                records.push((lane_id as u32, S_POOL_LEFT, r));
             }
             parts[5] += t_res.elapsed().as_secs_f64();
         }
@@ -471,19 +476,29 @@ impl Batch {
 
     /// Fills lane `i`'s frame reserve up to `res_target` frames, within its memory cap (counting the
     /// pages it claimed that the mirror does not show yet). Returns the record words from
-    /// S_RES_N on when the reserve changed.
+    /// S_POOL_LEFT on: the frames the lane may take from the pool, then, where the reserve
+    /// changed, the reserve (None without lazy pages).
     pub(super) fn top_up(&mut self, i: usize) -> Result<Option<Vec<u64>>, Error> {
         if !self.lazy {
             return Ok(None);
         }
+        let pool_on = self.pool_on();
         let l = &mut self.lanes[i];
         let mem = &l.lane.program.mem;
         let used = mem.private_bytes() + l.claimed.len() as u64 * PAGE_SIZE;
         let target = (self.res_target << l.res_grown.min(8)).min(RES_CAP);
-        let room = (mem.limit().saturating_sub(used) / PAGE_SIZE).min(target as u64) as usize;
+        let cap_room = mem.limit().saturating_sub(used) / PAGE_SIZE;
+        let room = cap_room.min(target as u64) as usize;
         let before = l.reserve.len();
+        let pool_left = |reserve: usize, on: bool| {
+            if on {
+                cap_room.saturating_sub(reserve as u64)
+            } else {
+                0
+            }
+        };
         if before == room {
-            return Ok(None);
+            return Ok(Some(vec![pool_left(before, pool_on)]));
         }
         while l.reserve.len() > room {
             let f = l.reserve.pop().unwrap_or(ZERO_FRAME);
@@ -500,11 +515,13 @@ impl Batch {
             };
             l.reserve.push(f);
         }
+        let left = pool_left(l.reserve.len(), pool_on);
         if l.reserve.len() == before {
-            return Ok(None);
+            return Ok(Some(vec![left]));
         }
         self.stats.frames_peak = self.frames.peak;
-        let mut words = Vec::with_capacity(1 + l.reserve.len());
+        let mut words = Vec::with_capacity(2 + l.reserve.len());
+        words.push(left);
         words.push(l.reserve.len() as u64);
         words.extend(l.reserve.iter().map(|&f| f as u64));
         Ok(Some(words))
@@ -516,6 +533,7 @@ impl Batch {
     /// of those that ended at exit are not kept at all: the kernel takes them back (see
     /// `persist`). So where every lane of such a batch ended at exit, the log is not read.
     pub(super) fn take_claims(&mut self) -> Result<(), Error> {
+        let pool_taken = self.drain_pool()?;
         let keep = self.d_start != 0;
         let stops = &self.stops;
         let exited = |lane: usize| keep && stops[lane] == STOP_EXIT;
@@ -524,23 +542,46 @@ impl Batch {
         }
         let dev: &dyn Device = &*self.dev;
         let n = dtoh_vec::<u64>(dev, self.params.claims, 1)?[0] as usize;
-        if n == 0 {
+        if n == 0 && pool_taken == 0 {
             return Ok(());
         }
-        if n > RES_CAP * self.lanes.len() {
+        if n > FramePool::claims_room(self.lanes.len(), self.pool.d != 0) {
             return Err(Error::Device(format!(
                 "the claim log holds {n} entries, more than fit"
             )));
         }
         let words: Vec<u64> = dtoh_vec(dev, self.params.claims + 8, 2 * n)?;
+        // Frames of the pool: as many as the lanes took from it, each once; those the kernel
+        // took and gave no page go back.
+        let mut pooled = 0;
+        let mut unused = 0;
+        for c in words.chunks_exact(2) {
+            if c[0] & CLAIM_POOLED != 0 {
+                pooled += 1;
+                if c[0] & CLAIM_UNUSED != 0 {
+                    self.frames.release(c[0] as u32);
+                    unused += 1;
+                }
+            }
+        }
+        if pooled != pool_taken {
+            return Err(Error::Device(format!(
+                "the claim log names {pooled} frames of the pool, and {pool_taken} were taken"
+            )));
+        }
+        self.frames.reserved -= unused;
         // Grouped by lane (a stable counting sort: a lane's claims stay in the order it made
         // them), then each lane's taken in parallel: tens of thousands of lanes each claim a
         // few pages a launch, and one thread walking them all showed as most of a fuzz
         // round's host time.
         let lanes = self.lanes.len();
         let mut starts = vec![0usize; lanes + 1];
+        let lane_of = |w: u64| ((w & !(CLAIM_POOLED | CLAIM_UNUSED)) >> 32) as usize;
         for c in words.chunks_exact(2) {
-            let lane = (c[0] >> 32) as usize;
+            if c[0] & CLAIM_UNUSED != 0 {
+                continue;
+            }
+            let lane = lane_of(c[0]);
             if lane >= lanes {
                 return Err(Error::Device(format!(
                     "the claim log names lane {lane} of {lanes}"
@@ -557,12 +598,13 @@ impl Batch {
         let mut next = starts.clone();
         let mut order = vec![Claim::default(); kept];
         for c in words.chunks_exact(2) {
-            let lane = (c[0] >> 32) as usize;
-            if exited(lane) {
+            let lane = lane_of(c[0]);
+            if c[0] & CLAIM_UNUSED != 0 || exited(lane) {
                 continue;
             }
             order[next[lane]] = Claim {
                 frame: c[0] as u32,
+                pooled: c[0] & CLAIM_POOLED != 0,
                 vpn: c[1] & ((1 << CLAIM_SLOT_SHIFT) - 1),
                 inserted: c[1] >> CLAIM_SLOT_SHIFT,
             };
@@ -588,7 +630,7 @@ impl Batch {
         let f = &mut self.frames;
         f.guest_peak = f.guest_peak.max(f.live - f.reserved);
         self.stats.guest_frames_peak = f.guest_peak;
-        self.stats.lazy_claims += n as u64;
+        self.stats.lazy_claims += n as u64 - unused;
         Ok(())
     }
 }

@@ -66,6 +66,7 @@ impl Batch {
             self.active.rotate_left(k);
             self.active_dirty = true;
         }
+        self.fill_pool()?;
         if self.lazy && self.dev.image_cow() {
             // room for the entries the kernel may insert (copy-on-write image pages): one
             // for each frame in the lanes' reserves

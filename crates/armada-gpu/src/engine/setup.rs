@@ -7,6 +7,7 @@ use super::apply::{apply_shared, Applied};
 use super::code::{code_areas, Code};
 use super::devio::KernelIo;
 use super::pagetable::{Frames, HostTable, MAX_CHUNKS, ZERO_FRAME};
+use super::pool::FramePool;
 use super::records::state_to_record;
 use super::service::Plan;
 use super::upload::PageSrc;
@@ -85,7 +86,7 @@ pub(super) fn start_wants(l: &LaneHost, image: &Image, lazy: bool, all: bool) ->
 }
 
 /// A lane's whole record as it starts: registers, limit, the syscalls the kernel may answer,
-/// its image's code regions, and its frame reserve (`reserve`: words from S_RES_N, when it
+/// its image's code regions, and its frame reserve (`reserve`: words from S_POOL_LEFT, when it
 /// has one).
 pub(super) fn start_record(
     l: &mut LaneHost,
@@ -110,7 +111,7 @@ pub(super) fn start_record(
     rec[S_IMAGE] = img.key_lane;
     rec[S_SPACE] = l.space;
     if let Some(r) = reserve {
-        rec[S_RES_N..S_RES_N + r.len()].copy_from_slice(&r);
+        rec[S_POOL_LEFT..S_POOL_LEFT + r.len()].copy_from_slice(&r);
     }
     rec
 }
@@ -305,8 +306,14 @@ impl Batch {
         let d_active = dev.alloc(n * 4)?;
         let (progress_host, d_progress) = dev.alloc_mapped(n * 8)?;
         // the scheduling words, then the claim log (count, then two words a claim; every
-        // lane's whole reserve fits, so it cannot overflow)
-        let claim_words = if lazy { 1 + 2 * RES_CAP * n } else { 0 };
+        // lane's whole reserve and the pool fit, so it cannot overflow)
+        let pool =
+            lazy && dev.frame_pool() && std::env::var("ARMADA_GPU_POOL").map_or(true, |v| v != "0");
+        let claim_words = if lazy {
+            1 + 2 * FramePool::claims_room(n, pool)
+        } else {
+            0
+        };
         let d_sched = dev.alloc(16 + 8 * claim_words)?;
         // coverage maps, when any lane records coverage (zeroed by alloc)
         let d_cov = if lanes.iter().any(|l| l.lane.coverage().is_some()) {
@@ -369,6 +376,7 @@ impl Batch {
             d_persist: Default::default(),
             queue: 0,
             news: Default::default(),
+            pool: Default::default(),
         };
         batch.queue = dev.new_queue()?;
         batch.stats.regions = nregions as usize;
@@ -426,6 +434,9 @@ impl Batch {
             }
         }
         batch.lanes = lanes;
+        if pool {
+            batch.make_pool()?;
+        }
         let incoming: u64 = plans.iter().map(|p| p.0.wants.len() as u64).sum();
         batch.ensure_pt_room(incoming)?;
         // the table and frames serially, then the records in parallel
