@@ -307,6 +307,11 @@ pub(super) struct Frames {
     pub(super) shared: u64,
     /// Set when an allocation failed for want of device memory (`short`).
     pub(super) exhausted: bool,
+    /// The frames in the batch's pool (`pool`), slot by slot: the last ones, past the slots
+    /// the last launch took, are what an allocation takes when the device has no memory
+    /// left for another chunk.
+    pub(super) pool: Vec<u32>,
+    pub(super) pool_taken: usize,
 }
 
 impl Frames {
@@ -318,14 +323,23 @@ impl Frames {
                 let f = self.next;
                 if f >> self.shift >= self.chunks.len() as u64 {
                     if self.chunks.len() >= MAX_CHUNKS || f > PT_FRAME_MASK {
+                        if let Some(f) = self.from_pool() {
+                            return Ok(f);
+                        }
                         let e =
                             Error::Device("out of device frames (the page table's limit)".into());
                         return Err(self.short(e));
                     }
                     // frames, then their shadows (the bytes the host has, for diffs)
-                    let p = dev
-                        .alloc_frames((2 * (PAGE_SIZE << self.shift)) as usize)
-                        .map_err(|e| self.short(e))?;
+                    let p = match dev.alloc_frames((2 * (PAGE_SIZE << self.shift)) as usize) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            if let Some(f) = self.from_pool() {
+                                return Ok(f);
+                            }
+                            return Err(self.short(e));
+                        }
+                    };
                     let i = self.chunks.len();
                     self.chunks.push(p);
                     htod_slice(dev, self.d_chunks + 8 * i as u64, &[p])?;
@@ -338,6 +352,19 @@ impl Frames {
         self.peak = self.peak.max(self.live);
         self.guest_peak = self.guest_peak.max(self.live - self.reserved);
         Ok(f)
+    }
+
+    /// A frame the batch's pool holds and no lane took, for an allocation the device has no
+    /// memory left for: the pool's spare frames are the lanes' too. It leaves the pool's end
+    /// (live already; reserved no longer), so the pool's other slots keep their places.
+    fn from_pool(&mut self) -> Option<u32> {
+        if self.pool.len() <= self.pool_taken {
+            return None;
+        }
+        let f = self.pool.pop()?;
+        self.reserved -= 1;
+        self.guest_peak = self.guest_peak.max(self.live - self.reserved);
+        Some(f)
     }
 
     /// `e` (the device out of memory for frames) with what the lanes held then: each lane

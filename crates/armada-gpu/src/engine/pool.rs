@@ -8,11 +8,13 @@
 //!
 //! The kernel takes slots in order with one atomic add, so after a launch the taken slots are
 //! a prefix: the host refills those before the next launch, and the pool's claims in the claim
-//! log (`CLAIM_POOLED`) say which lane got which frame. Its size follows demand: it doubles
-//! after a launch that emptied it (up to `max`), and halves after one that took under a
-//! quarter of it. Its untaken frames are live but hold no page (`Frames::reserved`), as a
-//! reserve's do. Persistent lanes (a fuzzer's) have no pool: their kernel's restart gives each
-//! its reserve back, which a shared pool could not.
+//! log (`CLAIM_POOLED`) say which lane got which frame. Its size follows demand: after a launch
+//! that emptied it, it grows to twice what the lanes asked of it (up to `max`). Its untaken
+//! frames are live but hold no page (`Frames::reserved`), as a reserve's do, and they are the
+//! lanes' too: where the device has no memory left for another chunk of frames, an allocation
+//! takes one from the pool's end (`Frames::from_pool`), so a pool never makes a batch run out
+//! sooner. Persistent lanes (a fuzzer's) have no pool: their kernel's restart gives each its
+//! reserve back, which a shared pool could not.
 
 use super::Batch;
 use crate::device::{dtoh_vec, htod_slice, DevPtr};
@@ -20,20 +22,19 @@ use crate::layout::RES_CAP;
 use crate::Error;
 
 /// Slots a lane adds to the pool's first size, and to its largest (which bounds the claim log).
-const FIRST_PER_LANE: usize = 8;
-const MAX_PER_LANE: usize = 64;
+/// 16,384 lanes of Python started from one snapshot take about 4 M frames in a run, most in
+/// its first launches.
+const FIRST_PER_LANE: usize = 32;
+const MAX_PER_LANE: usize = 256;
 /// Bounds of the pool's size, in frames (a frame is 8 KiB of device memory with its shadow).
 const MIN_SLOTS: usize = 1024;
-const MAX_SLOTS: usize = 1 << 21;
+const MAX_SLOTS: usize = 1 << 22;
 
 #[derive(Default)]
 pub(super) struct FramePool {
-    /// [next, filled, frames...] on the device (0: the batch has no pool).
+    /// [next, filled, frames...] on the device (0: the batch has no pool). The host's copy
+    /// of the slots is `Frames::pool`, the slots the last launch took `Frames::pool_taken`.
     pub(super) d: DevPtr,
-    /// The frames in slots 0..len (host copy).
-    slots: Vec<u32>,
-    /// Slots 0..taken were taken in the last launch (refilled before the next).
-    taken: usize,
     /// The size the pool is filled to, and its largest.
     target: usize,
     pub(super) max: usize,
@@ -83,40 +84,39 @@ impl Batch {
             self.params.pool = 0;
             return Ok(());
         }
-        let taken = std::mem::take(&mut self.pool.taken);
-        let target = self.pool.target;
-        // the frames not taken stay; those past the size go back, from the end
-        let mut rest = self.pool.slots.split_off(taken.min(self.pool.slots.len()));
-        while rest.len() > target {
-            let f = rest.pop().unwrap_or_default();
-            self.frames.release(f);
-            self.frames.reserved -= 1;
-        }
-        let mut fresh = Vec::with_capacity(target - rest.len());
-        while !self.pool.full && fresh.len() < target - rest.len() {
-            self.frames.reserved += 1;
-            match self.frames.alloc(&*self.dev) {
-                Ok(f) => fresh.push(f),
+        let f = &mut self.frames;
+        let taken = std::mem::take(&mut f.pool_taken).min(f.pool.len());
+        // the frames not taken stay in their slots (the last ones may have gone to lanes'
+        // pages, `Frames::from_pool`)
+        let rest = f.pool.split_off(taken);
+        // (the taken frames are lanes' pages now: none of them may be handed out again)
+        f.pool.clear();
+        let want = self.pool.target.saturating_sub(rest.len());
+        let mut fresh = Vec::with_capacity(want);
+        while !self.pool.full && fresh.len() < want {
+            f.reserved += 1;
+            match f.alloc(&*self.dev) {
+                Ok(frame) => fresh.push(frame),
                 Err(_) => {
-                    // the device is out of memory: the pool grows no more (the lanes'
-                    // own pages need it)
-                    self.frames.reserved -= 1;
+                    // the device is out of memory: the pool grows no more (the lanes' own
+                    // pages need it)
+                    f.reserved -= 1;
                     self.pool.full = true;
                 }
             }
         }
-        let p = &mut self.pool;
-        // (the usual launch: as many new frames as were taken, in their slots; otherwise
-        // the slots move and all go up)
+        // (the usual launch: as many new frames as were taken, in their slots; otherwise the
+        // slots move and all go up)
         let whole = fresh.len() != taken;
-        p.slots = fresh;
-        p.slots.extend_from_slice(&rest);
-        let up = if whole { p.slots.len() } else { taken };
-        let words: Vec<u64> = p.slots[..up].iter().map(|&f| f as u64).collect();
-        htod_slice(&*self.dev, p.d + 16, &words)?;
-        htod_slice(&*self.dev, p.d, &[0u64, p.slots.len() as u64])?;
-        self.stats.frames_peak = self.frames.peak;
-        self.params.pool = p.d;
+        f.pool = fresh;
+        f.pool.extend_from_slice(&rest);
+        let up = if whole { f.pool.len() } else { taken };
+        let words: Vec<u64> = f.pool[..up].iter().map(|&frame| frame as u64).collect();
+        let d = self.pool.d;
+        htod_slice(&*self.dev, d + 16, &words)?;
+        htod_slice(&*self.dev, d, &[0u64, f.pool.len() as u64])?;
+        self.stats.frames_peak = f.peak;
+        self.params.pool = d;
         Ok(())
     }
 
@@ -127,18 +127,17 @@ impl Batch {
             return Ok(0);
         }
         let next = dtoh_vec::<u64>(&*self.dev, self.pool.d, 1)?[0] as usize;
+        let len = self.frames.pool.len();
+        let taken = next.min(len);
+        self.frames.pool_taken = taken;
         let p = &mut self.pool;
-        let len = p.slots.len();
-        p.taken = next.min(len);
-        p.frames_taken += p.taken as u64;
+        p.frames_taken += taken as u64;
         if next > len {
             p.emptied += 1;
             if !p.full {
-                p.target = (2 * p.target.max(len)).min(p.max);
+                p.target = (2 * p.target.max(next)).min(p.max);
             }
-        } else if 4 * p.taken < len {
-            p.target = (p.target / 2).max(MIN_SLOTS);
         }
-        Ok(p.taken)
+        Ok(taken)
     }
 }

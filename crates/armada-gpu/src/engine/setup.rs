@@ -274,6 +274,8 @@ impl Batch {
             lanes: n as u64,
             shared: 0,
             exhausted: false,
+            pool: Vec::new(),
+            pool_taken: 0,
         };
         let zero = frames.alloc(dev_ref)?;
         debug_assert_eq!(zero, ZERO_FRAME);
