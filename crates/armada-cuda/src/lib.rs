@@ -202,7 +202,7 @@ fn device_error(o: usize, e: Error) -> Error {
     match e {
         Error::NoDevice(m) => Error::NoDevice(format!("CUDA device {o}: {m}")),
         Error::Device(m) => Error::Device(format!("CUDA device {o}: {m}")),
-        Error::OutOfMemory(m) => Error::OutOfMemory(format!("CUDA device {o}: {m}")),
+        Error::OutOfMemory(m, fit) => Error::OutOfMemory(format!("CUDA device {o}: {m}"), fit),
         Error::Compile(m) => Error::Compile(format!("CUDA device {o}: {m}")),
         e => e,
     }

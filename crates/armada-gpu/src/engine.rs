@@ -582,11 +582,11 @@ impl Batch {
     /// reserve): a lane's need is known only once it ends, so this is an upper bound (lanes
     /// that grow further fit fewer), which the message says.
     fn lanes_that_fit(&self, e: Error) -> Error {
-        let Error::OutOfMemory(m) = e else {
+        let Error::OutOfMemory(m, fit) = e else {
             return e;
         };
         if !self.frames.exhausted {
-            return Error::OutOfMemory(m);
+            return Error::OutOfMemory(m, fit);
         }
         let own = |l: &LaneHost| {
             l.entries.values().filter(|e| e.private).count() as u64 + l.reserve.len() as u64
@@ -594,14 +594,17 @@ impl Batch {
         let largest = self.lanes.iter().map(own).max().unwrap_or(0);
         let room = self.frames.live.saturating_sub(self.frames.shared);
         if largest == 0 {
-            return Error::OutOfMemory(m);
+            return Error::OutOfMemory(m, fit);
         }
-        Error::OutOfMemory(format!(
-            "{m}; the largest lane held {} KiB then, and lanes may need more: at most about {} \
-             lanes of this program fit at once on this device",
-            (largest * PAGE_SIZE) >> 10,
-            room / largest
-        ))
+        let most = (room / largest) as usize;
+        Error::OutOfMemory(
+            format!(
+                "{m}; the largest lane held {} KiB then, and lanes may need more: at most about \
+                 {most} lanes of this program fit at once on this device",
+                (largest * PAGE_SIZE) >> 10,
+            ),
+            Some(most),
+        )
     }
 
     /// Runs until every lane has ended (continuous mode).

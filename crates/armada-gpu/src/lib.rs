@@ -41,9 +41,10 @@ pub enum Error {
     #[error("{0}")]
     Device(String),
     /// The device ran out of memory for the lanes' pages: fewer lanes at once would fit
-    /// (a batch then runs its lanes in waves, see `multi`).
+    /// (a batch then runs its lanes in waves, see `multi`), at most about the second field's
+    /// where the batch could tell.
     #[error("{0}")]
-    OutOfMemory(String),
+    OutOfMemory(String, Option<usize>),
     /// The kernel did not compile.
     #[error("{0}")]
     Compile(String),

@@ -171,25 +171,39 @@ pub fn run_sharded<T: Send>(
                         out: f.out,
                     });
                 }
-                // More lanes than the device holds at once: the two halves run one after
-                // the other on it (and split again if need be). Lanes are deterministic, so
-                // running them again gives what they would have given; what the failed
-                // batch ran is lost time, which the message says.
-                Err(Error::OutOfMemory(m)) if count >= 2 => {
+                // More lanes than the device holds at once: they run as smaller batches one
+                // after the other on it (split again if need be): as many as the failed
+                // batch said fit, less a tenth for lanes that grow further, else halves.
+                // Lanes are deterministic, so running them again gives what they would have
+                // given; what the failed batch ran is lost time, which the message says.
+                Err(Error::OutOfMemory(m, fit)) if count >= 2 => {
+                    let parts = pieces_for(count, fit);
+                    let sizes: Vec<usize> = (0..parts)
+                        .map(|k| count * (k + 1) / parts - count * k / parts)
+                        .collect();
                     eprintln!(
                         "armada: device {} ran out of memory with {count} lanes at once ({m}); \
-                         running them as two batches of {} and {}, one after the other \
+                         running them as {parts} batches of {}{}, one after the other \
                          (fewer lanes a batch, or --lane-memory, avoids the lost time)",
                         engines[device].ordinal(),
-                        count / 2,
-                        count - count / 2
+                        sizes[0],
+                        if sizes[parts - 1] != sizes[0] {
+                            format!(" to {}", sizes[parts - 1])
+                        } else {
+                            String::new()
+                        }
                     );
                     shares[device].waves += 1;
                     too_many[device] = too_many[device].min(count);
                     let mut again = remake(start, count, respawn)?;
-                    let second = again.split_off(count / 2);
-                    let mut front =
-                        vec![(start, again, device), (start + count / 2, second, device)];
+                    let mut front = Vec::with_capacity(parts);
+                    let mut at = start;
+                    for size in sizes {
+                        let rest = again.split_off(size);
+                        front.push((at, again, device));
+                        again = rest;
+                        at += size;
+                    }
                     front.append(&mut queue);
                     queue = front;
                 }
@@ -245,6 +259,14 @@ pub fn run_sharded<T: Send>(
     out.lost.sort_by_key(|l| l.start);
     out.shares = shares;
     Ok(out)
+}
+
+/// Into how many batches `count` lanes that ran out of memory go: enough that each holds at
+/// most nine tenths of the `fit` lanes the failed batch said fit (lanes may grow past what the
+/// largest held when it failed), and at least two.
+fn pieces_for(count: usize, fit: Option<usize>) -> usize {
+    let each = fit.map_or(count / 2, |f| (f - f / 10).max(1));
+    count.div_ceil(each.max(1)).clamp(2, count)
 }
 
 /// `p` into `out`, halved (the first half first) until each part has fewer than `limit`
@@ -443,6 +465,20 @@ mod tests {
         let mut one = Vec::new();
         halve_to((0, vec![7], 0), 1, &mut one);
         assert_eq!(one, vec![(0, vec![7], 0)]);
+    }
+
+    #[test]
+    fn batches_that_ran_out_split_by_what_fit() {
+        // 65,536 lanes of which about 20,000 fit: batches of at most 18,000
+        assert_eq!(pieces_for(65_536, Some(20_000)), 4);
+        // no estimate: halves
+        assert_eq!(pieces_for(65_536, None), 2);
+        // an estimate of more than the batch still splits it, in two
+        assert_eq!(pieces_for(100, Some(1_000)), 2);
+        // nothing fit, or one: one lane a batch at most
+        assert_eq!(pieces_for(5, Some(0)), 5);
+        assert_eq!(pieces_for(5, Some(1)), 5);
+        assert_eq!(pieces_for(2, None), 2);
     }
 
     #[test]

@@ -323,7 +323,7 @@ impl Frames {
                 let f = self.next;
                 if f >> self.shift >= self.chunks.len() as u64 {
                     if self.chunks.len() >= MAX_CHUNKS || f > PT_FRAME_MASK {
-                        if let Some(f) = self.from_pool() {
+                        if let Some(f) = self.spare_from_pool() {
                             return Ok(f);
                         }
                         let e =
@@ -334,7 +334,7 @@ impl Frames {
                     let p = match dev.alloc_frames((2 * (PAGE_SIZE << self.shift)) as usize) {
                         Ok(p) => p,
                         Err(e) => {
-                            if let Some(f) = self.from_pool() {
+                            if let Some(f) = self.spare_from_pool() {
                                 return Ok(f);
                             }
                             return Err(self.short(e));
@@ -357,7 +357,7 @@ impl Frames {
     /// A frame the batch's pool holds and no lane took, for an allocation the device has no
     /// memory left for: the pool's spare frames are the lanes' too. It leaves the pool's end
     /// (live already; reserved no longer), so the pool's other slots keep their places.
-    fn from_pool(&mut self) -> Option<u32> {
+    fn spare_from_pool(&mut self) -> Option<u32> {
         if self.pool.len() <= self.pool_taken {
             return None;
         }
@@ -376,16 +376,19 @@ impl Frames {
         self.exhausted = true;
         let own = self.live.saturating_sub(self.shared);
         if self.lanes < 2 || own == 0 {
-            return Error::OutOfMemory(m);
+            return Error::OutOfMemory(m, None);
         }
         let kib = |frames: u64| (frames * PAGE_SIZE) >> 10;
-        Error::OutOfMemory(format!(
-            "{m} (when it ran out, the batch's {} lanes held {} KiB of pages each on average, \
-             and shared {} KiB)",
-            self.lanes,
-            kib(own.div_ceil(self.lanes)),
-            kib(self.shared)
-        ))
+        Error::OutOfMemory(
+            format!(
+                "{m} (when it ran out, the batch's {} lanes held {} KiB of pages each on \
+                 average, and shared {} KiB)",
+                self.lanes,
+                kib(own.div_ceil(self.lanes)),
+                kib(self.shared)
+            ),
+            None,
+        )
     }
 
     pub(super) fn release(&mut self, f: u32) {

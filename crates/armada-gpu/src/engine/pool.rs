@@ -12,7 +12,7 @@
 //! that emptied it, it grows to twice what the lanes asked of it (up to `max`). Its untaken
 //! frames are live but hold no page (`Frames::reserved`), as a reserve's do, and they are the
 //! lanes' too: where the device has no memory left for another chunk of frames, an allocation
-//! takes one from the pool's end (`Frames::from_pool`), so a pool never makes a batch run out
+//! takes one from the pool's end (`Frames::spare_from_pool`), so a pool never makes a batch run out
 //! sooner. Persistent lanes (a fuzzer's) have no pool: their kernel's restart gives each its
 //! reserve back, which a shared pool could not.
 
@@ -87,7 +87,7 @@ impl Batch {
         let f = &mut self.frames;
         let taken = std::mem::take(&mut f.pool_taken).min(f.pool.len());
         // the frames not taken stay in their slots (the last ones may have gone to lanes'
-        // pages, `Frames::from_pool`)
+        // pages, `Frames::spare_from_pool`)
         let rest = f.pool.split_off(taken);
         // (the taken frames are lanes' pages now: none of them may be handed out again)
         f.pool.clear();

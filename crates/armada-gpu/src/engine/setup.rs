@@ -449,10 +449,13 @@ impl Batch {
                 .apply_rest(i, applied, plan, &mut uploads)
                 .map_err(|e| match e {
                     // the lanes before this one fit with their starting pages
-                    Error::OutOfMemory(m) if i > 0 => Error::OutOfMemory(format!(
-                        "{m}; the starting pages of {i} of the {n} lanes fit: run at most {i} \
-                         lanes at once on this device (fewer where they grow)"
-                    )),
+                    Error::OutOfMemory(m, _) if i > 0 => Error::OutOfMemory(
+                        format!(
+                            "{m}; the starting pages of {i} of the {n} lanes fit: run at most \
+                             {i} lanes at once on this device (fewer where they grow)"
+                        ),
+                        Some(i / 2),
+                    ),
                     e => e,
                 })?;
             reserves.push(batch.top_up(i)?);
