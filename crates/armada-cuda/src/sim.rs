@@ -66,6 +66,9 @@ impl Device for SimDevice {
     fn frame_pool(&self) -> bool {
         true
     }
+    fn second_level_tlb(&self) -> bool {
+        true
+    }
     fn device_syscalls(&self) -> bool {
         true
     }

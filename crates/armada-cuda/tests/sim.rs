@@ -168,6 +168,24 @@ fn lazy_pages_take_first_writes_in_the_kernel() {
 }
 
 #[test]
+fn second_level_translations_last_one_launch() {
+    let Some((engine, p)) = engine_and_guest("remap") else {
+        return;
+    };
+    // pages unmapped and mapped again between stops: a translation kept from an earlier
+    // launch would read the old bytes. Two generations before the caches start again, so
+    // every other launch a generation comes back, and only the clearing keeps it apart.
+    // SAFETY: the variable is read when a batch is set up; any value keeps results the same,
+    // so the other tests of this binary that may read it meanwhile are not affected.
+    unsafe { std::env::set_var("ARMADA_GPU_TLB2_GENS", "2") };
+    let s = spec(&p, 8, &["2{lane}"], |_| Vec::new());
+    same_as_cpu(&s, &engine);
+    unsafe { std::env::remove_var("ARMADA_GPU_TLB2_GENS") };
+    let s = spec(&p, 8, &["2{lane}"], |_| Vec::new());
+    same_as_cpu(&s, &engine);
+}
+
+#[test]
 fn frame_pool_takes_copies_past_the_lanes_reserves() {
     // Lanes from a snapshot at their read of stdin, each writing 300 pages of the snapshot's
     // (copies on the first write) and then pages new to it: far more than a lane's reserve

@@ -178,6 +178,12 @@ pub trait Device: Send + Sync {
     fn frame_pool(&self) -> bool {
         false
     }
+    /// Whether the kernel keeps a second-level translation cache for each lane in the
+    /// buffer at `Params::tlb2` (`layout::TLB2_ENTRIES`), valid for the launch whose
+    /// generation (`Params::gen`) its entries carry.
+    fn second_level_tlb(&self) -> bool {
+        false
+    }
 }
 
 fn host_layout(bytes: usize) -> Result<std::alloc::Layout, Error> {

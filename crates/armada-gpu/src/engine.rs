@@ -406,6 +406,12 @@ pub struct Batch {
     news: coverage::NewsBuffers,
     /// Free frames lanes take on the device once their reserve is empty (`pool`).
     pool: pool::FramePool,
+    /// The lanes' second-level translation caches (`Params::tlb2`; 0: none), the last
+    /// launch's generation, and the generations before the caches start again from zeros
+    /// (`TLB2_GEN_MAX`; fewer with `ARMADA_GPU_TLB2_GENS`, for tests).
+    d_tlb2: DevPtr,
+    gen: u32,
+    gens: u32,
 }
 
 /// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
@@ -441,6 +447,7 @@ impl Drop for Batch {
             self.d_stage,
             self.d_sched,
             self.pool.d,
+            self.d_tlb2,
             self.frames.d_chunks,
             self.d_cov,
             self.d_sysd,

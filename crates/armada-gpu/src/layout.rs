@@ -142,6 +142,13 @@ pub const OUT_HEAD_WORDS: usize = 2;
 pub const OUT_END: u64 = u64::MAX;
 pub const OUT_SKIP: u32 = u32::MAX;
 
+/// Each lane's second-level translation cache (`Params::tlb2`, CUDA's `pt_lookup`): its
+/// entries (a power of two, direct-mapped by page number), and the bits of the launch
+/// generation in an entry's tag (vpn << (TLB2_GEN_BITS + 1) | generation << 1 | writable).
+pub const TLB2_ENTRIES: usize = 64;
+pub const TLB2_GEN_BITS: u32 = 27;
+pub const TLB2_GEN_MAX: u32 = (1 << TLB2_GEN_BITS) - 1;
+
 /// Words of a lane's block at `Params::sysd`: [0] input address, [1] input length, then at
 /// word 8 + 16 * fd the 128-byte stat of fd 0, 1, 2.
 pub const SYSD_WORDS: usize = 64;
@@ -271,6 +278,9 @@ pub struct Params {
     /// The output the kernel keeps for the writes it answers (`OUT_HEAD_WORDS`, `OUT_END`;
     /// 0: those bytes are dropped).
     pub out: u64,
+    /// Each lane's second-level translation cache (`TLB2_ENTRIES` pairs of words: tag, frame
+    /// address; zeroed, which is no entry). Zero: none.
+    pub tlb2: u64,
     pub slice: u64,
     pub max_ns: u64,
     pub min_grace_ns: u64,
@@ -281,6 +291,9 @@ pub struct Params {
     pub pt_shift: u32,
     pub chunk_shift: u32,
     pub lane_shift: u32,
+    /// The launch's generation, 1 ..= `TLB2_GEN_MAX`: a `tlb2` entry is valid only in the
+    /// launch that filled it (the host changes the page table between launches).
+    pub gen: u32,
 }
 
 /// `struct CopyDesc`: copy `words` u64 words from `src` to `dst` (device addresses).
@@ -397,6 +410,8 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("SYS_EXIT", SYS_EXIT),
         ("SYSD_WORDS", SYSD_WORDS as u64),
         ("OUT_HEAD_WORDS", OUT_HEAD_WORDS as u64),
+        ("TLB2_ENTRIES", TLB2_ENTRIES as u64),
+        ("TLB2_GEN_BITS", TLB2_GEN_BITS as u64),
         ("RES_CAP", RES_CAP as u64),
         ("UNDO_WORDS", UNDO_WORDS as u64),
         ("RESTART_TABLE", RESTART_TABLE),
@@ -587,7 +602,9 @@ mod tests {
         assert_eq!(S_DIRTY_MORE + DIRTY_MORE, S_WORDS);
         const { assert!(CORE_WORDS <= S_DIRTY && S_IMAGE < S_V && S_V + 64 <= S_DIRTY_MORE) };
         const { assert!(S_WORDS * 8 <= 8192) };
-        assert_eq!(std::mem::size_of::<Params>(), 27 * 8 + 6 * 4);
+        assert_eq!(std::mem::size_of::<Params>(), 28 * 8 + 6 * 4);
+        // a second-level tag holds any page number the table does, the generation and a bit
+        const { assert!(PT_VPN_BITS + TLB2_GEN_BITS < 64 && TLB2_ENTRIES.is_power_of_two()) };
     }
 
     #[test]

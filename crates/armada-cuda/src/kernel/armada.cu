@@ -125,6 +125,7 @@ struct Params {
     const u8* virgin;       // the virgin map the ends' coverage news are against (0: none)
     u32* covlist;           // persistent lanes with coverage: per lane COVLIST_WORDS, the map slots hit (0: none)
     u64* out;               // output kept for the writes answered here: OUT_HEAD_WORDS, then chunks (0: dropped)
+    u64* tlb2;              // per lane TLB2_ENTRIES x (tag, frame address): second-level translations (0: none)
     u64 slice;              // instructions per lane per launch
     u64 max_ns;             // a lane leaves this long after it started
     u64 min_grace_ns;       // after the first stop, running lanes go on at least this long
@@ -135,6 +136,7 @@ struct Params {
     u32 pt_shift;           // 64 - log2(slots)
     u32 chunk_shift;        // log2(frames per chunk)
     u32 lane_shift;         // log2(threads per lane)
+    u32 gen;                // this launch's generation (the tags of valid tlb2 entries), 1 .. TLB2_GEN_MAX
 };
 
 struct CopyDesc {

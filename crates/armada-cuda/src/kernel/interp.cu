@@ -165,6 +165,9 @@ __device__ void run_lane(const Params& P, u32 lane) {
         u32 d = (u32)(w0 >> 40) & 0xff, dr = d & 63;
         u32 e = (u32)(w0 >> 48) & 0xff, f = (u32)(w0 >> 56) & 0xff;
 
+#if defined(ARMADA_SIM) && defined(ARMADA_STATS)
+        STAT(ops[op & 0x7ff]);
+#endif
         switch (op) {
         case OP_NOP:
         case OP_PRFM:

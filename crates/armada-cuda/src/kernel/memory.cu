@@ -1,6 +1,39 @@
 // ------------------------------------------------------------------------------------------
 // Memory: a per-lane translation cache in registers in front of the shared page table.
 
+#if defined(ARMADA_SIM) && defined(ARMADA_STATS)
+#include <stdio.h>
+// Counters on the simulator (ARMADA_SIM_DEFINES=ARMADA_STATS), printed to stderr when the
+// process ends: the micro-ops run (the 40 most run, by number, in percent of all) and how the
+// lanes' loads and stores were translated. For tuning the kernel; nothing else reads them.
+struct SimStats {
+    u64 lookups, misses, writes, second, finds, probes;
+    u64 ops[0x800];
+    ~SimStats() {
+        u64 total = 0;
+        for (u32 i = 0; i < 0x800; i++) total += ops[i];
+        fprintf(stderr, "sim stats: %llu micro-ops;", (unsigned long long)total);
+        for (u32 k = 0; k < 40; k++) {
+            u32 best = 0;
+            for (u32 i = 0; i < 0x800; i++) if (ops[i] > ops[best]) best = i;
+            if (!ops[best]) break;
+            fprintf(stderr, " %u:%.2f%%", best, 100.0 * ops[best] / total);
+            ops[best] = 0;
+        }
+        fprintf(stderr, "\n");
+        fprintf(stderr,
+                "sim stats: translations %llu, first-level misses %llu (%llu of them writes), "
+                "second-level hits %llu, page-table finds %llu (%llu probes)\n",
+                (unsigned long long)lookups, (unsigned long long)misses, (unsigned long long)writes,
+                (unsigned long long)second, (unsigned long long)finds, (unsigned long long)probes);
+    }
+};
+static SimStats sim_stats;
+#define STAT(f) __atomic_fetch_add(&sim_stats.f, 1, __ATOMIC_RELAXED)
+#else
+#define STAT(f)
+#endif
+
 struct Tlb {
     u64 tag0, tag1, tag2, tag3;
     u64 ptr0, ptr1, ptr2, ptr3;
@@ -16,7 +49,9 @@ __device__ __forceinline__ u64 frame_addr(const Params& P, u64 frame) {
 // The slot holding `key`, or MAXU64.
 __device__ __forceinline__ u64 pt_find(const Params& P, u64 key) {
     u64 s = pt_hash(key, P.pt_shift);
+    STAT(finds);
     for (u64 probes = 0; probes <= P.pt_mask; probes++) {
+        STAT(probes);
         u64 k = P.pt[2 * s];
         if (k == key) return s;
         if (k == 0) return MAXU64;
@@ -78,7 +113,7 @@ __device__ __forceinline__ void claim_copy(const Params& P, u32 lane, u64 vpn, c
 
 // Finds page `vpn` of `lane` (then of the shared image); returns the frame's address, or 0 when
 // the host must step in. A write marks the slot dirty for this sync period.
-__device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 vpn, u32 write) {
+__device__ __forceinline__ u64 pt_walk(const Params& P, u32 lane, u64* rec, u64 vpn, u32 write) {
     if (vpn >> PT_VPN_BITS) return 0;
     u64 key = (rec[S_SPACE] << PT_VPN_BITS | vpn) + 1;
     u64 s = pt_find(P, key);
@@ -153,9 +188,38 @@ __device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 v
     return frame_addr(P, val & PT_FRAME_MASK);
 }
 
+// The translation of a first-level miss: the lane's second-level cache (`Params::tlb2`, see
+// layout.rs's TLB2_*), else the page table. A CPython lane misses the four entries in
+// registers on a third of its accesses, and a page-table find is a dependent chain of loads
+// from a table of hundreds of MiB; the lane's own TLB2_ENTRIES entries (direct-mapped, a KiB)
+// stay in the GPU's caches and hold nine in ten of those pages. An entry is (tag, frame
+// address), the tag vpn << TLB2_GEN_BITS + 1 | launch generation << 1 | writable: valid only in
+// the launch that filled it (the host changes the table between launches; within one, only
+// this lane's own lookups change its pages, and each fills the entry of its page), and
+// writable only once a lookup for a write marked the page dirty in it.
+__device__ __noinline__ u64 pt_lookup(const Params& P, u32 lane, u64* rec, u64 vpn, u32 write) {
+    STAT(misses);
+    if (write) STAT(writes);
+    if (!P.tlb2 || (vpn >> PT_VPN_BITS)) return pt_walk(P, lane, rec, vpn, write);
+    u64* e = P.tlb2 + 2 * ((u64)lane * TLB2_ENTRIES + (vpn & (TLB2_ENTRIES - 1)));
+    u64 tag = vpn << (TLB2_GEN_BITS + 1) | (u64)P.gen << 1;
+    u64 have = e[0];
+    if (have == (tag | 1) || (!write && have == tag)) {
+        STAT(second);
+        return e[1];
+    }
+    u64 base = pt_walk(P, lane, rec, vpn, write);
+    if (base) {
+        e[0] = tag | write;
+        e[1] = base;
+    }
+    return base;
+}
+
 __device__ __forceinline__ u8* tlb_get(Tlb& T, const Params& P, u32 lane, u64* rec, u64 addr, u32 write) {
     u64 vpn = addr >> 12;
     u64 off = addr & 4095;
+    STAT(lookups);
     if (T.tag0 == vpn && (!write || (T.wr & 1))) return (u8*)(T.ptr0 + off);
     if (T.tag1 == vpn && (!write || (T.wr & 2))) return (u8*)(T.ptr1 + off);
     if (T.tag2 == vpn && (!write || (T.wr & 4))) return (u8*)(T.ptr2 + off);

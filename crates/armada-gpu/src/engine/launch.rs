@@ -78,6 +78,17 @@ impl Batch {
         }
         let reset: &[u64] = if self.lazy { &[0, 0, 0] } else { &[0, 0] };
         htod_slice(&*self.dev, self.d_sched, reset)?;
+        if self.d_tlb2 != 0 {
+            // a new generation: the last launch's second-level entries are no more (the
+            // table changed since); after the last, the cache starts again from zeros
+            if self.gen >= self.gens {
+                self.dev
+                    .zero(self.d_tlb2, self.lanes.len() * TLB2_ENTRIES * 16)?;
+                self.gen = 0;
+            }
+            self.gen += 1;
+            self.params.gen = self.gen;
+        }
         self.params.nactive = self.active.len() as u32;
         self.params.slice = slice.max(1);
         // a small batch: one lane per warp (up to 32 threads a lane, 65536 threads in all)

@@ -379,6 +379,12 @@ impl Batch {
             queue: 0,
             news: Default::default(),
             pool: Default::default(),
+            d_tlb2: 0,
+            gen: 0,
+            gens: std::env::var("ARMADA_GPU_TLB2_GENS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map_or(TLB2_GEN_MAX, |g: u32| g.clamp(1, TLB2_GEN_MAX)),
         };
         batch.queue = dev.new_queue()?;
         batch.stats.regions = nregions as usize;
@@ -411,6 +417,14 @@ impl Batch {
             lane_shift: 0,
             ..Default::default()
         };
+        // the lanes' second-level translation caches (a KiB a lane, zeroed: no entry); a cache,
+        // so a device without room for it runs without
+        if dev.second_level_tlb() && std::env::var("ARMADA_GPU_TLB2").map_or(true, |v| v != "0") {
+            if let Ok(d) = dev.alloc(n * TLB2_ENTRIES * 16) {
+                batch.d_tlb2 = d;
+                batch.params.tlb2 = d;
+            }
+        }
 
         // Every lane's private pages (its stack) and registers.
         let images_ref = &batch.images;
