@@ -461,6 +461,29 @@ fn scripts_and_subprocesses_match_cpu() {
     }
 }
 
+/// A signal handler returns through armada's trampoline on the GPU: its page is one held
+/// buffer for every process, decoded once, not a page of each lane's own that the host had
+/// to run (dash's SIGCHLD after each of its forks).
+#[test]
+fn signal_handlers_return_on_the_gpu() {
+    let Some(engine) = options() else { return };
+    let Some((sysroot, dash)) = dash_sysroot() else {
+        return;
+    };
+    let script = "s=0; for i in 1 2 3; do x=$(echo $i); s=$((s + x * $1)); done; echo $s";
+    let mut s = spec(&dash, 2, &["-c", script, "sh", "{lane}"], |_| Vec::new());
+    s.config.sysroot = Some(sysroot);
+    same_as_cpu(&s, &engine);
+    let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+    assert!(stops_of(&out, "svc") > 0, "stops: {}", stat(&out, "stops"));
+    assert_eq!(
+        stops_of(&out, "host-step"),
+        0,
+        "stops: {}",
+        stat(&out, "stops")
+    );
+}
+
 /// Library pages go up once a batch: every lane's entries for libc's (and an exec'd
 /// program's) pages point at one frame each, so 8 lanes of a dash script that execs
 /// coreutils upload far fewer pages than 8 times what one lane does.

@@ -13,8 +13,9 @@
 //! outside (timers, other processes) do not exist here.
 
 use super::{rd, rd_u32, rd_u64, wr, wr_u64, Errno, Process, SysOutcome, SysResult};
-use crate::memory::{AddressSpace, Perm, PAGE_SIZE};
+use crate::memory::{AddressSpace, PageBuf, Perm, PAGE_SIZE};
 use crate::state::CpuState;
+use std::sync::{Arc, OnceLock};
 
 pub const SIGHUP: i32 = 1;
 pub const SIGINT: i32 = 2;
@@ -238,6 +239,23 @@ const SS_DISABLE: i32 = 2;
 /// no vDSO, and glibc on arm64 returns from handlers through the vDSO's sigreturn.
 pub const SIGTRAMP_ADDR: u64 = super::mm::STACK_TOP - super::mm::STACK_SIZE - 0x1_0000;
 const SIGTRAMP_CODE: [u32; 2] = [0xd280_1168, 0xd400_0001];
+
+/// The trampoline's page: one buffer that every address space maps, held for the process's
+/// life (`PageBuf::held_by_cache`), as a loaded image's pages are. So it is not a page of the
+/// lane's own (nor counted against its memory cap), and the GPU engines decode it once for all
+/// lanes and give it one frame: written into each lane's own page, every return from a signal
+/// handler left the GPU to run these two instructions on the host (a forking dash script's
+/// SIGCHLD, nine a run).
+fn trampoline_page() -> Arc<PageBuf> {
+    static PAGE: OnceLock<Arc<PageBuf>> = OnceLock::new();
+    PAGE.get_or_init(|| {
+        let mut page = [0u8; PAGE_SIZE as usize];
+        page[..4].copy_from_slice(&SIGTRAMP_CODE[0].to_le_bytes());
+        page[4..8].copy_from_slice(&SIGTRAMP_CODE[1].to_le_bytes());
+        Arc::new(PageBuf::from_bytes(&page).held_by_cache())
+    })
+    .clone()
+}
 
 // arm64 signal frame layout (arch/arm64/include/uapi/asm/{sigcontext,ucontext}.h)
 const SIGINFO_SIZE: u64 = 128;
@@ -562,10 +580,8 @@ impl Process {
         }
         mem.map(SIGTRAMP_ADDR, PAGE_SIZE, Perm::RX)
             .map_err(|_| ())?;
-        let mut code = [0u8; 8];
-        code[..4].copy_from_slice(&SIGTRAMP_CODE[0].to_le_bytes());
-        code[4..].copy_from_slice(&SIGTRAMP_CODE[1].to_le_bytes());
-        mem.poke_bytes(SIGTRAMP_ADDR, &code).map_err(|_| ())
+        mem.share_page(SIGTRAMP_ADDR / PAGE_SIZE, trampoline_page());
+        Ok(())
     }
 
     fn on_altstack(&self, sp: u64) -> bool {
