@@ -484,6 +484,26 @@ fn signal_handlers_return_on_the_gpu() {
     );
 }
 
+/// A forked child's page the clone wrote (its tid in its thread block, CLONE_CHILD_SETTID)
+/// goes up before the child first runs: more forks cost no more write misses.
+#[test]
+fn forked_children_get_the_pages_the_clone_wrote() {
+    let Some(engine) = options() else { return };
+    let Some((sysroot, dash)) = dash_sysroot() else {
+        return;
+    };
+    let misses = |script: &str| {
+        let mut s = spec(&dash, 2, &["-c", script], |_| Vec::new());
+        s.config.sysroot = Some(sysroot.clone());
+        same_as_cpu(&s, &engine);
+        let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+        (stops_of(&out, "miss-write"), stat(&out, "stops"))
+    };
+    let one = misses("x=$(echo 1); echo $x");
+    let five = misses("for i in 1 2 3 4 5; do x=$(echo $i); done; echo $x");
+    assert_eq!(one.0, five.0, "one fork: {}; five: {}", one.1, five.1);
+}
+
 /// Library pages go up once a batch: every lane's entries for libc's (and an exec'd
 /// program's) pages point at one frame each, so 8 lanes of a dash script that execs
 /// coreutils upload far fewer pages than 8 times what one lane does.

@@ -103,6 +103,20 @@ impl AddressSpace {
         self.host_before = Some(HashMap::default());
     }
 
+    /// Records page `vpn` as written by the host since `gpu_track_writes_keep`, with `before`
+    /// (what a device holds for it, None: not known): for a page the host wrote before the
+    /// recording started that a device must still be given (a forked child's page the clone
+    /// wrote, see armada-gpu's `spaces::adopt_space`). Nothing when not recording.
+    pub fn gpu_note_written(&mut self, vpn: u64, before: Option<Box<PageData>>) {
+        if let Some(w) = self.host_written.as_mut() {
+            if w.insert(vpn) {
+                if let Some(b) = self.host_before.as_mut() {
+                    b.insert(vpn, before);
+                }
+            }
+        }
+    }
+
     /// Stops recording; returns the pages written (or dropped) since `gpu_track_writes_keep`,
     /// in page order, each with its bytes from before the host's first write (None for a page
     /// dropped meanwhile).

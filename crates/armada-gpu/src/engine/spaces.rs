@@ -213,7 +213,7 @@ fn unadopted(l: &LaneHost) -> Vec<u64> {
 /// be applied yet), and those whose buffer is not the parent's any more (the host wrote one
 /// of the two since the fork). Those get an entry that blocks them (a miss, resolved against
 /// the child's memory when it runs), so that neither a stale frame nor the image's page
-/// shows through. From here on the child's memory records what the host writes to it, which
+/// shows through; the child's pages of those the host wrote go up before it first runs. From here on the child's memory records what the host writes to it, which
 /// goes up when it first runs.
 ///
 /// From any thread, for the lane it services (the table's insertions are counted against a
@@ -242,10 +242,23 @@ pub(super) fn adopt_space(
         (Some((a, _)), Some((b, _))) => Arc::ptr_eq(a, b),
         _ => false,
     };
+    // Both have the page, with other bytes in the child: the host wrote the child's copy at
+    // the fork (its tid, CLONE_CHILD_SETTID, in its thread block), since the parent's pages
+    // the host wrote are planned anew (`excluded`). The page counts as written to the child
+    // since, so it goes up (a frame of the child's own, with its bytes) before the child
+    // first runs, over the entry that blocks it, instead of a miss at the child's first touch.
+    let written_by_host = |vpn: u64| {
+        matches!((pmem.gpu_page(vpn), cmem.gpu_page(vpn)),
+            (Some((a, _)), Some((b, _))) if !Arc::ptr_eq(a, b))
+    };
+    let mut host_written: Vec<u64> = Vec::new();
     let mut vals: Vec<(u64, u64, Entry)> = Vec::with_capacity(l.entries.len());
     let mut convert: Vec<u64> = Vec::new();
     for (&vpn, e) in &l.entries {
         if excluded.contains(&vpn) || !same(vpn) {
+            if !excluded.contains(&vpn) && written_by_host(vpn) {
+                host_written.push(vpn);
+            }
             vals.push((vpn, ZERO_FRAME as u64, blocked(e.slot)));
             continue;
         }
@@ -258,6 +271,9 @@ pub(super) fn adopt_space(
     // not the parent's; and the pages planned anew that the parent has no entry for yet
     for (vpn, _, _) in cmem.gpu_pages() {
         if !l.entries.contains_key(&vpn) && !excluded.contains(&vpn) && !same(vpn) {
+            if written_by_host(vpn) {
+                host_written.push(vpn);
+            }
             vals.push((vpn, ZERO_FRAME as u64, blocked(0)));
         }
     }
@@ -277,6 +293,9 @@ pub(super) fn adopt_space(
         return Ok(Adopted::NoKey);
     };
     cmem.gpu_track_writes_keep();
+    for vpn in host_written {
+        cmem.gpu_note_written(vpn, None);
+    }
     // the parent's own frames become the two spaces' (lazy where writable)
     for vpn in convert {
         let e = l.entries.get_mut(&vpn).expect("listed above");
