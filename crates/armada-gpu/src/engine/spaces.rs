@@ -213,8 +213,9 @@ fn unadopted(l: &LaneHost) -> Vec<u64> {
 /// be applied yet), and those whose buffer is not the parent's any more (the host wrote one
 /// of the two since the fork). Those get an entry that blocks them (a miss, resolved against
 /// the child's memory when it runs), so that neither a stale frame nor the image's page
-/// shows through; the child's pages of those the host wrote go up before it first runs. From here on the child's memory records what the host writes to it, which
-/// goes up when it first runs.
+/// shows through; the child's pages of those the host wrote go up before it first runs. From
+/// here on the child's memory records what the host writes to it, which goes up when it first
+/// runs.
 ///
 /// From any thread, for the lane it services (the table's insertions are counted against a
 /// budget taken for all of the child's entries, once they are known and before any is
