@@ -461,6 +461,20 @@ fn scripts_and_subprocesses_match_cpu() {
     }
 }
 
+/// Two lanes of `dash ARGS` with the sysroot, checked against the CPU engine; the batch's
+/// outcome on the engine.
+fn dash_batch(
+    engine: &Engine,
+    sysroot: &Path,
+    dash: &Path,
+    args: &[&str],
+) -> armada_core::batch::BatchOutcome {
+    let mut s = spec(dash, 2, args, |_| Vec::new());
+    s.config.sysroot = Some(sysroot.to_path_buf());
+    same_as_cpu(&s, engine);
+    armada_gpu::run_batch(engine, &s, &|_| {}).unwrap()
+}
+
 /// A signal handler returns through armada's trampoline on the GPU: its page is one held
 /// buffer for every process, decoded once, not a page of each lane's own that the host had
 /// to run (dash's SIGCHLD after each of its forks).
@@ -471,10 +485,7 @@ fn signal_handlers_return_on_the_gpu() {
         return;
     };
     let script = "s=0; for i in 1 2 3; do x=$(echo $i); s=$((s + x * $1)); done; echo $s";
-    let mut s = spec(&dash, 2, &["-c", script, "sh", "{lane}"], |_| Vec::new());
-    s.config.sysroot = Some(sysroot);
-    same_as_cpu(&s, &engine);
-    let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+    let out = dash_batch(&engine, &sysroot, &dash, &["-c", script, "sh", "{lane}"]);
     assert!(stops_of(&out, "svc") > 0, "stops: {}", stat(&out, "stops"));
     assert_eq!(
         stops_of(&out, "host-step"),
@@ -493,10 +504,7 @@ fn forked_children_get_the_pages_the_clone_wrote() {
         return;
     };
     let misses = |script: &str| {
-        let mut s = spec(&dash, 2, &["-c", script], |_| Vec::new());
-        s.config.sysroot = Some(sysroot.clone());
-        same_as_cpu(&s, &engine);
-        let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+        let out = dash_batch(&engine, &sysroot, &dash, &["-c", script]);
         (stops_of(&out, "miss-write"), stat(&out, "stops"))
     };
     let one = misses("x=$(echo 1); echo $x");
