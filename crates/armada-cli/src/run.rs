@@ -249,7 +249,19 @@ pub fn run(args: RunArgs) -> Result<u8> {
         if let Some(h) = host_steps {
             eprintln!("armada: {h} of them run by the host for the CUDA engine");
         }
-        if armada_core::cpu::default_tier().is_some() {
+        let tier = armada_core::cpu::default_tier();
+        if tier.as_ref().is_some_and(|t| t.name() == "quick") {
+            let (blocks, insns, secs, ran, flushes) = armada_jit::quick::stats();
+            eprintln!(
+                "armada: quick tier: {blocks} blocks of {insns} instructions made in {:.1} ms ({} KiB of code), all dropped {flushes} times; {:.1}% of the instructions run were in blocks",
+                secs * 1e3,
+                armada_jit::quick::code_bytes() / 1024,
+                ran as f64 * 100.0 / n.max(1) as f64
+            );
+            for (op, count) in armada_jit::quick::fallbacks().iter().take(20) {
+                eprintln!("armada: quick tier: {count:>12} x {op} on the interpreter");
+            }
+        } else if tier.is_some() {
             let (units, insns, secs) = armada_jit::stats();
             eprintln!(
                 "armada: translation tier: {units} units of {insns} instructions compiled in {:.1} ms (on compile threads); {:.1}% of the instructions run were translated",

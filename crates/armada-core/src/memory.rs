@@ -650,6 +650,14 @@ impl AddressSpace {
         &self.view
     }
 
+    /// The TLB's entries and index mask (see [`tlb_layout`]) for code that looks them up
+    /// itself through the entries' pointers and never through a window (the quick tier):
+    /// unlike [`Self::tlb_view`] this makes no window. Both change after an access that
+    /// missed (the first fill makes the table, and it grows).
+    pub fn tlb_table(&self) -> (*const u8, u64) {
+        (self.tlb.as_ptr() as *const u8, self.tlb_mask as u64)
+    }
+
     /// Keeps translated code reading this address space through the TLB's pointers, never
     /// a window (see `window.rs`): for comparing the two ways, and for address spaces
     /// whose pages should not take up a window.

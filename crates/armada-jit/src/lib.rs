@@ -17,6 +17,7 @@ mod fparith;
 mod fpconv;
 mod guard;
 mod helpers;
+pub mod quick;
 mod simd;
 mod store;
 mod translate;
@@ -115,6 +116,9 @@ pub fn code_bytes() -> u64 {
 pub enum TierChoice {
     Interp,
     Jit,
+    /// The quick tier alone (see [`quick`]): every block that runs twice translated in
+    /// microseconds, no Cranelift.
+    Quick,
 }
 
 impl TierChoice {
@@ -123,8 +127,9 @@ impl TierChoice {
         match s {
             "interp" | "interpreter" => Ok(TierChoice::Interp),
             "jit" => Ok(TierChoice::Jit),
+            "quick" => Ok(TierChoice::Quick),
             other => Err(format!(
-                "unknown tier '{other}': use 'interp' (the interpreter) or 'jit' (translation)"
+                "unknown tier '{other}': use 'interp' (the interpreter), 'jit' (translation) or 'quick' (quick blocks only)"
             )),
         }
     }
@@ -155,6 +160,13 @@ pub fn install(choice: TierChoice) -> Result<(), String> {
             None => {
                 Err("the translation tier cannot make code for this host; use --tier interp".into())
             }
+        },
+        TierChoice::Quick => match quick::Quick::new() {
+            Some(q) => {
+                cpu::set_default_tier(Some(q));
+                Ok(())
+            }
+            None => Err("the quick tier makes x86-64 code only; use --tier jit or interp".into()),
         },
     }
 }

@@ -1,0 +1,979 @@
+//! x86-64 code for quick blocks, written op by op with dynasm-rs: no IR, no register
+//! allocation, a block in microseconds.
+//!
+//! Registers while blocks run:
+//! - `rbx`: the lane's `CpuState` (guest registers stay in it: every op loads its sources
+//!   from it and stores its result to it, so the state is exact between any two ops and a
+//!   helper or a stop needs nothing written back);
+//! - `r12`: the `QCtx`;
+//! - `r13`: the count of retired instructions when the block was entered (the block stores
+//!   `r13 + i` where it leaves or calls out at its op `i`);
+//! - `r14`: an access's address, kept across its slow path for the writeback;
+//! - `r15`: a store's value, or a pair load's first value;
+//! - the rest are scratch.
+//!
+//! NZCV is kept packed in the state (bits 31..28), made after each flag-setting op from
+//! the host's own flags: N, Z and V are SF, ZF and OF, and C is CF for additions and its
+//! complement for subtractions (Arm's carry is "no borrow").
+
+use super::slow::{self, exit, Q_HI, Q_LIMIT, Q_ST, Q_STATUS, Q_TABLE, Q_TLB_ENTRIES, Q_TLB_MASK};
+use armada_core::memory::tlb_layout as tl;
+use armada_core::state::CpuState;
+use armada_core::cpu::fused;
+use armada_isa::ops::*;
+use armada_isa::uop::{addr_mode, cond};
+use armada_isa::MicroOp;
+use dynasmrt::x64::X64Relocation;
+use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi, VecAssembler};
+use std::mem::offset_of;
+
+/// Entries of a lane's direct-mapped PC -> block table.
+pub const TABLE: usize = 4096;
+/// Ops a block takes at most.
+pub const MAX_OPS: usize = 64;
+
+const PC: i32 = offset_of!(CpuState, pc) as i32;
+const NZCV: i32 = offset_of!(CpuState, nzcv) as i32;
+const RETIRED: i32 = offset_of!(CpuState, retired) as i32;
+const X0: i32 = offset_of!(CpuState, x) as i32;
+
+fn xoff(r: u8) -> i32 {
+    X0 + 8 * (r as i32 & 63)
+}
+
+type Asm = VecAssembler<X64Relocation>;
+
+/// Where the lane's shared pieces of code are (see [`stubs`]).
+#[derive(Clone, Copy)]
+pub struct Stubs {
+    /// `fn(ctx, block) -> exit`: saves the host's registers, loads `rbx`, `r12` and jumps
+    /// into the block.
+    pub enter: usize,
+    /// Restores the host's registers and returns `eax`.
+    pub epilogue: usize,
+    /// Links an exit to a PC known when the block was made (see `Block::chain_const`).
+    pub link: usize,
+}
+
+/// The stubs, assembled for address `base`: their bytes and where each is.
+pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
+    let mut a = Asm::new(base);
+    let epi = a.new_dynamic_label();
+    let enter = a.offset().0;
+    // 16-byte aligned stack for the helpers: the return address, rbp and five pushes
+    // leave it 8 off, so 8 more
+    dynasm!(a
+        ; .arch x64
+        ; push rbp
+        ; mov rbp, rsp
+        ; push rbx
+        ; push r12
+        ; push r13
+        ; push r14
+        ; push r15
+        ; sub rsp, 8
+        ; mov r12, rdi
+        ; mov rbx, QWORD [rdi + Q_ST]
+        ; jmp rsi
+    );
+    let epilogue = a.offset().0;
+    dynasm!(a
+        ; .arch x64
+        ; =>epi
+        ; add rsp, 8
+        ; pop r15
+        ; pop r14
+        ; pop r13
+        ; pop r12
+        ; pop rbx
+        ; pop rbp
+        ; ret
+    );
+    // rax: the target PC; rdx: the address of the rel32 of the exit's `jmp`. Where the
+    // table has the target's block, the jump is patched to go there from now on.
+    let link = a.offset().0;
+    let mask = (TABLE - 1) as i32;
+    dynasm!(a
+        ; .arch x64
+        ; mov QWORD [rbx + PC], rax
+        ; mov rcx, rax
+        ; shr rcx, 2
+        ; and ecx, mask
+        ; shl rcx, 4
+        ; add rcx, QWORD [r12 + Q_TABLE]
+        ; cmp rax, QWORD [rcx]
+        ; jne >miss
+        ; mov rcx, QWORD [rcx + 8]
+        ; mov rax, rcx
+        ; sub rax, rdx
+        ; sub rax, 4
+        ; mov DWORD [rdx], eax
+        ; jmp rcx
+        ; miss:
+        ; mov eax, exit::NEXT as i32
+        ; jmp =>epi
+    );
+    let code = a.finalize().expect("the quick tier's stubs assemble");
+    (
+        code,
+        Stubs {
+            enter: base + enter,
+            epilogue: base + epilogue,
+            link: base + link,
+        },
+    )
+}
+
+/// One block being assembled.
+struct Block {
+    a: Asm,
+    base: usize,
+    pc: u64,
+    stubs: Stubs,
+    stop: dynasmrt::DynamicLabel,
+}
+
+/// Whether the block ends after `op` (a branch or SVC) or before it (an op only the
+/// interpreter's outer loop runs), or neither.
+enum Role {
+    Body,
+    Last,
+    Before,
+}
+
+fn role(op: u16) -> Role {
+    match op {
+        B | BL | BR | BLR | B_COND | CBZ_W | CBZ_X | CBNZ_W | CBNZ_X | TBZ | TBNZ | SVC => {
+            Role::Last
+        }
+        NOT_DECODED | END_OF_REGION | UNDEFINED | HLT | BRK => Role::Before,
+        _ => Role::Body,
+    }
+}
+
+/// Assembles the block at `pc` from `ops` (the micro-ops from `pc` to the end of its
+/// page) for address `base`. None where its first op is one the interpreter's outer loop
+/// must run. Returns the bytes and the number of guest instructions the block holds.
+pub fn block(base: usize, pc: u64, ops: &[MicroOp], stubs: Stubs) -> Option<(Vec<u8>, usize)> {
+    let mut n = 0;
+    let mut last = false;
+    for u in ops.iter().take(MAX_OPS) {
+        match role(u.op) {
+            Role::Before => break,
+            Role::Last => {
+                n += 1;
+                last = true;
+                break;
+            }
+            Role::Body => n += 1,
+        }
+    }
+    if n == 0 {
+        return None;
+    }
+    let mut a = Asm::new(base);
+    let stop = a.new_dynamic_label();
+    let mut b = Block {
+        a,
+        base,
+        pc,
+        stubs,
+        stop,
+    };
+    b.prologue(n);
+    for (i, u) in ops[..n].iter().enumerate() {
+        b.op(i, u, n);
+    }
+    if !last {
+        // ran off its end (an op for the outer loop, the page's end, or the length cap)
+        b.chain_const(pc + 4 * n as u64, n);
+    }
+    b.tails();
+    let code = b.a.finalize().ok()?;
+    Some((code, n))
+}
+
+impl Block {
+    fn pc_of(&self, i: usize) -> u64 {
+        self.pc + 4 * i as u64
+    }
+
+    /// The budget: the whole block must fit, else the interpreter runs what is left.
+    fn prologue(&mut self, n: usize) {
+        let epi = self.stubs.epilogue as i64;
+        dynasm!(self.a
+            ; .arch x64
+            ; mov r13, QWORD [rbx + RETIRED]
+            ; lea rax, [r13 + n as i32]
+            ; cmp rax, QWORD [r12 + Q_LIMIT]
+            ; jbe >fits
+            ; mov eax, exit::INTERP as i32
+            ; mov rcx, QWORD epi
+            ; jmp rcx
+            ; fits:
+        );
+    }
+
+    /// The per-block tail every failed helper jumps to.
+    fn tails(&mut self) {
+        let epi = self.stubs.epilogue as i64;
+        let stop = self.stop;
+        dynasm!(self.a
+            ; .arch x64
+            ; =>stop
+            ; mov eax, exit::STOP as i32
+            ; mov rcx, QWORD epi
+            ; jmp rcx
+        );
+    }
+
+    /// Stores the PC and count of op `i`, as the interpreter has them when it runs it.
+    fn sync(&mut self, i: usize) {
+        let pc = self.pc_of(i) as i64;
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rax, QWORD pc
+            ; mov QWORD [rbx + PC], rax
+            ; lea rax, [r13 + i as i32]
+            ; mov QWORD [rbx + RETIRED], rax
+        );
+    }
+
+    /// Leaves to the dispatcher with `code`, at `pc` with `count` instructions of the
+    /// block retired.
+    fn leave(&mut self, pc: u64, count: usize, code: u64) {
+        let epi = self.stubs.epilogue as i64;
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rax, QWORD pc as i64
+            ; mov QWORD [rbx + PC], rax
+            ; lea rax, [r13 + count as i32]
+            ; mov QWORD [rbx + RETIRED], rax
+            ; mov eax, code as i32
+            ; mov rcx, QWORD epi
+            ; jmp rcx
+        );
+    }
+
+    /// Goes on at `target` with `count` instructions of the block retired: a `jmp` whose
+    /// displacement starts at 0 (into the lines after it, which ask the link stub for the
+    /// target's block) and is patched to the block once it exists, as TCG chains its
+    /// translation blocks. Each block checks the budget itself, so a chain of them stops
+    /// where the interpreter would.
+    fn chain_const(&mut self, target: u64, count: usize) {
+        let link = self.stubs.link as i64;
+        dynasm!(self.a
+            ; .arch x64
+            ; lea rcx, [r13 + count as i32]
+            ; mov QWORD [rbx + RETIRED], rcx
+        );
+        self.a.push(0xe9);
+        self.a.push_i32(0);
+        let rel = self.base + self.a.offset().0 - 4;
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rax, QWORD target as i64
+            ; mov rdx, QWORD rel as i64
+            ; mov rcx, QWORD link
+            ; jmp rcx
+        );
+    }
+
+    /// Goes on at the PC in `rax`: its block from the table where there is one, each
+    /// indirect branch with a jump of its own (one shared jump was mispredicted on most
+    /// block ends).
+    fn chain_rax(&mut self, count: usize) {
+        let epi = self.stubs.epilogue as i64;
+        let mask = (TABLE - 1) as i32;
+        dynasm!(self.a
+            ; .arch x64
+            ; lea rcx, [r13 + count as i32]
+            ; mov QWORD [rbx + RETIRED], rcx
+            ; mov rcx, rax
+            ; shr rcx, 2
+            ; and ecx, mask
+            ; shl rcx, 4
+            ; add rcx, QWORD [r12 + Q_TABLE]
+            ; cmp rax, QWORD [rcx]
+            ; jne >miss
+            ; jmp QWORD [rcx + 8]
+            ; miss:
+            ; mov QWORD [rbx + PC], rax
+            ; mov eax, exit::NEXT as i32
+            ; mov rcx, QWORD epi
+            ; jmp rcx
+        );
+    }
+
+    /// Calls helper `f` (arguments already in place) and goes to the stop tail if it
+    /// stopped; rax is its return value.
+    fn call(&mut self, f: usize) {
+        let stop = self.stop;
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rax, QWORD f as i64
+            ; call rax
+            ; cmp QWORD [r12 + Q_STATUS], slow::STOPPED as i32
+            ; je =>stop
+        );
+    }
+
+    /// After a store or a helper that may have written decoded code: leave after op `i`.
+    fn leave_if_code_changed(&mut self, i: usize) {
+        let pc = self.pc_of(i + 1);
+        dynasm!(self.a
+            ; .arch x64
+            ; cmp QWORD [r12 + Q_STATUS], slow::CODE_CHANGED as i32
+            ; jne >same
+        );
+        self.leave(pc, i + 1, exit::NEXT);
+        dynasm!(self.a
+            ; .arch x64
+            ; same:
+        );
+    }
+
+    /// Makes NZCV from the host's flags (set by the op just before) into the state;
+    /// `sub`: the op was a subtraction. Keeps rax.
+    fn flags(&mut self, sub: bool) {
+        if sub {
+            dynasm!(self.a ; .arch x64 ; sets cl ; setz dl ; setae r8b ; seto r9b);
+        } else {
+            dynasm!(self.a ; .arch x64 ; sets cl ; setz dl ; setb r8b ; seto r9b);
+        }
+        dynasm!(self.a
+            ; .arch x64
+            ; movzx ecx, cl
+            ; shl ecx, 31
+            ; movzx edx, dl
+            ; shl edx, 30
+            ; or ecx, edx
+            ; movzx r8d, r8b
+            ; shl r8d, 29
+            ; or ecx, r8d
+            ; movzx r9d, r9b
+            ; shl r9d, 28
+            ; or ecx, r9d
+            ; mov QWORD [rbx + NZCV], rcx
+        );
+    }
+
+    /// Sets the host's carry flag to whether `cond` holds for the state's NZCV.
+    fn cond_to_cf(&mut self, c: u8) {
+        let table = cond::TABLE[c as usize & 15] as i32;
+        dynasm!(self.a
+            ; .arch x64
+            ; mov edx, DWORD [rbx + NZCV]
+            ; shr edx, 28
+            ; mov esi, table
+            ; bt esi, edx
+        );
+    }
+
+    fn load(&mut self, reg: u8, r: u8) {
+        dynasm!(self.a ; .arch x64 ; mov Rq(reg), QWORD [rbx + xoff(r)]);
+    }
+
+    fn load32(&mut self, reg: u8, r: u8) {
+        dynasm!(self.a ; .arch x64 ; mov Rd(reg), DWORD [rbx + xoff(r)]);
+    }
+
+    fn store(&mut self, r: u8, reg: u8) {
+        dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + xoff(r)], Rq(reg));
+    }
+
+    fn imm(&mut self, reg: u8, v: u64) {
+        dynasm!(self.a ; .arch x64 ; mov Rq(reg), QWORD v as i64);
+    }
+
+    /// rcx shifted as a shifted-register operand (`ty`: LSL, LSR, ASR, ROR).
+    fn shift(&mut self, wide: bool, ty: u8, amount: u8) {
+        let n = (amount & if wide { 63 } else { 31 }) as i8;
+        if n == 0 {
+            return;
+        }
+        match (wide, ty) {
+            (true, 0) => dynasm!(self.a ; .arch x64 ; shl rcx, n),
+            (true, 1) => dynasm!(self.a ; .arch x64 ; shr rcx, n),
+            (true, 2) => dynasm!(self.a ; .arch x64 ; sar rcx, n),
+            (true, _) => dynasm!(self.a ; .arch x64 ; ror rcx, n),
+            (false, 0) => dynasm!(self.a ; .arch x64 ; shl ecx, n),
+            (false, 1) => dynasm!(self.a ; .arch x64 ; shr ecx, n),
+            (false, 2) => dynasm!(self.a ; .arch x64 ; sar ecx, n),
+            (false, _) => dynasm!(self.a ; .arch x64 ; ror ecx, n),
+        }
+    }
+
+    /// rcx extended (UXTB ... SXTX by `option`) and shifted left by `amount`.
+    fn extend(&mut self, option: u8, amount: u8) {
+        match option & 7 {
+            0 => dynasm!(self.a ; .arch x64 ; movzx ecx, cl),
+            1 => dynasm!(self.a ; .arch x64 ; movzx ecx, cx),
+            2 => dynasm!(self.a ; .arch x64 ; mov ecx, ecx),
+            4 => dynasm!(self.a ; .arch x64 ; movsx rcx, cl),
+            5 => dynasm!(self.a ; .arch x64 ; movsx rcx, cx),
+            6 => dynasm!(self.a ; .arch x64 ; movsxd rcx, ecx),
+            _ => {}
+        }
+        let n = (amount & 7) as i8;
+        if n != 0 {
+            dynasm!(self.a ; .arch x64 ; shl rcx, n);
+        }
+    }
+
+    /// The access's address into rsi and r14.
+    fn address(&mut self, u: &MicroOp) {
+        self.load(6, u.b);
+        match u.f {
+            addr_mode::OFFSET | addr_mode::PRE => {
+                self.imm(1, u.imm);
+                dynasm!(self.a ; .arch x64 ; add rsi, rcx);
+            }
+            addr_mode::POST => {}
+            _ => {
+                self.load(1, u.c);
+                self.extend(u.e >> 3, u.e & 7);
+                dynasm!(self.a ; .arch x64 ; add rsi, rcx);
+            }
+        }
+        dynasm!(self.a ; .arch x64 ; mov r14, rsi);
+    }
+
+    /// The base register's writeback from r14 (pre- and post-index forms).
+    fn writeback(&mut self, u: &MicroOp) {
+        match u.f {
+            addr_mode::PRE => self.store(u.b, 14),
+            addr_mode::POST => {
+                self.imm(1, u.imm);
+                dynasm!(self.a ; .arch x64 ; add rcx, r14);
+                self.store(u.b, 1);
+            }
+            _ => {}
+        }
+    }
+
+    /// The TLB entry of the address in rsi into rax, and whether the `size` bytes there
+    /// are in the page its tag at `tag` names (the tag compared with the page of the last
+    /// byte, so an access crossing pages misses too): jumps to `slow` where not.
+    fn tlb(&mut self, size: i32, tag: i32, slow: dynasmrt::DynamicLabel) {
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rax, rsi
+            ; shr rax, 12
+            ; and rax, QWORD [r12 + Q_TLB_MASK]
+            ; shl rax, 5
+            ; add rax, QWORD [r12 + Q_TLB_ENTRIES]
+            ; lea rdx, [rsi + (size - 1)]
+            ; and rdx, -4096
+            ; cmp rdx, QWORD [rax + tag]
+            ; jne =>slow
+        );
+    }
+
+    /// Reads `size` bytes at rsi into rax (zero-extended), for op `i`. Keeps r13-r15.
+    fn read(&mut self, i: usize, size: i32) {
+        let slow = self.a.new_dynamic_label();
+        let done = self.a.new_dynamic_label();
+        self.tlb(size, tl::RTAG, slow);
+        dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rax + tl::RPTR]);
+        match size {
+            1 => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rax + rsi]),
+            2 => dynasm!(self.a ; .arch x64 ; movzx eax, WORD [rax + rsi]),
+            4 => dynasm!(self.a ; .arch x64 ; mov eax, DWORD [rax + rsi]),
+            _ => dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rax + rsi]),
+        }
+        dynasm!(self.a ; .arch x64 ; jmp =>done ; =>slow);
+        self.sync(i);
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rdi, r12
+            ; mov edx, size
+        );
+        self.call(slow::read as *const () as usize);
+        dynasm!(self.a ; .arch x64 ; =>done);
+    }
+
+    /// Reads 16 bytes at rsi as one access: the low half into rax, the high into rdx.
+    fn read16(&mut self, i: usize) {
+        let slow = self.a.new_dynamic_label();
+        let done = self.a.new_dynamic_label();
+        self.tlb(16, tl::RTAG, slow);
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rcx, QWORD [rax + tl::RPTR]
+            ; mov rax, QWORD [rcx + rsi]
+            ; mov rdx, QWORD [rcx + rsi + 8]
+            ; jmp =>done
+            ; =>slow
+        );
+        self.sync(i);
+        dynasm!(self.a ; .arch x64 ; mov rdi, r12);
+        self.call(slow::read16 as *const () as usize);
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rdx, QWORD [r12 + Q_HI]
+            ; =>done
+        );
+    }
+
+    /// Writes the low `size` bytes of r15 at rsi, for op `i` (16: r15, then the guest
+    /// register `hi` above it).
+    fn write(&mut self, i: usize, size: i32, hi: u8) {
+        let slow = self.a.new_dynamic_label();
+        let done = self.a.new_dynamic_label();
+        self.tlb(size, tl::WTAG, slow);
+        dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rax + tl::WPTR]);
+        match size {
+            1 => dynasm!(self.a ; .arch x64 ; mov BYTE [rax + rsi], r15b),
+            2 => dynasm!(self.a ; .arch x64 ; mov WORD [rax + rsi], r15w),
+            4 => dynasm!(self.a ; .arch x64 ; mov DWORD [rax + rsi], r15d),
+            8 => dynasm!(self.a ; .arch x64 ; mov QWORD [rax + rsi], r15),
+            _ => {
+                self.load(1, hi);
+                dynasm!(self.a
+                    ; .arch x64
+                    ; mov QWORD [rax + rsi], r15
+                    ; mov QWORD [rax + rsi + 8], rcx
+                );
+            }
+        }
+        dynasm!(self.a ; .arch x64 ; jmp =>done ; =>slow);
+        self.sync(i);
+        dynasm!(self.a ; .arch x64 ; mov rdi, r12 ; mov rdx, r15);
+        if size == 16 {
+            self.load(1, hi);
+            self.call(slow::write16 as *const () as usize);
+        } else {
+            dynasm!(self.a ; .arch x64 ; mov ecx, size);
+            self.call(slow::write as *const () as usize);
+        }
+        dynasm!(self.a ; .arch x64 ; =>done);
+    }
+
+    /// Op `i` of a block of `n`.
+    fn op(&mut self, i: usize, u: &MicroOp, n: usize) {
+        let (a, b, c, d) = (u.a, u.b, u.c, u.d);
+        let next = self.pc_of(i + 1);
+        match u.op {
+            NOP | PRFM | MSR_NZCV_IMM => {}
+
+            // ----- branches (the block's last op)
+            B => self.chain_const(u.imm, n),
+            BL => {
+                self.imm(0, next);
+                self.store(30, 0);
+                self.chain_const(u.imm, n);
+            }
+            BR => {
+                self.load(0, b);
+                self.chain_rax(n);
+            }
+            BLR => {
+                self.load(0, b);
+                self.imm(1, next);
+                self.store(30, 1);
+                self.chain_rax(n);
+            }
+            B_COND | CBZ_W | CBZ_X | CBNZ_W | CBNZ_X | TBZ | TBNZ => {
+                let off = xoff(b);
+                match u.op {
+                    B_COND => self.cond_to_cf(u.e),
+                    CBZ_W | CBNZ_W => dynasm!(self.a ; .arch x64 ; cmp DWORD [rbx + off], 0),
+                    CBZ_X | CBNZ_X => dynasm!(self.a ; .arch x64 ; cmp QWORD [rbx + off], 0),
+                    _ => {
+                        let bit = (u.e & 63) as i8;
+                        dynasm!(self.a ; .arch x64 ; bt QWORD [rbx + off], bit);
+                    }
+                }
+                // jump over the taken way when the branch is not taken
+                match u.op {
+                    B_COND | TBNZ => dynasm!(self.a ; .arch x64 ; jnc >fall),
+                    TBZ => dynasm!(self.a ; .arch x64 ; jc >fall),
+                    CBZ_W | CBZ_X => dynasm!(self.a ; .arch x64 ; jne >fall),
+                    _ => dynasm!(self.a ; .arch x64 ; je >fall),
+                }
+                self.chain_const(u.imm, n);
+                dynasm!(self.a ; .arch x64 ; fall:);
+                self.chain_const(next, n);
+            }
+            SVC => self.leave(next, i + 1, exit::SYSCALL),
+
+            // ----- data processing, immediate
+            MOV_IMM => {
+                self.imm(0, u.imm);
+                self.store(a, 0);
+            }
+            MOVK_W | MOVK_X => {
+                let sh = u.e as u32 & 63;
+                let width = if u.op == MOVK_W { 0xffff_ffffu64 } else { !0 };
+                let keep = !(0xffffu64.wrapping_shl(sh)) & width;
+                let put = u.imm.wrapping_shl(sh) & width;
+                self.load(0, b);
+                self.imm(1, keep);
+                dynasm!(self.a ; .arch x64 ; and rax, rcx);
+                self.imm(1, put);
+                dynasm!(self.a ; .arch x64 ; or rax, rcx);
+                self.store(a, 0);
+            }
+            ADD_IMM_X => {
+                self.load(0, b);
+                self.imm(1, u.imm);
+                dynasm!(self.a ; .arch x64 ; add rax, rcx);
+                self.store(a, 0);
+            }
+            ADD_IMM_W => {
+                self.load32(0, b);
+                dynasm!(self.a ; .arch x64 ; add eax, u.imm as u32 as i32);
+                self.store(a, 0);
+            }
+            ADDS_IMM_X | fused::ADDS_IMM_X_BCOND => {
+                // `e`: the carry in, 1 for SUBS, whose `imm` is the operand inverted
+                let sub = u.e & 1 == 1;
+                self.load(0, b);
+                if sub {
+                    self.imm(1, !u.imm);
+                    dynasm!(self.a ; .arch x64 ; sub rax, rcx);
+                } else {
+                    self.imm(1, u.imm);
+                    dynasm!(self.a ; .arch x64 ; add rax, rcx);
+                }
+                self.flags(sub);
+                self.store(a, 0);
+            }
+            ADDS_IMM_W | fused::ADDS_IMM_W_BCOND => {
+                let sub = u.e & 1 == 1;
+                self.load32(0, b);
+                if sub {
+                    dynasm!(self.a ; .arch x64 ; sub eax, !(u.imm as u32) as i32);
+                } else {
+                    dynasm!(self.a ; .arch x64 ; add eax, u.imm as u32 as i32);
+                }
+                self.flags(sub);
+                self.store(a, 0);
+            }
+            AND_IMM_W | AND_IMM_X | ORR_IMM_X | EOR_IMM_X | ANDS_IMM_X => {
+                self.load(0, b);
+                self.imm(1, u.imm);
+                match u.op {
+                    ORR_IMM_X => dynasm!(self.a ; .arch x64 ; or rax, rcx),
+                    EOR_IMM_X => dynasm!(self.a ; .arch x64 ; xor rax, rcx),
+                    _ => dynasm!(self.a ; .arch x64 ; and rax, rcx),
+                }
+                if u.op == ANDS_IMM_X {
+                    self.flags(false);
+                }
+                self.store(a, 0);
+            }
+            ORR_IMM_W | EOR_IMM_W | ANDS_IMM_W => {
+                self.load32(0, b);
+                let v = u.imm as u32 as i32;
+                match u.op {
+                    ORR_IMM_W => dynasm!(self.a ; .arch x64 ; or eax, v),
+                    EOR_IMM_W => dynasm!(self.a ; .arch x64 ; xor eax, v),
+                    _ => dynasm!(self.a ; .arch x64 ; and eax, v),
+                }
+                if u.op == ANDS_IMM_W {
+                    self.flags(false);
+                }
+                self.store(a, 0);
+            }
+            UBFM_W | UBFM_X | SBFM_W | SBFM_X => self.bitfield(u),
+            fused::SHIFT_PAIR_U | fused::SHIFT_PAIR_S_X | fused::SHIFT_PAIR_S_W => {
+                let (l, r) = ((u.e & 63) as i8, (u.f & 63) as i8);
+                self.load(0, b);
+                dynasm!(self.a ; .arch x64 ; shl rax, l);
+                if u.op == fused::SHIFT_PAIR_U {
+                    dynasm!(self.a ; .arch x64 ; shr rax, r);
+                } else {
+                    dynasm!(self.a ; .arch x64 ; sar rax, r);
+                }
+                if u.op == fused::SHIFT_PAIR_S_W {
+                    dynasm!(self.a ; .arch x64 ; mov eax, eax);
+                }
+                self.store(a, 0);
+            }
+
+            // ----- data processing, register
+            ADD_SR_X | SUB_SR_X | ADDS_SR_X | SUBS_SR_X | AND_SR_X | BIC_SR_X | ORR_SR_X
+            | ORN_SR_X | EOR_SR_X | EON_SR_X | ANDS_SR_X | BICS_SR_X | fused::SUBS_SR_X_BCOND => {
+                self.load(0, b);
+                self.load(1, c);
+                self.shift(true, u.e, u.f);
+                if matches!(u.op, BIC_SR_X | ORN_SR_X | EON_SR_X | BICS_SR_X) {
+                    dynasm!(self.a ; .arch x64 ; not rcx);
+                }
+                match u.op {
+                    ADD_SR_X | ADDS_SR_X => dynasm!(self.a ; .arch x64 ; add rax, rcx),
+                    SUB_SR_X | SUBS_SR_X | fused::SUBS_SR_X_BCOND => {
+                        dynasm!(self.a ; .arch x64 ; sub rax, rcx)
+                    }
+                    ORR_SR_X | ORN_SR_X => dynasm!(self.a ; .arch x64 ; or rax, rcx),
+                    EOR_SR_X | EON_SR_X => dynasm!(self.a ; .arch x64 ; xor rax, rcx),
+                    _ => dynasm!(self.a ; .arch x64 ; and rax, rcx),
+                }
+                match u.op {
+                    ADDS_SR_X => self.flags(false),
+                    SUBS_SR_X | fused::SUBS_SR_X_BCOND => self.flags(true),
+                    ANDS_SR_X | BICS_SR_X => self.flags(false),
+                    _ => {}
+                }
+                self.store(a, 0);
+            }
+            ADD_SR_W | SUB_SR_W | ADDS_SR_W | SUBS_SR_W | AND_SR_W | BIC_SR_W | ORR_SR_W
+            | ORN_SR_W | EOR_SR_W | EON_SR_W | ANDS_SR_W | BICS_SR_W | fused::SUBS_SR_W_BCOND => {
+                self.load32(0, b);
+                self.load32(1, c);
+                self.shift(false, u.e, u.f);
+                if matches!(u.op, BIC_SR_W | ORN_SR_W | EON_SR_W | BICS_SR_W) {
+                    dynasm!(self.a ; .arch x64 ; not ecx);
+                }
+                match u.op {
+                    ADD_SR_W | ADDS_SR_W => dynasm!(self.a ; .arch x64 ; add eax, ecx),
+                    SUB_SR_W | SUBS_SR_W | fused::SUBS_SR_W_BCOND => {
+                        dynasm!(self.a ; .arch x64 ; sub eax, ecx)
+                    }
+                    ORR_SR_W | ORN_SR_W => dynasm!(self.a ; .arch x64 ; or eax, ecx),
+                    EOR_SR_W | EON_SR_W => dynasm!(self.a ; .arch x64 ; xor eax, ecx),
+                    _ => dynasm!(self.a ; .arch x64 ; and eax, ecx),
+                }
+                match u.op {
+                    ADDS_SR_W => self.flags(false),
+                    SUBS_SR_W | fused::SUBS_SR_W_BCOND => self.flags(true),
+                    ANDS_SR_W | BICS_SR_W => self.flags(false),
+                    _ => {}
+                }
+                self.store(a, 0);
+            }
+            ADD_EXT_X | SUB_EXT_X | ADDS_EXT_X | SUBS_EXT_X => {
+                self.load(0, b);
+                self.load(1, c);
+                self.extend(u.e, u.f);
+                if matches!(u.op, ADD_EXT_X | ADDS_EXT_X) {
+                    dynasm!(self.a ; .arch x64 ; add rax, rcx);
+                } else {
+                    dynasm!(self.a ; .arch x64 ; sub rax, rcx);
+                }
+                match u.op {
+                    ADDS_EXT_X => self.flags(false),
+                    SUBS_EXT_X => self.flags(true),
+                    _ => {}
+                }
+                self.store(a, 0);
+            }
+            ADD_EXT_W | SUB_EXT_W | ADDS_EXT_W | SUBS_EXT_W => {
+                self.load32(0, b);
+                self.load(1, c);
+                self.extend(u.e, u.f);
+                if matches!(u.op, ADD_EXT_W | ADDS_EXT_W) {
+                    dynasm!(self.a ; .arch x64 ; add eax, ecx);
+                } else {
+                    dynasm!(self.a ; .arch x64 ; sub eax, ecx);
+                }
+                match u.op {
+                    ADDS_EXT_W => self.flags(false),
+                    SUBS_EXT_W => self.flags(true),
+                    _ => {}
+                }
+                self.store(a, 0);
+            }
+            MOV_REG => {
+                self.load(0, b);
+                self.store(a, 0);
+            }
+            MOV_REG_W => {
+                self.load32(0, b);
+                self.store(a, 0);
+            }
+            CSEL_W | CSEL_X | CSINC_W | CSINC_X | CSINV_W | CSINV_X | CSNEG_W | CSNEG_X => {
+                self.load(0, b);
+                self.load(1, c);
+                match u.op {
+                    CSINC_W | CSINC_X => dynasm!(self.a ; .arch x64 ; add rcx, 1),
+                    CSINV_W | CSINV_X => dynasm!(self.a ; .arch x64 ; not rcx),
+                    CSNEG_W | CSNEG_X => dynasm!(self.a ; .arch x64 ; neg rcx),
+                    _ => {}
+                }
+                self.cond_to_cf(u.e);
+                dynasm!(self.a ; .arch x64 ; cmovae rax, rcx);
+                if matches!(u.op, CSEL_W | CSINC_W | CSINV_W | CSNEG_W) {
+                    dynasm!(self.a ; .arch x64 ; mov eax, eax);
+                }
+                self.store(a, 0);
+            }
+            CCMP_REG_W | CCMP_REG_X | CCMN_REG_W | CCMN_REG_X | CCMP_IMM_W | CCMP_IMM_X
+            | CCMN_IMM_W | CCMN_IMM_X => {
+                let imm = matches!(u.op, CCMP_IMM_W | CCMP_IMM_X | CCMN_IMM_W | CCMN_IMM_X);
+                let sub = matches!(u.op, CCMP_REG_W | CCMP_REG_X | CCMP_IMM_W | CCMP_IMM_X);
+                let wide = matches!(u.op, CCMP_REG_X | CCMN_REG_X | CCMP_IMM_X | CCMN_IMM_X);
+                let otherwise = (u.f as u64 & 15) << 28;
+                self.cond_to_cf(u.e);
+                dynasm!(self.a
+                    ; .arch x64
+                    ; jc >compare
+                    ; mov ecx, otherwise as u32 as i32
+                    ; mov QWORD [rbx + NZCV], rcx
+                    ; jmp >done
+                    ; compare:
+                );
+                self.load(0, b);
+                if imm {
+                    self.imm(1, u.imm);
+                } else {
+                    self.load(1, c);
+                }
+                match (sub, wide) {
+                    (true, true) => dynasm!(self.a ; .arch x64 ; sub rax, rcx),
+                    (false, true) => dynasm!(self.a ; .arch x64 ; add rax, rcx),
+                    (true, false) => dynasm!(self.a ; .arch x64 ; sub eax, ecx),
+                    (false, false) => dynasm!(self.a ; .arch x64 ; add eax, ecx),
+                }
+                self.flags(sub);
+                dynasm!(self.a ; .arch x64 ; done:);
+            }
+            MADD_X | MSUB_X | MADD_W | MSUB_W => {
+                self.load(0, b);
+                dynasm!(self.a ; .arch x64 ; imul rax, QWORD [rbx + xoff(c)]);
+                self.load(1, d);
+                if matches!(u.op, MADD_X | MADD_W) {
+                    dynasm!(self.a ; .arch x64 ; add rcx, rax);
+                } else {
+                    dynasm!(self.a ; .arch x64 ; sub rcx, rax);
+                }
+                if matches!(u.op, MADD_W | MSUB_W) {
+                    dynasm!(self.a ; .arch x64 ; mov ecx, ecx);
+                }
+                self.store(a, 1);
+            }
+
+            // ----- loads and stores
+            LDR_B | LDR_H | LDR_W | LDR_X | LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X | LDRSW => {
+                let size = match u.op {
+                    LDR_B | LDRSB_W | LDRSB_X => 1,
+                    LDR_H | LDRSH_W | LDRSH_X => 2,
+                    LDR_W | LDRSW => 4,
+                    _ => 8,
+                };
+                self.address(u);
+                self.read(i, size);
+                match u.op {
+                    LDRSB_W => dynasm!(self.a ; .arch x64 ; movsx eax, al),
+                    LDRSB_X => dynasm!(self.a ; .arch x64 ; movsx rax, al),
+                    LDRSH_W => dynasm!(self.a ; .arch x64 ; movsx eax, ax),
+                    LDRSH_X => dynasm!(self.a ; .arch x64 ; movsx rax, ax),
+                    LDRSW => dynasm!(self.a ; .arch x64 ; movsxd rax, eax),
+                    _ => {}
+                }
+                self.writeback(u);
+                self.store(a, 0);
+            }
+            STR_B | STR_H | STR_W | STR_X => {
+                let size = match u.op {
+                    STR_B => 1,
+                    STR_H => 2,
+                    STR_W => 4,
+                    _ => 8,
+                };
+                self.address(u);
+                self.load(15, a);
+                self.write(i, size, 0);
+                self.writeback(u);
+                self.leave_if_code_changed(i);
+            }
+            LDP_X => {
+                self.address(u);
+                self.read16(i);
+                self.writeback(u);
+                self.store(a, 0);
+                self.store(d, 2);
+            }
+            LDP_W | LDPSW => {
+                self.address(u);
+                self.read(i, 4);
+                dynasm!(self.a ; .arch x64 ; mov r15, rax ; lea rsi, [r14 + 4]);
+                self.read(i, 4);
+                self.writeback(u);
+                if u.op == LDPSW {
+                    dynasm!(self.a ; .arch x64 ; movsxd r15, r15d ; movsxd rax, eax);
+                }
+                self.store(a, 15);
+                self.store(d, 0);
+            }
+            STP_X => {
+                self.address(u);
+                self.load(15, a);
+                self.write(i, 16, d);
+                self.writeback(u);
+                self.leave_if_code_changed(i);
+            }
+            STP_W => {
+                self.address(u);
+                self.load32(15, a);
+                self.load(1, d);
+                dynasm!(self.a ; .arch x64 ; shl rcx, 32 ; or r15, rcx);
+                self.write(i, 8, 0);
+                self.writeback(u);
+                self.leave_if_code_changed(i);
+            }
+
+            // ----- everything else: the interpreter, one instruction
+            _ => {
+                if super::tracing() {
+                    let n = &super::FALLBACKS[u.op as usize & 0x7ff] as *const _ as i64;
+                    dynasm!(self.a ; .arch x64 ; mov rax, QWORD n ; inc QWORD [rax]);
+                }
+                self.sync(i);
+                dynasm!(self.a ; .arch x64 ; mov rdi, r12);
+                self.call(slow::one as *const () as usize);
+                let epi = self.stubs.epilogue as i64;
+                dynasm!(self.a
+                    ; .arch x64
+                    ; cmp QWORD [r12 + Q_STATUS], slow::CODE_CHANGED as i32
+                    ; jne >same
+                    // (the interpreter has stored the PC and count after the op)
+                    ; mov eax, exit::NEXT as i32
+                    ; mov rcx, QWORD epi
+                    ; jmp rcx
+                    ; same:
+                );
+            }
+        }
+    }
+
+    /// UBFM and SBFM (LSL, LSR, ASR by an immediate, UXTB, SXTW, UBFX, SBFIZ...).
+    fn bitfield(&mut self, u: &MicroOp) {
+        let wide = matches!(u.op, UBFM_X | SBFM_X);
+        let size = if wide { 64 } else { 32 };
+        let (r, s) = (u.e as u32 & (size - 1), u.f as u32 & (size - 1));
+        let ones = |n: u32| if n >= 64 { !0u64 } else { (1u64 << n) - 1 };
+        if wide {
+            self.load(0, u.b);
+        } else {
+            self.load32(0, u.b);
+        }
+        if matches!(u.op, UBFM_W | UBFM_X) {
+            if s >= r {
+                if r != 0 {
+                    dynasm!(self.a ; .arch x64 ; shr rax, r as i8);
+                }
+                self.imm(1, ones(s - r + 1));
+            } else {
+                self.imm(1, ones(s + 1));
+                dynasm!(self.a ; .arch x64 ; and rax, rcx ; shl rax, (size - r) as i8);
+                self.imm(1, ones(size));
+            }
+            dynasm!(self.a ; .arch x64 ; and rax, rcx);
+        } else {
+            // the field's top bit to bit 63, then arithmetic shifts
+            let up = (63 - s) as i8;
+            if s >= r {
+                dynasm!(self.a ; .arch x64 ; shl rax, up ; sar rax, (63 - s + r) as i8);
+            } else {
+                dynasm!(self.a ; .arch x64 ; shl rax, up ; sar rax, up ; shl rax, (size - r) as i8);
+            }
+            if !wide {
+                dynasm!(self.a ; .arch x64 ; mov eax, eax);
+            }
+        }
+        self.store(u.a, 0);
+    }
+}

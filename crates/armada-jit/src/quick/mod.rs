@@ -1,0 +1,387 @@
+//! The quick tier (issue 48): blocks of micro-ops translated to x86-64 code op by op, in
+//! microseconds, the way qemu's TCG translates (docs/jit.md, "The quick tier").
+//!
+//! Cranelift makes fast code but takes 50-200 us a guest instruction to make it, so a
+//! program that runs a lot of code a few thousand times each (a test suite, Python) spends
+//! its time on the interpreter waiting for compiles. A quick block is a guest basic block
+//! (up to a branch, an SVC, the end of its page or [`emit::MAX_OPS`] ops) as straight host
+//! code: guest registers stay in the `CpuState`, loads and stores look the TLB up inline,
+//! NZCV is made from the host's flags, and ops without a template run on the interpreter
+//! through a call. Blocks end in a jump to the next block through the lane's direct-mapped
+//! table, so a loop of blocks runs without the dispatcher.
+//!
+//! Every stop, register, flag, memory byte and instruction count is the interpreter's: a
+//! block runs only when the whole of it fits in the budget (else the interpreter runs the
+//! rest), each access stores the PC and count before its slow path, and a store that hits
+//! decoded code leaves the block after it.
+
+mod slow;
+
+#[cfg(target_arch = "x86_64")]
+mod emit;
+
+use armada_core::cpu::{self, CodeCache, Tier};
+use armada_core::memory::AddressSpace;
+use armada_core::state::{CpuState, Stop};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Blocks made, guest instructions in them, and the nanoseconds it took (whole process).
+static BLOCKS: AtomicU64 = AtomicU64::new(0);
+static INSNS: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+static MAKE_NS: AtomicU64 = AtomicU64::new(0);
+/// Instructions retired in quick blocks (the rest ran on the interpreter).
+static RAN: AtomicU64 = AtomicU64::new(0);
+/// Bytes of host code made for blocks, all lanes together.
+pub fn code_bytes() -> u64 {
+    BYTES.load(Ordering::Relaxed)
+}
+
+/// Times a lane's blocks were all dropped (code changed, or its code memory full).
+pub(crate) static FLUSHES: AtomicU64 = AtomicU64::new(0);
+
+/// The quick tier's statistics: blocks made, guest instructions in them, seconds spent
+/// making them, instructions run in blocks, and the times a lane's blocks were all
+/// dropped.
+pub fn stats() -> (u64, u64, f64, u64, u64) {
+    (
+        BLOCKS.load(Ordering::Relaxed),
+        INSNS.load(Ordering::Relaxed),
+        MAKE_NS.load(Ordering::Relaxed) as f64 * 1e-9,
+        RAN.load(Ordering::Relaxed),
+        FLUSHES.load(Ordering::Relaxed),
+    )
+}
+
+/// `ARMADA_QUICK_TRACE=1`: blocks count how often each op ran on the interpreter through
+/// a call ([`fallbacks`]), to find the ops worth a template.
+pub(crate) fn tracing() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("ARMADA_QUICK_TRACE").is_some_and(|v| v != "0"))
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO: AtomicU64 = AtomicU64::new(0);
+pub(crate) static FALLBACKS: [AtomicU64; 0x800] = [ZERO; 0x800];
+
+/// Under `ARMADA_QUICK_TRACE`, the ops blocks left to the interpreter and how often each
+/// ran, most first.
+pub fn fallbacks() -> Vec<(&'static str, u64)> {
+    let mut v: Vec<_> = FALLBACKS
+        .iter()
+        .enumerate()
+        .map(|(op, n)| (armada_isa::ops::name(op as u16), n.load(Ordering::Relaxed)))
+        .filter(|e| e.1 > 0)
+        .collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1));
+    v
+}
+
+/// `ARMADA_PERF_MAP=1`: each block is named in `/tmp/perf-PID.map`, where `perf report`
+/// finds it (as `quick_<guest pc>`).
+fn perf_map(at: usize, len: usize, pc: u64) {
+    use std::io::Write;
+    static MAP: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
+        std::sync::OnceLock::new();
+    let map = MAP.get_or_init(|| {
+        std::env::var_os("ARMADA_PERF_MAP")
+            .is_some_and(|v| v != "0")
+            .then(|| {
+                let path = format!("/tmp/perf-{}.map", std::process::id());
+                std::fs::File::create(path).ok().map(std::sync::Mutex::new)
+            })
+            .flatten()
+    });
+    if let Some(f) = map {
+        if let Ok(mut f) = f.lock() {
+            let _ = writeln!(f, "{at:x} {len:x} quick_{pc:x}");
+        }
+    }
+}
+
+/// Times an entry is reached before its block is made: code that runs once (most of a
+/// program's start) stays on the interpreter.
+pub const HOT: u32 = 2;
+
+/// The quick tier: one for the process; each lane keeps its own blocks.
+pub struct Quick {
+    hot: u32,
+}
+
+impl Quick {
+    /// The tier, or None where this host has no code generator for it (x86-64 only).
+    pub fn new() -> Option<Arc<Quick>> {
+        if !cfg!(target_arch = "x86_64") {
+            return None;
+        }
+        let hot = std::env::var("ARMADA_QUICK_HOT")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(HOT)
+            .max(1);
+        Some(Arc::new(Quick { hot }))
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod lane {
+    use super::emit::{self, Stubs, TABLE};
+    use armada_core::cpu::CodeCache;
+    use armada_core::memory::AddressSpace;
+    use std::sync::atomic::Ordering;
+
+    /// A lane's executable memory: the stubs, then blocks one after another until it is
+    /// full, when every block goes and it starts again.
+    struct CodeMem {
+        base: *mut u8,
+        size: usize,
+        used: usize,
+    }
+
+    impl CodeMem {
+        fn new(size: usize) -> Option<CodeMem> {
+            // SAFETY: a fresh private anonymous mapping, nothing else refers to it.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    size,
+                    libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            (p != libc::MAP_FAILED).then_some(CodeMem {
+                base: p as *mut u8,
+                size,
+                used: 0,
+            })
+        }
+
+        fn next(&self) -> usize {
+            self.base as usize + self.used
+        }
+
+        fn room(&self) -> usize {
+            self.size - self.used
+        }
+
+        /// Copies `code`, assembled for [`Self::next`], there.
+        fn put(&mut self, code: &[u8]) -> usize {
+            let at = self.next();
+            // SAFETY: `room` was checked by the caller; no block runs while one is placed.
+            unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), at as *mut u8, code.len()) };
+            self.used = (self.used + code.len() + 15) & !15;
+            at
+        }
+    }
+
+    impl Drop for CodeMem {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `new`; no block runs once its lane is dropped.
+            unsafe { libc::munmap(self.base as *mut libc::c_void, self.size) };
+        }
+    }
+
+    /// Bytes of code a lane's blocks may take before they are all made again.
+    const CODE_BYTES: usize = 64 << 20;
+    /// Room a block needs at most (64 ops of at most ~200 bytes).
+    const BLOCK_ROOM: usize = 32 << 10;
+
+    #[derive(Default)]
+    struct Entry {
+        reaches: u32,
+        /// None: not made yet; Some(0): left to the interpreter.
+        block: Option<usize>,
+    }
+
+    pub(super) struct LaneQuick {
+        pub epoch: u64,
+        code: CodeMem,
+        stubs_end: usize,
+        pub stubs: Stubs,
+        pub table: Box<[(u64, usize)]>,
+        entries: rustc_hash::FxHashMap<u64, Entry>,
+    }
+
+    // SAFETY: the code memory is the lane's own and only used by the thread running it.
+    unsafe impl Send for LaneQuick {}
+
+    impl LaneQuick {
+        pub fn new(epoch: u64) -> Option<LaneQuick> {
+            let mut code = CodeMem::new(CODE_BYTES)?;
+            let (bytes, stubs) = emit::stubs(code.next());
+            code.put(&bytes);
+            Some(LaneQuick {
+                epoch,
+                stubs_end: code.used,
+                code,
+                stubs,
+                table: vec![(u64::MAX, 0); TABLE].into_boxed_slice(),
+                entries: Default::default(),
+            })
+        }
+
+        /// The code changed: every block is made again (reach counts stay).
+        pub fn flush(&mut self, epoch: u64) {
+            super::FLUSHES.fetch_add(1, Ordering::Relaxed);
+            self.table.fill((u64::MAX, 0));
+            for e in self.entries.values_mut() {
+                e.block = None;
+            }
+            self.code.used = self.stubs_end;
+            self.epoch = epoch;
+        }
+
+        /// The block at `pc`, made once it has been reached often enough.
+        pub fn block_at(
+            &mut self,
+            pc: u64,
+            mem: &mut AddressSpace,
+            code: &mut CodeCache,
+            hot: u32,
+        ) -> Option<usize> {
+            let slot = ((pc >> 2) as usize) & (TABLE - 1);
+            if self.table[slot].0 == pc {
+                return Some(self.table[slot].1);
+            }
+            let e = self.entries.entry(pc).or_default();
+            if let Some(b) = e.block {
+                if b != 0 {
+                    self.table[slot] = (pc, b);
+                }
+                return (b != 0).then_some(b);
+            }
+            e.reaches += 1;
+            if e.reaches < hot || pc & 3 != 0 {
+                return None;
+            }
+            let made = self.make(pc, mem, code);
+            if code.epoch() != self.epoch {
+                // (decoding the page moved the epoch: everything is made again)
+                return None;
+            }
+            if let Some(e) = self.entries.get_mut(&pc) {
+                e.block = Some(made.unwrap_or(0));
+            }
+            if let Some(b) = made {
+                self.table[slot] = (pc, b);
+            }
+            made
+        }
+
+        fn make(&mut self, pc: u64, mem: &mut AddressSpace, code: &mut CodeCache) -> Option<usize> {
+            let t0 = std::time::Instant::now();
+            let page = code.page_ops(pc, mem).ok()?;
+            // code on writable pages stays on the interpreter (the blocks are not told of
+            // writes to it)
+            page.buffer.as_ref()?;
+            let first = ((pc - page.base) / 4) as usize;
+            let ops = page.ops.get(first..)?;
+            if self.code.room() < BLOCK_ROOM {
+                let epoch = self.epoch;
+                self.flush(epoch);
+            }
+            let (bytes, n) = emit::block(self.code.next(), pc, ops, self.stubs)?;
+            let at = self.code.put(&bytes);
+            super::perf_map(at, bytes.len(), pc);
+            super::BLOCKS.fetch_add(1, Ordering::Relaxed);
+            super::INSNS.fetch_add(n as u64, Ordering::Relaxed);
+            super::BYTES.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            super::MAKE_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            Some(at)
+        }
+    }
+}
+
+impl Tier for Quick {
+    fn name(&self) -> &'static str {
+        "quick"
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn run(
+        &self,
+        st: &mut CpuState,
+        mem: &mut AddressSpace,
+        code: &mut CodeCache,
+        budget: u64,
+    ) -> Stop {
+        cpu::interpret(st, mem, code, budget)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn run(
+        &self,
+        st: &mut CpuState,
+        mem: &mut AddressSpace,
+        code: &mut CodeCache,
+        budget: u64,
+    ) -> Stop {
+        use slow::{exit, QCtx};
+        let mut lane = match code.take_tier_state().map(|s| s.downcast::<lane::LaneQuick>()) {
+            Some(Ok(l)) => l,
+            _ => match lane::LaneQuick::new(code.epoch()) {
+                Some(l) => Box::new(l),
+                // no executable memory to be had: the interpreter
+                None => return cpu::interpret(st, mem, code, budget),
+            },
+        };
+        let limit = st.retired.saturating_add(budget);
+        let mut ran = 0u64;
+        let stop = loop {
+            if st.retired >= limit {
+                break Stop::Budget;
+            }
+            code.sync(mem);
+            if code.epoch() != lane.epoch {
+                lane.flush(code.epoch());
+            }
+            let Some(block) = lane.block_at(st.pc, mem, code, self.hot) else {
+                match cpu::interpret_step(st, mem, code, limit - st.retired) {
+                    Stop::Budget => continue,
+                    stop => break stop,
+                }
+            };
+            let (entries, mask) = mem.tlb_table();
+            let epoch = lane.epoch;
+            let mut ctx = QCtx {
+                st,
+                tlb_entries: entries,
+                tlb_mask: mask,
+                limit,
+                table: lane.table.as_ptr(),
+                status: 0,
+                hi: 0,
+                mem,
+                code,
+                epoch,
+                stop: None,
+            };
+            let start = st.retired;
+            // SAFETY: the enter stub and `block` are this lane's code, made for this code
+            // cache at this epoch; the context's pointers are the lane's state, memory,
+            // code and table, which nothing else touches until the blocks return.
+            let rc = unsafe {
+                let enter: unsafe extern "sysv64" fn(*mut QCtx, usize) -> u64 =
+                    std::mem::transmute(lane.stubs.enter);
+                enter(&mut ctx, block)
+            };
+            let unit_stop = ctx.stop.take();
+            ran += st.retired - start;
+            match rc {
+                exit::NEXT => {}
+                exit::SYSCALL => break Stop::Syscall,
+                exit::INTERP => match cpu::interpret(st, mem, code, limit - st.retired) {
+                    Stop::Budget => {}
+                    stop => break stop,
+                },
+                _ => break unit_stop.unwrap_or(Stop::Undefined(0)),
+            }
+        };
+        RAN.fetch_add(ran, Ordering::Relaxed);
+        code.put_tier_state(lane);
+        stop
+    }
+}

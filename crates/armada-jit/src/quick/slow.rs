@@ -1,0 +1,166 @@
+//! What quick blocks call out to: the context they run with, and the slow paths (an
+//! access the inline TLB lookup missed, an op the block leaves to the interpreter).
+//!
+//! Every helper is `extern "sysv64"`, takes the context first, and says how it went in
+//! `QCtx::status` ([`OK`], [`STOPPED`] with the stop in `QCtx::stop`, or [`CODE_CHANGED`]).
+//! The block has stored the PC and count of the instruction before the call, so a stop is
+//! reported exactly where the interpreter reports it.
+
+use armada_core::cpu::{self, CodeCache};
+use armada_core::memory::{AddressSpace, Fault};
+use armada_core::state::{CpuState, Stop};
+use std::mem::offset_of;
+
+/// What a quick block runs with. Blocks keep the state's address in `rbx` and this
+/// context's in `r12` (see `emit`).
+#[repr(C)]
+pub struct QCtx {
+    pub st: *mut CpuState,
+    /// The TLB's entries and index mask (`AddressSpace::tlb_table`), copied again by every
+    /// helper (a miss's fill may make or grow the table).
+    pub tlb_entries: *const u8,
+    pub tlb_mask: u64,
+    /// The count the run must not pass.
+    pub limit: u64,
+    /// The lane's direct-mapped table of blocks: `TABLE` entries of (PC, code address).
+    pub table: *const (u64, usize),
+    pub status: u64,
+    /// The upper half of a 16-byte read's slow path.
+    pub hi: u64,
+    pub mem: *mut AddressSpace,
+    pub code: *mut CodeCache,
+    /// The code cache's epoch the blocks were made for.
+    pub epoch: u64,
+    pub stop: Option<Stop>,
+}
+
+pub const Q_ST: i32 = offset_of!(QCtx, st) as i32;
+pub const Q_TLB_ENTRIES: i32 = offset_of!(QCtx, tlb_entries) as i32;
+pub const Q_TLB_MASK: i32 = offset_of!(QCtx, tlb_mask) as i32;
+pub const Q_LIMIT: i32 = offset_of!(QCtx, limit) as i32;
+pub const Q_TABLE: i32 = offset_of!(QCtx, table) as i32;
+pub const Q_STATUS: i32 = offset_of!(QCtx, status) as i32;
+pub const Q_HI: i32 = offset_of!(QCtx, hi) as i32;
+
+/// Helper status: done.
+pub const OK: u64 = 0;
+/// The lane stopped (`QCtx::stop`); the state is the interpreter's at that stop.
+pub const STOPPED: u64 = 1;
+/// Done, and decoded code was written or changed: the block leaves after the
+/// instruction, as the interpreter goes back to its outer loop.
+pub const CODE_CHANGED: u64 = 2;
+
+/// How a block chain returns to the dispatcher (the enter stub's return value).
+pub mod exit {
+    /// Go on at `st.pc` (a block not made yet, or the budget spent between blocks).
+    pub const NEXT: u64 = 0;
+    /// The lane stopped: `QCtx::stop`.
+    pub const STOP: u64 = 1;
+    /// SVC retired; `st.pc` is after it.
+    pub const SYSCALL: u64 = 2;
+    /// The budget ends inside the block at `st.pc`: the interpreter runs the rest.
+    pub const INTERP: u64 = 3;
+}
+
+/// # Safety
+/// `ctx` is live and its pointers are the running lane's.
+unsafe fn parts<'a>(ctx: *mut QCtx) -> (&'a mut QCtx, &'a mut AddressSpace) {
+    let c = &mut *ctx;
+    let mem = &mut *c.mem;
+    (c, mem)
+}
+
+fn refresh(c: &mut QCtx, mem: &AddressSpace) {
+    let (e, m) = mem.tlb_table();
+    c.tlb_entries = e;
+    c.tlb_mask = m;
+}
+
+fn fail(c: &mut QCtx, f: Fault) {
+    c.stop = Some(Stop::Fault(f));
+    c.status = STOPPED;
+}
+
+/// Reads `size` (1, 2, 4 or 8) bytes at `addr`, zero-extended.
+pub unsafe extern "sysv64" fn read(ctx: *mut QCtx, addr: u64, size: u64) -> u64 {
+    let (c, mem) = parts(ctx);
+    let r = match size {
+        1 => mem.read_u8(addr).map(u64::from),
+        2 => mem.read_u16(addr).map(u64::from),
+        4 => mem.read_u32(addr).map(u64::from),
+        _ => mem.read_u64(addr),
+    };
+    refresh(c, mem);
+    match r {
+        Ok(v) => {
+            c.status = OK;
+            v
+        }
+        Err(f) => {
+            fail(c, f);
+            0
+        }
+    }
+}
+
+/// Reads 16 bytes at `addr` as one access: the low half returned, the high in `QCtx::hi`.
+pub unsafe extern "sysv64" fn read16(ctx: *mut QCtx, addr: u64) -> u64 {
+    let (c, mem) = parts(ctx);
+    let r = mem.read_u128(addr);
+    refresh(c, mem);
+    match r {
+        Ok(v) => {
+            c.status = OK;
+            c.hi = (v >> 64) as u64;
+            v as u64
+        }
+        Err(f) => {
+            fail(c, f);
+            0
+        }
+    }
+}
+
+fn wrote(c: &mut QCtx, mem: &AddressSpace, r: Result<(), Fault>) {
+    refresh(c, mem);
+    match r {
+        Ok(()) => c.status = if mem.has_code_write() { CODE_CHANGED } else { OK },
+        Err(f) => fail(c, f),
+    }
+}
+
+/// Writes the low `size` (1, 2, 4 or 8) bytes of `val` at `addr`.
+pub unsafe extern "sysv64" fn write(ctx: *mut QCtx, addr: u64, val: u64, size: u64) {
+    let (c, mem) = parts(ctx);
+    let r = match size {
+        1 => mem.write_u8(addr, val as u8),
+        2 => mem.write_u16(addr, val as u16),
+        4 => mem.write_u32(addr, val as u32),
+        _ => mem.write_u64(addr, val),
+    };
+    wrote(c, mem, r);
+}
+
+/// Writes 16 bytes (`lo`, then `hi` above it) at `addr` as one access.
+pub unsafe extern "sysv64" fn write16(ctx: *mut QCtx, addr: u64, lo: u64, hi: u64) {
+    let (c, mem) = parts(ctx);
+    let r = mem.write_u128(addr, lo as u128 | (hi as u128) << 64);
+    wrote(c, mem, r);
+}
+
+/// Runs the one instruction at `st.pc` on the interpreter (an op the block does not make
+/// inline). The block stored the PC and count first.
+pub unsafe extern "sysv64" fn one(ctx: *mut QCtx) {
+    let c = &mut *ctx;
+    let (st, mem, code) = (&mut *c.st, &mut *c.mem, &mut *c.code);
+    let stop = cpu::interpret(st, mem, code, 1);
+    refresh(c, mem);
+    c.status = match stop {
+        Stop::Budget if code.epoch() != c.epoch || mem.has_code_write() => CODE_CHANGED,
+        Stop::Budget => OK,
+        s => {
+            c.stop = Some(s);
+            STOPPED
+        }
+    };
+}
