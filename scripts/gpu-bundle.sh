@@ -5,7 +5,8 @@
 #   programs built by tests/guest/build.sh, busybox, and the risu random-instruction programs
 #   with qemu-aarch64's output for each), qemu-aarch64.xz (Debian's static qemu-user, for the
 #   speed comparison; optional), sysroot.tar.xz (target/sysroot, Debian's dynamically linked
-#   programs, when scripts/test has built it).
+#   programs, when scripts/test has built it), bench-python.tar.xz and bench-go.tar.xz
+#   (scripts/bench-real.sh's python and go suites, when built; see below).
 #
 #   scripts/gpu-bundle.sh [DIR]
 #   BINS_ONLY=1 scripts/gpu-bundle.sh [DIR]   # rebuild the binaries, keep the guest archive
@@ -79,6 +80,42 @@ tar -C "$stage" -cJf "$out/guest.tar.xz" guest
 # scripts/test builds: gpu-check's scripts section (CPython's own tests left out)
 if [[ -d target/sysroot/usr ]]; then
     tar -C target --exclude='sysroot/usr/lib/python3.*/test' -cJf "$out/sysroot.tar.xz" sysroot
+fi
+
+# scripts/bench-real.sh's python and go suites: the python suite's files when
+# scripts/bench-sysroot.sh has built target/sysroot-bench, the go suite's binaries (built here by
+# scripts/bench-go.sh when Go is installed and they are not yet in target/bench-go); there:
+#   tar -C W -xJf sysroot.tar.xz && tar -C W/sysroot -xJf bench-python.tar.xz && tar -C W -xJf bench-go.tar.xz
+#   SYSROOT=W/sysroot SYSROOT_BENCH=W/sysroot BENCH_GO=W/bench-go QEMU_AARCH64=... scripts/bench-real.sh --suite all
+# bench-python.tar.xz: the files of CPython's test package (usr/lib/python3.11/test, which
+# sysroot.tar.xz leaves out) that the python suite's modules open, with their bytecode: found
+# by running each module once under qemu-aarch64 -strace (about 0.7 MB instead of 7 MB for the
+# whole package); bench-go.tar.xz: target/bench-go, the Go test binaries and their testdata
+# (about 8 MB)
+sb=target/sysroot-bench
+if [[ -d $sb/usr/lib/python3.11/test/libregrtest ]] && command -v qemu-aarch64 >/dev/null; then
+    sb=$(cd "$sb" && pwd)
+    for m in $(scripts/bench-real.sh --suite python --list); do
+        (cd "$stage" && qemu-aarch64 -strace -L "$sb" "$sb/usr/bin/python3" -m test -q "$m" 2>&1 >/dev/null </dev/null || true)
+    done | grep -o 'usr/lib/python3\.11/test/[^"]*' | sort -u >"$stage/bench-python.opened"
+    {
+        (cd "$sb" && find usr/lib/python3.11/test/libregrtest usr/lib/python3.11/test/support -type f)
+        while read -r f; do
+            [[ -f $sb/$f ]] && echo "$f"
+            if [[ $f == *.py ]]; then
+                c=$(dirname "$f")/__pycache__/$(basename "$f" .py).cpython-311.pyc
+                [[ -f $sb/$c ]] && echo "$c"
+            fi
+        done <"$stage/bench-python.opened"
+        (cd "$sb" && ls usr/lib/python3.11/test/{__init__,__main__,regrtest}.py usr/lib/python3.11/test/__pycache__/{__init__,__main__,regrtest}.cpython-311.pyc)
+    } | sort -u >"$stage/bench-python.files"
+    tar -C "$sb" --no-recursion -cJf "$out/bench-python.tar.xz" -T "$stage/bench-python.files"
+fi
+if command -v go >/dev/null; then # (a binary already built is kept)
+    scripts/bench-go.sh $(scripts/bench-real.sh --suite go --list) >/dev/null
+fi
+if [[ -d target/bench-go/bin ]]; then
+    tar -C target -cJf "$out/bench-go.tar.xz" bench-go
 fi
 
 # qemu-aarch64 (static) for the comparison, if apt can fetch it
