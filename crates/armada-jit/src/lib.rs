@@ -502,7 +502,7 @@ impl Jit {
 
 /// `ARMADA_JIT_CHECK`: runs the interpreter from the state a unit started with, as far as
 /// the unit went, and ends the process with both states if they differ.
-fn check_unit(
+pub(crate) fn check_unit(
     mut st0: CpuState,
     mut mem0: AddressSpace,
     st: &CpuState,

@@ -2,29 +2,37 @@
 //! allocation, a block in microseconds.
 //!
 //! Registers while blocks run:
-//! - `rbx`: the lane's `CpuState` (guest registers stay in it: every op loads its sources
-//!   from it and stores its result to it, so the state is exact between any two ops and a
-//!   helper or a stop needs nothing written back);
+//! - `rbx`: the lane's `CpuState` plus [`BIAS`] (guest registers stay in the state: every
+//!   op loads its sources from it and stores its result to it, so the state is exact
+//!   between any two ops and a helper or a stop needs nothing written back; with the bias,
+//!   x0-x31 are each one byte of displacement away);
 //! - `r12`: the `QCtx`;
-//! - `r13`: the count of retired instructions when the block was entered (the block stores
-//!   `r13 + i` where it leaves or calls out at its op `i`);
+//! - `r13`: the count of retired instructions when the block was entered, carried from
+//!   block to block (a block adds its length where it leaves, and stores `r13 + i` in the
+//!   state where it leaves to the dispatcher or calls out at its op `i`);
 //! - `r14`: an access's address, kept across its slow path for the writeback;
 //! - `r15`: a store's value, or a pair load's first value;
 //! - the rest are scratch.
 //!
 //! NZCV is kept packed in the state (bits 31..28), made after each flag-setting op from
 //! the host's own flags: N, Z and V are SF, ZF and OF, and C is CF for additions and its
-//! complement for subtractions (Arm's carry is "no borrow").
+//! complement for subtractions (Arm's carry is "no borrow"). It is made with instructions
+//! that leave the host's flags as they are, so a B.cond right after its compare is one
+//! host `jcc`.
+//!
+//! Slow paths (a TLB miss, the budget, a store into decoded code) are placed after the
+//! block's straight line, so the code that runs is dense; every call and jump to the
+//! lane's stubs is a 32-bit displacement (all of a lane's code is in one mapping).
 
 use super::slow::{self, exit, Q_HI, Q_LIMIT, Q_ST, Q_STATUS, Q_TABLE, Q_TLB_ENTRIES, Q_TLB_MASK};
+use armada_core::cpu::fused;
 use armada_core::memory::tlb_layout as tl;
 use armada_core::state::CpuState;
-use armada_core::cpu::fused;
 use armada_isa::ops::*;
-use armada_isa::uop::{addr_mode, cond};
+use armada_isa::uop::{addr_mode, cond, reg};
 use armada_isa::MicroOp;
 use dynasmrt::x64::X64Relocation;
-use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi, VecAssembler};
+use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
 use std::mem::offset_of;
 
 /// Entries of a lane's direct-mapped PC -> block table.
@@ -32,10 +40,12 @@ pub const TABLE: usize = 4096;
 /// Ops a block takes at most.
 pub const MAX_OPS: usize = 64;
 
-const PC: i32 = offset_of!(CpuState, pc) as i32;
-const NZCV: i32 = offset_of!(CpuState, nzcv) as i32;
-const RETIRED: i32 = offset_of!(CpuState, retired) as i32;
-const X0: i32 = offset_of!(CpuState, x) as i32;
+/// `rbx` is the state's address plus this.
+const BIAS: i32 = 128;
+const PC: i32 = offset_of!(CpuState, pc) as i32 - BIAS;
+const NZCV: i32 = offset_of!(CpuState, nzcv) as i32 - BIAS;
+const RETIRED: i32 = offset_of!(CpuState, retired) as i32 - BIAS;
+const X0: i32 = offset_of!(CpuState, x) as i32 - BIAS;
 
 fn xoff(r: u8) -> i32 {
     X0 + 8 * (r as i32 & 63)
@@ -46,13 +56,19 @@ type Asm = VecAssembler<X64Relocation>;
 /// Where the lane's shared pieces of code are (see [`stubs`]).
 #[derive(Clone, Copy)]
 pub struct Stubs {
-    /// `fn(ctx, block) -> exit`: saves the host's registers, loads `rbx`, `r12` and jumps
-    /// into the block.
+    /// `fn(ctx, block) -> exit`: saves the host's registers, loads `rbx`, `r12` and `r13`
+    /// and jumps into the block.
     pub enter: usize,
-    /// Restores the host's registers and returns `eax`.
-    pub epilogue: usize,
     /// Links an exit to a PC known when the block was made (see `Block::chain_const`).
-    pub link: usize,
+    link: usize,
+    /// Each way back to the dispatcher, by exit code: returns the code.
+    exits: [usize; 4],
+    /// The helpers, each behind a jump blocks call with a 32-bit displacement.
+    read: usize,
+    read16: usize,
+    write: usize,
+    write16: usize,
+    one: usize,
 }
 
 /// The stubs, assembled for address `base`: their bytes and where each is.
@@ -74,11 +90,9 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
         ; sub rsp, 8
         ; mov r12, rdi
         ; mov rbx, QWORD [rdi + Q_ST]
+        ; add rbx, BIAS
+        ; mov r13, QWORD [rbx + RETIRED]
         ; jmp rsi
-    );
-    let epilogue = a.offset().0;
-    dynasm!(a
-        ; .arch x64
         ; =>epi
         ; add rsp, 8
         ; pop r15
@@ -89,12 +103,20 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
         ; pop rbp
         ; ret
     );
-    // rax: the target PC; rdx: the address of the rel32 of the exit's `jmp`. Where the
-    // table has the target's block, the jump is patched to go there from now on.
-    let link = a.offset().0;
+    let mut exits = [0; 4];
+    for (code, at) in exits.iter_mut().enumerate() {
+        *at = base + a.offset().0;
+        dynasm!(a ; .arch x64 ; mov eax, code as i32 ; jmp =>epi);
+    }
+    // Called from an exit whose target is known (see `Block::chain_const`), the target
+    // PC in the 8 bytes after the call. Where the table has the target's block, the exit's
+    // jump is patched to go there from now on.
+    let link = base + a.offset().0;
     let mask = (TABLE - 1) as i32;
     dynasm!(a
         ; .arch x64
+        ; pop rdx
+        ; mov rax, QWORD [rdx]
         ; mov QWORD [rbx + PC], rax
         ; mov rcx, rax
         ; shr rcx, 2
@@ -106,22 +128,58 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
         ; mov rcx, QWORD [rcx + 8]
         ; mov rax, rcx
         ; sub rax, rdx
-        ; sub rax, 4
-        ; mov DWORD [rdx], eax
+        ; add rax, 5
+        ; mov DWORD [rdx - 9], eax
         ; jmp rcx
         ; miss:
+        ; mov QWORD [rbx + RETIRED], r13
         ; mov eax, exit::NEXT as i32
         ; jmp =>epi
     );
+    let mut tramp = |f: usize| {
+        let at = base + a.offset().0;
+        dynasm!(a ; .arch x64 ; mov rax, QWORD f as i64 ; jmp rax);
+        at
+    };
+    let read = tramp(slow::read as *const () as usize);
+    let read16 = tramp(slow::read16 as *const () as usize);
+    let write = tramp(slow::write as *const () as usize);
+    let write16 = tramp(slow::write16 as *const () as usize);
+    let one = tramp(slow::one as *const () as usize);
     let code = a.finalize().expect("the quick tier's stubs assemble");
     (
         code,
         Stubs {
             enter: base + enter,
-            epilogue: base + epilogue,
-            link: base + link,
+            link,
+            exits,
+            read,
+            read16,
+            write,
+            write16,
+            one,
         },
     )
+}
+
+/// A slow path, placed after the block's straight line.
+enum Slow {
+    /// A read missed the TLB (or crosses a page): `size` bytes (16: both halves).
+    Read { at: DynamicLabel, back: DynamicLabel, i: usize, size: i32 },
+    /// A write missed: `size` bytes of r15 (16: r15, then guest register `hi`).
+    Write { at: DynamicLabel, back: DynamicLabel, i: usize, size: i32, hi: u8 },
+    /// The block does not fit in the budget: the interpreter runs what is left.
+    Budget { at: DynamicLabel },
+    /// Op `i` wrote decoded code: leave after it.
+    CodeChanged { at: DynamicLabel, i: usize },
+}
+
+/// How the last op left the host's flags, where they still are its NZCV.
+#[derive(Clone, Copy, PartialEq)]
+enum Live {
+    Sub,
+    Add,
+    Logic,
 }
 
 /// One block being assembled.
@@ -130,7 +188,8 @@ struct Block {
     base: usize,
     pc: u64,
     stubs: Stubs,
-    stop: dynasmrt::DynamicLabel,
+    slow: Vec<Slow>,
+    live: Option<Live>,
 }
 
 /// Whether the block ends after `op` (a branch or SVC) or before it (an op only the
@@ -148,6 +207,65 @@ fn role(op: u16) -> Role {
         }
         NOT_DECODED | END_OF_REGION | UNDEFINED | HLT | BRK => Role::Before,
         _ => Role::Body,
+    }
+}
+
+/// Whether op `op` leaves the host's flags as its NZCV (see [`Block::flags`]).
+fn sets_live(op: u16) -> Option<Live> {
+    match op {
+        ADDS_SR_W | ADDS_SR_X | ADDS_EXT_W | ADDS_EXT_X => Some(Live::Add),
+        SUBS_SR_W | SUBS_SR_X | SUBS_EXT_W | SUBS_EXT_X | fused::SUBS_SR_W_BCOND
+        | fused::SUBS_SR_X_BCOND => Some(Live::Sub),
+        ANDS_IMM_W | ANDS_IMM_X | ANDS_SR_W | ANDS_SR_X | BICS_SR_W | BICS_SR_X => {
+            Some(Live::Logic)
+        }
+        _ => None,
+    }
+}
+
+/// The host's condition code (the low nibble of `jcc`'s opcode) that is Arm's `c` after
+/// an op of kind `live`, where there is one.
+fn host_cond(live: Live, c: u8) -> Option<u8> {
+    const O: u8 = 0;
+    const NO: u8 = 1;
+    const B: u8 = 2;
+    const AE: u8 = 3;
+    const E: u8 = 4;
+    const NE: u8 = 5;
+    const BE: u8 = 6;
+    const A: u8 = 7;
+    const S: u8 = 8;
+    const NS: u8 = 9;
+    const L: u8 = 0xc;
+    const GE: u8 = 0xd;
+    const LE: u8 = 0xe;
+    const G: u8 = 0xf;
+    let same = match c {
+        0 => Some(E),
+        1 => Some(NE),
+        4 => Some(S),
+        5 => Some(NS),
+        6 => Some(O),
+        7 => Some(NO),
+        10 => Some(GE),
+        11 => Some(L),
+        12 => Some(G),
+        13 => Some(LE),
+        _ => None,
+    };
+    if same.is_some() {
+        return same;
+    }
+    // C: the complement of CF after a subtraction, CF after an addition, clear after a
+    // logic op (whose HI and LS have no host condition)
+    match (live, c) {
+        (Live::Sub, 2) => Some(AE),
+        (Live::Sub, 3) => Some(B),
+        (Live::Sub, 8) => Some(A),
+        (Live::Sub, 9) => Some(BE),
+        (Live::Add | Live::Logic, 2) => Some(B),
+        (Live::Add | Live::Logic, 3) => Some(AE),
+        _ => None,
     }
 }
 
@@ -171,24 +289,30 @@ pub fn block(base: usize, pc: u64, ops: &[MicroOp], stubs: Stubs) -> Option<(Vec
     if n == 0 {
         return None;
     }
-    let mut a = Asm::new(base);
-    let stop = a.new_dynamic_label();
     let mut b = Block {
-        a,
+        a: Asm::new(base),
         base,
         pc,
         stubs,
-        stop,
+        slow: Vec::new(),
+        live: None,
     };
     b.prologue(n);
     for (i, u) in ops[..n].iter().enumerate() {
-        b.op(i, u, n);
+        let live = b.live.take();
+        b.op(i, u, n, live);
+        b.live = sets_live(u.op).or(match u.op {
+            ADDS_IMM_W | ADDS_IMM_X | fused::ADDS_IMM_W_BCOND | fused::ADDS_IMM_X_BCOND => {
+                Some(if u.e & 1 == 1 { Live::Sub } else { Live::Add })
+            }
+            _ => None,
+        });
     }
     if !last {
         // ran off its end (an op for the outer loop, the page's end, or the length cap)
         b.chain_const(pc + 4 * n as u64, n);
     }
-    b.tails();
+    b.slow_paths();
     let code = b.a.finalize().ok()?;
     Some((code, n))
 }
@@ -198,33 +322,58 @@ impl Block {
         self.pc + 4 * i as u64
     }
 
-    /// The budget: the whole block must fit, else the interpreter runs what is left.
-    fn prologue(&mut self, n: usize) {
-        let epi = self.stubs.epilogue as i64;
-        dynasm!(self.a
-            ; .arch x64
-            ; mov r13, QWORD [rbx + RETIRED]
-            ; lea rax, [r13 + n as i32]
-            ; cmp rax, QWORD [r12 + Q_LIMIT]
-            ; jbe >fits
-            ; mov eax, exit::INTERP as i32
-            ; mov rcx, QWORD epi
-            ; jmp rcx
-            ; fits:
-        );
+    /// The displacement of a 32-bit relative jump or call to `target` whose instruction is
+    /// `len` bytes and starts here.
+    fn rel(&self, target: usize, len: usize) -> i32 {
+        (target as i64 - (self.base + self.a.offset().0 + len) as i64) as i32
     }
 
-    /// The per-block tail every failed helper jumps to.
-    fn tails(&mut self) {
-        let epi = self.stubs.epilogue as i64;
-        let stop = self.stop;
+    fn call_abs(&mut self, target: usize) {
+        let r = self.rel(target, 5);
+        self.a.push(0xe8);
+        self.a.push_i32(r);
+    }
+
+    fn jmp_abs(&mut self, target: usize) {
+        let r = self.rel(target, 5);
+        self.a.push(0xe9);
+        self.a.push_i32(r);
+    }
+
+    fn jcc_abs(&mut self, cc: u8, target: usize) {
+        let r = self.rel(target, 6);
+        self.a.push(0x0f);
+        self.a.push(0x80 | cc);
+        self.a.push_i32(r);
+    }
+
+    /// `opcode reg, [rbx + disp]` with the shortest displacement (dynasm-rs gives a
+    /// displacement computed at run time four bytes).
+    fn rbx_op(&mut self, opcode: u8, reg: u8, disp: i32, wide: bool) {
+        let rex = 0x40 | if wide { 8 } else { 0 } | if reg >= 8 { 4 } else { 0 };
+        if rex != 0x40 {
+            self.a.push(rex);
+        }
+        self.a.push(opcode);
+        if (-128..=127).contains(&disp) {
+            self.a.push(0x40 | (reg & 7) << 3 | 3);
+            self.a.push(disp as i8 as u8);
+        } else {
+            self.a.push(0x80 | (reg & 7) << 3 | 3);
+            self.a.push_i32(disp);
+        }
+    }
+
+    /// The budget: the whole block must fit, else the interpreter runs what is left.
+    fn prologue(&mut self, n: usize) {
+        let at = self.a.new_dynamic_label();
         dynasm!(self.a
             ; .arch x64
-            ; =>stop
-            ; mov eax, exit::STOP as i32
-            ; mov rcx, QWORD epi
-            ; jmp rcx
+            ; lea rax, [r13 + n as i32]
+            ; cmp rax, QWORD [r12 + Q_LIMIT]
+            ; ja =>at
         );
+        self.slow.push(Slow::Budget { at });
     }
 
     /// Stores the PC and count of op `i`, as the interpreter has them when it runs it.
@@ -242,53 +391,37 @@ impl Block {
     /// Leaves to the dispatcher with `code`, at `pc` with `count` instructions of the
     /// block retired.
     fn leave(&mut self, pc: u64, count: usize, code: u64) {
-        let epi = self.stubs.epilogue as i64;
         dynasm!(self.a
             ; .arch x64
             ; mov rax, QWORD pc as i64
             ; mov QWORD [rbx + PC], rax
             ; lea rax, [r13 + count as i32]
             ; mov QWORD [rbx + RETIRED], rax
-            ; mov eax, code as i32
-            ; mov rcx, QWORD epi
-            ; jmp rcx
         );
+        self.jmp_abs(self.stubs.exits[code as usize]);
     }
 
     /// Goes on at `target` with `count` instructions of the block retired: a `jmp` whose
-    /// displacement starts at 0 (into the lines after it, which ask the link stub for the
-    /// target's block) and is patched to the block once it exists, as TCG chains its
-    /// translation blocks. Each block checks the budget itself, so a chain of them stops
-    /// where the interpreter would.
+    /// displacement starts at 0 (into the call after it, which asks the link stub for the
+    /// target's block, the target PC in the 8 bytes after the call) and is patched to the
+    /// block once it exists, as TCG chains its translation blocks. Each block checks the
+    /// budget itself, so a chain of them stops where the interpreter would.
     fn chain_const(&mut self, target: u64, count: usize) {
-        let link = self.stubs.link as i64;
-        dynasm!(self.a
-            ; .arch x64
-            ; lea rcx, [r13 + count as i32]
-            ; mov QWORD [rbx + RETIRED], rcx
-        );
+        dynasm!(self.a ; .arch x64 ; add r13, count as i32);
         self.a.push(0xe9);
         self.a.push_i32(0);
-        let rel = self.base + self.a.offset().0 - 4;
-        dynasm!(self.a
-            ; .arch x64
-            ; mov rax, QWORD target as i64
-            ; mov rdx, QWORD rel as i64
-            ; mov rcx, QWORD link
-            ; jmp rcx
-        );
+        self.call_abs(self.stubs.link);
+        self.a.push_i64(target as i64);
     }
 
     /// Goes on at the PC in `rax`: its block from the table where there is one, each
     /// indirect branch with a jump of its own (one shared jump was mispredicted on most
     /// block ends).
     fn chain_rax(&mut self, count: usize) {
-        let epi = self.stubs.epilogue as i64;
         let mask = (TABLE - 1) as i32;
         dynasm!(self.a
             ; .arch x64
-            ; lea rcx, [r13 + count as i32]
-            ; mov QWORD [rbx + RETIRED], rcx
+            ; add r13, count as i32
             ; mov rcx, rax
             ; shr rcx, 2
             ; and ecx, mask
@@ -299,62 +432,106 @@ impl Block {
             ; jmp QWORD [rcx + 8]
             ; miss:
             ; mov QWORD [rbx + PC], rax
-            ; mov eax, exit::NEXT as i32
-            ; mov rcx, QWORD epi
-            ; jmp rcx
+            ; mov QWORD [rbx + RETIRED], r13
         );
+        self.jmp_abs(self.stubs.exits[exit::NEXT as usize]);
     }
 
-    /// Calls helper `f` (arguments already in place) and goes to the stop tail if it
-    /// stopped; rax is its return value.
+    /// Calls helper stub `f` (arguments already in place) and leaves through the stop
+    /// exit if it stopped; rax is its return value.
     fn call(&mut self, f: usize) {
-        let stop = self.stop;
+        self.call_abs(f);
         dynasm!(self.a
             ; .arch x64
-            ; mov rax, QWORD f as i64
-            ; call rax
             ; cmp QWORD [r12 + Q_STATUS], slow::STOPPED as i32
-            ; je =>stop
         );
+        self.jcc_abs(4, self.stubs.exits[exit::STOP as usize]);
     }
 
-    /// After a store or a helper that may have written decoded code: leave after op `i`.
+    /// After a store that may have written decoded code: leave after op `i`.
     fn leave_if_code_changed(&mut self, i: usize) {
-        let pc = self.pc_of(i + 1);
+        let at = self.a.new_dynamic_label();
         dynasm!(self.a
             ; .arch x64
             ; cmp QWORD [r12 + Q_STATUS], slow::CODE_CHANGED as i32
-            ; jne >same
+            ; je =>at
         );
-        self.leave(pc, i + 1, exit::NEXT);
-        dynasm!(self.a
-            ; .arch x64
-            ; same:
-        );
+        self.slow.push(Slow::CodeChanged { at, i });
     }
 
-    /// Makes NZCV from the host's flags (set by the op just before) into the state;
-    /// `sub`: the op was a subtraction. Keeps rax.
+    /// The slow paths, after the block's last way out.
+    fn slow_paths(&mut self) {
+        for s in std::mem::take(&mut self.slow) {
+            match s {
+                Slow::Read { at, back, i, size } => {
+                    dynasm!(self.a ; .arch x64 ; =>at);
+                    self.sync(i);
+                    dynasm!(self.a ; .arch x64 ; mov rdi, r12);
+                    if size == 16 {
+                        self.call(self.stubs.read16);
+                        dynasm!(self.a ; .arch x64 ; mov rdx, QWORD [r12 + Q_HI]);
+                    } else {
+                        dynasm!(self.a ; .arch x64 ; mov edx, size);
+                        self.call(self.stubs.read);
+                    }
+                    dynasm!(self.a ; .arch x64 ; jmp =>back);
+                }
+                Slow::Write { at, back, i, size, hi } => {
+                    dynasm!(self.a ; .arch x64 ; =>at);
+                    self.sync(i);
+                    dynasm!(self.a ; .arch x64 ; mov rdi, r12 ; mov rdx, r15);
+                    if size == 16 {
+                        self.load(1, hi);
+                        self.call(self.stubs.write16);
+                    } else {
+                        dynasm!(self.a ; .arch x64 ; mov ecx, size);
+                        self.call(self.stubs.write);
+                    }
+                    dynasm!(self.a ; .arch x64 ; jmp =>back);
+                }
+                Slow::Budget { at } => {
+                    // (a block reached through a patched jump has no PC stored yet)
+                    let pc = self.pc as i64;
+                    dynasm!(self.a
+                        ; .arch x64
+                        ; =>at
+                        ; mov rax, QWORD pc
+                        ; mov QWORD [rbx + PC], rax
+                        ; mov QWORD [rbx + RETIRED], r13
+                    );
+                    self.jmp_abs(self.stubs.exits[exit::INTERP as usize]);
+                }
+                Slow::CodeChanged { at, i } => {
+                    dynasm!(self.a ; .arch x64 ; =>at);
+                    let pc = self.pc_of(i + 1);
+                    self.leave(pc, i + 1, exit::NEXT);
+                }
+            }
+        }
+    }
+
+    /// Makes NZCV from the host's flags (set by the op just before) into the state, with
+    /// instructions that keep the host's flags and rax; `sub`: the op was a subtraction.
     fn flags(&mut self, sub: bool) {
         if sub {
             dynasm!(self.a ; .arch x64 ; sets cl ; setz dl ; setae r8b ; seto r9b);
         } else {
             dynasm!(self.a ; .arch x64 ; sets cl ; setz dl ; setb r8b ; seto r9b);
         }
+        // ((N * 2 + Z) * 2 + C) * 2 + V, times 16: NZCV in the top nibble of one byte,
+        // bits 31..28 of the state's NZCV (whose other bits are always clear)
         dynasm!(self.a
             ; .arch x64
             ; movzx ecx, cl
-            ; shl ecx, 31
             ; movzx edx, dl
-            ; shl edx, 30
-            ; or ecx, edx
-            ; movzx r8d, r8b
-            ; shl r8d, 29
-            ; or ecx, r8d
-            ; movzx r9d, r9b
-            ; shl r9d, 28
-            ; or ecx, r9d
-            ; mov QWORD [rbx + NZCV], rcx
+            ; lea ecx, [rdx + rcx * 2]
+            ; movzx edx, r8b
+            ; lea ecx, [rdx + rcx * 2]
+            ; movzx edx, r9b
+            ; lea ecx, [rdx + rcx * 2]
+            ; lea ecx, [rcx * 8]
+            ; lea ecx, [rcx + rcx]
+            ; mov BYTE [rbx + NZCV + 3], cl
         );
     }
 
@@ -371,19 +548,35 @@ impl Block {
     }
 
     fn load(&mut self, reg: u8, r: u8) {
-        dynasm!(self.a ; .arch x64 ; mov Rq(reg), QWORD [rbx + xoff(r)]);
+        if r == reg::ZR {
+            dynasm!(self.a ; .arch x64 ; xor Rd(reg), Rd(reg));
+        } else {
+            self.rbx_op(0x8b, reg, xoff(r), true);
+        }
     }
 
     fn load32(&mut self, reg: u8, r: u8) {
-        dynasm!(self.a ; .arch x64 ; mov Rd(reg), DWORD [rbx + xoff(r)]);
+        if r == reg::ZR {
+            dynasm!(self.a ; .arch x64 ; xor Rd(reg), Rd(reg));
+        } else {
+            self.rbx_op(0x8b, reg, xoff(r), false);
+        }
     }
 
+    /// Writes a guest register (the sink, where writes to the zero register go, is never
+    /// read: nothing to write).
     fn store(&mut self, r: u8, reg: u8) {
-        dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + xoff(r)], Rq(reg));
+        if r != reg::SINK {
+            self.rbx_op(0x89, reg, xoff(r), true);
+        }
     }
 
     fn imm(&mut self, reg: u8, v: u64) {
-        dynasm!(self.a ; .arch x64 ; mov Rq(reg), QWORD v as i64);
+        if v <= u32::MAX as u64 {
+            dynasm!(self.a ; .arch x64 ; mov Rd(reg), v as u32 as i32);
+        } else {
+            dynasm!(self.a ; .arch x64 ; mov Rq(reg), QWORD v as i64);
+        }
     }
 
     /// rcx shifted as a shifted-register operand (`ty`: LSL, LSR, ASR, ROR).
@@ -426,8 +619,15 @@ impl Block {
         self.load(6, u.b);
         match u.f {
             addr_mode::OFFSET | addr_mode::PRE => {
-                self.imm(1, u.imm);
-                dynasm!(self.a ; .arch x64 ; add rsi, rcx);
+                let v = u.imm as i64;
+                if v == v as i32 as i64 {
+                    if v != 0 {
+                        dynasm!(self.a ; .arch x64 ; add rsi, v as i32);
+                    }
+                } else {
+                    self.imm(1, u.imm);
+                    dynasm!(self.a ; .arch x64 ; add rsi, rcx);
+                }
             }
             addr_mode::POST => {}
             _ => {
@@ -455,7 +655,7 @@ impl Block {
     /// The TLB entry of the address in rsi into rax, and whether the `size` bytes there
     /// are in the page its tag at `tag` names (the tag compared with the page of the last
     /// byte, so an access crossing pages misses too): jumps to `slow` where not.
-    fn tlb(&mut self, size: i32, tag: i32, slow: dynasmrt::DynamicLabel) {
+    fn tlb(&mut self, size: i32, tag: i32, slow: DynamicLabel) {
         dynasm!(self.a
             ; .arch x64
             ; mov rax, rsi
@@ -470,58 +670,34 @@ impl Block {
         );
     }
 
-    /// Reads `size` bytes at rsi into rax (zero-extended), for op `i`. Keeps r13-r15.
+    /// Reads `size` bytes at rsi into rax (zero-extended; 16: the high half into rdx), for
+    /// op `i`. Keeps r13-r15.
     fn read(&mut self, i: usize, size: i32) {
-        let slow = self.a.new_dynamic_label();
-        let done = self.a.new_dynamic_label();
-        self.tlb(size, tl::RTAG, slow);
-        dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rax + tl::RPTR]);
+        let at = self.a.new_dynamic_label();
+        let back = self.a.new_dynamic_label();
+        self.tlb(size, tl::RTAG, at);
+        dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rax + tl::RPTR]);
         match size {
-            1 => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rax + rsi]),
-            2 => dynasm!(self.a ; .arch x64 ; movzx eax, WORD [rax + rsi]),
-            4 => dynasm!(self.a ; .arch x64 ; mov eax, DWORD [rax + rsi]),
-            _ => dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rax + rsi]),
+            1 => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rcx + rsi]),
+            2 => dynasm!(self.a ; .arch x64 ; movzx eax, WORD [rcx + rsi]),
+            4 => dynasm!(self.a ; .arch x64 ; mov eax, DWORD [rcx + rsi]),
+            8 => dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rcx + rsi]),
+            _ => dynasm!(self.a
+                ; .arch x64
+                ; mov rax, QWORD [rcx + rsi]
+                ; mov rdx, QWORD [rcx + rsi + 8]
+            ),
         }
-        dynasm!(self.a ; .arch x64 ; jmp =>done ; =>slow);
-        self.sync(i);
-        dynasm!(self.a
-            ; .arch x64
-            ; mov rdi, r12
-            ; mov edx, size
-        );
-        self.call(slow::read as *const () as usize);
-        dynasm!(self.a ; .arch x64 ; =>done);
-    }
-
-    /// Reads 16 bytes at rsi as one access: the low half into rax, the high into rdx.
-    fn read16(&mut self, i: usize) {
-        let slow = self.a.new_dynamic_label();
-        let done = self.a.new_dynamic_label();
-        self.tlb(16, tl::RTAG, slow);
-        dynasm!(self.a
-            ; .arch x64
-            ; mov rcx, QWORD [rax + tl::RPTR]
-            ; mov rax, QWORD [rcx + rsi]
-            ; mov rdx, QWORD [rcx + rsi + 8]
-            ; jmp =>done
-            ; =>slow
-        );
-        self.sync(i);
-        dynasm!(self.a ; .arch x64 ; mov rdi, r12);
-        self.call(slow::read16 as *const () as usize);
-        dynasm!(self.a
-            ; .arch x64
-            ; mov rdx, QWORD [r12 + Q_HI]
-            ; =>done
-        );
+        dynasm!(self.a ; .arch x64 ; =>back);
+        self.slow.push(Slow::Read { at, back, i, size });
     }
 
     /// Writes the low `size` bytes of r15 at rsi, for op `i` (16: r15, then the guest
     /// register `hi` above it).
     fn write(&mut self, i: usize, size: i32, hi: u8) {
-        let slow = self.a.new_dynamic_label();
-        let done = self.a.new_dynamic_label();
-        self.tlb(size, tl::WTAG, slow);
+        let at = self.a.new_dynamic_label();
+        let back = self.a.new_dynamic_label();
+        self.tlb(size, tl::WTAG, at);
         dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rax + tl::WPTR]);
         match size {
             1 => dynasm!(self.a ; .arch x64 ; mov BYTE [rax + rsi], r15b),
@@ -537,21 +713,34 @@ impl Block {
                 );
             }
         }
-        dynasm!(self.a ; .arch x64 ; jmp =>done ; =>slow);
-        self.sync(i);
-        dynasm!(self.a ; .arch x64 ; mov rdi, r12 ; mov rdx, r15);
-        if size == 16 {
-            self.load(1, hi);
-            self.call(slow::write16 as *const () as usize);
-        } else {
-            dynasm!(self.a ; .arch x64 ; mov ecx, size);
-            self.call(slow::write as *const () as usize);
-        }
-        dynasm!(self.a ; .arch x64 ; =>done);
+        dynasm!(self.a ; .arch x64 ; =>back);
+        self.slow.push(Slow::Write { at, back, i, size, hi });
     }
 
-    /// Op `i` of a block of `n`.
-    fn op(&mut self, i: usize, u: &MicroOp, n: usize) {
+    /// `jcc` to `label` with the host's condition code `cc`.
+    fn jcc_label(&mut self, cc: u8, label: DynamicLabel) {
+        match cc & 15 {
+            0 => dynasm!(self.a ; .arch x64 ; jo =>label),
+            1 => dynasm!(self.a ; .arch x64 ; jno =>label),
+            2 => dynasm!(self.a ; .arch x64 ; jb =>label),
+            3 => dynasm!(self.a ; .arch x64 ; jae =>label),
+            4 => dynasm!(self.a ; .arch x64 ; je =>label),
+            5 => dynasm!(self.a ; .arch x64 ; jne =>label),
+            6 => dynasm!(self.a ; .arch x64 ; jbe =>label),
+            7 => dynasm!(self.a ; .arch x64 ; ja =>label),
+            8 => dynasm!(self.a ; .arch x64 ; js =>label),
+            9 => dynasm!(self.a ; .arch x64 ; jns =>label),
+            10 => dynasm!(self.a ; .arch x64 ; jp =>label),
+            11 => dynasm!(self.a ; .arch x64 ; jnp =>label),
+            12 => dynasm!(self.a ; .arch x64 ; jl =>label),
+            13 => dynasm!(self.a ; .arch x64 ; jge =>label),
+            14 => dynasm!(self.a ; .arch x64 ; jle =>label),
+            _ => dynasm!(self.a ; .arch x64 ; jg =>label),
+        }
+    }
+
+    /// Op `i` of a block of `n`; `live`: how the op before left the host's flags.
+    fn op(&mut self, i: usize, u: &MicroOp, n: usize, live: Option<Live>) {
         let (a, b, c, d) = (u.a, u.b, u.c, u.d);
         let next = self.pc_of(i + 1);
         match u.op {
@@ -574,26 +763,45 @@ impl Block {
                 self.store(30, 1);
                 self.chain_rax(n);
             }
+            B_COND if u.e & 15 >= 14 => self.chain_const(u.imm, n),
             B_COND | CBZ_W | CBZ_X | CBNZ_W | CBNZ_X | TBZ | TBNZ => {
                 let off = xoff(b);
-                match u.op {
-                    B_COND => self.cond_to_cf(u.e),
-                    CBZ_W | CBNZ_W => dynasm!(self.a ; .arch x64 ; cmp DWORD [rbx + off], 0),
-                    CBZ_X | CBNZ_X => dynasm!(self.a ; .arch x64 ; cmp QWORD [rbx + off], 0),
+                // the host's condition under which the branch is not taken
+                let fall_cc = match u.op {
+                    B_COND => match live.and_then(|l| host_cond(l, u.e & 15)) {
+                        // the compare just before left its flags in the host's
+                        Some(cc) => cc ^ 1,
+                        None => {
+                            self.cond_to_cf(u.e);
+                            3 // jnc
+                        }
+                    },
+                    CBZ_W | CBNZ_W | CBZ_X | CBNZ_X => {
+                        if matches!(u.op, CBZ_W | CBNZ_W) {
+                            dynasm!(self.a ; .arch x64 ; cmp DWORD [rbx + off], 0);
+                        } else {
+                            dynasm!(self.a ; .arch x64 ; cmp QWORD [rbx + off], 0);
+                        }
+                        if matches!(u.op, CBZ_W | CBZ_X) {
+                            5 // jne
+                        } else {
+                            4 // je
+                        }
+                    }
                     _ => {
                         let bit = (u.e & 63) as i8;
                         dynasm!(self.a ; .arch x64 ; bt QWORD [rbx + off], bit);
+                        if u.op == TBZ {
+                            2 // jc
+                        } else {
+                            3 // jnc
+                        }
                     }
-                }
-                // jump over the taken way when the branch is not taken
-                match u.op {
-                    B_COND | TBNZ => dynasm!(self.a ; .arch x64 ; jnc >fall),
-                    TBZ => dynasm!(self.a ; .arch x64 ; jc >fall),
-                    CBZ_W | CBZ_X => dynasm!(self.a ; .arch x64 ; jne >fall),
-                    _ => dynasm!(self.a ; .arch x64 ; je >fall),
-                }
+                };
+                let fall = self.a.new_dynamic_label();
+                self.jcc_label(fall_cc, fall);
                 self.chain_const(u.imm, n);
-                dynasm!(self.a ; .arch x64 ; fall:);
+                dynasm!(self.a ; .arch x64 ; =>fall);
                 self.chain_const(next, n);
             }
             SVC => self.leave(next, i + 1, exit::SYSCALL),
@@ -881,7 +1089,7 @@ impl Block {
             }
             LDP_X => {
                 self.address(u);
-                self.read16(i);
+                self.read(i, 16);
                 self.writeback(u);
                 self.store(a, 0);
                 self.store(d, 2);
@@ -922,19 +1130,18 @@ impl Block {
                     dynasm!(self.a ; .arch x64 ; mov rax, QWORD n ; inc QWORD [rax]);
                 }
                 self.sync(i);
-                dynasm!(self.a ; .arch x64 ; mov rdi, r12);
-                self.call(slow::one as *const () as usize);
-                let epi = self.stubs.epilogue as i64;
+                dynasm!(self.a
+                    ; .arch x64
+                    ; mov rdi, r12
+                );
+                self.call(self.stubs.one);
+                // (where the op changed code, the interpreter has stored the PC and count
+                // after it)
                 dynasm!(self.a
                     ; .arch x64
                     ; cmp QWORD [r12 + Q_STATUS], slow::CODE_CHANGED as i32
-                    ; jne >same
-                    // (the interpreter has stored the PC and count after the op)
-                    ; mov eax, exit::NEXT as i32
-                    ; mov rcx, QWORD epi
-                    ; jmp rcx
-                    ; same:
                 );
+                self.jcc_abs(4, self.stubs.exits[exit::NEXT as usize]);
             }
         }
     }

@@ -107,6 +107,9 @@ pub const HOT: u32 = 2;
 /// The quick tier: one for the process; each lane keeps its own blocks.
 pub struct Quick {
     hot: u32,
+    /// `ARMADA_QUICK_CHECK`: every block runs alone (no chaining) and is compared with the
+    /// interpreter run from the same state (`check_unit`).
+    check: bool,
 }
 
 impl Quick {
@@ -120,9 +123,14 @@ impl Quick {
             .and_then(|v| v.parse::<u32>().ok())
             .unwrap_or(HOT)
             .max(1);
-        Some(Arc::new(Quick { hot }))
+        let check = std::env::var_os("ARMADA_QUICK_CHECK").is_some_and(|v| v != "0");
+        Some(Arc::new(Quick { hot, check }))
     }
 }
+
+/// A table where no block is found: under `ARMADA_QUICK_CHECK` every block returns.
+#[cfg(target_arch = "x86_64")]
+static NO_BLOCKS: [(u64, usize); emit::TABLE] = [(u64::MAX, 0); emit::TABLE];
 
 #[cfg(target_arch = "x86_64")]
 mod lane {
@@ -344,6 +352,11 @@ impl Tier for Quick {
                     stop => break stop,
                 }
             };
+            let before = self.check.then(|| {
+                let copy = mem.clone();
+                mem.flush_tlb();
+                (st.clone(), copy)
+            });
             let (entries, mask) = mem.tlb_table();
             let epoch = lane.epoch;
             let mut ctx = QCtx {
@@ -351,7 +364,11 @@ impl Tier for Quick {
                 tlb_entries: entries,
                 tlb_mask: mask,
                 limit,
-                table: lane.table.as_ptr(),
+                table: if self.check {
+                    NO_BLOCKS.as_ptr()
+                } else {
+                    lane.table.as_ptr()
+                },
                 status: 0,
                 hi: 0,
                 mem,
@@ -370,6 +387,9 @@ impl Tier for Quick {
             };
             let unit_stop = ctx.stop.take();
             ran += st.retired - start;
+            if let Some((st0, mem0)) = before {
+                crate::check_unit(st0, mem0, st, rc, unit_stop);
+            }
             match rc {
                 exit::NEXT => {}
                 exit::SYSCALL => break Stop::Syscall,
