@@ -798,6 +798,17 @@ fn jit() -> Arc<dyn Tier> {
     jit_at(1)
 }
 
+/// The quick tier making a block at its `hot`th reach (None on hosts it does not run on).
+fn quick_at(hot: u32) -> Option<Arc<dyn Tier>> {
+    armada_jit::quick::Quick::with_options(hot, false).map(|q| q as Arc<dyn Tier>)
+}
+
+/// The tiers to compare with the interpreter: the translation tier and, where it runs,
+/// the quick tier.
+fn tiers() -> Vec<Arc<dyn Tier>> {
+    std::iter::once(jit()).chain(quick_at(1)).collect()
+}
+
 /// The tier translating an entry at its `hot`th reach.
 fn jit_at(hot: u32) -> Arc<dyn Tier> {
     // Cranelift's verifier on every unit: IR that breaks its rules fails here, not as
@@ -821,12 +832,22 @@ proptest! {
         if let Err(e) = same(&whole, &t) {
             return Err(TestCaseError::fail(format!("seed {seed:#x}, units of blocks that ran: {e}\n{words:08x?}")));
         }
+        for hot in [1, 2] {
+            if let Some(q) = quick_at(hot) {
+                let t = run(&words, seed, Some(q), u64::MAX);
+                if let Err(e) = same(&whole, &t) {
+                    return Err(TestCaseError::fail(format!("seed {seed:#x}, quick blocks at reach {hot}: {e}\n{words:08x?}")));
+                }
+            }
+        }
         // budgets that end anywhere, inside translated blocks included
         for budget in [cut % whole.st.retired.max(1), 1 + cut % 64, whole.st.retired / 2 + cut % 7] {
             let i = run(&words, seed, None, budget);
-            let t = run(&words, seed, Some(jit()), budget);
-            if let Err(e) = same(&i, &t) {
-                return Err(TestCaseError::fail(format!("seed {seed:#x}, budget {budget}: {e}\n{words:08x?}")));
+            for tier in tiers() {
+                let t = run(&words, seed, Some(tier.clone()), budget);
+                if let Err(e) = same(&i, &t) {
+                    return Err(TestCaseError::fail(format!("seed {seed:#x}, {} tier, budget {budget}: {e}\n{words:08x?}", tier.name())));
+                }
             }
         }
     }
@@ -912,13 +933,15 @@ fn run_code(
 /// the fault is a host fault in the first, a TLB miss in the others.)
 fn faults_past_the_data(words: &[u32], seed: u64) {
     for seed in [seed, seed & !3 | 2, seed & !3] {
-        let mut i = run(words, seed, None, u64::MAX);
-        let mut t = run(words, seed, Some(jit()), u64::MAX);
-        assert!(matches!(i.stop, Stop::Fault(_)), "{:?}", i.stop);
-        assert_eq!(i.st.x[2], DATA_LEN / 2);
-        i.data.clear();
-        t.data.clear();
-        same(&i, &t).unwrap();
+        for tier in tiers() {
+            let mut i = run(words, seed, None, u64::MAX);
+            let mut t = run(words, seed, Some(tier.clone()), u64::MAX);
+            assert!(matches!(i.stop, Stop::Fault(_)), "{:?}", i.stop);
+            assert_eq!(i.st.x[2], DATA_LEN / 2);
+            i.data.clear();
+            t.data.clear();
+            same(&i, &t).unwrap_or_else(|e| panic!("{} tier: {e}", tier.name()));
+        }
     }
 }
 
@@ -946,8 +969,10 @@ fn fault_in_a_later_block_of_a_loop() {
     // and cut off by budgets that end in each block of a turn
     for budget in 20..40 {
         let i = run(&words, seed, None, budget);
-        let t = run(&words, seed, Some(jit()), budget);
-        same(&i, &t).unwrap_or_else(|e| panic!("budget {budget}: {e}"));
+        for tier in tiers() {
+            let t = run(&words, seed, Some(tier.clone()), budget);
+            same(&i, &t).unwrap_or_else(|e| panic!("{} tier, budget {budget}: {e}", tier.name()));
+        }
     }
 }
 
@@ -979,7 +1004,7 @@ fn conditions_after_each_flag_setting_op() {
         0xf100_081f, // cmp x0, #2
         0x7100_041f, // cmp w0, #1
     ];
-    let jit = jit();
+    let tiers = tiers();
     let mut runs = 0;
     for op in ops {
         for cond in 0..16u32 {
@@ -992,24 +1017,37 @@ fn conditions_after_each_flag_setting_op() {
                 0xd280_0024,                    // mov x4, #1
                 0xd420_0000,                    // brk
             ];
-            for &a in &values {
+            // and B.cond right after the op (the quick tier branches on the host's flags)
+            let direct = [
+                op,
+                0x5400_0040 | cond, // b.cond +2
+                0xd280_0024,        // mov x4, #1
+                0xd420_0000,        // brk
+            ];
+            for (words, &a) in [&words[..], &direct[..]]
+                .into_iter()
+                .flat_map(|w| values.iter().map(move |a| (w, a)))
+            {
                 for &b in &values {
                     let go = |tier| {
-                        run_code(&words, Perm::RX, tier, |st| {
+                        run_code(words, Perm::RX, tier, |st| {
                             st.x[0] = a;
                             st.x[1] = b;
                         })
                     };
-                    let (i, t) = (go(None), go(Some(jit.clone())));
-                    if let Err(e) = same(&i, &t) {
-                        panic!("op {op:08x} cond {cond} x0 {a:#x} x1 {b:#x}: {e}");
+                    let i = go(None);
+                    for tier in &tiers {
+                        let t = go(Some(tier.clone()));
+                        if let Err(e) = same(&i, &t) {
+                            panic!("{} tier: op {op:08x} cond {cond} x0 {a:#x} x1 {b:#x}: {e}", tier.name());
+                        }
                     }
                     runs += 1;
                 }
             }
         }
     }
-    assert_eq!(runs, 9 * 16 * 81);
+    assert_eq!(runs, 9 * 16 * 81 * 2);
 }
 
 /// CCMP's flags read in a later block: round a host loop (`cset` at the head reads the
@@ -1043,7 +1081,7 @@ fn ccmp_flags_in_later_blocks() {
             ],
         ]
     };
-    let jit = jit();
+    let tiers = tiers();
     for c in 0..16u32 {
         for c2 in 0..14u32 {
             for nz in [0b0100, 0b1011] {
@@ -1056,9 +1094,12 @@ fn ccmp_flags_in_later_blocks() {
                                 (st.x[9], st.x[20]) = (4, 1);
                             })
                         };
-                        let (i, t) = (go(None), go(Some(jit.clone())));
-                        if let Err(e) = same(&i, &t) {
-                            panic!("program {k}, ccmp cond {c} #{nz:#x}, cset cond {c2}, x0 {x0}, x2 {x2}: {e}");
+                        let i = go(None);
+                        for tier in &tiers {
+                            let t = go(Some(tier.clone()));
+                            if let Err(e) = same(&i, &t) {
+                                panic!("{} tier: program {k}, ccmp cond {c} #{nz:#x}, cset cond {c2}, x0 {x0}, x2 {x2}: {e}", tier.name());
+                            }
                         }
                     }
                 }

@@ -126,6 +126,18 @@ impl Quick {
         let check = std::env::var_os("ARMADA_QUICK_CHECK").is_some_and(|v| v != "0");
         Some(Arc::new(Quick { hot, check }))
     }
+
+    /// The tier with its knobs given rather than read from the environment: `hot` reaches
+    /// before a block is made, `check` each block against the interpreter. None where
+    /// this host has no code generator for it.
+    pub fn with_options(hot: u32, check: bool) -> Option<Arc<Quick>> {
+        cfg!(target_arch = "x86_64").then(|| {
+            Arc::new(Quick {
+                hot: hot.max(1),
+                check,
+            })
+        })
+    }
 }
 
 /// A table where no block is found: under `ARMADA_QUICK_CHECK` every block returns.
@@ -136,7 +148,7 @@ static NO_BLOCKS: [(u64, usize); emit::TABLE] = [(u64::MAX, 0); emit::TABLE];
 mod lane {
     use super::emit::{self, Stubs, TABLE};
     use armada_core::cpu::CodeCache;
-    use armada_core::memory::AddressSpace;
+    use armada_core::memory::{AddressSpace, Perm};
     use std::sync::atomic::Ordering;
 
     /// A lane's executable memory: the stubs, then blocks one after another until it is
@@ -206,6 +218,11 @@ mod lane {
 
     pub(super) struct LaneQuick {
         pub epoch: u64,
+        /// The page buffer each page with blocks was made from (by page number): the
+        /// blocks stay while every one of them is still there, executable and not
+        /// writable, whatever else moved the code cache's epoch (a library mapped by
+        /// `dlopen` moves it, and made Python's lanes make their blocks again 20 times).
+        pages: rustc_hash::FxHashMap<u64, usize>,
         code: CodeMem,
         stubs_end: usize,
         pub stubs: Stubs,
@@ -228,7 +245,25 @@ mod lane {
                 stubs,
                 table: vec![(u64::MAX, 0); TABLE].into_boxed_slice(),
                 entries: Default::default(),
+                pages: Default::default(),
             })
+        }
+
+        /// The code cache's epoch moved: keeps the blocks if the pages they were made from
+        /// are all as they were, else drops every block.
+        pub fn revalidate(&mut self, epoch: u64, mem: &AddressSpace) {
+            let same = self.pages.iter().all(|(&vpn, &buf)| {
+                mem.area_at(vpn << 12).is_some_and(|(_, _, perm)| {
+                    perm.contains(Perm::X) && !perm.contains(Perm::W)
+                }) && mem
+                    .page_data(vpn)
+                    .is_some_and(|b| std::sync::Arc::as_ptr(b) as usize == buf)
+            });
+            if same {
+                self.epoch = epoch;
+            } else {
+                self.flush(epoch);
+            }
         }
 
         /// The code changed: every block is made again (reach counts stay).
@@ -239,6 +274,7 @@ mod lane {
                 e.block = None;
             }
             self.code.used = self.stubs_end;
+            self.pages.clear();
             self.epoch = epoch;
         }
 
@@ -284,7 +320,7 @@ mod lane {
             let page = code.page_ops(pc, mem).ok()?;
             // code on writable pages stays on the interpreter (the blocks are not told of
             // writes to it)
-            page.buffer.as_ref()?;
+            let buf = std::sync::Arc::as_ptr(page.buffer.as_ref()?) as usize;
             let first = ((pc - page.base) / 4) as usize;
             let ops = page.ops.get(first..)?;
             if self.code.room() < BLOCK_ROOM {
@@ -293,6 +329,7 @@ mod lane {
             }
             let (bytes, n) = emit::block(self.code.next(), pc, ops, self.stubs)?;
             let at = self.code.put(&bytes);
+            self.pages.insert(pc >> 12, buf);
             super::perf_map(at, bytes.len(), pc);
             super::BLOCKS.fetch_add(1, Ordering::Relaxed);
             super::INSNS.fetch_add(n as u64, Ordering::Relaxed);
@@ -344,7 +381,7 @@ impl Tier for Quick {
             }
             code.sync(mem);
             if code.epoch() != lane.epoch {
-                lane.flush(code.epoch());
+                lane.revalidate(code.epoch(), mem);
             }
             let Some(block) = lane.block_at(st.pc, mem, code, self.hot) else {
                 match cpu::interpret_step(st, mem, code, limit - st.retired) {
