@@ -1039,7 +1039,10 @@ fn conditions_after_each_flag_setting_op() {
                     for tier in &tiers {
                         let t = go(Some(tier.clone()));
                         if let Err(e) = same(&i, &t) {
-                            panic!("{} tier: op {op:08x} cond {cond} x0 {a:#x} x1 {b:#x}: {e}", tier.name());
+                            panic!(
+                                "{} tier: op {op:08x} cond {cond} x0 {a:#x} x1 {b:#x}: {e}",
+                                tier.name()
+                            );
                         }
                     }
                     runs += 1;

@@ -165,9 +165,20 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
 /// A slow path, placed after the block's straight line.
 enum Slow {
     /// A read missed the TLB (or crosses a page): `size` bytes (16: both halves).
-    Read { at: DynamicLabel, back: DynamicLabel, i: usize, size: i32 },
+    Read {
+        at: DynamicLabel,
+        back: DynamicLabel,
+        i: usize,
+        size: i32,
+    },
     /// A write missed: `size` bytes of r15 (16: r15, then guest register `hi`).
-    Write { at: DynamicLabel, back: DynamicLabel, i: usize, size: i32, hi: u8 },
+    Write {
+        at: DynamicLabel,
+        back: DynamicLabel,
+        i: usize,
+        size: i32,
+        hi: u8,
+    },
     /// The block does not fit in the budget: the interpreter runs what is left.
     Budget { at: DynamicLabel },
     /// Op `i` wrote decoded code: leave after it.
@@ -214,7 +225,11 @@ fn role(op: u16) -> Role {
 fn sets_live(op: u16) -> Option<Live> {
     match op {
         ADDS_SR_W | ADDS_SR_X | ADDS_EXT_W | ADDS_EXT_X => Some(Live::Add),
-        SUBS_SR_W | SUBS_SR_X | SUBS_EXT_W | SUBS_EXT_X | fused::SUBS_SR_W_BCOND
+        SUBS_SR_W
+        | SUBS_SR_X
+        | SUBS_EXT_W
+        | SUBS_EXT_X
+        | fused::SUBS_SR_W_BCOND
         | fused::SUBS_SR_X_BCOND => Some(Live::Sub),
         ANDS_IMM_W | ANDS_IMM_X | ANDS_SR_W | ANDS_SR_X | BICS_SR_W | BICS_SR_X => {
             Some(Live::Logic)
@@ -476,7 +491,13 @@ impl Block {
                     }
                     dynasm!(self.a ; .arch x64 ; jmp =>back);
                 }
-                Slow::Write { at, back, i, size, hi } => {
+                Slow::Write {
+                    at,
+                    back,
+                    i,
+                    size,
+                    hi,
+                } => {
                     dynasm!(self.a ; .arch x64 ; =>at);
                     self.sync(i);
                     dynasm!(self.a ; .arch x64 ; mov rdi, r12 ; mov rdx, r15);
@@ -714,7 +735,13 @@ impl Block {
             }
         }
         dynasm!(self.a ; .arch x64 ; =>back);
-        self.slow.push(Slow::Write { at, back, i, size, hi });
+        self.slow.push(Slow::Write {
+            at,
+            back,
+            i,
+            size,
+            hi,
+        });
     }
 
     /// `jcc` to `label` with the host's condition code `cc`.
@@ -902,8 +929,19 @@ impl Block {
             }
 
             // ----- data processing, register
-            ADD_SR_X | SUB_SR_X | ADDS_SR_X | SUBS_SR_X | AND_SR_X | BIC_SR_X | ORR_SR_X
-            | ORN_SR_X | EOR_SR_X | EON_SR_X | ANDS_SR_X | BICS_SR_X | fused::SUBS_SR_X_BCOND => {
+            ADD_SR_X
+            | SUB_SR_X
+            | ADDS_SR_X
+            | SUBS_SR_X
+            | AND_SR_X
+            | BIC_SR_X
+            | ORR_SR_X
+            | ORN_SR_X
+            | EOR_SR_X
+            | EON_SR_X
+            | ANDS_SR_X
+            | BICS_SR_X
+            | fused::SUBS_SR_X_BCOND => {
                 self.load(0, b);
                 self.load(1, c);
                 self.shift(true, u.e, u.f);
@@ -927,8 +965,19 @@ impl Block {
                 }
                 self.store(a, 0);
             }
-            ADD_SR_W | SUB_SR_W | ADDS_SR_W | SUBS_SR_W | AND_SR_W | BIC_SR_W | ORR_SR_W
-            | ORN_SR_W | EOR_SR_W | EON_SR_W | ANDS_SR_W | BICS_SR_W | fused::SUBS_SR_W_BCOND => {
+            ADD_SR_W
+            | SUB_SR_W
+            | ADDS_SR_W
+            | SUBS_SR_W
+            | AND_SR_W
+            | BIC_SR_W
+            | ORR_SR_W
+            | ORN_SR_W
+            | EOR_SR_W
+            | EON_SR_W
+            | ANDS_SR_W
+            | BICS_SR_W
+            | fused::SUBS_SR_W_BCOND => {
                 self.load32(0, b);
                 self.load32(1, c);
                 self.shift(false, u.e, u.f);

@@ -78,14 +78,14 @@ pub fn fallbacks() -> Vec<(&'static str, u64)> {
     v
 }
 
-/// `ARMADA_PERF_MAP=1`: each block is named in `/tmp/perf-PID.map`, where `perf report`
+/// `ARMADA_JIT_PERFMAP=1`: each block is named in `/tmp/perf-PID.map`, where `perf report`
 /// finds it (as `quick_<guest pc>`).
 fn perf_map(at: usize, len: usize, pc: u64) {
     use std::io::Write;
     static MAP: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
         std::sync::OnceLock::new();
     let map = MAP.get_or_init(|| {
-        std::env::var_os("ARMADA_PERF_MAP")
+        std::env::var_os("ARMADA_JIT_PERFMAP")
             .is_some_and(|v| v != "0")
             .then(|| {
                 let path = format!("/tmp/perf-{}.map", std::process::id());
@@ -253,11 +253,11 @@ mod lane {
         /// are all as they were, else drops every block.
         pub fn revalidate(&mut self, epoch: u64, mem: &AddressSpace) {
             let same = self.pages.iter().all(|(&vpn, &buf)| {
-                mem.area_at(vpn << 12).is_some_and(|(_, _, perm)| {
-                    perm.contains(Perm::X) && !perm.contains(Perm::W)
-                }) && mem
-                    .page_data(vpn)
-                    .is_some_and(|b| std::sync::Arc::as_ptr(b) as usize == buf)
+                mem.area_at(vpn << 12)
+                    .is_some_and(|(_, _, perm)| perm.contains(Perm::X) && !perm.contains(Perm::W))
+                    && mem
+                        .page_data(vpn)
+                        .is_some_and(|b| std::sync::Arc::as_ptr(b) as usize == buf)
             });
             if same {
                 self.epoch = epoch;
@@ -365,7 +365,10 @@ impl Tier for Quick {
         budget: u64,
     ) -> Stop {
         use slow::{exit, QCtx};
-        let mut lane = match code.take_tier_state().map(|s| s.downcast::<lane::LaneQuick>()) {
+        let mut lane = match code
+            .take_tier_state()
+            .map(|s| s.downcast::<lane::LaneQuick>())
+        {
             Some(Ok(l)) => l,
             _ => match lane::LaneQuick::new(code.epoch()) {
                 Some(l) => Box::new(l),

@@ -124,7 +124,13 @@ pub unsafe extern "sysv64" fn read16(ctx: *mut QCtx, addr: u64) -> u64 {
 fn wrote(c: &mut QCtx, mem: &AddressSpace, r: Result<(), Fault>) {
     refresh(c, mem);
     match r {
-        Ok(()) => c.status = if mem.has_code_write() { CODE_CHANGED } else { OK },
+        Ok(()) => {
+            c.status = if mem.has_code_write() {
+                CODE_CHANGED
+            } else {
+                OK
+            }
+        }
         Err(f) => fail(c, f),
     }
 }
