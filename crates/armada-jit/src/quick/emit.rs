@@ -29,7 +29,7 @@ use armada_core::cpu::fused;
 use armada_core::memory::tlb_layout as tl;
 use armada_core::state::CpuState;
 use armada_isa::ops::*;
-use armada_isa::uop::{addr_mode, cond, reg};
+use armada_isa::uop::{addr_mode, cond, reg, sysreg};
 use armada_isa::MicroOp;
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
@@ -46,6 +46,7 @@ const PC: i32 = offset_of!(CpuState, pc) as i32 - BIAS;
 const NZCV: i32 = offset_of!(CpuState, nzcv) as i32 - BIAS;
 const RETIRED: i32 = offset_of!(CpuState, retired) as i32 - BIAS;
 const X0: i32 = offset_of!(CpuState, x) as i32 - BIAS;
+const TPIDR: i32 = offset_of!(CpuState, tpidr) as i32 - BIAS;
 
 fn xoff(r: u8) -> i32 {
     X0 + 8 * (r as i32 & 63)
@@ -1100,6 +1101,85 @@ impl Block {
                     dynasm!(self.a ; .arch x64 ; mov ecx, ecx);
                 }
                 self.store(a, 1);
+            }
+
+            LSLV_X | LSRV_X | ASRV_X | RORV_X => {
+                // (the host masks the count to 6 bits, as the Arm ops do)
+                self.load(0, b);
+                self.load(1, c);
+                match u.op {
+                    LSLV_X => dynasm!(self.a ; .arch x64 ; shl rax, cl),
+                    LSRV_X => dynasm!(self.a ; .arch x64 ; shr rax, cl),
+                    ASRV_X => dynasm!(self.a ; .arch x64 ; sar rax, cl),
+                    _ => dynasm!(self.a ; .arch x64 ; ror rax, cl),
+                }
+                self.store(a, 0);
+            }
+            LSLV_W | LSRV_W | ASRV_W | RORV_W => {
+                self.load32(0, b);
+                self.load32(1, c);
+                match u.op {
+                    LSLV_W => dynasm!(self.a ; .arch x64 ; shl eax, cl),
+                    LSRV_W => dynasm!(self.a ; .arch x64 ; shr eax, cl),
+                    ASRV_W => dynasm!(self.a ; .arch x64 ; sar eax, cl),
+                    _ => dynasm!(self.a ; .arch x64 ; ror eax, cl),
+                }
+                self.store(a, 0);
+            }
+            EXTR_X | EXTR_W => {
+                // the low half from Rm, shifted right, the high bits from Rn
+                self.load(0, b);
+                self.load(1, c);
+                if u.op == EXTR_X {
+                    dynasm!(self.a ; .arch x64 ; shrd rcx, rax, (u.e & 63) as i8);
+                } else {
+                    dynasm!(self.a ; .arch x64 ; shrd ecx, eax, (u.e & 31) as i8 ; mov ecx, ecx);
+                }
+                self.store(a, 1);
+            }
+            REV_X => {
+                self.load(0, b);
+                dynasm!(self.a ; .arch x64 ; bswap rax);
+                self.store(a, 0);
+            }
+            REV_W => {
+                self.load32(0, b);
+                dynasm!(self.a ; .arch x64 ; bswap eax);
+                self.store(a, 0);
+            }
+            UMADDL | UMSUBL | SMADDL | SMSUBL => {
+                if matches!(u.op, UMADDL | UMSUBL) {
+                    self.load32(0, b);
+                    self.load32(1, c);
+                } else {
+                    dynasm!(self.a
+                        ; .arch x64
+                        ; movsxd rax, DWORD [rbx + xoff(b)]
+                        ; movsxd rcx, DWORD [rbx + xoff(c)]
+                    );
+                }
+                dynasm!(self.a ; .arch x64 ; imul rax, rcx);
+                self.load(1, d);
+                if matches!(u.op, UMADDL | SMADDL) {
+                    dynasm!(self.a ; .arch x64 ; add rcx, rax);
+                } else {
+                    dynasm!(self.a ; .arch x64 ; sub rcx, rax);
+                }
+                self.store(a, 1);
+            }
+            SMULH | UMULH => {
+                self.load(0, b);
+                if u.op == SMULH {
+                    dynasm!(self.a ; .arch x64 ; imul QWORD [rbx + xoff(c)]);
+                } else {
+                    dynasm!(self.a ; .arch x64 ; mul QWORD [rbx + xoff(c)]);
+                }
+                self.store(a, 2);
+            }
+            MRS if u.imm == sysreg::TPIDR_EL0 || u.imm == sysreg::NZCV => {
+                let off = if u.imm == sysreg::TPIDR_EL0 { TPIDR } else { NZCV };
+                dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rbx + off]);
+                self.store(a, 0);
             }
 
             // ----- loads and stores
