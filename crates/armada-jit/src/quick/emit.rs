@@ -1177,7 +1177,11 @@ impl Block {
                 self.store(a, 2);
             }
             MRS if u.imm == sysreg::TPIDR_EL0 || u.imm == sysreg::NZCV => {
-                let off = if u.imm == sysreg::TPIDR_EL0 { TPIDR } else { NZCV };
+                let off = if u.imm == sysreg::TPIDR_EL0 {
+                    TPIDR
+                } else {
+                    NZCV
+                };
                 dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rbx + off]);
                 self.store(a, 0);
             }

@@ -74,7 +74,7 @@ pub fn fallbacks() -> Vec<(&'static str, u64)> {
         .map(|(op, n)| (armada_isa::ops::name(op as u16), n.load(Ordering::Relaxed)))
         .filter(|e| e.1 > 0)
         .collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1));
+    v.sort_by_key(|e| std::cmp::Reverse(e.1));
     v
 }
 
