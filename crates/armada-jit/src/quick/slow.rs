@@ -42,25 +42,11 @@ pub const Q_TABLE: i32 = offset_of!(QCtx, table) as i32;
 pub const Q_STATUS: i32 = offset_of!(QCtx, status) as i32;
 pub const Q_HI: i32 = offset_of!(QCtx, hi) as i32;
 
-/// Helper status: done.
-pub const OK: u64 = 0;
-/// The lane stopped (`QCtx::stop`); the state is the interpreter's at that stop.
-pub const STOPPED: u64 = 1;
-/// Done, and decoded code was written or changed: the block leaves after the
-/// instruction, as the interpreter goes back to its outer loop.
-pub const CODE_CHANGED: u64 = 2;
-
-/// How a block chain returns to the dispatcher (the enter stub's return value).
-pub mod exit {
-    /// Go on at `st.pc` (a block not made yet, or the budget spent between blocks).
-    pub const NEXT: u64 = 0;
-    /// The lane stopped: `QCtx::stop`.
-    pub const STOP: u64 = 1;
-    /// SVC retired; `st.pc` is after it.
-    pub const SYSCALL: u64 = 2;
-    /// The budget ends inside the block at `st.pc`: the interpreter runs the rest.
-    pub const INTERP: u64 = 3;
-}
+// The helpers' statuses (OK, STOPPED with the stop in `QCtx::stop`, CODE_CHANGED: leave
+// after the instruction) and the ways back to the dispatcher (the enter stub's return
+// value: NEXT, STOP, SYSCALL, INTERP; `exits` is indexed by them) are the translation
+// tier's, so both dispatchers read them alike.
+pub use crate::helpers::{exit, CODE_CHANGED, OK, STOPPED};
 
 /// # Safety
 /// `ctx` is live and its pointers are the running lane's.
