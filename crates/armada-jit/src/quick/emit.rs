@@ -222,20 +222,70 @@ fn role(op: u16) -> Role {
     }
 }
 
+/// The operation of a register-operand op (`alu_form`).
+#[derive(Clone, Copy, PartialEq)]
+enum Alu {
+    Add,
+    Sub,
+    And,
+    Or,
+    Xor,
+}
+
+/// How a register-operand op runs: the operation, the second operand (shifted as the
+/// shifted-register forms shift it, or extended), 64 bits or 32, the operand inverted
+/// (BIC, ORN, EON), and whether it sets the flags.
+#[derive(Clone, Copy)]
+struct AluForm {
+    alu: Alu,
+    extended: bool,
+    wide: bool,
+    invert: bool,
+    flags: bool,
+}
+
+/// The register-operand ops as one table (the X and W forms differ only in `wide`).
+fn alu_form(op: u16) -> Option<AluForm> {
+    let (alu, extended, invert, flags, wide) = match op {
+        ADD_SR_X | ADD_SR_W => (Alu::Add, false, false, false, op == ADD_SR_X),
+        SUB_SR_X | SUB_SR_W => (Alu::Sub, false, false, false, op == SUB_SR_X),
+        ADDS_SR_X | ADDS_SR_W => (Alu::Add, false, false, true, op == ADDS_SR_X),
+        SUBS_SR_X | SUBS_SR_W => (Alu::Sub, false, false, true, op == SUBS_SR_X),
+        fused::SUBS_SR_X_BCOND | fused::SUBS_SR_W_BCOND => {
+            (Alu::Sub, false, false, true, op == fused::SUBS_SR_X_BCOND)
+        }
+        AND_SR_X | AND_SR_W => (Alu::And, false, false, false, op == AND_SR_X),
+        BIC_SR_X | BIC_SR_W => (Alu::And, false, true, false, op == BIC_SR_X),
+        ORR_SR_X | ORR_SR_W => (Alu::Or, false, false, false, op == ORR_SR_X),
+        ORN_SR_X | ORN_SR_W => (Alu::Or, false, true, false, op == ORN_SR_X),
+        EOR_SR_X | EOR_SR_W => (Alu::Xor, false, false, false, op == EOR_SR_X),
+        EON_SR_X | EON_SR_W => (Alu::Xor, false, true, false, op == EON_SR_X),
+        ANDS_SR_X | ANDS_SR_W => (Alu::And, false, false, true, op == ANDS_SR_X),
+        BICS_SR_X | BICS_SR_W => (Alu::And, false, true, true, op == BICS_SR_X),
+        ADD_EXT_X | ADD_EXT_W => (Alu::Add, true, false, false, op == ADD_EXT_X),
+        SUB_EXT_X | SUB_EXT_W => (Alu::Sub, true, false, false, op == SUB_EXT_X),
+        ADDS_EXT_X | ADDS_EXT_W => (Alu::Add, true, false, true, op == ADDS_EXT_X),
+        SUBS_EXT_X | SUBS_EXT_W => (Alu::Sub, true, false, true, op == SUBS_EXT_X),
+        _ => return None,
+    };
+    Some(AluForm {
+        alu,
+        extended,
+        wide,
+        invert,
+        flags,
+    })
+}
+
 /// Whether op `op` leaves the host's flags as its NZCV (see [`Block::flags`]).
 fn sets_live(op: u16) -> Option<Live> {
-    match op {
-        ADDS_SR_W | ADDS_SR_X | ADDS_EXT_W | ADDS_EXT_X => Some(Live::Add),
-        SUBS_SR_W
-        | SUBS_SR_X
-        | SUBS_EXT_W
-        | SUBS_EXT_X
-        | fused::SUBS_SR_W_BCOND
-        | fused::SUBS_SR_X_BCOND => Some(Live::Sub),
-        ANDS_IMM_W | ANDS_IMM_X | ANDS_SR_W | ANDS_SR_X | BICS_SR_W | BICS_SR_X => {
-            Some(Live::Logic)
-        }
-        _ => None,
+    match alu_form(op) {
+        Some(f) if f.flags => Some(match f.alu {
+            Alu::Add => Live::Add,
+            Alu::Sub => Live::Sub,
+            _ => Live::Logic,
+        }),
+        _ => matches!(op, ANDS_IMM_W | ANDS_IMM_X).then_some(Live::Logic),
     }
 }
 
@@ -745,6 +795,48 @@ impl Block {
         });
     }
 
+    /// A register-operand op (`alu_form`): rax = Rn OP (Rm shifted or extended).
+    fn alu_register(&mut self, u: &MicroOp, f: AluForm) {
+        if f.wide {
+            self.load(0, u.b);
+        } else {
+            self.load32(0, u.b);
+        }
+        if f.extended {
+            // (a W form uses the low half of the extended operand)
+            self.load(1, u.c);
+            self.extend(u.e, u.f);
+        } else {
+            if f.wide {
+                self.load(1, u.c);
+            } else {
+                self.load32(1, u.c);
+            }
+            self.shift(f.wide, u.e, u.f);
+        }
+        match (f.invert, f.wide) {
+            (true, true) => dynasm!(self.a ; .arch x64 ; not rcx),
+            (true, false) => dynasm!(self.a ; .arch x64 ; not ecx),
+            _ => {}
+        }
+        match (f.alu, f.wide) {
+            (Alu::Add, true) => dynasm!(self.a ; .arch x64 ; add rax, rcx),
+            (Alu::Sub, true) => dynasm!(self.a ; .arch x64 ; sub rax, rcx),
+            (Alu::And, true) => dynasm!(self.a ; .arch x64 ; and rax, rcx),
+            (Alu::Or, true) => dynasm!(self.a ; .arch x64 ; or rax, rcx),
+            (Alu::Xor, true) => dynasm!(self.a ; .arch x64 ; xor rax, rcx),
+            (Alu::Add, false) => dynasm!(self.a ; .arch x64 ; add eax, ecx),
+            (Alu::Sub, false) => dynasm!(self.a ; .arch x64 ; sub eax, ecx),
+            (Alu::And, false) => dynasm!(self.a ; .arch x64 ; and eax, ecx),
+            (Alu::Or, false) => dynasm!(self.a ; .arch x64 ; or eax, ecx),
+            (Alu::Xor, false) => dynasm!(self.a ; .arch x64 ; xor eax, ecx),
+        }
+        if f.flags {
+            self.flags(f.alu == Alu::Sub);
+        }
+        self.store(u.a, 0);
+    }
+
     /// `jcc` to `label` with the host's condition code `cc`.
     fn jcc_label(&mut self, cc: u8, label: DynamicLabel) {
         match cc & 15 {
@@ -769,6 +861,10 @@ impl Block {
 
     /// Op `i` of a block of `n`; `live`: how the op before left the host's flags.
     fn op(&mut self, i: usize, u: &MicroOp, n: usize, live: Option<Live>) {
+        if let Some(form) = alu_form(u.op) {
+            self.alu_register(u, form);
+            return;
+        }
         let (a, b, c, d) = (u.a, u.b, u.c, u.d);
         let next = self.pc_of(i + 1);
         match u.op {
@@ -929,111 +1025,7 @@ impl Block {
                 self.store(a, 0);
             }
 
-            // ----- data processing, register
-            ADD_SR_X
-            | SUB_SR_X
-            | ADDS_SR_X
-            | SUBS_SR_X
-            | AND_SR_X
-            | BIC_SR_X
-            | ORR_SR_X
-            | ORN_SR_X
-            | EOR_SR_X
-            | EON_SR_X
-            | ANDS_SR_X
-            | BICS_SR_X
-            | fused::SUBS_SR_X_BCOND => {
-                self.load(0, b);
-                self.load(1, c);
-                self.shift(true, u.e, u.f);
-                if matches!(u.op, BIC_SR_X | ORN_SR_X | EON_SR_X | BICS_SR_X) {
-                    dynasm!(self.a ; .arch x64 ; not rcx);
-                }
-                match u.op {
-                    ADD_SR_X | ADDS_SR_X => dynasm!(self.a ; .arch x64 ; add rax, rcx),
-                    SUB_SR_X | SUBS_SR_X | fused::SUBS_SR_X_BCOND => {
-                        dynasm!(self.a ; .arch x64 ; sub rax, rcx)
-                    }
-                    ORR_SR_X | ORN_SR_X => dynasm!(self.a ; .arch x64 ; or rax, rcx),
-                    EOR_SR_X | EON_SR_X => dynasm!(self.a ; .arch x64 ; xor rax, rcx),
-                    _ => dynasm!(self.a ; .arch x64 ; and rax, rcx),
-                }
-                match u.op {
-                    ADDS_SR_X => self.flags(false),
-                    SUBS_SR_X | fused::SUBS_SR_X_BCOND => self.flags(true),
-                    ANDS_SR_X | BICS_SR_X => self.flags(false),
-                    _ => {}
-                }
-                self.store(a, 0);
-            }
-            ADD_SR_W
-            | SUB_SR_W
-            | ADDS_SR_W
-            | SUBS_SR_W
-            | AND_SR_W
-            | BIC_SR_W
-            | ORR_SR_W
-            | ORN_SR_W
-            | EOR_SR_W
-            | EON_SR_W
-            | ANDS_SR_W
-            | BICS_SR_W
-            | fused::SUBS_SR_W_BCOND => {
-                self.load32(0, b);
-                self.load32(1, c);
-                self.shift(false, u.e, u.f);
-                if matches!(u.op, BIC_SR_W | ORN_SR_W | EON_SR_W | BICS_SR_W) {
-                    dynasm!(self.a ; .arch x64 ; not ecx);
-                }
-                match u.op {
-                    ADD_SR_W | ADDS_SR_W => dynasm!(self.a ; .arch x64 ; add eax, ecx),
-                    SUB_SR_W | SUBS_SR_W | fused::SUBS_SR_W_BCOND => {
-                        dynasm!(self.a ; .arch x64 ; sub eax, ecx)
-                    }
-                    ORR_SR_W | ORN_SR_W => dynasm!(self.a ; .arch x64 ; or eax, ecx),
-                    EOR_SR_W | EON_SR_W => dynasm!(self.a ; .arch x64 ; xor eax, ecx),
-                    _ => dynasm!(self.a ; .arch x64 ; and eax, ecx),
-                }
-                match u.op {
-                    ADDS_SR_W => self.flags(false),
-                    SUBS_SR_W | fused::SUBS_SR_W_BCOND => self.flags(true),
-                    ANDS_SR_W | BICS_SR_W => self.flags(false),
-                    _ => {}
-                }
-                self.store(a, 0);
-            }
-            ADD_EXT_X | SUB_EXT_X | ADDS_EXT_X | SUBS_EXT_X => {
-                self.load(0, b);
-                self.load(1, c);
-                self.extend(u.e, u.f);
-                if matches!(u.op, ADD_EXT_X | ADDS_EXT_X) {
-                    dynasm!(self.a ; .arch x64 ; add rax, rcx);
-                } else {
-                    dynasm!(self.a ; .arch x64 ; sub rax, rcx);
-                }
-                match u.op {
-                    ADDS_EXT_X => self.flags(false),
-                    SUBS_EXT_X => self.flags(true),
-                    _ => {}
-                }
-                self.store(a, 0);
-            }
-            ADD_EXT_W | SUB_EXT_W | ADDS_EXT_W | SUBS_EXT_W => {
-                self.load32(0, b);
-                self.load(1, c);
-                self.extend(u.e, u.f);
-                if matches!(u.op, ADD_EXT_W | ADDS_EXT_W) {
-                    dynasm!(self.a ; .arch x64 ; add eax, ecx);
-                } else {
-                    dynasm!(self.a ; .arch x64 ; sub eax, ecx);
-                }
-                match u.op {
-                    ADDS_EXT_W => self.flags(false),
-                    SUBS_EXT_W => self.flags(true),
-                    _ => {}
-                }
-                self.store(a, 0);
-            }
+            // ----- data processing, register (shifted and extended: `alu_form`, above)
             MOV_REG => {
                 self.load(0, b);
                 self.store(a, 0);
