@@ -64,17 +64,26 @@ impl Jit {
         if cranelift_native::builder().is_err() {
             return None;
         }
-        let hot = std::env::var("ARMADA_JIT_HOT")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .unwrap_or(HOT)
-            .max(1);
         Some(Arc::new(Jit {
-            check: std::env::var_os("ARMADA_JIT_CHECK").is_some_and(|v| v != "0"),
-            hot,
-            wait: std::env::var_os("ARMADA_JIT_SYNC").is_some_and(|v| v != "0"),
+            check: env_flag("ARMADA_JIT_CHECK"),
+            hot: env_count("ARMADA_JIT_HOT", HOT),
+            wait: env_flag("ARMADA_JIT_SYNC"),
         }))
     }
+}
+
+/// A count from the environment variable `var` (at least 1), else `default`.
+pub(crate) fn env_count(var: &str, default: u32) -> u32 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(default)
+        .max(1)
+}
+
+/// Whether the environment variable `var` is set to anything but 0.
+pub(crate) fn env_flag(var: &str) -> bool {
+    std::env::var_os(var).is_some_and(|v| v != "0")
 }
 
 impl Jit {

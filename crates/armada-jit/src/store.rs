@@ -151,10 +151,11 @@ fn verifying() -> bool {
     *ON.get_or_init(|| std::env::var_os("ARMADA_JIT_VERIFY").is_some())
 }
 
-/// `ARMADA_JIT_PERFMAP`: names each unit's code for `perf` in `/tmp/perf-PID.map` (as
-/// `unit_<entry PC>`), and with `ARMADA_JIT_PERFMAP=dump` also writes its bytes to
-/// `/tmp/armada-unit-<entry PC>.bin` (for `objdump -D -b binary -m i386:x86-64`).
-fn perf_map(code: *const u8, size: usize, pc: u64) {
+/// `ARMADA_JIT_PERFMAP`: names each unit's (`kind` "unit") or quick block's ("quick") code
+/// for `perf` in `/tmp/perf-PID.map` (as `<kind>_<entry PC>`), and with
+/// `ARMADA_JIT_PERFMAP=dump` also writes its bytes to `/tmp/armada-<kind>-<entry PC>.bin`
+/// (for `objdump -D -b binary -m i386:x86-64`).
+pub(crate) fn perf_map(kind: &str, code: *const u8, size: usize, pc: u64) {
     static MODE: OnceLock<Option<String>> = OnceLock::new();
     let Some(mode) = MODE.get_or_init(|| std::env::var("ARMADA_JIT_PERFMAP").ok()) else {
         return;
@@ -166,12 +167,12 @@ fn perf_map(code: *const u8, size: usize, pc: u64) {
         .append(true)
         .open(map)
     {
-        let _ = writeln!(f, "{:x} {size:x} unit_{pc:x}", code as usize);
+        let _ = writeln!(f, "{:x} {size:x} {kind}_{pc:x}", code as usize);
     }
     if mode == "dump" {
         // SAFETY: `size` bytes of finalized code start at `code`
         let bytes = unsafe { std::slice::from_raw_parts(code, size) };
-        let _ = std::fs::write(format!("/tmp/armada-unit-{pc:x}.bin"), bytes);
+        let _ = std::fs::write(format!("/tmp/armada-{kind}-{pc:x}.bin"), bytes);
     }
 }
 
@@ -629,7 +630,7 @@ impl Store {
             module.finalize_definitions().ok()?;
             module.get_finalized_function(id)
         };
-        perf_map(ptr, size, pc);
+        perf_map("unit", ptr, size, pc);
         self.code_bytes.fetch_add(size, Ordering::Relaxed);
         CODE_BYTES.fetch_add(size as u64, Ordering::Relaxed);
         Some((std::ptr::NonNull::new(ptr as *mut u8).map(UnitFn)?, size))

@@ -58,7 +58,7 @@ pub fn stats() -> (u64, u64, f64, u64, u64) {
 /// a call ([`fallbacks`]), to find the ops worth a template.
 pub(crate) fn tracing() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("ARMADA_QUICK_TRACE").is_some_and(|v| v != "0"))
+    *ON.get_or_init(|| crate::env_flag("ARMADA_QUICK_TRACE"))
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -78,28 +78,6 @@ pub fn fallbacks() -> Vec<(&'static str, u64)> {
     v
 }
 
-/// `ARMADA_JIT_PERFMAP=1`: each block is named in `/tmp/perf-PID.map`, where `perf report`
-/// finds it (as `quick_<guest pc>`).
-fn perf_map(at: usize, len: usize, pc: u64) {
-    use std::io::Write;
-    static MAP: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
-        std::sync::OnceLock::new();
-    let map = MAP.get_or_init(|| {
-        std::env::var_os("ARMADA_JIT_PERFMAP")
-            .is_some_and(|v| v != "0")
-            .then(|| {
-                let path = format!("/tmp/perf-{}.map", std::process::id());
-                std::fs::File::create(path).ok().map(std::sync::Mutex::new)
-            })
-            .flatten()
-    });
-    if let Some(f) = map {
-        if let Ok(mut f) = f.lock() {
-            let _ = writeln!(f, "{at:x} {len:x} quick_{pc:x}");
-        }
-    }
-}
-
 /// Times an entry is reached before its block is made: code that runs once (most of a
 /// program's start) stays on the interpreter.
 pub const HOT: u32 = 2;
@@ -115,16 +93,10 @@ pub struct Quick {
 impl Quick {
     /// The tier, or None where this host has no code generator for it (x86-64 only).
     pub fn new() -> Option<Arc<Quick>> {
-        if !cfg!(target_arch = "x86_64") {
-            return None;
-        }
-        let hot = std::env::var("ARMADA_QUICK_HOT")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .unwrap_or(HOT)
-            .max(1);
-        let check = std::env::var_os("ARMADA_QUICK_CHECK").is_some_and(|v| v != "0");
-        Some(Arc::new(Quick { hot, check }))
+        Self::with_options(
+            crate::env_count("ARMADA_QUICK_HOT", HOT),
+            crate::env_flag("ARMADA_QUICK_CHECK"),
+        )
     }
 
     /// The tier with its knobs given rather than read from the environment: `hot` reaches
@@ -328,9 +300,13 @@ mod lane {
                 self.flush(epoch);
             }
             let (bytes, n) = emit::block(self.code.next(), pc, ops, self.stubs)?;
+            if bytes.len() > self.code.room() {
+                // (never: a block of the most ops is far below BLOCK_ROOM)
+                return None;
+            }
             let at = self.code.put(&bytes);
             self.pages.insert(pc >> 12, buf);
-            super::perf_map(at, bytes.len(), pc);
+            crate::store::perf_map("quick", at as *const u8, bytes.len(), pc);
             super::BLOCKS.fetch_add(1, Ordering::Relaxed);
             super::INSNS.fetch_add(n as u64, Ordering::Relaxed);
             super::BYTES.fetch_add(bytes.len() as u64, Ordering::Relaxed);
