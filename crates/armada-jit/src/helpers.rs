@@ -123,6 +123,9 @@ pub mod exit {
     /// The interpreter runs the one instruction at `st.pc` (an access the translated code
     /// makes only in the common case), then the dispatcher goes on.
     pub const ONE: u64 = 4;
+    /// A quick block's run count ran out (`quick`): the dispatcher asks for the unit at
+    /// `st.pc`, where the block starts, nothing of it run.
+    pub const HOT: u64 = 5;
 }
 
 /// Takes away the scratch pages a guarded access that faulted left (see `guard`), before

@@ -56,7 +56,20 @@ pub struct Jit {
     /// while a compile thread makes them (so a run's every hot unit runs translated, for
     /// the tests).
     wait: bool,
+    /// The quick tier under this one (x86-64 hosts): code reached [`quick::HOT`] times
+    /// runs as quick blocks, and a block run this many times asks for its unit
+    /// (`ARMADA_JIT_TIERUP`, [`TIER_UP`]). None (`ARMADA_JIT_QUICK=0`): the interpreter
+    /// alone runs code until its unit is made.
+    tier_up: Option<u32>,
 }
+
+/// Runs of a quick block before the unit at its start is asked for: Cranelift takes
+/// about 2 ms a unit, and quick code is within 2-3x of its code, so a unit pays only
+/// where the code runs on for a while.
+pub const TIER_UP: u32 = 2000;
+
+/// Runs more before a block whose unit is being compiled asks again.
+const TIER_UP_AGAIN: u32 = 256;
 
 impl Jit {
     /// The tier, or None where Cranelift cannot make code for this host.
@@ -64,10 +77,12 @@ impl Jit {
         if cranelift_native::builder().is_err() {
             return None;
         }
+        let quick = std::env::var_os("ARMADA_JIT_QUICK").is_none_or(|v| v != "0");
         Some(Arc::new(Jit {
             check: env_flag("ARMADA_JIT_CHECK"),
             hot: env_count("ARMADA_JIT_HOT", HOT),
             wait: env_flag("ARMADA_JIT_SYNC"),
+            tier_up: quick.then(|| env_count("ARMADA_JIT_TIERUP", TIER_UP)),
         }))
     }
 }
@@ -90,11 +105,19 @@ impl Jit {
     /// The tier with its knobs given rather than read from the environment: `hot` reaches
     /// before a unit is translated, `wait` for units rather than interpret while they are
     /// made, `check` each unit against the interpreter (see the crate's documentation).
+    /// No quick tier runs under it.
     pub fn with_options(hot: u32, wait: bool, check: bool) -> Arc<Jit> {
+        Self::tiered(hot, wait, check, None)
+    }
+
+    /// As [`Self::with_options`], with the quick tier under it where `tier_up` is given:
+    /// the runs a quick block makes before its unit is asked for.
+    pub fn tiered(hot: u32, wait: bool, check: bool, tier_up: Option<u32>) -> Arc<Jit> {
         Arc::new(Jit {
             check,
             hot: hot.max(1),
             wait,
+            tier_up: tier_up.map(|n| n.max(1)),
         })
     }
 }
@@ -196,6 +219,8 @@ struct LaneJit {
     /// other: two PCs of one slot reached in turn reset each other's count and stayed
     /// interpreted for good (most of the time of Debian's sha256sum went there).
     entries: rustc_hash::FxHashMap<u64, Entry>,
+    /// The lane's quick blocks, the first tier (see [`Jit::tier_up`]).
+    quick: Option<Box<quick::lane::LaneQuick>>,
 }
 
 #[derive(Default)]
@@ -241,6 +266,7 @@ impl LaneJit {
             epoch: code.epoch(),
             lookup: vec![(u64::MAX, None); LOOKUP].into_boxed_slice(),
             entries: Default::default(),
+            quick: None,
         }
     }
 
@@ -266,6 +292,10 @@ impl LaneJit {
     }
 
     /// The unit at `pc`, if there is one to run: looked up, or translated once hot.
+    /// Where the lane `resumed` (the run's first PC, where its last turn ended, anywhere in
+    /// a block), the unit is looked up but the reach is not counted: a quantum's end lands
+    /// at every PC of a hot loop in turn, and counting them made a unit at each (Go's
+    /// math/big made one at each of 40 PCs of one loop).
     #[inline]
     fn unit_at(
         &mut self,
@@ -274,10 +304,14 @@ impl LaneJit {
         code: &mut CodeCache,
         hot: u32,
         wait: bool,
+        resumed: bool,
     ) -> Option<UnitFn> {
         let i = slot(pc);
         if self.lookup[i].0 == pc {
             return self.lookup[i].1;
+        }
+        if resumed {
+            return self.entries.get(&pc).and_then(|e| e.unit.flatten());
         }
         self.miss(i, pc, mem, code, hot, wait)
     }
@@ -301,6 +335,29 @@ impl LaneJit {
         if e.reaches < hot {
             return None;
         }
+        match self.ask(pc, mem, code, hot, wait) {
+            store::Found::Ready(f) => f,
+            store::Found::Pending => {
+                // look again in a few reaches
+                if let Some(e) = self.entries.get_mut(&pc) {
+                    e.reaches = hot.saturating_sub(8);
+                }
+                None
+            }
+        }
+    }
+
+    /// Asks the store for the unit at `pc` (made now where `wait`, else on a compile
+    /// thread), and notes it once it is there.
+    fn ask(
+        &mut self,
+        pc: u64,
+        mem: &mut AddressSpace,
+        code: &mut CodeCache,
+        hot: u32,
+        wait: bool,
+    ) -> store::Found {
+        let i = slot(pc);
         // what the store knows by the page's key first: page_ops copies the page
         let known = match code.page_buffer(pc, mem) {
             Some(buf) if !wait => self.store.known(pc, &buf),
@@ -317,13 +374,7 @@ impl LaneJit {
         };
         let f = match found {
             store::Found::Ready(f) => f,
-            store::Found::Pending => {
-                // look again in a few reaches
-                if let Some(e) = self.entries.get_mut(&pc) {
-                    e.reaches = hot.saturating_sub(8);
-                }
-                return None;
-            }
+            store::Found::Pending => return store::Found::Pending,
         };
         if store::tracing() {
             let (n, insns, secs) = stats();
@@ -343,11 +394,9 @@ impl LaneJit {
         // (decoding may have moved the epoch: the tables are flushed before they are used)
         if code.epoch() == self.epoch {
             self.lookup[i] = (pc, f);
-            if let Some(e) = self.entries.get_mut(&pc) {
-                e.unit = Some(f);
-            }
+            self.entries.entry(pc).or_default().unit = Some(f);
         }
-        f
+        store::Found::Ready(f)
     }
 }
 
@@ -405,6 +454,40 @@ impl Tier for Jit {
 }
 
 impl Jit {
+    /// The lane's quick blocks (made at the first call) with their epoch the code cache's;
+    /// None without a quick tier.
+    fn first_tier<'a>(
+        &self,
+        lane: &'a mut LaneJit,
+        code: &CodeCache,
+    ) -> Option<&'a mut quick::lane::LaneQuick> {
+        let tier_up = self.tier_up?;
+        if lane.quick.is_none() {
+            // (where no executable memory is to be had, code runs on the interpreter)
+            lane.quick = Some(Box::new(quick::lane::LaneQuick::new(
+                code.epoch(),
+                Some(tier_up),
+            )?));
+        }
+        let q = lane.quick.as_deref_mut()?;
+        Some(q)
+    }
+
+    /// The quick block at `pc` has run its count out: asks for the unit there, and once
+    /// it is ready the block leaves for it at once from now on.
+    fn tier_up(&self, lane: &mut LaneJit, pc: u64, mem: &mut AddressSpace, code: &mut CodeCache) {
+        let found = lane.ask(pc, mem, code, self.hot, self.wait);
+        let Some(q) = lane.quick.as_deref_mut() else {
+            return;
+        };
+        match found {
+            store::Found::Ready(Some(_)) => q.redirect(pc),
+            // (the block runs for good: it asks again after 4 G runs)
+            store::Found::Ready(None) => q.recount(pc, u32::MAX),
+            store::Found::Pending => q.recount(pc, TIER_UP_AGAIN),
+        }
+    }
+
     fn dispatch(
         &self,
         lane: &mut LaneJit,
@@ -416,6 +499,8 @@ impl Jit {
         let limit = ctx.limit;
         // (whether the SIGSEGV handler is still ours, before the first guarded unit)
         let mut handler_kept = false;
+        // (the lane resumes where its last turn ended: see `LaneJit::unit_at`)
+        let mut first = true;
         loop {
             let st = &mut ctx.state;
             if st.retired >= limit {
@@ -425,6 +510,11 @@ impl Jit {
             if code.epoch() != lane.epoch {
                 lane.flush(code.epoch());
             }
+            if let Some(q) = lane.quick.as_deref_mut() {
+                if code.epoch() != q.epoch() {
+                    q.revalidate(code.epoch(), mem);
+                }
+            }
             // (no unit runs now: a guarded window given up can go)
             mem.drop_retired_window();
             // (makes the window, where the address space gets one)
@@ -432,7 +522,28 @@ impl Jit {
             if mem.guarded() != lane.guarded {
                 lane.set_guarded(mem.guarded());
             }
-            let Some(f) = lane.unit_at(st.pc, mem, code, self.hot, self.wait) else {
+            let resumed = std::mem::take(&mut first);
+            let Some(f) = lane.unit_at(st.pc, mem, code, self.hot, self.wait, resumed) else {
+                if let Some(q) = self.first_tier(lane, code) {
+                    if let Some(b) = q.block_at(st.pc, mem, code, quick::HOT, resumed) {
+                        let pc = st.pc;
+                        match q.run(b, st, mem, code, limit, self.check) {
+                            (exit::NEXT, _) => continue,
+                            (exit::SYSCALL, _) => return Stop::Syscall,
+                            (exit::HOT, _) => {
+                                self.tier_up(lane, pc, mem, code);
+                                continue;
+                            }
+                            (exit::INTERP, _) => {
+                                match cpu::interpret(st, mem, code, limit - st.retired) {
+                                    Stop::Budget => continue,
+                                    stop => return stop,
+                                }
+                            }
+                            (_, stop) => return stop.unwrap_or(Stop::Undefined(0)),
+                        }
+                    }
+                }
                 match cpu::interpret_step(st, mem, code, limit - st.retired) {
                     Stop::Budget => continue,
                     stop => return stop,

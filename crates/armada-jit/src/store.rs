@@ -167,7 +167,9 @@ pub(crate) fn perf_map(kind: &str, code: *const u8, size: usize, pc: u64) {
         .append(true)
         .open(map)
     {
-        let _ = writeln!(f, "{:x} {size:x} {kind}_{pc:x}", code as usize);
+        // (one write: lanes and compile threads append at once)
+        let line = format!("{:x} {size:x} {kind}_{pc:x}\n", code as usize);
+        let _ = f.write_all(line.as_bytes());
     }
     if mode == "dump" {
         // SAFETY: `size` bytes of finalized code start at `code`

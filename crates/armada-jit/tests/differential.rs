@@ -803,10 +803,20 @@ fn quick_at(hot: u32) -> Option<Arc<dyn Tier>> {
     armada_jit::quick::Quick::with_options(hot, false).map(|q| q as Arc<dyn Tier>)
 }
 
+/// The translation tier over the quick tier, as it runs by default but with a unit asked
+/// for by a block's 3rd run (None on hosts the quick tier does not run on).
+fn tiered() -> Option<Arc<dyn Tier>> {
+    std::env::set_var("ARMADA_JIT_VERIFY", "1");
+    quick_at(1).map(|_| Jit::tiered(24, true, false, Some(3)) as Arc<dyn Tier>)
+}
+
 /// The tiers to compare with the interpreter: the translation tier and, where it runs,
-/// the quick tier.
+/// the quick tier, alone and under the translation tier.
 fn tiers() -> Vec<Arc<dyn Tier>> {
-    std::iter::once(jit()).chain(quick_at(1)).collect()
+    std::iter::once(jit())
+        .chain(quick_at(1))
+        .chain(tiered())
+        .collect()
 }
 
 /// The tier translating an entry at its `hot`th reach.
@@ -831,6 +841,12 @@ proptest! {
         let t = run(&words, seed, Some(jit_at(2)), u64::MAX);
         if let Err(e) = same(&whole, &t) {
             return Err(TestCaseError::fail(format!("seed {seed:#x}, units of blocks that ran: {e}\n{words:08x?}")));
+        }
+        if let Some(t) = tiered() {
+            let t = run(&words, seed, Some(t), u64::MAX);
+            if let Err(e) = same(&whole, &t) {
+                return Err(TestCaseError::fail(format!("seed {seed:#x}, quick blocks, then units: {e}\n{words:08x?}")));
+            }
         }
         for hot in [1, 2] {
             if let Some(q) = quick_at(hot) {

@@ -62,8 +62,9 @@ pub struct Stubs {
     pub enter: usize,
     /// Links an exit to a PC known when the block was made (see `Block::chain_const`).
     link: usize,
-    /// Each way back to the dispatcher, by exit code: returns the code.
-    exits: [usize; 4],
+    /// Each way back to the dispatcher, by exit code (`exit::NEXT` to `exit::HOT`):
+    /// returns the code.
+    exits: [usize; 6],
     /// The helpers, each behind a jump blocks call with a 32-bit displacement.
     read: usize,
     read16: usize,
@@ -104,7 +105,7 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
         ; pop rbp
         ; ret
     );
-    let mut exits = [0; 4];
+    let mut exits = [0; 6];
     for (code, at) in exits.iter_mut().enumerate() {
         *at = base + a.offset().0;
         dynasm!(a ; .arch x64 ; mov eax, code as i32 ; jmp =>epi);
@@ -182,6 +183,8 @@ enum Slow {
     },
     /// The block does not fit in the budget: the interpreter runs what is left.
     Budget { at: DynamicLabel },
+    /// The block's run count ran out: the dispatcher asks for its unit.
+    Hot { at: DynamicLabel },
     /// Op `i` wrote decoded code: leave after it.
     CodeChanged { at: DynamicLabel, i: usize },
 }
@@ -202,6 +205,8 @@ struct Block {
     stubs: Stubs,
     slow: Vec<Slow>,
     live: Option<Live>,
+    /// Where the way out for a run count that ran out was placed.
+    hot_at: Option<usize>,
 }
 
 /// Whether the block ends after `op` (a branch or SVC) or before it (an op only the
@@ -335,10 +340,44 @@ fn host_cond(live: Live, c: u8) -> Option<u8> {
     }
 }
 
+/// A block assembled: its bytes, the guest instructions it holds, and where its way out
+/// for a run count that ran out is (an offset in `code`, where it has a count).
+pub struct Made {
+    pub code: Vec<u8>,
+    pub insns: usize,
+    pub hot: Option<usize>,
+}
+
+/// Bytes of the instruction a counted block starts with (see [`count_insn`]): a patched
+/// `jmp` (5 bytes) fits over it.
+pub const COUNT_LEN: usize = 7;
+
+/// `sub dword [rip + counter], 1` placed at `at`: the first instruction of a block with a
+/// run count, written again where a block's redirection to its unit is taken back.
+pub fn count_insn(at: usize, counter: usize) -> [u8; COUNT_LEN] {
+    let d = (counter as i64 - (at + COUNT_LEN) as i64) as i32;
+    let d = d.to_le_bytes();
+    [0x83, 0x2d, d[0], d[1], d[2], d[3], 1]
+}
+
+/// `jmp target` placed at `at`.
+pub fn jmp_insn(at: usize, target: usize) -> [u8; 5] {
+    let d = ((target as i64 - (at + 5) as i64) as i32).to_le_bytes();
+    [0xe9, d[0], d[1], d[2], d[3]]
+}
+
 /// Assembles the block at `pc` from `ops` (the micro-ops from `pc` to the end of its
 /// page) for address `base`. None where its first op is one the interpreter's outer loop
-/// must run. Returns the bytes and the number of guest instructions the block holds.
-pub fn block(base: usize, pc: u64, ops: &[MicroOp], stubs: Stubs) -> Option<(Vec<u8>, usize)> {
+/// must run. With a `counter` (the address of a u32 within 2 GiB of `base`), the block
+/// counts its runs down there and leaves with `exit::HOT` when the count reaches zero
+/// (the first tier under the translation tier: see `crate::Jit`).
+pub fn block(
+    base: usize,
+    pc: u64,
+    ops: &[MicroOp],
+    stubs: Stubs,
+    counter: Option<usize>,
+) -> Option<Made> {
     let mut n = 0;
     let mut last = false;
     for u in ops.iter().take(MAX_OPS) {
@@ -362,7 +401,11 @@ pub fn block(base: usize, pc: u64, ops: &[MicroOp], stubs: Stubs) -> Option<(Vec
         stubs,
         slow: Vec::new(),
         live: None,
+        hot_at: None,
     };
+    if let Some(c) = counter {
+        b.count(c);
+    }
     b.prologue(n);
     for (i, u) in ops[..n].iter().enumerate() {
         let live = b.live.take();
@@ -380,7 +423,11 @@ pub fn block(base: usize, pc: u64, ops: &[MicroOp], stubs: Stubs) -> Option<(Vec
     }
     b.slow_paths();
     let code = b.a.finalize().ok()?;
-    Some((code, n))
+    Some(Made {
+        code,
+        insns: n,
+        hot: b.hot_at,
+    })
 }
 
 impl Block {
@@ -428,6 +475,16 @@ impl Block {
             self.a.push(0x80 | (reg & 7) << 3 | 3);
             self.a.push_i32(disp);
         }
+    }
+
+    /// Counts a run down at `counter` (the block's first instruction, [`count_insn`]) and
+    /// leaves for its unit when it reaches zero (at `hot_at`).
+    fn count(&mut self, counter: usize) {
+        let at = self.a.new_dynamic_label();
+        let insn = count_insn(self.base + self.a.offset().0, counter);
+        self.a.extend(insn);
+        dynasm!(self.a ; .arch x64 ; jz =>at);
+        self.slow.push(Slow::Hot { at });
     }
 
     /// The budget: the whole block must fit, else the interpreter runs what is left.
@@ -572,6 +629,11 @@ impl Block {
                         ; mov QWORD [rbx + RETIRED], r13
                     );
                     self.jmp_abs(self.stubs.exits[exit::INTERP as usize]);
+                }
+                Slow::Hot { at } => {
+                    self.hot_at = Some(self.a.offset().0);
+                    dynasm!(self.a ; .arch x64 ; =>at);
+                    self.leave(self.pc, 0, exit::HOT);
                 }
                 Slow::CodeChanged { at, i } => {
                     dynasm!(self.a ; .arch x64 ; =>at);

@@ -116,23 +116,87 @@ impl Quick {
 #[cfg(target_arch = "x86_64")]
 static NO_BLOCKS: [(u64, usize); emit::TABLE] = [(u64::MAX, 0); emit::TABLE];
 
+/// A lane's blocks where this host has no code generator for them: none are ever made.
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) mod lane {
+    use armada_core::cpu::CodeCache;
+    use armada_core::memory::AddressSpace;
+    use armada_core::state::{CpuState, Stop};
+
+    /// (Uninhabited: `new` never makes one.)
+    pub enum LaneQuick {}
+
+    impl LaneQuick {
+        pub fn new(_epoch: u64, _tier_up: Option<u32>) -> Option<LaneQuick> {
+            None
+        }
+        pub fn epoch(&self) -> u64 {
+            match *self {}
+        }
+        pub fn revalidate(&mut self, _epoch: u64, _mem: &AddressSpace) {
+            match *self {}
+        }
+        pub fn block_at(
+            &mut self,
+            _pc: u64,
+            _mem: &mut AddressSpace,
+            _code: &mut CodeCache,
+            _hot: u32,
+            _resumed: bool,
+        ) -> Option<usize> {
+            match *self {}
+        }
+        pub fn run(
+            &mut self,
+            _block: usize,
+            _st: &mut CpuState,
+            _mem: &mut AddressSpace,
+            _code: &mut CodeCache,
+            _limit: u64,
+            _check: bool,
+        ) -> (u64, Option<Stop>) {
+            match *self {}
+        }
+        pub fn redirect(&mut self, _pc: u64) {
+            match *self {}
+        }
+        pub fn recount(&mut self, _pc: u64, _count: u32) {
+            match *self {}
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
-mod lane {
+pub(crate) mod lane {
     use super::emit::{self, Stubs, TABLE};
+    use super::slow::QCtx;
     use armada_core::cpu::CodeCache;
     use armada_core::memory::{AddressSpace, Perm};
+    use armada_core::state::{CpuState, Stop};
     use std::sync::atomic::Ordering;
 
     /// A lane's executable memory: the stubs, then blocks one after another until it is
-    /// full, when every block goes and it starts again.
+    /// full, when every block goes and it starts again; after the code, the blocks' run
+    /// counts (within 2 GiB of the code, which reaches them relative to its own address,
+    /// and on pages of their own: data written on code's pages makes the host throw its
+    /// decoded instructions away).
     struct CodeMem {
         base: *mut u8,
         size: usize,
         used: usize,
+        counts_used: usize,
     }
 
+    /// Bytes of code a lane's blocks may take before they are all made again.
+    const CODE_BYTES: usize = 64 << 20;
+    /// Bytes of run counts (4 a block) after the code.
+    const COUNT_BYTES: usize = 1 << 20;
+    /// Room a block needs at most (64 ops of at most ~200 bytes).
+    const BLOCK_ROOM: usize = 32 << 10;
+
     impl CodeMem {
-        fn new(size: usize) -> Option<CodeMem> {
+        fn new() -> Option<CodeMem> {
+            let size = CODE_BYTES + COUNT_BYTES;
             // SAFETY: a fresh private anonymous mapping, nothing else refers to it.
             let p = unsafe {
                 libc::mmap(
@@ -144,10 +208,22 @@ mod lane {
                     0,
                 )
             };
-            (p != libc::MAP_FAILED).then_some(CodeMem {
+            if p == libc::MAP_FAILED {
+                return None;
+            }
+            // SAFETY: the tail of the mapping just made; the counts are data only.
+            unsafe {
+                libc::mprotect(
+                    (p as *mut u8).add(CODE_BYTES) as *mut libc::c_void,
+                    COUNT_BYTES,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                )
+            };
+            Some(CodeMem {
                 base: p as *mut u8,
-                size,
+                size: CODE_BYTES,
                 used: 0,
+                counts_used: 0,
             })
         }
 
@@ -167,29 +243,53 @@ mod lane {
             self.used = (self.used + code.len() + 15) & !15;
             at
         }
+
+        /// A fresh run count, set to `n`; None when there is no room for one.
+        fn counter(&mut self, n: u32) -> Option<usize> {
+            if self.counts_used + 4 > COUNT_BYTES {
+                return None;
+            }
+            let at = self.base as usize + CODE_BYTES + self.counts_used;
+            self.counts_used += 4;
+            // SAFETY: inside the counts' part of the mapping, 4-byte aligned.
+            unsafe { (at as *mut u32).write(n) };
+            Some(at)
+        }
+
+        /// Writes `bytes` over code at `at` (a block's first instruction).
+        fn patch(&mut self, at: usize, bytes: &[u8]) {
+            debug_assert!(at >= self.base as usize && at + bytes.len() <= self.next());
+            // SAFETY: inside code placed by `put`; no block runs while the dispatcher
+            // patches (the lane's blocks run on this thread only).
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len()) };
+        }
     }
 
     impl Drop for CodeMem {
         fn drop(&mut self) {
             // SAFETY: the mapping made in `new`; no block runs once its lane is dropped.
-            unsafe { libc::munmap(self.base as *mut libc::c_void, self.size) };
+            unsafe {
+                libc::munmap(
+                    self.base as *mut libc::c_void,
+                    CODE_BYTES + COUNT_BYTES,
+                )
+            };
         }
     }
-
-    /// Bytes of code a lane's blocks may take before they are all made again.
-    const CODE_BYTES: usize = 64 << 20;
-    /// Room a block needs at most (64 ops of at most ~200 bytes).
-    const BLOCK_ROOM: usize = 32 << 10;
 
     #[derive(Default)]
     struct Entry {
         reaches: u32,
         /// None: not made yet; Some(0): left to the interpreter.
         block: Option<usize>,
+        /// A counted block's count and its way out for a count run out (see
+        /// [`LaneQuick::redirect`]).
+        counter: usize,
+        hot: usize,
     }
 
-    pub(super) struct LaneQuick {
-        pub epoch: u64,
+    pub struct LaneQuick {
+        epoch: u64,
         /// The page buffer each page with blocks was made from (by page number): the
         /// blocks stay while every one of them is still there, executable and not
         /// writable, whatever else moved the code cache's epoch (a library mapped by
@@ -197,17 +297,21 @@ mod lane {
         pages: rustc_hash::FxHashMap<u64, usize>,
         code: CodeMem,
         stubs_end: usize,
-        pub stubs: Stubs,
-        pub table: Box<[(u64, usize)]>,
+        stubs: Stubs,
+        table: Box<[(u64, usize)]>,
         entries: rustc_hash::FxHashMap<u64, Entry>,
+        /// Under the translation tier, the runs a block makes before it asks for its unit.
+        tier_up: Option<u32>,
     }
 
     // SAFETY: the code memory is the lane's own and only used by the thread running it.
     unsafe impl Send for LaneQuick {}
 
     impl LaneQuick {
-        pub fn new(epoch: u64) -> Option<LaneQuick> {
-            let mut code = CodeMem::new(CODE_BYTES)?;
+        /// A lane's blocks; with `tier_up`, each block counts its runs and leaves with
+        /// `exit::HOT` after that many.
+        pub fn new(epoch: u64, tier_up: Option<u32>) -> Option<LaneQuick> {
+            let mut code = CodeMem::new()?;
             let (bytes, stubs) = emit::stubs(code.next());
             code.put(&bytes);
             Some(LaneQuick {
@@ -218,7 +322,13 @@ mod lane {
                 table: vec![(u64::MAX, 0); TABLE].into_boxed_slice(),
                 entries: Default::default(),
                 pages: Default::default(),
+                tier_up,
             })
+        }
+
+        /// The code cache's epoch the blocks are from.
+        pub fn epoch(&self) -> u64 {
+            self.epoch
         }
 
         /// The code cache's epoch moved: keeps the blocks if the pages they were made from
@@ -239,28 +349,34 @@ mod lane {
         }
 
         /// The code changed: every block is made again (reach counts stay).
-        pub fn flush(&mut self, epoch: u64) {
+        fn flush(&mut self, epoch: u64) {
             super::FLUSHES.fetch_add(1, Ordering::Relaxed);
             self.table.fill((u64::MAX, 0));
             for e in self.entries.values_mut() {
                 e.block = None;
             }
             self.code.used = self.stubs_end;
+            self.code.counts_used = 0;
             self.pages.clear();
             self.epoch = epoch;
         }
 
-        /// The block at `pc`, made once it has been reached often enough.
+        /// The block at `pc`, made once it has been reached `hot` times. A reach where
+        /// the lane `resumed` (anywhere in a block, where a quantum ended) is not counted.
         pub fn block_at(
             &mut self,
             pc: u64,
             mem: &mut AddressSpace,
             code: &mut CodeCache,
             hot: u32,
+            resumed: bool,
         ) -> Option<usize> {
             let slot = ((pc >> 2) as usize) & (TABLE - 1);
             if self.table[slot].0 == pc {
                 return Some(self.table[slot].1);
+            }
+            if resumed {
+                return self.entries.get(&pc).and_then(|e| e.block).filter(|&b| b != 0);
             }
             let e = self.entries.entry(pc).or_default();
             if let Some(b) = e.block {
@@ -278,16 +394,26 @@ mod lane {
                 // (decoding the page moved the epoch: everything is made again)
                 return None;
             }
+            let (at, counter, hot) = made.unwrap_or((0, 0, 0));
             if let Some(e) = self.entries.get_mut(&pc) {
-                e.block = Some(made.unwrap_or(0));
+                e.block = Some(at);
+                e.counter = counter;
+                e.hot = hot;
             }
-            if let Some(b) = made {
-                self.table[slot] = (pc, b);
+            if at != 0 {
+                self.table[slot] = (pc, at);
             }
-            made
+            (at != 0).then_some(at)
         }
 
-        fn make(&mut self, pc: u64, mem: &mut AddressSpace, code: &mut CodeCache) -> Option<usize> {
+        /// Makes the block at `pc`: its address, and its run count's and way out's when
+        /// it counts.
+        fn make(
+            &mut self,
+            pc: u64,
+            mem: &mut AddressSpace,
+            code: &mut CodeCache,
+        ) -> Option<(usize, usize, usize)> {
             let t0 = std::time::Instant::now();
             let page = code.page_ops(pc, mem).ok()?;
             // code on writable pages stays on the interpreter (the blocks are not told of
@@ -295,23 +421,110 @@ mod lane {
             let buf = std::sync::Arc::as_ptr(page.buffer.as_ref()?) as usize;
             let first = ((pc - page.base) / 4) as usize;
             let ops = page.ops.get(first..)?;
+            let mut counter = None;
+            if let Some(n) = self.tier_up {
+                counter = self.code.counter(n);
+                if counter.is_none() {
+                    let epoch = self.epoch;
+                    self.flush(epoch);
+                    counter = self.code.counter(n);
+                }
+            }
             if self.code.room() < BLOCK_ROOM {
                 let epoch = self.epoch;
                 self.flush(epoch);
+                if let Some(n) = self.tier_up {
+                    counter = self.code.counter(n);
+                }
             }
-            let (bytes, n) = emit::block(self.code.next(), pc, ops, self.stubs)?;
-            if bytes.len() > self.code.room() {
+            let made = emit::block(self.code.next(), pc, ops, self.stubs, counter)?;
+            if made.code.len() > self.code.room() {
                 // (never: a block of the most ops is far below BLOCK_ROOM)
                 return None;
             }
-            let at = self.code.put(&bytes);
+            let at = self.code.put(&made.code);
             self.pages.insert(pc >> 12, buf);
-            crate::store::perf_map("quick", at as *const u8, bytes.len(), pc);
+            crate::store::perf_map("quick", at as *const u8, made.code.len(), pc);
             super::BLOCKS.fetch_add(1, Ordering::Relaxed);
-            super::INSNS.fetch_add(n as u64, Ordering::Relaxed);
-            super::BYTES.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            super::INSNS.fetch_add(made.insns as u64, Ordering::Relaxed);
+            super::BYTES.fetch_add(made.code.len() as u64, Ordering::Relaxed);
             super::MAKE_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            Some(at)
+            Some((at, counter.unwrap_or(0), made.hot.map_or(0, |h| at + h)))
+        }
+
+        /// The unit at `pc` is ready: the block there leaves for it at once from now on,
+        /// however it is reached (chained jumps go straight to the block).
+        pub fn redirect(&mut self, pc: u64) {
+            if let Some(e) = self.entries.get(&pc) {
+                if let Some(at) = e.block.filter(|&b| b != 0 && e.hot != 0) {
+                    self.code.patch(at, &emit::jmp_insn(at, e.hot));
+                }
+            }
+        }
+
+        /// The block at `pc` counts `count` runs more before it asks again (its
+        /// redirection, if any, taken back).
+        pub fn recount(&mut self, pc: u64, count: u32) {
+            if let Some(e) = self.entries.get(&pc) {
+                if let Some(at) = e.block.filter(|&b| b != 0 && e.hot != 0) {
+                    // SAFETY: the block's count, in the counts' part of the code memory.
+                    unsafe { (e.counter as *mut u32).write(count) };
+                    self.code.patch(at, &emit::count_insn(at, e.counter));
+                }
+            }
+        }
+
+        /// Runs the lane from `block` (the block at `st.pc`) until a block leaves to the
+        /// dispatcher: the exit code and the stop, if any. With `check`, only that block
+        /// runs, and it is compared with the interpreter run from the same state.
+        pub fn run(
+            &mut self,
+            block: usize,
+            st: &mut CpuState,
+            mem: &mut AddressSpace,
+            code: &mut CodeCache,
+            limit: u64,
+            check: bool,
+        ) -> (u64, Option<Stop>) {
+            let before = check.then(|| {
+                let copy = mem.clone();
+                mem.flush_tlb();
+                (st.clone(), copy)
+            });
+            let (entries, mask) = mem.tlb_table();
+            let epoch = self.epoch;
+            let mut ctx = QCtx {
+                st,
+                tlb_entries: entries,
+                tlb_mask: mask,
+                limit,
+                table: if check {
+                    super::NO_BLOCKS.as_ptr()
+                } else {
+                    self.table.as_ptr()
+                },
+                status: 0,
+                hi: 0,
+                mem,
+                code,
+                epoch,
+                stop: None,
+            };
+            let start = st.retired;
+            // SAFETY: the enter stub and `block` are this lane's code, made for this code
+            // cache at this epoch; the context's pointers are the lane's state, memory,
+            // code and table, which nothing else touches until the blocks return.
+            let rc = unsafe {
+                let enter: unsafe extern "sysv64" fn(*mut QCtx, usize) -> u64 =
+                    std::mem::transmute(self.stubs.enter);
+                enter(&mut ctx, block)
+            };
+            let stop = ctx.stop.take();
+            super::RAN.fetch_add(st.retired - start, Ordering::Relaxed);
+            if let Some((st0, mem0)) = before {
+                crate::check_unit(st0, mem0, st, rc, stop);
+            }
+            (rc, stop)
         }
     }
 }
@@ -340,83 +553,46 @@ impl Tier for Quick {
         code: &mut CodeCache,
         budget: u64,
     ) -> Stop {
-        use slow::{exit, QCtx};
+        use slow::exit;
         let mut lane = match code
             .take_tier_state()
             .map(|s| s.downcast::<lane::LaneQuick>())
         {
             Some(Ok(l)) => l,
-            _ => match lane::LaneQuick::new(code.epoch()) {
+            _ => match lane::LaneQuick::new(code.epoch(), None) {
                 Some(l) => Box::new(l),
                 // no executable memory to be had: the interpreter
                 None => return cpu::interpret(st, mem, code, budget),
             },
         };
         let limit = st.retired.saturating_add(budget);
-        let mut ran = 0u64;
+        // (the lane resumes where its last turn ended: see `LaneQuick::block_at`)
+        let mut first = true;
         let stop = loop {
             if st.retired >= limit {
                 break Stop::Budget;
             }
             code.sync(mem);
-            if code.epoch() != lane.epoch {
+            if code.epoch() != lane.epoch() {
                 lane.revalidate(code.epoch(), mem);
             }
-            let Some(block) = lane.block_at(st.pc, mem, code, self.hot) else {
+            let resumed = std::mem::take(&mut first);
+            let Some(block) = lane.block_at(st.pc, mem, code, self.hot, resumed) else {
                 match cpu::interpret_step(st, mem, code, limit - st.retired) {
                     Stop::Budget => continue,
                     stop => break stop,
                 }
             };
-            let before = self.check.then(|| {
-                let copy = mem.clone();
-                mem.flush_tlb();
-                (st.clone(), copy)
-            });
-            let (entries, mask) = mem.tlb_table();
-            let epoch = lane.epoch;
-            let mut ctx = QCtx {
-                st,
-                tlb_entries: entries,
-                tlb_mask: mask,
-                limit,
-                table: if self.check {
-                    NO_BLOCKS.as_ptr()
-                } else {
-                    lane.table.as_ptr()
-                },
-                status: 0,
-                hi: 0,
-                mem,
-                code,
-                epoch,
-                stop: None,
-            };
-            let start = st.retired;
-            // SAFETY: the enter stub and `block` are this lane's code, made for this code
-            // cache at this epoch; the context's pointers are the lane's state, memory,
-            // code and table, which nothing else touches until the blocks return.
-            let rc = unsafe {
-                let enter: unsafe extern "sysv64" fn(*mut QCtx, usize) -> u64 =
-                    std::mem::transmute(lane.stubs.enter);
-                enter(&mut ctx, block)
-            };
-            let unit_stop = ctx.stop.take();
-            ran += st.retired - start;
-            if let Some((st0, mem0)) = before {
-                crate::check_unit(st0, mem0, st, rc, unit_stop);
-            }
-            match rc {
-                exit::NEXT => {}
-                exit::SYSCALL => break Stop::Syscall,
-                exit::INTERP => match cpu::interpret(st, mem, code, limit - st.retired) {
+            match lane.run(block, st, mem, code, limit, self.check) {
+                (exit::NEXT, _) => {}
+                (exit::SYSCALL, _) => break Stop::Syscall,
+                (exit::INTERP, _) => match cpu::interpret(st, mem, code, limit - st.retired) {
                     Stop::Budget => {}
                     stop => break stop,
                 },
-                _ => break unit_stop.unwrap_or(Stop::Undefined(0)),
+                (_, stop) => break stop.unwrap_or(Stop::Undefined(0)),
             }
         };
-        RAN.fetch_add(ran, Ordering::Relaxed);
         code.put_tier_state(lane);
         stop
     }

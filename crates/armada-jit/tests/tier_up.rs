@@ -1,0 +1,153 @@
+//! The quick tier under the translation tier: a loop runs as quick blocks until a block has
+//! run its count out, then leaves for its unit in the middle of the loop, and from there
+//! runs translated; every stop, register, flag and count stays the interpreter's, for the
+//! whole run and for runs cut off by every budget (the cut landing before, at and after the
+//! tier-up). And a run that resumes mid-block after each short budget makes no unit there.
+//!
+//! Alone in its process, its tests one at a time ([`ONE_AT_A_TIME`]): they count the units
+//! the process made and the instructions each tier ran.
+
+use armada_core::cpu::{self, CodeCache, Tier};
+use armada_core::memory::{AddressSpace, Perm};
+use armada_core::state::{CpuState, Stop};
+use armada_jit::Jit;
+use std::sync::Arc;
+
+/// Held by each test: the counts are the process's.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+const CODE: u64 = 0x10000;
+const DATA: u64 = 0x40000;
+
+/// A loop over a buffer (a load, a store, flags, a counted branch back) inside an outer
+/// loop that calls a leaf function, then a breakpoint.
+const PROGRAM: [u32; 14] = [
+    0xd280_0142, //    mov x2, #10
+    0xd280_0c81, // O: mov x1, #100
+    0xaa1b_03e3, //    mov x3, x27
+    0xf940_0064, // L: ldr x4, [x3]
+    0x8b01_0084, //    add x4, x4, x1
+    0xf800_8464, //    str x4, [x3], #8
+    0xf100_0421, //    subs x1, x1, #1
+    0x54ff_ff81, //    b.ne L
+    0x9400_0004, //    bl F
+    0xf100_0442, //    subs x2, x2, #1
+    0x54ff_fee1, //    b.ne O
+    0xd420_0000, //    brk #0
+    0x9100_0400, // F: add x0, x0, #1
+    0xd65f_03c0, //    ret
+];
+
+fn run(tier: Option<Arc<dyn Tier>>, budget: u64) -> (CpuState, Stop, Vec<u8>) {
+    let mut mem = AddressSpace::new();
+    mem.map(CODE, 0x1000, Perm::RX).unwrap();
+    let bytes: Vec<u8> = PROGRAM.iter().flat_map(|w| w.to_le_bytes()).collect();
+    mem.poke_bytes(CODE, &bytes).unwrap();
+    mem.map(DATA, 0x1000, Perm::RW).unwrap();
+    let mut st = CpuState {
+        pc: CODE,
+        ..Default::default()
+    };
+    st.x[27] = DATA;
+    let mut code = CodeCache::new();
+    code.set_tier(tier);
+    let stop = cpu::run(&mut st, &mut mem, &mut code, budget);
+    let mut data = vec![0u8; 0x1000];
+    mem.read_bytes(DATA, &mut data).unwrap();
+    (st, stop, data)
+}
+
+fn same(a: &(CpuState, Stop, Vec<u8>), b: &(CpuState, Stop, Vec<u8>), what: &str) {
+    assert_eq!(a.1, b.1, "{what}: stop");
+    assert_eq!(a.0.pc, b.0.pc, "{what}: pc");
+    assert_eq!(a.0.retired, b.0.retired, "{what}: retired");
+    assert_eq!(a.0.nzcv, b.0.nzcv, "{what}: nzcv");
+    assert_eq!(a.0.x[..32], b.0.x[..32], "{what}: registers");
+    assert!(a.2 == b.2, "{what}: memory");
+}
+
+/// Quick blocks at the 2nd reach, units asked for by a block's 5th run (made before the
+/// lane goes on), none from the dispatcher's own count (24 reaches).
+fn tiered() -> Option<Arc<dyn Tier>> {
+    cfg!(target_arch = "x86_64").then(|| Jit::tiered(24, true, false, Some(5)) as Arc<dyn Tier>)
+}
+
+#[test]
+fn a_hot_quick_block_leaves_for_its_unit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var("ARMADA_JIT_VERIFY", "1");
+    let Some(tier) = tiered() else {
+        return;
+    };
+    let whole = run(None, u64::MAX);
+    assert_eq!(whole.1, Stop::Breakpoint(0));
+    let quick0 = armada_jit::quick::stats().3;
+    let translated0 = armada_jit::translated_instructions();
+    let t = run(Some(tier), u64::MAX);
+    same(&whole, &t, "whole run");
+    let quick = armada_jit::quick::stats().3 - quick0;
+    let translated = armada_jit::translated_instructions() - translated0;
+    // the loop's first turns ran as quick blocks, the rest in its unit
+    assert!(quick > 0, "no instruction ran in a quick block");
+    assert!(
+        translated > whole.0.retired / 2,
+        "{translated} of {} instructions ran translated",
+        whole.0.retired
+    );
+    assert!(quick + translated <= whole.0.retired);
+    // every budget through the first tier-up, then every 37th (each run makes its units
+    // again: a fresh code cache shares nothing)
+    let budgets = (1..=200).chain((201..=whole.0.retired).step_by(37));
+    for budget in budgets {
+        same(
+            &run(None, budget),
+            &run(tiered(), budget),
+            &format!("budget {budget}"),
+        );
+    }
+}
+
+/// One lane run in turns of `slice` instructions (as the scheduler runs a thread among
+/// others): each turn resumes where the last ended, anywhere in a block.
+fn run_sliced(slice: u64) -> (CpuState, Stop, Vec<u8>) {
+    let mut mem = AddressSpace::new();
+    mem.map(CODE, 0x1000, Perm::RX).unwrap();
+    let bytes: Vec<u8> = PROGRAM.iter().flat_map(|w| w.to_le_bytes()).collect();
+    mem.poke_bytes(CODE, &bytes).unwrap();
+    mem.map(DATA, 0x1000, Perm::RW).unwrap();
+    let mut st = CpuState {
+        pc: CODE,
+        ..Default::default()
+    };
+    st.x[27] = DATA;
+    let mut code = CodeCache::new();
+    code.set_tier(tiered());
+    let stop = loop {
+        match cpu::run(&mut st, &mut mem, &mut code, slice) {
+            Stop::Budget => continue,
+            stop => break stop,
+        }
+    };
+    let mut data = vec![0u8; 0x1000];
+    mem.read_bytes(DATA, &mut data).unwrap();
+    (st, stop, data)
+}
+
+#[test]
+fn a_run_resumed_mid_block_makes_no_unit_there() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if tiered().is_none() {
+        return;
+    }
+    let whole = run(None, u64::MAX);
+    for slice in [7, 13, 50] {
+        let units = armada_jit::stats().0;
+        let t = run_sliced(slice);
+        same(&whole, &t, &format!("turns of {slice}"));
+        // units at the blocks' heads (the outer loop's, the inner loop's, the call's and
+        // the return's), not at the PCs the turns ended on
+        let made = armada_jit::stats().0 - units;
+        eprintln!("{made} units made in turns of {slice}");
+        assert!(made <= 6, "{made} units made in turns of {slice}");
+    }
+}
