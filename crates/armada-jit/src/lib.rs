@@ -56,16 +56,18 @@ pub struct Jit {
     /// while a compile thread makes them (so a run's every hot unit runs translated, for
     /// the tests).
     wait: bool,
-    /// The quick tier under this one (x86-64 hosts): code reached [`quick::HOT`] times
-    /// runs as quick blocks, and a block run this many times asks for its unit
-    /// (`ARMADA_JIT_TIERUP`, [`TIER_UP`]). None (`ARMADA_JIT_QUICK=0`): the interpreter
-    /// alone runs code until its unit is made.
+    /// With `ARMADA_JIT_QUICK=1`, the quick tier under this one (x86-64 hosts): code
+    /// without a unit that is reached [`quick::HOT`] times runs as quick blocks rather than
+    /// on the interpreter; the dispatcher counts reaches as it does without them, and the
+    /// head of a closed loop (which turns without coming back to the dispatcher) asks for
+    /// its unit after this many runs (`ARMADA_JIT_TIERUP`, [`TIER_UP`]). None: the
+    /// interpreter runs code until its unit is made.
     tier_up: Option<u32>,
 }
 
-/// Runs of a quick block before the unit at its start is asked for: Cranelift takes
-/// about 2 ms a unit, and quick code is within 2-3x of its code, so a unit pays only
-/// where the code runs on for a while.
+/// Runs of a closed loop's head in quick blocks before the unit there is asked for: a
+/// compile takes about 2 ms, and quick code is within 2-3x of Cranelift's, so a unit pays
+/// only where the loop runs on for a while.
 pub const TIER_UP: u32 = 2000;
 
 /// Runs more before a block whose unit is being compiled asks again.
@@ -77,7 +79,8 @@ impl Jit {
         if cranelift_native::builder().is_err() {
             return None;
         }
-        let quick = std::env::var_os("ARMADA_JIT_QUICK").is_none_or(|v| v != "0");
+        // (off by default: see docs/jit.md, "The quick tier under Cranelift")
+        let quick = env_flag("ARMADA_JIT_QUICK");
         Some(Arc::new(Jit {
             check: env_flag("ARMADA_JIT_CHECK"),
             hot: env_count("ARMADA_JIT_HOT", HOT),
@@ -293,9 +296,9 @@ impl LaneJit {
 
     /// The unit at `pc`, if there is one to run: looked up, or translated once hot.
     /// Where the lane `resumed` (the run's first PC, where its last turn ended, anywhere in
-    /// a block), the unit is looked up but the reach is not counted: a quantum's end lands
-    /// at every PC of a hot loop in turn, and counting them made a unit at each (Go's
-    /// math/big made one at each of 40 PCs of one loop).
+    /// a block) the reach is not counted: a quantum's end lands at every PC of a hot loop
+    /// in turn, and counting them made a unit at each (Go's math/big made one at each of
+    /// 40 PCs of one loop).
     #[inline]
     fn unit_at(
         &mut self,
@@ -476,6 +479,15 @@ impl Jit {
     /// The quick block at `pc` has run its count out: asks for the unit there, and once
     /// it is ready the block leaves for it at once from now on.
     fn tier_up(&self, lane: &mut LaneJit, pc: u64, mem: &mut AddressSpace, code: &mut CodeCache) {
+        // (a block already sent to its unit leaves here each time it is reached: the
+        // dispatcher finds the unit)
+        if lane
+            .entries
+            .get(&pc)
+            .is_some_and(|e| matches!(e.unit, Some(Some(_))))
+        {
+            return;
+        }
         let found = lane.ask(pc, mem, code, self.hot, self.wait);
         let Some(q) = lane.quick.as_deref_mut() else {
             return;
@@ -523,30 +535,43 @@ impl Jit {
                 lane.set_guarded(mem.guarded());
             }
             let resumed = std::mem::take(&mut first);
-            let Some(f) = lane.unit_at(st.pc, mem, code, self.hot, self.wait, resumed) else {
-                if let Some(q) = self.first_tier(lane, code) {
-                    if let Some(b) = q.block_at(st.pc, mem, code, quick::HOT, resumed) {
-                        let pc = st.pc;
-                        match q.run(b, st, mem, code, limit, self.check) {
-                            (exit::NEXT, _) => continue,
-                            (exit::SYSCALL, _) => return Stop::Syscall,
-                            (exit::HOT, _) => {
-                                self.tier_up(lane, pc, mem, code);
-                                continue;
-                            }
-                            (exit::INTERP, _) => {
-                                match cpu::interpret(st, mem, code, limit - st.retired) {
-                                    Stop::Budget => continue,
-                                    stop => return stop,
-                                }
-                            }
-                            (_, stop) => return stop.unwrap_or(Stop::Undefined(0)),
-                        }
-                    }
-                }
+            // The dispatcher counts the reaches of what it sees (where units leave to, where
+            // quick blocks leave it: a quick chain comes back at the heads of what runs), as
+            // without the quick tier; blocks at the heads of closed loops count their own
+            // runs (see `quick::lane`).
+            let unit = lane.unit_at(st.pc, mem, code, self.hot, self.wait, resumed);
+            let Some(f) = unit.map(Ok).or_else(|| {
+                let q = self.first_tier(lane, code)?;
+                q.block_at(st.pc, mem, code, quick::HOT, resumed).map(Err)
+            }) else {
                 match cpu::interpret_step(st, mem, code, limit - st.retired) {
                     Stop::Budget => continue,
                     stop => return stop,
+                }
+            };
+            let f = match f {
+                Ok(f) => f,
+                Err(block) => {
+                    let Some(q) = lane.quick.as_deref_mut() else {
+                        continue;
+                    };
+                    match q.run(block, st, mem, code, limit, self.check) {
+                        (exit::NEXT, _) => continue,
+                        (exit::SYSCALL, _) => return Stop::Syscall,
+                        (exit::HOT, _) => {
+                            // (at the start of the block whose count ran out)
+                            let pc = st.pc;
+                            self.tier_up(lane, pc, mem, code);
+                            continue;
+                        }
+                        (exit::INTERP, _) => {
+                            match cpu::interpret(st, mem, code, limit - st.retired) {
+                                Stop::Budget => continue,
+                                stop => return stop,
+                            }
+                        }
+                        (_, stop) => return stop.unwrap_or(Stop::Undefined(0)),
+                    }
                 }
             };
             // (translating may have read code pages, and given the guarded window up)
