@@ -222,8 +222,10 @@ struct LaneJit {
     /// other: two PCs of one slot reached in turn reset each other's count and stayed
     /// interpreted for good (most of the time of Debian's sha256sum went there).
     entries: rustc_hash::FxHashMap<u64, Entry>,
-    /// The lane's quick blocks, the first tier (see [`Jit::tier_up`]).
+    /// The lane's quick blocks, the first tier (see [`Jit::tier_up`]), and whether there
+    /// was no memory to make them in.
     quick: Option<Box<quick::lane::LaneQuick>>,
+    no_quick: bool,
 }
 
 #[derive(Default)]
@@ -270,6 +272,7 @@ impl LaneJit {
             lookup: vec![(u64::MAX, None); LOOKUP].into_boxed_slice(),
             entries: Default::default(),
             quick: None,
+            no_quick: false,
         }
     }
 
@@ -465,15 +468,12 @@ impl Jit {
         code: &CodeCache,
     ) -> Option<&'a mut quick::lane::LaneQuick> {
         let tier_up = self.tier_up?;
-        if lane.quick.is_none() {
+        if lane.quick.is_none() && !lane.no_quick {
             // (where no executable memory is to be had, code runs on the interpreter)
-            lane.quick = Some(Box::new(quick::lane::LaneQuick::new(
-                code.epoch(),
-                Some(tier_up),
-            )?));
+            lane.quick = quick::lane::LaneQuick::new(code.epoch(), Some(tier_up)).map(Box::new);
+            lane.no_quick = lane.quick.is_none();
         }
-        let q = lane.quick.as_deref_mut()?;
-        Some(q)
+        lane.quick.as_deref_mut()
     }
 
     /// The quick block at `pc` has run its count out: asks for the unit there, and once
