@@ -38,7 +38,8 @@ const PROGRAM: [u32; 14] = [
     0xd65f_03c0, //    ret
 ];
 
-fn run(tier: Option<Arc<dyn Tier>>, budget: u64) -> (CpuState, Stop, Vec<u8>) {
+/// The program loaded, at its start: its state and memory.
+fn load() -> (CpuState, AddressSpace) {
     let mut mem = AddressSpace::new();
     mem.map(CODE, 0x1000, Perm::RX).unwrap();
     let bytes: Vec<u8> = PROGRAM.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -49,11 +50,21 @@ fn run(tier: Option<Arc<dyn Tier>>, budget: u64) -> (CpuState, Stop, Vec<u8>) {
         ..Default::default()
     };
     st.x[27] = DATA;
+    (st, mem)
+}
+
+fn data(mem: &AddressSpace) -> Vec<u8> {
+    let mut data = vec![0u8; 0x1000];
+    mem.read_bytes(DATA, &mut data).unwrap();
+    data
+}
+
+fn run(tier: Option<Arc<dyn Tier>>, budget: u64) -> (CpuState, Stop, Vec<u8>) {
+    let (mut st, mut mem) = load();
     let mut code = CodeCache::new();
     code.set_tier(tier);
     let stop = cpu::run(&mut st, &mut mem, &mut code, budget);
-    let mut data = vec![0u8; 0x1000];
-    mem.read_bytes(DATA, &mut data).unwrap();
+    let data = data(&mem);
     (st, stop, data)
 }
 
@@ -110,16 +121,7 @@ fn a_hot_quick_block_leaves_for_its_unit() {
 /// One lane run in turns of `slice` instructions (as the scheduler runs a thread among
 /// others): each turn resumes where the last ended, anywhere in a block.
 fn run_sliced(slice: u64) -> (CpuState, Stop, Vec<u8>) {
-    let mut mem = AddressSpace::new();
-    mem.map(CODE, 0x1000, Perm::RX).unwrap();
-    let bytes: Vec<u8> = PROGRAM.iter().flat_map(|w| w.to_le_bytes()).collect();
-    mem.poke_bytes(CODE, &bytes).unwrap();
-    mem.map(DATA, 0x1000, Perm::RW).unwrap();
-    let mut st = CpuState {
-        pc: CODE,
-        ..Default::default()
-    };
-    st.x[27] = DATA;
+    let (mut st, mut mem) = load();
     let mut code = CodeCache::new();
     code.set_tier(tiered());
     let stop = loop {
@@ -128,8 +130,7 @@ fn run_sliced(slice: u64) -> (CpuState, Stop, Vec<u8>) {
             stop => break stop,
         }
     };
-    let mut data = vec![0u8; 0x1000];
-    mem.read_bytes(DATA, &mut data).unwrap();
+    let data = data(&mem);
     (st, stop, data)
 }
 
@@ -147,7 +148,6 @@ fn a_run_resumed_mid_block_makes_no_unit_there() {
         // units at the blocks' heads (the outer loop's, the inner loop's, the call's and
         // the return's), not at the PCs the turns ended on
         let made = armada_jit::stats().0 - units;
-        eprintln!("{made} units made in turns of {slice}");
         assert!(made <= 6, "{made} units made in turns of {slice}");
     }
 }
