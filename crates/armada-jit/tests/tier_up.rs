@@ -53,7 +53,7 @@ fn load() -> (CpuState, AddressSpace) {
     (st, mem)
 }
 
-fn data(mem: &AddressSpace) -> Vec<u8> {
+fn data(mem: &mut AddressSpace) -> Vec<u8> {
     let mut data = vec![0u8; 0x1000];
     mem.read_bytes(DATA, &mut data).unwrap();
     data
@@ -64,7 +64,7 @@ fn run(tier: Option<Arc<dyn Tier>>, budget: u64) -> (CpuState, Stop, Vec<u8>) {
     let mut code = CodeCache::new();
     code.set_tier(tier);
     let stop = cpu::run(&mut st, &mut mem, &mut code, budget);
-    let data = data(&mem);
+    let data = data(&mut mem);
     (st, stop, data)
 }
 
@@ -130,7 +130,7 @@ fn run_sliced(slice: u64) -> (CpuState, Stop, Vec<u8>) {
             stop => break stop,
         }
     };
-    let data = data(&mem);
+    let data = data(&mut mem);
     (st, stop, data)
 }
 
