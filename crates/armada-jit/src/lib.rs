@@ -222,7 +222,7 @@ struct LaneJit {
     /// other: two PCs of one slot reached in turn reset each other's count and stayed
     /// interpreted for good (most of the time of Debian's sha256sum went there).
     entries: rustc_hash::FxHashMap<u64, Entry>,
-    /// The lane's quick blocks, the first tier (see [`Jit::tier_up`]), and whether there
+    /// The lane's quick blocks, the first tier (see `Jit::tier_up`), and whether there
     /// was no memory to make them in.
     quick: Option<Box<quick::lane::LaneQuick>>,
     no_quick: bool,
@@ -478,7 +478,7 @@ impl Jit {
 
     /// The quick block at `pc` has run its count out: asks for the unit there, and once
     /// it is ready the block leaves for it at once from now on.
-    fn tier_up(&self, lane: &mut LaneJit, pc: u64, mem: &mut AddressSpace, code: &mut CodeCache) {
+    fn hot_block(&self, lane: &mut LaneJit, pc: u64, mem: &mut AddressSpace, code: &mut CodeCache) {
         // (a block already sent to its unit leaves here each time it is reached: the
         // dispatcher finds the unit)
         if lane
@@ -561,7 +561,7 @@ impl Jit {
                         (exit::HOT, _) => {
                             // (at the start of the block whose count ran out)
                             let pc = st.pc;
-                            self.tier_up(lane, pc, mem, code);
+                            self.hot_block(lane, pc, mem, code);
                             continue;
                         }
                         (exit::INTERP, _) => {

@@ -244,9 +244,14 @@ pub(crate) mod lane {
             at
         }
 
+        /// Whether there is room for another run count.
+        fn count_room(&self) -> bool {
+            self.counts_used + 4 <= COUNT_BYTES
+        }
+
         /// A fresh run count, set to `n`; None when there is no room for one.
         fn counter(&mut self, n: u32) -> Option<usize> {
-            if self.counts_used + 4 > COUNT_BYTES {
+            if !self.count_room() {
                 return None;
             }
             let at = self.base as usize + CODE_BYTES + self.counts_used;
@@ -441,22 +446,12 @@ pub(crate) mod lane {
             let buf = std::sync::Arc::as_ptr(page.buffer.as_ref()?) as usize;
             let first = ((pc - page.base) / 4) as usize;
             let ops = page.ops.get(first..)?;
-            let mut counter = None;
-            if let Some(n) = self.tier_up.filter(|_| closed_loop(ops, pc)) {
-                counter = self.code.counter(n);
-                if counter.is_none() {
-                    let epoch = self.epoch;
-                    self.flush(epoch);
-                    counter = self.code.counter(n);
-                }
-            }
-            if self.code.room() < BLOCK_ROOM {
+            let counted = self.tier_up.filter(|_| closed_loop(ops, pc));
+            if self.code.room() < BLOCK_ROOM || (counted.is_some() && !self.code.count_room()) {
                 let epoch = self.epoch;
                 self.flush(epoch);
-                if let Some(n) = self.tier_up.filter(|_| counter.is_some()) {
-                    counter = self.code.counter(n);
-                }
             }
+            let counter = counted.and_then(|n| self.code.counter(n));
             let made = emit::block(self.code.next(), pc, ops, self.stubs, counter)?;
             if made.code.len() > self.code.room() {
                 // (never: a block of the most ops is far below BLOCK_ROOM)
