@@ -638,10 +638,8 @@ impl Tx<'_> {
         }
     }
 
-    /// STP of two Q registers (glibc's memset and memcpy): 32 bytes written inline when
-    /// they lie in one page the TLB has for writing. Else the unit leaves before the op and
-    /// the interpreter makes its one 32-byte write (which faults as a whole, or crosses
-    /// pages, as the interpreter's does).
+    /// STP of two Q registers (glibc's memset and memcpy): 32 bytes written inline (see
+    /// [`Self::store_inline`]).
     fn store_pair_q(&mut self, slot: usize, u: &MicroOp, addr: Value) {
         let words = [
             Self::v_off(u.a),
@@ -650,15 +648,35 @@ impl Tx<'_> {
             Self::v_off(u.d) + 8,
         ]
         .map(|off| self.load_state(off));
+        self.store_inline(slot, addr, &words);
+    }
+
+    /// DC ZVA: the 64 bytes (`cpu::ZVA_BYTES`) of the block that holds the address in
+    /// register `b`, zeroed inline (see [`Self::store_inline`]). glibc's memset of zeros and
+    /// Go's memclr use it for large clears; through the one-op helper each block was a
+    /// permission search and a TLB fill (a tenth of Go's compress/flate tests).
+    pub(crate) fn zero_block(&mut self, slot: usize, u: &MicroOp) {
+        let x = self.rd(u.b);
+        let addr = self.b.ins().band_imm_s(x, !63);
+        let zero = self.b.ins().iconst(I64, 0);
+        self.store_inline(slot, addr, &[zero; 8]);
+    }
+
+    /// `words` written at `addr` inline when they lie in one page the TLB has for writing
+    /// (or, guarded, that the window has writable). Else the unit leaves before the op and
+    /// the interpreter makes its one write (which faults as a whole, or crosses pages, as
+    /// the interpreter's does).
+    fn store_inline(&mut self, slot: usize, addr: Value, words: &[Value]) {
+        let size = 8 * words.len() as i64;
         if self.guarded {
             let slow = self.b.create_block();
             self.b.set_cold_block(slow);
             let exact = self.site_start(slot);
             let win = self.window();
             self.guard_in_window(addr, slow);
-            self.guard_one_page(addr, 32, slow);
+            self.guard_one_page(addr, size, slow);
             let p = self.b.ins().iadd(addr, win);
-            for (i, w) in words.into_iter().enumerate() {
+            for (i, &w) in words.iter().enumerate() {
                 self.b.ins().store(guarded_mem(), w, p, 8 * i as i32);
             }
             self.site_end();
@@ -672,7 +690,7 @@ impl Tx<'_> {
             self.b.switch_to_block(cont);
             return;
         }
-        let (e, hit) = self.tlb_hit(addr, 32, tl::WTAG);
+        let (e, hit) = self.tlb_hit(addr, size, tl::WTAG);
         let fast = self.b.create_block();
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
@@ -686,7 +704,7 @@ impl Tx<'_> {
 
         self.b.switch_to_block(fast);
         let p = self.host_addr(e, addr, tl::WPTR);
-        for (i, w) in words.into_iter().enumerate() {
+        for (i, &w) in words.iter().enumerate() {
             self.b.ins().store(guest_mem(), w, p, 8 * i as i32);
         }
     }

@@ -574,6 +574,7 @@ impl Tx<'_> {
             | STP_X | LDP_V32 | LDP_V64 | LDP_V128 | STP_V32 | STP_V64 | STP_V128 => {
                 self.access(slot, u, op)
             }
+            DC_ZVA => self.zero_block(slot, u),
             op if op >= FP_BASE => self.fp(slot, u),
             _ => self.interpret_one(slot),
         }

@@ -441,7 +441,7 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
                 CLREX => st.excl_addr = u64::MAX,
                 DC_ZVA => {
                     let addr = x[b] & !(ZVA_BYTES - 1);
-                    mem_try!(mem.zero(addr, ZVA_BYTES));
+                    mem_try!(mem.zero::<{ ZVA_BYTES as usize }>(addr));
                     after_store!();
                 }
 

@@ -181,6 +181,12 @@ enum Slow {
         size: i32,
         hi: u8,
     },
+    /// Op `i`'s fast path missed: the interpreter runs it, then on at `back`.
+    One {
+        at: DynamicLabel,
+        back: DynamicLabel,
+        i: usize,
+    },
     /// The block does not fit in the budget: the interpreter runs what is left.
     Budget { at: DynamicLabel },
     /// The block's run count ran out: the dispatcher asks for its unit.
@@ -616,6 +622,11 @@ impl Block {
                         dynasm!(self.a ; .arch x64 ; mov ecx, size);
                         self.call(self.stubs.write);
                     }
+                    dynasm!(self.a ; .arch x64 ; jmp =>back);
+                }
+                Slow::One { at, back, i } => {
+                    dynasm!(self.a ; .arch x64 ; =>at);
+                    self.one(i);
                     dynasm!(self.a ; .arch x64 ; jmp =>back);
                 }
                 Slow::Budget { at } => {
@@ -1310,27 +1321,58 @@ impl Block {
                 self.leave_if_code_changed(i);
             }
 
+            DC_ZVA => {
+                // the 64 bytes (`cpu::ZVA_BYTES`) of the block at Rt, in one page; where the
+                // TLB misses, the interpreter zeroes them
+                let at = self.a.new_dynamic_label();
+                let back = self.a.new_dynamic_label();
+                self.load(6, b);
+                dynasm!(self.a ; .arch x64 ; and rsi, -64);
+                self.tlb(64, tl::WTAG, at);
+                dynasm!(self.a
+                    ; .arch x64
+                    ; mov rax, QWORD [rax + tl::WPTR]
+                    ; add rax, rsi
+                    ; xor ecx, ecx
+                    ; mov QWORD [rax], rcx
+                    ; mov QWORD [rax + 8], rcx
+                    ; mov QWORD [rax + 16], rcx
+                    ; mov QWORD [rax + 24], rcx
+                    ; mov QWORD [rax + 32], rcx
+                    ; mov QWORD [rax + 40], rcx
+                    ; mov QWORD [rax + 48], rcx
+                    ; mov QWORD [rax + 56], rcx
+                    ; =>back
+                );
+                self.slow.push(Slow::One { at, back, i });
+            }
+
             // ----- everything else: the interpreter, one instruction
             _ => {
                 if super::tracing() {
                     let n = &super::FALLBACKS[u.op as usize & 0x7ff] as *const _ as i64;
                     dynasm!(self.a ; .arch x64 ; mov rax, QWORD n ; inc QWORD [rax]);
                 }
-                self.sync(i);
-                dynasm!(self.a
-                    ; .arch x64
-                    ; mov rdi, r12
-                );
-                self.call(self.stubs.one);
-                // (where the op changed code, the interpreter has stored the PC and count
-                // after it)
-                dynasm!(self.a
-                    ; .arch x64
-                    ; cmp QWORD [r12 + Q_STATUS], slow::CODE_CHANGED as i32
-                );
-                self.jcc_abs(4, self.stubs.exits[exit::NEXT as usize]);
+                self.one(i);
             }
         }
+    }
+
+    /// Op `i` run by the interpreter: on after it, or out where it stopped or changed
+    /// code.
+    fn one(&mut self, i: usize) {
+        self.sync(i);
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rdi, r12
+        );
+        self.call(self.stubs.one);
+        // (where the op changed code, the interpreter has stored the PC and count after it)
+        dynasm!(self.a
+            ; .arch x64
+            ; cmp QWORD [r12 + Q_STATUS], slow::CODE_CHANGED as i32
+        );
+        self.jcc_abs(4, self.stubs.exits[exit::NEXT as usize]);
     }
 
     /// UBFM and SBFM (LSL, LSR, ASR by an immediate, UXTB, SXTW, UBFX, SBFIZ...).
