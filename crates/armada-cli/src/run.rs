@@ -258,9 +258,6 @@ pub fn run(args: RunArgs) -> Result<u8> {
                 armada_jit::quick::code_bytes() / 1024,
                 ran as f64 * 100.0 / n.max(1) as f64
             );
-            for (op, count) in armada_jit::quick::fallbacks().iter().take(20) {
-                eprintln!("armada: quick tier: {count:>12} x {op} on the interpreter");
-            }
         } else if tier.is_some() {
             let (units, insns, secs) = armada_jit::stats();
             eprintln!(
@@ -268,6 +265,11 @@ pub fn run(args: RunArgs) -> Result<u8> {
                 secs * 1e3,
                 armada_jit::translated_instructions() as f64 * 100.0 / n.max(1) as f64
             );
+        }
+        if tier.is_some() {
+            for (op, count) in armada_jit::quick::fallbacks().iter().take(20) {
+                eprintln!("armada: {count:>12} x {op} run by the interpreter from translated code");
+            }
         }
     }
     if let Exit::Signal { signal, .. } = exit {

@@ -662,12 +662,100 @@ impl Tx<'_> {
         self.store_inline(slot, addr, &[zero; 8]);
     }
 
-    /// `words` written at `addr` inline when they lie in one page the TLB has for writing
-    /// (or, guarded, that the window has writable). Else the unit leaves before the op and
-    /// the interpreter makes its one write (which faults as a whole, or crosses pages, as
-    /// the interpreter's does).
+    /// `words` written at `addr` inline (see [`Self::inline_access`]).
     fn store_inline(&mut self, slot: usize, addr: Value, words: &[Value]) {
-        let size = 8 * words.len() as i64;
+        self.inline_access(slot, addr, 8 * words.len() as i64, false, |tx, p, m| {
+            for (i, &w) in words.iter().enumerate() {
+                tx.b.ins().store(m, w, p, 8 * i as i32);
+            }
+        });
+    }
+
+    /// LSE's atomic read-modify-write ops (LDADD ... LDUMIN, SWP, and their ST forms) and
+    /// CAS, inline: a load, the operation and a store at one host address. (Go's runtime and
+    /// sync package use them for every lock and counter; through the one-op helper, with
+    /// the registers stored and loaded again around each, they were up to half of a test
+    /// binary's time.) Guest threads run one at a time, so the interpreter's load and store
+    /// are the op, and so are these.
+    pub(crate) fn atomic(&mut self, slot: usize, u: &MicroOp) {
+        let size = 1i64 << (u.e & 3);
+        let bits = 8 * size;
+        let addr = self.rd(u.b);
+        let s = self.rd(u.c);
+        let t = self.rd(u.a);
+        let cas = u.op == CAS;
+        let mut old = None;
+        self.inline_access(slot, addr, size, true, |tx, p, m| {
+            let (o, _) = tx.loads(p, size, m);
+            let v = if size == 8 {
+                s
+            } else {
+                tx.b.ins().band_imm_s(s, (1i64 << bits) - 1)
+            };
+            let new = if cas {
+                let equal = tx.b.ins().icmp(IntCC::Equal, o, v);
+                tx.b.ins().select(equal, t, o)
+            } else {
+                tx.atomic_apply(u.f, bits, o, v)
+            };
+            tx.stores(p, size, new, None, m);
+            old = Some(o);
+        });
+        let old = old.expect("the access's body ran");
+        self.wr(if cas { u.d } else { u.a }, old);
+    }
+
+    /// The interpreter's `atomic_apply` of `old` and `v` (both zero-extended from `bits`).
+    fn atomic_apply(&mut self, op: u8, bits: i64, old: Value, v: Value) -> Value {
+        use armada_isa::ops::atomic_op as a;
+        let signed = |tx: &mut Self, x: Value| {
+            if bits == 64 {
+                x
+            } else {
+                let up = tx.b.ins().ishl_imm_s(x, 64 - bits);
+                tx.b.ins().sshr_imm_s(up, 64 - bits)
+            }
+        };
+        let pick = |tx: &mut Self, cc: IntCC, x: Value, y: Value| {
+            let c = tx.b.ins().icmp(cc, x, y);
+            tx.b.ins().select(c, old, v)
+        };
+        let r = match op {
+            a::ADD => self.b.ins().iadd(old, v),
+            a::CLR => self.b.ins().band_not(old, v),
+            a::EOR => self.b.ins().bxor(old, v),
+            a::SET => self.b.ins().bor(old, v),
+            a::SMAX | a::SMIN => {
+                let (so, sv) = (signed(self, old), signed(self, v));
+                let cc = if op == a::SMAX {
+                    IntCC::SignedGreaterThanOrEqual
+                } else {
+                    IntCC::SignedLessThanOrEqual
+                };
+                pick(self, cc, so, sv)
+            }
+            a::UMAX => pick(self, IntCC::UnsignedGreaterThanOrEqual, old, v),
+            a::UMIN => pick(self, IntCC::UnsignedLessThanOrEqual, old, v),
+            _ => v,
+        };
+        // (the store writes the low `bits`; an ADD's carry out of them is dropped there)
+        r
+    }
+
+    /// An access of `size` bytes at `addr` made inline by `body` (given the host address
+    /// and the memory flags to use) where they lie in one page the TLB has for writing (and
+    /// for reading, where `read`), or, guarded, that the window has writable. Else the unit
+    /// leaves before the op and the interpreter makes it (which faults as a whole, or
+    /// crosses pages, as the interpreter's does). `body` writes no guest register: where a
+    /// guarded store in it faults, the op runs again on the interpreter.
+    fn inline_access(
+        &mut self,
+        slot: usize,
+        addr: Value,
+        size: i64,
+        read: bool,
+        body: impl FnOnce(&mut Self, Value, MemFlagsData),
+    ) {
         if self.guarded {
             let slow = self.b.create_block();
             self.b.set_cold_block(slow);
@@ -676,9 +764,7 @@ impl Tx<'_> {
             self.guard_in_window(addr, slow);
             self.guard_one_page(addr, size, slow);
             let p = self.b.ins().iadd(addr, win);
-            for (i, &w) in words.iter().enumerate() {
-                self.b.ins().store(guarded_mem(), w, p, 8 * i as i32);
-            }
+            body(self, p, guarded_mem());
             self.site_end();
             let cont = self.b.create_block();
             self.guard_check(exact, slow, cont, &[]);
@@ -690,7 +776,11 @@ impl Tx<'_> {
             self.b.switch_to_block(cont);
             return;
         }
-        let (e, hit) = self.tlb_hit(addr, size, tl::WTAG);
+        let (e, mut hit) = self.tlb_hit(addr, size, tl::WTAG);
+        if read {
+            let (_, readable) = self.tlb_hit(addr, size, tl::RTAG);
+            hit = self.b.ins().band(hit, readable);
+        }
         let fast = self.b.create_block();
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
@@ -704,9 +794,7 @@ impl Tx<'_> {
 
         self.b.switch_to_block(fast);
         let p = self.host_addr(e, addr, tl::WPTR);
-        for (i, &w) in words.iter().enumerate() {
-            self.b.ins().store(guest_mem(), w, p, 8 * i as i32);
-        }
+        body(self, p, guest_mem());
     }
 
     /// A narrow store value as the i64 the write paths take (zero-extended).

@@ -4,7 +4,7 @@
 
 use crate::flags::{ADD32, ADD64, LOGIC32, LOGIC64, SUB32, SUB64};
 use crate::helpers::{CODE_CHANGED, STOPPED};
-use crate::translate::{Tx, EXCL_OFF, NZCV_OFF, PC_OFF, RETIRED_OFF, TPIDR_OFF};
+use crate::translate::{host_mem, Tx, EXCL_OFF, NZCV_OFF, PC_OFF, RETIRED_OFF, TPIDR_OFF};
 use armada_core::cpu::fused;
 use armada_isa::uop::sysreg;
 use armada_isa::{ops::*, MicroOp};
@@ -575,6 +575,7 @@ impl Tx<'_> {
                 self.access(slot, u, op)
             }
             DC_ZVA => self.zero_block(slot, u),
+            ATOMIC_RMW | CAS => self.atomic(slot, u),
             op if op >= FP_BASE => self.fp(slot, u),
             _ => self.interpret_one(slot),
         }
@@ -662,6 +663,15 @@ impl Tx<'_> {
                 self.pc(slot),
                 armada_isa::ops::name(op)
             );
+        }
+        if crate::quick::tracing() {
+            // (counted with the quick blocks' fallbacks: `--stats` lists them)
+            let op = self.page[slot].op;
+            let n = &crate::quick::FALLBACKS[op as usize & 0x7ff] as *const _ as i64;
+            let at = self.b.ins().iconst(I64, n);
+            let v = self.b.ins().load(I64, host_mem(), at, 0);
+            let v = self.b.ins().iadd_imm_s(v, 1);
+            self.b.ins().store(host_mem(), v, at, 0);
         }
         let nz = self.packed();
         self.store_state(nz, NZCV_OFF);

@@ -207,6 +207,34 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
         }
         // DC ZVA of the 64 bytes at x26 (inline where the TLB or the window has the page)
         18 if r.below(6) == 0 => 0xd50b_7420 | 26,
+        // LSE atomics at x26: LDADD, LDCLR, LDEOR, LDSET, LD{S,U}{MAX,MIN} (ST* where Rt is
+        // xzr) and SWP, each size, acquire/release bits at random
+        18 if r.below(4) == 0 => {
+            let (o3, opc) = if r.below(9) == 0 {
+                (1, 0)
+            } else {
+                (0, r.below(8) as u32)
+            };
+            let rt = if r.below(4) == 0 { 31 } else { d };
+            0x3820_0000
+                | (r.below(4) as u32) << 30
+                | (r.below(4) as u32) << 22
+                | m << 16
+                | o3 << 15
+                | opc << 12
+                | 26 << 5
+                | rt
+        }
+        // CAS at x26, each size, acquire/release bits at random
+        18 if r.below(4) == 0 => {
+            0x08a0_7c00
+                | (r.below(4) as u32) << 30
+                | (r.below(2) as u32) << 22
+                | m << 16
+                | (r.below(2) as u32) << 15
+                | 26 << 5
+                | d
+        }
         18 => {
             let op = [0xa940_0000u32, 0xa900_0000, 0x2940_0000, 0x2900_0000][r.below(4) as usize];
             let imm7 = (r.below(32) as i32 - 8) as u32 & 0x7f;
@@ -1001,6 +1029,53 @@ fn dc_zva_zeroes_its_block_then_faults_past_the_data() {
                 same(&i, &t)
                     .unwrap_or_else(|e| panic!("{} tier, budget {budget}: {e}", tier.name()));
             }
+        }
+    }
+}
+
+/// CAS of each size where the compare succeeds: the register compared has the value just
+/// loaded, with bits above the access's size set (which the compare ignores), then an
+/// LDADDAL; moving one byte a turn, so that accesses are at every alignment. (In the random
+/// loops a CAS rarely finds its value.)
+#[test]
+fn cas_compares_the_accesss_bits_only() {
+    // 1: ldrb w1, [x27]; orr x1, x1, #0xff00; casb w1, w2, [x27];
+    // add x11, x27, #8; ldrh w3, [x11]; orr x3, x3, #0xffff0000; cash w3, w4, [x11];
+    // add x12, x27, #16; ldr w5, [x12]; orr x5, x5, #0xffffffff00000000;
+    // casal w5, w6, [x12]; add x13, x27, #24; ldr x7, [x13]; cas x7, x8, [x13];
+    // ldaddal x9, x10, [x27]; add x2, x2, x10; add x4, x4, #3; add x6, x6, x2;
+    // add x8, x8, x4; add x27, x27, #1; subs x28, x28, #1; b.ne 1b; brk
+    let words = [
+        0x3940_0361,
+        0xb278_1c21,
+        0x08a1_7f62,
+        0x9100_236b,
+        0x7940_0163,
+        0xb270_3c63,
+        0x48a3_7d64,
+        0x9100_436c,
+        0xb940_0185,
+        0xb260_7ca5,
+        0x88e5_fd86,
+        0x9100_636d,
+        0xf940_01a7,
+        0xc8a7_7da8,
+        0xf8e9_036a,
+        0x8b0a_0042,
+        0x9100_0c84,
+        0x8b02_00c6,
+        0x8b04_0108,
+        0x9100_077b,
+        0xf100_079c,
+        0x54ff_fd61,
+        0xd420_0000,
+    ];
+    for seed in [5, 6, 4] {
+        let i = run(&words, seed, None, u64::MAX);
+        assert_eq!(i.stop, Stop::Breakpoint(0));
+        for tier in tiers() {
+            let t = run(&words, seed, Some(tier.clone()), u64::MAX);
+            same(&i, &t).unwrap_or_else(|e| panic!("{} tier: {e}", tier.name()));
         }
     }
 }
