@@ -646,8 +646,22 @@ impl Tx<'_> {
         self.after_helper(slot, status);
     }
 
+    /// Under `ARMADA_QUICK_TRACE`, counts a run of `op` by the interpreter's code, with the
+    /// quick blocks' (`--stats` lists them).
+    fn count_fallback(&mut self, op: u16) {
+        if !crate::quick::tracing() {
+            return;
+        }
+        let n = &crate::quick::FALLBACKS[op as usize & 0x7ff] as *const _ as i64;
+        let at = self.b.ins().iconst(I64, n);
+        let v = self.b.ins().load(I64, host_mem(), at, 0);
+        let v = self.b.ins().iadd_imm_s(v, 1);
+        self.b.ins().store(host_mem(), v, at, 0);
+    }
+
     /// Calls the interpreter's FP code for `u`; its status.
     pub(crate) fn call_fp(&mut self, u: &MicroOp) -> Value {
+        self.count_fallback(u.op);
         let w = self.b.ins().iconst(I64, u.fields_word() as i64);
         let imm = self.b.ins().iconst(I64, u.imm as i64);
         let ctx = self.ctx();
@@ -664,15 +678,7 @@ impl Tx<'_> {
                 armada_isa::ops::name(op)
             );
         }
-        if crate::quick::tracing() {
-            // (counted with the quick blocks' fallbacks: `--stats` lists them)
-            let op = self.page[slot].op;
-            let n = &crate::quick::FALLBACKS[op as usize & 0x7ff] as *const _ as i64;
-            let at = self.b.ins().iconst(I64, n);
-            let v = self.b.ins().load(I64, host_mem(), at, 0);
-            let v = self.b.ins().iadd_imm_s(v, 1);
-            self.b.ins().store(host_mem(), v, at, 0);
-        }
+        self.count_fallback(self.page[slot].op);
         let nz = self.packed();
         self.store_state(nz, NZCV_OFF);
         self.flush_dirty();
