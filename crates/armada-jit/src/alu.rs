@@ -145,7 +145,8 @@ impl Tx<'_> {
         self.set_flags(if wide { LOGIC64 } else { LOGIC32 }, z, z, r);
     }
 
-    /// `a + b + carry` with NZCV set, the interpreter's ADCS/SBCS (b already inverted).
+    /// `a + b + carry` with NZCV set, the interpreter's ADCS/SBCS (b already inverted):
+    /// the flags recorded, not made (see `Known::Adc`).
     fn adc_flags(&mut self, rd: u8, a: Value, b: Value, carry: Value, wide: bool) {
         let cin = if wide {
             carry
@@ -154,31 +155,8 @@ impl Tx<'_> {
         };
         let s = self.b.ins().iadd(a, b);
         let r = self.b.ins().iadd(s, cin);
-        // carry out: r < a, or r == a with a carry in
-        let lt = self.b.ins().icmp(IntCC::UnsignedLessThan, r, a);
-        let eq = self.b.ins().icmp(IntCC::Equal, r, a);
-        let cb = self.b.ins().icmp_imm_u(IntCC::NotEqual, carry, 0);
-        let eqc = self.b.ins().band(eq, cb);
-        let c = self.b.ins().bor(lt, eqc);
-        let top = if wide { 63 } else { 31 };
-        let x1 = self.b.ins().bxor(a, r);
-        let x2 = self.b.ins().bxor(b, r);
-        let o = self.b.ins().band(x1, x2);
-        let v = self.b.ins().ushr_imm_s(o, top);
-        let n = self.b.ins().ushr_imm_s(r, top);
-        let zb = self.b.ins().icmp_imm_u(IntCC::Equal, r, 0);
-        let (v, n) = (self.zext_any(v), self.zext_any(n));
-        let z = self.b.ins().uextend(I64, zb);
-        let c = self.b.ins().uextend(I64, c);
-        let n = self.b.ins().ishl_imm_s(n, 31);
-        let z = self.b.ins().ishl_imm_s(z, 30);
-        let c = self.b.ins().ishl_imm_s(c, 29);
-        let v = self.b.ins().ishl_imm_s(v, 28);
-        let nz = self.b.ins().bor(n, z);
-        let cv = self.b.ins().bor(c, v);
-        let p = self.b.ins().bor(nz, cv);
         self.dst(rd, r, wide);
-        self.set_packed(p);
+        self.set_adc(a, b, r, carry);
     }
 
     /// Translates the op at `slot` (not a branch).

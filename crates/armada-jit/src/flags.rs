@@ -55,6 +55,17 @@ pub enum Known {
         /// not NZCV made of both (strstr's inner loop: 35 host instructions a turn).
         chosen: Option<(Value, u64)>,
     },
+    /// ADCS or SBCS (`b` already inverted), in this block: `r = a + b + cin` (i32 for the
+    /// W forms; `cin` an i64, 0 or 1). NZCV is made only where it is read as a whole; the
+    /// carry alone, which the next op of a carry chain reads, is two compares. (Made at
+    /// each op, NZCV was about twenty host instructions an ADCS in Go's math/big loops,
+    /// most of them thrown away by the next.)
+    Adc {
+        a: Value,
+        b: Value,
+        r: Value,
+        cin: Value,
+    },
     /// The context's four words (kind, a, b, r) as the loop being translated carries them
     /// round (see `translate::loops`): stale in the context while `Tx::flags_dirty`.
     Carried,
@@ -111,6 +122,45 @@ impl Tx<'_> {
         }
     }
 
+    /// Records ADCS's or SBCS's flags (see `Known::Adc`).
+    pub(crate) fn set_adc(&mut self, a: Value, b: Value, r: Value, cin: Value) {
+        self.flags = Known::Adc { a, b, r, cin };
+        self.flags_dirty = true;
+    }
+
+    /// The carry out of `r = a + b + cin` (an i8 truth value): `r < a`, or `r == a` with a
+    /// carry in.
+    fn adc_carry(&mut self, a: Value, r: Value, cin: Value) -> Value {
+        let lt = self.b.ins().icmp(IntCC::UnsignedLessThan, r, a);
+        let eq = self.b.ins().icmp(IntCC::Equal, r, a);
+        let cb = self.b.ins().icmp_imm_u(IntCC::NotEqual, cin, 0);
+        let eqc = self.b.ins().band(eq, cb);
+        self.b.ins().bor(lt, eqc)
+    }
+
+    /// NZCV of `r = a + b + cin` (see `Known::Adc`).
+    fn adc_nzcv(&mut self, a: Value, b: Value, r: Value, cin: Value) -> Value {
+        let wide = self.b.func.dfg.value_type(r) == I64;
+        let top = if wide { 63 } else { 31 };
+        let c = self.adc_carry(a, r, cin);
+        let x1 = self.b.ins().bxor(a, r);
+        let x2 = self.b.ins().bxor(b, r);
+        let o = self.b.ins().band(x1, x2);
+        let v = self.b.ins().ushr_imm_s(o, top);
+        let n = self.b.ins().ushr_imm_s(r, top);
+        let zb = self.b.ins().icmp_imm_u(IntCC::Equal, r, 0);
+        let (v, n) = (self.zext_any(v), self.zext_any(n));
+        let z = self.b.ins().uextend(I64, zb);
+        let c = self.b.ins().uextend(I64, c);
+        let n = self.b.ins().ishl_imm_s(n, 31);
+        let z = self.b.ins().ishl_imm_s(z, 30);
+        let c = self.b.ins().ishl_imm_s(c, 29);
+        let v = self.b.ins().ishl_imm_s(v, 28);
+        let nz = self.b.ins().bor(n, z);
+        let cv = self.b.ins().bor(c, v);
+        self.b.ins().bor(nz, cv)
+    }
+
     /// Sets NZCV itself (bits 31..28 of `v`, the rest zero).
     pub(crate) fn set_packed(&mut self, v: Value) {
         self.flags = Known::Packed(v);
@@ -129,6 +179,13 @@ impl Tx<'_> {
         };
         let kind = match self.flags {
             Known::Unknown => return,
+            Known::Adc { a, b, r, cin } => {
+                // NZCV made here and stored as itself (the flags stay recorded: this may be
+                // a way out, whose values the code after it does not see)
+                let p = self.adc_nzcv(a, b, r, cin);
+                store(self, p, 4);
+                self.b.ins().iconst(I64, PACKED as i64)
+            }
             Known::Carried => {
                 for (i, v) in self.loop_flags().into_iter().enumerate() {
                     store(self, v, i as i32);
@@ -170,6 +227,11 @@ impl Tx<'_> {
     pub(crate) fn packed(&mut self) -> Value {
         match self.flags {
             Known::Packed(v) => v,
+            Known::Adc { a, b, r, cin } => {
+                let p = self.adc_nzcv(a, b, r, cin);
+                self.set_packed(p);
+                p
+            }
             Known::Carried => {
                 // to the context, and read back as any block's flags from before it
                 self.flush_flags();
@@ -304,6 +366,25 @@ impl Tx<'_> {
         let c = c & 15;
         if c >= cond::AL {
             return self.b.ins().iconst(cranelift_codegen::ir::types::I8, 1);
+        }
+        if let Known::Adc { a, r, cin, .. } = self.flags {
+            match c {
+                0 => return self.b.ins().icmp_imm_u(IntCC::Equal, r, 0),
+                1 => return self.b.ins().icmp_imm_u(IntCC::NotEqual, r, 0),
+                2 => return self.adc_carry(a, r, cin),
+                3 => {
+                    let cs = self.adc_carry(a, r, cin);
+                    return self.b.ins().bxor_imm_u(cs, 1);
+                }
+                4 => return self.b.ins().icmp_imm_s(IntCC::SignedLessThan, r, 0),
+                5 => {
+                    return self
+                        .b
+                        .ins()
+                        .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, r, 0)
+                }
+                _ => {}
+            }
         }
         if let Known::Lazy {
             kind,

@@ -226,6 +226,10 @@ struct LaneJit {
     /// was no memory to make them in.
     quick: Option<Box<quick::lane::LaneQuick>>,
     no_quick: bool,
+    /// Whether the lane's last run ran its budget out: the next starts wherever that
+    /// quantum ended, anywhere in a block (see `LaneJit::unit_at`). A run after a syscall,
+    /// or a lane's first, starts where its code goes on, and is counted.
+    budget_ended: bool,
 }
 
 #[derive(Default)]
@@ -273,6 +277,7 @@ impl LaneJit {
             entries: Default::default(),
             quick: None,
             no_quick: false,
+            budget_ended: false,
         }
     }
 
@@ -452,6 +457,7 @@ impl Tier for Jit {
         };
         let mut ran = 0u64;
         let stop = self.dispatch(&mut lane, &mut ctx, mem, code, &mut ran);
+        lane.budget_ended = stop == Stop::Budget;
         store::RAN_TRANSLATED.fetch_add(ran, Ordering::Relaxed);
         st.clone_from(&ctx.state);
         code.put_tier_state(lane);
@@ -512,7 +518,7 @@ impl Jit {
         // (whether the SIGSEGV handler is still ours, before the first guarded unit)
         let mut handler_kept = false;
         // (the lane resumes where its last turn ended: see `LaneJit::unit_at`)
-        let mut first = true;
+        let mut first = lane.budget_ended;
         loop {
             let st = &mut ctx.state;
             if st.retired >= limit {

@@ -1127,8 +1127,9 @@ fn conditions_after_each_flag_setting_op() {
         0x8000_0000_0000_0000,
         u64::MAX,
     ];
-    // x2 = x0 op x1 (SUBS, ADDS, ANDS, BICS; X and W), and CMP x0, #imm
-    let ops: [u32; 9] = [
+    // x2 = x0 op x1 (SUBS, ADDS, ANDS, BICS; X and W), CMP x0, #imm, and ADCS and SBCS (X
+    // and W), each with the carry clear and set before it
+    let ops: [u32; 13] = [
         0xeb01_0002,
         0xab01_0002,
         0xea01_0002,
@@ -1138,6 +1139,10 @@ fn conditions_after_each_flag_setting_op() {
         0x6a01_0002,
         0xf100_081f, // cmp x0, #2
         0x7100_041f, // cmp w0, #1
+        0xba01_0002, // adcs x2, x0, x1
+        0xfa01_0002, // sbcs x2, x0, x1
+        0x3a01_0002, // adcs w2, w0, w1
+        0x7a01_0002, // sbcs w2, w0, w1
     ];
     let tiers = tiers();
     let mut runs = 0;
@@ -1163,11 +1168,21 @@ fn conditions_after_each_flag_setting_op() {
                 .into_iter()
                 .flat_map(|w| values.iter().map(move |a| (w, a)))
             {
-                for &b in &values {
+                // (the carry in matters to ADCS and SBCS only)
+                let carries: &[u64] = if op & 0x1fe0_0000 == 0x1a00_0000 {
+                    &[0, 1 << 29]
+                } else {
+                    &[0]
+                };
+                for (&b, &nzcv) in values
+                    .iter()
+                    .flat_map(|b| carries.iter().map(move |c| (b, c)))
+                {
                     let go = |tier| {
                         run_code(words, Perm::RX, tier, |st| {
                             st.x[0] = a;
                             st.x[1] = b;
+                            st.nzcv = nzcv;
                         })
                     };
                     let i = go(None);
@@ -1175,7 +1190,7 @@ fn conditions_after_each_flag_setting_op() {
                         let t = go(Some(tier.clone()));
                         if let Err(e) = same(&i, &t) {
                             panic!(
-                                "{} tier: op {op:08x} cond {cond} x0 {a:#x} x1 {b:#x}: {e}",
+                                "{} tier: op {op:08x} cond {cond} x0 {a:#x} x1 {b:#x} nzcv {nzcv:#x}: {e}",
                                 tier.name()
                             );
                         }
@@ -1185,7 +1200,7 @@ fn conditions_after_each_flag_setting_op() {
             }
         }
     }
-    assert_eq!(runs, 9 * 16 * 81 * 2);
+    assert_eq!(runs, (9 + 4 * 2) * 16 * 81 * 2);
 }
 
 /// CCMP's flags read in a later block: round a host loop (`cset` at the head reads the

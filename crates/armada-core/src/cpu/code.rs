@@ -384,6 +384,19 @@ impl CodeCache {
         &self.regions[i]
     }
 
+    /// Marks a block as begun at `pc` (see [`Region::ran`]), for a tier whose first tier
+    /// ran it rather than the interpreter (quick blocks under units): units follow
+    /// branches only to blocks that ran, and without the marks a unit made over code that
+    /// ran as quick blocks held its entry's block alone.
+    pub fn mark_ran(&mut self, pc: u64) {
+        if let Some(r) = self.regions.iter_mut().find(|r| pc >= r.base && pc < r.end) {
+            let i = ((pc - r.base) / 4) as usize;
+            if let Some(w) = r.ran.get_mut(i / 64) {
+                *w |= 1 << (i % 64);
+            }
+        }
+    }
+
     /// Region `i`'s slots, and its bits of where blocks ran, to be marked.
     pub(crate) fn region_ran(&mut self, i: usize) -> (&[MicroOp], &mut [u64]) {
         let r = &mut self.regions[i];

@@ -302,6 +302,9 @@ pub(crate) mod lane {
         entries: rustc_hash::FxHashMap<u64, Entry>,
         /// Under the translation tier, the runs a block makes before it asks for its unit.
         tier_up: Option<u32>,
+        /// Whether the lane's last run (of the quick tier alone) ran its budget out: the
+        /// next starts wherever that quantum ended (see `block_at`).
+        pub(crate) budget_ended: bool,
     }
 
     // SAFETY: the code memory is the lane's own and only used by the thread running it.
@@ -344,6 +347,7 @@ pub(crate) mod lane {
                 entries: Default::default(),
                 pages: Default::default(),
                 tier_up,
+                budget_ended: false,
             })
         }
 
@@ -415,6 +419,9 @@ pub(crate) mod lane {
                 return None;
             }
             let made = self.make(pc, mem, code);
+            if self.tier_up.is_some() {
+                code.mark_ran(pc);
+            }
             if code.epoch() != self.epoch {
                 // (decoding the page moved the epoch: everything is made again)
                 return None;
@@ -582,7 +589,7 @@ impl Tier for Quick {
         };
         let limit = st.retired.saturating_add(budget);
         // (the lane resumes where its last turn ended: see `LaneQuick::block_at`)
-        let mut first = true;
+        let mut first = lane.budget_ended;
         let stop = loop {
             if st.retired >= limit {
                 break Stop::Budget;
@@ -608,6 +615,7 @@ impl Tier for Quick {
                 (_, stop) => break stop.unwrap_or(Stop::Undefined(0)),
             }
         };
+        lane.budget_ended = stop == Stop::Budget;
         code.put_tier_state(lane);
         stop
     }

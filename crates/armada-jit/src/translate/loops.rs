@@ -417,6 +417,10 @@ impl Tx<'_> {
             };
             self.b.def_var(var, v);
         }
+        if let Known::Adc { .. } = self.flags {
+            // (carried as NZCV, below)
+            self.packed();
+        }
         let words = match self.flags {
             // (as they came in)
             Known::Carried => None,
@@ -436,6 +440,7 @@ impl Tx<'_> {
                 Some([zero; 4])
             }
             Known::Unknown => Some([0, 1, 2, 3].map(|i| self.load_state(CTX_FK + 8 * i))),
+            Known::Adc { .. } => unreachable!("made NZCV above"),
         };
         for (var, v) in flags.into_iter().zip(words.into_iter().flatten()) {
             self.b.def_var(var, v);
