@@ -682,8 +682,9 @@ impl Tx<'_> {
         let bits = 8 * size;
         let addr = self.rd(u.b);
         let s = self.rd(u.c);
-        let t = self.rd(u.a);
         let cas = u.op == CAS;
+        // (CAS's new value; the other ops' Rt is where the old value goes)
+        let t = cas.then(|| self.rd(u.a));
         let mut old = None;
         self.inline_access(slot, addr, size, true, |tx, p, m| {
             let (o, _) = tx.loads(p, size, m);
@@ -694,7 +695,7 @@ impl Tx<'_> {
             };
             let new = if cas {
                 let equal = tx.b.ins().icmp(IntCC::Equal, o, v);
-                tx.b.ins().select(equal, t, o)
+                tx.b.ins().select(equal, t.expect("CAS's new value"), o)
             } else {
                 tx.atomic_apply(u.f, bits, o, v)
             };
