@@ -991,6 +991,17 @@ fn faults_past_the_data(words: &[u32], seed: u64) {
     }
 }
 
+/// Runs `words` (see `run`) on the interpreter and on every tier with `budget`, and panics
+/// where a tier's run differs; the interpreter's run.
+fn same_on_every_tier(words: &[u32], seed: u64, budget: u64) -> Run {
+    let i = run(words, seed, None, budget);
+    for tier in tiers() {
+        let t = run(words, seed, Some(tier.clone()), budget);
+        same(&i, &t).unwrap_or_else(|e| panic!("{} tier, budget {budget}: {e}", tier.name()));
+    }
+    i
+}
+
 /// DC ZVA zeroes the 64-byte block that holds its address, at every alignment of that
 /// address, until a block past the data area faults (at the block's first byte, as the
 /// interpreter's does); on every tier, with a guarded window, a plain one and the TLB, and
@@ -1011,24 +1022,15 @@ fn dc_zva_zeroes_its_block_then_faults_past_the_data() {
         0xd420_0000,
     ];
     for seed in [5, 6, 4] {
-        let i = run(&words, seed, None, u64::MAX);
+        let i = same_on_every_tier(&words, seed, u64::MAX);
         let end = DATA + DATA_LEN;
         assert!(
             matches!(i.stop, Stop::Fault(f) if f.addr == (i.st.x[3] & !63) && f.addr >= end),
             "{:?}",
             i.stop
         );
-        for tier in tiers() {
-            let t = run(&words, seed, Some(tier.clone()), u64::MAX);
-            same(&i, &t).unwrap_or_else(|e| panic!("{} tier: {e}", tier.name()));
-        }
         for budget in (3..45).step_by(3) {
-            let i = run(&words, seed, None, budget);
-            for tier in tiers() {
-                let t = run(&words, seed, Some(tier.clone()), budget);
-                same(&i, &t)
-                    .unwrap_or_else(|e| panic!("{} tier, budget {budget}: {e}", tier.name()));
-            }
+            same_on_every_tier(&words, seed, budget);
         }
     }
 }
@@ -1071,12 +1073,8 @@ fn cas_compares_the_accesss_bits_only() {
         0xd420_0000,
     ];
     for seed in [5, 6, 4] {
-        let i = run(&words, seed, None, u64::MAX);
+        let i = same_on_every_tier(&words, seed, u64::MAX);
         assert_eq!(i.stop, Stop::Breakpoint(0));
-        for tier in tiers() {
-            let t = run(&words, seed, Some(tier.clone()), u64::MAX);
-            same(&i, &t).unwrap_or_else(|e| panic!("{} tier: {e}", tier.name()));
-        }
     }
 }
 
