@@ -1347,6 +1347,8 @@ impl Block {
                 self.slow.push(Slow::One { at, back, i });
             }
 
+            ATOMIC_RMW | CAS => self.atomic(i, u),
+
             // ----- everything else: the interpreter, one instruction
             _ => {
                 if super::tracing() {
@@ -1356,6 +1358,79 @@ impl Block {
                 self.one(i);
             }
         }
+    }
+
+    /// LSE's atomic ops and CAS (op `i`): a load, the op and a store at one host address
+    /// where the TLB has the page for reading and writing, as the translation tier's (guest
+    /// threads run one at a time); else the interpreter runs the op.
+    fn atomic(&mut self, i: usize, u: &MicroOp) {
+        use armada_isa::ops::atomic_op as op;
+        let size = 1i32 << (u.e & 3);
+        let at = self.a.new_dynamic_label();
+        let back = self.a.new_dynamic_label();
+        self.load(6, u.b);
+        self.tlb(size, tl::WTAG, at);
+        // (`tlb` leaves the page of the last byte in rdx)
+        dynasm!(self.a
+            ; .arch x64
+            ; cmp rdx, QWORD [rax + tl::RTAG]
+            ; jne =>at
+            ; mov r8, QWORD [rax + tl::WPTR]
+            ; add r8, rsi
+        );
+        // the old value into rax and the operand into rcx, zero-extended from the size
+        match size {
+            1 => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [r8]),
+            2 => dynasm!(self.a ; .arch x64 ; movzx eax, WORD [r8]),
+            4 => dynasm!(self.a ; .arch x64 ; mov eax, DWORD [r8]),
+            _ => dynasm!(self.a ; .arch x64 ; mov rax, QWORD [r8]),
+        }
+        self.load(1, u.c);
+        match size {
+            1 => dynasm!(self.a ; .arch x64 ; movzx ecx, cl),
+            2 => dynasm!(self.a ; .arch x64 ; movzx ecx, cx),
+            4 => dynasm!(self.a ; .arch x64 ; mov ecx, ecx),
+            _ => {}
+        }
+        // the new value into rdx
+        if u.op == CAS {
+            self.load(2, u.a);
+            dynasm!(self.a ; .arch x64 ; cmp rax, rcx ; cmovne rdx, rax);
+        } else {
+            dynasm!(self.a ; .arch x64 ; mov rdx, rax);
+            match u.f {
+                op::ADD => dynasm!(self.a ; .arch x64 ; add rdx, rcx),
+                op::CLR => dynasm!(self.a ; .arch x64 ; mov r9, rcx ; not r9 ; and rdx, r9),
+                op::EOR => dynasm!(self.a ; .arch x64 ; xor rdx, rcx),
+                op::SET => dynasm!(self.a ; .arch x64 ; or rdx, rcx),
+                op::SMAX | op::SMIN => {
+                    match size {
+                        1 => dynasm!(self.a ; .arch x64 ; movsx r9, al ; movsx r10, cl),
+                        2 => dynasm!(self.a ; .arch x64 ; movsx r9, ax ; movsx r10, cx),
+                        4 => dynasm!(self.a ; .arch x64 ; movsxd r9, eax ; movsxd r10, ecx),
+                        _ => dynasm!(self.a ; .arch x64 ; mov r9, rax ; mov r10, rcx),
+                    }
+                    dynasm!(self.a ; .arch x64 ; cmp r9, r10);
+                    if u.f == op::SMAX {
+                        dynasm!(self.a ; .arch x64 ; cmovl rdx, rcx);
+                    } else {
+                        dynasm!(self.a ; .arch x64 ; cmovg rdx, rcx);
+                    }
+                }
+                op::UMAX => dynasm!(self.a ; .arch x64 ; cmp rax, rcx ; cmovb rdx, rcx),
+                op::UMIN => dynasm!(self.a ; .arch x64 ; cmp rax, rcx ; cmova rdx, rcx),
+                _ => dynasm!(self.a ; .arch x64 ; mov rdx, rcx),
+            }
+        }
+        match size {
+            1 => dynasm!(self.a ; .arch x64 ; mov BYTE [r8], dl),
+            2 => dynasm!(self.a ; .arch x64 ; mov WORD [r8], dx),
+            4 => dynasm!(self.a ; .arch x64 ; mov DWORD [r8], edx),
+            _ => dynasm!(self.a ; .arch x64 ; mov QWORD [r8], rdx),
+        }
+        self.store(if u.op == CAS { u.d } else { u.a }, 0);
+        dynasm!(self.a ; .arch x64 ; =>back);
+        self.slow.push(Slow::One { at, back, i });
     }
 
     /// Op `i` run by the interpreter: on after it, or out where it stopped or changed
