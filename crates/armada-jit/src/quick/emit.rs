@@ -47,9 +47,15 @@ const NZCV: i32 = offset_of!(CpuState, nzcv) as i32 - BIAS;
 const RETIRED: i32 = offset_of!(CpuState, retired) as i32 - BIAS;
 const X0: i32 = offset_of!(CpuState, x) as i32 - BIAS;
 const TPIDR: i32 = offset_of!(CpuState, tpidr) as i32 - BIAS;
+const V0: i32 = offset_of!(CpuState, v) as i32 - BIAS;
 
 fn xoff(r: u8) -> i32 {
     X0 + 8 * (r as i32 & 63)
+}
+
+/// Where vector register `r` is, from `rbx`.
+fn voff(r: u8) -> i32 {
+    V0 + 16 * (r as i32 & 31)
 }
 
 type Asm = VecAssembler<X64Relocation>;
@@ -71,6 +77,7 @@ pub struct Stubs {
     write: usize,
     write16: usize,
     one: usize,
+    fp: usize,
 }
 
 /// The stubs, assembled for address `base`: their bytes and where each is.
@@ -148,6 +155,7 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
     let write = tramp(slow::write as *const () as usize);
     let write16 = tramp(slow::write16 as *const () as usize);
     let one = tramp(slow::one as *const () as usize);
+    let fp = tramp(slow::fp as *const () as usize);
     let code = a.finalize().expect("the quick tier's stubs assemble");
     (
         code,
@@ -160,6 +168,7 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
             write,
             write16,
             one,
+            fp,
         },
     )
 }
@@ -420,6 +429,8 @@ pub fn block(
             ADDS_IMM_W | ADDS_IMM_X | fused::ADDS_IMM_W_BCOND | fused::ADDS_IMM_X_BCOND => {
                 Some(if u.e & 1 == 1 { Live::Sub } else { Live::Add })
             }
+            ADCS_W | ADCS_X => Some(Live::Add),
+            SBCS_W | SBCS_X => Some(Live::Sub),
             _ => None,
         });
     }
@@ -1321,6 +1332,26 @@ impl Block {
                 self.leave_if_code_changed(i);
             }
 
+            ADC_W | ADC_X | SBC_W | SBC_X | ADCS_W | ADCS_X | SBCS_W | SBCS_X => self.carry_op(u),
+            CLZ_W | CLZ_X => {
+                // 63 - (index of the top set bit) is that index xor 63; where there is no
+                // set bit, 127 xor 63 = 64 (31 and 32 for W)
+                if u.op == CLZ_X {
+                    self.load(0, b);
+                    dynasm!(self.a ; .arch x64 ; mov ecx, 127 ; bsr rax, rax ; cmovz eax, ecx ; xor eax, 63);
+                } else {
+                    self.load32(0, b);
+                    dynasm!(self.a ; .arch x64 ; mov ecx, 63 ; bsr eax, eax ; cmovz eax, ecx ; xor eax, 31);
+                }
+                self.store(a, 0);
+            }
+            UDIV_W | UDIV_X | SDIV_W | SDIV_X => self.divide(u),
+            LDR_V8 | LDR_V16 | LDR_V32 | LDR_V64 | LDR_V128 | LDP_V32 | LDP_V64 | LDP_V128
+            | STR_V8 | STR_V16 | STR_V32 | STR_V64 | STR_V128 | STP_V32 | STP_V64 | STP_V128 => {
+                self.vector_access(i, u)
+            }
+            op if op >= FP_BASE => self.fp(i, u),
+
             DC_ZVA => {
                 // the 64 bytes (`cpu::ZVA_BYTES`) of the block at Rt, in one page; where the
                 // TLB misses, the interpreter zeroes them
@@ -1431,6 +1462,212 @@ impl Block {
         self.store(if u.op == CAS { u.d } else { u.a }, 0);
         dynasm!(self.a ; .arch x64 ; =>back);
         self.slow.push(Slow::One { at, back, i });
+    }
+
+    /// ADC, SBC and their flag-setting forms on the host's own carry: C into CF (its
+    /// complement for SBC, since x86's borrow is Arm's carry clear), then `adc`/`sbb`,
+    /// whose SF, ZF, CF and OF are Arm's N, Z, C (complemented for SBC) and V.
+    fn carry_op(&mut self, u: &MicroOp) {
+        let wide = matches!(u.op, ADC_X | SBC_X | ADCS_X | SBCS_X);
+        let sub = matches!(u.op, SBC_W | SBC_X | SBCS_W | SBCS_X);
+        if wide {
+            self.load(0, u.b);
+            self.load(1, u.c);
+        } else {
+            self.load32(0, u.b);
+            self.load32(1, u.c);
+        }
+        // (after the loads: loading the zero register clears the host's flags)
+        dynasm!(self.a ; .arch x64 ; bt DWORD [rbx + NZCV], 29);
+        match (sub, wide) {
+            (false, true) => dynasm!(self.a ; .arch x64 ; adc rax, rcx),
+            (false, false) => dynasm!(self.a ; .arch x64 ; adc eax, ecx),
+            (true, true) => dynasm!(self.a ; .arch x64 ; cmc ; sbb rax, rcx),
+            (true, false) => dynasm!(self.a ; .arch x64 ; cmc ; sbb eax, ecx),
+        }
+        if matches!(u.op, ADCS_W | ADCS_X | SBCS_W | SBCS_X) {
+            self.flags(sub);
+        }
+        self.store(u.a, 0);
+    }
+
+    /// UDIV and SDIV: Arm's quotient is 0 for a zero divisor and the dividend itself for
+    /// the most negative one divided by -1, where x86's `div`/`idiv` would trap.
+    fn divide(&mut self, u: &MicroOp) {
+        let wide = matches!(u.op, UDIV_X | SDIV_X);
+        if wide {
+            self.load(0, u.b);
+            self.load(1, u.c);
+        } else {
+            self.load32(0, u.b);
+            self.load32(1, u.c);
+        }
+        match u.op {
+            UDIV_X => dynasm!(self.a
+                ; .arch x64
+                ; test rcx, rcx ; jz >zero
+                ; xor edx, edx ; div rcx ; jmp >done
+                ; zero: ; xor eax, eax
+                ; done:
+            ),
+            UDIV_W => dynasm!(self.a
+                ; .arch x64
+                ; test ecx, ecx ; jz >zero
+                ; xor edx, edx ; div ecx ; jmp >done
+                ; zero: ; xor eax, eax
+                ; done:
+            ),
+            SDIV_X => dynasm!(self.a
+                ; .arch x64
+                ; test rcx, rcx ; jz >zero
+                ; cmp rcx, -1 ; je >neg
+                ; cqo ; idiv rcx ; jmp >done
+                ; neg: ; neg rax ; jmp >done
+                ; zero: ; xor eax, eax
+                ; done:
+            ),
+            _ => dynasm!(self.a
+                ; .arch x64
+                ; test ecx, ecx ; jz >zero
+                ; cmp ecx, -1 ; je >neg
+                ; cdq ; idiv ecx ; jmp >done
+                ; neg: ; neg eax ; jmp >done
+                ; zero: ; xor eax, eax
+                ; done:
+            ),
+        }
+        self.store(u.a, 0);
+    }
+
+    /// LDR, STR, LDP and STP of B, H, S, D and Q registers (op `i`): the whole access
+    /// (both of a pair) in one page the TLB has, through the host's SSE registers for Q;
+    /// else the interpreter runs the op (it writes no register before every access
+    /// succeeded, and a store into decoded code leaves from there).
+    fn vector_access(&mut self, i: usize, u: &MicroOp) {
+        let (size, pair, load) = match u.op {
+            LDR_V8 => (1, false, true),
+            LDR_V16 => (2, false, true),
+            LDR_V32 => (4, false, true),
+            LDR_V64 => (8, false, true),
+            LDR_V128 => (16, false, true),
+            LDP_V32 => (4, true, true),
+            LDP_V64 => (8, true, true),
+            LDP_V128 => (16, true, true),
+            STR_V8 => (1, false, false),
+            STR_V16 => (2, false, false),
+            STR_V32 => (4, false, false),
+            STR_V64 => (8, false, false),
+            STR_V128 => (16, false, false),
+            STP_V32 => (4, true, false),
+            STP_V64 => (8, true, false),
+            _ => (16, true, false),
+        };
+        let (va, vd) = (voff(u.a), voff(u.d));
+        let at = self.a.new_dynamic_label();
+        let back = self.a.new_dynamic_label();
+        self.address(u);
+        let total = if pair { 2 * size } else { size };
+        if load {
+            self.tlb(total, tl::RTAG, at);
+            dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rax + tl::RPTR] ; add rcx, rsi);
+            // the first register into rax (xmm0 for Q), the second into rdx (xmm1)
+            match (size, pair) {
+                (1, _) => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rcx]),
+                (2, _) => dynasm!(self.a ; .arch x64 ; movzx eax, WORD [rcx]),
+                (4, false) => dynasm!(self.a ; .arch x64 ; mov eax, DWORD [rcx]),
+                (8, false) => dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rcx]),
+                (4, true) => {
+                    dynasm!(self.a ; .arch x64 ; mov eax, DWORD [rcx] ; mov edx, DWORD [rcx + 4])
+                }
+                (8, true) => {
+                    dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rcx] ; mov rdx, QWORD [rcx + 8])
+                }
+                (_, false) => dynasm!(self.a ; .arch x64 ; movdqu xmm0, [rcx]),
+                (_, true) => {
+                    dynasm!(self.a ; .arch x64 ; movdqu xmm0, [rcx] ; movdqu xmm1, [rcx + 16])
+                }
+            }
+            self.writeback(u);
+            // Vt, then Vt2 (the interpreter's order, where they are the same register);
+            // the bytes above the access are zero
+            if size == 16 {
+                dynasm!(self.a ; .arch x64 ; movdqu [rbx + va], xmm0);
+                if pair {
+                    dynasm!(self.a ; .arch x64 ; movdqu [rbx + vd], xmm1);
+                }
+            } else {
+                dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + va], rax ; mov QWORD [rbx + va + 8], 0);
+                if pair {
+                    dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + vd], rdx ; mov QWORD [rbx + vd + 8], 0);
+                }
+            }
+        } else {
+            self.tlb(total, tl::WTAG, at);
+            dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rax + tl::WPTR] ; add rax, rsi);
+            match (size, pair) {
+                (1, _) => {
+                    dynasm!(self.a ; .arch x64 ; movzx ecx, BYTE [rbx + va] ; mov BYTE [rax], cl)
+                }
+                (2, _) => {
+                    dynasm!(self.a ; .arch x64 ; movzx ecx, WORD [rbx + va] ; mov WORD [rax], cx)
+                }
+                (4, false) => {
+                    dynasm!(self.a ; .arch x64 ; mov ecx, DWORD [rbx + va] ; mov DWORD [rax], ecx)
+                }
+                (8, false) => {
+                    dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rbx + va] ; mov QWORD [rax], rcx)
+                }
+                (4, true) => dynasm!(self.a
+                    ; .arch x64
+                    ; mov ecx, DWORD [rbx + va] ; mov edx, DWORD [rbx + vd]
+                    ; mov DWORD [rax], ecx ; mov DWORD [rax + 4], edx
+                ),
+                (8, true) => dynasm!(self.a
+                    ; .arch x64
+                    ; mov rcx, QWORD [rbx + va] ; mov rdx, QWORD [rbx + vd]
+                    ; mov QWORD [rax], rcx ; mov QWORD [rax + 8], rdx
+                ),
+                (_, false) => {
+                    dynasm!(self.a ; .arch x64 ; movdqu xmm0, [rbx + va] ; movdqu [rax], xmm0)
+                }
+                (_, true) => dynasm!(self.a
+                    ; .arch x64
+                    ; movdqu xmm0, [rbx + va] ; movdqu xmm1, [rbx + vd]
+                    ; movdqu [rax], xmm0 ; movdqu [rax + 16], xmm1
+                ),
+            }
+            self.writeback(u);
+        }
+        dynasm!(self.a ; .arch x64 ; =>back);
+        self.slow.push(Slow::One { at, back, i });
+    }
+
+    /// An FP or AdvSIMD op without a template (op `i`): the interpreter's FP code on the
+    /// state, called with the op itself (no decoding, no lookup, as the one-op path
+    /// makes). Only structure loads and stores touch memory: they store the PC and count
+    /// first, for a fault, and leave after a store into decoded code.
+    fn fp(&mut self, i: usize, u: &MicroOp) {
+        let mem = matches!(
+            u.op,
+            V_LD_MULTI | V_ST_MULTI | V_LD_SINGLE | V_ST_SINGLE | V_LD_REPL
+        );
+        if super::tracing() {
+            let n = &super::FALLBACKS[u.op as usize & 0x7ff] as *const _ as i64;
+            dynasm!(self.a ; .arch x64 ; mov rax, QWORD n ; inc QWORD [rax]);
+        }
+        if mem {
+            self.sync(i);
+        }
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rdi, r12
+            ; mov rsi, QWORD u.fields_word() as i64
+            ; mov rdx, QWORD u.imm as i64
+        );
+        self.call(self.stubs.fp);
+        if mem {
+            self.leave_if_code_changed(i);
+        }
     }
 
     /// Op `i` run by the interpreter: on after it, or out where it stopped or changed

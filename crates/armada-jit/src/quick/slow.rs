@@ -9,6 +9,7 @@
 use armada_core::cpu::{self, CodeCache};
 use armada_core::memory::{AddressSpace, Fault};
 use armada_core::state::{CpuState, Stop};
+use armada_isa::MicroOp;
 use std::mem::offset_of;
 
 /// What a quick block runs with. Blocks keep the state's address in `rbx` and this
@@ -137,6 +138,15 @@ pub unsafe extern "sysv64" fn write(ctx: *mut QCtx, addr: u64, val: u64, size: u
 pub unsafe extern "sysv64" fn write16(ctx: *mut QCtx, addr: u64, lo: u64, hi: u64) {
     let (c, mem) = parts(ctx);
     let r = mem.write_u128(addr, lo as u128 | (hi as u128) << 64);
+    wrote(c, mem, r);
+}
+
+/// Runs the FP or AdvSIMD micro-op of `word` and `imm` (`MicroOp::fields_word`) on the
+/// interpreter's FP code, as the interpreter would at this point (a structure load or store
+/// has had its PC and count stored by the block).
+pub unsafe extern "sysv64" fn fp(ctx: *mut QCtx, word: u64, imm: u64) {
+    let (c, mem) = parts(ctx);
+    let r = cpu::exec_fp_op(&mut *c.st, mem, &MicroOp::from_words(word, imm));
     wrote(c, mem, r);
 }
 

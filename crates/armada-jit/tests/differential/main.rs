@@ -321,6 +321,60 @@ fn same_on_every_tier(words: &[u32], seed: u64, budget: u64) -> Run {
     i
 }
 
+/// UDIV and SDIV where x86's division would trap or differ: a zero divisor (Arm's quotient
+/// is 0) and the most negative number over -1 (the number itself), X and W, on every
+/// tier.
+#[test]
+fn division_by_zero_and_overflow_give_arms_quotients() {
+    // mov x1, #1 << 63; mov x2, #-1; mov x3, #0; mov w8, #1 << 31; mov x15, #5
+    // 1: sdiv x4, x1, x2; sdiv x5, x1, x3; udiv x6, x1, x3; sdiv w9, w8, w2;
+    //    udiv w10, w8, w3; sdiv w11, w8, w3; udiv x12, x1, x2; sdiv x13, x2, x1;
+    //    sdiv x14, x15, x2; sdiv w16, w15, w2
+    //    subs x28, x28, #1; b.ne 1b; brk
+    let words = [
+        0xd2f0_0001,
+        0x9280_0002,
+        0xd280_0003,
+        0x52b0_0008,
+        0xd280_00af,
+        0x9ac2_0c24,
+        0x9ac3_0c25,
+        0x9ac3_0826,
+        0x1ac2_0d09,
+        0x1ac3_090a,
+        0x1ac3_0d0b,
+        0x9ac2_082c,
+        0x9ac1_0c4d,
+        0x9ac2_0dee,
+        0x1ac2_0df0,
+        0xf100_079c,
+        0x54ff_fec1,
+        0xd420_0000,
+    ];
+    for seed in [1, 2] {
+        let i = same_on_every_tier(&words, seed, u64::MAX);
+        let x = &i.st.x;
+        assert_eq!(
+            [x[4], x[5], x[6], x[9], x[10], x[11], x[12], x[13], x[14], x[16]],
+            [
+                1 << 63,
+                0,
+                0,
+                0x8000_0000,
+                0,
+                0,
+                0,
+                0,
+                -5i64 as u64,
+                0xffff_fffb
+            ]
+        );
+        for budget in (5..40).step_by(7) {
+            same_on_every_tier(&words, seed, budget);
+        }
+    }
+}
+
 /// DC ZVA zeroes the 64-byte block that holds its address, at every alignment of that
 /// address, until a block past the data area faults (at the block's first byte, as the
 /// interpreter's does); on every tier, with a guarded window, a plain one and the TLB, and

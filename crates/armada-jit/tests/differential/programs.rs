@@ -224,16 +224,47 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
         }
         // FP/SIMD: loads and stores of D and Q, arithmetic, FMOV both ways, FCMP, FCSEL
         19 if r.below(3) == 0 => {
-            // LDP and STP of D and Q registers (signed offset)
-            let op = [0x6d40_0000u32, 0x6d00_0000, 0xad40_0000, 0xad00_0000][r.below(4) as usize];
-            let imm7 = r.below(16) as u32;
+            // LDP and STP of S, D and Q registers: signed offset, pre- and post-index
+            let op = [
+                0x2d40_0000u32,
+                0x2d00_0000,
+                0x6d40_0000,
+                0x6d00_0000,
+                0xad40_0000,
+                0xad00_0000,
+            ][r.below(6) as usize];
+            let (op, imm7) = match r.below(4) {
+                0 => (op | 0x0080_0000, (r.below(16) as i32 - 8) as u32 & 0x7f),
+                1 => (
+                    (op & !0x0100_0000) | 0x0080_0000,
+                    (r.below(16) as i32 - 8) as u32 & 0x7f,
+                ),
+                _ => (op, r.below(16) as u32),
+            };
             op | imm7 << 15 | ((d + 1) & 7) << 10 | 26 << 5 | (d & 7)
         }
         19 => {
-            [0xfd40_0000u32, 0xfd00_0000, 0x3dc0_0000, 0x3d80_0000][r.below(4) as usize]
-                | (r.below(60) as u32) << 10
-                | 26 << 5
-                | (d & 7)
+            // LDR and STR of B, H, S, D and Q registers: unsigned offset, or unscaled,
+            // pre- and post-index
+            let op = [
+                0x3d40_0000u32,
+                0x3d00_0000,
+                0x7d40_0000,
+                0x7d00_0000,
+                0xbd40_0000,
+                0xbd00_0000,
+                0xfd40_0000,
+                0xfd00_0000,
+                0x3dc0_0000,
+                0x3d80_0000,
+            ][r.below(10) as usize];
+            if r.below(3) == 0 {
+                let mode = [0x000, 0x400, 0xc00][r.below(3) as usize];
+                let imm9 = (r.below(129) as i32 - 64) as u32 & 0x1ff;
+                (op & !0x0100_0000) | mode | imm9 << 12 | 26 << 5 | (d & 7)
+            } else {
+                op | (r.below(60) as u32) << 10 | 26 << 5 | (d & 7)
+            }
         }
         // FADD FMUL FSUB FDIV FNMUL, FMADD FMSUB FNMADD FNMSUB, double and single
         20 => {
