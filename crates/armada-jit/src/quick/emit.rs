@@ -35,6 +35,8 @@ use dynasmrt::x64::X64Relocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
 use std::mem::offset_of;
 
+mod fpsimd;
+
 /// Entries of a lane's direct-mapped PC -> block table.
 pub const TABLE: usize = 4096;
 /// Ops a block takes at most.
@@ -195,6 +197,14 @@ enum Slow {
         at: DynamicLabel,
         back: DynamicLabel,
         i: usize,
+    },
+    /// An FP op's fast path missed: the interpreter's FP code runs it (`slow::fp`), then
+    /// on at `back`.
+    Fp {
+        at: DynamicLabel,
+        back: DynamicLabel,
+        word: u64,
+        imm: u64,
     },
     /// The block does not fit in the budget: the interpreter runs what is left.
     Budget { at: DynamicLabel },
@@ -638,6 +648,16 @@ impl Block {
                 Slow::One { at, back, i } => {
                     dynasm!(self.a ; .arch x64 ; =>at);
                     self.one(i);
+                    dynasm!(self.a ; .arch x64 ; jmp =>back);
+                }
+                Slow::Fp {
+                    at,
+                    back,
+                    word,
+                    imm,
+                } => {
+                    dynasm!(self.a ; .arch x64 ; =>at);
+                    self.call_fp(word, imm);
                     dynasm!(self.a ; .arch x64 ; jmp =>back);
                 }
                 Slow::Budget { at } => {
@@ -1350,7 +1370,7 @@ impl Block {
             | STR_V8 | STR_V16 | STR_V32 | STR_V64 | STR_V128 | STP_V32 | STP_V64 | STP_V128 => {
                 self.vector_access(i, u)
             }
-            op if op >= FP_BASE => self.fp(i, u),
+            op if op >= FP_BASE => self.fp_simd(i, u),
 
             DC_ZVA => {
                 // the 64 bytes (`cpu::ZVA_BYTES`) of the block at Rt, in one page; where the
@@ -1640,34 +1660,6 @@ impl Block {
         }
         dynasm!(self.a ; .arch x64 ; =>back);
         self.slow.push(Slow::One { at, back, i });
-    }
-
-    /// An FP or AdvSIMD op without a template (op `i`): the interpreter's FP code on the
-    /// state, called with the op itself (no decoding, no lookup, as the one-op path
-    /// makes). Only structure loads and stores touch memory: they store the PC and count
-    /// first, for a fault, and leave after a store into decoded code.
-    fn fp(&mut self, i: usize, u: &MicroOp) {
-        let mem = matches!(
-            u.op,
-            V_LD_MULTI | V_ST_MULTI | V_LD_SINGLE | V_ST_SINGLE | V_LD_REPL
-        );
-        if super::tracing() {
-            let n = &super::FALLBACKS[u.op as usize & 0x7ff] as *const _ as i64;
-            dynasm!(self.a ; .arch x64 ; mov rax, QWORD n ; inc QWORD [rax]);
-        }
-        if mem {
-            self.sync(i);
-        }
-        dynasm!(self.a
-            ; .arch x64
-            ; mov rdi, r12
-            ; mov rsi, QWORD u.fields_word() as i64
-            ; mov rdx, QWORD u.imm as i64
-        );
-        self.call(self.stubs.fp);
-        if mem {
-            self.leave_if_code_changed(i);
-        }
     }
 
     /// Op `i` run by the interpreter: on after it, or out where it stopped or changed
