@@ -30,7 +30,7 @@ use armada_core::memory::AddressSpace;
 use armada_core::state::{CpuState, Stop};
 use helpers::{exit, Ctx};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use store::{Store, UnitFn};
 
 /// Times an entry is reached before its unit is translated: code that runs a few times
@@ -257,6 +257,24 @@ impl Stores {
 
 fn slot(pc: u64) -> usize {
     ((pc >> 2) as usize) & (LOOKUP - 1)
+}
+
+fn dispatcher_counts() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("ARMADA_JIT_DCOUNT").map_or(true, |v| v != "0"))
+}
+
+/// The unit at `pc` in a lane's table of units (`Ctx::lookup`), if it has one there.
+///
+/// # Safety
+/// `table` is a lane's table of [`LOOKUP`] entries.
+pub(crate) unsafe fn unit_in(table: *const (u64, Option<UnitFn>), pc: u64) -> Option<UnitFn> {
+    let (at, f) = *table.add(slot(pc));
+    if at == pc {
+        f
+    } else {
+        None
+    }
 }
 
 impl LaneJit {
@@ -515,8 +533,14 @@ impl Jit {
         ran: &mut u64,
     ) -> Stop {
         let limit = ctx.limit;
-        // (whether the SIGSEGV handler is still ours, before the first guarded unit)
-        let mut handler_kept = false;
+        // what quick blocks need to enter units themselves (see `quick::slow::unit`)
+        let mut link = quick::slow::UnitLink {
+            ctx,
+            guarded: lane.guarded,
+            handler_kept: false,
+            epoch: lane.epoch,
+            ran: 0,
+        };
         // (the lane resumes where its last turn ended: see `LaneJit::unit_at`)
         let mut first = lane.budget_ended;
         loop {
@@ -545,7 +569,8 @@ impl Jit {
             // quick blocks leave it: a quick chain comes back at the heads of what runs), as
             // without the quick tier; blocks at the heads of closed loops count their own
             // runs (see `quick::lane`).
-            let unit = lane.unit_at(st.pc, mem, code, self.hot, self.wait, resumed);
+            let only_look = resumed || (self.tier_up.is_some() && !dispatcher_counts());
+            let unit = lane.unit_at(st.pc, mem, code, self.hot, self.wait, only_look);
             let Some(f) = unit.map(Ok).or_else(|| {
                 let q = self.first_tier(lane, code)?;
                 q.block_at(st.pc, mem, code, quick::HOT, resumed).map(Err)
@@ -561,7 +586,17 @@ impl Jit {
                     let Some(q) = lane.quick.as_deref_mut() else {
                         continue;
                     };
-                    match q.run(block, st, mem, code, limit, self.check) {
+                    link.guarded = lane.guarded;
+                    link.epoch = lane.epoch;
+                    // (checked runs run each block alone, and units from the dispatcher)
+                    let mode = if self.check {
+                        quick::lane::Mode::Checked
+                    } else {
+                        quick::lane::Mode::Chained(&mut link)
+                    };
+                    let out = q.run(block, st, mem, code, limit, mode);
+                    *ran += std::mem::take(&mut link.ran);
+                    match out {
                         (exit::NEXT, _) => continue,
                         (exit::SYSCALL, _) => return Stop::Syscall,
                         (exit::HOT, _) => {
@@ -576,6 +611,11 @@ impl Jit {
                                 stop => return stop,
                             }
                         }
+                        // (a unit a block entered left its op to the interpreter)
+                        (exit::ONE, _) => match cpu::interpret(st, mem, code, 1) {
+                            Stop::Budget => continue,
+                            stop => return stop,
+                        },
                         (_, stop) => return stop.unwrap_or(Stop::Undefined(0)),
                     }
                 }
@@ -590,36 +630,17 @@ impl Jit {
                 (st.clone(), copy)
             });
             let start = st.retired;
-            // NZCV as it is, for the first unit (see `flags`)
-            ctx.flags = [flags::PACKED, 0, 0, 0, st.nzcv];
-            ctx.status = 0;
-            ctx.epoch = lane.epoch;
-            ctx.mem = mem;
-            ctx.code = code;
-            // SAFETY: `ctx.mem` was just set from `mem`.
-            unsafe { helpers::sync_tlb(ctx, mem) };
+            if lane.guarded && !link.handler_kept {
+                guard::keep_handler();
+                link.handler_kept = true;
+            }
             // SAFETY: `f` was made by the store `lane` holds, for this code cache's code at
             // this epoch; `ctx`'s pointers are the lane's memory, code and unit table,
             // which nothing else touches until the unit returns.
-            let rc = if lane.guarded {
-                if !handler_kept {
-                    guard::keep_handler();
-                    handler_kept = true;
-                }
-                let c: *mut Ctx = ctx;
-                // SAFETY: as above; the handler acts on `ctx` only while the unit runs.
-                let rc = guard::with_ctx(c, || unsafe { store::enter(c, f) });
-                // (a way out that leaves to the interpreter may leave a scratch page)
-                unsafe { helpers::unguard(c, mem) };
-                rc
-            } else {
-                unsafe { store::enter(ctx, f) }
-            };
+            let rc = unsafe { store::run(ctx, mem, code, f, lane.guarded, lane.epoch) };
             let unit_stop = ctx.stop.take();
             let st = &mut ctx.state;
             *ran += st.retired - start;
-            let [k, a, b, r, nz] = ctx.flags;
-            st.nzcv = flags::pack(k, a, b, r, nz);
             if let Some((st0, mem0)) = before {
                 check_unit(st0, mem0, st, rc, unit_stop);
             }

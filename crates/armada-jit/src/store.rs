@@ -66,6 +66,46 @@ pub unsafe fn enter(ctx: *mut crate::helpers::Ctx, f: UnitFn) -> u64 {
     }
 }
 
+/// Runs unit `f` on `ctx`'s state as the dispatcher does, from wherever the tier is (the
+/// dispatcher, or a quick block that reached the unit's entry): NZCV into the context's
+/// flags, the TLB synced, the guarded window's handler told of the context where `guarded`;
+/// then the flags packed back into the state. Returns the exit code; a stop is left in
+/// `ctx.stop`.
+///
+/// # Safety
+/// As [`enter`]; `mem` and `code` are the lane's, and nothing else touches them or `ctx`
+/// until this returns.
+pub(crate) unsafe fn run(
+    ctx: *mut crate::helpers::Ctx,
+    mem: &mut armada_core::memory::AddressSpace,
+    code: &mut armada_core::cpu::CodeCache,
+    f: UnitFn,
+    guarded: bool,
+    epoch: u64,
+) -> u64 {
+    use crate::helpers;
+    let c = &mut *ctx;
+    // NZCV as it is, for the first unit (see `flags`)
+    c.flags = [crate::flags::PACKED, 0, 0, 0, c.state.nzcv];
+    c.status = 0;
+    c.epoch = epoch;
+    c.mem = mem;
+    c.code = code;
+    helpers::sync_tlb(ctx, mem);
+    let rc = if guarded {
+        // SAFETY: as above; the handler acts on `ctx` only while the unit runs.
+        let rc = crate::guard::with_ctx(ctx, || enter(ctx, f));
+        // (a way out that leaves to the interpreter may leave a scratch page)
+        helpers::unguard(ctx, mem);
+        rc
+    } else {
+        enter(ctx, f)
+    };
+    let [k, a, b, r, nz] = (*ctx).flags;
+    (*ctx).state.nzcv = crate::flags::pack(k, a, b, r, nz);
+    rc
+}
+
 /// A C-convention function that calls a `tail`-convention unit: made once, in a module of
 /// its own that lives as long as the process.
 fn trampoline() -> Option<Trampoline> {

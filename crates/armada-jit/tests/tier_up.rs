@@ -2,7 +2,8 @@
 //! run its count out, then leaves for its unit in the middle of the loop, and from there
 //! runs translated; every stop, register, flag and count stays the interpreter's, for the
 //! whole run and for runs cut off by every budget (the cut landing before, at and after the
-//! tier-up). And a run that resumes mid-block after each short budget makes no unit there.
+//! tier-up). The blocks enter the unit themselves, without the dispatcher. And a run that
+//! resumes mid-block after each short budget makes no unit there.
 //!
 //! Alone in its process, its tests one at a time ([`ONE_AT_A_TIME`]): they count the units
 //! the process made and the instructions each tier ran.
@@ -94,10 +95,15 @@ fn a_hot_quick_block_leaves_for_its_unit() {
     assert_eq!(whole.1, Stop::Breakpoint(0));
     let quick0 = armada_jit::quick::stats().3;
     let translated0 = armada_jit::translated_instructions();
+    let entries0 = armada_jit::quick::unit_entries();
     let t = run(Some(tier), u64::MAX);
     same(&whole, &t, "whole run");
     let quick = armada_jit::quick::stats().3 - quick0;
     let translated = armada_jit::translated_instructions() - translated0;
+    // the outer loop's blocks enter the inner loop's unit themselves (each turn of the
+    // outer loop but the first few)
+    let entries = armada_jit::quick::unit_entries() - entries0;
+    assert!(entries >= 5, "quick blocks entered units {entries} times");
     // the loop's first turns ran as quick blocks, the rest in its unit
     assert!(quick > 0, "no instruction ran in a quick block");
     assert!(

@@ -70,6 +70,8 @@ pub struct Stubs {
     pub enter: usize,
     /// Links an exit to a PC known when the block was made (see `Block::chain_const`).
     link: usize,
+    /// Enters the unit at the stored PC (`slow::unit`).
+    unit: usize,
     /// Each way back to the dispatcher, by exit code (`exit::NEXT` to `exit::HOT`):
     /// returns the code.
     exits: [usize; 6],
@@ -147,6 +149,32 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
         ; mov eax, exit::NEXT as i32
         ; jmp =>epi
     );
+    // Where a block whose count ran out, or that was sent to its unit, goes with its PC
+    // and count stored: `slow::unit` enters the unit (under the translation tier), then
+    // the blocks go on at the PC it left to, or leave with the code it returned.
+    let unit = base + a.offset().0;
+    let unit_fn = slow::unit as *const () as i64;
+    dynasm!(a
+        ; .arch x64
+        ; mov rdi, r12
+        ; mov rax, QWORD unit_fn
+        ; call rax
+        ; cmp rax, slow::GO_ON as i32
+        ; jne =>epi
+        ; mov r13, QWORD [rbx + RETIRED]
+        ; mov rax, QWORD [rbx + PC]
+        ; mov rcx, rax
+        ; shr rcx, 2
+        ; and ecx, mask
+        ; shl rcx, 4
+        ; add rcx, QWORD [r12 + Q_TABLE]
+        ; cmp rax, QWORD [rcx]
+        ; jne >miss
+        ; jmp QWORD [rcx + 8]
+        ; miss:
+        ; mov eax, exit::NEXT as i32
+        ; jmp =>epi
+    );
     let mut tramp = |f: usize| {
         let at = base + a.offset().0;
         dynasm!(a ; .arch x64 ; mov rax, QWORD f as i64 ; jmp rax);
@@ -164,6 +192,7 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
         Stubs {
             enter: base + enter,
             link,
+            unit,
             exits,
             read,
             read16,
@@ -674,8 +703,15 @@ impl Block {
                 }
                 Slow::Hot { at } => {
                     self.hot_at = Some(self.a.offset().0);
-                    dynasm!(self.a ; .arch x64 ; =>at);
-                    self.leave(self.pc, 0, exit::HOT);
+                    let pc = self.pc as i64;
+                    dynasm!(self.a
+                        ; .arch x64
+                        ; =>at
+                        ; mov rax, QWORD pc
+                        ; mov QWORD [rbx + PC], rax
+                        ; mov QWORD [rbx + RETIRED], r13
+                    );
+                    self.jmp_abs(self.stubs.unit);
                 }
                 Slow::CodeChanged { at, i } => {
                     dynasm!(self.a ; .arch x64 ; =>at);

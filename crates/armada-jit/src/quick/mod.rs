@@ -15,7 +15,7 @@
 //! rest), each access stores the PC and count before its slow path, and a store that hits
 //! decoded code leaves the block after it.
 
-mod slow;
+pub(crate) mod slow;
 
 #[cfg(target_arch = "x86_64")]
 mod emit;
@@ -36,6 +36,13 @@ static RAN: AtomicU64 = AtomicU64::new(0);
 /// Bytes of host code made for blocks, all lanes together.
 pub fn code_bytes() -> u64 {
     BYTES.load(Ordering::Relaxed)
+}
+
+/// Units that quick blocks entered themselves (`slow::unit`), without the dispatcher.
+pub(crate) static UNIT_ENTRIES: AtomicU64 = AtomicU64::new(0);
+/// Units that quick blocks entered themselves, whole process.
+pub fn unit_entries() -> u64 {
+    UNIT_ENTRIES.load(Ordering::Relaxed)
 }
 
 /// Times a lane's blocks were all dropped (code changed, or its code memory full).
@@ -76,6 +83,16 @@ pub fn fallbacks() -> Vec<(&'static str, u64)> {
         .collect();
     v.sort_by_key(|e| std::cmp::Reverse(e.1));
     v
+}
+
+/// How `LaneQuick::run` runs blocks.
+pub(crate) enum Mode {
+    /// Chained to each other; and where the link is not null (under the translation tier),
+    /// entering units themselves (`slow::unit`).
+    Chained(*mut slow::UnitLink),
+    /// One block alone, then checked against the interpreter (`ARMADA_QUICK_CHECK`,
+    /// `ARMADA_JIT_CHECK`).
+    Checked,
 }
 
 /// Times an entry is reached before its block is made: code that runs once (most of a
@@ -119,6 +136,7 @@ static NO_BLOCKS: [(u64, usize); emit::TABLE] = [(u64::MAX, 0); emit::TABLE];
 /// A lane's blocks where this host has no code generator for them: none are ever made.
 #[cfg(not(target_arch = "x86_64"))]
 pub(crate) mod lane {
+    pub(crate) use super::Mode;
     use armada_core::cpu::CodeCache;
     use armada_core::memory::AddressSpace;
     use armada_core::state::{CpuState, Stop};
@@ -153,7 +171,7 @@ pub(crate) mod lane {
             _mem: &mut AddressSpace,
             _code: &mut CodeCache,
             _limit: u64,
-            _check: bool,
+            _mode: Mode,
         ) -> (u64, Option<Stop>) {
             match *self {}
         }
@@ -170,6 +188,7 @@ pub(crate) mod lane {
 pub(crate) mod lane {
     use super::emit::{self, Stubs, TABLE};
     use super::slow::QCtx;
+    pub(crate) use super::Mode;
     use armada_core::cpu::CodeCache;
     use armada_core::memory::{AddressSpace, Perm};
     use armada_core::state::{CpuState, Stop};
@@ -506,8 +525,12 @@ pub(crate) mod lane {
             mem: &mut AddressSpace,
             code: &mut CodeCache,
             limit: u64,
-            check: bool,
+            mode: Mode,
         ) -> (u64, Option<Stop>) {
+            let (check, units) = match mode {
+                Mode::Chained(units) => (false, units),
+                Mode::Checked => (true, std::ptr::null_mut()),
+            };
             let before = check.then(|| {
                 let copy = mem.clone();
                 mem.flush_tlb();
@@ -531,8 +554,13 @@ pub(crate) mod lane {
                 code,
                 epoch,
                 stop: None,
+                units,
             };
             let start = st.retired;
+            // (what units entered from the blocks ran is the translation tier's count)
+            // SAFETY: `units` is null or the dispatcher's link, live for this call.
+            let in_units = || unsafe { units.as_ref().map_or(0, |l| l.ran) };
+            let start_units = in_units();
             // SAFETY: the enter stub and `block` are this lane's code, made for this code
             // cache at this epoch; the context's pointers are the lane's state, memory,
             // code and table, which nothing else touches until the blocks return.
@@ -542,7 +570,10 @@ pub(crate) mod lane {
                 enter(&mut ctx, block)
             };
             let stop = ctx.stop.take();
-            super::RAN.fetch_add(st.retired - start, Ordering::Relaxed);
+            super::RAN.fetch_add(
+                st.retired - start - (in_units() - start_units),
+                Ordering::Relaxed,
+            );
             if let Some((st0, mem0)) = before {
                 crate::check_unit(st0, mem0, st, rc, stop);
             }
@@ -605,7 +636,12 @@ impl Tier for Quick {
                     stop => break stop,
                 }
             };
-            match lane.run(block, st, mem, code, limit, self.check) {
+            let mode = if self.check {
+                lane::Mode::Checked
+            } else {
+                lane::Mode::Chained(std::ptr::null_mut())
+            };
+            match lane.run(block, st, mem, code, limit, mode) {
                 (exit::NEXT, _) => {}
                 (exit::SYSCALL, _) => break Stop::Syscall,
                 (exit::INTERP, _) => match cpu::interpret(st, mem, code, limit - st.retired) {

@@ -33,7 +33,27 @@ pub struct QCtx {
     /// The code cache's epoch the blocks were made for.
     pub epoch: u64,
     pub stop: Option<Stop>,
+    /// Under the translation tier, how a block whose count ran out (or that was sent to
+    /// its unit) enters the unit at its PC itself ([`unit`]); null on the quick tier alone.
+    pub units: *mut UnitLink,
 }
+
+/// What a quick block needs to enter a unit without the dispatcher (see [`unit`]): the
+/// lane's unit context, whose state is the blocks' state.
+pub struct UnitLink {
+    pub ctx: *mut crate::helpers::Ctx,
+    /// Whether the lane's units use the guarded window, and whether the SIGSEGV handler
+    /// has been checked to be ours this turn (`guard::keep_handler`).
+    pub guarded: bool,
+    pub handler_kept: bool,
+    /// The epoch of the lane's units.
+    pub epoch: u64,
+    /// Instructions run in units entered from blocks, for the dispatcher's count.
+    pub ran: u64,
+}
+
+/// What [`unit`] returns to go on in quick blocks at the state's PC.
+pub const GO_ON: u64 = u64::MAX;
 
 pub const Q_ST: i32 = offset_of!(QCtx, st) as i32;
 pub const Q_TLB_ENTRIES: i32 = offset_of!(QCtx, tlb_entries) as i32;
@@ -148,6 +168,53 @@ pub unsafe extern "sysv64" fn fp(ctx: *mut QCtx, word: u64, imm: u64) {
     let (c, mem) = parts(ctx);
     let r = cpu::exec_fp_op(&mut *c.st, mem, &MicroOp::from_words(word, imm));
     wrote(c, mem, r);
+}
+
+/// A block's run count ran out, or the block was sent to its unit: enters the unit at
+/// `st.pc` (stored with the count by the block) as the dispatcher would, and where it
+/// leaves to a PC to go on at, returns [`GO_ON`] (the stub then looks for that PC's block).
+/// Where the dispatcher has to act first, returns the way back to it: `exit::HOT` where
+/// there is no unit yet (it asks for one), `exit::NEXT` where the window, the guarding or
+/// the epoch changed under the blocks, and the unit's own exit where it stopped, made a
+/// system call or left ops to the interpreter.
+pub unsafe extern "sysv64" fn unit(ctx: *mut QCtx) -> u64 {
+    let c = &mut *ctx;
+    let Some(link) = c.units.as_mut() else {
+        return exit::HOT;
+    };
+    let (mem, code) = (&mut *c.mem, &mut *c.code);
+    let jc = &mut *link.ctx;
+    let pc = jc.state.pc;
+    let Some(f) = crate::unit_in(jc.lookup, pc) else {
+        return exit::HOT;
+    };
+    if code.epoch() != link.epoch || mem.window_retired() || mem.guarded() != link.guarded {
+        return exit::NEXT;
+    }
+    if link.guarded && !link.handler_kept {
+        crate::guard::keep_handler();
+        link.handler_kept = true;
+    }
+    super::UNIT_ENTRIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let start = jc.state.retired;
+    let rc = crate::store::run(link.ctx, mem, code, f, link.guarded, link.epoch);
+    link.ran += jc.state.retired - start;
+    refresh(c, mem);
+    if jc.limit != c.limit {
+        // told to leave (see `helpers::sync_tlb`): the dispatcher drops the window
+        jc.limit = c.limit;
+        if matches!(rc, exit::NEXT | exit::INTERP) {
+            return exit::NEXT;
+        }
+    }
+    match rc {
+        exit::NEXT => GO_ON,
+        exit::STOP => {
+            c.stop = jc.stop.take();
+            exit::STOP
+        }
+        rc => rc,
+    }
 }
 
 /// Runs the one instruction at `st.pc` on the interpreter (an op the block does not make
