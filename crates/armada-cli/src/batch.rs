@@ -265,6 +265,7 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
         exe_guest_path: Vec::new(),
         max_processes: Some(args.guest.max_processes),
         net: args.guest.net.mode(),
+        ignored_signals: 0,
     };
     Ok(BatchSpec {
         programs,

@@ -90,6 +90,7 @@ fn run_armada(path: &Path, args: &[String]) -> Result<(u64, f64, Vec<u8>, i32)> 
         exe_guest_path: argv[0].clone(),
         max_processes: None,
         net: Default::default(),
+        ignored_signals: 0,
     };
     let program = Program::spawn(
         image,

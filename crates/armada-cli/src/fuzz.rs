@@ -133,6 +133,7 @@ fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
         exe_guest_path: guest_path,
         max_processes: Some(args.guest.opts.max_processes),
         net: args.guest.opts.net.mode(),
+        ignored_signals: 0,
     };
     Ok(TargetSpec {
         program,

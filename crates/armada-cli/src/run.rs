@@ -209,6 +209,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         exe_guest_path: guest_path,
         max_processes: Some(args.guest.opts.max_processes),
         net: args.guest.opts.net.mode(),
+        ignored_signals: host_ignored_signals(),
     };
     let program = Program::spawn(Arc::new(image), &cfg, argv, env, Stdio::Inherit)
         .with_context(|| format!("cannot start {}", args.guest.program().display()))?;
@@ -307,4 +308,22 @@ fn die_by_signal(signal: i32) {
         libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
         libc::raise(signal);
     }
+}
+
+/// The signals this process was started with ignored (bit `sig - 1`), which the guest
+/// starts with ignored too, as a program its parent executes would (`nohup armada run`).
+/// Signals 1-31 are numbered alike on x86-64 and arm64 Linux. SIGPIPE is left out: Rust's
+/// runtime ignores it before `main`, so the parent's disposition cannot be told.
+fn host_ignored_signals() -> u64 {
+    (1..32)
+        .filter(|&sig| sig != libc::SIGKILL && sig != libc::SIGSTOP && sig != libc::SIGPIPE)
+        .filter(|&sig| {
+            // SAFETY: only reads the disposition, into a local.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                    && old.sa_sigaction == libc::SIG_IGN
+            }
+        })
+        .fold(0, |m, sig| m | 1 << (sig - 1))
 }

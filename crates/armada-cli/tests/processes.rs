@@ -673,6 +673,44 @@ fn c_programs_match_qemu() {
     common::run_suite("processes-c", c_cases(&env, &dir));
 }
 
+/// A signal armada was started with ignored stays ignored in the guest, as Linux keeps
+/// SIG_IGN across `execve` and qemu-aarch64 passes it on (`nohup armada run ...`): the
+/// children of `wait_status signals` that raise SIGHUP go on and exit 99, under both.
+#[test]
+fn signals_the_parent_ignored_stay_ignored() {
+    use std::os::unix::process::CommandExt;
+    const TEST: &str = "signals_the_parent_ignored_stay_ignored";
+    let Some(_env) = setup(TEST, true) else {
+        return;
+    };
+    let Some(dir) = c_programs(TEST) else { return };
+    let prog = dir.join("wait_status");
+    let run = |mut cmd: std::process::Command| -> String {
+        // SAFETY: only sets a signal's disposition in the child before it executes.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                Ok(())
+            })
+        };
+        let out = cmd.output().expect("runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let mut q = std::process::Command::new(common::qemu_bin());
+    q.arg(&prog).arg("signals");
+    let mut a = std::process::Command::new(common::armada_bin());
+    a.args(["run", "-U", "ARMADA_TIER"])
+        .arg(&prog)
+        .arg("signals");
+    let (q, a) = (run(q), run(a));
+    assert_eq!(a, q, "armada's output against qemu-aarch64's");
+    assert!(
+        a.lines()
+            .any(|l| l.starts_with("raise(SIGHUP)") && l.contains("exited 99")),
+        "SIGHUP was not ignored:\n{a}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // python3 and perl through the sysroot
 

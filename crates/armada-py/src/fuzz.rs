@@ -88,6 +88,7 @@ pub fn fuzz_program<'py>(
             exe_guest_path: program,
             max_processes: None,
             net: armada_core::linux::hostnet::NetMode::Loopback,
+            ignored_signals: 0,
         },
         via,
         snapshot_at: point,

@@ -453,6 +453,7 @@ pub(crate) fn load(
         exe_guest_path: program.to_vec(),
         max_processes: None,
         net,
+        ignored_signals: 0,
     };
 
     Ok((path, image, cfg))

@@ -84,6 +84,11 @@ pub struct LinuxConfig {
     pub max_processes: Option<usize>,
     /// The run's own loopback network (default), or the host's (`--net host`).
     pub net: hostnet::NetMode,
+    /// Signals the first process starts with ignored (bit `sig - 1`), as a program that
+    /// a parent ignoring them executes does: Linux keeps SIG_IGN across `execve`, so under
+    /// `nohup` SIGHUP stays ignored. `armada run` passes the host's; batches start every
+    /// lane with none, whatever the host.
+    pub ignored_signals: u64,
 }
 
 /// Where the guest's standard streams go.
@@ -438,7 +443,7 @@ impl Process {
             brk_start,
             brk_cur: brk_start,
             rng,
-            signals: signal::Signals::default(),
+            signals: signal::Signals::ignoring(cfg.ignored_signals),
             thread: task::ThreadLinux {
                 tid: pid,
                 ..Default::default()

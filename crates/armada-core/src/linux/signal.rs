@@ -293,6 +293,20 @@ impl Default for Signals {
     }
 }
 
+impl Signals {
+    /// Default dispositions but SIG_IGN for the signals in `mask` (bit `sig - 1`; SIGKILL
+    /// and SIGSTOP cannot be ignored): a process executed by a parent that ignored them.
+    pub(crate) fn ignoring(mask: u64) -> Signals {
+        let mut s = Signals::default();
+        for sig in 1..=NSIG {
+            if mask & (1 << (sig - 1)) != 0 && sig != SIGKILL && sig != SIGSTOP {
+                s.actions[sig as usize].handler = SIG_IGN;
+            }
+        }
+        s
+    }
+}
+
 /// One thread's side of signals: its mask, the signals pending for it and its alternate
 /// stack.
 #[derive(Clone, Debug)]

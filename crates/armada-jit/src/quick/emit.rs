@@ -1244,13 +1244,7 @@ impl Block {
     fn carry_op(&mut self, u: &MicroOp) {
         let wide = matches!(u.op, ADC_X | SBC_X | ADCS_X | SBCS_X);
         let sub = matches!(u.op, SBC_W | SBC_X | SBCS_W | SBCS_X);
-        if wide {
-            self.load(0, u.b);
-            self.load(1, u.c);
-        } else {
-            self.load32(0, u.b);
-            self.load32(1, u.c);
-        }
+        self.operands(wide, u.b, u.c);
         // (after the loads: loading the zero register clears the host's flags)
         dynasm!(self.a ; .arch x64 ; bt DWORD [rbx + NZCV], 29);
         match (sub, wide) {
@@ -1265,17 +1259,23 @@ impl Block {
         self.store(u.a, 0);
     }
 
-    /// UDIV and SDIV: Arm's quotient is 0 for a zero divisor and the dividend itself for
-    /// the most negative one divided by -1, where x86's `div`/`idiv` would trap.
+    /// Rn into rax and Rm into rcx, all 64 bits or the low 32 zero-extended.
+    fn operands(&mut self, wide: bool, n: u8, m: u8) {
+        if wide {
+            self.load(0, n);
+            self.load(1, m);
+        } else {
+            self.load32(0, n);
+            self.load32(1, m);
+        }
+    }
+
+    /// UDIV and SDIV: Arm's quotient is 0 for a zero divisor, and -n for a divisor of -1
+    /// (wrapping: the most negative number stays itself), where x86's `div`/`idiv` would
+    /// trap.
     fn divide(&mut self, u: &MicroOp) {
         let wide = matches!(u.op, UDIV_X | SDIV_X);
-        if wide {
-            self.load(0, u.b);
-            self.load(1, u.c);
-        } else {
-            self.load32(0, u.b);
-            self.load32(1, u.c);
-        }
+        self.operands(wide, u.b, u.c);
         match u.op {
             UDIV_X => dynasm!(self.a
                 ; .arch x64
