@@ -22,7 +22,7 @@ const DATA_LEN: u64 = 0x2000;
 const ITERS: u64 = 40;
 
 mod programs;
-use programs::{program, Rng};
+use programs::{program, Rng, FRINT_SCALAR, FRINT_VECTOR};
 
 struct Run {
     st: CpuState,
@@ -736,25 +736,7 @@ fn rounds_to_integral_on_ties() {
             0x4e08_0401,                  // dup v1.2d, v0.d[0]
             0x4e04_0611,                  // dup v17.4s, v16.s[0]
         ];
-        let scalar = [
-            0x1e24_4000u32,
-            0x1e24_c000,
-            0x1e25_4000,
-            0x1e25_c000,
-            0x1e26_4000,
-            0x1e27_4000,
-            0x1e27_c000,
-        ];
-        let vector = [
-            0x0e21_8800u32,
-            0x0ea1_8800,
-            0x0e21_9800,
-            0x0ea1_9800,
-            0x2e21_8800,
-            0x2e21_9800,
-            0x2ea1_9800,
-        ];
-        for (k, (s, v)) in scalar.iter().zip(vector.iter()).enumerate() {
+        for (k, (s, v)) in FRINT_SCALAR.iter().zip(FRINT_VECTOR.iter()).enumerate() {
             let k = k as u32;
             words.push(s | 1 << 22 | (2 + k)); // frint* d(2+k), d0
             words.push(s | 16 << 5 | (18 + k)); // frint* s(18+k), s16

@@ -25,6 +25,27 @@ impl Rng {
     }
 }
 
+/// FRINTN, FRINTP, FRINTM, FRINTZ, FRINTA, FRINTX, FRINTI (scalar: single, with the type in
+/// bits 23..22; vector: 2S, with Q and sz to set), in the same order in both.
+pub const FRINT_SCALAR: [u32; 7] = [
+    0x1e24_4000,
+    0x1e24_c000,
+    0x1e25_4000,
+    0x1e25_c000,
+    0x1e26_4000,
+    0x1e27_4000,
+    0x1e27_c000,
+];
+pub const FRINT_VECTOR: [u32; 7] = [
+    0x0e21_8800,
+    0x0ea1_8800,
+    0x0e21_9800,
+    0x0ea1_9800,
+    0x2e21_8800,
+    0x2e21_9800,
+    0x2ea1_9800,
+];
+
 /// One random body instruction (never writes x26..x31 except x26 by writeback); `left` is
 /// how many body slots follow it, for forward branches.
 fn insn(r: &mut Rng, left: u32) -> u32 {
@@ -435,26 +456,10 @@ fn insn(r: &mut Rng, left: u32) -> u32 {
                 // FRINTN FRINTP FRINTM FRINTZ FRINTA FRINTX FRINTI, scalar and vector
                 10 => {
                     if r.below(2) == 0 {
-                        let ops = [
-                            0x1e24_4000u32,
-                            0x1e24_c000,
-                            0x1e25_4000,
-                            0x1e25_c000,
-                            0x1e26_4000,
-                            0x1e27_4000,
-                            0x1e27_c000,
-                        ];
+                        let ops = FRINT_SCALAR;
                         ops[r.below(ops.len() as u64) as usize] | ty | vn << 5 | vd
                     } else {
-                        let ops = [
-                            0x0e21_8800u32,
-                            0x0ea1_8800,
-                            0x0e21_9800,
-                            0x0ea1_9800,
-                            0x2e21_8800,
-                            0x2e21_9800,
-                            0x2ea1_9800,
-                        ];
+                        let ops = FRINT_VECTOR;
                         let sz = r.below(2) as u32;
                         let q = if sz == 1 {
                             1 << 30
