@@ -2,7 +2,7 @@
 //! timers, sleeps and signal waits with timeouts, signalfd, sockets on the run's own loopback
 //! network (TCP over IPv4 and IPv6, AF_UNIX path and abstract names), edge-triggered epoll,
 //! System V shared memory, semaphores and message queues, MAP_SHARED anonymous memory across
-//! fork, and memfd_create.
+//! fork, memfd_create, and splice, tee, vmsplice and sendfile between pipes, files and sockets.
 //!
 //! Differential: our C programs of tests/guest/surface (built by
 //! tests/guest/build-processes.sh into target/guest-surface, or `$ARMADA_GUEST_SURFACE_DIR`)
@@ -50,6 +50,7 @@ fn cases(dir: &std::path::Path) -> Vec<Case> {
         ("signalfd", "signalfd", &[]),
         ("edge-triggered epoll", "epoll_edge", &[]),
         ("UDP and AF_UNIX datagrams", "udp", &[]),
+        ("splice, tee, vmsplice, sendfile, preadv2", "splice", &[]),
     ];
     let mut v = Vec::new();
     for (name, program, args) in programs {

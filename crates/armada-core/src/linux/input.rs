@@ -87,7 +87,7 @@ impl Process {
         const FIONREAD: u64 = 0x541b;
         let captured = self.stdin_bytes().is_some();
         match nr {
-            READ | READV | PREAD64 | PREADV | PREADV2 | SPLICE | COPY_FILE_RANGE => {
+            READ | READV | PREAD64 | PREADV | PREADV2 | SPLICE | TEE | COPY_FILE_RANGE => {
                 a[0] as i32 == 0
             }
             SENDFILE => a[1] as i32 == 0,

@@ -50,6 +50,7 @@ mod sem;
 mod shm;
 pub mod signal;
 mod socket;
+mod splice;
 pub mod stat;
 mod strace;
 pub mod sys;
@@ -646,6 +647,7 @@ impl Process {
             PWRITE64 => self.sys_pwrite(mem, i(0), a[1], a[2], a[3]),
             PREADV => self.sys_readv(mem, i(0), a[1], a[2], Some(a[3])),
             PWRITEV => self.sys_writev(mem, i(0), a[1], a[2], Some(a[3])),
+            PREADV2 | PWRITEV2 => self.sys_rw_v2(nr, mem, i(0), a[1], a[2], a[3], a[5] as u32),
             OPENAT => self.sys_openat(mem, i(0), a[1], a[2] as u32, a[3] as u32),
             CLOSE => self.sys_close(i(0)),
             CLOSE_RANGE => self.sys_close_range(a[0] as u32, a[1] as u32, a[2] as u32),
@@ -693,6 +695,9 @@ impl Process {
             SYNCFS | FSYNC | FDATASYNC => self.sys_fsync(i(0)),
             SYNC_FILE_RANGE | FADVISE64 | READAHEAD => self.fd_check(i(0)),
             SENDFILE => self.sys_sendfile(mem, i(0), i(1), a[2], a[3]),
+            SPLICE => self.sys_splice(mem, i(0), a[1], i(2), a[3], a[4], a[5] as u32),
+            TEE => self.sys_tee(i(0), i(1), a[2], a[3] as u32),
+            VMSPLICE => self.sys_vmsplice(mem, i(0), a[1], a[2], a[3] as u32),
             COPY_FILE_RANGE => {
                 self.sys_copy_file_range(mem, i(0), a[1], i(2), a[3], a[4], a[5] as u32)
             }

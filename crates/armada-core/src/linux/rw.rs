@@ -1,7 +1,8 @@
 //! Reading and writing: one read or write of every kind of fd (host files, armada's pipes,
 //! captured stdio, virtual files, event objects), guest buffers moved in host-sized steps,
 //! and the read/write family: read, write, pread, pwrite, readv, writev and their
-//! offset forms, sendfile, copy_file_range, and the reads behind file-backed mmap.
+//! offset forms, copy_file_range, and the reads behind file-backed mmap (sendfile is with
+//! splice, in `splice`).
 
 use super::fd::o::*;
 use super::fd::*;
@@ -578,6 +579,41 @@ impl Process {
         })
     }
 
+    /// preadv2/pwritev2: readv/writev at `off` (-1: the file's position) with RWF_* flags.
+    /// The durability hints (RWF_HIPRI, RWF_DSYNC, RWF_SYNC) change nothing a guest can
+    /// see here; RWF_NOWAIT and RWF_APPEND are EOPNOTSUPP, which Linux also answers for
+    /// files that cannot honour them, and callers fall back.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn sys_rw_v2(
+        &mut self,
+        nr: u64,
+        mem: &mut AddressSpace,
+        fd: i32,
+        iov: u64,
+        cnt: u64,
+        off: u64,
+        flags: u32,
+    ) -> SysResult {
+        const RWF_HIPRI: u32 = 1;
+        const RWF_DSYNC: u32 = 2;
+        const RWF_SYNC: u32 = 4;
+        const RWF_NOWAIT: u32 = 8;
+        const RWF_APPEND: u32 = 16;
+        if flags & !(RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND) != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        self.files.file(fd)?;
+        if flags & (RWF_NOWAIT | RWF_APPEND) != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let off = (off as i64 != -1).then_some(off);
+        if nr == super::nr::PREADV2 {
+            self.sys_readv(mem, fd, iov, cnt, off)
+        } else {
+            self.sys_writev(mem, fd, iov, cnt, off)
+        }
+    }
+
     /// copy_file_range between two host files (the host copies; offsets from and back to
     /// guest memory when given). Anything else is EINVAL, as Linux says for non-files.
     #[allow(clippy::too_many_arguments)]
@@ -626,57 +662,6 @@ impl Process {
             wr_u64(mem, off_out, v as u64)?;
         }
         Ok(n as u64)
-    }
-
-    pub(crate) fn sys_sendfile(
-        &mut self,
-        mem: &mut AddressSpace,
-        out_fd: i32,
-        in_fd: i32,
-        offp: u64,
-        count: u64,
-    ) -> SysResult {
-        self.files.file(out_fd)?;
-        self.files.file(in_fd)?;
-        let mut off = if offp != 0 {
-            let o = rd_u64(mem, offp)? as i64;
-            if o < 0 {
-                return Err(Errno::EINVAL);
-            }
-            Some(o as u64)
-        } else {
-            None
-        };
-        let count = count.min(MAX_RW);
-        let mut tmp = vec![0u8; (count as usize).min(CHUNK)];
-        let mut total = 0u64;
-        while total < count {
-            let want = ((count - total) as usize).min(CHUNK);
-            let n = match self.do_read(in_fd, &mut tmp[..want], off) {
-                Ok(n) => n,
-                Err(_) if total > 0 => break,
-                Err(e) => return Err(self.io_error(e, in_fd)),
-            };
-            if n == 0 {
-                break;
-            }
-            let w = match self.do_write(out_fd, &tmp[..n], None) {
-                Ok(w) => w,
-                Err(_) if total > 0 => break,
-                Err(e) => return Err(self.io_error(e, out_fd)),
-            };
-            total += w as u64;
-            if let Some(o) = off.as_mut() {
-                *o += w as u64;
-            }
-            if w < n || n < want {
-                break;
-            }
-        }
-        if let Some(o) = off {
-            wr_u64(mem, offp, o)?;
-        }
-        Ok(total)
     }
 
     /// The pages of a file mapping at `addr` (mapped already), from the file at `off`: for

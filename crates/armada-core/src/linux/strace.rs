@@ -100,6 +100,11 @@ fn signature(nr: u64) -> Option<&'static [K]> {
         SCHED_GETAFFINITY => &[I, U, P],
         PPOLL => &[P, U, P, P, U],
         SENDFILE => &[Fd, Fd, P, U],
+        SPLICE => &[Fd, P, Fd, P, U, X],
+        TEE => &[Fd, Fd, U, X],
+        VMSPLICE => &[Fd, P, U, X],
+        PREADV | PWRITEV => &[Fd, P, U, I],
+        PREADV2 | PWRITEV2 => &[Fd, P, U, I, X, X],
         _ => return None,
     })
 }
