@@ -2,7 +2,8 @@
 //! timers, sleeps and signal waits with timeouts, signalfd, sockets on the run's own loopback
 //! network (TCP over IPv4 and IPv6, AF_UNIX path and abstract names), edge-triggered epoll,
 //! System V shared memory, semaphores and message queues, MAP_SHARED anonymous memory across
-//! fork, memfd_create, and splice, tee, vmsplice and sendfile between pipes, files and sockets.
+//! fork, memfd_create, splice, tee, vmsplice and sendfile between pipes, files and sockets,
+//! and the loopback interface as getifaddrs, the SIOCGIF* ioctls and rtnetlink show it.
 //!
 //! Differential: our C programs of tests/guest/surface (built by
 //! tests/guest/build-processes.sh into target/guest-surface, or `$ARMADA_GUEST_SURFACE_DIR`)
@@ -51,6 +52,11 @@ fn cases(dir: &std::path::Path) -> Vec<Case> {
         ("edge-triggered epoll", "epoll_edge", &[]),
         ("UDP and AF_UNIX datagrams", "udp", &[]),
         ("splice, tee, vmsplice, sendfile, preadv2", "splice", &[]),
+        (
+            "lo through getifaddrs, ioctls, rtnetlink",
+            "interfaces",
+            &[],
+        ),
     ];
     let mut v = Vec::new();
     for (name, program, args) in programs {

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 static int listener4(int port, struct sockaddr_in *out)
@@ -196,6 +197,58 @@ static void dual_stack(void)
     close(l);
 }
 
+/* A v6 client bound to [::] reaches a v4 listener on 127.0.0.1 at ::ffff:127.0.0.1 (Go's
+ * dial from [::]:0); each side sees the other's address in its own family. */
+static void v6_client_v4_listener(void)
+{
+    struct sockaddr_in la;
+    int l = listener4(0, &la);
+    int c = socket(AF_INET6, SOCK_STREAM, 0);
+    struct sockaddr_in6 any = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
+    CHECK(bind(c, (struct sockaddr *)&any, sizeof any) == 0);
+    struct sockaddr_in6 to = {.sin6_family = AF_INET6, .sin6_port = la.sin_port};
+    CHECK(inet_pton(AF_INET6, "::ffff:127.0.0.1", &to.sin6_addr) == 1);
+    CHECK(connect(c, (struct sockaddr *)&to, sizeof to) == 0);
+    struct sockaddr_in6 me;
+    socklen_t ml = sizeof me;
+    CHECK(getsockname(c, (struct sockaddr *)&me, &ml) == 0);
+    char text[64];
+    inet_ntop(AF_INET6, &me.sin6_addr, text, sizeof text);
+    printf("v6 client on a v4 listener: its own name %s\n", text);
+    struct sockaddr_in peer;
+    socklen_t pl = sizeof peer;
+    int s = accept(l, (struct sockaddr *)&peer, &pl);
+    CHECK(s >= 0);
+    inet_ntop(AF_INET, &peer.sin_addr, text, sizeof text);
+    printf("  the server sees family AF_INET %d, peer %s, same port %d\n",
+           peer.sin_family == AF_INET, text, peer.sin_port == me.sin6_port);
+    struct sockaddr_in mine;
+    socklen_t mnl = sizeof mine;
+    CHECK(getsockname(s, (struct sockaddr *)&mine, &mnl) == 0);
+    inet_ntop(AF_INET, &mine.sin_addr, text, sizeof text);
+    printf("  the server's own name %s\n", text);
+
+    /* SO_LINGER of 0: close resets the connection; the peer reads what was sent, then
+     * ECONNRESET once, then end of file */
+    CHECK(write(s, "last", 4) == 4);
+    struct linger lg = {1, 0};
+    CHECK(setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof lg) == 0);
+    int avail = -1;
+    CHECK(ioctl(c, FIONREAD, &avail) == 0);
+    printf("  FIONREAD before the reset: %d\n", avail);
+    close(s);
+    char buf[16];
+    ssize_t n = read(c, buf, sizeof buf);
+    printf("  after a reset: read %zd\n", n);
+    errno = 0;
+    n = read(c, buf, sizeof buf);
+    printf("  then %zd %s\n", n, n < 0 ? errname(errno) : "");
+    n = read(c, buf, sizeof buf);
+    printf("  then %zd\n", n);
+    close(c);
+    close(l);
+}
+
 static void errors(void)
 {
     struct sockaddr_in a;
@@ -271,6 +324,7 @@ int main(void)
     big_transfer();
     ipv6_and_nonblocking();
     dual_stack();
+    v6_client_v4_listener();
     errors();
     many_sockets();
     return 0;

@@ -49,6 +49,14 @@ impl Process {
         }
     }
 
+    /// The length of the next datagram waiting on socket `idx` (None: not a datagram
+    /// socket, or none waits): FIONREAD's answer.
+    pub(crate) fn dgram_next_len(&self, idx: usize) -> Option<usize> {
+        let d = self.files.net.socks.get(&idx)?.dgram.as_ref()?;
+        let p = self.files.pipes.get(d.pipe)?.as_ref()?;
+        p.bounds.as_ref()?.front().copied()
+    }
+
     /// connect on a datagram socket: its default destination (and the only sender it
     /// receives from); AF_UNSPEC dissolves it.
     pub(crate) fn dgram_connect(
@@ -97,6 +105,9 @@ impl Process {
     ) -> Result<usize, Errno> {
         let s = self.files.net.socks.get(&idx).ok_or(Errno::ENOTSOCK)?;
         let family = s.family;
+        if family == super::netlink::AF_NETLINK {
+            return self.netlink_send(idx, data, to);
+        }
         let to = match to.or_else(|| s.peer.clone()) {
             Some(a) => a,
             None if family == AF_UNIX => return Err(Errno(libc::ENOTCONN)),

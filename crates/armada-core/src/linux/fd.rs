@@ -275,6 +275,9 @@ pub(crate) struct Pipe {
     pub(super) rights: VecDeque<(u64, Vec<usize>)>,
     pub(super) readers: u32,
     pub(super) writers: u32,
+    /// The writer was a TCP socket closed with SO_LINGER 0 (a reset): once the bytes
+    /// here are read, one read says ECONNRESET, and end of file after it.
+    pub(super) reset: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -478,6 +481,11 @@ impl Files {
                 Kind::Socket { rx, tx, rd, wr } => {
                     if rd {
                         self.pipe_end_closed(rx, false);
+                    }
+                    if self.lingers_zero(idx) {
+                        if let Some(Some(p)) = self.pipes.get_mut(tx) {
+                            p.reset = true;
+                        }
                     }
                     if wr {
                         self.pipe_end_closed(tx, true);

@@ -804,11 +804,18 @@ impl Process {
             _ => {}
         }
         let f = self.files.file(fd)?;
+        if super::netdev::is_ifreq(req) && matches!(f.kind, Kind::NetSock | Kind::Socket { .. }) {
+            return self.sys_ifreq(mem, req, arg);
+        }
         match &f.kind {
-            Kind::Host { fd: h, .. } => {
+            Kind::Host { fd: h, mode } => {
                 let h = h.raw();
+                let sock = *mode & libc::S_IFMT == libc::S_IFSOCK;
                 // (request, bytes out, bytes in)
                 let (out_len, in_len) = match req {
+                    // `--net host`: the host's interfaces (SIOCGIFCONF's buffer aside)
+                    0x8912 => return Err(Errno::EOPNOTSUPP),
+                    r if sock && super::netdev::is_ifreq(r) => (40, 40),
                     TCGETS => (36, 0),
                     TCSETS | TCSETSW | TCSETSF => (0, 36),
                     TIOCGWINSZ => (8, 0),
@@ -840,6 +847,20 @@ impl Process {
                     Some(Some(p)) => p.buf.len(),
                     _ => 0,
                 };
+                wr_u32(mem, arg, n.min(i32::MAX as usize) as u32)?;
+                Ok(0)
+            }
+            // bytes waiting on a stream socket; a datagram socket's next datagram
+            Kind::Socket { rx, .. } if req == FIONREAD => {
+                let n = match self.files.pipes.get(*rx) {
+                    Some(Some(p)) => p.buf.len(),
+                    _ => 0,
+                };
+                wr_u32(mem, arg, n.min(i32::MAX as usize) as u32)?;
+                Ok(0)
+            }
+            Kind::NetSock if req == FIONREAD => {
+                let n = self.dgram_next_len(e.file).unwrap_or(0);
                 wr_u32(mem, arg, n.min(i32::MAX as usize) as u32)?;
                 Ok(0)
             }

@@ -39,6 +39,8 @@ mod ipc;
 pub mod mm;
 mod msg;
 mod net;
+mod netdev;
+mod netlink;
 pub mod nr;
 pub mod path;
 mod poll;

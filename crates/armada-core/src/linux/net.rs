@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::fd::o::*;
 use super::fd::{Files, Kind, OpenFile};
+use super::netlink::{AF_NETLINK, NETLINK_ROUTE};
 use super::wait::WaitKind;
 use super::{rd, rd_u32, wr, wr_u32, Errno, Process, SysResult};
 use crate::memory::AddressSpace;
@@ -33,6 +34,7 @@ pub(crate) const AF_INET: i32 = 2;
 pub(crate) const AF_INET6: i32 = 10;
 pub(crate) const SOCK_STREAM: i32 = 1;
 pub(crate) const SOCK_DGRAM: i32 = 2;
+const SOCK_RAW: i32 = 3;
 pub(crate) const SOCK_SEQPACKET: i32 = 5;
 pub(crate) const SOCK_NONBLOCK: i32 = 0o4000;
 pub(crate) const SOCK_CLOEXEC: i32 = 0o2000000;
@@ -43,6 +45,7 @@ const IPPROTO_UDP: i32 = 17;
 pub(crate) const SOL_SOCKET: i32 = 1;
 const SOL_IPV6: i32 = 41;
 const SOL_IP: i32 = 0;
+const SOL_NETLINK: i32 = 270;
 const SO_REUSEADDR: i32 = 2;
 const SO_TYPE: i32 = 3;
 const SO_ERROR: i32 = 4;
@@ -72,13 +75,18 @@ pub(crate) enum Addr {
     },
     /// An AF_UNIX name: a path, an abstract name (leading NUL), or unnamed (empty).
     Unix(Vec<u8>),
+    /// A netlink port id (0: the kernel) and multicast groups (see `netlink`).
+    Netlink {
+        pid: u32,
+        groups: u32,
+    },
 }
 
 impl Addr {
     fn port(&self) -> u16 {
         match self {
             Addr::V4 { port, .. } | Addr::V6 { port, .. } => *port,
-            Addr::Unix(_) => 0,
+            Addr::Unix(_) | Addr::Netlink { .. } => 0,
         }
     }
 
@@ -105,7 +113,7 @@ impl Addr {
         match self {
             Addr::V4 { ip, .. } => *ip == [0; 4],
             Addr::V6 { ip, .. } => *ip == [0; 16],
-            Addr::Unix(_) => false,
+            Addr::Unix(_) | Addr::Netlink { .. } => false,
         }
     }
 
@@ -134,6 +142,16 @@ impl Addr {
             loopback(family).with_port(self.port())
         } else {
             self.clone()
+        }
+    }
+
+    /// This address as a socket of `family` writes it: IPv4 as v4-mapped IPv6 for an IPv6
+    /// socket, v4-mapped IPv6 as IPv4 for an IPv4 one; others as they are.
+    pub(crate) fn in_family(&self, family: i32) -> Addr {
+        match (self, self.v4()) {
+            (Addr::V6 { port, .. }, Some(ip)) if family == AF_INET => Addr::V4 { ip, port: *port },
+            (Addr::V4 { .. }, _) if family == AF_INET6 => self.seen_by(AF_INET6),
+            _ => self.clone(),
         }
     }
 
@@ -188,8 +206,25 @@ impl Addr {
                 }
                 b
             }
+            Addr::Netlink { pid, groups } => {
+                let mut b = vec![0u8; 12];
+                b[..2].copy_from_slice(&(AF_NETLINK as u16).to_le_bytes());
+                b[4..8].copy_from_slice(&pid.to_le_bytes());
+                b[8..12].copy_from_slice(&groups.to_le_bytes());
+                b
+            }
         }
     }
+}
+
+/// A socket's own name as it stands.
+fn s_local(p: &Process, idx: usize) -> Addr {
+    p.files
+        .net
+        .socks
+        .get(&idx)
+        .and_then(|s| s.local.clone())
+        .unwrap_or(Addr::Unix(Vec::new()))
 }
 
 /// The loopback address of a family.
@@ -270,6 +305,17 @@ pub(crate) struct Net {
 }
 
 impl Files {
+    /// Whether socket `idx` was set to reset its connection when closed (SO_LINGER on,
+    /// with a time of 0).
+    pub(super) fn lingers_zero(&self, idx: usize) -> bool {
+        const SO_LINGER: i32 = 13;
+        self.net
+            .socks
+            .get(&idx)
+            .and_then(|s| s.opts.get(&(SOL_SOCKET, SO_LINGER)))
+            .is_some_and(|v| v.len() >= 8 && v[..4] != [0; 4] && v[4..8] == [0; 4])
+    }
+
     /// A socket's description is gone: its name is free again, and the connections it had
     /// queued are dropped (their clients read end of file).
     pub(super) fn net_dropped(&mut self, idx: usize) {
@@ -319,6 +365,17 @@ pub(crate) fn read_addr(mem: &mut AddressSpace, addr: u64, len: u64) -> Result<(
             Ok((family, Addr::V6 { ip, port: port(&b) }))
         }
         AF_INET | AF_INET6 => Err(Errno::EINVAL),
+        AF_NETLINK if len >= 12 => {
+            let w = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+            Ok((
+                family,
+                Addr::Netlink {
+                    pid: w(4),
+                    groups: w(8),
+                },
+            ))
+        }
+        AF_NETLINK => Err(Errno::EINVAL),
         AF_UNIX => {
             let mut name = b[2..].to_vec();
             if name.first().is_some_and(|&c| c != 0) {
@@ -366,7 +423,7 @@ impl Process {
         }
     }
 
-    fn sock_mut(&mut self, idx: usize) -> Result<&mut Sock, Errno> {
+    pub(super) fn sock_mut(&mut self, idx: usize) -> Result<&mut Sock, Errno> {
         self.files.net.socks.get_mut(&idx).ok_or(Errno::ENOTSOCK)
     }
 
@@ -375,8 +432,8 @@ impl Process {
             return self.host_socket(domain, ty, protocol);
         }
         let kind = ty & !(SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if ![AF_UNIX, AF_INET, AF_INET6].contains(&domain) {
-            // AF_NETLINK (glibc's address probes), AF_PACKET, ...: no such family here
+        if ![AF_UNIX, AF_INET, AF_INET6, AF_NETLINK].contains(&domain) {
+            // AF_PACKET, AF_BLUETOOTH, ...: no such family here
             return Err(Errno(libc::EAFNOSUPPORT));
         }
         if ty & !(SOCK_NONBLOCK | SOCK_CLOEXEC | 0xf) != 0 {
@@ -387,6 +444,7 @@ impl Process {
             (AF_INET | AF_INET6, SOCK_STREAM) => protocol == 0 || protocol == IPPROTO_TCP,
             (AF_UNIX, SOCK_DGRAM) => protocol == 0,
             (AF_INET | AF_INET6, SOCK_DGRAM) => protocol == 0 || protocol == IPPROTO_UDP,
+            (AF_NETLINK, SOCK_DGRAM | SOCK_RAW) => protocol == NETLINK_ROUTE,
             _ => return Err(Errno(libc::ESOCKTNOSUPPORT)),
         };
         if !ok_proto {
@@ -402,12 +460,12 @@ impl Process {
             .files
             .add(OpenFile::new(Kind::NetSock, flags, Vec::new()));
         let protocol = match (domain, kind) {
-            (AF_UNIX, _) => 0,
+            (AF_UNIX | AF_NETLINK, _) => 0,
             (_, SOCK_DGRAM) => IPPROTO_UDP,
             _ => IPPROTO_TCP,
         };
         let mut sock = Sock::new(domain, kind, protocol);
-        if kind == SOCK_DGRAM {
+        if kind == SOCK_DGRAM || domain == AF_NETLINK {
             // its receive queue: a pipe that keeps message boundaries
             let pipe = self.files.new_pipe();
             if let Some(Some(p)) = self.files.pipes.get_mut(pipe) {
@@ -552,6 +610,10 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let (f, a) = read_addr(mem, addr, len)?;
+        if family == AF_NETLINK && f == family {
+            self.netlink_bind(idx, a)?;
+            return Ok(0);
+        }
         // an IPv6 socket takes IPv6 addresses; an IPv4 one IPv4 (AF_UNSPEC aside)
         if f != family {
             return Err(if family == AF_UNIX {
@@ -566,7 +628,7 @@ impl Process {
 
     pub(crate) fn sys_listen(&mut self, fd: i32, backlog: i32) -> SysResult {
         let (idx, s) = self.sock(fd)?;
-        if s.ty == SOCK_DGRAM {
+        if s.ty == SOCK_DGRAM || s.family == AF_NETLINK {
             return Err(Errno::EOPNOTSUPP);
         }
         if !matches!(self.files.file(fd)?.kind, Kind::NetSock) {
@@ -645,7 +707,10 @@ impl Process {
                 let reach = match to {
                     Addr::Unix(_) => true,
                     _ => match (s.family, family) {
-                        (AF_INET, AF_INET) => la.is_wildcard() || la.v4() == to.v4(),
+                        // an IPv6 socket reaches IPv4 listeners at v4-mapped addresses
+                        (AF_INET, AF_INET | AF_INET6) if to.v4().is_some() => {
+                            la.is_wildcard() || la.v4() == to.v4()
+                        }
                         (AF_INET6, AF_INET6) if to.v4().is_some() => {
                             !s.v6only && (la.is_wildcard() || la.v4() == to.v4())
                         }
@@ -685,6 +750,18 @@ impl Process {
         let (family, ty) = (s.family, s.ty);
         if s.listen.is_some() {
             return Err(Errno::EINVAL);
+        }
+        if family == AF_NETLINK {
+            // the default destination of sends: the kernel, or no peer (AF_UNSPEC)
+            let (f, to) = read_addr(mem, addr, len)?;
+            let peer = match (f, to) {
+                (AF_NETLINK, a @ Addr::Netlink { .. }) => Some(a),
+                (0, _) => None,
+                _ => return Err(Errno::EINVAL),
+            };
+            self.netlink_autobind(idx)?;
+            self.sock_mut(idx)?.peer = peer;
+            return Ok(0);
         }
         if ty == SOCK_DGRAM {
             return self.dgram_connect(mem, idx, addr, len);
@@ -761,10 +838,19 @@ impl Process {
                 }
             }
         }
-        let (family, ty, protocol, client_local) = match self.files.net.socks.get_mut(&client) {
+        let (ty, protocol, client_local) = match self.files.net.socks.get_mut(&client) {
             Some(c) => {
                 c.peer = Some(to.clone());
-                (c.family, c.ty, c.protocol, c.local.clone())
+                // a client bound to the wildcard takes the route's source address
+                if let Some(a) = c.local.as_mut().filter(|a| a.is_wildcard()) {
+                    let src = if to.v4().is_some() {
+                        loopback(AF_INET)
+                    } else {
+                        loopback(AF_INET6)
+                    };
+                    *a = src.with_port(a.port()).in_family(c.family);
+                }
+                (c.ty, c.protocol, c.local.clone())
             }
             None => return,
         };
@@ -779,34 +865,15 @@ impl Process {
         let Some(l) = self.files.net.socks.get(&listener) else {
             return;
         };
-        // the server's end: the listener's family and name, at the address connected to
+        // the server's end: the listener's family and name, at the address connected to,
+        // each address as the listener's family writes it (IPv4 and v4-mapped meet)
         let mut srv = Sock::new(l.family, ty, protocol);
-        srv.local = match (&l.local, to) {
-            (Some(Addr::Unix(n)), _) => Some(Addr::Unix(n.clone())),
-            (Some(la), to) if l.family == AF_INET6 && family == AF_INET => {
-                let v4 = to.v4().unwrap_or([127, 0, 0, 1]);
-                let mut ip = [0u8; 16];
-                ip[10] = 0xff;
-                ip[11] = 0xff;
-                ip[12..].copy_from_slice(&v4);
-                Some(Addr::V6 {
-                    ip,
-                    port: la.port(),
-                })
-            }
-            (Some(la), to) => Some(to.with_port(la.port())),
-            (None, _) => None,
+        srv.local = match &l.local {
+            Some(Addr::Unix(n)) => Some(Addr::Unix(n.clone())),
+            Some(la) => Some(to.with_port(la.port()).in_family(l.family)),
+            None => None,
         };
-        srv.peer = match client_local {
-            Some(Addr::V4 { ip, port }) if l.family == AF_INET6 => {
-                let mut m = [0u8; 16];
-                m[10] = 0xff;
-                m[11] = 0xff;
-                m[12..].copy_from_slice(&ip);
-                Some(Addr::V6 { ip: m, port })
-            }
-            other => other,
-        };
+        srv.peer = client_local.map(|a| a.in_family(l.family));
         let s = self.files.add(OpenFile::new(
             Kind::Socket {
                 rx: up,
@@ -896,6 +963,18 @@ impl Process {
     ) -> Option<SysResult> {
         let idx = self.files.entry(fd).ok()?.file;
         let s = self.files.net.socks.get(&idx)?;
+        if s.family == AF_NETLINK {
+            // a netlink socket's port id, bound on first ask; its peer: the kernel unless
+            // connected elsewhere
+            let a = match (peer, s.peer.clone()) {
+                (true, p) => p.unwrap_or(Addr::Netlink { pid: 0, groups: 0 }),
+                (false, _) => match self.netlink_autobind(idx) {
+                    Ok(_) => s_local(self, idx),
+                    Err(e) => return Some(Err(e)),
+                },
+            };
+            return Some(write_addr(mem, addr, len, &a).map(|_| 0));
+        }
         let a = if peer {
             match &s.peer {
                 Some(a) => a.clone(),
@@ -943,7 +1022,7 @@ impl Process {
                 }
                 s.v6only = int.ok_or(Errno::EINVAL)? != 0;
             }
-            (SOL_SOCKET | SOL_IP | SOL_IPV6 | IPPROTO_TCP, _) => {
+            (SOL_SOCKET | SOL_IP | SOL_IPV6 | IPPROTO_TCP | SOL_NETLINK, _) => {
                 s.opts.insert((level, name), b);
             }
             _ => return Err(Errno(libc::ENOPROTOOPT)),
@@ -971,11 +1050,13 @@ impl Process {
             (SOL_SOCKET, SO_REUSEPORT) => int(s.reuseport as i32),
             (SOL_SOCKET, SO_SNDBUF | SO_RCVBUF) => int(super::fd::PIPE_CAP as i32),
             (SOL_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => int(s.v6only as i32),
-            (SOL_SOCKET | SOL_IP | SOL_IPV6 | IPPROTO_TCP, _) => match s.opts.get(&(level, name)) {
-                Some(v) => Some(Ok(v.clone())),
-                // options nobody set read as off
-                None => int(0),
-            },
+            (SOL_SOCKET | SOL_IP | SOL_IPV6 | IPPROTO_TCP | SOL_NETLINK, _) => {
+                match s.opts.get(&(level, name)) {
+                    Some(v) => Some(Ok(v.clone())),
+                    // options nobody set read as off
+                    None => int(0),
+                }
+            }
             _ => Some(Err(Errno(libc::ENOPROTOOPT))),
         }
     }

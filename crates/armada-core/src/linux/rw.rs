@@ -258,6 +258,9 @@ impl Process {
         }
         if p.buf.is_empty() {
             if p.writers == 0 {
+                if std::mem::take(&mut p.reset) {
+                    return Err(Errno(libc::ECONNRESET));
+                }
                 return Ok(0);
             }
             return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });

@@ -186,11 +186,59 @@ fn captured_stdio() {
 fn unknown_syscall_is_enosys() {
     let mut l = Lane::det();
     assert_eq!(l.call(4000, &[]), neg(libc::ENOSYS));
-    // families the run's network does not have (AF_NETLINK: glibc's address probes) get
-    // an address-family error, quietly; AF_INET streams are the run's own
-    assert_eq!(l.call(SOCKET, &[16, 3, 0]), neg(libc::EAFNOSUPPORT));
+    // families the run's network does not have (AF_PACKET) get an address-family error,
+    // quietly; AF_INET streams are the run's own
+    assert_eq!(l.call(SOCKET, &[17, 3, 0]), neg(libc::EAFNOSUPPORT));
     assert!(l.call(SOCKET, &[2, 1, 0]) >= 3);
     assert_eq!(l.call(RSEQ, &[0, 0, 0, 0]), neg(libc::ENOSYS));
+}
+
+#[test]
+fn netlink_route_dumps_lo_and_survives_garbage() {
+    let mut l = Lane::det();
+    // other netlink families do not exist here
+    assert_eq!(l.call(SOCKET, &[16, 3, 9]), neg(libc::EPROTONOSUPPORT));
+    let fd = l.call(SOCKET, &[16, 3, 0]) as u64;
+    assert!(fd >= 3);
+    // bind to port id 0: the pid is chosen; getsockname says so
+    let sa = l.put(SCRATCH, &[16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(l.call(BIND, &[fd, sa, 12]), 0);
+    let len = l.put(SCRATCH + 0x100, &12u32.to_le_bytes());
+    assert_eq!(l.call(GETSOCKNAME, &[fd, sa, len]), 0);
+    let pid = l.mem.read_u32(SCRATCH + 4).unwrap();
+    assert_eq!(pid, l.p.pid as u32);
+    // a link dump as Go sends it: 17 bytes, the last message unpadded
+    let mut req = vec![17, 0, 0, 0, 18, 0, 0x01, 0x03, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+    let buf = l.put(SCRATCH + 0x200, &req);
+    assert_eq!(l.call(SENDTO, &[fd, buf, 17, 0, 0, 0]), 17);
+    let out = SCRATCH + 0x1000;
+    let n = l.call(RECVFROM, &[fd, out, 4096, 0, 0, 0]);
+    let m = l.get(out, n as usize);
+    assert_eq!(u16::from_le_bytes([m[4], m[5]]), 16, "RTM_NEWLINK");
+    assert_eq!(u32::from_le_bytes([m[12], m[13], m[14], m[15]]), pid);
+    assert!(m.windows(3).any(|w| w == b"lo\0"));
+    let n = l.call(RECVFROM, &[fd, out, 4096, 0, 0, 0]);
+    assert_eq!(n, 20);
+    assert_eq!(l.get(out + 4, 2), [3, 0], "NLMSG_DONE");
+    // malformed requests: never a panic, and the socket still answers after them
+    for cut in 0..req.len() + 8 {
+        req.resize(cut.max(req.len()), 0xff);
+        for (i, b) in req.iter_mut().enumerate().take(4) {
+            *b = if i == 0 { cut as u8 } else { 0 };
+        }
+        let buf = l.put(SCRATCH + 0x200, &req[..cut]);
+        assert_eq!(l.call(SENDTO, &[fd, buf, cut as u64, 0, 0, 0]), cut as i64);
+        while l.call(RECVFROM, &[fd, out, 4096, 0x40, 0, 0]) > 0 {}
+    }
+    // an interface ioctl on it: lo is index 1
+    let mut ifr = [0u8; 40];
+    ifr[..2].copy_from_slice(b"lo");
+    let r = l.put(SCRATCH + 0x300, &ifr);
+    assert_eq!(l.call(IOCTL, &[fd, 0x8933, r]), 0);
+    assert_eq!(l.mem.read_u32(SCRATCH + 0x300 + 16).unwrap(), 1);
+    ifr[..3].copy_from_slice(b"et0");
+    let r = l.put(SCRATCH + 0x300, &ifr);
+    assert_eq!(l.call(IOCTL, &[fd, 0x8933, r]), neg(libc::ENODEV));
 }
 
 #[test]
