@@ -3,7 +3,8 @@
 //! network (TCP over IPv4 and IPv6, AF_UNIX path and abstract names), edge-triggered epoll,
 //! System V shared memory, semaphores and message queues, MAP_SHARED anonymous memory across
 //! fork, memfd_create, splice, tee, vmsplice and sendfile between pipes, files and sockets,
-//! and the loopback interface as getifaddrs, the SIOCGIF* ioctls and rtnetlink show it.
+//! the loopback interface as getifaddrs, the SIOCGIF* ioctls and rtnetlink show it, and a
+//! process's settings (umask on new files, prctl, CPU-time clocks, /proc/self/cwd).
 //!
 //! Differential: our C programs of tests/guest/surface (built by
 //! tests/guest/build-processes.sh into target/guest-surface, or `$ARMADA_GUEST_SURFACE_DIR`)

@@ -196,6 +196,8 @@ impl Process {
         self.cfg.exe_guest_path = req.guest_path.clone();
         let base = req.execfn.rsplit(|&c| c == b'/').next().unwrap_or_default();
         self.comm = [0; 16];
+        // keep-caps ends with the program; no-new-privs and the rest stay, as on Linux
+        self.prctl.keepcaps = false;
         let n = base.len().min(15);
         self.comm[..n].copy_from_slice(&base[..n]);
         let pid = self.pid;

@@ -204,6 +204,7 @@ impl Process {
             cur_args: [0; 6],
             rlimits: self.rlimits,
             comm,
+            prctl: self.prctl,
             retired: self.retired,
             outcome: None,
             shared_maps: self.fork_shared_maps(),

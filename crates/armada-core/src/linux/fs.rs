@@ -14,6 +14,36 @@ use super::{check_writable, cstr, rd, wr, wr_u32};
 use super::{Errno, Process, SysResult};
 use crate::memory::AddressSpace;
 
+/// The host process's umask, read once: the host kernel takes it from the mode of every
+/// file armada creates for a guest, on top of the guest's own umask.
+fn host_umask() -> u32 {
+    static U: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *U.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                let l = s.lines().find(|l| l.starts_with("Umask:"))?;
+                u32::from_str_radix(l["Umask:".len()..].trim(), 8).ok()
+            })
+            .unwrap_or(0o022)
+    })
+}
+
+/// The bits of a guest's `mode` (its umask applied) that the host's umask would take
+/// away: a file made with them must get them back with a chmod, so `umask(0)` then
+/// `open(..., 0666)` makes a 0666 file as on Linux.
+pub(super) fn lost_to_host_umask(mode: u32) -> u32 {
+    mode & 0o777 & host_umask()
+}
+
+/// Gives a file just made at `t` the guest's `mode` when the host's umask took bits.
+pub(super) fn restore_mode(t: &HostTarget, mode: u32) {
+    if lost_to_host_umask(mode) != 0 {
+        // SAFETY: valid C string; the file was just made there.
+        unsafe { libc::fchmodat(t.dirfd, t.path.as_ptr(), mode & 0o7777, 0) };
+    }
+}
+
 /// A path resolved for a host call: `path` relative to host directory `dirfd`.
 pub(crate) struct HostTarget {
     pub(crate) dirfd: RawFd,
@@ -27,6 +57,24 @@ pub(crate) struct HostTarget {
 impl Process {
     pub(crate) fn nofile(&self) -> u64 {
         self.rlimits[super::sys::RLIMIT_NOFILE].0.min(1 << 20)
+    }
+
+    /// What follows /proc/self/cwd (or /proc/PID/cwd of this process) in `path`, without
+    /// its slash: empty for the link itself; None when the path is not under it.
+    fn proc_cwd_rest(&self, dirfd: i32, path: &[u8]) -> Option<Vec<u8>> {
+        if !path.windows(3).any(|w| w == b"cwd") {
+            return None;
+        }
+        let p = normalize_lexically(&self.dir_guest_path(dirfd).ok()?, path);
+        let pid = format!("/proc/{}/cwd", self.pid);
+        let rest = p
+            .strip_prefix(b"/proc/self/cwd".as_slice())
+            .or_else(|| p.strip_prefix(pid.as_bytes()))?;
+        match rest {
+            [] => Some(Vec::new()),
+            [b'/', r @ ..] => Some(r.to_vec()),
+            _ => None,
+        }
     }
 
     pub(super) fn dir_guest_path(&self, dirfd: i32) -> Result<Vec<u8>, Errno> {
@@ -50,6 +98,22 @@ impl Process {
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }
+        // /proc/self/cwd is the guest's cwd (the host's would be armada's own)
+        let in_cwd;
+        let path = match self.proc_cwd_rest(dirfd, path) {
+            Some(rest) => {
+                let mut p = self.cwd.guest.clone();
+                if !rest.is_empty() {
+                    if p.last() != Some(&b'/') {
+                        p.push(b'/');
+                    }
+                    p.extend_from_slice(&rest);
+                }
+                in_cwd = p;
+                &in_cwd[..]
+            }
+            None => path,
+        };
         match &self.root {
             None => {
                 let abs = path.first() == Some(&b'/');
@@ -141,11 +205,40 @@ impl Process {
         } else {
             0
         };
-        // SAFETY: path is a valid C string.
-        let fd = unsafe { libc::openat(t.dirfd, t.path.as_ptr(), hflags, mode as libc::c_uint) };
-        if fd < 0 {
-            return Err(Errno::last());
-        }
+        let open = |fl: i32| {
+            // SAFETY: path is a valid C string.
+            let fd = unsafe { libc::openat(t.dirfd, t.path.as_ptr(), fl, mode as libc::c_uint) };
+            if fd < 0 {
+                Err(Errno::last())
+            } else {
+                Ok(fd)
+            }
+        };
+        let fd = if creating && lost_to_host_umask(mode) != 0 {
+            // the host's umask would take bits the guest's leaves: make the file
+            // exclusively so a new file is known, and give it the guest's mode
+            let excl = flags & O_EXCL != 0 || flags & O_TMPFILE_BIT != 0;
+            let made = if excl {
+                open(hflags)
+            } else {
+                open(hflags | libc::O_EXCL)
+            };
+            match made {
+                Ok(fd) => {
+                    // SAFETY: fd is the file just made.
+                    unsafe { libc::fchmod(fd, mode & 0o7777) };
+                    fd
+                }
+                // there already: opened as it is (or made through a dangling symlink)
+                Err(Errno::EEXIST) if !excl => match open(hflags & !libc::O_CREAT) {
+                    Err(Errno::ENOENT) => open(hflags)?,
+                    r => r?,
+                },
+                Err(e) => return Err(e),
+            }
+        } else {
+            open(hflags)?
+        };
         // SAFETY: fresh fd owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let hmode = host_mode(fd.as_raw_fd());
@@ -281,7 +374,9 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let p = cstr(mem, path)?;
+        let cwd_link = self.proc_cwd_rest(dirfd, &p).is_some_and(|r| r.is_empty());
         let target = match self.special(dirfd, &p) {
+            _ if cwd_link => self.cwd.guest.clone(),
             Some(Special::Exe) => self.exe_guest_bytes(),
             Some(Special::Fd(n)) => {
                 let f = self.files.file(n)?;
@@ -366,8 +461,11 @@ impl Process {
     ) -> SysResult {
         let p = cstr(mem, path)?;
         let t = self.resolve(dirfd, &p, false)?;
+        let mode = mode & 0o7777 & !self.umask;
         // SAFETY: valid C string.
-        cvt(unsafe { libc::mkdirat(t.dirfd, t.path.as_ptr(), mode & 0o7777 & !self.umask) })
+        let r = cvt(unsafe { libc::mkdirat(t.dirfd, t.path.as_ptr(), mode) })?;
+        restore_mode(&t, mode);
+        Ok(r)
     }
 
     pub(crate) fn sys_mknodat(
@@ -386,7 +484,9 @@ impl Process {
         let t = self.resolve(dirfd, &p, false)?;
         let m = (mode & libc::S_IFMT) | (mode & 0o7777 & !self.umask);
         // SAFETY: valid C string.
-        cvt(unsafe { libc::mknodat(t.dirfd, t.path.as_ptr(), m, dev) })
+        let r = cvt(unsafe { libc::mknodat(t.dirfd, t.path.as_ptr(), m, dev) })?;
+        restore_mode(&t, m & 0o7777);
+        Ok(r)
     }
 
     pub(crate) fn sys_unlinkat(

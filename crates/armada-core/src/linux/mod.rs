@@ -360,6 +360,8 @@ pub struct Process {
     pub(crate) cur_args: [u64; 6],
     pub(crate) rlimits: [(u64, u64); sys::RLIM_NLIMITS],
     pub(crate) comm: [u8; 16],
+    /// prctl's per-process settings (keep-caps, no-new-privs, timer slack, ...).
+    pub(crate) prctl: sys::Prctl,
     /// Retired instructions of the lane at the current syscall (for the virtual clock).
     pub(crate) retired: u64,
     /// Set by a handler that ends the process.
@@ -475,6 +477,7 @@ impl Process {
             cur_args: [0; 6],
             rlimits: sys::default_rlimits(cfg.deterministic),
             comm,
+            prctl: sys::Prctl::default(),
             retired: 0,
             outcome: None,
             shared_maps: Vec::new(),
@@ -849,6 +852,9 @@ impl Process {
             // time
             CLOCK_GETTIME => self.sys_clock_gettime(mem, i(0), a[1]),
             CLOCK_GETRES => self.sys_clock_getres(mem, i(0), a[1]),
+            CLOCK_SETTIME => self.sys_clock_settime(i(0)),
+            // setting the machine's time: a guest may not
+            SETTIMEOFDAY => Err(Errno::EPERM),
             GETTIMEOFDAY => self.sys_gettimeofday(mem, a[0], a[1]),
             NANOSLEEP => self.sys_nanosleep(mem, a[0]),
             CLOCK_NANOSLEEP => self.sys_clock_nanosleep(mem, i(0), i(1), a[2]),
@@ -872,6 +878,23 @@ impl Process {
             TGKILL => self.sys_tgkill(i(0), i(1), i(2)),
             RT_SIGRETURN => self.sys_rt_sigreturn(st, mem),
             FUTEX => self.sys_futex(mem, a),
+
+            UNSHARE => self.sys_unshare(a[0]),
+
+            // Deliberate answers, without the unsupported-syscall note: what a Linux kernel
+            // gives an unprivileged process, or one built without the feature, so that
+            // programs take the way they take there.
+            // - Linux AIO, POSIX message queues, io_uring and pidfds: not built in (ENOSYS);
+            //   libaio users, Python and Go fall back to threads, pipes and wait.
+            IO_SETUP | IO_DESTROY | IO_SUBMIT | IO_CANCEL | IO_GETEVENTS | IO_PGETEVENTS
+            | MQ_OPEN | MQ_UNLINK | MQ_TIMEDSEND | MQ_TIMEDRECEIVE | MQ_NOTIFY | MQ_GETSETATTR
+            | IO_URING_SETUP | IO_URING_ENTER | IO_URING_REGISTER | PIDFD_SEND_SIGNAL
+            | PIDFD_OPEN | PIDFD_GETFD => Err(Errno::ENOSYS),
+            // - privileged: userfaultfd (vm.unprivileged_userfaultfd=0), the kernel log
+            //   (dmesg_restrict), vhangup (CAP_SYS_TTY_CONFIG)
+            USERFAULTFD | SYSLOG | VHANGUP => Err(Errno::EPERM),
+            // - restart_syscall with nothing to restart: Linux answers EINTR
+            RESTART_SYSCALL => Err(Errno::EINTR),
 
             _ => {
                 self.unsupported(nr);

@@ -528,6 +528,7 @@ impl Process {
                         e
                     });
                 }
+                super::fs::restore_mode(&t, mode & 0o777);
                 let (dev, ino) = stat_key(&t, false)?;
                 Ok((Key::UnixFile { dev, ino }, a))
             }

@@ -158,6 +158,11 @@ pub fn under_prefix(prefix: &Path, path: &[u8]) -> Option<PathBuf> {
     if path.first() != Some(&b'/') {
         return None;
     }
+    // the root itself is the host's, as qemu-user's -L has it: `chdir("/")` must not
+    // take the guest into the prefix, whose host path would then show in getcwd
+    if components(path).next().is_none() {
+        return None;
+    }
     let mut full = prefix.as_os_str().as_bytes().to_vec();
     full.extend_from_slice(path);
     let full = PathBuf::from(OsStr::from_bytes(&full));
@@ -293,6 +298,9 @@ mod tests {
         );
         assert_eq!(under_prefix(&dir, b"/lib/none.so"), None);
         assert_eq!(under_prefix(&dir, b"lib/ld.so"), None);
+        // the root is the host's: chdir("/") under -L stays out of the prefix
+        assert_eq!(under_prefix(&dir, b"/"), None);
+        assert_eq!(under_prefix(&dir, b"//"), None);
     }
 
     #[test]

@@ -74,6 +74,29 @@ fn cfield(f: &[libc::c_char]) -> Vec<u8> {
         .collect()
 }
 
+/// A process's timer slack unless set (Linux's 50 µs).
+const DEFAULT_TIMERSLACK_NS: u64 = 50_000;
+
+/// prctl's per-process settings: inherited by fork; keep-caps is cleared by exec.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Prctl {
+    pub(crate) keepcaps: bool,
+    pub(crate) no_new_privs: bool,
+    pub(crate) thp_disable: bool,
+    /// 0: the default.
+    pub(crate) timerslack_ns: u64,
+}
+
+impl Prctl {
+    fn timerslack_ns(&self) -> u64 {
+        if self.timerslack_ns == 0 {
+            DEFAULT_TIMERSLACK_NS
+        } else {
+            self.timerslack_ns
+        }
+    }
+}
+
 impl Process {
     pub(crate) fn sys_prlimit64(
         &mut self,
@@ -290,6 +313,47 @@ impl Process {
         Ok(0)
     }
 
+    /// unshare: namespaces need privileges a guest does not have (EPERM); a process of one
+    /// thread shares its fd table, cwd and SysV undo list with nobody, so unsharing them
+    /// changes nothing. Threads that would each get their own are not supported (EINVAL,
+    /// with a note).
+    pub(crate) fn sys_unshare(&mut self, flags: u64) -> SysResult {
+        use super::task::{CLONE_FILES, CLONE_FS, CLONE_SYSVSEM};
+        /// CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
+        const CLONE_NEW: u64 = 0x0002_0000
+            | 0x0200_0000
+            | 0x0400_0000
+            | 0x0800_0000
+            | 0x1000_0000
+            | 0x2000_0000
+            | 0x4000_0000
+            | 0x80;
+        const CLONE_THREAD_SIGHAND_VM: u64 = 0x1_0000 | 0x800 | 0x100;
+        if flags & !(CLONE_NEW | CLONE_FILES | CLONE_FS | CLONE_SYSVSEM | CLONE_THREAD_SIGHAND_VM)
+            != 0
+        {
+            return Err(Errno::EINVAL);
+        }
+        if flags & CLONE_NEW != 0 {
+            return Err(Errno::EPERM);
+        }
+        if self.thread_count() > 1 {
+            if flags & CLONE_THREAD_SIGHAND_VM != 0 {
+                // Linux: only a process of one thread may
+                return Err(Errno::EINVAL);
+            }
+            if flags & (CLONE_FILES | CLONE_FS) != 0 {
+                self.unsupported(super::nr::UNSHARE);
+                return Err(Errno::EINVAL);
+            }
+        }
+        Ok(0)
+    }
+
+    /// prctl: the process's name, parent-death signal, subreaper, and the settings in
+    /// [`Prctl`]. Capabilities: a guest has none to keep or drop, but the bounding set reads
+    /// full and keep-caps/no-new-privs/securebits are kept as set, so programs that set and
+    /// check them (Go's os/signal tests, sandboxes) see Linux's answers.
     pub(crate) fn sys_prctl(
         &mut self,
         mem: &mut AddressSpace,
@@ -306,7 +370,56 @@ impl Process {
         const PR_SET_VMA: i32 = 0x53564d41;
         const PR_SET_CHILD_SUBREAPER: i32 = 36;
         const PR_GET_CHILD_SUBREAPER: i32 = 37;
+        const PR_GET_KEEPCAPS: i32 = 7;
+        const PR_SET_KEEPCAPS: i32 = 8;
+        const PR_CAPBSET_READ: i32 = 23;
+        const PR_GET_SECUREBITS: i32 = 27;
+        const PR_SET_TIMERSLACK: i32 = 29;
+        const PR_GET_TIMERSLACK: i32 = 30;
+        const PR_SET_NO_NEW_PRIVS: i32 = 38;
+        const PR_GET_NO_NEW_PRIVS: i32 = 39;
+        const PR_SET_THP_DISABLE: i32 = 41;
+        const PR_GET_THP_DISABLE: i32 = 42;
+        const PR_SET_PTRACER: i32 = 0x59616d61;
+        /// CAP_CHECKPOINT_RESTORE, the last capability Linux 5.9+ knows
+        const CAP_LAST_CAP: u64 = 40;
+        let flag = |v: u64| {
+            if v > 1 {
+                Err(Errno::EINVAL)
+            } else {
+                Ok(v != 0)
+            }
+        };
         match op {
+            PR_SET_KEEPCAPS => {
+                self.prctl.keepcaps = flag(a2)?;
+                Ok(0)
+            }
+            PR_GET_KEEPCAPS => Ok(self.prctl.keepcaps as u64),
+            PR_CAPBSET_READ if a2 <= CAP_LAST_CAP => Ok(1),
+            PR_CAPBSET_READ => Err(Errno::EINVAL),
+            PR_GET_SECUREBITS => Ok(if self.prctl.keepcaps { 1 << 4 } else { 0 }),
+            PR_SET_NO_NEW_PRIVS => {
+                // it can be set, never cleared
+                if a2 != 1 {
+                    return Err(Errno::EINVAL);
+                }
+                self.prctl.no_new_privs = true;
+                Ok(0)
+            }
+            PR_GET_NO_NEW_PRIVS => Ok(self.prctl.no_new_privs as u64),
+            PR_SET_TIMERSLACK => {
+                self.prctl.timerslack_ns = if a2 == 0 { DEFAULT_TIMERSLACK_NS } else { a2 };
+                Ok(0)
+            }
+            PR_GET_TIMERSLACK => Ok(self.prctl.timerslack_ns()),
+            PR_SET_THP_DISABLE => {
+                self.prctl.thp_disable = flag(a2)?;
+                Ok(0)
+            }
+            PR_GET_THP_DISABLE => Ok(self.prctl.thp_disable as u64),
+            // Yama's ptrace scope: nobody traces a guest
+            PR_SET_PTRACER => Ok(0),
             PR_SET_NAME => {
                 let mut n = [0u8; 16];
                 let s = mem.read_cstr(a2, 15).map_err(|_| Errno::EFAULT)?;

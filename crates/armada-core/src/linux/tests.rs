@@ -242,6 +242,36 @@ fn netlink_route_dumps_lo_and_survives_garbage() {
 }
 
 #[test]
+fn privileged_and_absent_features_get_linuxs_answers() {
+    let mut l = Lane::det();
+    let ts = l.put(SCRATCH, &[0u8; 16]);
+    // setting the machine's time: EPERM; clocks that cannot be set: EINVAL
+    assert_eq!(l.call(CLOCK_SETTIME, &[0, ts]), neg(libc::EPERM));
+    assert_eq!(l.call(CLOCK_SETTIME, &[1, ts]), neg(libc::EINVAL));
+    assert_eq!(l.call(CLOCK_SETTIME, &[99, ts]), neg(libc::EINVAL));
+    assert_eq!(l.call(SETTIMEOFDAY, &[ts, 0]), neg(libc::EPERM));
+    // a thread CPU clock of this thread reads; one of no such thread does not
+    let me = l.p.tid() as i64;
+    let clock = |tid: i64| ((!tid) << 3 | 6) as u64;
+    assert_eq!(l.call(CLOCK_GETTIME, &[clock(me), ts]), 0);
+    assert_eq!(
+        l.call(CLOCK_GETTIME, &[clock(me + 777), ts]),
+        neg(libc::EINVAL)
+    );
+    // namespaces need privileges; unsharing what one thread shares with nobody is a no-op
+    assert_eq!(l.call(UNSHARE, &[0x1000_0000]), neg(libc::EPERM));
+    assert_eq!(l.call(UNSHARE, &[0x400 | 0x200]), 0);
+    assert_eq!(l.call(UNSHARE, &[1 << 40]), neg(libc::EINVAL));
+    for nr in [USERFAULTFD, SYSLOG, VHANGUP] {
+        assert_eq!(l.call(nr, &[0, 0, 0]), neg(libc::EPERM), "{nr}");
+    }
+    for nr in [IO_SETUP, MQ_OPEN, IO_URING_SETUP, PIDFD_OPEN] {
+        assert_eq!(l.call(nr, &[0, 0, 0]), neg(libc::ENOSYS), "{nr}");
+    }
+    assert_eq!(l.call(RESTART_SYSCALL, &[]), neg(libc::EINTR));
+}
+
+#[test]
 fn files_inside_root() {
     let t = tempdir("files");
     let outer = &t.0;

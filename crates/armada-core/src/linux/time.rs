@@ -231,13 +231,48 @@ impl Process {
         }
     }
 
+    /// The clock a dynamic clock id stands for: a CPU-time clock of a process or thread
+    /// (`clock_getcpuclockid`, `pthread_getcpuclockid`: `~pid << 3 | type`, bit 2 for a
+    /// thread). A thread's CPU time is its process's here: a lane runs its threads on one
+    /// host thread, and CLOCK_THREAD_CPUTIME_ID reads the same. Fixed ids stay as they are.
+    fn clock_of(&self, id: i32) -> Result<i32, Errno> {
+        const PERTHREAD: i32 = 4;
+        const TYPE_MASK: i32 = 3;
+        if id >= 0 {
+            return Ok(id);
+        }
+        if id & TYPE_MASK == TYPE_MASK {
+            return Err(Errno::EINVAL);
+        }
+        let pid = !(id >> 3);
+        if id & PERTHREAD != 0 {
+            if pid != 0 && !self.is_thread(pid) {
+                return Err(Errno::EINVAL);
+            }
+            return Ok(CLOCK_THREAD_CPUTIME_ID);
+        }
+        if pid != 0 && pid != self.pid {
+            return Err(Errno::EINVAL);
+        }
+        Ok(CLOCK_PROCESS_CPUTIME_ID)
+    }
+
+    /// clock_settime: a guest may not set the machine's clocks (EPERM, as for a process
+    /// without CAP_SYS_TIME); EINVAL for clocks that cannot be set at all.
+    pub(crate) fn sys_clock_settime(&mut self, id: i32) -> SysResult {
+        match self.clock_of(id)? {
+            CLOCK_REALTIME => Err(Errno::EPERM),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
     pub(crate) fn sys_clock_gettime(
         &mut self,
         mem: &mut AddressSpace,
         id: i32,
         tp: u64,
     ) -> SysResult {
-        let (s, ns) = self.clock_now(id)?;
+        let (s, ns) = self.clock_now(self.clock_of(id)?)?;
         write_timespec(mem, tp, s, ns)?;
         Ok(0)
     }
@@ -248,6 +283,7 @@ impl Process {
         id: i32,
         tp: u64,
     ) -> SysResult {
+        let id = self.clock_of(id)?;
         if !valid_clock(id) {
             return Err(Errno::EINVAL);
         }
