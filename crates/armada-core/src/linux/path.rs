@@ -160,9 +160,7 @@ pub fn under_prefix(prefix: &Path, path: &[u8]) -> Option<PathBuf> {
     }
     // the root itself is the host's, as qemu-user's -L has it: `chdir("/")` must not
     // take the guest into the prefix, whose host path would then show in getcwd
-    if components(path).next().is_none() {
-        return None;
-    }
+    components(path).next()?;
     let mut full = prefix.as_os_str().as_bytes().to_vec();
     full.extend_from_slice(path);
     let full = PathBuf::from(OsStr::from_bytes(&full));
