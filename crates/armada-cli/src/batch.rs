@@ -266,6 +266,7 @@ pub fn build_spec(args: &BatchArgs) -> Result<BatchSpec> {
         max_processes: Some(args.guest.max_processes),
         net: args.guest.net.mode(),
         ignored_signals: 0,
+        host_exec: false,
     };
     Ok(BatchSpec {
         programs,

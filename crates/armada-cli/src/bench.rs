@@ -91,6 +91,7 @@ fn run_armada(path: &Path, args: &[String]) -> Result<(u64, f64, Vec<u8>, i32)> 
         max_processes: None,
         net: Default::default(),
         ignored_signals: 0,
+        host_exec: false,
     };
     let program = Program::spawn(
         image,

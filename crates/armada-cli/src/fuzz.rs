@@ -134,6 +134,7 @@ fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
         max_processes: Some(args.guest.opts.max_processes),
         net: args.guest.opts.net.mode(),
         ignored_signals: 0,
+        host_exec: false,
     };
     Ok(TargetSpec {
         program,

@@ -42,6 +42,12 @@ pub struct RunArgs {
     /// Seed for --deterministic random bytes.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Run host-architecture programs the guest execs natively on the host, as qemu-user
+    /// with binfmt_misc does (a test suite that runs the host's `go`, `bash` or `true`).
+    /// Such a program sees the host's whole file system and is not deterministic, so
+    /// --root and --deterministic refuse it. Without it, such an exec fails with ENOEXEC.
+    #[arg(long)]
+    pub host_exec: bool,
     #[command(flatten)]
     pub guest: GuestCommand,
 }
@@ -192,6 +198,15 @@ pub fn gpu_engines(
 
 pub fn run(args: RunArgs) -> Result<u8> {
     refuse_option_as_program(&args.guest.program())?;
+    if args.host_exec && args.root.is_some() {
+        bail!("--host-exec cannot be used with --root: a host program would see the host's whole file system, not the root");
+    }
+    if args.host_exec && args.deterministic {
+        bail!("--host-exec cannot be used with --deterministic: host programs run on the host's clock and scheduler, so runs would not repeat");
+    }
+    if args.host_exec && !matches!(args.backend, Backend::Cpu) {
+        bail!("--host-exec runs on the CPU engine only (--backend cpu)");
+    }
     check_backend(args.backend)?;
     let image = Image::load(args.guest.program())
         .with_context(|| format!("cannot run {}", args.guest.program().display()))?;
@@ -210,6 +225,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         max_processes: Some(args.guest.opts.max_processes),
         net: args.guest.opts.net.mode(),
         ignored_signals: host_ignored_signals(),
+        host_exec: args.host_exec,
     };
     let program = Program::spawn(Arc::new(image), &cfg, argv, env, Stdio::Inherit)
         .with_context(|| format!("cannot start {}", args.guest.program().display()))?;

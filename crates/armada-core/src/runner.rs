@@ -784,6 +784,16 @@ impl Lane {
             if let Some(req) = exec {
                 self.exec(req);
             }
+            if self.program.process.take_host_execed() {
+                // the image became a host program (`--host-exec`): as after an exec, a
+                // vfork parent gets its memory back; this process keeps none
+                let pid = self.cur_pid();
+                self.tasks.retain(|t| t.pid != pid);
+                let old = std::mem::take(&mut self.program.mem);
+                let code =
+                    std::mem::replace(&mut self.code, CodeCache::with_shared(self.decoded.clone()));
+                self.give_back_lent(pid, Some((old, code)));
+            }
             if timers_changed {
                 self.refresh_timers();
             }

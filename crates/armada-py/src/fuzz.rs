@@ -89,6 +89,7 @@ pub fn fuzz_program<'py>(
             max_processes: None,
             net: armada_core::linux::hostnet::NetMode::Loopback,
             ignored_signals: 0,
+            host_exec: false,
         },
         via,
         snapshot_at: point,

@@ -454,6 +454,7 @@ pub(crate) fn load(
         max_processes: None,
         net,
         ignored_signals: 0,
+        host_exec: false,
     };
 
     Ok((path, image, cfg))

@@ -101,7 +101,12 @@ impl Process {
                 script_name = interp;
                 continue;
             }
-            check_elf(&data)?;
+            if let Err(e) = check_elf(&data) {
+                if host_machine_elf(&data) {
+                    return self.exec_on_host(host, argv, envp);
+                }
+                return Err(e);
+            }
             self.exec = Some(ExecRequest {
                 file: Arc::new(file),
                 host_path: host,
@@ -117,6 +122,38 @@ impl Process {
             return Ok(0);
         }
         Err(Errno::ELOOP)
+    }
+
+    /// An exec of a host program: run natively under `--host-exec` (this process's image
+    /// becomes it; the task then waits on it, `hostexec`), else ENOEXEC with a note that
+    /// says how. A process of several threads cannot become one (EINVAL and a note).
+    fn exec_on_host(&mut self, path: PathBuf, argv: Vec<Vec<u8>>, envp: Vec<Vec<u8>>) -> SysResult {
+        if !self.cfg.host_exec {
+            let shown = path.display().to_string();
+            super::note_once(super::NOTE_MISC, 0x5000_0000, || {
+                format!(
+                    "exec of {shown}, a program for the host's architecture, not AArch64: \
+                     ENOEXEC. `armada run --host-exec` runs such programs natively, as \
+                     qemu-user with binfmt_misc does"
+                )
+            });
+            return Err(Errno::ENOEXEC);
+        }
+        if self.thread_count() > 1 {
+            super::note_once(super::NOTE_MISC, 0x5000_0001, || {
+                "--host-exec: a process of several threads exec'd a host program; only a \
+                 process of one thread can (fork first, as Go and Python do): EINVAL"
+                    .to_string()
+            });
+            return Err(Errno::EINVAL);
+        }
+        // as a successful exec: close-on-exec descriptors go (after the host program got
+        // the others), and the scheduler gives a vfork parent its memory back
+        self.host_exec(super::hostexec::HostExecRequest { path, argv, envp })?;
+        self.files.close_on_exec();
+        self.host_execed = true;
+        let wake = self.monotonic_ns();
+        Err(self.block_until(super::wait::WaitKind::Retry, None, Some(wake)))
     }
 
     /// Opens the file a guest path names for execution: (host path, guest path, its
@@ -208,6 +245,12 @@ impl Process {
     }
 
     /// Takes the execve the last syscall asked for.
+    /// Whether the last syscall made this process a host program (`--host-exec`): its
+    /// image is gone, as after an exec.
+    pub fn take_host_execed(&mut self) -> bool {
+        std::mem::take(&mut self.host_execed)
+    }
+
     pub fn take_exec(&mut self) -> Option<ExecRequest> {
         self.exec.take()
     }
@@ -310,8 +353,21 @@ fn parse_shebang(data: &[u8]) -> Result<(Vec<u8>, Option<Vec<u8>>), Errno> {
     Ok((interp, arg))
 }
 
+/// Whether the file is an ELF executable of the host's machine (x86-64 on x86-64 hosts),
+/// which `--host-exec` runs natively.
+fn host_machine_elf(data: &[u8]) -> bool {
+    let Some(m) = super::hostexec::HOST_MACHINE else {
+        return false;
+    };
+    data.len() >= 64
+        && &data[..4] == b"\x7fELF"
+        && data[4] == 2
+        && data[5] == 1
+        && u16::from_le_bytes([data[18], data[19]]) == m
+}
+
 /// Whether the file is a 64-bit little-endian AArch64 ELF executable (ENOEXEC otherwise:
-/// armada never hands a file to the host to run).
+/// armada hands a file to the host only under `--host-exec`, `exec_on_host`).
 fn check_elf(data: &[u8]) -> Result<(), Errno> {
     if data.len() < 64 || &data[..4] != b"\x7fELF" || data[4] != 2 || data[5] != 1 {
         return Err(Errno::ENOEXEC);

@@ -44,6 +44,20 @@ pub(super) fn restore_mode(t: &HostTarget, mode: u32) {
     }
 }
 
+/// Whether `t` is a FIFO (following a final symlink when `follow`).
+fn is_fifo(t: &HostTarget, follow: bool) -> bool {
+    // SAFETY: a zeroed stat is a valid out-buffer; valid C string.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let fl = if follow && !t.confined {
+        0
+    } else {
+        libc::AT_SYMLINK_NOFOLLOW
+    };
+    // SAFETY: as above.
+    let ok = unsafe { libc::fstatat(t.dirfd, t.path.as_ptr(), &mut st, fl) } == 0;
+    ok && st.st_mode & libc::S_IFMT == libc::S_IFIFO
+}
+
 /// A path resolved for a host call: `path` relative to host directory `dirfd`.
 pub(crate) struct HostTarget {
     pub(crate) dirfd: RawFd,
@@ -214,7 +228,16 @@ impl Process {
                 Ok(fd)
             }
         };
-        let fd = if creating && lost_to_host_umask(mode) != 0 {
+        let acc = flags & O_ACCMODE;
+        let fd = if flags & O_NONBLOCK == 0
+            && acc != O_RDWR
+            && self.others_may_run()
+            && is_fifo(&t, follow)
+        {
+            // a FIFO's open waits for the other end, which another task of the lane may be
+            // about to open: wait as a task, never in the host's open
+            self.open_fifo(&t, hflags, acc == O_WRONLY, &p)?
+        } else if creating && lost_to_host_umask(mode) != 0 {
             // the host's umask would take bits the guest's leaves: make the file
             // exclusively so a new file is known, and give it the guest's mode
             let excl = flags & O_EXCL != 0 || flags & O_TMPFILE_BIT != 0;
@@ -256,6 +279,68 @@ impl Process {
         self.files
             .install(idx, 0, flags & O_CLOEXEC != 0, limit)
             .map(|fd| fd as u64)
+    }
+
+    /// A blocking open of a host FIFO while other tasks may run: opened without blocking,
+    /// and the task waits until the other end is there (a writer: a reader exists, else
+    /// ENXIO from the host; a reader: a writer has written or come and gone). A reader's
+    /// descriptor is kept across the waits, so a writer waiting for it sees a reader.
+    fn open_fifo(
+        &mut self,
+        t: &HostTarget,
+        hflags: i32,
+        writer: bool,
+        guest: &[u8],
+    ) -> Result<i32, Errno> {
+        let tid = self.thread.tid;
+        let kept = self
+            .fifo_opens
+            .iter()
+            .position(|(k, g, _)| *k == tid && g == guest);
+        let fd = match kept {
+            Some(i) => self.fifo_opens.remove(i).2,
+            None => {
+                // (another open by this task replaces what an interrupted one kept)
+                self.fifo_opens.retain(|(k, _, _)| *k != tid);
+                // SAFETY: valid C string.
+                let fd =
+                    unsafe { libc::openat(t.dirfd, t.path.as_ptr(), hflags | libc::O_NONBLOCK, 0) };
+                if fd < 0 {
+                    let e = Errno::last();
+                    if writer && e == Errno(libc::ENXIO) {
+                        let wake = self.host_poll_wake(None, true);
+                        return Err(self.block_until(super::wait::WaitKind::Retry, None, wake));
+                    }
+                    return Err(e);
+                }
+                // SAFETY: just opened, ours.
+                std::sync::Arc::new(unsafe { OwnedFd::from_raw_fd(fd) })
+            }
+        };
+        if !writer {
+            let mut p = libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one pollfd.
+            if unsafe { libc::poll(&mut p, 1, 0) } == 0 {
+                self.fifo_opens.push((tid, guest.to_vec(), fd));
+                let wake = self.host_poll_wake(None, true);
+                return Err(self.block_until(super::wait::WaitKind::Retry, None, wake));
+            }
+        }
+        // SAFETY: dup of our descriptor, as blocking as the guest asked.
+        let d = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+        if d < 0 {
+            return Err(Errno::last());
+        }
+        // SAFETY: fcntl on the descriptor just made.
+        unsafe {
+            let fl = libc::fcntl(d, libc::F_GETFL);
+            libc::fcntl(d, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+        }
+        Ok(d)
     }
 
     pub(crate) fn sys_close(&mut self, fd: i32) -> SysResult {

@@ -32,6 +32,7 @@ pub(crate) mod filepages;
 pub mod fork;
 pub mod fs;
 mod futex;
+pub(crate) mod hostexec;
 pub mod hostnet;
 mod input;
 pub use input::DeviceIo;
@@ -92,6 +93,9 @@ pub struct LinuxConfig {
     /// `nohup` SIGHUP stays ignored. `armada run` passes the host's; batches start every
     /// lane with none, whatever the host.
     pub ignored_signals: u64,
+    /// A guest's exec of a host-architecture program runs it natively (`--host-exec`,
+    /// see `hostexec`); off: such an exec is ENOEXEC.
+    pub host_exec: bool,
 }
 
 /// Where the guest's standard streams go.
@@ -362,6 +366,13 @@ pub struct Process {
     pub(crate) comm: [u8; 16],
     /// prctl's per-process settings (keep-caps, no-new-privs, timer slack, ...).
     pub(crate) prctl: sys::Prctl,
+    /// The host program this process's image became (`--host-exec`).
+    pub(crate) host_child: Option<hostexec::HostChildRef>,
+    /// An exec made this process a host program just now (for the scheduler: `take_host_execed`).
+    pub(crate) host_execed: bool,
+    /// FIFOs a task is opening for reading, kept open while it waits for a writer
+    /// (`open_fifo`): (tid, guest path, descriptor).
+    pub(crate) fifo_opens: Vec<(i32, Vec<u8>, std::sync::Arc<std::os::fd::OwnedFd>)>,
     /// Retired instructions of the lane at the current syscall (for the virtual clock).
     pub(crate) retired: u64,
     /// Set by a handler that ends the process.
@@ -478,6 +489,9 @@ impl Process {
             rlimits: sys::default_rlimits(cfg.deterministic),
             comm,
             prctl: sys::Prctl::default(),
+            host_child: None,
+            host_execed: false,
+            fifo_opens: Vec::new(),
             retired: 0,
             outcome: None,
             shared_maps: Vec::new(),
@@ -617,6 +631,10 @@ impl Process {
         mem: &mut AddressSpace,
     ) -> SysResult {
         use nr::*;
+        if self.host_child.is_some() {
+            // the process is a host program now: its one task only watches it
+            return self.host_child_poll();
+        }
         // int arguments are the low 32 bits, sign-extended
         let i = |k: usize| a[k] as i32;
         if matches!(

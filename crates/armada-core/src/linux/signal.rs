@@ -1055,6 +1055,10 @@ impl Process {
         if !(1..=NSIG).contains(&sig) {
             return Received::Nothing;
         }
+        if self.host_child_signal(sig) {
+            // a host program (`--host-exec`) gets it from the host's kernel
+            return Received::Nothing;
+        }
         let act = self.signals.actions[sig as usize];
         let stop = match sig {
             SIGSTOP => true,
