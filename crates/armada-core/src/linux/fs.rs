@@ -229,7 +229,7 @@ impl Process {
             }
         };
         let acc = flags & O_ACCMODE;
-        let fd = if flags & O_NONBLOCK == 0
+        let fd = if flags & (O_NONBLOCK | O_PATH) == 0
             && acc != O_RDWR
             && self.others_may_run()
             && is_fifo(&t, follow)

@@ -326,7 +326,12 @@ impl Process {
                     Ok(id) => {
                         let (a, _) = b.pending.as_slices();
                         let a = a.to_vec();
-                        self.pipe_put(id, &a, true).unwrap_or(0)
+                        match self.pipe_put(id, &a, true) {
+                            Ok(n) => n,
+                            Err(Errno::EAGAIN) => 0,
+                            // no reader left: what the program wrote goes nowhere
+                            Err(_) => b.pending.len(),
+                        }
                     }
                     Err(err) => {
                         let out = if err {

@@ -38,6 +38,24 @@ pub(super) fn each_iov(
     }
     Ok(total)
 }
+/// Writes `data` over the guest buffers `iovs` in order (readv's scatter).
+pub(super) fn scatter(
+    mem: &mut AddressSpace,
+    iovs: &[(u64, u64)],
+    data: &[u8],
+) -> Result<(), Errno> {
+    let mut done = 0usize;
+    for &(base, len) in iovs {
+        if done == data.len() {
+            break;
+        }
+        let k = (len as usize).min(data.len() - done);
+        wr(mem, base, &data[done..done + k])?;
+        done += k;
+    }
+    Ok(())
+}
+
 /// Host buffer used per step of a large read/write.
 pub(super) const CHUNK: usize = 1 << 20;
 
@@ -528,15 +546,7 @@ impl Process {
                 Ok(n) => n,
                 Err(e) => return Err(self.io_error(e, fd)),
             };
-            let mut done = 0usize;
-            for (base, len) in iovs {
-                if done == n {
-                    break;
-                }
-                let k = (len as usize).min(n - done);
-                wr(mem, base, &tmp[done..done + k])?;
-                done += k;
-            }
+            scatter(mem, &iovs, &tmp[..n])?;
             return Ok(n as u64);
         }
         each_iov(&iovs, off, |base, len, at| {

@@ -17,7 +17,7 @@
 use super::fd::o::*;
 use super::fd::{Kind, PIPE_CAP};
 use super::wait::WOULD_BLOCK;
-use super::{rd, rd_u64, wr, wr_u64, Errno, Process, SysResult};
+use super::{rd, rd_u64, wr_u64, Errno, Process, SysResult};
 use crate::memory::AddressSpace;
 
 const SPLICE_F_MOVE: u32 = 1;
@@ -357,15 +357,7 @@ impl Process {
             Ok(n) => n,
             Err(e) => return Err(self.io_error(e, fd)),
         };
-        let mut done = 0usize;
-        for (base, len) in iovs {
-            if done == n {
-                break;
-            }
-            let k = (len as usize).min(n - done);
-            wr(mem, base, &tmp[done..done + k])?;
-            done += k;
-        }
+        super::rw::scatter(mem, &iovs, &tmp[..n])?;
         Ok(n as u64)
     }
 
