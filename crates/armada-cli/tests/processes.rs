@@ -939,7 +939,22 @@ fn solo_cases(env: &Env, dir: &Path) -> Vec<Solo> {
             "C: execve of a host x86-64 program is ENOEXEC",
             dir.join("exec_errors"),
             &[OsStr::new("host"), host_true.as_os_str()],
-            expect_exact("host program                       -1 ENOEXEC\n", 0),
+            Box::new(|o: &RunOutput| {
+                // the note on stderr names the flag that would run it
+                let mut p = expect_exact("host program                       -1 ENOEXEC\n", 0)(
+                    &RunOutput {
+                        stderr: Vec::new(),
+                        ..o.clone()
+                    },
+                );
+                let err = String::from_utf8_lossy(&o.stderr);
+                if !err.contains("--host-exec") || err.lines().count() != 1 {
+                    p.push(format!(
+                        "want one note naming --host-exec on stderr, got {err:?}"
+                    ));
+                }
+                p
+            }),
         ),
         solo(
             "bash: running a host x86-64 program fails with 126",
