@@ -4,7 +4,9 @@
 //! System V shared memory, semaphores and message queues, MAP_SHARED anonymous memory across
 //! fork, memfd_create, splice, tee, vmsplice and sendfile between pipes, files and sockets,
 //! the loopback interface as getifaddrs, the SIOCGIF* ioctls and rtnetlink show it, and a
-//! process's settings (umask on new files, prctl, CPU-time clocks, /proc/self/cwd).
+//! process's settings (umask on new files, prctl, CPU-time clocks, /proc/self/cwd), and
+//! guest execs of host programs under `--host-exec` (pipes both ways, 200 kB through a host
+//! `wc`, exit statuses, deaths by signal, posix_spawn, an inherited fd 5).
 //!
 //! Differential: our C programs of tests/guest/surface (built by
 //! tests/guest/build-processes.sh into target/guest-surface, or `$ARMADA_GUEST_SURFACE_DIR`)
@@ -58,6 +60,7 @@ fn cases(dir: &std::path::Path) -> Vec<Case> {
             "interfaces",
             &[],
         ),
+        ("umask, prctl, CPU clocks, /proc/self/cwd", "procattrs", &[]),
     ];
     let mut v = Vec::new();
     for (name, program, args) in programs {
@@ -80,6 +83,16 @@ fn cases(dir: &std::path::Path) -> Vec<Case> {
             Case::new(format!("{name} with --net host"), dir.join(program))
                 .armada_arg("--net")
                 .armada_arg("host")
+                .expect_status(0),
+        );
+    }
+    // `--host-exec`: the guest's execs of the host's own programs (echo, tr, wc, sh, sleep)
+    // run natively, as qemu-user runs them; only where the host's programs are x86-64, the
+    // one host architecture armada knows to run natively
+    if cfg!(target_arch = "x86_64") {
+        v.push(
+            Case::new("exec of host programs (--host-exec)", dir.join("host_exec"))
+                .armada_arg("--host-exec")
                 .expect_status(0),
         );
     }

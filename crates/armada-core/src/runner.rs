@@ -844,6 +844,9 @@ impl Lane {
                     self.switch(None, false, true)
                 }
                 SysOutcome::Block => {
+                    if self.program.process.take_stirred() {
+                        self.wake_retries();
+                    }
                     let wait = self.program.process.take_block();
                     self.switch(wait, true, true)
                 }

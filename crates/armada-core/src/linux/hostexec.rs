@@ -347,6 +347,10 @@ impl Process {
                     }
                 };
                 b.pending.drain(..took.min(b.pending.len()));
+                if took > 0 && to.is_ok() {
+                    // a guest reader blocked on the pipe may go on
+                    self.events.stirred = true;
+                }
                 if took == 0 {
                     // the lane's side is full: the rest waits for its reader
                     break;
@@ -373,6 +377,7 @@ impl Process {
                     if w > 0 {
                         p.buf.drain(..w as usize);
                         p.taken += w as u64;
+                        self.events.stirred = true;
                     }
                 }
             }
@@ -385,7 +390,11 @@ impl Process {
                             b.host = None;
                             return true;
                         }
-                        Ok(n) => b.pending.extend(&buf[..n]),
+                        Ok(n) => {
+                            b.pending.extend(&buf[..n]);
+                            // a guest writer blocked on the full pipe may go on
+                            self.events.stirred = true;
+                        }
                         Err(_) => {}
                     }
                 }

@@ -66,6 +66,9 @@ pub(crate) struct Events {
     pub(crate) stop: Option<i32>,
     /// A timer was armed, changed or deleted (the scheduler's next due time may be sooner).
     pub(crate) timers_changed: bool,
+    /// The syscall blocked but moved something other tasks may wait for (a host
+    /// program's bridge filled or drained a lane pipe): `Retry` waiters look again.
+    pub(crate) stirred: bool,
 }
 
 impl Process {
@@ -84,6 +87,10 @@ impl Process {
 
     pub fn take_stop(&mut self) -> Option<i32> {
         self.events.stop.take()
+    }
+
+    pub fn take_stirred(&mut self) -> bool {
+        std::mem::take(&mut self.events.stirred)
     }
 
     pub fn take_yield(&mut self) -> bool {
