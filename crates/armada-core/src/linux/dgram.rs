@@ -108,6 +108,9 @@ impl Process {
         if family == super::netlink::AF_NETLINK {
             return self.netlink_send(idx, data, to);
         }
+        if s.ty == super::net::SOCK_RAW {
+            return self.raw_send(idx, data, to);
+        }
         let to = match to.or_else(|| s.peer.clone()) {
             Some(a) => a,
             None if family == AF_UNIX => return Err(Errno(libc::ENOTCONN)),

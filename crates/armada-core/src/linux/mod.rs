@@ -48,6 +48,7 @@ mod poll;
 mod proc;
 mod procfs;
 pub mod procs;
+mod rawsock;
 mod rw;
 mod sem;
 mod shm;

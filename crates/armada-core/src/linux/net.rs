@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, VecDeque};
 use super::fd::o::*;
 use super::fd::{Files, Kind, OpenFile};
 use super::netlink::{AF_NETLINK, NETLINK_ROUTE};
+use super::rawsock::{IPPROTO_ICMPV6, SOL_RAW};
 use super::wait::WaitKind;
 use super::{rd, rd_u32, wr, wr_u32, Errno, Process, SysResult};
 use crate::memory::AddressSpace;
@@ -34,7 +35,7 @@ pub(crate) const AF_INET: i32 = 2;
 pub(crate) const AF_INET6: i32 = 10;
 pub(crate) const SOCK_STREAM: i32 = 1;
 pub(crate) const SOCK_DGRAM: i32 = 2;
-const SOCK_RAW: i32 = 3;
+pub(crate) const SOCK_RAW: i32 = 3;
 pub(crate) const SOCK_SEQPACKET: i32 = 5;
 pub(crate) const SOCK_NONBLOCK: i32 = 0o4000;
 pub(crate) const SOCK_CLOEXEC: i32 = 0o2000000;
@@ -44,7 +45,7 @@ const IPPROTO_TCP: i32 = 6;
 const IPPROTO_UDP: i32 = 17;
 pub(crate) const SOL_SOCKET: i32 = 1;
 const SOL_IPV6: i32 = 41;
-const SOL_IP: i32 = 0;
+pub(crate) const SOL_IP: i32 = 0;
 const SOL_NETLINK: i32 = 270;
 const SO_REUSEADDR: i32 = 2;
 const SO_TYPE: i32 = 3;
@@ -90,7 +91,7 @@ impl Addr {
         }
     }
 
-    fn with_port(&self, port: u16) -> Addr {
+    pub(crate) fn with_port(&self, port: u16) -> Addr {
         match self {
             Addr::V4 { ip, .. } => Addr::V4 { ip: *ip, port },
             Addr::V6 { ip, .. } => Addr::V6 { ip: *ip, port },
@@ -99,7 +100,7 @@ impl Addr {
     }
 
     /// The IPv4 address this one stands for (IPv4, or IPv6 v4-mapped).
-    fn v4(&self) -> Option<[u8; 4]> {
+    pub(crate) fn v4(&self) -> Option<[u8; 4]> {
         match self {
             Addr::V4 { ip, .. } => Some(*ip),
             Addr::V6 { ip, .. } if ip[..10] == [0; 10] && ip[10..12] == [0xff, 0xff] => {
@@ -109,7 +110,7 @@ impl Addr {
         }
     }
 
-    fn is_wildcard(&self) -> bool {
+    pub(crate) fn is_wildcard(&self) -> bool {
         match self {
             Addr::V4 { ip, .. } => *ip == [0; 4],
             Addr::V6 { ip, .. } => *ip == [0; 16],
@@ -228,7 +229,7 @@ fn s_local(p: &Process, idx: usize) -> Addr {
 }
 
 /// The loopback address of a family.
-fn loopback(family: i32) -> Addr {
+pub(crate) fn loopback(family: i32) -> Addr {
     if family == AF_INET6 {
         let mut ip = [0u8; 16];
         ip[15] = 1;
@@ -254,8 +255,8 @@ enum Key {
 #[derive(Clone, Debug)]
 pub(crate) struct Sock {
     pub(crate) family: i32,
-    ty: i32,
-    protocol: i32,
+    pub(crate) ty: i32,
+    pub(crate) protocol: i32,
     pub(crate) local: Option<Addr>,
     pub(crate) peer: Option<Addr>,
     key: Option<Key>,
@@ -268,7 +269,7 @@ pub(crate) struct Sock {
     reuseport: bool,
     v6only: bool,
     /// Options set and not otherwise interpreted, to be read back by getsockopt.
-    opts: BTreeMap<(i32, i32), Vec<u8>>,
+    pub(crate) opts: BTreeMap<(i32, i32), Vec<u8>>,
     /// A non-blocking connect was started (a second connect says EISCONN).
     connecting: bool,
     /// A datagram socket's receive queue (see `dgram`).
@@ -302,6 +303,8 @@ pub(crate) struct Net {
     pub(crate) socks: BTreeMap<usize, Sock>,
     bound: BTreeMap<Key, Vec<usize>>,
     next_port: u16,
+    /// The IPv4 identification of the last raw packet (see `rawsock`).
+    pub(crate) ip_id: u16,
 }
 
 impl Files {
@@ -445,6 +448,10 @@ impl Process {
             (AF_UNIX, SOCK_DGRAM) => protocol == 0,
             (AF_INET | AF_INET6, SOCK_DGRAM) => protocol == 0 || protocol == IPPROTO_UDP,
             (AF_NETLINK, SOCK_DGRAM | SOCK_RAW) => protocol == NETLINK_ROUTE,
+            (AF_INET | AF_INET6, SOCK_RAW) => {
+                self.raw_allowed(protocol)?;
+                true
+            }
             _ => return Err(Errno(libc::ESOCKTNOSUPPORT)),
         };
         if !ok_proto {
@@ -461,11 +468,15 @@ impl Process {
             .add(OpenFile::new(Kind::NetSock, flags, Vec::new()));
         let protocol = match (domain, kind) {
             (AF_UNIX | AF_NETLINK, _) => 0,
+            (_, SOCK_RAW) => protocol,
             (_, SOCK_DGRAM) => IPPROTO_UDP,
             _ => IPPROTO_TCP,
         };
         let mut sock = Sock::new(domain, kind, protocol);
-        if kind == SOCK_DGRAM || domain == AF_NETLINK {
+        if kind == SOCK_RAW && domain != AF_NETLINK {
+            sock.local = Some(Process::raw_unbound(domain, protocol));
+        }
+        if kind == SOCK_DGRAM || kind == SOCK_RAW || domain == AF_NETLINK {
             // its receive queue: a pipe that keeps message boundaries
             let pipe = self.files.new_pipe();
             if let Some(Some(p)) = self.files.pipes.get_mut(pipe) {
@@ -607,10 +618,18 @@ impl Process {
     ) -> SysResult {
         let (idx, s) = self.sock(fd)?;
         let family = s.family;
-        if s.local.is_some() {
+        let raw = s.ty == SOCK_RAW && family != AF_NETLINK;
+        if s.local.is_some() && !raw {
             return Err(Errno::EINVAL);
         }
         let (f, a) = read_addr(mem, addr, len)?;
+        if raw {
+            if f != family {
+                return Err(Errno(libc::EAFNOSUPPORT));
+            }
+            self.raw_bind(idx, a)?;
+            return Ok(0);
+        }
         if family == AF_NETLINK && f == family {
             self.netlink_bind(idx, a)?;
             return Ok(0);
@@ -629,7 +648,7 @@ impl Process {
 
     pub(crate) fn sys_listen(&mut self, fd: i32, backlog: i32) -> SysResult {
         let (idx, s) = self.sock(fd)?;
-        if s.ty == SOCK_DGRAM || s.family == AF_NETLINK {
+        if s.ty == SOCK_DGRAM || s.ty == SOCK_RAW || s.family == AF_NETLINK {
             return Err(Errno::EOPNOTSUPP);
         }
         if !matches!(self.files.file(fd)?.kind, Kind::NetSock) {
@@ -766,6 +785,9 @@ impl Process {
         }
         if ty == SOCK_DGRAM {
             return self.dgram_connect(mem, idx, addr, len);
+        }
+        if ty == SOCK_RAW {
+            return self.raw_connect(mem, idx, addr, len);
         }
         let (f, mut to) = read_addr(mem, addr, len)?;
         if f != family {
@@ -978,6 +1000,10 @@ impl Process {
         }
         let a = if peer {
             match &s.peer {
+                // Linux: an IP peer of port 0 (a raw socket's) is no peer
+                Some(a) if matches!(a, Addr::V4 { .. } | Addr::V6 { .. }) && a.port() == 0 => {
+                    return Some(Err(Errno(libc::ENOTCONN)))
+                }
                 Some(a) => a.clone(),
                 None => return Some(Err(Errno(libc::ENOTCONN))),
             }
@@ -1023,7 +1049,11 @@ impl Process {
                 }
                 s.v6only = int.ok_or(Errno::EINVAL)? != 0;
             }
-            (SOL_SOCKET | SOL_IP | SOL_IPV6 | IPPROTO_TCP | SOL_NETLINK, _) => {
+            (
+                SOL_SOCKET | SOL_IP | SOL_IPV6 | IPPROTO_TCP | SOL_NETLINK | SOL_RAW
+                | IPPROTO_ICMPV6,
+                _,
+            ) => {
                 s.opts.insert((level, name), b);
             }
             _ => return Err(Errno(libc::ENOPROTOOPT)),
@@ -1051,7 +1081,11 @@ impl Process {
             (SOL_SOCKET, SO_REUSEPORT) => int(s.reuseport as i32),
             (SOL_SOCKET, SO_SNDBUF | SO_RCVBUF) => int(super::fd::PIPE_CAP as i32),
             (SOL_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => int(s.v6only as i32),
-            (SOL_SOCKET | SOL_IP | SOL_IPV6 | IPPROTO_TCP | SOL_NETLINK, _) => {
+            (
+                SOL_SOCKET | SOL_IP | SOL_IPV6 | IPPROTO_TCP | SOL_NETLINK | SOL_RAW
+                | IPPROTO_ICMPV6,
+                _,
+            ) => {
                 match s.opts.get(&(level, name)) {
                     Some(v) => Some(Ok(v.clone())),
                     // options nobody set read as off
