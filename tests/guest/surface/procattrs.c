@@ -109,6 +109,32 @@ int main(void) {
     buf[n > 0 ? n : 0] = 0;
     printf("/proc/self/cwd is the cwd: %d\n", !strcmp(buf, dir));
     mode_of("/proc/self/cwd/d0777", "/proc/self/cwd/d0777");
+
+    // a cwd deeper than PATH_MAX: relative paths still work from it (Linux walks from the
+    // cwd it holds); getcwd says ERANGE/ENAMETOOLONG and the way back is by ".."
+    char name[101];
+    memset(name, 'a', 100);
+    name[100] = 0;
+    int depth = 0, ok = 1;
+    for (; depth < 45 && ok; depth++)
+        ok = mkdir(name, 0755) == 0 && chdir(name) == 0;
+    printf("nested %d directories of 100 bytes: %s\n", depth, ok ? "ok" : strerror(errno));
+    int lf = open("deep", O_CREAT | O_WRONLY, 0644);
+    struct stat st;
+    printf("file at the bottom: open %d, write %zd, stat %d", lf >= 0, write(lf, "x", 1),
+           stat("deep", &st));
+    printf(", size %lld, fstatat(..) %d\n", (long long)st.st_size,
+           fstatat(AT_FDCWD, "../", &st, 0));
+    close(lf);
+    errno = 0;
+    char small[64];
+    printf("getcwd: %s %s\n", getcwd(small, sizeof small) ? "?" : "NULL", strerror(errno));
+    printf("unlink %d", unlink("deep"));
+    int removed = 0;
+    for (; depth > 0; depth--)
+        removed += chdir("..") == 0 && rmdir(name) == 0;
+    printf(", removed %d, back: %d\n", removed,
+           readlink("/proc/self/cwd", buf, sizeof buf - 1) == (ssize_t)strlen(dir));
     chdir("/");
     printf("after chdir(\"/\"): getcwd %s", getcwd(buf, sizeof buf));
     n = readlink("/proc/self/cwd", buf, sizeof buf - 1);

@@ -66,6 +66,43 @@ pub(crate) struct HostTarget {
     /// Resolved by armada inside the root: the final component is already followed (when
     /// asked), so host calls should not follow symlinks again.
     pub(crate) confined: bool,
+    /// The directory `dirfd` is, when this target opened it (see [`walk_long`]).
+    _held: Option<OwnedFd>,
+}
+
+/// A host path longer than the host's PATH_MAX, as a directory opened on a leading part of
+/// it and the rest. The guest's cwd joined with a relative path can pass PATH_MAX where
+/// the guest's own argument does not (Go's TestRemoveAllLongPath nests 41 directories of
+/// 100 bytes): Linux walks from the cwd it holds, so the guest must not see ENAMETOOLONG.
+fn walk_long(mut dirfd: RawFd, path: &[u8]) -> Result<(Option<OwnedFd>, Vec<u8>), Errno> {
+    const CHUNK: usize = 2048;
+    let mut held: Option<OwnedFd> = None;
+    let mut rest = path;
+    while rest.len() >= libc::PATH_MAX as usize {
+        // the longest run of whole components that fits in CHUNK (a component alone may
+        // not be longer than NAME_MAX, so there is one)
+        let cut = rest[..CHUNK]
+            .iter()
+            .rposition(|&c| c == b'/')
+            .filter(|&i| i > 0)
+            .unwrap_or(1);
+        let head = CString::new(&rest[..cut]).map_err(|_| Errno::EINVAL)?;
+        let fl = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+        // SAFETY: valid C string; dirfd is AT_FDCWD, the caller's, or one we hold.
+        let fd = unsafe { libc::openat(dirfd, head.as_ptr(), fl) };
+        if fd < 0 {
+            return Err(Errno::last());
+        }
+        // SAFETY: just opened, ours.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        dirfd = fd.as_raw_fd();
+        held = Some(fd);
+        rest = &rest[cut..];
+        while rest.first() == Some(&b'/') {
+            rest = &rest[1..];
+        }
+    }
+    Ok((held, rest.to_vec()))
 }
 
 impl Process {
@@ -158,11 +195,20 @@ impl Process {
                 } else {
                     self.dir_guest_path(dirfd).unwrap_or_else(|_| b"/".to_vec())
                 };
+                let (held, host_path) = if host_path.len() >= libc::PATH_MAX as usize {
+                    if path.len() >= libc::PATH_MAX as usize {
+                        return Err(Errno(libc::ENAMETOOLONG));
+                    }
+                    walk_long(host_dirfd, &host_path)?
+                } else {
+                    (None, host_path)
+                };
                 Ok(HostTarget {
-                    dirfd: host_dirfd,
+                    dirfd: held.as_ref().map_or(host_dirfd, |f| f.as_raw_fd()),
                     path: CString::new(host_path).map_err(|_| Errno::EINVAL)?,
                     guest: normalize_lexically(&base, path),
                     confined: false,
+                    _held: held,
                 })
             }
             Some(root) => {
@@ -177,6 +223,7 @@ impl Process {
                     path: CString::new(r.host.as_os_str().as_bytes()).map_err(|_| Errno::EINVAL)?,
                     guest: r.guest,
                     confined: true,
+                    _held: None,
                 })
             }
         }
