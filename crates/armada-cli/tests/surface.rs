@@ -4,7 +4,8 @@
 //! System V shared memory, semaphores and message queues, MAP_SHARED anonymous memory across
 //! fork, memfd_create, splice, tee, vmsplice and sendfile between pipes, files and sockets,
 //! the loopback interface as getifaddrs, the SIOCGIF* ioctls and rtnetlink show it, raw IP
-//! sockets (ICMP and ICMPv6 echo on loopback, IP_HDRINCL; EPERM without root), and a
+//! sockets (ICMP and ICMPv6 echo on loopback, IP_HDRINCL; EPERM without root),
+//! credentials (the set*id calls, groups, capget/capset, /proc/self/status), and a
 //! process's settings (umask on new files, prctl, CPU-time clocks, /proc/self/cwd), and
 //! guest execs of host programs under `--host-exec` (pipes both ways, 200 kB through a host
 //! `wc`, exit statuses, deaths by signal, posix_spawn, an inherited fd 5).
@@ -63,6 +64,7 @@ fn cases(dir: &std::path::Path) -> Vec<Case> {
         ),
         ("umask, prctl, CPU clocks, /proc/self/cwd", "procattrs", &[]),
         ("raw IP sockets: ICMP echo, IP_HDRINCL", "rawip", &[]),
+        ("credentials: set*id, groups, capabilities", "creds", &[]),
     ];
     let mut v = Vec::new();
     for (name, program, args) in programs {

@@ -235,6 +235,7 @@ impl Process {
         self.comm = [0; 16];
         // keep-caps ends with the program; no-new-privs and the rest stay, as on Linux
         self.prctl.keepcaps = false;
+        self.creds.on_exec();
         let n = base.len().min(15);
         self.comm[..n].copy_from_slice(&base[..n]);
         let pid = self.pid;

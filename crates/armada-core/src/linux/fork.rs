@@ -166,8 +166,7 @@ impl Process {
             root: self.root.clone(),
             pid,
             ppid,
-            uid: self.uid,
-            gid: self.gid,
+            creds: self.creds.clone(),
             files: self.files.fork_table(),
             cwd: super::fd::Cwd {
                 guest: self.cwd.guest.clone(),

@@ -42,10 +42,10 @@ impl IpcPerm {
     pub(crate) fn new(p: &Process, key: i32, mode: u32) -> IpcPerm {
         IpcPerm {
             key,
-            uid: p.uid,
-            gid: p.gid,
-            cuid: p.uid,
-            cgid: p.gid,
+            uid: p.creds.uid.eff,
+            gid: p.creds.gid.eff,
+            cuid: p.creds.uid.eff,
+            cgid: p.creds.gid.eff,
             mode: mode & 0o777,
             seq: 0,
         }

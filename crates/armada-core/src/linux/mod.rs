@@ -24,6 +24,7 @@ use rayon::prelude::*;
 use crate::memory::{AddressSpace, Perm};
 use crate::state::CpuState;
 
+mod creds;
 mod dgram;
 mod events;
 pub mod exec;
@@ -324,8 +325,7 @@ pub struct Process {
     pub(crate) root: Option<PathBuf>,
     pub(crate) pid: i32,
     pub(crate) ppid: i32,
-    pub(crate) uid: u32,
-    pub(crate) gid: u32,
+    pub(crate) creds: creds::Creds,
     pub(crate) files: fd::Files,
     pub(crate) cwd: fd::Cwd,
     pub(crate) umask: u32,
@@ -411,14 +411,7 @@ impl Process {
             .as_ref()
             .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()));
         // SAFETY: these libc calls take no arguments and cannot fail.
-        let (host_pid, host_ppid, uid, gid) = unsafe {
-            (
-                libc::getpid(),
-                libc::getppid(),
-                libc::getuid(),
-                libc::getgid(),
-            )
-        };
+        let (host_pid, host_ppid) = unsafe { (libc::getpid(), libc::getppid()) };
         let (pid, ppid) = if cfg.deterministic {
             (DETERMINISTIC_PID, DETERMINISTIC_PID - 1)
         } else {
@@ -454,8 +447,7 @@ impl Process {
             root,
             pid,
             ppid,
-            uid,
-            gid,
+            creds: creds::Creds::host(),
             umask: 0o022,
             brk_start,
             brk_cur: brk_start,
@@ -800,13 +792,17 @@ impl Process {
             GETPID => Ok(self.pid as u64),
             GETTID => self.sys_gettid(),
             GETPPID => self.sys_getppid(),
-            GETUID | GETEUID => Ok(self.uid as u64),
-            GETGID | GETEGID => Ok(self.gid as u64),
-            GETRESUID => self.sys_getres(mem, [a[0], a[1], a[2]], self.uid),
-            GETRESGID => self.sys_getres(mem, [a[0], a[1], a[2]], self.gid),
-            GETGROUPS => Ok(0),
+            GETUID => Ok(self.creds.uid.real as u64),
+            GETEUID => Ok(self.creds.uid.eff as u64),
+            GETGID => Ok(self.creds.gid.real as u64),
+            GETEGID => Ok(self.creds.gid.eff as u64),
+            GETRESUID => self.sys_getres(mem, [a[0], a[1], a[2]], self.creds.uid),
+            GETRESGID => self.sys_getres(mem, [a[0], a[1], a[2]], self.creds.gid),
+            GETGROUPS => self.sys_getgroups(mem, i(0), a[1]),
             SETUID | SETGID | SETREUID | SETREGID | SETRESUID | SETRESGID | SETFSUID | SETFSGID
-            | SETGROUPS => self.sys_setid(nr, a),
+            | SETGROUPS => self.sys_setid(mem, nr, a),
+            CAPGET => self.sys_capget(mem, a[0], a[1]),
+            CAPSET => self.sys_capset(mem, a[0], a[1]),
             GETPGID | GETSID => self.sys_getpgid(nr, i(0)),
             SETPGID => self.sys_setpgid(i(0), i(1)),
             SETSID => self.sys_setsid(),

@@ -170,16 +170,27 @@ impl Process {
                 v.push('\n');
                 v.into_bytes()
             }
-            ProcFile::Status => format!(
-                "Name:\t{comm}\nUmask:\t{:04o}\nState:\t{} ({})\nTgid:\t{pid}\nNgid:\t0\nPid:\t{pid}\nPPid:\t{}\nTracerPid:\t0\nUid:\t{u}\t{u}\t{u}\t{u}\nGid:\t{g}\t{g}\t{g}\t{g}\nFDSize:\t64\nGroups:\t\nThreads:\t{threads}\n",
+            ProcFile::Status => {
+                let c = &self.creds;
+                format!(
+                "Name:\t{comm}\nUmask:\t{:04o}\nState:\t{} ({})\nTgid:\t{pid}\nNgid:\t0\nPid:\t{pid}\nPPid:\t{}\nTracerPid:\t0\nUid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t{}\nThreads:\t{threads}\n",
                 self.umask,
                 state.0,
                 state.1,
                 e.ppid,
-                u = self.uid,
-                g = self.gid,
+                c.uid.real,
+                c.uid.eff,
+                c.uid.saved,
+                c.uid.fs,
+                c.gid.real,
+                c.gid.eff,
+                c.gid.saved,
+                c.gid.fs,
+                // Linux ends the list with a space, even an empty one
+                c.groups.iter().map(|g| format!("{g} ")).collect::<String>() + if c.groups.is_empty() { " " } else { "" },
             )
-            .into_bytes(),
+            .into_bytes()
+            }
         })
     }
 

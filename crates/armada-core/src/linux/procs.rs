@@ -332,7 +332,7 @@ impl Process {
         if signal == 0 {
             return Ok(0);
         }
-        let sender = (me as u32 as u64) | ((self.uid as u64) << 32);
+        let sender = (me as u32 as u64) | ((self.creds.uid.real as u64) << 32);
         let mut to_self = false;
         for pid in pids {
             if pid == me {
@@ -512,7 +512,7 @@ impl Process {
             si[0..4].copy_from_slice(&SIGCHLD.to_le_bytes());
             si[8..12].copy_from_slice(&found.code.to_le_bytes());
             si[16..20].copy_from_slice(&found.pid.to_le_bytes());
-            si[20..24].copy_from_slice(&self.uid.to_le_bytes());
+            si[20..24].copy_from_slice(&self.creds.uid.real.to_le_bytes());
             si[24..28].copy_from_slice(&found.status.to_le_bytes());
             wr(mem, infop, &si)?;
         }
@@ -545,7 +545,7 @@ impl Process {
                         tid: 0,
                         signal: e.pdeathsig,
                         code: sig::SI_USER,
-                        value: (me as u32 as u64) | ((self.uid as u64) << 32),
+                        value: (me as u32 as u64) | ((self.creds.uid.real as u64) << 32),
                         extra: 0,
                         child: None,
                     });
@@ -573,7 +573,7 @@ impl Process {
                 // 0: clone asked for no signal (the parent still waits for it)
                 signal: self.exit_signal,
                 code,
-                value: (me as u32 as u64) | ((self.uid as u64) << 32),
+                value: (me as u32 as u64) | ((self.creds.uid.real as u64) << 32),
                 extra: value as u64,
                 child: Some(me),
             });

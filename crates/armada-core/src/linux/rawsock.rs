@@ -118,8 +118,7 @@ impl Process {
         if protocol == 0 {
             return Err(Errno(libc::EPROTONOSUPPORT));
         }
-        if self.uid != 0 {
-            // CAP_NET_RAW
+        if !self.creds.capable(super::creds::CAP_NET_RAW) {
             return Err(Errno::EPERM);
         }
         Ok(())

@@ -987,7 +987,7 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         if sig != 0 {
-            let sender = (self.pid as u32 as u64) | ((self.uid as u64) << 32);
+            let sender = (self.pid as u32 as u64) | ((self.creds.uid.real as u64) << 32);
             self.raise_info(sig, SigInfo::new(code, sender));
         }
         Ok(0)
@@ -1012,7 +1012,7 @@ impl Process {
             return Err(Errno::ESRCH);
         }
         if sig != 0 {
-            let sender = (self.pid as u32 as u64) | ((self.uid as u64) << 32);
+            let sender = (self.pid as u32 as u64) | ((self.creds.uid.real as u64) << 32);
             self.raise_thread(tid, sig, SigInfo::new(SI_TKILL, sender));
         }
         Ok(0)

@@ -152,8 +152,8 @@ impl Process {
     pub(super) fn virtual_stat(&self, kind: &Kind, id: u64) -> StatInfo {
         let t = (super::time::DET_REALTIME_BASE_S, 0);
         let base = StatInfo {
-            uid: self.uid,
-            gid: self.gid,
+            uid: self.creds.uid.fs,
+            gid: self.creds.gid.fs,
             nlink: 1,
             blksize: 4096,
             atime: t,

@@ -192,42 +192,6 @@ impl Process {
         Ok(0)
     }
 
-    pub(crate) fn sys_getres(
-        &mut self,
-        mem: &mut AddressSpace,
-        ptrs: [u64; 3],
-        id: u32,
-    ) -> SysResult {
-        for p in ptrs {
-            wr_u32(mem, p, id)?;
-        }
-        Ok(0)
-    }
-
-    /// set*id: allowed only to the ids the process already has.
-    pub(crate) fn sys_setid(&mut self, nr: u64, a: [u64; 6]) -> SysResult {
-        use super::nr::*;
-        let own = match nr {
-            SETUID | SETREUID | SETRESUID | SETFSUID => self.uid,
-            SETGROUPS => return Err(Errno::EPERM),
-            _ => self.gid,
-        };
-        let n = match nr {
-            SETUID | SETGID | SETFSUID | SETFSGID => 1,
-            SETREUID | SETREGID => 2,
-            _ => 3,
-        };
-        let ok = a[..n].iter().all(|&v| v as u32 == own || v as i32 == -1);
-        if nr == SETFSUID || nr == SETFSGID {
-            return Ok(own as u64); // returns the previous fsuid/fsgid
-        }
-        if ok {
-            Ok(0)
-        } else {
-            Err(Errno::EPERM)
-        }
-    }
-
     /// Process group and session: the pid in deterministic mode, the host's otherwise.
     /// Guest CPU time in nanoseconds: virtual (retired instructions) or the host's.
     fn user_ns(&self) -> u64 {
@@ -396,7 +360,7 @@ impl Process {
                 Ok(0)
             }
             PR_GET_KEEPCAPS => Ok(self.prctl.keepcaps as u64),
-            PR_CAPBSET_READ if a2 <= CAP_LAST_CAP => Ok(1),
+            PR_CAPBSET_READ if a2 <= CAP_LAST_CAP => Ok((self.creds.cap_bnd >> a2) & 1),
             PR_CAPBSET_READ => Err(Errno::EINVAL),
             PR_GET_SECUREBITS => Ok(if self.prctl.keepcaps { 1 << 4 } else { 0 }),
             PR_SET_NO_NEW_PRIVS => {
