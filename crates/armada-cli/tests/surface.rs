@@ -5,7 +5,8 @@
 //! fork, memfd_create, splice, tee, vmsplice and sendfile between pipes, files and sockets,
 //! the loopback interface as getifaddrs, the SIOCGIF* ioctls and rtnetlink show it, raw IP
 //! sockets (ICMP and ICMPv6 echo on loopback, IP_HDRINCL; EPERM without root),
-//! credentials (the set*id calls, groups, capget/capset, /proc/self/status), and a
+//! credentials (the set*id calls, groups, capget/capset, /proc/self/status), advisory
+//! file locks between processes (POSIX record, OFD, flock; F_SETLKW waits, EDEADLK), and a
 //! process's settings (umask on new files, prctl, CPU-time clocks, /proc/self/cwd), and
 //! guest execs of host programs under `--host-exec` (pipes both ways, 200 kB through a host
 //! `wc`, exit statuses, deaths by signal, posix_spawn, an inherited fd 5).
@@ -65,6 +66,11 @@ fn cases(dir: &std::path::Path) -> Vec<Case> {
         ("umask, prctl, CPU clocks, /proc/self/cwd", "procattrs", &[]),
         ("raw IP sockets: ICMP echo, IP_HDRINCL", "rawip", &[]),
         ("credentials: set*id, groups, capabilities", "creds", &[]),
+        (
+            "record, OFD and flock locks between processes",
+            "locks",
+            &[],
+        ),
     ];
     let mut v = Vec::new();
     for (name, program, args) in programs {

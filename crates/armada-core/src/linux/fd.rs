@@ -299,6 +299,11 @@ pub struct Files {
     pub(crate) dropped: [u64; 2],
     /// The lane's sockets from socket() and the names they hold (see `net`).
     pub(crate) net: super::net::Net,
+    /// The lane's advisory file locks (see `locks`).
+    pub(crate) locks: super::locks::Locks,
+    /// The pid of the process whose fd table this is: its record locks go when it closes
+    /// an fd of the file.
+    pub(crate) lock_pid: i32,
 }
 
 pub(super) fn host_getfl(fd: RawFd) -> u32 {
@@ -445,7 +450,7 @@ impl Files {
             self.fds.resize(fd + 1, None);
         }
         if let Some(old) = self.fds[fd].take() {
-            self.release(old.file);
+            self.fd_closed(old.file);
         }
         self.fds[fd] = Some(FdEntry { file: idx, cloexec });
         Ok(())
@@ -474,7 +479,21 @@ impl Files {
         }
     }
 
+    /// One of this process's fds of description `idx` was closed: the process's record
+    /// locks on the file go (Linux drops them on any close), then the reference.
+    fn fd_closed(&mut self, idx: usize) {
+        if !self.locks.is_empty() {
+            let key = self.lock_key(idx);
+            let pid = self.lock_pid;
+            self.locks.process_closed(pid, key);
+        }
+        self.release(idx);
+    }
+
     pub(super) fn drop_file(&mut self, idx: usize) {
+        if !self.locks.is_empty() {
+            self.locks.description_dropped(idx);
+        }
         if let Some(f) = self.files.get_mut(idx).and_then(|f| f.take()) {
             match f.kind {
                 Kind::Pipe { id, write } => self.pipe_end_closed(id, write),
@@ -526,7 +545,7 @@ impl Files {
     pub(crate) fn close(&mut self, fd: i32) -> Result<(), Errno> {
         let e = self.entry(fd)?;
         self.fds[fd as usize] = None;
-        self.release(e.file);
+        self.fd_closed(e.file);
         Ok(())
     }
 
@@ -557,6 +576,7 @@ impl Files {
         std::mem::swap(&mut self.out, &mut to.out);
         std::mem::swap(&mut self.err, &mut to.err);
         std::mem::swap(&mut self.net, &mut to.net);
+        std::mem::swap(&mut self.locks, &mut to.locks);
     }
 
     /// The fd table of a forked child: the same fds, each pointing at the same open file
@@ -569,6 +589,7 @@ impl Files {
         }
         Files {
             fds: self.fds.clone(),
+            lock_pid: self.lock_pid,
             ..Files::default()
         }
     }
@@ -577,9 +598,11 @@ impl Files {
     pub(crate) fn close_all(&mut self) {
         for fd in 0..self.fds.len() {
             if let Some(e) = self.fds[fd].take() {
-                self.release(e.file);
+                self.fd_closed(e.file);
             }
         }
+        let pid = self.lock_pid;
+        self.locks.process_ended(pid);
     }
 
     /// Closes the close-on-exec fds (a successful execve).
@@ -587,7 +610,7 @@ impl Files {
         for fd in 0..self.fds.len() {
             if self.fds[fd].is_some_and(|e| e.cloexec) {
                 if let Some(e) = self.fds[fd].take() {
-                    self.release(e.file);
+                    self.fd_closed(e.file);
                 }
             }
         }

@@ -167,7 +167,10 @@ impl Process {
             pid,
             ppid,
             creds: self.creds.clone(),
-            files: self.files.fork_table(),
+            files: super::fd::Files {
+                lock_pid: pid,
+                ..self.files.fork_table()
+            },
             cwd: super::fd::Cwd {
                 guest: self.cwd.guest.clone(),
             },

@@ -850,12 +850,12 @@ impl Process {
                 f.flags = new;
                 Ok(0)
             }
-            F_GETLK | F_OFD_GETLK => {
-                // struct flock: l_type is the first i16; F_UNLCK = 2
-                wr(mem, arg, &2i16.to_le_bytes())?;
-                Ok(0)
+            F_GETLK | F_SETLK | F_SETLKW | F_OFD_GETLK | F_OFD_SETLK | F_OFD_SETLKW => {
+                let ofd = cmd >= F_OFD_GETLK;
+                let get = cmd == F_GETLK || cmd == F_OFD_GETLK;
+                let wait = cmd == F_SETLKW || cmd == F_OFD_SETLKW;
+                self.fcntl_lock(mem, fd, arg, ofd, get, wait)
             }
-            F_SETLK | F_SETLKW | F_OFD_SETLK | F_OFD_SETLKW => Ok(0),
             F_SETOWN | F_GETOWN => Ok(0),
             F_GETPIPE_SZ | F_SETPIPE_SZ => match self.files.file(fd)?.kind {
                 Kind::Pipe { .. } => Ok(if cmd == F_SETPIPE_SZ {

@@ -38,6 +38,7 @@ pub mod hostnet;
 mod input;
 pub use input::DeviceIo;
 mod ipc;
+mod locks;
 pub mod mm;
 mod msg;
 mod net;
@@ -442,7 +443,10 @@ impl Process {
         let cwd = fd::Cwd::initial(root.is_some());
         Process {
             clock: time::Clock::new(cfg.deterministic),
-            files: fd::Files::new(stdio),
+            files: fd::Files {
+                lock_pid: pid,
+                ..fd::Files::new(stdio)
+            },
             cwd,
             root,
             pid,
@@ -692,7 +696,7 @@ impl Process {
             DUP3 => self.sys_dup3(i(0), i(1), i(2)),
             PIPE2 => self.sys_pipe2(mem, a[0], i(1)),
             IOCTL => self.sys_ioctl(mem, i(0), a[1] as u32, a[2]),
-            FLOCK => self.fd_check(i(0)),
+            FLOCK => self.sys_flock(i(0), i(1)),
             CHDIR => self.sys_chdir(mem, a[0]),
             FCHDIR => self.sys_fchdir(i(0)),
             GETCWD => self.sys_getcwd(mem, a[0], a[1]),
