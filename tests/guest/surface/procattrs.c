@@ -5,6 +5,7 @@
 // /proc/self/cwd; and the working directory after chdir("/"). Nothing here needs
 // privileges, so qemu-aarch64 run as root or not prints the same.
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -135,6 +136,24 @@ int main(void) {
         removed += chdir("..") == 0 && rmdir(name) == 0;
     printf(", removed %d, back: %d\n", removed,
            readlink("/proc/self/cwd", buf, sizeof buf - 1) == (ssize_t)strlen(dir));
+    // /proc/self/fd lists this process's fds (not the emulator's), rewinddir included.
+    // Only fds 0-5 and 40 are shown: others may have been inherited from whatever ran
+    // the test (qemu passes those on; armada gives a guest only 0-2).
+    int d40 = dup2(0, 40);
+    DIR *dir_fds = opendir("/proc/self/fd");
+    for (int pass = 0; pass < 2 && dir_fds; pass++) {
+        printf("/proc/self/fd:");
+        struct dirent *e;
+        while ((e = readdir(dir_fds)))
+            if (e->d_name[0] == '.' || atoi(e->d_name) < 6 || atoi(e->d_name) == 40)
+                printf(" %s", e->d_name);
+        printf("\n");
+        rewinddir(dir_fds);
+    }
+    if (dir_fds)
+        closedir(dir_fds);
+    close(d40);
+
     chdir("/");
     printf("after chdir(\"/\"): getcwd %s", getcwd(buf, sizeof buf));
     n = readlink("/proc/self/cwd", buf, sizeof buf - 1);

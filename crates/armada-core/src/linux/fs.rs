@@ -472,6 +472,12 @@ impl Process {
         };
         let n = (count.min(1 << 20)) as usize;
         check_writable(mem, buf, n as u64)?;
+        if self.is_own_fd_dir(&self.files.file(fd)?.path) {
+            // this process's fds, not armada's (Python's close_fds walks this listing)
+            let v = self.fd_listing(h, n)?;
+            wr(mem, buf, &v)?;
+            return Ok(v.len() as u64);
+        }
         let mut tmp = vec![0u8; n];
         // SAFETY: tmp is valid for n bytes.
         let r = unsafe { libc::syscall(libc::SYS_getdents64, h, tmp.as_mut_ptr(), n) };

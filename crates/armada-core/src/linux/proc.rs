@@ -266,6 +266,74 @@ impl Process {
         out
     }
 
+    /// Whether guest path `p` is this process's /proc fd directory.
+    pub(super) fn is_own_fd_dir(&self, p: &[u8]) -> bool {
+        let p = normalize_lexically(b"/", p);
+        let Some(rest) = p.strip_prefix(b"/proc/") else {
+            return p == b"/dev/fd";
+        };
+        let Some(who) = rest.strip_suffix(b"/fd") else {
+            return false;
+        };
+        let me = self.pid.to_string();
+        let task = |t: &[u8]| {
+            std::str::from_utf8(t)
+                .ok()
+                .and_then(|t| t.parse::<i32>().ok())
+                .is_some_and(|t| self.is_thread(t))
+        };
+        match who {
+            b"self" | b"thread-self" => true,
+            w if w == me.as_bytes() => true,
+            w => [b"self/task/".as_slice(), format!("{me}/task/").as_bytes()]
+                .iter()
+                .any(|pre| w.strip_prefix(*pre).is_some_and(task)),
+        }
+    }
+
+    /// getdents64 of /proc/self/fd: ".", "..", then this process's open fds, from the
+    /// host directory's offset on (`h`, which keeps the cursor: 0 and 1 are the dots, fd
+    /// `n` is at `n + 2`), in at most `room` bytes (EINVAL when not even one fits).
+    pub(super) fn fd_listing(
+        &mut self,
+        h: std::os::fd::RawFd,
+        room: usize,
+    ) -> Result<Vec<u8>, Errno> {
+        // SAFETY: lseek with integer arguments on a descriptor of ours.
+        let mut at = unsafe { libc::lseek(h, 0, libc::SEEK_CUR) }.max(0) as u64;
+        let mut out = Vec::new();
+        let end = self.files.fds.len() as u64 + 2;
+        while at < end {
+            let name = match at {
+                0 => b".".to_vec(),
+                1 => b"..".to_vec(),
+                k if self.files.fds[(k - 2) as usize].is_some() => (k - 2).to_string().into_bytes(),
+                _ => {
+                    at += 1;
+                    continue;
+                }
+            };
+            let reclen = (19 + name.len() + 1).next_multiple_of(8);
+            if out.len() + reclen > room {
+                if out.is_empty() {
+                    return Err(Errno::EINVAL);
+                }
+                break;
+            }
+            let ty = if at < 2 { libc::DT_DIR } else { libc::DT_LNK };
+            out.extend_from_slice(&(0x1000 + at).to_le_bytes());
+            out.extend_from_slice(&(at as i64 + 1).to_le_bytes());
+            out.extend_from_slice(&(reclen as u16).to_le_bytes());
+            out.push(ty);
+            out.extend_from_slice(&name);
+            out.resize(out.len() + reclen - 19 - name.len(), 0);
+            at += 1;
+        }
+        // SAFETY: as above.
+        unsafe { libc::lseek(h, at as i64, libc::SEEK_SET) };
+        Ok(out)
+    }
+
     pub(super) fn exe_host_cpath(&self) -> Result<CString, Errno> {
         CString::new(self.cfg.exe_host_path.as_os_str().as_bytes()).map_err(|_| Errno::ENOENT)
     }
