@@ -136,6 +136,25 @@ int main(void) {
         removed += chdir("..") == 0 && rmdir(name) == 0;
     printf(", removed %d, back: %d\n", removed,
            readlink("/proc/self/cwd", buf, sizeof buf - 1) == (ssize_t)strlen(dir));
+    // pipe sizes: F_SETPIPE_SZ rounds to a power of two of pages and bounds writes
+    int pp[2];
+    pipe(pp);
+    fcntl(pp[1], F_SETFL, O_NONBLOCK);
+    printf("pipe size %d", fcntl(pp[0], F_GETPIPE_SZ));
+    printf(", set 100000: %d", fcntl(pp[1], F_SETPIPE_SZ, 100000));
+    printf(", set 1: %d", fcntl(pp[1], F_SETPIPE_SZ, 1));
+    printf(", set 8192: %d", fcntl(pp[1], F_SETPIPE_SZ, 8192));
+    char chunk[1000] = {0};
+    int filled = 0;
+    for (ssize_t w; (w = write(pp[1], chunk, sizeof chunk)) > 0;)
+        filled += w;
+    printf(", holds %d", filled);
+    errno = 0;
+    printf(", set 4096 when full: %d %s\n", fcntl(pp[1], F_SETPIPE_SZ, 4096),
+           errno == EBUSY ? "EBUSY" : strerror(errno));
+    close(pp[0]);
+    close(pp[1]);
+
     // /proc/self/fd lists this process's fds (not the emulator's), rewinddir included.
     // Only fds 0-5 and 40 are shown: others may have been inherited from whatever ran
     // the test (qemu passes those on; armada gives a guest only 0-2).

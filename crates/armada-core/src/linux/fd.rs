@@ -46,8 +46,8 @@ pub const OUTPUT_CAP: usize = 1 << 30;
 pub const PIPE_CAP: usize = 65536;
 /// Writes of at most this many bytes to a pipe are atomic.
 pub const PIPE_BUF: usize = 4096;
-/// Reported pipe size (F_GETPIPE_SZ).
-pub(super) const PIPE_SIZE: u64 = 65536;
+/// /proc/sys/fs/pipe-max-size: the most F_SETPIPE_SZ gives without CAP_SYS_RESOURCE.
+pub(super) const PIPE_MAX_SIZE: u64 = 1 << 20;
 
 #[cfg(target_arch = "x86_64")]
 pub(super) const HOST_O_LARGEFILE: i32 = 0o100000;
@@ -278,6 +278,19 @@ pub(crate) struct Pipe {
     /// The writer was a TCP socket closed with SO_LINGER 0 (a reset): once the bytes
     /// here are read, one read says ECONNRESET, and end of file after it.
     pub(super) reset: bool,
+    /// F_SETPIPE_SZ's capacity (0: the default, PIPE_CAP).
+    pub(super) size: usize,
+}
+
+impl Pipe {
+    /// How many bytes the pipe holds at most.
+    pub(super) fn cap(&self) -> usize {
+        if self.size == 0 {
+            PIPE_CAP
+        } else {
+            self.size
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -863,14 +863,32 @@ impl Process {
                 self.fcntl_lock(mem, fd, arg, ofd, get, wait)
             }
             F_SETOWN | F_GETOWN => Ok(0),
-            F_GETPIPE_SZ | F_SETPIPE_SZ => match self.files.file(fd)?.kind {
-                Kind::Pipe { .. } => Ok(if cmd == F_SETPIPE_SZ {
-                    arg.clamp(4096, 1 << 20).next_power_of_two()
-                } else {
-                    PIPE_SIZE
-                }),
-                _ => Err(Errno::EBADF),
-            },
+            F_GETPIPE_SZ | F_SETPIPE_SZ => {
+                let Kind::Pipe { id, .. } = self.files.file(fd)?.kind else {
+                    return Err(Errno::EBADF);
+                };
+                let Some(Some(p)) = self.files.pipes.get_mut(id) else {
+                    return Err(Errno::EBADF);
+                };
+                if cmd == F_GETPIPE_SZ {
+                    return Ok(p.cap() as u64);
+                }
+                // whole pages, a power of two of them; past /proc/sys/fs/pipe-max-size
+                // only with CAP_SYS_RESOURCE; never below what the pipe holds now
+                const CAP_SYS_RESOURCE: u32 = 24;
+                let size = (arg as u32 as u64).max(4096).next_power_of_two();
+                if size > PIPE_MAX_SIZE && !self.creds.capable(CAP_SYS_RESOURCE) {
+                    return Err(Errno::EPERM);
+                }
+                if size > 1 << 31 {
+                    return Err(Errno::EINVAL);
+                }
+                if (size as usize) < p.buf.len() {
+                    return Err(Errno(libc::EBUSY));
+                }
+                p.size = size as usize;
+                Ok(size)
+            }
             _ => Err(Errno::EINVAL),
         }
     }

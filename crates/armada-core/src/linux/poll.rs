@@ -3,7 +3,7 @@
 //! timerfd it polls expires; the host's own fds are waited for on the host only while a
 //! single-threaded process runs in real time.
 
-use super::fd::{Kind, PIPE_CAP};
+use super::fd::Kind;
 use super::{check_writable, rd, rd_u64, wr, wr_u64, Errno, Process, SysResult};
 use crate::memory::AddressSpace;
 
@@ -44,7 +44,7 @@ impl Process {
                     if p.readers == 0 {
                         // writable (a write fails at once with EPIPE), and an error
                         POLLOUT | POLLERR
-                    } else if p.buf.len() < PIPE_CAP {
+                    } else if p.buf.len() < p.cap() {
                         POLLOUT
                     } else {
                         0
@@ -69,7 +69,7 @@ impl Process {
                 let mut peer_reads = true;
                 match pipes.get(*tx) {
                     Some(Some(p)) if *wr && p.readers > 0 => {
-                        if p.buf.len() < PIPE_CAP {
+                        if p.buf.len() < p.cap() {
                             r |= POLLOUT;
                         }
                     }

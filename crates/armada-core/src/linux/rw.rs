@@ -310,10 +310,11 @@ impl Process {
         if p.readers == 0 {
             return Err(Errno::EPIPE);
         }
-        let room = PIPE_CAP.saturating_sub(p.buf.len());
+        let cap = p.cap();
+        let room = cap.saturating_sub(p.buf.len());
         if let Some(b) = p.bounds.as_mut() {
             // a message goes in whole or not at all
-            if data.len() > PIPE_CAP {
+            if data.len() > cap {
                 return Err(Errno(libc::EMSGSIZE));
             }
             if room < data.len() {

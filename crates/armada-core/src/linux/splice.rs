@@ -15,7 +15,7 @@
 //! answer).
 
 use super::fd::o::*;
-use super::fd::{Kind, PIPE_CAP};
+use super::fd::Kind;
 use super::wait::WOULD_BLOCK;
 use super::{rd, rd_u64, wr_u64, Errno, Process, SysResult};
 use crate::memory::AddressSpace;
@@ -111,7 +111,7 @@ impl Process {
         if p.readers == 0 {
             return Err(Errno::EPIPE);
         }
-        match PIPE_CAP.saturating_sub(p.buf.len()) {
+        match p.cap().saturating_sub(p.buf.len()) {
             0 if nonblock => Err(Errno::EAGAIN),
             0 => Err(WOULD_BLOCK),
             n => Ok(n),
