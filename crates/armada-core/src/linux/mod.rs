@@ -44,7 +44,6 @@ mod msg;
 mod net;
 mod netdev;
 mod netlink;
-pub mod nr;
 pub mod path;
 mod poll;
 mod proc;
@@ -59,6 +58,8 @@ mod socket;
 mod splice;
 pub mod stat;
 mod strace;
+pub mod syscalls;
+pub use syscalls::nr;
 pub mod sys;
 pub mod task;
 pub mod time;
@@ -223,6 +224,21 @@ fn errno_name(e: i32) -> &'static str {
         libc::ETIMEDOUT => "ETIMEDOUT",
         libc::EOPNOTSUPP => "EOPNOTSUPP",
         libc::ENOTSOCK => "ENOTSOCK",
+        libc::EDEADLK => "EDEADLK",
+        libc::ENODATA => "ENODATA",
+        libc::EOVERFLOW => "EOVERFLOW",
+        libc::EPROTONOSUPPORT => "EPROTONOSUPPORT",
+        libc::EAFNOSUPPORT => "EAFNOSUPPORT",
+        libc::EADDRINUSE => "EADDRINUSE",
+        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        libc::ENETUNREACH => "ENETUNREACH",
+        libc::ECONNRESET => "ECONNRESET",
+        libc::EISCONN => "EISCONN",
+        libc::ENOTCONN => "ENOTCONN",
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::EINPROGRESS => "EINPROGRESS",
+        libc::EMSGSIZE => "EMSGSIZE",
+        libc::EDESTADDRREQ => "EDESTADDRREQ",
         _ => "E?",
     }
 }
@@ -632,8 +648,6 @@ impl Process {
             // the process is a host program now: its one task only watches it
             return self.host_child_poll();
         }
-        // int arguments are the low 32 bits, sign-extended
-        let i = |k: usize| a[k] as i32;
         if matches!(
             nr,
             BIND | LISTEN
@@ -657,265 +671,14 @@ impl Process {
                 return r;
             }
         }
-        match nr {
-            // files
-            READ => self.sys_read(mem, i(0), a[1], a[2]),
-            WRITE => self.sys_write(mem, i(0), a[1], a[2]),
-            READV => self.sys_readv(mem, i(0), a[1], a[2], None),
-            WRITEV => self.sys_writev(mem, i(0), a[1], a[2], None),
-            PREAD64 => self.sys_pread(mem, i(0), a[1], a[2], a[3]),
-            PWRITE64 => self.sys_pwrite(mem, i(0), a[1], a[2], a[3]),
-            PREADV => self.sys_readv(mem, i(0), a[1], a[2], Some(a[3])),
-            PWRITEV => self.sys_writev(mem, i(0), a[1], a[2], Some(a[3])),
-            PREADV2 | PWRITEV2 => self.sys_rw_v2(nr, mem, i(0), a[1], a[2], a[3], a[5] as u32),
-            OPENAT => self.sys_openat(mem, i(0), a[1], a[2] as u32, a[3] as u32),
-            CLOSE => self.sys_close(i(0)),
-            CLOSE_RANGE => self.sys_close_range(a[0] as u32, a[1] as u32, a[2] as u32),
-            LSEEK => self.sys_lseek(i(0), a[1] as i64, i(2)),
-            FSTAT => self.sys_fstat(mem, i(0), a[1]),
-            NEWFSTATAT => self.sys_newfstatat(mem, i(0), a[1], a[2], i(3)),
-            STATX => self.sys_statx(mem, i(0), a[1], i(2), a[3] as u32, a[4]),
-            STATFS => self.sys_statfs(mem, a[0], a[1]),
-            FSTATFS => self.sys_fstatfs(mem, i(0), a[1]),
-            GETDENTS64 => self.sys_getdents64(mem, i(0), a[1], a[2]),
-            READLINKAT => self.sys_readlinkat(mem, i(0), a[1], a[2], a[3]),
-            FACCESSAT => self.sys_faccessat(mem, i(0), a[1], i(2), 0),
-            FACCESSAT2 => self.sys_faccessat(mem, i(0), a[1], i(2), i(3)),
-            MKDIRAT => self.sys_mkdirat(mem, i(0), a[1], a[2] as u32),
-            MKNODAT => self.sys_mknodat(mem, i(0), a[1], a[2] as u32, a[3]),
-            UNLINKAT => self.sys_unlinkat(mem, i(0), a[1], i(2)),
-            SYMLINKAT => self.sys_symlinkat(mem, a[0], i(1), a[2]),
-            LINKAT => self.sys_linkat(mem, i(0), a[1], i(2), a[3], i(4)),
-            RENAMEAT => self.sys_renameat2(mem, i(0), a[1], i(2), a[3], 0),
-            RENAMEAT2 => self.sys_renameat2(mem, i(0), a[1], i(2), a[3], a[4] as u32),
-            TRUNCATE => self.sys_truncate(mem, a[0], a[1] as i64),
-            FTRUNCATE => self.sys_ftruncate(i(0), a[1] as i64),
-            FALLOCATE => self.sys_fallocate(i(0), i(1), a[2] as i64, a[3] as i64),
-            FCNTL => self.sys_fcntl(mem, i(0), i(1), a[2]),
-            DUP => self.sys_dup(i(0)),
-            DUP3 => self.sys_dup3(i(0), i(1), i(2)),
-            PIPE2 => self.sys_pipe2(mem, a[0], i(1)),
-            IOCTL => self.sys_ioctl(mem, i(0), a[1] as u32, a[2]),
-            FLOCK => self.sys_flock(i(0), i(1)),
-            CHDIR => self.sys_chdir(mem, a[0]),
-            FCHDIR => self.sys_fchdir(i(0)),
-            GETCWD => self.sys_getcwd(mem, a[0], a[1]),
-            UMASK => {
-                let old = self.umask;
-                self.umask = a[0] as u32 & 0o777;
-                Ok(old as u64)
-            }
-            FCHMOD => self.sys_fchmod(i(0), a[1] as u32),
-            FCHMODAT => self.sys_fchmodat(mem, i(0), a[1], a[2] as u32, 0),
-            FCHMODAT2 => self.sys_fchmodat(mem, i(0), a[1], a[2] as u32, i(3)),
-            FCHOWN => self.sys_fchown(i(0), a[1] as u32, a[2] as u32),
-            FCHOWNAT => self.sys_fchownat(mem, i(0), a[1], a[2] as u32, a[3] as u32, i(4)),
-            UTIMENSAT => self.sys_utimensat(mem, i(0), a[1], a[2], i(3)),
-            SYNC => Ok(0),
-            SYNCFS | FSYNC | FDATASYNC => self.sys_fsync(i(0)),
-            SYNC_FILE_RANGE | FADVISE64 | READAHEAD => self.fd_check(i(0)),
-            SENDFILE => self.sys_sendfile(mem, i(0), i(1), a[2], a[3]),
-            SPLICE => self.sys_splice(mem, i(0), a[1], i(2), a[3], a[4], a[5] as u32),
-            TEE => self.sys_tee(i(0), i(1), a[2], a[3] as u32),
-            VMSPLICE => self.sys_vmsplice(mem, i(0), a[1], a[2], a[3] as u32),
-            COPY_FILE_RANGE => {
-                self.sys_copy_file_range(mem, i(0), a[1], i(2), a[3], a[4], a[5] as u32)
-            }
-            PPOLL => self.sys_ppoll(mem, a[0], a[1], a[2]),
-            GETXATTR | LGETXATTR => {
-                let on = xattr::On::Path {
-                    addr: a[0],
-                    follow: nr == GETXATTR,
-                };
-                self.sys_getxattr(mem, on, a[1], a[2], a[3])
-            }
-            FGETXATTR => self.sys_getxattr(mem, xattr::On::Fd(i(0)), a[1], a[2], a[3]),
-            LISTXATTR | LLISTXATTR => {
-                let on = xattr::On::Path {
-                    addr: a[0],
-                    follow: nr == LISTXATTR,
-                };
-                self.sys_listxattr(mem, on, a[1], a[2])
-            }
-            FLISTXATTR => self.sys_listxattr(mem, xattr::On::Fd(i(0)), a[1], a[2]),
-            SETXATTR | LSETXATTR => {
-                let on = xattr::On::Path {
-                    addr: a[0],
-                    follow: nr == SETXATTR,
-                };
-                self.sys_setxattr(mem, on, a[1], a[2], a[3], i(4))
-            }
-            FSETXATTR => self.sys_setxattr(mem, xattr::On::Fd(i(0)), a[1], a[2], a[3], i(4)),
-            REMOVEXATTR | LREMOVEXATTR => {
-                let on = xattr::On::Path {
-                    addr: a[0],
-                    follow: nr == REMOVEXATTR,
-                };
-                self.sys_removexattr(mem, on, a[1])
-            }
-            FREMOVEXATTR => self.sys_removexattr(mem, xattr::On::Fd(i(0)), a[1]),
-            EVENTFD2 => self.sys_eventfd2(a[0] as u32, a[1] as u32),
-            SIGNALFD4 => self.sys_signalfd4(mem, i(0), a[1], a[2], a[3] as u32),
-            TIMERFD_CREATE => self.sys_timerfd_create(i(0), a[1] as u32),
-            TIMERFD_SETTIME => self.sys_timerfd_settime(mem, i(0), i(1), a[2], a[3]),
-            TIMERFD_GETTIME => self.sys_timerfd_gettime(mem, i(0), a[1]),
-            EPOLL_CREATE1 => self.sys_epoll_create1(a[0] as u32),
-            EPOLL_CTL => self.sys_epoll_ctl(mem, i(0), i(1), i(2), a[3]),
-            EPOLL_PWAIT => self.sys_epoll_pwait_ms(mem, a),
-            EPOLL_PWAIT2 => self.sys_epoll_pwait2(mem, a),
-            PSELECT6 => self.sys_pselect6(mem, i(0), a[1], a[2], a[3], a[4]),
-
-            // memory
-            BRK => self.sys_brk(mem, a[0]),
-            MMAP => self.sys_mmap(mem, a[0], a[1], a[2], a[3] as u32, i(4), a[5]),
-            MUNMAP => self.sys_munmap(mem, a[0], a[1]),
-            MREMAP => self.sys_mremap(mem, a[0], a[1], a[2], a[3] as u32, a[4]),
-            MPROTECT => self.sys_mprotect(mem, a[0], a[1], a[2]),
-            MADVISE => self.sys_madvise(mem, a[0], a[1], i(2)),
-            MSYNC => self.sys_msync(mem, a[0], a[1], i(2)),
-            MLOCK | MUNLOCK | MLOCK2 => Ok(0),
-            MLOCKALL | MUNLOCKALL => Ok(0),
-            MINCORE => self.sys_mincore(mem, a[0], a[1], a[2]),
-
-            // process
-            EXIT => self.sys_exit_thread(mem, a[0]),
-            EXIT_GROUP => {
-                self.outcome = Some(SysOutcome::Exit(a[0] as i32 & 0xff));
-                Ok(0)
-            }
-            SET_TID_ADDRESS => self.sys_set_tid_address(a[0]),
-            SET_ROBUST_LIST => self.sys_set_robust_list(a[0], a[1]),
-            GET_ROBUST_LIST => self.sys_get_robust_list(mem, i(0), a[1], a[2]),
-            CLONE => self.sys_clone(st, mem, a),
-            CLONE3 => self.sys_clone3(st, mem, a[0], a[1]),
-            RSEQ => Err(Errno::ENOSYS),
-            PRLIMIT64 => self.sys_prlimit64(mem, i(0), i(1), a[2], a[3]),
-            GETRLIMIT => self.sys_prlimit64(mem, 0, i(0), 0, a[1]),
-            SETRLIMIT => self.sys_prlimit64(mem, 0, i(0), a[1], 0),
-            UNAME => self.sys_uname(mem, a[0]),
-            GETPID => Ok(self.pid as u64),
-            GETTID => self.sys_gettid(),
-            GETPPID => self.sys_getppid(),
-            GETUID => Ok(self.creds.uid.real as u64),
-            GETEUID => Ok(self.creds.uid.eff as u64),
-            GETGID => Ok(self.creds.gid.real as u64),
-            GETEGID => Ok(self.creds.gid.eff as u64),
-            GETRESUID => self.sys_getres(mem, [a[0], a[1], a[2]], self.creds.uid),
-            GETRESGID => self.sys_getres(mem, [a[0], a[1], a[2]], self.creds.gid),
-            GETGROUPS => self.sys_getgroups(mem, i(0), a[1]),
-            SETUID | SETGID | SETREUID | SETREGID | SETRESUID | SETRESGID | SETFSUID | SETFSGID
-            | SETGROUPS => self.sys_setid(mem, nr, a),
-            CAPGET => self.sys_capget(mem, a[0], a[1]),
-            CAPSET => self.sys_capset(mem, a[0], a[1]),
-            GETPGID | GETSID => self.sys_getpgid(nr, i(0)),
-            SETPGID => self.sys_setpgid(i(0), i(1)),
-            SETSID => self.sys_setsid(),
-            TIMES => self.sys_times(mem, a[0]),
-            GETRUSAGE => self.sys_getrusage(mem, i(0), a[1]),
-            SYSINFO => self.sys_sysinfo(mem, a[0]),
-            PRCTL => self.sys_prctl(mem, i(0), a[1], a[2]),
-            PERSONALITY => Ok(0),
-            GETCPU => self.sys_getcpu(mem, a[0], a[1]),
-            SCHED_GETAFFINITY => self.sys_sched_getaffinity(mem, i(0), a[1], a[2]),
-            SCHED_SETAFFINITY => Ok(0),
-            SCHED_YIELD => self.sys_sched_yield(),
-            SCHED_GETSCHEDULER => Ok(0),
-            SCHED_SETSCHEDULER | SCHED_SETPARAM => Ok(0),
-            SCHED_GETPARAM => wr_u32(mem, a[1], 0).map(|_| 0),
-            SCHED_GET_PRIORITY_MAX | SCHED_GET_PRIORITY_MIN => Ok(0),
-            GETPRIORITY => Ok(20),
-            SETPRIORITY => Ok(0),
-            WAIT4 => self.sys_wait4(mem, i(0), a[1], i(2), a[3]),
-            WAITID => self.sys_waitid(mem, i(0), i(1), a[2], i(3), a[4]),
-            EXECVE => self.sys_execve(mem, a[0], a[1], a[2]),
-            EXECVEAT => self.sys_execveat(mem, i(0), a[1], a[2], a[3], i(4)),
-            MEMBARRIER => self.sys_membarrier(i(0), a[1] as u32),
-            // sockets: connected pairs in `socket`, the run's own network in `net` and
-            // `dgram` (`--net host`: `hostnet`, above); calls on other fds say they are not
-            // sockets (bash asks getpeername(0))
-            SOCKETPAIR => self.sys_socketpair(mem, i(0), i(1), i(2), a[3]),
-            SHUTDOWN => self.sys_shutdown(i(0), i(1)),
-            SENDTO => self.sys_sendto(mem, i(0), a[1], a[2], i(3), a[4], a[5] as u32 as u64),
-            RECVFROM => self.sys_recvfrom(mem, i(0), a[1], a[2], i(3), a[4], a[5]),
-            SENDMSG => self.sys_msg(mem, i(0), a[1], i(2), true),
-            RECVMSG => self.sys_msg(mem, i(0), a[1], i(2), false),
-            GETSOCKNAME => self.sys_sockname(mem, i(0), a[1], a[2], false),
-            GETPEERNAME => self.sys_sockname(mem, i(0), a[1], a[2], true),
-            GETSOCKOPT => self.sys_getsockopt(mem, i(0), i(1), i(2), a[3], a[4]),
-            SOCKET => self.sys_socket(i(0), i(1), i(2)),
-            BIND => self.sys_bind(mem, i(0), a[1], a[2] as u32 as u64),
-            LISTEN => self.sys_listen(i(0), i(1)),
-            ACCEPT => self.sys_accept4(mem, i(0), a[1], a[2], 0),
-            ACCEPT4 => self.sys_accept4(mem, i(0), a[1], a[2], i(3)),
-            CONNECT => self.sys_connect(mem, i(0), a[1], a[2] as u32 as u64),
-            SETSOCKOPT => self.sys_setsockopt(mem, i(0), i(1), i(2), a[3], a[4] as u32 as u64),
-            SENDMMSG => self.sys_mmsg(mem, i(0), a[1], a[2] as u32, i(3), true),
-            RECVMMSG => self.sys_mmsg(mem, i(0), a[1], a[2] as u32, i(3), false),
-            GETRANDOM => self.sys_getrandom(mem, a[0], a[1], a[2] as u32),
-
-            // System V IPC
-            SHMGET => self.sys_shmget(i(0), a[1], i(2)),
-            SHMAT => self.sys_shmat(mem, i(0), a[1], i(2)),
-            SHMDT => self.sys_shmdt(mem, a[0]),
-            SHMCTL => self.sys_shmctl(mem, i(0), i(1), a[2]),
-            SEMGET => self.sys_semget(i(0), i(1), i(2)),
-            SEMOP => self.sys_semtimedop(mem, i(0), a[1], a[2], 0),
-            SEMTIMEDOP => self.sys_semtimedop(mem, i(0), a[1], a[2], a[3]),
-            SEMCTL => self.sys_semctl(mem, i(0), i(1), i(2), a[3]),
-            MSGGET => self.sys_msgget(i(0), i(1)),
-            MSGSND => self.sys_msgsnd(mem, i(0), a[1], a[2], i(3)),
-            MSGRCV => self.sys_msgrcv(mem, i(0), a[1], a[2], a[3] as i64, i(4)),
-            MSGCTL => self.sys_msgctl(mem, i(0), i(1), a[2]),
-            MEMFD_CREATE => self.sys_memfd_create(mem, a[0], a[1] as u32),
-
-            // time
-            CLOCK_GETTIME => self.sys_clock_gettime(mem, i(0), a[1]),
-            CLOCK_GETRES => self.sys_clock_getres(mem, i(0), a[1]),
-            CLOCK_SETTIME => self.sys_clock_settime(i(0)),
-            // setting the machine's time: a guest may not
-            SETTIMEOFDAY => Err(Errno::EPERM),
-            GETTIMEOFDAY => self.sys_gettimeofday(mem, a[0], a[1]),
-            NANOSLEEP => self.sys_nanosleep(mem, a[0]),
-            CLOCK_NANOSLEEP => self.sys_clock_nanosleep(mem, i(0), i(1), a[2]),
-            GETITIMER => self.sys_getitimer(mem, i(0), a[1]),
-            SETITIMER => self.sys_setitimer(mem, i(0), a[1], a[2]),
-            TIMER_CREATE => self.sys_timer_create(mem, i(0), a[1], a[2]),
-            TIMER_SETTIME => self.sys_timer_settime(mem, i(0), i(1), a[2], a[3]),
-            TIMER_GETTIME => self.sys_timer_gettime(mem, i(0), a[1]),
-            TIMER_GETOVERRUN => self.sys_timer_getoverrun(i(0)),
-            TIMER_DELETE => self.sys_timer_delete(i(0)),
-
-            // signals
-            RT_SIGACTION => self.sys_rt_sigaction(mem, i(0), a[1], a[2], a[3]),
-            RT_SIGPROCMASK => self.sys_rt_sigprocmask(mem, i(0), a[1], a[2], a[3]),
-            RT_SIGPENDING => self.sys_rt_sigpending(mem, a[0], a[1]),
-            RT_SIGSUSPEND => self.sys_rt_sigsuspend(mem, a[0], a[1]),
-            RT_SIGTIMEDWAIT => self.sys_rt_sigtimedwait(mem, a[0], a[1], a[2], a[3]),
-            SIGALTSTACK => self.sys_sigaltstack(mem, a[0], a[1], st.x[31]),
-            KILL => self.sys_kill(i(0), i(1)),
-            TKILL => self.sys_tkill(i(0), i(1)),
-            TGKILL => self.sys_tgkill(i(0), i(1), i(2)),
-            RT_SIGRETURN => self.sys_rt_sigreturn(st, mem),
-            FUTEX => self.sys_futex(mem, a),
-
-            UNSHARE => self.sys_unshare(a[0]),
-
-            // Deliberate answers, without the unsupported-syscall note: what a Linux kernel
-            // gives an unprivileged process, or one built without the feature, so that
-            // programs take the way they take there.
-            // - Linux AIO, POSIX message queues, io_uring and pidfds: not built in (ENOSYS);
-            //   libaio users, Python and Go fall back to threads, pipes and wait.
-            IO_SETUP | IO_DESTROY | IO_SUBMIT | IO_CANCEL | IO_GETEVENTS | IO_PGETEVENTS
-            | MQ_OPEN | MQ_UNLINK | MQ_TIMEDSEND | MQ_TIMEDRECEIVE | MQ_NOTIFY | MQ_GETSETATTR
-            | IO_URING_SETUP | IO_URING_ENTER | IO_URING_REGISTER | PIDFD_SEND_SIGNAL
-            | PIDFD_OPEN | PIDFD_GETFD => Err(Errno::ENOSYS),
-            // - privileged: userfaultfd (vm.unprivileged_userfaultfd=0), the kernel log
-            //   (dmesg_restrict), vhangup (CAP_SYS_TTY_CONFIG)
-            USERFAULTFD | SYSLOG | VHANGUP => Err(Errno::EPERM),
-            // - restart_syscall with nothing to restart: Linux answers EINTR
-            RESTART_SYSCALL => Err(Errno::EINTR),
-
-            _ => {
+        let Some(row) = syscalls::row(nr) else {
+            self.unsupported(nr);
+            return Err(Errno::ENOSYS);
+        };
+        match (row.support, row.handler) {
+            (syscalls::Support::Refused(e, _), _) => Err(Errno(e)),
+            (_, Some(handler)) => handler(self, &mut syscalls::Call { nr, a, st, mem }),
+            (_, None) => {
                 self.unsupported(nr);
                 Err(Errno::ENOSYS)
             }

@@ -4,8 +4,8 @@ use super::nr::*;
 use super::{Errno, SysResult};
 use crate::memory::AddressSpace;
 
-#[derive(Clone, Copy)]
-enum K {
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum K {
     /// signed decimal
     I,
     /// unsigned decimal
@@ -28,85 +28,9 @@ enum K {
     Futex,
 }
 
+/// How `--strace` shows syscall `nr`'s arguments (the syscall table's column).
 fn signature(nr: u64) -> Option<&'static [K]> {
-    use K::*;
-    Some(match nr {
-        READ | GETDENTS64 => &[Fd, P, U],
-        WRITE => &[Fd, B, U],
-        READV | WRITEV => &[Fd, P, U],
-        PREAD64 => &[Fd, P, U, I],
-        PWRITE64 => &[Fd, B, U, I],
-        OPENAT => &[Fd, S, O, M],
-        CLOSE | DUP | FSYNC | FDATASYNC | FCHDIR => &[Fd],
-        LSEEK => &[Fd, I, I],
-        FSTAT | FSTATFS => &[Fd, P],
-        NEWFSTATAT => &[Fd, S, P, X],
-        STATX => &[Fd, S, X, X, P],
-        READLINKAT => &[Fd, S, P, U],
-        FACCESSAT => &[Fd, S, I],
-        FACCESSAT2 => &[Fd, S, I, X],
-        MKDIRAT => &[Fd, S, M],
-        UNLINKAT => &[Fd, S, X],
-        SYMLINKAT => &[S, Fd, S],
-        LINKAT => &[Fd, S, Fd, S, X],
-        RENAMEAT => &[Fd, S, Fd, S],
-        RENAMEAT2 => &[Fd, S, Fd, S, X],
-        CHDIR | STATFS | TRUNCATE => &[S, X],
-        FTRUNCATE => &[Fd, I],
-        FCNTL => &[Fd, I, X],
-        DUP3 => &[Fd, Fd, X],
-        PIPE2 => &[P, X],
-        IOCTL => &[Fd, X, X],
-        GETCWD => &[P, U],
-        FCHMODAT => &[Fd, S, M],
-        FCHMOD => &[Fd, M],
-        UTIMENSAT => &[Fd, S, P, X],
-        BRK => &[X],
-        MMAP => &[X, U, X, X, Fd, X],
-        MUNMAP => &[X, U],
-        MPROTECT => &[X, U, X],
-        MREMAP => &[X, U, U, X, X],
-        MADVISE => &[X, U, I],
-        EXIT | EXIT_GROUP => &[I],
-        SET_TID_ADDRESS => &[P],
-        SET_ROBUST_LIST => &[P, U],
-        PRLIMIT64 => &[I, I, P, P],
-        UNAME | SYSINFO | TIMES => &[P],
-        CLOCK_GETTIME | CLOCK_GETRES => &[I, P],
-        CLOCK_NANOSLEEP => &[I, I, P, P],
-        NANOSLEEP | GETTIMEOFDAY => &[P, P],
-        GETRANDOM => &[P, U, X],
-        RT_SIGACTION => &[I, P, P, U],
-        RT_SIGPROCMASK => &[I, P, P, U],
-        SIGALTSTACK => &[P, P],
-        KILL | TKILL => &[I, I],
-        TGKILL => &[I, I, I],
-        FUTEX => &[P, Futex, U, P, P, X],
-        CLONE => &[X, P, P, P, P],
-        CLONE3 => &[P, U],
-        GET_ROBUST_LIST => &[I, P, P],
-        MEMBARRIER => &[I, X],
-        EVENTFD2 => &[U, X],
-        EPOLL_CREATE1 => &[X],
-        EPOLL_CTL => &[Fd, I, Fd, P],
-        EPOLL_PWAIT => &[Fd, P, I, I, P, U],
-        EPOLL_PWAIT2 => &[Fd, P, I, P, P, U],
-        TIMERFD_CREATE => &[I, X],
-        TIMERFD_SETTIME => &[Fd, X, P, P],
-        TIMERFD_GETTIME => &[Fd, P],
-        PSELECT6 => &[I, P, P, P, P, P],
-        GETPID | GETPPID | GETTID | GETUID | GETEUID | GETGID | GETEGID | SCHED_YIELD | SYNC
-        | SETSID => &[],
-        SCHED_GETAFFINITY => &[I, U, P],
-        PPOLL => &[P, U, P, P, U],
-        SENDFILE => &[Fd, Fd, P, U],
-        SPLICE => &[Fd, P, Fd, P, U, X],
-        TEE => &[Fd, Fd, U, X],
-        VMSPLICE => &[Fd, P, U, X],
-        PREADV | PWRITEV => &[Fd, P, U, I],
-        PREADV2 | PWRITEV2 => &[Fd, P, U, I, X, X],
-        _ => return None,
-    })
+    super::syscalls::row(nr).map(|r| r.args)
 }
 
 fn quote(bytes: &[u8], limit: usize) -> String {
