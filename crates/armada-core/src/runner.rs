@@ -996,7 +996,10 @@ impl Lane {
                 p.futex_cancel(t.tid);
             }
             t.run = if interrupted {
-                if restartable(w.nr) && p.restart_after_handler(t.tid) {
+                if let Some(done) = p.interrupted_write(t.tid) {
+                    // a write that had put bytes in returns their count, never EINTR
+                    t.state.x[0] = done;
+                } else if restartable(w.nr) && p.restart_after_handler(t.tid) {
                     // back to the SVC with its first argument: it runs again after the
                     // handler returns
                     t.state.pc = t.state.pc.wrapping_sub(4);

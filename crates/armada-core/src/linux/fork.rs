@@ -183,6 +183,7 @@ impl Process {
             rng,
             signals,
             thread: ThreadLinux {
+                write_done: None,
                 tid: pid,
                 sig: tsig,
                 clear_child_tid: if a.flags & CLONE_CHILD_CLEARTID != 0 {

@@ -404,23 +404,53 @@ impl Process {
             return Ok(0);
         }
         check_readable(mem, addr, len)?;
+        // a blocking write to the run's own pipe or socket goes in whole: what does not fit
+        // waits for room, and the write goes on from there when it runs again
+        let key = (fd, addr, len);
+        let whole = off.is_none() && self.waits_for_room(fd);
+        let mut total = match self.thread.write_done.take() {
+            Some((k, done)) if k == key && whole => done,
+            _ => 0,
+        };
+        let before = total;
         let mut tmp = vec![0u8; (len as usize).min(CHUNK)];
-        let mut total = 0u64;
         while total < len {
             let n = ((len - total) as usize).min(CHUNK);
             rd(mem, addr + total, &mut tmp[..n])?;
-            match self.do_write(fd, &tmp[..n], off.map(|o| o + total)) {
+            let full = match self.do_write(fd, &tmp[..n], off.map(|o| o + total)) {
                 Ok(w) => {
                     total += w as u64;
-                    if w < n {
-                        break;
-                    }
+                    w < n
                 }
-                Err(_) if total > 0 => break,
+                Err(e) if e == WOULD_BLOCK && total > 0 => true,
+                Err(e) if total > 0 => {
+                    // what went in is the result; a reader gone still raises SIGPIPE
+                    if e == Errno::EPIPE {
+                        self.io_error(e, fd);
+                    }
+                    break;
+                }
                 Err(e) => return Err(self.io_error(e, fd)),
+            };
+            if full {
+                if whole && total < len {
+                    self.thread.write_done = Some((key, total));
+                    // the bytes that went in may be what a reader waits for
+                    self.events.stirred |= total > before;
+                    return Err(self.block(super::wait::WaitKind::Retry, None));
+                }
+                break;
             }
         }
         Ok(total)
+    }
+
+    /// Whether a write to `fd` that finds no room waits for it: a blocking pipe or
+    /// stream socket of the run's own.
+    fn waits_for_room(&self, fd: i32) -> bool {
+        self.files.file(fd).is_ok_and(|f| {
+            f.flags & O_NONBLOCK == 0 && matches!(f.kind, Kind::Pipe { .. } | Kind::Socket { .. })
+        })
     }
 
     pub(crate) fn fd_check(&mut self, fd: i32) -> SysResult {

@@ -68,12 +68,26 @@ pub(crate) struct ThreadLinux {
     pub(crate) clear_child_tid: u64,
     /// set_robust_list: the head of the thread's list of held robust futexes.
     pub(crate) robust_list: u64,
+    /// A blocking write(fd, addr, len) to a full pipe or socket that waits for room: the
+    /// bytes it has put in so far (Linux returns only once all are in, or a signal came).
+    pub(crate) write_done: Option<((i32, u64, u64), u64)>,
 }
 
 impl Process {
     /// The tid of the task being serviced.
     pub fn tid(&self) -> i32 {
         self.thread.tid
+    }
+
+    /// A signal ended thread `tid`'s wait: the bytes a blocking write had put in by then,
+    /// which is what the write returns (not EINTR), if it had put in any.
+    pub fn interrupted_write(&mut self, tid: i32) -> Option<u64> {
+        let t = if tid == self.thread.tid {
+            &mut self.thread
+        } else {
+            self.others.get_mut(&tid)?
+        };
+        t.write_done.take().map(|(_, n)| n).filter(|&n| n > 0)
     }
 
     /// Whether `tid` is one of this process's threads.
@@ -273,6 +287,7 @@ impl Process {
                 0
             },
             robust_list: 0,
+            write_done: None,
         };
         self.others.insert(tid, t);
         self.events.spawned.push(NewTask { tid, state });

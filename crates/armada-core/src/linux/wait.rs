@@ -66,8 +66,9 @@ pub(crate) struct Events {
     pub(crate) stop: Option<i32>,
     /// A timer was armed, changed or deleted (the scheduler's next due time may be sooner).
     pub(crate) timers_changed: bool,
-    /// The syscall blocked but moved something other tasks may wait for (a host
-    /// program's bridge filled or drained a lane pipe): `Retry` waiters look again.
+    /// The syscall blocked but moved something other tasks may wait for (a write that
+    /// filled a pipe and waits for the rest to fit, a host program's bridge): `Retry`
+    /// waiters look again.
     pub(crate) stirred: bool,
 }
 
