@@ -15,7 +15,8 @@ static void status(const char *what)
     printf("%s:", what);
     while (f && fgets(line, sizeof line, f)) {
         if (!strncmp(line, "Uid:", 4) || !strncmp(line, "Gid:", 4) ||
-            !strncmp(line, "Groups:", 7)) {
+            !strncmp(line, "Groups:", 7) || !strncmp(line, "SigIgn:", 7) ||
+            !strncmp(line, "CapEff:", 7)) {
             line[strcspn(line, "\n")] = 0;
             for (char *c = line; *c; c++)
                 if (*c == '\t')
@@ -61,6 +62,10 @@ int main(void)
     ids("start");
     status("start");
     caps("start");
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGUSR2, SIG_IGN);
+    status("SIGPIPE and SIGUSR2 ignored");
+    signal(SIGUSR2, SIG_DFL);
 
     /* capget's ways of being asked */
     struct __user_cap_header_struct h = {0x12345678, 0};

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,6 +138,27 @@ int main(void) {
         removed += chdir("..") == 0 && rmdir(name) == 0;
     printf(", removed %d, back: %d\n", removed,
            readlink("/proc/self/cwd", buf, sizeof buf - 1) == (ssize_t)strlen(dir));
+    // nice values: set, read back, inherited; the errors
+    int base = getpriority(PRIO_PROCESS, 0);
+    printf("nice: setpriority +3 %d", setpriority(PRIO_PROCESS, 0, base + 3));
+    printf(", now base+%d", getpriority(PRIO_PROCESS, 0) - base);
+    printf(", by pid base+%d", getpriority(PRIO_PROCESS, getpid()) - base);
+    // (not PRIO_PGRP: the first process's group is the host's, with host processes in it)
+    fflush(stdout);
+    pid_t kid = fork();
+    if (kid == 0) {
+        printf(", child inherits base+%d", getpriority(PRIO_PROCESS, 0) - base);
+        fflush(stdout);
+        _exit(0);
+    }
+    waitpid(kid, NULL, 0);
+    errno = 0;
+    printf(", which 9: %d %s", setpriority(9, 0, 0), errno == EINVAL ? "EINVAL" : strerror(errno));
+    errno = 0;
+    printf(", no such pid: %d %s", getpriority(PRIO_PROCESS, 999999),
+           errno == ESRCH ? "ESRCH" : strerror(errno));
+    printf(", back %d\n", setpriority(PRIO_PROCESS, 0, base));
+
     // pipe sizes: F_SETPIPE_SZ rounds to a power of two of pages and bounds writes
     int pp[2];
     pipe(pp);

@@ -125,6 +125,7 @@ impl Process {
             pdeathsig: 0,
             cmdline: Vec::new(),
             exe: Vec::new(),
+            nice: 0,
         });
         entry.ppid = parent;
         entry.zombie = None;

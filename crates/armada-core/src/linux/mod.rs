@@ -478,13 +478,24 @@ impl Process {
                 ..Default::default()
             },
             others: task::Others::new(),
-            procs: procs::ProcTable::new(
-                pid,
-                ppid,
-                pgid,
-                sid,
-                cfg.max_processes.unwrap_or(procs::DEFAULT_MAX_PROCESSES),
-            ),
+            procs: {
+                let mut t = procs::ProcTable::new(
+                    pid,
+                    ppid,
+                    pgid,
+                    sid,
+                    cfg.max_processes.unwrap_or(procs::DEFAULT_MAX_PROCESSES),
+                );
+                if !cfg.deterministic {
+                    // the host's nice value, as the first process inherits it under qemu
+                    // SAFETY: plain integer arguments.
+                    let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+                    if let Some(e) = t.procs.get_mut(&pid) {
+                        e.nice = nice.clamp(-20, 19);
+                    }
+                }
+                t
+            },
             forked: None,
             exec: None,
             exit_signal: signal::SIGCHLD,

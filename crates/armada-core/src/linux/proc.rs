@@ -171,8 +171,9 @@ impl Process {
                 v.into_bytes()
             }
             ProcFile::Status => {
+                use std::fmt::Write;
                 let c = &self.creds;
-                format!(
+                let mut s = format!(
                 "Name:\t{comm}\nUmask:\t{:04o}\nState:\t{} ({})\nTgid:\t{pid}\nNgid:\t0\nPid:\t{pid}\nPPid:\t{}\nTracerPid:\t0\nUid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t{}\nThreads:\t{threads}\n",
                 self.umask,
                 state.0,
@@ -188,8 +189,29 @@ impl Process {
                 c.gid.fs,
                 // Linux ends the list with a space, even an empty one
                 c.groups.iter().map(|g| format!("{g} ")).collect::<String>() + if c.groups.is_empty() { " " } else { "" },
-            )
-            .into_bytes()
+            );
+                // signal masks: those of this process (another's read as none here), and
+                // the capability sets
+                let ((shd, ign, cgt), (pnd, blk)) = if pid == self.pid {
+                    (
+                        self.signals.status_masks(),
+                        (self.thread.sig.pending, self.thread.sig.mask),
+                    )
+                } else {
+                    ((0, 0, 0), (0, 0))
+                };
+                let _ = write!(
+                    s,
+                    "SigQ:\t0/{}\nSigPnd:\t{pnd:016x}\nShdPnd:\t{shd:016x}\nSigBlk:\t{blk:016x}\nSigIgn:\t{ign:016x}\nSigCgt:\t{cgt:016x}\nCapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}\nCapBnd:\t{:016x}\nCapAmb:\t{:016x}\nNoNewPrivs:\t{}\nSeccomp:\t0\n",
+                    self.rlimits[super::sys::RLIMIT_SIGPENDING].0.min(1 << 31),
+                    c.cap_inh,
+                    c.cap_prm,
+                    c.cap_eff,
+                    c.cap_bnd,
+                    0,
+                    self.prctl.no_new_privs as u8,
+                );
+                s.into_bytes()
             }
         })
     }

@@ -70,6 +70,8 @@ pub(crate) struct ProcEntry {
     /// Its command line (NUL-separated) and command name, for /proc/PID.
     pub(crate) cmdline: Vec<u8>,
     pub(crate) exe: Vec<u8>,
+    /// Its nice value (-20..=19), inherited by its children.
+    pub(crate) nice: i32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +127,7 @@ impl ProcTable {
                 pdeathsig: 0,
                 cmdline: Vec::new(),
                 exe: Vec::new(),
+                nice: 0,
             },
         );
         ProcTable {

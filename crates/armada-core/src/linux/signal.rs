@@ -294,6 +294,21 @@ impl Default for Signals {
 }
 
 impl Signals {
+    /// /proc/PID/status's masks: the process's pending signals, those ignored and those
+    /// caught (bit `sig - 1`).
+    pub(crate) fn status_masks(&self) -> (u64, u64, u64) {
+        let (mut ign, mut cgt) = (0u64, 0u64);
+        for sig in 1..=NSIG {
+            let a = &self.actions[sig as usize];
+            if a.handler == SIG_IGN {
+                ign |= 1 << (sig - 1);
+            } else if a.handler != SIG_DFL {
+                cgt |= 1 << (sig - 1);
+            }
+        }
+        (self.shared, ign, cgt)
+    }
+
     /// Default dispositions but SIG_IGN for the signals in `mask` (bit `sig - 1`; SIGKILL
     /// and SIGSTOP cannot be ignored): a process executed by a parent that ignored them.
     pub(crate) fn ignoring(mask: u64) -> Signals {

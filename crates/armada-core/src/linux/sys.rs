@@ -14,6 +14,7 @@ pub const RLIMIT_NPROC: usize = 6;
 pub const RLIMIT_NOFILE: usize = 7;
 pub const RLIMIT_MEMLOCK: usize = 8;
 pub const RLIMIT_AS: usize = 9;
+pub const RLIMIT_SIGPENDING: usize = 11;
 pub const RLIMIT_NLIMITS: usize = 16;
 pub(crate) const RLIM_NLIMITS: usize = RLIMIT_NLIMITS;
 pub const RLIM_INFINITY: u64 = u64::MAX;
@@ -29,7 +30,7 @@ pub(crate) fn default_rlimits(deterministic: bool) -> [(u64, u64); RLIM_NLIMITS]
     r[RLIMIT_NOFILE] = (1024, 4096);
     r[RLIMIT_MEMLOCK] = (8 << 20, 8 << 20);
     r[10] = inf; // LOCKS
-    r[11] = (63_536, 63_536); // SIGPENDING
+    r[RLIMIT_SIGPENDING] = (63_536, 63_536);
     r[12] = (819_200, 819_200); // MSGQUEUE
     r[13] = (0, 0); // NICE
     r[14] = (0, 0); // RTPRIO
@@ -189,6 +190,71 @@ impl Process {
         b.extend_from_slice(&utsfield(b"aarch64"));
         b.extend_from_slice(&utsfield(b"(none)"));
         wr(mem, buf, &b)?;
+        Ok(0)
+    }
+
+    /// The lane processes `which`/`who` name for get/setpriority (ESRCH: none).
+    fn prio_targets(&self, which: i32, who: i32) -> Result<Vec<i32>, Errno> {
+        const PRIO_PROCESS: i32 = 0;
+        const PRIO_PGRP: i32 = 1;
+        const PRIO_USER: i32 = 2;
+        let live = self.procs.procs.iter().filter(|(_, e)| e.zombie.is_none());
+        let v: Vec<i32> = match which {
+            PRIO_PROCESS => {
+                // a thread id names its process
+                let pid = if who == 0 || self.is_thread(who) {
+                    self.pid
+                } else {
+                    who
+                };
+                live.filter(|(&p, _)| p == pid).map(|(&p, _)| p).collect()
+            }
+            PRIO_PGRP => {
+                let me = self.procs.procs.get(&self.pid).map_or(self.pid, |e| e.pgid);
+                let g = if who == 0 { me } else { who };
+                live.filter(|(_, e)| e.pgid == g).map(|(&p, _)| p).collect()
+            }
+            // every process of the lane runs as the same user
+            PRIO_USER if who == 0 || who as u32 == self.creds.uid.real => {
+                live.map(|(&p, _)| p).collect()
+            }
+            PRIO_USER => Vec::new(),
+            _ => return Err(Errno::EINVAL),
+        };
+        if v.is_empty() {
+            return Err(Errno::ESRCH);
+        }
+        Ok(v)
+    }
+
+    /// getpriority: 20 - the lowest nice value among the targets (the kernel's form;
+    /// libc turns it back into a nice value).
+    pub(crate) fn sys_getpriority(&mut self, which: i32, who: i32) -> SysResult {
+        let t = self.prio_targets(which, who)?;
+        let nice = t
+            .iter()
+            .filter_map(|p| self.procs.procs.get(p).map(|e| e.nice))
+            .min()
+            .unwrap_or(0);
+        Ok((20 - nice) as u64)
+    }
+
+    /// setpriority: the nice value of every target, clamped to -20..=19; lowering one
+    /// takes CAP_SYS_NICE (EACCES). It is recorded and reported; the lane's scheduler
+    /// gives every task the same turns whatever its nice value.
+    pub(crate) fn sys_setpriority(&mut self, which: i32, who: i32, prio: i32) -> SysResult {
+        const CAP_SYS_NICE: u32 = 23;
+        let t = self.prio_targets(which, who)?;
+        let nice = prio.clamp(-20, 19);
+        let may_lower = self.creds.capable(CAP_SYS_NICE);
+        for p in t {
+            if let Some(e) = self.procs.procs.get_mut(&p) {
+                if nice < e.nice && !may_lower {
+                    return Err(Errno::EACCES);
+                }
+                e.nice = nice;
+            }
+        }
         Ok(0)
     }
 

@@ -346,9 +346,9 @@ syscalls! {
         |p, c| p.sys_rt_sigtimedwait(c.mem, c.a[0], c.a[1], c.a[2], c.a[3]);
     138 RT_SIGQUEUEINFO "rt_sigqueueinfo" [I, I, P] Missing, host;
     139 RT_SIGRETURN "rt_sigreturn" [] Full, host, |p, c| p.sys_rt_sigreturn(c.st, c.mem);
-    140 SETPRIORITY "setpriority" [I, I, I] Partial("accepted; nice values do not change the lane's scheduling"), host,
-        |_p, _c| Ok(0);
-    141 GETPRIORITY "getpriority" [I, I] Partial("always nice 0"), host, |_p, _c| Ok(20);
+    140 SETPRIORITY "setpriority" [I, I, I] Partial("recorded and reported; the lane's scheduler gives every nice value the same turns"), host,
+        |p, c| p.sys_setpriority(c.i(0), c.i(1), c.i(2));
+    141 GETPRIORITY "getpriority" [I, I] Full, host, |p, c| p.sys_getpriority(c.i(0), c.i(1));
     142 REBOOT "reboot" [X, X, X, P] Missing, host;
     143 SETREGID "setregid" [I, I] Full, host, |p, c| p.sys_setid(c.mem, c.nr, c.a);
     144 SETGID "setgid" [I] Full, host, |p, c| p.sys_setid(c.mem, c.nr, c.a);
