@@ -1,10 +1,11 @@
 /* Blocking writes to a pipe go in whole: a 1 MiB write() to a pipe of 64 KiB returns
- * 1 MiB once a slow reader has taken it all; a signal that comes while it waits ends it
+ * 1 MiB once a slow reader has taken it all, and writev the same; a signal that comes while it waits ends it
  * with the count put in so far (not EINTR); a non-blocking one takes what fits; a reader
  * that goes away mid-write leaves the count put in so far, and SIGPIPE. */
 #include "../processes/proc.h"
 #include <fcntl.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 
 static volatile int alarms, pipes;
 static void on_alarm(int s) { (void)s; alarms++; }
@@ -33,6 +34,8 @@ int main(void)
     }
     close(p[0]);
     printf("write of 1 MiB: %zd\n", write(p[1], big, sizeof big));
+    struct iovec v[2] = {{big, 100000}, {big, 200000}};
+    printf("writev of 300000: %zd\n", writev(p[1], v, 2));
     close(p[1]);
     int st;
     waitpid(pid, &st, 0);

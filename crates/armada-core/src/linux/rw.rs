@@ -408,10 +408,7 @@ impl Process {
         // waits for room, and the write goes on from there when it runs again
         let key = (fd, addr, len);
         let whole = off.is_none() && self.waits_for_room(fd);
-        let mut total = match self.thread.write_done.take() {
-            Some((k, done)) if k == key && whole => done,
-            _ => 0,
-        };
+        let mut total = self.resume_write(key, whole);
         let before = total;
         let mut tmp = vec![0u8; (len as usize).min(CHUNK)];
         while total < len {
@@ -434,15 +431,30 @@ impl Process {
             };
             if full {
                 if whole && total < len {
-                    self.thread.write_done = Some((key, total));
-                    // the bytes that went in may be what a reader waits for
-                    self.events.stirred |= total > before;
-                    return Err(self.block(super::wait::WaitKind::Retry, None));
+                    return Err(self.wait_for_room(key, total, before));
                 }
                 break;
             }
         }
         Ok(total)
+    }
+
+    /// How much of the write `key` (fd and buffers) the calling thread already put in
+    /// before it waited for room (0: none, or `whole` is false).
+    fn resume_write(&mut self, key: (i32, u64, u64), whole: bool) -> u64 {
+        match self.thread.write_done.take() {
+            Some((k, done)) if k == key && whole => done,
+            _ => 0,
+        }
+    }
+
+    /// The write `key` has put `total` bytes in (`before` of them before this run) and
+    /// waits for room for the rest.
+    fn wait_for_room(&mut self, key: (i32, u64, u64), total: u64, before: u64) -> Errno {
+        self.thread.write_done = Some((key, total));
+        // the bytes that went in may be what a reader waits for
+        self.events.stirred |= total > before;
+        self.block(super::wait::WaitKind::Retry, None)
     }
 
     /// Whether a write to `fd` that finds no room waits for it: a blocking pipe or
@@ -613,8 +625,22 @@ impl Process {
             if data.is_empty() {
                 return Ok(0);
             }
-            return match self.do_write(fd, &data, off) {
-                Ok(n) => Ok(n as u64),
+            // in whole, as write() (see write_from_guest)
+            let key = (fd, iov, cnt);
+            let whole = off.is_none() && self.waits_for_room(fd);
+            let done = self.resume_write(key, whole);
+            return match self.do_write(fd, &data[done as usize..], off) {
+                Ok(n) if whole && done + (n as u64) < sum => {
+                    Err(self.wait_for_room(key, done + n as u64, done))
+                }
+                Ok(n) => Ok(done + n as u64),
+                Err(e) if e == WOULD_BLOCK && done > 0 => Err(self.wait_for_room(key, done, done)),
+                Err(e) if done > 0 => {
+                    if e == Errno::EPIPE {
+                        self.io_error(e, fd);
+                    }
+                    Ok(done)
+                }
                 Err(e) => Err(self.io_error(e, fd)),
             };
         }
