@@ -95,6 +95,29 @@ impl Process {
         Ok(0)
     }
 
+    /// Queues one datagram on socket `idx`'s receive queue `pipe` with its sender (what
+    /// pipe_put answers: a full queue, or no room for the whole message, is an error).
+    pub(crate) fn dgram_queue(
+        &mut self,
+        idx: usize,
+        pipe: usize,
+        data: &[u8],
+        from: Addr,
+        nonblock: bool,
+    ) -> Result<usize, Errno> {
+        let n = self.pipe_put(pipe, data, nonblock)?;
+        if let Some(d) = self
+            .files
+            .net
+            .socks
+            .get_mut(&idx)
+            .and_then(|s| s.dgram.as_mut())
+        {
+            d.from.push_back(from);
+        }
+        Ok(n)
+    }
+
     /// Sends one datagram from socket `idx` to `to` (its peer when None).
     pub(crate) fn dgram_send(
         &mut self,
@@ -145,19 +168,8 @@ impl Process {
             .and_then(|s| s.local.clone())
             .unwrap_or(Addr::Unix(Vec::new()))
             .seen_by(tfamily);
-        match self.pipe_put(pipe, data, nonblock || family != AF_UNIX) {
-            Ok(n) => {
-                if let Some(d) = self
-                    .files
-                    .net
-                    .socks
-                    .get_mut(&target)
-                    .and_then(|t| t.dgram.as_mut())
-                {
-                    d.from.push_back(src);
-                }
-                Ok(n)
-            }
+        match self.dgram_queue(target, pipe, data, src, nonblock || family != AF_UNIX) {
+            Ok(n) => Ok(n),
             // a full UDP queue drops the datagram
             Err(Errno::EAGAIN) if family != AF_UNIX && !nonblock => Ok(data.len()),
             Err(e) => Err(e),

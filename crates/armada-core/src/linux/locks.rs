@@ -77,22 +77,14 @@ impl Locks {
         self.held.is_empty()
     }
 
-    /// The first lock of another owner that keeps `owner` from taking this one.
-    fn conflict(
-        &self,
-        file: FileKey,
-        owner: Owner,
-        flock: bool,
-        write: bool,
-        start: u64,
-        end: u64,
-    ) -> Option<&Lock> {
+    /// The first lock of another owner that keeps `want`'s owner from taking it.
+    fn conflict(&self, want: &Lock) -> Option<&Lock> {
         self.held.iter().find(|l| {
-            l.file == file
-                && l.flock == flock
-                && l.owner != owner
-                && (write || l.write)
-                && l.overlaps(start, end)
+            l.file == want.file
+                && l.flock == want.flock
+                && l.owner != want.owner
+                && (want.write || l.write)
+                && l.overlaps(want.start, want.end)
         })
     }
 
@@ -267,16 +259,19 @@ impl Process {
             Owner::Process(self.pid)
         };
         let file = self.files.lock_key(idx);
+        let want = Lock {
+            file,
+            owner,
+            flock: false,
+            write: req.kind == F_WRLCK,
+            start: req.start,
+            end: req.end,
+        };
         if get {
             if req.kind == F_UNLCK {
                 return Err(Errno::EINVAL);
             }
-            let write = req.kind == F_WRLCK;
-            let found = self
-                .files
-                .locks
-                .conflict(file, owner, false, write, req.start, req.end)
-                .cloned();
+            let found = self.files.locks.conflict(&want).cloned();
             match found {
                 None => super::wr(mem, arg, &F_UNLCK.to_le_bytes())?,
                 Some(l) => {
@@ -309,12 +304,7 @@ impl Process {
             return Err(Errno::EBADF);
         }
         if req.kind != F_UNLCK {
-            let write = req.kind == F_WRLCK;
-            let blocker = self
-                .files
-                .locks
-                .conflict(file, owner, false, write, req.start, req.end)
-                .map(|l| l.owner);
+            let blocker = self.files.locks.conflict(&want).map(|l| l.owner);
             if let Some(on) = blocker {
                 if !wait {
                     return Err(Errno::EAGAIN);
@@ -351,7 +341,14 @@ impl Process {
             && self
                 .files
                 .locks
-                .conflict(file, owner, true, kind == F_WRLCK, 0, u64::MAX)
+                .conflict(&Lock {
+                    file,
+                    owner,
+                    flock: true,
+                    write: kind == F_WRLCK,
+                    start: 0,
+                    end: u64::MAX,
+                })
                 .is_some()
         {
             if op & LOCK_NB != 0 {
@@ -384,6 +381,17 @@ mod tests {
     const F: FileKey = (1, 2);
     const A: Owner = Owner::Process(10);
     const B: Owner = Owner::Process(11);
+
+    fn probe(owner: Owner, flock: bool, write: bool, start: u64, end: u64) -> Lock {
+        Lock {
+            file: F,
+            owner,
+            flock,
+            write,
+            start,
+            end,
+        }
+    }
 
     fn ranges(l: &Locks, o: Owner) -> Vec<(bool, u64, u64)> {
         let mut v: Vec<_> = l
@@ -418,11 +426,11 @@ mod tests {
     fn conflicts_are_between_owners_and_spaces() {
         let mut l = Locks::default();
         l.set_range(F, A, F_RDLCK, 0, 9);
-        assert!(l.conflict(F, B, false, false, 0, 9).is_none());
-        assert!(l.conflict(F, B, false, true, 5, 5).is_some());
-        assert!(l.conflict(F, A, false, true, 5, 5).is_none());
+        assert!(l.conflict(&probe(B, false, false, 0, 9)).is_none());
+        assert!(l.conflict(&probe(B, false, true, 5, 5)).is_some());
+        assert!(l.conflict(&probe(A, false, true, 5, 5)).is_none());
         // flock's space is another
-        assert!(l.conflict(F, B, true, true, 0, u64::MAX).is_none());
+        assert!(l.conflict(&probe(B, true, true, 0, u64::MAX)).is_none());
         l.process_closed(10, F);
         assert!(l.is_empty());
     }

@@ -324,17 +324,8 @@ impl Process {
             for reply in answer(&data[at..at + len], pid) {
                 // a full queue drops the reply (Linux: ENOBUFS on the next read; a run's
                 // queue holds 64 KiB, far more than one dump of `lo`)
-                if self.pipe_put(pipe, &reply, true).is_ok() {
-                    if let Some(d) = self
-                        .files
-                        .net
-                        .socks
-                        .get_mut(&idx)
-                        .and_then(|s| s.dgram.as_mut())
-                    {
-                        d.from.push_back(Addr::Netlink { pid: 0, groups: 0 });
-                    }
-                }
+                let kernel = Addr::Netlink { pid: 0, groups: 0 };
+                let _ = self.dgram_queue(idx, pipe, &reply, kernel, true);
             }
             // (the last message's padding may be missing: Go sends 17 bytes)
             at = (at + len.next_multiple_of(4)).min(data.len());

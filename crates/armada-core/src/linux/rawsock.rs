@@ -344,17 +344,8 @@ impl Process {
             p.payload()
         };
         for (idx, pipe) in takers {
-            if self.pipe_put(pipe, bytes, true).is_ok() {
-                if let Some(d) = self
-                    .files
-                    .net
-                    .socks
-                    .get_mut(&idx)
-                    .and_then(|s| s.dgram.as_mut())
-                {
-                    d.from.push_back(p.src.clone());
-                }
-            }
+            // a full queue drops the packet
+            let _ = self.dgram_queue(idx, pipe, bytes, p.src.clone(), true);
         }
     }
 
