@@ -328,10 +328,11 @@ fn die_by_signal(signal: i32) {
 
 /// The signals this process was started with ignored (bit `sig - 1`), which the guest
 /// starts with ignored too, as a program its parent executes would (`nohup armada run`).
-/// Signals 1-31 are numbered alike on x86-64 and arm64 Linux. SIGPIPE is left out: Rust's
+/// Signals 1-64 are numbered alike on x86-64 and arm64 Linux (the real-time ones too, so an
+/// ignored 32 shows in the guest's SigIgn as under qemu). SIGPIPE is left out: Rust's
 /// runtime ignores it before `main`, so the parent's disposition cannot be told.
 fn host_ignored_signals() -> u64 {
-    (1..32)
+    (1..=64)
         .filter(|&sig| sig != libc::SIGKILL && sig != libc::SIGSTOP && sig != libc::SIGPIPE)
         .filter(|&sig| {
             // SAFETY: only reads the disposition, into a local.

@@ -18,6 +18,11 @@ static void status(const char *what)
             !strncmp(line, "Groups:", 7) || !strncmp(line, "SigIgn:", 7) ||
             !strncmp(line, "CapEff:", 7)) {
             line[strcspn(line, "\n")] = 0;
+            /* SigIgn: signals 1-31 only (what ran the test may ignore real-time ones,
+             * which both inherit) */
+            if (!strncmp(line, "SigIgn:", 7))
+                snprintf(line, sizeof line, "SigIgn: %08llx",
+                         strtoull(line + 8, NULL, 16) & 0x7fffffffull);
             for (char *c = line; *c; c++)
                 if (*c == '\t')
                     *c = ' ';
