@@ -137,21 +137,57 @@ syscalls! {
     3 IO_CANCEL "io_cancel" [X, P, P] Refused(libc::ENOSYS, AIO), host;
     4 IO_GETEVENTS "io_getevents" [X, I, I, P, P] Refused(libc::ENOSYS, AIO), host;
     5 SETXATTR "setxattr" [S, S, P, U, X] Full, host,
-        |p, c| p.sys_setxattr(c.mem, xattr::On::Path { addr: c.a[0], follow: true }, c.a[1], c.a[2], c.a[3], c.i(4));
+        |p, c| p.sys_setxattr(
+            c.mem,
+            xattr::On::Path { addr: c.a[0], follow: true },
+            c.a[1],
+            c.a[2],
+            c.a[3],
+            c.i(4),
+        );
     6 LSETXATTR "lsetxattr" [S, S, P, U, X] Full, host,
-        |p, c| p.sys_setxattr(c.mem, xattr::On::Path { addr: c.a[0], follow: false }, c.a[1], c.a[2], c.a[3], c.i(4));
+        |p, c| p.sys_setxattr(
+            c.mem,
+            xattr::On::Path { addr: c.a[0], follow: false },
+            c.a[1],
+            c.a[2],
+            c.a[3],
+            c.i(4),
+        );
     7 FSETXATTR "fsetxattr" [Fd, S, P, U, X] Full, host,
         |p, c| p.sys_setxattr(c.mem, xattr::On::Fd(c.i(0)), c.a[1], c.a[2], c.a[3], c.i(4));
     8 GETXATTR "getxattr" [S, S, P, U] Full, host,
-        |p, c| p.sys_getxattr(c.mem, xattr::On::Path { addr: c.a[0], follow: true }, c.a[1], c.a[2], c.a[3]);
+        |p, c| p.sys_getxattr(
+            c.mem,
+            xattr::On::Path { addr: c.a[0], follow: true },
+            c.a[1],
+            c.a[2],
+            c.a[3],
+        );
     9 LGETXATTR "lgetxattr" [S, S, P, U] Full, host,
-        |p, c| p.sys_getxattr(c.mem, xattr::On::Path { addr: c.a[0], follow: false }, c.a[1], c.a[2], c.a[3]);
+        |p, c| p.sys_getxattr(
+            c.mem,
+            xattr::On::Path { addr: c.a[0], follow: false },
+            c.a[1],
+            c.a[2],
+            c.a[3],
+        );
     10 FGETXATTR "fgetxattr" [Fd, S, P, U] Full, host,
         |p, c| p.sys_getxattr(c.mem, xattr::On::Fd(c.i(0)), c.a[1], c.a[2], c.a[3]);
     11 LISTXATTR "listxattr" [S, P, U] Full, host,
-        |p, c| p.sys_listxattr(c.mem, xattr::On::Path { addr: c.a[0], follow: true }, c.a[1], c.a[2]);
+        |p, c| p.sys_listxattr(
+            c.mem,
+            xattr::On::Path { addr: c.a[0], follow: true },
+            c.a[1],
+            c.a[2],
+        );
     12 LLISTXATTR "llistxattr" [S, P, U] Full, host,
-        |p, c| p.sys_listxattr(c.mem, xattr::On::Path { addr: c.a[0], follow: false }, c.a[1], c.a[2]);
+        |p, c| p.sys_listxattr(
+            c.mem,
+            xattr::On::Path { addr: c.a[0], follow: false },
+            c.a[1],
+            c.a[2],
+        );
     13 FLISTXATTR "flistxattr" [Fd, P, U] Full, host,
         |p, c| p.sys_listxattr(c.mem, xattr::On::Fd(c.i(0)), c.a[1], c.a[2]);
     14 REMOVEXATTR "removexattr" [S, S] Full, host,
@@ -256,7 +292,8 @@ syscalls! {
         |_p, _c| Ok(0);
     82 FSYNC "fsync" [Fd] Full, host, |p, c| p.sys_fsync(c.i(0));
     83 FDATASYNC "fdatasync" [Fd] Full, host, |p, c| p.sys_fsync(c.i(0));
-    84 SYNC_FILE_RANGE "sync_file_range" [Fd, I, I, X] Partial("checks the fd; host files are written through"), host,
+    84 SYNC_FILE_RANGE "sync_file_range" [Fd, I, I, X]
+        Partial("checks the fd; host files are written through"), host,
         |p, c| p.fd_check(c.i(0));
     85 TIMERFD_CREATE "timerfd_create" [I, X] Full, host,
         |p, c| p.sys_timerfd_create(c.i(0), c.a[1] as u32);
@@ -269,7 +306,8 @@ syscalls! {
     89 ACCT "acct" [S] Missing, host;
     90 CAPGET "capget" [P, P] Full, host, |p, c| p.sys_capget(c.mem, c.a[0], c.a[1]);
     91 CAPSET "capset" [P, P] Full, host, |p, c| p.sys_capset(c.mem, c.a[0], c.a[1]);
-    92 PERSONALITY "personality" [X] Partial("always PER_LINUX; other personalities are not modelled"), host,
+    92 PERSONALITY "personality" [X]
+        Partial("always PER_LINUX; other personalities are not modelled"), host,
         |_p, _c| Ok(0);
     93 EXIT "exit" [I] Full, device, |p, c| p.sys_exit_thread(c.mem, c.a[0]);
     94 EXIT_GROUP "exit_group" [I] Full, device,
@@ -308,17 +346,21 @@ syscalls! {
         |p, c| p.sys_clock_getres(c.mem, c.i(0), c.a[1]);
     115 CLOCK_NANOSLEEP "clock_nanosleep" [I, I, P, P] Full, host,
         |p, c| p.sys_clock_nanosleep(c.mem, c.i(0), c.i(1), c.a[2]);
-    116 SYSLOG "syslog" [I, P, I] Refused(libc::EPERM, "the kernel log is restricted (dmesg_restrict=1)"), host;
+    116 SYSLOG "syslog" [I, P, I]
+        Refused(libc::EPERM, "the kernel log is restricted (dmesg_restrict=1)"), host;
     117 PTRACE "ptrace" [I, I, P, P] Missing, host;
-    118 SCHED_SETPARAM "sched_setparam" [I, P] Partial("accepted; every task is SCHED_OTHER on the lane's scheduler"), host,
+    118 SCHED_SETPARAM "sched_setparam" [I, P]
+        Partial("accepted; every task is SCHED_OTHER on the lane's scheduler"), host,
         |_p, _c| Ok(0);
-    119 SCHED_SETSCHEDULER "sched_setscheduler" [I, I, P] Partial("accepted; every task is SCHED_OTHER on the lane's scheduler"), host,
+    119 SCHED_SETSCHEDULER "sched_setscheduler" [I, I, P]
+        Partial("accepted; every task is SCHED_OTHER on the lane's scheduler"), host,
         |_p, _c| Ok(0);
     120 SCHED_GETSCHEDULER "sched_getscheduler" [I] Partial("always SCHED_OTHER"), host,
         |_p, _c| Ok(0);
     121 SCHED_GETPARAM "sched_getparam" [I, P] Partial("always priority 0"), host,
         |_p, c| wr_u32(c.mem, c.a[1], 0).map(|_| 0);
-    122 SCHED_SETAFFINITY "sched_setaffinity" [I, U, P] Partial("accepted; the lane's tasks share its one host thread"), host,
+    122 SCHED_SETAFFINITY "sched_setaffinity" [I, U, P]
+        Partial("accepted; the lane's tasks share its one host thread"), host,
         |_p, _c| Ok(0);
     123 SCHED_GETAFFINITY "sched_getaffinity" [I, U, P] Full, host,
         |p, c| p.sys_sched_getaffinity(c.mem, c.i(0), c.a[1], c.a[2]);
@@ -328,7 +370,8 @@ syscalls! {
     126 SCHED_GET_PRIORITY_MIN "sched_get_priority_min" [I] Partial("0: SCHED_OTHER's range"), host,
         |_p, _c| Ok(0);
     127 SCHED_RR_GET_INTERVAL "sched_rr_get_interval" [I, P] Missing, host;
-    128 RESTART_SYSCALL "restart_syscall" [] Refused(libc::EINTR, "nothing to restart: Linux answers EINTR"), host;
+    128 RESTART_SYSCALL "restart_syscall" []
+        Refused(libc::EINTR, "nothing to restart: Linux answers EINTR"), host;
     129 KILL "kill" [I, I] Full, host, |p, c| p.sys_kill(c.i(0), c.i(1));
     130 TKILL "tkill" [I, I] Full, host, |p, c| p.sys_tkill(c.i(0), c.i(1));
     131 TGKILL "tgkill" [I, I, I] Full, host, |p, c| p.sys_tgkill(c.i(0), c.i(1), c.i(2));
@@ -346,7 +389,8 @@ syscalls! {
         |p, c| p.sys_rt_sigtimedwait(c.mem, c.a[0], c.a[1], c.a[2], c.a[3]);
     138 RT_SIGQUEUEINFO "rt_sigqueueinfo" [I, I, P] Missing, host;
     139 RT_SIGRETURN "rt_sigreturn" [] Full, host, |p, c| p.sys_rt_sigreturn(c.st, c.mem);
-    140 SETPRIORITY "setpriority" [I, I, I] Partial("recorded and reported; the lane's scheduler gives every nice value the same turns"), host,
+    140 SETPRIORITY "setpriority" [I, I, I]
+        Partial("recorded and reported; the scheduler gives every nice value the same turns"), host,
         |p, c| p.sys_setpriority(c.i(0), c.i(1), c.i(2));
     141 GETPRIORITY "getpriority" [I, I] Full, host, |p, c| p.sys_getpriority(c.i(0), c.i(1));
     142 REBOOT "reboot" [X, X, X, P] Missing, host;
@@ -387,7 +431,8 @@ syscalls! {
     168 GETCPU "getcpu" [P, P, P] Full, host, |p, c| p.sys_getcpu(c.mem, c.a[0], c.a[1]);
     169 GETTIMEOFDAY "gettimeofday" [P, P] Full, host,
         |p, c| p.sys_gettimeofday(c.mem, c.a[0], c.a[1]);
-    170 SETTIMEOFDAY "settimeofday" [P, P] Refused(libc::EPERM, "a guest may not set the machine's time"), host;
+    170 SETTIMEOFDAY "settimeofday" [P, P]
+        Refused(libc::EPERM, "a guest may not set the machine's time"), host;
     171 ADJTIMEX "adjtimex" [P] Missing, host;
     172 GETPID "getpid" [] Full, host, |p, _c| Ok(p.pid as u64);
     173 GETPPID "getppid" [] Full, host, |p, _c| p.sys_getppid();
@@ -467,10 +512,12 @@ syscalls! {
     226 MPROTECT "mprotect" [X, U, X] Full, host,
         |p, c| p.sys_mprotect(c.mem, c.a[0], c.a[1], c.a[2]);
     227 MSYNC "msync" [X, U, X] Full, host, |p, c| p.sys_msync(c.mem, c.a[0], c.a[1], c.i(2));
-    228 MLOCK "mlock" [X, U] Partial("accepted: the guest's memory is never paged out by armada"), host,
+    228 MLOCK "mlock" [X, U]
+        Partial("accepted: the guest's memory is never paged out by armada"), host,
         |_p, _c| Ok(0);
     229 MUNLOCK "munlock" [X, U] Partial("accepted: nothing is locked"), host, |_p, _c| Ok(0);
-    230 MLOCKALL "mlockall" [X] Partial("accepted: the guest's memory is never paged out by armada"), host,
+    230 MLOCKALL "mlockall" [X]
+        Partial("accepted: the guest's memory is never paged out by armada"), host,
         |_p, _c| Ok(0);
     231 MUNLOCKALL "munlockall" [] Partial("accepted: nothing is locked"), host, |_p, _c| Ok(0);
     232 MINCORE "mincore" [X, U, P] Full, host, |p, c| p.sys_mincore(c.mem, c.a[0], c.a[1], c.a[2]);
@@ -518,7 +565,8 @@ syscalls! {
         |p, c| p.sys_execveat(c.mem, c.i(0), c.a[1], c.a[2], c.a[3], c.i(4));
     282 USERFAULTFD "userfaultfd" [X] Refused(libc::EPERM, "vm.unprivileged_userfaultfd=0"), host;
     283 MEMBARRIER "membarrier" [I, X] Full, host, |p, c| p.sys_membarrier(c.i(0), c.a[1] as u32);
-    284 MLOCK2 "mlock2" [X, U, X] Partial("accepted: the guest's memory is never paged out by armada"), host,
+    284 MLOCK2 "mlock2" [X, U, X]
+        Partial("accepted: the guest's memory is never paged out by armada"), host,
         |_p, _c| Ok(0);
     285 COPY_FILE_RANGE "copy_file_range" [Fd, P, Fd, P, U, X] Full, host,
         |p, c| {
@@ -534,7 +582,8 @@ syscalls! {
     291 STATX "statx" [Fd, S, X, X, P] Full, host,
         |p, c| p.sys_statx(c.mem, c.i(0), c.a[1], c.i(2), c.a[3] as u32, c.a[4]);
     292 IO_PGETEVENTS "io_pgetevents" [X, I, I, P, P, P] Refused(libc::ENOSYS, AIO), host;
-    293 RSEQ "rseq" [P, U, X, X] Refused(libc::ENOSYS, "restartable sequences are not built in: glibc then uses its fallback for sched_getcpu"), host;
+    293 RSEQ "rseq" [P, U, X, X]
+        Refused(libc::ENOSYS, "restartable sequences are not built in; glibc falls back"), host;
     294 KEXEC_FILE_LOAD "kexec_file_load" [Fd, Fd, U, S, X] Missing, host;
     424 PIDFD_SEND_SIGNAL "pidfd_send_signal" [Fd, I, P, X] Refused(libc::ENOSYS, PIDFD), host;
     425 IO_URING_SETUP "io_uring_setup" [U, P] Refused(libc::ENOSYS, IO_URING), host;
@@ -679,7 +728,8 @@ mod tests {
         let have = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             have == want,
-            "docs/syscalls.md is not the table's: run ARMADA_BLESS=1 cargo test -p armada-core --lib syscalls_doc"
+            "docs/syscalls.md is not the table's: run \
+             ARMADA_BLESS=1 cargo test -p armada-core --lib syscalls_doc"
         );
     }
 }
