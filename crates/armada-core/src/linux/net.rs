@@ -25,7 +25,6 @@ use std::collections::{BTreeMap, VecDeque};
 use super::fd::o::*;
 use super::fd::{Files, Kind, OpenFile};
 use super::netlink::{AF_NETLINK, NETLINK_ROUTE};
-use super::rawsock::{IPPROTO_ICMPV6, SOL_RAW};
 use super::wait::WaitKind;
 use super::{rd, rd_u32, wr, wr_u32, Errno, Process, SysResult};
 use crate::memory::AddressSpace;
@@ -46,6 +45,9 @@ const IPPROTO_UDP: i32 = 17;
 pub(crate) const SOL_SOCKET: i32 = 1;
 const SOL_IPV6: i32 = 41;
 pub(crate) const SOL_IP: i32 = 0;
+/// Raw sockets' option level (ICMP_FILTER), and ICMPv6's (ICMP6_FILTER; see `rawsock`).
+pub(crate) const SOL_RAW: i32 = 255;
+pub(crate) const IPPROTO_ICMPV6: i32 = 58;
 const SOL_NETLINK: i32 = 270;
 const SO_REUSEADDR: i32 = 2;
 const SO_TYPE: i32 = 3;

@@ -13,16 +13,14 @@
 //! raw sockets send (the run's TCP and UDP carry no packets), and a raw send never reaches
 //! a TCP or UDP socket. As on Linux, opening one takes root (CAP_NET_RAW): EPERM otherwise.
 
-use super::net::{Addr, AF_INET, AF_INET6, SOCK_RAW};
+use super::net::{Addr, AF_INET, AF_INET6, IPPROTO_ICMPV6, SOCK_RAW, SOL_RAW};
 use super::{Errno, Process, SysResult};
 use crate::memory::AddressSpace;
 
 pub(crate) const IPPROTO_ICMP: i32 = 1;
-pub(crate) const IPPROTO_ICMPV6: i32 = 58;
 /// A send-only raw socket whose sends carry their own IPv4 header.
 const IPPROTO_RAW: i32 = 255;
-/// The setsockopt level of ICMP_FILTER, and the option (a mask of ICMP types dropped).
-pub(crate) const SOL_RAW: i32 = 255;
+/// SOL_RAW's option: a mask of the ICMP types the socket drops.
 const ICMP_FILTER: i32 = 1;
 /// IPPROTO_IP option: sends carry their own IPv4 header.
 const IP_HDRINCL: i32 = 3;

@@ -4,29 +4,7 @@ use super::nr::*;
 use super::{Errno, SysResult};
 use crate::memory::AddressSpace;
 
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum K {
-    /// signed decimal
-    I,
-    /// unsigned decimal
-    U,
-    /// hex
-    X,
-    /// pointer (hex, NULL for 0)
-    P,
-    /// fd or dirfd (AT_FDCWD)
-    Fd,
-    /// NUL-terminated string
-    S,
-    /// open flags
-    O,
-    /// octal mode
-    M,
-    /// buffer written by the guest (shown as a string, first bytes)
-    B,
-    /// futex operation (FUTEX_WAIT_PRIVATE, ...)
-    Futex,
-}
+use super::syscalls::K;
 
 /// How `--strace` shows syscall `nr`'s arguments (the syscall table's column).
 fn signature(nr: u64) -> Option<&'static [K]> {

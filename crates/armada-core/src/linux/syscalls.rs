@@ -6,7 +6,7 @@
 //! it is current, and `ARMADA_BLESS=1` rewrites it).
 //!
 //! A row reads `NUMBER CONST "name" [argument kinds] support, where[, handler];`:
-//! - argument kinds are `strace::K`'s (I signed, U unsigned, X hex, P pointer, Fd, S string,
+//! - argument kinds are [`K`]'s (I signed, U unsigned, X hex, P pointer, Fd, S string,
 //!   O open flags, M mode, B buffer written, Futex op);
 //! - support is `Full`, `Partial(what is left out)`, `Refused(errno, why)` (answered so
 //!   deliberately, without the unsupported-syscall note: what a Linux kernel gives an
@@ -18,11 +18,36 @@
 //! - the handler gets the process and the call (`Call`: number, arguments, registers,
 //!   memory).
 
-use super::strace::K::{self, *};
 use super::{wr_u32, xattr, Process, SysOutcome, SysResult};
 use crate::memory::AddressSpace;
 use crate::state::CpuState;
 use Support::*;
+use K::*;
+
+/// How `--strace` shows one argument.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum K {
+    /// signed decimal
+    I,
+    /// unsigned decimal
+    U,
+    /// hex
+    X,
+    /// pointer (hex, NULL for 0)
+    P,
+    /// fd or dirfd (AT_FDCWD)
+    Fd,
+    /// NUL-terminated string
+    S,
+    /// open flags
+    O,
+    /// octal mode
+    M,
+    /// buffer written by the guest (shown as a string, first bytes)
+    B,
+    /// futex operation (FUTEX_WAIT_PRIVATE, ...)
+    Futex,
+}
 
 /// One syscall as a handler sees it.
 pub(crate) struct Call<'a> {
