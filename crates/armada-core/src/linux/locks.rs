@@ -337,20 +337,15 @@ impl Process {
         };
         let file = self.files.lock_key(idx);
         let owner = Owner::Description(idx);
-        if kind != F_UNLCK
-            && self
-                .files
-                .locks
-                .conflict(&Lock {
-                    file,
-                    owner,
-                    flock: true,
-                    write: kind == F_WRLCK,
-                    start: 0,
-                    end: u64::MAX,
-                })
-                .is_some()
-        {
+        let want = Lock {
+            file,
+            owner,
+            flock: true,
+            write: kind == F_WRLCK,
+            start: 0,
+            end: u64::MAX,
+        };
+        if kind != F_UNLCK && self.files.locks.conflict(&want).is_some() {
             if op & LOCK_NB != 0 {
                 return Err(Errno::EAGAIN);
             }
@@ -361,14 +356,7 @@ impl Process {
             .held
             .retain(|l| !(l.flock && l.file == file && l.owner == owner));
         if kind != F_UNLCK {
-            locks.held.push(Lock {
-                file,
-                owner,
-                flock: true,
-                write: kind == F_WRLCK,
-                start: 0,
-                end: u64::MAX,
-            });
+            locks.held.push(want);
         }
         Ok(0)
     }

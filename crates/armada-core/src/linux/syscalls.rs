@@ -90,6 +90,14 @@ pub struct Row {
     pub(crate) handler: Option<Handler>,
 }
 
+/// An xattr call's path argument (a0), its last link followed or not.
+fn path_of(c: &Call, follow: bool) -> xattr::On {
+    xattr::On::Path {
+        addr: c.a[0],
+        follow,
+    }
+}
+
 const fn handler(h: Handler) -> Option<Handler> {
     Some(h)
 }
@@ -162,57 +170,21 @@ syscalls! {
     3 IO_CANCEL "io_cancel" [X, P, P] Refused(libc::ENOSYS, AIO), host;
     4 IO_GETEVENTS "io_getevents" [X, I, I, P, P] Refused(libc::ENOSYS, AIO), host;
     5 SETXATTR "setxattr" [S, S, P, U, X] Full, host,
-        |p, c| p.sys_setxattr(
-            c.mem,
-            xattr::On::Path { addr: c.a[0], follow: true },
-            c.a[1],
-            c.a[2],
-            c.a[3],
-            c.i(4),
-        );
+        |p, c| p.sys_setxattr(c.mem, path_of(c, true), c.a[1], c.a[2], c.a[3], c.i(4));
     6 LSETXATTR "lsetxattr" [S, S, P, U, X] Full, host,
-        |p, c| p.sys_setxattr(
-            c.mem,
-            xattr::On::Path { addr: c.a[0], follow: false },
-            c.a[1],
-            c.a[2],
-            c.a[3],
-            c.i(4),
-        );
+        |p, c| p.sys_setxattr(c.mem, path_of(c, false), c.a[1], c.a[2], c.a[3], c.i(4));
     7 FSETXATTR "fsetxattr" [Fd, S, P, U, X] Full, host,
         |p, c| p.sys_setxattr(c.mem, xattr::On::Fd(c.i(0)), c.a[1], c.a[2], c.a[3], c.i(4));
     8 GETXATTR "getxattr" [S, S, P, U] Full, host,
-        |p, c| p.sys_getxattr(
-            c.mem,
-            xattr::On::Path { addr: c.a[0], follow: true },
-            c.a[1],
-            c.a[2],
-            c.a[3],
-        );
+        |p, c| p.sys_getxattr(c.mem, path_of(c, true), c.a[1], c.a[2], c.a[3]);
     9 LGETXATTR "lgetxattr" [S, S, P, U] Full, host,
-        |p, c| p.sys_getxattr(
-            c.mem,
-            xattr::On::Path { addr: c.a[0], follow: false },
-            c.a[1],
-            c.a[2],
-            c.a[3],
-        );
+        |p, c| p.sys_getxattr(c.mem, path_of(c, false), c.a[1], c.a[2], c.a[3]);
     10 FGETXATTR "fgetxattr" [Fd, S, P, U] Full, host,
         |p, c| p.sys_getxattr(c.mem, xattr::On::Fd(c.i(0)), c.a[1], c.a[2], c.a[3]);
     11 LISTXATTR "listxattr" [S, P, U] Full, host,
-        |p, c| p.sys_listxattr(
-            c.mem,
-            xattr::On::Path { addr: c.a[0], follow: true },
-            c.a[1],
-            c.a[2],
-        );
+        |p, c| p.sys_listxattr(c.mem, path_of(c, true), c.a[1], c.a[2]);
     12 LLISTXATTR "llistxattr" [S, P, U] Full, host,
-        |p, c| p.sys_listxattr(
-            c.mem,
-            xattr::On::Path { addr: c.a[0], follow: false },
-            c.a[1],
-            c.a[2],
-        );
+        |p, c| p.sys_listxattr(c.mem, path_of(c, false), c.a[1], c.a[2]);
     13 FLISTXATTR "flistxattr" [Fd, P, U] Full, host,
         |p, c| p.sys_listxattr(c.mem, xattr::On::Fd(c.i(0)), c.a[1], c.a[2]);
     14 REMOVEXATTR "removexattr" [S, S] Full, host,
