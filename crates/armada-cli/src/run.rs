@@ -62,10 +62,10 @@ pub enum NetArg {
 }
 
 impl NetArg {
-    pub fn mode(self) -> armada_core::linux::hostnet::NetMode {
+    pub fn mode(self) -> armada_core::linux::net::host::NetMode {
         match self {
-            NetArg::Loopback => armada_core::linux::hostnet::NetMode::Loopback,
-            NetArg::Host => armada_core::linux::hostnet::NetMode::Host,
+            NetArg::Loopback => armada_core::linux::net::host::NetMode::Loopback,
+            NetArg::Host => armada_core::linux::net::host::NetMode::Host,
         }
     }
 }
@@ -86,7 +86,7 @@ pub struct GuestOptions {
     pub sysroot: Option<PathBuf>,
     /// Most processes the program may have at once, zombies included: past it fork fails
     /// with EAGAIN (so a fork bomb ends cleanly).
-    #[arg(long, value_name = "N", default_value_t = armada_core::linux::procs::DEFAULT_MAX_PROCESSES)]
+    #[arg(long, value_name = "N", default_value_t = armada_core::linux::proc::table::DEFAULT_MAX_PROCESSES)]
     pub max_processes: usize,
     /// The network the program's sockets reach: its own in-memory loopback network (TCP,
     /// UDP and Unix sockets between its processes and threads; nothing else is

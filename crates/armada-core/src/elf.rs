@@ -26,8 +26,8 @@ use crate::memory::{
 pub const PIE_LOAD_BIAS: u64 = 0x55_5555_0000;
 
 /// Highest address a segment may end at: segments stay below armada's mmap region and stack
-/// (see `linux::mm`).
-pub const IMAGE_LIMIT: u64 = crate::linux::mm::MMAP_TOP - 0x1000_0000;
+/// (see `linux::mm::mmap`).
+pub const IMAGE_LIMIT: u64 = crate::linux::mm::mmap::MMAP_TOP - 0x1000_0000;
 
 /// Most program headers accepted (Linux refuses more than 64 KiB of them).
 const MAX_PHDR_BYTES: u64 = 65536;

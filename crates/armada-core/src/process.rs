@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::elf::{Image, LoadError};
-use crate::linux::exec::ExecRequest;
-use crate::linux::mm::{MMAP_TOP, STACK_SIZE, STACK_TOP};
+use crate::linux::mm::mmap::{MMAP_TOP, STACK_SIZE, STACK_TOP};
+use crate::linux::proc::exec::ExecRequest;
 use crate::linux::{Errno, LinuxConfig, Process, Stdio, SysOutcome};
 use crate::memory::{AddressSpace, Perm, PAGE_SIZE};
 use crate::state::CpuState;
@@ -171,12 +171,12 @@ pub fn guest_path_on_host(cfg: &LinuxConfig, guest: &[u8]) -> Result<PathBuf, Er
     if let Some(root) = &cfg.root {
         let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
         let base: &[u8] = b"/";
-        return crate::linux::path::resolve_in_root(&root, base, guest, true).map(|r| r.host);
+        return crate::linux::fs::path::resolve_in_root(&root, base, guest, true).map(|r| r.host);
     }
     if let Some(p) = cfg
         .sysroot
         .as_deref()
-        .and_then(|dir| crate::linux::path::under_prefix(dir, guest))
+        .and_then(|dir| crate::linux::fs::path::under_prefix(dir, guest))
     {
         return Ok(p);
     }

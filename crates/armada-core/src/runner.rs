@@ -20,11 +20,11 @@
 
 use crate::coverage::{CmpLog, CoverageMap};
 use crate::cpu::{self, CodeCache, DecodedPages};
-use crate::linux::procs;
+use crate::linux::proc::table as procs;
+use crate::linux::proc::wait::{Wait, WaitKind};
 use crate::linux::signal as sig;
 use crate::linux::signal::Received;
-use crate::linux::timers::Due;
-use crate::linux::wait::{Wait, WaitKind};
+use crate::linux::time::timers::Due;
 use crate::linux::SysOutcome;
 use crate::memory::Access;
 use crate::process::Program;
@@ -130,7 +130,7 @@ pub struct Lane {
     turn_end: u64,
     /// A signal from another process ended the process being serviced.
     cur_killed: Option<i32>,
-    /// When the next timer of any of the lane's processes is due (see `linux::timers`).
+    /// When the next timer of any of the lane's processes is due (see `linux::time::timers`).
     timer_due: Due,
     /// (instruction count, expiries): timer expiries while every task waited, at that
     /// count (see [`IDLE_TIMER_LIMIT`]).
@@ -894,7 +894,7 @@ impl Lane {
     }
 
     /// A process the current one forked joins the lane: as a parked process with one task.
-    fn add_child(&mut self, child: crate::linux::fork::NewProcess) {
+    fn add_child(&mut self, child: crate::linux::proc::fork::NewProcess) {
         let parent = self.cur_pid();
         let (mem, code) = match child.mem {
             Some(mut m) => {
@@ -928,7 +928,7 @@ impl Lane {
 
     /// The current process asked to exec `req`: on success its image, memory, registers
     /// and code are new and its other threads gone; on failure execve returns the errno.
-    fn exec(&mut self, req: crate::linux::exec::ExecRequest) {
+    fn exec(&mut self, req: crate::linux::proc::exec::ExecRequest) {
         let p = &mut self.program;
         p.process.shm_sync_out(&p.mem);
         match self.program.exec(&req) {
@@ -1210,7 +1210,7 @@ impl Lane {
         }
         p.process.set_retired(p.state.retired);
         let (wall, cpu) = p.process.timer_clocks();
-        let per = crate::linux::time::NS_PER_INSN.max(1);
+        let per = crate::linux::time::clock::NS_PER_INSN.max(1);
         let left =
             |due: Option<u64>, now: u64| due.map_or(u64::MAX, |d| d.saturating_sub(now) / per);
         left(self.timer_due.wall, wall)

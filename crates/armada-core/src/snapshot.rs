@@ -192,7 +192,11 @@ impl Snapshot {
             let mem = &mut lane.program.mem;
             // the buffer, then the return trap's page
             let at = mem
-                .find_free(len + PAGE_SIZE, 0x1000_0000, crate::linux::mm::MMAP_TOP)
+                .find_free(
+                    len + PAGE_SIZE,
+                    0x1000_0000,
+                    crate::linux::mm::mmap::MMAP_TOP,
+                )
                 .ok_or_else(|| SnapshotError::Input("no room for the input buffer".into()))?;
             mem.map(at, len, Perm::RW)
                 .and_then(|_| mem.map(at + len, PAGE_SIZE, Perm::R))

@@ -609,7 +609,7 @@ mod tests {
 
     #[test]
     fn clocks_are_the_core_ones() {
-        use armada_core::linux::time as t;
+        use armada_core::linux::time::clock as t;
         assert_eq!(DET_REALTIME_BASE_S, t::DET_REALTIME_BASE_S as u64);
         assert_eq!(DET_MONOTONIC_BASE_S, t::DET_MONOTONIC_BASE_S as u64);
         assert_eq!(NS_PER_INSN, t::NS_PER_INSN);

@@ -13,7 +13,7 @@
 //!
 //! Struct layouts are arm64's (asm-generic): `struct stat` is 128 bytes, `struct sigaction`
 //! is handler/flags/restorer/mask, open flags differ from x86-64 in O_DIRECTORY, O_NOFOLLOW,
-//! O_DIRECT and O_LARGEFILE (translated in `fs`).
+//! O_DIRECT and O_LARGEFILE (translated in `io::fd`).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -24,48 +24,19 @@ use rayon::prelude::*;
 use armada_machine::memory::{AddressSpace, Perm};
 use armada_machine::state::CpuState;
 
-mod creds;
-mod dgram;
-mod events;
-pub mod exec;
-pub mod fd;
-pub(crate) mod filepages;
-pub mod fork;
 pub mod fs;
-mod futex;
-pub(crate) mod hostexec;
-pub mod hostnet;
-mod input;
-pub use input::DeviceIo;
-mod ipc;
-mod locks;
+pub mod io;
+pub mod ipc;
 pub mod mm;
-mod msg;
-mod net;
-mod netdev;
-mod netlink;
-pub mod path;
-mod poll;
-mod proc;
-mod procfs;
-pub mod procs;
-mod rawsock;
-mod rw;
-mod sem;
-mod shm;
+pub mod net;
+pub mod proc;
 pub mod signal;
-mod socket;
-mod splice;
-pub mod stat;
 mod strace;
 pub mod syscalls;
-pub use syscalls::nr;
-pub mod sys;
-pub mod task;
 pub mod time;
-pub mod timers;
-pub mod wait;
-mod xattr;
+
+pub use fs::input::DeviceIo;
+pub use syscalls::nr;
 
 /// How a lane's guest sees the host.
 #[derive(Clone, Debug, Default)]
@@ -88,10 +59,10 @@ pub struct LinuxConfig {
     /// The program's path as the guest sees it (what `/proc/self/exe` reads as).
     pub exe_guest_path: Vec<u8>,
     /// Most processes of the lane at once, zombies included (fork fails with EAGAIN past
-    /// it); None: [`procs::DEFAULT_MAX_PROCESSES`].
+    /// it); None: [`proc::table::DEFAULT_MAX_PROCESSES`].
     pub max_processes: Option<usize>,
     /// The run's own loopback network (default), or the host's (`--net host`).
-    pub net: hostnet::NetMode,
+    pub net: net::host::NetMode,
     /// Signals the first process starts with ignored (bit `sig - 1`), as a program that
     /// a parent ignoring them executes does: Linux keeps SIG_IGN across `execve`, so under
     /// `nohup` SIGHUP stays ignored. `armada run` passes the host's; batches start every
@@ -342,37 +313,37 @@ pub struct Process {
     pub(crate) root: Option<PathBuf>,
     pub(crate) pid: i32,
     pub(crate) ppid: i32,
-    pub(crate) creds: creds::Creds,
-    pub(crate) files: fd::Files,
-    pub(crate) cwd: fd::Cwd,
+    pub(crate) creds: proc::creds::Creds,
+    pub(crate) files: io::fd::Files,
+    pub(crate) cwd: io::fd::Cwd,
     pub(crate) umask: u32,
     pub(crate) brk_start: u64,
     pub(crate) brk_cur: u64,
-    pub(crate) clock: time::Clock,
-    pub(crate) rng: time::Rng,
+    pub(crate) clock: time::clock::Clock,
+    pub(crate) rng: time::clock::Rng,
     pub(crate) signals: signal::Signals,
     /// The thread being serviced, and the kernel-side state of the others.
-    pub(crate) thread: task::ThreadLinux,
-    pub(crate) others: task::Others,
+    pub(crate) thread: proc::task::ThreadLinux,
+    pub(crate) others: proc::task::Others,
     /// The lane's processes (held by the process being serviced: see `fork`).
-    pub(crate) procs: procs::ProcTable,
+    pub(crate) procs: proc::table::ProcTable,
     /// A process the last syscall made, and an exec it asked for, for the scheduler.
-    pub(crate) forked: Option<fork::NewProcess>,
-    pub(crate) exec: Option<exec::ExecRequest>,
+    pub(crate) forked: Option<proc::fork::NewProcess>,
+    pub(crate) exec: Option<proc::exec::ExecRequest>,
     /// The signal the parent gets when this process ends (SIGCHLD, or clone's choice).
     pub(crate) exit_signal: i32,
     /// Set during a send with MSG_NOSIGNAL: EPIPE without SIGPIPE.
     pub(crate) no_sigpipe: bool,
     /// What the last syscall left for the scheduler.
-    pub(crate) events: wait::Events,
-    pub(crate) futexes: futex::Futexes,
+    pub(crate) events: proc::wait::Events,
+    pub(crate) futexes: proc::futex::Futexes,
     /// Interval timers and POSIX timers (fired by the scheduler).
-    pub(crate) timers: timers::Timers,
+    pub(crate) timers: time::timers::Timers,
     /// The lane's System V IPC objects (held by the process being serviced).
     pub(crate) ipc: ipc::Ipc,
     /// Shared memory this process has attached, and its SEM_UNDO adjustments.
-    pub(crate) shm_attach: Vec<shm::Attach>,
-    pub(crate) sem_undo: sem::Undo,
+    pub(crate) shm_attach: Vec<ipc::shm::Attach>,
+    pub(crate) sem_undo: ipc::sem::Undo,
     /// Set while a blocked syscall runs again: the deadline it had the first time.
     pub(crate) restart_deadline: Option<u64>,
     /// A blocked syscall is running again (for --strace: its block was shown already).
@@ -380,12 +351,12 @@ pub struct Process {
     /// The syscall being serviced (for the wait a blocking one records).
     pub(crate) cur_nr: u64,
     pub(crate) cur_args: [u64; 6],
-    pub(crate) rlimits: [(u64, u64); sys::RLIM_NLIMITS],
+    pub(crate) rlimits: [(u64, u64); proc::sys::RLIM_NLIMITS],
     pub(crate) comm: [u8; 16],
     /// prctl's per-process settings (keep-caps, no-new-privs, timer slack, ...).
-    pub(crate) prctl: sys::Prctl,
+    pub(crate) prctl: proc::sys::Prctl,
     /// The host program this process's image became (`--host-exec`).
-    pub(crate) host_child: Option<hostexec::HostChildRef>,
+    pub(crate) host_child: Option<proc::hostexec::HostChildRef>,
     /// An exec made this process a host program just now (for the scheduler: `take_host_execed`).
     pub(crate) host_execed: bool,
     /// FIFOs a task is opening for reading, kept open while it waits for a writer
@@ -395,13 +366,13 @@ pub struct Process {
     pub(crate) retired: u64,
     /// Set by a handler that ends the process.
     pub(crate) outcome: Option<SysOutcome>,
-    pub(crate) shared_maps: Vec<mm::SharedMap>,
+    pub(crate) shared_maps: Vec<mm::mmap::SharedMap>,
     /// File mappings' pages past the end of their file, [start, end).
     pub(crate) past_eof: Vec<(u64, u64)>,
     /// File mappings, for /proc/self/maps.
-    pub(crate) file_maps: Vec<mm::FileMap>,
+    pub(crate) file_maps: Vec<mm::mmap::FileMap>,
     /// The `@@` file of a fuzz run (see `input`).
-    pub(crate) input: Option<input::InputFile>,
+    pub(crate) input: Option<fs::input::InputFile>,
 }
 
 // Process moves between the rayon worker threads of `service_batch`.
@@ -452,39 +423,40 @@ impl Process {
         let n = base.len().min(15);
         comm[..n].copy_from_slice(&base[..n]);
         let rng = if cfg.deterministic {
-            time::Rng::seeded(cfg.seed)
+            time::clock::Rng::seeded(cfg.seed)
         } else {
-            time::Rng::from_host()
+            time::clock::Rng::from_host()
         };
-        let cwd = fd::Cwd::initial(root.is_some());
+        let cwd = io::fd::Cwd::initial(root.is_some());
         Process {
-            clock: time::Clock::new(cfg.deterministic),
-            files: fd::Files {
+            clock: time::clock::Clock::new(cfg.deterministic),
+            files: io::fd::Files {
                 lock_pid: pid,
-                ..fd::Files::new(stdio)
+                ..io::fd::Files::new(stdio)
             },
             cwd,
             root,
             pid,
             ppid,
-            creds: creds::Creds::host(),
+            creds: proc::creds::Creds::host(),
             umask: 0o022,
             brk_start,
             brk_cur: brk_start,
             rng,
             signals: signal::Signals::ignoring(cfg.ignored_signals),
-            thread: task::ThreadLinux {
+            thread: proc::task::ThreadLinux {
                 tid: pid,
                 ..Default::default()
             },
-            others: task::Others::new(),
+            others: proc::task::Others::new(),
             procs: {
-                let mut t = procs::ProcTable::new(
+                let mut t = proc::table::ProcTable::new(
                     pid,
                     ppid,
                     pgid,
                     sid,
-                    cfg.max_processes.unwrap_or(procs::DEFAULT_MAX_PROCESSES),
+                    cfg.max_processes
+                        .unwrap_or(proc::table::DEFAULT_MAX_PROCESSES),
                 );
                 if !cfg.deterministic {
                     // the host's nice value, as the first process inherits it under qemu
@@ -500,19 +472,19 @@ impl Process {
             exec: None,
             exit_signal: signal::SIGCHLD,
             no_sigpipe: false,
-            events: wait::Events::default(),
-            futexes: futex::Futexes::default(),
-            timers: timers::Timers::default(),
+            events: proc::wait::Events::default(),
+            futexes: proc::futex::Futexes::default(),
+            timers: time::timers::Timers::default(),
             ipc: ipc::Ipc::default(),
             shm_attach: Vec::new(),
-            sem_undo: sem::Undo::default(),
+            sem_undo: ipc::sem::Undo::default(),
             restart_deadline: None,
             restarting: false,
             cur_nr: 0,
             cur_args: [0; 6],
-            rlimits: sys::default_rlimits(cfg.deterministic),
+            rlimits: proc::sys::default_rlimits(cfg.deterministic),
             comm,
-            prctl: sys::Prctl::default(),
+            prctl: proc::sys::Prctl::default(),
             host_child: None,
             host_execed: false,
             fifo_opens: Vec::new(),

@@ -1,14 +1,14 @@
 //! `--strace`: one line per syscall, `openat(AT_FDCWD, "/etc/passwd", O_RDONLY) = 3`.
 
-use super::nr::*;
-use super::{Errno, SysResult};
+use crate::nr::*;
+use crate::{Errno, SysResult};
 use armada_machine::memory::AddressSpace;
 
-use super::syscalls::K;
+use crate::syscalls::K;
 
 /// How `--strace` shows syscall `nr`'s arguments (the syscall table's column).
 fn signature(nr: u64) -> Option<&'static [K]> {
-    super::syscalls::row(nr).map(|r| r.args)
+    crate::syscalls::row(nr).map(|r| r.args)
 }
 
 fn quote(bytes: &[u8], limit: usize) -> String {
@@ -31,7 +31,7 @@ fn quote(bytes: &[u8], limit: usize) -> String {
 }
 
 fn open_flags(f: u64) -> String {
-    use super::fd::o::*;
+    use crate::io::fd::o::*;
     let f = f as u32;
     let mut parts = vec![match f & O_ACCMODE {
         O_RDONLY => "O_RDONLY",
@@ -100,7 +100,7 @@ fn futex_op(op: u32) -> String {
 }
 
 /// Formats `name(args)` for syscall `nr` (strings are read now, before the call runs).
-pub(super) fn format_call(nr: u64, a: &[u64; 6], mem: &mut AddressSpace) -> String {
+pub(crate) fn format_call(nr: u64, a: &[u64; 6], mem: &mut AddressSpace) -> String {
     let name = match name(nr) {
         Some(n) => n.to_string(),
         None => format!("syscall_{nr}"),
@@ -115,7 +115,7 @@ pub(super) fn format_call(nr: u64, a: &[u64; 6], mem: &mut AddressSpace) -> Stri
                 K::X => format!("{v:#x}"),
                 K::P if v == 0 => "NULL".into(),
                 K::P => format!("{v:#x}"),
-                K::Fd if v as i32 == super::path::AT_FDCWD => "AT_FDCWD".into(),
+                K::Fd if v as i32 == crate::fs::path::AT_FDCWD => "AT_FDCWD".into(),
                 K::Fd => (v as i32).to_string(),
                 K::S if v == 0 => "NULL".into(),
                 K::S => match mem.read_cstr(v, 256) {
@@ -148,7 +148,7 @@ pub(super) fn format_call(nr: u64, a: &[u64; 6], mem: &mut AddressSpace) -> Stri
 }
 
 /// Formats the result: a number (hex for addresses) or `-1 ENOENT (No such file or directory)`.
-pub(super) fn format_ret(nr: u64, r: SysResult) -> String {
+pub(crate) fn format_ret(nr: u64, r: SysResult) -> String {
     match r {
         Ok(v) => match nr {
             BRK | MMAP | MREMAP => format!("{v:#x}"),

@@ -18,7 +18,8 @@
 //! - the handler gets the process and the call (`Call`: number, arguments, registers,
 //!   memory).
 
-use super::{wr_u32, xattr, Process, SysOutcome, SysResult};
+use crate::fs::xattr;
+use crate::{wr_u32, Process, SysOutcome, SysResult};
 use armada_machine::memory::AddressSpace;
 use armada_machine::state::CpuState;
 use Support::*;
@@ -658,7 +659,7 @@ pub fn markdown() -> String {
         let (support, note) = match r.support {
             Support::Full => ("yes", String::new()),
             Support::Partial(why) => ("partly", why.to_string()),
-            Support::Refused(e, why) => ("refused", format!("{}: {why}", super::errno_name(e))),
+            Support::Refused(e, why) => ("refused", format!("{}: {why}", crate::errno_name(e))),
             Support::Missing => ("no", "ENOSYS".to_string()),
         };
         let dev = if r.device { "device" } else { "" };

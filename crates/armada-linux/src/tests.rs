@@ -1,7 +1,7 @@
 //! Syscalls driven through `Process::syscall` against a small address space.
 
-use super::nr::*;
 use super::*;
+use crate::nr::*;
 use armada_machine::memory::{AddressSpace, Perm};
 use armada_machine::state::CpuState;
 use std::path::{Path, PathBuf};
@@ -102,7 +102,7 @@ impl Lane {
                 return (self.st.x[0] as i64, o);
             };
             self.p.idle_until(d);
-            if let super::wait::WaitKind::Futex { .. } = w.kind {
+            if let crate::proc::wait::WaitKind::Futex { .. } = w.kind {
                 self.p.futex_cancel(self.p.tid());
                 self.st.x[0] = neg(libc::ETIMEDOUT) as u64;
                 return (self.st.x[0] as i64, SysOutcome::Continue);
@@ -457,7 +457,7 @@ fn mmap_family() {
     let mut l = Lane::det();
     let a = l.call(MMAP, &[0, 0x3000, 3, 0x22, u64::MAX, 0]) as u64; // RW, PRIVATE|ANON
     assert_eq!(a & 0xfff, 0);
-    assert!(a < mm::MMAP_TOP && a > mm::MMAP_MIN);
+    assert!(a < mm::mmap::MMAP_TOP && a > mm::mmap::MMAP_MIN);
     l.mem.write_u64(a + 0x2ff8, 0x1234).unwrap();
     let b = l.call(MMAP, &[0, 0x1000, 1, 0x22, u64::MAX, 0]) as u64;
     assert!(b < a, "top-down");
@@ -683,11 +683,11 @@ fn clock_is_virtual_and_random_is_seeded() {
     let mut l = Lane::det();
     let ts = SCRATCH + 0x100;
     assert_eq!(l.call(CLOCK_GETTIME, &[0, ts]), 0);
-    assert_eq!(l.u64_at(ts), time::DET_REALTIME_BASE_S as u64);
+    assert_eq!(l.u64_at(ts), time::clock::DET_REALTIME_BASE_S as u64);
     assert_eq!(l.u64_at(ts + 8), 0);
     l.st.retired = 2_500_000_000;
     assert_eq!(l.call(CLOCK_GETTIME, &[1, ts]), 0);
-    assert_eq!(l.u64_at(ts), time::DET_MONOTONIC_BASE_S as u64 + 2);
+    assert_eq!(l.u64_at(ts), time::clock::DET_MONOTONIC_BASE_S as u64 + 2);
     assert_eq!(l.u64_at(ts + 8), 500_000_000);
     // nanosleep advances it without waiting
     l.put(ts, &100u64.to_le_bytes());
@@ -696,10 +696,10 @@ fn clock_is_virtual_and_random_is_seeded() {
     assert_eq!(l.call(NANOSLEEP, &[ts, 0]), 0);
     assert!(start.elapsed().as_secs() < 5);
     assert_eq!(l.call(CLOCK_GETTIME, &[0, ts]), 0);
-    assert_eq!(l.u64_at(ts), time::DET_REALTIME_BASE_S as u64 + 102);
+    assert_eq!(l.u64_at(ts), time::clock::DET_REALTIME_BASE_S as u64 + 102);
     assert_eq!(l.call(CLOCK_GETTIME, &[77, ts]), neg(libc::EINVAL));
     assert_eq!(l.call(GETTIMEOFDAY, &[ts, 0]), 0);
-    assert_eq!(l.u64_at(ts), time::DET_REALTIME_BASE_S as u64 + 102);
+    assert_eq!(l.u64_at(ts), time::clock::DET_REALTIME_BASE_S as u64 + 102);
     assert_eq!(l.u64_at(ts + 8), 500_000);
     // seeded random bytes repeat across processes
     assert_eq!(l.call(GETRANDOM, &[SCRATCH, 32, 0]), 32);
@@ -717,7 +717,7 @@ fn clock_is_virtual_and_random_is_seeded() {
 /// threaded lane's syscalls themselves only while no task waits that way.
 #[test]
 fn a_sleep_waits_apart_from_retries() {
-    use super::wait::WaitKind;
+    use crate::proc::wait::WaitKind;
     let mut l = Lane::det();
     let block_of = |l: &mut Lane, nr: u64, args: &[u64]| {
         l.st.x[8] = nr;
@@ -1008,9 +1008,9 @@ fn clone_makes_threads_and_refuses_the_rest() {
             break;
         }
         made += 1;
-        assert!(made <= task::MAX_THREADS);
+        assert!(made <= proc::task::MAX_THREADS);
     }
-    assert_eq!(made, task::MAX_THREADS);
+    assert_eq!(made, proc::task::MAX_THREADS);
     // gettid follows the current thread; exit of one thread leaves the process
     l.p.switch_thread(tid as i32, true);
     assert_eq!(l.call(GETTID, &[]), tid);
@@ -1227,7 +1227,7 @@ fn fork_copies_memory_and_shares_open_files() {
     );
     assert_eq!(c2.state.x[0], 5);
     // the child ends: its fds close, it is a zombie until waited for
-    c2.process.end_process(crate::procs::exited(3));
+    c2.process.end_process(crate::proc::table::exited(3));
     let sigchld = c2.process.take_outgoing();
     assert_eq!(sigchld.len(), 1);
     assert_eq!((sigchld[0].pid, sigchld[0].signal), (DETERMINISTIC_PID, 17));

@@ -87,7 +87,7 @@ pub fn fuzz_program<'py>(
             exe_host_path: std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone()),
             exe_guest_path: program,
             max_processes: None,
-            net: armada_core::linux::hostnet::NetMode::Loopback,
+            net: armada_core::linux::net::host::NetMode::Loopback,
             ignored_signals: 0,
             host_exec: false,
         },

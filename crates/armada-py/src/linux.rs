@@ -426,7 +426,7 @@ pub(crate) fn load(
     program: &[u8],
     root: Option<PathBuf>,
     sysroot: Option<PathBuf>,
-    net: armada_core::linux::hostnet::NetMode,
+    net: armada_core::linux::net::host::NetMode,
     deterministic: bool,
     seed: u64,
 ) -> PyResult<(PathBuf, Arc<Image>, LinuxConfig)> {
@@ -461,10 +461,10 @@ pub(crate) fn load(
 }
 
 /// The `net=` argument.
-pub(crate) fn net_mode(net: &str) -> PyResult<armada_core::linux::hostnet::NetMode> {
+pub(crate) fn net_mode(net: &str) -> PyResult<armada_core::linux::net::host::NetMode> {
     match net {
-        "loopback" => Ok(armada_core::linux::hostnet::NetMode::Loopback),
-        "host" => Ok(armada_core::linux::hostnet::NetMode::Host),
+        "loopback" => Ok(armada_core::linux::net::host::NetMode::Loopback),
+        "host" => Ok(armada_core::linux::net::host::NetMode::Host),
         other => Err(PyValueError::new_err(format!(
             "net={other:?}: use \"loopback\" (the run's own network, the default) or \"host\" (the host's network)"
         ))),

@@ -1,0 +1,12 @@
+//! Files and file systems: guest paths and the file syscalls that go to the host (open,
+//! directories, links, modes), stat, extended attributes, advisory locks, the paths armada
+//! answers itself (/proc, /sys), and the fuzz input file.
+
+pub mod files;
+pub(crate) mod input;
+pub(crate) mod locks;
+pub mod path;
+pub(crate) mod procfs;
+pub mod stat;
+pub(crate) mod sysfiles;
+pub(crate) mod xattr;

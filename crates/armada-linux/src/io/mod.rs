@@ -1,0 +1,9 @@
+//! Descriptors and the bytes through them: the fd table and its kinds of open file, reading
+//! and writing (pipes included), readiness (poll, select, epoll), eventfd and timerfd, and
+//! splice, tee, sendfile and copy_file_range.
+
+pub(crate) mod events;
+pub mod fd;
+pub(crate) mod poll;
+pub(crate) mod rw;
+pub(crate) mod splice;

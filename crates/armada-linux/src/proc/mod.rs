@@ -1,0 +1,13 @@
+//! Processes and their tasks: the lane's process table, clone and fork, execve (and
+//! `--host-exec`), what a syscall leaves for the scheduler (waits, new tasks), futexes,
+//! credentials, and process and system information.
+
+pub(crate) mod creds;
+pub mod exec;
+pub mod fork;
+pub(crate) mod futex;
+pub(crate) mod hostexec;
+pub mod sys;
+pub mod table;
+pub mod task;
+pub mod wait;
