@@ -3,6 +3,7 @@
 //! answers itself (/proc, /sys), and the fuzz input file.
 
 pub mod files;
+pub(crate) mod flock;
 pub(crate) mod input;
 pub(crate) mod locks;
 pub mod path;

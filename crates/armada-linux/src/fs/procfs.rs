@@ -232,16 +232,6 @@ impl Process {
         self.procs.procs.contains_key(&pid).then_some(pid)
     }
 
-    /// What stat says of /proc/PID for a process of the lane: a directory owned by the
-    /// guest's user (ps looks at it for the owner).
-    pub(crate) fn proc_dir_stat(&self, pid: i32) -> crate::fs::stat::StatInfo {
-        let mut s = self.virtual_stat(&Kind::Mem(Vec::new()), 5000 + pid as u64);
-        s.mode = libc::S_IFDIR | 0o555;
-        s.nlink = 9;
-        s.size = 0;
-        s
-    }
-
     /// getdents64 of /proc: the host's entries without its processes, and the lane's
     /// processes instead (the first call lists them). `pos` of the description marks
     /// that they were listed.

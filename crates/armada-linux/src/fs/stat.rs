@@ -149,6 +149,16 @@ pub(crate) fn host_statx(
 }
 
 impl Process {
+    /// What stat says of /proc/PID for a process of the lane: a directory owned by the
+    /// guest's user (ps looks at it for the owner).
+    pub(crate) fn proc_dir_stat(&self, pid: i32) -> StatInfo {
+        let mut s = self.virtual_stat(&Kind::Mem(Vec::new()), 5000 + pid as u64);
+        s.mode = libc::S_IFDIR | 0o555;
+        s.nlink = 9;
+        s.size = 0;
+        s
+    }
+
     pub(crate) fn virtual_stat(&self, kind: &Kind, id: u64) -> StatInfo {
         let t = (crate::time::clock::DET_REALTIME_BASE_S, 0);
         let base = StatInfo {

@@ -168,7 +168,7 @@ impl Process {
     pub(crate) fn object_stamp(&self, o: &Object) -> Option<u64> {
         match o {
             Object::EventFd { writes, .. } => Some(*writes),
-            Object::TimerFd(t) => Some(crate::io::poll::mix(t.next.unwrap_or(0), t.pending)),
+            Object::TimerFd(t) => Some(mix(t.next.unwrap_or(0), t.pending)),
             Object::SignalFd { mask } => Some(self.pending_now() & mask),
             Object::Epoll(_) => None,
         }
@@ -571,4 +571,10 @@ impl Process {
             .install_event(o, nonblock, cloexec, limit)
             .map(|fd| fd as u64)
     }
+}
+
+/// Two counters in one readiness stamp (poll's and epoll's test for a change): a change of
+/// either changes it, but for collisions no program can arrange.
+pub(crate) fn mix(a: u64, b: u64) -> u64 {
+    a.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29) ^ b
 }

@@ -311,7 +311,7 @@ pub struct Files {
     /// (`Process::device_io`): they count toward OUTPUT_CAP as if kept.
     pub(crate) dropped: [u64; 2],
     /// The lane's sockets from socket() and the names they hold (see `net`).
-    pub(crate) net: crate::net::socket::Net,
+    pub(crate) net: crate::net::table::Net,
     /// The lane's advisory file locks (see `locks`).
     pub(crate) locks: crate::fs::locks::Locks,
     /// The pid of the process whose fd table this is: its record locks go when it closes

@@ -3,6 +3,7 @@
 //! timerfd it polls expires; the host's own fds are waited for on the host only while a
 //! single-threaded process runs in real time.
 
+use crate::io::events::mix;
 use crate::io::fd::Kind;
 use crate::{check_writable, rd, rd_u64, wr, wr_u64, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
@@ -330,10 +331,4 @@ impl Process {
         }
         Ok(0)
     }
-}
-
-/// Two counters in one stamp (a change of either changes it, but for collisions no
-/// program can arrange).
-pub(crate) fn mix(a: u64, b: u64) -> u64 {
-    a.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29) ^ b
 }

@@ -8,15 +8,11 @@
 //! UDP datagram to a port nobody has bound, or to a full queue, is dropped silently; an
 //! AF_UNIX one is refused (ECONNREFUSED), or waits for room.
 
-use std::collections::VecDeque;
-
 use crate::io::fd::Kind;
-use crate::net::socket::{Addr, AF_UNIX};
+use crate::net::addr::{Addr, AF_UNIX, MSG_DONTWAIT};
 use crate::proc::wait::WOULD_BLOCK;
 use crate::{check_writable, rd, rd_u32, rd_u64, wr, wr_u32, wr_u64, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
-
-use crate::net::socket::MSG_DONTWAIT;
 
 const MSG_PEEK: i32 = 2;
 const MSG_TRUNC: i32 = 0x20;
@@ -24,14 +20,6 @@ const MSG_TRUNC: i32 = 0x20;
 const UDP_MAX: usize = 65507;
 /// Most bytes one sendmsg gathers or recvmsg scatters.
 const DGRAM_MAX: usize = 1 << 16;
-
-/// A datagram socket's receive queue: a pipe with message boundaries, and the sender of
-/// each message in it.
-#[derive(Clone, Debug)]
-pub(crate) struct Dgram {
-    pub(crate) pipe: usize,
-    pub(crate) from: VecDeque<Addr>,
-}
 
 impl Process {
     /// The description behind `fd` when it is a datagram socket.
@@ -82,7 +70,7 @@ impl Process {
         let to = to.or_loopback(family);
         if family == AF_UNIX {
             // the peer must exist
-            self.find_bound(family, crate::net::socket::SOCK_DGRAM, &to, false)?;
+            self.find_bound(family, crate::net::addr::SOCK_DGRAM, &to, false)?;
         }
         self.autobind(idx)?;
         if let Some(s) = self.files.net.socks.get_mut(&idx) {
@@ -128,10 +116,10 @@ impl Process {
     ) -> Result<usize, Errno> {
         let s = self.files.net.socks.get(&idx).ok_or(Errno::ENOTSOCK)?;
         let family = s.family;
-        if family == crate::net::netlink::AF_NETLINK {
+        if family == crate::net::addr::AF_NETLINK {
             return self.netlink_send(idx, data, to);
         }
-        if s.ty == crate::net::socket::SOCK_RAW {
+        if s.ty == crate::net::addr::SOCK_RAW {
             return self.raw_send(idx, data, to);
         }
         let to = match to.or_else(|| s.peer.clone()) {
@@ -147,7 +135,7 @@ impl Process {
         }
         let to = to.or_loopback(family);
         self.autobind(idx)?;
-        let target = match self.find_bound(family, crate::net::socket::SOCK_DGRAM, &to, false) {
+        let target = match self.find_bound(family, crate::net::addr::SOCK_DGRAM, &to, false) {
             Ok(t) => t,
             // nobody there: UDP drops it, AF_UNIX refuses
             Err(_) if family != AF_UNIX => return Ok(data.len()),
@@ -264,7 +252,7 @@ impl Process {
         len: u64,
     ) -> Result<Addr, Errno> {
         let family = self.files.net.socks.get(&idx).map_or(0, |s| s.family);
-        let (f, a) = crate::net::socket::read_addr(mem, addr, len)?;
+        let (f, a) = crate::net::addr::read_addr(mem, addr, len)?;
         if f != family {
             return Err(Errno(libc::EAFNOSUPPORT));
         }
@@ -307,7 +295,7 @@ impl Process {
                     wr_u32(mem, addrlen, 0)?;
                 }
             } else {
-                crate::net::socket::write_addr(mem, addr, addrlen, &from)?;
+                crate::net::addr::write_addr(mem, addr, addrlen, &from)?;
             }
             Ok(if flags & MSG_TRUNC != 0 { whole } else { n } as u64)
         })())

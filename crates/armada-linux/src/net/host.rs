@@ -30,7 +30,7 @@ pub enum NetMode {
     Host,
 }
 
-use crate::net::socket::{MSG_DONTWAIT, MSG_NOSIGNAL, SOCK_CLOEXEC, SOCK_NONBLOCK};
+use crate::net::addr::{MSG_DONTWAIT, MSG_NOSIGNAL, SOCK_CLOEXEC, SOCK_NONBLOCK};
 
 const AF_NETLINK: i32 = 16;
 /// Most bytes one send or receive moves (the rest is a short count, as sockets allow).

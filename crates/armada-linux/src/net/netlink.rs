@@ -13,15 +13,12 @@
 //! other sockets (there is no multicast here), are refused with the errors Linux gives
 //! where such a family or peer does not exist.
 
+use crate::net::addr::Addr;
 use crate::net::device::{
     IfAddr, LO_ADDRS, LO_FLAGS, LO_INDEX, LO_MTU, LO_NAME, LO_TXQLEN, LO_TYPE,
 };
-use crate::net::dgram::Dgram;
-use crate::net::socket::Addr;
+use crate::net::table::Dgram;
 use crate::{Errno, Process};
-
-pub(crate) const AF_NETLINK: i32 = 16;
-pub(crate) const NETLINK_ROUTE: i32 = 0;
 
 const NLMSG_HDRLEN: usize = 16;
 const NLMSG_ERROR: u16 = 2;

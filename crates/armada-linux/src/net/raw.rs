@@ -13,7 +13,7 @@
 //! raw sockets send (the run's TCP and UDP carry no packets), and a raw send never reaches
 //! a TCP or UDP socket. As on Linux, opening one takes root (CAP_NET_RAW): EPERM otherwise.
 
-use crate::net::socket::{Addr, AF_INET, AF_INET6, IPPROTO_ICMPV6, SOCK_RAW, SOL_RAW};
+use crate::net::addr::{Addr, AF_INET, AF_INET6, IPPROTO_ICMPV6, SOCK_RAW, SOL_RAW};
 use crate::{Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 
@@ -157,7 +157,7 @@ impl Process {
         addr: u64,
         len: u64,
     ) -> SysResult {
-        let (f, to) = crate::net::socket::read_addr(mem, addr, len)?;
+        let (f, to) = crate::net::addr::read_addr(mem, addr, len)?;
         let s = self.sock_mut(idx)?;
         if f == 0 {
             s.peer = None;
@@ -189,7 +189,7 @@ impl Process {
         let (family, proto) = (s.family, s.protocol);
         let hdrincl = proto == IPPROTO_RAW
             || s.opts
-                .get(&(crate::net::socket::SOL_IP, IP_HDRINCL))
+                .get(&(crate::net::addr::SOL_IP, IP_HDRINCL))
                 .is_some_and(|v| v.iter().any(|&b| b != 0));
         let local = s.local.clone();
         let to = match to.or_else(|| s.peer.clone()) {
@@ -203,7 +203,7 @@ impl Process {
         // the source: the bound address, else the route's (the loopback address)
         let src = match local {
             Some(l) if !l.is_wildcard() => ip_of(&l),
-            _ => crate::net::socket::loopback(family),
+            _ => crate::net::addr::loopback(family),
         };
         let packet = if family == AF_INET6 {
             if data.len() > IPV4_MAX {

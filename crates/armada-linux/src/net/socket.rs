@@ -18,209 +18,25 @@
 //! A connect to any other address fails with ENETUNREACH.
 //!
 //! Datagram sockets (UDP, AF_UNIX SOCK_DGRAM) are in `dgram`; `--net host` (the host's
-//! sockets instead) in `hostnet`.
+//! sockets instead) in `host`; addresses and socket numbers in `addr`; the socket table in
+//! `table`.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::io::fd::o::*;
 use crate::io::fd::{Files, Kind, OpenFile};
-use crate::net::netlink::{AF_NETLINK, NETLINK_ROUTE};
+use crate::net::addr::*;
+use crate::net::table::{Key, Sock};
 use crate::proc::wait::WaitKind;
-use crate::{rd, rd_u32, wr, wr_u32, Errno, Process, SysResult};
+use crate::{rd, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 
-pub(crate) const AF_UNIX: i32 = 1;
-pub(crate) const AF_INET: i32 = 2;
-pub(crate) const AF_INET6: i32 = 10;
-pub(crate) const SOCK_STREAM: i32 = 1;
-pub(crate) const SOCK_DGRAM: i32 = 2;
-pub(crate) const SOCK_RAW: i32 = 3;
-pub(crate) const SOCK_SEQPACKET: i32 = 5;
-pub(crate) const SOCK_NONBLOCK: i32 = 0o4000;
-pub(crate) const SOCK_CLOEXEC: i32 = 0o2000000;
-pub(crate) const MSG_DONTWAIT: i32 = 0x40;
-pub(crate) const MSG_NOSIGNAL: i32 = 0x4000;
-const IPPROTO_TCP: i32 = 6;
-const IPPROTO_UDP: i32 = 17;
-pub(crate) const SOL_SOCKET: i32 = 1;
-const SOL_IPV6: i32 = 41;
-pub(crate) const SOL_IP: i32 = 0;
-/// Raw sockets' option level (ICMP_FILTER), and ICMPv6's (ICMP6_FILTER; see `rawsock`).
-pub(crate) const SOL_RAW: i32 = 255;
-pub(crate) const IPPROTO_ICMPV6: i32 = 58;
-const SOL_NETLINK: i32 = 270;
-const SO_REUSEADDR: i32 = 2;
-const SO_TYPE: i32 = 3;
-const SO_ERROR: i32 = 4;
-const SO_SNDBUF: i32 = 7;
-const SO_RCVBUF: i32 = 8;
-const SO_REUSEPORT: i32 = 15;
-const SO_ACCEPTCONN: i32 = 30;
-const SO_PROTOCOL: i32 = 38;
-const SO_DOMAIN: i32 = 39;
-const IPV6_V6ONLY: i32 = 26;
 /// Where ephemeral ports start and end (Linux's ip_local_port_range).
 const EPHEMERAL: (u16, u16) = (32768, 60999);
 /// Most connections a listener queues (Linux's somaxconn).
 const SOMAXCONN: usize = 4096;
 const AT_FDCWD: i32 = -100;
 
-/// A socket address.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Addr {
-    V4 {
-        ip: [u8; 4],
-        port: u16,
-    },
-    V6 {
-        ip: [u8; 16],
-        port: u16,
-    },
-    /// An AF_UNIX name: a path, an abstract name (leading NUL), or unnamed (empty).
-    Unix(Vec<u8>),
-    /// A netlink port id (0: the kernel) and multicast groups (see `netlink`).
-    Netlink {
-        pid: u32,
-        groups: u32,
-    },
-}
-
-impl Addr {
-    fn port(&self) -> u16 {
-        match self {
-            Addr::V4 { port, .. } | Addr::V6 { port, .. } => *port,
-            Addr::Unix(_) | Addr::Netlink { .. } => 0,
-        }
-    }
-
-    pub(crate) fn with_port(&self, port: u16) -> Addr {
-        match self {
-            Addr::V4 { ip, .. } => Addr::V4 { ip: *ip, port },
-            Addr::V6 { ip, .. } => Addr::V6 { ip: *ip, port },
-            u => u.clone(),
-        }
-    }
-
-    /// The IPv4 address this one stands for (IPv4, or IPv6 v4-mapped).
-    pub(crate) fn v4(&self) -> Option<[u8; 4]> {
-        match self {
-            Addr::V4 { ip, .. } => Some(*ip),
-            Addr::V6 { ip, .. } if ip[..10] == [0; 10] && ip[10..12] == [0xff, 0xff] => {
-                Some([ip[12], ip[13], ip[14], ip[15]])
-            }
-            _ => None,
-        }
-    }
-
-    pub(crate) fn is_wildcard(&self) -> bool {
-        match self {
-            Addr::V4 { ip, .. } => *ip == [0; 4],
-            Addr::V6 { ip, .. } => *ip == [0; 16],
-            Addr::Unix(_) | Addr::Netlink { .. } => false,
-        }
-    }
-
-    /// A loopback address of this machine (or the wildcard, which connect takes as one).
-    pub(crate) fn is_local(&self) -> bool {
-        if self.is_wildcard() {
-            return true;
-        }
-        if let Some(v4) = self.v4() {
-            return v4[0] == 127 || v4 == [0; 4];
-        }
-        match self {
-            Addr::V6 { ip, .. } => {
-                let mut one = [0u8; 16];
-                one[15] = 1;
-                *ip == one
-            }
-            _ => true,
-        }
-    }
-
-    /// The address a connect or send to this one reaches: the wildcard means this
-    /// machine's loopback.
-    pub(crate) fn or_loopback(&self, family: i32) -> Addr {
-        if self.is_wildcard() {
-            loopback(family).with_port(self.port())
-        } else {
-            self.clone()
-        }
-    }
-
-    /// This address as a socket of `family` writes it: IPv4 as v4-mapped IPv6 for an IPv6
-    /// socket, v4-mapped IPv6 as IPv4 for an IPv4 one; others as they are.
-    pub(crate) fn in_family(&self, family: i32) -> Addr {
-        match (self, self.v4()) {
-            (Addr::V6 { port, .. }, Some(ip)) if family == AF_INET => Addr::V4 { ip, port: *port },
-            (Addr::V4 { .. }, _) if family == AF_INET6 => self.seen_by(AF_INET6),
-            _ => self.clone(),
-        }
-    }
-
-    /// How a socket of `family` sees this sender: a wildcard address is the loopback one
-    /// (the route's source), and an IPv4 sender seen by an IPv6 socket is v4-mapped.
-    pub(crate) fn seen_by(&self, family: i32) -> Addr {
-        let a = match self {
-            Addr::V4 { .. } | Addr::V6 { .. } if self.is_wildcard() => {
-                let f = if matches!(self, Addr::V4 { .. }) {
-                    AF_INET
-                } else {
-                    AF_INET6
-                };
-                loopback(f).with_port(self.port())
-            }
-            other => other.clone(),
-        };
-        match a {
-            Addr::V4 { ip, port } if family == AF_INET6 => {
-                let mut m = [0u8; 16];
-                m[10] = 0xff;
-                m[11] = 0xff;
-                m[12..].copy_from_slice(&ip);
-                Addr::V6 { ip: m, port }
-            }
-            a => a,
-        }
-    }
-
-    /// As a guest sockaddr.
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        match self {
-            Addr::V4 { ip, port } => {
-                let mut b = vec![0u8; 16];
-                b[..2].copy_from_slice(&(AF_INET as u16).to_le_bytes());
-                b[2..4].copy_from_slice(&port.to_be_bytes());
-                b[4..8].copy_from_slice(ip);
-                b
-            }
-            Addr::V6 { ip, port } => {
-                let mut b = vec![0u8; 28];
-                b[..2].copy_from_slice(&(AF_INET6 as u16).to_le_bytes());
-                b[2..4].copy_from_slice(&port.to_be_bytes());
-                b[8..24].copy_from_slice(ip);
-                b
-            }
-            Addr::Unix(name) => {
-                let mut b = (AF_UNIX as u16).to_le_bytes().to_vec();
-                b.extend_from_slice(name);
-                if name.first().is_some_and(|&c| c != 0) {
-                    b.push(0);
-                }
-                b
-            }
-            Addr::Netlink { pid, groups } => {
-                let mut b = vec![0u8; 12];
-                b[..2].copy_from_slice(&(AF_NETLINK as u16).to_le_bytes());
-                b[4..8].copy_from_slice(&pid.to_le_bytes());
-                b[8..12].copy_from_slice(&groups.to_le_bytes());
-                b
-            }
-        }
-    }
-}
-
-/// A socket's own name as it stands.
 fn s_local(p: &Process, idx: usize) -> Addr {
     p.files
         .net
@@ -228,85 +44,6 @@ fn s_local(p: &Process, idx: usize) -> Addr {
         .get(&idx)
         .and_then(|s| s.local.clone())
         .unwrap_or(Addr::Unix(Vec::new()))
-}
-
-/// The loopback address of a family.
-pub(crate) fn loopback(family: i32) -> Addr {
-    if family == AF_INET6 {
-        let mut ip = [0u8; 16];
-        ip[15] = 1;
-        Addr::V6 { ip, port: 0 }
-    } else {
-        Addr::V4 {
-            ip: [127, 0, 0, 1],
-            port: 0,
-        }
-    }
-}
-
-/// What a bound name is known by: the port space, or the AF_UNIX socket file, or the
-/// abstract name.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Key {
-    Port(u16),
-    UnixFile { dev: u64, ino: u64 },
-    Abstract(Vec<u8>),
-}
-
-/// A socket's state in the lane's network.
-#[derive(Clone, Debug)]
-pub(crate) struct Sock {
-    pub(crate) family: i32,
-    pub(crate) ty: i32,
-    pub(crate) protocol: i32,
-    pub(crate) local: Option<Addr>,
-    pub(crate) peer: Option<Addr>,
-    key: Option<Key>,
-    /// Listening: the connections not accepted yet (server-side descriptions, each holding
-    /// a reference) and the backlog.
-    listen: Option<(usize, VecDeque<usize>)>,
-    /// Connections ever queued on it (a wakeup stamp, see `Process::poll_stamp`).
-    pub(crate) arrivals: u64,
-    reuseaddr: bool,
-    reuseport: bool,
-    v6only: bool,
-    /// Options set and not otherwise interpreted, to be read back by getsockopt.
-    pub(crate) opts: BTreeMap<(i32, i32), Vec<u8>>,
-    /// A non-blocking connect was started (a second connect says EISCONN).
-    connecting: bool,
-    /// A datagram socket's receive queue (see `dgram`).
-    pub(crate) dgram: Option<crate::net::dgram::Dgram>,
-}
-
-impl Sock {
-    fn new(family: i32, ty: i32, protocol: i32) -> Sock {
-        Sock {
-            family,
-            ty,
-            protocol,
-            local: None,
-            peer: None,
-            key: None,
-            listen: None,
-            arrivals: 0,
-            reuseaddr: false,
-            reuseport: false,
-            v6only: false,
-            opts: BTreeMap::new(),
-            connecting: false,
-            dgram: None,
-        }
-    }
-}
-
-/// The lane's network: its sockets and the names they are bound to.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Net {
-    pub(crate) socks: BTreeMap<usize, Sock>,
-    bound: BTreeMap<Key, Vec<usize>>,
-    next_port: u16,
-    /// The IPv4 identification of the last raw packet (see `rawsock`).
-    pub(crate) ip_id: u16,
 }
 
 impl Files {
@@ -345,75 +82,6 @@ impl Files {
             self.pipe_end_closed(d.pipe, true);
         }
     }
-}
-
-/// Reads a guest sockaddr of `len` bytes.
-pub(crate) fn read_addr(mem: &mut AddressSpace, addr: u64, len: u64) -> Result<(i32, Addr), Errno> {
-    if !(2..=128).contains(&len) {
-        return Err(Errno::EINVAL);
-    }
-    let mut b = vec![0u8; len as usize];
-    rd(mem, addr, &mut b)?;
-    let family = u16::from_le_bytes([b[0], b[1]]) as i32;
-    let port = |b: &[u8]| u16::from_be_bytes([b[2], b[3]]);
-    match family {
-        AF_INET if len >= 16 => Ok((
-            family,
-            Addr::V4 {
-                ip: [b[4], b[5], b[6], b[7]],
-                port: port(&b),
-            },
-        )),
-        AF_INET6 if len >= 24 => {
-            let mut ip = [0u8; 16];
-            ip.copy_from_slice(&b[8..24]);
-            Ok((family, Addr::V6 { ip, port: port(&b) }))
-        }
-        AF_INET | AF_INET6 => Err(Errno::EINVAL),
-        AF_NETLINK if len >= 12 => {
-            let w = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-            Ok((
-                family,
-                Addr::Netlink {
-                    pid: w(4),
-                    groups: w(8),
-                },
-            ))
-        }
-        AF_NETLINK => Err(Errno::EINVAL),
-        AF_UNIX => {
-            let mut name = b[2..].to_vec();
-            if name.first().is_some_and(|&c| c != 0) {
-                // a path ends at its first NUL
-                if let Some(n) = name.iter().position(|&c| c == 0) {
-                    name.truncate(n);
-                }
-            }
-            Ok((family, Addr::Unix(name)))
-        }
-        _ => Err(Errno(libc::EAFNOSUPPORT)),
-    }
-}
-
-/// Writes `a` to a guest (sockaddr, socklen_t*) pair: truncated to the room given, the
-/// full length reported.
-pub(crate) fn write_addr(
-    mem: &mut AddressSpace,
-    addr: u64,
-    len_ptr: u64,
-    a: &Addr,
-) -> Result<(), Errno> {
-    if addr == 0 || len_ptr == 0 {
-        return Ok(());
-    }
-    let room = rd_u32(mem, len_ptr)? as i32;
-    if room < 0 {
-        return Err(Errno::EINVAL);
-    }
-    let b = a.encode();
-    let n = b.len().min(room as usize);
-    wr(mem, addr, &b[..n])?;
-    wr_u32(mem, len_ptr, b.len() as u32)
 }
 
 impl Process {
@@ -484,7 +152,7 @@ impl Process {
             if let Some(Some(p)) = self.files.pipes.get_mut(pipe) {
                 p.bounds = Some(Default::default());
             }
-            sock.dgram = Some(crate::net::dgram::Dgram {
+            sock.dgram = Some(crate::net::table::Dgram {
                 pipe,
                 from: VecDeque::new(),
             });
@@ -1119,23 +787,6 @@ impl Process {
                 None => libc::POLLHUP,
             },
             None => libc::POLLNVAL,
-        }
-    }
-}
-
-impl Addr {
-    /// The wildcard address of this one's family (an unbound socket's name).
-    fn unspecified(&self) -> Addr {
-        match self {
-            Addr::V4 { .. } => Addr::V4 {
-                ip: [0; 4],
-                port: 0,
-            },
-            Addr::V6 { .. } => Addr::V6 {
-                ip: [0; 16],
-                port: 0,
-            },
-            u => u.clone(),
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::io::fd::{Kind, OpenFile};
 use crate::{check_writable, rd_u64, wr, wr_u32, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 
-use crate::net::socket::{
+use crate::net::addr::{
     AF_UNIX, MSG_DONTWAIT, MSG_NOSIGNAL, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_SEQPACKET,
     SOCK_STREAM, SOL_SOCKET,
 };

@@ -14,12 +14,13 @@
 //! that shares memory without CLONE_VFORK, or shares the fd table or handlers with its
 //! parent, is refused with EINVAL and a note.
 
-use crate::proc::table::ProcEntry;
-use crate::proc::task::{
-    ThreadLinux, CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID, CLONE_DETACHED, CLONE_FILES, CLONE_FS,
+use crate::proc::clone::{
+    ForkArgs, CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID, CLONE_DETACHED, CLONE_FILES, CLONE_FS,
     CLONE_IO, CLONE_PARENT, CLONE_PARENT_SETTID, CLONE_PTRACE, CLONE_SETTLS, CLONE_SIGHAND,
     CLONE_SYSVSEM, CLONE_UNTRACED, CLONE_VFORK, CLONE_VM,
 };
+use crate::proc::table::ProcEntry;
+use crate::proc::task::ThreadLinux;
 use crate::proc::wait::WaitKind;
 use crate::{wr_u32, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
@@ -49,16 +50,6 @@ pub struct NewProcess {
     pub mem: Option<AddressSpace>,
     /// The child's registers: the parent's at the syscall, x0 = 0.
     pub state: CpuState,
-}
-
-/// The arguments of a process clone.
-pub(crate) struct ForkArgs {
-    pub(crate) flags: u64,
-    pub(crate) exit_signal: u64,
-    pub(crate) stack: u64,
-    pub(crate) parent_tid: u64,
-    pub(crate) tls: u64,
-    pub(crate) child_tid: u64,
 }
 
 impl Process {

@@ -2,6 +2,7 @@
 //! `--host-exec`), what a syscall leaves for the scheduler (waits, new tasks), futexes,
 //! credentials, and process and system information.
 
+pub mod clone;
 pub(crate) mod creds;
 pub mod exec;
 pub mod fork;

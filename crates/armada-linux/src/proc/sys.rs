@@ -348,7 +348,7 @@ impl Process {
     /// changes nothing. Threads that would each get their own are not supported (EINVAL,
     /// with a note).
     pub(crate) fn sys_unshare(&mut self, flags: u64) -> SysResult {
-        use crate::proc::task::{CLONE_FILES, CLONE_FS, CLONE_SYSVSEM};
+        use crate::proc::clone::{CLONE_FILES, CLONE_FS, CLONE_SYSVSEM};
         /// CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
         const CLONE_NEW: u64 = 0x0002_0000
             | 0x0200_0000

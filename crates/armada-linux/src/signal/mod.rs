@@ -184,7 +184,7 @@ impl SigInfo {
         put(&mut b, 8, self.code as u32);
         let fault = matches!(sig, SIGSEGV | SIGBUS | SIGILL | SIGFPE | SIGTRAP);
         match self.code {
-            crate::time::timers::SI_TIMER => {
+            SI_TIMER => {
                 put(&mut b, 24, lo); // ssi_tid: the timer's id
                 put(&mut b, 32, hi); // ssi_overrun
                 put(&mut b, 44, self.extra as u32); // ssi_int
@@ -221,6 +221,8 @@ impl SigInfo {
 pub const SI_USER: i32 = 0;
 pub const SI_KERNEL: i32 = 0x80;
 pub const SI_TKILL: i32 = -6;
+/// A POSIX timer's signal (see `time::timers`).
+pub const SI_TIMER: i32 = -2;
 pub const SEGV_MAPERR: i32 = 1;
 pub const SEGV_ACCERR: i32 = 2;
 pub const BUS_ADRALN: i32 = 1;

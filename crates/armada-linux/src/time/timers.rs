@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 
 use crate::proc::table::Outgoing;
-use crate::signal::{self as sig, NSIG};
+use crate::signal::{self as sig, NSIG, SI_TIMER};
 use crate::time::clock::{
     read_timespec_ns, CLOCK_BOOTTIME, CLOCK_BOOTTIME_ALARM, CLOCK_MONOTONIC,
     CLOCK_PROCESS_CPUTIME_ID, CLOCK_REALTIME, CLOCK_REALTIME_ALARM, CLOCK_TAI,
@@ -39,8 +39,6 @@ const SIGEV_NONE: i32 = 1;
 const SIGEV_THREAD: i32 = 2;
 const SIGEV_THREAD_ID: i32 = 4;
 const TIMER_ABSTIME: i32 = 1;
-/// si_code of a POSIX timer's signal.
-pub const SI_TIMER: i32 = -2;
 /// Most POSIX timers a process may hold (Linux's bound is RLIMIT_SIGPENDING).
 pub const MAX_TIMERS: usize = 4096;
 
