@@ -21,7 +21,7 @@
 use crate::coverage::{CmpLog, CoverageMap};
 use crate::cpu::{self, CodeCache, DecodedPages};
 use crate::linux::proc::table as procs;
-use crate::linux::proc::wait::{Wait, WaitKind};
+use crate::linux::sched::{Wait, WaitKind};
 use crate::linux::signal as sig;
 use crate::linux::signal::Received;
 use crate::linux::time::timers::Due;
@@ -654,7 +654,7 @@ impl Lane {
 
     /// Delivers the signals the last syscall or process end sent to other processes.
     fn deliver_outgoing(&mut self) {
-        let mut queue: VecDeque<procs::Outgoing> =
+        let mut queue: VecDeque<sig::Outgoing> =
             self.program.process.take_outgoing().into_iter().collect();
         while let Some(o) = queue.pop_front() {
             let cur = self.cur_pid();
@@ -716,7 +716,7 @@ impl Lane {
 
     /// Stops (`Some(signal)`) or continues process `pid`: its tasks are not scheduled
     /// while it is stopped. Returns the SIGCHLD its parent gets for it, if any.
-    fn stop_process(&mut self, pid: i32, stop: Option<i32>) -> Option<procs::Outgoing> {
+    fn stop_process(&mut self, pid: i32, stop: Option<i32>) -> Option<sig::Outgoing> {
         let cur = self.cur_pid();
         let parent = self.program.process.set_stopped(pid, stop)?;
         self.wake_retries();
@@ -734,7 +734,7 @@ impl Lane {
             Some(s) => (procs::CLD_STOPPED, s),
             None => (procs::CLD_CONTINUED, sig::SIGCONT),
         };
-        Some(procs::Outgoing {
+        Some(sig::Outgoing {
             pid: parent,
             tid: 0,
             signal: sig::SIGCHLD,

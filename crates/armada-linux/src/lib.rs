@@ -30,6 +30,7 @@ pub mod ipc;
 pub mod mm;
 pub mod net;
 pub mod proc;
+pub mod sched;
 pub mod signal;
 mod strace;
 pub mod syscalls;
@@ -243,6 +244,20 @@ pub(crate) fn wr_u32(mem: &mut AddressSpace, addr: u64, v: u32) -> Result<(), Er
     mem.write_u32(addr, v).map_err(|_| Errno::EFAULT)
 }
 
+/// Reads a guest `struct timespec` and returns it in nanoseconds (EINVAL if invalid).
+pub(crate) fn read_timespec_ns(mem: &mut AddressSpace, addr: u64) -> Result<u64, Errno> {
+    let mut b = [0u8; 16];
+    rd(mem, addr, &mut b)?;
+    let sec = i64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
+    let nsec = i64::from_le_bytes(b[8..].try_into().unwrap_or([0; 8]));
+    if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+        return Err(Errno::EINVAL);
+    }
+    Ok((sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(nsec as u64))
+}
+
 /// A NUL-terminated guest string of at most PATH_MAX bytes.
 pub(crate) fn cstr(mem: &mut AddressSpace, addr: u64) -> Result<Vec<u8>, Errno> {
     let s = mem.read_cstr(addr, PATH_MAX).map_err(|_| Errno::EFAULT)?;
@@ -335,7 +350,7 @@ pub struct Process {
     /// Set during a send with MSG_NOSIGNAL: EPIPE without SIGPIPE.
     pub(crate) no_sigpipe: bool,
     /// What the last syscall left for the scheduler.
-    pub(crate) events: proc::wait::Events,
+    pub(crate) events: sched::Events,
     pub(crate) futexes: proc::futex::Futexes,
     /// Interval timers and POSIX timers (fired by the scheduler).
     pub(crate) timers: time::timers::Timers,
@@ -472,7 +487,7 @@ impl Process {
             exec: None,
             exit_signal: signal::SIGCHLD,
             no_sigpipe: false,
-            events: proc::wait::Events::default(),
+            events: sched::Events::default(),
             futexes: proc::futex::Futexes::default(),
             timers: time::timers::Timers::default(),
             ipc: ipc::Ipc::default(),

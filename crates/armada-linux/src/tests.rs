@@ -102,7 +102,7 @@ impl Lane {
                 return (self.st.x[0] as i64, o);
             };
             self.p.idle_until(d);
-            if let crate::proc::wait::WaitKind::Futex { .. } = w.kind {
+            if let crate::sched::WaitKind::Futex { .. } = w.kind {
                 self.p.futex_cancel(self.p.tid());
                 self.st.x[0] = neg(libc::ETIMEDOUT) as u64;
                 return (self.st.x[0] as i64, SysOutcome::Continue);
@@ -717,7 +717,7 @@ fn clock_is_virtual_and_random_is_seeded() {
 /// threaded lane's syscalls themselves only while no task waits that way.
 #[test]
 fn a_sleep_waits_apart_from_retries() {
-    use crate::proc::wait::WaitKind;
+    use crate::sched::WaitKind;
     let mut l = Lane::det();
     let block_of = |l: &mut Lane, nr: u64, args: &[u64]| {
         l.st.x[8] = nr;

@@ -106,10 +106,6 @@ fn walk_long(mut dirfd: RawFd, path: &[u8]) -> Result<(Option<OwnedFd>, Vec<u8>)
 }
 
 impl Process {
-    pub(crate) fn nofile(&self) -> u64 {
-        self.rlimits[crate::proc::sys::RLIMIT_NOFILE].0.min(1 << 20)
-    }
-
     /// What follows /proc/self/cwd (or /proc/PID/cwd of this process) in `path`, without
     /// its slash: empty for the link itself; None when the path is not under it.
     fn proc_cwd_rest(&self, dirfd: i32, path: &[u8]) -> Option<Vec<u8>> {
@@ -356,11 +352,7 @@ impl Process {
                     let e = Errno::last();
                     if writer && e == Errno(libc::ENXIO) {
                         let wake = self.host_poll_wake(None, true);
-                        return Err(self.block_until(
-                            crate::proc::wait::WaitKind::Retry,
-                            None,
-                            wake,
-                        ));
+                        return Err(self.block_until(crate::sched::WaitKind::Retry, None, wake));
                     }
                     return Err(e);
                 }
@@ -378,7 +370,7 @@ impl Process {
             if unsafe { libc::poll(&mut p, 1, 0) } == 0 {
                 self.fifo_opens.push((tid, guest.to_vec(), fd));
                 let wake = self.host_poll_wake(None, true);
-                return Err(self.block_until(crate::proc::wait::WaitKind::Retry, None, wake));
+                return Err(self.block_until(crate::sched::WaitKind::Retry, None, wake));
             }
         }
         // SAFETY: dup of our descriptor, as blocking as the guest asked.
@@ -1063,12 +1055,10 @@ impl Process {
             }
             _ => {}
         }
-        let f = self.files.file(fd)?;
-        if crate::net::device::is_ifreq(req)
-            && matches!(f.kind, Kind::NetSock | Kind::Socket { .. })
-        {
-            return self.sys_ifreq(mem, req, arg);
+        if let Some(r) = self.socket_ioctl(mem, fd, req, arg) {
+            return r;
         }
+        let f = self.files.file(fd)?;
         match &f.kind {
             Kind::Host { fd: h, mode } => {
                 let h = h.raw();
@@ -1077,7 +1067,7 @@ impl Process {
                 let (out_len, in_len) = match req {
                     // `--net host`: the host's interfaces (SIOCGIFCONF's buffer aside)
                     0x8912 => return Err(Errno::EOPNOTSUPP),
-                    r if sock && crate::net::device::is_ifreq(r) => (40, 40),
+                    r if sock && Self::is_ifreq(r) => (40, 40),
                     TCGETS => (36, 0),
                     TCSETS | TCSETSW | TCSETSF => (0, 36),
                     TIOCGWINSZ => (8, 0),

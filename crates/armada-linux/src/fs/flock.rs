@@ -1,7 +1,7 @@
 //! The lock syscalls: fcntl's record-lock commands (F_GETLK, F_SETLK, F_SETLKW and their
 //! F_OFD_* forms) and flock, over the lane's lock table (`locks`).
 
-use crate::fs::locks::{
+use crate::io::locks::{
     FileKey, Lock, Owner, F_RDLCK, F_UNLCK, F_WRLCK, LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN,
 };
 use crate::{Errno, Process, SysResult};
@@ -158,7 +158,7 @@ impl Process {
                 if !ofd {
                     self.files.locks.waiting.insert(self.pid, on);
                 }
-                return Err(self.block(crate::proc::wait::WaitKind::Retry, None));
+                return Err(self.block(crate::sched::WaitKind::Retry, None));
             }
         }
         self.files.locks.waiting.remove(&self.pid);
@@ -191,7 +191,7 @@ impl Process {
             if op & LOCK_NB != 0 {
                 return Err(Errno::EAGAIN);
             }
-            return Err(self.block(crate::proc::wait::WaitKind::Retry, None));
+            return Err(self.block(crate::sched::WaitKind::Retry, None));
         }
         let locks = &mut self.files.locks;
         locks

@@ -203,7 +203,7 @@ impl Process {
                 let _ = write!(
                     s,
                     "SigQ:\t0/{}\nSigPnd:\t{pnd:016x}\nShdPnd:\t{shd:016x}\nSigBlk:\t{blk:016x}\nSigIgn:\t{ign:016x}\nSigCgt:\t{cgt:016x}\nCapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}\nCapBnd:\t{:016x}\nCapAmb:\t{:016x}\nNoNewPrivs:\t{}\nSeccomp:\t0\n",
-                    self.rlimits[crate::proc::sys::RLIMIT_SIGPENDING].0.min(1 << 31),
+                    self.sigpending_limit(),
                     c.cap_inh,
                     c.cap_prm,
                     c.cap_eff,

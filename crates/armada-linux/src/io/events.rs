@@ -14,9 +14,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::proc::wait::WaitKind;
-use crate::proc::wait::WOULD_BLOCK;
-use crate::time::clock::{read_timespec_ns, CLOCK_BOOTTIME, CLOCK_MONOTONIC, CLOCK_REALTIME};
+use crate::read_timespec_ns;
+use crate::sched::WaitKind;
+use crate::sched::WOULD_BLOCK;
+use crate::time::clock::{CLOCK_BOOTTIME, CLOCK_MONOTONIC, CLOCK_REALTIME};
 use crate::{rd, rd_u64, wr, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 

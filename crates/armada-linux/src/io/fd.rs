@@ -313,7 +313,7 @@ pub struct Files {
     /// The lane's sockets from socket() and the names they hold (see `net`).
     pub(crate) net: crate::net::table::Net,
     /// The lane's advisory file locks (see `locks`).
-    pub(crate) locks: crate::fs::locks::Locks,
+    pub(crate) locks: crate::io::locks::Locks,
     /// The pid of the process whose fd table this is: its record locks go when it closes
     /// an fd of the file.
     pub(crate) lock_pid: i32,

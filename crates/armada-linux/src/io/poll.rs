@@ -178,7 +178,7 @@ impl Process {
         let timeout = if tmo == 0 {
             None
         } else {
-            Some(crate::time::clock::read_timespec_ns(mem, tmo)?)
+            Some(crate::read_timespec_ns(mem, tmo)?)
         };
         let mut list = Vec::with_capacity(nfds as usize);
         for k in 0..nfds {
@@ -219,11 +219,7 @@ impl Process {
                 }
                 let wake_at = self.fds_wake_at(list.iter().map(|&(fd, _)| fd));
                 let wake_at = self.host_poll_wake(wake_at, !hostfds.is_empty());
-                return Err(self.block_until(
-                    crate::proc::wait::WaitKind::Retry,
-                    deadline,
-                    wake_at,
-                ));
+                return Err(self.block_until(crate::sched::WaitKind::Retry, deadline, wake_at));
             }
             self.wait_host(&mut hostfds, timeout);
         }
@@ -245,7 +241,7 @@ impl Process {
         let timeout = if tmo == 0 {
             None
         } else {
-            Some(crate::time::clock::read_timespec_ns(mem, tmo)?)
+            Some(crate::read_timespec_ns(mem, tmo)?)
         };
         let words = (nfds as usize).div_ceil(64);
         let read_set = |mem: &mut AddressSpace, p: u64| -> Result<Vec<u64>, Errno> {
@@ -321,11 +317,7 @@ impl Process {
                 }
                 let wake_at = self.fds_wake_at(0..nfds);
                 let wake_at = self.host_poll_wake(wake_at, !hostfds.is_empty());
-                return Err(self.block_until(
-                    crate::proc::wait::WaitKind::Retry,
-                    deadline,
-                    wake_at,
-                ));
+                return Err(self.block_until(crate::sched::WaitKind::Retry, deadline, wake_at));
             }
             self.wait_host(&mut hostfds, timeout);
         }

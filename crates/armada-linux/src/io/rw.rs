@@ -6,7 +6,7 @@
 
 use crate::io::fd::o::*;
 use crate::io::fd::*;
-use crate::proc::wait::WOULD_BLOCK;
+use crate::sched::WOULD_BLOCK;
 use crate::{check_readable, check_writable, rd, rd_u64, wr, wr_u64};
 use crate::{Errno, Process, SysResult};
 use armada_machine::memory::{AddressSpace, PAGE_SHIFT, PAGE_SIZE};
@@ -343,7 +343,7 @@ impl Process {
                 Ok(crate::io::fd::Kind::Host { .. })
             );
             let wake_at = self.host_poll_wake(self.fd_wake_at(fd), host);
-            return self.block_until(crate::proc::wait::WaitKind::Retry, None, wake_at);
+            return self.block_until(crate::sched::WaitKind::Retry, None, wake_at);
         }
         if e == Errno::EPIPE && !self.no_sigpipe {
             self.raise(crate::signal::SIGPIPE);
@@ -454,7 +454,7 @@ impl Process {
         self.thread.write_done = Some((key, total));
         // the bytes that went in may be what a reader waits for
         self.events.stirred |= total > before;
-        self.block(crate::proc::wait::WaitKind::Retry, None)
+        self.block(crate::sched::WaitKind::Retry, None)
     }
 
     /// Whether a write to `fd` that finds no room waits for it: a blocking pipe or

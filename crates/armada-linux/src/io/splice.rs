@@ -16,7 +16,7 @@
 
 use crate::io::fd::o::*;
 use crate::io::fd::Kind;
-use crate::proc::wait::WOULD_BLOCK;
+use crate::sched::WOULD_BLOCK;
 use crate::{rd, rd_u64, wr_u64, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 

@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 
 use crate::ipc::{self, IpcPerm, Keyed, IPC_INFO, IPC_NOWAIT, IPC_RMID, IPC_SET, IPC_STAT};
-use crate::proc::wait::WaitKind;
+use crate::sched::WaitKind;
 use crate::{rd, rd_u64, wr, wr_u64, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 

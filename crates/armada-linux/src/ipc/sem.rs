@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::ipc::{self, IpcPerm, Keyed, IPC_INFO, IPC_NOWAIT, IPC_RMID, IPC_SET, IPC_STAT};
-use crate::proc::wait::WaitKind;
+use crate::sched::WaitKind;
 use crate::{rd, wr, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 
@@ -109,7 +109,7 @@ impl Process {
             })
             .collect();
         let deadline = if timeout != 0 {
-            let ns = crate::time::clock::read_timespec_ns(mem, timeout)?;
+            let ns = crate::read_timespec_ns(mem, timeout)?;
             Some(self.deadline_after(ns))
         } else {
             None

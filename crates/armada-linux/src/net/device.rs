@@ -8,6 +8,7 @@
 //! `if_nameindex`) and the ioctls here (`ifconfig`-style tools, Python's
 //! `socket.if_nametoindex` on old libcs), so the two never disagree.
 
+use crate::io::fd::Kind;
 use crate::{rd, wr, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 
@@ -60,23 +61,41 @@ const SIOCGIFTXQLEN: u32 = 0x8942;
 const IFREQ: usize = 40;
 const IFNAMSIZ: usize = 16;
 
-/// Whether `req` is one of the interface ioctls answered here.
-pub(crate) fn is_ifreq(req: u32) -> bool {
-    matches!(
-        req,
-        SIOCGIFNAME
-            | SIOCGIFCONF
-            | SIOCGIFFLAGS
-            | SIOCGIFADDR
-            | SIOCGIFDSTADDR
-            | SIOCGIFBRDADDR
-            | SIOCGIFNETMASK
-            | SIOCGIFMETRIC
-            | SIOCGIFMTU
-            | SIOCGIFHWADDR
-            | SIOCGIFINDEX
-            | SIOCGIFTXQLEN
-    )
+impl Process {
+    /// Whether `req` is one of the interface ioctls (SIOCGIF*).
+    pub(crate) fn is_ifreq(req: u32) -> bool {
+        matches!(
+            req,
+            SIOCGIFNAME
+                | SIOCGIFCONF
+                | SIOCGIFFLAGS
+                | SIOCGIFADDR
+                | SIOCGIFDSTADDR
+                | SIOCGIFBRDADDR
+                | SIOCGIFNETMASK
+                | SIOCGIFMETRIC
+                | SIOCGIFMTU
+                | SIOCGIFHWADDR
+                | SIOCGIFINDEX
+                | SIOCGIFTXQLEN
+        )
+    }
+
+    /// An ioctl on one of the run's own sockets that the network answers (SIOCGIF*), or
+    /// None for the file layer to answer.
+    pub(crate) fn socket_ioctl(
+        &mut self,
+        mem: &mut AddressSpace,
+        fd: i32,
+        req: u32,
+        arg: u64,
+    ) -> Option<SysResult> {
+        let own_socket = self
+            .files
+            .file(fd)
+            .is_ok_and(|f| matches!(f.kind, Kind::NetSock | Kind::Socket { .. }));
+        (own_socket && Self::is_ifreq(req)).then(|| self.sys_ifreq(mem, req, arg))
+    }
 }
 
 /// A sockaddr_in of `ip` in an ifreq's union.

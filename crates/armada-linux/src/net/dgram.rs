@@ -10,7 +10,7 @@
 
 use crate::io::fd::Kind;
 use crate::net::addr::{Addr, AF_UNIX, MSG_DONTWAIT};
-use crate::proc::wait::WOULD_BLOCK;
+use crate::sched::WOULD_BLOCK;
 use crate::{check_writable, rd, rd_u32, rd_u64, wr, wr_u32, wr_u64, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 

@@ -16,7 +16,7 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use crate::io::fd::o::*;
 use crate::io::fd::{HostFd, Kind, OpenFile};
 use crate::nr::*;
-use crate::proc::wait::WOULD_BLOCK;
+use crate::sched::WOULD_BLOCK;
 use crate::{check_writable, rd, rd_u32, rd_u64, wr, wr_u32, wr_u64, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 

@@ -27,7 +27,7 @@ use crate::io::fd::o::*;
 use crate::io::fd::{Files, Kind, OpenFile};
 use crate::net::addr::*;
 use crate::net::table::{Key, Sock};
-use crate::proc::wait::WaitKind;
+use crate::sched::WaitKind;
 use crate::{rd, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 

@@ -7,7 +7,7 @@
 //! CLONE_PIDFD, a thread without CLONE_VM, ...) gets EINVAL with a note on stderr.
 
 use crate::proc::task::{ThreadLinux, MAX_THREADS};
-use crate::proc::wait::NewTask;
+use crate::sched::NewTask;
 use crate::{rd_u64, wr_u32, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 use armada_machine::state::CpuState;

@@ -153,7 +153,7 @@ impl Process {
         self.files.close_on_exec();
         self.host_execed = true;
         let wake = self.monotonic_ns();
-        Err(self.block_until(crate::proc::wait::WaitKind::Retry, None, Some(wake)))
+        Err(self.block_until(crate::sched::WaitKind::Retry, None, Some(wake)))
     }
 
     /// Opens the file a guest path names for execution: (host path, guest path, its

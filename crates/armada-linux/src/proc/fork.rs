@@ -21,7 +21,7 @@ use crate::proc::clone::{
 };
 use crate::proc::table::ProcEntry;
 use crate::proc::task::ThreadLinux;
-use crate::proc::wait::WaitKind;
+use crate::sched::WaitKind;
 use crate::{wr_u32, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 use armada_machine::state::CpuState;

@@ -7,8 +7,9 @@
 //! them with 0. A waiter's deadline or an interrupting signal is the scheduler's to act on:
 //! it calls [`Process::futex_cancel`] and resumes the task with ETIMEDOUT or EINTR.
 
-use crate::proc::wait::WaitKind;
-use crate::time::clock::{read_timespec_ns, CLOCK_MONOTONIC, CLOCK_REALTIME};
+use crate::read_timespec_ns;
+use crate::sched::WaitKind;
+use crate::time::clock::{CLOCK_MONOTONIC, CLOCK_REALTIME};
 use crate::{rd_u32, wr_u32, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 

@@ -28,7 +28,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::sync::{Arc, Mutex};
 
 use crate::io::fd::{Kind, OUTPUT_CAP};
-use crate::proc::wait::WaitKind;
+use crate::sched::WaitKind;
 use crate::{Errno, Process, SysOutcome, SysResult};
 
 /// The ELF machine of the host, whose programs `--host-exec` runs natively.

@@ -1,5 +1,5 @@
 //! Processes and their tasks: the lane's process table, clone and fork, execve (and
-//! `--host-exec`), what a syscall leaves for the scheduler (waits, new tasks), futexes,
+//! `--host-exec`), futexes,
 //! credentials, and process and system information.
 
 pub mod clone;
@@ -11,4 +11,3 @@ pub(crate) mod hostexec;
 pub mod sys;
 pub mod table;
 pub mod task;
-pub mod wait;

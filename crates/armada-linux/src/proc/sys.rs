@@ -99,6 +99,17 @@ impl Prctl {
 }
 
 impl Process {
+    /// The most fds the process may have open (RLIMIT_NOFILE, capped at 2^20 as Linux's
+    /// nr_open is).
+    pub(crate) fn nofile(&self) -> u64 {
+        self.rlimits[RLIMIT_NOFILE].0.min(1 << 20)
+    }
+
+    /// The most signals that may wait queued (RLIMIT_SIGPENDING; /proc/PID/status's SigQ).
+    pub(crate) fn sigpending_limit(&self) -> u64 {
+        self.rlimits[RLIMIT_SIGPENDING].0.min(1 << 31)
+    }
+
     pub(crate) fn sys_prlimit64(
         &mut self,
         mem: &mut AddressSpace,

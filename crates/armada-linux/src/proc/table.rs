@@ -18,8 +18,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::proc::wait::WaitKind;
-use crate::signal::{self as sig, SIGCHLD};
+use crate::sched::WaitKind;
+use crate::signal::{self as sig, Outgoing, SIGCHLD};
 use crate::{wr, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 
@@ -78,23 +78,6 @@ pub(crate) struct ProcEntry {
 pub(crate) enum Report {
     Stopped(i32),
     Continued,
-}
-
-/// A signal from one process to another, for the scheduler to deliver.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Outgoing {
-    pub pid: i32,
-    /// One thread of it (a timer's SIGEV_THREAD_ID), or 0: the process.
-    pub tid: i32,
-    pub signal: i32,
-    /// si_code and the sender's pid (low 32 bits) and uid (high), as the receiver's
-    /// siginfo gives them.
-    pub code: i32,
-    pub value: u64,
-    /// si_status (SIGCHLD).
-    pub extra: u64,
-    /// For SIGCHLD: the child it is about (reaped at once if the parent ignores SIGCHLD).
-    pub child: Option<i32>,
 }
 
 /// The lane's process table.

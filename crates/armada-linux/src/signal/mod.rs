@@ -217,6 +217,23 @@ impl SigInfo {
     }
 }
 
+/// A signal from one process to another, for the scheduler to deliver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outgoing {
+    pub pid: i32,
+    /// One thread of it (a timer's SIGEV_THREAD_ID), or 0: the process.
+    pub tid: i32,
+    pub signal: i32,
+    /// si_code and the sender's pid (low 32 bits) and uid (high), as the receiver's
+    /// siginfo gives them.
+    pub code: i32,
+    pub value: u64,
+    /// si_status (SIGCHLD).
+    pub extra: u64,
+    /// For SIGCHLD: the child it is about (reaped at once if the parent ignores SIGCHLD).
+    pub child: Option<i32>,
+}
+
 /// si_code values.
 pub const SI_USER: i32 = 0;
 pub const SI_KERNEL: i32 = 0x80;
@@ -438,7 +455,7 @@ impl Process {
         }
         match n {
             0 if nonblock => Err(Errno::EAGAIN),
-            0 => Err(crate::proc::wait::WOULD_BLOCK),
+            0 => Err(crate::sched::WOULD_BLOCK),
             n => Ok(n),
         }
     }
@@ -914,7 +931,7 @@ impl Process {
         self.thread.sig.mask = old;
         if self.outcome.is_none() {
             // runs again when another task has done something (sent a signal, perhaps)
-            return Err(self.block(crate::proc::wait::WaitKind::Retry, None));
+            return Err(self.block(crate::sched::WaitKind::Retry, None));
         }
         Err(Errno::EINTR)
     }
@@ -943,13 +960,13 @@ impl Process {
         let deadline = if tmo == 0 {
             None
         } else {
-            let ns = crate::time::clock::read_timespec_ns(mem, tmo)?;
+            let ns = crate::read_timespec_ns(mem, tmo)?;
             Some(self.deadline_after(ns))
         };
         if deadline.is_some_and(|d| self.deadline_passed(d)) {
             return Err(Errno::EAGAIN);
         }
-        Err(self.block(crate::proc::wait::WaitKind::Retry, deadline))
+        Err(self.block(crate::sched::WaitKind::Retry, deadline))
     }
 
     pub(crate) fn sys_sigaltstack(

@@ -5,7 +5,7 @@
 //! the clock without waiting. Random bytes come from a xoshiro256** generator seeded with
 //! `LinuxConfig::seed`. Otherwise the host's clocks and random bytes are used.
 
-use crate::{rd, wr, Errno, Process, SysResult};
+use crate::{read_timespec_ns, wr, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 
 /// Virtual CLOCK_REALTIME at the first instruction: 2024-01-01T00:00:00Z.
@@ -131,18 +131,6 @@ impl Rng {
             chunk.copy_from_slice(&v[..chunk.len()]);
         }
     }
-}
-
-/// Reads a guest `struct timespec` and returns it in nanoseconds (EINVAL if invalid).
-pub(crate) fn read_timespec_ns(mem: &mut AddressSpace, addr: u64) -> Result<u64, Errno> {
-    let mut b = [0u8; 16];
-    rd(mem, addr, &mut b)?;
-    let sec = i64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
-    let nsec = i64::from_le_bytes(b[8..].try_into().unwrap_or([0; 8]));
-    if sec < 0 || !(0..NS as i64).contains(&nsec) {
-        return Err(Errno::EINVAL);
-    }
-    Ok((sec as u64).saturating_mul(NS).saturating_add(nsec as u64))
 }
 
 fn write_timespec(mem: &mut AddressSpace, addr: u64, sec: i64, nsec: i64) -> Result<(), Errno> {
@@ -327,7 +315,7 @@ impl Process {
         if self.deadline_passed(deadline) {
             return Ok(());
         }
-        Err(self.block(crate::proc::wait::WaitKind::Sleep, Some(deadline)))
+        Err(self.block(crate::sched::WaitKind::Sleep, Some(deadline)))
     }
 
     /// The lane's instruction count now, outside a syscall (the scheduler's view of the
@@ -353,7 +341,7 @@ impl Process {
 
     /// A signal's handler interrupted a sleep (EINTR): a relative nanosleep or
     /// clock_nanosleep tells the time it had left, as Linux does.
-    pub fn sleep_interrupted(&mut self, w: &crate::proc::wait::Wait, mem: &mut AddressSpace) {
+    pub fn sleep_interrupted(&mut self, w: &crate::sched::Wait, mem: &mut AddressSpace) {
         use crate::nr::{CLOCK_NANOSLEEP, NANOSLEEP};
         const TIMER_ABSTIME: u64 = 1;
         let rem = match w.nr {

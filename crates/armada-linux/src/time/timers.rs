@@ -18,12 +18,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::proc::table::Outgoing;
-use crate::signal::{self as sig, NSIG, SI_TIMER};
+use crate::read_timespec_ns;
+use crate::signal::{self as sig, Outgoing, NSIG, SI_TIMER};
 use crate::time::clock::{
-    read_timespec_ns, CLOCK_BOOTTIME, CLOCK_BOOTTIME_ALARM, CLOCK_MONOTONIC,
-    CLOCK_PROCESS_CPUTIME_ID, CLOCK_REALTIME, CLOCK_REALTIME_ALARM, CLOCK_TAI,
-    CLOCK_THREAD_CPUTIME_ID,
+    CLOCK_BOOTTIME, CLOCK_BOOTTIME_ALARM, CLOCK_MONOTONIC, CLOCK_PROCESS_CPUTIME_ID,
+    CLOCK_REALTIME, CLOCK_REALTIME_ALARM, CLOCK_TAI, CLOCK_THREAD_CPUTIME_ID,
 };
 use crate::{rd, wr, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
