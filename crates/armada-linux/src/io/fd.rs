@@ -299,6 +299,36 @@ pub(crate) struct FdEntry {
     pub(crate) cloexec: bool,
 }
 
+/// Lane-wide state that another subsystem keeps per open file description (the socket
+/// table: names bound, listen queues, datagram queues), held beside the descriptions and
+/// handed over with them. The fd layer tells it when a description goes, through this
+/// trait, and does not know its type: the network builds on descriptors, not the reverse.
+pub(crate) trait DescriptionState: std::any::Any + std::fmt::Debug + Send + Sync {
+    /// Description `idx` is gone: forget it, and say what it held that goes with it.
+    fn dropped(&mut self, idx: usize) -> Released;
+    /// Whether closing description `idx` resets its connection (SO_LINGER with a time
+    /// of 0) rather than ending it cleanly.
+    fn resets_on_close(&self, idx: usize) -> bool;
+    fn clone_box(&self) -> Box<dyn DescriptionState>;
+    fn as_any(&self) -> &dyn std::any::Any;
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+}
+
+impl Clone for Box<dyn DescriptionState> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
+}
+
+/// What a dropped description held that the fd layer must let go of too.
+#[derive(Debug, Default)]
+pub(crate) struct Released {
+    /// Open file descriptions it held a reference to (a listener's queued connections).
+    pub(crate) descriptions: Vec<usize>,
+    /// Pipe ends it had open, as (pipe, writing end).
+    pub(crate) pipe_ends: Vec<(usize, bool)>,
+}
+
 /// The fd table and open file descriptions of one process.
 #[derive(Clone, Debug, Default)]
 pub struct Files {
@@ -310,8 +340,9 @@ pub struct Files {
     /// Bytes written to captured stdout and stderr that a GPU kernel answered and dropped
     /// (`Process::device_io`): they count toward OUTPUT_CAP as if kept.
     pub(crate) dropped: [u64; 2],
-    /// The lane's sockets from socket() and the names they hold (see `net`).
-    pub(crate) net: crate::net::table::Net,
+    /// The lane's sockets from socket() and the names they hold: the network's state
+    /// (`net::table`), which the fd layer knows only as a [`DescriptionState`].
+    pub(crate) sockets: Option<Box<dyn DescriptionState>>,
     /// The lane's advisory file locks (see `locks`).
     pub(crate) locks: crate::io::locks::Locks,
     /// The pid of the process whose fd table this is: its record locks go when it closes
@@ -514,7 +545,11 @@ impl Files {
                     if rd {
                         self.pipe_end_closed(rx, false);
                     }
-                    if self.lingers_zero(idx) {
+                    if self
+                        .sockets
+                        .as_ref()
+                        .is_some_and(|s| s.resets_on_close(idx))
+                    {
                         if let Some(Some(p)) = self.pipes.get_mut(tx) {
                             p.reset = true;
                         }
@@ -525,8 +560,22 @@ impl Files {
                 }
                 _ => {}
             }
-            self.net_dropped(idx);
+            self.description_state_dropped(idx);
             // host fds close when `f` drops here
+        }
+    }
+
+    /// Description `idx` is gone (or no longer a socket from socket()): the state other
+    /// subsystems kept for it goes, with what it held.
+    pub(crate) fn description_state_dropped(&mut self, idx: usize) {
+        let Some(r) = self.sockets.as_mut().map(|s| s.dropped(idx)) else {
+            return;
+        };
+        for c in r.descriptions {
+            self.release(c);
+        }
+        for (pipe, write) in r.pipe_ends {
+            self.pipe_end_closed(pipe, write);
         }
     }
 
@@ -588,7 +637,7 @@ impl Files {
         std::mem::swap(&mut self.pipes, &mut to.pipes);
         std::mem::swap(&mut self.out, &mut to.out);
         std::mem::swap(&mut self.err, &mut to.err);
-        std::mem::swap(&mut self.net, &mut to.net);
+        std::mem::swap(&mut self.sockets, &mut to.sockets);
         std::mem::swap(&mut self.locks, &mut to.locks);
     }
 

@@ -87,8 +87,8 @@ impl Process {
                     .files
                     .entry(fd)
                     .ok()
-                    .and_then(|e| self.files.net.socks.get(&e.file))
-                    .is_none_or(|s| s.family == libc::AF_UNIX);
+                    .and_then(|e| self.socket_family(e.file))
+                    .is_none_or(|family| family == libc::AF_UNIX);
                 let send_over = !*wr || (unix && !peer_reads);
                 if send_over && (!*rd || r & POLLRDHUP != 0) {
                     r |= POLLHUP;
@@ -125,11 +125,8 @@ impl Process {
             Kind::Socket { rx, tx, .. } => Some(mix(pipe(*rx), pipe(*tx))),
             Kind::NetSock => {
                 let e = self.files.entry(fd).ok()?;
-                let s = self.files.net.socks.get(&e.file)?;
-                match &s.dgram {
-                    Some(d) => Some(pipe(d.pipe)),
-                    None => Some(s.arrivals),
-                }
+                let (queue, arrivals) = self.socket_wakeups(e.file)?;
+                Some(queue.map_or(arrivals, pipe))
             }
             Kind::Event(o) => self.object_stamp(o),
             _ => None,

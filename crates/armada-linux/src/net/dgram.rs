@@ -28,7 +28,7 @@ impl Process {
         match self.files.file(fd).ok()?.kind {
             Kind::NetSock => self
                 .files
-                .net
+                .net()
                 .socks
                 .get(&idx)
                 .and_then(|s| s.dgram.as_ref())
@@ -40,7 +40,7 @@ impl Process {
     /// The length of the next datagram waiting on socket `idx` (None: not a datagram
     /// socket, or none waits): FIONREAD's answer.
     pub(crate) fn dgram_next_len(&self, idx: usize) -> Option<usize> {
-        let d = self.files.net.socks.get(&idx)?.dgram.as_ref()?;
+        let d = self.files.net().socks.get(&idx)?.dgram.as_ref()?;
         let p = self.files.pipes.get(d.pipe)?.as_ref()?;
         p.bounds.as_ref()?.front().copied()
     }
@@ -57,7 +57,7 @@ impl Process {
         let mut fam = [0u8; 2];
         rd(mem, addr, &mut fam)?;
         if u16::from_le_bytes(fam) == 0 {
-            if let Some(s) = self.files.net.socks.get_mut(&idx) {
+            if let Some(s) = self.files.net_mut().socks.get_mut(&idx) {
                 s.peer = None;
             }
             return Ok(0);
@@ -66,14 +66,14 @@ impl Process {
         if !to.is_local() {
             return Err(Errno(libc::ENETUNREACH));
         }
-        let family = self.files.net.socks.get(&idx).map_or(0, |s| s.family);
+        let family = self.files.net().socks.get(&idx).map_or(0, |s| s.family);
         let to = to.or_loopback(family);
         if family == AF_UNIX {
             // the peer must exist
             self.find_bound(family, crate::net::addr::SOCK_DGRAM, &to, false)?;
         }
         self.autobind(idx)?;
-        if let Some(s) = self.files.net.socks.get_mut(&idx) {
+        if let Some(s) = self.files.net_mut().socks.get_mut(&idx) {
             // connected, the socket's own address is the route's source
             if let Some(l) = s.local.clone() {
                 s.local = Some(l.seen_by(family));
@@ -96,7 +96,7 @@ impl Process {
         let n = self.pipe_put(pipe, data, nonblock)?;
         if let Some(d) = self
             .files
-            .net
+            .net_mut()
             .socks
             .get_mut(&idx)
             .and_then(|s| s.dgram.as_mut())
@@ -114,7 +114,7 @@ impl Process {
         to: Option<Addr>,
         nonblock: bool,
     ) -> Result<usize, Errno> {
-        let s = self.files.net.socks.get(&idx).ok_or(Errno::ENOTSOCK)?;
+        let s = self.files.net().socks.get(&idx).ok_or(Errno::ENOTSOCK)?;
         let family = s.family;
         if family == crate::net::addr::AF_NETLINK {
             return self.netlink_send(idx, data, to);
@@ -141,7 +141,7 @@ impl Process {
             Err(_) if family != AF_UNIX => return Ok(data.len()),
             Err(e) => return Err(e),
         };
-        let (pipe, tfamily) = match self.files.net.socks.get(&target) {
+        let (pipe, tfamily) = match self.files.net().socks.get(&target) {
             Some(t) => match &t.dgram {
                 Some(d) => (d.pipe, t.family),
                 None => return Err(Errno(libc::ECONNREFUSED)),
@@ -150,7 +150,7 @@ impl Process {
         };
         let src = self
             .files
-            .net
+            .net()
             .socks
             .get(&idx)
             .and_then(|s| s.local.clone())
@@ -175,7 +175,7 @@ impl Process {
     ) -> Result<(usize, usize, Addr), Errno> {
         let pipe = match self
             .files
-            .net
+            .net()
             .socks
             .get(&idx)
             .and_then(|s| s.dgram.as_ref())
@@ -202,7 +202,7 @@ impl Process {
         }
         let from = match self
             .files
-            .net
+            .net_mut()
             .socks
             .get_mut(&idx)
             .and_then(|s| s.dgram.as_mut())
@@ -251,7 +251,7 @@ impl Process {
         addr: u64,
         len: u64,
     ) -> Result<Addr, Errno> {
-        let family = self.files.net.socks.get(&idx).map_or(0, |s| s.family);
+        let family = self.files.net().socks.get(&idx).map_or(0, |s| s.family);
         let (f, a) = crate::net::addr::read_addr(mem, addr, len)?;
         if f != family {
             return Err(Errno(libc::EAFNOSUPPORT));

@@ -242,13 +242,13 @@ impl Process {
     /// A netlink socket's port id: bound by the guest, or autobound to the pid first and
     /// to counted-down negative ids after, as Linux does.
     pub(crate) fn netlink_autobind(&mut self, idx: usize) -> Result<u32, Errno> {
-        let s = self.files.net.socks.get(&idx).ok_or(Errno::ENOTSOCK)?;
+        let s = self.files.net().socks.get(&idx).ok_or(Errno::ENOTSOCK)?;
         if let Some(Addr::Netlink { pid, .. }) = s.local {
             return Ok(pid);
         }
         let taken = |p: &Process, id: u32| {
             p.files
-                .net
+                .net()
                 .socks
                 .values()
                 .any(|s| matches!(s.local, Some(Addr::Netlink { pid, .. }) if pid == id))
@@ -272,7 +272,7 @@ impl Process {
         if pid == 0 {
             self.netlink_autobind(idx)?;
         } else {
-            let used = self.files.net.socks.iter().any(|(&i, s)| {
+            let used = self.files.net().socks.iter().any(|(&i, s)| {
                 i != idx && matches!(s.local, Some(Addr::Netlink { pid: p, .. }) if p == pid)
             });
             if used {
@@ -280,8 +280,12 @@ impl Process {
             }
             self.sock_mut(idx)?.local = Some(Addr::Netlink { pid, groups });
         }
-        if let Some(Some(Addr::Netlink { groups: g, .. })) =
-            self.files.net.socks.get_mut(&idx).map(|s| s.local.as_mut())
+        if let Some(Some(Addr::Netlink { groups: g, .. })) = self
+            .files
+            .net_mut()
+            .socks
+            .get_mut(&idx)
+            .map(|s| s.local.as_mut())
         {
             *g = groups;
         }
@@ -296,7 +300,13 @@ impl Process {
         data: &[u8],
         to: Option<Addr>,
     ) -> Result<usize, Errno> {
-        match to.or_else(|| self.files.net.socks.get(&idx).and_then(|s| s.peer.clone())) {
+        match to.or_else(|| {
+            self.files
+                .net()
+                .socks
+                .get(&idx)
+                .and_then(|s| s.peer.clone())
+        }) {
             None | Some(Addr::Netlink { pid: 0, .. }) => {}
             Some(Addr::Netlink { .. }) => return Err(Errno(libc::ECONNREFUSED)),
             Some(_) => return Err(Errno::EINVAL),
@@ -304,7 +314,7 @@ impl Process {
         let pid = self.netlink_autobind(idx)?;
         let pipe = match self
             .files
-            .net
+            .net()
             .socks
             .get(&idx)
             .and_then(|s| s.dgram.as_ref())

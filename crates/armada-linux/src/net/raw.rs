@@ -185,7 +185,7 @@ impl Process {
         data: &[u8],
         to: Option<Addr>,
     ) -> Result<usize, Errno> {
-        let s = self.files.net.socks.get(&idx).ok_or(Errno::ENOTSOCK)?;
+        let s = self.files.net().socks.get(&idx).ok_or(Errno::ENOTSOCK)?;
         let (family, proto) = (s.family, s.protocol);
         let hdrincl = proto == IPPROTO_RAW
             || s.opts
@@ -298,7 +298,7 @@ impl Process {
 
     /// The IPv4 identification of the run's next packet.
     fn next_ip_id(&mut self) -> u16 {
-        let n = &mut self.files.net.ip_id;
+        let n = &mut self.files.net_mut().ip_id;
         *n = n.wrapping_add(1);
         *n
     }
@@ -315,7 +315,7 @@ impl Process {
         };
         let takers: Vec<(usize, usize)> = self
             .files
-            .net
+            .net()
             .socks
             .iter()
             .filter(|(_, s)| s.ty == SOCK_RAW && s.family == p.family && s.protocol == p.proto)

@@ -24,7 +24,7 @@
 use std::collections::VecDeque;
 
 use crate::io::fd::o::*;
-use crate::io::fd::{Files, Kind, OpenFile};
+use crate::io::fd::{Kind, OpenFile};
 use crate::net::addr::*;
 use crate::net::table::{Key, Sock};
 use crate::sched::WaitKind;
@@ -39,55 +39,17 @@ const AT_FDCWD: i32 = -100;
 
 fn s_local(p: &Process, idx: usize) -> Addr {
     p.files
-        .net
+        .net()
         .socks
         .get(&idx)
         .and_then(|s| s.local.clone())
         .unwrap_or(Addr::Unix(Vec::new()))
 }
 
-impl Files {
-    /// Whether socket `idx` was set to reset its connection when closed (SO_LINGER on,
-    /// with a time of 0).
-    pub(crate) fn lingers_zero(&self, idx: usize) -> bool {
-        const SO_LINGER: i32 = 13;
-        self.net
-            .socks
-            .get(&idx)
-            .and_then(|s| s.opts.get(&(SOL_SOCKET, SO_LINGER)))
-            .is_some_and(|v| v.len() >= 8 && v[..4] != [0; 4] && v[4..8] == [0; 4])
-    }
-
-    /// A socket's description is gone: its name is free again, and the connections it had
-    /// queued are dropped (their clients read end of file).
-    pub(crate) fn net_dropped(&mut self, idx: usize) {
-        let Some(s) = self.net.socks.remove(&idx) else {
-            return;
-        };
-        if let Some(k) = s.key {
-            if let Some(v) = self.net.bound.get_mut(&k) {
-                v.retain(|&i| i != idx);
-                if v.is_empty() {
-                    self.net.bound.remove(&k);
-                }
-            }
-        }
-        if let Some((_, q)) = s.listen {
-            for c in q {
-                self.release(c);
-            }
-        }
-        if let Some(d) = s.dgram {
-            self.pipe_end_closed(d.pipe, false);
-            self.pipe_end_closed(d.pipe, true);
-        }
-    }
-}
-
 impl Process {
     fn sock(&self, fd: i32) -> Result<(usize, &Sock), Errno> {
         let idx = self.files.entry(fd)?.file;
-        match self.files.net.socks.get(&idx) {
+        match self.files.net().socks.get(&idx) {
             Some(s) => Ok((idx, s)),
             None => match self.files.file(fd)?.kind {
                 Kind::Socket { .. } => Err(Errno::EOPNOTSUPP),
@@ -97,7 +59,11 @@ impl Process {
     }
 
     pub(crate) fn sock_mut(&mut self, idx: usize) -> Result<&mut Sock, Errno> {
-        self.files.net.socks.get_mut(&idx).ok_or(Errno::ENOTSOCK)
+        self.files
+            .net_mut()
+            .socks
+            .get_mut(&idx)
+            .ok_or(Errno::ENOTSOCK)
     }
 
     pub(crate) fn sys_socket(&mut self, domain: i32, ty: i32, protocol: i32) -> SysResult {
@@ -157,14 +123,14 @@ impl Process {
                 from: VecDeque::new(),
             });
         }
-        self.files.net.socks.insert(idx, sock);
+        self.files.net_mut().socks.insert(idx, sock);
         let limit = self.nofile();
         let r = self
             .files
             .install(idx, 0, ty & SOCK_CLOEXEC != 0, limit)
             .map(|fd| fd as u64);
         if r.is_err() {
-            self.files.net_dropped(idx);
+            self.files.description_state_dropped(idx);
         }
         r
     }
@@ -172,7 +138,7 @@ impl Process {
     /// The key and full address a bind of `a` by socket `idx` takes (the port chosen when
     /// it is 0, the socket file made for an AF_UNIX path).
     fn claim(&mut self, idx: usize, a: Addr) -> Result<(Key, Addr), Errno> {
-        let s = self.files.net.socks.get(&idx).ok_or(Errno::ENOTSOCK)?;
+        let s = self.files.net().socks.get(&idx).ok_or(Errno::ENOTSOCK)?;
         let (ty, reuseport, v6only, family) = (s.ty, s.reuseport, s.v6only, s.family);
         match &a {
             Addr::Unix(name) if name.is_empty() => {
@@ -181,7 +147,7 @@ impl Process {
                 loop {
                     let name = format!("\0{n:05x}").into_bytes();
                     let k = Key::Abstract(name.clone());
-                    if !self.files.net.bound.contains_key(&k) {
+                    if !self.files.net().bound.contains_key(&k) {
                         return Ok((k, Addr::Unix(name)));
                     }
                     n += 1;
@@ -192,7 +158,7 @@ impl Process {
             }
             Addr::Unix(name) if name[0] == 0 => {
                 let k = Key::Abstract(name.clone());
-                if self.files.net.bound.contains_key(&k) {
+                if self.files.net().bound.contains_key(&k) {
                     return Err(Errno(libc::EADDRINUSE));
                 }
                 Ok((k, a))
@@ -224,8 +190,8 @@ impl Process {
                 };
                 let a = inet.with_port(port);
                 let k = Key::Port(port);
-                for &o in self.files.net.bound.get(&k).into_iter().flatten() {
-                    let Some(other) = self.files.net.socks.get(&o) else {
+                for &o in self.files.net().bound.get(&k).into_iter().flatten() {
+                    let Some(other) = self.files.net().socks.get(&o) else {
                         continue;
                     };
                     let Some(oa) = &other.local else { continue };
@@ -260,10 +226,10 @@ impl Process {
         let (lo, hi) = EPHEMERAL;
         let span = (hi - lo + 1) as u32;
         for _ in 0..span {
-            let n = self.files.net.next_port;
-            self.files.net.next_port = n.wrapping_add(1);
+            let n = self.files.net().next_port;
+            self.files.net_mut().next_port = n.wrapping_add(1);
             let port = lo + (n as u32 % span) as u16;
-            if !self.files.net.bound.contains_key(&Key::Port(port)) {
+            if !self.files.net().bound.contains_key(&Key::Port(port)) {
                 return Ok(port);
             }
         }
@@ -272,7 +238,12 @@ impl Process {
 
     fn bind_to(&mut self, idx: usize, a: Addr) -> Result<(), Errno> {
         let (k, full) = self.claim(idx, a)?;
-        self.files.net.bound.entry(k.clone()).or_default().push(idx);
+        self.files
+            .net_mut()
+            .bound
+            .entry(k.clone())
+            .or_default()
+            .push(idx);
         let s = self.sock_mut(idx)?;
         s.key = Some(k);
         s.local = Some(full);
@@ -353,7 +324,7 @@ impl Process {
     /// A socket with no name takes one before it sends or connects: an ephemeral port on
     /// the wildcard address (AF_UNIX: it stays unnamed).
     pub(crate) fn autobind(&mut self, idx: usize) -> Result<(), Errno> {
-        let Some(s) = self.files.net.socks.get(&idx) else {
+        let Some(s) = self.files.net().socks.get(&idx) else {
             return Err(Errno::ENOTSOCK);
         };
         if s.local.is_some() {
@@ -386,8 +357,8 @@ impl Process {
             inet => vec![Key::Port(inet.port())],
         };
         for k in keys {
-            for &i in self.files.net.bound.get(&k).into_iter().flatten() {
-                let Some(s) = self.files.net.socks.get(&i) else {
+            for &i in self.files.net().bound.get(&k).into_iter().flatten() {
+                let Some(s) = self.files.net().socks.get(&i) else {
                     continue;
                 };
                 let Some(la) = &s.local else { continue };
@@ -430,7 +401,13 @@ impl Process {
         if let Kind::Socket { .. } = self.files.file(fd)?.kind {
             // the first connect after a non-blocking one completed says so; later ones
             // say it is connected
-            if self.files.net.socks.get(&idx).is_some_and(|s| s.connecting) {
+            if self
+                .files
+                .net()
+                .socks
+                .get(&idx)
+                .is_some_and(|s| s.connecting)
+            {
                 self.sock_mut(idx)?.connecting = false;
                 return Ok(0);
             }
@@ -474,7 +451,7 @@ impl Process {
         let nonblock = self.files.file(fd)?.flags & O_NONBLOCK != 0;
         let full = self
             .files
-            .net
+            .net()
             .socks
             .get(&listener)
             .and_then(|l| l.listen.as_ref())
@@ -487,7 +464,7 @@ impl Process {
         }
         if self
             .files
-            .net
+            .net()
             .socks
             .get(&idx)
             .is_some_and(|s| s.local.is_none())
@@ -519,7 +496,7 @@ impl Process {
         let down = self.files.new_pipe();
         if self
             .files
-            .net
+            .net()
             .socks
             .get(&client)
             .is_some_and(|c| c.ty == SOCK_SEQPACKET)
@@ -531,7 +508,7 @@ impl Process {
                 }
             }
         }
-        let (ty, protocol, client_local) = match self.files.net.socks.get_mut(&client) {
+        let (ty, protocol, client_local) = match self.files.net_mut().socks.get_mut(&client) {
             Some(c) => {
                 c.peer = Some(to.clone());
                 // a client bound to the wildcard takes the route's source address
@@ -555,7 +532,7 @@ impl Process {
                 wr: true,
             };
         }
-        let Some(l) = self.files.net.socks.get(&listener) else {
+        let Some(l) = self.files.net().socks.get(&listener) else {
             return;
         };
         // the server's end: the listener's family and name, at the address connected to,
@@ -579,8 +556,8 @@ impl Process {
         ));
         // the listen queue's reference
         self.files.retain_file(s);
-        self.files.net.socks.insert(s, srv);
-        if let Some(l) = self.files.net.socks.get_mut(&listener) {
+        self.files.net_mut().socks.insert(s, srv);
+        if let Some(l) = self.files.net_mut().socks.get_mut(&listener) {
             if let Some((_, q)) = l.listen.as_mut() {
                 q.push_back(s);
                 l.arrivals += 1;
@@ -617,7 +594,7 @@ impl Process {
         };
         let peer = self
             .files
-            .net
+            .net()
             .socks
             .get(&c)
             .and_then(|s| s.peer.clone())
@@ -655,7 +632,7 @@ impl Process {
         peer: bool,
     ) -> Option<SysResult> {
         let idx = self.files.entry(fd).ok()?.file;
-        let s = self.files.net.socks.get(&idx)?;
+        let s = self.files.net().socks.get(&idx)?;
         if s.family == AF_NETLINK {
             // a netlink socket's port id, bound on first ask; its peer: the kernel unless
             // connected elsewhere
@@ -696,7 +673,7 @@ impl Process {
         len: u64,
     ) -> SysResult {
         let idx = self.files.entry(fd)?.file;
-        if !self.files.net.socks.contains_key(&idx) {
+        if !self.files.net().socks.contains_key(&idx) {
             // a socketpair end: options are accepted and have no effect
             return match self.files.file(fd)?.kind {
                 Kind::Socket { .. } => Ok(0),
@@ -739,7 +716,7 @@ impl Process {
         name: i32,
     ) -> Option<Result<Vec<u8>, Errno>> {
         let idx = self.files.entry(fd).ok()?.file;
-        let s = self.files.net.socks.get(&idx)?;
+        let s = self.files.net().socks.get(&idx)?;
         let int = |v: i32| Some(Ok(v.to_le_bytes().to_vec()));
         match (level, name) {
             (SOL_SOCKET, SO_TYPE) => int(s.ty),
@@ -766,12 +743,24 @@ impl Process {
         }
     }
 
+    /// The family of the socket from socket() behind description `idx`.
+    pub(crate) fn socket_family(&self, idx: usize) -> Option<i32> {
+        self.files.net().socks.get(&idx).map(|s| s.family)
+    }
+
+    /// What moves when a socket from socket() has news for its waiters: its datagram
+    /// queue (a pipe), if it has one, and the connections ever queued on it.
+    pub(crate) fn socket_wakeups(&self, idx: usize) -> Option<(Option<usize>, u64)> {
+        let s = self.files.net().socks.get(&idx)?;
+        Some((s.dgram.as_ref().map(|d| d.pipe), s.arrivals))
+    }
+
     /// poll's view of a socket that is not connected: a listener is readable when a
     /// connection waits; an unconnected TCP socket reports a hang-up (as Linux's does).
     pub(crate) fn net_poll(&self, idx: usize) -> i16 {
         if let Some(d) = self
             .files
-            .net
+            .net()
             .socks
             .get(&idx)
             .and_then(|s| s.dgram.as_ref())
@@ -779,7 +768,7 @@ impl Process {
             let queued = matches!(self.files.pipes.get(d.pipe), Some(Some(p)) if !p.buf.is_empty());
             return libc::POLLOUT | if queued { libc::POLLIN } else { 0 };
         }
-        match self.files.net.socks.get(&idx) {
+        match self.files.net().socks.get(&idx) {
             Some(s) => match &s.listen {
                 Some((_, q)) if !q.is_empty() => libc::POLLIN,
                 Some(_) => 0,

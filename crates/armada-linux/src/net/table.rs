@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::net::addr::Addr;
+use crate::io::fd::{DescriptionState, Files, Released};
+use crate::net::addr::{Addr, SOL_SOCKET};
 
 /// What a bound name is known by: the port space, or the AF_UNIX socket file, or the
 /// abstract name.
@@ -77,4 +78,84 @@ pub(crate) struct Net {
 pub(crate) struct Dgram {
     pub(crate) pipe: usize,
     pub(crate) from: VecDeque<Addr>,
+}
+
+/// A table with no socket in it: what a process that holds none of the lane's state sees.
+static NO_SOCKETS: Net = Net {
+    socks: BTreeMap::new(),
+    bound: BTreeMap::new(),
+    next_port: 0,
+    ip_id: 0,
+};
+
+impl Files {
+    /// The lane's socket table.
+    pub(crate) fn net(&self) -> &Net {
+        self.sockets
+            .as_deref()
+            .and_then(|s| s.as_any().downcast_ref::<Net>())
+            .unwrap_or(&NO_SOCKETS)
+    }
+
+    /// The lane's socket table, made on the first socket.
+    pub(crate) fn net_mut(&mut self) -> &mut Net {
+        if !self
+            .sockets
+            .as_deref()
+            .is_some_and(|s| s.as_any().is::<Net>())
+        {
+            self.sockets = Some(Box::<Net>::default());
+        }
+        self.sockets
+            .as_deref_mut()
+            .and_then(|s| s.as_any_mut().downcast_mut::<Net>())
+            .expect("the socket table was just made")
+    }
+}
+
+impl DescriptionState for Net {
+    /// A socket's description is gone: its name is free again, and the connections it had
+    /// queued are dropped (their clients read end of file).
+    fn dropped(&mut self, idx: usize) -> Released {
+        let mut r = Released::default();
+        let Some(s) = self.socks.remove(&idx) else {
+            return r;
+        };
+        if let Some(k) = s.key {
+            if let Some(v) = self.bound.get_mut(&k) {
+                v.retain(|&i| i != idx);
+                if v.is_empty() {
+                    self.bound.remove(&k);
+                }
+            }
+        }
+        if let Some((_, q)) = s.listen {
+            r.descriptions.extend(q);
+        }
+        if let Some(d) = s.dgram {
+            r.pipe_ends.extend([(d.pipe, false), (d.pipe, true)]);
+        }
+        r
+    }
+
+    /// SO_LINGER on, with a time of 0.
+    fn resets_on_close(&self, idx: usize) -> bool {
+        const SO_LINGER: i32 = 13;
+        self.socks
+            .get(&idx)
+            .and_then(|s| s.opts.get(&(SOL_SOCKET, SO_LINGER)))
+            .is_some_and(|v| v.len() >= 8 && v[..4] != [0; 4] && v[4..8] == [0; 4])
+    }
+
+    fn clone_box(&self) -> Box<dyn DescriptionState> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
 }
