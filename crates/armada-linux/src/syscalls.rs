@@ -637,8 +637,8 @@ pub fn markdown() -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "Generated from `crates/armada-core/src/linux/syscalls.rs` (the syscall table that \
-         drives dispatch and `--strace`); `ARMADA_BLESS=1 cargo test -p armada-core --lib \
+        "Generated from `crates/armada-linux/src/syscalls.rs` (the syscall table that \
+         drives dispatch and `--strace`); `ARMADA_BLESS=1 cargo test -p armada-linux --lib \
          syscalls_doc` rewrites it."
     );
     let _ = writeln!(s);
@@ -727,7 +727,7 @@ mod tests {
         assert!(
             have == want,
             "docs/syscalls.md is not the table's: run \
-             ARMADA_BLESS=1 cargo test -p armada-core --lib syscalls_doc"
+             ARMADA_BLESS=1 cargo test -p armada-linux --lib syscalls_doc"
         );
     }
 }
