@@ -91,11 +91,11 @@ pub const SYS_STAT0: u64 = 8;
 /// the lane's first and has no other thread, so the exit ends the lane.
 pub const SYS_EXIT: u64 = 64;
 /// clock_gettime answered from the virtual clocks of deterministic mode: the instructions
-/// retired (`NS_PER_INSN` each) and `S_SLEPT` (armada-core's `time::det_clock`, exported as
+/// retired (`NS_PER_INSN` each) and `S_SLEPT` (armada-linux's `time::clock::det_clock`, exported as
 /// the CLOCK_* masks below).
 pub const SYS_CLOCK: u64 = 128;
 
-/// Deterministic mode's clocks (armada-core's `time::det_clock`; a test checks these against
+/// Deterministic mode's clocks (armada-linux's `time::clock::det_clock`; a test checks these against
 /// it: the kernels' build scripts read this file without armada-core), as bit masks of clock
 /// ids: those that exist, those that count only CPU time, those at the realtime base, the one
 /// at the TAI base (realtime + 37 s); the rest start at the monotonic base.
@@ -103,7 +103,7 @@ pub const CLOCKS_VALID: u64 = 0b1011_1111_1111;
 pub const CLOCKS_CPU: u64 = 0b0000_0000_1100;
 pub const CLOCKS_REALTIME: u64 = 0b0001_0010_0001;
 pub const CLOCKS_TAI: u64 = 0b1000_0000_0000;
-/// Virtual time (armada-core's `time::DET_*`, `NS_PER_INSN`; checked by the same test).
+/// Virtual time (armada-linux's `time::clock::DET_*`, `NS_PER_INSN`; checked by the same test).
 pub const DET_REALTIME_BASE_S: u64 = 1_704_067_200;
 pub const DET_MONOTONIC_BASE_S: u64 = 100;
 pub const NS_PER_INSN: u64 = 1;

@@ -5,7 +5,7 @@
 //! dynamically linked program, a `dlopen`) gets its new areas decoded here: an area is
 //! decoded once for every lane that maps the same bytes at the same place, which is known
 //! from its pages' buffers (a private file mapping's pages are one buffer for every mapper,
-//! see armada-core's `linux/filepages.rs`; the decoded area holds them, so a buffer's address
+//! see `armada-linux/src/mm/filepages.rs`; the decoded area holds them, so a buffer's address
 //! is not reused while it stands for that code). A lane's regions are a contiguous run of the
 //! region table (`S_REGIONS`: first, count), and lanes with the same areas share one run.
 //! An area with a page only its lane holds (code it wrote and made executable) is not
