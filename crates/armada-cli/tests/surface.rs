@@ -66,6 +66,7 @@ fn cases(dir: &std::path::Path) -> Vec<Case> {
         ("umask, prctl, CPU clocks, /proc/self/cwd", "procattrs", &[]),
         ("raw IP sockets: ICMP echo, IP_HDRINCL", "rawip", &[]),
         ("credentials: set*id, groups, capabilities", "creds", &[]),
+        ("SO_PASSCRED, SCM_CREDENTIALS, SO_PEERCRED", "passcred", &[]),
         (
             "record, OFD and flock locks between processes",
             "locks",

@@ -349,6 +349,8 @@ pub struct Process {
     pub(crate) exit_signal: i32,
     /// Set during a send with MSG_NOSIGNAL: EPIPE without SIGPIPE.
     pub(crate) no_sigpipe: bool,
+    /// Set during a sendmsg with SCM_CREDENTIALS: the credentials its bytes carry.
+    pub(crate) send_creds: Option<io::fd::Ucred>,
     /// What the last syscall left for the scheduler.
     pub(crate) events: sched::Events,
     pub(crate) futexes: proc::futex::Futexes,
@@ -487,6 +489,7 @@ impl Process {
             exec: None,
             exit_signal: signal::SIGCHLD,
             no_sigpipe: false,
+            send_creds: None,
             events: sched::Events::default(),
             futexes: proc::futex::Futexes::default(),
             timers: time::timers::Timers::default(),

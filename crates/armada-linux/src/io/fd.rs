@@ -280,9 +280,110 @@ pub(crate) struct Pipe {
     pub(crate) reset: bool,
     /// F_SETPIPE_SZ's capacity (0: the default, PIPE_CAP).
     pub(crate) size: usize,
+    /// For a socket: the credentials its bytes were sent with (SCM_CREDENTIALS), as change
+    /// points: from each stream position on, the bytes carry these (None: none, as when
+    /// the sender passed none and neither end had SO_PASSCRED).
+    pub(crate) creds: VecDeque<(u64, Option<Ucred>)>,
+    /// For a socket with message boundaries: its type (SOCK_DGRAM or SOCK_SEQPACKET).
+    pub(crate) sock_type: i32,
+    /// For a socket: the end that reads this pipe has SO_PASSCRED set.
+    pub(crate) passcred: bool,
+    /// For a socket: SO_PEERCRED of the end that reads this pipe (its peer's credentials
+    /// when the two were connected).
+    pub(crate) peer: Option<Ucred>,
+}
+
+/// `struct ucred`: a process's pid, user and group, as SCM_CREDENTIALS and SO_PEERCRED
+/// carry them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ucred {
+    pub(crate) pid: i32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+}
+
+impl Ucred {
+    /// What a receiver with SO_PASSCRED gets for bytes sent with no credentials: no pid,
+    /// and the overflow user and group (nobody).
+    pub(crate) const NONE: Ucred = Ucred {
+        pid: 0,
+        uid: 65534,
+        gid: 65534,
+    };
+
+    pub(crate) fn to_bytes(self) -> [u8; 12] {
+        let mut b = [0u8; 12];
+        b[..4].copy_from_slice(&self.pid.to_le_bytes());
+        b[4..8].copy_from_slice(&self.uid.to_le_bytes());
+        b[8..].copy_from_slice(&self.gid.to_le_bytes());
+        b
+    }
 }
 
 impl Pipe {
+    /// Whether a read would find something: a message (a datagram pipe's may be empty), or
+    /// bytes.
+    pub(crate) fn has_data(&self) -> bool {
+        match &self.bounds {
+            Some(b) => !b.is_empty(),
+            None => !self.buf.is_empty(),
+        }
+    }
+
+    /// The credentials the bytes at stream position `at` were sent with.
+    pub(crate) fn creds_at(&self, at: u64) -> Option<Ucred> {
+        self.creds
+            .iter()
+            .take_while(|(from, _)| *from <= at)
+            .last()
+            .and_then(|(_, c)| *c)
+    }
+
+    /// Records that the bytes written from now on carry `c`.
+    pub(crate) fn stamp_creds(&mut self, c: Option<Ucred>) {
+        if self
+            .creds
+            .back()
+            .map_or(c.is_none(), |&(_, last)| last == c)
+        {
+            return;
+        }
+        if self
+            .creds
+            .back()
+            .is_some_and(|&(from, _)| from == self.written)
+        {
+            self.creds.pop_back();
+        }
+        self.creds.push_back((self.written, c));
+    }
+
+    /// Forgets the change points that no unread byte needs.
+    fn drop_read_creds(&mut self) {
+        while self.creds.len() > 1 && self.creds[1].0 <= self.taken {
+            self.creds.pop_front();
+        }
+    }
+
+    /// Takes `n` bytes (`drop` of them from the queue: a message read short loses the rest).
+    pub(crate) fn took(&mut self, drop: usize) {
+        self.taken += drop as u64;
+        self.drop_read_creds();
+    }
+
+    /// How many bytes a stream read from here may take at once: up to where the sender's
+    /// credentials change, when the reader asked for them (Linux does not merge bytes with
+    /// different credentials into one read).
+    pub(crate) fn stream_run(&self, want: usize) -> usize {
+        if !self.passcred {
+            return want;
+        }
+        match self.creds.iter().find(|(from, _)| *from > self.taken) {
+            Some(&(from, _)) => want.min((from - self.taken) as usize),
+            None => want,
+        }
+    }
+
     /// How many bytes the pipe holds at most.
     pub(crate) fn cap(&self) -> usize {
         if self.size == 0 {

@@ -38,7 +38,7 @@ impl Process {
             }
             Kind::Pipe { id, write } => match self.files.pipes.get(*id) {
                 Some(Some(p)) if !*write => {
-                    (if p.buf.is_empty() { 0 } else { POLLIN })
+                    (if p.has_data() { POLLIN } else { 0 })
                         | (if p.writers == 0 { POLLHUP } else { 0 })
                 }
                 Some(Some(p)) => {
@@ -58,7 +58,7 @@ impl Process {
                 let mut r = 0;
                 match pipes.get(*rx) {
                     Some(Some(p)) if *rd => {
-                        if !p.buf.is_empty() {
+                        if p.has_data() {
                             r |= POLLIN;
                         }
                         if p.writers == 0 {

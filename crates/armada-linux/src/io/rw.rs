@@ -239,15 +239,16 @@ impl Process {
                 let id = *id;
                 self.pipe_put(id, data, nonblock)
             }
-            Kind::Socket { tx, wr, .. } => {
+            Kind::Socket { rx, tx, wr, .. } => {
                 if off.is_some() {
                     return Err(Errno::ESPIPE);
                 }
                 if !*wr {
                     return Err(Errno::EPIPE);
                 }
-                let id = *tx;
-                self.pipe_put(id, data, nonblock)
+                let (rx, tx) = (*rx, *tx);
+                self.stamp_send_creds(rx, tx);
+                self.pipe_put(tx, data, nonblock)
             }
             Kind::StdinBuf(_) | Kind::Mem(_) | Kind::Event(_) => Err(Errno::EBADF),
             Kind::NetSock => {
@@ -271,10 +272,12 @@ impl Process {
         let Some(Some(p)) = self.files.pipes.get_mut(id) else {
             return Err(Errno::EBADF);
         };
-        if buf.is_empty() {
+        // an empty read takes nothing from a stream, and the next message of a datagram
+        // socket (recvmsg with no buffer)
+        if buf.is_empty() && p.bounds.is_none() {
             return Ok(0);
         }
-        if p.buf.is_empty() {
+        if !p.has_data() {
             if p.writers == 0 {
                 if std::mem::take(&mut p.reset) {
                     return Err(Errno(libc::ECONNRESET));
@@ -286,15 +289,32 @@ impl Process {
         let (n, drop) = match p.bounds.as_mut().and_then(|b| b.pop_front()) {
             Some(len) => (len.min(buf.len()), len),
             None => {
-                let n = p.buf.len().min(buf.len());
+                let n = p.stream_run(p.buf.len().min(buf.len()));
                 (n, n)
             }
         };
         for (d, s) in buf[..n].iter_mut().zip(p.buf.drain(..drop)) {
             *d = s;
         }
-        p.taken += drop as u64;
+        p.took(drop);
         Ok(n)
+    }
+
+    /// The credentials the bytes a socket end writes into pipe `tx` carry (it reads `rx`):
+    /// those sendmsg passed with SCM_CREDENTIALS, else the sender's own (pid, real user and
+    /// group) when either end has SO_PASSCRED, else none.
+    fn stamp_send_creds(&mut self, rx: usize, tx: usize) {
+        let passcred = |id: usize| matches!(self.files.pipes.get(id), Some(Some(p)) if p.passcred);
+        let c = self.send_creds.or_else(|| {
+            (passcred(rx) || passcred(tx)).then_some(Ucred {
+                pid: self.pid,
+                uid: self.creds.uid.real,
+                gid: self.creds.gid.real,
+            })
+        });
+        if let Some(Some(p)) = self.files.pipes.get_mut(tx) {
+            p.stamp_creds(c);
+        }
     }
 
     /// Writes into pipe `id` what fits (EPIPE when no reader is left).

@@ -172,7 +172,7 @@ impl Process {
             From::Buffer(id, true) => {
                 if let Some(Some(p)) = self.files.pipes.get_mut(id) {
                     p.buf.drain(..n);
-                    p.taken += n as u64;
+                    p.took(n);
                 }
             }
             From::Position => self.give_back(in_fd, from, data.len() - n),

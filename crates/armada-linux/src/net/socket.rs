@@ -24,7 +24,7 @@
 use std::collections::VecDeque;
 
 use crate::io::fd::o::*;
-use crate::io::fd::{Kind, OpenFile};
+use crate::io::fd::{Kind, OpenFile, Ucred};
 use crate::net::addr::*;
 use crate::net::table::{Key, Sock};
 use crate::sched::WaitKind;
@@ -313,7 +313,9 @@ impl Process {
             self.bind_to(idx, a)?;
         }
         let backlog = (backlog.max(0) as usize).clamp(1, SOMAXCONN);
+        let me = self.own_ucred_effective();
         let s = self.sock_mut(idx)?;
+        s.listener_creds = Some(me);
         match &mut s.listen {
             Some((b, _)) => *b = backlog,
             None => s.listen = Some((backlog, VecDeque::new())),
@@ -505,6 +507,7 @@ impl Process {
             for id in [up, down] {
                 if let Some(Some(p)) = self.files.pipes.get_mut(id) {
                     p.bounds = Some(Default::default());
+                    p.sock_type = SOCK_SEQPACKET;
                 }
             }
         }
@@ -531,6 +534,32 @@ impl Process {
                 rd: true,
                 wr: true,
             };
+        }
+        // SO_PASSCRED as each side set it (the server's end inherits the listener's), and
+        // SO_PEERCRED: the client sees who listened, the server's end who connected
+        let passcred = |p: &Process, idx: usize| {
+            p.files
+                .net()
+                .socks
+                .get(&idx)
+                .and_then(|s| s.opts.get(&(SOL_SOCKET, SO_PASSCRED)))
+                .is_some_and(|v| v.iter().any(|&b| b != 0))
+        };
+        let me = self.own_ucred_effective();
+        let listener_creds = self
+            .files
+            .net()
+            .socks
+            .get(&listener)
+            .and_then(|l| l.listener_creds);
+        for (pipe, on, peer) in [
+            (down, passcred(self, client), listener_creds),
+            (up, passcred(self, listener), Some(me)),
+        ] {
+            if let Some(Some(p)) = self.files.pipes.get_mut(pipe) {
+                p.passcred = on;
+                p.peer = peer;
+            }
         }
         let Some(l) = self.files.net().socks.get(&listener) else {
             return;
@@ -673,19 +702,34 @@ impl Process {
         len: u64,
     ) -> SysResult {
         let idx = self.files.entry(fd)?.file;
-        if !self.files.net().socks.contains_key(&idx) {
-            // a socketpair end: options are accepted and have no effect
-            return match self.files.file(fd)?.kind {
-                Kind::Socket { .. } => Ok(0),
-                _ => Err(Errno::ENOTSOCK),
-            };
-        }
         if len > 256 {
             return Err(Errno::EINVAL);
         }
         let mut b = vec![0u8; len as usize];
         rd(mem, val, &mut b)?;
         let int = (b.len() >= 4).then(|| i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        if !self.files.net().socks.contains_key(&idx) {
+            // a connected socket (a socketpair end, or connected on the run's network):
+            // SO_PASSCRED is kept with what the end reads; other options have no effect
+            let Kind::Socket { rx, .. } = self.files.file(fd)?.kind else {
+                return Err(Errno::ENOTSOCK);
+            };
+            if (level, name) == (SOL_SOCKET, SO_PASSCRED) {
+                let on = int.ok_or(Errno::EINVAL)? != 0;
+                if let Some(Some(p)) = self.files.pipes.get_mut(rx) {
+                    p.passcred = on;
+                }
+            }
+            return Ok(0);
+        }
+        if (level, name) == (SOL_SOCKET, SO_PASSCRED) {
+            if let Kind::Socket { rx, .. } = self.files.file(fd)?.kind {
+                let on = int.ok_or(Errno::EINVAL)? != 0;
+                if let Some(Some(p)) = self.files.pipes.get_mut(rx) {
+                    p.passcred = on;
+                }
+            }
+        }
         let s = self.sock_mut(idx)?;
         match (level, name) {
             (SOL_SOCKET, SO_REUSEADDR) => s.reuseaddr = int.ok_or(Errno::EINVAL)? != 0,
@@ -717,6 +761,16 @@ impl Process {
     ) -> Option<Result<Vec<u8>, Errno>> {
         let idx = self.files.entry(fd).ok()?.file;
         let s = self.files.net().socks.get(&idx)?;
+        if (level, name) == (SOL_SOCKET, SO_PEERCRED) {
+            let peer = match self.files.file(fd).ok()?.kind {
+                Kind::Socket { rx, .. } => match self.files.pipes.get(rx) {
+                    Some(Some(p)) => p.peer,
+                    _ => None,
+                },
+                _ => None,
+            };
+            return Some(Ok(peer.unwrap_or(Ucred::NONE).to_bytes().to_vec()));
+        }
         let int = |v: i32| Some(Ok(v.to_le_bytes().to_vec()));
         match (level, name) {
             (SOL_SOCKET, SO_TYPE) => int(s.ty),

@@ -7,16 +7,19 @@
 //! an fd that is not a socket fails with ENOTSOCK.
 
 use crate::io::fd::o::*;
-use crate::io::fd::{Kind, OpenFile};
+use crate::io::fd::{Kind, OpenFile, Ucred};
 use crate::{check_writable, rd_u64, wr, wr_u32, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 
 use crate::net::addr::{
     AF_UNIX, MSG_DONTWAIT, MSG_NOSIGNAL, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_SEQPACKET,
-    SOCK_STREAM, SOL_SOCKET,
+    SOCK_STREAM, SOL_SOCKET, SO_PASSCRED, SO_PEERCRED,
 };
 
 const SCM_RIGHTS: i32 = 1;
+const SCM_CREDENTIALS: i32 = 2;
+const MSG_CMSG_CLOEXEC: i32 = 0x4000_0000;
+const MSG_CTRUNC: u32 = 8;
 const SHUT_RD: i32 = 0;
 const SHUT_WR: i32 = 1;
 const SHUT_RDWR: i32 = 2;
@@ -54,6 +57,7 @@ impl Process {
             for id in [a, b] {
                 if let Some(Some(p)) = self.files.pipes.get_mut(id) {
                     p.bounds = Some(Default::default());
+                    p.sock_type = kind;
                 }
             }
         }
@@ -62,6 +66,13 @@ impl Process {
         } else {
             0
         };
+        // SO_PEERCRED: each end's peer is the caller, as the pair was made
+        let me = self.own_ucred_effective();
+        for id in [a, b] {
+            if let Some(Some(p)) = self.files.pipes.get_mut(id) {
+                p.peer = Some(me);
+            }
+        }
         let end = |rx, tx| Kind::Socket {
             rx,
             tx,
@@ -177,9 +188,10 @@ impl Process {
         Ok(r)
     }
 
-    /// sendmsg/recvmsg: the data of the iovecs, and fds passed with SCM_RIGHTS (the
-    /// receiver gets new fds for the same open file descriptions). Names are ignored (the
-    /// pair is connected); other ancillary data (credentials) is not supported.
+    /// sendmsg/recvmsg: the data of the iovecs, fds passed with SCM_RIGHTS (the receiver
+    /// gets new fds for the same open file descriptions) and credentials with
+    /// SCM_CREDENTIALS (checked as Linux checks them; a receiver with SO_PASSCRED gets the
+    /// sender's). Names are ignored (the pair is connected).
     pub(crate) fn sys_msg(
         &mut self,
         mem: &mut AddressSpace,
@@ -199,17 +211,30 @@ impl Process {
         let Kind::Socket { rx, tx, .. } = self.files.file(fd)?.kind else {
             return Err(Errno::ENOTSOCK);
         };
+        let messages = |p: &Process, id: usize| matches!(p.files.pipes.get(id), Some(Some(p)) if p.bounds.is_some());
+        // the iovecs hold nothing: a datagram socket still sends and takes a message
+        let empty = self.read_iovecs(mem, iov, iovlen)?.iter().all(|v| v.1 == 0);
         if send {
-            let rights = if control != 0 && controllen != 0 {
-                self.read_rights(mem, control, controllen)?
+            let (rights, creds) = if control != 0 && controllen != 0 {
+                self.read_control(mem, control, controllen)?
             } else {
-                Vec::new()
+                (Vec::new(), None)
             };
             let pos = match self.files.pipes.get(tx) {
                 Some(Some(p)) => p.written,
                 _ => 0,
             };
-            let r = self.with_msg_flags(fd, flags, |p| p.sys_writev(mem, fd, iov, iovlen, None));
+            self.send_creds = creds;
+            let r = self.with_msg_flags(fd, flags, |p| {
+                if empty && messages(p, tx) {
+                    p.do_write(fd, &[], None)
+                        .map(|n| n as u64)
+                        .map_err(|e| p.io_error(e, fd))
+                } else {
+                    p.sys_writev(mem, fd, iov, iovlen, None)
+                }
+            });
+            self.send_creds = None;
             match (&r, self.files.pipes.get_mut(tx)) {
                 (Ok(_), Some(Some(p))) if !rights.is_empty() => p.rights.push_back((pos, rights)),
                 _ => {
@@ -220,16 +245,28 @@ impl Process {
             }
             return r;
         }
-        let start = match self.files.pipes.get(rx) {
-            Some(Some(p)) => p.taken,
-            _ => 0,
+        let (start, passcred) = match self.files.pipes.get(rx) {
+            Some(Some(p)) => (p.taken, p.passcred),
+            _ => (0, false),
         };
-        let r = self.with_msg_flags(fd, flags, |p| p.sys_readv(mem, fd, iov, iovlen, None))?;
+        let r = self.with_msg_flags(fd, flags, |p| {
+            if empty && messages(p, rx) {
+                p.do_read(fd, &mut [], None)
+                    .map(|n| n as u64)
+                    .map_err(|e| p.io_error(e, fd))
+            } else {
+                p.sys_readv(mem, fd, iov, iovlen, None)
+            }
+        })?;
         let end = match self.files.pipes.get(rx) {
             Some(Some(p)) => p.taken,
             _ => start,
         };
-        // the fds sent with the bytes just read
+        // the credentials and the fds sent with the bytes just read
+        let creds = match self.files.pipes.get(rx) {
+            Some(Some(p)) if passcred => Some(p.creds_at(start).unwrap_or(Ucred::NONE)),
+            _ => None,
+        };
         let mut got = Vec::new();
         if let Some(Some(p)) = self.files.pipes.get_mut(rx) {
             while p
@@ -242,17 +279,23 @@ impl Process {
                 }
             }
         }
-        let mut used = 0u64;
-        let mut msg_flags = 0u32;
+        // msg_flags echoes MSG_CMSG_CLOEXEC, as Linux's recvmsg does
+        let mut msg_flags = (flags & MSG_CMSG_CLOEXEC) as u32;
+        let mut cmsgs = Vec::new();
+        if let Some(c) = creds {
+            if controllen >= 16 + 12 && control != 0 {
+                push_cmsg(&mut cmsgs, SCM_CREDENTIALS, &c.to_bytes());
+            } else {
+                msg_flags |= MSG_CTRUNC;
+            }
+        }
         if !got.is_empty() {
-            const MSG_CTRUNC: u32 = 8;
-            const MSG_CMSG_CLOEXEC: i32 = 0x4000_0000;
-            let room = controllen.saturating_sub(16) / 4;
+            let room = controllen.saturating_sub(cmsgs.len() as u64 + 16) / 4;
             let cloexec = flags & MSG_CMSG_CLOEXEC != 0;
             let limit = self.nofile();
             let mut fds = Vec::new();
             for (k, idx) in got.into_iter().enumerate() {
-                if (k as u64) < room && control != 0 {
+                if (k as u64) < room && control != 0 && controllen >= cmsgs.len() as u64 + 16 {
                     if let Ok(nfd) = self.files.install(idx, 0, cloexec, limit) {
                         fds.push(nfd);
                     } else {
@@ -265,17 +308,14 @@ impl Process {
                 self.files.release(idx);
             }
             if !fds.is_empty() {
-                let len = 16 + 4 * fds.len() as u64;
-                let mut c = Vec::with_capacity(len as usize);
-                c.extend_from_slice(&len.to_le_bytes());
-                c.extend_from_slice(&SOL_SOCKET.to_le_bytes());
-                c.extend_from_slice(&SCM_RIGHTS.to_le_bytes());
-                for f in &fds {
-                    c.extend_from_slice(&f.to_le_bytes());
-                }
-                wr(mem, control, &c)?;
-                used = (len + 7) & !7;
+                let data: Vec<u8> = fds.iter().flat_map(|f| f.to_le_bytes()).collect();
+                push_cmsg(&mut cmsgs, SCM_RIGHTS, &data);
             }
+        }
+        // the last message's padding is not counted when it would not fit
+        let used = (cmsgs.len() as u64).min(controllen);
+        if used > 0 {
+            wr(mem, control, &cmsgs[..used as usize])?;
         }
         // msg_namelen, msg_controllen and msg_flags
         wr_u32(mem, msg + 8, 0)?;
@@ -324,15 +364,18 @@ impl Process {
         Ok(done as u64)
     }
 
-    /// The open file descriptions an SCM_RIGHTS message names, each with a reference taken
-    /// (EBADF for a bad fd, EOPNOTSUPP for other ancillary data).
-    fn read_rights(
+    /// The ancillary data of a sendmsg: the open file descriptions SCM_RIGHTS names, each
+    /// with a reference taken (EBADF for a bad fd), and the credentials SCM_CREDENTIALS
+    /// passes (EPERM unless they are the sender's own pid, and one of its user and group
+    /// ids, or it has the capability to say otherwise). Other ancillary data: EOPNOTSUPP.
+    fn read_control(
         &mut self,
         mem: &mut AddressSpace,
         control: u64,
         len: u64,
-    ) -> Result<Vec<usize>, Errno> {
+    ) -> Result<(Vec<usize>, Option<Ucred>), Errno> {
         let mut out = Vec::new();
+        let mut creds = None;
         let mut at = 0u64;
         let res = (|| {
             while at + 16 <= len {
@@ -342,18 +385,37 @@ impl Process {
                 if clen < 16 || at + clen > len {
                     return Err(Errno::EINVAL);
                 }
-                if level != SOL_SOCKET || ty != SCM_RIGHTS {
-                    crate::note_once(crate::NOTE_UNSUPPORTED, 0x4_0000_0000, || {
-                        "sendmsg with ancillary data other than SCM_RIGHTS is not supported; returning EOPNOTSUPP"
-                            .to_string()
-                    });
-                    return Err(Errno::EOPNOTSUPP);
-                }
-                for k in 0..(clen - 16) / 4 {
-                    let fd = crate::rd_u32(mem, control + at + 16 + 4 * k)? as i32;
-                    let idx = self.files.entry(fd)?.file;
-                    self.files.retain_file(idx);
-                    out.push(idx);
+                match (level, ty) {
+                    (SOL_SOCKET, SCM_RIGHTS) => {
+                        for k in 0..(clen - 16) / 4 {
+                            let fd = crate::rd_u32(mem, control + at + 16 + 4 * k)? as i32;
+                            let idx = self.files.entry(fd)?.file;
+                            self.files.retain_file(idx);
+                            out.push(idx);
+                        }
+                    }
+                    (SOL_SOCKET, SCM_CREDENTIALS) => {
+                        if clen != 16 + 12 {
+                            return Err(Errno::EINVAL);
+                        }
+                        let mut b = [0u8; 12];
+                        crate::rd(mem, control + at + 16, &mut b)?;
+                        let word = |i: usize| [b[i], b[i + 1], b[i + 2], b[i + 3]];
+                        let c = Ucred {
+                            pid: i32::from_le_bytes(word(0)),
+                            uid: u32::from_le_bytes(word(4)),
+                            gid: u32::from_le_bytes(word(8)),
+                        };
+                        self.check_sent_creds(c)?;
+                        creds = Some(c);
+                    }
+                    _ => {
+                        crate::note_once(crate::NOTE_UNSUPPORTED, 0x4_0000_0000, || {
+                            "sendmsg with ancillary data other than SCM_RIGHTS and SCM_CREDENTIALS is not supported; returning EOPNOTSUPP"
+                                .to_string()
+                        });
+                        return Err(Errno::EOPNOTSUPP);
+                    }
                 }
                 at += (clen + 7) & !7;
             }
@@ -365,7 +427,35 @@ impl Process {
             }
             return Err(e);
         }
-        Ok(out)
+        Ok((out, creds))
+    }
+
+    /// Linux's check of credentials a process sends (scm_check_creds): its own pid unless
+    /// CAP_SYS_ADMIN, one of its real, effective or saved user ids unless CAP_SETUID, and
+    /// likewise for groups with CAP_SETGID; ESRCH for a pid no process of the run has.
+    fn check_sent_creds(&self, c: Ucred) -> Result<(), Errno> {
+        use crate::proc::creds::{CAP_SETGID, CAP_SETUID, CAP_SYS_ADMIN};
+        let cr = &self.creds;
+        let pid_ok = c.pid == self.pid || cr.capable(CAP_SYS_ADMIN);
+        let uid_ok = cr.uid.has(c.uid) || cr.capable(CAP_SETUID);
+        let gid_ok = cr.gid.has(c.gid) || cr.capable(CAP_SETGID);
+        if !(pid_ok && uid_ok && gid_ok) {
+            return Err(Errno::EPERM);
+        }
+        // a pid the sender may name must still be a process of the run
+        if c.pid != self.pid && !self.procs.procs.contains_key(&c.pid) {
+            return Err(Errno(libc::ESRCH));
+        }
+        Ok(())
+    }
+
+    /// This process as SO_PEERCRED shows it: its pid and effective user and group.
+    pub(crate) fn own_ucred_effective(&self) -> Ucred {
+        Ucred {
+            pid: self.pid,
+            uid: self.creds.uid.eff,
+            gid: self.creds.gid.eff,
+        }
     }
 
     /// getsockname/getpeername: a socket's name (see `net`), or for a socketpair end an
@@ -390,7 +480,8 @@ impl Process {
         Ok(0)
     }
 
-    /// getsockopt: SO_TYPE, SO_DOMAIN, SO_ERROR and buffer sizes of a socketpair end.
+    /// getsockopt: SO_TYPE, SO_DOMAIN, SO_ERROR, SO_PASSCRED, SO_PEERCRED and buffer sizes
+    /// of a socketpair end.
     pub(crate) fn sys_getsockopt(
         &mut self,
         mem: &mut AddressSpace,
@@ -420,10 +511,29 @@ impl Process {
         if level != SOL_SOCKET {
             return Err(Errno(libc::ENOPROTOOPT));
         }
+        let Kind::Socket { rx, .. } = self.files.file(fd)?.kind else {
+            return Err(Errno::ENOTSOCK);
+        };
+        let pipe = match self.files.pipes.get(rx) {
+            Some(Some(p)) => Some(p),
+            _ => None,
+        };
+        if name == SO_PEERCRED {
+            let c = pipe.and_then(|p| p.peer).unwrap_or(Ucred::NONE);
+            let have = crate::rd_u32(mem, len)? as i32;
+            if have < 0 {
+                return Err(Errno::EINVAL);
+            }
+            let n = (have as usize).min(12);
+            wr(mem, val, &c.to_bytes()[..n])?;
+            wr_u32(mem, len, n as u32)?;
+            return Ok(0);
+        }
         let v: i32 = match name {
+            SO_PASSCRED => pipe.is_some_and(|p| p.passcred) as i32,
             SO_TYPE => match self.files.file(fd)?.kind {
                 Kind::Socket { rx, .. } => match self.files.pipes.get(rx) {
-                    Some(Some(p)) if p.bounds.is_some() => SOCK_SEQPACKET,
+                    Some(Some(p)) if p.bounds.is_some() => p.sock_type,
                     _ => SOCK_STREAM,
                 },
                 _ => SOCK_STREAM,
@@ -441,4 +551,14 @@ impl Process {
         wr_u32(mem, len, 4)?;
         Ok(0)
     }
+}
+
+/// Appends one control message (`struct cmsghdr` and its data) to `out`, padded to 8 bytes.
+fn push_cmsg(out: &mut Vec<u8>, ty: i32, data: &[u8]) {
+    let len = 16 + data.len() as u64;
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&SOL_SOCKET.to_le_bytes());
+    out.extend_from_slice(&ty.to_le_bytes());
+    out.extend_from_slice(data);
+    out.resize(out.len().next_multiple_of(8), 0);
 }

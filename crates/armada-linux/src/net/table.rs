@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::io::fd::{DescriptionState, Files, Released};
+use crate::io::fd::{DescriptionState, Files, Released, Ucred};
 use crate::net::addr::{Addr, SOL_SOCKET};
 
 /// What a bound name is known by: the port space, or the AF_UNIX socket file, or the
@@ -39,6 +39,8 @@ pub(crate) struct Sock {
     pub(crate) connecting: bool,
     /// A datagram socket's receive queue (see `dgram`).
     pub(crate) dgram: Option<crate::net::table::Dgram>,
+    /// A listener: who listened (its clients' SO_PEERCRED).
+    pub(crate) listener_creds: Option<Ucred>,
 }
 
 impl Sock {
@@ -58,6 +60,7 @@ impl Sock {
             opts: BTreeMap::new(),
             connecting: false,
             dgram: None,
+            listener_creds: None,
         }
     }
 }

@@ -16,6 +16,7 @@ use armada_machine::memory::AddressSpace;
 pub(crate) const CAP_SETGID: u32 = 6;
 pub(crate) const CAP_SETUID: u32 = 7;
 pub(crate) const CAP_NET_RAW: u32 = 13;
+pub(crate) const CAP_SYS_ADMIN: u32 = 21;
 /// The highest capability this kernel knows (CAP_CHECKPOINT_RESTORE).
 const CAP_LAST_CAP: u32 = 40;
 /// Every capability.
@@ -46,7 +47,7 @@ impl Ids {
         }
     }
 
-    fn has(&self, id: u32) -> bool {
+    pub(crate) fn has(&self, id: u32) -> bool {
         id == self.real || id == self.eff || id == self.saved
     }
 }

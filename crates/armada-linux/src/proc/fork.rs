@@ -213,6 +213,7 @@ impl Process {
             exec: None,
             exit_signal: a.exit_signal as i32,
             no_sigpipe: false,
+            send_creds: None,
         }
     }
 

@@ -376,7 +376,7 @@ impl Process {
                     let w = unsafe { libc::write(fd, a.as_ptr().cast(), a.len()) };
                     if w > 0 {
                         p.buf.drain(..w as usize);
-                        p.taken += w as u64;
+                        p.took(w as usize);
                         self.events.stirred = true;
                     }
                 }
