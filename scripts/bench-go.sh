@@ -35,9 +35,12 @@ for pkg in "$@"; do
     echo "bench-go: building $pkg" >&2
     GOARCH=arm64 GOOS=linux CGO_ENABLED=0 GOFLAGS= go test -c -ldflags="-s -w" -o "$bin.tmp" "$pkg"
     # the package's files (not its sub-packages) and testdata, and the testdata above it
+    # (a package's own files only: the folders of its sub-packages, copied for their own
+    # binaries, stay)
     dst=$out/src/$pkg
-    rm -rf "$dst"
     mkdir -p "$dst"
+    find "$dst" -maxdepth 1 -type f -delete
+    rm -rf "$dst/testdata"
     find -L "$goroot/src/$pkg" -maxdepth 1 -type f -exec cp -L {} "$dst/" \;
     [[ -d $goroot/src/$pkg/testdata ]] && cp -rL "$goroot/src/$pkg/testdata" "$dst/"
     up=$pkg

@@ -11,8 +11,9 @@
 #   all     both (the default)
 #
 #   scripts/peer-suites.sh [--suite go|python|all] [--only NAME,...] [--timeout SEC] [--out DIR]
-#                          [-- extra armada run arguments...]
+#                          [--strict] [-- extra armada run arguments...]
 #
+# --strict: exit 1 when any test's verdict differs, or a row could not run (what CI uses).
 # NAME is a Go package (net/http) or a Python module (test_os); with --only the rows are
 # exactly those names (test_* is Python, all else Go), even ones outside the default lists.
 # Env: ARMADA (default target/release/armada), QEMU_AARCH64 (default qemu-aarch64),
@@ -45,14 +46,15 @@ python_modules=(test_bisect test_heapq test_re test_string test_textwrap test_di
     test_collections test_operator test_float test_dict test_pprint test_zlib test_functools
     test_io test_subprocess test_pathlib test_time test_os test_socket test_signal test_bz2 test_zipfile)
 
-suite=all only="" tmo=300 out=${TMPDIR:-/tmp}/peer-suites extra=()
-usage() { echo "usage: $0 [--suite go|python|all] [--only NAME,...] [--timeout SEC] [--out DIR] [-- armada run args...]" >&2; exit 2; }
+suite=all only="" tmo=300 out=${TMPDIR:-/tmp}/peer-suites extra=() strict=0
+usage() { echo "usage: $0 [--suite go|python|all] [--only NAME,...] [--timeout SEC] [--out DIR] [--strict] [-- armada run args...]" >&2; exit 2; }
 while (($#)); do
     case $1 in
     --suite) suite=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --timeout) tmo=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --strict) strict=1; shift ;;
     --) shift; extra=("$@"); break ;;
     *) usage ;;
     esac
@@ -188,14 +190,14 @@ verdicts() {
 w=10
 for r in "${rows[@]}"; do n=${r#* }; ((${#n} > w)) && w=${#n}; done
 printf "%-${w}s %-22s %-22s %6s %6s  %s\n" name qemu armada same differ "differences (first 10)"
-n_rows=0 n_agree=0 n_rc=0 t_same=0 t_diff=0
+n_rows=0 n_agree=0 n_rc=0 t_same=0 t_diff=0 n_missing=0
 for r in "${rows[@]}"; do
     s=${r%% *} name=${r#* }
     f=$out/$s/${name//\//_}
     mkdir -p "$out/$s"
     if [[ $s == go ]]; then
         bin=$G/bin/${name//\//_}.test
-        [[ -x $bin && -d $G/src/$name ]] || { printf "%-${w}s (not built)\n" "$name"; continue; }
+        [[ -x $bin && -d $G/src/$name ]] || { printf "%-${w}s (not built)\n" "$name"; n_missing=$((n_missing + 1)); continue; }
         cd "$G/src/$name"
         run "$f.qemu.log" "$qemu" "$bin" -test.short -test.v
         q=$outcome qrc=$rc
@@ -203,7 +205,7 @@ for r in "${rows[@]}"; do
         cd - >/dev/null
     else
         [[ -e $SB/usr/lib/python3.11/test/$name.py || -d $SB/usr/lib/python3.11/test/$name ]] ||
-            { printf "%-${w}s (not in the sysroot)\n" "$name"; continue; }
+            { printf "%-${w}s (not in the sysroot)\n" "$name"; n_missing=$((n_missing + 1)); continue; }
         # QEMU_LD_PREFIX: the tests' child python3s run under qemu through the host's binfmt
         # handler, which knows no -L; armada reads it too (as -L's default), and so both guests
         # see the same environment
@@ -229,3 +231,7 @@ for r in "${rows[@]}"; do
 done
 echo "total: $n_agree of $n_rows with every verdict the same ($n_rc with the same exit status);" \
     "tests: $t_same same, $t_diff differ (raw outputs in $out)"
+if ((strict)) && ((t_diff || n_missing || n_rows == 0)); then
+    echo "peer-suites: --strict: $t_diff tests differ, $n_missing rows did not run" >&2
+    exit 1
+fi
