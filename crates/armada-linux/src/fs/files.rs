@@ -10,6 +10,7 @@ use crate::fs::path::*;
 use crate::fs::procfs::Special;
 use crate::io::fd::o::*;
 use crate::io::fd::*;
+use crate::io::tty::{Arg, FIONREAD};
 use crate::{check_writable, cstr, rd, wr, wr_u32};
 use crate::{Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
@@ -1018,14 +1019,8 @@ impl Process {
         req: u32,
         arg: u64,
     ) -> SysResult {
-        const TCGETS: u32 = 0x5401;
-        const TCSETS: u32 = 0x5402;
-        const TCSETSW: u32 = 0x5403;
-        const TCSETSF: u32 = 0x5404;
-        const TIOCGPGRP: u32 = 0x540f;
-        const TIOCGWINSZ: u32 = 0x5413;
-        const FIONREAD: u32 = 0x541b;
         const FIONBIO: u32 = 0x5421;
+        const SIOCGIFCONF: u32 = 0x8912;
         const FIONCLEX: u32 = 0x5450;
         const FIOCLEX: u32 = 0x5451;
         let e = self.files.entry(fd)?;
@@ -1061,38 +1056,15 @@ impl Process {
         let f = self.files.file(fd)?;
         match &f.kind {
             Kind::Host { fd: h, mode } => {
-                let h = h.raw();
-                let sock = *mode & libc::S_IFMT == libc::S_IFSOCK;
-                // (request, bytes out, bytes in)
-                let (out_len, in_len) = match req {
+                let (h, sock) = (h.raw(), *mode & libc::S_IFMT == libc::S_IFSOCK);
+                match req {
                     // `--net host`: the host's interfaces (SIOCGIFCONF's buffer aside)
-                    0x8912 => return Err(Errno::EOPNOTSUPP),
-                    r if sock && Self::is_ifreq(r) => (40, 40),
-                    TCGETS => (36, 0),
-                    TCSETS | TCSETSW | TCSETSF => (0, 36),
-                    TIOCGWINSZ => (8, 0),
-                    TIOCGPGRP | FIONREAD => (4, 0),
-                    _ => return Err(Errno::ENOTTY),
-                };
-                let mut buf = [0u8; 64];
-                if in_len > 0 {
-                    rd(mem, arg, &mut buf[..in_len])?;
+                    SIOCGIFCONF if sock => Err(Errno::EOPNOTSUPP),
+                    r if sock && Self::is_ifreq(r) => {
+                        self.host_ioctl_with(mem, h, req, arg, Arg::InOut(40))
+                    }
+                    _ => self.host_ioctl(mem, h, req, arg),
                 }
-                if out_len > 0 {
-                    check_writable(mem, arg, out_len as u64)?;
-                }
-                // SAFETY: buf is 64 bytes, larger than any of these requests' argument.
-                let r = unsafe { libc::ioctl(h, req as _, buf.as_mut_ptr()) };
-                if r < 0 {
-                    return Err(Errno::last());
-                }
-                if req == TIOCGPGRP && self.cfg.deterministic {
-                    buf[..4].copy_from_slice(&self.pid.to_le_bytes());
-                }
-                if out_len > 0 {
-                    wr(mem, arg, &buf[..out_len])?;
-                }
-                Ok(r as u64)
             }
             Kind::Pipe { id, write: false } if req == FIONREAD => {
                 let n = match self.files.pipes.get(*id) {
