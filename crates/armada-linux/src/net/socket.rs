@@ -708,27 +708,23 @@ impl Process {
         let mut b = vec![0u8; len as usize];
         rd(mem, val, &mut b)?;
         let int = (b.len() >= 4).then(|| i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        if !self.files.net().socks.contains_key(&idx) {
-            // a connected socket (a socketpair end, or connected on the run's network):
-            // SO_PASSCRED is kept with what the end reads; other options have no effect
-            let Kind::Socket { rx, .. } = self.files.file(fd)?.kind else {
-                return Err(Errno::ENOTSOCK);
-            };
-            if (level, name) == (SOL_SOCKET, SO_PASSCRED) {
-                let on = int.ok_or(Errno::EINVAL)? != 0;
-                if let Some(Some(p)) = self.files.pipes.get_mut(rx) {
-                    p.passcred = on;
-                }
+        // a connected socket keeps SO_PASSCRED with what it reads (see `stream`)
+        let connected = match self.files.file(fd)?.kind {
+            Kind::Socket { rx, .. } => Some(rx),
+            _ => None,
+        };
+        if let (Some(rx), (SOL_SOCKET, SO_PASSCRED)) = (connected, (level, name)) {
+            let on = int.ok_or(Errno::EINVAL)? != 0;
+            if let Some(Some(p)) = self.files.pipes.get_mut(rx) {
+                p.passcred = on;
             }
-            return Ok(0);
         }
-        if (level, name) == (SOL_SOCKET, SO_PASSCRED) {
-            if let Kind::Socket { rx, .. } = self.files.file(fd)?.kind {
-                let on = int.ok_or(Errno::EINVAL)? != 0;
-                if let Some(Some(p)) = self.files.pipes.get_mut(rx) {
-                    p.passcred = on;
-                }
-            }
+        if !self.files.net().socks.contains_key(&idx) {
+            // a socketpair end: other options have no effect
+            return match connected {
+                Some(_) => Ok(0),
+                None => Err(Errno::ENOTSOCK),
+            };
         }
         let s = self.sock_mut(idx)?;
         match (level, name) {
