@@ -160,5 +160,45 @@ int main(void)
     printf("child: %s\n", status_text(st));
     (void)root;
     ids("end");
+
+    /* what the processes see of each other once one has given its user up: kill's
+     * permission both ways, and the other's /proc/PID/status */
+    int down[2], up[2];
+    if (pipe(down) || pipe(up))
+        return 1;
+    pid = fork_flushed();
+    if (pid == 0) {
+        errno = 0;
+        long r = syscall(SYS_setresuid, 5, 5, 5);
+        errno = 0;
+        int k = kill(getppid(), 0);
+        char m = r < 0 ? 'n' : k == 0 ? 'y' : errno == EPERM ? 'p' : '?';
+        write(up[1], &m, 1);
+        char b;
+        read(down[0], &b, 1);
+        _exit(0);
+    }
+    char m = 0;
+    read(up[0], &m, 1);
+    printf("child's kill(parent, 0): %c\n", m);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    FILE *f = fopen(path, "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "Uid:", 4) || !strncmp(line, "Umask:", 6)) {
+            for (char *c = line; *c; c++)
+                if (*c == '\t')
+                    *c = ' ';
+            printf("child's %s", line);
+        }
+    if (f)
+        fclose(f);
+    errno = 0;
+    int k = kill(pid, 0);
+    printf("kill(child, 0): %d %s\n", k, k < 0 ? errname(errno) : "");
+    write(down[1], "x", 1);
+    waitpid(pid, &st, 0);
+    printf("child: %s\n", status_text(st));
     return 0;
 }

@@ -172,10 +172,13 @@ impl Process {
             }
             ProcFile::Status => {
                 use std::fmt::Write;
-                let c = &self.creds;
+                let (c, umask) = match &e.creds {
+                    Some(c) if pid != self.pid => (c, e.umask),
+                    _ => (&self.creds, self.umask),
+                };
                 let mut s = format!(
                 "Name:\t{comm}\nUmask:\t{:04o}\nState:\t{} ({})\nTgid:\t{pid}\nNgid:\t0\nPid:\t{pid}\nPPid:\t{}\nTracerPid:\t0\nUid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t{}\nThreads:\t{threads}\n",
-                self.umask,
+                umask,
                 state.0,
                 state.1,
                 e.ppid,

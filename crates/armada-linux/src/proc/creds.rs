@@ -13,6 +13,7 @@
 use crate::{rd_u32, wr_u32, Errno, Process, SysResult};
 use armada_machine::memory::AddressSpace;
 
+pub(crate) const CAP_KILL: u32 = 5;
 pub(crate) const CAP_SETGID: u32 = 6;
 pub(crate) const CAP_SETUID: u32 = 7;
 pub(crate) const CAP_NET_RAW: u32 = 13;

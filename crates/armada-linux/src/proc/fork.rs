@@ -117,8 +117,12 @@ impl Process {
             cmdline: Vec::new(),
             exe: Vec::new(),
             nice: 0,
+            creds: None,
+            umask: 0o022,
         });
         entry.ppid = parent;
+        entry.creds = Some(self.creds.clone());
+        entry.umask = self.umask;
         entry.zombie = None;
         entry.stopped = false;
         entry.report = None;
@@ -226,6 +230,11 @@ impl Process {
     /// output, the process table and the clock) to `to`, the process the Linux layer
     /// services next. Only one process of a lane holds it at a time.
     pub fn hand_over(&mut self, to: &mut Process) {
+        // what others may ask of this process while it waits
+        if let Some(e) = self.procs.procs.get_mut(&self.pid) {
+            e.creds = Some(self.creds.clone());
+            e.umask = self.umask;
+        }
         self.files.hand_over(&mut to.files);
         std::mem::swap(&mut self.procs, &mut to.procs);
         std::mem::swap(&mut self.clock, &mut to.clock);

@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::proc::creds::Creds;
 use crate::sched::WaitKind;
 use crate::signal::{self as sig, Outgoing, SIGCHLD};
 use crate::{wr, Errno, Process, SysResult};
@@ -72,6 +73,11 @@ pub(crate) struct ProcEntry {
     pub(crate) exe: Vec<u8>,
     /// Its nice value (-20..=19), inherited by its children.
     pub(crate) nice: i32,
+    /// Its credentials and umask as of when it last gave the lane's state on (for other
+    /// processes' /proc/PID/status and kill's permission check; a process reads its own
+    /// from itself).
+    pub(crate) creds: Option<Creds>,
+    pub(crate) umask: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +117,8 @@ impl ProcTable {
                 cmdline: Vec::new(),
                 exe: Vec::new(),
                 nice: 0,
+                creds: None,
+                umask: 0o022,
             },
         );
         ProcTable {
@@ -311,9 +319,17 @@ impl Process {
             return Err(Errno::ESRCH);
         }
         let me = self.pid;
-        let pids = self.procs.kill_targets(me, target);
-        if pids.is_empty() {
+        let found = self.procs.kill_targets(me, target);
+        if found.is_empty() {
             return Err(Errno::ESRCH);
+        }
+        // only those this process may signal (EPERM when that leaves none)
+        let pids: Vec<i32> = found
+            .into_iter()
+            .filter(|&p| self.may_signal(p, signal))
+            .collect();
+        if pids.is_empty() {
+            return Err(Errno::EPERM);
         }
         if signal == 0 {
             return Ok(0);
@@ -344,6 +360,30 @@ impl Process {
             self.signal_self(signal, sig::SI_USER)?;
         }
         Ok(0)
+    }
+
+    /// Linux's permission to signal process `pid` (kill_ok_by_cred): the sender's real or
+    /// effective user is the target's real or saved one, or the sender has CAP_KILL; and
+    /// SIGCONT within the session.
+    fn may_signal(&self, pid: i32, signal: i32) -> bool {
+        use crate::proc::creds::CAP_KILL;
+        let Some(e) = self.procs.procs.get(&pid) else {
+            return false;
+        };
+        let Some(t) = e.creds.as_ref().filter(|_| pid != self.pid) else {
+            return true;
+        };
+        let me = &self.creds;
+        let same_session = self
+            .procs
+            .procs
+            .get(&self.pid)
+            .is_some_and(|m| m.sid == e.sid);
+        [me.uid.real, me.uid.eff]
+            .iter()
+            .any(|&u| u == t.uid.real || u == t.uid.saved)
+            || me.capable(CAP_KILL)
+            || (signal == sig::SIGCONT && same_session)
     }
 
     /// Looks for a child that `which` and `options` name with something to report.
