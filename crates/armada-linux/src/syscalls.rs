@@ -208,7 +208,9 @@ syscalls! {
     26 INOTIFY_INIT1 "inotify_init1" [X] Missing, host;
     27 INOTIFY_ADD_WATCH "inotify_add_watch" [Fd, S, X] Missing, host;
     28 INOTIFY_RM_WATCH "inotify_rm_watch" [Fd, I] Missing, host;
-    29 IOCTL "ioctl" [Fd, X, X] Full, host,
+    29 IOCTL "ioctl" [Fd, X, X]
+        Partial("terminals (io/tty.rs), FIONREAD, FIONBIO, FIOCLEX, SIOCGIF*; others ENOTTY"),
+        host,
         |p, c| p.sys_ioctl(c.mem, c.i(0), c.a[1] as u32, c.a[2]);
     30 IOPRIO_SET "ioprio_set" [I, I, I] Missing, host;
     31 IOPRIO_GET "ioprio_get" [I, I] Missing, host;
@@ -486,7 +488,8 @@ syscalls! {
     209 GETSOCKOPT "getsockopt" [Fd, I, I, P, P] Full, host,
         |p, c| p.sys_getsockopt(c.mem, c.i(0), c.i(1), c.i(2), c.a[3], c.a[4]);
     210 SHUTDOWN "shutdown" [Fd, I] Full, host, |p, c| p.sys_shutdown(c.i(0), c.i(1));
-    211 SENDMSG "sendmsg" [Fd, P, X] Full, host,
+    211 SENDMSG "sendmsg" [Fd, P, X]
+        Partial("ancillary data: SCM_RIGHTS, SCM_CREDENTIALS; others EOPNOTSUPP"), host,
         |p, c| p.sys_msg(c.mem, c.i(0), c.a[1], c.i(2), true);
     212 RECVMSG "recvmsg" [Fd, P, X] Full, host,
         |p, c| p.sys_msg(c.mem, c.i(0), c.a[1], c.i(2), false);
