@@ -65,6 +65,9 @@ enum Command {
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() -> ExitCode {
+    // The fds beyond stdio that armada was started with go to the guest of `armada run`, as
+    // qemu-user's guest has them; read before armada opens any of its own.
+    let inherited = armada_core::linux::io::fd::inherited_host_fds();
     // Never give freed memory back to the system. mimalloc purged it after a delay, and the
     // next allocation there faulted in a fresh transparent huge page that the kernel zeroed,
     // 2 MiB at a time: 3-5% of python3's run went to clearing pages for the translation
@@ -80,7 +83,7 @@ fn main() -> ExitCode {
         return ExitCode::from(125);
     }
     let result = match cli.command {
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(args, inherited),
         Command::Bench(args) => bench::bench(args),
         Command::Batch(args) => batch::batch(args),
         Command::Fuzz(args) => fuzz::fuzz(args),

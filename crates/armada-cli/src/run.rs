@@ -196,7 +196,8 @@ pub fn gpu_engines(
     })
 }
 
-pub fn run(args: RunArgs) -> Result<u8> {
+/// `armada run`; `inherited`: the host fds above 2 the guest gets (see `inherited_host_fds`).
+pub fn run(args: RunArgs, inherited: Vec<i32>) -> Result<u8> {
     refuse_option_as_program(&args.guest.program())?;
     if args.host_exec && args.root.is_some() {
         bail!("--host-exec cannot be used with --root: a host program would see the host's whole file system, not the root");
@@ -227,7 +228,8 @@ pub fn run(args: RunArgs) -> Result<u8> {
         ignored_signals: host_ignored_signals(),
         host_exec: args.host_exec,
     };
-    let program = Program::spawn(Arc::new(image), &cfg, argv, env, Stdio::Inherit)
+    let stdio = Stdio::Inherit { extra: inherited };
+    let program = Program::spawn(Arc::new(image), &cfg, argv, env, stdio)
         .with_context(|| format!("cannot start {}", args.guest.program().display()))?;
     let mut lane = Lane::new(program);
     let start = Instant::now();

@@ -226,6 +226,60 @@ fn armada_alone(
     Some(common::run_process(cmd, b"", common::default_timeout()).expect("armada runs"))
 }
 
+/// `prog 3>out 4<in` from a shell: the guest finds fds 3 and 4 as qemu's guest does, and
+/// writes through 3 to the host's file.
+#[test]
+fn host_fds_beyond_stdio_reach_the_guest() {
+    const TEST: &str = "surface host_fds_beyond_stdio_reach_the_guest";
+    let Some(dir) = programs_dir(TEST) else {
+        return;
+    };
+    common::require_armada(TEST);
+    let work = common::workspace_root().join("target/test-work/surface-inherited-fds");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).expect("work dir");
+    std::fs::write(work.join("in"), "four\n").expect("input");
+    let program = dir.join("inherited_fds");
+    let mut outs = Vec::new();
+    for (side, runner) in [
+        ("qemu", vec![common::qemu_bin()]),
+        (
+            "armada",
+            std::iter::once(common::armada_bin().into_os_string())
+                .chain(std::iter::once("run".into()))
+                .chain(common::tier_args().into_iter().map(Into::into))
+                .collect(),
+        ),
+    ] {
+        let mut cmd = Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg(format!("exec \"$@\" 3>out.{side} 4<in 5>&-"))
+            .arg("sh")
+            .args(&runner)
+            .arg(&program)
+            .current_dir(&work)
+            .envs(common::tier_env());
+        let out = common::run_process(cmd, b"", common::default_timeout()).expect("runs");
+        let written = std::fs::read_to_string(work.join(format!("out.{side}"))).unwrap_or_default();
+        outs.push((
+            side,
+            out.status,
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            written,
+        ));
+    }
+    let (q, a) = (&outs[0], &outs[1]);
+    assert_eq!(
+        (a.1, &a.2, &a.3),
+        (q.1, &q.2, &q.3),
+        "{TEST}: armada (status, stdout, fd 3's file) differ from qemu's"
+    );
+    assert_eq!(
+        q.3, "three\n",
+        "{TEST}: qemu's guest should have written fd 3"
+    );
+}
+
 /// armada only (qemu would wait forever): a semop that nothing can release is reported as a
 /// deadlock naming the syscall, and the run ends as SIGKILL would (137); so is a wait that
 /// only a periodic timer whose signal is ignored could end, on the virtual clock (which

@@ -528,7 +528,7 @@ mod tests {
         let mut r1 = [0u8; 16];
         m.read_bytes(aux[&AT_RANDOM], &mut r1).unwrap();
         let img2 = Image::parse(&tiny_elf(object::elf::ET_EXEC, 0x400000)).unwrap();
-        let mut q = Program::spawn(Arc::new(img2), &cfg, argv, env, Stdio::Inherit).unwrap();
+        let mut q = Program::spawn(Arc::new(img2), &cfg, argv, env, Stdio::inherit()).unwrap();
         assert_eq!(q.state.x[31], sp);
         let mut r2 = [0u8; 16];
         q.mem.read_bytes(aux[&AT_RANDOM], &mut r2).unwrap();
@@ -557,7 +557,7 @@ mod tests {
         let e = load_interpreter(&img, &cfg).unwrap_err().to_string();
         assert!(e.contains("under the sysroot /nonexistent-sysroot"), "{e}");
         // spawning without the interpreter it needs is an error, not a wrong start
-        let e = Program::spawn_dynamic(Arc::new(img), None, &cfg, vec![], vec![], Stdio::Inherit)
+        let e = Program::spawn_dynamic(Arc::new(img), None, &cfg, vec![], vec![], Stdio::inherit())
             .err()
             .unwrap();
         assert!(e.to_string().contains("/nonexistent/ld"));

@@ -77,11 +77,19 @@ pub struct LinuxConfig {
 /// Where the guest's standard streams go.
 #[derive(Clone, Debug)]
 pub enum Stdio {
-    /// fds 0, 1 and 2 are the host's.
-    Inherit,
+    /// The host's fds: 0, 1 and 2, and `extra` (those of [`io::fd::inherited_host_fds`]),
+    /// each at its own number, as under qemu-user. armada never closes them on the host.
+    Inherit { extra: Vec<i32> },
     /// stdin reads from this buffer; stdout and stderr are collected in memory
     /// ([`Process::take_output`]).
     Captured { stdin: Vec<u8> },
+}
+
+impl Stdio {
+    /// The host's fds 0, 1 and 2 and no others.
+    pub fn inherit() -> Stdio {
+        Stdio::Inherit { extra: Vec::new() }
+    }
 }
 
 /// What the lane does after a syscall.

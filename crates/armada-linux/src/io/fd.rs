@@ -88,6 +88,24 @@ pub fn host_open_flags(g: u32) -> i32 {
     h
 }
 
+/// The fds above 2 that this process was started with (a shell's `3>file`, make's
+/// jobserver pipes), for `Stdio::Inherit`: call it first thing, before the process opens
+/// fds of its own.
+pub fn inherited_host_fds() -> Vec<RawFd> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    let mut fds: Vec<RawFd> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    // the listing's own fd was open while it was read, and is closed now
+    // SAFETY: F_GETFD takes no pointer argument.
+    fds.retain(|&fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0);
+    fds.sort_unstable();
+    fds
+}
+
 /// Host file status flags (F_GETFL) to guest flags.
 pub fn guest_open_flags(h: i32) -> u32 {
     let mut g = (h & libc::O_ACCMODE) as u32;
@@ -469,8 +487,13 @@ impl Files {
     pub(crate) fn new(stdio: Stdio) -> Self {
         let mut f = Files::default();
         match stdio {
-            Stdio::Inherit => {
-                for fd in 0..3 {
+            Stdio::Inherit { extra } => {
+                let open = |fd: RawFd| {
+                    // SAFETY: F_GETFD takes no pointer argument.
+                    unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+                };
+                let extra = extra.into_iter().filter(|&fd| fd > 2 && open(fd));
+                for fd in (0..3).chain(extra) {
                     let kind = Kind::Host {
                         fd: HostFd::Inherited(fd),
                         mode: host_mode(fd),
