@@ -247,7 +247,7 @@ fn host_fds_beyond_stdio_reach_the_guest() {
             "armada",
             std::iter::once(common::armada_bin().into_os_string())
                 .chain(std::iter::once("run".into()))
-                .chain(common::tier_args().into_iter().map(Into::into))
+                .chain(common::tier_args())
                 .collect(),
         ),
     ] {
