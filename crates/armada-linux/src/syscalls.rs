@@ -205,9 +205,11 @@ syscalls! {
     23 DUP "dup" [Fd] Full, host, |p, c| p.sys_dup(c.i(0));
     24 DUP3 "dup3" [Fd, Fd, X] Full, host, |p, c| p.sys_dup3(c.i(0), c.i(1), c.i(2));
     25 FCNTL "fcntl" [Fd, I, X] Full, host, |p, c| p.sys_fcntl(c.mem, c.i(0), c.i(1), c.a[2]);
-    26 INOTIFY_INIT1 "inotify_init1" [X] Missing, host;
-    27 INOTIFY_ADD_WATCH "inotify_add_watch" [Fd, S, X] Missing, host;
-    28 INOTIFY_RM_WATCH "inotify_rm_watch" [Fd, I] Missing, host;
+    26 INOTIFY_INIT1 "inotify_init1" [X] Full, host, |p, c| p.sys_inotify_init1(c.i(0));
+    27 INOTIFY_ADD_WATCH "inotify_add_watch" [Fd, S, X] Full, host,
+        |p, c| p.sys_inotify_add_watch(c.mem, c.i(0), c.a[1], c.a[2] as u32);
+    28 INOTIFY_RM_WATCH "inotify_rm_watch" [Fd, I] Full, host,
+        |p, c| p.sys_inotify_rm_watch(c.i(0), c.i(1));
     29 IOCTL "ioctl" [Fd, X, X]
         Partial("terminals (io/tty.rs), FIONREAD, FIONBIO, FIOCLEX, SIOCGIF*; others ENOTTY"),
         host,

@@ -99,7 +99,8 @@ impl Process {
                     return Err(Errno::EISDIR);
                 }
                 let t = *mode & libc::S_IFMT;
-                let waits = matches!(t, libc::S_IFIFO | libc::S_IFCHR | libc::S_IFSOCK);
+                // (no file type: an anonymous inode, such as an inotify instance)
+                let waits = matches!(t, libc::S_IFIFO | libc::S_IFCHR | libc::S_IFSOCK | 0);
                 if others && waits && off.is_none() && !nonblock && !buf.is_empty() {
                     let mut p = libc::pollfd {
                         fd: fd.raw(),
