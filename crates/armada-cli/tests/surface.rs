@@ -67,6 +67,8 @@ fn cases(dir: &std::path::Path) -> Vec<Case> {
         ("raw IP sockets: ICMP echo, IP_HDRINCL", "rawip", &[]),
         ("credentials: set*id, groups, capabilities", "creds", &[]),
         ("SO_PASSCRED, SCM_CREDENTIALS, SO_PEERCRED", "passcred", &[]),
+        ("pseudo-terminals: openpty, termios", "pty", &[]),
+        ("inotify on the guest's changes", "inotify", &[]),
         (
             "record, OFD and flock locks between processes",
             "locks",
