@@ -317,6 +317,38 @@ static void many_sockets(void)
     close(again);
 }
 
+/* The server closes an accepted connection: the client reads end of file, its first
+ * write goes nowhere (the closed end answers it with a reset), and the next fails with
+ * EPIPE; an AF_UNIX stream's first write fails at once. */
+static void peer_closed(void)
+{
+    struct sockaddr_in a;
+    int l = listener4(0, &a);
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(connect(c, (struct sockaddr *)&a, sizeof a) == 0);
+    int s = accept(l, NULL, NULL);
+    CHECK(s >= 0);
+    close(s);
+    char b[4];
+    printf("tcp peer closed: read %zd", read(c, b, sizeof b));
+    signal(SIGPIPE, SIG_IGN);
+    ssize_t w1 = write(c, "x", 1);
+    usleep(100000); /* (the reset reaches the client) */
+    errno = 0;
+    ssize_t w2 = write(c, "y", 1);
+    printf(", first write %zd, second write %zd %s\n", w1, w2, w2 < 0 ? errname(errno) : "");
+    close(c);
+    close(l);
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    close(sv[1]);
+    errno = 0;
+    w1 = write(sv[0], "x", 1);
+    printf("unix peer closed: first write %zd %s\n", w1, w1 < 0 ? errname(errno) : "");
+    close(sv[0]);
+    signal(SIGPIPE, SIG_DFL);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -327,5 +359,6 @@ int main(void)
     v6_client_v4_listener();
     errors();
     many_sockets();
+    peer_closed();
     return 0;
 }

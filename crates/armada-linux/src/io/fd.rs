@@ -302,6 +302,12 @@ pub(crate) struct Pipe {
     /// points: from each stream position on, the bytes carry these (None: none, as when
     /// the sender passed none and neither end had SO_PASSCRED).
     pub(crate) creds: VecDeque<(u64, Option<Ucred>)>,
+    /// The stream of a TCP connection: a write after its reader closed goes nowhere once
+    /// (on Linux the closed end answers those bytes with a reset), and only the writes
+    /// after it fail with EPIPE. (An AF_UNIX stream fails at once.)
+    pub(crate) tcp: bool,
+    /// A write found the reader of this TCP stream gone (the reset is on its way).
+    pub(crate) reset_coming: bool,
     /// For a socket with message boundaries: its type (SOCK_DGRAM or SOCK_SEQPACKET).
     pub(crate) sock_type: i32,
     /// For a socket: the end that reads this pipe has SO_PASSCRED set.

@@ -329,6 +329,9 @@ impl Process {
             return Err(Errno::EBADF);
         };
         if p.readers == 0 {
+            if p.tcp && !std::mem::replace(&mut p.reset_coming, true) {
+                return Ok(data.len());
+            }
             return Err(Errno::EPIPE);
         }
         let cap = p.cap();

@@ -552,6 +552,13 @@ impl Process {
             .socks
             .get(&listener)
             .and_then(|l| l.listener_creds);
+        // a TCP connection's writes to a peer that closed go nowhere once (see `Pipe::tcp`)
+        let tcp = self
+            .files
+            .net()
+            .socks
+            .get(&listener)
+            .is_some_and(|l| l.family != AF_UNIX);
         for (pipe, on, peer) in [
             (down, passcred(self, client), listener_creds),
             (up, passcred(self, listener), Some(me)),
@@ -559,6 +566,7 @@ impl Process {
             if let Some(Some(p)) = self.files.pipes.get_mut(pipe) {
                 p.passcred = on;
                 p.peer = peer;
+                p.tcp = tcp;
             }
         }
         let Some(l) = self.files.net().socks.get(&listener) else {
