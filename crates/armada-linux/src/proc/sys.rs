@@ -269,8 +269,8 @@ impl Process {
         Ok(0)
     }
 
-    /// Process group and session: the pid in deterministic mode, the host's otherwise.
-    /// Guest CPU time in nanoseconds: virtual (retired instructions) or the host's.
+    /// Guest CPU time in nanoseconds: virtual (retired instructions) or the lane's host
+    /// thread's.
     fn user_ns(&self) -> u64 {
         if self.cfg.deterministic {
             return self.retired.saturating_mul(crate::time::clock::NS_PER_INSN);

@@ -197,6 +197,10 @@ impl Process {
             let hid = match id {
                 CLOCK_REALTIME_ALARM => CLOCK_REALTIME,
                 CLOCK_BOOTTIME_ALARM => CLOCK_BOOTTIME,
+                // the guest's CPU time is the lane's host thread's: armada's own threads
+                // (compiling, serving a GPU) are not the guest's, and the host process's
+                // clock would count them (see `clock_of`)
+                CLOCK_PROCESS_CPUTIME_ID => CLOCK_THREAD_CPUTIME_ID,
                 i => i,
             };
             return host_clock(hid);
@@ -221,8 +225,9 @@ impl Process {
 
     /// The clock a dynamic clock id stands for: a CPU-time clock of a process or thread
     /// (`clock_getcpuclockid`, `pthread_getcpuclockid`: `~pid << 3 | type`, bit 2 for a
-    /// thread). A thread's CPU time is its process's here: a lane runs its threads on one
-    /// host thread, and CLOCK_THREAD_CPUTIME_ID reads the same. Fixed ids stay as they are.
+    /// thread). A thread's CPU time is its process's here: a lane runs its tasks on one
+    /// host thread, whose CPU time both clocks read (so a lane's processes each count all
+    /// of the lane's). Fixed ids stay as they are.
     fn clock_of(&self, id: i32) -> Result<i32, Errno> {
         const PERTHREAD: i32 = 4;
         const TYPE_MASK: i32 = 3;
