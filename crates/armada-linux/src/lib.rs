@@ -357,6 +357,8 @@ pub struct Process {
     pub(crate) exit_signal: i32,
     /// Set during a send with MSG_NOSIGNAL: EPIPE without SIGPIPE.
     pub(crate) no_sigpipe: bool,
+    /// Set during a recv with MSG_PEEK: reads leave the bytes where they are.
+    pub(crate) recv_peek: bool,
     /// Set during a sendmsg with SCM_CREDENTIALS: the credentials its bytes carry.
     pub(crate) send_creds: Option<io::fd::Ucred>,
     /// What the last syscall left for the scheduler.
@@ -498,6 +500,7 @@ impl Process {
             exit_signal: signal::SIGCHLD,
             no_sigpipe: false,
             send_creds: None,
+            recv_peek: false,
             events: sched::Events::default(),
             futexes: proc::futex::Futexes::default(),
             timers: time::timers::Timers::default(),

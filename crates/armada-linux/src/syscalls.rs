@@ -416,8 +416,10 @@ syscalls! {
     158 GETGROUPS "getgroups" [I, P] Full, host, |p, c| p.sys_getgroups(c.mem, c.i(0), c.a[1]);
     159 SETGROUPS "setgroups" [I, P] Full, host, |p, c| p.sys_setid(c.mem, c.nr, c.a);
     160 UNAME "uname" [P] Full, host, |p, c| p.sys_uname(c.mem, c.a[0]);
-    161 SETHOSTNAME "sethostname" [S, U] Missing, host;
-    162 SETDOMAINNAME "setdomainname" [S, U] Missing, host;
+    161 SETHOSTNAME "sethostname" [S, U] Full, host,
+        |p, c| p.sys_setuname(c.mem, c.a[0], c.a[1], false);
+    162 SETDOMAINNAME "setdomainname" [S, U] Full, host,
+        |p, c| p.sys_setuname(c.mem, c.a[0], c.a[1], true);
     163 GETRLIMIT "getrlimit" [I, P] Full, host,
         |p, c| p.sys_prlimit64(c.mem, 0, c.i(0), 0, c.a[1]);
     164 SETRLIMIT "setrlimit" [I, P] Full, host,

@@ -858,6 +858,26 @@ fn misc_info() {
     );
 }
 
+/// sethostname/setdomainname name the run's own machine (uname sees it, the host's is not
+/// touched); EPERM without CAP_SYS_ADMIN, EINVAL past 64 bytes.
+#[test]
+fn host_and_domain_names_are_the_runs() {
+    let mut l = Lane::det();
+    // (as root, whoever runs the test)
+    l.p.creds.cap_eff = crate::proc::creds::CAP_FULL;
+    let b = SCRATCH;
+    l.put(b + 512, b"lane-7");
+    l.put(b + 600, b"example.org");
+    assert_eq!(l.call(SETHOSTNAME, &[b + 512, 6]), 0);
+    assert_eq!(l.call(SETDOMAINNAME, &[b + 600, 11]), 0);
+    assert_eq!(l.call(SETHOSTNAME, &[b + 512, 65]), neg(libc::EINVAL));
+    assert_eq!(l.call(UNAME, &[b]), 0);
+    assert_eq!(&l.get(b + 65, 7), b"lane-7\0");
+    assert_eq!(&l.get(b + 65 * 5, 12), b"example.org\0");
+    l.p.creds.cap_eff = 0;
+    assert_eq!(l.call(SETHOSTNAME, &[b + 512, 6]), neg(libc::EPERM));
+}
+
 #[test]
 fn strace_lines() {
     let mut mem = AddressSpace::new();

@@ -328,8 +328,11 @@ static void peer_closed(void)
     CHECK(connect(c, (struct sockaddr *)&a, sizeof a) == 0);
     int s = accept(l, NULL, NULL);
     CHECK(s >= 0);
-    close(s);
+    /* a connected TCP socket ignores sendto's address (unix_sockets has AF_UNIX's EISCONN) */
     char b[4];
+    printf("tcp sendto with an address: %zd", sendto(c, "z", 1, 0, (struct sockaddr *)&a, sizeof a));
+    printf(", received %zd\n", read(s, b, 1));
+    close(s);
     printf("tcp peer closed: read %zd", read(c, b, sizeof b));
     signal(SIGPIPE, SIG_IGN);
     ssize_t w1 = write(c, "x", 1);

@@ -171,9 +171,29 @@ static void seqpacket(void)
     close(l);
 }
 
+/* MSG_PEEK on a stream: the bytes stay for the next receive */
+static void peek(void)
+{
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    CHECK(write(sv[1], "peekaboo", 8) == 8);
+    char a[16] = {0}, b[16] = {0};
+    ssize_t n1 = recv(sv[0], a, 4, MSG_PEEK);
+    ssize_t n2 = recv(sv[0], b, sizeof b - 1, 0);
+    printf("peek: %zd \"%s\", then recv %zd \"%s\"\n", n1, a, n2, b);
+    /* a connected stream: sendto with an address is EISCONN for AF_UNIX */
+    struct sockaddr_un u = {.sun_family = AF_UNIX};
+    errno = 0;
+    ssize_t w = sendto(sv[1], "x", 1, 0, (struct sockaddr *)&u, sizeof u);
+    printf("sendto with an address: %zd %s\n", w, w < 0 ? errname(errno) : "");
+    close(sv[0]);
+    close(sv[1]);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    peek();
     path_socket();
     abstract_socket();
     seqpacket();

@@ -171,7 +171,7 @@ impl Process {
                     OsRelease => String::from_utf8_lossy(&release).into_owned(),
                     Version => String::from_utf8_lossy(&version).into_owned(),
                     Hostname => String::from_utf8_lossy(&node).into_owned(),
-                    DomainName => "(none)".into(),
+                    DomainName => String::from_utf8_lossy(&self.domainname()).into_owned(),
                     PidMax => "4194304".into(),
                     ThreadsMax => "4096".into(),
                     NgroupsMax => "65536".into(),

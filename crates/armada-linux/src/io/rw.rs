@@ -270,6 +270,7 @@ impl Process {
         buf: &mut [u8],
         nonblock: bool,
     ) -> Result<usize, Errno> {
+        let peek = self.recv_peek;
         let Some(Some(p)) = self.files.pipes.get_mut(id) else {
             return Err(Errno::EBADF);
         };
@@ -287,17 +288,24 @@ impl Process {
             }
             return Err(if nonblock { Errno::EAGAIN } else { WOULD_BLOCK });
         }
-        let (n, drop) = match p.bounds.as_mut().and_then(|b| b.pop_front()) {
-            Some(len) => (len.min(buf.len()), len),
+        let (n, drop) = match p.bounds.as_ref().and_then(|b| b.front()) {
+            Some(&len) => (len.min(buf.len()), len),
             None => {
                 let n = p.stream_run(p.buf.len().min(buf.len()));
                 (n, n)
             }
         };
-        for (d, s) in buf[..n].iter_mut().zip(p.buf.drain(..drop)) {
-            *d = s;
+        for (d, s) in buf[..n].iter_mut().zip(p.buf.iter()) {
+            *d = *s;
         }
-        p.took(drop);
+        // MSG_PEEK (recv's): the bytes stay for the next read
+        if !peek {
+            p.buf.drain(..drop);
+            if let Some(b) = p.bounds.as_mut() {
+                b.pop_front();
+            }
+            p.took(drop);
+        }
         Ok(n)
     }
 

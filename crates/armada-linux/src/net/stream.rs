@@ -20,6 +20,7 @@ const SCM_RIGHTS: i32 = 1;
 const SCM_CREDENTIALS: i32 = 2;
 const MSG_CMSG_CLOEXEC: i32 = 0x4000_0000;
 const MSG_CTRUNC: u32 = 8;
+const MSG_PEEK: i32 = 2;
 const SHUT_RD: i32 = 0;
 const SHUT_WR: i32 = 1;
 const SHUT_RDWR: i32 = 2;
@@ -120,7 +121,8 @@ impl Process {
     }
 
     /// Runs `f` with the description of `fd` non-blocking when `flags` has MSG_DONTWAIT,
-    /// and with no SIGPIPE for a broken connection when it has MSG_NOSIGNAL.
+    /// with no SIGPIPE for a broken connection when it has MSG_NOSIGNAL, and reading
+    /// without taking (a receive) when it has MSG_PEEK.
     fn with_msg_flags(
         &mut self,
         fd: i32,
@@ -134,8 +136,10 @@ impl Process {
             self.files.file_mut(fd)?.flags |= O_NONBLOCK;
         }
         self.no_sigpipe = flags & MSG_NOSIGNAL != 0;
+        self.recv_peek = flags & MSG_PEEK != 0;
         let r = f(self);
         self.no_sigpipe = false;
+        self.recv_peek = false;
         if dontwait {
             if let Ok(file) = self.files.file_mut(fd) {
                 file.flags = old;
@@ -159,9 +163,12 @@ impl Process {
             return r;
         }
         if addr != 0 {
-            // the pair is connected: an address is an error, as Linux says
+            // connected: TCP ignores the address; AF_UNIX says EISCONN, as Linux does
             self.socket_check(fd)?;
-            return Err(Errno(libc::EISCONN));
+            let idx = self.files.entry(fd)?.file;
+            if self.socket_family(idx).is_none_or(|f| f == AF_UNIX) {
+                return Err(Errno(libc::EISCONN));
+            }
         }
         self.with_msg_flags(fd, flags, |p| p.sys_write(mem, fd, buf, len))
     }
@@ -268,15 +275,33 @@ impl Process {
             _ => None,
         };
         let mut got = Vec::new();
+        let peek = flags & MSG_PEEK != 0;
         if let Some(Some(p)) = self.files.pipes.get_mut(rx) {
-            while p
-                .rights
-                .front()
-                .is_some_and(|(at, _)| *at < end.max(start + 1))
-            {
-                if let Some((_, v)) = p.rights.pop_front() {
-                    got.extend(v);
+            if peek {
+                // the fds stay queued too: the receiver gets new ones for the same files
+                let at = start.max(p.taken);
+                got.extend(
+                    p.rights
+                        .iter()
+                        .take_while(|(pos, _)| *pos < at + (r as u64).max(1))
+                        .flat_map(|(_, v)| v.iter().copied()),
+                );
+            } else {
+                while p
+                    .rights
+                    .front()
+                    .is_some_and(|(at, _)| *at < end.max(start + 1))
+                {
+                    if let Some((_, v)) = p.rights.pop_front() {
+                        got.extend(v);
+                    }
                 }
+            }
+        }
+        if peek {
+            // (a reference for each, as an in-flight one would be)
+            for &idx in &got {
+                self.files.retain_file(idx);
             }
         }
         // msg_flags echoes MSG_CMSG_CLOEXEC, as Linux's recvmsg does

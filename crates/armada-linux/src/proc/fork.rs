@@ -218,6 +218,7 @@ impl Process {
             exit_signal: a.exit_signal as i32,
             no_sigpipe: false,
             send_creds: None,
+            recv_peek: false,
         }
     }
 

@@ -159,14 +159,57 @@ impl Process {
         } else {
             host_uname()
         };
-        match &host {
+        let (node, release, version) = match &host {
             Some(u) => (cfield(&u.nodename), cfield(&u.release), cfield(&u.version)),
             None => (
                 b"armada".to_vec(),
                 b"6.1.0".to_vec(),
                 b"#1 SMP PREEMPT_DYNAMIC Debian 6.1.0".to_vec(),
             ),
+        };
+        (
+            self.procs.hostname.clone().unwrap_or(node),
+            release,
+            version,
+        )
+    }
+
+    /// The run's domain name (uname's, /proc/sys/kernel/domainname).
+    pub(crate) fn domainname(&self) -> Vec<u8> {
+        self.procs
+            .domainname
+            .clone()
+            .unwrap_or_else(|| b"(none)".to_vec())
+    }
+
+    /// sethostname/setdomainname: the run's own names (see `ProcTable::hostname`), set
+    /// with CAP_SYS_ADMIN as Linux asks; at most 64 bytes.
+    pub(crate) fn sys_setuname(
+        &mut self,
+        mem: &mut AddressSpace,
+        name: u64,
+        len: u64,
+        domain: bool,
+    ) -> SysResult {
+        const NEW_UTS_LEN: u64 = 64;
+        if !self.creds.capable(crate::proc::creds::CAP_SYS_ADMIN) {
+            return Err(Errno::EPERM);
         }
+        if len > NEW_UTS_LEN {
+            return Err(Errno::EINVAL);
+        }
+        let mut v = vec![0u8; len as usize];
+        crate::rd(mem, name, &mut v)?;
+        // the name ends at a NUL if there is one, as the kernel copies it
+        if let Some(i) = v.iter().position(|&c| c == 0) {
+            v.truncate(i);
+        }
+        if domain {
+            self.procs.domainname = Some(v);
+        } else {
+            self.procs.hostname = Some(v);
+        }
+        Ok(0)
     }
 
     /// Total and free memory in bytes (sysinfo, /proc/meminfo): the host's, or fixed ones
@@ -199,7 +242,7 @@ impl Process {
         b.extend_from_slice(&utsfield(&release));
         b.extend_from_slice(&utsfield(&version));
         b.extend_from_slice(&utsfield(b"aarch64"));
-        b.extend_from_slice(&utsfield(b"(none)"));
+        b.extend_from_slice(&utsfield(&self.domainname()));
         wr(mem, buf, &b)?;
         Ok(0)
     }

@@ -97,6 +97,11 @@ pub struct ProcTable {
     pub(crate) outbox: Vec<Outgoing>,
     /// Syscalls serviced, every process's.
     pub(crate) syscalls: u64,
+    /// The run's host and domain names once a process set them (sethostname,
+    /// setdomainname): the run's own, as a UTS namespace would keep them; the host's are
+    /// never changed.
+    pub(crate) hostname: Option<Vec<u8>>,
+    pub(crate) domainname: Option<Vec<u8>>,
 }
 
 impl ProcTable {
@@ -128,6 +133,8 @@ impl ProcTable {
             first: pid,
             outbox: Vec::new(),
             syscalls: 0,
+            hostname: None,
+            domainname: None,
         }
     }
 
