@@ -283,7 +283,7 @@ impl Process {
                 got.extend(
                     p.rights
                         .iter()
-                        .take_while(|(pos, _)| *pos < at + (r as u64).max(1))
+                        .take_while(|(pos, _)| *pos < at + r.max(1))
                         .flat_map(|(_, v)| v.iter().copied()),
                 );
             } else {
