@@ -66,11 +66,16 @@ impl Process {
         if !to.is_local() {
             return Err(Errno(libc::ENETUNREACH));
         }
-        let family = self.files.net().socks.get(&idx).map_or(0, |s| s.family);
+        let (family, protocol) = self
+            .files
+            .net()
+            .socks
+            .get(&idx)
+            .map_or((0, 0), |s| (s.family, s.protocol));
         let to = to.or_loopback(family);
         if family == AF_UNIX {
             // the peer must exist
-            self.find_bound(family, crate::net::addr::SOCK_DGRAM, &to, false)?;
+            self.find_bound(family, crate::net::addr::SOCK_DGRAM, protocol, &to, false)?;
         }
         self.autobind(idx)?;
         if let Some(s) = self.files.net_mut().socks.get_mut(&idx) {
@@ -135,12 +140,14 @@ impl Process {
         }
         let to = to.or_loopback(family);
         self.autobind(idx)?;
-        let target = match self.find_bound(family, crate::net::addr::SOCK_DGRAM, &to, false) {
-            Ok(t) => t,
-            // nobody there: UDP drops it, AF_UNIX refuses
-            Err(_) if family != AF_UNIX => return Ok(data.len()),
-            Err(e) => return Err(e),
-        };
+        let protocol = self.files.net().socks.get(&idx).map_or(0, |s| s.protocol);
+        let target =
+            match self.find_bound(family, crate::net::addr::SOCK_DGRAM, protocol, &to, false) {
+                Ok(t) => t,
+                // nobody there: UDP drops it, AF_UNIX refuses
+                Err(_) if family != AF_UNIX => return Ok(data.len()),
+                Err(e) => return Err(e),
+            };
         let (pipe, tfamily) = match self.files.net().socks.get(&target) {
             Some(t) => match &t.dgram {
                 Some(d) => (d.pipe, t.family),

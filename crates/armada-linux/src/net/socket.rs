@@ -82,7 +82,9 @@ impl Process {
             (AF_UNIX, SOCK_STREAM | SOCK_SEQPACKET) => protocol == 0,
             (AF_INET | AF_INET6, SOCK_STREAM) => protocol == 0 || protocol == IPPROTO_TCP,
             (AF_UNIX, SOCK_DGRAM) => protocol == 0,
-            (AF_INET | AF_INET6, SOCK_DGRAM) => protocol == 0 || protocol == IPPROTO_UDP,
+            (AF_INET | AF_INET6, SOCK_DGRAM) => {
+                [0, IPPROTO_UDP, IPPROTO_UDPLITE].contains(&protocol)
+            }
             (AF_NETLINK, SOCK_DGRAM | SOCK_RAW) => protocol == NETLINK_ROUTE,
             (AF_INET | AF_INET6, SOCK_RAW) => {
                 self.raw_allowed(protocol)?;
@@ -105,6 +107,9 @@ impl Process {
         let protocol = match (domain, kind) {
             (AF_UNIX | AF_NETLINK, _) => 0,
             (_, SOCK_RAW) => protocol,
+            // UDP-Lite: UDP with partial checksums, which loopback never needs; ports of
+            // its own
+            (_, SOCK_DGRAM) if protocol == IPPROTO_UDPLITE => IPPROTO_UDPLITE,
             (_, SOCK_DGRAM) => IPPROTO_UDP,
             _ => IPPROTO_TCP,
         };
@@ -139,7 +144,8 @@ impl Process {
     /// it is 0, the socket file made for an AF_UNIX path).
     fn claim(&mut self, idx: usize, a: Addr) -> Result<(Key, Addr), Errno> {
         let s = self.files.net().socks.get(&idx).ok_or(Errno::ENOTSOCK)?;
-        let (ty, reuseport, v6only, family) = (s.ty, s.reuseport, s.v6only, s.family);
+        let (ty, protocol, reuseport, v6only, family) =
+            (s.ty, s.protocol, s.reuseport, s.v6only, s.family);
         match &a {
             Addr::Unix(name) if name.is_empty() => {
                 // autobind: an abstract name of five hex digits, as Linux makes
@@ -195,7 +201,10 @@ impl Process {
                         continue;
                     };
                     let Some(oa) = &other.local else { continue };
-                    if other.ty != ty || (reuseport && other.reuseport) {
+                    if other.ty != ty
+                        || other.protocol != protocol
+                        || (reuseport && other.reuseport)
+                    {
                         continue;
                     }
                     // v6-only sockets and IPv4 ones share a port; the wildcards overlap
@@ -340,12 +349,13 @@ impl Process {
         self.bind_to(idx, any)
     }
 
-    /// The socket a connect or send to `to` from a socket of `family` reaches: a
-    /// listening one (`listening`), or a bound datagram one.
+    /// The socket a connect or send to `to` from a socket of `family` and `protocol`
+    /// reaches: a listening one (`listening`), or a bound datagram one.
     pub(crate) fn find_bound(
         &self,
         family: i32,
         ty: i32,
+        protocol: i32,
         to: &Addr,
         listening: bool,
     ) -> Result<usize, Errno> {
@@ -364,7 +374,7 @@ impl Process {
                     continue;
                 };
                 let Some(la) = &s.local else { continue };
-                if s.listen.is_none() == listening || s.ty != ty {
+                if s.listen.is_none() == listening || s.ty != ty || s.protocol != protocol {
                     continue;
                 }
                 let reach = match to {
@@ -449,7 +459,8 @@ impl Process {
             // Linux takes the wildcard as this machine
             to = loopback(family).with_port(to.port());
         }
-        let listener = self.find_bound(family, ty, &to, true)?;
+        let protocol = self.files.net().socks.get(&idx).map_or(0, |s| s.protocol);
+        let listener = self.find_bound(family, ty, protocol, &to, true)?;
         let nonblock = self.files.file(fd)?.flags & O_NONBLOCK != 0;
         let full = self
             .files
@@ -744,8 +755,16 @@ impl Process {
                 }
                 s.v6only = int.ok_or(Errno::EINVAL)? != 0;
             }
+            // UDP-Lite's checksum coverage: below the 8-byte header means the default, 8
+            (IPPROTO_UDPLITE, UDPLITE_SEND_CSCOV | UDPLITE_RECV_CSCOV)
+                if s.protocol == IPPROTO_UDPLITE =>
+            {
+                let v = int.ok_or(Errno::EINVAL)?;
+                let v = if v != 0 && v < 8 { 8 } else { v.min(0xffff) };
+                s.opts.insert((level, name), v.to_le_bytes().to_vec());
+            }
             (
-                SOL_SOCKET | SOL_IP | SOL_IPV6 | IPPROTO_TCP | SOL_NETLINK | SOL_RAW
+                SOL_SOCKET | SOL_IP | SOL_IPV6 | IPPROTO_TCP | IPPROTO_UDP | SOL_NETLINK | SOL_RAW
                 | IPPROTO_ICMPV6,
                 _,
             ) => {
@@ -786,9 +805,12 @@ impl Process {
             (SOL_SOCKET, SO_REUSEPORT) => int(s.reuseport as i32),
             (SOL_SOCKET, SO_SNDBUF | SO_RCVBUF) => int(crate::io::fd::PIPE_CAP as i32),
             (SOL_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => int(s.v6only as i32),
+            (IPPROTO_UDPLITE, _) if s.protocol != IPPROTO_UDPLITE => {
+                Some(Err(Errno(libc::ENOPROTOOPT)))
+            }
             (
-                SOL_SOCKET | SOL_IP | SOL_IPV6 | IPPROTO_TCP | SOL_NETLINK | SOL_RAW
-                | IPPROTO_ICMPV6,
+                SOL_SOCKET | SOL_IP | SOL_IPV6 | IPPROTO_TCP | IPPROTO_UDP | IPPROTO_UDPLITE
+                | SOL_NETLINK | SOL_RAW | IPPROTO_ICMPV6,
                 _,
             ) => {
                 match s.opts.get(&(level, name)) {
