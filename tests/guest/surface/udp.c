@@ -204,9 +204,38 @@ static void resolve(void)
     printf("getaddrinfo(localhost): %d %s\n", r, text);
 }
 
+/* UDP-Lite: datagrams as UDP's, on ports of its own (a UDP socket binds the same port) */
+static void udplite(void)
+{
+    int l = socket(AF_INET, SOCK_DGRAM, IPPROTO_UDPLITE);
+    if (l < 0) {
+        printf("udplite: %s\n", errname(errno));
+        return;
+    }
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(bind(l, (struct sockaddr *)&a, sizeof a) == 0);
+    socklen_t len = sizeof a;
+    CHECK(getsockname(l, (struct sockaddr *)&a, &len) == 0);
+    int u = socket(AF_INET, SOCK_DGRAM, 0);
+    printf("udplite: a UDP socket on its port: %s\n",
+           bind(u, (struct sockaddr *)&a, sizeof a) == 0 ? "bound" : errname(errno));
+    /* (qemu-user answers UDP-Lite's own options with ENOPROTOOPT, so they are not
+     * compared here) */
+    int c = socket(AF_INET, SOCK_DGRAM, IPPROTO_UDPLITE);
+    CHECK(sendto(c, "lite", 4, 0, (struct sockaddr *)&a, sizeof a) == 4);
+    char b[8] = {0};
+    printf("udplite: received %zd \"%s\"; the UDP socket has none: %zd\n", recv(l, b, sizeof b, 0), b,
+           recv(u, b, sizeof b, MSG_DONTWAIT));
+    close(c);
+    close(u);
+    close(l);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    udplite();
     udp_v4();
     udp_v6();
     unix_dgram();
