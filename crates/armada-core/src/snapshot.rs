@@ -21,12 +21,9 @@
 
 use std::sync::Arc;
 
-use crate::memory::{Access, Perm, PAGE_SIZE};
+use crate::memory::{Perm, PAGE_SIZE};
+use crate::runner::pause::{PauseAt, PAUSE_BRK_IMM};
 use crate::runner::{Exit, Lane};
-use crate::state::Stop;
-
-/// The BRK immediate of the pause point.
-const PAUSE_BRK_IMM: u32 = 0xa4ad;
 
 /// Where a start run pauses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,41 +92,6 @@ pub enum SnapshotError {
     Symbols(String),
     #[error("{0}")]
     Input(String),
-}
-
-/// What pauses a start run (see `Lane::service`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum PauseAt {
-    Breakpoint { addr: u64, word: u32 },
-    Input,
-}
-
-/// Whether `stop` is the pause point; if so, leaves the lane as it was just before it.
-pub(crate) fn pauses_here(lane: &mut Lane, stop: &Stop) -> bool {
-    let p = &mut lane.program;
-    match (lane.pause, stop) {
-        (Some(PauseAt::Breakpoint { addr, word }), Stop::Breakpoint(imm))
-            if u32::from(*imm) == PAUSE_BRK_IMM && p.state.pc == addr =>
-        {
-            if p.mem.poke_bytes(addr, &word.to_le_bytes()).is_err() {
-                return false;
-            }
-            lane.code.invalidate_page(addr / PAGE_SIZE);
-            true
-        }
-        (Some(PauseAt::Input), Stop::Syscall) if p.process.touches_input(&p.state, &mut p.mem) => {
-            // back to the SVC: a restored lane runs it first, on its own input
-            p.state.pc -= 4;
-            p.state.retired -= 1;
-            true
-        }
-        _ => false,
-    }
-}
-
-/// Whether `stop` is a return to the return trap at `at`.
-pub(crate) fn returned(stop: &Stop, at: u64) -> bool {
-    matches!(stop, Stop::Fault(f) if f.access == Access::Execute && f.addr == at)
 }
 
 /// A lane frozen at a point, ready to start lanes from.

@@ -27,6 +27,7 @@ use crate::state::Stop;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+pub(crate) mod pause;
 mod sched;
 pub use sched::QUANTUM;
 use sched::{Parked, Run, Task};
@@ -104,7 +105,7 @@ pub struct Lane {
     /// Compare operands of every task, when asked for (see `coverage::CmpLog`).
     pub(crate) cmplog: Option<Box<CmpLog>>,
     /// Where the run pauses for a snapshot (see `snapshot`), and whether it has.
-    pub(crate) pause: Option<crate::snapshot::PauseAt>,
+    pub(crate) pause: Option<pause::PauseAt>,
     pub(crate) paused: bool,
     /// A return to this address (the page after a buffer input, see `snapshot`) ends the
     /// process with status 0 (a fuzz target function that returned).
@@ -423,13 +424,13 @@ impl Lane {
 
     /// Handles one stop of the engine; returns how the run ended, if it did.
     pub fn service(&mut self, stop: Stop) -> Option<Exit> {
-        if self.pause.is_some() && crate::snapshot::pauses_here(self, &stop) {
+        if self.pause.is_some() && pause::pauses_here(self, &stop) {
             self.paused = true;
             return None;
         }
         if self
             .return_trap
-            .is_some_and(|at| crate::snapshot::returned(&stop, at))
+            .is_some_and(|at| pause::returned(&stop, at))
         {
             return self.current_ended(Exit::Code(0));
         }
