@@ -21,17 +21,32 @@ pub fn edge_index(src: u64, dst: u64) -> usize {
 }
 
 /// One run's hit counters (saturating at 255).
-#[derive(Clone, PartialEq, Eq)]
-pub struct CoverageMap(Box<[u8; MAP_SIZE]>);
+#[derive(Clone)]
+pub struct CoverageMap {
+    counts: Box<[u8; MAP_SIZE]>,
+    /// Known to be all zeros (cleared, and not written since), so clearing it again is
+    /// free: a fuzzer hands a map to every execution, and 64 KiB of stores each time were a
+    /// tenth of a short target's executions.
+    zero: bool,
+}
+
+impl PartialEq for CoverageMap {
+    fn eq(&self, other: &Self) -> bool {
+        self.counts[..] == other.counts[..]
+    }
+}
+
+impl Eq for CoverageMap {}
 
 impl Default for CoverageMap {
     fn default() -> Self {
-        CoverageMap(
-            vec![0u8; MAP_SIZE]
+        CoverageMap {
+            counts: vec![0u8; MAP_SIZE]
                 .into_boxed_slice()
                 .try_into()
                 .expect("size"),
-        )
+            zero: true,
+        }
     }
 }
 
@@ -44,28 +59,65 @@ impl std::fmt::Debug for CoverageMap {
 impl CoverageMap {
     #[inline(always)]
     pub fn hit(&mut self, src: u64, dst: u64) {
-        let c = &mut self.0[edge_index(src, dst)];
+        self.zero = false;
+        let c = &mut self.counts[edge_index(src, dst)];
         *c = c.saturating_add(1);
     }
     pub fn clear(&mut self) {
-        self.0.fill(0);
+        if !self.zero {
+            self.counts.fill(0);
+            self.zero = true;
+        }
     }
     pub fn as_slice(&self) -> &[u8] {
-        &self.0[..]
+        &self.counts[..]
     }
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        &mut self.0[..]
+        self.zero = false;
+        &mut self.counts[..]
     }
     /// Slots hit at least once.
     pub fn edges(&self) -> usize {
-        self.0.iter().filter(|&&c| c != 0).count()
+        self.counts.iter().filter(|&&c| c != 0).count()
     }
     /// Adds the counts of `other` (saturating): a GPU lane's map and the part the host ran
     /// for it make the map the CPU engine records.
     pub fn add(&mut self, other: &[u8]) {
-        for (c, &o) in self.0.iter_mut().zip(other) {
+        self.zero = false;
+        for (c, &o) in self.counts.iter_mut().zip(other) {
             *c = c.saturating_add(o);
         }
+    }
+    /// What this map adds to `virgin`; a map that adds nothing is cleared on the way (only
+    /// its non-zero blocks are written), so a fuzzer's worker gives it back ready for the
+    /// next execution in one pass over it instead of two.
+    pub fn novelty_or_clear(&mut self, virgin: &Virgin) -> Novelty {
+        let mut blocks = [0u64; MAP_SIZE / 64 / 64];
+        let mut n = Novelty::None;
+        each_hit(&self.counts[..], |i, c| {
+            blocks[i / 4096] |= 1 << ((i / 64) % 64);
+            let s = virgin.seen[i];
+            if s == 0 {
+                n = Novelty::NewEdges;
+                return std::ops::ControlFlow::Break(());
+            }
+            if s & bucket(c) == 0 {
+                n = Novelty::NewCounts;
+            }
+            std::ops::ControlFlow::Continue(())
+        });
+        if n == Novelty::None {
+            for (w, &bits) in blocks.iter().enumerate() {
+                let mut bits = bits;
+                while bits != 0 {
+                    let b = w * 64 + bits.trailing_zeros() as usize;
+                    self.counts[b * 64..b * 64 + 64].fill(0);
+                    bits &= bits - 1;
+                }
+            }
+            self.zero = true;
+        }
+        n
     }
     /// [`path_hash`] of this map.
     pub fn path_hash(&self) -> u32 {
@@ -78,7 +130,12 @@ impl CoverageMap {
 /// bucket). The GPU kernels compute it beside the map (a sum parallelizes), so a fuzzer can
 /// tell paths apart without moving maps to the host.
 pub fn path_hash(map: &[u8]) -> u32 {
-    hit_slots(map).fold(0u32, |h, i| h.wrapping_add(slot_mix(i as u32, map[i])))
+    let mut h = 0u32;
+    each_hit(map, |i, c| {
+        h = h.wrapping_add(slot_mix(i as u32, c));
+        std::ops::ControlFlow::Continue(())
+    });
+    h
 }
 
 /// murmur3's finalizer over (slot << 8 | bucket).
@@ -148,16 +205,32 @@ pub fn bucket(count: u8) -> u8 {
     }
 }
 
-/// The slots of `map` that were hit, found eight at a time (most of a map is zero).
-fn hit_slots(map: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    map.chunks_exact(8).enumerate().flat_map(move |(w, chunk)| {
-        let word = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
-        let base = w * 8;
-        (0..8)
-            .filter(move |_| word != 0)
-            .map(move |k| base + k)
-            .filter(move |&i| map[i] != 0)
-    })
+/// Calls `f(slot, count)` for every slot of `map` that was hit, in slot order; stops when
+/// `f` says so. Most of a map is zero: 64 bytes at a time are tested as one (the OR of eight
+/// words, which the compiler vectorizes), then the hit bytes of a non-zero word are found by
+/// their trailing zeros. This scan is what a fuzzer does once per execution, so it is kept
+/// tight (the iterator it replaced took a third of a 2-core fuzz run in the merge alone).
+#[inline]
+fn each_hit(map: &[u8], mut f: impl FnMut(usize, u8) -> std::ops::ControlFlow<()>) {
+    for (blk, block) in map.chunks_exact(64).enumerate() {
+        let mut words = [0u64; 8];
+        for (w, c) in words.iter_mut().zip(block.chunks_exact(8)) {
+            *w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        }
+        if words.iter().fold(0, |a, w| a | w) == 0 {
+            continue;
+        }
+        for (k, &w) in words.iter().enumerate() {
+            let mut w = w;
+            while w != 0 {
+                let byte = (w.trailing_zeros() / 8) as usize;
+                if f(blk * 64 + k * 8 + byte, (w >> (8 * byte)) as u8).is_break() {
+                    return;
+                }
+                w &= !(0xffu64 << (8 * byte));
+            }
+        }
+    }
 }
 
 /// What a run's map added to what was seen before.
@@ -192,36 +265,37 @@ impl Default for Virgin {
 impl Virgin {
     /// What `map` adds, without recording it.
     pub fn novelty(&self, map: &[u8]) -> Novelty {
+        use std::ops::ControlFlow::{Break, Continue};
         let mut n = Novelty::None;
-        for i in hit_slots(map) {
-            let c = map[i];
-            let b = bucket(c);
+        each_hit(map, |i, c| {
             let s = self.seen[i];
             if s == 0 {
-                return Novelty::NewEdges;
+                n = Novelty::NewEdges;
+                return Break(());
             }
-            if s & b == 0 {
+            if s & bucket(c) == 0 {
                 n = Novelty::NewCounts;
             }
-        }
+            Continue(())
+        });
         n
     }
 
     /// Records `map`; returns what it added.
     pub fn merge(&mut self, map: &[u8]) -> Novelty {
         let mut n = Novelty::None;
-        for i in hit_slots(map) {
-            let c = map[i];
-            let b = bucket(c);
-            let s = &mut self.seen[i];
+        let (seen, edges) = (&mut self.seen, &mut self.edges);
+        each_hit(map, |i, c| {
+            let s = &mut seen[i];
             if *s == 0 {
-                self.edges += 1;
+                *edges += 1;
                 n = Novelty::NewEdges;
-            } else if *s & b == 0 && n == Novelty::None {
+            } else if *s & bucket(c) == 0 && n == Novelty::None {
                 n = Novelty::NewCounts;
             }
-            *s |= b;
-        }
+            *s |= bucket(c);
+            std::ops::ControlFlow::Continue(())
+        });
         n
     }
 
@@ -284,5 +358,89 @@ mod tests {
             m.hit(0x1000, 0x2000);
         }
         assert_eq!(m.as_slice()[edge_index(0x1000, 0x2000)], 255);
+    }
+
+    /// The slot-by-slot definitions the word scan must agree with.
+    fn naive(v: &Virgin, map: &[u8]) -> (Novelty, u32) {
+        let mut n = Novelty::None;
+        let mut h = 0u32;
+        for (i, &c) in map.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            h = h.wrapping_add(slot_mix(i as u32, c));
+            if v.seen[i] == 0 {
+                n = Novelty::NewEdges;
+            } else if v.seen[i] & bucket(c) == 0 && n == Novelty::None {
+                n = Novelty::NewCounts;
+            }
+        }
+        (n, h)
+    }
+
+    proptest::proptest! {
+        /// Sparse maps (hits anywhere, the first and last slots of blocks included) against
+        /// a virgin map made of other such maps: novelty, merge, the path hash and clearing.
+        #[test]
+        fn the_word_scan_agrees_with_slot_by_slot(
+            earlier in proptest::collection::vec(
+                proptest::collection::vec((0usize..MAP_SIZE, 1u8..=255), 0..40), 0..4),
+            hits in proptest::collection::vec((0usize..MAP_SIZE, 1u8..=255), 0..40),
+            edges_of_blocks in proptest::collection::vec(0usize..MAP_SIZE / 64, 0..4),
+        ) {
+            let mut v = Virgin::default();
+            for e in &earlier {
+                let mut m = CoverageMap::default();
+                for &(i, c) in e {
+                    m.as_mut_slice()[i] = c;
+                }
+                v.merge(m.as_slice());
+            }
+            let mut m = CoverageMap::default();
+            for &(i, c) in &hits {
+                m.as_mut_slice()[i] = c;
+            }
+            for &b in &edges_of_blocks {
+                m.as_mut_slice()[b * 64] = 1;
+                m.as_mut_slice()[b * 64 + 63] = 200;
+            }
+            let (n, h) = naive(&v, m.as_slice());
+            proptest::prop_assert_eq!(v.novelty(m.as_slice()), n);
+            proptest::prop_assert_eq!(path_hash(m.as_slice()), h);
+            let before = m.clone();
+            let edges = v.edges() + m.as_slice().iter().enumerate()
+                .filter(|&(i, &c)| c != 0 && v.seen[i] == 0).count();
+            let mut merged = v.clone();
+            proptest::prop_assert_eq!(merged.merge(m.as_slice()), n);
+            proptest::prop_assert_eq!(merged.edges(), edges);
+            for (i, &c) in m.as_slice().iter().enumerate() {
+                proptest::prop_assert_eq!(merged.seen[i], v.seen[i] | bucket(c));
+            }
+            // a map with news is left as it was; one without is cleared, and then clearing
+            // it again is free and leaves it zero
+            proptest::prop_assert_eq!(m.novelty_or_clear(&v), n);
+            if n == Novelty::None {
+                proptest::prop_assert!(m.as_slice().iter().all(|&c| c == 0));
+                m.clear();
+                proptest::prop_assert!(m.as_slice().iter().all(|&c| c == 0));
+            } else {
+                proptest::prop_assert!(m == before);
+            }
+        }
+    }
+
+    #[test]
+    fn a_cleared_map_written_again_is_cleared_again() {
+        let mut m = CoverageMap::default();
+        m.clear();
+        m.hit(0x1000, 0x2000);
+        m.clear();
+        assert!(m.as_slice().iter().all(|&c| c == 0));
+        m.as_mut_slice()[7] = 3;
+        m.clear();
+        assert!(m.as_slice().iter().all(|&c| c == 0));
+        m.add(&[1; 16]);
+        m.clear();
+        assert!(m.as_slice().iter().all(|&c| c == 0));
     }
 }

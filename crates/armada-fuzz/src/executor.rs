@@ -36,9 +36,10 @@ use crate::target::{outcome_of, ExecResult, Outcome, Target, Via};
 pub enum Maps<'a> {
     /// Every run's.
     All,
-    /// Those of runs whose map adds to this virgin map, and of crashes and hangs; the others
-    /// carry their path hash only.
-    News(&'a Virgin),
+    /// Those of runs whose map adds to `virgin`, and of crashes and hangs. The others carry
+    /// their path hash where `paths` asks for it (a GPU has it anyway; the CPU engine's
+    /// workers hash a map only then).
+    News { virgin: &'a Virgin, paths: bool },
     /// None (crash minimization looks at outcomes only).
     None,
 }
@@ -118,7 +119,7 @@ impl Executor {
     /// Runs every input once; results in input order.
     pub fn run(&self, inputs: &[Vec<u8>], maps: Maps) -> Result<Vec<ExecResult>> {
         let virgin = match maps {
-            Maps::News(v) => Some(v),
+            Maps::News { virgin, .. } => Some(virgin),
             _ => None,
         };
         let p = self.submit(inputs.to_vec(), virgin)?;
@@ -163,7 +164,7 @@ impl Executor {
     pub fn collect(&self, p: Pending, maps: Maps) -> Result<(Vec<Vec<u8>>, Vec<ExecResult>)> {
         let Pending { inputs, job, laps } = p;
         let results = match job {
-            Job::Later => self.run_cpu(&inputs)?,
+            Job::Later => self.run_cpu(&inputs, maps)?,
             Job::Running(h) => {
                 let t = std::time::Instant::now();
                 let (batch, run_s) = h
@@ -176,12 +177,43 @@ impl Executor {
         Ok((inputs, results))
     }
 
-    fn run_cpu(&self, inputs: &[Vec<u8>]) -> Result<Vec<ExecResult>> {
+    /// The inputs run on the host's cores, a target copy per worker thread. Each worker
+    /// also judges its run's map against `maps` (the virgin map, which nothing changes
+    /// while a round runs): a map with no news goes back to the pool there, so the
+    /// fuzzer's own thread, which merges results one at a time, looks only at the few maps
+    /// that add something. (When it merged all of them, that one thread was a 64 KiB scan
+    /// per execution and the fuzzer ran at one core's speed however many it had.) Leaving
+    /// those maps out changes nothing: a map that adds nothing to the virgin map at the
+    /// round's start adds nothing to it later either.
+    fn run_cpu(&self, inputs: &[Vec<u8>], maps: Maps) -> Result<Vec<ExecResult>> {
         inputs
             .par_iter()
             .map(|input| {
                 let map = self.maps.lock().ok().and_then(|mut m| m.pop());
-                self.copy().exec(input, map)
+                let mut r = self.copy().exec(input, map)?;
+                let keep = match maps {
+                    Maps::All => true,
+                    Maps::None => false,
+                    // crashes and hangs are filed by their maps
+                    Maps::News { .. } if !matches!(r.outcome, Outcome::Exited(_)) => true,
+                    Maps::News { virgin, paths } => match r.coverage.as_mut() {
+                        Some(m) => {
+                            if paths {
+                                r.path = Some(m.path_hash());
+                            }
+                            m.novelty_or_clear(virgin) != armada_core::coverage::Novelty::None
+                        }
+                        None => false,
+                    },
+                };
+                if !keep {
+                    if let Some(m) = r.coverage.take() {
+                        if let Ok(mut pool) = self.maps.lock() {
+                            pool.push(m);
+                        }
+                    }
+                }
+                Ok(r)
             })
             .collect()
     }
@@ -283,7 +315,7 @@ impl Executor {
         let (want, paths): (Vec<usize>, Option<Vec<u32>>) = match maps {
             Maps::All => (all, None),
             Maps::None => (Vec::new(), None),
-            Maps::News(virgin) => {
+            Maps::News { virgin, .. } => {
                 let news = batch.coverage_news(&all, virgin)?;
                 // One map a path: runs of a round with the same edges and hit-count buckets
                 // (the same path hash) bring the same news, and the fuzzer keeps only the

@@ -517,7 +517,12 @@ pub fn fuzz(
             break;
         };
         let t_collect = Instant::now();
-        let (inputs, results) = exec.collect(round.pending, Maps::News(&run.virgin))?;
+        let maps = Maps::News {
+            virgin: &run.virgin,
+            // (for the warning that every input runs the same path, after 4 rounds)
+            paths: !run.paths_differ && run.stats.rounds < 4,
+        };
+        let (inputs, results) = exec.collect(round.pending, maps)?;
         let t_ran = Instant::now();
         for ((input, r), &p) in inputs.iter().zip(&results).zip(&round.parents) {
             run.take(input, r, Some(p))?;
