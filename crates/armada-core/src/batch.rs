@@ -281,9 +281,27 @@ pub fn run_lane_cpu(
     index: usize,
     on_progress: &(dyn Fn(u64) + Sync),
 ) -> Result<LaneResult, LoadError> {
+    run_lane_reusing(spec, index, on_progress, None)
+}
+
+/// [`run_lane_cpu`], taking the decoded code a lane that ended left in `spare` and leaving
+/// its own there. Each lane used to decode into slot arrays fresh from the OS: the
+/// interpreter's first look at a slot maps the zero page, the decoder's write then takes a
+/// copy-on-write fault, and the kernel flushes that page from the TLB of every core running
+/// the batch. With two cores, 10,000 `hello` lanes ran slower than with one (6.1 s against
+/// 5.1 s, three quarters of it in the kernel); docs/performance.md has the figures.
+fn run_lane_reusing(
+    spec: &BatchSpec,
+    index: usize,
+    on_progress: &(dyn Fn(u64) + Sync),
+    spare: Option<&std::sync::Mutex<Vec<crate::cpu::code::CodeCache>>>,
+) -> Result<LaneResult, LoadError> {
     let mut lane = spec.spawn(index)?;
     if spec.lanes.len() > 1 {
         lane.without_windows();
+    }
+    if let Some(code) = spare.and_then(|s| s.lock().ok()?.pop()) {
+        lane.reuse_code(code);
     }
     let mut reported = 0u64;
     while lane.exit.is_none() {
@@ -296,6 +314,12 @@ pub fn run_lane_cpu(
     if spec.drop_output {
         r.stdout.clear();
         r.stderr.clear();
+    }
+    if let Some(s) = spare {
+        let code = lane.take_settled_code();
+        if let Ok(mut s) = s.lock() {
+            s.push(code);
+        }
     }
     Ok(r)
 }
@@ -317,10 +341,12 @@ pub fn run_cpu(
             instructions: i,
         });
     };
+    // (at most one a host thread: a lane takes one when it starts and leaves one when it ends)
+    let spare = std::sync::Mutex::new(Vec::new());
     let lanes = (0..n)
         .into_par_iter()
         .map(|i| {
-            let r = run_lane_cpu(spec, i, &|delta| report(delta, 0))?;
+            let r = run_lane_reusing(spec, i, &|delta| report(delta, 0), Some(&spare))?;
             report(0, 1);
             Ok(r)
         })
@@ -353,6 +379,51 @@ pub fn substitute_lane(s: &[u8], lane: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lanes of two programs whose code sits at the same addresses, run by one batch whose
+    /// lanes take the decoded code the last lane on their thread left: each lane runs its
+    /// own program's code (a lane that kept the other program's decoded page would exit
+    /// with its status).
+    #[test]
+    fn lanes_reusing_code_run_their_own_program() {
+        let tiny = |status: u32| {
+            let mut f = crate::elf::tests::tiny_elf(object::elf::ET_EXEC, 0x400000);
+            // mov x0, #status
+            f[0xb0..0xb4].copy_from_slice(&(0xd280_0000 | (status << 5)).to_le_bytes());
+            BatchProgram {
+                image: Arc::new(Image::parse(&f).unwrap()),
+                host_path: PathBuf::from(format!("tiny{status}")),
+                guest_path: format!("tiny{status}").into_bytes(),
+            }
+        };
+        let mut spec = BatchSpec::of(tiny(42), LinuxConfig::default(), Vec::new());
+        spec.programs.push(tiny(7));
+        spec.lanes = (0..64)
+            .map(|i| LaneSpec {
+                program: i % 2,
+                argv: vec![b"tiny".to_vec()],
+                ..Default::default()
+            })
+            .collect();
+        let spare = std::sync::Mutex::new(Vec::new());
+        for i in 0..64 {
+            let r = run_lane_reusing(&spec, i, &|_| {}, Some(&spare)).unwrap();
+            assert_eq!(
+                r.exit,
+                Exit::Code(if i % 2 == 0 { 42 } else { 7 }),
+                "lane {i}"
+            );
+        }
+        assert_eq!(
+            spare.lock().unwrap().len(),
+            1,
+            "each lane took the last one's code"
+        );
+        let out = run_cpu(&spec, &|_| {}).unwrap();
+        for r in &out.lanes {
+            assert_eq!(r.exit, Exit::Code(if r.lane % 2 == 0 { 42 } else { 7 }));
+        }
+    }
 
     /// Lanes of one batch decode its code once between them: the second lane finds the
     /// first lane's pages, and every lane runs the same.

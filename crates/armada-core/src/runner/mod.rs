@@ -247,6 +247,13 @@ impl Lane {
         std::mem::replace(&mut self.code, CodeCache::with_shared(self.decoded.clone()))
     }
 
+    /// [`Lane::take_code`] of a lane that ran on: its code brought up to date with what its
+    /// memory became first (its writes to decoded pages, its changed executable areas).
+    pub fn take_settled_code(&mut self) -> CodeCache {
+        self.code.settle(&mut self.program.mem);
+        self.take_code()
+    }
+
     /// Turns compare logging on (an empty log) or off.
     pub fn set_cmplog(&mut self, on: bool) {
         self.cmplog = on.then(Default::default);
