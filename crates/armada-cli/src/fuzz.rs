@@ -242,8 +242,8 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
             eprintln!("armada fuzz: warning: {w}");
         }
         warned = s.warnings.len();
-        for p in &s.saved[shown..] {
-            eprintln!("armada fuzz: saved {}", p.display());
+        for (p, r) in s.saved[shown..].iter().zip(&s.reports[shown..]) {
+            eprintln!("armada fuzz: saved {}: {r}", p.display());
         }
         shown = s.saved.len();
         if let Some(path) = &args.stats_json {

@@ -251,6 +251,98 @@ fn planted_bugs_are_found() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// The crash and hang files in `dir`.
+fn saved_files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    v.sort();
+    v
+}
+
+/// One crash file a bug (tests/guest/fuzz/recurse.c: an overflow and an abort reachable at
+/// any depth of a recursive-descent parser, and a hang): seeds that reach each bug at
+/// several depths give one file each, and a fuzz run from nothing finds all three within a
+/// fixed budget and files each once. Before the stack was folded (stop 69), the seeds'
+/// overflow alone gave a file a depth.
+#[test]
+fn each_bug_is_one_bucket() {
+    let Some(dir) = programs_dir("each_bug_is_one_bucket") else {
+        return;
+    };
+    let program = dir.join("recurse");
+    let work = scratch("buckets");
+    let seeds = work.join("seeds");
+    std::fs::create_dir_all(&seeds).unwrap();
+    let nest = |depth: usize, inner: &[u8]| {
+        let mut v = vec![b'['; depth];
+        v.extend_from_slice(inner);
+        v.extend(std::iter::repeat_n(b']', depth));
+        v
+    };
+    let mut long = vec![b'"', 40];
+    long.extend(std::iter::repeat_n(b'A', 40));
+    let mut short_then_long = b"\"\x02ok".to_vec();
+    short_then_long.extend_from_slice(&long);
+    let inputs: Vec<Vec<u8>> = vec![
+        nest(0, &long),
+        nest(1, &long),
+        nest(3, &short_then_long),
+        nest(7, &long),
+        nest(0, b"#666"),
+        nest(5, b"#1#666"),
+        nest(0, b"@spin"),
+        nest(4, b"@ab@spin"),
+        // (a corpus whose every input crashes or hangs is refused: nothing to fuzz from)
+        nest(2, b"#7@word"),
+    ];
+    for (i, d) in inputs.iter().enumerate() {
+        std::fs::write(seeds.join(format!("seed{i}")), d).unwrap();
+    }
+    let run = |corpus: &Path, crashes: &Path, execs: &str| {
+        let a = [
+            os("fuzz"),
+            os("--corpus"),
+            corpus.as_os_str(),
+            os("--crashes"),
+            crashes.as_os_str(),
+            os("--seed"),
+            os("1"),
+            os("--max-execs"),
+            os(execs),
+            os("--no-progress"),
+            program.as_os_str(),
+        ];
+        let r = armada(&a, b"", Duration::from_secs(600));
+        assert_eq!(r.status, 1, "armada fuzz found no crash:\n{}", r.stderr);
+        r
+    };
+    let crashes = work.join("seed-crashes");
+    let r = run(&seeds, &crashes, &inputs.len().to_string());
+    let found = saved_files(&crashes, "crash-");
+    assert_eq!(found.len(), 2, "{found:?}\n{}", r.stderr);
+    assert_eq!(saved_files(&crashes, "hang-").len(), 1, "{}", r.stderr);
+    // each crash says what it was in one line, by symbol
+    assert!(
+        r.stderr.contains("SIGSEGV at pc") && r.stderr.contains("(string+"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("SIGABRT at pc"), "{}", r.stderr);
+    for f in &found {
+        check_reproduces(&program, f, false);
+    }
+    let corpus = work.join("corpus");
+    let crashes = work.join("crashes");
+    let r = run(&corpus, &crashes, "400000");
+    let found = saved_files(&crashes, "crash-");
+    assert_eq!(found.len(), 2, "{found:?}\n{}", r.stderr);
+    assert_eq!(saved_files(&crashes, "hang-").len(), 1, "{}", r.stderr);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 #[test]
 fn hangs_are_saved_and_runs_resume() {
     let Some(dir) = programs_dir("hangs_are_saved_and_runs_resume") else {

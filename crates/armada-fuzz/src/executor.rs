@@ -284,7 +284,10 @@ impl Executor {
         laps: Vec<(&'static str, f64)>,
         ran: (f64, f64),
     ) -> Result<Vec<ExecResult>> {
-        let start = self.copy().start_instructions();
+        let (start, symbols) = {
+            let t = self.copy();
+            (t.start_instructions(), t.symbols_arc())
+        };
         // ARMADA_FUZZ_PROFILE=1: where a GPU round's time goes, on stderr
         let profile = std::env::var_os("ARMADA_FUZZ_PROFILE").is_some();
         let t0 = std::time::Instant::now();
@@ -309,7 +312,10 @@ impl Executor {
             }
             let lane = batch.lane_mut(i);
             let exit = lane.exit.clone().unwrap_or(Exit::InstructionLimit);
-            ends.push((outcome_of(lane, &exit), lane.retired() - start));
+            ends.push((
+                outcome_of(lane, &exit, symbols.as_deref()),
+                lane.retired() - start,
+            ));
         }
         let all: Vec<usize> = (0..n).collect();
         let (want, paths): (Vec<usize>, Option<Vec<u32>>) = match maps {

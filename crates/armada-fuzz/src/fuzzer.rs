@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use armada_core::coverage::{Novelty, Virgin, MAP_SIZE};
 use rayon::prelude::*;
 
-use crate::corpus::{content_hash, CorpusDir, CrashDir};
+use crate::corpus::{CorpusDir, CrashDir};
 use crate::executor::{Executor, Maps, Pending};
 use crate::mutate::Mutations;
 use crate::target::{ExecResult, Outcome, Target};
@@ -48,6 +48,8 @@ pub struct FuzzStats {
     pub hangs: usize,
     /// Crash and hang files this run wrote, in order.
     pub saved: Vec<PathBuf>,
+    /// What each of them did, in one line (`saved[i]`'s in `reports[i]`).
+    pub reports: Vec<String>,
     /// Instructions each restored lane skips (0 without a snapshot).
     pub snapshot_instructions: u64,
     /// Instructions run, all executions together.
@@ -72,8 +74,13 @@ impl FuzzStats {
             .iter()
             .map(|p| format!("\"{}\"", json_escape(&p.to_string_lossy())))
             .collect();
+        let reports: Vec<String> = self
+            .reports
+            .iter()
+            .map(|r| format!("\"{}\"", json_escape(r)))
+            .collect();
         format!(
-            "{{\"execs\":{},\"execs_per_sec\":{:.1},\"elapsed_s\":{:.3},\"corpus\":{},\"edges\":{},\"crashes\":{},\"hangs\":{},\"rounds\":{},\"instructions\":{},\"snapshot_instructions\":{},\"saved\":[{}]}}",
+            "{{\"execs\":{},\"execs_per_sec\":{:.1},\"elapsed_s\":{:.3},\"corpus\":{},\"edges\":{},\"crashes\":{},\"hangs\":{},\"rounds\":{},\"instructions\":{},\"snapshot_instructions\":{},\"saved\":[{}],\"reports\":[{}]}}",
             self.execs,
             self.execs_per_sec(),
             self.elapsed.as_secs_f64(),
@@ -84,7 +91,8 @@ impl FuzzStats {
             self.rounds,
             self.instructions,
             self.snapshot_instructions,
-            saved.join(",")
+            saved.join(","),
+            reports.join(",")
         )
     }
 }
@@ -233,25 +241,23 @@ impl Run {
             }
         }
         match &r.outcome {
-            Outcome::Crash { key, .. } => {
+            Outcome::Crash { key, report, .. } => {
                 let saved = self.crash_dir.save(&format!("crash-{key}"), input)?;
                 if let Some(p) = saved {
                     self.stats.crashes += 1;
                     self.stats.saved.push(p.clone());
+                    self.stats.reports.push(report.clone());
                     self.to_minimize.push((p, input.to_vec(), key.clone()));
                     return Ok(true);
                 }
             }
-            Outcome::Hang => {
-                // one hang per distinct path (the edges, without their counts); executors
-                // give the maps of hangs
-                let edges: Vec<u8> = r.coverage.as_ref().map_or(Vec::new(), |m| {
-                    m.as_slice().iter().map(|&c| (c != 0) as u8).collect()
-                });
-                let name = format!("hang-{:016x}", content_hash(&edges));
+            Outcome::Hang { stack, report } => {
+                // one hang a bucket: the functions it looped in (see `target::outcome_of`)
+                let name = format!("hang-{stack:08x}");
                 if let Some(p) = self.crash_dir.save(&name, input)? {
                     self.stats.hangs += 1;
                     self.stats.saved.push(p);
+                    self.stats.reports.push(report.clone());
                     return Ok(true);
                 }
             }

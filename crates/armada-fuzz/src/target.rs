@@ -11,6 +11,7 @@ use armada_core::cpu::{CodeCache, DecodedPages};
 use armada_core::elf::Image;
 use armada_core::linux::{LinuxConfig, Stdio};
 use armada_core::process::Program;
+use armada_core::runner::crash::{Symbols, BUCKET_FRAMES};
 use armada_core::runner::{Exit, Lane};
 use armada_core::snapshot::{InputVia, Point, Snapshot};
 
@@ -108,11 +109,20 @@ pub struct TargetSpec {
 pub enum Outcome {
     /// The program exited (or the fuzzed function returned) with this status.
     Exited(i32),
-    /// A signal killed it: a crash. `key` names the crash for deduplication: signal,
-    /// faulting PC and a short hash of the return addresses on the stack.
-    Crash { signal: i32, pc: u64, key: String },
-    /// It ran past the per-execution instruction limit.
-    Hang,
+    /// A signal killed it: a crash. `key` names its bucket: the signal, the faulting PC
+    /// (`wild` where it was not in executable memory) and a hash of the innermost functions
+    /// on the stack, recursion folded (`armada_core::runner::crash`). `report` says it in
+    /// one line.
+    Crash {
+        signal: i32,
+        pc: u64,
+        key: String,
+        report: String,
+    },
+    /// It ran past the per-execution instruction limit. `stack`: a hash of the functions
+    /// it was in (the loop's function and its callers, recursion folded), one hang a
+    /// bucket.
+    Hang { stack: u32, report: String },
     /// It did something the engine cannot run (the message says what).
     Unsupported(String),
 }
@@ -122,7 +132,7 @@ impl std::fmt::Display for Outcome {
         match self {
             Outcome::Exited(c) => write!(f, "exit status {c}"),
             Outcome::Crash { signal, pc, .. } => write!(f, "signal {signal} at pc {pc:#x}"),
-            Outcome::Hang => f.write_str("the instruction limit"),
+            Outcome::Hang { .. } => f.write_str("the instruction limit"),
             Outcome::Unsupported(m) => f.write_str(m),
         }
     }
@@ -152,6 +162,8 @@ pub struct Target {
     spare_code: Option<CodeCache>,
     /// Decoded pages shared by the lanes started from the entry (no snapshot).
     decoded: Arc<DecodedPages>,
+    /// The program's function symbols, for crash reports (None: stripped).
+    symbols: Option<Arc<Symbols>>,
 }
 
 impl Target {
@@ -159,6 +171,10 @@ impl Target {
     pub fn new(spec: TargetSpec) -> Result<Target> {
         let image = Image::load(&spec.program)
             .with_context(|| format!("cannot run {}", spec.program.display()))?;
+        let symbols = std::fs::read(&spec.program)
+            .ok()
+            .and_then(|b| Symbols::of_elf(&b, image.load_bias))
+            .map(Arc::new);
         let mut t = Target {
             spec,
             image: Arc::new(image),
@@ -166,6 +182,7 @@ impl Target {
             start: 0,
             spare_code: None,
             decoded: DecodedPages::new(),
+            symbols,
         };
         if let Via::Buffer(_) = t.spec.via {
             if t.spec.snapshot_at.is_none() {
@@ -209,6 +226,7 @@ impl Target {
             start: self.start,
             spare_code: None,
             decoded: self.decoded.clone(),
+            symbols: self.symbols.clone(),
         }
     }
 
@@ -250,6 +268,15 @@ impl Target {
         }
     }
 
+    /// The program's function symbols, where it has them.
+    pub fn symbols(&self) -> Option<&Symbols> {
+        self.symbols.as_deref()
+    }
+
+    pub(crate) fn symbols_arc(&self) -> Option<Arc<Symbols>> {
+        self.symbols.clone()
+    }
+
     /// A lane for `input` with the decoded code the last execution left.
     fn ready_lane(&mut self, input: &[u8]) -> Result<Lane> {
         let mut lane = self.lane(input)?;
@@ -265,7 +292,7 @@ impl Target {
         lane.set_coverage_map(map.unwrap_or_default());
         let limit = self.start + self.spec.exec_limit;
         let exit = lane.run(Some(limit)).clone();
-        let outcome = outcome_of(&mut lane, &exit);
+        let outcome = outcome_of(&mut lane, &exit, self.symbols());
         let coverage = lane.take_coverage().unwrap_or_default();
         self.spare_code = Some(lane.take_code());
         Ok(ExecResult {
@@ -293,24 +320,42 @@ impl Target {
     }
 }
 
-/// What `exit` means for the fuzzer; a crash's key from the lane's registers and stack.
-pub(crate) fn outcome_of(lane: &mut Lane, exit: &Exit) -> Outcome {
+/// What `exit` means for the fuzzer; a crash's or hang's bucket from the lane's registers
+/// and stack. `symbols`: the program's, for the crash's report.
+pub(crate) fn outcome_of(lane: &mut Lane, exit: &Exit, symbols: Option<&Symbols>) -> Outcome {
     match exit {
         Exit::Code(c) => Outcome::Exited(*c),
-        Exit::InstructionLimit => Outcome::Hang,
-        Exit::Unsupported(m) => Outcome::Unsupported(m.clone()),
-        Exit::Signal { signal, .. } => {
-            let (pc, stack) = lane.crash_site();
+        Exit::InstructionLimit => {
+            // the functions, not the PC: a loop's PC at the limit is anywhere in it
+            let site = lane.crash_site(0, symbols);
             let mut h: u32 = 0x811c_9dc5;
-            for a in &stack {
-                for b in a.to_le_bytes() {
+            for f in site.functions().into_iter().take(BUCKET_FRAMES) {
+                for b in f.to_le_bytes() {
                     h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
                 }
             }
+            Outcome::Hang {
+                stack: h,
+                report: format!(
+                    "a hang: ran past the instructions an execution may take (--exec-limit), at pc {}",
+                    site.describe(symbols).split_once(" at pc ").map_or("?", |x| x.1)
+                ),
+            }
+        }
+        Exit::Unsupported(m) => Outcome::Unsupported(m.clone()),
+        Exit::Signal { signal, .. } => {
+            let site = lane.crash_site(*signal, symbols);
+            let b = site.bucket();
+            let key = if site.wild {
+                format!("wild-stack{b:08x}")
+            } else {
+                format!("sig{signal}-pc{:x}-stack{b:08x}", site.pc)
+            };
             Outcome::Crash {
                 signal: *signal,
-                pc,
-                key: format!("sig{signal}-pc{pc:x}-stack{h:08x}"),
+                pc: site.pc,
+                key,
+                report: site.describe(symbols),
             }
         }
     }

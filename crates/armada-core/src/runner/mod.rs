@@ -27,6 +27,7 @@ use crate::state::Stop;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+pub mod crash;
 pub(crate) mod pause;
 mod sched;
 pub use sched::QUANTUM;
@@ -113,6 +114,8 @@ pub struct Lane {
     /// The decoded code of the lane's last process that ended (not a vfork child), for the
     /// next one it forks (see [`Lane::code_for_child`]).
     spare_code: Option<CodeCache>,
+    /// The last memory fault the engine raised: (signal, address), for a crash's report.
+    fault: Option<(i32, u64)>,
 }
 
 impl Lane {
@@ -141,6 +144,7 @@ impl Lane {
             paused: false,
             return_trap: None,
             spare_code: None,
+            fault: None,
         }
     }
 
@@ -181,6 +185,7 @@ impl Lane {
             paused: false,
             return_trap: self.return_trap,
             spare_code: None,
+            fault: None,
         }
     }
 
@@ -269,29 +274,18 @@ impl Lane {
         self.coverage.take()
     }
 
-    /// Where the running task stands, for naming a crash: its PC, then the return
-    /// addresses found by following the frame-pointer chain (x29) from there, at most 8;
-    /// a chain that leaves mapped memory or does not climb the stack ends early.
-    pub fn crash_site(&mut self) -> (u64, Vec<u64>) {
+    /// Where the running task stood when `signal` ended the lane, for filing the crash (see
+    /// [`crash::CrashSite`]); `symbols`: the program's, where it has them.
+    pub fn crash_site(
+        &mut self,
+        signal: i32,
+        symbols: Option<&crash::Symbols>,
+    ) -> crash::CrashSite {
         let p = &mut self.program;
-        let pc = p.state.pc;
-        let mut frames = vec![pc, p.state.x[30]];
-        let mut fp = p.state.x[29];
-        for _ in 0..8 {
-            if fp == 0 || fp & 7 != 0 {
-                break;
-            }
-            let (Ok(next), Ok(lr)) = (p.mem.read_u64(fp), p.mem.read_u64(fp.wrapping_add(8)))
-            else {
-                break;
-            };
-            frames.push(lr);
-            if next <= fp {
-                break;
-            }
-            fp = next;
-        }
-        (pc, frames)
+        let mut x = [0u64; 31];
+        x.copy_from_slice(&p.state.x[..31]);
+        let addr = self.fault.filter(|f| f.0 == signal).map(|f| f.1);
+        crash::CrashSite::read(&mut p.mem, signal, p.state.pc, &x, addr, symbols)
     }
 
     /// The coverage map of the run so far (None when coverage is off).
@@ -880,6 +874,9 @@ impl Lane {
     /// Raises a synchronous signal: the guest's handler runs if it installed one, otherwise
     /// the process ends with `why` as the message.
     fn signal(&mut self, signal: i32, code: i32, addr: u64, why: String) -> Option<Exit> {
+        if signal == libc::SIGSEGV || signal == libc::SIGBUS {
+            self.fault = Some((signal, addr));
+        }
         let p = &mut self.program;
         match p
             .process
