@@ -38,12 +38,44 @@ pub struct FuzzArgs {
     pub lanes: Option<usize>,
     /// Inputs to start from; new interesting inputs are added here (created if missing;
     /// an empty directory starts from one empty input). A second run resumes from it.
-    #[arg(long, value_name = "DIR")]
-    pub corpus: PathBuf,
-    /// Where crashing inputs (`crash-sigN-pcADDR-stackHASH`, one per distinct crash) and
-    /// hanging ones (`hang-HASH`) are saved.
-    #[arg(long, value_name = "DIR")]
-    pub crashes: PathBuf,
+    /// (Or `-o`.)
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "output",
+        conflicts_with = "output"
+    )]
+    pub corpus: Option<PathBuf>,
+    /// Where crashing inputs (`crash-sigN-pcADDR-stackHASH`, one per bug: the signal, the
+    /// faulting PC and the functions on the stack) and hanging ones (`hang-HASH`) are
+    /// saved. (Or `-o`.)
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "output",
+        conflicts_with = "output"
+    )]
+    pub crashes: Option<PathBuf>,
+    /// AFL++'s output directory: the run's state in OUT/default (or OUT/NAME with -M or
+    /// -S): queue/, crashes/, hangs/, fuzzer_stats, plot_data, as afl-fuzz writes them, so
+    /// afl-whatsup, afl-plot and afl-cmin read it. A second run with the same OUT resumes.
+    #[arg(short = 'o', long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Seeds to start from, with -o (AFL's -i).
+    #[arg(short = 'i', long, value_name = "DIR", requires = "output")]
+    pub seeds: Option<PathBuf>,
+    /// With -o: this is the main instance NAME of several sharing OUT (AFL's -M); each
+    /// takes the others' new queue entries now and then.
+    #[arg(
+        short = 'M',
+        value_name = "NAME",
+        requires = "output",
+        conflicts_with = "secondary"
+    )]
+    pub main: Option<String>,
+    /// With -o: a secondary instance NAME sharing OUT (AFL's -S).
+    #[arg(short = 'S', value_name = "NAME", requires = "output")]
+    pub secondary: Option<String>,
     /// Stop after this many seconds.
     #[arg(long, value_name = "S")]
     pub max_time: Option<f64>,
@@ -54,7 +86,7 @@ pub struct FuzzArgs {
     #[arg(long)]
     pub stop_on_crash: bool,
     /// A dictionary of tokens (AFL/libFuzzer format: "value" or name="value" a line).
-    #[arg(long, value_name = "FILE")]
+    #[arg(short = 'x', long, value_name = "FILE")]
     pub dict: Option<PathBuf>,
     /// Run the program's start once, up to POINT, and start every execution from there:
     /// `input` (its first read of the input: the default), `main`, another symbol, an
@@ -101,6 +133,24 @@ pub struct FuzzArgs {
     pub guest: GuestCommand,
 }
 
+/// The instance's name in an AFL++ output directory.
+fn instance_name(args: &FuzzArgs) -> String {
+    args.main
+        .clone()
+        .or_else(|| args.secondary.clone())
+        .unwrap_or_else(|| "default".into())
+}
+
+/// Where the `@@` file is kept: the crashes directory, or the instance's directory (AFL's
+/// `.cur_input`).
+fn work_dir(args: &FuzzArgs) -> PathBuf {
+    match (&args.output, &args.crashes) {
+        (Some(o), _) => o.join(instance_name(args)),
+        (None, Some(c)) => c.clone(),
+        (None, None) => PathBuf::from("."),
+    }
+}
+
 /// The target `args` describe.
 fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
     let program = args.guest.program();
@@ -120,7 +170,7 @@ fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
         InputArg::File => InputKind::File,
         InputArg::Buffer => InputKind::Buffer,
     });
-    let (words, via) = input_route(words, point.as_ref(), kind, &args.crashes, args.max_len)?;
+    let (words, via) = input_route(words, point.as_ref(), kind, &work_dir(args), args.max_len)?;
     let mut argv = vec![guest_path.clone()];
     argv.extend(words);
     let config = LinuxConfig {
@@ -147,6 +197,50 @@ fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
         start_limit: args.start_limit,
         lane_memory: args.lane_memory,
     })
+}
+
+/// `h:mm:ss`.
+fn clock(d: Duration) -> String {
+    let t = d.as_secs();
+    format!("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
+}
+
+/// The live status screen (stderr a terminal), as afl-fuzz's shows the figures people look
+/// at first.
+fn status_screen(s: &FuzzStats, title: &str) -> Vec<String> {
+    let ago = |t: Option<Duration>| match t {
+        Some(t) => format!("{} ago", clock(s.elapsed.saturating_sub(t))),
+        None => "none yet".into(),
+    };
+    let cvg = 100.0 * s.edges as f64 / armada_core::coverage::MAP_SIZE as f64;
+    vec![
+        format!("\x1b[1m{title}\x1b[0m"),
+        format!(
+            "  run time {:>12}   last new find {:>16}   last crash {:>16}",
+            clock(s.elapsed),
+            ago(s.last_find),
+            ago(s.last_crash)
+        ),
+        format!(
+            "  execs    {:>12}   speed {:>16.0}/s     instructions/exec {:>10.0}",
+            s.execs,
+            s.execs_per_sec(),
+            s.instructions as f64 / s.execs.max(1) as f64
+        ),
+        format!(
+            "  corpus   {:>12}   favored {:>16}     pending {:>16}",
+            s.corpus, s.favored, s.pending
+        ),
+        format!(
+            "  edges    {:>12}   map {:>19.2}%     cycles {:>17}",
+            s.edges, cvg, s.cycles
+        ),
+        format!(
+            "  crashes  {:>12}   hangs {:>18}     depth {:>18}",
+            s.crashes, s.hangs, s.max_depth
+        ),
+        "  stability     100.00% (every run of an input takes the same path)".into(),
+    ]
 }
 
 fn line(s: &FuzzStats) -> String {
@@ -211,9 +305,35 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
             t.elapsed().as_secs_f64()
         );
     }
+    let afl = args.output.as_ref().map(|out| {
+        let mut command_line = vec![args.guest.program().to_string_lossy().into_owned()];
+        command_line.extend(
+            args.guest
+                .args()
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned()),
+        );
+        armada_fuzz::AflOptions {
+            out: out.clone(),
+            name: instance_name(&args),
+            seeds: args.seeds.clone(),
+            command_line,
+        }
+    });
+    let dirs_shown = match &afl {
+        Some(a) => a.out.join(&a.name).display().to_string(),
+        None => args
+            .corpus
+            .clone()
+            .unwrap_or_default()
+            .display()
+            .to_string(),
+    };
     let opts = FuzzOptions {
-        corpus_dir: args.corpus.clone(),
-        crashes_dir: args.crashes.clone(),
+        corpus_dir: args.corpus.clone().unwrap_or_default(),
+        crashes_dir: args.crashes.clone().unwrap_or_default(),
+        afl,
+        exec_limit: args.exec_limit,
         lanes,
         max_time: args.max_time.map(Duration::from_secs_f64),
         max_execs: args.max_execs,
@@ -228,22 +348,37 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     let mut warned = 0;
     let mut shown = 0;
     let mut started = false;
+    let (mut drawn, mut printed) = (0usize, false);
+    let title = format!(
+        "armada fuzz: {} on the {} engine{}",
+        args.guest.program().display(),
+        match args.backend {
+            Backend::Cpu => "CPU",
+            Backend::Cuda => "CUDA",
+            Backend::Wgpu => "wgpu",
+        },
+        if args.backend == Backend::Cpu {
+            format!(", {} host threads", rayon::current_num_threads())
+        } else {
+            String::new()
+        }
+    );
     let mut report = |s: &FuzzStats| {
         if !started {
             started = true;
             eprintln!(
                 "armada fuzz: {} inputs from {}, {} crashes and hangs saved there before",
-                s.seeds,
-                args.corpus.display(),
-                s.known_crashes
+                s.seeds, dirs_shown, s.known_crashes
             );
         }
         for w in &s.warnings[warned..] {
             eprintln!("armada fuzz: warning: {w}");
+            printed = true;
         }
         warned = s.warnings.len();
         for (p, r) in s.saved[shown..].iter().zip(&s.reports[shown..]) {
             eprintln!("armada fuzz: saved {}: {r}", p.display());
+            printed = true;
         }
         shown = s.saved.len();
         if let Some(path) = &args.stats_json {
@@ -253,8 +388,19 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
         if progress && last.elapsed() >= Duration::from_secs(if tty { 1 } else { 10 }) {
             last = Instant::now();
             if tty {
-                eprint!("\r\x1b[Karmada fuzz: {}", line(s));
-                let _ = std::io::stderr().flush();
+                // the status screen: redrawn in place (the lines printed since, saved
+                // crashes and warnings, scroll above it)
+                let screen = status_screen(s, &title);
+                let mut err = std::io::stderr().lock();
+                if drawn > 0 && !printed {
+                    let _ = write!(err, "\x1b[{drawn}A");
+                }
+                for l in &screen {
+                    let _ = writeln!(err, "\r\x1b[K{l}");
+                }
+                let _ = err.flush();
+                drawn = screen.len();
+                printed = false;
             } else {
                 eprintln!("armada fuzz: {}", line(s));
             }
@@ -262,9 +408,6 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
         true
     };
     let stats = armada_fuzz::fuzz(target, &opts, engine, &mut report)?;
-    if progress && tty {
-        eprintln!();
-    }
     if let Some(path) = &args.stats_json {
         std::fs::write(path, stats.to_json() + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;

@@ -343,6 +343,180 @@ fn each_bug_is_one_bucket() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// An AFL++ tool: in `ARMADA_AFL_TOOLS` (scripts/test unpacks Debian's afl++ package
+/// there) or on PATH.
+fn afl_tool(name: &str) -> Option<PathBuf> {
+    std::env::var_os("ARMADA_AFL_TOOLS")
+        .map(|d| PathBuf::from(d).join(name))
+        .filter(|p| p.exists())
+        .or_else(|| common::find_program(name.as_ref()))
+}
+
+/// A `key : value` of a fuzzer_stats file.
+fn stat(stats: &str, key: &str) -> u64 {
+    stats
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key).then(|| v.trim().trim_end_matches('%').parse().ok())?
+        })
+        .unwrap_or_else(|| panic!("no {key} in fuzzer_stats:\n{stats}"))
+}
+
+/// `-o OUT`: AFL++'s output directory, read by AFL++'s own tools (afl-whatsup, afl-plot
+/// with gnuplot), resumed by a second run (the corpus and the counts go on, no crash is
+/// filed twice), and shared by two instances (-M, -S) that take each other's finds.
+#[test]
+fn afl_output_directory_works_with_afl_tools() {
+    let Some(dir) = programs_dir("afl_output_directory_works_with_afl_tools") else {
+        return;
+    };
+    let tools = ["afl-whatsup", "afl-plot"].map(afl_tool);
+    if tools.iter().any(|t| t.is_none())
+        || !common::require_tools("afl_output", &["gnuplot".into()])
+    {
+        common::unavailable(
+            "afl_output_directory_works_with_afl_tools",
+            "afl-whatsup, afl-plot (Debian's afl++; ARMADA_AFL_TOOLS) or gnuplot not found",
+        );
+        return;
+    }
+    let program = dir.join("recurse");
+    let work = scratch("afl");
+    let seeds = work.join("in");
+    std::fs::create_dir_all(&seeds).unwrap();
+    std::fs::write(seeds.join("first seed"), b"[#12@ab]").unwrap();
+    let out = work.join("out");
+    let fuzz = |extra: &[&str]| {
+        let mut a = vec![os("fuzz"), os("-o"), out.as_os_str(), os("--seed"), os("1")];
+        a.extend(extra.iter().map(os));
+        a.push(program.as_os_str());
+        armada(&a, b"", Duration::from_secs(600))
+    };
+    // long enough for plot_data's lines every 5 s (afl-plot wants at least two)
+    let r = fuzz(&[
+        "-i",
+        seeds.to_str().unwrap(),
+        "--max-time",
+        "6",
+        "--no-progress",
+    ]);
+    assert_eq!(r.status, 1, "{}", r.stderr);
+    let inst = out.join("default");
+    let queue = saved_files(&inst.join("queue"), "id:");
+    assert!(
+        queue[0]
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("id:000000,time:")
+            && queue[0].to_string_lossy().ends_with("orig:first_seed"),
+        "{:?}",
+        queue[0]
+    );
+    assert!(queue
+        .iter()
+        .any(|q| q.to_string_lossy().contains(",src:000000,")));
+    let crashes = saved_files(&inst.join("crashes"), "id:");
+    assert_eq!(crashes.len(), 2, "{crashes:?}");
+    assert!(crashes
+        .iter()
+        .any(|c| c.to_string_lossy().contains(",sig:11,")));
+    assert_eq!(saved_files(&inst.join("hangs"), "id:").len(), 1);
+    let readme = std::fs::read_to_string(inst.join("crashes/README.txt")).unwrap();
+    assert!(
+        readme.contains("SIGSEGV at pc") && readme.contains("(string+"),
+        "{readme}"
+    );
+    let stats = std::fs::read_to_string(inst.join("fuzzer_stats")).unwrap();
+    let execs = stat(&stats, "execs_done");
+    assert_eq!(stat(&stats, "saved_crashes"), 2);
+    assert_eq!(stat(&stats, "corpus_count"), queue.len() as u64);
+    assert_eq!(
+        std::fs::read_to_string(inst.join("cmdline")).unwrap(),
+        format!("{}\n", program.display())
+    );
+    // afl-whatsup (-d: the instance has ended) adds up the instances' stats
+    let mut w = Command::new("sh");
+    w.arg(tools[0].as_ref().unwrap())
+        .arg("-d")
+        .arg(&out)
+        .env("TERM", "dumb");
+    let o = common::run_process(w, b"", Duration::from_secs(60)).unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status, 0, "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("Crashes saved : 2"), "{text}");
+    assert!(text.contains("Total execs"), "{text}");
+    // afl-plot draws plot_data with gnuplot
+    let plots = work.join("plots");
+    let mut p = Command::new("sh");
+    p.arg(tools[1].as_ref().unwrap()).arg(&inst).arg(&plots);
+    let o = common::run_process(p, b"", Duration::from_secs(120)).unwrap();
+    assert_eq!(o.status, 0, "{}", String::from_utf8_lossy(&o.stderr));
+    for png in [
+        "edges.png",
+        "exec_speed.png",
+        "high_freq.png",
+        "low_freq.png",
+    ] {
+        let b = std::fs::read(plots.join(png)).unwrap_or_default();
+        assert!(
+            b.starts_with(b"\x89PNG") && b.len() > 1000,
+            "{png}: {} bytes",
+            b.len()
+        );
+    }
+    // resuming: the queue is the corpus, the counts go on, the known crashes stay known
+    let r = fuzz(&["--max-execs", "3000", "--no-progress"]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("{} inputs from", queue.len())),
+        "{}",
+        r.stderr
+    );
+    let stats = std::fs::read_to_string(inst.join("fuzzer_stats")).unwrap();
+    assert!(stat(&stats, "execs_done") >= execs + 3000, "{stats}");
+    assert_eq!(saved_files(&inst.join("crashes"), "id:").len(), 2);
+    assert!(saved_files(&inst.join("queue"), "id:").len() >= queue.len());
+    // a secondary instance takes the main one's queue (and marks where it got to)
+    let r = fuzz(&["-S", "second", "--max-execs", "500", "--no-progress"]);
+    assert!(r.status <= 1, "{}", r.stderr);
+    let second = out.join("second");
+    let synced = saved_files(&second.join("queue"), "id:")
+        .iter()
+        .filter(|q| q.to_string_lossy().contains(",sync:default"))
+        .count();
+    assert!(synced > 10, "{synced} entries taken from the main instance");
+    let mark: usize = std::fs::read_to_string(second.join(".synced/default"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(mark >= queue.len(), "{mark}");
+    // bad names and places get clear messages
+    let r = fuzz(&["-S", "../x", "--max-execs", "1"]);
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert!(r.stderr.contains("fuzzer name"), "{}", r.stderr);
+    let file = work.join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let a = [
+        os("fuzz"),
+        os("-o"),
+        file.as_os_str(),
+        os("--max-execs"),
+        os("1"),
+        program.as_os_str(),
+    ];
+    let r = armada(&a, b"", Duration::from_secs(60));
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot create the output directory"),
+        "{}",
+        r.stderr
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 #[test]
 fn hangs_are_saved_and_runs_resume() {
     let Some(dir) = programs_dir("hangs_are_saved_and_runs_resume") else {

@@ -63,6 +63,10 @@ impl CorpusDir {
         ))
     }
 
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Saves a new entry (named `id-HASH`); returns its name.
     pub fn save(&mut self, data: &[u8]) -> Result<String> {
         let name = format!("id-{:016x}", content_hash(data));
@@ -115,13 +119,18 @@ impl CrashDir {
         self.known.len()
     }
 
+    /// Those whose name starts with `prefix` (`crash-`, `hang-`).
+    pub fn known_with(&self, prefix: &str) -> usize {
+        self.known.iter().filter(|n| n.starts_with(prefix)).count()
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 }
 
 /// Fails early, with the reason, when files cannot be made in `dir`.
-fn check_writable(dir: &Path) -> Result<()> {
+pub(crate) fn check_writable(dir: &Path) -> Result<()> {
     let probe = dir.join(format!(".armada-probe-{}", std::process::id()));
     match fs::File::create(&probe) {
         Ok(_) => {

@@ -10,9 +10,10 @@ use anyhow::{bail, Result};
 use armada_core::coverage::{Novelty, Virgin, MAP_SIZE};
 use rayon::prelude::*;
 
-use crate::corpus::{CorpusDir, CrashDir};
+use crate::afl::{Origin, Status};
 use crate::executor::{Executor, Maps, Pending};
 use crate::mutate::Mutations;
+use crate::output::{AflOptions, Output};
 use crate::target::{ExecResult, Outcome, Target};
 
 /// How to fuzz.
@@ -34,6 +35,10 @@ pub struct FuzzOptions {
     /// before the last. None: on a GPU engine, not on the CPU's (ARMADA_FUZZ_PIPELINE=0 or 1
     /// decides instead). A seed gives the same run on every engine with the same setting.
     pub pipeline: Option<bool>,
+    /// AFL++'s output directory instead of `corpus_dir` and `crashes_dir` (see `afl`).
+    pub afl: Option<AflOptions>,
+    /// The instruction limit of an execution (for the stats).
+    pub exec_limit: u64,
 }
 
 /// Where a fuzz run stands.
@@ -60,6 +65,15 @@ pub struct FuzzStats {
     /// Inputs read from the corpus directory, and crashes and hangs saved there before.
     pub seeds: usize,
     pub known_crashes: usize,
+    /// For a status screen: favored entries (the shortest input for some edge), entries
+    /// never picked as a parent yet, queue cycles (times every entry was picked), the
+    /// deepest entry's generations, and when the last find and crash came.
+    pub favored: usize,
+    pub pending: usize,
+    pub cycles: u64,
+    pub max_depth: u32,
+    pub last_find: Option<Duration>,
+    pub last_crash: Option<Duration>,
 }
 
 impl FuzzStats {
@@ -113,6 +127,8 @@ fn json_escape(s: &str) -> String {
 /// One corpus entry.
 struct Entry {
     data: Vec<u8>,
+    /// Its id in the output (its corpus index, or its AFL queue id).
+    id: usize,
     /// Times it was picked as a parent.
     picked: u64,
     /// Generations of mutation from a seed (a seed is 0).
@@ -135,6 +151,11 @@ impl Rng {
         (self.next() % n.max(1) as u64) as usize
     }
 }
+
+/// How often an instance reads the other instances' queues (AFL++ syncs about as often).
+const SYNC_EVERY: Duration = Duration::from_secs(30);
+/// How often `fuzzer_stats` is rewritten and a `plot_data` line added.
+const STATS_EVERY: Duration = Duration::from_secs(5);
 
 /// Executions a crash's minimization may take.
 const MINIMIZE_EXECS: u64 = 2048;
@@ -181,18 +202,33 @@ fn minimize(exec: &Executor, input: &[u8], key: &str, lanes: usize) -> Result<(V
     Ok((best, spent))
 }
 
-/// A round submitted to the executor: the corpus entries its inputs were made from.
+/// A round submitted to the executor: the corpus entries its inputs were made from (the
+/// first `i2s` by input-to-state replacement).
 struct Submitted {
     pending: Pending,
     parents: Vec<usize>,
+    i2s: usize,
     mutations_s: f64,
 }
 
 /// The state of a fuzz run between rounds.
 struct Run {
     corpus: Vec<Entry>,
-    corpus_dir: CorpusDir,
-    crash_dir: CrashDir,
+    output: Output,
+    t0: Instant,
+    /// For AFL++'s stats: entries found by mutation and taken from other instances,
+    /// executions that ran out of instructions, when the last find, crash and hang came
+    /// (seconds into the run), the executions at the last crash, the cycles at the last
+    /// find, the last parent picked.
+    found: usize,
+    imported: usize,
+    timeouts: u64,
+    last_find: Option<f64>,
+    last_crash: Option<f64>,
+    last_hang: Option<f64>,
+    execs_at_crash: u64,
+    cycles_at_find: u64,
+    cur_item: usize,
     virgin: Virgin,
     /// The mutations of rounds of one stream (`streams_for`).
     mutations: Mutations,
@@ -221,11 +257,18 @@ struct Run {
 }
 
 impl Run {
-    /// Takes one execution's result; true when it is a new crash or hang.
-    /// `parent`: the corpus entry `input` was made from (None for a seed, which is kept
-    /// whatever its coverage unless it crashes or hangs).
-    fn take(&mut self, input: &[u8], r: &ExecResult, parent: Option<usize>) -> Result<bool> {
-        let keep_seed = parent.is_none();
+    /// Takes one execution's result; true when it is a new crash or hang. `from`: the
+    /// corpus entry `input` was made from and how (None for a seed or another instance's
+    /// entry, which is kept whatever its coverage unless it crashes or hangs; `orig` says
+    /// which).
+    fn take(
+        &mut self,
+        input: &[u8],
+        r: &ExecResult,
+        from: Option<(usize, &'static str)>,
+        orig: Option<&str>,
+    ) -> Result<bool> {
+        let keep_seed = from.is_none() && orig.is_none_or(|o| !o.starts_with("sync:"));
         self.stats.execs += 1;
         self.stats.instructions += r.instructions;
         if !self.paths_differ && self.stats.rounds < 4 {
@@ -240,24 +283,63 @@ impl Run {
                 _ => {}
             }
         }
+        let origin = |new_edges| Origin {
+            parent: from.map(|(p, _)| self.corpus[p].id),
+            op: match (from, orig) {
+                (Some((_, op)), _) => op,
+                (None, Some(o)) if o.starts_with("sync:") => "sync",
+                _ => "seed",
+            },
+            orig: orig.map(|o| o.strip_prefix("sync:").unwrap_or(o).to_string()),
+            new_edges,
+        };
+        let elapsed = self.t0.elapsed().as_secs_f64();
         match &r.outcome {
-            Outcome::Crash { key, report, .. } => {
-                let saved = self.crash_dir.save(&format!("crash-{key}"), input)?;
+            Outcome::Crash {
+                key,
+                report,
+                signal,
+                ..
+            } => {
+                let o = origin(false);
+                let saved = self.output.add_crash(
+                    Some(*signal),
+                    key,
+                    input,
+                    &o,
+                    elapsed,
+                    self.stats.execs,
+                    report,
+                )?;
                 if let Some(p) = saved {
                     self.stats.crashes += 1;
                     self.stats.saved.push(p.clone());
                     self.stats.reports.push(report.clone());
                     self.to_minimize.push((p, input.to_vec(), key.clone()));
+                    self.last_crash = Some(elapsed);
+                    self.execs_at_crash = self.stats.execs;
                     return Ok(true);
                 }
             }
             Outcome::Hang { stack, report } => {
                 // one hang a bucket: the functions it looped in (see `target::outcome_of`)
-                let name = format!("hang-{stack:08x}");
-                if let Some(p) = self.crash_dir.save(&name, input)? {
+                self.timeouts += 1;
+                let o = origin(false);
+                let bucket = format!("{stack:08x}");
+                let saved = self.output.add_crash(
+                    None,
+                    &bucket,
+                    input,
+                    &o,
+                    elapsed,
+                    self.stats.execs,
+                    report,
+                )?;
+                if let Some(p) = saved {
                     self.stats.hangs += 1;
                     self.stats.saved.push(p);
                     self.stats.reports.push(report.clone());
+                    self.last_hang = Some(elapsed);
                     return Ok(true);
                 }
             }
@@ -269,25 +351,124 @@ impl Run {
                 };
                 let novelty = self.virgin.merge(map.as_slice());
                 if novelty != Novelty::None || keep_seed {
-                    self.corpus_dir.save(input)?;
+                    let o = origin(novelty == Novelty::NewEdges);
+                    let index = self.corpus.len();
+                    let id = self
+                        .output
+                        .add_entry(input, index, &o, elapsed, self.stats.execs)?;
+                    if from.is_some() {
+                        self.found += 1;
+                        self.last_find = Some(elapsed);
+                        self.cycles_at_find = self.cycles();
+                    } else if o.op == "sync" {
+                        self.imported += 1;
+                    }
                     self.mutations.add(input);
-                    let (idx, len) = (self.corpus.len() as u32, input.len() as u32);
+                    let (idx, len) = (index as u32, input.len() as u32);
                     for (slot, &c) in map.as_slice().iter().enumerate() {
                         if c != 0 && self.top[slot].is_none_or(|(_, l)| len < l) {
                             self.top[slot] = Some((idx, len));
                             self.favored_stale = true;
                         }
                     }
-                    self.untraced.push(self.corpus.len());
+                    self.untraced.push(index);
                     self.corpus.push(Entry {
                         data: input.to_vec(),
+                        id,
                         picked: 0,
-                        depth: parent.map_or(0, |p| self.corpus[p].depth + 1),
+                        depth: from.map_or(0, |(p, _)| self.corpus[p].depth + 1),
                     });
                 }
             }
         }
         Ok(false)
+    }
+
+    /// Rewrites AFL++'s `fuzzer_stats` (and a `plot_data` line with `plot`), where the run
+    /// writes AFL++'s layout.
+    fn write_status(&mut self, exec_limit: u64, plot: bool) -> Result<()> {
+        if self.output.afl().is_none() {
+            return Ok(());
+        }
+        let s = self.status(exec_limit);
+        match self.output.afl() {
+            Some(d) => d.update(&s, plot),
+            None => Ok(()),
+        }
+    }
+
+    /// The status screen's figures into the stats.
+    fn note_status(&mut self) {
+        let s = &mut self.stats;
+        s.favored = self.favored.len();
+        s.pending = self.corpus.iter().filter(|e| e.picked == 0).count();
+        s.cycles = self.corpus.iter().map(|e| e.picked).min().unwrap_or(0);
+        s.max_depth = self.corpus.iter().map(|e| e.depth).max().unwrap_or(0);
+        s.last_find = self.last_find.map(Duration::from_secs_f64);
+        s.last_crash = self.last_crash.map(Duration::from_secs_f64);
+    }
+
+    /// Queue cycles done, as AFL counts them: times every entry has been picked.
+    fn cycles(&self) -> u64 {
+        self.corpus.iter().map(|e| e.picked).min().unwrap_or(0)
+    }
+
+    /// The figures of AFL++'s `fuzzer_stats` and `plot_data`.
+    fn status(&self, exec_limit: u64) -> Status {
+        let favored: std::collections::HashSet<usize> = self.favored.iter().copied().collect();
+        let pending = |only_favored: bool| {
+            self.corpus
+                .iter()
+                .enumerate()
+                .filter(|(i, e)| e.picked == 0 && (!only_favored || favored.contains(i)))
+                .count()
+        };
+        let elapsed = self.t0.elapsed().as_secs_f64();
+        let cycles = self.cycles();
+        Status {
+            execs: self.stats.execs,
+            execs_per_sec: self.stats.execs as f64 / elapsed.max(1e-9),
+            corpus_count: self.corpus.len(),
+            favored: self.favored.len(),
+            found: self.found,
+            imported: self.imported,
+            max_depth: self.corpus.iter().map(|e| e.depth).max().unwrap_or(0),
+            cur_item: self.cur_item,
+            pending_favs: pending(true),
+            pending_total: pending(false),
+            cycles_done: cycles,
+            cycles_wo_finds: cycles.saturating_sub(self.cycles_at_find),
+            edges: self.virgin.edges(),
+            crashes: self.output.known_crashes(),
+            hangs: self.output.known_hangs(),
+            timeouts: self.timeouts,
+            elapsed,
+            last_find: self.last_find,
+            last_crash: self.last_crash,
+            last_hang: self.last_hang,
+            execs_since_crash: self.stats.execs - self.execs_at_crash,
+            exec_limit,
+        }
+    }
+
+    /// Takes the new entries of other instances sharing the AFL++ output directory, runs
+    /// them, and keeps those that add coverage here.
+    fn sync(&mut self, exec: &Executor, lanes: usize) -> Result<()> {
+        let max_len = self.max_len;
+        let Some(d) = self.output.afl() else {
+            return Ok(());
+        };
+        let found = d.take_peers(max_len)?;
+        for chunk in found.chunks(lanes.max(1)) {
+            let inputs: Vec<Vec<u8>> = chunk.iter().map(|(_, d)| d.clone()).collect();
+            let results = exec.run(&inputs, Maps::All)?;
+            for ((peer, input), r) in chunk.iter().zip(&results) {
+                self.take(input, r, None, Some(&format!("sync:{peer}")))?;
+            }
+            exec.recycle(results);
+            self.minimize_crashes(exec, lanes)?;
+        }
+        Ok(())
     }
 
     /// Makes the next round and submits it.
@@ -319,6 +500,7 @@ impl Run {
         Ok(Submitted {
             pending: exec.submit(inputs, Some(&self.virgin))?,
             parents,
+            i2s,
             mutations_s,
         })
     }
@@ -413,6 +595,7 @@ impl Run {
             b
         };
         self.corpus[i].picked += 1;
+        self.cur_item = self.corpus[i].id;
         i
     }
 }
@@ -429,14 +612,27 @@ pub fn fuzz(
     progress: &mut dyn FnMut(&FuzzStats) -> bool,
 ) -> Result<FuzzStats> {
     let t0 = Instant::now();
-    let (corpus_dir, seeds) = CorpusDir::open(&opts.corpus_dir, opts.max_len)?;
-    let crash_dir = CrashDir::open(&opts.crashes_dir)?;
+    let (output, seeds) = Output::open(
+        &opts.corpus_dir,
+        &opts.crashes_dir,
+        opts.afl.as_ref(),
+        opts.max_len,
+    )?;
     let snapshot_instructions = target.snapshot().map_or(0, |s| s.retired());
     let exec = Executor::new(target, engine);
     let mut run = Run {
         corpus: Vec::new(),
-        corpus_dir,
-        crash_dir,
+        output,
+        t0,
+        found: 0,
+        imported: 0,
+        timeouts: 0,
+        last_find: None,
+        last_crash: None,
+        last_hang: None,
+        execs_at_crash: 0,
+        cycles_at_find: 0,
+        cur_item: 0,
         virgin: Virgin::default(),
         mutations: Mutations::new(opts.seed, opts.tokens.clone(), opts.max_len)?,
         compares: Vec::new(),
@@ -457,31 +653,42 @@ pub fn fuzz(
         paths_differ: false,
         made: 0,
     };
-    let mut seeds: Vec<Vec<u8>> = seeds.into_iter().map(|(_, d)| d).collect();
+    let mut seeds = seeds;
     run.stats.seeds = seeds.len();
-    run.stats.known_crashes = run.crash_dir.known();
+    run.stats.known_crashes = run.output.known();
     if seeds.is_empty() {
         run.stats.warnings.push(format!(
             "the corpus directory {} is empty: starting from one empty input",
-            opts.corpus_dir.display()
+            run.output.corpus_dir().display()
         ));
-        seeds.push(Vec::new());
+        seeds.push(("empty".into(), Vec::new()));
     }
     for chunk in seeds.chunks(opts.lanes.max(1)) {
         // seeds are kept whatever they add, so every map comes
-        let results = exec.run(chunk, Maps::All)?;
-        for (input, r) in chunk.iter().zip(&results) {
-            run.take(input, r, None)?;
+        let inputs: Vec<Vec<u8>> = chunk.iter().map(|(_, d)| d.clone()).collect();
+        let results = exec.run(&inputs, Maps::All)?;
+        for ((name, input), r) in chunk.iter().zip(&results) {
+            run.take(input, r, None, Some(name))?;
         }
         exec.recycle(results);
         run.minimize_crashes(&exec, opts.lanes)?;
     }
+    // what other instances sharing the output directory found so far
+    run.sync(&exec, opts.lanes)?;
+    let mut last_sync = Instant::now();
+    let mut last_plot = Instant::now();
+    run.write_status(opts.exec_limit, true)?;
     run.stats.corpus = run.corpus.len();
     run.stats.edges = run.virgin.edges();
     run.stats.elapsed = t0.elapsed();
     if run.corpus.is_empty() {
         let saved = run.stats.saved.first().map_or_else(
-            || format!("crashes already known in {}", run.crash_dir.dir().display()),
+            || {
+                format!(
+                    "crashes already known in {}",
+                    run.output.crashes_dir().display()
+                )
+            },
             |p| p.display().to_string(),
         );
         bail!(
@@ -530,8 +737,13 @@ pub fn fuzz(
         };
         let (inputs, results) = exec.collect(round.pending, maps)?;
         let t_ran = Instant::now();
-        for ((input, r), &p) in inputs.iter().zip(&results).zip(&round.parents) {
-            run.take(input, r, Some(p))?;
+        for (k, ((input, r), &p)) in inputs.iter().zip(&results).zip(&round.parents).enumerate() {
+            let op = if k < round.i2s {
+                "colorization"
+            } else {
+                "havoc"
+            };
+            run.take(input, r, Some((p, op)), None)?;
         }
         exec.recycle(results);
         if profile {
@@ -544,7 +756,16 @@ pub fn fuzz(
             );
         }
         run.minimize_crashes(&exec, opts.lanes)?;
+        if last_sync.elapsed() >= SYNC_EVERY {
+            run.sync(&exec, opts.lanes)?;
+            last_sync = Instant::now();
+        }
+        if last_plot.elapsed() >= STATS_EVERY {
+            run.write_status(opts.exec_limit, true)?;
+            last_plot = Instant::now();
+        }
         run.stats.rounds += 1;
+        run.note_status();
         run.stats.corpus = run.corpus.len();
         run.stats.edges = run.virgin.edges();
         run.stats.elapsed = t0.elapsed();
@@ -559,5 +780,6 @@ pub fn fuzz(
         }
         go_on = progress(&run.stats);
     }
+    run.write_status(opts.exec_limit, true)?;
     Ok(run.stats)
 }

@@ -100,6 +100,8 @@ pub fn fuzz_program<'py>(
     let opts = FuzzOptions {
         corpus_dir,
         crashes_dir,
+        afl: None,
+        exec_limit,
         lanes,
         max_time: max_time.map(Duration::from_secs_f64),
         max_execs,
