@@ -10,6 +10,8 @@
 #
 #   scripts/gpu-bundle.sh [DIR]
 #   BINS_ONLY=1 scripts/gpu-bundle.sh [DIR]   # rebuild the binaries, keep the guest archive
+#   PROFILE=ci scripts/gpu-bundle.sh [DIR]    # the test profile's binaries (release without
+#                                              # LTO: minutes sooner where scripts/test built it)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-.gpu}
@@ -18,9 +20,10 @@ info=$(git rev-parse --git-common-dir)/info
 mkdir -p "$info"
 grep -qx '/.gpu/' "$info/exclude" 2>/dev/null || echo '/.gpu/' >>"$info/exclude"
 
-cargo build --release -p armada-cli -p armada-cuda --bins --examples
+profile=${PROFILE:-release}
+cargo build --profile "$profile" -p armada-cli -p armada-cuda --bins --examples
 tgt=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-for b in release/armada release/examples/gpu_suite release/examples/lockstep release/examples/nvrtc_check; do
+for b in $profile/armada $profile/examples/gpu_suite $profile/examples/lockstep $profile/examples/nvrtc_check; do
     strip -o "$out/$(basename $b)" "$tgt/$b"
 done
 [[ -n ${BINS_ONLY:-} && -e $out/guest.tar.xz ]] && exit 0

@@ -6,7 +6,7 @@
 #   scripts/gpu-check.sh [.gpu]                # on the GPU machine: the CUDA engine
 #   BACKEND=wgpu scripts/gpu-check.sh [.gpu]   # the wgpu engine (Vulkan there)
 #
-# Sections (GPU_CHECK=env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,python,memcheck,qemu,busybox,resident,fuzz,fuzzdyn,cpu,devices;
+# Sections (GPU_CHECK=env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,python,memcheck,qemu,busybox,resident,fuzz,fuzzdyn,scaling,cpu,devices;
 # default all; memcheck is CUDA's compute-sanitizer and runs for BACKEND=cuda only):
 #   env       device, first start (NVRTC compile) and second start (disk cache)
 #   suite     every guest program as one multi-program batch, each lane compared with the CPU
@@ -47,6 +47,10 @@
 #             each on every core and on the GPU (FUZZ_LANES): execs/s over FUZZDYN_TIME
 #             seconds, then the time to its planted bug (at most FUZZDYN_FIND_TIME, 120 s); a --check batch
 #             of each target's corpus from a snapshot at input
+#   scaling   the CPU engine's fuzzer and batches over the host's cores (issue 53): `armada
+#             fuzz` of planted-bug targets for SCALE_TIME seconds and 10,000 `hello` lanes of
+#             `armada batch`, each on 1 core and on all (taskset), and the ratio; then
+#             `armada fuzz --backend` of the recursive parser: its bugs bucketed once
 #   cpu       the CPU engine on this host: `armada bench` of the compute-bound programs on the
 #             translation tier and on the interpreter, each against qemu-aarch64 in the same run
 #   devices   every GPU of the host (`--devices all`) against the first alone, in the same run:
@@ -55,7 +59,7 @@
 # Logs go to $OUT (the device tool's folder) or /tmp/armada-gpu-check; the summary is last.
 set -u
 bundle=${1:-.gpu}
-sections=${GPU_CHECK:-env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,python,memcheck,qemu,busybox,resident,fuzz,fuzzdyn,cpu,devices}
+sections=${GPU_CHECK:-env,speed,suite,risu,batch,threads,threadspeed,processes,scripts,python,memcheck,qemu,busybox,resident,fuzz,fuzzdyn,scaling,cpu,devices}
 B=${BACKEND:-cuda}
 export ARMADA_BACKEND=$B
 # lanes of the aggregate, short-run and busybox batches (wgpu spreads lanes' pages over as
@@ -705,6 +709,34 @@ EOF
 fi
 
 # -------------------------------------------------------------------------------- fuzzdyn
+if want scaling && [[ -x $G/fuzz/recurse ]]; then
+    F=$G/fuzz
+    all="0-$((cores - 1))"
+    st=${SCALE_TIME:-15}
+    for t in length magic recurse; do
+        extra=(); args=()
+        [[ $t == length ]] && extra=(--snapshot-at main) && args=(@@)
+        for cpus in 0 "$all"; do
+            rm -rf "$work/sc-$t"
+            timeout 300 taskset -c "$cpus" $A fuzz --corpus "$work/sc-$t/c" --crashes "$work/sc-$t/x" --max-time "$st" --no-progress --stats-json "$log/scale-$t-$cpus.json" "${extra[@]}" "$F/$t" "${args[@]}" >/dev/null 2>"$log/scale-$t-$cpus.txt"
+        done
+        note "scaling: armada fuzz $t, 1 core and $cores: $(python3 -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+print("%.0f and %.0f execs/s: %.1fx; crashes %d and %d, hangs %d and %d" % (a["execs_per_sec"], b["execs_per_sec"], b["execs_per_sec"] / max(a["execs_per_sec"], 1), a["crashes"], b["crashes"], a["hangs"], b["hangs"]))
+' "$log/scale-$t-0.json" "$log/scale-$t-$all.json")"
+    done
+    t0=$(secs); taskset -c 0 $A batch --lanes 10000 --no-progress "$G/hello" >/dev/null 2>&1; t1=$(secs)
+    b1=$(elapsed $t0 $t1)
+    t0=$(secs); taskset -c "$all" $A batch --lanes 10000 --no-progress "$G/hello" >/dev/null 2>&1; t1=$(secs)
+    bn=$(elapsed $t0 $t1)
+    note "scaling: armada batch of 10,000 hello lanes on 1 core and on $cores: $b1 s and $bn s: $(python3 -c "print('%.1fx' % ($b1 / $bn))")"
+    # the GPU's fuzzer files each of the parser's bugs once too
+    rm -rf "$work/sc-gpu"
+    timeout 300 $A fuzz --backend $B --lanes ${FUZZ_LANES:-16384} -o "$work/sc-gpu" --max-time 60 --no-progress "$F/recurse" >/dev/null 2>"$log/scale-gpu-recurse.txt"
+    note "scaling: armada fuzz --backend $B recurse, 60 s: $(grep 'done:' "$log/scale-gpu-recurse.txt" | sed 's/armada fuzz: done: *//'); crashes/: $(ls "$work/sc-gpu/default/crashes" | grep -c '^id:'), hangs/: $(ls "$work/sc-gpu/default/hangs" | grep -c '^id:')"
+fi
+
 if want fuzzdyn && [[ -d $G/fuzz-dynamic && -e $bundle/sysroot.tar.xz ]]; then
     [[ -d $work/sysroot ]] || tar -C "$work" -xJf "$bundle/sysroot.tar.xz"
     S=$work/sysroot

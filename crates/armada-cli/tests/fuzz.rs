@@ -436,6 +436,10 @@ fn afl_output_directory_works_with_afl_tools() {
         std::fs::read_to_string(inst.join("cmdline")).unwrap(),
         format!("{}\n", program.display())
     );
+    // the picture: three charts from plot_data's lines
+    let page = std::fs::read_to_string(inst.join("plot.html")).unwrap();
+    assert_eq!(page.matches("<svg").count(), 3, "{page}");
+    assert!(page.contains("<polyline"), "{page}");
     // afl-whatsup (-d: the instance has ended) adds up the instances' stats
     let mut w = Command::new("sh");
     w.arg(tools[0].as_ref().unwrap())

@@ -11,7 +11,8 @@
 //!   run knows them; `crashes/README.txt` has the command line and each crash in one line;
 //! - `fuzzer_stats` (`key : value` lines, rewritten whole every few seconds) and
 //!   `plot_data` (a line every few seconds), in AFL++ 4's fields;
-//! - `cmdline` (the target's arguments, a line each) and `fuzzer_setup`.
+//! - `cmdline` (the target's arguments, a line each) and `fuzzer_setup`;
+//! - `plot.html`: the same figures as a picture (see `plot`).
 //!
 //! A second run with the same `-o` and name resumes: the queue is the corpus, the known
 //! buckets stay known, the counts go on. Instances with other names in the same `OUT`
@@ -97,6 +98,8 @@ pub struct AflDir {
     start_time: u64,
     command_line: String,
     plot_header: bool,
+    /// `plot_data`'s lines so far (earlier runs' too), for `plot.html`.
+    samples: Vec<crate::plot::Sample>,
 }
 
 /// Unix time in seconds.
@@ -159,6 +162,11 @@ impl AflDir {
             start_time: now(),
             command_line: command_line.join(" "),
             plot_header: !dir.join("plot_data").exists(),
+            samples: fs::read_to_string(dir.join("plot_data"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(crate::plot::Sample::parse)
+                .collect(),
         };
         let mut inputs = Vec::new();
         for (n, data) in read_dir_sorted(&dir.join("queue"), max_len)? {
@@ -446,8 +454,7 @@ impl AflDir {
                 writeln!(file, "# relative_time, cycles_done, cur_item, corpus_count, pending_total, pending_favs, map_size, saved_crashes, saved_hangs, max_depth, execs_per_sec, total_execs, edges_found")?;
                 self.plot_header = false;
             }
-            writeln!(
-                file,
+            let line = format!(
                 "{run_time}, {}, {}, {}, {}, {}, {cvg:.2}%, {}, {}, {}, {:.2}, {execs}, {}",
                 s.cycles_done,
                 s.cur_item,
@@ -459,7 +466,11 @@ impl AflDir {
                 s.max_depth,
                 s.execs_per_sec,
                 s.edges
-            )?;
+            );
+            writeln!(file, "{line}")?;
+            self.samples.extend(crate::plot::Sample::parse(&line));
+            let page = crate::plot::html(&self.name, &self.command_line, &self.samples);
+            write_new(&self.dir.join("plot.html"), page.as_bytes())?;
         }
         Ok(())
     }

@@ -6,6 +6,7 @@
 //! - [`corpus`]: the corpus and crashes directories, dictionaries.
 //! - [`afl`]: AFL++'s output directory (`-o`), its stats, plot data and instances.
 //! - [`output`]: which of the two a run writes.
+//! - [`plot`]: `plot.html`, the run's figures as a picture.
 //! - [`executor`]: a round of inputs on the CPU engine or a GPU engine.
 //! - [`fuzzer`]: the loop, one batch of inputs per round.
 
@@ -15,6 +16,7 @@ pub mod executor;
 pub mod fuzzer;
 pub mod mutate;
 pub mod output;
+pub mod plot;
 pub mod target;
 
 pub use fuzzer::{fuzz, FuzzOptions, FuzzStats};
