@@ -72,13 +72,11 @@ fn label(v: f64) -> String {
     }
 }
 
-/// One chart: `series` (name, colour, value of a sample) over time.
-fn chart(
-    out: &mut String,
-    title: &str,
-    samples: &[Sample],
-    series: &[(&str, &str, fn(&Sample) -> f64)],
-) {
+/// A line of a chart: its name, colour, and value in a sample.
+type Series<'a> = (&'a str, &'a str, fn(&Sample) -> f64);
+
+/// One chart: `series` over time.
+fn chart(out: &mut String, title: &str, samples: &[Sample], series: &[Series]) {
     let t_max = samples.iter().map(|s| s.time).fold(1.0, f64::max);
     let v_max = samples
         .iter()
