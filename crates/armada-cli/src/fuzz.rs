@@ -33,7 +33,9 @@ pub struct FuzzArgs {
     /// round's inputs as one batch of lanes, with coverage kept on the device.
     #[arg(long, value_enum, default_value = "cpu")]
     pub backend: Backend,
-    /// Inputs run at once, one lane each (default: 256 on the CPU engine, 16384 on a GPU).
+    /// Inputs run at once, one lane each (default: on the CPU engine 256, or 32 a host
+    /// thread where that is more; 16384 on a GPU). A seed gives the same run for the same
+    /// --lanes on every engine and machine.
     #[arg(long)]
     pub lanes: Option<usize>,
     /// Inputs to start from; new interesting inputs are added here (created if missing;
@@ -257,8 +259,11 @@ fn line(s: &FuzzStats) -> String {
 }
 
 pub fn fuzz(args: FuzzArgs) -> Result<u8> {
+    // (on many cores a round of 256 is 16 executions a thread: the round's end, which
+    // waits for the slowest thread, and the fuzzer's serial part between rounds then cost
+    // more than a larger round does)
     let lanes = args.lanes.unwrap_or(if args.backend == Backend::Cpu {
-        256
+        256.max(32 * rayon::current_num_threads())
     } else {
         16384
     });

@@ -186,6 +186,21 @@ impl Snapshot {
         }
     }
 
+    /// [`Snapshot::duplicate`] for another host thread to restore lanes from: with page
+    /// buffers of its own (see `AddressSpace::unshare_pages`) where the snapshot holds at
+    /// most [`LOCAL_COPY_PAGES`] pages, so threads restoring at once do not count
+    /// references on the same buffers. Results are the same either way.
+    pub fn duplicate_local(&self) -> Snapshot {
+        let mut d = self.duplicate();
+        let pages: usize = d.lane.spaces().map(|m| m.page_count()).sum();
+        if pages <= LOCAL_COPY_PAGES {
+            d.lane.for_each_space(|m| {
+                m.unshare_pages();
+            });
+        }
+        d
+    }
+
     /// A new lane that goes on from the snapshot with `input`.
     pub fn restore(&self, input: &[u8]) -> Lane {
         let mut l = self.lane.copy_frozen();
@@ -232,9 +247,14 @@ impl Snapshot {
     }
 }
 
+/// Pages a snapshot may hold for each thread's copy to get buffers of its own (16 MiB): a
+/// fuzz target's or a small program's; larger ones (an interpreter's heap) share theirs.
+pub const LOCAL_COPY_PAGES: usize = 4096;
+
 /// A snapshot that lanes on many threads restore from at once: a copy per thread of
 /// rayon's pool (a restore reads the snapshot's tables, and a snapshot is not shared
-/// between threads), so restores run side by side. Pages stay shared by all.
+/// between threads), so restores run side by side; each copy's pages are its own where
+/// the snapshot is small ([`Snapshot::duplicate_local`]).
 pub struct SharedSnapshot {
     copies: Vec<std::sync::Mutex<Snapshot>>,
 }
@@ -243,7 +263,7 @@ impl SharedSnapshot {
     pub fn new(s: Snapshot) -> SharedSnapshot {
         let n = rayon::current_num_threads().max(1);
         let mut copies: Vec<_> = (1..n)
-            .map(|_| std::sync::Mutex::new(s.duplicate()))
+            .map(|_| std::sync::Mutex::new(s.duplicate_local()))
             .collect();
         copies.insert(0, std::sync::Mutex::new(s));
         SharedSnapshot { copies }

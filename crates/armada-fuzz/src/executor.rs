@@ -189,8 +189,14 @@ impl Executor {
         inputs
             .par_iter()
             .map(|input| {
-                let map = self.maps.lock().ok().and_then(|mut m| m.pop());
-                let mut r = self.copy().exec(input, map)?;
+                // (the thread's target copy keeps the maps its runs gave back: one lock a
+                // run, its own, where a pool for all threads was a lock they took in turn)
+                let mut t = self.copy();
+                let map = t
+                    .spare_maps
+                    .pop()
+                    .or_else(|| self.maps.lock().ok().and_then(|mut m| m.pop()));
+                let mut r = t.exec(input, map)?;
                 let keep = match maps {
                     Maps::All => true,
                     Maps::None => false,
@@ -208,9 +214,7 @@ impl Executor {
                 };
                 if !keep {
                     if let Some(m) = r.coverage.take() {
-                        if let Ok(mut pool) = self.maps.lock() {
-                            pool.push(m);
-                        }
+                        t.spare_maps.push(m);
                     }
                 }
                 Ok(r)

@@ -164,6 +164,8 @@ pub struct Target {
     decoded: Arc<DecodedPages>,
     /// The program's function symbols, for crash reports (None: stripped).
     symbols: Option<Arc<Symbols>>,
+    /// Coverage maps this copy's executions gave back, for its next ones.
+    pub(crate) spare_maps: Vec<CoverageMap>,
 }
 
 impl Target {
@@ -183,6 +185,7 @@ impl Target {
             spare_code: None,
             decoded: DecodedPages::new(),
             symbols,
+            spare_maps: Vec::new(),
         };
         if let Via::Buffer(_) = t.spec.via {
             if t.spec.snapshot_at.is_none() {
@@ -222,11 +225,12 @@ impl Target {
         Target {
             spec: self.spec.clone(),
             image: self.image.clone(),
-            snapshot: self.snapshot.as_ref().map(|s| s.duplicate()),
+            snapshot: self.snapshot.as_ref().map(|s| s.duplicate_local()),
             start: self.start,
             spare_code: None,
             decoded: self.decoded.clone(),
             symbols: self.symbols.clone(),
+            spare_maps: Vec::new(),
         }
     }
 

@@ -12,6 +12,8 @@
 mod access;
 mod adapters;
 mod alu;
+#[cfg(target_arch = "x86_64")]
+mod codemem;
 mod flags;
 mod fparith;
 mod fpconv;

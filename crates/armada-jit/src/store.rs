@@ -21,7 +21,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Module, ModuleReloc};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock, Weak};
 use std::time::Instant;
 
 /// Translated code's entry: `ctx` in, an exit code (`helpers::exit`) out.
@@ -268,8 +268,11 @@ pub struct Store {
     /// Units for address spaces with guarded windows, whose accesses look at no TLB (see
     /// `guard`), or for the others.
     guarded: bool,
-    /// Shared units by (entry PC, page buffer address).
-    map: Mutex<HashMap<(u64, usize), Entry>>,
+    /// Shared units by (entry PC, page buffer address). Read far more than written: every
+    /// lane of a batch asks for each unit it reaches (its own table starts empty), so
+    /// lookups share the lock (with a `Mutex`, 16 threads of short lanes spent most of a
+    /// batch asleep on it).
+    map: RwLock<HashMap<(u64, usize), Entry>>,
     /// Made on the first compile (a program that never gets hot never pays for it); an
     /// `Err` once making it failed.
     inner: Mutex<Result<Option<Inner>, ()>>,
@@ -333,10 +336,12 @@ pub(crate) fn new_module() -> Option<JITModule> {
 }
 
 fn module_for(isa: OwnedTargetIsa) -> JITModule {
-    JITModule::new(JITBuilder::with_isa(
-        isa,
-        cranelift_module::default_libcall_names(),
-    ))
+    #[allow(unused_mut)]
+    let mut b = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    // units' code costs no system call (see `codemem`)
+    #[cfg(target_arch = "x86_64")]
+    b.memory_provider(Box::new(crate::codemem::CodeMemory::new()));
+    JITModule::new(b)
 }
 
 /// A unit for a compile thread to make, and how often lanes asked for it while it waited.
@@ -424,7 +429,7 @@ impl Store {
     pub fn new(guarded: bool) -> Store {
         Store {
             guarded,
-            map: Mutex::new(HashMap::new()),
+            map: RwLock::new(HashMap::new()),
             inner: Mutex::new(Ok(None)),
             code_bytes: AtomicUsize::new(0),
             sites: Mutex::new(Vec::new()),
@@ -446,7 +451,7 @@ impl Store {
     pub fn known(&self, pc: u64, buffer: &Arc<PageBuf>) -> Option<Found> {
         let key = Self::key_of(pc, buffer);
         let state = {
-            let map = self.map.lock().ok()?;
+            let map = self.map.read().ok()?;
             let e = map.get(&key)?;
             if let State::Pending = e.state {
                 e.heat.fetch_add(1, Ordering::Relaxed);
@@ -469,8 +474,30 @@ impl Store {
             // (nothing enters a lane's own unit but at its entry)
             return Found::Ready(self.compile(&page, pc, only_ran).map(|(f, _)| f));
         };
+        // what is known already, under the shared lock
+        if let Ok(map) = self.map.read() {
+            match map.get(&key) {
+                Some(Entry {
+                    state: State::Done(f),
+                    ..
+                }) => return Found::Ready(*f),
+                Some(Entry {
+                    state: State::Inside(body, k),
+                    ..
+                }) => {
+                    let (body, k) = (*body, *k);
+                    drop(map);
+                    return Found::Ready(self.entered(key, body, k));
+                }
+                Some(Entry { heat, .. }) if !wait => {
+                    heat.fetch_add(1, Ordering::Relaxed);
+                    return Found::Pending;
+                }
+                _ => {}
+            }
+        }
         {
-            let Ok(mut map) = self.map.lock() else {
+            let Ok(mut map) = self.map.write() else {
                 return Found::Ready(None);
             };
             match map.get(&key) {
@@ -524,7 +551,7 @@ impl Store {
     /// known of them yet or they wait for a compile.
     fn compile_shared(&self, page: &CodePage, pc: u64, only_ran: bool) -> Option<UnitFn> {
         let key = Self::key(page, pc)?;
-        let state = self.map.lock().ok()?.get(&key).map(|e| e.state);
+        let state = self.map.read().ok()?.get(&key).map(|e| e.state);
         match state {
             Some(State::Done(f)) => return f,
             Some(State::Inside(body, k)) => return self.entered(key, body, k),
@@ -532,7 +559,7 @@ impl Store {
         }
         let compiled = self.compile(page, pc, only_ran);
         let f = compiled.as_ref().map(|(f, _)| *f);
-        if let Ok(mut map) = self.map.lock() {
+        if let Ok(mut map) = self.map.write() {
             if let Some(e) = map.get_mut(&key) {
                 e.state = State::Done(f);
             }
@@ -569,8 +596,16 @@ impl Store {
     /// The entry at `key`, the `k`th other entry of the unit `body`: a trampoline that
     /// enters `body` there, made now and published (unless another thread did first).
     fn entered(&self, key: (u64, usize), body: UnitFn, k: u32) -> Option<UnitFn> {
+        // (another lane may have made it meanwhile)
+        if let Some(Entry {
+            state: State::Done(f),
+            ..
+        }) = self.map.read().ok()?.get(&key)
+        {
+            return *f;
+        }
         let t = self.trampoline(body, k, key.0);
-        let mut map = self.map.lock().ok()?;
+        let mut map = self.map.write().ok()?;
         let e = map.get_mut(&key)?;
         match e.state {
             State::Done(f) => f,

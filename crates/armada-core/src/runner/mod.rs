@@ -212,6 +212,19 @@ impl Lane {
         }
     }
 
+    /// Every address space of the lane: the running process's, then the parked ones'.
+    pub(crate) fn spaces(&self) -> impl Iterator<Item = &crate::memory::AddressSpace> {
+        std::iter::once(&self.program.mem).chain(self.parked.values().map(|p| &p.program.mem))
+    }
+
+    /// Runs `f` on every address space of the lane.
+    pub(crate) fn for_each_space(&mut self, mut f: impl FnMut(&mut crate::memory::AddressSpace)) {
+        f(&mut self.program.mem);
+        for p in self.parked.values_mut() {
+            f(&mut p.program.mem);
+        }
+    }
+
     /// Runs `f` on the Linux state of every process of the lane that is not running now.
     pub(crate) fn for_parked_processes(&mut self, mut f: impl FnMut(&mut crate::linux::Process)) {
         for p in self.parked.values_mut() {
