@@ -44,7 +44,7 @@ pub struct FuzzArgs {
     #[arg(
         long,
         value_name = "DIR",
-        required_unless_present = "output",
+        required_unless_present_any = ["output", "cmin"],
         conflicts_with = "output"
     )]
     pub corpus: Option<PathBuf>,
@@ -54,7 +54,7 @@ pub struct FuzzArgs {
     #[arg(
         long,
         value_name = "DIR",
-        required_unless_present = "output",
+        required_unless_present_any = ["output", "cmin"],
         conflicts_with = "output"
     )]
     pub crashes: Option<PathBuf>,
@@ -63,9 +63,14 @@ pub struct FuzzArgs {
     /// afl-whatsup, afl-plot and afl-cmin read it. A second run with the same OUT resumes.
     #[arg(short = 'o', long, value_name = "OUT")]
     pub output: Option<PathBuf>,
-    /// Seeds to start from, with -o (AFL's -i).
-    #[arg(short = 'i', long, value_name = "DIR", requires = "output")]
+    /// Seeds to start from, with -o (AFL's -i); the inputs to minimize, with --cmin.
+    #[arg(short = 'i', long, value_name = "DIR")]
     pub seeds: Option<PathBuf>,
+    /// Minimize a corpus instead of fuzzing (as afl-cmin): run every input of -i (or
+    /// --corpus, or -o's queue) and copy to DIR a small set of them that reaches every edge
+    /// and hit-count bucket the whole corpus reaches. Inputs that crash or hang are left out.
+    #[arg(long, value_name = "DIR")]
+    pub cmin: Option<PathBuf>,
     /// With -o: this is the main instance NAME of several sharing OUT (AFL's -M); each
     /// takes the others' new queue entries now and then.
     #[arg(
@@ -201,6 +206,50 @@ fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
     })
 }
 
+/// `armada fuzz --cmin OUT`: the inputs of -i (or --corpus, or -o's queue) minimized into
+/// OUT (see `armada_fuzz::cmin`).
+fn cmin(
+    args: &FuzzArgs,
+    target: Target,
+    engine: Option<armada_gpu::Engine>,
+    lanes: usize,
+    out: &std::path::Path,
+) -> Result<u8> {
+    let from = match (&args.seeds, &args.corpus, &args.output) {
+        (Some(d), _, _) | (None, Some(d), _) => d.clone(),
+        (None, None, Some(o)) => o.join(instance_name(args)).join("queue"),
+        (None, None, None) => bail!("--cmin needs inputs: -i DIR (or --corpus DIR, or -o OUT)"),
+    };
+    let inputs = corpus::read_dir_sorted(&from, args.max_len.max(1))
+        .with_context(|| format!("cannot read the inputs to minimize in {}", from.display()))?;
+    if inputs.is_empty() {
+        bail!("{} holds no inputs to minimize", from.display());
+    }
+    if std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_some()) {
+        bail!(
+            "{} is not empty: --cmin writes the minimized corpus into a new or empty directory",
+            out.display()
+        );
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let exec = armada_fuzz::executor::Executor::new(target, engine);
+    let m = armada_fuzz::cmin::minimize_corpus(&exec, &inputs, lanes)?;
+    for &i in &m.kept {
+        corpus::write_new(&out.join(&inputs[i].0), &inputs[i].1)?;
+    }
+    eprintln!(
+        "armada fuzz --cmin: {} inputs of {} -> {} in {}: every one of the {} (edge, hit-count) tuples they reach; {} crashed or hung, {} were duplicates (left out)",
+        inputs.len(),
+        from.display(),
+        m.kept.len(),
+        out.display(),
+        m.tuples,
+        m.crashed,
+        m.duplicates
+    );
+    Ok(0)
+}
+
 /// `h:mm:ss`.
 fn clock(d: Duration) -> String {
     let t = d.as_secs();
@@ -276,6 +325,9 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
         None => Vec::new(),
     };
     crate::run::refuse_option_as_program(&args.guest.program())?;
+    if args.seeds.is_some() && args.output.is_none() && args.cmin.is_none() {
+        bail!("-i (seeds) goes with -o (an AFL++ output directory) or --cmin; with --corpus, the corpus directory holds the seeds");
+    }
     let spec = target_spec(&args)?;
     let engine = crate::run::gpu_engine(args.backend)?;
     let t = Instant::now();
@@ -301,6 +353,9 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
         }
         r => r?,
     };
+    if let Some(out) = &args.cmin {
+        return cmin(&args, target, engine, lanes, out);
+    }
     let progress = !args.no_progress;
     if let (Some(s), true) = (target.snapshot(), progress) {
         eprintln!(

@@ -521,6 +521,74 @@ fn afl_output_directory_works_with_afl_tools() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// `--cmin`: a corpus minimized to inputs that reach every (edge, hit-count) tuple the
+/// whole corpus reaches; crashing inputs and duplicates are left out, and minimizing the
+/// result again keeps it as it is.
+#[test]
+fn cmin_keeps_every_tuple() {
+    let Some(dir) = programs_dir("cmin_keeps_every_tuple") else {
+        return;
+    };
+    let program = dir.join("recurse");
+    let work = scratch("cmin");
+    let inputs = work.join("in");
+    std::fs::create_dir_all(&inputs).unwrap();
+    let files: [(&str, &[u8]); 8] = [
+        ("a", b"#1"),
+        ("b", b"#1"),   // a duplicate of a
+        ("c", b"#12"),  // the digit loop twice: another hit-count bucket
+        ("h", b"#2"),   // the path of a, and no shorter: left out
+        ("d", b"[#1]"), // a list too
+        ("e", b"@ab"),
+        ("f", b"[[#1]@ab]"),
+        ("g", b"#666"), // aborts
+    ];
+    for (n, d) in files {
+        std::fs::write(inputs.join(n), d).unwrap();
+    }
+    let cmin = |from: &Path, to: &Path| {
+        let a = [
+            os("fuzz"),
+            os("--cmin"),
+            to.as_os_str(),
+            os("-i"),
+            from.as_os_str(),
+            program.as_os_str(),
+        ];
+        let r = armada(&a, b"", Duration::from_secs(120));
+        assert_eq!(r.status, 0, "{}", r.stderr);
+        let tuples: usize = r
+            .stderr
+            .split("every one of the ")
+            .nth(1)
+            .and_then(|t| t.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{}", r.stderr));
+        assert!(
+            r.stderr.contains("1 crashed or hung") || from != inputs,
+            "{}",
+            r.stderr
+        );
+        (tuples, saved_files(to, ""), r.stderr)
+    };
+    let out = work.join("min");
+    let (tuples, kept, err) = cmin(&inputs, &out);
+    assert!(err.contains("1 were duplicates"), "{err}");
+    let names: Vec<String> = kept
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !names.contains(&"b".to_string()) && !names.contains(&"g".to_string()),
+        "{names:?}"
+    );
+    assert!(names.len() < 6, "{names:?}");
+    let (again, kept2, _) = cmin(&out, &work.join("min2"));
+    assert_eq!(again, tuples, "the minimized corpus reaches fewer tuples");
+    assert_eq!(kept2.len(), kept.len());
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 #[test]
 fn hangs_are_saved_and_runs_resume() {
     let Some(dir) = programs_dir("hangs_are_saved_and_runs_resume") else {

@@ -28,7 +28,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 
-use crate::corpus::{content_hash, write_new, Named};
+use crate::corpus::{content_hash, read_dir_sorted, write_new, Named};
 
 /// How a new entry, crash or hang came about, for its file name.
 #[derive(Clone, Debug)]
@@ -502,24 +502,6 @@ fn safe(s: &str) -> String {
             }
         })
         .collect()
-}
-
-/// The files of `dir` (not hidden, not README.txt), in name order, each cut to `max_len`.
-fn read_dir_sorted(dir: &Path, max_len: usize) -> Result<Vec<Named>> {
-    let mut out = Vec::new();
-    for e in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
-        let e = e?;
-        let n = e.file_name().to_string_lossy().into_owned();
-        if n.starts_with('.') || n == "README.txt" || !e.file_type().is_ok_and(|t| t.is_file()) {
-            continue;
-        }
-        let mut data =
-            fs::read(e.path()).with_context(|| format!("cannot read {}", e.path().display()))?;
-        data.truncate(max_len);
-        out.push((n, data));
-    }
-    out.sort();
-    Ok(out)
 }
 
 /// The counts an earlier run left in `fuzzer_stats`.

@@ -129,6 +129,24 @@ impl CrashDir {
     }
 }
 
+/// The files of `dir` (not hidden, not README.txt), in name order, each cut to `max_len`.
+pub fn read_dir_sorted(dir: &Path, max_len: usize) -> Result<Vec<Named>> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+        let e = e?;
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.starts_with('.') || n == "README.txt" || !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let mut data =
+            fs::read(e.path()).with_context(|| format!("cannot read {}", e.path().display()))?;
+        data.truncate(max_len);
+        out.push((n, data));
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Fails early, with the reason, when files cannot be made in `dir`.
 pub(crate) fn check_writable(dir: &Path) -> Result<()> {
     let probe = dir.join(format!(".armada-probe-{}", std::process::id()));

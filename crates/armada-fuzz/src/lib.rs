@@ -9,8 +9,10 @@
 //! - [`plot`]: `plot.html`, the run's figures as a picture.
 //! - [`executor`]: a round of inputs on the CPU engine or a GPU engine.
 //! - [`fuzzer`]: the loop, one batch of inputs per round.
+//! - [`cmin`]: corpus minimization (`--cmin`).
 
 pub mod afl;
+pub mod cmin;
 pub mod corpus;
 pub mod executor;
 pub mod fuzzer;
