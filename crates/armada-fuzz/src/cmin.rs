@@ -69,12 +69,13 @@ pub fn minimize_corpus(exec: &Executor, inputs: &[Named], lanes: usize) -> Resul
         exec.recycle(results);
     }
     out.tuples = best.len();
-    let mut order: Vec<(&(u32, u8), &(usize, usize))> = best.iter().collect();
+    // (in tuple order: a repeatable pick)
+    let mut order: Vec<((u32, u8), usize)> = best.iter().map(|(&t, &(_, i))| (t, i)).collect();
     order.sort_unstable();
     let mut covered = std::collections::HashSet::new();
     let mut kept = Vec::new();
-    for (t, &(_, i)) in order {
-        if covered.contains(t) {
+    for (t, i) in order {
+        if covered.contains(&t) {
             continue;
         }
         kept.push(i);
