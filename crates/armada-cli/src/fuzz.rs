@@ -154,7 +154,8 @@ fn work_dir(args: &FuzzArgs) -> PathBuf {
     match (&args.output, &args.crashes) {
         (Some(o), _) => o.join(instance_name(args)),
         (None, Some(c)) => c.clone(),
-        (None, None) => PathBuf::from("."),
+        // (--cmin alone: beside the minimized corpus)
+        (None, None) => args.cmin.clone().unwrap_or_else(|| PathBuf::from(".")),
     }
 }
 
