@@ -284,6 +284,17 @@ pub struct Store {
     sites: Mutex<Vec<Box<crate::guard::SiteTable>>>,
 }
 
+/// What the store's map has for an entry (see `Store::seen`).
+enum Seen {
+    Unit(Option<UnitFn>),
+    Inside(UnitFn, u32),
+    /// Being compiled; ask again later.
+    Pending,
+    /// Being compiled, and the caller waits: compile it now.
+    Compile,
+    Nothing,
+}
+
 /// What [`Store::unit`] found.
 pub enum Found {
     /// The unit (None: this entry runs on the interpreter).
@@ -475,50 +486,30 @@ impl Store {
             return Found::Ready(self.compile(&page, pc, only_ran).map(|(f, _)| f));
         };
         // what is known already, under the shared lock
-        if let Ok(map) = self.map.read() {
-            match map.get(&key) {
-                Some(Entry {
-                    state: State::Done(f),
-                    ..
-                }) => return Found::Ready(*f),
-                Some(Entry {
-                    state: State::Inside(body, k),
-                    ..
-                }) => {
-                    let (body, k) = (*body, *k);
-                    drop(map);
-                    return Found::Ready(self.entered(key, body, k));
-                }
-                Some(Entry { heat, .. }) if !wait => {
-                    heat.fetch_add(1, Ordering::Relaxed);
-                    return Found::Pending;
-                }
-                _ => {}
-            }
+        let known = match self.map.read() {
+            Ok(map) => Self::seen(&map, &key, wait),
+            Err(_) => return Found::Ready(None),
+        };
+        match known {
+            Seen::Unit(f) => return Found::Ready(f),
+            Seen::Inside(body, k) => return Found::Ready(self.entered(key, body, k)),
+            Seen::Pending => return Found::Pending,
+            Seen::Nothing | Seen::Compile => {}
         }
         {
             let Ok(mut map) = self.map.write() else {
                 return Found::Ready(None);
             };
-            match map.get(&key) {
-                Some(Entry {
-                    state: State::Done(f),
-                    ..
-                }) => return Found::Ready(*f),
-                Some(Entry {
-                    state: State::Inside(body, k),
-                    ..
-                }) => {
-                    let (body, k) = (*body, *k);
+            // (again: another thread may have come between the two locks)
+            match Self::seen(&map, &key, wait) {
+                Seen::Unit(f) => return Found::Ready(f),
+                Seen::Inside(body, k) => {
                     drop(map);
                     return Found::Ready(self.entered(key, body, k));
                 }
-                Some(Entry { heat, .. }) if !wait => {
-                    heat.fetch_add(1, Ordering::Relaxed);
-                    return Found::Pending;
-                }
-                Some(_) => {}
-                None => {
+                Seen::Pending => return Found::Pending,
+                Seen::Compile => {}
+                Seen::Nothing => {
                     let heat = Arc::new(AtomicU32::new(0));
                     map.insert(
                         key,
@@ -544,6 +535,23 @@ impl Store {
             }
         }
         Found::Ready(self.compile_shared(&page, pc, only_ran))
+    }
+
+    /// What `map` has at `key`, for [`Self::unit`]; a waiting compile's heat is counted
+    /// (unless the caller will `wait` for it).
+    fn seen(map: &HashMap<(u64, usize), Entry>, key: &(u64, usize), wait: bool) -> Seen {
+        match map.get(key) {
+            None => Seen::Nothing,
+            Some(e) => match e.state {
+                State::Done(f) => Seen::Unit(f),
+                State::Inside(body, k) => Seen::Inside(body, k),
+                State::Pending if !wait => {
+                    e.heat.fetch_add(1, Ordering::Relaxed);
+                    Seen::Pending
+                }
+                State::Pending => Seen::Compile,
+            },
+        }
     }
 
     /// Compiles a shared unit and publishes it (unless another thread did first, or a
