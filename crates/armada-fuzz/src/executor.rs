@@ -21,7 +21,7 @@
 //! come to the host. Traces (CmpLog) run on the CPU engine, which records the same edges.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use armada_core::coverage::{CoverageMap, Virgin};
@@ -55,6 +55,9 @@ pub struct Pending {
 enum Job {
     /// Runs when collected (the CPU engine).
     Later,
+    /// Running on the host's cores, from a thread of its own (the CPU engine, rounds
+    /// pipelined): its results.
+    Cpu(std::thread::JoinHandle<Result<Vec<ExecResult>>>),
     /// Running on the device, in a thread of its own: the batch comes back, with the run's
     /// seconds.
     Running(std::thread::JoinHandle<Result<(Batch, f64), armada_gpu::Error>>),
@@ -62,11 +65,17 @@ enum Job {
 
 /// Runs rounds of inputs on the CPU engine, or on a GPU engine when one is given.
 pub struct Executor {
-    /// One target copy per worker thread: CPU executions and traces, and the lanes a GPU
-    /// round starts from.
-    copies: Vec<Mutex<Target>>,
+    /// One target copy per worker thread, and the last for threads outside the pool (the
+    /// fuzzer's own: traces): CPU executions and traces, and the lanes a GPU round starts
+    /// from.
+    copies: Arc<Vec<Mutex<Target>>>,
     /// Coverage maps of results already looked at, for the next executions.
-    maps: Mutex<Vec<CoverageMap>>,
+    maps: Arc<Mutex<Vec<CoverageMap>>>,
+    /// CPU rounds run on the host's cores from a thread of their own, while the fuzzer
+    /// makes the next (see [`Executor::set_background`]).
+    background: AtomicBool,
+    /// Rounds submitted so far (the first few carry their runs' path hashes).
+    submitted: std::sync::atomic::AtomicU64,
     engine: Option<Engine>,
     /// GPU batches kept from round to round (persistent lanes) that no round is running on:
     /// two at most, as one round runs while the next is made and submitted.
@@ -82,11 +91,13 @@ impl Executor {
         let persist = matches!(target.spec().via, Via::Stdin)
             && std::env::var("ARMADA_FUZZ_PERSISTENT").map_or(true, |v| v != "0");
         let mut copies: Vec<Mutex<Target>> =
-            (1..n).map(|_| Mutex::new(target.duplicate())).collect();
+            (0..n).map(|_| Mutex::new(target.duplicate())).collect();
         copies.insert(0, Mutex::new(target));
         Executor {
-            copies,
-            maps: Mutex::new(Vec::new()),
+            copies: Arc::new(copies),
+            maps: Arc::new(Mutex::new(Vec::new())),
+            background: AtomicBool::new(false),
+            submitted: std::sync::atomic::AtomicU64::new(0),
             engine,
             kept: Mutex::new(Vec::new()),
             persist: AtomicBool::new(persist),
@@ -98,16 +109,23 @@ impl Executor {
         self.engine.is_some()
     }
 
-    /// The copy of the target for the calling worker thread.
+    /// The copy of the target for the calling thread.
     fn copy(&self) -> std::sync::MutexGuard<'_, Target> {
-        let k = rayon::current_thread_index().unwrap_or(0) % self.copies.len();
-        self.copies[k].lock().unwrap_or_else(|p| p.into_inner())
+        copy_for_thread(&self.copies)
+    }
+
+    /// Runs the CPU engine's rounds on the host's cores from a thread of their own, so the
+    /// fuzzer makes the next round while one runs (its rounds pipelined, as on a GPU).
+    /// Results are the same: a round's maps are judged against the virgin map of its
+    /// submission, which lets through a superset of those with news, which the fuzzer
+    /// judges again as it merges them.
+    pub fn set_background(&self, on: bool) {
+        self.background.store(on, Ordering::Relaxed);
     }
 
     /// The compare operands `input` meets (one traced execution on the CPU engine).
     pub fn trace(&self, input: &[u8]) -> Result<Vec<(u64, u64)>> {
-        let mut t = self.copies[0].lock().unwrap_or_else(|p| p.into_inner());
-        t.trace(input)
+        self.copy().trace(input)
     }
 
     /// Gives back the maps of results that have been looked at.
@@ -133,9 +151,30 @@ impl Executor {
     /// judge the round's maps against as they end (a later one goes to `collect`).
     pub fn submit(&self, inputs: Vec<Vec<u8>>, virgin: Option<&Virgin>) -> Result<Pending> {
         let Some(engine) = &self.engine else {
+            if !self.background.load(Ordering::Relaxed) {
+                return Ok(Pending {
+                    inputs,
+                    job: Job::Later,
+                    laps: Vec::new(),
+                });
+            }
+            let (copies, pool) = (self.copies.clone(), self.maps.clone());
+            let virgin = virgin.cloned();
+            // (the fuzzer looks at path hashes in its first 4 rounds; seeds' runs come first)
+            let paths = self.submitted.fetch_add(1, Ordering::Relaxed) < 8;
+            let mine = inputs.clone();
+            let job = std::thread::Builder::new()
+                .name("armada-fuzz-round".into())
+                .spawn(move || {
+                    let maps = match &virgin {
+                        Some(v) => Maps::News { virgin: v, paths },
+                        None => Maps::All,
+                    };
+                    run_on_cpu(&copies, &pool, &mine, maps)
+                })?;
             return Ok(Pending {
                 inputs,
-                job: Job::Later,
+                job: Job::Cpu(job),
                 laps: Vec::new(),
             });
         };
@@ -164,7 +203,10 @@ impl Executor {
     pub fn collect(&self, p: Pending, maps: Maps) -> Result<(Vec<Vec<u8>>, Vec<ExecResult>)> {
         let Pending { inputs, job, laps } = p;
         let results = match job {
-            Job::Later => self.run_cpu(&inputs, maps)?,
+            Job::Later => run_on_cpu(&self.copies, &self.maps, &inputs, maps)?,
+            Job::Cpu(h) => h
+                .join()
+                .map_err(|_| anyhow::anyhow!("the thread running a fuzz round panicked"))??,
             Job::Running(h) => {
                 let t = std::time::Instant::now();
                 let (batch, run_s) = h
@@ -175,51 +217,6 @@ impl Executor {
             }
         };
         Ok((inputs, results))
-    }
-
-    /// The inputs run on the host's cores, a target copy per worker thread. Each worker
-    /// also judges its run's map against `maps` (the virgin map, which nothing changes
-    /// while a round runs): a map with no news goes back to the pool there, so the
-    /// fuzzer's own thread, which merges results one at a time, looks only at the few maps
-    /// that add something. (When it merged all of them, that one thread was a 64 KiB scan
-    /// per execution and the fuzzer ran at one core's speed however many it had.) Leaving
-    /// those maps out changes nothing: a map that adds nothing to the virgin map at the
-    /// round's start adds nothing to it later either.
-    fn run_cpu(&self, inputs: &[Vec<u8>], maps: Maps) -> Result<Vec<ExecResult>> {
-        inputs
-            .par_iter()
-            .map(|input| {
-                // (the thread's target copy keeps the maps its runs gave back: one lock a
-                // run, its own, where a pool for all threads was a lock they took in turn)
-                let mut t = self.copy();
-                let map = t
-                    .spare_maps
-                    .pop()
-                    .or_else(|| self.maps.lock().ok().and_then(|mut m| m.pop()));
-                let mut r = t.exec(input, map)?;
-                let keep = match maps {
-                    Maps::All => true,
-                    Maps::None => false,
-                    // crashes and hangs are filed by their maps
-                    Maps::News { .. } if !matches!(r.outcome, Outcome::Exited(_)) => true,
-                    Maps::News { virgin, paths } => match r.coverage.as_mut() {
-                        Some(m) => {
-                            if paths {
-                                r.path = Some(m.path_hash());
-                            }
-                            m.novelty_or_clear(virgin) != armada_core::coverage::Novelty::None
-                        }
-                        None => false,
-                    },
-                };
-                if !keep {
-                    if let Some(m) = r.coverage.take() {
-                        t.spare_maps.push(m);
-                    }
-                }
-                Ok(r)
-            })
-            .collect()
     }
 
     /// A batch with one lane per input, ready to run: a kept one taken back to its start with
@@ -426,4 +423,62 @@ impl Executor {
         }
         Ok(out)
     }
+}
+
+/// The inputs run on the host's cores, a target copy per worker thread. Each worker
+/// also judges its run's map against `maps` (the virgin map, which nothing changes
+/// while a round runs): a map with no news goes back to the pool there, so the
+/// fuzzer's own thread, which merges results one at a time, looks only at the few maps
+/// that add something. (When it merged all of them, that one thread was a 64 KiB scan
+/// per execution and the fuzzer ran at one core's speed however many it had.) Leaving
+/// those maps out changes nothing: a map that adds nothing to the virgin map at the
+/// round's start adds nothing to it later either.
+fn run_on_cpu(
+    copies: &[Mutex<Target>],
+    pool: &Mutex<Vec<CoverageMap>>,
+    inputs: &[Vec<u8>],
+    maps: Maps,
+) -> Result<Vec<ExecResult>> {
+    inputs
+        .par_iter()
+        .map(|input| {
+            // (the thread's target copy keeps the maps its runs gave back: one lock a
+            // run, its own, where a pool for all threads was a lock they took in turn)
+            let mut t = copy_for_thread(copies);
+            let map = t
+                .spare_maps
+                .pop()
+                .or_else(|| pool.lock().ok().and_then(|mut m| m.pop()));
+            let mut r = t.exec(input, map)?;
+            let keep = match maps {
+                Maps::All => true,
+                Maps::None => false,
+                // crashes and hangs are filed by their maps
+                Maps::News { .. } if !matches!(r.outcome, Outcome::Exited(_)) => true,
+                Maps::News { virgin, paths } => match r.coverage.as_mut() {
+                    Some(m) => {
+                        if paths {
+                            r.path = Some(m.path_hash());
+                        }
+                        m.novelty_or_clear(virgin) != armada_core::coverage::Novelty::None
+                    }
+                    None => false,
+                },
+            };
+            if !keep {
+                if let Some(m) = r.coverage.take() {
+                    t.spare_maps.push(m);
+                }
+            }
+            Ok(r)
+        })
+        .collect()
+}
+
+/// The target copy of the calling thread: a pool worker's own, or the last one for
+/// threads outside the pool.
+fn copy_for_thread(copies: &[Mutex<Target>]) -> std::sync::MutexGuard<'_, Target> {
+    let n = copies.len() - 1;
+    let k = rayon::current_thread_index().map_or(n, |k| k % n.max(1));
+    copies[k].lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -712,6 +712,8 @@ pub fn fuzz(
         _ => opts.pipeline.unwrap_or(exec.on_gpu()),
     };
     let depth = if pipeline { 2 } else { 1 };
+    // (on the CPU engine a pipelined round runs on the pool from a thread of its own)
+    exec.set_background(pipeline && !exec.on_gpu());
     let mut running: std::collections::VecDeque<Submitted> = Default::default();
     loop {
         let submitted: u64 = running.iter().map(|r| r.parents.len() as u64).sum();
