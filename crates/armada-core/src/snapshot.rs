@@ -253,8 +253,9 @@ pub const LOCAL_COPY_PAGES: usize = 4096;
 
 /// A snapshot that lanes on many threads restore from at once: a copy per thread of
 /// rayon's pool (a restore reads the snapshot's tables, and a snapshot is not shared
-/// between threads), so restores run side by side; each copy's pages are its own where
-/// the snapshot is small ([`Snapshot::duplicate_local`]).
+/// between threads), so restores run side by side. Pages stay shared by all: a GPU
+/// engine's lanes share a page's frame where they share its buffer (not
+/// [`Snapshot::duplicate_local`]).
 pub struct SharedSnapshot {
     copies: Vec<std::sync::Mutex<Snapshot>>,
 }
@@ -263,7 +264,7 @@ impl SharedSnapshot {
     pub fn new(s: Snapshot) -> SharedSnapshot {
         let n = rayon::current_num_threads().max(1);
         let mut copies: Vec<_> = (1..n)
-            .map(|_| std::sync::Mutex::new(s.duplicate_local()))
+            .map(|_| std::sync::Mutex::new(s.duplicate()))
             .collect();
         copies.insert(0, std::sync::Mutex::new(s));
         SharedSnapshot { copies }

@@ -90,8 +90,9 @@ impl Executor {
         let n = rayon::current_num_threads().max(1);
         let persist = matches!(target.spec().via, Via::Stdin)
             && std::env::var("ARMADA_FUZZ_PERSISTENT").map_or(true, |v| v != "0");
-        let mut copies: Vec<Mutex<Target>> =
-            (0..n).map(|_| Mutex::new(target.duplicate())).collect();
+        let mut copies: Vec<Mutex<Target>> = (0..n)
+            .map(|_| Mutex::new(target.duplicate(engine.is_none())))
+            .collect();
         copies.insert(0, Mutex::new(target));
         Executor {
             copies: Arc::new(copies),

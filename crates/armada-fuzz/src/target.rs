@@ -220,12 +220,20 @@ impl Target {
         self.snapshot.as_ref()
     }
 
-    /// A copy for another worker thread (its own snapshot copy; pages stay shared).
-    pub fn duplicate(&self) -> Target {
+    /// Another copy of the target, for another host thread; with page buffers of its own
+    /// where `local` (CPU executions: see `Snapshot::duplicate_local`), else sharing them
+    /// (a GPU engine's lanes share a page's frame where they share its buffer).
+    pub fn duplicate(&self, local: bool) -> Target {
         Target {
             spec: self.spec.clone(),
             image: self.image.clone(),
-            snapshot: self.snapshot.as_ref().map(|s| s.duplicate_local()),
+            snapshot: self.snapshot.as_ref().map(|s| {
+                if local {
+                    s.duplicate_local()
+                } else {
+                    s.duplicate()
+                }
+            }),
             start: self.start,
             spare_code: None,
             decoded: self.decoded.clone(),
