@@ -122,15 +122,15 @@ fn field<'a>(name: &'a str, key: &str) -> Option<&'a str> {
 impl AflDir {
     /// Opens `out/name` (made if missing), with the seeds of `seeds_dir` where given.
     /// Returns it, the inputs to start from (the queue of an earlier run, then the seeds
-    /// not in it: (file name, bytes), the seeds' names prefixed `orig:`), and whether it
-    /// resumed. `command_line`: the target's arguments, for `cmdline` and the stats.
+    /// not in it: (file name, bytes), the seeds' names prefixed `orig:`).
+    /// `command_line`: the target's arguments, for `cmdline` and the stats.
     pub fn open(
         out: &Path,
         name: &str,
         seeds_dir: Option<&Path>,
         max_len: usize,
         command_line: &[String],
-    ) -> Result<(AflDir, Vec<Named>, bool)> {
+    ) -> Result<(AflDir, Vec<Named>)> {
         if name.is_empty()
             || name.starts_with('.')
             || !name
@@ -215,7 +215,7 @@ impl AflDir {
         setup.push_str(&std::env::args().collect::<Vec<_>>().join(" "));
         setup.push('\n');
         write_new(&dir.join("fuzzer_setup"), setup.as_bytes())?;
-        Ok((d, inputs, resumed))
+        Ok((d, inputs))
     }
 
     pub fn dir(&self) -> &Path {

@@ -216,16 +216,14 @@ struct Run {
     corpus: Vec<Entry>,
     output: Output,
     t0: Instant,
-    /// For AFL++'s stats: entries found by mutation and taken from other instances,
-    /// executions that ran out of instructions, when the last find, crash and hang came
-    /// (seconds into the run), the executions at the last crash, the cycles at the last
-    /// find, the last parent picked.
+    /// For AFL++'s stats (beside those in `stats`): entries found by mutation and taken
+    /// from other instances, executions that ran out of instructions, when the last hang
+    /// came, the executions at the last crash, the cycles at the last find, the last parent
+    /// picked.
     found: usize,
     imported: usize,
     timeouts: u64,
-    last_find: Option<f64>,
-    last_crash: Option<f64>,
-    last_hang: Option<f64>,
+    last_hang: Option<Duration>,
     execs_at_crash: u64,
     cycles_at_find: u64,
     cur_item: usize,
@@ -293,7 +291,9 @@ impl Run {
             orig: orig.map(|o| o.strip_prefix("sync:").unwrap_or(o).to_string()),
             new_edges,
         };
-        let elapsed = self.t0.elapsed().as_secs_f64();
+        // (read only where something is saved: this runs once an execution)
+        let t0 = self.t0;
+        let elapsed = || t0.elapsed().as_secs_f64();
         match &r.outcome {
             Outcome::Crash {
                 key,
@@ -307,7 +307,7 @@ impl Run {
                     key,
                     input,
                     &o,
-                    elapsed,
+                    elapsed(),
                     self.stats.execs,
                     report,
                 )?;
@@ -316,7 +316,7 @@ impl Run {
                     self.stats.saved.push(p.clone());
                     self.stats.reports.push(report.clone());
                     self.to_minimize.push((p, input.to_vec(), key.clone()));
-                    self.last_crash = Some(elapsed);
+                    self.stats.last_crash = Some(Duration::from_secs_f64(elapsed()));
                     self.execs_at_crash = self.stats.execs;
                     return Ok(true);
                 }
@@ -331,7 +331,7 @@ impl Run {
                     &bucket,
                     input,
                     &o,
-                    elapsed,
+                    elapsed(),
                     self.stats.execs,
                     report,
                 )?;
@@ -339,7 +339,7 @@ impl Run {
                     self.stats.hangs += 1;
                     self.stats.saved.push(p);
                     self.stats.reports.push(report.clone());
-                    self.last_hang = Some(elapsed);
+                    self.last_hang = Some(Duration::from_secs_f64(elapsed()));
                     return Ok(true);
                 }
             }
@@ -353,12 +353,12 @@ impl Run {
                 if novelty != Novelty::None || keep_seed {
                     let o = origin(novelty == Novelty::NewEdges);
                     let index = self.corpus.len();
-                    let id = self
-                        .output
-                        .add_entry(input, index, &o, elapsed, self.stats.execs)?;
+                    let id =
+                        self.output
+                            .add_entry(input, index, &o, elapsed(), self.stats.execs)?;
                     if from.is_some() {
                         self.found += 1;
-                        self.last_find = Some(elapsed);
+                        self.stats.last_find = Some(Duration::from_secs_f64(elapsed()));
                         self.cycles_at_find = self.cycles();
                     } else if o.op == "sync" {
                         self.imported += 1;
@@ -399,13 +399,12 @@ impl Run {
 
     /// The status screen's figures into the stats.
     fn note_status(&mut self) {
+        let cycles = self.cycles();
         let s = &mut self.stats;
         s.favored = self.favored.len();
         s.pending = self.corpus.iter().filter(|e| e.picked == 0).count();
-        s.cycles = self.corpus.iter().map(|e| e.picked).min().unwrap_or(0);
+        s.cycles = cycles;
         s.max_depth = self.corpus.iter().map(|e| e.depth).max().unwrap_or(0);
-        s.last_find = self.last_find.map(Duration::from_secs_f64);
-        s.last_crash = self.last_crash.map(Duration::from_secs_f64);
     }
 
     /// Queue cycles done, as AFL counts them: times every entry has been picked.
@@ -413,39 +412,39 @@ impl Run {
         self.corpus.iter().map(|e| e.picked).min().unwrap_or(0)
     }
 
-    /// The figures of AFL++'s `fuzzer_stats` and `plot_data`.
-    fn status(&self, exec_limit: u64) -> Status {
-        let favored: std::collections::HashSet<usize> = self.favored.iter().copied().collect();
-        let pending = |only_favored: bool| {
-            self.corpus
-                .iter()
-                .enumerate()
-                .filter(|(i, e)| e.picked == 0 && (!only_favored || favored.contains(i)))
-                .count()
-        };
+    /// The figures of AFL++'s `fuzzer_stats` and `plot_data`: the status screen's, and
+    /// those only AFL++'s files have.
+    fn status(&mut self, exec_limit: u64) -> Status {
+        self.note_status();
+        let s = &self.stats;
+        let pending_favs = self
+            .favored
+            .iter()
+            .filter(|&&i| self.corpus[i].picked == 0)
+            .count();
         let elapsed = self.t0.elapsed().as_secs_f64();
-        let cycles = self.cycles();
+        let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
         Status {
             execs: self.stats.execs,
             execs_per_sec: self.stats.execs as f64 / elapsed.max(1e-9),
             corpus_count: self.corpus.len(),
-            favored: self.favored.len(),
+            favored: s.favored,
             found: self.found,
             imported: self.imported,
-            max_depth: self.corpus.iter().map(|e| e.depth).max().unwrap_or(0),
+            max_depth: s.max_depth,
             cur_item: self.cur_item,
-            pending_favs: pending(true),
-            pending_total: pending(false),
-            cycles_done: cycles,
-            cycles_wo_finds: cycles.saturating_sub(self.cycles_at_find),
+            pending_favs,
+            pending_total: s.pending,
+            cycles_done: s.cycles,
+            cycles_wo_finds: s.cycles.saturating_sub(self.cycles_at_find),
             edges: self.virgin.edges(),
             crashes: self.output.known_crashes(),
             hangs: self.output.known_hangs(),
             timeouts: self.timeouts,
             elapsed,
-            last_find: self.last_find,
-            last_crash: self.last_crash,
-            last_hang: self.last_hang,
+            last_find: secs(s.last_find),
+            last_crash: secs(s.last_crash),
+            last_hang: secs(self.last_hang),
             execs_since_crash: self.stats.execs - self.execs_at_crash,
             exec_limit,
         }
@@ -627,8 +626,6 @@ pub fn fuzz(
         found: 0,
         imported: 0,
         timeouts: 0,
-        last_find: None,
-        last_crash: None,
         last_hang: None,
         execs_at_crash: 0,
         cycles_at_find: 0,

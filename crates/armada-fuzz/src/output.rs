@@ -40,7 +40,7 @@ impl Output {
     ) -> Result<(Output, Vec<Named>)> {
         Ok(match afl {
             Some(a) => {
-                let (d, inputs, _) = AflDir::open(
+                let (d, inputs) = AflDir::open(
                     &a.out,
                     &a.name,
                     a.seeds.as_deref(),

@@ -38,24 +38,26 @@ impl CodeMemory {
             end: 0,
         }
     }
+}
 
-    fn map(len: usize) -> std::io::Result<*mut u8> {
-        // SAFETY: a new anonymous private mapping, checked below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(p as *mut u8)
+/// `len` bytes of fresh private memory mapped read, write and execute, backed only as
+/// they are touched (units' chunks here, and each lane's quick blocks).
+pub(crate) fn map_rwx(len: usize) -> std::io::Result<*mut u8> {
+    // SAFETY: a new anonymous private mapping, checked below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
     }
+    Ok(p as *mut u8)
 }
 
 impl JITMemoryProvider for CodeMemory {
@@ -69,7 +71,7 @@ impl JITMemoryProvider for CodeMemory {
         let mut at = self.next.next_multiple_of(align);
         if self.chunks.is_empty() || at + size > self.end {
             let len = CHUNK.max(size.next_multiple_of(4096) + 4096);
-            let p = Self::map(len)?;
+            let p = map_rwx(len)?;
             self.chunks.push((p, len));
             self.next = p as usize;
             self.end = self.next + len;

@@ -216,30 +216,17 @@ pub(crate) mod lane {
     impl CodeMem {
         fn new() -> Option<CodeMem> {
             let size = CODE_BYTES + COUNT_BYTES;
-            // SAFETY: a fresh private anonymous mapping, nothing else refers to it.
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    size,
-                    libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                    -1,
-                    0,
-                )
-            };
-            if p == libc::MAP_FAILED {
-                return None;
-            }
+            let p = crate::codemem::map_rwx(size).ok()?;
             // SAFETY: the tail of the mapping just made; the counts are data only.
             unsafe {
                 libc::mprotect(
-                    (p as *mut u8).add(CODE_BYTES) as *mut libc::c_void,
+                    p.add(CODE_BYTES) as *mut libc::c_void,
                     COUNT_BYTES,
                     libc::PROT_READ | libc::PROT_WRITE,
                 )
             };
             Some(CodeMem {
-                base: p as *mut u8,
+                base: p,
                 size: CODE_BYTES,
                 used: 0,
                 counts_used: 0,
