@@ -48,6 +48,12 @@ pub struct RunArgs {
     /// --root and --deterministic refuse it. Without it, such an exec fails with ENOEXEC.
     #[arg(long)]
     pub host_exec: bool,
+    /// Wait for gdb at PORT (127.0.0.1), HOST:PORT or a Unix socket path before the first
+    /// instruction, and run the program under it, as qemu-aarch64 -g: breakpoints,
+    /// watchpoints, single steps, threads, registers and memory (`gdb-multiarch PROGRAM
+    /// -ex 'target remote :PORT'`). CPU engine only.
+    #[arg(short = 'g', long = "gdb", value_name = "PORT", env = "QEMU_GDB")]
+    pub gdb: Option<String>,
     #[command(flatten)]
     pub guest: GuestCommand,
 }
@@ -208,6 +214,14 @@ pub fn run(args: RunArgs, inherited: Vec<i32>) -> Result<u8> {
     if args.host_exec && !matches!(args.backend, Backend::Cpu) {
         bail!("--host-exec runs on the CPU engine only (--backend cpu)");
     }
+    let gdb = args
+        .gdb
+        .as_deref()
+        .map(armada_gdb::Listen::parse)
+        .transpose()?;
+    if gdb.is_some() && !matches!(args.backend, Backend::Cpu) {
+        bail!("-g debugs programs on the CPU engine only (--backend cpu); a GPU lane can be replayed there");
+    }
     check_backend(args.backend)?;
     let image = Image::load(args.guest.program())
         .with_context(|| format!("cannot run {}", args.guest.program().display()))?;
@@ -241,6 +255,14 @@ pub fn run(args: RunArgs, inherited: Vec<i32>) -> Result<u8> {
         let (l, steps) = lanes.pop().context("the GPU engine returned no lane")?;
         lane = l;
         host_steps = Some(steps);
+        lane.exit.clone().unwrap_or(Exit::InstructionLimit)
+    } else if let Some(at) = &gdb {
+        lane = armada_gdb::serve(
+            lane,
+            args.max_instructions,
+            at,
+            &args.guest.program().display().to_string(),
+        )?;
         lane.exit.clone().unwrap_or(Exit::InstructionLimit)
     } else {
         lane.run(args.max_instructions).clone()

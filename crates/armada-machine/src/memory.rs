@@ -21,9 +21,11 @@ mod arena;
 mod gpu;
 #[cfg(test)]
 mod tests;
+mod watch;
 mod window;
 
 pub use arena::PageBuf;
+pub use watch::{Watch, WatchHit, WatchKind};
 use window::{Shown, Window};
 pub use window::{WINDOW_BITS, WINDOW_BYTES, WINDOW_RESERVED};
 
@@ -377,6 +379,8 @@ pub struct AddressSpace {
     /// This address space's identity ([`Self::space_id`]): a fresh one for every address
     /// space made, a fork's copy included.
     id: u64,
+    /// A debugger's watchpoints (see `watch.rs`); a fork's copy has none.
+    watch: Option<Box<watch::Watches>>,
 }
 
 /// The next [`AddressSpace::space_id`].
@@ -422,6 +426,7 @@ impl Clone for AddressSpace {
             host_written: None,
             host_before: None,
             id: new_space_id(),
+            watch: None,
         }
     }
 }
@@ -470,6 +475,7 @@ impl AddressSpace {
             host_written: None,
             host_before: None,
             id: new_space_id(),
+            watch: None,
         }
     }
 
@@ -772,6 +778,9 @@ impl AddressSpace {
     /// A window that can show no more is given up (and the TLB emptied, as its entries
     /// point into it); the page is then filled as in an address space without one.
     fn shown(&mut self, vpn: u64, ptr: *mut u8) -> Option<*mut u8> {
+        if self.watched_page(vpn) {
+            return None;
+        }
         let Some(w) = self.window.as_mut() else {
             return Some(biased(ptr, vpn));
         };
@@ -1321,6 +1330,9 @@ impl AddressSpace {
     }
 
     fn read_bytes_perm(&mut self, addr: u64, buf: &mut [u8], need: Perm) -> Result<(), Fault> {
+        if need == Perm::R {
+            self.check_watch(addr, buf.len() as u64, false)?;
+        }
         let mut done = 0usize;
         while done < buf.len() {
             let a = addr.wrapping_add(done as u64);
@@ -1339,6 +1351,7 @@ impl AddressSpace {
     /// a failing write changes nothing.
     pub fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), Fault> {
         self.check_writable(addr, data.len() as u64)?;
+        self.check_watch(addr, data.len() as u64, true)?;
         let mut done = 0usize;
         while done < data.len() {
             let a = addr.wrapping_add(done as u64);

@@ -17,6 +17,10 @@ use std::sync::{Arc, Mutex};
 
 const WORDS_PER_PAGE: usize = (PAGE_SIZE / 4) as usize;
 
+/// The immediate of the `BRK` a debugger's breakpoint decodes as (see
+/// [`CodeCache::set_traps`]); a stop is the debugger's when its PC is one of its addresses.
+pub const DEBUG_BRK_IMM: u64 = 0xdb9;
+
 /// `len` slots of `NOT_DECODED` (op number 0) in memory mapped straight from the OS: its
 /// pages are zero until touched, and only the pages of code that runs are ever touched,
 /// so a large executable area costs nothing up front. (Through the allocator, a process
@@ -120,6 +124,8 @@ pub struct CodeCache {
     pub(crate) tier: Option<Arc<dyn super::Tier>>,
     /// That tier's state for this lane.
     tier_state: Option<Box<dyn std::any::Any + Send>>,
+    /// A debugger's breakpoints (see [`Self::set_traps`]).
+    traps: std::collections::BTreeSet<u64>,
 }
 
 /// One page of decoded code, as [`CodeCache::page_ops`] hands it to a tier: its micro-ops
@@ -215,6 +221,33 @@ impl CodeCache {
     /// The tier that runs this code (None: the interpreter).
     pub fn tier(&self) -> Option<&Arc<dyn super::Tier>> {
         self.tier.as_ref()
+    }
+
+    /// Sets a debugger's breakpoints: the instruction at each address decodes as a `BRK`
+    /// (the interpreter stops there with `Stop::Breakpoint`, the PC at it, nothing done) while
+    /// memory keeps the program's own bytes, so the guest and the debugger read its code as
+    /// it is. Pages whose breakpoints changed are decoded again; pages with breakpoints are
+    /// neither taken from nor given to the pages shared with other lanes. A compare fused
+    /// with the branch after it is not fused where that branch has a breakpoint, so the
+    /// stop comes between them.
+    pub fn set_traps(&mut self, traps: &std::collections::BTreeSet<u64>) {
+        if *traps == self.traps {
+            return;
+        }
+        let changed: std::collections::BTreeSet<u64> = self
+            .traps
+            .symmetric_difference(traps)
+            .map(|a| a >> PAGE_SHIFT)
+            .collect();
+        self.traps = traps.clone();
+        for vpn in changed {
+            self.invalidate_page(vpn);
+        }
+    }
+
+    /// The debugger's breakpoints (see [`Self::set_traps`]).
+    pub fn traps(&self) -> &std::collections::BTreeSet<u64> {
+        &self.traps
     }
 
     /// Takes the tier's state for this lane out (to be put back with `put_tier_state`).
@@ -419,7 +452,9 @@ impl CodeCache {
         if let Some(buf) = mem.page_data(vpn) {
             r.decoded.insert(vpn, buf.clone());
         }
-        let shared = match (&self.shared, r.writable) {
+        let page_end = addr + n as u64 * 4;
+        let trapped = self.traps.range(addr..page_end).next().is_some();
+        let shared = match (&self.shared, r.writable || trapped) {
             (Some(s), false) => mem.page_data(vpn).map(|p| (s, p.clone())),
             _ => None,
         };
@@ -439,6 +474,12 @@ impl CodeCache {
         for k in 0..n {
             if let Some(u) = super::fused::bitfield(&r.ops[first + k]) {
                 r.ops[first + k] = u;
+            }
+        }
+        for &at in self.traps.range(addr..page_end) {
+            if at & 3 == 0 {
+                r.ops[first + ((at - addr) / 4) as usize] =
+                    MicroOp::new(ops::BRK).imm(DEBUG_BRK_IMM);
             }
         }
         for k in 0..n.saturating_sub(1) {

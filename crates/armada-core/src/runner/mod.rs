@@ -28,6 +28,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 pub mod crash;
+pub mod debug;
 pub(crate) mod pause;
 mod sched;
 pub use sched::QUANTUM;

@@ -1,0 +1,148 @@
+//! A debugger's watchpoints on an address space (`armada run -g`).
+//!
+//! The engine sees every access, so a watchpoint is exact and costs nothing where nothing
+//! is watched: a watched page never gets a TLB entry, so every access to it goes the slow
+//! way, and the slow way checks the watched ranges. An access that touches one, while the
+//! watchpoints are armed, is refused as a fault and recorded as a hit: the instruction
+//! does not happen (the PC stays at it, nothing retires), which is what gdb expects of an
+//! AArch64 target (its watchpoints stop before the access; gdb steps over it itself with
+//! the watchpoints removed). They are armed only while guest instructions run: a syscall's
+//! own reads and writes of guest memory never stop the program, as on Linux.
+
+use super::{Access, AddressSpace, Fault, PAGE_SHIFT};
+use rustc_hash::FxHashSet as HashSet;
+
+/// Which accesses a watchpoint stops at (gdb's `watch`, `rwatch`, `awatch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WatchKind {
+    Write,
+    Read,
+    Access,
+}
+
+impl WatchKind {
+    fn catches(self, write: bool) -> bool {
+        match self {
+            WatchKind::Write => write,
+            WatchKind::Read => !write,
+            WatchKind::Access => true,
+        }
+    }
+}
+
+/// A watched range of guest memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Watch {
+    pub addr: u64,
+    pub len: u64,
+    pub kind: WatchKind,
+}
+
+/// An access that a watchpoint stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WatchHit {
+    /// The watchpoint it hit.
+    pub watch: Watch,
+    /// Whether the access was a write (else a read).
+    pub write: bool,
+    /// The first byte of the access.
+    pub addr: u64,
+}
+
+#[derive(Default)]
+pub(super) struct Watches {
+    list: Vec<Watch>,
+    /// The pages the watched ranges touch: never in the TLB.
+    pages: HashSet<u64>,
+    armed: bool,
+    hit: Option<WatchHit>,
+}
+
+impl Watches {
+    pub(super) fn hides(&self, vpn: u64) -> bool {
+        self.pages.contains(&vpn)
+    }
+
+    /// The fault for an access of `len` bytes at `addr`, if it touches a watched range
+    /// that catches it.
+    fn check(&mut self, addr: u64, len: u64, write: bool) -> Result<(), Fault> {
+        if !self.armed || len == 0 {
+            return Ok(());
+        }
+        let end = addr.saturating_add(len);
+        let hit = self
+            .list
+            .iter()
+            .find(|w| w.kind.catches(write) && addr < w.addr.saturating_add(w.len) && w.addr < end);
+        match hit {
+            None => Ok(()),
+            Some(&watch) => {
+                self.hit = Some(WatchHit { watch, write, addr });
+                Err(Fault {
+                    addr: addr.max(watch.addr),
+                    access: if write { Access::Write } else { Access::Read },
+                    mapped: true,
+                })
+            }
+        }
+    }
+}
+
+impl AddressSpace {
+    /// Sets the watched ranges (replacing any): see the module's comment. An empty list
+    /// turns watching off.
+    pub fn set_watches(&mut self, list: &[Watch]) {
+        let armed = self.watch.as_ref().is_some_and(|w| w.armed);
+        if list.is_empty() {
+            self.watch = None;
+            return;
+        }
+        let mut w = Watches {
+            list: list.to_vec(),
+            armed,
+            ..Default::default()
+        };
+        for x in list {
+            let last = x.addr.saturating_add(x.len.max(1) - 1);
+            for vpn in (x.addr >> PAGE_SHIFT)..=(last >> PAGE_SHIFT) {
+                w.pages.insert(vpn);
+            }
+        }
+        self.watch = Some(Box::new(w));
+        // the pages leave the TLB (and a window, where there is one)
+        self.flush_tlb();
+    }
+
+    /// Arms or disarms the watched ranges: armed while guest instructions run, not while
+    /// the Linux layer reads or writes guest memory for a syscall.
+    pub fn arm_watches(&mut self, on: bool) {
+        if let Some(w) = self.watch.as_mut() {
+            w.armed = on;
+        }
+    }
+
+    /// The watched ranges.
+    pub fn watches(&self) -> &[Watch] {
+        self.watch.as_ref().map_or(&[], |w| &w.list)
+    }
+
+    /// The access the last watch fault stopped, taken.
+    pub fn take_watch_hit(&mut self) -> Option<WatchHit> {
+        self.watch.as_mut().and_then(|w| w.hit.take())
+    }
+
+    /// Whether page `vpn` is watched (kept out of the TLB).
+    #[inline]
+    pub(super) fn watched_page(&self, vpn: u64) -> bool {
+        self.watch.as_ref().is_some_and(|w| w.hides(vpn))
+    }
+
+    /// Checks an access the slow path is about to make against the watched ranges.
+    #[inline]
+    pub(super) fn check_watch(&mut self, addr: u64, len: u64, write: bool) -> Result<(), Fault> {
+        match self.watch.as_mut() {
+            None => Ok(()),
+            Some(w) => w.check(addr, len, write),
+        }
+    }
+}

@@ -1,0 +1,43 @@
+// The program the gdb stub's tests debug (crates/armada-cli/tests/gdb.rs): a call to break
+// at, stores to watch, a vector register, threads, and a fault, each chosen by argv[1].
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+long watched;
+volatile long counter;
+
+__attribute__((noinline)) long add(long a, long b) {
+    return a + b;
+}
+
+__attribute__((noinline)) void in_thread(long id) {
+    __atomic_fetch_add(&counter, id, __ATOMIC_SEQ_CST);
+}
+
+static void *worker(void *arg) {
+    long id = (long)arg;
+    for (int i = 0; i < 100; i++)
+        __atomic_fetch_add(&counter, 1, __ATOMIC_SEQ_CST);
+    in_thread(id);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "";
+    long s = add(2, 3);
+    watched = s;
+    watched = s * 7;
+    __asm__ volatile("movi v5.16b, #0x2a" ::: "v5");
+    if (strcmp(mode, "threads") == 0) {
+        pthread_t t[2];
+        for (long i = 0; i < 2; i++)
+            pthread_create(&t[i], NULL, worker, (void *)(i + 1));
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+    }
+    if (strcmp(mode, "segv") == 0)
+        *(volatile int *)16 = 1;
+    printf("sum %ld watched %ld counter %ld\n", s, watched, counter);
+    return 0;
+}
