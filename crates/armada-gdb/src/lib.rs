@@ -66,11 +66,13 @@ fn accept(at: &Listen, program: &str) -> Result<Conn> {
                 ),
                 _ => anyhow::anyhow!("cannot serve gdb on {addr}: {e}"),
             })?;
-            let shown = addr.strip_prefix("127.0.0.1").unwrap_or(addr);
-            announce(program, &format!("target remote {shown}"), addr);
+            // (port 0: the one the system chose, which the announcement gives)
+            let bound = l.local_addr().map_or(addr.clone(), |a| a.to_string());
+            let shown = bound.strip_prefix("127.0.0.1").unwrap_or(&bound);
+            announce(program, &format!("target remote {shown}"), &bound);
             let (s, _) = l.accept().context("waiting for gdb")?;
             let _ = s.set_nodelay(true);
-            (Box::new(s), addr.clone())
+            (Box::new(s), bound)
         }
         Listen::Unix(path) => {
             if path.exists() {

@@ -1,7 +1,8 @@
 // The program the gdb stub's tests debug (crates/armada-cli/tests/gdb.rs): a call to break
-// at, stores to watch, a vector register, threads, and a fault, each chosen by argv[1].
+// at, stores to watch, a vector register, threads, and a fault and abort(), each chosen by argv[1].
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 long watched;
@@ -38,6 +39,8 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "segv") == 0)
         *(volatile int *)16 = 1;
+    if (strcmp(mode, "abort") == 0)
+        abort();
     printf("sum %ld watched %ld counter %ld\n", s, watched, counter);
     return 0;
 }

@@ -20,6 +20,7 @@
 
 use super::{Exit, Lane};
 use crate::cpu;
+use crate::linux::SysOutcome;
 use crate::memory::{Watch, WatchHit};
 use crate::state::{CpuState, Stop};
 use std::collections::BTreeSet;
@@ -52,14 +53,24 @@ pub enum Resume {
     Step(i32),
 }
 
+/// A signal the debugger stopped the program for, not delivered yet.
+#[derive(Clone, Copy, Debug)]
+enum Pending {
+    /// A synchronous one: the engine's stop, serviced as without a debugger.
+    Stop(Stop),
+    /// The process's own syscall (abort's `tgkill`, `raise`, `kill` of itself) sent it a
+    /// signal that ends it: the syscall has completed, and this is its outcome.
+    Killed(SysOutcome),
+}
+
 /// The debugger's state: what it follows, its breakpoints and watchpoints, and the stop it
 /// reported last.
 pub struct Debugger {
     pid: i32,
     breakpoints: BTreeSet<u64>,
     watches: Vec<Watch>,
-    /// The stop that a `Signal` event reported: delivered on a resume with its signal.
-    pending: Option<Stop>,
+    /// What a `Signal` event reported: delivered on a resume with its signal.
+    pending: Option<Pending>,
     /// Stepping: whether the stepped thread has run its instruction yet.
     stepped: bool,
 }
@@ -182,12 +193,15 @@ impl Lane {
         slice: u64,
         max: Option<u64>,
     ) -> Event {
-        if let Some(stop) = dbg.pending.take() {
-            if deliver {
-                if let Some(e) = self.service(stop) {
-                    self.exit = Some(e);
-                }
-            }
+        let ended = match dbg.pending.take() {
+            Some(Pending::Stop(stop)) if deliver => self.service(stop),
+            Some(Pending::Killed(o)) if deliver => self.after_syscall(o),
+            // the signal is dropped: the syscall's caller goes on
+            Some(Pending::Killed(_)) => self.after_syscall(SysOutcome::Continue),
+            _ => None,
+        };
+        if let Some(e) = ended {
+            self.exit = Some(e);
         }
         let start = self.retired();
         loop {
@@ -249,11 +263,26 @@ impl Lane {
                         };
                     }
                     Stop::Fault(_) | Stop::Undefined(_) | Stop::Breakpoint(_) => {
-                        dbg.pending = Some(stop);
+                        dbg.pending = Some(Pending::Stop(stop));
                         return Event::Signal {
                             tid: cur,
                             signal: self.signal_of(&stop),
                         };
+                    }
+                    Stop::Syscall if self.pause.is_none() && self.return_trap.is_none() => {
+                        let p = &mut self.program;
+                        let outcome = p.process.syscall(&mut p.state, &mut p.mem);
+                        if stepping {
+                            dbg.stepped = true;
+                        }
+                        if let SysOutcome::Killed(signal) = outcome {
+                            dbg.pending = Some(Pending::Killed(outcome));
+                            return Event::Signal { tid: cur, signal };
+                        }
+                        if let Some(e) = self.after_syscall(outcome) {
+                            self.exit = Some(e);
+                        }
+                        continue;
                     }
                     _ => {}
                 }
@@ -294,16 +323,7 @@ impl Lane {
     fn signal_of(&mut self, stop: &Stop) -> i32 {
         use crate::linux::signal as sig;
         match stop {
-            Stop::Fault(f) => {
-                let pc = self.program.state.pc;
-                if f.access == crate::memory::Access::Execute && pc & 3 != 0 {
-                    sig::SIGBUS
-                } else if f.mapped && self.program.process.past_eof(f.addr) {
-                    sig::SIGBUS
-                } else {
-                    sig::SIGSEGV
-                }
-            }
+            Stop::Fault(f) => super::fault_signal(&mut self.program, f).0,
             Stop::Breakpoint(_) => sig::SIGTRAP,
             _ => sig::SIGILL,
         }

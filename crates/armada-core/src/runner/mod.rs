@@ -73,6 +73,19 @@ fn restartable(nr: u64) -> bool {
     )
 }
 
+/// The signal and si_code a memory fault of `p`'s running task raises.
+fn fault_signal(p: &mut Program, f: &crate::memory::Fault) -> (i32, i32) {
+    if f.access == Access::Execute && p.state.pc & 3 != 0 {
+        (sig::SIGBUS, sig::BUS_ADRALN)
+    } else if f.mapped && p.process.past_eof(f.addr) {
+        (sig::SIGBUS, sig::BUS_ADRERR)
+    } else if f.mapped {
+        (sig::SIGSEGV, sig::SEGV_ACCERR)
+    } else {
+        (sig::SIGSEGV, sig::SEGV_MAPERR)
+    }
+}
+
 /// A program together with its decoded code: one lane.
 pub struct Lane {
     /// The process being serviced: its running task's registers, its memory, its Linux
@@ -458,15 +471,7 @@ impl Lane {
             }
             Stop::Budget => return Some(Exit::InstructionLimit),
             Stop::Fault(f) => {
-                let (sig, code) = if f.access == Access::Execute && pc & 3 != 0 {
-                    (sig::SIGBUS, sig::BUS_ADRALN)
-                } else if f.mapped && p.process.past_eof(f.addr) {
-                    (sig::SIGBUS, sig::BUS_ADRERR)
-                } else if f.mapped {
-                    (sig::SIGSEGV, sig::SEGV_ACCERR)
-                } else {
-                    (sig::SIGSEGV, sig::SEGV_MAPERR)
-                };
+                let (sig, code) = fault_signal(p, &f);
                 let mut why = format!("{} at pc {pc:#x}: {f}", sig::name(sig));
                 if !f.mapped && p.mem.area_at(f.addr).is_some() {
                     why = format!(
