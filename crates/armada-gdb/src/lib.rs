@@ -148,6 +148,7 @@ pub fn serve(lane: Lane, max: Option<u64>, at: &Listen, program: &str) -> Result
         .packet_buffer_size(0x4000)
         .build()
         .map_err(|e| anyhow::anyhow!("cannot start the gdb stub: {e}"))?;
+    let mut killed = false;
     let detached = match stub.run_blocking::<EventLoop>(&mut session) {
         Ok(DisconnectReason::TargetExited(_)) | Ok(DisconnectReason::TargetTerminated(_)) => false,
         Ok(DisconnectReason::Disconnect) => {
@@ -155,10 +156,7 @@ pub fn serve(lane: Lane, max: Option<u64>, at: &Listen, program: &str) -> Result
             true
         }
         Ok(DisconnectReason::Kill) => {
-            session.lane.exit = Some(Exit::Signal {
-                signal: 9,
-                message: Some("killed by gdb".to_string()),
-            });
+            killed = true;
             false
         }
         Err(e) if e.is_connection_error() => {
@@ -167,9 +165,15 @@ pub fn serve(lane: Lane, max: Option<u64>, at: &Listen, program: &str) -> Result
         }
         Err(e) => bail!("the gdb stub failed: {e}"),
     };
-    let Session {
-        mut lane, mut dbg, ..
-    } = session;
+    let Session { tl, mut dbg, .. } = session;
+    // after a look at the past, the program goes on from the present
+    let mut lane = tl.into_present();
+    if killed {
+        lane.exit = Some(Exit::Signal {
+            signal: 9,
+            message: Some("killed by gdb".to_string()),
+        });
+    }
     if detached && lane.exit.is_none() {
         lane.debug_detach(&mut dbg);
         lane.run(max);

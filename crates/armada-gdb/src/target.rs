@@ -4,9 +4,13 @@
 use crate::arch::{gdb_signal, Aarch64Linux, Regs};
 use armada_core::memory::{Watch, WatchKind as Kind};
 use armada_core::runner::debug::{Debugger, Event, Resume};
+use armada_core::runner::history::{Back, Timeline};
 use armada_core::runner::{Exit, Lane};
 use gdbstub::common::{Pid, Signal, Tid};
 use gdbstub::stub::MultiThreadStopReason;
+use gdbstub::target::ext::base::reverse_exec::{
+    ReplayLogPosition, ReverseCont, ReverseContOps, ReverseStep, ReverseStepOps,
+};
 use gdbstub::target::ext::auxv::{Auxv, AuxvOps};
 use gdbstub::target::ext::base::multithread::{
     MultiThreadBase, MultiThreadResume, MultiThreadResumeOps, MultiThreadSchedulerLocking,
@@ -24,10 +28,22 @@ use gdbstub::target::{Target, TargetError, TargetResult};
 /// (Ctrl-C): about a tenth of a second on the interpreter.
 pub(crate) const SLICE: u64 = 4 << 20;
 
+/// Which way gdb asked the program to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    /// `bs`: one instruction back.
+    BackStep,
+    /// `bc`: back to the last breakpoint or watched access.
+    BackContinue,
+}
+
 /// A program under gdb.
 pub struct Session {
-    pub lane: Lane,
+    /// The program, with its history when it runs deterministically.
+    pub tl: Timeline,
     pub dbg: Debugger,
+    direction: Direction,
     /// `--max-instructions`.
     pub max: Option<u64>,
     resume: Resume,
@@ -44,6 +60,7 @@ impl Session {
     pub fn new(mut lane: Lane, max: Option<u64>) -> Session {
         let dbg = Debugger::new(&mut lane);
         let auxv = initial_auxv(&mut lane);
+        let deterministic = lane.program.process.cfg.deterministic;
         let exe = {
             use std::os::unix::ffi::OsStrExt;
             lane.program
@@ -55,8 +72,9 @@ impl Session {
                 .to_vec()
         };
         Session {
-            lane,
+            tl: Timeline::new(lane, deterministic),
             dbg,
+            direction: Direction::Forward,
             max,
             resume: Resume::Continue,
             deliver: false,
@@ -67,15 +85,33 @@ impl Session {
 
     /// Runs the program as gdb last asked, for one slice; None: no stop yet.
     pub(crate) fn run_slice(&mut self) -> Option<MultiThreadStopReason<u64>> {
-        let ev = self.lane.debug_run(
-            &mut self.dbg,
-            self.resume,
-            std::mem::take(&mut self.deliver),
-            SLICE,
-            self.max,
-        );
+        let ev = match self.direction {
+            Direction::Forward => self.tl.run(
+                &mut self.dbg,
+                self.resume,
+                std::mem::take(&mut self.deliver),
+                SLICE,
+                self.max,
+            ),
+            Direction::BackStep | Direction::BackContinue => {
+                let back = if self.direction == Direction::BackStep {
+                    self.tl.step_back(&mut self.dbg)
+                } else {
+                    self.tl.continue_back(&mut self.dbg)
+                };
+                match back {
+                    Back::At(ev) => ev,
+                    Back::Begin { tid } => {
+                        return Some(MultiThreadStopReason::ReplayLog {
+                            tid: Some(tid_of(tid)),
+                            pos: ReplayLogPosition::Begin,
+                        })
+                    }
+                }
+            }
+        };
         Some(match ev {
-            Event::Slice => return None,
+            Event::Slice | Event::Syscall => return None,
             Event::Breakpoint { tid } => MultiThreadStopReason::SwBreak(tid_of(tid)),
             Event::Watch { tid, hit } => MultiThreadStopReason::Watch {
                 tid: tid_of(tid),
@@ -84,9 +120,7 @@ impl Session {
                     Kind::Read => WatchKind::Read,
                     Kind::Access => WatchKind::ReadWrite,
                 },
-                addr: hit
-                    .addr
-                    .clamp(hit.watch.addr, hit.watch.addr + hit.watch.len - 1),
+                addr: hit.addr.clamp(hit.watch.addr, hit.watch.addr + hit.watch.len - 1),
             },
             Event::Stepped { tid } => MultiThreadStopReason::SignalWithThread {
                 tid: tid_of(tid),
@@ -98,9 +132,7 @@ impl Session {
             },
             Event::Exited(e) => match e {
                 Exit::Code(c) => MultiThreadStopReason::Exited(c as u8),
-                Exit::Signal { signal, .. } => {
-                    MultiThreadStopReason::Terminated(gdb_signal(signal))
-                }
+                Exit::Signal { signal, .. } => MultiThreadStopReason::Terminated(gdb_signal(signal)),
                 Exit::InstructionLimit | Exit::Unsupported(_) => {
                     MultiThreadStopReason::Terminated(Signal::SIGKILL)
                 }
@@ -111,9 +143,10 @@ impl Session {
     /// The stop an interrupt from gdb makes: SIGINT in the thread that runs.
     pub(crate) fn interrupted(&self) -> MultiThreadStopReason<u64> {
         let tid = self
+            .tl
             .lane
             .debug_current_thread(&self.dbg)
-            .or_else(|| self.lane.debug_threads(&self.dbg).first().copied())
+            .or_else(|| self.tl.lane.debug_threads(&self.dbg).first().copied())
             .unwrap_or(self.dbg.pid());
         MultiThreadStopReason::SignalWithThread {
             tid: tid_of(tid),
@@ -190,6 +223,7 @@ impl Target for Session {
 impl MultiThreadBase for Session {
     fn read_registers(&mut self, regs: &mut Regs, tid: Tid) -> TargetResult<(), Self> {
         let st = self
+            .tl
             .lane
             .debug_regs(&self.dbg, tid.get() as i32)
             .ok_or(TargetError::NonFatal)?;
@@ -198,7 +232,9 @@ impl MultiThreadBase for Session {
     }
 
     fn write_registers(&mut self, regs: &Regs, tid: Tid) -> TargetResult<(), Self> {
+        self.tl.changed();
         let st = self
+            .tl
             .lane
             .debug_regs(&self.dbg, tid.get() as i32)
             .ok_or(TargetError::NonFatal)?;
@@ -208,6 +244,7 @@ impl MultiThreadBase for Session {
 
     fn read_addrs(&mut self, start: u64, data: &mut [u8], _tid: Tid) -> TargetResult<usize, Self> {
         let mem = self
+            .tl
             .lane
             .debug_mem(&self.dbg)
             .ok_or(TargetError::NonFatal)?;
@@ -229,7 +266,8 @@ impl MultiThreadBase for Session {
     }
 
     fn write_addrs(&mut self, start: u64, data: &[u8], _tid: Tid) -> TargetResult<(), Self> {
-        if self.lane.debug_write(&self.dbg, start, data) {
+        self.tl.changed();
+        if self.tl.lane.debug_write(&self.dbg, start, data) {
             Ok(())
         } else {
             Err(TargetError::Errno(14))
@@ -237,7 +275,7 @@ impl MultiThreadBase for Session {
     }
 
     fn list_active_threads(&mut self, register: &mut dyn FnMut(Tid)) -> Result<(), String> {
-        for t in self.lane.debug_threads(&self.dbg) {
+        for t in self.tl.lane.debug_threads(&self.dbg) {
             register(tid_of(t));
         }
         Ok(())
@@ -245,6 +283,7 @@ impl MultiThreadBase for Session {
 
     fn is_thread_alive(&mut self, tid: Tid) -> Result<bool, String> {
         Ok(self
+            .tl
             .lane
             .debug_threads(&self.dbg)
             .contains(&(tid.get() as i32)))
@@ -263,6 +302,7 @@ impl MultiThreadResume for Session {
 
     fn clear_resume_actions(&mut self) -> Result<(), String> {
         self.resume = Resume::Continue;
+        self.direction = Direction::Forward;
         self.deliver = false;
         Ok(())
     }
@@ -282,6 +322,28 @@ impl MultiThreadResume for Session {
 
     fn support_scheduler_locking(&mut self) -> Option<MultiThreadSchedulerLockingOps<'_, Self>> {
         Some(self)
+    }
+
+    fn support_reverse_step(&mut self) -> Option<ReverseStepOps<'_, Tid, Self>> {
+        self.tl.enabled().then_some(self as _)
+    }
+
+    fn support_reverse_cont(&mut self) -> Option<ReverseContOps<'_, Tid, Self>> {
+        self.tl.enabled().then_some(self as _)
+    }
+}
+
+impl ReverseStep<Tid> for Session {
+    fn reverse_step(&mut self, _tid: Tid) -> Result<(), String> {
+        self.direction = Direction::BackStep;
+        Ok(())
+    }
+}
+
+impl ReverseCont<Tid> for Session {
+    fn reverse_cont(&mut self) -> Result<(), String> {
+        self.direction = Direction::BackContinue;
+        Ok(())
     }
 }
 

@@ -39,6 +39,9 @@ pub enum Event {
     Signal { tid: i32, signal: i32 },
     /// The lane ended.
     Exited(Exit),
+    /// A task of the lane executed an SVC (it has retired) and its syscall waits to be
+    /// serviced (only when asked for, see [`Lane::debug_run`]).
+    Syscall,
     /// The slice of instructions asked for ran without a stop (the caller looks for an
     /// interrupt from the debugger, then resumes).
     Slice,
@@ -117,6 +120,40 @@ impl Debugger {
         self.watches.len() != before
     }
 
+    /// A debugger of the same process with the same breakpoints and watchpoints and
+    /// nothing pending (for looking through a copy of the lane: reverse execution).
+    pub fn same_stops(&self) -> Debugger {
+        Debugger {
+            pid: self.pid,
+            breakpoints: self.breakpoints.clone(),
+            watches: self.watches.clone(),
+            pending: None,
+            stepped: false,
+        }
+    }
+
+    /// A debugger of the same process with no breakpoints or watchpoints.
+    pub fn no_stops(&self) -> Debugger {
+        Debugger {
+            pid: self.pid,
+            breakpoints: BTreeSet::new(),
+            watches: Vec::new(),
+            pending: None,
+            stepped: false,
+        }
+    }
+
+    /// Whether a signal the last stop reported waits for the resume.
+    pub fn has_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Forgets the signal the last stop reported (the program moved in time).
+    pub fn drop_pending(&mut self) {
+        self.pending = None;
+        self.stepped = false;
+    }
+
     /// Drops every breakpoint and watchpoint (the debugger went away).
     pub fn clear(&mut self) {
         self.breakpoints.clear();
@@ -184,7 +221,9 @@ impl Lane {
     /// instructions have run (then [`Event::Slice`]); `max`: the run's instruction limit
     /// (`--max-instructions`). `deliver`: resume with the signal the last
     /// [`Event::Signal`] reported (delivered now, to the guest's handler or to its end);
-    /// without it the signal is dropped, as gdb's `signal 0` does.
+    /// without it the signal is dropped, as gdb's `signal 0` does. `syscalls`: stop at
+    /// every syscall of any process of the lane ([`Event::Syscall`]) for the caller to
+    /// service with [`Lane::debug_syscall`] (reverse execution keeps the state after each).
     pub fn debug_run(
         &mut self,
         dbg: &mut Debugger,
@@ -192,6 +231,7 @@ impl Lane {
         deliver: bool,
         slice: u64,
         max: Option<u64>,
+        syscalls: bool,
     ) -> Event {
         let ended = match dbg.pending.take() {
             Some(Pending::Stop(stop)) if deliver => self.service(stop),
@@ -246,6 +286,19 @@ impl Lane {
             p.mem.arm_watches(armed);
             let stop = cpu::run(&mut p.state, &mut p.mem, &mut self.code, turn);
             p.mem.arm_watches(false);
+            if stop == Stop::Syscall {
+                if stepping {
+                    dbg.stepped = true;
+                }
+                if syscalls {
+                    // (the SVC has retired; its service is the caller's)
+                    return Event::Syscall;
+                }
+                match self.debug_syscall(dbg) {
+                    Some(ev) => return ev,
+                    None => continue,
+                }
+            }
             if following {
                 let pc = self.program.state.pc;
                 let hit = match stop {
@@ -269,21 +322,6 @@ impl Lane {
                             signal: self.signal_of(&stop),
                         };
                     }
-                    Stop::Syscall if self.pause.is_none() && self.return_trap.is_none() => {
-                        let p = &mut self.program;
-                        let outcome = p.process.syscall(&mut p.state, &mut p.mem);
-                        if stepping {
-                            dbg.stepped = true;
-                        }
-                        if let SysOutcome::Killed(signal) = outcome {
-                            dbg.pending = Some(Pending::Killed(outcome));
-                            return Event::Signal { tid: cur, signal };
-                        }
-                        if let Some(e) = self.after_syscall(outcome) {
-                            self.exit = Some(e);
-                        }
-                        continue;
-                    }
                     _ => {}
                 }
             } else if matches!(stop, Stop::Breakpoint(_))
@@ -305,6 +343,31 @@ impl Lane {
                 self.exit = Some(e);
             }
         }
+    }
+
+    /// Services the syscall the running task's SVC asked for (after [`Event::Syscall`], or
+    /// from `debug_run`). A signal that the followed process's own syscall sends itself,
+    /// and that ends it (abort's `tgkill`), is a stop: [`Event::Signal`], delivered on a
+    /// resume with it.
+    pub fn debug_syscall(&mut self, dbg: &mut Debugger) -> Option<Event> {
+        if self.pause.is_some() || self.return_trap.is_some() {
+            if let Some(e) = self.service(Stop::Syscall) {
+                self.exit = Some(e);
+            }
+            return None;
+        }
+        let following = self.following(dbg);
+        let cur = self.program.process.tid();
+        let p = &mut self.program;
+        let outcome = p.process.syscall(&mut p.state, &mut p.mem);
+        if let (true, SysOutcome::Killed(signal)) = (following, outcome) {
+            dbg.pending = Some(Pending::Killed(outcome));
+            return Some(Event::Signal { tid: cur, signal });
+        }
+        if let Some(e) = self.after_syscall(outcome) {
+            self.exit = Some(e);
+        }
+        None
     }
 
     /// Puts the debugger's breakpoints and watchpoints into the followed process (again

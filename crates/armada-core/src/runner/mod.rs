@@ -29,6 +29,7 @@ use std::sync::Arc;
 
 pub mod crash;
 pub mod debug;
+pub mod history;
 pub(crate) mod pause;
 mod sched;
 pub use sched::QUANTUM;
