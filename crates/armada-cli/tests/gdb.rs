@@ -281,7 +281,7 @@ fn threads_faults_and_abort_stop_as_on_linux() {
     let d = start(&[], prog, &["segv"]);
     let out = gdb(&d, prog, &[], &["continue", "bt", "x/i $pc", "continue"]);
     has(&out, "Program received signal SIGSEGV, Segmentation fault.");
-    has(&out, "debuggee.c:41");
+    has(&out, "debuggee.c:46");
     has(&out, "str\t");
     has(&out, "Program terminated with signal SIGSEGV");
     let (status, _, stderr) = d.finish();
@@ -347,6 +347,70 @@ fn dynamically_linked_detach_and_kill() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(libc::SIGKILL));
     assert_eq!(stdout, "");
+}
+
+#[test]
+fn reverse_execution_under_deterministic() {
+    let Some((prog, _)) = built("gdb reverse") else {
+        return;
+    };
+    let d = start(&["--deterministic"], prog, &[]);
+    let out = gdb(
+        &d,
+        prog,
+        &[],
+        &[
+            "break after_stores",
+            "continue",
+            "print watched",
+            "watch watched",
+            // who last wrote it? the store of s * 7, then the store of s
+            "reverse-continue",
+            "x/i $pc",
+            "print watched",
+            "reverse-continue",
+            "reverse-continue",
+            // forward again through the past: the same writes, no output twice
+            "continue",
+            "print watched",
+            // back over that store: the old value again
+            "delete",
+            "reverse-stepi",
+            "print watched",
+            "reverse-finish",
+            "continue",
+        ],
+    );
+    has(&out, "$1 = 35");
+    has(&out, "Old value = 35\nNew value = 5");
+    has(&out, "str\t");
+    has(&out, "$2 = 5");
+    has(&out, "Old value = 5\nNew value = 0");
+    has(&out, "No more reverse-execution history.");
+    has(&out, "Old value = 0\nNew value = 5");
+    has(&out, "$3 = 5");
+    has(&out, "$4 = 0");
+    has(&out, "exited normally");
+    let (status, stdout, stderr) = d.finish();
+    assert!(status.success(), "{stderr}");
+    assert_eq!(stdout, "sum 5 watched 35 counter 0\n");
+
+    // without --deterministic there is no history to go back through
+    let d = start(&[], prog, &[]);
+    let out = gdb(
+        &d,
+        prog,
+        &[],
+        &[
+            "break after_stores",
+            "continue",
+            "reverse-stepi",
+            "continue",
+        ],
+    );
+    has(&out, "does not support this command.");
+    has(&out, "exited normally");
+    d.finish();
 }
 
 #[test]

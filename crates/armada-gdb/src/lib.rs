@@ -142,7 +142,11 @@ impl BlockingEventLoop for EventLoop {
 /// program ends or gdb detaches or kills it, and runs the program on to its end after a
 /// detach (or a connection that breaks). Returns the lane, ended.
 pub fn serve(lane: Lane, max: Option<u64>, at: &Listen, program: &str) -> Result<Lane> {
+    let deterministic = lane.program.process.cfg.deterministic;
     let conn = accept(at, program)?;
+    if !deterministic {
+        eprintln!("armada: (reverse execution needs a deterministic run: armada run --deterministic -g ...)");
+    }
     let mut session = Session::new(lane, max);
     let stub = GdbStub::<Session, Conn>::builder(conn)
         .packet_buffer_size(0x4000)

@@ -8,13 +8,13 @@ use armada_core::runner::history::{Back, Timeline};
 use armada_core::runner::{Exit, Lane};
 use gdbstub::common::{Pid, Signal, Tid};
 use gdbstub::stub::MultiThreadStopReason;
-use gdbstub::target::ext::base::reverse_exec::{
-    ReplayLogPosition, ReverseCont, ReverseContOps, ReverseStep, ReverseStepOps,
-};
 use gdbstub::target::ext::auxv::{Auxv, AuxvOps};
 use gdbstub::target::ext::base::multithread::{
     MultiThreadBase, MultiThreadResume, MultiThreadResumeOps, MultiThreadSchedulerLocking,
     MultiThreadSchedulerLockingOps, MultiThreadSingleStep, MultiThreadSingleStepOps,
+};
+use gdbstub::target::ext::base::reverse_exec::{
+    ReplayLogPosition, ReverseCont, ReverseContOps, ReverseStep, ReverseStepOps,
 };
 use gdbstub::target::ext::base::BaseOps;
 use gdbstub::target::ext::breakpoints::{
@@ -120,7 +120,9 @@ impl Session {
                     Kind::Read => WatchKind::Read,
                     Kind::Access => WatchKind::ReadWrite,
                 },
-                addr: hit.addr.clamp(hit.watch.addr, hit.watch.addr + hit.watch.len - 1),
+                addr: hit
+                    .addr
+                    .clamp(hit.watch.addr, hit.watch.addr + hit.watch.len - 1),
             },
             Event::Stepped { tid } => MultiThreadStopReason::SignalWithThread {
                 tid: tid_of(tid),
@@ -132,7 +134,9 @@ impl Session {
             },
             Event::Exited(e) => match e {
                 Exit::Code(c) => MultiThreadStopReason::Exited(c as u8),
-                Exit::Signal { signal, .. } => MultiThreadStopReason::Terminated(gdb_signal(signal)),
+                Exit::Signal { signal, .. } => {
+                    MultiThreadStopReason::Terminated(gdb_signal(signal))
+                }
                 Exit::InstructionLimit | Exit::Unsupported(_) => {
                     MultiThreadStopReason::Terminated(Signal::SIGKILL)
                 }

@@ -12,6 +12,10 @@ __attribute__((noinline)) long add(long a, long b) {
     return a + b;
 }
 
+__attribute__((noinline)) void after_stores(void) {
+    __asm__ volatile("" ::: "memory");
+}
+
 __attribute__((noinline)) void in_thread(long id) {
     __atomic_fetch_add(&counter, id, __ATOMIC_SEQ_CST);
 }
@@ -26,10 +30,11 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
+    __asm__ volatile("movi v5.16b, #0x2a" ::: "v5");
     long s = add(2, 3);
     watched = s;
     watched = s * 7;
-    __asm__ volatile("movi v5.16b, #0x2a" ::: "v5");
+    after_stores();
     if (strcmp(mode, "threads") == 0) {
         pthread_t t[2];
         for (long i = 0; i < 2; i++)
