@@ -336,3 +336,20 @@ __all__ = [
     "tier",
     "__version__",
 ]
+
+#: The package's submodules, each imported on first use: ``armada.ray.run_batch`` works after a
+#: plain ``import armada`` (as the README shows), and a process that never uses Ray does not
+#: pay for importing its glue.
+_SUBMODULES = ("ray",)
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_SUBMODULES))

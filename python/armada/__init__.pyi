@@ -16,6 +16,8 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Self
 
+from . import ray as ray
+
 __version__: str
 
 _PathArg = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]

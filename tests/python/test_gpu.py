@@ -424,3 +424,22 @@ def test_wgpu_memory_view_explains():
         pytest.skip(f"no wgpu engine here: {e}")
     with pytest.raises(armada.ArmadaError, match="wgpu"):
         m.memory_view()
+
+
+def test_probing_for_gpus_is_quiet_without_a_display():
+    # Mesa's device-select Vulkan layer used to make libwayland print "error: XDG_RUNTIME_DIR
+    # is invalid ..." twice while armada only looked for a GPU (then ran on the CPU)
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "NODEVICE_SELECT")}
+    p = subprocess.run(
+        [sys.executable, "-c", "import armada; print(armada.available_backends())"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "error:" not in p.stderr, p.stderr

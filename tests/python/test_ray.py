@@ -131,6 +131,14 @@ def test_an_address_that_does_not_answer():
     assert "ERR the Ray cluster at 127.0.0.1:9 does not answer" in p.stdout, p.stdout + p.stderr
 
 
+def test_submodules_after_a_plain_import():
+    # a fresh interpreter: nothing has imported armada.ray yet
+    p = _python("import armada\nprint(callable(armada.ray.run_batch), 'ray' in dir(armada))\n")
+    assert p.stdout.strip() == "True True", p.stdout + p.stderr
+    p = _python("import armada\narmada.nonexistent\n")
+    assert "module 'armada' has no attribute 'nonexistent'" in p.stderr
+
+
 def test_without_ray_the_error_names_the_install():
     p = _python(
         "import sys; sys.modules['ray'] = None\n"

@@ -387,11 +387,27 @@ fn no_device(what: impl std::fmt::Display) -> Error {
     ))
 }
 
+/// A wgpu instance for compute. Mesa's implicit Vulkan layer `VK_LAYER_MESA_device_select`
+/// connects to a Wayland and an X display to pick a default GPU, and without one libwayland
+/// prints `error: XDG_RUNTIME_DIR is invalid or not set in the environment.` on stderr, twice,
+/// while the engine only probes (issue 50: "an error: must mean an error"). armada picks its
+/// adapters itself, so the layer is turned off through its own switch, unless the user set
+/// that switch.
+fn instance() -> wgpu::Instance {
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| {
+        if std::env::var_os("NODEVICE_SELECT").is_none() {
+            // set once, before the Vulkan loader first reads the environment
+            std::env::set_var("NODEVICE_SELECT", "1");
+        }
+    });
+    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+}
+
 impl WgpuDevice {
     /// Opens the adapter wgpu prefers (high performance) and compiles the shader on it.
     pub fn open(opts: &Options) -> Result<WgpuDevice, Error> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let instance = instance();
         let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
             power_preference: wgpu::PowerPreference::HighPerformance,
             ..Default::default()
@@ -405,8 +421,7 @@ impl WgpuDevice {
     /// Vulkan, Metal or DX12 adapter before a GL one), and CPU adapters (lavapipe) only
     /// where there is no GPU.
     pub fn adapters() -> Vec<wgpu::Adapter> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let instance = instance();
         let mut all: Vec<wgpu::Adapter> =
             pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
                 .into_iter()
