@@ -2,6 +2,7 @@
 
 mod batch;
 mod bench;
+mod binfmt;
 mod fuzz;
 mod run;
 
@@ -58,6 +59,10 @@ enum Command {
     /// Coverage-guided fuzzing: mutate inputs, keep those that reach new code, save those
     /// that crash or hang the program. Exits 1 when it found a new crash.
     Fuzz(fuzz::FuzzArgs),
+    /// Register armada with the kernel's binfmt_misc as the handler of AArch64 ELF
+    /// programs (as qemu-user-binfmt does for qemu), so that `./prog` runs through armada;
+    /// or remove it, or show what handles them.
+    Binfmt(binfmt::BinfmtArgs),
 }
 
 /// mimalloc's option number for its purge delay (`mi_option_purge_delay` in mimalloc.h; the
@@ -87,6 +92,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::bench(args),
         Command::Batch(args) => batch::batch(args),
         Command::Fuzz(args) => fuzz::fuzz(args),
+        Command::Binfmt(args) => binfmt::binfmt(args),
     };
     match result {
         Ok(status) => ExitCode::from(status),

@@ -54,6 +54,10 @@ pub struct RunArgs {
     /// -ex 'target remote :PORT'`). CPU engine only.
     #[arg(short = 'g', long = "gdb", value_name = "PORT", env = "QEMU_GDB")]
     pub gdb: Option<String>,
+    /// The command is as binfmt_misc passes it with the P flag: the program's file, its
+    /// argv[0], then its arguments (`armada binfmt install` writes this).
+    #[arg(long, hide = true)]
+    pub binfmt: bool,
     #[command(flatten)]
     pub guest: GuestCommand,
 }
@@ -226,8 +230,14 @@ pub fn run(args: RunArgs, inherited: Vec<i32>) -> Result<u8> {
     let image = Image::load(args.guest.program())
         .with_context(|| format!("cannot run {}", args.guest.program().display()))?;
     let guest_path = args.guest.program().as_os_str().as_bytes().to_vec();
-    let mut argv = vec![guest_path.clone()];
-    argv.extend(args.guest.args().iter().map(|a| a.as_bytes().to_vec()));
+    let mut words = args.guest.args().iter().map(|a| a.as_bytes().to_vec());
+    // binfmt_misc (flag P): the program's own argv[0] comes after its file
+    let argv0 = match args.binfmt {
+        true => words.next().unwrap_or_else(|| guest_path.clone()),
+        false => guest_path.clone(),
+    };
+    let mut argv = vec![argv0];
+    argv.extend(words);
     let env = guest_env(&args.set_env, &args.unset_env)?;
     let cfg = LinuxConfig {
         root: args.root.clone(),
