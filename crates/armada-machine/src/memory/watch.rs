@@ -146,3 +146,56 @@ impl AddressSpace {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::Perm;
+
+    #[test]
+    fn armed_watches_stop_the_accesses_they_catch_and_only_those() {
+        let mut m = AddressSpace::new();
+        m.map(0x10000, 0x2000, Perm::RW).unwrap();
+        m.write_u64(0x10008, 1).unwrap(); // in the TLB now
+        m.set_watches(&[Watch {
+            addr: 0x10008,
+            len: 8,
+            kind: WatchKind::Write,
+        }]);
+        // disarmed (a syscall's accesses): nothing stops
+        m.write_u64(0x10008, 2).unwrap();
+        m.arm_watches(true);
+        let f = m.write_u64(0x1000c, 3).unwrap_err();
+        assert_eq!((f.addr, f.access), (0x1000c, Access::Write));
+        let hit = m.take_watch_hit().unwrap();
+        assert!(hit.write && hit.addr == 0x1000c && hit.watch.addr == 0x10008);
+        // the write did not happen; a read is not caught by a write watch
+        assert_eq!(m.read_u64(0x10008).unwrap(), 2);
+        // the rest of the page, and the next page, are not watched
+        m.write_u64(0x10010, 4).unwrap();
+        m.write_u64(0x11000, 5).unwrap();
+        assert!(m.take_watch_hit().is_none());
+        // a read watch and an access watch catch reads; a straddling access is caught
+        m.set_watches(&[
+            Watch {
+                addr: 0x10100,
+                len: 1,
+                kind: WatchKind::Read,
+            },
+            Watch {
+                addr: 0x10200,
+                len: 4,
+                kind: WatchKind::Access,
+            },
+        ]);
+        assert!(m.read_u64(0x100fc).is_err());
+        assert!(!m.take_watch_hit().unwrap().write);
+        assert!(m.write_u8(0x10100, 1).is_ok());
+        assert!(m.write_u16(0x10203, 1).is_err());
+        assert!(m.take_watch_hit().unwrap().write);
+        // none: the TLB takes the page again
+        m.set_watches(&[]);
+        m.write_u16(0x10203, 1).unwrap();
+        assert_eq!(m.watches(), &[]);
+    }
+}
