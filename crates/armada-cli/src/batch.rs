@@ -41,7 +41,9 @@ pub struct BatchArgs {
     /// Lane i reads the file DIR/i as its stdin (default: empty stdin).
     #[arg(long, value_name = "DIR")]
     pub stdin_dir: Option<PathBuf>,
-    /// Write one JSON line per lane (exit, stop reason, instructions, stdout, stderr) here.
+    /// Write one JSON line per lane (exit, stop reason, instructions, stdout, stderr) here,
+    /// and beside it FILE.batch.json, what `armada replay FILE --lane N` needs to run a lane
+    /// again.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Write lane i's stdout and stderr to DIR/i.stdout and DIR/i.stderr; the JSON lines
@@ -426,6 +428,9 @@ pub fn batch(args: BatchArgs) -> Result<u8> {
     }
     if let Some(path) = &args.out {
         write_jsonl(path, &outcome.lanes, args.output_dir.as_deref())?;
+        // how to run any of these lanes again (`armada replay`)
+        let argv: Vec<OsString> = std::env::args_os().collect();
+        crate::replay::write_record(path, &argv, &spec)?;
     } else if let Some(dir) = &args.output_dir {
         for r in &outcome.lanes {
             write_lane_files(dir, r)?;

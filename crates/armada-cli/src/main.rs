@@ -4,6 +4,7 @@ mod batch;
 mod bench;
 mod binfmt;
 mod fuzz;
+mod replay;
 mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -63,6 +64,9 @@ enum Command {
     /// programs (as qemu-user-binfmt does for qemu), so that `./prog` runs through armada;
     /// or remove it, or show what handles them.
     Binfmt(binfmt::BinfmtArgs),
+    /// Run one lane of a batch again on the CPU engine (`armada batch --out FILE` recorded
+    /// how), optionally under gdb (-g), and compare it with the batch's result.
+    Replay(replay::ReplayArgs),
 }
 
 /// mimalloc's option number for its purge delay (`mi_option_purge_delay` in mimalloc.h; the
@@ -93,6 +97,7 @@ fn main() -> ExitCode {
         Command::Batch(args) => batch::batch(args),
         Command::Fuzz(args) => fuzz::fuzz(args),
         Command::Binfmt(args) => binfmt::binfmt(args),
+        Command::Replay(args) => replay::replay(args),
     };
     match result {
         Ok(status) => ExitCode::from(status),

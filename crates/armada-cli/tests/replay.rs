@@ -1,0 +1,230 @@
+//! `armada replay`: a lane of a batch run again on the CPU engine gives the batch's line
+//! (status, instructions, stdout, stderr), for batches on the CPU engine and on the CUDA
+//! kernel's simulator (ARMADA_CUDA_SIM), with per-lane inputs, lanes that fault, and a
+//! snapshot; under gdb too; and a record that does not fit (another program, a lane that
+//! is not there, a missing record) gets a clear message.
+
+mod common;
+
+use common::armada_bin;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+fn fuzz_targets(test: &str) -> Option<PathBuf> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    common::build_guest_c(test, &BUILT, "ARMADA_GUEST_FUZZ_DIR", "guest-fuzz", "fuzz")
+}
+
+fn armada(dir: &Path, args: &[&str]) -> Output {
+    Command::new(armada_bin())
+        .args(args)
+        .current_dir(dir)
+        .env("ARMADA_CUDA_SIM", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// A work directory with 8 lanes' inputs for `magic`: lanes 2 and 5 crash (the magic
+/// value), 3 is short, the others print "ok".
+fn inputs(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("replay")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    for i in 0..8 {
+        let data: &[u8] = match i {
+            2 | 5 => b"ARM64FUZZ",
+            3 => b"AR",
+            _ => b"ARM64FUN!",
+        };
+        std::fs::write(dir.join("in").join(i.to_string()), data).unwrap();
+    }
+    dir
+}
+
+fn lines(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("r.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn every_lane_replays_to_its_line_on_the_cpu_engine_and_from_the_simulator() {
+    let Some(targets) = fuzz_targets("replay") else {
+        return;
+    };
+    let magic = targets.join("magic");
+    let magic = magic.to_str().unwrap();
+    for (name, extra) in [
+        ("cpu", vec!["--backend", "cpu"]),
+        ("cuda-sim", vec!["--backend", "cuda"]),
+        (
+            "snapshot",
+            vec!["--backend", "cpu", "--snapshot-at", "input"],
+        ),
+    ] {
+        let dir = inputs(name);
+        let mut a = vec![
+            "batch",
+            "--lanes",
+            "8",
+            "--stdin-dir",
+            "in",
+            "--out",
+            "r.jsonl",
+        ];
+        a.extend(extra.iter().copied());
+        a.extend(["--no-progress", magic]);
+        let o = armada(&dir, &a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        if name == "cuda-sim" && !dir.join("r.jsonl").exists() && err.contains("CUDA") {
+            common::loud(&format!(
+                "### replay: no CUDA simulator in this build: {err}"
+            ));
+            continue;
+        }
+        // (a batch with lanes killed by a signal exits 1)
+        assert!(o.status.code().is_some_and(|c| c <= 1), "{name}: {err}");
+        assert!(dir.join("r.jsonl.batch.json").exists(), "{name}: {err}");
+        let ls = lines(&dir);
+        assert_eq!(ls[2]["signal"], 11, "{name}: lane 2 crashes: {}", ls[2]);
+        for lane in 0..8 {
+            // from another directory: the record says where the batch ran
+            let o = armada(
+                Path::new("/"),
+                &[
+                    "replay",
+                    dir.join("r.jsonl").to_str().unwrap(),
+                    "--lane",
+                    &lane.to_string(),
+                ],
+            );
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(0), "{name} lane {lane}: {err}");
+            assert!(
+                err.contains("the same as in the batch"),
+                "{name} lane {lane}: {err}"
+            );
+            let want = ls[lane]["stdout"].as_str().unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&o.stdout),
+                want,
+                "{name} lane {lane}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_replayed_lane_runs_under_gdb() {
+    let Some(targets) = fuzz_targets("replay gdb") else {
+        return;
+    };
+    if common::find_program(std::ffi::OsStr::new("gdb-multiarch")).is_none() {
+        common::unavailable("replay gdb", "gdb-multiarch is not installed");
+        return;
+    }
+    let magic = targets.join("magic");
+    let dir = inputs("gdb");
+    let o = armada(
+        &dir,
+        &[
+            "batch",
+            "--lanes",
+            "8",
+            "--stdin-dir",
+            "in",
+            "--out",
+            "r.jsonl",
+            "--no-progress",
+            magic.to_str().unwrap(),
+        ],
+    );
+    assert!(dir.join("r.jsonl.batch.json").exists(), "{o:?}");
+    let mut child = Command::new(armada_bin())
+        .args(["replay", "r.jsonl", "--lane", "5", "-g", "127.0.0.1:0"])
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::{BufRead, BufReader, Read};
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let addr = loop {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "replay ended before gdb"
+        );
+        if let Some(rest) = line.strip_prefix("armada: waiting for gdb on ") {
+            break rest.split(':').take(2).collect::<Vec<_>>().join(":");
+        }
+    };
+    let g = Command::new("gdb-multiarch")
+        .args(["-batch", "-nx", "-ex", "set confirm off", "-ex"])
+        .arg(format!("target remote {addr}"))
+        .arg(&magic)
+        .args(["-ex", "continue", "-ex", "bt", "-ex", "continue"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&g.stdout).into_owned() + &String::from_utf8_lossy(&g.stderr);
+    assert!(out.contains("Program received signal SIGSEGV"), "{out}");
+    assert!(out.contains("in main ("), "{out}");
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert_eq!(status.code(), Some(0), "{rest}");
+    assert!(rest.contains("lane 5: status 139"), "{rest}");
+    assert!(rest.contains("the same as in the batch"), "{rest}");
+}
+
+#[test]
+fn records_that_do_not_fit_get_clear_messages() {
+    let Some(targets) = fuzz_targets("replay errors") else {
+        return;
+    };
+    let dir = inputs("errors");
+    let prog = dir.join("prog");
+    std::fs::copy(targets.join("magic"), &prog).unwrap();
+    let o = armada(
+        &dir,
+        &[
+            "batch",
+            "--lanes",
+            "8",
+            "--stdin-dir",
+            "in",
+            "--out",
+            "r.jsonl",
+            "--no-progress",
+            "./prog",
+        ],
+    );
+    assert!(dir.join("r.jsonl.batch.json").exists(), "{o:?}");
+    let replay = |lane: &str| {
+        let o = armada(&dir, &["replay", "r.jsonl", "--lane", lane]);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = replay("8");
+    assert_eq!(code, Some(125));
+    assert!(err.contains("no line for lane 8"), "{err}");
+    // another program under the same name
+    std::fs::copy(targets.join("length"), &prog).unwrap();
+    let (code, err) = replay("0");
+    assert_eq!(code, Some(125));
+    assert!(err.contains("is not the file the batch ran"), "{err}");
+    // the results without their record
+    std::fs::remove_file(dir.join("r.jsonl.batch.json")).unwrap();
+    let (code, err) = replay("0");
+    assert_eq!(code, Some(125));
+    assert!(err.contains("r.jsonl.batch.json"), "{err}");
+}
