@@ -198,7 +198,7 @@ pub fn replay(args: ReplayArgs) -> Result<u8> {
     let r = LaneResult::from_lane(args.lane, &mut lane, 0);
     std::io::stdout().write_all(&r.stdout)?;
     std::io::stderr().write_all(&r.stderr)?;
-    let diffs = compare(&r, &expected, &args.file, spec.drop_output)?;
+    let diffs = compare(&r, &expected, spec.drop_output)?;
     if diffs.is_empty() {
         eprintln!(
             "armada replay: lane {}: status {}, {} instructions: the same as in the batch",
@@ -240,7 +240,7 @@ fn lane_spec(batch: &BatchArgs, env: Vec<Vec<u8>>, rec: &Value, lane: usize) -> 
 }
 
 /// What differs between the replayed lane and the batch's line.
-fn compare(r: &LaneResult, line: &Value, file: &Path, dropped: bool) -> Result<Vec<String>> {
+fn compare(r: &LaneResult, line: &Value, dropped: bool) -> Result<Vec<String>> {
     let mut d = Vec::new();
     let num = |k: &str| line.get(k).and_then(Value::as_u64);
     if num("status") != Some(r.exit.status() as u64) {
@@ -257,13 +257,12 @@ fn compare(r: &LaneResult, line: &Value, file: &Path, dropped: bool) -> Result<V
             num("instructions")
         ));
     }
-    let _ = file;
     for (name, got) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
         if dropped {
             // the batch dropped the lanes' output (--drop-output): nothing to compare
             break;
         }
-        let want = match (line.get(name), line.get(&format!("{name}_file"))) {
+        let want = match (line.get(name), line.get(format!("{name}_file"))) {
             (Some(Value::String(s)), _) => Some(s.as_bytes().to_vec()),
             // (relative to the batch's directory, the current one now)
             (_, Some(Value::String(f))) => std::fs::read(f).ok(),
