@@ -1,8 +1,8 @@
 //! `armada run -g`: Debian's gdb-multiarch, a real client, drives the stub in batch mode on
 //! tests/guest/debug/debuggee.c, built here (static, and dynamically linked against Debian's
 //! cross sysroot): breakpoints at a function and an address, steps, registers and vector
-//! registers, memory reads and writes, watchpoints, threads, a fault, abort(), detach and
-//! kill; then what a bad client does (a port in use, a client that leaves mid-packet,
+//! registers, memory reads and writes, watchpoints, threads, a fault, abort(), a signal to a
+//! handler, detach and kill; then what a bad client does (a port in use, a client that leaves mid-packet,
 //! random bytes) must end with a clear message or a finished program, never a panic.
 //!
 //! Needs gdb-multiarch and aarch64-linux-gnu-gcc (scripts/test installs both); without
@@ -281,7 +281,7 @@ fn threads_faults_and_abort_stop_as_on_linux() {
     let d = start(&[], prog, &["segv"]);
     let out = gdb(&d, prog, &[], &["continue", "bt", "x/i $pc", "continue"]);
     has(&out, "Program received signal SIGSEGV, Segmentation fault.");
-    has(&out, "debuggee.c:46");
+    has(&out, "debuggee.c:54");
     has(&out, "str\t");
     has(&out, "Program terminated with signal SIGSEGV");
     let (status, _, stderr) = d.finish();
@@ -297,6 +297,32 @@ fn threads_faults_and_abort_stop_as_on_linux() {
     has(&out, "Program terminated with signal SIGABRT");
     let (status, _, _) = d.finish();
     assert_eq!(status.signal(), Some(libc::SIGABRT));
+
+    // a signal on its way to a handler stops the program; continuing runs the handler
+    // (gdb shows its frame over the signal frame), `signal 0` drops it
+    let d = start(&[], prog, &["usr1"]);
+    let out = gdb(
+        &d,
+        prog,
+        &[],
+        &["break on_usr1", "continue", "continue", "bt", "continue"],
+    );
+    has(
+        &out,
+        "Program received signal SIGUSR1, User defined signal 1.",
+    );
+    has(&out, "Breakpoint 1, on_usr1 (sig=10)");
+    has(&out, "<signal handler called>");
+    has(&out, "in raise ()");
+    let (status, stdout, _) = d.finish();
+    assert!(status.success());
+    assert_eq!(stdout, "sum 5 watched 35 counter 10\n");
+    let d = start(&[], prog, &["usr1"]);
+    let out = gdb(&d, prog, &[], &["continue", "signal 0"]);
+    has(&out, "Program received signal SIGUSR1");
+    has(&out, "exited normally");
+    let (_, stdout, _) = d.finish();
+    assert_eq!(stdout, "sum 5 watched 35 counter 0\n");
 }
 
 #[test]

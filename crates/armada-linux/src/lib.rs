@@ -639,7 +639,7 @@ impl Process {
     /// Runs the handler of a pending signal, if one is ready: sets up its frame so the
     /// task continues there. Called after a syscall and when a task is switched in.
     pub fn deliver_signals(&mut self, st: &mut CpuState, mem: &mut AddressSpace) -> SysOutcome {
-        if self.pending_now() != 0 {
+        if self.pending_now() != 0 || self.signal_passing() {
             if let Some(o) = self.deliver_frame(st, mem) {
                 self.flush_shared_mappings(mem);
                 return o;

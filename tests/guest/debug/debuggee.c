@@ -1,6 +1,8 @@
 // The program the gdb stub's tests debug (crates/armada-cli/tests/gdb.rs): a call to break
-// at, stores to watch, a vector register, threads, and a fault and abort(), each chosen by argv[1].
+// at, stores to watch, a vector register, threads, and a fault, abort() and a
+// signal to a handler, each chosen by argv[1].
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,12 @@ __attribute__((noinline)) void after_stores(void) {
 
 __attribute__((noinline)) void in_thread(long id) {
     __atomic_fetch_add(&counter, id, __ATOMIC_SEQ_CST);
+}
+
+volatile int usr1_seen;
+
+static void on_usr1(int sig) {
+    usr1_seen = sig;
 }
 
 static void *worker(void *arg) {
@@ -46,6 +54,11 @@ int main(int argc, char **argv) {
         *(volatile int *)16 = 1;
     if (strcmp(mode, "abort") == 0)
         abort();
+    if (strcmp(mode, "usr1") == 0) {
+        signal(SIGUSR1, on_usr1);
+        raise(SIGUSR1);
+        counter = usr1_seen;
+    }
     printf("sum %ld watched %ld counter %ld\n", s, watched, counter);
     return 0;
 }

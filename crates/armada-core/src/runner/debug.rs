@@ -14,9 +14,11 @@
 //! a program switches threads at the same instructions with and without gdb, and a
 //! deterministic run stays deterministic under it.
 //!
-//! Synchronous signals (faults, undefined instructions, the program's own `BRK`) stop the
-//! program before they are delivered, as on Linux under ptrace; resuming with the signal
-//! delivers it, resuming without drops it (and the instruction runs again).
+//! Signals stop the followed process before they are delivered, as on Linux under ptrace:
+//! synchronous ones (faults, undefined instructions, the program's own `BRK`), those its own
+//! syscalls send it that would end it (abort's), and any on its way to a handler (held by
+//! the Linux layer, `Process::stop_signals_for_debugger`). Resuming with the signal delivers
+//! it, resuming without drops it (a fault's instruction then runs again).
 
 use super::{Exit, Lane};
 use crate::cpu;
@@ -64,6 +66,8 @@ enum Pending {
     /// The process's own syscall (abort's `tgkill`, `raise`, `kill` of itself) sent it a
     /// signal that ends it: the syscall has completed, and this is its outcome.
     Killed(SysOutcome),
+    /// A signal on its way to the process's handler, held by the Linux layer.
+    Caught,
 }
 
 /// The debugger's state: what it follows, its breakpoints and watchpoints, and the stop it
@@ -82,6 +86,7 @@ impl Debugger {
     /// A debugger for `lane`, following its first process.
     pub fn new(lane: &mut Lane) -> Debugger {
         lane.code.set_tier(None);
+        lane.program.process.stop_signals_for_debugger(true);
         Debugger {
             pid: lane.program.process.first_pid(),
             breakpoints: BTreeSet::new(),
@@ -238,6 +243,16 @@ impl Lane {
             Some(Pending::Killed(o)) if deliver => self.after_syscall(o),
             // the signal is dropped: the syscall's caller goes on
             Some(Pending::Killed(_)) => self.after_syscall(SysOutcome::Continue),
+            Some(Pending::Caught) => {
+                let p = &mut self.program;
+                match p
+                    .process
+                    .resume_caught_signal(&mut p.state, &mut p.mem, deliver)
+                {
+                    SysOutcome::Continue => None,
+                    o => self.after_syscall(o),
+                }
+            }
             _ => None,
         };
         if let Some(e) = ended {
@@ -265,9 +280,16 @@ impl Lane {
             if self.retired() - start >= slice {
                 return Event::Slice;
             }
+            if let Some(ev) = self.caught(dbg) {
+                return ev;
+            }
             let Some(until) = self.schedule() else {
                 continue;
             };
+            // (a timer's signal may have come for a handler)
+            if let Some(ev) = self.caught(dbg) {
+                return ev;
+            }
             let following = self.following(dbg);
             let cur = self.program.process.tid();
             if following {
@@ -345,6 +367,20 @@ impl Lane {
         }
     }
 
+    /// A signal held for the debugger on its way to the followed process's handler: the
+    /// stop that shows it.
+    fn caught(&mut self, dbg: &mut Debugger) -> Option<Event> {
+        if !self.following(dbg) || dbg.pending.is_some() {
+            return None;
+        }
+        let signal = self.program.process.caught_signal()?;
+        dbg.pending = Some(Pending::Caught);
+        Some(Event::Signal {
+            tid: self.program.process.tid(),
+            signal,
+        })
+    }
+
     /// Services the syscall the running task's SVC asked for (after [`Event::Syscall`], or
     /// from `debug_run`). A signal that the followed process's own syscall sends itself,
     /// and that ends it (abort's `tgkill`), is a stop: [`Event::Signal`], delivered on a
@@ -399,7 +435,25 @@ impl Lane {
     /// did not pass is dropped; its instruction runs again).
     pub fn debug_detach(&mut self, dbg: &mut Debugger) {
         dbg.clear();
-        dbg.pending = None;
+        let caught = matches!(dbg.pending.take(), Some(Pending::Caught));
+        if self.following(dbg) {
+            let p = &mut self.program;
+            if caught {
+                // the held signal goes to its handler, as it would have without the debugger
+                if let SysOutcome::Killed(s) =
+                    p.process
+                        .resume_caught_signal(&mut p.state, &mut p.mem, true)
+                {
+                    self.exit = Some(Exit::Signal {
+                        signal: s,
+                        message: None,
+                    });
+                }
+            }
+            self.program.process.stop_signals_for_debugger(false);
+        } else if let Some(p) = self.parked.get_mut(&dbg.pid) {
+            p.program.process.stop_signals_for_debugger(false);
+        }
         let none = BTreeSet::new();
         if self.following(dbg) {
             self.code.set_traps(&none);

@@ -132,13 +132,15 @@ impl Timeline {
         if !self.enabled {
             return self.lane.debug_run(dbg, how, deliver, slice, max, false);
         }
-        if deliver && dbg.has_pending() {
+        if dbg.has_pending() {
             if self.in_past() {
-                // a signal in replayed history: its delivery made the present differ
+                // a signal met again in replayed history: what gdb decides now makes the
+                // present
                 self.changed();
             }
-            // the signal's delivery, then the state after it is a checkpoint
-            let ev = self.lane.debug_run(dbg, how, true, 0, max, true);
+            // the signal delivered or dropped, as gdb said; the state after is a checkpoint,
+            // so re-execution never decides it again
+            let ev = self.lane.debug_run(dbg, how, deliver, 0, max, true);
             if ev != Event::Slice {
                 return ev;
             }

@@ -300,6 +300,20 @@ pub(crate) struct Signals {
     actions: [SigAction; NSIG as usize + 1],
     shared: u64,
     shared_info: PendingInfo,
+    /// A debugger's hold on the signals going to a handler (see
+    /// [`Process::stop_signals_for_debugger`]).
+    debug: Option<Box<DebugSignals>>,
+}
+
+/// The signals a debugger stops: those of process `pid` only (a fork's copy of this state
+/// belongs to another pid, and does not stop).
+#[derive(Clone, Debug)]
+struct DebugSignals {
+    pid: i32,
+    /// A signal taken from the pending set for its handler, held for the debugger.
+    caught: Option<(i32, SigInfo)>,
+    /// The held signal the debugger let through: its handler runs next.
+    passing: Option<(i32, SigInfo)>,
 }
 
 impl Default for Signals {
@@ -308,6 +322,7 @@ impl Default for Signals {
             actions: [SigAction::default(); NSIG as usize + 1],
             shared: 0,
             shared_info: PendingInfo::default(),
+            debug: None,
         }
     }
 }
@@ -555,10 +570,29 @@ impl Process {
         st: &mut CpuState,
         mem: &mut AddressSpace,
     ) -> Option<SysOutcome> {
-        let ready = self.pending_now() & !self.thread.sig.mask;
-        let sig = (1..=NSIG)
-            .find(|&s| ready & bit(s) != 0 && self.signals.actions[s as usize].has_handler())?;
-        let info = self.take_pending(sig);
+        let passing = self.signals.debug.as_mut().and_then(|d| d.passing.take());
+        let (sig, info) = match passing {
+            Some(p) => p,
+            None => {
+                let ready = self.pending_now() & !self.thread.sig.mask;
+                let sig = (1..=NSIG).find(|&s| {
+                    ready & bit(s) != 0 && self.signals.actions[s as usize].has_handler()
+                })?;
+                let pid = self.pid;
+                let held = self.signals.debug.as_ref().filter(|d| d.pid == pid);
+                if let Some(free) = held.map(|d| d.caught.is_none()) {
+                    // held for the debugger (one at a time), as ptrace stops a tracee
+                    if free {
+                        let info = self.take_pending(sig);
+                        if let Some(d) = self.signals.debug.as_mut() {
+                            d.caught = Some((sig, info));
+                        }
+                    }
+                    return None;
+                }
+                (sig, self.take_pending(sig))
+            }
+        };
         if self.cfg.strace {
             eprintln!("{} --- {} (si_code={}) ---", self.pid, name(sig), info.code);
         }
@@ -566,6 +600,57 @@ impl Process {
             return Some(SysOutcome::Killed(SIGSEGV));
         }
         None
+    }
+
+    /// A debugger stops the signals this process is about to take to a handler (`armada run
+    /// -g`): each is held ([`Self::caught_signal`]) instead of delivered, until the debugger
+    /// lets it through or drops it ([`Self::resume_caught_signal`]).
+    pub fn stop_signals_for_debugger(&mut self, on: bool) {
+        self.signals.debug = on.then(|| {
+            Box::new(DebugSignals {
+                pid: self.pid,
+                caught: None,
+                passing: None,
+            })
+        });
+    }
+
+    /// Whether the debugger let a held signal through (its handler runs at the next
+    /// delivery).
+    pub(crate) fn signal_passing(&self) -> bool {
+        self.signals
+            .debug
+            .as_ref()
+            .is_some_and(|d| d.passing.is_some())
+    }
+
+    /// The signal held for the debugger, if one is.
+    pub fn caught_signal(&self) -> Option<i32> {
+        self.signals
+            .debug
+            .as_ref()
+            .filter(|d| d.pid == self.pid)
+            .and_then(|d| d.caught.map(|c| c.0))
+    }
+
+    /// The debugger resumes after [`Self::caught_signal`]: with `deliver`, the signal goes to
+    /// its handler now (the registers and stack set up as Linux would); without, it is
+    /// dropped.
+    pub fn resume_caught_signal(
+        &mut self,
+        st: &mut CpuState,
+        mem: &mut AddressSpace,
+        deliver: bool,
+    ) -> SysOutcome {
+        let Some(d) = self.signals.debug.as_mut() else {
+            return SysOutcome::Continue;
+        };
+        let caught = d.caught.take();
+        if deliver {
+            d.passing = caught;
+            return self.deliver_signals(st, mem);
+        }
+        SysOutcome::Continue
     }
 
     /// Delivers a synchronous signal caused by the instruction at `st.pc` (a fault, an
