@@ -83,6 +83,8 @@ fn main() -> ExitCode {
     // tier's short-lived copies of decoded pages. A run's peak memory is the same either way.
     // SAFETY: set before any other thread exists.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
+    // (before any thread: it sets an environment variable the guest does not inherit)
+    armada_wgpu::quiet_vulkan_layers();
     let cli = Cli::parse();
     let tier = cli
         .tier

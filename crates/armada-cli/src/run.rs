@@ -141,6 +141,8 @@ impl GuestCommand {
 pub fn guest_env(set: &[String], unset: &[String]) -> Result<Vec<Vec<u8>>> {
     let mut env: Vec<(Vec<u8>, Vec<u8>)> = std::env::vars_os()
         .map(|(k, v)| (k.into_vec(), v.into_vec()))
+        // what armada set for itself is not the guest's (see quiet_vulkan_layers)
+        .filter(|(k, _)| !armada_wgpu::set_by_armada(k))
         .collect();
     for name in unset {
         env.retain(|(k, _)| k != name.as_bytes());

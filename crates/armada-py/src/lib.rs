@@ -395,6 +395,9 @@ fn tier() -> &'static str {
 #[pymodule]
 fn _armada(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    // at import, before the module starts threads (guests take os.environ, which this
+    // does not change)
+    armada_wgpu::quiet_vulkan_layers();
     // ARMADA_TIER as the command line reads it; else translation where the host has it
     let choice = match std::env::var("ARMADA_TIER") {
         Ok(v) => armada_jit::TierChoice::parse(&v)

@@ -387,20 +387,37 @@ fn no_device(what: impl std::fmt::Display) -> Error {
     ))
 }
 
-/// A wgpu instance for compute. Mesa's implicit Vulkan layer `VK_LAYER_MESA_device_select`
-/// connects to a Wayland and an X display to pick a default GPU, and without one libwayland
-/// prints `error: XDG_RUNTIME_DIR is invalid or not set in the environment.` on stderr, twice,
-/// while the engine only probes (issue 50: "an error: must mean an error"). armada picks its
-/// adapters itself, so the layer is turned off through its own switch, unless the user set
-/// that switch.
-fn instance() -> wgpu::Instance {
-    static QUIET: std::sync::Once = std::sync::Once::new();
-    QUIET.call_once(|| {
-        if std::env::var_os("NODEVICE_SELECT").is_none() {
-            // set once, before the Vulkan loader first reads the environment
-            std::env::set_var("NODEVICE_SELECT", "1");
+/// The environment variable that turns off Mesa's implicit Vulkan layer
+/// `VK_LAYER_MESA_device_select`. The layer connects to a Wayland and an X display to pick a
+/// default GPU, and without one libwayland prints `error: XDG_RUNTIME_DIR is invalid or not
+/// set in the environment.` on stderr, twice, while armada only probes for a GPU (issue 50:
+/// an "error:" must mean an error). armada picks its adapters itself.
+pub const QUIET_LAYER_VAR: &str = "NODEVICE_SELECT";
+
+static QUIETED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Turns the device-select layer off for this process (see [`QUIET_LAYER_VAR`]) unless the
+/// user set its switch. Call it while the process has one thread (the command's `main`,
+/// the Python module's import): it sets an environment variable. Returns whether armada
+/// set it, so that guests, which start with armada's environment, are not given it.
+pub fn quiet_vulkan_layers() -> bool {
+    *QUIETED.get_or_init(|| {
+        if std::env::var_os(QUIET_LAYER_VAR).is_some() {
+            return false;
         }
-    });
+        std::env::set_var(QUIET_LAYER_VAR, "1");
+        true
+    })
+}
+
+/// Whether armada set environment variable `name` itself (it is not the user's, and a
+/// guest's environment leaves it out).
+pub fn set_by_armada(name: &[u8]) -> bool {
+    name == QUIET_LAYER_VAR.as_bytes() && QUIETED.get().copied().unwrap_or(false)
+}
+
+fn instance() -> wgpu::Instance {
+    quiet_vulkan_layers();
     wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
 }
 

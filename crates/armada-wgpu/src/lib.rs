@@ -14,7 +14,7 @@ pub mod device;
 pub use armada_gpu::{
     run_batch, run_lanes, Batch, Devices, Engine, Error, LaneStop, Running, Stats,
 };
-pub use device::WgpuDevice;
+pub use device::{quiet_vulkan_layers, set_by_armada, WgpuDevice};
 use std::sync::Arc;
 
 /// How the wgpu engine runs.
