@@ -301,6 +301,7 @@ impl MultiThreadBase for Session {
 impl MultiThreadResume for Session {
     fn resume(&mut self) -> Result<(), String> {
         // the program runs in the event loop (`wait_for_stop_reason`)
+        self.dbg.begin_resume();
         Ok(())
     }
 

@@ -148,6 +148,12 @@ impl Debugger {
         }
     }
 
+    /// gdb resumes the program: a step starts afresh (a step that another stop cut short
+    /// is over).
+    pub fn begin_resume(&mut self) {
+        self.stepped = false;
+    }
+
     /// Whether a signal the last stop reported waits for the resume.
     pub fn has_pending(&self) -> bool {
         self.pending.is_some()
