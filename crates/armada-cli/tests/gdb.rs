@@ -421,6 +421,31 @@ fn reverse_execution_under_deterministic() {
     assert!(status.success(), "{stderr}");
     assert_eq!(stdout, "sum 5 watched 35 counter 0\n");
 
+    // threads: reverse-stepi goes back in the thread gdb looks at, the others stay
+    let d = start(&["--deterministic"], prog, &["threads"]);
+    let out = gdb(
+        &d,
+        prog,
+        &[],
+        &[
+            "break in_thread",
+            "continue",
+            "reverse-stepi",
+            "reverse-stepi",
+            "thread",
+            "reverse-finish",
+            "thread",
+            "delete",
+            "continue",
+        ],
+    );
+    has(&out, "Thread 2 hit Breakpoint 1, in_thread (id=1)");
+    assert_eq!(out.matches("[Current thread is 2 ").count(), 2, "{out}");
+    has(&out, " in worker (arg=0x1)");
+    has(&out, "exited normally");
+    let (_, stdout, _) = d.finish();
+    assert_eq!(stdout, "sum 5 watched 35 counter 203\n");
+
     // without --deterministic there is no history to go back through
     let d = start(&[], prog, &[]);
     let out = gdb(

@@ -32,8 +32,8 @@ pub(crate) const SLICE: u64 = 4 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Direction {
     Forward,
-    /// `bs`: one instruction back.
-    BackStep,
+    /// `bs`: one instruction of this thread back.
+    BackStep(i32),
     /// `bc`: back to the last breakpoint or watched access.
     BackContinue,
 }
@@ -93,11 +93,10 @@ impl Session {
                 SLICE,
                 self.max,
             ),
-            Direction::BackStep | Direction::BackContinue => {
-                let back = if self.direction == Direction::BackStep {
-                    self.tl.step_back(&mut self.dbg)
-                } else {
-                    self.tl.continue_back(&mut self.dbg)
+            Direction::BackStep(_) | Direction::BackContinue => {
+                let back = match self.direction {
+                    Direction::BackStep(tid) => self.tl.step_back(&mut self.dbg, tid),
+                    _ => self.tl.continue_back(&mut self.dbg),
                 };
                 match back {
                     Back::At(ev) => ev,
@@ -279,7 +278,13 @@ impl MultiThreadBase for Session {
     }
 
     fn list_active_threads(&mut self, register: &mut dyn FnMut(Tid)) -> Result<(), String> {
-        for t in self.tl.lane.debug_threads(&self.dbg) {
+        // the thread of the last stop first: gdbstub takes the first thread for gdb's "any
+        // thread" (`Hc0`), which is what gdb sends before a reverse step, and reverse-stepi
+        // should go back in the thread the user looks at
+        let cur = self.tl.lane.debug_current_thread(&self.dbg);
+        let mut all = self.tl.lane.debug_threads(&self.dbg);
+        all.sort_by_key(|t| Some(*t) != cur);
+        for t in all {
             register(tid_of(t));
         }
         Ok(())
@@ -339,8 +344,8 @@ impl MultiThreadResume for Session {
 }
 
 impl ReverseStep<Tid> for Session {
-    fn reverse_step(&mut self, _tid: Tid) -> Result<(), String> {
-        self.direction = Direction::BackStep;
+    fn reverse_step(&mut self, tid: Tid) -> Result<(), String> {
+        self.direction = Direction::BackStep(tid.get() as i32);
         Ok(())
     }
 }

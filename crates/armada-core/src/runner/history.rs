@@ -226,9 +226,9 @@ impl Timeline {
         self.points.iter().rposition(|p| p.at <= target)
     }
 
-    /// One instruction back (`reverse-stepi`): the state before the program's last
-    /// instruction, whichever thread ran it.
-    pub fn step_back(&mut self, dbg: &mut Debugger) -> Back {
+    /// One instruction of thread `tid` back (`reverse-stepi`): the state before that
+    /// thread's last instruction (other threads' instructions since are undone too).
+    pub fn step_back(&mut self, dbg: &mut Debugger, tid: i32) -> Back {
         let now = self.lane.retired();
         dbg.drop_pending();
         let begin = |t: &mut Timeline, dbg: &Debugger| {
@@ -241,14 +241,50 @@ impl Timeline {
         let Some(i) = self.point_before(target) else {
             return begin(self, dbg);
         };
-        match self.replay(i, target, dbg) {
-            Some(lane) => {
+        // most often the last instruction was the thread's own
+        if let Some(mut lane) = self.replay(i, target, dbg) {
+            if lane.schedule().is_some() && lane.debug_current_thread(dbg) == Some(tid) {
                 self.go_back(lane);
-                let tid = self.lane.program.process.tid();
-                Back::At(Event::Stepped { tid })
+                return Back::At(Event::Stepped { tid });
             }
-            None => begin(self, dbg),
         }
+        // else: the last count before now at which the thread ran an instruction
+        let mut end = now;
+        for i in (0..self.points.len()).rev() {
+            let at = self.points[i].at;
+            if at >= end {
+                continue;
+            }
+            if let Some(x) = self.last_step_of(i, end, tid, dbg) {
+                if let Some(mut lane) = self.replay(i, x, dbg) {
+                    lane.schedule();
+                    self.go_back(lane);
+                    return Back::At(Event::Stepped { tid });
+                }
+            }
+            end = at;
+        }
+        begin(self, dbg)
+    }
+
+    /// The last instruction count in [checkpoint `i`, `end`) at which thread `tid` ran an
+    /// instruction, found by re-executing the segment one instruction of that thread at a
+    /// time (the other threads run their turns whole).
+    fn last_step_of(&self, i: usize, end: u64, tid: i32, dbg: &Debugger) -> Option<u64> {
+        let mut lane = self.points[i].lane.copy_frozen();
+        let mut none = dbg.no_stops();
+        let mut last = None;
+        while lane.retired() < end {
+            let left = end - lane.retired();
+            none.begin_resume();
+            match lane.debug_run(&mut none, Resume::Step(tid), false, left, None, true) {
+                Event::Stepped { tid: t } if t == tid && lane.retired() <= end => {
+                    last = Some(lane.retired() - 1);
+                }
+                _ => break,
+            }
+        }
+        last
     }
 
     /// Back to the last stop of the debugger's before now (`reverse-continue`): a
