@@ -260,10 +260,12 @@ static void sockets(void) {
             moved += w;
         }
     }
-    printf("relayed %zu bytes through a pipe\n", moved);
     close(u[0]);
     waitpid(c, NULL, 0);
     waitpid(reader, NULL, 0);
+    // after the reader's line: it may have all the bytes, and print, before this process
+    // leaves the loop (seen under load in qemu-aarch64), so printing earlier raced it
+    printf("relayed %zu bytes through a pipe\n", moved);
 
     // an empty nonblocking socket: EAGAIN
     fcntl(t[1], F_SETFL, O_NONBLOCK);
