@@ -430,7 +430,7 @@ pub fn batch(args: BatchArgs) -> Result<u8> {
         write_jsonl(path, &outcome.lanes, args.output_dir.as_deref())?;
         // how to run any of these lanes again (`armada replay`)
         let argv: Vec<OsString> = std::env::args_os().collect();
-        crate::replay::write_record(path, &argv, &spec)?;
+        crate::record::write_record(path, &argv, &spec)?;
     } else if let Some(dir) = &args.output_dir {
         for r in &outcome.lanes {
             write_lane_files(dir, r)?;

@@ -4,6 +4,7 @@ mod batch;
 mod bench;
 mod binfmt;
 mod fuzz;
+mod record;
 mod replay;
 mod run;
 
