@@ -12,7 +12,7 @@ mod common;
 
 use common::{armada_bin, require_tools, unavailable};
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -86,16 +86,9 @@ fn start(extra: &[&str], program: &Path, args: &[&str]) -> Debuggee {
         .expect("armada starts");
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut head = String::new();
-    let addr = loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap_or(0) == 0 {
-            let _ = child.kill();
-            panic!("armada ended before waiting for gdb:\n{head}");
-        }
-        head.push_str(&line);
-        if let Some(rest) = line.strip_prefix("armada: waiting for gdb on ") {
-            break rest.split(':').take(2).collect::<Vec<_>>().join(":");
-        }
+    let Some(addr) = common::gdb_address(&mut err, &mut head) else {
+        let _ = child.kill();
+        panic!("armada ended before waiting for gdb:\n{head}");
     };
     let stderr = std::thread::spawn(move || {
         let mut s = String::new();

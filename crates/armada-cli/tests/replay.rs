@@ -26,6 +26,26 @@ fn armada(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `armada batch` of `program` over the 8 lanes' inputs in `dir`, with its results and
+/// record in `dir` (a batch with lanes killed by a signal exits 1, so only the files count).
+fn batch8(dir: &Path, program: &str) {
+    let o = armada(
+        dir,
+        &[
+            "batch",
+            "--lanes",
+            "8",
+            "--stdin-dir",
+            "in",
+            "--out",
+            "r.jsonl",
+            "--no-progress",
+            program,
+        ],
+    );
+    assert!(dir.join("r.jsonl.batch.json").exists(), "{o:?}");
+}
+
 /// A work directory with 8 lanes' inputs for `magic`: lanes 2 and 5 crash (the magic
 /// value), 3 is short, the others print "ok".
 fn inputs(name: &str) -> PathBuf {
@@ -131,21 +151,7 @@ fn a_replayed_lane_runs_under_gdb() {
     }
     let magic = targets.join("magic");
     let dir = inputs("gdb");
-    let o = armada(
-        &dir,
-        &[
-            "batch",
-            "--lanes",
-            "8",
-            "--stdin-dir",
-            "in",
-            "--out",
-            "r.jsonl",
-            "--no-progress",
-            magic.to_str().unwrap(),
-        ],
-    );
-    assert!(dir.join("r.jsonl.batch.json").exists(), "{o:?}");
+    batch8(&dir, magic.to_str().unwrap());
     let mut child = Command::new(armada_bin())
         .args(["replay", "r.jsonl", "--lane", "5", "-g", "127.0.0.1:0"])
         .current_dir(&dir)
@@ -154,18 +160,9 @@ fn a_replayed_lane_runs_under_gdb() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    use std::io::{BufRead, BufReader, Read};
+    use std::io::{BufReader, Read};
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let addr = loop {
-        let mut line = String::new();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "replay ended before gdb"
-        );
-        if let Some(rest) = line.strip_prefix("armada: waiting for gdb on ") {
-            break rest.split(':').take(2).collect::<Vec<_>>().join(":");
-        }
-    };
+    let addr = common::gdb_address(&mut err, &mut String::new()).expect("replay ended before gdb");
     let g = Command::new("gdb-multiarch")
         .args(["-batch", "-nx", "-ex", "set confirm off", "-ex"])
         .arg(format!("target remote {addr}"))
@@ -192,21 +189,7 @@ fn records_that_do_not_fit_get_clear_messages() {
     let dir = inputs("errors");
     let prog = dir.join("prog");
     std::fs::copy(targets.join("magic"), &prog).unwrap();
-    let o = armada(
-        &dir,
-        &[
-            "batch",
-            "--lanes",
-            "8",
-            "--stdin-dir",
-            "in",
-            "--out",
-            "r.jsonl",
-            "--no-progress",
-            "./prog",
-        ],
-    );
-    assert!(dir.join("r.jsonl.batch.json").exists(), "{o:?}");
+    batch8(&dir, "./prog");
     let replay = |lane: &str| {
         let o = armada(&dir, &["replay", "r.jsonl", "--lane", lane]);
         (

@@ -1257,3 +1257,19 @@ pub fn debian_sysroot(required: &[&str]) -> Result<PathBuf, String> {
     }
     Ok(dir.canonicalize().unwrap_or(dir))
 }
+
+/// Reads `armada run -g`'s (or `armada replay -g`'s) stderr up to its announcement and
+/// returns the address it waits for gdb on; every line read goes into `head`. None when
+/// armada's stderr ended first.
+pub fn gdb_address(err: &mut impl io::BufRead, head: &mut String) -> Option<String> {
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            return None;
+        }
+        head.push_str(&line);
+        if let Some(rest) = line.strip_prefix("armada: waiting for gdb on ") {
+            return Some(rest.split(':').take(2).collect::<Vec<_>>().join(":"));
+        }
+    }
+}
