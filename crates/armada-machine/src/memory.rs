@@ -19,12 +19,14 @@
 
 mod arena;
 mod gpu;
+mod pagemap;
 #[cfg(test)]
 mod tests;
 mod watch;
 mod window;
 
 pub use arena::PageBuf;
+use pagemap::PageMap;
 pub use watch::{Watch, WatchHit, WatchKind};
 use window::{Shown, Window};
 pub use window::{WINDOW_BITS, WINDOW_BYTES, WINDOW_RESERVED};
@@ -325,7 +327,7 @@ pub struct AddressSpace {
     /// start -> area; areas never overlap and are page-aligned.
     areas: BTreeMap<u64, Area>,
     /// Materialized pages by page number.
-    pages: HashMap<u64, Page>,
+    pages: PageMap,
     /// Pages whose contents were decoded into micro-ops: writes to them go the slow way and
     /// are reported so the engine can drop the stale micro-ops.
     code_pages: HashSet<u64>,
@@ -336,6 +338,11 @@ pub struct AddressSpace {
     tlb_mask: usize,
     /// Fills since the TLB was made or last grew (see [`TLB_GROW_FILLS`]).
     tlb_fills: usize,
+    /// No entry was filled since the TLB was last emptied: emptying it again writes nothing.
+    /// The GPU engines empty it at every stop they service, and most services read or write
+    /// guest memory little or not at all; zeroing 8 KiB each time was 5% of the H200 host's
+    /// time on forking lanes.
+    tlb_clean: bool,
     /// `tlb`'s address and `tlb_mask`, for translated code (see [`TlbView`]).
     view: TlbView,
     /// Private bytes the lane may own; `u64::MAX` when unlimited.
@@ -406,6 +413,7 @@ impl Clone for AddressSpace {
             tlb: Box::new([EMPTY]),
             tlb_mask: 0,
             tlb_fills: 0,
+            tlb_clean: true,
             view: TlbView {
                 entries: std::ptr::null(),
                 mask: 0,
@@ -450,11 +458,12 @@ impl AddressSpace {
     pub fn new() -> Self {
         AddressSpace {
             areas: BTreeMap::new(),
-            pages: HashMap::default(),
+            pages: PageMap::default(),
             code_pages: HashSet::default(),
             tlb: Box::new([EMPTY]),
             tlb_mask: 0,
             tlb_fills: 0,
+            tlb_clean: true,
             view: TlbView {
                 entries: std::ptr::null(),
                 mask: 0,
@@ -609,9 +618,8 @@ impl AddressSpace {
     /// each count's cache line went from core to core at each (a fuzzer on 16 cores did a
     /// third of the executions a core it did on one). Returns the pages copied.
     pub fn unshare_pages(&mut self) -> usize {
-        for p in self.pages.values_mut() {
-            p.data = Arc::new((*p.data).clone());
-        }
+        self.pages
+            .for_each_mut(|_, p| p.data = Arc::new((*p.data).clone()));
         self.flush_tlb();
         self.pages.len()
     }
@@ -623,12 +631,16 @@ impl AddressSpace {
 
     /// Empties the TLB, where the caller took the window's pages back itself.
     fn flush_tlb_only(&mut self) {
-        self.tlb.fill(EMPTY);
+        if !self.tlb_clean {
+            self.tlb.fill(EMPTY);
+            self.tlb_clean = true;
+        }
     }
 
     /// The TLB entry page `vpn` is filled into (the whole TLB made on the first fill).
     fn tlb_fill_entry(&mut self, vpn: u64) -> &mut TlbEntry {
         self.tlb_fills += 1;
+        self.tlb_clean = false;
         if self.tlb_mask == 0 {
             self.resize_tlb(TLB_SIZE);
         } else if self.tlb_fills > TLB_GROW_FILLS * self.tlb.len() && self.tlb.len() < TLB_MAX {
@@ -784,9 +796,8 @@ impl AddressSpace {
         let Some(w) = self.window.as_mut() else {
             return Some(biased(ptr, vpn));
         };
-        let page = self.pages.get(&vpn)?;
+        let (page, mut writable) = self.pages.get_private(vpn)?;
         let zero = Arc::ptr_eq(&page.data, zero_page_ref());
-        let mut writable = Arc::strong_count(&page.data) == 1;
         if w.guarded() {
             // only what a write tag would allow: never decoded code, never a page the
             // guest may not write
@@ -931,27 +942,12 @@ impl AddressSpace {
         let first = addr >> PAGE_SHIFT;
         let last = end >> PAGE_SHIFT;
         let mut gone = Vec::new();
-        if last - first > self.pages.len() as u64 {
-            let mut private = 0;
-            self.pages.retain(|&vpn, page| {
-                let keep = vpn < first || vpn >= last;
-                if !keep {
-                    private += (Arc::strong_count(&page.data) == 1) as u64;
-                    gone.push(vpn);
-                }
-                keep
-            });
-            self.add_private(-(private as i64));
-        } else {
-            for vpn in first..last {
-                if let Some(p) = self.pages.remove(&vpn) {
-                    if Arc::strong_count(&p.data) == 1 {
-                        self.add_private(-1);
-                    }
-                    gone.push(vpn);
-                }
-            }
-        }
+        let mut private = 0;
+        self.pages.remove_range(first, last, |vpn, page| {
+            private += (Arc::strong_count(&page.data) == 1) as i64;
+            gone.push(vpn);
+        });
+        self.add_private(-private);
         // GPU engine support: a dropped page reads as zeros again, a change the device must
         // see like a write (and its kept bytes no longer tell what the device has).
         if let Some(w) = self.host_written.as_mut() {
@@ -1098,7 +1094,7 @@ impl AddressSpace {
 
     /// The shared page buffers of this address space (for building an image others share).
     pub fn page_data(&self, vpn: u64) -> Option<&Arc<PageBuf>> {
-        self.pages.get(&vpn).map(|p| &p.data)
+        self.pages.get(vpn).map(|p| &p.data)
     }
 
     fn perm_at(&self, addr: u64) -> Option<Perm> {
@@ -1127,12 +1123,15 @@ impl AddressSpace {
         }
         let ptr = match self.flat.as_mut().and_then(|f| f.page_ptr(addr)) {
             Some(p) => p as *const u8,
-            None => self
-                .pages
-                .entry(vpn)
-                .or_insert_with(|| Page { data: zero_page() })
-                .data
-                .as_ptr(),
+            // (a read leaves a chunk shared with a fork's other side as it is)
+            None => match self.pages.get(vpn) {
+                Some(p) => p.data.as_ptr(),
+                None => self
+                    .pages
+                    .get_or_insert_with(vpn, || Page { data: zero_page() })
+                    .data
+                    .as_ptr(),
+            },
         };
         if need == Perm::R {
             if let Some(p) = self.shown(vpn, ptr.cast_mut()) {
@@ -1168,8 +1167,7 @@ impl AddressSpace {
         let over = self.lane_pages.load(Ordering::Relaxed) >= self.limit / PAGE_SIZE;
         let page = self
             .pages
-            .entry(vpn)
-            .or_insert_with(|| Page { data: zero_page() });
+            .get_or_insert_with(vpn, || Page { data: zero_page() });
         let copy = Arc::strong_count(&page.data) != 1;
         if copy && over {
             return Err(Fault {

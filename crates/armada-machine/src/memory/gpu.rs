@@ -13,15 +13,15 @@ impl AddressSpace {
     /// Every materialized page: (page number, bytes, whether this address space owns it alone).
     pub fn gpu_pages(&self) -> impl Iterator<Item = (u64, &Arc<PageBuf>, bool)> + '_ {
         self.pages
-            .iter()
-            .map(|(&vpn, p)| (vpn, &p.data, Arc::strong_count(&p.data) == 1))
+            .iter_private()
+            .map(|(vpn, p, private)| (vpn, &p.data, private))
     }
 
     /// Page `vpn` if it is materialized: its bytes and whether it is private.
     pub fn gpu_page(&self, vpn: u64) -> Option<(&Arc<PageBuf>, bool)> {
         self.pages
-            .get(&vpn)
-            .map(|p| (&p.data, Arc::strong_count(&p.data) == 1))
+            .get_private(vpn)
+            .map(|(p, private)| (&p.data, private))
     }
 
     /// Whether `data` is the shared page of zeros that stands for pages never written.
@@ -38,7 +38,7 @@ impl AddressSpace {
         self.host_written = saved;
         r?;
         let vpn = addr >> PAGE_SHIFT;
-        Ok(&self.pages[&vpn].data)
+        Ok(&self.pages.get(vpn).expect("made private above").data)
     }
 
     /// Stores bytes downloaded from a device into page `vpn`, which becomes private (counted
@@ -50,8 +50,7 @@ impl AddressSpace {
         }
         let page = self
             .pages
-            .entry(vpn)
-            .or_insert_with(|| Page { data: zero_page() });
+            .get_or_insert_with(vpn, || Page { data: zero_page() });
         let copy = Arc::strong_count(&page.data) != 1;
         if let Some(buf) = Arc::get_mut(&mut page.data) {
             buf.copy_from_slice(data);
@@ -71,21 +70,15 @@ impl AddressSpace {
     /// against the cap like any written page) if it was shared. Not recorded as a host write.
     /// `None` if the page is not materialized.
     pub fn gpu_page_mut(&mut self, vpn: u64) -> Option<&mut PageData> {
-        if !self.pages.contains_key(&vpn) {
-            return None;
-        }
+        let (_, private) = self.pages.get_private(vpn)?;
         self.flush_page(vpn);
         if self.code_pages.remove(&vpn) {
             self.code_written.push(vpn);
         }
-        if self
-            .pages
-            .get(&vpn)
-            .is_some_and(|p| Arc::strong_count(&p.data) != 1)
-        {
+        if !private {
             self.add_private(1);
         }
-        let page = self.pages.get_mut(&vpn)?;
+        let page = self.pages.get_mut(vpn)?;
         Some(&mut **super::own_page(&mut page.data))
     }
 

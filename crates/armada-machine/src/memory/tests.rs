@@ -122,7 +122,7 @@ fn check_window(m: &AddressSpace) {
                 w.base(),
                 "page {vpn:#x}'s entry points into the window"
             );
-            let page = &m.pages[&vpn].data;
+            let page = &m.pages.get(vpn).expect("a page in the TLB").data;
             let zero = Arc::ptr_eq(page, zero_page_ref()) && !w.guarded();
             let shown = w.shows(vpn, if zero { None } else { page.slot() });
             assert!(shown.is_some(), "page {vpn:#x} is shown with its buffer");
@@ -145,7 +145,7 @@ fn check_window(m: &AddressSpace) {
     for (vpn, slot, writable) in w.shown_pages() {
         let page = &m
             .pages
-            .get(&vpn)
+            .get(vpn)
             .expect("a page shown is a page of the space")
             .data;
         assert_eq!(
