@@ -155,6 +155,23 @@ impl Code {
         Some(r)
     }
 
+    /// The regions of areas `keys` and the `S_REGIONS` word of their run, where every area
+    /// is decoded and the run made already (a fork's child, a process back from a switch, a
+    /// lane mapping libraries another lane mapped). Reads only, so the threads that service
+    /// lanes look their code up themselves; what it does not find is left to
+    /// `region_keyed` and `set` in the serial part. (In that part, a fork's lookups were
+    /// 1.4 s of 24 on the H200 host for 65,536 lanes of a forking dash script: each hashes
+    /// the buffers of every page of libc's code.)
+    pub(super) fn lookup(&self, keys: &[CodeArea]) -> Option<(Vec<Region>, u64)> {
+        let set: Vec<Region> = keys
+            .iter()
+            .map(|k| self.decoded.get(k).map(|(r, _)| *r))
+            .collect::<Option<_>>()?;
+        let first = *self.sets.get(&set)?;
+        let word = first as u64 | (set.len() as u64) << 32;
+        Some((set, word))
+    }
+
     /// Decodes an image's area at setup, whoever holds its pages (every lane of the image
     /// runs it); registers it for lanes that map the same pages later.
     pub(super) fn image_region(

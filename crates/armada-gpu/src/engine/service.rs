@@ -119,6 +119,7 @@ impl Batch {
         let kept = self.d_out != 0;
         let pt = &self.pt;
         let files = &self.files;
+        let code = &self.code;
         let results: Vec<Option<Result<Serviced, Error>>> = self
             .lanes
             .par_iter_mut()
@@ -154,10 +155,21 @@ impl Batch {
                         Err(e) => return Some(Err(e)),
                     };
                 }
-                if plan.code && !plan.exited {
-                    plan.code_keys = super::code::area_keys(&lh.lane.program.mem);
-                }
                 let mut out = Vec::new();
+                if plan.code && !plan.exited {
+                    let keys = super::code::area_keys(&lh.lane.program.mem);
+                    match code.lookup(&keys) {
+                        Some((set, word)) => {
+                            lh.code = set.iter().map(|r| (r.0, r.1)).collect();
+                            lh.regions = word;
+                            plan.code = false;
+                            if !plan.space {
+                                out.push((S_REGIONS, vec![word]));
+                            }
+                        }
+                        None => plan.code_keys = keys,
+                    }
+                }
                 if plan.space && !plan.exited {
                     // (S_REGIONS, S_IMAGE, S_SPACE are one run of the record)
                     let words = vec![lh.regions, images[lh.image].key_lane, lh.space];

@@ -70,6 +70,31 @@ fn shared_pages_copy_on_write() {
     assert_eq!(b.private_bytes(), PAGE_SIZE);
 }
 
+/// A fork after writes to few pages (their TLB entries cleared one by one) and after writes
+/// to many (the whole TLB cleared), several times over: neither side's later writes reach
+/// the other, and pages spread over several chunks of the page map stay apart.
+#[test]
+fn forks_after_few_and_many_writes_stay_apart() {
+    for pages in [3u64, 16, 17, 150] {
+        let mut a = AddressSpace::new();
+        a.map(0x100000, 0x200000, Perm::RW).unwrap();
+        for round in 1..=3u8 {
+            for p in 0..pages {
+                a.write_u8(0x100000 + p * PAGE_SIZE * 3, round).unwrap();
+            }
+            let mut b = a.fork();
+            for p in 0..pages {
+                let at = 0x100000 + p * PAGE_SIZE * 3;
+                a.write_u8(at, 100 + round).unwrap();
+                assert_eq!(b.read_u8(at).unwrap(), round, "{pages} pages, round {round}");
+                b.write_u8(at, 200).unwrap();
+                assert_eq!(a.read_u8(at).unwrap(), 100 + round);
+            }
+            drop(b);
+        }
+    }
+}
+
 #[test]
 fn limit_faults_alone() {
     let mut m = AddressSpace::new();
