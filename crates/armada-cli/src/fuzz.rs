@@ -160,7 +160,7 @@ fn work_dir(args: &FuzzArgs) -> PathBuf {
 }
 
 /// The target `args` describe.
-fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
+pub(crate) fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
     let program = args.guest.program();
     let guest_path = program.as_os_str().as_bytes().to_vec();
     let words: Vec<Vec<u8>> = args
@@ -205,6 +205,33 @@ fn target_spec(args: &FuzzArgs) -> Result<TargetSpec> {
         start_limit: args.start_limit,
         lane_memory: args.lane_memory,
     })
+}
+
+/// The target of `spec`; where the point is the default (`default_point`) and the program
+/// never reaches it, one that runs whole every time (said on stderr where `warn`).
+pub(crate) fn make_target(spec: TargetSpec, default_point: bool, warn: bool) -> Result<Target> {
+    match Target::new(spec.clone()) {
+        Err(e)
+            if default_point
+                && e.chain().any(|c| {
+                    matches!(
+                        c.downcast_ref::<SnapshotError>(),
+                        Some(SnapshotError::NotReached { .. })
+                    )
+                }) =>
+        {
+            if warn {
+                eprintln!(
+                    "armada fuzz: warning: no snapshot: {e:#}; every execution runs the whole program"
+                );
+            }
+            Target::new(TargetSpec {
+                snapshot_at: None,
+                ..spec
+            })
+        }
+        r => r,
+    }
 }
 
 /// `armada fuzz --cmin OUT`: the inputs of -i (or --corpus, or -o's queue) minimized into
@@ -332,28 +359,7 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     let spec = target_spec(&args)?;
     let engine = crate::run::gpu_engine(args.backend)?;
     let t = Instant::now();
-    let target = match Target::new(spec.clone()) {
-        // the default point: a program that never reads its input before it ends runs
-        // whole every time
-        Err(e)
-            if args.snapshot_at.is_none()
-                && e.chain().any(|c| {
-                    matches!(
-                        c.downcast_ref::<SnapshotError>(),
-                        Some(SnapshotError::NotReached { .. })
-                    )
-                }) =>
-        {
-            eprintln!(
-                "armada fuzz: warning: no snapshot: {e:#}; every execution runs the whole program"
-            );
-            Target::new(TargetSpec {
-                snapshot_at: None,
-                ..spec
-            })?
-        }
-        r => r?,
-    };
+    let target = make_target(spec.clone(), args.snapshot_at.is_none(), true)?;
     if let Some(out) = &args.cmin {
         return cmin(&args, target, engine, lanes, out);
     }
@@ -424,9 +430,23 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
             String::new()
         }
     );
+    // where `armada replay` finds how this run was made (its directories exist by the first
+    // report)
+    let record_dir = match &args.output {
+        Some(o) => Some(o.join(instance_name(&args))),
+        None => args.crashes.clone(),
+    };
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let mut report = |s: &FuzzStats| {
         if !started {
             started = true;
+            if let Some(d) = &record_dir {
+                if let Err(e) = crate::record::write_fuzz_record(d, &argv, &spec) {
+                    eprintln!(
+                        "armada fuzz: warning: {e:#}: `armada replay` of its files will not work"
+                    );
+                }
+            }
             eprintln!(
                 "armada fuzz: {} inputs from {}, {} crashes and hangs saved there before",
                 s.seeds, dirs_shown, s.known_crashes

@@ -2,7 +2,8 @@
 //! (status, instructions, stdout, stderr), for batches on the CPU engine and on the CUDA
 //! kernel's simulator (ARMADA_CUDA_SIM), with per-lane inputs, lanes that fault, and a
 //! snapshot; under gdb too; and a record that does not fit (another program, a lane that
-//! is not there, a missing record) gets a clear message.
+//! is not there, a missing record) gets a clear message. Inputs `armada fuzz` saved (AFL++'s
+//! layout and `--crashes`' own) replay to the bucket the fuzzer filed them under.
 
 mod common;
 
@@ -210,4 +211,142 @@ fn records_that_do_not_fit_get_clear_messages() {
     let (code, err) = replay("0");
     assert_eq!(code, Some(125));
     assert!(err.contains("r.jsonl.batch.json"), "{err}");
+}
+
+/// The files of `dir` whose names start with `prefix`.
+fn files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn inputs_a_fuzzing_run_saved_replay_to_their_bucket() {
+    let Some(targets) = fuzz_targets("replay fuzz") else {
+        return;
+    };
+    let magic = targets.join("magic");
+    let magic = magic.to_str().unwrap();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("replay")
+        .join("fuzz");
+    let _ = std::fs::remove_dir_all(&dir);
+    for seeds in ["seeds", "c"] {
+        std::fs::create_dir_all(dir.join(seeds)).unwrap();
+        // a seed that crashes (the magic value) and one that does not
+        std::fs::write(dir.join(seeds).join("crash"), b"ARM64FUZZ").unwrap();
+        std::fs::write(dir.join(seeds).join("ok"), b"ARM64FUN!").unwrap();
+    }
+    let replay = |file: &Path| {
+        // from another directory: the record says where the run was
+        let o = armada(Path::new("/"), &["replay", file.to_str().unwrap()]);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // AFL++'s layout
+    let o = armada(
+        &dir,
+        &[
+            "fuzz",
+            "-o",
+            "out",
+            "-i",
+            "seeds",
+            "--max-execs",
+            "300",
+            "--no-progress",
+            magic,
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "a crash was found: {err}");
+    let inst = dir.join("out").join("default");
+    assert!(inst.join("armada_fuzz.json").exists(), "{err}");
+    let crashes = files(&inst.join("crashes"), "id:");
+    assert_eq!(crashes.len(), 1, "{err}");
+    let (code, err) = replay(&crashes[0]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("signal 11 at pc"), "{err}");
+    assert!(err.contains("the one the fuzzer filed it under"), "{err}");
+    let queue = files(&inst.join("queue"), "id:");
+    assert!(!queue.is_empty());
+    let (code, err) = replay(&queue[0]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("exit status"), "{err}");
+    // `--crashes`' own names
+    let o = armada(
+        &dir,
+        &[
+            "fuzz",
+            "--corpus",
+            "c",
+            "--crashes",
+            "x",
+            "--max-execs",
+            "300",
+            "--no-progress",
+            magic,
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let found = files(&dir.join("x"), "crash-");
+    assert_eq!(found.len(), 1);
+    let (code, err) = replay(&found[0]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("the one the fuzzer filed it under"), "{err}");
+    // the same input under a name that says another bucket
+    let other = dir.join("x").join("crash-sig11-pc0-stack00000000");
+    std::fs::copy(&found[0], &other).unwrap();
+    let (code, err) = replay(&other);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("the fuzzer filed it under bucket sig11-pc0-stack00000000"),
+        "{err}"
+    );
+    // a file no run saved
+    let (code, err) = replay(&dir.join("seeds").join("crash"));
+    assert_eq!(code, Some(125), "{err}");
+    assert!(err.contains("armada_fuzz.json"), "{err}");
+    // under gdb: the crash stops it where the fuzzer saw it
+    if common::find_program(std::ffi::OsStr::new("gdb-multiarch")).is_none() {
+        common::unavailable("replay fuzz gdb", "gdb-multiarch is not installed");
+        return;
+    }
+    let mut child = Command::new(armada_bin())
+        .arg("replay")
+        .arg(&crashes[0])
+        .args(["-g", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::{BufReader, Read};
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let addr = common::gdb_address(&mut err, &mut String::new()).expect("replay ended before gdb");
+    let g = Command::new("gdb-multiarch")
+        .args(["-batch", "-nx", "-ex", "set confirm off", "-ex"])
+        .arg(format!("target remote {addr}"))
+        .arg(magic)
+        .args(["-ex", "continue", "-ex", "bt", "-ex", "continue"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&g.stdout).into_owned() + &String::from_utf8_lossy(&g.stderr);
+    assert!(out.contains("Program received signal SIGSEGV"), "{out}");
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert_eq!(status.code(), Some(0), "{rest}");
+    assert!(rest.contains("the one the fuzzer filed it under"), "{rest}");
 }

@@ -321,11 +321,11 @@ impl Run {
                     return Ok(true);
                 }
             }
-            Outcome::Hang { stack, report } => {
+            Outcome::Hang { report, .. } => {
                 // one hang a bucket: the functions it looped in (see `target::outcome_of`)
                 self.timeouts += 1;
                 let o = origin(false);
-                let bucket = format!("{stack:08x}");
+                let bucket = r.outcome.bucket().unwrap_or_default();
                 let saved = self.output.add_crash(
                     None,
                     &bucket,

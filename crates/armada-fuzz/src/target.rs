@@ -127,6 +127,18 @@ pub enum Outcome {
     Unsupported(String),
 }
 
+impl Outcome {
+    /// The bucket the fuzzer files it under (the `bucket:` of an AFL++ name, the KEY of
+    /// `crash-KEY` and `hang-KEY`): a crash's key, a hang's stack hash; None for the rest.
+    pub fn bucket(&self) -> Option<String> {
+        match self {
+            Outcome::Crash { key, .. } => Some(key.clone()),
+            Outcome::Hang { stack, .. } => Some(format!("{stack:08x}")),
+            Outcome::Exited(_) | Outcome::Unsupported(_) => None,
+        }
+    }
+}
+
 impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -287,6 +299,13 @@ impl Target {
 
     pub(crate) fn symbols_arc(&self) -> Option<Arc<Symbols>> {
         self.symbols.clone()
+    }
+
+    /// What the fuzzer makes of `lane`, which ran an input of this target to `exit` (from
+    /// [`Self::lane`], up to [`Self::start_instructions`] plus the spec's `exec_limit`):
+    /// for `armada replay` of a saved input.
+    pub fn outcome(&self, lane: &mut Lane, exit: &Exit) -> Outcome {
+        outcome_of(lane, exit, self.symbols())
     }
 
     /// A lane for `input` with the decoded code the last execution left.

@@ -86,7 +86,11 @@ fn forks_after_few_and_many_writes_stay_apart() {
             for p in 0..pages {
                 let at = 0x100000 + p * PAGE_SIZE * 3;
                 a.write_u8(at, 100 + round).unwrap();
-                assert_eq!(b.read_u8(at).unwrap(), round, "{pages} pages, round {round}");
+                assert_eq!(
+                    b.read_u8(at).unwrap(),
+                    round,
+                    "{pages} pages, round {round}"
+                );
                 b.write_u8(at, 200).unwrap();
                 assert_eq!(a.read_u8(at).unwrap(), 100 + round);
             }
