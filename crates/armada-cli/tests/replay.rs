@@ -141,6 +141,36 @@ fn every_lane_replays_to_its_line_on_the_cpu_engine_and_from_the_simulator() {
     }
 }
 
+/// `armada replay ARGS -g` in `dir`, with gdb-multiarch continuing it twice from the start
+/// and printing the stack between: gdb's output, replay's status and its stderr after gdb.
+fn replay_under_gdb(dir: &Path, args: &[&str], program: &Path) -> (String, Option<i32>, String) {
+    let mut child = Command::new(armada_bin())
+        .arg("replay")
+        .args(args)
+        .args(["-g", "127.0.0.1:0"])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::{BufReader, Read};
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let addr = common::gdb_address(&mut err, &mut String::new()).expect("replay ended before gdb");
+    let g = Command::new("gdb-multiarch")
+        .args(["-batch", "-nx", "-ex", "set confirm off", "-ex"])
+        .arg(format!("target remote {addr}"))
+        .arg(program)
+        .args(["-ex", "continue", "-ex", "bt", "-ex", "continue"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&g.stdout).into_owned() + &String::from_utf8_lossy(&g.stderr);
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    (out, status.code(), rest)
+}
+
 #[test]
 fn a_replayed_lane_runs_under_gdb() {
     let Some(targets) = fuzz_targets("replay gdb") else {
@@ -153,31 +183,10 @@ fn a_replayed_lane_runs_under_gdb() {
     let magic = targets.join("magic");
     let dir = inputs("gdb");
     batch8(&dir, magic.to_str().unwrap());
-    let mut child = Command::new(armada_bin())
-        .args(["replay", "r.jsonl", "--lane", "5", "-g", "127.0.0.1:0"])
-        .current_dir(&dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::{BufReader, Read};
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let addr = common::gdb_address(&mut err, &mut String::new()).expect("replay ended before gdb");
-    let g = Command::new("gdb-multiarch")
-        .args(["-batch", "-nx", "-ex", "set confirm off", "-ex"])
-        .arg(format!("target remote {addr}"))
-        .arg(&magic)
-        .args(["-ex", "continue", "-ex", "bt", "-ex", "continue"])
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&g.stdout).into_owned() + &String::from_utf8_lossy(&g.stderr);
+    let (out, status, rest) = replay_under_gdb(&dir, &["r.jsonl", "--lane", "5"], &magic);
     assert!(out.contains("Program received signal SIGSEGV"), "{out}");
     assert!(out.contains("in main ("), "{out}");
-    let status = child.wait().unwrap();
-    let mut rest = String::new();
-    err.read_to_string(&mut rest).unwrap();
-    assert_eq!(status.code(), Some(0), "{rest}");
+    assert_eq!(status, Some(0), "{rest}");
     assert!(rest.contains("lane 5: status 139"), "{rest}");
     assert!(rest.contains("the same as in the batch"), "{rest}");
 }
@@ -323,30 +332,9 @@ fn inputs_a_fuzzing_run_saved_replay_to_their_bucket() {
         common::unavailable("replay fuzz gdb", "gdb-multiarch is not installed");
         return;
     }
-    let mut child = Command::new(armada_bin())
-        .arg("replay")
-        .arg(&crashes[0])
-        .args(["-g", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::{BufReader, Read};
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let addr = common::gdb_address(&mut err, &mut String::new()).expect("replay ended before gdb");
-    let g = Command::new("gdb-multiarch")
-        .args(["-batch", "-nx", "-ex", "set confirm off", "-ex"])
-        .arg(format!("target remote {addr}"))
-        .arg(magic)
-        .args(["-ex", "continue", "-ex", "bt", "-ex", "continue"])
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&g.stdout).into_owned() + &String::from_utf8_lossy(&g.stderr);
+    let crash = crashes[0].to_str().unwrap();
+    let (out, status, rest) = replay_under_gdb(Path::new("/"), &[crash], Path::new(magic));
     assert!(out.contains("Program received signal SIGSEGV"), "{out}");
-    let status = child.wait().unwrap();
-    let mut rest = String::new();
-    err.read_to_string(&mut rest).unwrap();
-    assert_eq!(status.code(), Some(0), "{rest}");
+    assert_eq!(status, Some(0), "{rest}");
     assert!(rest.contains("the one the fuzzer filed it under"), "{rest}");
 }
