@@ -288,6 +288,38 @@ fn inputs_a_fuzzing_run_saved_replay_to_their_bucket() {
     let (code, err) = replay(&queue[0]);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("exit status"), "{err}");
+    // a crash the CUDA kernel's simulator found replays on the CPU engine to the same bucket
+    let o = armada(
+        &dir,
+        &[
+            "fuzz",
+            "--backend",
+            "cuda",
+            "--lanes",
+            "64",
+            "-o",
+            "gpu",
+            "-i",
+            "seeds",
+            "--max-execs",
+            "300",
+            "--no-progress",
+            magic,
+        ],
+    );
+    let gpu_err = String::from_utf8_lossy(&o.stderr);
+    if o.status.code() != Some(1) && gpu_err.contains("CUDA") {
+        common::loud(&format!(
+            "### replay fuzz: no CUDA simulator in this build: {gpu_err}"
+        ));
+    } else {
+        assert_eq!(o.status.code(), Some(1), "{gpu_err}");
+        let found = files(&dir.join("gpu").join("default").join("crashes"), "id:");
+        assert_eq!(found.len(), 1, "{gpu_err}");
+        let (code, err) = replay(&found[0]);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(err.contains("the one the fuzzer filed it under"), "{err}");
+    }
     // `--crashes`' own names
     let o = armada(
         &dir,
