@@ -85,7 +85,7 @@ pub fn replay(args: ReplayArgs) -> Result<u8> {
     let crate::Command::Batch(batch) = rec.command()? else {
         bail!("{}: not the record of a batch", rec_path.display());
     };
-    let spec = lane_spec(&batch, rec.env.clone(), &rec.body, n)?;
+    let spec = lane_spec(&batch, rec.env.clone(), rec.sysroot(), n)?;
     // the programs must be the ones that ran
     for p in &spec.programs {
         rec.check_program(&p.host_path, "the batch")?;
@@ -320,7 +320,12 @@ fn replay_input(args: &ReplayArgs) -> Result<u8> {
 
 /// The batch's spec with the recorded environment and sysroot (they came from armada's
 /// environment then, not now), and its snapshot when it took one.
-fn lane_spec(batch: &BatchArgs, env: Vec<Vec<u8>>, rec: &Value, lane: usize) -> Result<BatchSpec> {
+fn lane_spec(
+    batch: &BatchArgs,
+    env: Vec<Vec<u8>>,
+    sysroot: Option<PathBuf>,
+    lane: usize,
+) -> Result<BatchSpec> {
     let mut spec = build_spec(batch)?;
     if lane >= spec.lanes.len() {
         bail!("the batch had {} lanes: no lane {lane}", spec.lanes.len());
@@ -329,10 +334,7 @@ fn lane_spec(batch: &BatchArgs, env: Vec<Vec<u8>>, rec: &Value, lane: usize) -> 
     for l in spec.lanes.iter_mut() {
         l.env = env.clone();
     }
-    spec.config.sysroot = rec
-        .get("sysroot")
-        .and_then(json_bytes)
-        .map(|b| PathBuf::from(OsString::from_vec(b)));
+    spec.config.sysroot = sysroot;
     if let Some(point) = &batch.snapshot_at {
         spec.take_snapshot(point.clone())
             .with_context(|| format!("--snapshot-at {point}"))?;

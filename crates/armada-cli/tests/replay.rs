@@ -258,94 +258,65 @@ fn inputs_a_fuzzing_run_saved_replay_to_their_bucket() {
             String::from_utf8_lossy(&o.stderr).into_owned(),
         )
     };
+    // `armada fuzz OPTS` of magic in `dir`, 300 executions: its status and stderr
+    let fuzz = |opts: &[&str]| {
+        let mut a = vec!["fuzz"];
+        a.extend(opts);
+        a.extend(["--max-execs", "300", "--no-progress", magic]);
+        let o = armada(&dir, &a);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // the saved crash `file` replays to its bucket
+    let same_bucket = |file: &Path| {
+        let (code, err) = replay(file);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(err.contains("the one the fuzzer filed it under"), "{err}");
+        err
+    };
     // AFL++'s layout
-    let o = armada(
-        &dir,
-        &[
-            "fuzz",
-            "-o",
-            "out",
-            "-i",
-            "seeds",
-            "--max-execs",
-            "300",
-            "--no-progress",
-            magic,
-        ],
-    );
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "a crash was found: {err}");
+    let (code, err) = fuzz(&["-o", "out", "-i", "seeds"]);
+    assert_eq!(code, Some(1), "a crash was found: {err}");
     let inst = dir.join("out").join("default");
     assert!(inst.join("armada_fuzz.json").exists(), "{err}");
     let crashes = files(&inst.join("crashes"), "id:");
     assert_eq!(crashes.len(), 1, "{err}");
-    let (code, err) = replay(&crashes[0]);
-    assert_eq!(code, Some(0), "{err}");
+    let err = same_bucket(&crashes[0]);
     assert!(err.contains("signal 11 at pc"), "{err}");
-    assert!(err.contains("the one the fuzzer filed it under"), "{err}");
     let queue = files(&inst.join("queue"), "id:");
     assert!(!queue.is_empty());
     let (code, err) = replay(&queue[0]);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("exit status"), "{err}");
     // a crash the CUDA kernel's simulator found replays on the CPU engine to the same bucket
-    let o = armada(
-        &dir,
-        &[
-            "fuzz",
-            "--backend",
-            "cuda",
-            "--lanes",
-            "64",
-            "-o",
-            "gpu",
-            "-i",
-            "seeds",
-            "--max-execs",
-            "300",
-            "--no-progress",
-            magic,
-        ],
-    );
-    let gpu_err = String::from_utf8_lossy(&o.stderr);
-    if o.status.code() != Some(1) && gpu_err.contains("CUDA") {
+    let (code, gpu_err) = fuzz(&[
+        "--backend",
+        "cuda",
+        "--lanes",
+        "64",
+        "-o",
+        "gpu",
+        "-i",
+        "seeds",
+    ]);
+    if code != Some(1) && gpu_err.contains("CUDA") {
         common::loud(&format!(
             "### replay fuzz: no CUDA simulator in this build: {gpu_err}"
         ));
     } else {
-        assert_eq!(o.status.code(), Some(1), "{gpu_err}");
+        assert_eq!(code, Some(1), "{gpu_err}");
         let found = files(&dir.join("gpu").join("default").join("crashes"), "id:");
         assert_eq!(found.len(), 1, "{gpu_err}");
-        let (code, err) = replay(&found[0]);
-        assert_eq!(code, Some(0), "{err}");
-        assert!(err.contains("the one the fuzzer filed it under"), "{err}");
+        same_bucket(&found[0]);
     }
     // `--crashes`' own names
-    let o = armada(
-        &dir,
-        &[
-            "fuzz",
-            "--corpus",
-            "c",
-            "--crashes",
-            "x",
-            "--max-execs",
-            "300",
-            "--no-progress",
-            magic,
-        ],
-    );
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (code, err) = fuzz(&["--corpus", "c", "--crashes", "x"]);
+    assert_eq!(code, Some(1), "{err}");
     let found = files(&dir.join("x"), "crash-");
     assert_eq!(found.len(), 1);
-    let (code, err) = replay(&found[0]);
-    assert_eq!(code, Some(0), "{err}");
-    assert!(err.contains("the one the fuzzer filed it under"), "{err}");
+    same_bucket(&found[0]);
     // the same input under a name that says another bucket
     let other = dir.join("x").join("crash-sig11-pc0-stack00000000");
     std::fs::copy(&found[0], &other).unwrap();
