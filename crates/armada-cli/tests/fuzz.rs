@@ -251,17 +251,6 @@ fn planted_bugs_are_found() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
-/// The crash and hang files in `dir`.
-fn saved_files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
-        .collect();
-    v.sort();
-    v
-}
-
 /// One crash file a bug (tests/guest/fuzz/recurse.c: an overflow and an abort reachable at
 /// any depth of a recursive-descent parser, and a hang): seeds that reach each bug at
 /// several depths give one file each, and a fuzz run from nothing finds all three within a
@@ -321,9 +310,14 @@ fn each_bug_is_one_bucket() {
     };
     let crashes = work.join("seed-crashes");
     let r = run(&seeds, &crashes, &inputs.len().to_string());
-    let found = saved_files(&crashes, "crash-");
+    let found = common::files_named(&crashes, "crash-");
     assert_eq!(found.len(), 2, "{found:?}\n{}", r.stderr);
-    assert_eq!(saved_files(&crashes, "hang-").len(), 1, "{}", r.stderr);
+    assert_eq!(
+        common::files_named(&crashes, "hang-").len(),
+        1,
+        "{}",
+        r.stderr
+    );
     // each crash says what it was in one line, by symbol
     assert!(
         r.stderr.contains("SIGSEGV at pc") && r.stderr.contains("(string+"),
@@ -337,9 +331,14 @@ fn each_bug_is_one_bucket() {
     let corpus = work.join("corpus");
     let crashes = work.join("crashes");
     let r = run(&corpus, &crashes, "400000");
-    let found = saved_files(&crashes, "crash-");
+    let found = common::files_named(&crashes, "crash-");
     assert_eq!(found.len(), 2, "{found:?}\n{}", r.stderr);
-    assert_eq!(saved_files(&crashes, "hang-").len(), 1, "{}", r.stderr);
+    assert_eq!(
+        common::files_named(&crashes, "hang-").len(),
+        1,
+        "{}",
+        r.stderr
+    );
     let _ = std::fs::remove_dir_all(&work);
 }
 
@@ -403,7 +402,7 @@ fn afl_output_directory_works_with_afl_tools() {
     ]);
     assert_eq!(r.status, 1, "{}", r.stderr);
     let inst = out.join("default");
-    let queue = saved_files(&inst.join("queue"), "id:");
+    let queue = common::files_named(&inst.join("queue"), "id:");
     assert!(
         queue[0]
             .file_name()
@@ -417,12 +416,12 @@ fn afl_output_directory_works_with_afl_tools() {
     assert!(queue
         .iter()
         .any(|q| q.to_string_lossy().contains(",src:000000,")));
-    let crashes = saved_files(&inst.join("crashes"), "id:");
+    let crashes = common::files_named(&inst.join("crashes"), "id:");
     assert_eq!(crashes.len(), 2, "{crashes:?}");
     assert!(crashes
         .iter()
         .any(|c| c.to_string_lossy().contains(",sig:11,")));
-    assert_eq!(saved_files(&inst.join("hangs"), "id:").len(), 1);
+    assert_eq!(common::files_named(&inst.join("hangs"), "id:").len(), 1);
     let readme = std::fs::read_to_string(inst.join("crashes/README.txt")).unwrap();
     assert!(
         readme.contains("SIGSEGV at pc") && readme.contains("(string+"),
@@ -480,13 +479,13 @@ fn afl_output_directory_works_with_afl_tools() {
     );
     let stats = std::fs::read_to_string(inst.join("fuzzer_stats")).unwrap();
     assert!(stat(&stats, "execs_done") >= execs + 3000, "{stats}");
-    assert_eq!(saved_files(&inst.join("crashes"), "id:").len(), 2);
-    assert!(saved_files(&inst.join("queue"), "id:").len() >= queue.len());
+    assert_eq!(common::files_named(&inst.join("crashes"), "id:").len(), 2);
+    assert!(common::files_named(&inst.join("queue"), "id:").len() >= queue.len());
     // a secondary instance takes the main one's queue (and marks where it got to)
     let r = fuzz(&["-S", "second", "--max-execs", "500", "--no-progress"]);
     assert!(r.status <= 1, "{}", r.stderr);
     let second = out.join("second");
-    let synced = saved_files(&second.join("queue"), "id:")
+    let synced = common::files_named(&second.join("queue"), "id:")
         .iter()
         .filter(|q| q.to_string_lossy().contains(",sync:default"))
         .count();
@@ -569,7 +568,7 @@ fn cmin_keeps_every_tuple() {
             "{}",
             r.stderr
         );
-        (tuples, saved_files(to, ""), r.stderr)
+        (tuples, common::files_named(to, ""), r.stderr)
     };
     let out = work.join("min");
     let (tuples, kept, err) = cmin(&inputs, &out);

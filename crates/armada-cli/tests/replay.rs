@@ -222,17 +222,6 @@ fn records_that_do_not_fit_get_clear_messages() {
     assert!(err.contains("r.jsonl.batch.json"), "{err}");
 }
 
-/// The files of `dir` whose names start with `prefix`.
-fn files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn inputs_a_fuzzing_run_saved_replay_to_their_bucket() {
     let Some(targets) = fuzz_targets("replay fuzz") else {
@@ -281,11 +270,11 @@ fn inputs_a_fuzzing_run_saved_replay_to_their_bucket() {
     assert_eq!(code, Some(1), "a crash was found: {err}");
     let inst = dir.join("out").join("default");
     assert!(inst.join("armada_fuzz.json").exists(), "{err}");
-    let crashes = files(&inst.join("crashes"), "id:");
+    let crashes = common::files_named(&inst.join("crashes"), "id:");
     assert_eq!(crashes.len(), 1, "{err}");
     let err = same_bucket(&crashes[0]);
     assert!(err.contains("signal 11 at pc"), "{err}");
-    let queue = files(&inst.join("queue"), "id:");
+    let queue = common::files_named(&inst.join("queue"), "id:");
     assert!(!queue.is_empty());
     let (code, err) = replay(&queue[0]);
     assert_eq!(code, Some(0), "{err}");
@@ -307,14 +296,14 @@ fn inputs_a_fuzzing_run_saved_replay_to_their_bucket() {
         ));
     } else {
         assert_eq!(code, Some(1), "{gpu_err}");
-        let found = files(&dir.join("gpu").join("default").join("crashes"), "id:");
+        let found = common::files_named(&dir.join("gpu").join("default").join("crashes"), "id:");
         assert_eq!(found.len(), 1, "{gpu_err}");
         same_bucket(&found[0]);
     }
     // `--crashes`' own names
     let (code, err) = fuzz(&["--corpus", "c", "--crashes", "x"]);
     assert_eq!(code, Some(1), "{err}");
-    let found = files(&dir.join("x"), "crash-");
+    let found = common::files_named(&dir.join("x"), "crash-");
     assert_eq!(found.len(), 1);
     same_bucket(&found[0]);
     // the same input under a name that says another bucket

@@ -1273,3 +1273,15 @@ pub fn gdb_address(err: &mut impl io::BufRead, head: &mut String) -> Option<Stri
         }
     }
 }
+
+/// The files of `dir` whose names start with `prefix` (a fuzzing run's `crash-`, `hang-`,
+/// `id:`), in name order.
+pub fn files_named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    v.sort();
+    v
+}
