@@ -32,6 +32,7 @@
 //! the undo lists are cleared and the host gives the entries back their lazy values itself.
 
 use super::apply::apply_shared;
+use super::records::Records;
 use super::service::Plan;
 use super::setup::{start_record, start_wants};
 use super::wants::{want_for, Want};
@@ -395,7 +396,7 @@ impl Batch {
         let incoming: u64 = plans.iter().map(|p| p.1.wants.len() as u64).sum();
         self.ensure_pt_room(incoming)?;
         let mut uploads = Vec::new();
-        let mut records = Vec::with_capacity(again.len());
+        let mut records = Records::default();
         for (i, plan, applied) in plans {
             self.apply_rest(i, applied, plan, &mut uploads)?;
             let reserve = self.top_up(i)?;
@@ -403,7 +404,7 @@ impl Batch {
             l.start_reserve.clone_from(&l.reserve);
             let l = &mut self.lanes[i];
             let rec = start_record(l, &self.images[l.image], self.devio, reserve);
-            records.push((i as u32, 0, rec));
+            records.push(i as u32, 0, &rec);
         }
         self.upload(&records, uploads)
     }

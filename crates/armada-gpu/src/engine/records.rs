@@ -67,3 +67,51 @@ pub(super) fn lane_stop(rec: &[u64], stop: u32) -> LaneStop {
         _ => LaneStop::Finished,
     }
 }
+
+/// Record words to write to the device: runs of (lane, first word, words), their words back
+/// to back in one buffer. A round writes a few runs for each of tens of thousands of lanes;
+/// a buffer of its own for each run cost an allocation on the servicing thread and a free
+/// on another (mimalloc's cross-thread path), which showed in the round's serial part.
+#[derive(Default)]
+pub(super) struct Records {
+    /// (lane, first word, number of words)
+    heads: Vec<(u32, u32, u32)>,
+    words: Vec<u64>,
+}
+
+impl Records {
+    pub(super) fn push(&mut self, lane: u32, first: usize, words: &[u64]) {
+        self.heads.push((lane, first as u32, words.len() as u32));
+        self.words.extend_from_slice(words);
+    }
+
+    /// Takes `other`'s runs after this one's.
+    pub(super) fn append(&mut self, mut other: Records) {
+        if self.heads.is_empty() {
+            *self = other;
+            return;
+        }
+        self.heads.append(&mut other.heads);
+        self.words.append(&mut other.words);
+    }
+
+    /// The runs as (lane, first word, number of words), in order.
+    pub(super) fn heads(&self) -> &[(u32, u32, u32)] {
+        &self.heads
+    }
+
+    /// Every run's words, back to back in the order of `heads`.
+    pub(super) fn words(&self) -> &[u64] {
+        &self.words
+    }
+}
+
+impl<'a> FromIterator<(u32, usize, &'a [u64])> for Records {
+    fn from_iter<I: IntoIterator<Item = (u32, usize, &'a [u64])>>(iter: I) -> Self {
+        let mut r = Records::default();
+        for (lane, first, words) in iter {
+            r.push(lane, first, words);
+        }
+        r
+    }
+}

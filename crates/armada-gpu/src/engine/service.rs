@@ -5,7 +5,7 @@
 //! `wants`, and its figures), applied on the same thread where it can (`apply_shared`), and
 //! the record words to write back; the serial part (`apply`) takes the rest.
 
-use super::apply::{apply_shared, Applied};
+use super::apply::{apply_shared, Done};
 use super::launch::Down;
 use super::pagetable::ZERO_FRAME;
 use super::records::{record_to_state, state_to_record};
@@ -35,10 +35,6 @@ const HOST_RUN_OUTSIDE: u64 = 100_000;
 /// the host in microseconds. The CPU engine is the reference, so the results are the same.
 const FINISH_ON_HOST_LANES: usize = 256;
 const FINISH_ON_HOST: u64 = 1_000_000;
-
-/// A serviced lane: its number, its plan, and the record words to write back (first word,
-/// words).
-pub(super) type Serviced = (usize, Plan, Applied, Vec<(usize, Vec<u64>)>);
 
 /// What servicing one lane produced, for the serial part of the round.
 #[derive(Default)]
@@ -74,11 +70,7 @@ pub(super) struct Plan {
 impl Batch {
     /// Services the listed lanes in parallel from what came down for them (`down`); returns
     /// each lane's result (index = lane; None for a lane not listed).
-    pub(super) fn service_lanes(
-        &mut self,
-        svc: &[u32],
-        down: Down,
-    ) -> Result<Vec<Option<Result<Serviced, Error>>>, Error> {
+    pub(super) fn service_lanes(&mut self, svc: &[u32], down: Down) -> Result<Done, Error> {
         const W: usize = DOWN_WORDS;
         let Down {
             recs: recs_buf,
@@ -120,12 +112,15 @@ impl Batch {
         let pt = &self.pt;
         let files = &self.files;
         let code = &self.code;
-        let results: Vec<Option<Result<Serviced, Error>>> = self
+        let reserve = self.reserve_rule();
+        let done: Done = self
             .lanes
             .par_iter_mut()
             .zip(work.into_par_iter())
-            .map(|(lh, w)| {
-                let w = w?;
+            .fold(Done::default, |mut done, (lh, w)| {
+                let Some(w) = w else {
+                    return done;
+                };
                 let lane_id = svc[w.k] as usize;
                 record_to_state(w.rec, w.v, &mut lh.lane.program.state);
                 if devio {
@@ -138,6 +133,11 @@ impl Batch {
                     keys,
                 };
                 let mut plan = service_lane(lh, lane_id, w.rec, stops[lane_id], &at, lazy, finish);
+                done.figures.count(&plan, stops[lane_id]);
+                if let Some(msg) = &plan.stuck {
+                    done.err.get_or_insert_with(|| Error::Device(msg.clone()));
+                    return done;
+                }
                 let mut applied = apply_shared(pt, files, lh, &mut plan);
                 let dead = std::mem::take(&mut plan.dead);
                 super::spaces::drop_spaces(pt, lh, dead, &mut applied);
@@ -152,10 +152,13 @@ impl Batch {
                         &mut applied,
                     ) {
                         Ok(left) => left,
-                        Err(e) => return Some(Err(e)),
+                        Err(e) => {
+                            done.err.get_or_insert(e);
+                            return done;
+                        }
                     };
                 }
-                let mut out = Vec::new();
+                let lane = lane_id as u32;
                 if plan.code && !plan.exited {
                     let keys = super::code::area_keys(&lh.lane.program.mem);
                     match code.lookup(&keys) {
@@ -164,7 +167,7 @@ impl Batch {
                             lh.regions = word;
                             plan.code = false;
                             if !plan.space {
-                                out.push((S_REGIONS, vec![word]));
+                                done.records.push(lane, S_REGIONS, &[word]);
                             }
                         }
                         None => plan.code_keys = keys,
@@ -172,33 +175,32 @@ impl Batch {
                 }
                 if plan.space && !plan.exited {
                     // (S_REGIONS, S_IMAGE, S_SPACE are one run of the record)
-                    let words = vec![lh.regions, images[lh.image].key_lane, lh.space];
+                    let words = [lh.regions, images[lh.image].key_lane, lh.space];
                     if plan.code {
                         // (the regions are worked out in the serial part)
-                        out.push((S_IMAGE, words[1..].to_vec()));
+                        done.records.push(lane, S_IMAGE, &words[1..]);
                     } else {
-                        out.push((S_REGIONS, words));
+                        done.records.push(lane, S_REGIONS, &words);
                     }
                 }
                 if !plan.exited {
                     lh.epoch = lh.epoch.wrapping_add(1).max(1);
                     let st = &lh.lane.program.state;
-                    let mut core = vec![0u64; S_WORDS];
-                    state_to_record(st, lh.dev_limit, lh.epoch, &mut core);
-                    super::devio::sys_words(&lh.lane, devio, &mut core);
-                    let v = core[S_V..].to_vec();
-                    core.truncate(CORE_WORDS);
-                    out.push((0, core));
+                    let mut rec = [0u64; S_V + 64];
+                    state_to_record(st, lh.dev_limit, lh.epoch, &mut rec);
+                    super::devio::sys_words(&lh.lane, devio, &mut rec);
+                    done.records.push(lane, 0, &rec[..CORE_WORDS]);
                     if st.v != v_before {
-                        out.push((S_V, v));
+                        done.records.push(lane, S_V, &rec[S_V..]);
                     }
                 }
-                Some(Ok((lane_id, plan, applied, out)))
+                done.take(lh, lane_id, plan, applied, reserve);
+                done
             })
-            .collect();
+            .reduce(Done::default, Done::merge);
         self.stats.service_s += t.elapsed().as_secs_f64();
         self.spare.recs = recs_buf;
-        Ok(results)
+        Ok(done)
     }
 }
 

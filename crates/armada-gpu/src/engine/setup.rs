@@ -8,7 +8,7 @@ use super::code::{code_areas, Code};
 use super::devio::KernelIo;
 use super::pagetable::{Frames, HostTable, MAX_CHUNKS, ZERO_FRAME};
 use super::pool::FramePool;
-use super::records::state_to_record;
+use super::records::{state_to_record, Records};
 use super::service::Plan;
 use super::upload::PageSrc;
 use super::wants::{lazy_around, lazy_range, want_for, Want, LAZY_AREA_PAGES, LAZY_AROUND};
@@ -494,11 +494,12 @@ impl Batch {
         // in pieces that fit the page-locked staging buffer (a fresh buffer of every lane's
         // stack, hundreds of MB, would cost its page faults and the driver's own staging)
         for part in records.chunks(SETUP_PIECE) {
-            batch.upload(part, Vec::new())?;
+            let part: Records = part.iter().map(|(l, f, w)| (*l, *f, &w[..])).collect();
+            batch.upload(&part, Vec::new())?;
         }
         while !uploads.is_empty() {
             let part = uploads.split_off(uploads.len().saturating_sub(SETUP_PIECE));
-            batch.upload(&[], part)?;
+            batch.upload(&Records::default(), part)?;
         }
         batch.stats.setup_parts = [
             (t_code - t0).as_secs_f64(),

@@ -3,6 +3,7 @@
 //! pending page-table writes, staged in page-locked host memory (`Pinned`) and a device
 //! buffer, then put in place by the copy kernel.
 
+use super::records::Records;
 use super::Batch;
 use crate::device::{htod_slice, DevPtr, Device};
 use crate::layout::*;
@@ -152,7 +153,7 @@ impl Batch {
     /// Uploads records and pages, and flushes pending page-table writes.
     pub(super) fn upload(
         &mut self,
-        records: &[(u32, usize, Vec<u64>)],
+        records: &Records,
         pages: Vec<(u32, PageSrc)>,
     ) -> Result<(), Error> {
         let t = Instant::now();
@@ -169,7 +170,7 @@ impl Batch {
         } else {
             pages
         };
-        let rec_words: usize = records.iter().map(|r| r.2.len()).sum();
+        let rec_words = records.words().len();
         let host_pages: Vec<&PageData> = pages
             .iter()
             .filter_map(|p| match &p.1 {
@@ -193,7 +194,7 @@ impl Batch {
                 .iter()
                 .filter(|p| matches!(p.1, PageSrc::Runs(..)))
                 .count();
-        let n_desc = records.len() + 2 * (n_whole + n_runs);
+        let n_desc = records.heads().len() + 2 * (n_whole + n_runs);
         let desc_bytes = n_desc * std::mem::size_of::<CopyDesc>();
         if n_desc > 0 {
             let stage = self.ensure_stage(data_bytes + desc_bytes)?;
@@ -207,30 +208,25 @@ impl Batch {
                 &mut plain
             };
             let mut descs = Vec::with_capacity(n_desc);
-            // the records' places first, then their words in parallel
-            let mut rec_host = &mut host[..rec_bytes];
-            let mut places: Vec<&mut [u8]> = Vec::with_capacity(records.len());
-            let mut off = 0usize;
-            for (lane, first, words) in records {
-                let (mine, more) = std::mem::take(&mut rec_host).split_at_mut(8 * words.len());
-                places.push(mine);
-                rec_host = more;
-                descs.push(CopyDesc {
-                    src: stage + off as u64,
-                    dst: self.d_lanes + ((*lane as u64) * (S_WORDS as u64) + *first as u64) * 8,
-                    words: words.len() as u64,
-                });
-                off += 8 * words.len();
-            }
-            records
-                .par_iter()
-                .zip(places)
-                .with_min_len(256)
-                .for_each(|((_, _, words), dst)| {
+            // the records' words as they are (one buffer), each run a copy to its lane's record
+            host[..rec_bytes]
+                .par_chunks_mut(8 * 4096)
+                .zip(records.words().par_chunks(4096))
+                .for_each(|(dst, words)| {
                     for (d, v) in dst.chunks_exact_mut(8).zip(words) {
                         d.copy_from_slice(&v.to_le_bytes());
                     }
                 });
+            let mut off = 0u64;
+            descs.extend(records.heads().iter().map(|&(lane, first, n)| {
+                let d = CopyDesc {
+                    src: stage + off,
+                    dst: self.d_lanes + ((lane as u64) * (S_WORDS as u64) + first as u64) * 8,
+                    words: n as u64,
+                };
+                off += 8 * n as u64;
+                d
+            }));
             host[rec_bytes..rec_bytes + page_bytes]
                 .par_chunks_mut(PAGE_SIZE as usize)
                 .zip(host_pages.par_iter())
