@@ -22,6 +22,10 @@ use armada_core::memory::PAGE_SIZE;
 use rayon::prelude::*;
 use std::time::Instant;
 
+/// A lane's reserve is drawn on for its pages on the servicing thread while it holds more
+/// than this many frames (`apply_shared`); below it the serial part refills it.
+const RES_LOW: usize = 4;
+
 /// A lazy page the kernel gave a frame of the lane's reserve or of the batch's pool (the
 /// claim log's entry).
 #[derive(Clone, Copy, Debug, Default)]
@@ -82,6 +86,8 @@ pub(super) struct Applied {
     uploads: Vec<(u32, PageSrc)>,
     /// Keys of address spaces the lane dropped (`spaces`).
     pub(super) keys: Vec<u64>,
+    /// Frames taken from the lane's reserve for pages of its own (`Frames::reserved`).
+    unreserved: u64,
 }
 
 /// Applies the wants of lane `i` that need neither a new frame nor more table room than the
@@ -93,6 +99,7 @@ pub(super) fn apply_shared(
     files: &FileFrames,
     l: &mut LaneHost,
     plan: &mut Plan,
+    pool_on: bool,
 ) -> Applied {
     let mut out = Applied::default();
     if plan.exited {
@@ -130,6 +137,14 @@ pub(super) fn apply_shared(
             }
             Want::Private { perms, .. } => match cur {
                 Some(e) if e.private => (e.frame, true, false, e.frame as u64 | perms, Some(())),
+                // A page new to the lane (a write miss, a syscall's write to a page it
+                // shared): a frame of its own reserve, where the batch's pool stands behind
+                // the reserve (the serial part refills it only once it runs low), so that
+                // most lanes need nothing of the batch's allocator.
+                _ if pool_on && l.reserve.len() > RES_LOW => {
+                    let f = l.reserve.pop().unwrap_or(ZERO_FRAME);
+                    (f, true, false, f as u64 | perms, Some(()))
+                }
                 _ => {
                     rest.push((vpn, want));
                     continue;
@@ -155,13 +170,26 @@ pub(super) fn apply_shared(
                     },
                 );
                 if data.is_some() {
-                    if let Want::Private { data: Some(d), .. } = want {
-                        out.uploads.push((frame, d));
+                    let fresh = !cur.is_some_and(|e| e.private);
+                    if fresh {
+                        out.unreserved += 1;
+                    }
+                    match want {
+                        Want::Private { data: Some(d), .. } => out.uploads.push((frame, d)),
+                        // (by construction a new frame comes with its bytes, but one must
+                        // never show a reserve frame's stale bytes)
+                        _ if fresh => out.uploads.push((frame, PageSrc::Frame(ZERO_FRAME))),
+                        _ => {}
                     }
                 }
             }
             // no room (or a full table, which the serial path reports)
-            _ => rest.push((vpn, want)),
+            _ => {
+                if private && !cur.is_some_and(|e| e.private) {
+                    l.reserve.push(frame);
+                }
+                rest.push((vpn, want))
+            }
         }
     }
     pt.unreserve(budget);
@@ -220,6 +248,7 @@ pub(super) struct Done {
     freed: Vec<u32>,
     keys: Vec<u64>,
     uploads: Vec<(u32, PageSrc)>,
+    unreserved: u64,
     pub(super) figures: Figures,
     /// Lanes whose frame reserve changes size (frames from the batch's allocator).
     top_up: Vec<u32>,
@@ -250,14 +279,18 @@ impl Done {
         self.freed.append(&mut l.cow_freed);
         self.keys.extend_from_slice(&applied.keys);
         self.uploads.extend(applied.uploads);
+        self.unreserved += applied.unreserved;
         if reserve.lazy {
             let (room, cap_room) = reserve.room(l);
-            if room == l.reserve.len() {
-                self.records.push(
-                    lane as u32,
-                    S_POOL_LEFT,
-                    &[reserve.pool_left(cap_room, room)],
-                );
+            let n = l.reserve.len();
+            if room == n {
+                self.records
+                    .push(lane as u32, S_POOL_LEFT, &[reserve.pool_left(cap_room, n)]);
+            } else if applied.unreserved > 0 && n > RES_LOW && n < room {
+                // only its count changed (frames leave from the end, as the kernel takes
+                // them): the pool stands behind it until it runs low
+                let words = [reserve.pool_left(cap_room, n), n as u64];
+                self.records.push(lane as u32, S_POOL_LEFT, &words);
             } else {
                 self.top_up.push(lane as u32);
             }
@@ -274,6 +307,7 @@ impl Done {
         self.freed.extend(other.freed);
         self.keys.extend(other.keys);
         self.uploads.extend(other.uploads);
+        self.unreserved += other.unreserved;
         self.figures.add(other.figures);
         self.top_up.extend(other.top_up);
         self.slow.extend(other.slow);
@@ -334,6 +368,7 @@ impl Batch {
             freed,
             keys,
             mut uploads,
+            unreserved,
             figures,
             top_up,
             slow,
@@ -347,6 +382,7 @@ impl Batch {
             self.frames.release(f);
         }
         self.space_keys.give_back(keys);
+        self.frames.unreserve(unreserved);
         let incoming: u64 = slow.iter().map(|r| r.1.wants.len() as u64).sum();
         self.ensure_pt_room(incoming)?;
         // The batch's last lanes ending at once (not persistent: no lane runs here again):
@@ -614,6 +650,7 @@ impl Batch {
             self.frames.release(f);
         }
         self.space_keys.give_back(done.keys);
+        self.frames.unreserve(done.unreserved);
         uploads.extend(done.uploads);
         if !plan.wants.is_empty() || plan.exited {
             self.apply_plan(i, plan, uploads)?;

@@ -391,6 +391,12 @@ impl Frames {
         )
     }
 
+    /// `n` frames of lanes' reserves now hold pages of theirs.
+    pub(super) fn unreserve(&mut self, n: u64) {
+        self.reserved -= n;
+        self.guest_peak = self.guest_peak.max(self.live - self.reserved);
+    }
+
     pub(super) fn release(&mut self, f: u32) {
         if f != ZERO_FRAME {
             self.live -= 1;
@@ -500,16 +506,19 @@ impl Batch {
         if self.pt.pending.is_empty() {
             return Ok(());
         }
-        // The kernel applies the writes in parallel: each slot once, with what it holds now
-        // (a slot freed by one lane can be taken by another in the same round).
-        let mut slots = std::mem::take(&mut self.pt.pending);
-        slots.par_sort_unstable();
-        slots.dedup();
+        // The kernel applies the writes in parallel, each with what the slot holds now (a
+        // slot freed by one lane can be taken by another in the same round). A slot listed
+        // twice is written twice with the same words, which is harmless; sorting the list to
+        // drop them cost more than they do (a million slots a round of 65,536 forking lanes,
+        // none of them listed twice).
+        let slots = std::mem::take(&mut self.pt.pending);
         let pt = &self.pt;
-        let writes: Vec<u64> = slots
-            .par_iter()
-            .flat_map_iter(|&s| [s, pt.key(s), pt.val(s)])
-            .collect();
+        let mut writes = vec![0u64; 3 * slots.len()];
+        writes
+            .par_chunks_mut(3)
+            .zip(slots.par_iter())
+            .with_min_len(1024)
+            .for_each(|(w, &s)| w.copy_from_slice(&[s, pt.key(s), pt.val(s)]));
         let n = writes.len() / 3;
         let stage = self.ensure_stage(writes.len() * 8)?;
         htod_slice(&*self.dev, stage, &writes)?;

@@ -389,7 +389,7 @@ impl Batch {
                     wants: start_wants(l, &images[l.image], lazy, false),
                     ..Default::default()
                 };
-                let applied = apply_shared(pt, files, l, &mut plan);
+                let applied = apply_shared(pt, files, l, &mut plan, false);
                 (i, plan, applied)
             })
             .collect();

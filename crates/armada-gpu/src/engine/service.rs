@@ -138,7 +138,7 @@ impl Batch {
                     done.err.get_or_insert_with(|| Error::Device(msg.clone()));
                     return done;
                 }
-                let mut applied = apply_shared(pt, files, lh, &mut plan);
+                let mut applied = apply_shared(pt, files, lh, &mut plan, reserve.pool_on);
                 let dead = std::mem::take(&mut plan.dead);
                 super::spaces::drop_spaces(pt, lh, dead, &mut applied);
                 if plan.exited {

@@ -439,7 +439,7 @@ impl Batch {
                     ..Default::default()
                 };
                 // the table was sized for this: most entries go in here, in parallel
-                let applied = apply_shared(pt, &batch.files, l, &mut plan);
+                let applied = apply_shared(pt, &batch.files, l, &mut plan, false);
                 (plan, applied)
             })
             .collect();
