@@ -62,10 +62,13 @@ pub const S_POOL_LEFT: usize = S_SPACE + 1;
 pub const S_RES_N: usize = S_POOL_LEFT + 1;
 pub const S_RES: usize = S_RES_N + 1;
 pub const RES_CAP: usize = 64;
-/// Words the host reads from a stopped lane (all but the vector registers).
-pub const DOWN_WORDS: usize = S_RES + RES_CAP;
+/// Words the host reads from a stopped lane: all but the reserve's frames (the host keeps
+/// the list itself: the kernel takes frames from its end and gives them back there, and the
+/// count says which are left) and the vector registers. A round of 65,536 lanes brings this
+/// many words of each down.
+pub const DOWN_WORDS: usize = S_RES;
 /// v0..v31, two words each (low, high).
-pub const S_V: usize = DOWN_WORDS;
+pub const S_V: usize = S_RES + RES_CAP;
 /// The dirty pages past the first DIRTY_CAP (DIRTY_MORE of them), brought down only for the
 /// lanes that wrote that many: a Python lane started from a snapshot copies and writes
 /// hundreds of pages between two stops, and past the list every writable page it owns would
