@@ -8,7 +8,13 @@
 #                                            # the device tool's 64 MiB carry) with both
 #                                            # binaries stripped (NEW: target/release/armada),
 #                                            # the sysroot, qemu-aarch64 and go_channels
-#   scripts/gpu-ab.sh run [DIR]              # there: AB=dash,go,python (default all)
+#   scripts/gpu-ab.sh run [DIR]              # there: AB=dash,go,python (default all);
+#                                            # OLD_ENV, NEW_ENV="VAR=value ...": set for
+#                                            # the old and the new runs (a knob against
+#                                            # its default: pack the same binary twice, and
+#                                            # set the variable in both, OLD_ENV=K=1
+#                                            # NEW_ENV=K=2, since lanes inherit armada's
+#                                            # environment and its size moves their counts)
 #
 # Batches (each is one of gpu-check's): 65,536 lanes of the forking dash script from its
 # snapshot (DASH_LANES), 16,384 lanes of go_channels (GO_LANES), 16,384 lanes of python3 from
@@ -51,7 +57,9 @@ run)
         shift
         for b in old new; do
             echo "== $name $b"
-            /usr/bin/time -f "$name $b: wall %e s, user %U s, sys %S s" "$D/armada-$b" batch --backend cuda --no-progress --out "$W/$name-$b.jsonl" "$@" 2>&1 | grep -o "$F\|^$name $b: wall.*"
+            local envs=()
+            if [[ $b == new ]]; then read -ra envs <<<"${NEW_ENV:-}"; else read -ra envs <<<"${OLD_ENV:-}"; fi
+            env "${envs[@]}" /usr/bin/time -f "$name $b: wall %e s, user %U s, sys %S s" "$D/armada-$b" batch --backend cuda --no-progress --out "$W/$name-$b.jsonl" "$@" 2>&1 | grep -o "$F\|^$name $b: wall.*"
         done
         cmp -s "$W/$name-old.jsonl" "$W/$name-new.jsonl" && echo "$name: old and new outputs identical" || echo "$name: OUTPUTS DIFFER"
     }

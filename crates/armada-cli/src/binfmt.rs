@@ -6,7 +6,15 @@
 //! --binfmt [-L DIR] "$@"`): binfmt_misc cannot pass options, and the script holds the
 //! sysroot. Flags `PF`: P hands the program its own argv[0] (the kernel passes the file's
 //! path, then the original argv[0], then the arguments), F opens the interpreter at
-//! registration. A registration that already handles arm64 ELF (qemu's) is never replaced
+//! registration.
+//!
+//! `--container` registers a copy of armada's own executable instead (named `NAME-binfmt`,
+//! which is how armada knows, from its argv[0], that the kernel started it for a program:
+//! `binfmt_argv`). With F the kernel holds it open from the registration on, so programs run
+//! through it inside chroots and containers, whose files have neither the script nor armada;
+//! armada must then be statically linked, since its own dynamic loader and libraries would be
+//! looked up inside the chroot too. The sysroot then comes from `QEMU_LD_PREFIX`, as for
+//! qemu-user-static (in a chroot the root itself is the sysroot). A registration that already handles arm64 ELF (qemu's) is never replaced
 //! silently: `install` refuses unless `--force`, and then says that the newer one, armada's,
 //! takes precedence while it exists and that `uninstall` gives the programs back.
 
@@ -56,6 +64,17 @@ enum BinfmtCommand {
         /// newer registration, armada's, takes precedence while it exists.
         #[arg(long)]
         force: bool,
+        /// Register a copy of armada's own executable, opened now, instead of a script, so
+        /// that programs run through armada inside chroots and containers too (as
+        /// qemu-user-static). Needs a statically linked armada (docs/debugging.md says how
+        /// to build one); the sysroot then comes from QEMU_LD_PREFIX.
+        #[arg(long, conflicts_with = "sysroot")]
+        container: bool,
+        /// With --container: register a dynamically linked armada anyway. Programs then run
+        /// only in chroots and containers that have armada's own loader and libraries (the
+        /// host's, bind-mounted or copied in).
+        #[arg(long, requires = "container")]
+        allow_dynamic: bool,
     },
     /// Remove armada's registration (and its interpreter script).
     Uninstall,
@@ -125,6 +144,48 @@ pub fn registration_line(name: &str, interpreter: &Path) -> String {
         esc(&MASK),
         interpreter.display()
     )
+}
+
+/// The ending of the interpreter's file name (`NAME-binfmt`), which the container mode's
+/// copy of armada is recognized by.
+const INTERPRETER_SUFFIX: &str = "-binfmt";
+
+/// When armada was started by the kernel for an AArch64 program (its argv[0] is a
+/// `NAME-binfmt` registered by `install --container`): the command line of `armada run` in
+/// binfmt mode, with the program's file, its argv[0] and its arguments as the kernel gave
+/// them. `args`: armada's own argv.
+pub fn binfmt_argv(args: &[std::ffi::OsString]) -> Option<Vec<std::ffi::OsString>> {
+    let name = Path::new(args.first()?).file_name()?.to_str()?;
+    if !name.ends_with(INTERPRETER_SUFFIX) || name.len() == INTERPRETER_SUFFIX.len() {
+        return None;
+    }
+    let mut v: Vec<std::ffi::OsString> =
+        ["armada", "run", "--binfmt", "--"].map(Into::into).to_vec();
+    v.extend(args[1..].iter().cloned());
+    Some(v)
+}
+
+/// Whether the ELF file at `path` is statically linked (it names no dynamic loader).
+pub fn statically_linked(path: &Path) -> Result<bool> {
+    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let u16_at = |o: usize| data.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let u64_at = |o: usize| {
+        data.get(o..o + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+    };
+    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38))
+    else {
+        bail!("{} is not an ELF file armada understands", path.display());
+    };
+    if !data.starts_with(b"\x7fELF") || data[4] != 2 {
+        bail!("{} is not a 64-bit ELF file", path.display());
+    }
+    const PT_INTERP: u32 = 3;
+    Ok((0..phnum as usize).all(|i| {
+        let at = phoff as usize + i * phentsize as usize;
+        data.get(at..at + 4)
+            .is_none_or(|b| u32::from_le_bytes(b.try_into().unwrap()) != PT_INTERP)
+    }))
 }
 
 /// The interpreter script: armada run in binfmt mode, with the sysroot.
@@ -200,6 +261,8 @@ pub fn binfmt(args: BinfmtArgs) -> Result<u8> {
                     if let Some(l) = script.lines().find(|l| l.starts_with("exec ")) {
                         println!("  runs: {l}");
                     }
+                } else if statically_linked(Path::new(&e.interpreter)).unwrap_or(false) {
+                    println!("  runs: a statically linked armada (chroots and containers too)");
                 }
             }
             for o in &others {
@@ -227,7 +290,9 @@ pub fn binfmt(args: BinfmtArgs) -> Result<u8> {
                 return Ok(0);
             };
             unregister(dir, name)?;
-            if e.interpreter.ends_with(&format!("{name}-binfmt")) {
+            if e.interpreter
+                .ends_with(&format!("{name}{INTERPRETER_SUFFIX}"))
+            {
                 let _ = std::fs::remove_file(&e.interpreter);
             }
             println!("{name}: removed");
@@ -243,6 +308,8 @@ pub fn binfmt(args: BinfmtArgs) -> Result<u8> {
             sysroot,
             interpreter_dir,
             force,
+            container,
+            allow_dynamic,
         } => {
             let enabled: Vec<&&Entry> = others.iter().filter(|o| o.enabled).collect();
             if !enabled.is_empty() && !force {
@@ -265,10 +332,29 @@ pub fn binfmt(args: BinfmtArgs) -> Result<u8> {
                 .transpose()?;
             std::fs::create_dir_all(&interpreter_dir)
                 .with_context(|| format!("cannot create {}", interpreter_dir.display()))?;
-            let interp = interpreter_dir.join(format!("{name}-binfmt"));
-            let script = interpreter_script(&armada, sysroot.as_deref());
-            std::fs::write(&interp, script)
-                .with_context(|| format!("cannot write {}", interp.display()))?;
+            let interp = interpreter_dir.join(format!("{name}{INTERPRETER_SUFFIX}"));
+            if container {
+                if !statically_linked(&armada)? && !allow_dynamic {
+                    bail!(
+                        "--container needs a statically linked armada ({} names a dynamic loader, \
+                         which a chroot or container would not have): build one with \
+                         RUSTFLAGS='-C target-feature=+crt-static' cargo build --release -p armada-cli \
+                         --target x86_64-unknown-linux-gnu, and run `binfmt install --container` with it \
+                         (or --allow-dynamic, where the chroots have armada's libraries)",
+                        armada.display()
+                    );
+                }
+                // a copy: the registration keeps working while armada itself is rebuilt or
+                // moved (the kernel holds the file open from now on anyway)
+                let tmp = interp.with_extension("new");
+                std::fs::copy(&armada, &tmp)
+                    .and_then(|_| std::fs::rename(&tmp, &interp))
+                    .with_context(|| format!("cannot write {}", interp.display()))?;
+            } else {
+                let script = interpreter_script(&armada, sysroot.as_deref());
+                std::fs::write(&interp, script)
+                    .with_context(|| format!("cannot write {}", interp.display()))?;
+            }
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&interp, std::fs::Permissions::from_mode(0o755))?;
             if ours.is_some() {
@@ -277,14 +363,24 @@ pub fn binfmt(args: BinfmtArgs) -> Result<u8> {
             }
             std::fs::write(dir.join("register"), registration_line(name, &interp))
                 .with_context(|| format!("cannot register with {} (run as root)", dir.display()))?;
-            println!(
-                "{name}: registered: AArch64 ELF programs run through {} (armada {}{})",
-                interp.display(),
-                armada.display(),
-                sysroot
-                    .as_ref()
-                    .map_or(String::new(), |s| format!(", sysroot {}", s.display()))
-            );
+            if container {
+                println!(
+                    "{name}: registered: AArch64 ELF programs run through {} (a copy of the \
+                     statically linked armada {}, held open by the kernel: chroots and \
+                     containers too; sysroot from QEMU_LD_PREFIX)",
+                    interp.display(),
+                    armada.display(),
+                );
+            } else {
+                println!(
+                    "{name}: registered: AArch64 ELF programs run through {} (armada {}{})",
+                    interp.display(),
+                    armada.display(),
+                    sysroot
+                        .as_ref()
+                        .map_or(String::new(), |s| format!(", sysroot {}", s.display()))
+                );
+            }
             for o in enabled {
                 println!(
                     "{}: stays registered; armada's registration takes precedence while it exists (armada binfmt uninstall gives the programs back)",
@@ -320,6 +416,40 @@ mod tests {
         let arm32 = "enabled\ninterpreter /usr/bin/qemu-arm\nflags: \noffset 0\nmagic 7f454c4601010100000000000000000002002800\nmask ffffffffffffff00fffffffffffffffffeffffff\n";
         assert!(!Entry::parse("qemu-arm", arm32).takes_aarch64());
         assert!(!Entry::parse("x", "disabled\nextension .jar\n").takes_aarch64());
+    }
+
+    #[test]
+    fn the_kernel_starting_the_container_copy_is_a_binfmt_run() {
+        let os = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        let got = binfmt_argv(&os(&[
+            "/usr/local/lib/armada/armada-aarch64-binfmt",
+            "/bin/sh",
+            "sh",
+            "-c",
+            "echo hi",
+        ]));
+        assert_eq!(
+            got,
+            Some(os(&[
+                "armada", "run", "--binfmt", "--", "/bin/sh", "sh", "-c", "echo hi"
+            ]))
+        );
+        assert_eq!(binfmt_argv(&os(&["/usr/bin/armada", "run", "x"])), None);
+        assert_eq!(binfmt_argv(&os(&["-binfmt"])), None);
+        assert_eq!(binfmt_argv(&[]), None);
+    }
+
+    #[test]
+    fn static_and_dynamic_executables_are_told_apart() {
+        // the test binary itself is dynamically linked (it names ld-linux)
+        let me = std::env::current_exe().unwrap();
+        assert!(!statically_linked(&me).unwrap());
+        let dir = std::env::temp_dir().join(format!("armada-binfmt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("not-elf");
+        std::fs::write(&f, "#!/bin/sh\n").unwrap();
+        assert!(statically_linked(&f).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

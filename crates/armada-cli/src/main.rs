@@ -86,7 +86,11 @@ fn main() -> ExitCode {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
     // (before any thread: it sets an environment variable the guest does not inherit)
     armada_wgpu::quiet_vulkan_layers();
-    let cli = Cli::parse();
+    // started by the kernel for an AArch64 program (`armada binfmt install --container`)
+    let cli = match binfmt::binfmt_argv(&std::env::args_os().collect::<Vec<_>>()) {
+        Some(argv) => Cli::parse_from(argv),
+        None => Cli::parse(),
+    };
     let tier = cli
         .tier
         .unwrap_or_else(armada_jit::TierChoice::default_here);

@@ -166,3 +166,121 @@ fn nix_access_w(p: &Path) -> bool {
     // SAFETY: a NUL-terminated path.
     unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
+
+/// The shared libraries and loader `ldd` lists for `bin` (absolute paths).
+fn libraries_of(bin: &Path) -> Vec<PathBuf> {
+    let o = Command::new("ldd").arg(bin).output().unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .filter(|w| w.starts_with('/'))
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// `install --container`: the kernel holds armada itself open, so a program run inside a
+/// chroot (whose files have neither armada nor the interpreter script) runs through it, with
+/// the chroot as its root. The armada registered is `ARMADA_STATIC_BIN` where that names a
+/// statically linked build; otherwise the test's own armada with `--allow-dynamic`, its
+/// loader and libraries copied into the chroot (what the static build spares a user).
+#[test]
+fn programs_in_a_chroot_run_through_the_container_registration() {
+    if !require_tools(
+        "binfmt_container",
+        &[OsString::from("aarch64-linux-gnu-gcc")],
+    ) {
+        return;
+    }
+    let register = Path::new(BINFMT).join("register");
+    // SAFETY: geteuid has no preconditions.
+    if !register.exists() || !nix_access_w(&register) || unsafe { libc::geteuid() } != 0 {
+        loud("### binfmt_container: needs root and a writable binfmt_misc: skipped");
+        return;
+    }
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("binfmt-container");
+    let _ = std::fs::remove_dir_all(&tmp);
+    let root = tmp.join("rootfs");
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::fs::write(root.join("marker"), "inside the chroot\n").unwrap();
+    let src = tmp.join("where.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\nint main(int c, char **v) { char b[64] = {0}; FILE *f = fopen(\"/marker\", \"r\");\n\
+         if (!f) { printf(\"%s: no /marker\\n\", v[0]); return 3; }\n\
+         fgets(b, sizeof b, f); printf(\"%s|%d|%s\", v[0], c, b); return 0; }\n",
+    )
+    .unwrap();
+    let o = Command::new("aarch64-linux-gnu-gcc")
+        .args(["-static", "-O1", "-o"])
+        .arg(root.join("bin/where"))
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let (armada_exe, extra) = match std::env::var_os("ARMADA_STATIC_BIN") {
+        Some(p) => (PathBuf::from(p), vec![]),
+        None => {
+            let me = armada_bin();
+            for lib in libraries_of(&me) {
+                let to = root.join(lib.strip_prefix("/").unwrap());
+                std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+                std::fs::copy(&lib, &to).unwrap();
+            }
+            (me, vec!["--allow-dynamic"])
+        }
+    };
+    let name = format!("armada-test-ct-{}", std::process::id());
+    let interp_dir = tmp.join("interp");
+    let reg = Registration {
+        name: name.clone(),
+        dir: interp_dir.clone(),
+    };
+    let run = |args: &[&str]| {
+        let o = Command::new(&armada_exe).args(args).output().unwrap();
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let mut install = vec![
+        "binfmt",
+        "--name",
+        &name,
+        "install",
+        "--container",
+        "--force",
+    ];
+    install.extend(["--interpreter-dir", interp_dir.to_str().unwrap()]);
+    if extra.is_empty() {
+        // a dynamically linked armada is refused without --allow-dynamic
+        let (code, _, err) = armada(&install);
+        assert_eq!(code, 125, "{err}");
+        assert!(err.contains("statically linked"), "{err}");
+    }
+    install.extend(extra.iter().copied());
+    let (code, out, err) = run(&install);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("chroots and containers"), "{out}");
+    let entry = std::fs::read_to_string(Path::new(BINFMT).join(&name)).unwrap();
+    assert!(entry.contains("flags: PF"), "{entry}");
+
+    // the program's own argv[0] and the chroot's file: armada ran inside it
+    let o = Command::new("chroot")
+        .arg(&root)
+        .args(["/bin/where", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "/bin/where|2|inside the chroot\n",
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    let (code, out, _) = run(&["binfmt", "--name", &name, "uninstall"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!Path::new(BINFMT).join(&name).exists());
+    assert!(!interp_dir.join(format!("{name}-binfmt")).exists());
+    drop(reg);
+}

@@ -218,6 +218,22 @@ pub fn run_spawned_on(
             e.describe()
         );
     }
+    // ARMADA_GPU_SHARDS=K with one device: K batches on it at once, each with a share of the
+    // lanes on a thread and a device queue of its own, so that one batch's host work (its
+    // service, transfer and apply) overlaps another's kernel, where a round of one batch
+    // leaves the device idle while the host works and the host idle while the kernel runs.
+    // Not the default until measured on a GPU (docs/performance.md).
+    let one_device: Vec<Engine>;
+    let engines = match std::env::var("ARMADA_GPU_SHARDS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        Some(k) if k > 1 && engines.len() == 1 => {
+            one_device = vec![engines[0].clone(); k.min(8)];
+            &one_device[..]
+        }
+        _ => engines,
+    };
     let Spawned {
         lanes,
         secs: spawn_s,
