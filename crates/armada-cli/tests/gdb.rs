@@ -274,7 +274,7 @@ fn threads_faults_and_abort_stop_as_on_linux() {
     let d = start(&[], prog, &["segv"]);
     let out = gdb(&d, prog, &[], &["continue", "bt", "x/i $pc", "continue"]);
     has(&out, "Program received signal SIGSEGV, Segmentation fault.");
-    has(&out, "debuggee.c:54");
+    has(&out, "debuggee.c:70");
     has(&out, "str\t");
     has(&out, "Program terminated with signal SIGSEGV");
     let (status, _, stderr) = d.finish();
@@ -316,6 +316,45 @@ fn threads_faults_and_abort_stop_as_on_linux() {
     has(&out, "exited normally");
     let (_, stdout, _) = d.finish();
     assert_eq!(stdout, "sum 5 watched 35 counter 0\n");
+}
+
+/// gdb is not told of forks as events: armada says which process it follows (the parent),
+/// and a breakpoint in code only the child runs does not stop it.
+#[test]
+fn a_fork_says_which_process_gdb_follows() {
+    let Some((prog, _)) = built("gdb fork") else {
+        return;
+    };
+    let d = start(&[], prog, &["fork"]);
+    let out = gdb(
+        &d,
+        prog,
+        &[],
+        &[
+            "break add",
+            "break after_fork",
+            "continue",
+            "continue",
+            "print status",
+            "continue",
+        ],
+    );
+    // the parent's call of add, then after_fork with the child's status: the child's call
+    // of add (after the fork) did not stop
+    has(&out, "Breakpoint 1, add (a=2, b=3)");
+    has(&out, "Breakpoint 2, after_fork (status=7)");
+    assert!(!out.contains("add (a=40"), "the child stopped:\n{out}");
+    has(&out, "$1 = 7");
+    has(&out, "exited normally");
+    let (status, stdout, stderr) = d.finish();
+    assert!(status.success(), "{stderr}");
+    assert_eq!(stdout, "sum 5 watched 35 counter 7\n");
+    assert_eq!(
+        stderr.matches("gdb follows process").count(),
+        1,
+        "armada says it once:\n{stderr}"
+    );
+    assert!(stderr.contains("follow-fork-mode parent"), "{stderr}");
 }
 
 #[test]

@@ -53,6 +53,8 @@ pub struct Session {
     auxv: Vec<u8>,
     /// The program's path on the host (gdb loads its symbols from it).
     exe: Vec<u8>,
+    /// Whether armada has said which process gdb follows (at the first other process).
+    told_follow: bool,
 }
 
 impl Session {
@@ -80,6 +82,7 @@ impl Session {
             deliver: false,
             auxv,
             exe,
+            told_follow: false,
         }
     }
 
@@ -109,6 +112,9 @@ impl Session {
                 }
             }
         };
+        if !self.told_follow {
+            self.tell_follow();
+        }
         Some(match ev {
             Event::Slice | Event::Syscall => return None,
             Event::Breakpoint { tid } => MultiThreadStopReason::SwBreak(tid_of(tid)),
@@ -141,6 +147,21 @@ impl Session {
                 }
             },
         })
+    }
+
+    /// Says once, when the program first has another process, which one gdb follows: gdb
+    /// is not told of forks as events (gdbstub has none), so without this word a user
+    /// setting `follow-fork-mode child` would wait for a child that never stops.
+    fn tell_follow(&mut self) {
+        if let Some(child) = self.tl.lane.first_child() {
+            self.told_follow = true;
+            eprintln!(
+                "armada: the program started process {child}; gdb follows process {} only \
+                 (follow-fork-mode parent): other processes run without breakpoints, and \
+                 armada says this once",
+                self.dbg.pid()
+            );
+        }
     }
 
     /// The stop an interrupt from gdb makes: SIGINT in the thread that runs.

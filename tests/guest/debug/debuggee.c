@@ -1,11 +1,13 @@
 // The program the gdb stub's tests debug (crates/armada-cli/tests/gdb.rs): a call to break
-// at, stores to watch, a vector register, threads, and a fault, abort() and a
+// at, stores to watch, a vector register, threads, a fork, and a fault, abort() and a
 // signal to a handler, each chosen by argv[1].
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 long watched;
 volatile long counter;
@@ -20,6 +22,10 @@ __attribute__((noinline)) void after_stores(void) {
 
 __attribute__((noinline)) void in_thread(long id) {
     __atomic_fetch_add(&counter, id, __ATOMIC_SEQ_CST);
+}
+
+__attribute__((noinline)) void after_fork(int status) {
+    counter = status;
 }
 
 volatile int usr1_seen;
@@ -49,6 +55,16 @@ int main(int argc, char **argv) {
             pthread_create(&t[i], NULL, worker, (void *)(i + 1));
         for (int i = 0; i < 2; i++)
             pthread_join(t[i], NULL);
+    }
+    if (strcmp(mode, "fork") == 0) {
+        pid_t c = fork();
+        if (c == 0) {
+            add(40, 2); // a breakpoint here stops only the followed process, the parent
+            _exit(7);
+        }
+        int st = 0;
+        waitpid(c, &st, 0);
+        after_fork(WEXITSTATUS(st));
     }
     if (strcmp(mode, "segv") == 0)
         *(volatile int *)16 = 1;

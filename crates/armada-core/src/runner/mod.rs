@@ -131,6 +131,8 @@ pub struct Lane {
     spare_code: Option<CodeCache>,
     /// The last memory fault the engine raised: (signal, address), for a crash's report.
     fault: Option<(i32, u64)>,
+    /// The pid of the first process the lane forked (a debugger says which one it follows).
+    first_child: Option<i32>,
 }
 
 impl Lane {
@@ -160,6 +162,7 @@ impl Lane {
             return_trap: None,
             spare_code: None,
             fault: None,
+            first_child: None,
         }
     }
 
@@ -201,6 +204,7 @@ impl Lane {
             return_trap: self.return_trap,
             spare_code: None,
             fault: None,
+            first_child: None,
         }
     }
 
@@ -389,6 +393,11 @@ impl Lane {
     /// Live processes of the lane.
     pub fn process_count(&self) -> usize {
         1 + self.parked.len()
+    }
+
+    /// The pid of the first process the lane forked, if it has.
+    pub fn first_child(&self) -> Option<i32> {
+        self.first_child
     }
 
     /// Caps the processes of the lane (fork fails with EAGAIN past it).
@@ -844,6 +853,7 @@ impl Lane {
     /// A process the current one forked joins the lane: as a parked process with one task.
     fn add_child(&mut self, child: crate::linux::proc::fork::NewProcess) {
         let parent = self.cur_pid();
+        self.first_child.get_or_insert(child.pid);
         let (mem, code) = match child.mem {
             Some(mut m) => {
                 let code = self.code_for_child(&mut m);
