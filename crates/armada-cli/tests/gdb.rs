@@ -274,7 +274,7 @@ fn threads_faults_and_abort_stop_as_on_linux() {
     let d = start(&[], prog, &["segv"]);
     let out = gdb(&d, prog, &[], &["continue", "bt", "x/i $pc", "continue"]);
     has(&out, "Program received signal SIGSEGV, Segmentation fault.");
-    has(&out, "debuggee.c:70");
+    has(&out, "debuggee.c:81");
     has(&out, "str\t");
     has(&out, "Program terminated with signal SIGSEGV");
     let (status, _, stderr) = d.finish();
@@ -355,6 +355,30 @@ fn a_fork_says_which_process_gdb_follows() {
         "armada says it once:\n{stderr}"
     );
     assert!(stderr.contains("follow-fork-mode parent"), "{stderr}");
+}
+
+/// A signal from another process that would end the followed process stops it first, as
+/// under ptrace: continuing delivers it, `signal 0` drops it (its wait goes on).
+#[test]
+fn a_fatal_signal_from_another_process_stops_first() {
+    let Some((prog, _)) = built("gdb term") else {
+        return;
+    };
+    let d = start(&[], prog, &["term"]);
+    let out = gdb(&d, prog, &[], &["continue", "continue"]);
+    has(&out, "Program received signal SIGTERM, Terminated.");
+    has(&out, "Program terminated with signal SIGTERM");
+    let (status, _, stderr) = d.finish();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{stderr}");
+
+    let d = start(&[], prog, &["term"]);
+    let out = gdb(&d, prog, &[], &["continue", "signal 0"]);
+    has(&out, "Program received signal SIGTERM");
+    has(&out, "exited normally");
+    let (status, stdout, stderr) = d.finish();
+    assert!(status.success(), "{stderr}");
+    assert_eq!(stdout, "sum 5 watched 35 counter 1\n");
 }
 
 #[test]

@@ -1,6 +1,6 @@
 // The program the gdb stub's tests debug (crates/armada-cli/tests/gdb.rs): a call to break
-// at, stores to watch, a vector register, threads, a fork, and a fault, abort() and a
-// signal to a handler, each chosen by argv[1].
+// at, stores to watch, a vector register, threads, a fork, a SIGTERM from its child, and a
+// fault, abort() and a signal to a handler, each chosen by argv[1].
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,6 +65,17 @@ int main(int argc, char **argv) {
         int st = 0;
         waitpid(c, &st, 0);
         after_fork(WEXITSTATUS(st));
+    }
+    if (strcmp(mode, "term") == 0) {
+        // its child ends it with SIGTERM while it waits for the child
+        pid_t c = fork();
+        if (c == 0) {
+            kill(getppid(), SIGTERM);
+            _exit(0);
+        }
+        int st = 0;
+        waitpid(c, &st, 0);
+        counter = 1;
     }
     if (strcmp(mode, "segv") == 0)
         *(volatile int *)16 = 1;

@@ -16,7 +16,8 @@
 //!
 //! Signals stop the followed process before they are delivered, as on Linux under ptrace:
 //! synchronous ones (faults, undefined instructions, the program's own `BRK`), those its own
-//! syscalls send it that would end it (abort's), and any on its way to a handler (held by
+//! syscalls send it that would end it (abort's), those another process sends it that would
+//! end it (held by the runner, `Lane::held_kill`), and any on its way to a handler (held by
 //! the Linux layer, `Process::stop_signals_for_debugger`). Resuming with the signal delivers
 //! it, resuming without drops it (a fault's instruction then runs again).
 
@@ -68,6 +69,9 @@ enum Pending {
     Killed(SysOutcome),
     /// A signal on its way to the process's handler, held by the Linux layer.
     Caught,
+    /// A signal from another process that would end the followed process, held by the
+    /// runner (`Lane::held_kill`).
+    HeldKill,
 }
 
 /// The debugger's state: what it follows, its breakpoints and watchpoints, and the stop it
@@ -249,6 +253,13 @@ impl Lane {
             Some(Pending::Killed(o)) if deliver => self.after_syscall(o),
             // the signal is dropped: the syscall's caller goes on
             Some(Pending::Killed(_)) => self.after_syscall(SysOutcome::Continue),
+            Some(Pending::HeldKill) if deliver => self.end_held(),
+            // dropped: the process goes on (a syscall it waited in goes on waiting, as a
+            // restarted one does on Linux)
+            Some(Pending::HeldKill) => {
+                self.held_kill = None;
+                None
+            }
             Some(Pending::Caught) => {
                 let p = &mut self.program;
                 match p
@@ -286,7 +297,7 @@ impl Lane {
             if self.retired() - start >= slice {
                 return Event::Slice;
             }
-            if let Some(ev) = self.caught(dbg) {
+            if let Some(ev) = self.caught(dbg).or_else(|| self.held(dbg)) {
                 return ev;
             }
             let Some(until) = self.schedule() else {
@@ -387,6 +398,40 @@ impl Lane {
         })
     }
 
+    /// A signal from another process that would end the followed process (SIGTERM from its
+    /// child, say), held for the debugger: the stop that shows it, in the process's main
+    /// thread (or its first), wherever the process is (running, or waiting in a syscall).
+    fn held(&mut self, dbg: &mut Debugger) -> Option<Event> {
+        let (pid, signal) = self.held_kill.filter(|h| h.0 == dbg.pid)?;
+        if dbg.pending.is_some() {
+            return None;
+        }
+        let threads = self.debug_threads(dbg);
+        let tid = if threads.contains(&pid) {
+            pid
+        } else {
+            *threads.first()?
+        };
+        dbg.pending = Some(Pending::HeldKill);
+        Some(Event::Signal { tid, signal })
+    }
+
+    /// The debugger passed the held signal on: the followed process ends of it, as it would
+    /// have without the debugger (the run, where it is the program's first process).
+    fn end_held(&mut self) -> Option<Exit> {
+        let (pid, signal) = self.held_kill.take()?;
+        let e = Exit::Signal {
+            signal,
+            message: None,
+        };
+        if pid == self.program.process.first_pid() {
+            return Some(e);
+        }
+        self.end_process(pid, &e);
+        self.deliver_outgoing();
+        None
+    }
+
     /// Services the syscall the running task's SVC asked for (after [`Event::Syscall`], or
     /// from `debug_run`). A signal that the followed process's own syscall sends itself,
     /// and that ends it (abort's `tgkill`), is a stop: [`Event::Signal`], delivered on a
@@ -441,7 +486,14 @@ impl Lane {
     /// did not pass is dropped; its instruction runs again).
     pub fn debug_detach(&mut self, dbg: &mut Debugger) {
         dbg.clear();
-        let caught = matches!(dbg.pending.take(), Some(Pending::Caught));
+        let pending = dbg.pending.take();
+        let caught = matches!(pending, Some(Pending::Caught));
+        if self.held_kill.is_some_and(|h| h.0 == dbg.pid) {
+            // a signal held for the debugger: it ends the process, as it would have
+            if let Some(e) = self.end_held() {
+                self.exit = Some(e);
+            }
+        }
         if self.following(dbg) {
             let p = &mut self.program;
             if caught {

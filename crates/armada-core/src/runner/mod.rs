@@ -133,6 +133,9 @@ pub struct Lane {
     fault: Option<(i32, u64)>,
     /// The pid of the first process the lane forked (a debugger says which one it follows).
     first_child: Option<i32>,
+    /// (pid, signal): a signal from another process that would end the process a debugger
+    /// follows, held until the debugger delivers or drops it (`debug`).
+    held_kill: Option<(i32, i32)>,
 }
 
 impl Lane {
@@ -163,6 +166,7 @@ impl Lane {
             spare_code: None,
             fault: None,
             first_child: None,
+            held_kill: None,
         }
     }
 
@@ -204,7 +208,8 @@ impl Lane {
             return_trap: self.return_trap,
             spare_code: None,
             fault: None,
-            first_child: None,
+            first_child: self.first_child,
+            held_kill: self.held_kill,
         }
     }
 
@@ -635,8 +640,13 @@ impl Lane {
             if o.signal == 0 {
                 continue;
             }
+            let followed = target.debugger_follows();
             match target.receive(o.tid, o.signal, o.code, o.value, o.extra) {
                 Received::Nothing => {}
+                Received::Killed(s) if followed && s != sig::SIGKILL && o.pid != cur => {
+                    // under a debugger: the process stops for it first (`debug`)
+                    self.held_kill = Some((o.pid, s));
+                }
                 Received::Killed(s) => {
                     let e = Exit::Signal {
                         signal: s,

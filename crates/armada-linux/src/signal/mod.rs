@@ -615,6 +615,16 @@ impl Process {
         });
     }
 
+    /// Whether a debugger follows this process (`stop_signals_for_debugger`): a signal from
+    /// another process that would end it is then held for the debugger too (the runner's
+    /// `held_kill`), as Linux stops a traced process before such a signal ends it.
+    pub fn debugger_follows(&self) -> bool {
+        self.signals
+            .debug
+            .as_ref()
+            .is_some_and(|d| d.pid == self.pid)
+    }
+
     /// Whether the debugger let a held signal through (its handler runs at the next
     /// delivery).
     pub(crate) fn signal_passing(&self) -> bool {
