@@ -73,13 +73,7 @@ run)
     }
     if want dash; then
         n=${DASH_LANES:-65536}
-        python3 - "$W/shin" "$n" <<'PY'
-import os, sys
-fs = 's=0; for i in 1 2 3 4 5 6 7 8; do x=$(echo $i); s=$((s + x * $1)); done; echo $s; echo a b c | while read p q r; do echo $r $q $p; done'
-os.makedirs(sys.argv[1], exist_ok=True)
-for i in range(int(sys.argv[2])):
-    open(f"{sys.argv[1]}/{i}", "w").write(fs.replace("$1", str(i)) + "\n")
-PY
+        python3 scripts/gpu-inputs.py dash "$W/shin" "$n"
         "$D/armada-new" batch --backend cuda --no-progress --check --lanes $((n < 1024 ? n : 1024)) --snapshot-at input --stdin-dir "$W/shin" -L "$S" "$S/bin/dash" 2>&1 >/dev/null | grep -o "check:.*"
         ab dash --lanes "$n" --snapshot-at input --stdin-dir "$W/shin" -L "$S" "$S/bin/dash"
         qemu dash 1024 "$n" "$W/qemu -L $S $S/bin/dash < $W/shin/{} > /dev/null"
@@ -92,21 +86,7 @@ PY
     fi
     if want python; then
         n=${PY_LANES:-16384}
-        python3 - "$W/pyin" "$n" <<'PY'
-import os, sys
-d, n = sys.argv[1], int(sys.argv[2])
-os.makedirs(d, exist_ok=True)
-for i in range(n):
-    with open(f"{d}/{i}", "w") as f:
-        f.write(f"""import sys
-n = {i} % 97 + 10
-words = ["w%d" % (k * n % 31) for k in range(n)]
-counts = {{}}
-for w in words:
-    counts[w] = counts.get(w, 0) + 1
-print({i}, n, len(counts), sum(k * k for k in range(n * 10)), sorted(counts)[:3])
-""")
-PY
+        python3 scripts/gpu-inputs.py python "$W/pyin" "$n"
         ab python --lanes "$n" --snapshot-at input --stdin-dir "$W/pyin" -L "$S" "$S/usr/bin/python3"
         qemu python3 256 "$n" "$W/qemu -L $S $S/usr/bin/python3 < $W/pyin/{} > /dev/null"
     fi

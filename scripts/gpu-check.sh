@@ -491,7 +491,7 @@ if want scripts && [[ -e $bundle/sysroot.tar.xz ]]; then
     note "scripts: sqlite3 :memory: x$sl (rc=$?): $(grep 'check:' "$log/scr-sqlite.txt" | sed 's/armada batch: //')"
     # speed: a script that forks (pipelines, command substitution) on builtins only, so that
     # qemu-aarch64 (which cannot exec a guest program without binfmt_misc) runs it too
-    fs='s=0; for i in 1 2 3 4 5 6 7 8; do x=$(echo $i); s=$((s + x * $1)); done; echo $s; echo a b c | while read p q r; do echo $r $q $p; done'
+    fs=$(python3 "$(dirname "${BASH_SOURCE[0]}")/gpu-inputs.py" dash-script)
     speed_vs_qemu "a forking dash script" "${SCRIPT_SPEED_LANES:-16384}" "${QEMU_SHARE_SCRIPTS:-1024}" scr-speed "$S/bin/dash" -c "$fs" sh '{lane}'
     # SQLITE_LANES lanes of sqlite3 :memory:, each its own SQL (the lane's number in it)
     sq='create table t(a, b); insert into t select value, value * {lane} from generate_series(1, 200); select count(*), sum(b), max(a * b) from t where a % 7 = {lane} % 7;'
@@ -549,21 +549,7 @@ if want python && [[ -e $bundle/sysroot.tar.xz ]]; then
     S=$work/sysroot
     most=0
     for n in ${PYSNAP_LANES:-65536}; do ((n > most)) && most=$n; done
-    python3 - "$work/pyin" "$most" <<'EOF'
-import os, sys
-d, n = sys.argv[1], int(sys.argv[2])
-os.makedirs(d, exist_ok=True)
-for i in range(n):
-    with open(f"{d}/{i}", "w") as f:
-        f.write(f"""import sys
-n = {i} % 97 + 10
-words = ["w%d" % (k * n % 31) for k in range(n)]
-counts = {{}}
-for w in words:
-    counts[w] = counts.get(w, 0) + 1
-print({i}, n, len(counts), sum(k * k for k in range(n * 10)), sorted(counts)[:3])
-""")
-EOF
+    python3 "$(dirname "${BASH_SOURCE[0]}")/gpu-inputs.py" python "$work/pyin" "$most"
     pass=0 fail=()
     check_one python "python3 from a snapshot" "${PYCHECK_LANES:-256}" 600 "$log/py-check.txt" \
         --snapshot-at input --stdin-dir "$work/pyin" -L "$S" "$S/usr/bin/python3"
