@@ -929,6 +929,9 @@ fn gpu_fuzzing_matches_cpu() {
         b"G\x03!",
         b"S\xff\x00\x80",
     ];
+    // forker: every run forks and waits (a lane of two processes, set up again on the host
+    // for the next round); "FOK" crashes
+    let fork_seeds: [&[u8]; 2] = [b"FOX", b"FOK"];
     let stats = |program: &str, backend: &str, execs: &str, persist: &str, pipe: &str| -> String {
         let grow = program == "grow";
         let case = FuzzCase {
@@ -944,6 +947,7 @@ fn gpu_fuzzing_matches_cpu() {
             seeds: match program {
                 "devio" => &seeds,
                 "grow" => &grow_seeds,
+                "forker" => &fork_seeds,
                 _ => &[],
             },
             lanes: "128",
@@ -955,8 +959,8 @@ fn gpu_fuzzing_matches_cpu() {
             ],
         };
         let (status, stderr, stats) = fuzz_stats(&work, &case, backend, execs, persist, pipe);
-        // (grow's seed "G\x03!" crashes: exit status 1, a crash found)
-        let want = if grow { 1 } else { 0 };
+        // (grow's seed "G\x03!" and forker's "FOK" crash: exit status 1, a crash found)
+        let want = if grow || program == "forker" { 1 } else { 0 };
         assert_eq!(status, want, "armada fuzz on {backend}:\n{stderr}");
         if backend == "cuda" && grow && persist == "1" {
             // the table grew while lanes were persistent (the undo lists were dropped)
@@ -978,10 +982,17 @@ fn gpu_fuzzing_matches_cpu() {
         }
         stats
     };
-    for program in ["magic", "devio", "grow", "nested", "hang", "length"] {
+    for program in [
+        "magic", "devio", "grow", "nested", "hang", "length", "forker",
+    ] {
         for b in &backends {
             // a round of 128 lanes takes lavapipe about 3 s on 2 cores: six rounds there
-            let execs = if *b == "wgpu" { "768" } else { "20000" };
+            let execs = match (*b, program) {
+                ("wgpu", _) => "768",
+                // (each run forks: a few rounds show it)
+                (_, "forker") => "2048",
+                _ => "20000",
+            };
             if *b == "wgpu" && !["magic", "devio"].contains(&program) {
                 continue;
             }

@@ -201,9 +201,7 @@ impl Batch {
                 l.dev_news = None;
                 l.ended_private = 0;
                 if l.touched {
-                    let mut lane = fresh(i)?;
-                    lane.single_process_engine("GPU");
-                    return Ok(Reset::Again(Box::new(lane)));
+                    return Ok(Reset::Again(Box::new(fresh(i)?)));
                 }
                 let claimed = (l.unapplied.len() + l.claimed.len()) as u64;
                 l.unapplied.clear();
