@@ -103,9 +103,6 @@ pub struct Lane {
     lent: BTreeMap<i32, i32>,
     /// Decoded code shared by the lane's processes (and by the lanes of a batch).
     decoded: Arc<DecodedPages>,
-    /// Set for an engine that does not run guest processes yet: a fork or exec ends the
-    /// lane with [`Exit::Unsupported`] naming it.
-    single_process: Option<&'static str>,
     /// The instruction count at which the running task's turn ends (its syscalls do not
     /// start a new turn, so a task that spins on a syscall still gives way).
     turn_end: u64,
@@ -153,7 +150,6 @@ impl Lane {
             parked: BTreeMap::new(),
             lent: BTreeMap::new(),
             decoded,
-            single_process: None,
             turn_end: QUANTUM,
             cur_killed: None,
             timer_due: Due::default(),
@@ -196,7 +192,6 @@ impl Lane {
             parked,
             lent: self.lent.clone(),
             decoded: self.decoded.clone(),
-            single_process: self.single_process,
             turn_end: self.turn_end,
             cur_killed: self.cur_killed,
             timer_due: self.timer_due,
@@ -335,14 +330,6 @@ impl Lane {
     /// would never pay for themselves over tens of thousands of lanes.
     pub fn device_engine(&mut self) {
         self.code.set_tier(None);
-    }
-
-    /// As [`Lane::device_engine`], for an engine that runs a lane's threads (each switched
-    /// in at the points [`Lane::schedule`] names) but not other processes: a fork or an exec
-    /// ends the lane with [`Exit::Unsupported`] (and never a hang or a wrong answer).
-    pub fn single_process_engine(&mut self, engine: &'static str) {
-        self.single_process = Some(engine);
-        self.device_engine();
     }
 
     /// The running process's memory, and that of the parked process whose address space is
@@ -722,20 +709,6 @@ impl Lane {
             let forked = p.take_forked();
             let exec = p.take_exec();
             let timers_changed = p.take_timers_changed();
-            if let Some(engine) = self.single_process {
-                let what = if forked.is_some() {
-                    Some("starts processes (fork)")
-                } else if exec.is_some() {
-                    Some("replaces its image (execve)")
-                } else {
-                    None
-                };
-                if let Some(what) = what {
-                    return Some(Exit::Unsupported(format!(
-                        "the program {what}, and the {engine} engine runs programs of one process only so far: run it with --backend cpu"
-                    )));
-                }
-            }
             let pid = self.cur_pid();
             for t in spawned {
                 self.tasks.push_back(Task {

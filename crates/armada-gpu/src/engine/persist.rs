@@ -201,7 +201,9 @@ impl Batch {
                 l.dev_news = None;
                 l.ended_private = 0;
                 if l.touched {
-                    return Ok(Reset::Again(Box::new(fresh(i)?)));
+                    let mut lane = fresh(i)?;
+                    lane.device_engine();
+                    return Ok(Reset::Again(Box::new(lane)));
                 }
                 let claimed = (l.unapplied.len() + l.claimed.len()) as u64;
                 l.unapplied.clear();
