@@ -714,3 +714,43 @@ fn a_batch_of_several_programs_matches_cpu_lane_for_lane() {
         }
     }
 }
+
+/// `tests/guest/gpu/reserve_take.c` built static for arm64 (None, said, without the cross
+/// compiler).
+fn reserve_take() -> Option<PathBuf> {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("reserve_take");
+    let o = std::process::Command::new("aarch64-linux-gnu-gcc")
+        .args(["-static", "-O1", "-o"])
+        .arg(&out)
+        .arg(repo().join("tests/guest/gpu/reserve_take.c"))
+        .output();
+    match o {
+        Ok(o) if o.status.success() => Some(out),
+        Ok(o) => panic!("{}", String::from_utf8_lossy(&o.stderr)),
+        Err(_) => {
+            eprintln!("skipped: no aarch64-linux-gnu-gcc");
+            None
+        }
+    }
+}
+
+/// A page new to a lane takes a frame of the lane's reserve on the servicing thread; where
+/// its memory cap keeps the reserve from growing back, only the reserve's count changes,
+/// and it must still reach the device (without it the kernel took the host's frame for a
+/// lazy page: "claimed page ... out of step"). Caps around the program's need, each lane
+/// against the CPU engine.
+#[test]
+fn reserve_frames_the_host_takes_leave_the_kernels_count() {
+    let Some(engine) = options() else {
+        return;
+    };
+    let Some(p) = reserve_take() else {
+        return;
+    };
+    let input = |l: usize| (0..8 * 160).map(|k| ((l * 13 + k) % 251) as u8).collect();
+    let mut s = spec(&p, 8, &[], input);
+    for kib in (1300..=1420).step_by(8) {
+        s.lane_memory = Some(kib << 10);
+        same_as_cpu(&s, &engine);
+    }
+}

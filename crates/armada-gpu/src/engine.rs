@@ -258,6 +258,10 @@ struct LaneHost {
     last_miss: ((u64, u64, bool), u32),
     /// Frames the kernel may take for lazy pages (the record's S_RES list, same order).
     reserve: Vec<u32>,
+    /// The host took frames from the end of `reserve` for pages of the lane's own
+    /// (`apply::apply_shared`): the record's count (S_RES_N) must go up with the next
+    /// service's record words, or the kernel would hand out a frame the lane holds.
+    res_taken: bool,
     /// Times a write missed with the reserve empty: each doubles the reserve it is given,
     /// up to RES_CAP (`Batch::top_up`). Most lanes need few frames between stops; a
     /// Python lane from a snapshot copies hundreds of the snapshot's pages.

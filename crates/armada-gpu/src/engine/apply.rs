@@ -143,6 +143,7 @@ pub(super) fn apply_shared(
                 // most lanes need nothing of the batch's allocator.
                 _ if pool_on && l.reserve.len() > RES_LOW => {
                     let f = l.reserve.pop().unwrap_or(ZERO_FRAME);
+                    l.res_taken = true;
                     (f, true, false, f as u64 | perms, Some(()))
                 }
                 _ => {
@@ -283,14 +284,15 @@ impl Done {
         if reserve.lazy {
             let (room, cap_room) = reserve.room(l);
             let n = l.reserve.len();
-            if room == n {
+            let left = reserve.pool_left(cap_room, n);
+            if room == n && !l.res_taken {
+                self.records.push(lane as u32, S_POOL_LEFT, &[left]);
+            } else if n <= room && (n == room || n > RES_LOW) && l.res_taken {
+                // only its count changed (the host took frames from its end, where the
+                // kernel takes them): the pool stands behind it until it runs low
+                l.res_taken = false;
                 self.records
-                    .push(lane as u32, S_POOL_LEFT, &[reserve.pool_left(cap_room, n)]);
-            } else if applied.unreserved > 0 && n > RES_LOW && n < room {
-                // only its count changed (frames leave from the end, as the kernel takes
-                // them): the pool stands behind it until it runs low
-                let words = [reserve.pool_left(cap_room, n), n as u64];
-                self.records.push(lane as u32, S_POOL_LEFT, &words);
+                    .push(lane as u32, S_POOL_LEFT, &[left, n as u64]);
             } else {
                 self.top_up.push(lane as u32);
             }
@@ -614,6 +616,7 @@ impl Batch {
         for f in l.cow_freed.drain(..) {
             self.frames.release(f);
         }
+        l.res_taken = false;
         for f in std::mem::take(&mut l.reserve) {
             self.frames.release(f);
             self.frames.reserved -= 1;
@@ -671,7 +674,12 @@ impl Batch {
         let (room, cap_room) = rule.room(l);
         let before = l.reserve.len();
         if before == room {
-            return Ok(Some(vec![rule.pool_left(cap_room, before)]));
+            let left = rule.pool_left(cap_room, before);
+            if std::mem::take(&mut l.res_taken) {
+                // (the host took frames from its end: the count goes up)
+                return Ok(Some(vec![left, before as u64]));
+            }
+            return Ok(Some(vec![left]));
         }
         while l.reserve.len() > room {
             let f = l.reserve.pop().unwrap_or(ZERO_FRAME);
@@ -689,9 +697,10 @@ impl Batch {
             l.reserve.push(f);
         }
         let left = rule.pool_left(cap_room, l.reserve.len());
-        if l.reserve.len() == before {
+        if l.reserve.len() == before && !std::mem::take(&mut l.res_taken) {
             return Ok(Some(vec![left]));
         }
+        l.res_taken = false;
         self.stats.frames_peak = self.frames.peak;
         let mut words = Vec::with_capacity(2 + l.reserve.len());
         words.push(left);

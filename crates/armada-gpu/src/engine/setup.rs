@@ -179,6 +179,7 @@ impl Batch {
                 last_miss: ((0, 0, false), 0),
                 res_grown: 0,
                 reserve: Vec::new(),
+                res_taken: false,
                 claimed: Vec::new(),
                 ended_private: 0,
                 touched: false,
