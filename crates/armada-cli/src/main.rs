@@ -98,6 +98,14 @@ fn main() -> ExitCode {
         eprintln!("armada: {e}");
         return ExitCode::from(125);
     }
+    if matches!(cli.command, Command::Binfmt(_) | Command::Bench(_)) {
+        // Their only output is armada's own: `armada binfmt status | head -1` ends quietly,
+        // as other tools do, where Rust's ignored SIGPIPE made the print panic. (The
+        // commands that run guests keep it ignored: a guest's write to a closed pipe is the
+        // guest's EPIPE and SIGPIPE, not armada's end.)
+        // SAFETY: restores the default disposition; no handler is installed.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let result = match cli.command {
         Command::Run(args) => run::run(args, inherited),
         Command::Bench(args) => bench::bench(args),
