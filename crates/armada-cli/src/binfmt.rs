@@ -14,9 +14,11 @@
 //! through it inside chroots and containers, whose files have neither the script nor armada;
 //! armada must then be statically linked, since its own dynamic loader and libraries would be
 //! looked up inside the chroot too. The sysroot then comes from `QEMU_LD_PREFIX`, as for
-//! qemu-user-static (in a chroot the root itself is the sysroot). A registration that already handles arm64 ELF (qemu's) is never replaced
-//! silently: `install` refuses unless `--force`, and then says that the newer one, armada's,
-//! takes precedence while it exists and that `uninstall` gives the programs back.
+//! qemu-user-static (in a chroot the root itself is the sysroot).
+//!
+//! A registration that already handles arm64 ELF (qemu's) is never replaced silently:
+//! `install` refuses unless `--force`, and then says that the newer one, armada's, takes
+//! precedence while it exists and that `uninstall` gives the programs back.
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
@@ -165,27 +167,18 @@ pub fn binfmt_argv(args: &[std::ffi::OsString]) -> Option<Vec<std::ffi::OsString
     Some(v)
 }
 
-/// Whether the ELF file at `path` is statically linked (it names no dynamic loader).
+/// Whether the ELF file at `path` (a 64-bit little-endian one: armada's host) is statically
+/// linked: it names no dynamic loader (no PT_INTERP).
 pub fn statically_linked(path: &Path) -> Result<bool> {
+    use object::read::elf::{ElfFile64, ProgramHeader};
     let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let u16_at = |o: usize| data.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let u64_at = |o: usize| {
-        data.get(o..o + 8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
-    };
-    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38))
-    else {
-        bail!("{} is not an ELF file armada understands", path.display());
-    };
-    if !data.starts_with(b"\x7fELF") || data[4] != 2 {
-        bail!("{} is not a 64-bit ELF file", path.display());
-    }
-    const PT_INTERP: u32 = 3;
-    Ok((0..phnum as usize).all(|i| {
-        let at = phoff as usize + i * phentsize as usize;
-        data.get(at..at + 4)
-            .is_none_or(|b| u32::from_le_bytes(b.try_into().unwrap()) != PT_INTERP)
-    }))
+    let elf = ElfFile64::<object::LittleEndian>::parse(&*data)
+        .with_context(|| format!("{} is not a 64-bit ELF file", path.display()))?;
+    let e = elf.endian();
+    Ok(elf
+        .elf_program_headers()
+        .iter()
+        .all(|ph| ph.p_type(e) != object::elf::PT_INTERP))
 }
 
 /// The interpreter script: armada run in binfmt mode, with the sysroot.

@@ -275,10 +275,10 @@ impl Done {
             self.slow.push((lane, plan, applied));
             return;
         }
-        self.dirty.extend_from_slice(&applied.dirty);
-        self.freed.extend_from_slice(&applied.freed);
+        self.dirty.extend(applied.dirty);
+        self.freed.extend(applied.freed);
         self.freed.append(&mut l.cow_freed);
-        self.keys.extend_from_slice(&applied.keys);
+        self.keys.extend(applied.keys);
         self.uploads.extend(applied.uploads);
         self.unreserved += applied.unreserved;
         if reserve.lazy {
@@ -396,10 +396,8 @@ impl Batch {
         let mut ended = false;
         // collect, running lanes, forks, code, ended lanes, reserves (APPLY_PARTS)
         let mut parts = [t_apply.elapsed().as_secs_f64(), 0.0, 0.0, 0.0, 0.0, 0.0];
+        // (a stuck lane never gets here: the servicing thread made it the round's error)
         for (lane_id, mut plan, applied) in slow {
-            if let Some(msg) = &plan.stuck {
-                return Err(Error::Device(msg.clone()));
-            }
             let exited = plan.exited;
             let code = plan.code && !exited;
             let t_lane = Instant::now();

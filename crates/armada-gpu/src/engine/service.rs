@@ -69,7 +69,7 @@ pub(super) struct Plan {
 
 impl Batch {
     /// Services the listed lanes in parallel from what came down for them (`down`); returns
-    /// each lane's result (index = lane; None for a lane not listed).
+    /// what they produced, gathered in lane order (`apply::Done`).
     pub(super) fn service_lanes(&mut self, svc: &[u32], down: Down) -> Result<Done, Error> {
         const W: usize = DOWN_WORDS;
         let Down {
