@@ -31,7 +31,7 @@ use armada_core::cpu::{self, CodeCache, Tier};
 use armada_core::memory::AddressSpace;
 use armada_core::state::{CpuState, Stop};
 use helpers::{exit, Ctx};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use store::{Store, UnitFn};
 
@@ -39,9 +39,12 @@ use store::{Store, UnitFn};
 /// (most of a short program) is not worth a compile.
 pub const HOT: u32 = 24;
 
-/// Entries of a lane's direct-mapped PC -> unit cache: 32 KiB a lane, for batches of many
-/// lanes (a miss costs a hash lookup, not a translation).
-pub(crate) const LOOKUP: usize = 2048;
+/// Entries of a lane's direct-mapped PC -> unit cache: 256 KiB a lane (kept with its
+/// decoded code when a batch's thread takes the next lane). Units chain through it, and a
+/// miss goes round the dispatcher: with 2,048 entries, PCs 8 KiB apart took each other's
+/// place, and CPython's tests went back to the dispatcher twice as often (docs/performance.md,
+/// issue 48, step 5).
+pub(crate) const LOOKUP: usize = 16384;
 
 /// A table where nothing is found: under `ARMADA_JIT_CHECK` every unit returns to the
 /// dispatcher, which checks it.
@@ -58,22 +61,53 @@ pub struct Jit {
     /// while a compile thread makes them (so a run's every hot unit runs translated, for
     /// the tests).
     wait: bool,
-    /// With `ARMADA_JIT_QUICK=1`, the quick tier under this one (x86-64 hosts): code
-    /// without a unit that is reached [`quick::HOT`] times runs as quick blocks rather than
-    /// on the interpreter; the dispatcher counts reaches as it does without them, and the
-    /// head of a closed loop (which turns without coming back to the dispatcher) asks for
-    /// its unit after this many runs (`ARMADA_JIT_TIERUP`, [`TIER_UP`]). None: the
-    /// interpreter runs code until its unit is made.
-    tier_up: Option<u32>,
+    /// The quick tier under this one (x86-64 hosts; by default where the host has
+    /// [`FEW_CORES`] or fewer, `ARMADA_JIT_QUICK=1|0` to choose): code without a unit that
+    /// is reached [`quick::HOT`] times runs as quick blocks rather than on the interpreter,
+    /// and blocks ask for their units by their own run counts ([`TierUp`]). None: the
+    /// interpreter runs code until its unit is made, the dispatcher counting reaches.
+    tier_up: Option<TierUp>,
+}
+
+/// When quick blocks under the translation tier ask for their units: after `loops` runs of
+/// a closed loop's head (which turns without coming back to the dispatcher), and after
+/// `blocks` runs of any other block (`u32::MAX`: never).
+#[derive(Clone, Copy, Debug)]
+pub struct TierUp {
+    pub loops: u32,
+    pub blocks: u32,
 }
 
 /// Runs of a closed loop's head in quick blocks before the unit there is asked for: a
 /// compile takes about 2 ms, and quick code is within 2-3x of Cranelift's, so a unit pays
-/// only where the loop runs on for a while.
+/// only where the loop runs on for a while (`ARMADA_JIT_TIERUP`).
 pub const TIER_UP: u32 = 2000;
+
+/// Runs of any other quick block before its unit is asked for (`ARMADA_JIT_WARM`): the
+/// hot paths of interpreters (CPython's, perl's, gawk's), which are no closed loops, run
+/// their blocks millions of times; a test suite's code runs most blocks far fewer times,
+/// and units made there are small and entered from quick blocks at every turn
+/// (docs/jit.md, "The quick tier under Cranelift").
+pub const WARM: u32 = 10_000;
+
+/// Hosts with at most this many cores run quick blocks under the translation tier by
+/// default: with one or two compile threads (`store::queue`), Cranelift's 2 ms a unit
+/// leaves a program of much code on the interpreter for most of its run; with three the
+/// units come soon enough that Cranelift over the interpreter is faster (docs/performance.md,
+/// issue 48: 1.20x qemu's time against 1.29x on 2 cores, 1.29x against 1.07x on 16).
+pub const FEW_CORES: usize = 3;
 
 /// Runs more before a block whose unit is being compiled asks again.
 const TIER_UP_AGAIN: u32 = 256;
+
+/// Whether quick blocks run under the translation tier: `ARMADA_JIT_QUICK` where it is
+/// set, else on hosts of [`FEW_CORES`] or fewer.
+fn quick_by_default() -> bool {
+    match std::env::var_os("ARMADA_JIT_QUICK") {
+        Some(v) => v != "0",
+        None => std::thread::available_parallelism().map_or(true, |n| n.get() <= FEW_CORES),
+    }
+}
 
 impl Jit {
     /// The tier, or None where Cranelift cannot make code for this host.
@@ -81,13 +115,15 @@ impl Jit {
         if cranelift_native::builder().is_err() {
             return None;
         }
-        // (off by default: see docs/jit.md, "The quick tier under Cranelift")
-        let quick = env_flag("ARMADA_JIT_QUICK");
+        // (see docs/jit.md, "The quick tier under Cranelift")
         Some(Arc::new(Jit {
             check: env_flag("ARMADA_JIT_CHECK"),
             hot: env_count("ARMADA_JIT_HOT", HOT),
             wait: env_flag("ARMADA_JIT_SYNC"),
-            tier_up: quick.then(|| env_count("ARMADA_JIT_TIERUP", TIER_UP)),
+            tier_up: quick_by_default().then(|| TierUp {
+                loops: env_count("ARMADA_JIT_TIERUP", TIER_UP),
+                blocks: env_count("ARMADA_JIT_WARM", WARM),
+            }),
         }))
     }
 }
@@ -116,14 +152,22 @@ impl Jit {
     }
 
     /// As [`Self::with_options`], with the quick tier under it where `tier_up` is given:
-    /// the runs a quick block makes before its unit is asked for.
-    pub fn tiered(hot: u32, wait: bool, check: bool, tier_up: Option<u32>) -> Arc<Jit> {
+    /// the runs quick blocks make before their units are asked for.
+    pub fn tiered(hot: u32, wait: bool, check: bool, tier_up: Option<TierUp>) -> Arc<Jit> {
         Arc::new(Jit {
             check,
             hot: hot.max(1),
             wait,
-            tier_up: tier_up.map(|n| n.max(1)),
+            tier_up: tier_up.map(|t| TierUp {
+                loops: t.loops.max(1),
+                blocks: t.blocks.max(1),
+            }),
         })
+    }
+
+    /// Whether quick blocks run under this tier (see [`FEW_CORES`]).
+    pub fn quick_under(&self) -> bool {
+        self.tier_up.is_some()
     }
 }
 
@@ -261,9 +305,12 @@ fn slot(pc: u64) -> usize {
     ((pc >> 2) as usize) & (LOOKUP - 1)
 }
 
+/// `ARMADA_JIT_DCOUNT=1`: under quick blocks the dispatcher counts the reaches it sees too
+/// (where quick chains come back to it), as without them. Off by default: units asked for
+/// at those PCs (calls' and returns' targets) were small and slower than the blocks.
 fn dispatcher_counts() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("ARMADA_JIT_DCOUNT").map_or(true, |v| v != "0"))
+    *ON.get_or_init(|| env_flag("ARMADA_JIT_DCOUNT"))
 }
 
 /// The unit at `pc` in a lane's table of units (`Ctx::lookup`), if it has one there.
@@ -342,7 +389,13 @@ impl LaneJit {
             return self.lookup[i].1;
         }
         if resumed {
-            return self.entries.get(&pc).and_then(|e| e.unit.flatten());
+            // (not counted, but a unit known is put in the table, where units and quick
+            // blocks chain through it: otherwise every way there went round the dispatcher)
+            let known = self.entries.get(&pc).and_then(|e| e.unit);
+            if let Some(f) = known {
+                self.lookup[i] = (pc, f);
+            }
+            return known.flatten();
         }
         self.miss(i, pc, mem, code, hot, wait)
     }
@@ -534,6 +587,21 @@ impl Jit {
         code: &mut CodeCache,
         ran: &mut u64,
     ) -> Stop {
+        let mut r = Rounds::default();
+        let stop = self.dispatch_rounds(lane, ctx, mem, code, ran, &mut r);
+        r.add_to_totals();
+        stop
+    }
+
+    fn dispatch_rounds(
+        &self,
+        lane: &mut LaneJit,
+        ctx: &mut Ctx,
+        mem: &mut AddressSpace,
+        code: &mut CodeCache,
+        ran: &mut u64,
+        r: &mut Rounds,
+    ) -> Stop {
         let limit = ctx.limit;
         // what quick blocks need to enter units themselves (see `quick::slow::unit`)
         let mut link = quick::slow::UnitLink {
@@ -542,6 +610,7 @@ impl Jit {
             handler_kept: false,
             epoch: lane.epoch,
             ran: 0,
+            entries: 0,
         };
         // (the lane resumes where its last turn ended: see `LaneJit::unit_at`)
         let mut first = lane.budget_ended;
@@ -567,6 +636,7 @@ impl Jit {
                 lane.set_guarded(mem.guarded());
             }
             let resumed = std::mem::take(&mut first);
+            r.rounds += 1;
             // The dispatcher counts the reaches of what it sees (where units leave to, where
             // quick blocks leave it: a quick chain comes back at the heads of what runs), as
             // without the quick tier; blocks at the heads of closed loops count their own
@@ -577,6 +647,7 @@ impl Jit {
                 let q = self.first_tier(lane, code)?;
                 q.block_at(st.pc, mem, code, quick::HOT, resumed).map(Err)
             }) else {
+                r.interp += 1;
                 match cpu::interpret_step(st, mem, code, limit - st.retired) {
                     Stop::Budget => continue,
                     stop => return stop,
@@ -597,7 +668,9 @@ impl Jit {
                         quick::lane::Mode::Chained(&mut link)
                     };
                     let out = q.run(block, st, mem, code, limit, mode);
+                    r.quick[(out.0 as usize).min(7)] += 1;
                     *ran += std::mem::take(&mut link.ran);
+                    r.entered += std::mem::take(&mut link.entries);
                     match out {
                         (exit::NEXT, _) => continue,
                         (exit::SYSCALL, _) => return Stop::Syscall,
@@ -640,6 +713,7 @@ impl Jit {
             // this epoch; `ctx`'s pointers are the lane's memory, code and unit table,
             // which nothing else touches until the unit returns.
             let rc = unsafe { store::run(ctx, mem, code, f, lane.guarded, lane.epoch) };
+            r.units[(rc as usize).min(7)] += 1;
             let unit_stop = ctx.stop.take();
             let st = &mut ctx.state;
             *ran += st.retired - start;
@@ -672,6 +746,54 @@ impl Jit {
             }
         }
     }
+}
+
+/// A dispatcher's rounds, counted on its lane's thread and added to the process's totals
+/// when the tier returns (`--stats`: where translated lanes go back to the dispatcher).
+#[derive(Default)]
+struct Rounds {
+    rounds: u64,
+    /// Rounds that stepped the interpreter (no unit, no block).
+    interp: u64,
+    /// Units the dispatcher ran, by the way they left.
+    units: [u64; 8],
+    /// Quick chains the dispatcher ran, by the way they left.
+    quick: [u64; 8],
+    /// Units the quick blocks entered themselves.
+    entered: u64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const Z: AtomicU64 = AtomicU64::new(0);
+static ROUNDS: [AtomicU64; 18] = [Z; 18];
+
+impl Rounds {
+    fn add_to_totals(&self) {
+        let all = [self.rounds, self.interp]
+            .into_iter()
+            .chain(self.units)
+            .chain(self.quick);
+        for (t, v) in ROUNDS.iter().zip(all) {
+            if v != 0 {
+                t.fetch_add(v, Ordering::Relaxed);
+            }
+        }
+        if self.entered != 0 {
+            quick::UNIT_ENTRIES.fetch_add(self.entered, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The dispatchers' rounds, whole process: all of them, those that stepped the
+/// interpreter, the units they ran by exit code, and the quick chains they ran by exit code.
+pub fn rounds() -> (u64, u64, [u64; 8], [u64; 8]) {
+    let v: Vec<u64> = ROUNDS.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+    (
+        v[0],
+        v[1],
+        v[2..10].try_into().unwrap(),
+        v[10..18].try_into().unwrap(),
+    )
 }
 
 /// `ARMADA_JIT_CHECK`: runs the interpreter from the state a unit started with, as far as

@@ -11,7 +11,7 @@
 use armada_core::cpu::{self, CodeCache, Tier};
 use armada_core::memory::{AddressSpace, Perm};
 use armada_core::state::{CpuState, Stop};
-use armada_jit::Jit;
+use armada_jit::{Jit, TierUp};
 use std::sync::Arc;
 
 /// Held by each test: the counts are the process's.
@@ -78,10 +78,14 @@ fn same(a: &(CpuState, Stop, Vec<u8>), b: &(CpuState, Stop, Vec<u8>), what: &str
     assert!(a.2 == b.2, "{what}: memory");
 }
 
-/// Quick blocks at the 2nd reach, units asked for by a block's 5th run (made before the
-/// lane goes on), none from the dispatcher's own count (24 reaches).
+/// Quick blocks at the 2nd reach, units asked for by a closed loop's 5th run and any other
+/// block's 7th (made before the lane goes on).
 fn tiered() -> Option<Arc<dyn Tier>> {
-    cfg!(target_arch = "x86_64").then(|| Jit::tiered(24, true, false, Some(5)) as Arc<dyn Tier>)
+    let t = TierUp {
+        loops: 5,
+        blocks: 7,
+    };
+    cfg!(target_arch = "x86_64").then(|| Jit::tiered(24, true, false, Some(t)) as Arc<dyn Tier>)
 }
 
 #[test]

@@ -72,6 +72,9 @@ pub struct Stubs {
     link: usize,
     /// Enters the unit at the stored PC (`slow::unit`).
     unit: usize,
+    /// Enters the unit at the stored PC where there is one, else leaves to the dispatcher
+    /// (a PC without a block).
+    probe: usize,
     /// Each way back to the dispatcher, by exit code (`exit::NEXT` to `exit::HOT`):
     /// returns the code.
     exits: [usize; 6],
@@ -126,6 +129,7 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
     // jump is patched to go there from now on.
     let link = base + a.offset().0;
     let mask = (TABLE - 1) as i32;
+    let probe = a.new_dynamic_label();
     dynasm!(a
         ; .arch x64
         ; pop rdx
@@ -146,16 +150,24 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
         ; jmp rcx
         ; miss:
         ; mov QWORD [rbx + RETIRED], r13
-        ; mov eax, exit::NEXT as i32
-        ; jmp =>epi
+        ; jmp =>probe
     );
     // Where a block whose count ran out, or that was sent to its unit, goes with its PC
     // and count stored: `slow::unit` enters the unit (under the translation tier), then
-    // the blocks go on at the PC it left to, or leave with the code it returned.
+    // the blocks go on at the PC it left to, or leave with the code it returned. A PC
+    // without a block (the link's miss, or where a unit left to) probes for a unit there
+    // the same way, and leaves to the dispatcher where there is none: code that has a unit
+    // gets no block, and every way into it from blocks went round the dispatcher.
     let unit = base + a.offset().0;
     let unit_fn = slow::unit as *const () as i64;
+    let call = a.new_dynamic_label();
+    dynasm!(a ; .arch x64 ; xor esi, esi ; jmp =>call);
+    let probe_at = base + a.offset().0;
     dynasm!(a
         ; .arch x64
+        ; =>probe
+        ; mov esi, 1
+        ; =>call
         ; mov rdi, r12
         ; mov rax, QWORD unit_fn
         ; call rax
@@ -169,11 +181,8 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
         ; shl rcx, 4
         ; add rcx, QWORD [r12 + Q_TABLE]
         ; cmp rax, QWORD [rcx]
-        ; jne >miss
+        ; jne =>probe
         ; jmp QWORD [rcx + 8]
-        ; miss:
-        ; mov eax, exit::NEXT as i32
-        ; jmp =>epi
     );
     let mut tramp = |f: usize| {
         let at = base + a.offset().0;
@@ -193,6 +202,7 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
             enter: base + enter,
             link,
             unit,
+            probe: probe_at,
             exits,
             read,
             read16,
@@ -613,7 +623,7 @@ impl Block {
             ; mov QWORD [rbx + PC], rax
             ; mov QWORD [rbx + RETIRED], r13
         );
-        self.jmp_abs(self.stubs.exits[exit::NEXT as usize]);
+        self.jmp_abs(self.stubs.probe);
     }
 
     /// Calls helper stub `f` (arguments already in place) and leaves through the stop

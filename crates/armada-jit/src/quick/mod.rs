@@ -145,7 +145,7 @@ pub(crate) mod lane {
     pub enum LaneQuick {}
 
     impl LaneQuick {
-        pub fn new(_epoch: u64, _tier_up: Option<u32>) -> Option<LaneQuick> {
+        pub fn new(_epoch: u64, _tier_up: Option<crate::TierUp>) -> Option<LaneQuick> {
             None
         }
         pub fn epoch(&self) -> u64 {
@@ -307,7 +307,7 @@ pub(crate) mod lane {
         table: Box<[(u64, usize)]>,
         entries: rustc_hash::FxHashMap<u64, Entry>,
         /// Under the translation tier, the runs a block makes before it asks for its unit.
-        tier_up: Option<u32>,
+        tier_up: Option<crate::TierUp>,
         /// Whether the lane's last run (of the quick tier alone) ran its budget out: the
         /// next starts wherever that quantum ended (see `block_at`).
         pub(crate) budget_ended: bool,
@@ -319,11 +319,12 @@ pub(crate) mod lane {
     /// Whether the block at `pc`, whose page's ops from `pc` on are `ops`, is the head of
     /// a closed loop: a branch further on in its page goes back to it, and nothing from
     /// here to that branch calls, branches to a register, makes a syscall or needs the
-    /// interpreter. Under the translation tier only those count their own runs toward a
-    /// unit: the dispatcher counts the reaches of the rest where quick chains come back to
-    /// it, and a closed loop turns without coming back. (A count in every block made a unit
-    /// at each hot block, a dozen instructions up to the next call or indirect branch:
-    /// Python's regression tests made 13,000, more than a compile thread keeps up with.)
+    /// interpreter. Under the translation tier those ask for their units soon
+    /// (`TierUp::loops`), since such a loop turns without ever leaving the blocks; every
+    /// other block only after many more runs (`TierUp::blocks`): a count as low in every
+    /// block made a unit at each hot block, a dozen instructions up to the next call or
+    /// indirect branch (Python's regression tests made 13,000, more than a compile thread
+    /// keeps up with, and each entered and left at every turn).
     fn closed_loop(ops: &[armada_isa::MicroOp], pc: u64) -> bool {
         use crate::unit::{term, Term};
         let Some(back) = ops
@@ -340,7 +341,7 @@ pub(crate) mod lane {
     impl LaneQuick {
         /// A lane's blocks; with `tier_up`, each block counts its runs and leaves with
         /// `exit::HOT` after that many.
-        pub fn new(epoch: u64, tier_up: Option<u32>) -> Option<LaneQuick> {
+        pub fn new(epoch: u64, tier_up: Option<crate::TierUp>) -> Option<LaneQuick> {
             let mut code = CodeMem::new()?;
             let (bytes, stubs) = emit::stubs(code.next());
             code.put(&bytes);
@@ -459,7 +460,13 @@ pub(crate) mod lane {
             let buf = std::sync::Arc::as_ptr(page.buffer.as_ref()?) as usize;
             let first = ((pc - page.base) / 4) as usize;
             let ops = page.ops.get(first..)?;
-            let counted = self.tier_up.filter(|_| closed_loop(ops, pc));
+            let counted = self.tier_up.and_then(|t| {
+                if closed_loop(ops, pc) {
+                    Some(t.loops)
+                } else {
+                    (t.blocks != u32::MAX).then_some(t.blocks)
+                }
+            });
             if self.code.room() < BLOCK_ROOM || (counted.is_some() && !self.code.count_room()) {
                 let epoch = self.epoch;
                 self.flush(epoch);

@@ -50,6 +50,8 @@ pub struct UnitLink {
     pub epoch: u64,
     /// Instructions run in units entered from blocks, for the dispatcher's count.
     pub ran: u64,
+    /// Units entered from blocks (added to `quick::UNIT_ENTRIES` when the tier returns).
+    pub entries: u64,
 }
 
 /// What [`unit`] returns to go on in quick blocks at the state's PC.
@@ -170,23 +172,26 @@ pub unsafe extern "sysv64" fn fp(ctx: *mut QCtx, word: u64, imm: u64) {
     wrote(c, mem, r);
 }
 
-/// A block's run count ran out, or the block was sent to its unit: enters the unit at
-/// `st.pc` (stored with the count by the block) as the dispatcher would, and where it
+/// A block's run count ran out, or the block was sent to its unit (or, with `probe`, the
+/// blocks have none at the PC): enters the unit at `st.pc` (stored with the count by the
+/// block) as the dispatcher would, and where it
 /// leaves to a PC to go on at, returns [`GO_ON`] (the stub then looks for that PC's block).
 /// Where the dispatcher has to act first, returns the way back to it: `exit::HOT` where
-/// there is no unit yet (it asks for one), `exit::NEXT` where the window, the guarding or
+/// there is no unit yet (it asks for one; `exit::NEXT` for a probe), `exit::NEXT` where the window, the guarding or
 /// the epoch changed under the blocks, and the unit's own exit where it stopped, made a
 /// system call or left ops to the interpreter.
-pub unsafe extern "sysv64" fn unit(ctx: *mut QCtx) -> u64 {
+pub unsafe extern "sysv64" fn unit(ctx: *mut QCtx, probe: u64) -> u64 {
     let c = &mut *ctx;
+    // (asked for by a block, a missing unit is made; probed for, the dispatcher goes on)
+    let none = if probe != 0 { exit::NEXT } else { exit::HOT };
     let Some(link) = c.units.as_mut() else {
-        return exit::HOT;
+        return none;
     };
     let (mem, code) = (&mut *c.mem, &mut *c.code);
     let jc = &mut *link.ctx;
     let pc = jc.state.pc;
     let Some(f) = crate::unit_in(jc.lookup, pc) else {
-        return exit::HOT;
+        return none;
     };
     if code.epoch() != link.epoch || mem.window_retired() || mem.guarded() != link.guarded {
         return exit::NEXT;
@@ -195,7 +200,7 @@ pub unsafe extern "sysv64" fn unit(ctx: *mut QCtx) -> u64 {
         crate::guard::keep_handler();
         link.handler_kept = true;
     }
-    super::UNIT_ENTRIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    link.entries += 1;
     let start = jc.state.retired;
     let rc = crate::store::run(link.ctx, mem, code, f, link.guarded, link.epoch);
     link.ran += jc.state.retired - start;

@@ -12,7 +12,7 @@
 use armada_core::cpu::{self, CodeCache, Tier};
 use armada_core::memory::{AddressSpace, Perm};
 use armada_core::state::{CpuState, Stop};
-use armada_jit::Jit;
+use armada_jit::{Jit, TierUp};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -152,11 +152,16 @@ fn quick_at(hot: u32) -> Option<Arc<dyn Tier>> {
     armada_jit::quick::Quick::with_options(hot, false).map(|q| q as Arc<dyn Tier>)
 }
 
-/// The translation tier over the quick tier, as it runs by default but with a unit asked
-/// for by a block's 3rd run (None on hosts the quick tier does not run on).
+/// The translation tier over the quick tier, as it runs by default on few cores but with a
+/// unit asked for by a closed loop's 3rd run and any other block's 4th (None on hosts the
+/// quick tier does not run on).
 fn tiered() -> Option<Arc<dyn Tier>> {
     std::env::set_var("ARMADA_JIT_VERIFY", "1");
-    quick_at(1).map(|_| Jit::tiered(24, true, false, Some(3)) as Arc<dyn Tier>)
+    let t = TierUp {
+        loops: 3,
+        blocks: 4,
+    };
+    quick_at(1).map(|_| Jit::tiered(24, true, false, Some(t)) as Arc<dyn Tier>)
 }
 
 /// The tiers to compare with the interpreter: the translation tier and, where it runs,
