@@ -318,10 +318,15 @@ pub fn run(args: RunArgs, inherited: Vec<i32>) -> Result<u8> {
                 secs * 1e3,
                 armada_jit::translated_instructions() as f64 * 100.0 / n.max(1) as f64
             );
-            let (rounds, interp, units, quick) = armada_jit::rounds();
+            let r = armada_jit::rounds();
             eprintln!(
-                "armada: dispatcher: {rounds} rounds, {interp} interpreter steps, units by exit {units:?}, quick chains by exit {quick:?}; {} units entered from quick blocks",
-                armada_jit::quick::unit_entries()
+                "armada: dispatcher: {} rounds, {} interpreter steps, units by exit {:?}, quick chains by exit {:?}; {} units entered from quick blocks, {} blocks gave their units back",
+                r.rounds,
+                r.interp,
+                r.units,
+                r.quick,
+                armada_jit::quick::unit_entries(),
+                r.small
             );
         }
         if tier.is_some() {

@@ -126,6 +126,9 @@ pub mod exit {
     /// A quick block's run count ran out (`quick`): the dispatcher asks for the unit at
     /// `st.pc`, where the block starts, nothing of it run.
     pub const HOT: u64 = 5;
+    /// A quick block sent to its unit has been judged not worth it (`quick::slow::unit`):
+    /// the dispatcher gives the block back its own code, then goes on at `st.pc`.
+    pub const SMALL: u64 = 6;
 }
 
 /// Takes away the scratch pages a guarded access that faulted left (see `guard`), before

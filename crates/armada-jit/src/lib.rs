@@ -272,6 +272,9 @@ struct LaneJit {
     /// was no memory to make them in.
     quick: Option<Box<quick::lane::LaneQuick>>,
     no_quick: bool,
+    /// What the units entered from the lane's blocks ran (see `quick::slow::unit`), made
+    /// with the blocks.
+    judged: Option<Box<quick::slow::Judged>>,
     /// Whether the lane's last run ran its budget out: the next starts wherever that
     /// quantum ended, anywhere in a block (see `LaneJit::unit_at`). A run after a syscall,
     /// or a lane's first, starts where its code goes on, and is counted.
@@ -344,6 +347,7 @@ impl LaneJit {
             entries: Default::default(),
             quick: None,
             no_quick: false,
+            judged: None,
             budget_ended: false,
         }
     }
@@ -551,6 +555,7 @@ impl Jit {
             // (where no executable memory is to be had, code runs on the interpreter)
             lane.quick = quick::lane::LaneQuick::new(code.epoch(), Some(tier_up)).map(Box::new);
             lane.no_quick = lane.quick.is_none();
+            lane.judged = lane.quick.as_ref().map(|_| Box::default());
         }
         lane.quick.as_deref_mut()
     }
@@ -611,6 +616,8 @@ impl Jit {
             epoch: lane.epoch,
             ran: 0,
             entries: 0,
+            judged: std::ptr::null_mut(),
+            small: 0,
         };
         // (the lane resumes where its last turn ended: see `LaneJit::unit_at`)
         let mut first = lane.budget_ended;
@@ -656,6 +663,10 @@ impl Jit {
             let f = match f {
                 Ok(f) => f,
                 Err(block) => {
+                    link.judged = lane
+                        .judged
+                        .as_deref_mut()
+                        .map_or(std::ptr::null_mut(), |j| j as *mut _);
                     let Some(q) = lane.quick.as_deref_mut() else {
                         continue;
                     };
@@ -674,6 +685,17 @@ impl Jit {
                     match out {
                         (exit::NEXT, _) => continue,
                         (exit::SYSCALL, _) => return Stop::Syscall,
+                        (exit::SMALL, _) => {
+                            // (blocks run their own code there from now on, made now where
+                            // there was none; units still go to the unit)
+                            if let Some(q) = lane.quick.as_deref_mut() {
+                                let pc = link.small;
+                                q.block_at(pc, mem, code, 1, false);
+                                q.recount(pc, u32::MAX);
+                            }
+                            r.small += 1;
+                            continue;
+                        }
                         (exit::HOT, _) => {
                             // (at the start of the block whose count ran out)
                             let pc = st.pc;
@@ -761,18 +783,21 @@ struct Rounds {
     quick: [u64; 8],
     /// Units the quick blocks entered themselves.
     entered: u64,
+    /// Blocks given their own code back (their units ran too little an entry).
+    small: u64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
 const Z: AtomicU64 = AtomicU64::new(0);
-static ROUNDS: [AtomicU64; 18] = [Z; 18];
+static ROUNDS: [AtomicU64; 19] = [Z; 19];
 
 impl Rounds {
     fn add_to_totals(&self) {
         let all = [self.rounds, self.interp]
             .into_iter()
             .chain(self.units)
-            .chain(self.quick);
+            .chain(self.quick)
+            .chain([self.small]);
         for (t, v) in ROUNDS.iter().zip(all) {
             if v != 0 {
                 t.fetch_add(v, Ordering::Relaxed);
@@ -784,16 +809,30 @@ impl Rounds {
     }
 }
 
-/// The dispatchers' rounds, whole process: all of them, those that stepped the
-/// interpreter, the units they ran by exit code, and the quick chains they ran by exit code.
-pub fn rounds() -> (u64, u64, [u64; 8], [u64; 8]) {
+/// The dispatchers' rounds, whole process (`--stats`).
+pub struct RoundCounts {
+    pub rounds: u64,
+    /// Rounds that stepped the interpreter.
+    pub interp: u64,
+    /// Units the dispatchers ran, by exit code.
+    pub units: [u64; 8],
+    /// Quick chains the dispatchers ran, by exit code.
+    pub quick: [u64; 8],
+    /// Quick blocks given their own code back (their units ran too little an entry).
+    pub small: u64,
+}
+
+/// The dispatchers' rounds, whole process.
+pub fn rounds() -> RoundCounts {
     let v: Vec<u64> = ROUNDS.iter().map(|a| a.load(Ordering::Relaxed)).collect();
-    (
-        v[0],
-        v[1],
-        v[2..10].try_into().unwrap(),
-        v[10..18].try_into().unwrap(),
-    )
+    let eight = |at: usize| std::array::from_fn(|i| v[at + i]);
+    RoundCounts {
+        rounds: v[0],
+        interp: v[1],
+        units: eight(2),
+        quick: eight(10),
+        small: v[18],
+    }
 }
 
 /// `ARMADA_JIT_CHECK`: runs the interpreter from the state a unit started with, as far as

@@ -41,9 +41,14 @@ const PROGRAM: [u32; 14] = [
 
 /// The program loaded, at its start: its state and memory.
 fn load() -> (CpuState, AddressSpace) {
+    load_program(&PROGRAM)
+}
+
+/// `program` loaded at [`CODE`], at its start, x27 the data page's address.
+fn load_program(program: &[u32]) -> (CpuState, AddressSpace) {
     let mut mem = AddressSpace::new();
     mem.map(CODE, 0x1000, Perm::RX).unwrap();
-    let bytes: Vec<u8> = PROGRAM.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let bytes: Vec<u8> = program.iter().flat_map(|w| w.to_le_bytes()).collect();
     mem.poke_bytes(CODE, &bytes).unwrap();
     mem.map(DATA, 0x1000, Perm::RW).unwrap();
     let mut st = CpuState {
@@ -61,7 +66,15 @@ fn data(mem: &mut AddressSpace) -> Vec<u8> {
 }
 
 fn run(tier: Option<Arc<dyn Tier>>, budget: u64) -> (CpuState, Stop, Vec<u8>) {
-    let (mut st, mut mem) = load();
+    run_program(&PROGRAM, tier, budget)
+}
+
+fn run_program(
+    program: &[u32],
+    tier: Option<Arc<dyn Tier>>,
+    budget: u64,
+) -> (CpuState, Stop, Vec<u8>) {
+    let (mut st, mut mem) = load_program(program);
     let mut code = CodeCache::new();
     code.set_tier(tier);
     let stop = cpu::run(&mut st, &mut mem, &mut code, budget);
@@ -159,5 +172,59 @@ fn a_run_resumed_mid_block_makes_no_unit_there() {
         // the return's), not at the PCs the turns ended on
         let made = armada_jit::stats().0 - units;
         assert!(made <= 6, "{made} units made in turns of {slice}");
+    }
+}
+
+/// A loop of 2,000 calls whose return lands on a closed loop's head that never asks for its
+/// unit (its count is far off): the blocks after it enter their units, which run 4 to 6
+/// instructions and come back to that head's block each time.
+const SMALL_UNITS: [u32; 10] = [
+    0xd280_fa02, //    mov x2, #2000
+    0x9400_0006, // O: bl F
+    0xf100_0421, // R: subs x1, x1, #1
+    0x54ff_ffe1, //    b.ne R
+    0xf100_0442, //    subs x2, x2, #1
+    0x54ff_ff81, //    b.ne O
+    0xd420_0000, //    brk #0
+    0xd280_0021, // F: mov x1, #1
+    0x9100_0400, //    add x0, x0, #1
+    0xd65f_03c0, //    ret
+];
+
+#[test]
+fn units_that_run_a_few_instructions_an_entry_are_given_back_to_blocks() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var("ARMADA_JIT_VERIFY", "1");
+    if !cfg!(target_arch = "x86_64") {
+        return;
+    }
+    let tier = || {
+        let t = TierUp {
+            loops: 1_000_000,
+            blocks: 7,
+        };
+        Some(Jit::tiered(24, true, false, Some(t)) as Arc<dyn Tier>)
+    };
+    let whole = run_program(&SMALL_UNITS, None, u64::MAX);
+    assert_eq!(whole.1, Stop::Breakpoint(0));
+    let small0 = armada_jit::rounds().small;
+    let entries0 = armada_jit::quick::unit_entries();
+    let t = run_program(&SMALL_UNITS, tier(), u64::MAX);
+    same(&whole, &t, "whole run");
+    let small = armada_jit::rounds().small - small0;
+    let entries = armada_jit::quick::unit_entries() - entries0;
+    // each block's unit judged after 256 entries of 4-6 instructions, then the blocks run
+    // on their own (each of the 2,000 turns entered a unit before)
+    assert!(
+        small >= 1,
+        "no block gave its unit back ({entries} entries)"
+    );
+    assert!(entries < 1500, "blocks entered units {entries} times");
+    for budget in (1..=whole.0.retired).step_by(331) {
+        same(
+            &run_program(&SMALL_UNITS, None, budget),
+            &run_program(&SMALL_UNITS, tier(), budget),
+            &format!("budget {budget}"),
+        );
     }
 }

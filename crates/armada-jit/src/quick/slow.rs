@@ -52,6 +52,61 @@ pub struct UnitLink {
     pub ran: u64,
     /// Units entered from blocks (added to `quick::UNIT_ENTRIES` when the tier returns).
     pub entries: u64,
+    /// What the units blocks entered ran an entry, by the unit's PC (the lane's [`Judged`]).
+    pub judged: *mut Judged,
+    /// The PC whose unit [`unit`] judged not worth entering from blocks, with `exit::SMALL`.
+    pub small: u64,
+}
+
+/// Entries of a lane's [`Judged`].
+const JUDGED: usize = 4096;
+/// Entries from a block after which its unit is judged ...
+const JUDGE_AFTER: u32 = 256;
+/// ... and kept only where an entry ran this many instructions on average. Entering a unit
+/// from a block and coming back (`store::run`'s flags, TLB and guard, the trampoline) costs
+/// about what 40-50 instructions of quick code take, which is about what a unit saves over
+/// them in 50: CPython's tests made units of 8 instructions on average, entered 15 M times.
+const SMALL: u64 = 48;
+
+/// [`SMALL`], or `ARMADA_JIT_SMALL` (0: every unit is kept).
+fn small_entry() -> u64 {
+    static N: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("ARMADA_JIT_SMALL")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(SMALL)
+    })
+}
+
+/// How many times blocks entered the unit at each PC (a block sent to its unit, or a PC
+/// without a block), and the instructions those entries ran (direct-mapped by the PC; kept
+/// with the lane's units).
+pub struct Judged(Box<[(u64, u32, u64)]>);
+
+impl Default for Judged {
+    fn default() -> Self {
+        Judged(vec![(u64::MAX, 0, 0); JUDGED].into_boxed_slice())
+    }
+}
+
+impl Judged {
+    /// Counts an entry at `pc` that ran `n` instructions: whether the block there is now
+    /// judged not worth its unit.
+    fn small(&mut self, pc: u64, n: u64) -> bool {
+        let e = &mut self.0[((pc >> 2) as usize) & (JUDGED - 1)];
+        if e.0 != pc {
+            *e = (pc, 0, 0);
+        }
+        e.1 += 1;
+        e.2 += n;
+        if e.1 < JUDGE_AFTER {
+            return false;
+        }
+        let small = e.2 < JUDGE_AFTER as u64 * small_entry();
+        *e = (pc, 0, 0);
+        small
+    }
 }
 
 /// What [`unit`] returns to go on in quick blocks at the state's PC.
@@ -203,7 +258,8 @@ pub unsafe extern "sysv64" fn unit(ctx: *mut QCtx, probe: u64) -> u64 {
     link.entries += 1;
     let start = jc.state.retired;
     let rc = crate::store::run(link.ctx, mem, code, f, link.guarded, link.epoch);
-    link.ran += jc.state.retired - start;
+    let n = jc.state.retired - start;
+    link.ran += n;
     refresh(c, mem);
     if jc.limit != c.limit {
         // told to leave (see `helpers::sync_tlb`): the dispatcher drops the window
@@ -213,6 +269,11 @@ pub unsafe extern "sysv64" fn unit(ctx: *mut QCtx, probe: u64) -> u64 {
         }
     }
     match rc {
+        // (judged by what the entries at the PC run; see `SMALL`)
+        exit::NEXT if !link.judged.is_null() && (*link.judged).small(pc, n) => {
+            link.small = pc;
+            exit::SMALL
+        }
         exit::NEXT => GO_ON,
         exit::STOP => {
             c.stop = jc.stop.take();
