@@ -100,9 +100,13 @@ pub const FEW_CORES: usize = 3;
 /// Runs more before a block whose unit is being compiled asks again.
 const TIER_UP_AGAIN: u32 = 256;
 
-/// Whether quick blocks run under the translation tier: `ARMADA_JIT_QUICK` where it is
-/// set, else on hosts of [`FEW_CORES`] or fewer.
+/// Whether quick blocks run under the translation tier: never where the host has no quick
+/// tier (it is x86-64 code), else `ARMADA_JIT_QUICK` where it is set, else on hosts of
+/// [`FEW_CORES`] or fewer.
 fn quick_by_default() -> bool {
+    if !cfg!(target_arch = "x86_64") {
+        return false;
+    }
     match std::env::var_os("ARMADA_JIT_QUICK") {
         Some(v) => v != "0",
         None => std::thread::available_parallelism().map_or(true, |n| n.get() <= FEW_CORES),
@@ -163,11 +167,6 @@ impl Jit {
                 blocks: t.blocks.max(1),
             }),
         })
-    }
-
-    /// Whether quick blocks run under this tier (see [`FEW_CORES`]).
-    pub fn quick_under(&self) -> bool {
-        self.tier_up.is_some()
     }
 }
 
@@ -584,6 +583,7 @@ impl Jit {
         }
     }
 
+    /// Runs the lane until it stops, its rounds counted for `--stats` (see [`Rounds`]).
     fn dispatch(
         &self,
         lane: &mut LaneJit,
@@ -598,6 +598,8 @@ impl Jit {
         stop
     }
 
+    /// The dispatcher's loop: each round runs the unit at the PC, else its quick blocks,
+    /// else one step of the interpreter.
     fn dispatch_rounds(
         &self,
         lane: &mut LaneJit,
@@ -644,11 +646,12 @@ impl Jit {
             }
             let resumed = std::mem::take(&mut first);
             r.rounds += 1;
-            // The dispatcher counts the reaches of what it sees (where units leave to, where
-            // quick blocks leave it: a quick chain comes back at the heads of what runs), as
-            // without the quick tier; blocks at the heads of closed loops count their own
-            // runs (see `quick::lane`).
-            let only_look = resumed || (self.tier_up.is_some() && !dispatcher_counts());
+            // Under quick blocks the blocks count their own runs and ask for their units
+            // (`TierUp`), and the dispatcher only looks units up (`ARMADA_JIT_DCOUNT=1`: it
+            // counts what it sees too); without them (none made: no executable memory) it
+            // counts the reaches it sees.
+            let only_look =
+                resumed || (self.tier_up.is_some() && !lane.no_quick && !dispatcher_counts());
             let unit = lane.unit_at(st.pc, mem, code, self.hot, self.wait, only_look);
             let Some(f) = unit.map(Ok).or_else(|| {
                 let q = self.first_tier(lane, code)?;
