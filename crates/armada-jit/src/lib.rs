@@ -583,7 +583,9 @@ impl Jit {
         }
     }
 
-    /// Runs the lane until it stops, its rounds counted for `--stats` (see [`Rounds`]).
+    /// The dispatcher's loop, until the lane stops: each round runs the unit at the PC,
+    /// else its quick blocks, else one step of the interpreter (the rounds counted for
+    /// `--stats`, see [`Rounds`]).
     fn dispatch(
         &self,
         lane: &mut LaneJit,
@@ -592,23 +594,8 @@ impl Jit {
         code: &mut CodeCache,
         ran: &mut u64,
     ) -> Stop {
+        // (added to the process's totals when it goes, on every way out)
         let mut r = Rounds::default();
-        let stop = self.dispatch_rounds(lane, ctx, mem, code, ran, &mut r);
-        r.add_to_totals();
-        stop
-    }
-
-    /// The dispatcher's loop: each round runs the unit at the PC, else its quick blocks,
-    /// else one step of the interpreter.
-    fn dispatch_rounds(
-        &self,
-        lane: &mut LaneJit,
-        ctx: &mut Ctx,
-        mem: &mut AddressSpace,
-        code: &mut CodeCache,
-        ran: &mut u64,
-        r: &mut Rounds,
-    ) -> Stop {
         let limit = ctx.limit;
         // what quick blocks need to enter units themselves (see `quick::slow::unit`)
         let mut link = quick::slow::UnitLink {
@@ -794,8 +781,8 @@ struct Rounds {
 const Z: AtomicU64 = AtomicU64::new(0);
 static ROUNDS: [AtomicU64; 19] = [Z; 19];
 
-impl Rounds {
-    fn add_to_totals(&self) {
+impl Drop for Rounds {
+    fn drop(&mut self) {
         let all = [self.rounds, self.interp]
             .into_iter()
             .chain(self.units)
