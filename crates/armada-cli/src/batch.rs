@@ -528,10 +528,11 @@ pub fn print_summary(backend: Backend, outcome: &BatchOutcome, wall: f64) {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    if !outcome.stats.is_empty() && outcome.devices.is_empty() {
+    // one device's figures; over several devices, or shards of one, how many
+    if !outcome.stats.is_empty() {
         eprintln!("armada batch: {}", line(&outcome.stats));
     }
-    // a batch over several devices: each one's share, rate and figures
+    // a batch over several devices or shards: each one's share, rate and figures
     for d in &outcome.devices {
         let failed = match &d.failed {
             Some(why) => {

@@ -9,6 +9,7 @@
 //! - a device that fails in the middle of its share (its lanes move to the others), every
 //!   device failing at once (the batch fails with the device's error), and the last device
 //!   failing after some lanes ended (the rest end unrun, status 125, with the reason);
+//! - two and three batches side by side on one device (`ARMADA_GPU_SHARDS`);
 //! - fewer lanes than devices; `--devices` naming a device the host lacks, a list that does
 //!   not parse, and `--devices` on the CPU engine.
 
@@ -35,6 +36,7 @@ fn batch(devices: usize, env: &[(&str, &str)], args: &[&str]) -> Out {
         .args(["--backend", "cuda", "--no-progress"])
         .args(["-U", "ARMADA_CUDA_SIM", "-U", "ARMADA_CUDA_SIM_DEVICES"])
         .args(["-U", "ARMADA_CUDA_SIM_FAIL", "-U", "ARMADA_CUDA_SLICE"])
+        .args(["-U", "ARMADA_GPU_SHARDS"])
         .arg("--out")
         .arg(&out)
         .args(args)
@@ -282,4 +284,46 @@ fn bad_device_choices_are_refused() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// Big batches on one CUDA device run as two batches side by side by default
+/// (`armada_gpu::shards_on_one_device`); the simulator has one queue, so it shards only when
+/// `ARMADA_GPU_SHARDS` asks. The lanes' results are those of one batch, and the summary names
+/// each shard.
+#[test]
+fn shards_on_one_device_match_one_batch() {
+    let Some(g) = setup("shards_on_one_device_match_one_batch") else {
+        return;
+    };
+    let crc = prog(&g, "lanecrc");
+    let args = [
+        "--lanes",
+        "24",
+        "--max-instructions",
+        "500000",
+        &crc,
+        "{lane}",
+        "{lane}",
+    ];
+    let one = batch(1, &[], &args);
+    assert_eq!(one.status, 1, "{}", one.stderr);
+    assert!(!one.stderr.contains("shard"), "{}", one.stderr);
+    let mut a = vec!["--check"];
+    a.extend_from_slice(&args);
+    let three = batch(1, &[("ARMADA_GPU_SHARDS", "3")], &a);
+    assert_eq!(three.status, 1, "{}", three.stderr);
+    assert_eq!(three.jsonl, one.jsonl);
+    for s in [
+        "24 of 24 lanes identical to the CPU engine",
+        "shards: 3 on one device",
+        "shard 3 of 3): 8 lanes (33.3%)",
+    ] {
+        assert!(three.stderr.contains(s), "no {s:?} in\n{}", three.stderr);
+    }
+    // a threaded program too
+    let threads = prog(&g, "threads_compute");
+    let one = batch(1, &[], &["--lanes", "4", &threads]);
+    let two = batch(1, &[("ARMADA_GPU_SHARDS", "2")], &["--lanes", "4", &threads]);
+    assert_eq!(two.status, one.status, "{}", two.stderr);
+    assert_eq!(two.jsonl, one.jsonl);
 }

@@ -377,6 +377,10 @@ impl Device for CudaDevice {
         Ok(s as Queue)
     }
 
+    fn overlapping_queues(&self) -> bool {
+        true
+    }
+
     fn drop_queue(&self, q: Queue) {
         if q != 0 && self.bind().is_ok() {
             // SAFETY: q came from new_queue and nothing waits on it any more.

@@ -39,6 +39,11 @@ pub trait Device: Send + Sync {
     fn new_queue(&self) -> Result<Queue, Error> {
         Ok(0)
     }
+    /// Whether `new_queue` gives queues of their own, so that batches sharing the device
+    /// overlap (the default for big batches on one device: `armada_gpu::shards_on_one_device`).
+    fn overlapping_queues(&self) -> bool {
+        false
+    }
     /// Gives back a queue from `new_queue`, once nothing waits on it.
     fn drop_queue(&self, _q: Queue) {}
     /// `launch_run` on queue `q`, after everything copied or launched outside the queues

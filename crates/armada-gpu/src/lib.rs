@@ -202,6 +202,31 @@ pub fn run_spawned(
     run_spawned_on(std::slice::from_ref(engine), spec, spawned, progress)
 }
 
+/// Batches of at least this many lanes on one device run as [`shards_on_one_device`] batches.
+pub const SHARD_MIN_LANES: usize = 16_384;
+
+/// How many batches a batch of `lanes` lanes on `engine`'s device alone runs as, side by side
+/// (each with a contiguous share of the lanes, a thread and a device queue of its own; see
+/// [`multi`]). A batch's round is the kernel, then the host's work on the lanes that stopped
+/// (service, transfer, apply), so one batch leaves the device idle while the host works and
+/// the host idle while the kernel runs; two overlap one's host work with the other's kernel.
+/// Measured on an H200 (docs/performance.md, "Two batches on one device"): 65,536 lanes of a
+/// forking dash script 31.2 -> 22.7 s, 16,384 Go lanes 51.6 -> 40.3 s, 16,384 Python lanes
+/// 86.3 -> 74.6 s. So two for batches of [`SHARD_MIN_LANES`] or more where the device has
+/// queues of its own (CUDA; the simulator and wgpu run one batch at a time), else one.
+/// `ARMADA_GPU_SHARDS=K` (1 to 8) chooses.
+pub fn shards_on_one_device(engine: &Engine, lanes: usize) -> usize {
+    let chosen = std::env::var("ARMADA_GPU_SHARDS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
+    let k = match chosen {
+        Some(k) => k.clamp(1, 8),
+        None if lanes >= SHARD_MIN_LANES && engine.dev.overlapping_queues() => 2,
+        None => 1,
+    };
+    k.min(lanes.max(1))
+}
+
 /// Runs a batch spec whose lanes [`spawn_lanes`] made over several engines, one contiguous
 /// share of the lanes each (see [`multi`]); the results are in lane order, the same as on
 /// one device. With one engine `BatchOutcome::devices` stays empty.
@@ -218,21 +243,16 @@ pub fn run_spawned_on(
             e.describe()
         );
     }
-    // ARMADA_GPU_SHARDS=K with one device: K batches on it at once, each with a share of the
-    // lanes on a thread and a device queue of its own, so that one batch's host work (its
-    // service, transfer and apply) overlaps another's kernel, where a round of one batch
-    // leaves the device idle while the host works and the host idle while the kernel runs.
-    // Not the default until measured on a GPU (docs/performance.md).
     let one_device: Vec<Engine>;
-    let engines = match std::env::var("ARMADA_GPU_SHARDS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-    {
-        Some(k) if k > 1 && engines.len() == 1 => {
-            one_device = vec![engines[0].clone(); k.min(8)];
-            &one_device[..]
-        }
-        _ => engines,
+    let shards = match engines {
+        [one] => shards_on_one_device(one, spawned.lanes.len()),
+        _ => 1,
+    };
+    let engines = if shards > 1 {
+        one_device = vec![engines[0].clone(); shards];
+        &one_device[..]
+    } else {
+        engines
     };
     let Spawned {
         lanes,
@@ -319,7 +339,17 @@ pub fn run_spawned_on(
             r.stderr.clear();
         }
     }
-    let devices = if engines.len() > 1 {
+    let devices = if shards > 1 {
+        stats = vec![(
+            "shards".into(),
+            format!("{shards} on one device, each its own batch on a queue of its own"),
+        )];
+        let mut shares = sharded.shares;
+        for (k, s) in shares.iter_mut().enumerate() {
+            s.name = format!("{}; shard {} of {shards}", s.name, k + 1);
+        }
+        shares
+    } else if engines.len() > 1 {
         stats = vec![("devices".into(), engines.len().to_string())];
         sharded.shares
     } else {
