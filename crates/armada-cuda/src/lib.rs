@@ -27,10 +27,11 @@ pub fn kernel_source() -> String {
 /// The kernel's main file, which names its parts where they go (`// @include NAME`).
 pub const KERNEL_SOURCE: &str = include_str!("kernel/armada.cu");
 /// The kernel's parts (name, text); build.rs lists the same files for the simulator.
-pub const KERNEL_PARTS: [(&str, &str); 8] = [
+pub const KERNEL_PARTS: [(&str, &str); 9] = [
     ("int.cu", include_str!("kernel/int.cu")),
     ("simd.cu", include_str!("kernel/simd.cu")),
     ("memory.cu", include_str!("kernel/memory.cu")),
+    ("ldst.cu", include_str!("kernel/ldst.cu")),
     ("coverage.cu", include_str!("kernel/coverage.cu")),
     ("persist.cu", include_str!("kernel/persist.cu")),
     ("devio.cu", include_str!("kernel/devio.cu")),
