@@ -148,7 +148,17 @@ __device__ void run_lane(const Params& P, u32 lane) {
         // 135 G/s (bitwise). With one lane a warp (lane_shift 5) there is nothing to vote on.
         if (P.lane_shift < 5) {
             u32 key = (u32)((ops - P.ops) >> 1) + (u32)idx;
-            if (key != __reduce_min_sync(__activemask(), key)) continue;
+            u32 act = __activemask();
+#ifdef ARMADA_MAJORITY
+            // (a variant to measure) the micro-op the most lanes are at runs, the lowest of
+            // those that tie: lanes of an interpreter's handlers wait at a handler until it
+            // is the commonest, instead of each running it alone
+            u32 many = __popc(__match_any_sync(act, key));
+            u32 most = __reduce_max_sync(act, many);
+            if (key != __reduce_min_sync(act, many == most ? key : 0xffffffffu)) continue;
+#else
+            if (key != __reduce_min_sync(act, key)) continue;
+#endif
         }
 #endif
         if (retired >= check) {
