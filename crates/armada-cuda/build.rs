@@ -1,6 +1,8 @@
 //! Builds the kernel simulator: the CUDA kernel source compiled as C++ for the host, so the
 //! tests check the kernel against the CPU engine on machines without a GPU. Without a C++
-//! compiler the crate builds without it (`armada_sim` unset) and those tests skip.
+//! compiler the crate builds without it (`armada_sim` unset) and those tests skip. It also
+//! writes the kernel's cases for the micro-ops armada-semantics defines (`defined.cu`), which
+//! lib.rs includes for NVRTC.
 
 #[allow(dead_code)]
 #[path = "../armada-gpu/src/layout.rs"]
@@ -13,10 +15,11 @@ fn main() {
     println!("cargo:rerun-if-env-changed=ARMADA_NO_SIM");
     // kernel variants for the simulator too, e.g. ARMADA_SIM_DEFINES="ARMADA_COLD"
     println!("cargo:rerun-if-env-changed=ARMADA_SIM_DEFINES");
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    std::fs::write(out.join("defined.cu"), armada_semantics::text::cuda_cases()).unwrap();
     if std::env::var_os("ARMADA_NO_SIM").is_some() {
         return;
     }
-    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let src = out.join("armada_sim.cpp");
     let kernel = std::fs::read_to_string("src/kernel/armada.cu").unwrap();
     // the parts armada.cu names where they go (lib.rs's KERNEL_PARTS)
@@ -28,6 +31,10 @@ fn main() {
             (p.to_string(), text)
         })
         .collect();
+    // the ops armada-semantics defines, into interp.cu's switch (after it in the list)
+    let mut parts = parts;
+    let defined = armada_semantics::text::cuda_cases();
+    parts.push(("defined.cu".to_string(), defined));
     let parts: Vec<(&str, &str)> = parts
         .iter()
         .map(|(n, t)| (n.as_str(), t.as_str()))

@@ -1,5 +1,6 @@
 //! Joins the shader's files, in the order `src/shader/ORDER` lists them, into one WGSL source
-//! (the generated header is prepended at run time, from armada-gpu's layout).
+//! (the generated header is prepended at run time, from armada-gpu's layout), with the cases
+//! of the micro-ops armada-semantics defines where armada.wgsl says `// @generated defined`.
 
 fn main() {
     let dir = std::path::Path::new("src/shader");
@@ -19,6 +20,10 @@ fn main() {
         );
         src.push('\n');
     }
+    // the ops armada-semantics defines, into the loop's switch
+    let marker = "// @generated defined\n";
+    assert!(src.contains(marker), "armada.wgsl has no `{marker}`");
+    let src = src.replace(marker, &armada_semantics::text::wgsl_cases());
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("shader.wgsl");
     std::fs::write(out, src).unwrap();
 }

@@ -650,6 +650,10 @@ class Gen:
         return [f"{op} {self.R(self.d(), sf)}, {self.R(self.s(), sf)}"]
 
     def i_shift_reg(self):
+        if self.p(0.2):  # CRC32{B,H,W,X} and CRC32C*: data-processing (2 source) too
+            size = self.ch("bhwx")
+            op = self.ch(["crc32", "crc32c"]) + size
+            return [f"{op} {self.R(self.d(), 0)}, {self.R(self.s(), 0)}, {self.R(self.s(), int(size == 'x'))}"]
         sf = self.sf()
         op = self.ch(["lslv", "lsrv", "asrv", "rorv", "lsl", "lsr", "asr", "ror"])
         return [f"{op} {self.R(self.d(), sf)}, {self.R(self.s(), sf)}, {self.R(self.s(), sf)}"]

@@ -323,7 +323,11 @@ fn shards_on_one_device_match_one_batch() {
     // a threaded program too
     let threads = prog(&g, "threads_compute");
     let one = batch(1, &[], &["--lanes", "4", &threads]);
-    let two = batch(1, &[("ARMADA_GPU_SHARDS", "2")], &["--lanes", "4", &threads]);
+    let two = batch(
+        1,
+        &[("ARMADA_GPU_SHARDS", "2")],
+        &["--lanes", "4", &threads],
+    );
     assert_eq!(two.status, one.status, "{}", two.stderr);
     assert_eq!(two.jsonl, one.jsonl);
 }

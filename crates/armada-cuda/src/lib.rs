@@ -26,8 +26,10 @@ pub fn kernel_source() -> String {
 
 /// The kernel's main file, which names its parts where they go (`// @include NAME`).
 pub const KERNEL_SOURCE: &str = include_str!("kernel/armada.cu");
-/// The kernel's parts (name, text); build.rs lists the same files for the simulator.
-pub const KERNEL_PARTS: [(&str, &str); 9] = [
+/// The kernel's parts (name, text); build.rs lists the same files for the simulator. A part
+/// may name another (interp.cu names `defined.cu`, the cases build.rs generates from
+/// armada-semantics' definitions), which then comes after it.
+pub const KERNEL_PARTS: [(&str, &str); 10] = [
     ("int.cu", include_str!("kernel/int.cu")),
     ("simd.cu", include_str!("kernel/simd.cu")),
     ("memory.cu", include_str!("kernel/memory.cu")),
@@ -36,6 +38,10 @@ pub const KERNEL_PARTS: [(&str, &str); 9] = [
     ("persist.cu", include_str!("kernel/persist.cu")),
     ("devio.cu", include_str!("kernel/devio.cu")),
     ("interp.cu", include_str!("kernel/interp.cu")),
+    (
+        "defined.cu",
+        include_str!(concat!(env!("OUT_DIR"), "/defined.cu")),
+    ),
     ("entry.cu", include_str!("kernel/entry.cu")),
 ];
 
@@ -249,16 +255,24 @@ mod tests {
     /// whole kernel.
     #[test]
     fn the_kernel_source_has_all_its_parts() {
-        let named: Vec<&str> = KERNEL_SOURCE
-            .lines()
-            .filter_map(|l| l.strip_prefix("// @include "))
-            .collect();
-        let parts: Vec<&str> = KERNEL_PARTS.iter().map(|p| p.0).collect();
+        let mut named: Vec<&str> = Vec::new();
+        for text in std::iter::once(KERNEL_SOURCE).chain(KERNEL_PARTS.iter().map(|p| p.1)) {
+            named.extend(text.lines().filter_map(|l| l.strip_prefix("// @include ")));
+        }
+        let mut parts: Vec<&str> = KERNEL_PARTS.iter().map(|p| p.0).collect();
+        named.sort();
+        parts.sort();
         assert_eq!(named, parts);
         let src = kernel_source();
         assert!(!src.contains("// @include"));
         for (name, text) in KERNEL_PARTS {
-            assert!(src.contains(text), "{name} is not in the source");
+            // (a part that names another is in the source in pieces, the other between)
+            for piece in text
+                .split("// @include ")
+                .map(|p| p.split_once('\n').map_or(p, |l| l.1))
+            {
+                assert!(src.contains(piece), "{name} is not in the source");
+            }
         }
     }
 }

@@ -98,7 +98,7 @@ impl Tx<'_> {
         }
     }
 
-    fn src(&mut self, r: u8, wide: bool) -> Value {
+    pub(crate) fn src(&mut self, r: u8, wide: bool) -> Value {
         if wide {
             self.rd(r)
         } else {
@@ -106,7 +106,7 @@ impl Tx<'_> {
         }
     }
 
-    fn dst(&mut self, r: u8, v: Value, wide: bool) {
+    pub(crate) fn dst(&mut self, r: u8, v: Value, wide: bool) {
         if wide {
             self.wr(r, v)
         } else {
@@ -162,7 +162,7 @@ impl Tx<'_> {
     /// Translates the op at `slot` (not a branch).
     pub fn op(&mut self, slot: usize, u: &MicroOp) {
         let op = base_of(u.op).unwrap_or(u.op);
-        let (a, b, c, d) = (u.a, u.b, u.c, u.d);
+        let (a, b, c) = (u.a, u.b, u.c);
         let wide_of = |op: u16, x_form: &[u16]| x_form.contains(&op);
         match op {
             NOP | PRFM | MSR_NZCV_IMM => {}
@@ -413,103 +413,6 @@ impl Tx<'_> {
                 };
                 self.set_chosen(holds, ((u.f as u64) & 15) << 28, kind, x, y, r);
             }
-            MADD_W | MADD_X | MSUB_W | MSUB_X => {
-                let wide = matches!(op, MADD_X | MSUB_X);
-                let x = self.src(b, wide);
-                let y = self.src(c, wide);
-                let acc = self.src(d, wide);
-                let p = self.b.ins().imul(x, y);
-                let v = if matches!(op, MADD_W | MADD_X) {
-                    self.b.ins().iadd(acc, p)
-                } else {
-                    self.b.ins().isub(acc, p)
-                };
-                self.dst(a, v, wide);
-            }
-            SMADDL | SMSUBL | UMADDL | UMSUBL => {
-                let x = self.rd32(b);
-                let y = self.rd32(c);
-                let (x, y) = if matches!(op, SMADDL | SMSUBL) {
-                    (self.b.ins().sextend(I64, x), self.b.ins().sextend(I64, y))
-                } else {
-                    (self.zext(x), self.zext(y))
-                };
-                let p = self.b.ins().imul(x, y);
-                let acc = self.rd(d);
-                let v = if matches!(op, SMADDL | UMADDL) {
-                    self.b.ins().iadd(acc, p)
-                } else {
-                    self.b.ins().isub(acc, p)
-                };
-                self.wr(a, v);
-            }
-            SMULH | UMULH => {
-                let x = self.rd(b);
-                let y = self.rd(c);
-                let v = if op == SMULH {
-                    self.b.ins().smulhi(x, y)
-                } else {
-                    self.b.ins().umulhi(x, y)
-                };
-                self.wr(a, v);
-            }
-            SDIV_W | SDIV_X | UDIV_W | UDIV_X => self.divide(u, op),
-            LSLV_W | LSLV_X | LSRV_W | LSRV_X | ASRV_W | ASRV_X | RORV_W | RORV_X => {
-                let wide = matches!(op, LSLV_X | LSRV_X | ASRV_X | RORV_X);
-                let x = self.src(b, wide);
-                let n = self.src(c, wide);
-                // host shifts take the amount modulo the width, as these instructions do
-                let v = match op {
-                    LSLV_W | LSLV_X => self.b.ins().ishl(x, n),
-                    LSRV_W | LSRV_X => self.b.ins().ushr(x, n),
-                    ASRV_W | ASRV_X => self.b.ins().sshr(x, n),
-                    _ => self.b.ins().rotr(x, n),
-                };
-                self.dst(a, v, wide);
-            }
-            CLZ_W | CLZ_X | CLS_W | CLS_X | RBIT_W | RBIT_X | REV_W | REV_X => {
-                let wide = matches!(op, CLZ_X | CLS_X | RBIT_X | REV_X);
-                let x = self.src(b, wide);
-                let v = match op {
-                    CLZ_W | CLZ_X => self.b.ins().clz(x),
-                    CLS_W | CLS_X => {
-                        let sign = self.b.ins().sshr_imm_s(x, if wide { 63 } else { 31 });
-                        let y = self.b.ins().bxor(x, sign);
-                        let z = self.b.ins().clz(y);
-                        self.b.ins().iadd_imm_s(z, -1)
-                    }
-                    RBIT_W | RBIT_X => self.b.ins().bitrev(x),
-                    _ => self.b.ins().bswap(x),
-                };
-                self.dst(a, v, wide);
-            }
-            REV16_W | REV16_X => {
-                let x = self.rd(b);
-                let lo = self.b.ins().band_imm_s(x, 0x00ff_00ff_00ff_00ff);
-                let lo = self.b.ins().ishl_imm_s(lo, 8);
-                let hi = self.b.ins().ushr_imm_s(x, 8);
-                let hi = self.b.ins().band_imm_s(hi, 0x00ff_00ff_00ff_00ff);
-                let v = self.b.ins().bor(lo, hi);
-                if op == REV16_W {
-                    let v = self.b.ins().ireduce(I32, v);
-                    self.wr32(a, v);
-                } else {
-                    self.wr(a, v);
-                }
-            }
-            REV32_X => {
-                let x = self.rd(b);
-                let lo = self.b.ins().ireduce(I32, x);
-                let hi = self.b.ins().ushr_imm_s(x, 32);
-                let hi = self.b.ins().ireduce(I32, hi);
-                let lo = self.b.ins().bswap(lo);
-                let hi = self.b.ins().bswap(hi);
-                let lo = self.zext(lo);
-                let hi = self.zext(hi);
-                let hi = self.b.ins().ishl_imm_s(hi, 32);
-                let v = self.b.ins().bor(lo, hi);
-                self.wr(a, v);
-            }
             fused::SHIFT_PAIR_U | fused::SHIFT_PAIR_S_X | fused::SHIFT_PAIR_S_W => {
                 let x = self.rd(b);
                 let l = self.b.ins().ishl_imm_s(x, (u.e & 63) as i64);
@@ -555,33 +458,12 @@ impl Tx<'_> {
             DC_ZVA => self.zero_block(slot, u),
             ATOMIC_RMW | CAS => self.atomic(slot, u),
             op if op >= FP_BASE => self.fp(slot, u),
-            _ => self.interpret_one(slot),
+            _ => {
+                if !self.defined(u) {
+                    self.interpret_one(slot)
+                }
+            }
         }
-    }
-
-    fn divide(&mut self, u: &MicroOp, op: u16) {
-        let wide = matches!(op, SDIV_X | UDIV_X);
-        let n = self.src(u.b, wide);
-        let m = self.src(u.c, wide);
-        let ty = if wide { I64 } else { I32 };
-        let one = self.b.ins().iconst(ty, 1);
-        let zero = self.b.ins().iconst(ty, 0);
-        let is_zero = self.b.ins().icmp_imm_u(IntCC::Equal, m, 0);
-        let v = if matches!(op, SDIV_W | SDIV_X) {
-            // the host traps on a zero divisor and on MIN / -1; the guest gets 0 and MIN
-            let is_m1 = self.b.ins().icmp_imm_s(IntCC::Equal, m, -1);
-            let special = self.b.ins().bor(is_zero, is_m1);
-            let safe = self.b.ins().select(special, one, m);
-            let q = self.b.ins().sdiv(n, safe);
-            let neg = self.b.ins().ineg(n);
-            let q = self.b.ins().select(is_m1, neg, q);
-            self.b.ins().select(is_zero, zero, q)
-        } else {
-            let safe = self.b.ins().select(is_zero, one, m);
-            let q = self.b.ins().udiv(n, safe);
-            self.b.ins().select(is_zero, zero, q)
-        };
-        self.dst(u.a, v, wide);
     }
 
     /// An FP/SIMD op, through the interpreter's FP code: the general registers it names and

@@ -14,6 +14,7 @@ mod adapters;
 mod alu;
 #[cfg(target_arch = "x86_64")]
 mod codemem;
+mod defined;
 mod flags;
 mod fparith;
 mod fpconv;

@@ -137,11 +137,6 @@ pub(super) fn bfm(dst: u64, src: u64, r: u32, s: u32, size: u32) -> u64 {
 }
 
 #[inline(always)]
-pub(super) fn rev16(v: u64) -> u64 {
-    ((v & 0x00ff_00ff_00ff_00ff) << 8) | ((v >> 8) & 0x00ff_00ff_00ff_00ff)
-}
-
-#[inline(always)]
 pub(super) fn size_mask(log2: u8) -> u64 {
     ones(8 << log2)
 }
@@ -191,37 +186,6 @@ pub(super) fn atomic_apply(op: u8, log2: u8, old: u64, operand: u64) -> u64 {
     r & mask
 }
 
-/// Byte-at-a-time tables for the reflected CRC-32 (0xEDB88320) and CRC-32C (0x82F63B78).
-const CRC_TABLES: [[u32; 256]; 2] = [crc_table(0xEDB8_8320), crc_table(0x82F6_3B78)];
-
-const fn crc_table(poly: u32) -> [u32; 256] {
-    let mut t = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 { (c >> 1) ^ poly } else { c >> 1 };
-            k += 1;
-        }
-        t[i] = c;
-        i += 1;
-    }
-    t
-}
-
-/// CRC32* / CRC32C*: folds the low 2^log2 bytes of `data` into `acc` (no pre/post inversion,
-/// as the instructions define it).
-pub(super) fn crc32(acc: u32, data: u64, log2: u8, castagnoli: u8) -> u32 {
-    let t = &CRC_TABLES[(castagnoli & 1) as usize];
-    let mut c = acc;
-    for i in 0..(1u32 << log2) {
-        let byte = (data >> (8 * i)) as u8;
-        c = t[((c ^ byte as u32) & 0xff) as usize] ^ (c >> 8);
-    }
-    c
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,20 +201,6 @@ mod tests {
         // 0x7fffffff + 1 (32-bit) -> N, V
         let (_, f) = add_with_flags32(0x7fff_ffff, 1, 0);
         assert_eq!(f >> 28, 0b1001);
-    }
-
-    #[test]
-    fn crc_of_check_string() {
-        let mut c = !0u32;
-        for &b in b"123456789" {
-            c = crc32(c, b as u64, 0, 0);
-        }
-        assert_eq!(!c, 0xcbf4_3926);
-        let mut c = !0u32;
-        for &b in b"123456789" {
-            c = crc32(c, b as u64, 0, 1);
-        }
-        assert_eq!(!c, 0xe306_9283);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! again. Nothing in the loop allocates or dispatches through a trait object.
 
 pub mod code;
+mod defined;
 pub mod fp;
 pub mod fused;
 mod int;
@@ -660,83 +661,6 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
                         (u.f as u64) << 28
                     };
                 }
-                MADD_W => {
-                    x[a] =
-                        (x[d] as u32).wrapping_add((x[b] as u32).wrapping_mul(x[c] as u32)) as u64
-                }
-                MADD_X => x[a] = x[d].wrapping_add(x[b].wrapping_mul(x[c])),
-                MSUB_W => {
-                    x[a] =
-                        (x[d] as u32).wrapping_sub((x[b] as u32).wrapping_mul(x[c] as u32)) as u64
-                }
-                MSUB_X => x[a] = x[d].wrapping_sub(x[b].wrapping_mul(x[c])),
-                SMADDL => {
-                    x[a] = x[d]
-                        .wrapping_add((x[b] as i32 as i64).wrapping_mul(x[c] as i32 as i64) as u64)
-                }
-                SMSUBL => {
-                    x[a] = x[d]
-                        .wrapping_sub((x[b] as i32 as i64).wrapping_mul(x[c] as i32 as i64) as u64)
-                }
-                UMADDL => {
-                    x[a] = x[d].wrapping_add((x[b] as u32 as u64).wrapping_mul(x[c] as u32 as u64))
-                }
-                UMSUBL => {
-                    x[a] = x[d].wrapping_sub((x[b] as u32 as u64).wrapping_mul(x[c] as u32 as u64))
-                }
-                SMULH => x[a] = ((x[b] as i64 as i128 * x[c] as i64 as i128) >> 64) as u64,
-                UMULH => x[a] = ((x[b] as u128 * x[c] as u128) >> 64) as u64,
-                SDIV_W => {
-                    let (n, m) = (x[b] as i32, x[c] as i32);
-                    x[a] = if m == 0 {
-                        0
-                    } else {
-                        n.wrapping_div(m) as u32 as u64
-                    };
-                }
-                SDIV_X => {
-                    let (n, m) = (x[b] as i64, x[c] as i64);
-                    x[a] = if m == 0 { 0 } else { n.wrapping_div(m) as u64 };
-                }
-                UDIV_W => {
-                    let (n, m) = (x[b] as u32, x[c] as u32);
-                    x[a] = n.checked_div(m).unwrap_or(0) as u64;
-                }
-                UDIV_X => {
-                    let (n, m) = (x[b], x[c]);
-                    x[a] = n.checked_div(m).unwrap_or(0);
-                }
-                LSLV_W => x[a] = ((x[b] as u32) << (x[c] & 31)) as u64,
-                LSLV_X => x[a] = x[b] << (x[c] & 63),
-                LSRV_W => x[a] = ((x[b] as u32) >> (x[c] & 31)) as u64,
-                LSRV_X => x[a] = x[b] >> (x[c] & 63),
-                ASRV_W => x[a] = ((x[b] as i32) >> (x[c] & 31)) as u32 as u64,
-                ASRV_X => x[a] = ((x[b] as i64) >> (x[c] & 63)) as u64,
-                RORV_W => x[a] = (x[b] as u32).rotate_right((x[c] & 31) as u32) as u64,
-                RORV_X => x[a] = x[b].rotate_right((x[c] & 63) as u32),
-                CLZ_W => x[a] = (x[b] as u32).leading_zeros() as u64,
-                CLZ_X => x[a] = x[b].leading_zeros() as u64,
-                CLS_W => {
-                    let v = x[b] as u32;
-                    x[a] = ((v ^ ((v as i32 >> 31) as u32)).leading_zeros() - 1) as u64;
-                }
-                CLS_X => {
-                    let v = x[b];
-                    x[a] = ((v ^ ((v as i64 >> 63) as u64)).leading_zeros() - 1) as u64;
-                }
-                RBIT_W => x[a] = (x[b] as u32).reverse_bits() as u64,
-                RBIT_X => x[a] = x[b].reverse_bits(),
-                REV_W => x[a] = (x[b] as u32).swap_bytes() as u64,
-                REV_X => x[a] = x[b].swap_bytes(),
-                REV16_W => x[a] = rev16(x[b]) & 0xffff_ffff,
-                REV16_X => x[a] = rev16(x[b]),
-                REV32_X => {
-                    let v = x[b];
-                    x[a] = ((v as u32).swap_bytes() as u64)
-                        | (((v >> 32) as u32).swap_bytes() as u64) << 32;
-                }
-
-                CRC32 => x[a] = crc32(x[b] as u32, x[c], u.e, u.f) as u64,
 
                 // ----- loads and stores
                 LDR_B | LDR_H | LDR_W | LDR_X | LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X | LDRSW => {
@@ -1010,9 +934,12 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
                         continue 'outer;
                     }
                 }
+                // the ops armada-semantics defines (generated), else no op this engine knows
                 _ => {
-                    st.pc = pc_of!(idx);
-                    exit!(Stop::Undefined(0));
+                    if !defined::exec(u.op, x, a, b, c, d, u.e, u.f) {
+                        st.pc = pc_of!(idx);
+                        exit!(Stop::Undefined(0));
+                    }
                 }
             }
             idx += 1;

@@ -100,8 +100,19 @@ __device__ __forceinline__ u64 bfm(u64 dst, u64 src, u32 r, u32 s, u32 size) {
     return v & ones(size);
 }
 
-__device__ __forceinline__ u64 rev16(u64 v) {
-    return ((v & 0x00ff00ff00ff00ffull) << 8) | ((v >> 8) & 0x00ff00ff00ff00ffull);
+// divisions as the guest has them (armada-semantics' Udiv, Sdiv): a zero divisor gives 0,
+// MIN / -1 gives MIN (the hardware's division is undefined there)
+__device__ __forceinline__ u32 udiv_w(u32 n, u32 m) { return m ? n / m : 0u; }
+__device__ __forceinline__ u64 udiv_x(u64 n, u64 m) { return m ? n / m : 0ull; }
+__device__ __forceinline__ u32 sdiv_w(u32 n, u32 m) {
+    if (m == 0) return 0u;
+    if (m == 0xffffffffu) return 0u - n;
+    return (u32)((i32)n / (i32)m);
+}
+__device__ __forceinline__ u64 sdiv_x(u64 n, u64 m) {
+    if (m == 0) return 0ull;
+    if (m == ~0ull) return 0ull - n;
+    return (u64)((i64)n / (i64)m);
 }
 
 __device__ __forceinline__ u64 size_mask(u32 log2) { return ones(8u << log2); }

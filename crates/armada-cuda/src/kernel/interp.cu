@@ -485,72 +485,8 @@ __device__ void run_lane(const Params& P, u32 lane) {
             }
             break;
         }
-        case OP_MADD_W: x[a] = (u32)((u32)x[dr] + (u32)x[b] * (u32)x[c]); break;
-        case OP_MADD_X: x[a] = x[dr] + x[b] * x[c]; break;
-        case OP_MSUB_W: x[a] = (u32)((u32)x[dr] - (u32)x[b] * (u32)x[c]); break;
-        case OP_MSUB_X: x[a] = x[dr] - x[b] * x[c]; break;
-        case OP_SMADDL: x[a] = x[dr] + (u64)((i64)(i32)(u32)x[b] * (i64)(i32)(u32)x[c]); break;
-        case OP_SMSUBL: x[a] = x[dr] - (u64)((i64)(i32)(u32)x[b] * (i64)(i32)(u32)x[c]); break;
-        case OP_UMADDL: x[a] = x[dr] + (u64)(u32)x[b] * (u64)(u32)x[c]; break;
-        case OP_UMSUBL: x[a] = x[dr] - (u64)(u32)x[b] * (u64)(u32)x[c]; break;
-        case OP_SMULH: x[a] = (u64)a_mulhi((i64)x[b], (i64)x[c]); break;
-        case OP_UMULH: x[a] = a_umulhi(x[b], x[c]); break;
-        case OP_SDIV_W: {
-            i32 n = (i32)(u32)x[b], m = (i32)(u32)x[c];
-            u32 r;
-            if (m == 0) r = 0;
-            else if (m == -1) r = 0u - (u32)n;
-            else r = (u32)(n / m);
-            x[a] = r;
-            break;
-        }
-        case OP_SDIV_X: {
-            i64 n = (i64)x[b], m = (i64)x[c];
-            u64 r;
-            if (m == 0) r = 0;
-            else if (m == -1) r = 0 - (u64)n;
-            else r = (u64)(n / m);
-            x[a] = r;
-            break;
-        }
-        case OP_UDIV_W: {
-            u32 n = (u32)x[b], m = (u32)x[c];
-            x[a] = m ? n / m : 0;
-            break;
-        }
-        case OP_UDIV_X: x[a] = x[c] ? x[b] / x[c] : 0; break;
-        case OP_LSLV_W: x[a] = (u32)((u32)x[b] << (x[c] & 31)); break;
-        case OP_LSLV_X: x[a] = x[b] << (x[c] & 63); break;
-        case OP_LSRV_W: x[a] = (u32)x[b] >> (x[c] & 31); break;
-        case OP_LSRV_X: x[a] = x[b] >> (x[c] & 63); break;
-        case OP_ASRV_W: x[a] = (u32)((i32)(u32)x[b] >> (x[c] & 31)); break;
-        case OP_ASRV_X: x[a] = (u64)((i64)x[b] >> (x[c] & 63)); break;
-        case OP_RORV_W: x[a] = ror32((u32)x[b], (u32)(x[c] & 31)); break;
-        case OP_RORV_X: x[a] = ror64(x[b], (u32)(x[c] & 63)); break;
-        case OP_CLZ_W: x[a] = a_clz32((u32)x[b]); break;
-        case OP_CLZ_X: x[a] = a_clz64(x[b]); break;
-        case OP_CLS_W: {
-            u32 v = (u32)x[b];
-            x[a] = a_clz32(v ^ (u32)((i32)v >> 31)) - 1;
-            break;
-        }
-        case OP_CLS_X: {
-            u64 v = x[b];
-            x[a] = a_clz64(v ^ (u64)((i64)v >> 63)) - 1;
-            break;
-        }
-        case OP_RBIT_W: x[a] = a_brev32((u32)x[b]); break;
-        case OP_RBIT_X: x[a] = a_brev64(x[b]); break;
-        case OP_REV_W: x[a] = a_bswap32((u32)x[b]); break;
-        case OP_REV_X: x[a] = a_bswap64(x[b]); break;
-        case OP_REV16_W: x[a] = rev16(x[b]) & 0xffffffffull; break;
-        case OP_REV16_X: x[a] = rev16(x[b]); break;
-        case OP_REV32_X: {
-            u64 v = x[b];
-            x[a] = (u64)a_bswap32((u32)v) | ((u64)a_bswap32((u32)(v >> 32)) << 32);
-            break;
-        }
-        case OP_CRC32: x[a] = crc32_fold((u32)x[b], x[c], e, f); break;
+        // the ops armada-semantics defines (crates/armada-semantics), generated
+// @include defined.cu
 
         // ----- loads and stores
         case OP_LDR_B: case OP_LDR_H: case OP_LDR_W: case OP_LDR_X:

@@ -469,80 +469,8 @@ fn run_lane(lane: u32) {
                         nzcv = (f & 15u) << 28u;
                     }
                 }
-                case OP_MADD_W: { x[a] = u64(u32(x[dr]) + u32(x[b]) * u32(x[c])); }
-                case OP_MADD_X: { x[a] = x[dr] + x[b] * x[c]; }
-                case OP_MSUB_W: { x[a] = u64(u32(x[dr]) - u32(x[b]) * u32(x[c])); }
-                case OP_MSUB_X: { x[a] = x[dr] - x[b] * x[c]; }
-                case OP_SMADDL: { x[a] = x[dr] + sext(x[b] & LO32, 32u) * sext(x[c] & LO32, 32u); }
-                case OP_SMSUBL: { x[a] = x[dr] - sext(x[b] & LO32, 32u) * sext(x[c] & LO32, 32u); }
-                case OP_UMADDL: { x[a] = x[dr] + (x[b] & LO32) * (x[c] & LO32); }
-                case OP_UMSUBL: { x[a] = x[dr] - (x[b] & LO32) * (x[c] & LO32); }
-                case OP_SMULH: { x[a] = smulhi(x[b], x[c]); }
-                case OP_UMULH: { x[a] = umulhi(x[b], x[c]); }
-                case OP_SDIV_W: {
-                    let n = i32(u32(x[b]));
-                    let m = i32(u32(x[c]));
-                    var r: u32;
-                    if m == 0i {
-                        r = 0u;
-                    } else if m == -1i {
-                        r = 0u - u32(n);
-                    } else {
-                        r = u32(n / m);
-                    }
-                    x[a] = u64(r);
-                }
-                case OP_SDIV_X: {
-                    let n = i64(x[b]);
-                    let m = i64(x[c]);
-                    var r: u64;
-                    if m == 0li {
-                        r = 0lu;
-                    } else if m == -1li {
-                        r = 0lu - u64(n);
-                    } else {
-                        r = u64(n / m);
-                    }
-                    x[a] = r;
-                }
-                case OP_UDIV_W: {
-                    let n = u32(x[b]);
-                    let m = u32(x[c]);
-                    x[a] = select(0lu, u64(n / max(m, 1u)), m != 0u);
-                }
-                case OP_UDIV_X: {
-                    let m = x[c];
-                    x[a] = select(0lu, x[b] / max(m, 1lu), m != 0lu);
-                }
-                case OP_LSLV_W: { x[a] = u64(u32(x[b]) << (u32(x[c]) & 31u)); }
-                case OP_LSLV_X: { x[a] = x[b] << (u32(x[c]) & 63u); }
-                case OP_LSRV_W: { x[a] = u64(u32(x[b]) >> (u32(x[c]) & 31u)); }
-                case OP_LSRV_X: { x[a] = x[b] >> (u32(x[c]) & 63u); }
-                case OP_ASRV_W: { x[a] = u64(u32(i32(u32(x[b])) >> (u32(x[c]) & 31u))); }
-                case OP_ASRV_X: { x[a] = u64(i64(x[b]) >> (u32(x[c]) & 63u)); }
-                case OP_RORV_W: { x[a] = u64(ror32(u32(x[b]), u32(x[c]) & 31u)); }
-                case OP_RORV_X: { x[a] = ror64(x[b], u32(x[c]) & 63u); }
-                case OP_CLZ_W: { x[a] = u64(clz32(u32(x[b]))); }
-                case OP_CLZ_X: { x[a] = u64(clz64(x[b])); }
-                case OP_CLS_W: {
-                    let v = u32(x[b]);
-                    x[a] = u64(clz32(v ^ u32(i32(v) >> 31u)) - 1u);
-                }
-                case OP_CLS_X: {
-                    let v = x[b];
-                    x[a] = u64(clz64(v ^ u64(i64(v) >> 63u)) - 1u);
-                }
-                case OP_RBIT_W: { x[a] = u64(reverseBits(u32(x[b]))); }
-                case OP_RBIT_X: { x[a] = brev64(x[b]); }
-                case OP_REV_W: { x[a] = u64(bswap32(u32(x[b]))); }
-                case OP_REV_X: { x[a] = bswap64(x[b]); }
-                case OP_REV16_W: { x[a] = rev16(x[b]) & LO32; }
-                case OP_REV16_X: { x[a] = rev16(x[b]); }
-                case OP_REV32_X: {
-                    let v = x[b];
-                    x[a] = u64(bswap32(u32(v))) | (u64(bswap32(u32(v >> 32u))) << 32u);
-                }
-                case OP_CRC32: { x[a] = u64(crc32_fold(u32(x[b]), x[c], e, f)); }
+                // the ops armada-semantics defines (crates/armada-semantics), generated
+// @generated defined
 
                 // ----- loads and stores
                 case OP_LDR_B, OP_LDR_H, OP_LDR_W, OP_LDR_X,

@@ -276,8 +276,19 @@ fn bfm(dst: u64, src: u64, r: u32, s: u32, size: u32) -> u64 {
     return v & ones(size);
 }
 
-fn rev16(v: u64) -> u64 {
-    return ((v & 0x00ff00ff00ff00fflu) << 8u) | ((v >> 8u) & 0x00ff00ff00ff00fflu);
+// divisions as the guest has them (armada-semantics' Udiv, Sdiv): a zero divisor gives 0,
+// MIN / -1 gives MIN
+fn udiv_w(n: u32, m: u32) -> u32 { return select(0u, n / max(m, 1u), m != 0u); }
+fn udiv_x(n: u64, m: u64) -> u64 { return select(0lu, n / max(m, 1lu), m != 0lu); }
+fn sdiv_w(n: u32, m: u32) -> u32 {
+    if m == 0u { return 0u; }
+    if m == 0xffffffffu { return 0u - n; }
+    return u32(i32(n) / i32(m));
+}
+fn sdiv_x(n: u64, m: u64) -> u64 {
+    if m == 0lu { return 0lu; }
+    if m == 0xfffffffffffffffflu { return 0lu - n; }
+    return u64(i64(n) / i64(m));
 }
 
 fn size_mask(lg: u32) -> u64 { return ones(8u << (lg & 3u)); }

@@ -1,0 +1,312 @@
+//! The expression language definitions are written in: typed values of 32 (`V<W>`) or 64
+//! (`V<X>`) bits, built with Rust's operators and a few named functions, so a definition
+//! reads as the Arm ARM's pseudocode does and mixing widths is a compile error. A value is a
+//! tree ([`Expr`]); the generators and the Cranelift tier walk it.
+
+use std::marker::PhantomData;
+use std::ops;
+
+/// A value's width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Width {
+    /// 32 bits (a W register).
+    W,
+    /// 64 bits (an X register).
+    X,
+}
+
+impl Width {
+    pub const fn bits(self) -> u32 {
+        match self {
+            Width::W => 32,
+            Width::X => 64,
+        }
+    }
+}
+
+/// A register operand: the micro-op field that names it (`uop::MicroOp`'s convention: `b` is
+/// Rn, `c` Rm, `d` Ra). The zero register reads 0 in every engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operand {
+    B,
+    C,
+    D,
+}
+
+/// Operations of one operand; the result has the operand's width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Un {
+    Not,
+    Neg,
+    /// Leading zero bits (the width for 0).
+    Clz,
+    /// Bits in reverse order (RBIT).
+    Rbit,
+    /// Bytes in reverse order (REV).
+    Rev,
+}
+
+/// Operations of two operands of one width; the result has that width. Arithmetic wraps;
+/// shift amounts are taken modulo the width, as LSLV and its kin take them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Bin {
+    Add,
+    Sub,
+    Mul,
+    And,
+    Or,
+    Xor,
+    Lsl,
+    Lsr,
+    Asr,
+    Ror,
+    /// Unsigned division; a zero divisor gives 0.
+    Udiv,
+    /// Signed division toward zero; a zero divisor gives 0, MIN / -1 gives MIN.
+    Sdiv,
+    /// The high half of the unsigned double-width product.
+    Umulh,
+    /// The high half of the signed double-width product.
+    Smulh,
+}
+
+/// Width changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Conv {
+    /// 32 -> 64 bits, zero-extended.
+    Zext,
+    /// 32 -> 64 bits, sign-extended.
+    Sext,
+    /// 64 -> 32 bits: the low half.
+    Lo,
+}
+
+/// Operations each engine keeps hand-written (a table walk, a loop), with their operands'
+/// and result's widths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Prim {
+    /// CRC32* / CRC32C*: folds the low 2^e bytes of the 64-bit data into the 32-bit
+    /// accumulator, with the Castagnoli polynomial where f is 1 (fields e and f of the
+    /// micro-op), no inversion before or after.
+    Crc32,
+}
+
+impl Prim {
+    /// The operands' widths, then the result's.
+    pub const fn signature(self) -> (&'static [Width], Width) {
+        match self {
+            Prim::Crc32 => (&[Width::W, Width::X], Width::W),
+        }
+    }
+}
+
+/// A value, untyped: what the generators walk.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Expr {
+    /// A general register, read at the width (a W read is the low 32 bits).
+    Reg(Operand, Width),
+    /// A constant, within the width.
+    Const(u64, Width),
+    Un(Un, Width, Box<Expr>),
+    Bin(Bin, Width, Box<Expr>, Box<Expr>),
+    Conv(Conv, Box<Expr>),
+    Prim(Prim, Vec<Expr>),
+}
+
+impl Expr {
+    /// The value's width.
+    pub fn width(&self) -> Width {
+        match self {
+            Expr::Reg(_, w) | Expr::Const(_, w) | Expr::Un(_, w, _) | Expr::Bin(_, w, ..) => *w,
+            Expr::Conv(Conv::Lo, _) => Width::W,
+            Expr::Conv(..) => Width::X,
+            Expr::Prim(p, _) => p.signature().1,
+        }
+    }
+
+    /// Every register operand the value reads.
+    pub fn operands(&self, out: &mut Vec<Operand>) {
+        match self {
+            Expr::Reg(r, _) => {
+                if !out.contains(r) {
+                    out.push(*r)
+                }
+            }
+            Expr::Const(..) => {}
+            Expr::Un(_, _, a) | Expr::Conv(_, a) => a.operands(out),
+            Expr::Bin(_, _, a, b) => {
+                a.operands(out);
+                b.operands(out);
+            }
+            Expr::Prim(_, args) => args.iter().for_each(|a| a.operands(out)),
+        }
+    }
+}
+
+/// The 32-bit width, as a type.
+#[derive(Clone, Copy, Debug)]
+pub struct W;
+/// The 64-bit width, as a type.
+#[derive(Clone, Copy, Debug)]
+pub struct X;
+
+/// A width as a type.
+pub trait Bits: Copy {
+    const WIDTH: Width;
+}
+impl Bits for W {
+    const WIDTH: Width = Width::W;
+}
+impl Bits for X {
+    const WIDTH: Width = Width::X;
+}
+
+/// A value of width `T`.
+#[derive(Clone, Debug)]
+pub struct V<T>(Expr, PhantomData<T>);
+
+impl<T: Bits> V<T> {
+    fn of(e: Expr) -> Self {
+        V(e, PhantomData)
+    }
+    pub fn expr(&self) -> &Expr {
+        &self.0
+    }
+    pub fn into_expr(self) -> Expr {
+        self.0
+    }
+    fn un(self, op: Un) -> Self {
+        Self::of(Expr::Un(op, T::WIDTH, Box::new(self.0)))
+    }
+    fn bin(self, op: Bin, r: impl Into<V<T>>) -> Self {
+        Self::of(Expr::Bin(
+            op,
+            T::WIDTH,
+            Box::new(self.0),
+            Box::new(r.into().0),
+        ))
+    }
+}
+
+impl V<W> {
+    /// Zero-extended to 64 bits.
+    pub fn zext(self) -> V<X> {
+        V::of(Expr::Conv(Conv::Zext, Box::new(self.0)))
+    }
+    /// Sign-extended to 64 bits.
+    pub fn sext(self) -> V<X> {
+        V::of(Expr::Conv(Conv::Sext, Box::new(self.0)))
+    }
+}
+
+impl V<X> {
+    /// The low 32 bits.
+    pub fn lo(self) -> V<W> {
+        V::of(Expr::Conv(Conv::Lo, Box::new(self.0)))
+    }
+}
+
+// Constants: a literal takes the width of the value it meets. (i32 is what an unsuffixed
+// literal falls back to; a negative one is sign-extended to the width.)
+impl From<u32> for V<W> {
+    fn from(v: u32) -> Self {
+        V::of(Expr::Const(v as u64, Width::W))
+    }
+}
+impl From<i32> for V<W> {
+    fn from(v: i32) -> Self {
+        V::of(Expr::Const(v as u32 as u64, Width::W))
+    }
+}
+impl From<u64> for V<X> {
+    fn from(v: u64) -> Self {
+        V::of(Expr::Const(v, Width::X))
+    }
+}
+impl From<i32> for V<X> {
+    fn from(v: i32) -> Self {
+        V::of(Expr::Const(v as i64 as u64, Width::X))
+    }
+}
+
+macro_rules! binary_operators {
+    ($($trait:ident $method:ident $op:ident),*) => {$(
+        impl<T: Bits, R: Into<V<T>>> ops::$trait<R> for V<T> {
+            type Output = V<T>;
+            fn $method(self, r: R) -> V<T> {
+                self.bin(Bin::$op, r)
+            }
+        }
+    )*};
+}
+binary_operators!(
+    Add add Add, Sub sub Sub, Mul mul Mul, BitAnd bitand And, BitOr bitor Or,
+    BitXor bitxor Xor, Shl shl Lsl, Shr shr Lsr
+);
+
+impl<T: Bits> ops::Not for V<T> {
+    type Output = V<T>;
+    fn not(self) -> V<T> {
+        self.un(Un::Not)
+    }
+}
+impl<T: Bits> ops::Neg for V<T> {
+    type Output = V<T>;
+    fn neg(self) -> V<T> {
+        self.un(Un::Neg)
+    }
+}
+
+/// Register Rn (field b) at width `T`.
+pub fn rn<T: Bits>() -> V<T> {
+    V::of(Expr::Reg(Operand::B, T::WIDTH))
+}
+/// Register Rm (field c) at width `T`.
+pub fn rm<T: Bits>() -> V<T> {
+    V::of(Expr::Reg(Operand::C, T::WIDTH))
+}
+/// Register Ra (field d) at width `T`.
+pub fn ra<T: Bits>() -> V<T> {
+    V::of(Expr::Reg(Operand::D, T::WIDTH))
+}
+
+/// Arithmetic shift right, the amount modulo the width.
+pub fn asr<T: Bits>(v: V<T>, n: impl Into<V<T>>) -> V<T> {
+    v.bin(Bin::Asr, n)
+}
+/// Rotate right, the amount modulo the width.
+pub fn ror<T: Bits>(v: V<T>, n: impl Into<V<T>>) -> V<T> {
+    v.bin(Bin::Ror, n)
+}
+/// Unsigned division, 0 for a zero divisor.
+pub fn udiv<T: Bits>(n: V<T>, m: V<T>) -> V<T> {
+    n.bin(Bin::Udiv, m)
+}
+/// Signed division toward zero, 0 for a zero divisor, MIN for MIN / -1.
+pub fn sdiv<T: Bits>(n: V<T>, m: V<T>) -> V<T> {
+    n.bin(Bin::Sdiv, m)
+}
+/// The high 64 bits of the unsigned 128-bit product.
+pub fn umulh(a: V<X>, b: V<X>) -> V<X> {
+    a.bin(Bin::Umulh, b)
+}
+/// The high 64 bits of the signed 128-bit product.
+pub fn smulh(a: V<X>, b: V<X>) -> V<X> {
+    a.bin(Bin::Smulh, b)
+}
+/// Leading zero bits.
+pub fn clz<T: Bits>(v: V<T>) -> V<T> {
+    v.un(Un::Clz)
+}
+/// The bits reversed.
+pub fn rbit<T: Bits>(v: V<T>) -> V<T> {
+    v.un(Un::Rbit)
+}
+/// The bytes reversed.
+pub fn rev<T: Bits>(v: V<T>) -> V<T> {
+    v.un(Un::Rev)
+}
+/// CRC32 of the low 2^e bytes of `data` into `acc` (see [`Prim::Crc32`]).
+pub fn crc32(acc: V<W>, data: V<X>) -> V<W> {
+    V::of(Expr::Prim(Prim::Crc32, vec![acc.0, data.0]))
+}

@@ -1,0 +1,254 @@
+//! The generators: definitions as the interpreter's Rust, the CUDA kernel's C and the WGSL
+//! shader's cases. Each operation's spelling in each language is one row of [`SPELLINGS`];
+//! a spelling is always one operand (an identifier, a call or a parenthesized expression),
+//! so spellings nest without precedence rules. `{0}` and `{1}` are the operands.
+
+use crate::expr::{Bin, Conv, Expr, Operand, Prim, Un, Width};
+use crate::{definitions, Def};
+
+/// A target language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lang {
+    /// The CPU interpreter (`armada-core/src/cpu`): registers `x: &mut [u64; N]`, fields
+    /// `a`..`d` as `usize`, `e`, `f` as `u8`.
+    Rust,
+    /// The CUDA kernel's loop (`kernel/interp.cu`): `x[]` of `u64`, fields `a`, `b`, `c`,
+    /// `dr` (Ra), `e`, `f` as `u32`.
+    Cuda,
+    /// The shader's loop (`shader/armada.wgsl`): as CUDA's, in WGSL with 64-bit integers.
+    Wgsl,
+}
+
+impl Lang {
+    fn column(self) -> usize {
+        self as usize
+    }
+}
+
+/// An operation, as [`SPELLINGS`] names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Node {
+    Un(Un),
+    Bin(Bin),
+    /// By the width converted from.
+    Conv(Conv),
+    Prim(Prim),
+}
+
+use Node as N;
+use Width::{W as W32, X as X64};
+
+/// How each language spells each operation at each width: Rust, CUDA, WGSL. A missing row
+/// is a generator error naming the operation.
+#[rustfmt::skip]
+pub const SPELLINGS: &[(Node, Width, [&str; 3])] = &[
+    (N::Un(Un::Not), W32, ["(!{0})", "((u32)~{0})", "(~{0})"]),
+    (N::Un(Un::Not), X64, ["(!{0})", "(~{0})", "(~{0})"]),
+    (N::Un(Un::Neg), W32, ["{0}.wrapping_neg()", "((u32)(0u - {0}))", "(0u - {0})"]),
+    (N::Un(Un::Neg), X64, ["{0}.wrapping_neg()", "(0ull - {0})", "(0lu - {0})"]),
+    (N::Un(Un::Clz), W32, ["{0}.leading_zeros()", "a_clz32({0})", "clz32({0})"]),
+    (N::Un(Un::Clz), X64, ["({0}.leading_zeros() as u64)", "((u64)a_clz64({0}))", "u64(clz64({0}))"]),
+    (N::Un(Un::Rbit), W32, ["{0}.reverse_bits()", "a_brev32({0})", "reverseBits({0})"]),
+    (N::Un(Un::Rbit), X64, ["{0}.reverse_bits()", "a_brev64({0})", "brev64({0})"]),
+    (N::Un(Un::Rev), W32, ["{0}.swap_bytes()", "a_bswap32({0})", "bswap32({0})"]),
+    (N::Un(Un::Rev), X64, ["{0}.swap_bytes()", "a_bswap64({0})", "bswap64({0})"]),
+    (N::Bin(Bin::Add), W32, ["{0}.wrapping_add({1})", "((u32)({0} + {1}))", "({0} + {1})"]),
+    (N::Bin(Bin::Add), X64, ["{0}.wrapping_add({1})", "({0} + {1})", "({0} + {1})"]),
+    (N::Bin(Bin::Sub), W32, ["{0}.wrapping_sub({1})", "((u32)({0} - {1}))", "({0} - {1})"]),
+    (N::Bin(Bin::Sub), X64, ["{0}.wrapping_sub({1})", "({0} - {1})", "({0} - {1})"]),
+    (N::Bin(Bin::Mul), W32, ["{0}.wrapping_mul({1})", "((u32)({0} * {1}))", "({0} * {1})"]),
+    (N::Bin(Bin::Mul), X64, ["{0}.wrapping_mul({1})", "({0} * {1})", "({0} * {1})"]),
+    (N::Bin(Bin::And), W32, ["({0} & {1})", "({0} & {1})", "({0} & {1})"]),
+    (N::Bin(Bin::And), X64, ["({0} & {1})", "({0} & {1})", "({0} & {1})"]),
+    (N::Bin(Bin::Or), W32, ["({0} | {1})", "({0} | {1})", "({0} | {1})"]),
+    (N::Bin(Bin::Or), X64, ["({0} | {1})", "({0} | {1})", "({0} | {1})"]),
+    (N::Bin(Bin::Xor), W32, ["({0} ^ {1})", "({0} ^ {1})", "({0} ^ {1})"]),
+    (N::Bin(Bin::Xor), X64, ["({0} ^ {1})", "({0} ^ {1})", "({0} ^ {1})"]),
+    // shift amounts modulo the width: Rust's wrapping shifts and rotates take them so
+    (N::Bin(Bin::Lsl), W32, ["{0}.wrapping_shl({1} as u32)", "((u32)({0} << ({1} & 31u)))", "({0} << ({1} & 31u))"]),
+    (N::Bin(Bin::Lsl), X64, ["{0}.wrapping_shl({1} as u32)", "({0} << ({1} & 63ull))", "({0} << u32({1} & 63lu))"]),
+    (N::Bin(Bin::Lsr), W32, ["{0}.wrapping_shr({1} as u32)", "({0} >> ({1} & 31u))", "({0} >> ({1} & 31u))"]),
+    (N::Bin(Bin::Lsr), X64, ["{0}.wrapping_shr({1} as u32)", "({0} >> ({1} & 63ull))", "({0} >> u32({1} & 63lu))"]),
+    (N::Bin(Bin::Asr), W32, ["(({0} as i32).wrapping_shr({1} as u32) as u32)", "((u32)((i32){0} >> ({1} & 31u)))", "u32(i32({0}) >> ({1} & 31u))"]),
+    (N::Bin(Bin::Asr), X64, ["(({0} as i64).wrapping_shr({1} as u32) as u64)", "((u64)((i64){0} >> ({1} & 63ull)))", "u64(i64({0}) >> u32({1} & 63lu))"]),
+    (N::Bin(Bin::Ror), W32, ["{0}.rotate_right({1} as u32)", "ror32({0}, (u32){1})", "ror32({0}, {1})"]),
+    (N::Bin(Bin::Ror), X64, ["{0}.rotate_right({1} as u32)", "ror64({0}, (u32){1})", "ror64({0}, u32({1}))"]),
+    (N::Bin(Bin::Udiv), W32, ["{0}.checked_div({1}).unwrap_or(0)", "udiv_w({0}, {1})", "udiv_w({0}, {1})"]),
+    (N::Bin(Bin::Udiv), X64, ["{0}.checked_div({1}).unwrap_or(0)", "udiv_x({0}, {1})", "udiv_x({0}, {1})"]),
+    (N::Bin(Bin::Sdiv), W32, ["armada_semantics::prim::sdiv_w({0}, {1})", "sdiv_w({0}, {1})", "sdiv_w({0}, {1})"]),
+    (N::Bin(Bin::Sdiv), X64, ["armada_semantics::prim::sdiv_x({0}, {1})", "sdiv_x({0}, {1})", "sdiv_x({0}, {1})"]),
+    (N::Bin(Bin::Umulh), X64, ["armada_semantics::prim::umulh({0}, {1})", "a_umulhi({0}, {1})", "umulhi({0}, {1})"]),
+    (N::Bin(Bin::Smulh), X64, ["armada_semantics::prim::smulh({0}, {1})", "((u64)a_mulhi((i64){0}, (i64){1}))", "smulhi({0}, {1})"]),
+    (N::Conv(Conv::Zext), W32, ["({0} as u64)", "((u64){0})", "u64({0})"]),
+    (N::Conv(Conv::Sext), W32, ["({0} as i32 as i64 as u64)", "((u64)(i64)(i32){0})", "sext(u64({0}), 32u)"]),
+    (N::Conv(Conv::Lo), X64, ["({0} as u32)", "((u32){0})", "u32({0})"]),
+    (N::Prim(Prim::Crc32), W32, ["armada_semantics::prim::crc32({0}, {1}, e, f)", "crc32_fold({0}, {1}, e, f)", "crc32_fold({0}, {1}, e, f)"]),
+];
+
+/// A register read, a constant, and the write of Rd, per language and width.
+struct Leaves {
+    reg: [&'static str; 2],
+    names: [&'static str; 3],
+    konst: [&'static str; 2],
+    write: [&'static str; 2],
+}
+
+const LEAVES: [Leaves; 3] = [
+    Leaves {
+        reg: ["(x[{r}] as u32)", "x[{r}]"],
+        names: ["b", "c", "d"],
+        konst: ["{v}u32", "{v}u64"],
+        write: ["x[a] = {0} as u64", "x[a] = {0}"],
+    },
+    Leaves {
+        reg: ["((u32)x[{r}])", "x[{r}]"],
+        names: ["b", "c", "dr"],
+        konst: ["{v}u", "{v}ull"],
+        write: ["x[a] = (u64){0};", "x[a] = {0};"],
+    },
+    Leaves {
+        reg: ["u32(x[{r}])", "x[{r}]"],
+        names: ["b", "c", "dr"],
+        konst: ["{v}u", "{v}lu"],
+        write: ["x[a] = u64({0});", "x[a] = {0};"],
+    },
+];
+
+fn by_width(w: Width) -> usize {
+    (w == Width::X) as usize
+}
+
+/// The spelling of `node` at `width` in `lang`.
+pub fn spelling(lang: Lang, node: Node, width: Width) -> &'static str {
+    SPELLINGS
+        .iter()
+        .find(|(n, w, _)| *n == node && *w == width)
+        .map(|(_, _, s)| s[lang.column()])
+        .unwrap_or_else(|| panic!("armada-semantics: no spelling of {node:?} at {width:?}"))
+}
+
+/// `e` as one operand in `lang`.
+pub fn expr(lang: Lang, e: &Expr) -> String {
+    let leaves = &LEAVES[lang.column()];
+    let fill = |s: &str, args: &[String]| {
+        let mut s = s.to_string();
+        for (i, a) in args.iter().enumerate() {
+            s = s.replace(&format!("{{{i}}}"), a);
+        }
+        s
+    };
+    match e {
+        Expr::Reg(r, w) => {
+            let name = leaves.names[match r {
+                Operand::B => 0,
+                Operand::C => 1,
+                Operand::D => 2,
+            }];
+            leaves.reg[by_width(*w)].replace("{r}", name)
+        }
+        Expr::Const(v, w) => leaves.konst[by_width(*w)].replace("{v}", &format!("{v:#x}")),
+        Expr::Un(op, w, a) => fill(spelling(lang, N::Un(*op), *w), &[expr(lang, a)]),
+        Expr::Bin(op, w, a, b) => fill(
+            spelling(lang, N::Bin(*op), *w),
+            &[expr(lang, a), expr(lang, b)],
+        ),
+        Expr::Conv(c, a) => fill(spelling(lang, N::Conv(*c), a.width()), &[expr(lang, a)]),
+        Expr::Prim(p, args) => {
+            let args: Vec<String> = args.iter().map(|a| expr(lang, a)).collect();
+            fill(spelling(lang, N::Prim(*p), p.signature().1), &args)
+        }
+    }
+}
+
+/// The statement that runs `d` in `lang`.
+pub fn statement(lang: Lang, d: &Def) -> String {
+    LEAVES[lang.column()].write[by_width(d.width())].replace("{0}", &expr(lang, &d.rd))
+}
+
+const HEADER: &str =
+    "generated by armada-semantics from its definitions (crates/armada-semantics): \
+                      edit those, not this";
+
+/// The interpreter's function: runs micro-op `op` if it is defined here, else returns false.
+pub fn rust_exec() -> String {
+    let mut s = format!(
+        "// {HEADER}\n\n\
+         /// Runs micro-op `op` if armada-semantics defines it; false if it does not.\n\
+         #[inline(always)]\n\
+         #[allow(clippy::all, unused_parens)]\n\
+         pub(super) fn exec<const N: usize>(op: u16, x: &mut [u64; N], a: usize, b: usize, \
+         c: usize, d: usize, e: u8, f: u8) -> bool {{\n\
+         \x20   let _ = (b, c, d, e, f);\n\
+         \x20   match op {{\n"
+    );
+    for d in definitions() {
+        s.push_str(&format!(
+            "        // {}\n        armada_isa::ops::{} => {},\n",
+            d.doc,
+            d.name(),
+            statement(Lang::Rust, d)
+        ));
+    }
+    s.push_str("        _ => return false,\n    }\n    true\n}\n");
+    s
+}
+
+/// The kernel's cases, for the interpreter loop's `switch (op)` (`kernel/interp.cu`).
+pub fn cuda_cases() -> String {
+    let mut s = format!("        // ----- {HEADER}\n");
+    for d in definitions() {
+        s.push_str(&format!(
+            "        case OP_{}: {} break; // {}\n",
+            d.name(),
+            statement(Lang::Cuda, d),
+            d.doc
+        ));
+    }
+    s
+}
+
+/// The shader's cases, for the loop's `switch op` (`shader/armada.wgsl`).
+pub fn wgsl_cases() -> String {
+    let mut s = format!("                // ----- {HEADER}\n");
+    for d in definitions() {
+        s.push_str(&format!(
+            "                case OP_{}: {{ {} }} // {}\n",
+            d.name(),
+            statement(Lang::Wgsl, d),
+            d.doc
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use armada_isa::ops;
+
+    #[test]
+    fn every_operation_used_is_spelled_in_every_language() {
+        for d in definitions() {
+            for lang in [Lang::Rust, Lang::Cuda, Lang::Wgsl] {
+                statement(lang, d);
+            }
+        }
+    }
+
+    #[test]
+    fn madd_reads_as_each_language_writes_it() {
+        let d = crate::definition(ops::MADD_W).unwrap();
+        assert_eq!(
+            statement(Lang::Rust, d),
+            "x[a] = (x[d] as u32).wrapping_add((x[b] as u32).wrapping_mul((x[c] as u32))) as u64"
+        );
+        assert_eq!(
+            statement(Lang::Cuda, d),
+            "x[a] = (u64)((u32)(((u32)x[dr]) + ((u32)(((u32)x[b]) * ((u32)x[c])))));"
+        );
+        assert_eq!(
+            statement(Lang::Wgsl, d),
+            "x[a] = u64((u32(x[dr]) + (u32(x[b]) * u32(x[c]))));"
+        );
+    }
+}

@@ -1,0 +1,49 @@
+//! A defined op has no hand-written arm left in an engine: in the interpreter's and the
+//! Cranelift tier's Rust a hand arm would win over the definition without a word (the CUDA
+//! and WGSL compilers reject a second `case` themselves). The quick tier's x86-64 templates
+//! are hand lowerings on purpose (docs/semantics.md).
+
+use std::path::Path;
+
+fn words(line: &str) -> impl Iterator<Item = &str> {
+    line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+}
+
+#[test]
+fn no_engine_handles_a_defined_op_by_hand() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let files = [
+        "armada-core/src/cpu/mod.rs",
+        "armada-jit/src/alu.rs",
+        "armada-cuda/src/kernel/interp.cu",
+        "armada-wgpu/src/shader/armada.wgsl",
+    ];
+    let names: Vec<&str> = armada_semantics::definitions()
+        .iter()
+        .map(|d| d.name())
+        .collect();
+    let mut found = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(root.join(f)).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap();
+            // a match arm (Rust) or a case (C, WGSL) naming the op
+            if !(code.contains("=>")
+                || code.contains("case ")
+                || code.trim_start().starts_with('|'))
+            {
+                continue;
+            }
+            for w in words(code) {
+                let w = w.strip_prefix("OP_").unwrap_or(w);
+                if names.contains(&w) {
+                    found.push(format!("{f}:{}: {w}", i + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "hand-written arms of defined ops: {found:#?}"
+    );
+}
