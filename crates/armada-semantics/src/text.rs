@@ -190,6 +190,16 @@ pub fn rust_exec() -> String {
         ));
     }
     s.push_str("        _ => return false,\n    }\n    true\n}\n");
+    // the interpreter's loop matches these in an arm of its own, so the ops it runs by hand
+    // keep their place in its jump table
+    s.push_str(
+        "\n/// The ops [`exec`] runs, as a pattern.\nmacro_rules! defined_op {\n    () => {\n",
+    );
+    for (i, d) in definitions().iter().enumerate() {
+        let sep = if i == 0 { "           " } else { "        | " };
+        s.push_str(&format!("{sep}armada_isa::ops::{}\n", d.name()));
+    }
+    s.push_str("    };\n}\npub(super) use defined_op;\n");
     s
 }
 

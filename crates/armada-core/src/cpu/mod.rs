@@ -662,6 +662,11 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
                     };
                 }
 
+                // the ops armada-semantics defines (generated)
+                defined::defined_op!() => {
+                    defined::exec(u.op, x, a, b, c, d, u.e, u.f);
+                }
+
                 // ----- loads and stores
                 LDR_B | LDR_H | LDR_W | LDR_X | LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X | LDRSW => {
                     let addr = ea(x, &u);
@@ -934,12 +939,9 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
                         continue 'outer;
                     }
                 }
-                // the ops armada-semantics defines (generated), else no op this engine knows
                 _ => {
-                    if !defined::exec(u.op, x, a, b, c, d, u.e, u.f) {
-                        st.pc = pc_of!(idx);
-                        exit!(Stop::Undefined(0));
-                    }
+                    st.pc = pc_of!(idx);
+                    exit!(Stop::Undefined(0));
                 }
             }
             idx += 1;
