@@ -4,5 +4,5 @@
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    std::fs::write(out.join("defined.rs"), armada_semantics::text::rust_exec()).unwrap();
+    std::fs::write(out.join("defined.rs"), armada_semantics::text::rust_match()).unwrap();
 }

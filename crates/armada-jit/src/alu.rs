@@ -27,6 +27,16 @@ pub fn base_of(op: u16) -> Option<u16> {
     })
 }
 
+/// The flags' record of an addition or a subtraction at 32 or 64 bits.
+fn add_kind(sub: bool, wide: bool) -> u64 {
+    match (sub, wide) {
+        (true, true) => SUB64,
+        (true, false) => SUB32,
+        (false, true) => ADD64,
+        (false, false) => ADD32,
+    }
+}
+
 fn ones(n: u32) -> u64 {
     if n >= 64 {
         u64::MAX
@@ -37,7 +47,7 @@ fn ones(n: u32) -> u64 {
 
 impl Tx<'_> {
     /// Shift by type (LSL, LSR, ASR, ROR) and a constant amount, at the value's width.
-    fn shift(&mut self, v: Value, ty: u8, amount: u8, bits: u32) -> Value {
+    pub(crate) fn shift(&mut self, v: Value, ty: u8, amount: u8, bits: u32) -> Value {
         let n = (amount as u32 & (bits - 1)) as i64;
         if n == 0 {
             return v;
@@ -77,27 +87,6 @@ impl Tx<'_> {
         }
     }
 
-    /// The second operand of a shifted-register op, at 32 or 64 bits.
-    fn op2_sr(&mut self, u: &MicroOp, wide: bool) -> Value {
-        if wide {
-            let c = self.rd(u.c);
-            self.shift(c, u.e, u.f, 64)
-        } else {
-            let c = self.rd32(u.c);
-            self.shift(c, u.e, u.f, 32)
-        }
-    }
-
-    fn op2_ext(&mut self, u: &MicroOp, wide: bool) -> Value {
-        let c = self.rd(u.c);
-        let e = self.extend(c, u.e, u.f);
-        if wide {
-            e
-        } else {
-            self.b.ins().ireduce(I32, e)
-        }
-    }
-
     pub(crate) fn src(&mut self, r: u8, wide: bool) -> Value {
         if wide {
             self.rd(r)
@@ -123,31 +112,46 @@ impl Tx<'_> {
     }
 
     /// `a + b` (or `a - b`), setting the flags lazily.
-    fn add_flags(&mut self, rd: u8, a: Value, b: Value, sub: bool, wide: bool) {
+    pub(crate) fn add_flags(&mut self, rd: u8, a: Value, b: Value, sub: bool, wide: bool) {
         let r = if sub {
             self.b.ins().isub(a, b)
         } else {
             self.b.ins().iadd(a, b)
         };
-        let kind = match (sub, wide) {
-            (true, true) => SUB64,
-            (true, false) => SUB32,
-            (false, true) => ADD64,
-            (false, false) => ADD32,
-        };
+        let kind = add_kind(sub, wide);
         self.dst(rd, r, wide);
         self.set_flags(kind, a, b, r);
     }
 
-    fn logic_flags(&mut self, rd: u8, r: Value, wide: bool) {
+    pub(crate) fn logic_flags(&mut self, rd: u8, r: Value, wide: bool) {
         self.dst(rd, r, wide);
         let z = self.iconst_w(0, wide);
         self.set_flags(if wide { LOGIC64 } else { LOGIC32 }, z, z, r);
     }
 
+    /// NZCV = the flags of `a + b` (or `a - b`) where `holds`, else `otherwise` (CCMP,
+    /// CCMN): the flags chosen lazily.
+    pub(crate) fn cond_flags(
+        &mut self,
+        holds: Value,
+        otherwise: u64,
+        a: Value,
+        b: Value,
+        sub: bool,
+        wide: bool,
+    ) {
+        let r = if sub {
+            self.b.ins().isub(a, b)
+        } else {
+            self.b.ins().iadd(a, b)
+        };
+        let kind = add_kind(sub, wide);
+        self.set_chosen(holds, otherwise, kind, a, b, r);
+    }
+
     /// `a + b + carry` with NZCV set, the interpreter's ADCS/SBCS (b already inverted):
     /// the flags recorded, not made (see `Known::Adc`).
-    fn adc_flags(&mut self, rd: u8, a: Value, b: Value, carry: Value, wide: bool) {
+    pub(crate) fn adc_flags(&mut self, rd: u8, a: Value, b: Value, carry: Value, wide: bool) {
         let cin = if wide {
             carry
         } else {
@@ -163,79 +167,8 @@ impl Tx<'_> {
     pub fn op(&mut self, slot: usize, u: &MicroOp) {
         let op = base_of(u.op).unwrap_or(u.op);
         let (a, b, c) = (u.a, u.b, u.c);
-        let wide_of = |op: u16, x_form: &[u16]| x_form.contains(&op);
         match op {
             NOP | PRFM | MSR_NZCV_IMM => {}
-            MOV_IMM => {
-                let v = self.b.ins().iconst(I64, u.imm as i64);
-                self.wr(a, v);
-            }
-            MOVK_W | MOVK_X => {
-                let s = self.rd(b);
-                let kept = self.b.ins().band_imm_s(s, !(0xffffu64 << u.e) as i64);
-                let v = self.b.ins().bor_imm_s(kept, (u.imm << u.e) as i64);
-                if op == MOVK_W {
-                    let v = self.b.ins().ireduce(I32, v);
-                    self.wr32(a, v);
-                } else {
-                    self.wr(a, v);
-                }
-            }
-            ADD_IMM_W | ADD_IMM_X => {
-                let wide = op == ADD_IMM_X;
-                let s = self.src(b, wide);
-                let imm = if wide {
-                    u.imm as i64
-                } else {
-                    u.imm as u32 as i32 as i64
-                };
-                let v = self.b.ins().iadd_imm_s(s, imm);
-                self.dst(a, v, wide);
-            }
-            ADDS_IMM_W | ADDS_IMM_X => {
-                let wide = op == ADDS_IMM_X;
-                let s = self.src(b, wide);
-                if u.e == 1 {
-                    // SUBS: the immediate is inverted, and the carry in is 1
-                    let k = self.iconst_w(!u.imm, wide);
-                    self.add_flags(a, s, k, true, wide);
-                } else {
-                    let k = self.iconst_w(u.imm, wide);
-                    self.add_flags(a, s, k, false, wide);
-                }
-            }
-            AND_IMM_W | AND_IMM_X => {
-                let s = self.rd(b);
-                let v = self.b.ins().band_imm_s(s, u.imm as i64);
-                self.wr(a, v);
-            }
-            ORR_IMM_W | EOR_IMM_W => {
-                let s = self.rd32(b);
-                let k = u.imm as u32 as i32 as i64;
-                let v = if op == ORR_IMM_W {
-                    self.b.ins().bor_imm_s(s, k)
-                } else {
-                    self.b.ins().bxor_imm_s(s, k)
-                };
-                self.wr32(a, v);
-            }
-            ORR_IMM_X => {
-                let s = self.rd(b);
-                let v = self.b.ins().bor_imm_s(s, u.imm as i64);
-                self.wr(a, v);
-            }
-            EOR_IMM_X => {
-                let s = self.rd(b);
-                let v = self.b.ins().bxor_imm_s(s, u.imm as i64);
-                self.wr(a, v);
-            }
-            ANDS_IMM_W | ANDS_IMM_X => {
-                let wide = op == ANDS_IMM_X;
-                let s = self.src(b, wide);
-                let k = self.iconst_w(u.imm, wide);
-                let r = self.b.ins().band(s, k);
-                self.logic_flags(a, r, wide);
-            }
             BFM_W | BFM_X => {
                 let size = if op == BFM_X { 64 } else { 32 };
                 let (r, s) = (u.e as u32, u.f as u32);
@@ -279,139 +212,6 @@ impl Tx<'_> {
                     self.b.ins().bor(lo, hi)
                 };
                 self.wr(a, v);
-            }
-            ADD_SR_W | ADD_SR_X | SUB_SR_W | SUB_SR_X => {
-                let wide = wide_of(op, &[ADD_SR_X, SUB_SR_X]);
-                let x = self.src(b, wide);
-                let y = self.op2_sr(u, wide);
-                let v = if matches!(op, ADD_SR_W | ADD_SR_X) {
-                    self.b.ins().iadd(x, y)
-                } else {
-                    self.b.ins().isub(x, y)
-                };
-                self.dst(a, v, wide);
-            }
-            ADDS_SR_W | ADDS_SR_X | SUBS_SR_W | SUBS_SR_X => {
-                let wide = wide_of(op, &[ADDS_SR_X, SUBS_SR_X]);
-                let x = self.src(b, wide);
-                let y = self.op2_sr(u, wide);
-                self.add_flags(a, x, y, matches!(op, SUBS_SR_W | SUBS_SR_X), wide);
-            }
-            ADD_EXT_W | ADD_EXT_X | SUB_EXT_W | SUB_EXT_X => {
-                let wide = wide_of(op, &[ADD_EXT_X, SUB_EXT_X]);
-                let x = self.src(b, wide);
-                let y = self.op2_ext(u, wide);
-                let v = if matches!(op, ADD_EXT_W | ADD_EXT_X) {
-                    self.b.ins().iadd(x, y)
-                } else {
-                    self.b.ins().isub(x, y)
-                };
-                self.dst(a, v, wide);
-            }
-            ADDS_EXT_W | ADDS_EXT_X | SUBS_EXT_W | SUBS_EXT_X => {
-                let wide = wide_of(op, &[ADDS_EXT_X, SUBS_EXT_X]);
-                let x = self.src(b, wide);
-                let y = self.op2_ext(u, wide);
-                self.add_flags(a, x, y, matches!(op, SUBS_EXT_W | SUBS_EXT_X), wide);
-            }
-            ADC_W | ADC_X | SBC_W | SBC_X | ADCS_W | ADCS_X | SBCS_W | SBCS_X => {
-                let wide = wide_of(op, &[ADC_X, SBC_X, ADCS_X, SBCS_X]);
-                let carry = self.carry();
-                let x = self.src(b, wide);
-                let y = self.src(c, wide);
-                let y = if matches!(op, SBC_W | SBC_X | SBCS_W | SBCS_X) {
-                    self.b.ins().bnot(y)
-                } else {
-                    y
-                };
-                if matches!(op, ADCS_W | ADCS_X | SBCS_W | SBCS_X) {
-                    self.adc_flags(a, x, y, carry, wide);
-                } else {
-                    let cin = if wide {
-                        carry
-                    } else {
-                        self.b.ins().ireduce(I32, carry)
-                    };
-                    let s = self.b.ins().iadd(x, y);
-                    let v = self.b.ins().iadd(s, cin);
-                    self.dst(a, v, wide);
-                }
-            }
-            AND_SR_W | AND_SR_X | BIC_SR_W | BIC_SR_X | ORR_SR_W | ORR_SR_X | ORN_SR_W
-            | ORN_SR_X | EOR_SR_W | EOR_SR_X | EON_SR_W | EON_SR_X | ANDS_SR_W | ANDS_SR_X
-            | BICS_SR_W | BICS_SR_X => {
-                let wide = wide_of(
-                    op,
-                    &[
-                        AND_SR_X, BIC_SR_X, ORR_SR_X, ORN_SR_X, EOR_SR_X, EON_SR_X, ANDS_SR_X,
-                        BICS_SR_X,
-                    ],
-                );
-                let x = self.src(b, wide);
-                let y = self.op2_sr(u, wide);
-                let v = match op {
-                    AND_SR_W | AND_SR_X | ANDS_SR_W | ANDS_SR_X => self.b.ins().band(x, y),
-                    BIC_SR_W | BIC_SR_X | BICS_SR_W | BICS_SR_X => self.b.ins().band_not(x, y),
-                    ORR_SR_W | ORR_SR_X => self.b.ins().bor(x, y),
-                    ORN_SR_W | ORN_SR_X => self.b.ins().bor_not(x, y),
-                    EOR_SR_W | EOR_SR_X => self.b.ins().bxor(x, y),
-                    _ => self.b.ins().bxor_not(x, y),
-                };
-                if matches!(op, ANDS_SR_W | ANDS_SR_X | BICS_SR_W | BICS_SR_X) {
-                    self.logic_flags(a, v, wide);
-                } else {
-                    self.dst(a, v, wide);
-                }
-            }
-            MOV_REG => {
-                let v = self.rd(b);
-                self.wr(a, v);
-            }
-            MOV_REG_W => {
-                let v = self.rd32(b);
-                self.wr32(a, v);
-            }
-            CSEL_W | CSEL_X | CSINC_W | CSINC_X | CSINV_W | CSINV_X | CSNEG_W | CSNEG_X => {
-                let holds = self.cond(u.e);
-                let x = self.rd(b);
-                let y = self.rd(c);
-                let alt = match op {
-                    CSEL_W | CSEL_X => y,
-                    CSINC_W | CSINC_X => self.b.ins().iadd_imm_s(y, 1),
-                    CSINV_W | CSINV_X => self.b.ins().bnot(y),
-                    _ => self.b.ins().ineg(y),
-                };
-                let v = self.b.ins().select(holds, x, alt);
-                if matches!(op, CSEL_W | CSINC_W | CSINV_W | CSNEG_W) {
-                    let v = self.b.ins().ireduce(I32, v);
-                    self.wr32(a, v);
-                } else {
-                    self.wr(a, v);
-                }
-            }
-            CCMP_REG_W | CCMP_REG_X | CCMN_REG_W | CCMN_REG_X | CCMP_IMM_W | CCMP_IMM_X
-            | CCMN_IMM_W | CCMN_IMM_X => {
-                let holds = self.cond(u.e);
-                let wide = matches!(op, CCMP_REG_X | CCMN_REG_X | CCMP_IMM_X | CCMN_IMM_X);
-                let sub = matches!(op, CCMP_REG_W | CCMP_REG_X | CCMP_IMM_W | CCMP_IMM_X);
-                let x = self.src(b, wide);
-                let y = if matches!(op, CCMP_IMM_W | CCMP_IMM_X | CCMN_IMM_W | CCMN_IMM_X) {
-                    self.iconst_w(u.imm, wide)
-                } else {
-                    self.src(c, wide)
-                };
-                let r = if sub {
-                    self.b.ins().isub(x, y)
-                } else {
-                    self.b.ins().iadd(x, y)
-                };
-                let kind = match (sub, wide) {
-                    (true, true) => SUB64,
-                    (true, false) => SUB32,
-                    (false, true) => ADD64,
-                    (false, false) => ADD32,
-                };
-                self.set_chosen(holds, ((u.f as u64) & 15) << 28, kind, x, y, r);
             }
             fused::SHIFT_PAIR_U | fused::SHIFT_PAIR_S_X | fused::SHIFT_PAIR_S_W => {
                 let x = self.rd(b);
@@ -458,8 +258,9 @@ impl Tx<'_> {
             DC_ZVA => self.zero_block(slot, u),
             ATOMIC_RMW | CAS => self.atomic(slot, u),
             op if op >= FP_BASE => self.fp(slot, u),
+            // the ops armada-semantics defines (defined.rs), else the interpreter's code
             _ => {
-                if !self.defined(u) {
+                if !self.defined(op, u) {
                     self.interpret_one(slot)
                 }
             }

@@ -1,28 +1,88 @@
-//! The micro-ops armada-semantics defines, translated from their definitions: the tree of
-//! each is walked into Cranelift IR, so an op added there runs translated here without a
-//! hand lowering (alu.rs keeps hand lowerings only for ops defined nowhere else).
+//! The micro-ops armada-semantics defines, translated from their definitions: the trees are
+//! walked into Cranelift IR when a block is translated, so an op added there runs translated
+//! here without a lowering of its own. What the translator knows (the immediate, fields e
+//! and f) is folded: constant subtrees become constants, a constant right operand an
+//! immediate form, the shift type and extend option a choice made here, as a hand lowering
+//! would make them. Flags go to this tier's lazy flags (`flags.rs`): a definition's
+//! `a + !b + 1` is recorded as the subtraction it is.
 
 use crate::translate::Tx;
 use armada_isa::MicroOp;
 use armada_semantics::expr::{Bin, Conv, Expr, Operand, Un, Width};
+use armada_semantics::Effect;
 use cranelift_codegen::ir::{condcodes::IntCC, types::I32, types::I64, InstBuilder, Value};
 
 impl Tx<'_> {
-    /// Translates `u` from its definition; false where it has none or uses a primitive this
-    /// tier does not lower (the caller leaves it to the interpreter).
-    pub(crate) fn defined(&mut self, u: &MicroOp) -> bool {
-        let Some(d) = armada_semantics::definition(u.op) else {
+    /// Translates `u` as micro-op `op` (its own number, or the base op of a fused one) from
+    /// its definition; false where it has none or uses a primitive this tier does not lower
+    /// (the caller leaves it to the interpreter).
+    pub(crate) fn defined(&mut self, op: u16, u: &MicroOp) -> bool {
+        let Some(d) = armada_semantics::definition(op) else {
             return false;
         };
-        if !lowerable(&d.rd) {
+        if !d.values().into_iter().all(lowerable) {
             return false;
         }
-        let v = self.lower(&d.rd, u);
-        self.dst(u.a, v, d.width() == Width::X);
+        let wide = d.width() == Width::X;
+        match &d.effect {
+            Effect::Rd(v) => {
+                let v = self.lower(v, u);
+                self.dst(u.a, v, wide);
+            }
+            Effect::LogicFlags(v) => {
+                let v = self.lower(v, u);
+                self.logic_flags(u.a, v, wide);
+            }
+            Effect::AddFlags { a, b, carry, .. } => {
+                let x = self.lower(a, u);
+                match carry.fold(u.imm, u.e, u.f) {
+                    Some(c) => {
+                        let (y, sub) = self.addend(b, c != 0, u);
+                        self.add_flags(u.a, x, y, sub, wide);
+                    }
+                    None => {
+                        // (ADCS, SBCS: the carry is the flag)
+                        let y = self.lower(b, u);
+                        let c = self.carry();
+                        self.adc_flags(u.a, x, y, c, wide);
+                    }
+                }
+            }
+            Effect::CondFlags { a, b, carry } => {
+                let holds = self.cond(u.e);
+                let x = self.lower(a, u);
+                let c = carry
+                    .fold(u.imm, u.e, u.f)
+                    .expect("a conditional compare's carry in is a constant");
+                let (y, sub) = self.addend(b, c != 0, u);
+                self.cond_flags(holds, (u.f as u64 & 15) << 28, x, y, sub, wide);
+            }
+        }
         true
     }
 
+    /// The right operand of `a + b + carry` for this tier's flags, which record an addition
+    /// or a subtraction: `b` (carry 0), or with carry 1 the `y` of `a - y` = `a + !y + 1`.
+    fn addend(&mut self, b: &Expr, carry: bool, u: &MicroOp) -> (Value, bool) {
+        if !carry {
+            return (self.lower(b, u), false);
+        }
+        let y = match b {
+            Expr::Un(Un::Not, _, y) => self.lower(y, u),
+            _ => {
+                let v = self.lower(b, u);
+                self.b.ins().bnot(v)
+            }
+        };
+        (y, true)
+    }
+
     fn lower(&mut self, e: &Expr, u: &MicroOp) -> Value {
+        if !matches!(e, Expr::Const(..)) {
+            if let Some(v) = e.fold(u.imm, u.e, u.f) {
+                return self.b.ins().iconst(ty(e.width()), v as i64);
+            }
+        }
         match e {
             Expr::Reg(r, w) => {
                 let field = match r {
@@ -33,6 +93,25 @@ impl Tx<'_> {
                 self.src(field, *w == Width::X)
             }
             Expr::Const(v, w) => self.b.ins().iconst(ty(*w), *v as i64),
+            Expr::Imm(_) | Expr::Field(..) => unreachable!("folded above"),
+            Expr::Carry(w) => {
+                let c = self.carry();
+                narrow(self, c, *w)
+            }
+            Expr::Shifted(a) => {
+                let v = self.lower(a, u);
+                self.shift(v, u.e, u.f, a.width().bits())
+            }
+            Expr::Extended(a) => {
+                let v = self.lower(a, u);
+                self.extend(v, u.e, u.f)
+            }
+            Expr::IfCond(a, b) => {
+                let holds = self.cond(u.e);
+                let x = self.lower(a, u);
+                let y = self.lower(b, u);
+                self.b.ins().select(holds, x, y)
+            }
             Expr::Un(op, _, a) => {
                 let a = self.lower(a, u);
                 let ins = self.b.ins();
@@ -45,9 +124,21 @@ impl Tx<'_> {
                 }
             }
             Expr::Bin(op, w, a, b) => {
+                // (a NOT on the right of AND, OR, EOR is the host's and-not, or-not, xor-not)
+                if let (Bin::And | Bin::Or | Bin::Xor, Expr::Un(Un::Not, _, nb)) = (op, &**b) {
+                    if nb.fold(u.imm, u.e, u.f).is_none() {
+                        let x = self.lower(a, u);
+                        let y = self.lower(nb, u);
+                        let ins = self.b.ins();
+                        return match op {
+                            Bin::And => ins.band_not(x, y),
+                            Bin::Or => ins.bor_not(x, y),
+                            _ => ins.bxor_not(x, y),
+                        };
+                    }
+                }
                 let x = self.lower(a, u);
-                // a constant right operand as an immediate, as a hand lowering writes it
-                if let Expr::Const(c, _) = **b {
+                if let Some(c) = b.fold(u.imm, u.e, u.f) {
                     if let Some(v) = self.bin_imm(*op, *w, x, c) {
                         return v;
                     }
@@ -71,12 +162,18 @@ impl Tx<'_> {
     fn bin_imm(&mut self, op: Bin, w: Width, x: Value, c: u64) -> Option<Value> {
         let ins = self.b.ins();
         let n = (c & (w.bits() as u64 - 1)) as i64;
+        // (a 32-bit immediate as Cranelift keeps one: sign-extended from its width)
+        let k = if w == Width::W {
+            c as u32 as i32 as i64
+        } else {
+            c as i64
+        };
         Some(match op {
-            Bin::Add => ins.iadd_imm_s(x, c as i64),
-            Bin::Sub => ins.iadd_imm_s(x, (c as i64).wrapping_neg()),
-            Bin::And => ins.band_imm_s(x, c as i64),
-            Bin::Or => ins.bor_imm_s(x, c as i64),
-            Bin::Xor => ins.bxor_imm_s(x, c as i64),
+            Bin::Add => ins.iadd_imm_s(x, k),
+            Bin::Sub => ins.iadd_imm_s(x, k.wrapping_neg()),
+            Bin::And => ins.band_imm_s(x, k),
+            Bin::Or => ins.bor_imm_s(x, k),
+            Bin::Xor => ins.bxor_imm_s(x, k),
             Bin::Lsl => ins.ishl_imm_s(x, n),
             Bin::Lsr => ins.ushr_imm_s(x, n),
             Bin::Asr => ins.sshr_imm_s(x, n),
@@ -133,13 +230,21 @@ fn ty(w: Width) -> cranelift_codegen::ir::Type {
     }
 }
 
+/// The 64-bit `v` at width `w`.
+fn narrow(tx: &mut Tx<'_>, v: Value, w: Width) -> Value {
+    match w {
+        Width::W => tx.b.ins().ireduce(I32, v),
+        Width::X => v,
+    }
+}
+
 /// Whether this tier lowers every operation of `e` (primitives it leaves to the
 /// interpreter: CRC32's table walk).
 fn lowerable(e: &Expr) -> bool {
     match e {
-        Expr::Reg(..) | Expr::Const(..) => true,
-        Expr::Un(_, _, a) | Expr::Conv(_, a) => lowerable(a),
-        Expr::Bin(_, _, a, b) => lowerable(a) && lowerable(b),
+        Expr::Reg(..) | Expr::Const(..) | Expr::Imm(_) | Expr::Field(..) | Expr::Carry(_) => true,
+        Expr::Un(_, _, a) | Expr::Conv(_, a) | Expr::Shifted(a) | Expr::Extended(a) => lowerable(a),
+        Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) => lowerable(a) && lowerable(b),
         Expr::Prim(..) => false,
     }
 }

@@ -100,6 +100,14 @@ impl Prim {
     }
 }
 
+/// A small field of the micro-op read as a value (`e`, `f`: what they hold depends on the op,
+/// `uop::MicroOp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Field {
+    E,
+    F,
+}
+
 /// A value, untyped: what the generators walk.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Expr {
@@ -107,6 +115,20 @@ pub enum Expr {
     Reg(Operand, Width),
     /// A constant, within the width.
     Const(u64, Width),
+    /// The micro-op's immediate (a W read is its low 32 bits).
+    Imm(Width),
+    /// Field e or f, zero-extended to the width.
+    Field(Field, Width),
+    /// The carry flag, 0 or 1.
+    Carry(Width),
+    /// The value shifted by the type in field e (LSL, LSR, ASR, ROR) and the amount in f,
+    /// modulo the width: the shifted-register operand.
+    Shifted(Box<Expr>),
+    /// The 64-bit value extended by the option in field e (UXTB .. SXTX), then shifted left
+    /// by field f: the extended-register operand.
+    Extended(Box<Expr>),
+    /// The first value if the condition in field e holds on the flags, else the second.
+    IfCond(Box<Expr>, Box<Expr>),
     Un(Un, Width, Box<Expr>),
     Bin(Bin, Width, Box<Expr>, Box<Expr>),
     Conv(Conv, Box<Expr>),
@@ -117,7 +139,15 @@ impl Expr {
     /// The value's width.
     pub fn width(&self) -> Width {
         match self {
-            Expr::Reg(_, w) | Expr::Const(_, w) | Expr::Un(_, w, _) | Expr::Bin(_, w, ..) => *w,
+            Expr::Reg(_, w)
+            | Expr::Const(_, w)
+            | Expr::Imm(w)
+            | Expr::Field(_, w)
+            | Expr::Carry(w)
+            | Expr::Un(_, w, _)
+            | Expr::Bin(_, w, ..) => *w,
+            Expr::Shifted(a) | Expr::IfCond(a, _) => a.width(),
+            Expr::Extended(_) => Width::X,
             Expr::Conv(Conv::Lo, _) => Width::W,
             Expr::Conv(..) => Width::X,
             Expr::Prim(p, _) => p.signature().1,
@@ -132,9 +162,11 @@ impl Expr {
                     out.push(*r)
                 }
             }
-            Expr::Const(..) => {}
-            Expr::Un(_, _, a) | Expr::Conv(_, a) => a.operands(out),
-            Expr::Bin(_, _, a, b) => {
+            Expr::Const(..) | Expr::Imm(_) | Expr::Field(..) | Expr::Carry(_) => {}
+            Expr::Un(_, _, a) | Expr::Conv(_, a) | Expr::Shifted(a) | Expr::Extended(a) => {
+                a.operands(out)
+            }
+            Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) => {
                 a.operands(out);
                 b.operands(out);
             }
@@ -309,4 +341,100 @@ pub fn rev<T: Bits>(v: V<T>) -> V<T> {
 /// CRC32 of the low 2^e bytes of `data` into `acc` (see [`Prim::Crc32`]).
 pub fn crc32(acc: V<W>, data: V<X>) -> V<W> {
     V::of(Expr::Prim(Prim::Crc32, vec![acc.0, data.0]))
+}
+
+/// The micro-op's immediate at width `T`.
+pub fn imm<T: Bits>() -> V<T> {
+    V::of(Expr::Imm(T::WIDTH))
+}
+/// Field e of the micro-op as a value of width `T`.
+pub fn field_e<T: Bits>() -> V<T> {
+    V::of(Expr::Field(Field::E, T::WIDTH))
+}
+/// The carry flag (0 or 1) at width `T`.
+pub fn carry<T: Bits>() -> V<T> {
+    V::of(Expr::Carry(T::WIDTH))
+}
+/// `v` shifted by the type in field e and the amount in field f (the shifted-register form).
+pub fn shifted<T: Bits>(v: V<T>) -> V<T> {
+    V::of(Expr::Shifted(Box::new(v.0)))
+}
+/// `v` extended by the option in field e, then shifted left by field f (the
+/// extended-register form).
+pub fn extended(v: V<X>) -> V<X> {
+    V::of(Expr::Extended(Box::new(v.0)))
+}
+/// `then` if the condition in field e holds on the flags, else `otherwise`.
+pub fn if_cond<T: Bits>(then: V<T>, otherwise: V<T>) -> V<T> {
+    V::of(Expr::IfCond(Box::new(then.0), Box::new(otherwise.0)))
+}
+/// A constant of width `T` (where the width is not clear from what it meets).
+pub fn lit<T: Bits>(v: impl Into<V<T>>) -> V<T> {
+    v.into()
+}
+
+impl Expr {
+    /// The value where it reads no register and no flag: constants, the immediate and the
+    /// fields, through the operations of one and two operands and the width changes (what a
+    /// translator knows when it translates). None otherwise.
+    pub fn fold(&self, imm: u64, e: u8, f: u8) -> Option<u64> {
+        let mask = |w: Width, v: u64| if w == Width::W { v as u32 as u64 } else { v };
+        Some(match self {
+            Expr::Const(v, w) => mask(*w, *v),
+            Expr::Imm(w) => mask(*w, imm),
+            Expr::Field(Field::E, _) => e as u64,
+            Expr::Field(Field::F, _) => f as u64,
+            Expr::Un(op, w, a) => {
+                let a = a.fold(imm, e, f)?;
+                let bits = w.bits();
+                mask(
+                    *w,
+                    match op {
+                        Un::Not => !a,
+                        Un::Neg => a.wrapping_neg(),
+                        Un::Clz => (a << (64 - bits)).leading_zeros().min(bits) as u64,
+                        Un::Rbit => a.reverse_bits() >> (64 - bits),
+                        Un::Rev => a.swap_bytes() >> (64 - bits),
+                    },
+                )
+            }
+            Expr::Bin(op, w, a, b) => {
+                let (a, b) = (a.fold(imm, e, f)?, b.fold(imm, e, f)?);
+                let bits = w.bits();
+                let n = (b % bits as u64) as u32;
+                let sext = |v: u64| ((v << (64 - bits)) as i64) >> (64 - bits);
+                mask(
+                    *w,
+                    match op {
+                        Bin::Add => a.wrapping_add(b),
+                        Bin::Sub => a.wrapping_sub(b),
+                        Bin::Mul => a.wrapping_mul(b),
+                        Bin::And => a & b,
+                        Bin::Or => a | b,
+                        Bin::Xor => a ^ b,
+                        Bin::Lsl => a << n,
+                        Bin::Lsr => a >> n,
+                        Bin::Asr => (sext(a) >> n) as u64,
+                        Bin::Ror if n == 0 => a,
+                        Bin::Ror => (a >> n) | (a << (bits - n)),
+                        // (left to run time: a translator has no use for these folded)
+                        Bin::Udiv | Bin::Sdiv | Bin::Umulh | Bin::Smulh => return None,
+                    },
+                )
+            }
+            Expr::Conv(c, a) => {
+                let v = a.fold(imm, e, f)?;
+                match c {
+                    Conv::Zext | Conv::Lo => v as u32 as u64,
+                    Conv::Sext => v as u32 as i32 as i64 as u64,
+                }
+            }
+            Expr::Reg(..)
+            | Expr::Carry(_)
+            | Expr::Shifted(_)
+            | Expr::Extended(_)
+            | Expr::IfCond(..)
+            | Expr::Prim(..) => return None,
+        })
+    }
 }

@@ -1,7 +1,7 @@
 //! Each micro-op's meaning, written once.
 //!
-//! A definition ([`Def`]) says what a micro-op writes, as a typed expression over its
-//! operands ([`expr`]): `wa() + wn() * wm()` is MADD of W registers. From the same table:
+//! A definition ([`Def`]) says what a micro-op writes ([`Effect`]: Rd, the flags), as typed
+//! expressions over its operands ([`expr`]): `wa() + wn() * wm()` is MADD of W registers. From the same table:
 //! - [`text`] generates the CPU interpreter's Rust, the CUDA kernel's C and the WGSL shader's
 //!   cases at build time (the crates' `build.rs`), so the three cannot drift apart;
 //! - the Cranelift tier walks the trees when it translates (`armada-jit/src/defined.rs`).
@@ -11,7 +11,8 @@
 //! manual's pseudocode through operators; the generators are plain functions of the trees.
 //! docs/semantics.md says which ops are defined here and which stay hand-written.
 
-pub mod data_processing;
+pub mod dp_immediate;
+pub mod dp_register;
 pub mod expr;
 pub mod prim;
 pub mod text;
@@ -19,30 +20,100 @@ pub mod text;
 use expr::{Bits, Expr, Width, V};
 use std::sync::OnceLock;
 
-/// One micro-op's meaning: it writes `rd` to register Rd (field a), a 32-bit value
-/// zero-extended. Fields e and f are read only by primitives that say so.
+/// What a micro-op does to the registers and flags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Rd (field a) = the value, a 32-bit one zero-extended.
+    Rd(Expr),
+    /// Rd = a + b + carry, and NZCV = that addition's flags (ADDS; SUBS as a + !b + 1; ADCS,
+    /// SBCS with the carry flag). `compare`: a compare, which CmpLog records (ADCS and SBCS
+    /// are not).
+    AddFlags {
+        a: Expr,
+        b: Expr,
+        carry: Expr,
+        compare: bool,
+    },
+    /// Rd = the value, and NZCV = its N and Z with C and V clear (ANDS, BICS).
+    LogicFlags(Expr),
+    /// NZCV = the flags of a + b + carry if the condition in field e holds, else field f
+    /// (CCMP, CCMN). Writes no register.
+    CondFlags { a: Expr, b: Expr, carry: Expr },
+}
+
+/// One micro-op's meaning.
 #[derive(Clone, Debug)]
 pub struct Def {
     /// The micro-op (`armada_isa::ops`).
     pub op: u16,
     /// What it does, in the manual's words.
     pub doc: &'static str,
-    /// The value written to Rd.
-    pub rd: Expr,
+    pub effect: Effect,
 }
 
 impl Def {
+    /// Rd = `rd`.
     pub fn new<T: Bits>(op: u16, doc: &'static str, rd: V<T>) -> Def {
         Def {
             op,
             doc,
-            rd: rd.into_expr(),
+            effect: Effect::Rd(rd.into_expr()),
         }
     }
 
-    /// The width of what it writes.
+    /// Rd = `a + b + carry`, NZCV its flags; a compare unless the carry is the flag.
+    pub fn add_flags<T: Bits>(op: u16, doc: &'static str, a: V<T>, b: V<T>, carry: V<T>) -> Def {
+        let carry = carry.into_expr();
+        Def {
+            op,
+            doc,
+            effect: Effect::AddFlags {
+                a: a.into_expr(),
+                b: b.into_expr(),
+                compare: !matches!(carry, Expr::Carry(_)),
+                carry,
+            },
+        }
+    }
+
+    /// Rd = `v`, NZCV its N and Z.
+    pub fn logic_flags<T: Bits>(op: u16, doc: &'static str, v: V<T>) -> Def {
+        Def {
+            op,
+            doc,
+            effect: Effect::LogicFlags(v.into_expr()),
+        }
+    }
+
+    /// NZCV = the flags of `a + b + carry` where the condition in e holds, else field f.
+    pub fn cond_flags<T: Bits>(op: u16, doc: &'static str, a: V<T>, b: V<T>, carry: V<T>) -> Def {
+        Def {
+            op,
+            doc,
+            effect: Effect::CondFlags {
+                a: a.into_expr(),
+                b: b.into_expr(),
+                carry: carry.into_expr(),
+            },
+        }
+    }
+
+    /// The width it computes at.
     pub fn width(&self) -> Width {
-        self.rd.width()
+        match &self.effect {
+            Effect::Rd(v) | Effect::LogicFlags(v) => v.width(),
+            Effect::AddFlags { a, .. } | Effect::CondFlags { a, .. } => a.width(),
+        }
+    }
+
+    /// Every value it computes.
+    pub fn values(&self) -> Vec<&Expr> {
+        match &self.effect {
+            Effect::Rd(v) | Effect::LogicFlags(v) => vec![v],
+            Effect::AddFlags { a, b, carry, .. } | Effect::CondFlags { a, b, carry } => {
+                vec![a, b, carry]
+            }
+        }
     }
 
     /// The micro-op's name (`MADD_W`).
@@ -54,7 +125,11 @@ impl Def {
 /// Every definition, in the order the generators write them.
 pub fn definitions() -> &'static [Def] {
     static ALL: OnceLock<Vec<Def>> = OnceLock::new();
-    ALL.get_or_init(data_processing::definitions)
+    ALL.get_or_init(|| {
+        let mut all = dp_immediate::definitions();
+        all.extend(dp_register::definitions());
+        all
+    })
 }
 
 /// The definition of micro-op `op`, if it has one here.
@@ -85,7 +160,11 @@ mod tests {
         for d in definitions() {
             assert!(seen.insert(d.op), "{} defined twice", d.name());
             assert_ne!(d.name(), "?", "op {} has no name", d.op);
-            check(&d.rd);
+            let w = d.width();
+            for v in d.values() {
+                assert_eq!(v.width(), w, "{}: {v:?}", d.name());
+                check(v);
+            }
             assert_eq!(definition(d.op).unwrap().op, d.op);
         }
         assert!(definition(armada_isa::ops::NOP).is_none());
@@ -94,7 +173,17 @@ mod tests {
     fn check(e: &Expr) {
         use expr::{Conv, Expr::*};
         match e {
-            Reg(..) => {}
+            Reg(..) | Imm(_) | Field(..) | Carry(_) => {}
+            Shifted(a) => check(a),
+            Extended(a) => {
+                assert_eq!(a.width(), Width::X, "{e:?}");
+                check(a)
+            }
+            IfCond(a, b) => {
+                assert_eq!(a.width(), b.width(), "{e:?}");
+                check(a);
+                check(b)
+            }
             Const(v, w) => assert!(*w == Width::X || *v >> 32 == 0, "{e:?}"),
             Un(_, w, a) => {
                 assert_eq!(a.width(), *w, "{e:?}");

@@ -3,14 +3,16 @@
 //! a spelling is always one operand (an identifier, a call or a parenthesized expression),
 //! so spellings nest without precedence rules. `{0}` and `{1}` are the operands.
 
-use crate::expr::{Bin, Conv, Expr, Operand, Prim, Un, Width};
-use crate::{definitions, Def};
+use crate::expr::{Bin, Conv, Expr, Field, Operand, Prim, Un, Width};
+use crate::{definitions, Def, Effect};
 
 /// A target language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lang {
-    /// The CPU interpreter (`armada-core/src/cpu`): registers `x: &mut [u64; N]`, fields
-    /// `a`..`d` as `usize`, `e`, `f` as `u8`.
+    /// The CPU interpreter's loop (`armada-core/src/cpu`), as the body of a macro whose
+    /// caller names its registers `$x` (`[u64; N]`), flags `$nzcv` (a `u64` place), fields
+    /// `$a`..`$d` (`usize`), micro-op `$u`, and `$log`, the macro CmpLog takes a compare's
+    /// operands by.
     Rust,
     /// The CUDA kernel's loop (`kernel/interp.cu`): `x[]` of `u64`, fields `a`, `b`, `c`,
     /// `dr` (Ra), `e`, `f` as `u32`.
@@ -33,6 +35,9 @@ pub enum Node {
     /// By the width converted from.
     Conv(Conv),
     Prim(Prim),
+    Shifted,
+    Extended,
+    IfCond,
 }
 
 use Node as N;
@@ -82,35 +87,101 @@ pub const SPELLINGS: &[(Node, Width, [&str; 3])] = &[
     (N::Conv(Conv::Zext), W32, ["({0} as u64)", "((u64){0})", "u64({0})"]),
     (N::Conv(Conv::Sext), W32, ["({0} as i32 as i64 as u64)", "((u64)(i64)(i32){0})", "sext(u64({0}), 32u)"]),
     (N::Conv(Conv::Lo), X64, ["({0} as u32)", "((u32){0})", "u32({0})"]),
-    (N::Prim(Prim::Crc32), W32, ["armada_semantics::prim::crc32({0}, {1}, e, f)", "crc32_fold({0}, {1}, e, f)", "crc32_fold({0}, {1}, e, f)"]),
+    (N::Shifted, W32, ["crate::cpu::int::shift32({0}, $u.e, $u.f)", "shift32({0}, e, f)", "shift32({0}, e, f)"]),
+    (N::Shifted, X64, ["crate::cpu::int::shift64({0}, $u.e, $u.f)", "shift64({0}, e, f)", "shift64({0}, e, f)"]),
+    (N::Extended, X64, ["crate::cpu::int::extend({0}, $u.e, $u.f)", "extend({0}, e, f)", "extend({0}, e, f)"]),
+    (N::IfCond, W32, ["(if armada_isa::uop::cond::check($u.e, $nzcv) { {0} } else { {1} })", "(cond_holds(e, nzcv) ? {0} : {1})", "select({1}, {0}, cond_holds(e, nzcv))"]),
+    (N::IfCond, X64, ["(if armada_isa::uop::cond::check($u.e, $nzcv) { {0} } else { {1} })", "(cond_holds(e, nzcv) ? {0} : {1})", "select({1}, {0}, cond_holds(e, nzcv))"]),
+    (N::Prim(Prim::Crc32), W32, ["armada_semantics::prim::crc32({0}, {1}, $u.e, $u.f)", "crc32_fold({0}, {1}, e, f)", "crc32_fold({0}, {1}, e, f)"]),
 ];
 
-/// A register read, a constant, and the write of Rd, per language and width.
+/// The leaves (a register, a constant, the immediate, a field, the carry) and the effects,
+/// per language; leaves by width (W, X).
 struct Leaves {
     reg: [&'static str; 2],
     names: [&'static str; 3],
     konst: [&'static str; 2],
+    imm: [&'static str; 2],
+    field: [&'static str; 2],
+    carry: [&'static str; 2],
+    /// Rd = {0}.
     write: [&'static str; 2],
+    /// Rd = {a} + {b} + {c}, NZCV its flags; `{log}` where a compare is logged.
+    add_flags: [&'static str; 2],
+    /// A compare's operands to CmpLog ({bits}).
+    log: &'static str,
+    /// Rd = {0}, NZCV its N and Z.
+    logic_flags: [&'static str; 2],
+    /// NZCV = cond ? flags of {a} + {b} + {c} : field f.
+    cond_flags: [&'static str; 2],
 }
 
 const LEAVES: [Leaves; 3] = [
     Leaves {
-        reg: ["(x[{r}] as u32)", "x[{r}]"],
-        names: ["b", "c", "d"],
+        reg: ["($x[{r}] as u32)", "$x[{r}]"],
+        names: ["$b", "$c", "$d"],
         konst: ["{v}u32", "{v}u64"],
-        write: ["x[a] = {0} as u64", "x[a] = {0}"],
+        imm: ["($u.imm as u32)", "$u.imm"],
+        field: ["($u.{f} as u32)", "($u.{f} as u64)"],
+        carry: ["(($nzcv >> 29) as u32 & 1)", "(($nzcv >> 29) & 1)"],
+        write: ["$x[$a] = {0} as u64", "$x[$a] = {0}"],
+        add_flags: [
+            "{ let (p, q, k) = ({a}, {b}, {c}); {log}let (r, n) = crate::cpu::int::add_with_flags32(p, q, k); $x[$a] = r as u64; $nzcv = n; }",
+            "{ let (p, q, k) = ({a}, {b}, {c}); {log}let (r, n) = crate::cpu::int::add_with_flags64(p, q, k); $x[$a] = r; $nzcv = n; }",
+        ],
+        log: "$log!(p, q, k, {bits}); ",
+        logic_flags: [
+            "{ let r = {0}; $x[$a] = r as u64; $nzcv = crate::cpu::int::logic_flags32(r); }",
+            "{ let r = {0}; $x[$a] = r; $nzcv = crate::cpu::int::logic_flags64(r); }",
+        ],
+        cond_flags: [
+            "$nzcv = if armada_isa::uop::cond::check($u.e, $nzcv) { let (p, q, k) = ({a}, {b}, {c}); {log}crate::cpu::int::add_with_flags32(p, q, k).1 } else { ($u.f as u64 & 15) << 28 }",
+            "$nzcv = if armada_isa::uop::cond::check($u.e, $nzcv) { let (p, q, k) = ({a}, {b}, {c}); {log}crate::cpu::int::add_with_flags64(p, q, k).1 } else { ($u.f as u64 & 15) << 28 }",
+        ],
     },
     Leaves {
         reg: ["((u32)x[{r}])", "x[{r}]"],
         names: ["b", "c", "dr"],
         konst: ["{v}u", "{v}ull"],
+        imm: ["((u32)imm)", "imm"],
+        field: ["{f}", "((u64){f})"],
+        carry: ["((nzcv >> 29) & 1u)", "((u64)((nzcv >> 29) & 1u))"],
         write: ["x[a] = (u64){0};", "x[a] = {0};"],
+        add_flags: [
+            "x[a] = (u64)add_flags32({a}, {b}, {c}, nzcv);",
+            "x[a] = add_flags64({a}, {b}, {c}, nzcv);",
+        ],
+        log: "",
+        logic_flags: [
+            "{ u32 r = {0}; x[a] = r; nzcv = logic_flags32(r); }",
+            "{ u64 r = {0}; x[a] = r; nzcv = logic_flags64(r); }",
+        ],
+        cond_flags: [
+            "if (cond_holds(e, nzcv)) add_flags32({a}, {b}, {c}, nzcv); else nzcv = (f & 15) << 28;",
+            "if (cond_holds(e, nzcv)) add_flags64({a}, {b}, {c}, nzcv); else nzcv = (f & 15) << 28;",
+        ],
     },
     Leaves {
         reg: ["u32(x[{r}])", "x[{r}]"],
         names: ["b", "c", "dr"],
         konst: ["{v}u", "{v}lu"],
+        imm: ["u32(imm)", "imm"],
+        field: ["{f}", "u64({f})"],
+        carry: ["((nzcv >> 29u) & 1u)", "u64((nzcv >> 29u) & 1u)"],
         write: ["x[a] = u64({0});", "x[a] = {0};"],
+        add_flags: [
+            "x[a] = u64(add_flags32({a}, {b}, {c}));",
+            "x[a] = add_flags64({a}, {b}, {c});",
+        ],
+        log: "",
+        logic_flags: [
+            "let r = {0}; x[a] = u64(r); nzcv = logic_flags32(r);",
+            "let r = {0}; x[a] = r; nzcv = logic_flags64(r);",
+        ],
+        cond_flags: [
+            "if cond_holds(e, nzcv) { add_flags32({a}, {b}, {c}); } else { nzcv = (f & 15u) << 28u; }",
+            "if cond_holds(e, nzcv) { add_flags64({a}, {b}, {c}); } else { nzcv = (f & 15u) << 28u; }",
+        ],
     },
 ];
 
@@ -147,6 +218,18 @@ pub fn expr(lang: Lang, e: &Expr) -> String {
             leaves.reg[by_width(*w)].replace("{r}", name)
         }
         Expr::Const(v, w) => leaves.konst[by_width(*w)].replace("{v}", &format!("{v:#x}")),
+        Expr::Imm(w) => leaves.imm[by_width(*w)].to_string(),
+        Expr::Field(f, w) => {
+            let name = if *f == Field::E { "e" } else { "f" };
+            leaves.field[by_width(*w)].replace("{f}", name)
+        }
+        Expr::Carry(w) => leaves.carry[by_width(*w)].to_string(),
+        Expr::Shifted(a) => fill(spelling(lang, N::Shifted, a.width()), &[expr(lang, a)]),
+        Expr::Extended(a) => fill(spelling(lang, N::Extended, Width::X), &[expr(lang, a)]),
+        Expr::IfCond(a, b) => fill(
+            spelling(lang, N::IfCond, a.width()),
+            &[expr(lang, a), expr(lang, b)],
+        ),
         Expr::Un(op, w, a) => fill(spelling(lang, N::Un(*op), *w), &[expr(lang, a)]),
         Expr::Bin(op, w, a, b) => fill(
             spelling(lang, N::Bin(*op), *w),
@@ -162,44 +245,60 @@ pub fn expr(lang: Lang, e: &Expr) -> String {
 
 /// The statement that runs `d` in `lang`.
 pub fn statement(lang: Lang, d: &Def) -> String {
-    LEAVES[lang.column()].write[by_width(d.width())].replace("{0}", &expr(lang, &d.rd))
+    let l = &LEAVES[lang.column()];
+    let w = by_width(d.width());
+    let add = |template: &str, a: &Expr, b: &Expr, c: &Expr, compare: bool| {
+        let log = if compare {
+            l.log.replace("{bits}", &d.width().bits().to_string())
+        } else {
+            String::new()
+        };
+        template
+            .replace("{log}", &log)
+            .replace("{a}", &expr(lang, a))
+            .replace("{b}", &expr(lang, b))
+            .replace("{c}", &expr(lang, c))
+    };
+    match &d.effect {
+        Effect::Rd(v) => l.write[w].replace("{0}", &expr(lang, v)),
+        Effect::LogicFlags(v) => l.logic_flags[w].replace("{0}", &expr(lang, v)),
+        Effect::AddFlags {
+            a,
+            b,
+            carry,
+            compare,
+        } => add(l.add_flags[w], a, b, carry, *compare),
+        // (CCMP and CCMN are compares)
+        Effect::CondFlags { a, b, carry } => add(l.cond_flags[w], a, b, carry, true),
+    }
 }
 
 const HEADER: &str =
     "generated by armada-semantics from its definitions (crates/armada-semantics): \
                       edit those, not this";
 
-/// The interpreter's function: runs micro-op `op` if it is defined here, else returns false.
-pub fn rust_exec() -> String {
+/// The interpreter's `match` on the micro-op (`cpu/defined.rs`): a macro that takes the
+/// loop's own arms and puts the defined ops' arms before them, so every op is one arm of one
+/// `match` (a second `match` in a shared arm cost the interpreter 30% on ALU-heavy loops).
+pub fn rust_match() -> String {
     let mut s = format!(
         "// {HEADER}\n\n\
-         /// Runs micro-op `op` if armada-semantics defines it; false if it does not.\n\
-         #[inline(always)]\n\
-         #[allow(clippy::all, unused_parens)]\n\
-         pub(super) fn exec<const N: usize>(op: u16, x: &mut [u64; N], a: usize, b: usize, \
-         c: usize, d: usize, e: u8, f: u8) -> bool {{\n\
-         \x20   let _ = (b, c, d, e, f);\n\
-         \x20   match op {{\n"
+         /// `match $u.op` with the arms of the ops armada-semantics defines, then the caller's.\n\
+         macro_rules! match_with_defined {{\n\
+         \x20   (($x:ident, $nzcv:expr, $a:ident, $b:ident, $c:ident, $d:ident, $log:ident),\n\
+         \x20    match $u:ident.op {{ $($arms:tt)* }}) => {{\n\
+         \x20       #[allow(unused_parens, unused_braces, clippy::all)]\n\
+         \x20       match $u.op {{\n"
     );
     for d in definitions() {
         s.push_str(&format!(
-            "        // {}\n        armada_isa::ops::{} => {},\n",
+            "            // {}\n            armada_isa::ops::{} => {},\n",
             d.doc,
             d.name(),
             statement(Lang::Rust, d)
         ));
     }
-    s.push_str("        _ => return false,\n    }\n    true\n}\n");
-    // the interpreter's loop matches these in an arm of its own, so the ops it runs by hand
-    // keep their place in its jump table
-    s.push_str(
-        "\n/// The ops [`exec`] runs, as a pattern.\nmacro_rules! defined_op {\n    () => {\n",
-    );
-    for (i, d) in definitions().iter().enumerate() {
-        let sep = if i == 0 { "           " } else { "        | " };
-        s.push_str(&format!("{sep}armada_isa::ops::{}\n", d.name()));
-    }
-    s.push_str("    };\n}\npub(super) use defined_op;\n");
+    s.push_str("            $($arms)*\n        }\n    };\n}\npub(super) use match_with_defined;\n");
     s
 }
 
@@ -250,7 +349,7 @@ mod tests {
         let d = crate::definition(ops::MADD_W).unwrap();
         assert_eq!(
             statement(Lang::Rust, d),
-            "x[a] = (x[d] as u32).wrapping_add((x[b] as u32).wrapping_mul((x[c] as u32))) as u64"
+            "$x[$a] = ($x[$d] as u32).wrapping_add(($x[$b] as u32).wrapping_mul(($x[$c] as u32))) as u64"
         );
         assert_eq!(
             statement(Lang::Cuda, d),

@@ -27,14 +27,22 @@ fn no_engine_handles_a_defined_op_by_hand() {
         let text = std::fs::read_to_string(root.join(f)).unwrap();
         for (i, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap();
-            // a match arm (Rust) or a case (C, WGSL) naming the op
-            if !(code.contains("=>")
-                || code.contains("case ")
-                || code.trim_start().starts_with('|'))
-            {
+            // a match arm's pattern (Rust) or a case (C, WGSL) naming the op
+            let pattern: String = if code.contains("case ") {
+                // each `case LABELS:` (C) or `case LABELS: {` (WGSL) on the line
+                code.split("case ")
+                    .skip(1)
+                    .map(|c| c.split([':', '{']).next().unwrap())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            } else if let Some(p) = code.split_once("=>") {
+                p.0.to_string()
+            } else if code.trim_start().starts_with('|') {
+                code.to_string()
+            } else {
                 continue;
-            }
-            for w in words(code) {
+            };
+            for w in words(&pattern) {
                 let w = w.strip_prefix("OP_").unwrap_or(w);
                 if names.contains(&w) {
                     found.push(format!("{f}:{}: {w}", i + 1));

@@ -1,5 +1,5 @@
-//! The micro-ops armada-semantics defines, as the interpreter runs them: generated at build
-//! time from the definitions (build.rs), so this engine, the Cranelift tier, the CUDA kernel
-//! and the shader run one meaning.
+//! The micro-ops armada-semantics defines, as the interpreter runs them: arms of the loop's
+//! `match`, generated at build time from the definitions (build.rs), so this engine, the
+//! Cranelift tier, the CUDA kernel and the shader run one meaning.
 
 include!(concat!(env!("OUT_DIR"), "/defined.rs"));

@@ -37,11 +37,6 @@ pub fn logic_flags32(r: u32) -> u64 {
     ((r >> 31) as u64) << 31 | ((r == 0) as u64) << 30
 }
 
-#[inline(always)]
-pub(super) fn carry(nzcv: u64) -> u64 {
-    (nzcv >> 29) & 1
-}
-
 /// Shift by type (LSL, LSR, ASR, ROR) and amount.
 #[inline(always)]
 pub(super) fn shift64(v: u64, ty: u8, amount: u8) -> u64 {

@@ -301,649 +301,457 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
                 u.c as usize & 63,
                 u.d as usize & 63,
             );
-            match u.op {
-                NOT_DECODED => {
-                    st.retired = retired;
-                    if let Err(f) = code.decode_page(ri, idx, mem) {
+            // (the arms of the ops armada-semantics defines come first: `defined`)
+            defined::match_with_defined!(
+                (x, st.nzcv, a, b, c, d, cmp_log),
+                match u.op {
+                    NOT_DECODED => {
+                        st.retired = retired;
+                        if let Err(f) = code.decode_page(ri, idx, mem) {
+                            st.pc = pc_of!(idx);
+                            return Stop::Fault(f);
+                        }
                         st.pc = pc_of!(idx);
-                        return Stop::Fault(f);
+                        continue 'outer;
                     }
-                    st.pc = pc_of!(idx);
-                    continue 'outer;
-                }
-                END_OF_REGION => {
-                    st.pc = pc_of!(idx);
-                    st.retired = retired;
-                    continue 'outer;
-                }
-                UNDEFINED => {
-                    st.pc = pc_of!(idx);
-                    exit!(Stop::Undefined(u.imm as u32));
-                }
-                NOP | PRFM | MSR_NZCV_IMM => {}
-                SVC => {
-                    st.pc = pc_of!(idx + 1);
-                    retired += 1;
-                    exit!(Stop::Syscall);
-                }
-                HLT => {
-                    st.pc = pc_of!(idx + 1);
-                    retired += 1;
-                    exit!(Stop::Halt(u.imm as u16));
-                }
-                BRK => {
-                    st.pc = pc_of!(idx);
-                    exit!(Stop::Breakpoint(u.imm as u16));
-                }
-
-                // ----- branches
-                B => branch!(u.imm),
-                BL => {
-                    x[30] = pc_of!(idx + 1);
-                    if STEP {
-                        retired += 1;
-                        st.pc = u.imm;
-                        exit!(Stop::Budget);
-                    }
-                    branch!(u.imm)
-                }
-                BR => branch!(x[b]),
-                BLR => {
-                    let t = x[b];
-                    x[30] = pc_of!(idx + 1);
-                    if STEP {
-                        retired += 1;
-                        st.pc = t;
-                        exit!(Stop::Budget);
-                    }
-                    branch!(t)
-                }
-                B_COND => {
-                    if cond::check(u.e, st.nzcv) {
-                        branch!(u.imm)
-                    } else {
-                        not_taken!();
-                    }
-                }
-                CBZ_W => {
-                    if x[b] as u32 == 0 {
-                        branch!(u.imm)
-                    } else {
-                        not_taken!();
-                    }
-                }
-                CBZ_X => {
-                    if x[b] == 0 {
-                        branch!(u.imm)
-                    } else {
-                        not_taken!();
-                    }
-                }
-                CBNZ_W => {
-                    if x[b] as u32 != 0 {
-                        branch!(u.imm)
-                    } else {
-                        not_taken!();
-                    }
-                }
-                CBNZ_X => {
-                    if x[b] != 0 {
-                        branch!(u.imm)
-                    } else {
-                        not_taken!();
-                    }
-                }
-                TBZ => {
-                    if (x[b] >> u.e) & 1 == 0 {
-                        branch!(u.imm)
-                    } else {
-                        not_taken!();
-                    }
-                }
-                TBNZ => {
-                    if (x[b] >> u.e) & 1 != 0 {
-                        branch!(u.imm)
-                    } else {
-                        not_taken!();
-                    }
-                }
-
-                // ----- system
-                MRS => {
-                    let v = match u.imm {
-                        sysreg::NZCV => st.nzcv,
-                        sysreg::FPCR => st.fpcr,
-                        sysreg::FPSR => st.fpsr,
-                        sysreg::TPIDR_EL0 => st.tpidr,
-                        sysreg::TPIDRRO_EL0 => 0,
-                        sysreg::DCZID_EL0 => DCZID,
-                        sysreg::CTR_EL0 => CTR,
-                        sysreg::MIDR_EL1 => MIDR,
-                        sysreg::MPIDR_EL1 => 0x8000_0000,
-                        sysreg::REVIDR_EL1 => 0,
-                        sysreg::ID_AA64PFR0_EL1 => 0x0000_0000_0001_0011,
-                        sysreg::ID_AA64ISAR0_EL1 => 0x0000_0000_0020_0000,
-                        sysreg::ID_AA64ISAR1_EL1 => 0,
-                        sysreg::CNTVCT_EL0 | sysreg::CNTPCT_EL0 => retired,
-                        sysreg::CNTFRQ_EL0 => CNTFRQ,
-                        _ => 0,
-                    };
-                    st.x[a] = v;
-                }
-                MSR => {
-                    let v = x[b];
-                    match u.imm {
-                        sysreg::NZCV => st.nzcv = v & 0xf000_0000,
-                        sysreg::FPCR => st.fpcr = v & FPCR_MASK,
-                        sysreg::FPSR => st.fpsr = v & FPSR_MASK,
-                        _ => st.tpidr = v,
-                    }
-                }
-                CLREX => st.excl_addr = u64::MAX,
-                DC_ZVA => {
-                    let addr = x[b] & !(ZVA_BYTES - 1);
-                    mem_try!(mem.zero::<{ ZVA_BYTES as usize }>(addr));
-                    after_store!();
-                }
-
-                // ----- data processing, immediate
-                MOV_IMM => x[a] = u.imm,
-                MOVK_W => {
-                    let v = (x[b] & !(0xffff << u.e)) | (u.imm << u.e);
-                    x[a] = v & 0xffff_ffff;
-                }
-                MOVK_X => x[a] = (x[b] & !(0xffff << u.e)) | (u.imm << u.e),
-                ADD_IMM_W => x[a] = (x[b] as u32).wrapping_add(u.imm as u32) as u64,
-                ADD_IMM_X => x[a] = x[b].wrapping_add(u.imm),
-                ADDS_IMM_W => {
-                    let (r, f) = af32!(x[b] as u32, u.imm as u32, u.e as u32);
-                    x[a] = r as u64;
-                    st.nzcv = f;
-                }
-                ADDS_IMM_X => {
-                    let (r, f) = af64!(x[b], u.imm, u.e as u64);
-                    x[a] = r;
-                    st.nzcv = f;
-                }
-                AND_IMM_W | AND_IMM_X => x[a] = x[b] & u.imm,
-                ORR_IMM_W => x[a] = (x[b] | u.imm) & 0xffff_ffff,
-                ORR_IMM_X => x[a] = x[b] | u.imm,
-                EOR_IMM_W => x[a] = (x[b] ^ u.imm) & 0xffff_ffff,
-                EOR_IMM_X => x[a] = x[b] ^ u.imm,
-                ANDS_IMM_W => {
-                    let r = (x[b] as u32) & (u.imm as u32);
-                    x[a] = r as u64;
-                    st.nzcv = logic_flags32(r);
-                }
-                ANDS_IMM_X => {
-                    let r = x[b] & u.imm;
-                    x[a] = r;
-                    st.nzcv = logic_flags64(r);
-                }
-                UBFM_W => x[a] = ubfm(x[b], u.e as u32, u.f as u32, 32),
-                UBFM_X => x[a] = ubfm(x[b], u.e as u32, u.f as u32, 64),
-                SBFM_W => x[a] = sbfm(x[b], u.e as u32, u.f as u32, 32),
-                SBFM_X => x[a] = sbfm(x[b], u.e as u32, u.f as u32, 64),
-                BFM_W => x[a] = bfm(x[c], x[b], u.e as u32, u.f as u32, 32),
-                BFM_X => x[a] = bfm(x[c], x[b], u.e as u32, u.f as u32, 64),
-                EXTR_W => {
-                    let v = ((x[b] as u32 as u64) << 32) | (x[c] as u32 as u64);
-                    x[a] = (v >> u.e) & 0xffff_ffff;
-                }
-                EXTR_X => {
-                    x[a] = if u.e == 0 {
-                        x[c]
-                    } else {
-                        (x[c] >> u.e) | (x[b] << (64 - u.e as u32))
-                    }
-                }
-
-                // ----- data processing, register
-                ADD_SR_W => {
-                    x[a] = (x[b] as u32).wrapping_add(shift32(x[c] as u32, u.e, u.f)) as u64
-                }
-                ADD_SR_X => x[a] = x[b].wrapping_add(shift64(x[c], u.e, u.f)),
-                SUB_SR_W => {
-                    x[a] = (x[b] as u32).wrapping_sub(shift32(x[c] as u32, u.e, u.f)) as u64
-                }
-                SUB_SR_X => x[a] = x[b].wrapping_sub(shift64(x[c], u.e, u.f)),
-                ADDS_SR_W => {
-                    let (r, f) = af32!(x[b] as u32, shift32(x[c] as u32, u.e, u.f), 0);
-                    x[a] = r as u64;
-                    st.nzcv = f;
-                }
-                ADDS_SR_X => {
-                    let (r, f) = af64!(x[b], shift64(x[c], u.e, u.f), 0);
-                    x[a] = r;
-                    st.nzcv = f;
-                }
-                SUBS_SR_W => {
-                    let (r, f) = af32!(x[b] as u32, !shift32(x[c] as u32, u.e, u.f), 1);
-                    x[a] = r as u64;
-                    st.nzcv = f;
-                }
-                SUBS_SR_X => {
-                    let (r, f) = af64!(x[b], !shift64(x[c], u.e, u.f), 1);
-                    x[a] = r;
-                    st.nzcv = f;
-                }
-                ADD_EXT_W => {
-                    x[a] = (x[b] as u32).wrapping_add(extend(x[c], u.e, u.f) as u32) as u64
-                }
-                ADD_EXT_X => x[a] = x[b].wrapping_add(extend(x[c], u.e, u.f)),
-                SUB_EXT_W => {
-                    x[a] = (x[b] as u32).wrapping_sub(extend(x[c], u.e, u.f) as u32) as u64
-                }
-                SUB_EXT_X => x[a] = x[b].wrapping_sub(extend(x[c], u.e, u.f)),
-                ADDS_EXT_W => {
-                    let (r, f) = af32!(x[b] as u32, extend(x[c], u.e, u.f) as u32, 0);
-                    x[a] = r as u64;
-                    st.nzcv = f;
-                }
-                ADDS_EXT_X => {
-                    let (r, f) = af64!(x[b], extend(x[c], u.e, u.f), 0);
-                    x[a] = r;
-                    st.nzcv = f;
-                }
-                SUBS_EXT_W => {
-                    let (r, f) = af32!(x[b] as u32, !(extend(x[c], u.e, u.f) as u32), 1);
-                    x[a] = r as u64;
-                    st.nzcv = f;
-                }
-                SUBS_EXT_X => {
-                    let (r, f) = af64!(x[b], !extend(x[c], u.e, u.f), 1);
-                    x[a] = r;
-                    st.nzcv = f;
-                }
-                ADC_W => {
-                    x[a] = (x[b] as u32)
-                        .wrapping_add(x[c] as u32)
-                        .wrapping_add(carry(st.nzcv) as u32) as u64
-                }
-                ADC_X => x[a] = x[b].wrapping_add(x[c]).wrapping_add(carry(st.nzcv)),
-                SBC_W => {
-                    x[a] = (x[b] as u32)
-                        .wrapping_add(!(x[c] as u32))
-                        .wrapping_add(carry(st.nzcv) as u32) as u64
-                }
-                SBC_X => x[a] = x[b].wrapping_add(!x[c]).wrapping_add(carry(st.nzcv)),
-                ADCS_W => {
-                    let (r, f) = add_with_flags32(x[b] as u32, x[c] as u32, carry(st.nzcv) as u32);
-                    x[a] = r as u64;
-                    st.nzcv = f;
-                }
-                ADCS_X => {
-                    let (r, f) = add_with_flags64(x[b], x[c], carry(st.nzcv));
-                    x[a] = r;
-                    st.nzcv = f;
-                }
-                SBCS_W => {
-                    let (r, f) =
-                        add_with_flags32(x[b] as u32, !(x[c] as u32), carry(st.nzcv) as u32);
-                    x[a] = r as u64;
-                    st.nzcv = f;
-                }
-                SBCS_X => {
-                    let (r, f) = add_with_flags64(x[b], !x[c], carry(st.nzcv));
-                    x[a] = r;
-                    st.nzcv = f;
-                }
-                AND_SR_W => x[a] = (x[b] as u32 & shift32(x[c] as u32, u.e, u.f)) as u64,
-                AND_SR_X => x[a] = x[b] & shift64(x[c], u.e, u.f),
-                BIC_SR_W => x[a] = (x[b] as u32 & !shift32(x[c] as u32, u.e, u.f)) as u64,
-                BIC_SR_X => x[a] = x[b] & !shift64(x[c], u.e, u.f),
-                ORR_SR_W => x[a] = (x[b] as u32 | shift32(x[c] as u32, u.e, u.f)) as u64,
-                ORR_SR_X => x[a] = x[b] | shift64(x[c], u.e, u.f),
-                ORN_SR_W => x[a] = (x[b] as u32 | !shift32(x[c] as u32, u.e, u.f)) as u64,
-                ORN_SR_X => x[a] = x[b] | !shift64(x[c], u.e, u.f),
-                EOR_SR_W => x[a] = (x[b] as u32 ^ shift32(x[c] as u32, u.e, u.f)) as u64,
-                EOR_SR_X => x[a] = x[b] ^ shift64(x[c], u.e, u.f),
-                EON_SR_W => x[a] = (x[b] as u32 ^ !shift32(x[c] as u32, u.e, u.f)) as u64,
-                EON_SR_X => x[a] = x[b] ^ !shift64(x[c], u.e, u.f),
-                ANDS_SR_W => {
-                    let r = x[b] as u32 & shift32(x[c] as u32, u.e, u.f);
-                    x[a] = r as u64;
-                    st.nzcv = logic_flags32(r);
-                }
-                ANDS_SR_X => {
-                    let r = x[b] & shift64(x[c], u.e, u.f);
-                    x[a] = r;
-                    st.nzcv = logic_flags64(r);
-                }
-                BICS_SR_W => {
-                    let r = x[b] as u32 & !shift32(x[c] as u32, u.e, u.f);
-                    x[a] = r as u64;
-                    st.nzcv = logic_flags32(r);
-                }
-                BICS_SR_X => {
-                    let r = x[b] & !shift64(x[c], u.e, u.f);
-                    x[a] = r;
-                    st.nzcv = logic_flags64(r);
-                }
-                MOV_REG => x[a] = x[b],
-                MOV_REG_W => x[a] = x[b] & 0xffff_ffff,
-                CSEL_W | CSEL_X | CSINC_W | CSINC_X | CSINV_W | CSINV_X | CSNEG_W | CSNEG_X => {
-                    let v = if cond::check(u.e, st.nzcv) {
-                        x[b]
-                    } else {
-                        match u.op {
-                            CSEL_W | CSEL_X => x[c],
-                            CSINC_W | CSINC_X => x[c].wrapping_add(1),
-                            CSINV_W | CSINV_X => !x[c],
-                            _ => x[c].wrapping_neg(),
-                        }
-                    };
-                    x[a] = if matches!(u.op, CSEL_W | CSINC_W | CSINV_W | CSNEG_W) {
-                        v & 0xffff_ffff
-                    } else {
-                        v
-                    };
-                }
-                CCMP_REG_W | CCMP_REG_X | CCMN_REG_W | CCMN_REG_X | CCMP_IMM_W | CCMP_IMM_X
-                | CCMN_IMM_W | CCMN_IMM_X => {
-                    st.nzcv = if cond::check(u.e, st.nzcv) {
-                        let op2 =
-                            if matches!(u.op, CCMP_IMM_W | CCMP_IMM_X | CCMN_IMM_W | CCMN_IMM_X) {
-                                u.imm
-                            } else {
-                                x[c]
-                            };
-                        let sub = matches!(u.op, CCMP_REG_W | CCMP_REG_X | CCMP_IMM_W | CCMP_IMM_X);
-                        let wide =
-                            matches!(u.op, CCMP_REG_X | CCMN_REG_X | CCMP_IMM_X | CCMN_IMM_X);
-                        match (sub, wide) {
-                            (true, true) => af64!(x[b], !op2, 1).1,
-                            (false, true) => af64!(x[b], op2, 0).1,
-                            (true, false) => af32!(x[b] as u32, !(op2 as u32), 1).1,
-                            (false, false) => af32!(x[b] as u32, op2 as u32, 0).1,
-                        }
-                    } else {
-                        (u.f as u64) << 28
-                    };
-                }
-
-                // the ops armada-semantics defines (generated)
-                defined::defined_op!() => {
-                    defined::exec(u.op, x, a, b, c, d, u.e, u.f);
-                }
-
-                // ----- loads and stores
-                LDR_B | LDR_H | LDR_W | LDR_X | LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X | LDRSW => {
-                    let addr = ea(x, &u);
-                    let v = match u.op {
-                        LDR_B => mem_try!(mem.read_u8(addr)) as u64,
-                        LDR_H => mem_try!(mem.read_u16(addr)) as u64,
-                        LDR_W => mem_try!(mem.read_u32(addr)) as u64,
-                        LDR_X => mem_try!(mem.read_u64(addr)),
-                        LDRSB_W => mem_try!(mem.read_u8(addr)) as i8 as u32 as u64,
-                        LDRSB_X => mem_try!(mem.read_u8(addr)) as i8 as u64,
-                        LDRSH_W => mem_try!(mem.read_u16(addr)) as i16 as u32 as u64,
-                        LDRSH_X => mem_try!(mem.read_u16(addr)) as i16 as u64,
-                        _ => mem_try!(mem.read_u32(addr)) as i32 as u64,
-                    };
-                    writeback(x, &u, addr);
-                    x[a] = v;
-                }
-                STR_B | STR_H | STR_W | STR_X => {
-                    let addr = ea(x, &u);
-                    let v = x[a];
-                    match u.op {
-                        STR_B => mem_try!(mem.write_u8(addr, v as u8)),
-                        STR_H => mem_try!(mem.write_u16(addr, v as u16)),
-                        STR_W => mem_try!(mem.write_u32(addr, v as u32)),
-                        _ => mem_try!(mem.write_u64(addr, v)),
-                    }
-                    writeback(x, &u, addr);
-                    after_store!();
-                }
-                LDR_V8 | LDR_V16 | LDR_V32 | LDR_V64 | LDR_V128 => {
-                    let addr = ea(x, &u);
-                    let v = match u.op {
-                        LDR_V8 => mem_try!(mem.read_u8(addr)) as u128,
-                        LDR_V16 => mem_try!(mem.read_u16(addr)) as u128,
-                        LDR_V32 => mem_try!(mem.read_u32(addr)) as u128,
-                        LDR_V64 => mem_try!(mem.read_u64(addr)) as u128,
-                        _ => mem_try!(mem.read_u128(addr)),
-                    };
-                    writeback(x, &u, addr);
-                    st.v[a & 31] = v;
-                }
-                STR_V8 | STR_V16 | STR_V32 | STR_V64 | STR_V128 => {
-                    let addr = ea(x, &u);
-                    let v = st.v[a & 31];
-                    match u.op {
-                        STR_V8 => mem_try!(mem.write_u8(addr, v as u8)),
-                        STR_V16 => mem_try!(mem.write_u16(addr, v as u16)),
-                        STR_V32 => mem_try!(mem.write_u32(addr, v as u32)),
-                        STR_V64 => mem_try!(mem.write_u64(addr, v as u64)),
-                        _ => mem_try!(mem.write_u128(addr, v)),
-                    }
-                    writeback(&mut st.x, &u, addr);
-                    after_store!();
-                }
-                LDP_W | LDPSW => {
-                    let addr = ea(x, &u);
-                    let v1 = mem_try!(mem.read_u32(addr));
-                    let v2 = mem_try!(mem.read_u32(addr.wrapping_add(4)));
-                    writeback(x, &u, addr);
-                    if u.op == LDPSW {
-                        x[a] = v1 as i32 as u64;
-                        x[d] = v2 as i32 as u64;
-                    } else {
-                        x[a] = v1 as u64;
-                        x[d] = v2 as u64;
-                    }
-                }
-                LDP_X => {
-                    let addr = ea(x, &u);
-                    let v: [u8; 16] = mem_try!(mem.read(addr));
-                    writeback(x, &u, addr);
-                    x[a] = u64::from_le_bytes(v[..8].try_into().unwrap());
-                    x[d] = u64::from_le_bytes(v[8..].try_into().unwrap());
-                }
-                STP_W => {
-                    let addr = ea(x, &u);
-                    let v = (x[a] & 0xffff_ffff) | (x[d] << 32);
-                    mem_try!(mem.write_u64(addr, v));
-                    writeback(x, &u, addr);
-                    after_store!();
-                }
-                STP_X => {
-                    let addr = ea(x, &u);
-                    let v = (x[a] as u128) | ((x[d] as u128) << 64);
-                    mem_try!(mem.write_u128(addr, v));
-                    writeback(x, &u, addr);
-                    after_store!();
-                }
-                LDP_V32 | LDP_V64 | LDP_V128 => {
-                    let addr = ea(x, &u);
-                    let (v1, v2) = match u.op {
-                        LDP_V32 => (
-                            mem_try!(mem.read_u32(addr)) as u128,
-                            mem_try!(mem.read_u32(addr.wrapping_add(4))) as u128,
-                        ),
-                        LDP_V64 => (
-                            mem_try!(mem.read_u64(addr)) as u128,
-                            mem_try!(mem.read_u64(addr.wrapping_add(8))) as u128,
-                        ),
-                        _ => (
-                            mem_try!(mem.read_u128(addr)),
-                            mem_try!(mem.read_u128(addr.wrapping_add(16))),
-                        ),
-                    };
-                    writeback(x, &u, addr);
-                    st.v[a & 31] = v1;
-                    st.v[d & 31] = v2;
-                }
-                STP_V32 | STP_V64 | STP_V128 => {
-                    let addr = ea(x, &u);
-                    let (v1, v2) = (st.v[a & 31], st.v[d & 31]);
-                    match u.op {
-                        STP_V32 => {
-                            mem_try!(mem
-                                .write_u64(addr, (v1 as u32 as u64) | ((v2 as u32 as u64) << 32)))
-                        }
-                        STP_V64 => mem_try!(
-                            mem.write_u128(addr, (v1 as u64 as u128) | ((v2 as u64 as u128) << 64))
-                        ),
-                        _ => {
-                            let mut buf = [0u8; 32];
-                            buf[..16].copy_from_slice(&v1.to_le_bytes());
-                            buf[16..].copy_from_slice(&v2.to_le_bytes());
-                            mem_try!(mem.write_bytes(addr, &buf))
-                        }
-                    }
-                    writeback(&mut st.x, &u, addr);
-                    after_store!();
-                }
-                LDXR => {
-                    let addr = x[b];
-                    let v = mem_try!(load_sized(mem, addr, u.e));
-                    x[a] = v;
-                    st.excl_addr = addr;
-                }
-                LDXP => {
-                    let addr = x[b];
-                    if u.e == 2 {
-                        let v = mem_try!(mem.read_u64(addr));
-                        x[a] = v & 0xffff_ffff;
-                        x[d] = v >> 32;
-                    } else {
-                        let v = mem_try!(mem.read_u128(addr));
-                        x[a] = v as u64;
-                        x[d] = (v >> 64) as u64;
-                    }
-                    st.excl_addr = addr;
-                }
-                STXR | STXP => {
-                    let addr = x[b];
-                    if st.excl_addr == addr {
-                        if u.op == STXR {
-                            mem_try!(store_sized(mem, addr, u.e, x[a]));
-                        } else if u.e == 2 {
-                            mem_try!(mem.write_u64(addr, (x[a] & 0xffff_ffff) | (x[d] << 32)));
-                        } else {
-                            mem_try!(mem.write_u128(addr, (x[a] as u128) | ((x[d] as u128) << 64)));
-                        }
-                        st.x[c] = 0;
-                    } else {
-                        // The store is checked even when it fails, as a real STXR would
-                        // fault on a bad address.
-                        mem_try!(load_sized(mem, addr, u.e));
-                        st.x[c] = 1;
-                    }
-                    st.excl_addr = u64::MAX;
-                    after_store!();
-                }
-                ATOMIC_RMW => {
-                    let addr = x[b];
-                    let old = mem_try!(load_sized(mem, addr, u.e));
-                    let new = atomic_apply(u.f, u.e, old, x[c]);
-                    mem_try!(store_sized(mem, addr, u.e, new));
-                    st.x[a] = old;
-                    after_store!();
-                }
-                CAS => {
-                    let addr = x[b];
-                    let old = mem_try!(load_sized(mem, addr, u.e));
-                    let mask = size_mask(u.e);
-                    if old == x[c] & mask {
-                        mem_try!(store_sized(mem, addr, u.e, x[a]));
-                    } else {
-                        // CAS always needs write access, even when the comparison fails.
-                        mem_try!(store_sized(mem, addr, u.e, old));
-                    }
-                    st.x[d] = old;
-                    after_store!();
-                }
-                CASP => {
-                    let addr = x[b];
-                    let (s0, s1, t0, t1) = (c, c + 1, a, a + 1);
-                    let rd = |r: usize| if r == 31 { 0 } else { st.x[r] };
-                    let (cmp0, cmp1, new0, new1) = (rd(s0), rd(s1), rd(t0), rd(t1));
-                    let (old0, old1) = if u.e == 2 {
-                        let v = mem_try!(mem.read_u64(addr));
-                        (v & 0xffff_ffff, v >> 32)
-                    } else {
-                        let v = mem_try!(mem.read_u128(addr));
-                        (v as u64, (v >> 64) as u64)
-                    };
-                    let mask = size_mask(u.e);
-                    let equal = old0 == cmp0 & mask && old1 == cmp1 & mask;
-                    let (w0, w1) = if equal {
-                        (new0 & mask, new1 & mask)
-                    } else {
-                        (old0, old1)
-                    };
-                    if u.e == 2 {
-                        mem_try!(mem.write_u64(addr, w0 | (w1 << 32)));
-                    } else {
-                        mem_try!(mem.write_u128(addr, (w0 as u128) | ((w1 as u128) << 64)));
-                    }
-                    if s0 != 31 {
-                        st.x[s0] = old0;
-                    }
-                    if s1 < 31 {
-                        st.x[s1] = old1;
-                    }
-                    after_store!();
-                }
-
-                // ----- CPU-engine-only forms (see `fused`)
-                fused::SHIFT_PAIR_U => x[a] = (x[b] << u.e) >> u.f,
-                fused::SHIFT_PAIR_S_X => x[a] = (((x[b] << u.e) as i64) >> u.f) as u64,
-                fused::SHIFT_PAIR_S_W => {
-                    x[a] = ((((x[b] << u.e) as i64) >> u.f) as u64) & 0xffff_ffff
-                }
-                // ----- compare + B.cond pairs (CPU engine only, see `fused`)
-                fused::ADDS_IMM_W_BCOND
-                | fused::ADDS_IMM_X_BCOND
-                | fused::SUBS_SR_W_BCOND
-                | fused::SUBS_SR_X_BCOND => {
-                    let (r, f) = match u.op {
-                        fused::ADDS_IMM_W_BCOND => {
-                            let (r, f) = af32!(x[b] as u32, u.imm as u32, u.e as u32);
-                            (r as u64, f)
-                        }
-                        fused::ADDS_IMM_X_BCOND => af64!(x[b], u.imm, u.e as u64),
-                        fused::SUBS_SR_W_BCOND => {
-                            let (r, f) = af32!(x[b] as u32, !shift32(x[c] as u32, u.e, u.f), 1);
-                            (r as u64, f)
-                        }
-                        _ => af64!(x[b], !shift64(x[c], u.e, u.f), 1),
-                    };
-                    x[a] = r;
-                    st.nzcv = f;
-                    // Run the branch in the same dispatch when the budget has room for both;
-                    // otherwise only the compare retires here and the branch runs alone.
-                    if retired + 1 < limit {
-                        let br = ops[idx + 1];
-                        retired += 1;
-                        idx += 1;
-                        if cond::check(br.e, f) {
-                            branch!(br.imm)
-                        }
-                        not_taken!();
-                    }
-                }
-
-                // ----- FP and AdvSIMD
-                op if op >= FP_BASE => {
-                    if let Err(f) = fp::exec_fp(st, mem, &u) {
-                        fault!(f);
-                    }
-                    if mem.has_code_write() {
-                        retired += 1;
-                        st.pc = pc_of!(idx + 1);
+                    END_OF_REGION => {
+                        st.pc = pc_of!(idx);
                         st.retired = retired;
                         continue 'outer;
                     }
+                    UNDEFINED => {
+                        st.pc = pc_of!(idx);
+                        exit!(Stop::Undefined(u.imm as u32));
+                    }
+                    NOP | PRFM | MSR_NZCV_IMM => {}
+                    SVC => {
+                        st.pc = pc_of!(idx + 1);
+                        retired += 1;
+                        exit!(Stop::Syscall);
+                    }
+                    HLT => {
+                        st.pc = pc_of!(idx + 1);
+                        retired += 1;
+                        exit!(Stop::Halt(u.imm as u16));
+                    }
+                    BRK => {
+                        st.pc = pc_of!(idx);
+                        exit!(Stop::Breakpoint(u.imm as u16));
+                    }
+
+                    // ----- branches
+                    B => branch!(u.imm),
+                    BL => {
+                        x[30] = pc_of!(idx + 1);
+                        if STEP {
+                            retired += 1;
+                            st.pc = u.imm;
+                            exit!(Stop::Budget);
+                        }
+                        branch!(u.imm)
+                    }
+                    BR => branch!(x[b]),
+                    BLR => {
+                        let t = x[b];
+                        x[30] = pc_of!(idx + 1);
+                        if STEP {
+                            retired += 1;
+                            st.pc = t;
+                            exit!(Stop::Budget);
+                        }
+                        branch!(t)
+                    }
+                    B_COND => {
+                        if cond::check(u.e, st.nzcv) {
+                            branch!(u.imm)
+                        } else {
+                            not_taken!();
+                        }
+                    }
+                    CBZ_W => {
+                        if x[b] as u32 == 0 {
+                            branch!(u.imm)
+                        } else {
+                            not_taken!();
+                        }
+                    }
+                    CBZ_X => {
+                        if x[b] == 0 {
+                            branch!(u.imm)
+                        } else {
+                            not_taken!();
+                        }
+                    }
+                    CBNZ_W => {
+                        if x[b] as u32 != 0 {
+                            branch!(u.imm)
+                        } else {
+                            not_taken!();
+                        }
+                    }
+                    CBNZ_X => {
+                        if x[b] != 0 {
+                            branch!(u.imm)
+                        } else {
+                            not_taken!();
+                        }
+                    }
+                    TBZ => {
+                        if (x[b] >> u.e) & 1 == 0 {
+                            branch!(u.imm)
+                        } else {
+                            not_taken!();
+                        }
+                    }
+                    TBNZ => {
+                        if (x[b] >> u.e) & 1 != 0 {
+                            branch!(u.imm)
+                        } else {
+                            not_taken!();
+                        }
+                    }
+
+                    // ----- system
+                    MRS => {
+                        let v = match u.imm {
+                            sysreg::NZCV => st.nzcv,
+                            sysreg::FPCR => st.fpcr,
+                            sysreg::FPSR => st.fpsr,
+                            sysreg::TPIDR_EL0 => st.tpidr,
+                            sysreg::TPIDRRO_EL0 => 0,
+                            sysreg::DCZID_EL0 => DCZID,
+                            sysreg::CTR_EL0 => CTR,
+                            sysreg::MIDR_EL1 => MIDR,
+                            sysreg::MPIDR_EL1 => 0x8000_0000,
+                            sysreg::REVIDR_EL1 => 0,
+                            sysreg::ID_AA64PFR0_EL1 => 0x0000_0000_0001_0011,
+                            sysreg::ID_AA64ISAR0_EL1 => 0x0000_0000_0020_0000,
+                            sysreg::ID_AA64ISAR1_EL1 => 0,
+                            sysreg::CNTVCT_EL0 | sysreg::CNTPCT_EL0 => retired,
+                            sysreg::CNTFRQ_EL0 => CNTFRQ,
+                            _ => 0,
+                        };
+                        st.x[a] = v;
+                    }
+                    MSR => {
+                        let v = x[b];
+                        match u.imm {
+                            sysreg::NZCV => st.nzcv = v & 0xf000_0000,
+                            sysreg::FPCR => st.fpcr = v & FPCR_MASK,
+                            sysreg::FPSR => st.fpsr = v & FPSR_MASK,
+                            _ => st.tpidr = v,
+                        }
+                    }
+                    CLREX => st.excl_addr = u64::MAX,
+                    DC_ZVA => {
+                        let addr = x[b] & !(ZVA_BYTES - 1);
+                        mem_try!(mem.zero::<{ ZVA_BYTES as usize }>(addr));
+                        after_store!();
+                    }
+
+                    // ----- bitfields and extract (the rest of data processing: `defined` below)
+                    UBFM_W => x[a] = ubfm(x[b], u.e as u32, u.f as u32, 32),
+                    UBFM_X => x[a] = ubfm(x[b], u.e as u32, u.f as u32, 64),
+                    SBFM_W => x[a] = sbfm(x[b], u.e as u32, u.f as u32, 32),
+                    SBFM_X => x[a] = sbfm(x[b], u.e as u32, u.f as u32, 64),
+                    BFM_W => x[a] = bfm(x[c], x[b], u.e as u32, u.f as u32, 32),
+                    BFM_X => x[a] = bfm(x[c], x[b], u.e as u32, u.f as u32, 64),
+                    EXTR_W => {
+                        let v = ((x[b] as u32 as u64) << 32) | (x[c] as u32 as u64);
+                        x[a] = (v >> u.e) & 0xffff_ffff;
+                    }
+                    EXTR_X => {
+                        x[a] = if u.e == 0 {
+                            x[c]
+                        } else {
+                            (x[c] >> u.e) | (x[b] << (64 - u.e as u32))
+                        }
+                    }
+
+                    // ----- loads and stores
+                    LDR_B | LDR_H | LDR_W | LDR_X | LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X
+                    | LDRSW => {
+                        let addr = ea(x, &u);
+                        let v = match u.op {
+                            LDR_B => mem_try!(mem.read_u8(addr)) as u64,
+                            LDR_H => mem_try!(mem.read_u16(addr)) as u64,
+                            LDR_W => mem_try!(mem.read_u32(addr)) as u64,
+                            LDR_X => mem_try!(mem.read_u64(addr)),
+                            LDRSB_W => mem_try!(mem.read_u8(addr)) as i8 as u32 as u64,
+                            LDRSB_X => mem_try!(mem.read_u8(addr)) as i8 as u64,
+                            LDRSH_W => mem_try!(mem.read_u16(addr)) as i16 as u32 as u64,
+                            LDRSH_X => mem_try!(mem.read_u16(addr)) as i16 as u64,
+                            _ => mem_try!(mem.read_u32(addr)) as i32 as u64,
+                        };
+                        writeback(x, &u, addr);
+                        x[a] = v;
+                    }
+                    STR_B | STR_H | STR_W | STR_X => {
+                        let addr = ea(x, &u);
+                        let v = x[a];
+                        match u.op {
+                            STR_B => mem_try!(mem.write_u8(addr, v as u8)),
+                            STR_H => mem_try!(mem.write_u16(addr, v as u16)),
+                            STR_W => mem_try!(mem.write_u32(addr, v as u32)),
+                            _ => mem_try!(mem.write_u64(addr, v)),
+                        }
+                        writeback(x, &u, addr);
+                        after_store!();
+                    }
+                    LDR_V8 | LDR_V16 | LDR_V32 | LDR_V64 | LDR_V128 => {
+                        let addr = ea(x, &u);
+                        let v = match u.op {
+                            LDR_V8 => mem_try!(mem.read_u8(addr)) as u128,
+                            LDR_V16 => mem_try!(mem.read_u16(addr)) as u128,
+                            LDR_V32 => mem_try!(mem.read_u32(addr)) as u128,
+                            LDR_V64 => mem_try!(mem.read_u64(addr)) as u128,
+                            _ => mem_try!(mem.read_u128(addr)),
+                        };
+                        writeback(x, &u, addr);
+                        st.v[a & 31] = v;
+                    }
+                    STR_V8 | STR_V16 | STR_V32 | STR_V64 | STR_V128 => {
+                        let addr = ea(x, &u);
+                        let v = st.v[a & 31];
+                        match u.op {
+                            STR_V8 => mem_try!(mem.write_u8(addr, v as u8)),
+                            STR_V16 => mem_try!(mem.write_u16(addr, v as u16)),
+                            STR_V32 => mem_try!(mem.write_u32(addr, v as u32)),
+                            STR_V64 => mem_try!(mem.write_u64(addr, v as u64)),
+                            _ => mem_try!(mem.write_u128(addr, v)),
+                        }
+                        writeback(&mut st.x, &u, addr);
+                        after_store!();
+                    }
+                    LDP_W | LDPSW => {
+                        let addr = ea(x, &u);
+                        let v1 = mem_try!(mem.read_u32(addr));
+                        let v2 = mem_try!(mem.read_u32(addr.wrapping_add(4)));
+                        writeback(x, &u, addr);
+                        if u.op == LDPSW {
+                            x[a] = v1 as i32 as u64;
+                            x[d] = v2 as i32 as u64;
+                        } else {
+                            x[a] = v1 as u64;
+                            x[d] = v2 as u64;
+                        }
+                    }
+                    LDP_X => {
+                        let addr = ea(x, &u);
+                        let v: [u8; 16] = mem_try!(mem.read(addr));
+                        writeback(x, &u, addr);
+                        x[a] = u64::from_le_bytes(v[..8].try_into().unwrap());
+                        x[d] = u64::from_le_bytes(v[8..].try_into().unwrap());
+                    }
+                    STP_W => {
+                        let addr = ea(x, &u);
+                        let v = (x[a] & 0xffff_ffff) | (x[d] << 32);
+                        mem_try!(mem.write_u64(addr, v));
+                        writeback(x, &u, addr);
+                        after_store!();
+                    }
+                    STP_X => {
+                        let addr = ea(x, &u);
+                        let v = (x[a] as u128) | ((x[d] as u128) << 64);
+                        mem_try!(mem.write_u128(addr, v));
+                        writeback(x, &u, addr);
+                        after_store!();
+                    }
+                    LDP_V32 | LDP_V64 | LDP_V128 => {
+                        let addr = ea(x, &u);
+                        let (v1, v2) = match u.op {
+                            LDP_V32 => (
+                                mem_try!(mem.read_u32(addr)) as u128,
+                                mem_try!(mem.read_u32(addr.wrapping_add(4))) as u128,
+                            ),
+                            LDP_V64 => (
+                                mem_try!(mem.read_u64(addr)) as u128,
+                                mem_try!(mem.read_u64(addr.wrapping_add(8))) as u128,
+                            ),
+                            _ => (
+                                mem_try!(mem.read_u128(addr)),
+                                mem_try!(mem.read_u128(addr.wrapping_add(16))),
+                            ),
+                        };
+                        writeback(x, &u, addr);
+                        st.v[a & 31] = v1;
+                        st.v[d & 31] = v2;
+                    }
+                    STP_V32 | STP_V64 | STP_V128 => {
+                        let addr = ea(x, &u);
+                        let (v1, v2) = (st.v[a & 31], st.v[d & 31]);
+                        match u.op {
+                            STP_V32 => {
+                                mem_try!(mem.write_u64(
+                                    addr,
+                                    (v1 as u32 as u64) | ((v2 as u32 as u64) << 32)
+                                ))
+                            }
+                            STP_V64 => mem_try!(mem.write_u128(
+                                addr,
+                                (v1 as u64 as u128) | ((v2 as u64 as u128) << 64)
+                            )),
+                            _ => {
+                                let mut buf = [0u8; 32];
+                                buf[..16].copy_from_slice(&v1.to_le_bytes());
+                                buf[16..].copy_from_slice(&v2.to_le_bytes());
+                                mem_try!(mem.write_bytes(addr, &buf))
+                            }
+                        }
+                        writeback(&mut st.x, &u, addr);
+                        after_store!();
+                    }
+                    LDXR => {
+                        let addr = x[b];
+                        let v = mem_try!(load_sized(mem, addr, u.e));
+                        x[a] = v;
+                        st.excl_addr = addr;
+                    }
+                    LDXP => {
+                        let addr = x[b];
+                        if u.e == 2 {
+                            let v = mem_try!(mem.read_u64(addr));
+                            x[a] = v & 0xffff_ffff;
+                            x[d] = v >> 32;
+                        } else {
+                            let v = mem_try!(mem.read_u128(addr));
+                            x[a] = v as u64;
+                            x[d] = (v >> 64) as u64;
+                        }
+                        st.excl_addr = addr;
+                    }
+                    STXR | STXP => {
+                        let addr = x[b];
+                        if st.excl_addr == addr {
+                            if u.op == STXR {
+                                mem_try!(store_sized(mem, addr, u.e, x[a]));
+                            } else if u.e == 2 {
+                                mem_try!(mem.write_u64(addr, (x[a] & 0xffff_ffff) | (x[d] << 32)));
+                            } else {
+                                mem_try!(
+                                    mem.write_u128(addr, (x[a] as u128) | ((x[d] as u128) << 64))
+                                );
+                            }
+                            st.x[c] = 0;
+                        } else {
+                            // The store is checked even when it fails, as a real STXR would
+                            // fault on a bad address.
+                            mem_try!(load_sized(mem, addr, u.e));
+                            st.x[c] = 1;
+                        }
+                        st.excl_addr = u64::MAX;
+                        after_store!();
+                    }
+                    ATOMIC_RMW => {
+                        let addr = x[b];
+                        let old = mem_try!(load_sized(mem, addr, u.e));
+                        let new = atomic_apply(u.f, u.e, old, x[c]);
+                        mem_try!(store_sized(mem, addr, u.e, new));
+                        st.x[a] = old;
+                        after_store!();
+                    }
+                    CAS => {
+                        let addr = x[b];
+                        let old = mem_try!(load_sized(mem, addr, u.e));
+                        let mask = size_mask(u.e);
+                        if old == x[c] & mask {
+                            mem_try!(store_sized(mem, addr, u.e, x[a]));
+                        } else {
+                            // CAS always needs write access, even when the comparison fails.
+                            mem_try!(store_sized(mem, addr, u.e, old));
+                        }
+                        st.x[d] = old;
+                        after_store!();
+                    }
+                    CASP => {
+                        let addr = x[b];
+                        let (s0, s1, t0, t1) = (c, c + 1, a, a + 1);
+                        let rd = |r: usize| if r == 31 { 0 } else { st.x[r] };
+                        let (cmp0, cmp1, new0, new1) = (rd(s0), rd(s1), rd(t0), rd(t1));
+                        let (old0, old1) = if u.e == 2 {
+                            let v = mem_try!(mem.read_u64(addr));
+                            (v & 0xffff_ffff, v >> 32)
+                        } else {
+                            let v = mem_try!(mem.read_u128(addr));
+                            (v as u64, (v >> 64) as u64)
+                        };
+                        let mask = size_mask(u.e);
+                        let equal = old0 == cmp0 & mask && old1 == cmp1 & mask;
+                        let (w0, w1) = if equal {
+                            (new0 & mask, new1 & mask)
+                        } else {
+                            (old0, old1)
+                        };
+                        if u.e == 2 {
+                            mem_try!(mem.write_u64(addr, w0 | (w1 << 32)));
+                        } else {
+                            mem_try!(mem.write_u128(addr, (w0 as u128) | ((w1 as u128) << 64)));
+                        }
+                        if s0 != 31 {
+                            st.x[s0] = old0;
+                        }
+                        if s1 < 31 {
+                            st.x[s1] = old1;
+                        }
+                        after_store!();
+                    }
+
+                    // ----- CPU-engine-only forms (see `fused`)
+                    fused::SHIFT_PAIR_U => x[a] = (x[b] << u.e) >> u.f,
+                    fused::SHIFT_PAIR_S_X => x[a] = (((x[b] << u.e) as i64) >> u.f) as u64,
+                    fused::SHIFT_PAIR_S_W => {
+                        x[a] = ((((x[b] << u.e) as i64) >> u.f) as u64) & 0xffff_ffff
+                    }
+                    // ----- compare + B.cond pairs (CPU engine only, see `fused`)
+                    fused::ADDS_IMM_W_BCOND
+                    | fused::ADDS_IMM_X_BCOND
+                    | fused::SUBS_SR_W_BCOND
+                    | fused::SUBS_SR_X_BCOND => {
+                        let (r, f) = match u.op {
+                            fused::ADDS_IMM_W_BCOND => {
+                                let (r, f) = af32!(x[b] as u32, u.imm as u32, u.e as u32);
+                                (r as u64, f)
+                            }
+                            fused::ADDS_IMM_X_BCOND => af64!(x[b], u.imm, u.e as u64),
+                            fused::SUBS_SR_W_BCOND => {
+                                let (r, f) = af32!(x[b] as u32, !shift32(x[c] as u32, u.e, u.f), 1);
+                                (r as u64, f)
+                            }
+                            _ => af64!(x[b], !shift64(x[c], u.e, u.f), 1),
+                        };
+                        x[a] = r;
+                        st.nzcv = f;
+                        // Run the branch in the same dispatch when the budget has room for both;
+                        // otherwise only the compare retires here and the branch runs alone.
+                        if retired + 1 < limit {
+                            let br = ops[idx + 1];
+                            retired += 1;
+                            idx += 1;
+                            if cond::check(br.e, f) {
+                                branch!(br.imm)
+                            }
+                            not_taken!();
+                        }
+                    }
+
+                    // ----- FP and AdvSIMD
+                    op if op >= FP_BASE => {
+                        if let Err(f) = fp::exec_fp(st, mem, &u) {
+                            fault!(f);
+                        }
+                        if mem.has_code_write() {
+                            retired += 1;
+                            st.pc = pc_of!(idx + 1);
+                            st.retired = retired;
+                            continue 'outer;
+                        }
+                    }
+                    _ => {
+                        st.pc = pc_of!(idx);
+                        exit!(Stop::Undefined(0));
+                    }
                 }
-                _ => {
-                    st.pc = pc_of!(idx);
-                    exit!(Stop::Undefined(0));
-                }
-            }
+            );
             idx += 1;
             retired += 1;
         }

@@ -321,36 +321,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
             break;
         }
 
-        // ----- data processing, immediate
-        case OP_MOV_IMM: x[a] = imm; break;
-        case OP_MOVK_W: {
-            u64 v = (x[b] & ~(0xffffull << (e & 63))) | (imm << (e & 63));
-            x[a] = v & 0xffffffffull;
-            break;
-        }
-        case OP_MOVK_X: x[a] = (x[b] & ~(0xffffull << (e & 63))) | (imm << (e & 63)); break;
-        case OP_ADD_IMM_W: x[a] = (u32)((u32)x[b] + (u32)imm); break;
-        case OP_ADD_IMM_X: x[a] = x[b] + imm; break;
-        case OP_ADDS_IMM_W: x[a] = add_flags32((u32)x[b], (u32)imm, e, nzcv); break;
-        case OP_ADDS_IMM_X: x[a] = add_flags64(x[b], imm, e, nzcv); break;
-        case OP_AND_IMM_W:
-        case OP_AND_IMM_X: x[a] = x[b] & imm; break;
-        case OP_ORR_IMM_W: x[a] = (x[b] | imm) & 0xffffffffull; break;
-        case OP_ORR_IMM_X: x[a] = x[b] | imm; break;
-        case OP_EOR_IMM_W: x[a] = (x[b] ^ imm) & 0xffffffffull; break;
-        case OP_EOR_IMM_X: x[a] = x[b] ^ imm; break;
-        case OP_ANDS_IMM_W: {
-            u32 r = (u32)x[b] & (u32)imm;
-            x[a] = r;
-            nzcv = logic_flags32(r);
-            break;
-        }
-        case OP_ANDS_IMM_X: {
-            u64 r = x[b] & imm;
-            x[a] = r;
-            nzcv = logic_flags64(r);
-            break;
-        }
+        // ----- bitfields and extract (the rest of data processing: defined.cu below)
         case OP_UBFM_W: x[a] = ubfm(x[b], e, f, 32); break;
         case OP_UBFM_X: x[a] = ubfm(x[b], e, f, 64); break;
         case OP_SBFM_W: x[a] = sbfm(x[b], e, f, 32); break;
@@ -364,15 +335,6 @@ __device__ void run_lane(const Params& P, u32 lane) {
         }
         case OP_EXTR_X: x[a] = e == 0 ? x[c] : (x[c] >> (e & 63)) | (x[b] << ((64 - e) & 63)); break;
 
-        // ----- data processing, register
-        case OP_ADD_SR_W: x[a] = (u32)((u32)x[b] + shift32((u32)x[c], e, f)); break;
-        case OP_ADD_SR_X: x[a] = x[b] + shift64(x[c], e, f); break;
-        case OP_SUB_SR_W: x[a] = (u32)((u32)x[b] - shift32((u32)x[c], e, f)); break;
-        case OP_SUB_SR_X: x[a] = x[b] - shift64(x[c], e, f); break;
-        case OP_ADDS_SR_W: x[a] = add_flags32((u32)x[b], shift32((u32)x[c], e, f), 0, nzcv); break;
-        case OP_ADDS_SR_X: x[a] = add_flags64(x[b], shift64(x[c], e, f), 0, nzcv); break;
-        case OP_SUBS_SR_W: x[a] = add_flags32((u32)x[b], ~shift32((u32)x[c], e, f), 1, nzcv); break;
-        case OP_SUBS_SR_X: x[a] = add_flags64(x[b], ~shift64(x[c], e, f), 1, nzcv); break;
         // A compare and the B.cond after it in one dispatch (layout.rs: fused), when the
         // lane's budget has room for both; otherwise only the compare retires here.
         case OP_ADDS_IMM_W_BCOND:
@@ -397,91 +359,6 @@ __device__ void run_lane(const Params& P, u32 lane) {
                 retired++;
                 RELOAD()
                 continue;
-            }
-            break;
-        }
-        case OP_ADD_EXT_W: x[a] = (u32)((u32)x[b] + (u32)extend(x[c], e, f)); break;
-        case OP_ADD_EXT_X: x[a] = x[b] + extend(x[c], e, f); break;
-        case OP_SUB_EXT_W: x[a] = (u32)((u32)x[b] - (u32)extend(x[c], e, f)); break;
-        case OP_SUB_EXT_X: x[a] = x[b] - extend(x[c], e, f); break;
-        case OP_ADDS_EXT_W: x[a] = add_flags32((u32)x[b], (u32)extend(x[c], e, f), 0, nzcv); break;
-        case OP_ADDS_EXT_X: x[a] = add_flags64(x[b], extend(x[c], e, f), 0, nzcv); break;
-        case OP_SUBS_EXT_W: x[a] = add_flags32((u32)x[b], ~(u32)extend(x[c], e, f), 1, nzcv); break;
-        case OP_SUBS_EXT_X: x[a] = add_flags64(x[b], ~extend(x[c], e, f), 1, nzcv); break;
-        case OP_ADC_W: x[a] = (u32)((u32)x[b] + (u32)x[c] + ((nzcv >> 29) & 1)); break;
-        case OP_ADC_X: x[a] = x[b] + x[c] + ((nzcv >> 29) & 1); break;
-        case OP_SBC_W: x[a] = (u32)((u32)x[b] + ~(u32)x[c] + ((nzcv >> 29) & 1)); break;
-        case OP_SBC_X: x[a] = x[b] + ~x[c] + ((nzcv >> 29) & 1); break;
-        case OP_ADCS_W: x[a] = add_flags32((u32)x[b], (u32)x[c], (nzcv >> 29) & 1, nzcv); break;
-        case OP_ADCS_X: x[a] = add_flags64(x[b], x[c], (nzcv >> 29) & 1, nzcv); break;
-        case OP_SBCS_W: x[a] = add_flags32((u32)x[b], ~(u32)x[c], (nzcv >> 29) & 1, nzcv); break;
-        case OP_SBCS_X: x[a] = add_flags64(x[b], ~x[c], (nzcv >> 29) & 1, nzcv); break;
-        case OP_AND_SR_W: x[a] = (u32)x[b] & shift32((u32)x[c], e, f); break;
-        case OP_AND_SR_X: x[a] = x[b] & shift64(x[c], e, f); break;
-        case OP_BIC_SR_W: x[a] = (u32)x[b] & ~shift32((u32)x[c], e, f); break;
-        case OP_BIC_SR_X: x[a] = x[b] & ~shift64(x[c], e, f); break;
-        case OP_ORR_SR_W: x[a] = (u32)x[b] | shift32((u32)x[c], e, f); break;
-        case OP_ORR_SR_X: x[a] = x[b] | shift64(x[c], e, f); break;
-        case OP_ORN_SR_W: x[a] = (u32)((u32)x[b] | ~shift32((u32)x[c], e, f)); break;
-        case OP_ORN_SR_X: x[a] = x[b] | ~shift64(x[c], e, f); break;
-        case OP_EOR_SR_W: x[a] = (u32)x[b] ^ shift32((u32)x[c], e, f); break;
-        case OP_EOR_SR_X: x[a] = x[b] ^ shift64(x[c], e, f); break;
-        case OP_EON_SR_W: x[a] = (u32)((u32)x[b] ^ ~shift32((u32)x[c], e, f)); break;
-        case OP_EON_SR_X: x[a] = x[b] ^ ~shift64(x[c], e, f); break;
-        case OP_ANDS_SR_W: {
-            u32 r = (u32)x[b] & shift32((u32)x[c], e, f);
-            x[a] = r;
-            nzcv = logic_flags32(r);
-            break;
-        }
-        case OP_ANDS_SR_X: {
-            u64 r = x[b] & shift64(x[c], e, f);
-            x[a] = r;
-            nzcv = logic_flags64(r);
-            break;
-        }
-        case OP_BICS_SR_W: {
-            u32 r = (u32)x[b] & ~shift32((u32)x[c], e, f);
-            x[a] = r;
-            nzcv = logic_flags32(r);
-            break;
-        }
-        case OP_BICS_SR_X: {
-            u64 r = x[b] & ~shift64(x[c], e, f);
-            x[a] = r;
-            nzcv = logic_flags64(r);
-            break;
-        }
-        case OP_MOV_REG: x[a] = x[b]; break;
-        case OP_MOV_REG_W: x[a] = x[b] & 0xffffffffull; break;
-        case OP_CSEL_W: case OP_CSEL_X: case OP_CSINC_W: case OP_CSINC_X:
-        case OP_CSINV_W: case OP_CSINV_X: case OP_CSNEG_W: case OP_CSNEG_X: {
-            u64 v;
-            if (cond_holds(e, nzcv)) v = x[b];
-            else if (op == OP_CSEL_W || op == OP_CSEL_X) v = x[c];
-            else if (op == OP_CSINC_W || op == OP_CSINC_X) v = x[c] + 1;
-            else if (op == OP_CSINV_W || op == OP_CSINV_X) v = ~x[c];
-            else v = 0 - x[c];
-            if (op == OP_CSEL_W || op == OP_CSINC_W || op == OP_CSINV_W || op == OP_CSNEG_W) v &= 0xffffffffull;
-            x[a] = v;
-            break;
-        }
-        case OP_CCMP_REG_W: case OP_CCMP_REG_X: case OP_CCMN_REG_W: case OP_CCMN_REG_X:
-        case OP_CCMP_IMM_W: case OP_CCMP_IMM_X: case OP_CCMN_IMM_W: case OP_CCMN_IMM_X: {
-            if (cond_holds(e, nzcv)) {
-                bool isimm = op == OP_CCMP_IMM_W || op == OP_CCMP_IMM_X || op == OP_CCMN_IMM_W || op == OP_CCMN_IMM_X;
-                u64 op2 = isimm ? imm : x[c];
-                bool sub = op == OP_CCMP_REG_W || op == OP_CCMP_REG_X || op == OP_CCMP_IMM_W || op == OP_CCMP_IMM_X;
-                bool wide = op == OP_CCMP_REG_X || op == OP_CCMN_REG_X || op == OP_CCMP_IMM_X || op == OP_CCMN_IMM_X;
-                if (wide) {
-                    if (sub) add_flags64(x[b], ~op2, 1, nzcv);
-                    else add_flags64(x[b], op2, 0, nzcv);
-                } else {
-                    if (sub) add_flags32((u32)x[b], ~(u32)op2, 1, nzcv);
-                    else add_flags32((u32)x[b], (u32)op2, 0, nzcv);
-                }
-            } else {
-                nzcv = (f & 15) << 28;
             }
             break;
         }

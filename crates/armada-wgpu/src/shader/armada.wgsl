@@ -315,29 +315,7 @@ fn run_lane(lane: u32) {
                     }
                 }
 
-                // ----- data processing, immediate
-                case OP_MOV_IMM: { x[a] = imm; }
-                case OP_MOVK_W: { x[a] = ((x[b] & ~(0xfffflu << (e & 63u))) | (imm << (e & 63u))) & LO32; }
-                case OP_MOVK_X: { x[a] = (x[b] & ~(0xfffflu << (e & 63u))) | (imm << (e & 63u)); }
-                case OP_ADD_IMM_W: { x[a] = u64(u32(x[b]) + u32(imm)); }
-                case OP_ADD_IMM_X: { x[a] = x[b] + imm; }
-                case OP_ADDS_IMM_W: { x[a] = u64(add_flags32(u32(x[b]), u32(imm), e)); }
-                case OP_ADDS_IMM_X: { x[a] = add_flags64(x[b], imm, u64(e)); }
-                case OP_AND_IMM_W, OP_AND_IMM_X: { x[a] = x[b] & imm; }
-                case OP_ORR_IMM_W: { x[a] = (x[b] | imm) & LO32; }
-                case OP_ORR_IMM_X: { x[a] = x[b] | imm; }
-                case OP_EOR_IMM_W: { x[a] = (x[b] ^ imm) & LO32; }
-                case OP_EOR_IMM_X: { x[a] = x[b] ^ imm; }
-                case OP_ANDS_IMM_W: {
-                    let r = u32(x[b]) & u32(imm);
-                    x[a] = u64(r);
-                    nzcv = logic_flags32(r);
-                }
-                case OP_ANDS_IMM_X: {
-                    let r = x[b] & imm;
-                    x[a] = r;
-                    nzcv = logic_flags64(r);
-                }
+                // ----- bitfields and extract (the rest of data processing: generated below)
                 case OP_UBFM_W: { x[a] = ubfm(x[b], e, f, 32u); }
                 case OP_UBFM_X: { x[a] = ubfm(x[b], e, f, 64u); }
                 case OP_SBFM_W: { x[a] = sbfm(x[b], e, f, 32u); }
@@ -356,15 +334,6 @@ fn run_lane(lane: u32) {
                     }
                 }
 
-                // ----- data processing, register
-                case OP_ADD_SR_W: { x[a] = u64(u32(x[b]) + shift32(u32(x[c]), e, f)); }
-                case OP_ADD_SR_X: { x[a] = x[b] + shift64(x[c], e, f); }
-                case OP_SUB_SR_W: { x[a] = u64(u32(x[b]) - shift32(u32(x[c]), e, f)); }
-                case OP_SUB_SR_X: { x[a] = x[b] - shift64(x[c], e, f); }
-                case OP_ADDS_SR_W: { x[a] = u64(add_flags32(u32(x[b]), shift32(u32(x[c]), e, f), 0u)); }
-                case OP_ADDS_SR_X: { x[a] = add_flags64(x[b], shift64(x[c], e, f), 0lu); }
-                case OP_SUBS_SR_W: { x[a] = u64(add_flags32(u32(x[b]), ~shift32(u32(x[c]), e, f), 1u)); }
-                case OP_SUBS_SR_X: { x[a] = add_flags64(x[b], ~shift64(x[c], e, f), 1lu); }
                 // A compare and the B.cond after it in one dispatch (layout.rs: fused), when
                 // the lane's budget has room for both; otherwise only the compare retires here
                 // (the B.cond keeps its own slot, so it runs next as any branch).
@@ -390,83 +359,6 @@ fn run_lane(lane: u32) {
                         } else {
                             cov_edge(rbase + u64(idx) * 4lu, rbase + u64(idx + 1u) * 4lu);
                         }
-                    }
-                }
-                case OP_ADD_EXT_W: { x[a] = u64(u32(x[b]) + u32(extend(x[c], e, f))); }
-                case OP_ADD_EXT_X: { x[a] = x[b] + extend(x[c], e, f); }
-                case OP_SUB_EXT_W: { x[a] = u64(u32(x[b]) - u32(extend(x[c], e, f))); }
-                case OP_SUB_EXT_X: { x[a] = x[b] - extend(x[c], e, f); }
-                case OP_ADDS_EXT_W: { x[a] = u64(add_flags32(u32(x[b]), u32(extend(x[c], e, f)), 0u)); }
-                case OP_ADDS_EXT_X: { x[a] = add_flags64(x[b], extend(x[c], e, f), 0lu); }
-                case OP_SUBS_EXT_W: { x[a] = u64(add_flags32(u32(x[b]), ~u32(extend(x[c], e, f)), 1u)); }
-                case OP_SUBS_EXT_X: { x[a] = add_flags64(x[b], ~extend(x[c], e, f), 1lu); }
-                case OP_ADC_W: { x[a] = u64(u32(x[b]) + u32(x[c]) + ((nzcv >> 29u) & 1u)); }
-                case OP_ADC_X: { x[a] = x[b] + x[c] + u64((nzcv >> 29u) & 1u); }
-                case OP_SBC_W: { x[a] = u64(u32(x[b]) + ~u32(x[c]) + ((nzcv >> 29u) & 1u)); }
-                case OP_SBC_X: { x[a] = x[b] + ~x[c] + u64((nzcv >> 29u) & 1u); }
-                case OP_ADCS_W: { x[a] = u64(add_flags32(u32(x[b]), u32(x[c]), (nzcv >> 29u) & 1u)); }
-                case OP_ADCS_X: { x[a] = add_flags64(x[b], x[c], u64((nzcv >> 29u) & 1u)); }
-                case OP_SBCS_W: { x[a] = u64(add_flags32(u32(x[b]), ~u32(x[c]), (nzcv >> 29u) & 1u)); }
-                case OP_SBCS_X: { x[a] = add_flags64(x[b], ~x[c], u64((nzcv >> 29u) & 1u)); }
-                case OP_AND_SR_W: { x[a] = u64(u32(x[b]) & shift32(u32(x[c]), e, f)); }
-                case OP_AND_SR_X: { x[a] = x[b] & shift64(x[c], e, f); }
-                case OP_BIC_SR_W: { x[a] = u64(u32(x[b]) & ~shift32(u32(x[c]), e, f)); }
-                case OP_BIC_SR_X: { x[a] = x[b] & ~shift64(x[c], e, f); }
-                case OP_ORR_SR_W: { x[a] = u64(u32(x[b]) | shift32(u32(x[c]), e, f)); }
-                case OP_ORR_SR_X: { x[a] = x[b] | shift64(x[c], e, f); }
-                case OP_ORN_SR_W: { x[a] = u64(u32(x[b]) | ~shift32(u32(x[c]), e, f)); }
-                case OP_ORN_SR_X: { x[a] = x[b] | ~shift64(x[c], e, f); }
-                case OP_EOR_SR_W: { x[a] = u64(u32(x[b]) ^ shift32(u32(x[c]), e, f)); }
-                case OP_EOR_SR_X: { x[a] = x[b] ^ shift64(x[c], e, f); }
-                case OP_EON_SR_W: { x[a] = u64(u32(x[b]) ^ ~shift32(u32(x[c]), e, f)); }
-                case OP_EON_SR_X: { x[a] = x[b] ^ ~shift64(x[c], e, f); }
-                case OP_ANDS_SR_W, OP_BICS_SR_W: {
-                    var m = shift32(u32(x[c]), e, f);
-                    if op == OP_BICS_SR_W { m = ~m; }
-                    let r = u32(x[b]) & m;
-                    x[a] = u64(r);
-                    nzcv = logic_flags32(r);
-                }
-                case OP_ANDS_SR_X, OP_BICS_SR_X: {
-                    var m = shift64(x[c], e, f);
-                    if op == OP_BICS_SR_X { m = ~m; }
-                    let r = x[b] & m;
-                    x[a] = r;
-                    nzcv = logic_flags64(r);
-                }
-                case OP_MOV_REG: { x[a] = x[b]; }
-                case OP_MOV_REG_W: { x[a] = x[b] & LO32; }
-                case OP_CSEL_W, OP_CSEL_X, OP_CSINC_W, OP_CSINC_X, OP_CSINV_W, OP_CSINV_X, OP_CSNEG_W, OP_CSNEG_X: {
-                    var v: u64;
-                    if cond_holds(e, nzcv) {
-                        v = x[b];
-                    } else if op == OP_CSEL_W || op == OP_CSEL_X {
-                        v = x[c];
-                    } else if op == OP_CSINC_W || op == OP_CSINC_X {
-                        v = x[c] + 1lu;
-                    } else if op == OP_CSINV_W || op == OP_CSINV_X {
-                        v = ~x[c];
-                    } else {
-                        v = 0lu - x[c];
-                    }
-                    // the _W forms are the even numbers of the group
-                    if ((op - OP_CSEL_W) & 1u) == 0u { v &= LO32; }
-                    x[a] = v;
-                }
-                case OP_CCMP_REG_W, OP_CCMP_REG_X, OP_CCMN_REG_W, OP_CCMN_REG_X,
-                     OP_CCMP_IMM_W, OP_CCMP_IMM_X, OP_CCMN_IMM_W, OP_CCMN_IMM_X: {
-                    if cond_holds(e, nzcv) {
-                        let isimm = op >= OP_CCMP_IMM_W;
-                        let op2 = select(x[c], imm, isimm);
-                        let sub = op == OP_CCMP_REG_W || op == OP_CCMP_REG_X || op == OP_CCMP_IMM_W || op == OP_CCMP_IMM_X;
-                        let wide = ((op - OP_CCMP_REG_W) & 1u) == 1u;
-                        if wide {
-                            if sub { add_flags64(x[b], ~op2, 1lu); } else { add_flags64(x[b], op2, 0lu); }
-                        } else {
-                            if sub { add_flags32(u32(x[b]), ~u32(op2), 1u); } else { add_flags32(u32(x[b]), u32(op2), 0u); }
-                        }
-                    } else {
-                        nzcv = (f & 15u) << 28u;
                     }
                 }
                 // the ops armada-semantics defines (crates/armada-semantics), generated
