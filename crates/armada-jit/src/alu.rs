@@ -190,29 +190,6 @@ impl Tx<'_> {
                 let v = self.b.ins().band_imm_s(v, ones(size) as i64);
                 self.wr(a, v);
             }
-            EXTR_W => {
-                let hi = self.rd32(b);
-                let lo = self.rd32(c);
-                let hi = self.zext(hi);
-                let lo = self.zext(lo);
-                let hi = self.b.ins().ishl_imm_s(hi, 32);
-                let v = self.b.ins().bor(hi, lo);
-                let v = self.b.ins().ushr_imm_s(v, (u.e & 63) as i64);
-                let v = self.b.ins().ireduce(I32, v);
-                self.wr32(a, v);
-            }
-            EXTR_X => {
-                let v = if u.e & 63 == 0 {
-                    self.rd(c)
-                } else {
-                    let lo = self.rd(c);
-                    let hi = self.rd(b);
-                    let lo = self.b.ins().ushr_imm_s(lo, (u.e & 63) as i64);
-                    let hi = self.b.ins().ishl_imm_s(hi, 64 - (u.e & 63) as i64);
-                    self.b.ins().bor(lo, hi)
-                };
-                self.wr(a, v);
-            }
             fused::SHIFT_PAIR_U | fused::SHIFT_PAIR_S_X | fused::SHIFT_PAIR_S_W => {
                 let x = self.rd(b);
                 let l = self.b.ins().ishl_imm_s(x, (u.e & 63) as i64);

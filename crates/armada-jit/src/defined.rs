@@ -67,12 +67,16 @@ impl Tx<'_> {
         if !carry {
             return (self.lower(b, u), false);
         }
-        let y = match b {
-            Expr::Un(Un::Not, _, y) => self.lower(y, u),
-            _ => {
-                let v = self.lower(b, u);
-                self.b.ins().bnot(v)
-            }
+        let y = if let Expr::Un(Un::Not, _, y) = b {
+            self.lower(y, u)
+        } else if let Some(v) = b.fold(u.imm, u.e, u.f) {
+            // (SUBS immediate: the decoder inverted the immediate; y is the one written)
+            self.b
+                .ins()
+                .iconst(ty(b.width()), mask(!v, b.width()) as i64)
+        } else {
+            let v = self.lower(b, u);
+            self.b.ins().bnot(v)
         };
         (y, true)
     }
@@ -135,6 +139,20 @@ impl Tx<'_> {
                             Bin::Or => ins.bor_not(x, y),
                             _ => ins.bxor_not(x, y),
                         };
+                    }
+                }
+                // two left shifts by constants as one (EXTR's), all out when they reach the width
+                if let (Bin::Lsl, Expr::Bin(Bin::Lsl, _, inner, c1)) = (op, &**a) {
+                    let bits = w.bits() as u64;
+                    if let (Some(c1), Some(c2)) =
+                        (c1.fold(u.imm, u.e, u.f), b.fold(u.imm, u.e, u.f))
+                    {
+                        let n = c1 % bits + c2 % bits;
+                        if n >= bits {
+                            return self.b.ins().iconst(ty(*w), 0);
+                        }
+                        let v = self.lower(inner, u);
+                        return self.b.ins().ishl_imm_s(v, n as i64);
                     }
                 }
                 let x = self.lower(a, u);
@@ -227,6 +245,14 @@ fn ty(w: Width) -> cranelift_codegen::ir::Type {
     match w {
         Width::W => I32,
         Width::X => I64,
+    }
+}
+
+/// `v` within width `w`.
+fn mask(v: u64, w: Width) -> u64 {
+    match w {
+        Width::W => v as u32 as u64,
+        Width::X => v,
     }
 }
 

@@ -1,8 +1,8 @@
 //! Data-processing (immediate), the Arm ARM's C4.1.92 classes: add/subtract, logical and
-//! move-wide immediates. The decoder has expanded each immediate (bitmask immediates,
+//! move-wide immediates, and extract. The decoder has expanded each immediate (bitmask immediates,
 //! shifts), negated SUB's and inverted SUBS's with the carry in field e.
 
-use crate::dp_register::{wn, xn};
+use crate::dp_register::{wm, wn, xm, xn};
 use crate::expr::*;
 use crate::Def;
 use armada_isa::ops::*;
@@ -60,6 +60,18 @@ pub(crate) fn definitions() -> Vec<Def> {
             ANDS_IMM_X,
             "ANDS (immediate): Rd = Rn AND imm, NZ of it",
             xn() & imm(),
+        ),
+        // EXTR (and ROR immediate): Rn:Rm shifted right by lsb (field e), the low half
+        Def::new(
+            EXTR_W,
+            "EXTR: Wd = (Wn:Wm >> lsb)<31:0>",
+            (((wn().zext() << 32) | wm().zext()) >> field_e()).lo(),
+        ),
+        // (two shifts of Xn, so that lsb 0 shifts it out whole: one of 64 would be taken as 0)
+        Def::new(
+            EXTR_X,
+            "EXTR: Xd = (Xn:Xm >> lsb)<63:0>",
+            (xm() >> field_e()) | ((xn() << 1) << (lit::<X>(63) - field_e())),
         ),
     ]
 }

@@ -11,7 +11,7 @@ use armada_isa::ops::*;
 pub(crate) fn wn() -> V<W> {
     rn()
 }
-fn wm() -> V<W> {
+pub(crate) fn wm() -> V<W> {
     rm()
 }
 fn wa() -> V<W> {
@@ -21,7 +21,7 @@ fn wa() -> V<W> {
 pub(crate) fn xn() -> V<X> {
     rn()
 }
-fn xm() -> V<X> {
+pub(crate) fn xm() -> V<X> {
     rm()
 }
 fn xa() -> V<X> {

@@ -449,24 +449,13 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
                         after_store!();
                     }
 
-                    // ----- bitfields and extract (the rest of data processing: `defined` below)
+                    // ----- bitfields (the rest of data processing: `defined`)
                     UBFM_W => x[a] = ubfm(x[b], u.e as u32, u.f as u32, 32),
                     UBFM_X => x[a] = ubfm(x[b], u.e as u32, u.f as u32, 64),
                     SBFM_W => x[a] = sbfm(x[b], u.e as u32, u.f as u32, 32),
                     SBFM_X => x[a] = sbfm(x[b], u.e as u32, u.f as u32, 64),
                     BFM_W => x[a] = bfm(x[c], x[b], u.e as u32, u.f as u32, 32),
                     BFM_X => x[a] = bfm(x[c], x[b], u.e as u32, u.f as u32, 64),
-                    EXTR_W => {
-                        let v = ((x[b] as u32 as u64) << 32) | (x[c] as u32 as u64);
-                        x[a] = (v >> u.e) & 0xffff_ffff;
-                    }
-                    EXTR_X => {
-                        x[a] = if u.e == 0 {
-                            x[c]
-                        } else {
-                            (x[c] >> u.e) | (x[b] << (64 - u.e as u32))
-                        }
-                    }
 
                     // ----- loads and stores
                     LDR_B | LDR_H | LDR_W | LDR_X | LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X

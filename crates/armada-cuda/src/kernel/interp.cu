@@ -321,19 +321,13 @@ __device__ void run_lane(const Params& P, u32 lane) {
             break;
         }
 
-        // ----- bitfields and extract (the rest of data processing: defined.cu below)
+        // ----- bitfields (the rest of data processing: defined.cu below)
         case OP_UBFM_W: x[a] = ubfm(x[b], e, f, 32); break;
         case OP_UBFM_X: x[a] = ubfm(x[b], e, f, 64); break;
         case OP_SBFM_W: x[a] = sbfm(x[b], e, f, 32); break;
         case OP_SBFM_X: x[a] = sbfm(x[b], e, f, 64); break;
         case OP_BFM_W: x[a] = bfm(x[c], x[b], e, f, 32); break;
         case OP_BFM_X: x[a] = bfm(x[c], x[b], e, f, 64); break;
-        case OP_EXTR_W: {
-            u64 v = ((u64)(u32)x[b] << 32) | (u64)(u32)x[c];
-            x[a] = (v >> (e & 63)) & 0xffffffffull;
-            break;
-        }
-        case OP_EXTR_X: x[a] = e == 0 ? x[c] : (x[c] >> (e & 63)) | (x[b] << ((64 - e) & 63)); break;
 
         // A compare and the B.cond after it in one dispatch (layout.rs: fused), when the
         // lane's budget has room for both; otherwise only the compare retires here.

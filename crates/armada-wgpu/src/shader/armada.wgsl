@@ -315,24 +315,13 @@ fn run_lane(lane: u32) {
                     }
                 }
 
-                // ----- bitfields and extract (the rest of data processing: generated below)
+                // ----- bitfields (the rest of data processing: generated below)
                 case OP_UBFM_W: { x[a] = ubfm(x[b], e, f, 32u); }
                 case OP_UBFM_X: { x[a] = ubfm(x[b], e, f, 64u); }
                 case OP_SBFM_W: { x[a] = sbfm(x[b], e, f, 32u); }
                 case OP_SBFM_X: { x[a] = sbfm(x[b], e, f, 64u); }
                 case OP_BFM_W: { x[a] = bfm(x[c], x[b], e, f, 32u); }
                 case OP_BFM_X: { x[a] = bfm(x[c], x[b], e, f, 64u); }
-                case OP_EXTR_W: {
-                    let v = ((x[b] & LO32) << 32u) | (x[c] & LO32);
-                    x[a] = (v >> (e & 63u)) & LO32;
-                }
-                case OP_EXTR_X: {
-                    if e == 0u {
-                        x[a] = x[c];
-                    } else {
-                        x[a] = (x[c] >> (e & 63u)) | (x[b] << ((64u - e) & 63u));
-                    }
-                }
 
                 // A compare and the B.cond after it in one dispatch (layout.rs: fused), when
                 // the lane's budget has room for both; otherwise only the compare retires here
