@@ -166,30 +166,9 @@ impl Tx<'_> {
     /// Translates the op at `slot` (not a branch).
     pub fn op(&mut self, slot: usize, u: &MicroOp) {
         let op = base_of(u.op).unwrap_or(u.op);
-        let (a, b, c) = (u.a, u.b, u.c);
+        let (a, b) = (u.a, u.b);
         match op {
             NOP | PRFM | MSR_NZCV_IMM => {}
-            BFM_W | BFM_X => {
-                let size = if op == BFM_X { 64 } else { 32 };
-                let (r, s) = (u.e as u32, u.f as u32);
-                let (dst_keep, src_shift_right, src_mask, src_shift_left) = if s >= r {
-                    let w = s - r + 1;
-                    (!ones(w), r, ones(w), 0)
-                } else {
-                    let w = s + 1;
-                    let pos = size - r;
-                    (!(ones(w) << pos), 0, ones(w), pos)
-                };
-                let dv = self.rd(c);
-                let sv = self.rd(b);
-                let kept = self.b.ins().band_imm_s(dv, dst_keep as i64);
-                let sh = self.b.ins().ushr_imm_s(sv, src_shift_right as i64);
-                let m = self.b.ins().band_imm_s(sh, src_mask as i64);
-                let ins = self.b.ins().ishl_imm_s(m, src_shift_left as i64);
-                let v = self.b.ins().bor(kept, ins);
-                let v = self.b.ins().band_imm_s(v, ones(size) as i64);
-                self.wr(a, v);
-            }
             fused::SHIFT_PAIR_U | fused::SHIFT_PAIR_S_X | fused::SHIFT_PAIR_S_W => {
                 let x = self.rd(b);
                 let l = self.b.ins().ishl_imm_s(x, (u.e & 63) as i64);

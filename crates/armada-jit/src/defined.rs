@@ -110,6 +110,15 @@ impl Tx<'_> {
                 let v = self.lower(a, u);
                 self.extend(v, u.e, u.f)
             }
+            Expr::IfGe(v) => {
+                // (folded above where the comparison is known, as for the bitfield moves)
+                let l = self.lower(&v[0], u);
+                let r = self.lower(&v[1], u);
+                let ge = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, l, r);
+                let x = self.lower(&v[2], u);
+                let y = self.lower(&v[3], u);
+                self.b.ins().select(ge, x, y)
+            }
             Expr::IfCond(a, b) => {
                 let holds = self.cond(u.e);
                 let x = self.lower(a, u);
@@ -271,6 +280,7 @@ fn lowerable(e: &Expr) -> bool {
         Expr::Reg(..) | Expr::Const(..) | Expr::Imm(_) | Expr::Field(..) | Expr::Carry(_) => true,
         Expr::Un(_, _, a) | Expr::Conv(_, a) | Expr::Shifted(a) | Expr::Extended(a) => lowerable(a),
         Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) => lowerable(a) && lowerable(b),
+        Expr::IfGe(v) => v.iter().all(lowerable),
         Expr::Prim(..) => false,
     }
 }

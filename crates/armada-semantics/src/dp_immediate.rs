@@ -1,8 +1,9 @@
 //! Data-processing (immediate), the Arm ARM's C4.1.92 classes: add/subtract, logical and
-//! move-wide immediates, and extract. The decoder has expanded each immediate (bitmask immediates,
+//! move-wide immediates, bitfield moves and extract. The decoder has expanded each immediate (bitmask immediates,
 //! shifts), negated SUB's and inverted SUBS's with the carry in field e.
 
 use crate::dp_register::{wm, wn, xm, xn};
+use crate::expr::Width;
 use crate::expr::*;
 use crate::Def;
 use armada_isa::ops::*;
@@ -61,6 +62,39 @@ pub(crate) fn definitions() -> Vec<Def> {
             "ANDS (immediate): Rd = Rn AND imm, NZ of it",
             xn() & imm(),
         ),
+        // ----- bitfield moves: UBFM (UBFX, UBFIZ, LSL, LSR, UXTB ...), SBFM (SBFX, SBFIZ,
+        // ASR, SXTB ...), BFM (BFI, BFXIL), immr in field e, imms in f
+        Def::new(
+            UBFM_W,
+            "UBFM: the field of Wn at immr..imms, moved",
+            ubfm(xn(), Width::W).lo(),
+        ),
+        Def::new(
+            UBFM_X,
+            "UBFM: the field of Xn at immr..imms, moved",
+            ubfm(xn(), Width::X),
+        ),
+        Def::new(
+            SBFM_W,
+            "SBFM: the field of Wn at immr..imms, moved and sign-extended",
+            asr(xn() << left(), right(Width::W)).lo(),
+        ),
+        Def::new(
+            SBFM_X,
+            "SBFM: the field of Xn at immr..imms, moved and sign-extended",
+            asr(xn() << left(), right(Width::X)),
+        ),
+        // (field c is Rd, read: what the field is inserted into)
+        Def::new(
+            BFM_W,
+            "BFM: the field of Wn at immr..imms inserted into Wd",
+            (wm() & !ubfm(lit(-1), Width::W).lo()) | ubfm(xn(), Width::W).lo(),
+        ),
+        Def::new(
+            BFM_X,
+            "BFM: the field of Xn at immr..imms inserted into Xd",
+            (xm() & !ubfm(lit(-1), Width::X)) | ubfm(xn(), Width::X),
+        ),
         // EXTR (and ROR immediate): Rn:Rm shifted right by lsb (field e), the low half
         Def::new(
             EXTR_W,
@@ -74,4 +108,34 @@ pub(crate) fn definitions() -> Vec<Def> {
             (xm() >> field_e()) | ((xn() << 1) << (lit::<X>(63) - field_e())),
         ),
     ]
+}
+
+// A bitfield move as two shifts of the 64-bit register (as the CPU engine's fused shift
+// pairs run it): left by 63 - imms puts the field's top bit at bit 63, then right puts its
+// low bit where it goes; a W form reads Xn whole, since the left shift (by 32 or more)
+// pushes the upper half out.
+
+/// The left shift: 63 - imms.
+fn left() -> V<X> {
+    lit::<X>(63) - field_f()
+}
+
+/// The right shift: 63 - imms + immr for an extract (imms >= immr), else immr - imms - 1
+/// (X) or 31 - imms + immr (W) for an insert at size - immr.
+fn right(size: Width) -> V<X> {
+    let insert = match size {
+        Width::X => field_e() - field_f() - 1,
+        Width::W => lit::<X>(31) - field_f() + field_e(),
+    };
+    if_ge(
+        field_f::<X>(),
+        field_e(),
+        lit::<X>(63) - field_f() + field_e(),
+        insert,
+    )
+}
+
+/// UBFM of `v` at `size`: the field, zero-extended (within `size` bits).
+fn ubfm(v: V<X>, size: Width) -> V<X> {
+    (v << left()) >> right(size)
 }

@@ -129,6 +129,8 @@ pub enum Expr {
     Extended(Box<Expr>),
     /// The first value if the condition in field e holds on the flags, else the second.
     IfCond(Box<Expr>, Box<Expr>),
+    /// The third value if the first >= the second (unsigned, of one width), else the fourth.
+    IfGe(Box<[Expr; 4]>),
     Un(Un, Width, Box<Expr>),
     Bin(Bin, Width, Box<Expr>, Box<Expr>),
     Conv(Conv, Box<Expr>),
@@ -147,6 +149,7 @@ impl Expr {
             | Expr::Un(_, w, _)
             | Expr::Bin(_, w, ..) => *w,
             Expr::Shifted(a) | Expr::IfCond(a, _) => a.width(),
+            Expr::IfGe(v) => v[2].width(),
             Expr::Extended(_) => Width::X,
             Expr::Conv(Conv::Lo, _) => Width::W,
             Expr::Conv(..) => Width::X,
@@ -166,6 +169,7 @@ impl Expr {
             Expr::Un(_, _, a) | Expr::Conv(_, a) | Expr::Shifted(a) | Expr::Extended(a) => {
                 a.operands(out)
             }
+            Expr::IfGe(v) => v.iter().for_each(|e| e.operands(out)),
             Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) => {
                 a.operands(out);
                 b.operands(out);
@@ -351,6 +355,14 @@ pub fn imm<T: Bits>() -> V<T> {
 pub fn field_e<T: Bits>() -> V<T> {
     V::of(Expr::Field(Field::E, T::WIDTH))
 }
+/// Field f of the micro-op as a value of width `T`.
+pub fn field_f<T: Bits>() -> V<T> {
+    V::of(Expr::Field(Field::F, T::WIDTH))
+}
+/// `then` if `a >= b` (unsigned), else `otherwise`.
+pub fn if_ge<T: Bits, U: Bits>(a: V<T>, b: V<T>, then: V<U>, otherwise: V<U>) -> V<U> {
+    V::of(Expr::IfGe(Box::new([a.0, b.0, then.0, otherwise.0])))
+}
 /// The carry flag (0 or 1) at width `T`.
 pub fn carry<T: Bits>() -> V<T> {
     V::of(Expr::Carry(T::WIDTH))
@@ -421,6 +433,13 @@ impl Expr {
                         Bin::Udiv | Bin::Sdiv | Bin::Umulh | Bin::Smulh => return None,
                     },
                 )
+            }
+            Expr::IfGe(v) => {
+                if v[0].fold(imm, e, f)? >= v[1].fold(imm, e, f)? {
+                    v[2].fold(imm, e, f)?
+                } else {
+                    v[3].fold(imm, e, f)?
+                }
             }
             Expr::Conv(c, a) => {
                 let v = a.fold(imm, e, f)?;

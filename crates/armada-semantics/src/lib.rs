@@ -184,6 +184,11 @@ mod tests {
                 check(a);
                 check(b)
             }
+            IfGe(v) => {
+                assert_eq!(v[0].width(), v[1].width(), "{e:?}");
+                assert_eq!(v[2].width(), v[3].width(), "{e:?}");
+                v.iter().for_each(check)
+            }
             Const(v, w) => assert!(*w == Width::X || *v >> 32 == 0, "{e:?}"),
             Un(_, w, a) => {
                 assert_eq!(a.width(), *w, "{e:?}");

@@ -38,6 +38,7 @@ pub enum Node {
     Shifted,
     Extended,
     IfCond,
+    IfGe,
 }
 
 use Node as N;
@@ -92,6 +93,8 @@ pub const SPELLINGS: &[(Node, Width, [&str; 3])] = &[
     (N::Extended, X64, ["crate::cpu::int::extend({0}, $u.e, $u.f)", "extend({0}, e, f)", "extend({0}, e, f)"]),
     (N::IfCond, W32, ["(if armada_isa::uop::cond::check($u.e, $nzcv) { {0} } else { {1} })", "(cond_holds(e, nzcv) ? {0} : {1})", "select({1}, {0}, cond_holds(e, nzcv))"]),
     (N::IfCond, X64, ["(if armada_isa::uop::cond::check($u.e, $nzcv) { {0} } else { {1} })", "(cond_holds(e, nzcv) ? {0} : {1})", "select({1}, {0}, cond_holds(e, nzcv))"]),
+    (N::IfGe, W32, ["(if {0} >= {1} { {2} } else { {3} })", "({0} >= {1} ? {2} : {3})", "select({3}, {2}, {0} >= {1})"]),
+    (N::IfGe, X64, ["(if {0} >= {1} { {2} } else { {3} })", "({0} >= {1} ? {2} : {3})", "select({3}, {2}, {0} >= {1})"]),
     (N::Prim(Prim::Crc32), W32, ["armada_semantics::prim::crc32({0}, {1}, $u.e, $u.f)", "crc32_fold({0}, {1}, e, f)", "crc32_fold({0}, {1}, e, f)"]),
 ];
 
@@ -226,6 +229,10 @@ pub fn expr(lang: Lang, e: &Expr) -> String {
         Expr::Carry(w) => leaves.carry[by_width(*w)].to_string(),
         Expr::Shifted(a) => fill(spelling(lang, N::Shifted, a.width()), &[expr(lang, a)]),
         Expr::Extended(a) => fill(spelling(lang, N::Extended, Width::X), &[expr(lang, a)]),
+        Expr::IfGe(v) => {
+            let args: Vec<String> = v.iter().map(|a| expr(lang, a)).collect();
+            fill(spelling(lang, N::IfGe, v[2].width()), &args)
+        }
         Expr::IfCond(a, b) => fill(
             spelling(lang, N::IfCond, a.width()),
             &[expr(lang, a), expr(lang, b)],

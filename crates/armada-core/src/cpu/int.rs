@@ -94,43 +94,6 @@ fn sext(v: u64, width: u32) -> u64 {
     }
 }
 
-/// UBFM: UBFX when s >= r, otherwise UBFIZ/LSL.
-#[inline(always)]
-pub(super) fn ubfm(src: u64, r: u32, s: u32, size: u32) -> u64 {
-    let src = src & ones(size);
-    if s >= r {
-        (src >> r) & ones(s - r + 1)
-    } else {
-        ((src & ones(s + 1)) << (size - r)) & ones(size)
-    }
-}
-
-/// SBFM: SBFX when s >= r, otherwise SBFIZ.
-#[inline(always)]
-pub(super) fn sbfm(src: u64, r: u32, s: u32, size: u32) -> u64 {
-    let src = src & ones(size);
-    let v = if s >= r {
-        sext((src >> r) & ones(s - r + 1), s - r + 1)
-    } else {
-        sext(src & ones(s + 1), s + 1) << (size - r)
-    };
-    v & ones(size)
-}
-
-/// BFM: BFXIL when s >= r, otherwise BFI.
-#[inline(always)]
-pub(super) fn bfm(dst: u64, src: u64, r: u32, s: u32, size: u32) -> u64 {
-    let v = if s >= r {
-        let w = s - r + 1;
-        (dst & !ones(w)) | ((src >> r) & ones(w))
-    } else {
-        let w = s + 1;
-        let pos = size - r;
-        (dst & !(ones(w) << pos)) | ((src & ones(w)) << pos)
-    };
-    v & ones(size)
-}
-
 #[inline(always)]
 pub(super) fn size_mask(log2: u8) -> u64 {
     ones(8 << log2)
@@ -196,22 +159,5 @@ mod tests {
         // 0x7fffffff + 1 (32-bit) -> N, V
         let (_, f) = add_with_flags32(0x7fff_ffff, 1, 0);
         assert_eq!(f >> 28, 0b1001);
-    }
-
-    #[test]
-    fn bitfields() {
-        // ubfx x0, x1, #4, #8 = UBFM r=4 s=11
-        assert_eq!(ubfm(0xabcd, 4, 11, 64), 0xbc);
-        // lsl w0, w1, #4 = UBFM r=28 s=27
-        assert_eq!(ubfm(0x8000_0001, 28, 27, 32), 0x10);
-        // sxtb = SBFM r=0 s=7
-        assert_eq!(sbfm(0x80, 0, 7, 64), 0xffff_ffff_ffff_ff80);
-        assert_eq!(sbfm(0x80, 0, 7, 32), 0xffff_ff80);
-        // asr x0, x1, #63 = SBFM r=63 s=63
-        assert_eq!(sbfm(1 << 63, 63, 63, 64), u64::MAX);
-        // bfi x0, x1, #8, #4 = BFM r=56 s=3
-        assert_eq!(bfm(0xffff, 0x5, 56, 3, 64), 0xf5ff);
-        // bfxil w0, w1, #4, #4 = BFM r=4 s=7
-        assert_eq!(bfm(0xffff_ffff, 0xa0, 4, 7, 32), 0xffff_fffa);
     }
 }

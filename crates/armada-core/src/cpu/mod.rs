@@ -449,14 +449,6 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
                         after_store!();
                     }
 
-                    // ----- bitfields (the rest of data processing: `defined`)
-                    UBFM_W => x[a] = ubfm(x[b], u.e as u32, u.f as u32, 32),
-                    UBFM_X => x[a] = ubfm(x[b], u.e as u32, u.f as u32, 64),
-                    SBFM_W => x[a] = sbfm(x[b], u.e as u32, u.f as u32, 32),
-                    SBFM_X => x[a] = sbfm(x[b], u.e as u32, u.f as u32, 64),
-                    BFM_W => x[a] = bfm(x[c], x[b], u.e as u32, u.f as u32, 32),
-                    BFM_X => x[a] = bfm(x[c], x[b], u.e as u32, u.f as u32, 64),
-
                     // ----- loads and stores
                     LDR_B | LDR_H | LDR_W | LDR_X | LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X
                     | LDRSW => {

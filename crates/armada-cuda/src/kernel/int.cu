@@ -73,33 +73,6 @@ __device__ __forceinline__ u64 sext(u64 v, u32 width) {
     return width >= 64 ? v : (u64)(((i64)(v << (64 - width))) >> (64 - width));
 }
 
-__device__ __forceinline__ u64 ubfm(u64 src, u32 r, u32 s, u32 size) {
-    src &= ones(size);
-    if (s >= r) return (src >> r) & ones(s - r + 1);
-    return ((src & ones(s + 1)) << (size - r)) & ones(size);
-}
-
-__device__ __forceinline__ u64 sbfm(u64 src, u32 r, u32 s, u32 size) {
-    src &= ones(size);
-    u64 v;
-    if (s >= r) v = sext((src >> r) & ones(s - r + 1), s - r + 1);
-    else v = sext(src & ones(s + 1), s + 1) << (size - r);
-    return v & ones(size);
-}
-
-__device__ __forceinline__ u64 bfm(u64 dst, u64 src, u32 r, u32 s, u32 size) {
-    u64 v;
-    if (s >= r) {
-        u32 w = s - r + 1;
-        v = (dst & ~ones(w)) | ((src >> r) & ones(w));
-    } else {
-        u32 w = s + 1;
-        u32 pos = size - r;
-        v = (dst & ~(ones(w) << pos)) | ((src & ones(w)) << pos);
-    }
-    return v & ones(size);
-}
-
 // divisions as the guest has them (armada-semantics' Udiv, Sdiv): a zero divisor gives 0,
 // MIN / -1 gives MIN (the hardware's division is undefined there)
 __device__ __forceinline__ u32 udiv_w(u32 n, u32 m) { return m ? n / m : 0u; }

@@ -321,13 +321,6 @@ __device__ void run_lane(const Params& P, u32 lane) {
             break;
         }
 
-        // ----- bitfields (the rest of data processing: defined.cu below)
-        case OP_UBFM_W: x[a] = ubfm(x[b], e, f, 32); break;
-        case OP_UBFM_X: x[a] = ubfm(x[b], e, f, 64); break;
-        case OP_SBFM_W: x[a] = sbfm(x[b], e, f, 32); break;
-        case OP_SBFM_X: x[a] = sbfm(x[b], e, f, 64); break;
-        case OP_BFM_W: x[a] = bfm(x[c], x[b], e, f, 32); break;
-        case OP_BFM_X: x[a] = bfm(x[c], x[b], e, f, 64); break;
 
         // A compare and the B.cond after it in one dispatch (layout.rs: fused), when the
         // lane's budget has room for both; otherwise only the compare retires here.

@@ -315,13 +315,6 @@ fn run_lane(lane: u32) {
                     }
                 }
 
-                // ----- bitfields (the rest of data processing: generated below)
-                case OP_UBFM_W: { x[a] = ubfm(x[b], e, f, 32u); }
-                case OP_UBFM_X: { x[a] = ubfm(x[b], e, f, 64u); }
-                case OP_SBFM_W: { x[a] = sbfm(x[b], e, f, 32u); }
-                case OP_SBFM_X: { x[a] = sbfm(x[b], e, f, 64u); }
-                case OP_BFM_W: { x[a] = bfm(x[c], x[b], e, f, 32u); }
-                case OP_BFM_X: { x[a] = bfm(x[c], x[b], e, f, 64u); }
 
                 // A compare and the B.cond after it in one dispatch (layout.rs: fused), when
                 // the lane's budget has room for both; otherwise only the compare retires here

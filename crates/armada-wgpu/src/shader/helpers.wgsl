@@ -246,36 +246,6 @@ fn extend(v: u64, option: u32, sh: u32) -> u64 {
     return e << (sh & 7u);
 }
 
-fn ubfm(src0: u64, r: u32, s: u32, size: u32) -> u64 {
-    let src = src0 & ones(size);
-    if s >= r { return (src >> (r & 63u)) & ones(s - r + 1u); }
-    return ((src & ones(s + 1u)) << ((size - r) & 63u)) & ones(size);
-}
-
-fn sbfm(src0: u64, r: u32, s: u32, size: u32) -> u64 {
-    let src = src0 & ones(size);
-    var v: u64;
-    if s >= r {
-        v = sext((src >> (r & 63u)) & ones(s - r + 1u), s - r + 1u);
-    } else {
-        v = sext(src & ones(s + 1u), s + 1u) << ((size - r) & 63u);
-    }
-    return v & ones(size);
-}
-
-fn bfm(dst: u64, src: u64, r: u32, s: u32, size: u32) -> u64 {
-    var v: u64;
-    if s >= r {
-        let w = s - r + 1u;
-        v = (dst & ~ones(w)) | ((src >> (r & 63u)) & ones(w));
-    } else {
-        let w = s + 1u;
-        let pos = (size - r) & 63u;
-        v = (dst & ~(ones(w) << pos)) | ((src & ones(w)) << pos);
-    }
-    return v & ones(size);
-}
-
 // divisions as the guest has them (armada-semantics' Udiv, Sdiv): a zero divisor gives 0,
 // MIN / -1 gives MIN
 fn udiv_w(n: u32, m: u32) -> u32 { return select(0u, n / max(m, 1u), m != 0u); }
