@@ -284,3 +284,21 @@ fn lowerable(e: &Expr) -> bool {
         Expr::Prim(..) => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::lowerable;
+
+    /// Every definition runs translated, but those of a primitive this tier leaves to the
+    /// interpreter (CRC32's table walk): an op added to armada-semantics is translated from
+    /// its first day, not run through the interpreter without a word.
+    #[test]
+    fn every_definition_is_translated_but_crc32() {
+        let left: Vec<&str> = armada_semantics::definitions()
+            .iter()
+            .filter(|d| !d.values().into_iter().all(lowerable))
+            .map(|d| d.name())
+            .collect();
+        assert_eq!(left, ["CRC32"]);
+    }
+}
