@@ -4,6 +4,11 @@
 
 use armada_isa::ops;
 use armada_isa::uop::{addr_mode, cond, sysreg};
+// (what system registers read, as the CPU engine gives them: one home in armada-isa)
+use armada_isa::uop::sysreg::value::{
+    CNTFRQ_EL0 as CNTFRQ, CTR_EL0 as CTR, DCZID_EL0 as DCZID, FPCR_MASK, FPSR_MASK,
+    MIDR_EL1 as MIDR, ZVA_BYTES,
+};
 use std::fmt::Write;
 
 // ----- the lane record: one per lane in device memory, S_WORDS u64 words -----------------------
@@ -362,15 +367,6 @@ pub const CHECK_EVERY: u64 = 512;
 
 /// Threads per block of the interpreter kernel.
 pub const BLOCK_THREADS: u32 = 128;
-
-// Values the CPU engine gives system registers (crates/armada-core/src/cpu/mod.rs).
-const DCZID: u64 = 4;
-const ZVA_BYTES: u64 = 64;
-const CTR: u64 = 0x8444_c004;
-const MIDR: u64 = 0x410f_d083;
-const CNTFRQ: u64 = 1_000_000_000;
-const FPCR_MASK: u64 = 0x07f0_0000;
-const FPSR_MASK: u64 = 0xf800_009f;
 
 /// Every micro-op (number, name): the integer group's table, and the FP/SIMD group found
 /// through `ops::name` (its table is private to the ISA crate).

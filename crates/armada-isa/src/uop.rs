@@ -245,4 +245,23 @@ pub mod sysreg {
     pub fn name(id: u64) -> &'static str {
         TABLE.iter().find(|e| e.1 == id).map(|e| e.2).unwrap_or("?")
     }
+
+    /// What the emulated CPU's registers read, in every engine (the CPU engine's MRS and
+    /// the GPU kernels' generated headers take them from here).
+    pub mod value {
+        /// DC ZVA's block: DCZID_EL0.BS = log2(words) = 4, so 64 bytes.
+        pub const ZVA_BYTES: u64 = 64;
+        pub const DCZID_EL0: u64 = 4;
+        /// CTR_EL0: 64-byte I and D cache lines, as on common Arm cores.
+        pub const CTR_EL0: u64 = 0x8444_c004;
+        /// MIDR_EL1: an Arm Cortex-A72, so glibc picks its generic string routines.
+        pub const MIDR_EL1: u64 = 0x410f_d083;
+        /// CNTFRQ_EL0: the virtual counter ticks once per retired instruction, at a nominal
+        /// 1 GHz.
+        pub const CNTFRQ_EL0: u64 = 1_000_000_000;
+        /// FPCR bits a program may set (AHP, DN, FZ, RMode, FZ16; the trap enables read 0).
+        pub const FPCR_MASK: u64 = 0x07f0_0000;
+        /// FPSR bits a program may set (NZCV, QC, the cumulative exception flags).
+        pub const FPSR_MASK: u64 = 0xf800_009f;
+    }
 }

@@ -37,14 +37,6 @@ fn add_kind(sub: bool, wide: bool) -> u64 {
     }
 }
 
-fn ones(n: u32) -> u64 {
-    if n >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << n) - 1
-    }
-}
-
 impl Tx<'_> {
     /// Shift by type (LSL, LSR, ASR, ROR) and a constant amount, at the value's width.
     pub(crate) fn shift(&mut self, v: Value, ty: u8, amount: u8, bits: u32) -> Value {

@@ -20,9 +20,14 @@ use crate::state::{CpuState, Stop, REG_FILE};
 use armada_isa::ops::*;
 use armada_isa::uop::{addr_mode, cond, sysreg, MicroOp};
 use int::*;
+// (what the ID and control registers read: one home in armada-isa, for every engine)
 /// NZCV (bits 31..28) of a flag-setting add and of a logic result, as the interpreter
 /// computes them (a tier that defers flags makes them with these).
 pub use int::{add_with_flags32, add_with_flags64, logic_flags32, logic_flags64};
+use sysreg::value::{
+    CNTFRQ_EL0 as CNTFRQ, CTR_EL0 as CTR, DCZID_EL0 as DCZID, FPCR_MASK, FPSR_MASK,
+    MIDR_EL1 as MIDR, ZVA_BYTES,
+};
 
 /// Another way to run a lane's code: the translation tier (`armada-jit`) is one. It runs
 /// exactly what the interpreter runs (same stops, registers, memory and instruction count),
@@ -738,19 +743,6 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
         }
     }
 }
-
-/// DC ZVA block size: DCZID_EL0.BS = log2(words) = 4, so 64 bytes.
-const ZVA_BYTES: u64 = 64;
-const DCZID: u64 = 4;
-/// CTR_EL0: 64-byte I and D cache lines, as on common Arm cores.
-const CTR: u64 = 0x8444_c004;
-/// MIDR_EL1: an Arm Cortex-A72, so glibc picks its generic string routines.
-const MIDR: u64 = 0x410f_d083;
-/// CNTFRQ_EL0: the virtual counter ticks once per retired instruction, at a nominal 1 GHz.
-const CNTFRQ: u64 = 1_000_000_000;
-/// FPCR bits a program may set (AHP, DN, FZ, RMode, FZ16, and the trap enables read as 0).
-const FPCR_MASK: u64 = 0x07f0_0000;
-const FPSR_MASK: u64 = 0xf800_009f;
 
 #[inline(always)]
 fn ea(x: &[u64; REG_FILE], u: &MicroOp) -> u64 {
