@@ -243,65 +243,77 @@ pub fn pt_hash(key: u64, shift: u32) -> u64 {
 
 // ----- kernel parameters -------------------------------------------------------------------------
 
-/// `struct Params` of the kernel, passed by value.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Params {
-    pub ops: u64,
-    pub regions: u64,
-    pub lanes: u64,
-    pub stops: u64,
-    pub active: u64,
-    pub pt: u64,
-    pub pt_epoch: u64,
-    pub chunks: u64,
-    pub progress: u64,
-    pub sched: u64,
+/// Declares `Params` and `PARAMS_C`, its fields as the kernel declares them, from one list.
+macro_rules! kernel_params {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty => $cty:literal,)*) => {
+        /// `struct Params` of the kernel, passed by value; the kernel's declaration is
+        /// generated from the same list ([`cuda_params`]).
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct Params {
+            $($(#[$doc])* pub $name: $ty,)*
+        }
+        /// The kernel's `struct Params`, field by field: (C type, name).
+        pub const PARAMS_C: &[(&str, &str)] = &[$(($cty, stringify!($name))),*];
+    };
+}
+
+kernel_params! {
+    ops: u64 => "const u64*",
+    regions: u64 => "const u64*",
+    lanes: u64 => "u64*",
+    stops: u64 => "u32*",
+    active: u64 => "const u32*",
+    pt: u64 => "u64*",
+    pt_epoch: u64 => "u32*",
+    chunks: u64 => "const u64*",
+    progress: u64 => "u64*",
+    sched: u64 => "u64*",
     /// The claim log: word 0 counts entries, then two words each (lane << 32 | frame with
     /// the `CLAIM_*` bits, vpn with the slot of an entry the kernel inserted,
     /// `CLAIM_SLOT_SHIFT`). Zero when the device runs without lazy pages.
-    pub claims: u64,
+    claims: u64 => "u64*",
     /// The batch's pool of free frames (`engine/pool.rs`): word 0 the next slot to take (it
     /// may pass the end), word 1 the slots filled, then a frame a slot. Zero: no pool.
-    pub pool: u64,
+    pool: u64 => "u64*",
     /// Edge coverage: lane i's map of hit counters is the COV_MAP_BYTES at cov + i *
     /// COV_MAP_BYTES (see `armada_core::coverage`). Zero: no coverage (and the kernel build
     /// without it runs).
-    pub cov: u64,
+    cov: u64 => "u8*",
     /// The lanes' blocks for the syscalls the kernel answers itself (`SYSD_WORDS` a lane;
     /// 0: none, and every syscall stops for the host).
-    pub sysd: u64,
+    sysd: u64 => "u64*",
     /// Persistent lanes (0 otherwise): each lane's undo list (`UNDO_WORDS`), its
     /// `RESTART_*` bits (u32 a lane, cleared by the kernel), its record at its start
     /// (`S_WORDS`), its next input's (address, length), its end (`END_WORDS`, at STOP_EXIT),
     /// the virgin map the ends' news are against (with coverage), and each lane's list of the
     /// map slots it hit (`COVLIST_WORDS`).
-    pub undo: u64,
-    pub restart: u64,
-    pub start: u64,
-    pub newio: u64,
-    pub ends: u64,
-    pub virgin: u64,
-    pub covlist: u64,
+    undo: u64 => "u64*",
+    restart: u64 => "u32*",
+    start: u64 => "const u64*",
+    newio: u64 => "const u64*",
+    ends: u64 => "u64*",
+    virgin: u64 => "const u8*",
+    covlist: u64 => "u32*",
     /// The output the kernel keeps for the writes it answers (`OUT_HEAD_WORDS`, `OUT_END`;
     /// 0: those bytes are dropped).
-    pub out: u64,
+    out: u64 => "u64*",
     /// Each lane's second-level translation cache (`TLB2_ENTRIES` pairs of words: tag, frame
     /// address; zeroed, which is no entry). Zero: none.
-    pub tlb2: u64,
-    pub slice: u64,
-    pub max_ns: u64,
-    pub min_grace_ns: u64,
-    pub min_run_ns: u64,
-    pub pt_mask: u64,
-    pub nactive: u32,
-    pub nregions: u32,
-    pub pt_shift: u32,
-    pub chunk_shift: u32,
-    pub lane_shift: u32,
+    tlb2: u64 => "u64*",
+    slice: u64 => "u64",
+    max_ns: u64 => "u64",
+    min_grace_ns: u64 => "u64",
+    min_run_ns: u64 => "u64",
+    pt_mask: u64 => "u64",
+    nactive: u32 => "u32",
+    nregions: u32 => "u32",
+    pt_shift: u32 => "u32",
+    chunk_shift: u32 => "u32",
+    lane_shift: u32 => "u32",
     /// The launch's generation, 1 ..= `TLB2_GEN_MAX`: a `tlb2` entry is valid only in the
     /// launch that filled it (the host changes the page table between launches).
-    pub gen: u32,
+    gen: u32 => "u32",
 }
 
 /// `struct CopyDesc`: copy `words` u64 words from `src` to `dst` (device addresses).
@@ -528,6 +540,16 @@ fn constants() -> Vec<(&'static str, u64)> {
 }
 
 /// The C header prepended to the CUDA kernel source: every number the kernel shares with Rust.
+/// The kernel's `struct Params`, from [`PARAMS_C`] (`// @params` in armada.cu).
+pub fn cuda_params() -> String {
+    let mut s = String::from("struct Params { // generated from layout::Params\n");
+    for (ty, name) in PARAMS_C {
+        let _ = writeln!(s, "    {ty} {name};");
+    }
+    s.push_str("};\n");
+    s
+}
+
 pub fn header() -> String {
     let mut h = String::new();
     h.push_str("// generated by armada-gpu (layout.rs): do not edit\n");
@@ -583,7 +605,7 @@ pub fn wgsl_header() -> String {
 /// line replaced by the part of that name, `parts` being (name, text) pairs (armada-cuda's
 /// kernel and its parts; its build script uses this too).
 pub fn cuda_source(kernel: &str, parts: &[(&str, &str)]) -> String {
-    let mut text = kernel.to_string();
+    let mut text = kernel.replace("// @params\n", &cuda_params());
     for (name, part) in parts {
         text = text.replace(&format!("// @include {name}"), part);
     }

@@ -39,13 +39,45 @@ const PAGE: u64 = 4096;
 /// Bytes of the uniform parameter block (`WParams`, rounded up).
 const PARAMS_BYTES: u64 = 256;
 
-/// The shader's `Params`: armada-gpu's run parameters, the first thread's index of this
-/// dispatch, and the helper kernels' arguments. Field order and types match the WGSL struct
-/// (flat: nesting `Params` would put padding before `lane_base`).
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct WParams {
-    words: [u64; 15],
+/// Declares `WParams` and [`wgsl_params`], the shader's declaration of it, from one list.
+macro_rules! shader_params {
+    ($($(#[$doc:meta])* $name:ident: $ty:ident,)*) => {
+        /// The shader's `Params`: armada-gpu's run parameters, the first thread's index of
+        /// this dispatch, and the helper kernels' arguments; the WGSL struct is generated from
+        /// the same list (flat: nesting `Params` would put padding before `lane_base`).
+        #[repr(C)]
+        #[derive(Clone, Copy, Default)]
+        struct WParams {
+            $($(#[$doc])* $name: $ty,)*
+        }
+
+        /// The shader's `struct Params` (where helpers.wgsl says `// @params`).
+        pub(crate) fn wgsl_params() -> String {
+            let mut s = String::from("struct Params { // generated from device.rs's WParams\n");
+            $(s.push_str(&format!("    {}: {},\n", stringify!($name), stringify!($ty)));)*
+            s.push_str("}\n");
+            s
+        }
+    };
+}
+
+shader_params! {
+    ops: u64,
+    regions: u64,
+    lanes: u64,
+    stops: u64,
+    /// `Params::active` (`active` is a reserved word in WGSL)
+    active_list: u64,
+    pt: u64,
+    pt_epoch: u64,
+    chunks: u64,
+    progress: u64,
+    sched: u64,
+    slice: u64,
+    max_ns: u64,
+    min_grace_ns: u64,
+    min_run_ns: u64,
+    pt_mask: u64,
     nactive: u32,
     nregions: u32,
     pt_shift: u32,
@@ -68,23 +100,21 @@ const _: () = assert!(std::mem::size_of::<WParams>() as u64 <= PARAMS_BYTES);
 impl WParams {
     fn run(p: &Params) -> WParams {
         WParams {
-            words: [
-                p.ops,
-                p.regions,
-                p.lanes,
-                p.stops,
-                p.active,
-                p.pt,
-                p.pt_epoch,
-                p.chunks,
-                p.progress,
-                p.sched,
-                p.slice,
-                p.max_ns,
-                p.min_grace_ns,
-                p.min_run_ns,
-                p.pt_mask,
-            ],
+            ops: p.ops,
+            regions: p.regions,
+            lanes: p.lanes,
+            stops: p.stops,
+            active_list: p.active,
+            pt: p.pt,
+            pt_epoch: p.pt_epoch,
+            chunks: p.chunks,
+            progress: p.progress,
+            sched: p.sched,
+            slice: p.slice,
+            max_ns: p.max_ns,
+            min_grace_ns: p.min_grace_ns,
+            min_run_ns: p.min_run_ns,
+            pt_mask: p.pt_mask,
             nactive: p.nactive,
             nregions: p.nregions,
             pt_shift: p.pt_shift,

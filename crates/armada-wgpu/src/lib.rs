@@ -139,7 +139,7 @@ pub fn shader_source_with(frames: u32, subgroups: bool) -> String {
     // (naga 30 takes subgroup built-ins without WGSL's `enable subgroups;`, which it rejects as
     // not implemented: the device's SUBGROUP feature is what allows them)
     let mut s = armada_gpu::layout::wgsl_header();
-    s.push_str(SHADER_BODY);
+    s.push_str(&SHADER_BODY.replace("// @params\n", &device::wgsl_params()));
     s.push_str(&spaces_wgsl(frames.max(1)));
     s.push_str(if subgroups { VOTE_SUBGROUPS } else { VOTE_NONE });
     s

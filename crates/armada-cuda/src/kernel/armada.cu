@@ -101,44 +101,8 @@ __device__ __forceinline__ bool a_take_empty(u64* p, u64 v) {
 #endif
 
 // ------------------------------------------------------------------------------------------
-// Kernel parameters (mirrored by layout::Params, #[repr(C)]).
-
-struct Params {
-    const u64* ops;         // micro-ops, two words each: op|a|b|c|d|e|f, imm
-    const u64* regions;     // nregions x (base, end, first slot)
-    u64* lanes;             // lane records, S_WORDS words each
-    u32* stops;             // stop code of each lane (also in its record)
-    const u32* active;      // lanes to run this launch
-    u64* pt;                // page table: PT_SLOTS x (key, value)
-    u32* pt_epoch;          // per slot: lane epoch of its last recorded write
-    const u64* chunks;      // frame chunk base addresses
-    u64* progress;          // per lane retired count, host-mapped (may be null)
-    u64* sched;             // [0]: time the first lane stopped for the host, [1]: launch start (0: not yet)
-    u64* claims;            // lazy pages taken: [0] count, then (lane << 32 | frame | CLAIM_*, vpn) (0: none)
-    u64* pool;              // free frames for lanes whose reserve is empty: [0] next, [1] filled, frames (0: none)
-    u8* cov;                // edge coverage: COV_MAP_BYTES of hit counters per lane (0: off)
-    u64* sysd;              // per lane SYSD_WORDS: the input and stats of the syscalls answered here (0: none)
-    u64* undo;              // persistent lanes: per lane UNDO_WORDS, the pages claimed since its start (0: none)
-    u32* restart;           // persistent lanes: per lane RESTART_* bits, taken as its launch starts (0: none)
-    const u64* start;       // persistent lanes: each lane's record at its start
-    const u64* newio;       // persistent lanes: each lane's next input, (address, length)
-    u64* ends;              // persistent lanes: per lane END_WORDS, written at STOP_EXIT (0: none)
-    const u8* virgin;       // the virgin map the ends' coverage news are against (0: none)
-    u32* covlist;           // persistent lanes with coverage: per lane COVLIST_WORDS, the map slots hit (0: none)
-    u64* out;               // output kept for the writes answered here: OUT_HEAD_WORDS, then chunks (0: dropped)
-    u64* tlb2;              // per lane TLB2_ENTRIES x (tag, frame address): second-level translations (0: none)
-    u64 slice;              // instructions per lane per launch
-    u64 max_ns;             // a lane leaves this long after it started
-    u64 min_grace_ns;       // after the first stop, running lanes go on at least this long
-    u64 min_run_ns;         // ... and every lane runs at least this long
-    u64 pt_mask;            // slots - 1
-    u32 nactive;
-    u32 nregions;
-    u32 pt_shift;           // 64 - log2(slots)
-    u32 chunk_shift;        // log2(frames per chunk)
-    u32 lane_shift;         // log2(threads per lane)
-    u32 gen;                // this launch's generation (the tags of valid tlb2 entries), 1 .. TLB2_GEN_MAX
-};
+// Kernel parameters: generated from layout::Params (#[repr(C)]), which documents each.
+// @params
 
 struct CopyDesc {
     u64 src;

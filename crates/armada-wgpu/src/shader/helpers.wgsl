@@ -20,36 +20,8 @@
 // insertBits/countOneBits are avoided (naga panics or lavapipe miscompiles): halves are used.
 // Shift amounts are masked explicitly, whatever the backend does with large ones.
 
-struct Params {
-    ops: u64,
-    regions: u64,
-    lanes: u64,
-    stops: u64,
-    active_list: u64, // P.active: `active` is a reserved word in WGSL
-    pt: u64,
-    pt_epoch: u64,
-    chunks: u64,
-    progress: u64,
-    sched: u64,
-    slice: u64,
-    max_ns: u64,
-    min_grace_ns: u64,
-    min_run_ns: u64,
-    pt_mask: u64,
-    nactive: u32,
-    nregions: u32,
-    pt_shift: u32,
-    chunk_shift: u32,
-    lane_shift: u32,
-    lane_base: u32,
-    k_a: u64,
-    k_b: u64,
-    k_c: u64,
-    k_d: u64,
-    k_n: u32,
-    vote: u32,        // run: min-PC scheduling on (lanes share subgroups; armada.wgsl)
-    claims: u64,      // run: the claim log of lazy pages (0: none; mem.wgsl, pt_lookup)
-}
+// struct Params: generated from device.rs's WParams (lib.rs puts it here)
+// @params
 
 @group(0) @binding(0) var<storage, read_write> mem: array<u32>;
 @group(0) @binding(1) var<uniform> P: Params;
