@@ -14,8 +14,8 @@ pub enum Lang {
     /// `$a`..`$d` (`usize`), micro-op `$u`, and `$log`, the macro CmpLog takes a compare's
     /// operands by.
     Rust,
-    /// The CUDA kernel's loop (`kernel/interp.cu`): `x[]` of `u64`, fields `a`, `b`, `c`,
-    /// `dr` (Ra), `e`, `f` as `u32`.
+    /// The CUDA kernel's loop (`kernel/interp.cu`): `x[]` of `u64`, `nzcv` as `u32`, fields
+    /// `a`, `b`, `c`, `dr` (Ra), `e`, `f` as `u32`, `imm` as `u64`.
     Cuda,
     /// The shader's loop (`shader/armada.wgsl`): as CUDA's, in WGSL with 64-bit integers.
     Wgsl,
