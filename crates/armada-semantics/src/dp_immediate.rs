@@ -2,10 +2,9 @@
 //! move-wide immediates, bitfield moves and extract. The decoder has expanded each immediate (bitmask immediates,
 //! shifts), negated SUB's and inverted SUBS's with the carry in field e.
 
-use crate::dp_register::{wm, wn, xm, xn};
+use crate::def::Def;
 use crate::expr::Width;
 use crate::expr::*;
-use crate::Def;
 use armada_isa::ops::*;
 
 pub(crate) fn definitions() -> Vec<Def> {

@@ -3,34 +3,28 @@
 //! two- and three-source classes (multiply-add, long multiplies and high halves, divides,
 //! shifts by a register, bit and byte reversal, leading zeros and signs, CRC32).
 
+use crate::def::Def;
 use crate::expr::*;
-use crate::Def;
 use armada_isa::ops::*;
 
-/// Wn, Wm, Wa: the 32-bit views of Rn, Rm, Ra.
-pub(crate) fn wn() -> V<W> {
-    rn()
-}
-pub(crate) fn wm() -> V<W> {
-    rm()
-}
-fn wa() -> V<W> {
-    ra()
-}
-/// Xn, Xm, Xa.
-pub(crate) fn xn() -> V<X> {
-    rn()
-}
-pub(crate) fn xm() -> V<X> {
-    rm()
-}
-fn xa() -> V<X> {
-    ra()
+pub(crate) fn definitions() -> Vec<Def> {
+    [
+        logical_shifted(),
+        add_sub_shifted(),
+        add_sub_extended(),
+        with_carry(),
+        conditional_select(),
+        conditional_compare(),
+        three_sources(),
+        two_sources(),
+        one_source(),
+    ]
+    .concat()
 }
 
-pub(crate) fn definitions() -> Vec<Def> {
+/// Logical (shifted register).
+fn logical_shifted() -> Vec<Def> {
     vec![
-        // ----- logical (shifted register)
         Def::new(AND_SR_W, "AND: Rd = Rn AND shift(Rm)", wn() & shifted(wm())),
         Def::new(AND_SR_X, "AND: Rd = Rn AND shift(Rm)", xn() & shifted(xm())),
         Def::new(
@@ -89,7 +83,12 @@ pub(crate) fn definitions() -> Vec<Def> {
         ),
         Def::new(MOV_REG, "MOV (register): Xd = Xn", xn()),
         Def::new(MOV_REG_W, "MOV (register): Wd = Wn", wn()),
-        // ----- add/subtract (shifted register); SUBS adds NOT op2 and 1
+    ]
+}
+
+/// Add/subtract (shifted register); SUBS adds NOT op2 and 1.
+fn add_sub_shifted() -> Vec<Def> {
+    vec![
         Def::new(ADD_SR_W, "ADD: Rd = Rn + shift(Rm)", wn() + shifted(wm())),
         Def::new(ADD_SR_X, "ADD: Rd = Rn + shift(Rm)", xn() + shifted(xm())),
         Def::new(SUB_SR_W, "SUB: Rd = Rn - shift(Rm)", wn() - shifted(wm())),
@@ -122,7 +121,12 @@ pub(crate) fn definitions() -> Vec<Def> {
             !shifted(xm()),
             lit(1),
         ),
-        // ----- add/subtract (extended register)
+    ]
+}
+
+/// Add/subtract (extended register).
+fn add_sub_extended() -> Vec<Def> {
+    vec![
         Def::new(
             ADD_EXT_W,
             "ADD: Rd = Rn + extend(Rm)",
@@ -171,7 +175,12 @@ pub(crate) fn definitions() -> Vec<Def> {
             !extended(xm()),
             lit(1),
         ),
-        // ----- add/subtract with carry
+    ]
+}
+
+/// Add/subtract with carry.
+fn with_carry() -> Vec<Def> {
+    vec![
         Def::new(ADC_W, "ADC: Rd = Rn + Rm + C", wn() + wm() + carry()),
         Def::new(ADC_X, "ADC: Rd = Rn + Rm + C", xn() + xm() + carry()),
         Def::new(SBC_W, "SBC: Rd = Rn + NOT Rm + C", wn() + !wm() + carry()),
@@ -192,7 +201,12 @@ pub(crate) fn definitions() -> Vec<Def> {
             !xm(),
             carry(),
         ),
-        // ----- conditional select: Rd = cond ? Rn : f(Rm)
+    ]
+}
+
+/// Conditional select: Rd = cond ? Rn : f(Rm).
+fn conditional_select() -> Vec<Def> {
+    vec![
         Def::new(CSEL_W, "CSEL: Rd = cond ? Rn : Rm", if_cond(wn(), wm())),
         Def::new(CSEL_X, "CSEL: Rd = cond ? Rn : Rm", if_cond(xn(), xm())),
         Def::new(
@@ -217,7 +231,12 @@ pub(crate) fn definitions() -> Vec<Def> {
         ),
         Def::new(CSNEG_W, "CSNEG: Rd = cond ? Rn : -Rm", if_cond(wn(), -wm())),
         Def::new(CSNEG_X, "CSNEG: Rd = cond ? Rn : -Rm", if_cond(xn(), -xm())),
-        // ----- conditional compare: NZCV = cond ? flags of the compare : nzcv (field f)
+    ]
+}
+
+/// Conditional compare: NZCV = cond ? flags of the compare : nzcv (field f).
+fn conditional_compare() -> Vec<Def> {
+    vec![
         Def::cond_flags(
             CCMP_REG_W,
             "CCMP: NZCV = cond ? flags(Rn - Rm) : #nzcv",
@@ -274,7 +293,12 @@ pub(crate) fn definitions() -> Vec<Def> {
             imm(),
             lit(0),
         ),
-        // ----- three sources
+    ]
+}
+
+/// Three sources.
+fn three_sources() -> Vec<Def> {
+    vec![
         Def::new(MADD_W, "MADD: Rd = Ra + Rn * Rm", wa() + wn() * wm()),
         Def::new(MADD_X, "MADD: Rd = Ra + Rn * Rm", xa() + xn() * xm()),
         Def::new(MSUB_W, "MSUB: Rd = Ra - Rn * Rm", wa() - wn() * wm()),
@@ -309,7 +333,12 @@ pub(crate) fn definitions() -> Vec<Def> {
             "UMULH: Xd = (UInt(Xn) * UInt(Xm))<127:64>",
             umulh(xn(), xm()),
         ),
-        // ----- two sources
+    ]
+}
+
+/// Two sources.
+fn two_sources() -> Vec<Def> {
+    vec![
         Def::new(
             SDIV_W,
             "SDIV: Rd = Rn / Rm toward zero (0 if Rm is 0)",
@@ -367,7 +396,12 @@ pub(crate) fn definitions() -> Vec<Def> {
             "CRC32*, CRC32C*: Wd = CRC of Rm's low 2^e bytes into Wn",
             crc32(wn(), xm()),
         ),
-        // ----- one source
+    ]
+}
+
+/// One source.
+fn one_source() -> Vec<Def> {
+    vec![
         Def::new(CLZ_W, "CLZ: Rd = leading zero bits of Rn", clz(wn())),
         Def::new(CLZ_X, "CLZ: Rd = leading zero bits of Rn", clz(xn())),
         // leading bits equal to the sign, the sign not counted

@@ -306,6 +306,27 @@ pub fn ra<T: Bits>() -> V<T> {
     V::of(Expr::Reg(Operand::D, T::WIDTH))
 }
 
+/// Wn, Wm, Wa: the 32-bit views of Rn, Rm, Ra.
+pub fn wn() -> V<W> {
+    rn()
+}
+pub fn wm() -> V<W> {
+    rm()
+}
+pub fn wa() -> V<W> {
+    ra()
+}
+/// Xn, Xm, Xa.
+pub fn xn() -> V<X> {
+    rn()
+}
+pub fn xm() -> V<X> {
+    rm()
+}
+pub fn xa() -> V<X> {
+    ra()
+}
+
 /// Arithmetic shift right, the amount modulo the width.
 pub fn asr<T: Bits>(v: V<T>, n: impl Into<V<T>>) -> V<T> {
     v.bin(Bin::Asr, n)

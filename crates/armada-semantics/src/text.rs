@@ -3,8 +3,9 @@
 //! a spelling is always one operand (an identifier, a call or a parenthesized expression),
 //! so spellings nest without precedence rules. `{0}` and `{1}` are the operands.
 
+use crate::def::{Def, Effect};
+use crate::definitions;
 use crate::expr::{Bin, Conv, Expr, Field, Operand, Prim, Un, Width};
-use crate::{definitions, Def, Effect};
 
 /// A target language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,105 @@
+//! A definition: what a micro-op does to the registers and flags, as expressions.
+
+use crate::expr::{Bits, Expr, Width, V};
+
+/// What a micro-op does to the registers and flags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Rd (field a) = the value, a 32-bit one zero-extended.
+    Rd(Expr),
+    /// Rd = a + b + carry, and NZCV = that addition's flags (ADDS; SUBS as a + !b + 1; ADCS,
+    /// SBCS with the carry flag). `compare`: a compare, which CmpLog records (ADCS and SBCS
+    /// are not).
+    AddFlags {
+        a: Expr,
+        b: Expr,
+        carry: Expr,
+        compare: bool,
+    },
+    /// Rd = the value, and NZCV = its N and Z with C and V clear (ANDS, BICS).
+    LogicFlags(Expr),
+    /// NZCV = the flags of a + b + carry if the condition in field e holds, else field f
+    /// (CCMP, CCMN). Writes no register.
+    CondFlags { a: Expr, b: Expr, carry: Expr },
+}
+
+/// One micro-op's meaning.
+#[derive(Clone, Debug)]
+pub struct Def {
+    /// The micro-op (`armada_isa::ops`).
+    pub op: u16,
+    /// What it does, in the manual's words.
+    pub doc: &'static str,
+    pub effect: Effect,
+}
+
+impl Def {
+    /// Rd = `rd`.
+    pub fn new<T: Bits>(op: u16, doc: &'static str, rd: V<T>) -> Def {
+        Def {
+            op,
+            doc,
+            effect: Effect::Rd(rd.into_expr()),
+        }
+    }
+
+    /// Rd = `a + b + carry`, NZCV its flags; a compare unless the carry is the flag.
+    pub fn add_flags<T: Bits>(op: u16, doc: &'static str, a: V<T>, b: V<T>, carry: V<T>) -> Def {
+        let carry = carry.into_expr();
+        Def {
+            op,
+            doc,
+            effect: Effect::AddFlags {
+                a: a.into_expr(),
+                b: b.into_expr(),
+                compare: !matches!(carry, Expr::Carry(_)),
+                carry,
+            },
+        }
+    }
+
+    /// Rd = `v`, NZCV its N and Z.
+    pub fn logic_flags<T: Bits>(op: u16, doc: &'static str, v: V<T>) -> Def {
+        Def {
+            op,
+            doc,
+            effect: Effect::LogicFlags(v.into_expr()),
+        }
+    }
+
+    /// NZCV = the flags of `a + b + carry` where the condition in e holds, else field f.
+    pub fn cond_flags<T: Bits>(op: u16, doc: &'static str, a: V<T>, b: V<T>, carry: V<T>) -> Def {
+        Def {
+            op,
+            doc,
+            effect: Effect::CondFlags {
+                a: a.into_expr(),
+                b: b.into_expr(),
+                carry: carry.into_expr(),
+            },
+        }
+    }
+
+    /// The width it computes at.
+    pub fn width(&self) -> Width {
+        match &self.effect {
+            Effect::Rd(v) | Effect::LogicFlags(v) => v.width(),
+            Effect::AddFlags { a, .. } | Effect::CondFlags { a, .. } => a.width(),
+        }
+    }
+
+    /// Every value it computes.
+    pub fn values(&self) -> Vec<&Expr> {
+        match &self.effect {
+            Effect::Rd(v) | Effect::LogicFlags(v) => vec![v],
+            Effect::AddFlags { a, b, carry, .. } | Effect::CondFlags { a, b, carry } => {
+                vec![a, b, carry]
+            }
+        }
+    }
+
+    /// The micro-op's name (`MADD_W`).
+    pub fn name(&self) -> &'static str {
+        armada_isa::ops::name(self.op)
+    }
+}
