@@ -1,8 +1,8 @@
 //! Builds the kernel simulator: the CUDA kernel source compiled as C++ for the host, so the
 //! tests check the kernel against the CPU engine on machines without a GPU. Without a C++
 //! compiler the crate builds without it (`armada_sim` unset) and those tests skip. It also
-//! writes the kernel's cases for the micro-ops armada-semantics defines (`defined.cu`), which
-//! lib.rs includes for NVRTC.
+//! writes the kernel's cases for the micro-ops armada-semantics defines (`defined.cu`, and
+//! the compares of the fused pairs, `fused.cu`), which lib.rs includes for NVRTC.
 
 #[allow(dead_code)]
 #[path = "../armada-gpu/src/layout.rs"]
@@ -17,6 +17,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=ARMADA_SIM_DEFINES");
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     std::fs::write(out.join("defined.cu"), armada_semantics::text::cuda_cases()).unwrap();
+    std::fs::write(out.join("fused.cu"), armada_semantics::text::cuda_fused()).unwrap();
     if std::env::var_os("ARMADA_NO_SIM").is_some() {
         return;
     }
@@ -33,8 +34,11 @@ fn main() {
         .collect();
     // the ops armada-semantics defines, into interp.cu's switch (after it in the list)
     let mut parts = parts;
-    let defined = armada_semantics::text::cuda_cases();
-    parts.push(("defined.cu".to_string(), defined));
+    parts.push((
+        "defined.cu".to_string(),
+        armada_semantics::text::cuda_cases(),
+    ));
+    parts.push(("fused.cu".to_string(), armada_semantics::text::cuda_fused()));
     let parts: Vec<(&str, &str)> = parts
         .iter()
         .map(|(n, t)| (n.as_str(), t.as_str()))

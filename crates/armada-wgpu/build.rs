@@ -1,6 +1,7 @@
 //! Joins the shader's files, in the order `src/shader/ORDER` lists them, into one WGSL source
 //! (the generated header is prepended at run time, from armada-gpu's layout), with the cases
-//! of the micro-ops armada-semantics defines where armada.wgsl says `// @generated defined`.
+//! of the micro-ops armada-semantics defines where armada.wgsl says `// @generated defined` (and
+//! the fused pairs' compares at `// @generated fused`).
 
 fn main() {
     let dir = std::path::Path::new("src/shader");
@@ -24,6 +25,9 @@ fn main() {
     let marker = "// @generated defined\n";
     assert!(src.contains(marker), "armada.wgsl has no `{marker}`");
     let src = src.replace(marker, &armada_semantics::text::wgsl_cases());
+    let marker = "// @generated fused\n";
+    assert!(src.contains(marker), "armada.wgsl has no `{marker}`");
+    let src = src.replace(marker, &armada_semantics::text::wgsl_fused());
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("shader.wgsl");
     std::fs::write(out, src).unwrap();
 }

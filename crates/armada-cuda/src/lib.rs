@@ -27,9 +27,9 @@ pub fn kernel_source() -> String {
 /// The kernel's main file, which names its parts where they go (`// @include NAME`).
 pub const KERNEL_SOURCE: &str = include_str!("kernel/armada.cu");
 /// The kernel's parts (name, text); build.rs lists the same files for the simulator. A part
-/// may name another (interp.cu names `defined.cu`, the cases build.rs generates from
-/// armada-semantics' definitions), which then comes after it.
-pub const KERNEL_PARTS: [(&str, &str); 10] = [
+/// may name another (interp.cu names `defined.cu` and `fused.cu`, the cases build.rs
+/// generates from armada-semantics' definitions), which then comes after it.
+pub const KERNEL_PARTS: [(&str, &str); 11] = [
     ("int.cu", include_str!("kernel/int.cu")),
     ("simd.cu", include_str!("kernel/simd.cu")),
     ("memory.cu", include_str!("kernel/memory.cu")),
@@ -41,6 +41,10 @@ pub const KERNEL_PARTS: [(&str, &str); 10] = [
     (
         "defined.cu",
         include_str!(concat!(env!("OUT_DIR"), "/defined.cu")),
+    ),
+    (
+        "fused.cu",
+        include_str!(concat!(env!("OUT_DIR"), "/fused.cu")),
     ),
     ("entry.cu", include_str!("kernel/entry.cu")),
 ];

@@ -310,6 +310,43 @@ pub fn rust_match() -> String {
     s
 }
 
+/// The fused compare-and-branch ops (`armada_isa::fused`) and the definitions of the
+/// compares they run: (fused op, its name, the compare's definition).
+pub fn fused() -> Vec<(u16, String, &'static Def)> {
+    definitions()
+        .iter()
+        .filter_map(|d| {
+            let f = armada_isa::fused::with_branch(d.op)?;
+            Some((f, format!("{}_BCOND", d.name()), d))
+        })
+        .collect()
+}
+
+/// The kernel's cases for the compare half of the fused ops, for the `switch (op)` inside
+/// their case (`kernel/interp.cu`); and their labels.
+pub fn cuda_fused() -> String {
+    let mut s = format!("            // ----- {HEADER}\n");
+    for (_, name, d) in fused() {
+        s.push_str(&format!(
+            "            case OP_{name}: {} break;\n",
+            statement(Lang::Cuda, d)
+        ));
+    }
+    s
+}
+
+/// The shader's cases for the compare half of the fused ops (`shader/armada.wgsl`).
+pub fn wgsl_fused() -> String {
+    let mut s = format!("                        // ----- {HEADER}\n");
+    for (_, name, d) in fused() {
+        s.push_str(&format!(
+            "                        case OP_{name}: {{ {} }}\n",
+            statement(Lang::Wgsl, d)
+        ));
+    }
+    s
+}
+
 /// The kernel's cases, for the interpreter loop's `switch (op)` (`kernel/interp.cu`).
 pub fn cuda_cases() -> String {
     let mut s = format!("        // ----- {HEADER}\n");

@@ -328,10 +328,9 @@ __device__ void run_lane(const Params& P, u32 lane) {
         case OP_ADDS_IMM_X_BCOND:
         case OP_SUBS_SR_W_BCOND:
         case OP_SUBS_SR_X_BCOND: {
-            if (op == OP_ADDS_IMM_W_BCOND) x[a] = add_flags32((u32)x[b], (u32)imm, e, nzcv);
-            else if (op == OP_ADDS_IMM_X_BCOND) x[a] = add_flags64(x[b], imm, e, nzcv);
-            else if (op == OP_SUBS_SR_W_BCOND) x[a] = add_flags32((u32)x[b], ~shift32((u32)x[c], e, f), 1, nzcv);
-            else x[a] = add_flags64(x[b], ~shift64(x[c], e, f), 1, nzcv);
+            switch (op) { // the compare, as armada-semantics defines it (generated)
+// @include fused.cu
+            }
             if (retired + 1 < end) {
 #ifdef ARMADA_NO_PREFETCH
                 u64 bw0 = ops[2 * idx + 2], bimm = ops[2 * idx + 3];

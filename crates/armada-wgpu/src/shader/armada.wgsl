@@ -321,10 +321,9 @@ fn run_lane(lane: u32) {
                 // (the B.cond keeps its own slot, so it runs next as any branch).
                 case OP_ADDS_IMM_W_BCOND, OP_ADDS_IMM_X_BCOND, OP_SUBS_SR_W_BCOND, OP_SUBS_SR_X_BCOND: {
                     switch op {
-                        case OP_ADDS_IMM_W_BCOND: { x[a] = u64(add_flags32(u32(x[b]), u32(imm), e)); }
-                        case OP_ADDS_IMM_X_BCOND: { x[a] = add_flags64(x[b], imm, u64(e)); }
-                        case OP_SUBS_SR_W_BCOND: { x[a] = u64(add_flags32(u32(x[b]), ~shift32(u32(x[c]), e, f), 1u)); }
-                        default: { x[a] = add_flags64(x[b], ~shift64(x[c], e, f), 1lu); }
+                        // the compare, as armada-semantics defines it (generated)
+// @generated fused
+                        default: {}
                     }
                     if retired + 1lu < end {
                         // the B.cond: its condition (field e) and target
