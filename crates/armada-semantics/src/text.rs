@@ -311,68 +311,53 @@ pub fn rust_match() -> String {
 }
 
 /// The fused compare-and-branch ops (`armada_isa::fused`) and the definitions of the
-/// compares they run: (fused op, its name, the compare's definition).
-pub fn fused() -> Vec<(u16, String, &'static Def)> {
+/// compares they run: (the fused op's name, the compare's definition).
+pub fn fused() -> Vec<(String, &'static Def)> {
     definitions()
         .iter()
-        .filter_map(|d| {
-            let f = armada_isa::fused::with_branch(d.op)?;
-            Some((f, format!("{}_BCOND", d.name()), d))
-        })
+        .filter(|d| armada_isa::fused::with_branch(d.op).is_some())
+        .map(|d| (format!("{}_BCOND", d.name()), d))
         .collect()
 }
 
-/// The kernel's cases for the compare half of the fused ops, for the `switch (op)` inside
-/// their case (`kernel/interp.cu`); and their labels.
-pub fn cuda_fused() -> String {
-    let mut s = format!("            // ----- {HEADER}\n");
-    for (_, name, d) in fused() {
-        s.push_str(&format!(
-            "            case OP_{name}: {} break;\n",
-            statement(Lang::Cuda, d)
-        ));
+/// A `case` a definition in the kernel (`Lang::Cuda`) or the shader (`Lang::Wgsl`), each
+/// labelled `OP_` and its name, indented for where it goes.
+fn cases<'a>(lang: Lang, indent: &str, defs: impl Iterator<Item = (String, &'a Def)>) -> String {
+    let mut s = format!("{indent}// ----- {HEADER}\n");
+    for (name, d) in defs {
+        let stmt = statement(lang, d);
+        let case = match lang {
+            Lang::Wgsl => format!("case OP_{name}: {{ {stmt} }}"),
+            _ => format!("case OP_{name}: {stmt} break;"),
+        };
+        s.push_str(&format!("{indent}{case} // {}\n", d.doc));
     }
     s
 }
 
-/// The shader's cases for the compare half of the fused ops (`shader/armada.wgsl`).
-pub fn wgsl_fused() -> String {
-    let mut s = format!("                        // ----- {HEADER}\n");
-    for (_, name, d) in fused() {
-        s.push_str(&format!(
-            "                        case OP_{name}: {{ {} }}\n",
-            statement(Lang::Wgsl, d)
-        ));
-    }
-    s
+fn all() -> impl Iterator<Item = (String, &'static Def)> {
+    definitions().iter().map(|d| (d.name().to_string(), d))
 }
 
 /// The kernel's cases, for the interpreter loop's `switch (op)` (`kernel/interp.cu`).
 pub fn cuda_cases() -> String {
-    let mut s = format!("        // ----- {HEADER}\n");
-    for d in definitions() {
-        s.push_str(&format!(
-            "        case OP_{}: {} break; // {}\n",
-            d.name(),
-            statement(Lang::Cuda, d),
-            d.doc
-        ));
-    }
-    s
+    cases(Lang::Cuda, "        ", all())
 }
 
 /// The shader's cases, for the loop's `switch op` (`shader/armada.wgsl`).
 pub fn wgsl_cases() -> String {
-    let mut s = format!("                // ----- {HEADER}\n");
-    for d in definitions() {
-        s.push_str(&format!(
-            "                case OP_{}: {{ {} }} // {}\n",
-            d.name(),
-            statement(Lang::Wgsl, d),
-            d.doc
-        ));
-    }
-    s
+    cases(Lang::Wgsl, "                ", all())
+}
+
+/// The kernel's cases for the compare half of the fused ops, for the `switch (op)` inside
+/// their case (`kernel/interp.cu`).
+pub fn cuda_fused() -> String {
+    cases(Lang::Cuda, "            ", fused().into_iter())
+}
+
+/// The shader's cases for the compare half of the fused ops (`shader/armada.wgsl`).
+pub fn wgsl_fused() -> String {
+    cases(Lang::Wgsl, "                        ", fused().into_iter())
 }
 
 #[cfg(test)]
