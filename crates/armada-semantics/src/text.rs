@@ -288,7 +288,11 @@ const HEADER: &str =
 /// The interpreter's `match` on the micro-op (`cpu/defined.rs`): a macro that takes the
 /// loop's own arms and puts the defined ops' arms before them, so every op is one arm of one
 /// `match` (a second `match` in a shared arm cost the interpreter 30% on ALU-heavy loops).
-pub fn rust_match() -> String {
+///
+/// The ops in `outlined` (ones that write only Rd) get an arm that calls a cold function,
+/// `outlined`, generated beside the macro: for ops an engine rewrites before they run, whose
+/// code in the loop's one big function only moves its hot arms about.
+pub fn rust_match(outlined: &[u16]) -> String {
     let mut s = format!(
         "// {HEADER}\n\n\
          /// `match $u.op` with the arms of the ops armada-semantics defines, then the caller's.\n\
@@ -298,15 +302,48 @@ pub fn rust_match() -> String {
          \x20       #[allow(unused_parens, unused_braces, clippy::all)]\n\
          \x20       match $u.op {{\n"
     );
+    let mut cold = String::new();
     for d in definitions() {
-        s.push_str(&format!(
-            "            // {}\n            armada_isa::ops::{} => {},\n",
-            d.doc,
-            d.name(),
-            statement(Lang::Rust, d)
-        ));
+        let stmt = statement(Lang::Rust, d);
+        if outlined.contains(&d.op) {
+            assert!(
+                matches!(d.effect, Effect::Rd(_)),
+                "{}: only ops that write Rd alone are outlined",
+                d.name()
+            );
+            s.push_str(&format!(
+                "            armada_isa::ops::{} => defined::outlined($u, $x),\n",
+                d.name()
+            ));
+            // the same statement, the macro's names the function's locals
+            let local = stmt.replace('$', "");
+            cold.push_str(&format!(
+                "        // {}\n        armada_isa::ops::{} => {local},\n",
+                d.doc,
+                d.name()
+            ));
+        } else {
+            s.push_str(&format!(
+                "            // {}\n            armada_isa::ops::{} => {stmt},\n",
+                d.doc,
+                d.name()
+            ));
+        }
     }
     s.push_str("            $($arms)*\n        }\n    };\n}\npub(super) use match_with_defined;\n");
+    s.push_str(&format!(
+        "\n/// The outlined ops' arms (see `match_with_defined`).\n\
+         #[cold]\n\
+         #[inline(never)]\n\
+         #[allow(unused_parens, unused_braces, dead_code, clippy::all)]\n\
+         pub(super) fn outlined(u: &armada_isa::MicroOp, x: &mut [u64]) {{\n\
+         \x20   let (a, b, c) = (u.a as usize & 63, u.b as usize & 63, u.c as usize & 63);\n\
+         \x20   let _ = c;\n\
+         \x20   match u.op {{\n{cold}\
+         \x20       _ => unreachable!(\"not an outlined op: {{}}\", u.op),\n\
+         \x20   }}\n\
+         }}\n"
+    ));
     s
 }
 
