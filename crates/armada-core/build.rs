@@ -12,5 +12,14 @@ const OUTLINED: &[u16] = &[ops::UBFM_W, ops::UBFM_X, ops::SBFM_W, ops::SBFM_X];
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    std::fs::write(out.join("defined.rs"), armada_semantics::text::rust_match(OUTLINED)).unwrap();
+    std::fs::write(
+        out.join("defined.rs"),
+        armada_semantics::text::rust_match(OUTLINED),
+    )
+    .unwrap();
+    std::fs::write(
+        out.join("elements.rs"),
+        armada_semantics::text::rust_elements(),
+    )
+    .unwrap();
 }

@@ -1,8 +1,9 @@
 //! Builds the kernel simulator: the CUDA kernel source compiled as C++ for the host, so the
 //! tests check the kernel against the CPU engine on machines without a GPU. Without a C++
 //! compiler the crate builds without it (`armada_sim` unset) and those tests skip. It also
-//! writes the kernel's cases for the micro-ops armada-semantics defines (`defined.cu`, and
-//! the compares of the fused pairs, `fused.cu`), which lib.rs includes for NVRTC.
+//! writes the kernel's cases for the micro-ops armada-semantics defines (`defined.cu`, the
+//! compares of the fused pairs, `fused.cu`, and the SIMD element functions, `elements.cu`),
+//! which lib.rs includes for NVRTC.
 
 #[allow(dead_code)]
 #[path = "../armada-gpu/src/layout.rs"]
@@ -18,6 +19,11 @@ fn main() {
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     std::fs::write(out.join("defined.cu"), armada_semantics::text::cuda_cases()).unwrap();
     std::fs::write(out.join("fused.cu"), armada_semantics::text::cuda_fused()).unwrap();
+    std::fs::write(
+        out.join("elements.cu"),
+        armada_semantics::text::cuda_elements(),
+    )
+    .unwrap();
     if std::env::var_os("ARMADA_NO_SIM").is_some() {
         return;
     }
@@ -32,8 +38,17 @@ fn main() {
             (p.to_string(), text)
         })
         .collect();
-    // the ops armada-semantics defines, into interp.cu's switch (after it in the list)
+    // the SIMD element functions, into simd.cu's int_elem (after it in the list)
+    let at = parts.iter().position(|(n, _)| n == "simd.cu").unwrap() + 1;
     let mut parts = parts;
+    parts.insert(
+        at,
+        (
+            "elements.cu".to_string(),
+            armada_semantics::text::cuda_elements(),
+        ),
+    );
+    // the ops armada-semantics defines, into interp.cu's switch (after it in the list)
     parts.push((
         "defined.cu".to_string(),
         armada_semantics::text::cuda_cases(),

@@ -27,11 +27,15 @@ pub fn kernel_source() -> String {
 /// The kernel's main file, which names its parts where they go (`// @include NAME`).
 pub const KERNEL_SOURCE: &str = include_str!("kernel/armada.cu");
 /// The kernel's parts (name, text); build.rs lists the same files for the simulator. A part
-/// may name another (interp.cu names `defined.cu` and `fused.cu`, the cases build.rs
-/// generates from armada-semantics' definitions), which then comes after it.
-pub const KERNEL_PARTS: [(&str, &str); 11] = [
+/// may name another (interp.cu names `defined.cu` and `fused.cu`, simd.cu `elements.cu`: the
+/// cases build.rs generates from armada-semantics' definitions), which then comes after it.
+pub const KERNEL_PARTS: [(&str, &str); 12] = [
     ("int.cu", include_str!("kernel/int.cu")),
     ("simd.cu", include_str!("kernel/simd.cu")),
+    (
+        "elements.cu",
+        include_str!(concat!(env!("OUT_DIR"), "/elements.cu")),
+    ),
     ("memory.cu", include_str!("kernel/memory.cu")),
     ("ldst.cu", include_str!("kernel/ldst.cu")),
     ("coverage.cu", include_str!("kernel/coverage.cu")),

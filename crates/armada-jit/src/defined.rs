@@ -181,7 +181,9 @@ impl Tx<'_> {
                     Conv::Lo => self.b.ins().ireduce(I32, a),
                 }
             }
-            Expr::Prim(..) => unreachable!("checked by lowerable"),
+            Expr::Prim(..) | Expr::Elem(_) | Expr::OnesIf(..) => {
+                unreachable!("checked by lowerable")
+            }
         }
     }
 
@@ -281,7 +283,8 @@ fn lowerable(e: &Expr) -> bool {
         Expr::Un(_, _, a) | Expr::Conv(_, a) | Expr::Shifted(a) | Expr::Extended(a) => lowerable(a),
         Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) => lowerable(a) && lowerable(b),
         Expr::IfGe(v) => v.iter().all(lowerable),
-        Expr::Prim(..) => false,
+        // (element functions run in the vector lowerings, vecint.rs)
+        Expr::Prim(..) | Expr::Elem(_) | Expr::OnesIf(..) => false,
     }
 }
 

@@ -103,3 +103,51 @@ impl Def {
         armada_isa::ops::name(self.op)
     }
 }
+
+/// One SIMD element function's meaning: each element of Vd is the value, computed from the
+/// same element of the operands ([`crate::expr::Lane`]) at the element size in field e, over
+/// the 2^f bytes of the vector (the bytes above cleared). Each engine keeps its own loop over
+/// the elements (and its own reading of a by-element Vm); the definition is the element.
+#[derive(Clone, Debug)]
+pub struct ElemDef {
+    /// The micro-op (`armada_isa::ops`).
+    pub op: u16,
+    /// What it does, in the manual's words.
+    pub doc: &'static str,
+    /// The element, in 64 bits (only the element's bits are stored).
+    pub value: Expr,
+}
+
+impl ElemDef {
+    pub fn new(op: u16, doc: &'static str, value: V<crate::expr::X>) -> ElemDef {
+        ElemDef {
+            op,
+            doc,
+            value: value.into_expr(),
+        }
+    }
+
+    /// The op's name (`armada_isa::ops`).
+    pub fn name(&self) -> &'static str {
+        armada_isa::ops::name(self.op)
+    }
+
+    /// Whether the value reads Vd's old element (an accumulating op).
+    pub fn reads_d(&self) -> bool {
+        fn has(e: &Expr) -> bool {
+            match e {
+                Expr::Elem(crate::expr::Lane::D) => true,
+                Expr::Un(_, _, a) | Expr::Conv(_, a) | Expr::Shifted(a) | Expr::Extended(a) => {
+                    has(a)
+                }
+                Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) | Expr::OnesIf(_, a, b) => {
+                    has(a) || has(b)
+                }
+                Expr::IfGe(v) => v.iter().any(has),
+                Expr::Prim(_, v) => v.iter().any(has),
+                _ => false,
+            }
+        }
+        has(&self.value)
+    }
+}

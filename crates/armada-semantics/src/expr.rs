@@ -108,6 +108,30 @@ pub enum Field {
     F,
 }
 
+/// An element operand of a SIMD element function: the same element of Vn (field b), of Vm
+/// (field c; or one element of Vm broadcast, by-element forms) or of Vd's old value (field
+/// a: the accumulator). Each is read zero-extended into 64 bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Lane {
+    N,
+    M,
+    D,
+}
+
+/// A comparison of two elements, as an element of all ones where it holds, else zero: `Eq`,
+/// `Ne`, unsigned `Hi` (higher) and `Hs` (higher or same), signed `Gt` and `Ge` (the elements
+/// read as signed integers of the element's size), as CMEQ, CMHI, CMHS, CMGT and CMGE name
+/// them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Hi,
+    Hs,
+    Gt,
+    Ge,
+}
+
 /// A value, untyped: what the generators walk.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Expr {
@@ -135,6 +159,10 @@ pub enum Expr {
     Bin(Bin, Width, Box<Expr>, Box<Expr>),
     Conv(Conv, Box<Expr>),
     Prim(Prim, Vec<Expr>),
+    /// An element operand (64 bits, the element zero-extended): SIMD element functions only.
+    Elem(Lane),
+    /// All ones (64 bits; the element's bits once stored) where the comparison holds, else 0.
+    OnesIf(Cmp, Box<Expr>, Box<Expr>),
 }
 
 impl Expr {
@@ -148,6 +176,7 @@ impl Expr {
             | Expr::Carry(w)
             | Expr::Un(_, w, _)
             | Expr::Bin(_, w, ..) => *w,
+            Expr::Elem(_) | Expr::OnesIf(..) => Width::X,
             Expr::Shifted(a) | Expr::IfCond(a, _) => a.width(),
             Expr::IfGe(v) => v[2].width(),
             Expr::Extended(_) => Width::X,
@@ -165,12 +194,12 @@ impl Expr {
                     out.push(*r)
                 }
             }
-            Expr::Const(..) | Expr::Imm(_) | Expr::Field(..) | Expr::Carry(_) => {}
+            Expr::Const(..) | Expr::Imm(_) | Expr::Field(..) | Expr::Carry(_) | Expr::Elem(_) => {}
             Expr::Un(_, _, a) | Expr::Conv(_, a) | Expr::Shifted(a) | Expr::Extended(a) => {
                 a.operands(out)
             }
             Expr::IfGe(v) => v.iter().for_each(|e| e.operands(out)),
-            Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) => {
+            Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) | Expr::OnesIf(_, a, b) => {
                 a.operands(out);
                 b.operands(out);
             }
@@ -368,6 +397,23 @@ pub fn crc32(acc: V<W>, data: V<X>) -> V<W> {
     V::of(Expr::Prim(Prim::Crc32, vec![acc.0, data.0]))
 }
 
+/// Vn's element (SIMD element functions: see [`Lane`]).
+pub fn en() -> V<X> {
+    V::of(Expr::Elem(Lane::N))
+}
+/// Vm's element.
+pub fn em() -> V<X> {
+    V::of(Expr::Elem(Lane::M))
+}
+/// Vd's element before the op (the accumulator).
+pub fn ed() -> V<X> {
+    V::of(Expr::Elem(Lane::D))
+}
+/// All ones where `cmp` holds between two elements, else 0 (see [`Cmp`]).
+pub fn ones_if(cmp: Cmp, a: V<X>, b: V<X>) -> V<X> {
+    V::of(Expr::OnesIf(cmp, Box::new(a.0), Box::new(b.0)))
+}
+
 /// The micro-op's immediate at width `T`.
 pub fn imm<T: Bits>() -> V<T> {
     V::of(Expr::Imm(T::WIDTH))
@@ -474,7 +520,9 @@ impl Expr {
             | Expr::Shifted(_)
             | Expr::Extended(_)
             | Expr::IfCond(..)
-            | Expr::Prim(..) => return None,
+            | Expr::Prim(..)
+            | Expr::Elem(_)
+            | Expr::OnesIf(..) => return None,
         })
     }
 }

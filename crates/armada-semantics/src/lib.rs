@@ -16,9 +16,10 @@ pub mod dp_immediate;
 pub mod dp_register;
 pub mod expr;
 pub mod prim;
+pub mod simd_three_same;
 pub mod text;
 
-pub use def::{Def, Effect};
+pub use def::{Def, Effect, ElemDef};
 use std::sync::OnceLock;
 
 /// Every definition, in the order the generators write them.
@@ -29,6 +30,12 @@ pub fn definitions() -> &'static [Def] {
         all.extend(dp_register::definitions());
         all
     })
+}
+
+/// Every SIMD element function, in the order the generators write them.
+pub fn element_definitions() -> &'static [ElemDef] {
+    static ALL: OnceLock<Vec<ElemDef>> = OnceLock::new();
+    ALL.get_or_init(simd_three_same::definitions)
 }
 
 /// The definition of micro-op `op`, if it has one here.
@@ -70,6 +77,56 @@ mod tests {
         assert!(definition(armada_isa::ops::NOP).is_none());
     }
 
+    /// Each element function is defined once, is 64 bits wide, and is spelled in every
+    /// language (the generators panic on an operation without a spelling).
+    #[test]
+    fn element_definitions_are_well_formed() {
+        let mut seen = std::collections::HashSet::new();
+        for d in element_definitions() {
+            assert!(seen.insert(d.op), "{} defined twice", d.name());
+            assert!(
+                definition(d.op).is_none(),
+                "{} is also an integer op",
+                d.name()
+            );
+            assert_eq!(d.value.width(), Width::X, "{}", d.name());
+            check(&d.value);
+        }
+        let rust = text::rust_elements();
+        let cuda = text::cuda_elements();
+        let wgsl = text::wgsl_elements();
+        for d in element_definitions() {
+            assert!(
+                rust.contains(&format!("ops::{} =>", d.name())),
+                "{}",
+                d.name()
+            );
+            assert!(
+                cuda.contains(&format!("case OP_{}:", d.name())),
+                "{}",
+                d.name()
+            );
+            assert!(
+                wgsl.contains(&format!("case OP_{}:", d.name())),
+                "{}",
+                d.name()
+            );
+        }
+        // an accumulating op runs the three-operand loop, the others the two-operand one
+        assert!(
+            rust.contains("V_MLA => map3($st, $u, |o, x, y| o.wrapping_add("),
+            "{rust}"
+        );
+        assert!(
+            rust.contains("V_ADD => map2($st, $u, |x, y| x.wrapping_add(y))"),
+            "{rust}"
+        );
+        assert!(
+            cuda.contains("case OP_V_CMGT: return mask_if(esx(xx, e) > esx(y, e));"),
+            "{cuda}"
+        );
+    }
+
     fn check(e: &Expr) {
         use expr::{Conv, Expr::*};
         match e {
@@ -109,6 +166,12 @@ mod tests {
                 let got: Vec<Width> = args.iter().map(Expr::width).collect();
                 assert_eq!(got, takes, "{e:?}");
                 args.iter().for_each(check)
+            }
+            Elem(_) => {}
+            OnesIf(_, a, b) => {
+                assert_eq!((a.width(), b.width()), (Width::X, Width::X), "{e:?}");
+                check(a);
+                check(b)
             }
         }
     }

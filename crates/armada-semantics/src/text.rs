@@ -5,7 +5,8 @@
 
 use crate::def::{Def, Effect};
 use crate::definitions;
-use crate::expr::{Bin, Conv, Expr, Field, Operand, Prim, Un, Width};
+use crate::expr::{Bin, Cmp, Conv, Expr, Field, Lane, Operand, Prim, Un, Width};
+use crate::{element_definitions, ElemDef};
 
 /// A target language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +41,7 @@ pub enum Node {
     Extended,
     IfCond,
     IfGe,
+    OnesIf(Cmp),
 }
 
 use Node as N;
@@ -96,6 +98,12 @@ pub const SPELLINGS: &[(Node, Width, [&str; 3])] = &[
     (N::IfCond, X64, ["(if armada_isa::uop::cond::check($u.e, $nzcv) { {0} } else { {1} })", "(cond_holds(e, nzcv) ? {0} : {1})", "select({1}, {0}, cond_holds(e, nzcv))"]),
     (N::IfGe, W32, ["(if {0} >= {1} { {2} } else { {3} })", "({0} >= {1} ? {2} : {3})", "select({3}, {2}, {0} >= {1})"]),
     (N::IfGe, X64, ["(if {0} >= {1} { {2} } else { {3} })", "({0} >= {1} ? {2} : {3})", "select({3}, {2}, {0} >= {1})"]),
+    (N::OnesIf(Cmp::Eq), X64, ["mask_if({0} == {1})", "mask_if({0} == {1})", "mask_if({0} == {1})"]),
+    (N::OnesIf(Cmp::Ne), X64, ["mask_if({0} != {1})", "mask_if({0} != {1})", "mask_if({0} != {1})"]),
+    (N::OnesIf(Cmp::Hi), X64, ["mask_if({0} > {1})", "mask_if({0} > {1})", "mask_if({0} > {1})"]),
+    (N::OnesIf(Cmp::Hs), X64, ["mask_if({0} >= {1})", "mask_if({0} >= {1})", "mask_if({0} >= {1})"]),
+    (N::OnesIf(Cmp::Gt), X64, ["mask_if(sx({0}, $e) > sx({1}, $e))", "mask_if(esx({0}, e) > esx({1}, e))", "mask_if(esx({0}, e) > esx({1}, e))"]),
+    (N::OnesIf(Cmp::Ge), X64, ["mask_if(sx({0}, $e) >= sx({1}, $e))", "mask_if(esx({0}, e) >= esx({1}, e))", "mask_if(esx({0}, e) >= esx({1}, e))"]),
     (N::Prim(Prim::Crc32), W32, ["armada_semantics::prim::crc32({0}, {1}, $u.e, $u.f)", "crc32_fold({0}, {1}, e, f)", "crc32_fold({0}, {1}, e, f)"]),
 ];
 
@@ -118,6 +126,8 @@ struct Leaves {
     logic_flags: [&'static str; 2],
     /// NZCV = cond ? flags of {a} + {b} + {c} : field f.
     cond_flags: [&'static str; 2],
+    /// A SIMD element function's operands: Vn's, Vm's and Vd's element (`Lane`).
+    elems: [&'static str; 3],
 }
 
 const LEAVES: [Leaves; 3] = [
@@ -142,6 +152,8 @@ const LEAVES: [Leaves; 3] = [
             "$nzcv = if armada_isa::uop::cond::check($u.e, $nzcv) { let (p, q, k) = ({a}, {b}, {c}); {log}crate::cpu::int::add_with_flags32(p, q, k).1 } else { ($u.f as u64 & 15) << 28 }",
             "$nzcv = if armada_isa::uop::cond::check($u.e, $nzcv) { let (p, q, k) = ({a}, {b}, {c}); {log}crate::cpu::int::add_with_flags64(p, q, k).1 } else { ($u.f as u64 & 15) << 28 }",
         ],
+        // (the closure's parameters: `map2`'s |x, y|, `map3`'s |o, x, y|)
+        elems: ["x", "y", "o"],
     },
     Leaves {
         reg: ["((u32)x[{r}])", "x[{r}]"],
@@ -164,6 +176,8 @@ const LEAVES: [Leaves; 3] = [
             "if (cond_holds(e, nzcv)) add_flags32({a}, {b}, {c}, nzcv); else nzcv = (f & 15) << 28;",
             "if (cond_holds(e, nzcv)) add_flags64({a}, {b}, {c}, nzcv); else nzcv = (f & 15) << 28;",
         ],
+        // (`int_elem`'s parameters, simd.cu)
+        elems: ["xx", "y", "o"],
     },
     Leaves {
         reg: ["u32(x[{r}])", "x[{r}]"],
@@ -186,6 +200,8 @@ const LEAVES: [Leaves; 3] = [
             "if cond_holds(e, nzcv) { add_flags32({a}, {b}, {c}); } else { nzcv = (f & 15u) << 28u; }",
             "if cond_holds(e, nzcv) { add_flags64({a}, {b}, {c}); } else { nzcv = (f & 15u) << 28u; }",
         ],
+        // (`int_elem`'s parameters, simd.wgsl)
+        elems: ["xx", "y", "o"],
     },
 ];
 
@@ -248,6 +264,16 @@ pub fn expr(lang: Lang, e: &Expr) -> String {
             let args: Vec<String> = args.iter().map(|a| expr(lang, a)).collect();
             fill(spelling(lang, N::Prim(*p), p.signature().1), &args)
         }
+        Expr::Elem(l) => leaves.elems[match l {
+            Lane::N => 0,
+            Lane::M => 1,
+            Lane::D => 2,
+        }]
+        .to_string(),
+        Expr::OnesIf(c, a, b) => fill(
+            spelling(lang, N::OnesIf(*c), Width::X),
+            &[expr(lang, a), expr(lang, b)],
+        ),
     }
 }
 
@@ -345,6 +371,83 @@ pub fn rust_match(outlined: &[u16]) -> String {
          }}\n"
     ));
     s
+}
+
+/// The interpreter's SIMD element functions (`cpu/fp/elements.rs`): a macro that takes
+/// `exec_fp`'s `match` and puts an arm for each defined element function first, each the
+/// element loop (`map2`, or `map3` where it reads Vd) over a closure of the definition, as the
+/// hand-written arms were. Its caller names the state `$st`, the micro-op `$u` and the
+/// element size `$e` (the closures' parameters are the macro's own).
+pub fn rust_elements() -> String {
+    let mut s = format!(
+        "// {HEADER}\n\n\
+         /// `match $m.op` with the arms of the SIMD element functions armada-semantics defines,\n\
+         /// then the caller's.\n\
+         macro_rules! match_with_elements {{\n\
+         \x20   (($st:ident, $u:ident, $e:ident), match $m:ident.op {{ $($arms:tt)* }}) => {{\n\
+         \x20       #[allow(unused_parens, clippy::all)]\n\
+         \x20       match $m.op {{\n"
+    );
+    for d in element_definitions() {
+        let body = expr(Lang::Rust, &d.value);
+        let call = if d.reads_d() {
+            format!("map3($st, $u, |o, x, y| {body})")
+        } else {
+            format!("map2($st, $u, |x, y| {body})")
+        };
+        s.push_str(&format!(
+            "            // {}\n            armada_isa::ops::{} => {call},\n",
+            d.doc,
+            d.name()
+        ));
+    }
+    s.push_str(
+        "            $($arms)*\n        }\n    };\n}\npub(super) use match_with_elements;\n",
+    );
+    s
+}
+
+/// The element function `d` as a `case` of `int_elem`'s switch in the kernel or the shader.
+fn element_case(lang: Lang, d: &ElemDef) -> String {
+    let v = expr(lang, &d.value);
+    match lang {
+        Lang::Wgsl => format!("case OP_{}: {{ return {v}; }} // {}", d.name(), d.doc),
+        _ => format!("case OP_{}: return {v}; // {}", d.name(), d.doc),
+    }
+}
+
+/// The kernel's element functions (`elements.cu`, included in `int_elem`'s switch in
+/// simd.cu), and `ELEMENT_CASES`, their labels, for the switch that runs the element loop.
+pub fn cuda_elements() -> String {
+    let mut s = format!("    // ----- {HEADER}\n");
+    let labels: Vec<String> = element_definitions()
+        .iter()
+        .map(|d| format!("case OP_{}:", d.name()))
+        .collect();
+    s.push_str(&format!("#define ELEMENT_CASES {}\n", labels.join(" ")));
+    for d in element_definitions() {
+        s.push_str(&format!("    {}\n", element_case(Lang::Cuda, d)));
+    }
+    s
+}
+
+/// The shader's element functions, for `// @generated elements` in `int_elem`'s switch
+/// (simd.wgsl).
+pub fn wgsl_elements() -> String {
+    let mut s = format!("        // ----- {HEADER}\n");
+    for d in element_definitions() {
+        s.push_str(&format!("        {}\n", element_case(Lang::Wgsl, d)));
+    }
+    s
+}
+
+/// The shader's element functions' selectors, `OP_V_ADD, OP_V_SUB, ...` and a comma, for
+/// `/* @generated element ops */` in the case that runs the element loop (simd.wgsl).
+pub fn wgsl_element_selectors() -> String {
+    element_definitions()
+        .iter()
+        .map(|d| format!("OP_{}, ", d.name()))
+        .collect()
 }
 
 /// The fused compare-and-branch ops (`armada_isa::fused`) and the definitions of the

@@ -68,7 +68,7 @@ fn with_regs(e: &Expr, n: u64, m: u64) -> Expr {
             };
             Const(v, *w)
         }
-        Const(..) | Imm(_) | Field(..) | Carry(_) => e.clone(),
+        Const(..) | Imm(_) | Field(..) | Carry(_) | Elem(_) => e.clone(),
         Un(o, w, a) => Un(*o, *w, b(a)),
         Bin(o, w, x, y) => Bin(*o, *w, b(x), b(y)),
         Conv(c, a) => Conv(*c, b(a)),
@@ -77,6 +77,7 @@ fn with_regs(e: &Expr, n: u64, m: u64) -> Expr {
         IfCond(x, y) => IfCond(b(x), b(y)),
         IfGe(v) => IfGe(Box::new(v.clone().map(|x| with_regs(&x, n, m)))),
         Prim(p, args) => Prim(*p, args.iter().map(|x| with_regs(x, n, m)).collect()),
+        OnesIf(c, x, y) => OnesIf(*c, b(x), b(y)),
     }
 }
 

@@ -1,4 +1,4 @@
-//! A defined op has no hand-written arm left in an engine: in the interpreter's and the
+//! A defined op (or SIMD element function) has no hand-written arm left in an engine: in the interpreter's and the
 //! Cranelift tier's Rust a hand arm would win over the definition without a word (the CUDA
 //! and WGSL compilers reject a second `case` themselves). The quick tier's x86-64 templates
 //! are hand lowerings on purpose (docs/semantics.md).
@@ -14,13 +14,21 @@ fn no_engine_handles_a_defined_op_by_hand() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let files = [
         "armada-core/src/cpu/mod.rs",
+        "armada-core/src/cpu/fp.rs",
         "armada-jit/src/alu.rs",
         "armada-cuda/src/kernel/interp.cu",
+        "armada-cuda/src/kernel/simd.cu",
         "armada-wgpu/src/shader/armada.wgsl",
+        "armada-wgpu/src/shader/simd.wgsl",
     ];
     let names: Vec<&str> = armada_semantics::definitions()
         .iter()
         .map(|d| d.name())
+        .chain(
+            armada_semantics::element_definitions()
+                .iter()
+                .map(|d| d.name()),
+        )
         .collect();
     let mut found = Vec::new();
     for f in files {

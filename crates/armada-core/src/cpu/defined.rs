@@ -12,7 +12,14 @@ mod tests {
     /// place (`fused::bitfield`), over every immr/imms of both widths.
     #[test]
     fn outlined_bitfields_agree_with_the_shift_pairs() {
-        let values = [0u64, 1, 0x8000_0000, 0xdead_beef_8765_4321, u64::MAX, 1 << 63];
+        let values = [
+            0u64,
+            1,
+            0x8000_0000,
+            0xdead_beef_8765_4321,
+            u64::MAX,
+            1 << 63,
+        ];
         for op in [ops::UBFM_W, ops::UBFM_X, ops::SBFM_W, ops::SBFM_X] {
             let wide = matches!(op, ops::UBFM_X | ops::SBFM_X);
             let size = if wide { 64 } else { 32 };

@@ -8,6 +8,7 @@
 //! FPCR.RMode, FZ, DN and AHP are honoured (see `float`), and the FPSR cumulative exception
 //! flags (IOC, DZC, OFC, UFC, IXC, IDC) and FPSR.QC (saturation) are set as on hardware.
 
+mod elements;
 mod float;
 mod lanes;
 mod ldst;
@@ -124,693 +125,687 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
         };
     }
 
-    match u.op {
-        // ------------------------------------------------------------ moves and copies
-        V_MOVI => {
-            st.v[a] = if f >= 4 {
-                (u.imm as u128) | ((u.imm as u128) << 64)
-            } else {
-                u.imm as u128 & datamask(f)
-            };
-        }
-        V_ORR_IMM | V_AND_IMM => {
-            let imm = (u.imm as u128) | ((u.imm as u128) << 64);
-            let r = if u.op == V_ORR_IMM {
-                st.v[a] | imm
-            } else {
-                st.v[a] & imm
-            };
-            st.v[a] = r & datamask(f);
-        }
-        V_DUP_ELEM => {
-            let x = get(st.v[b], e, u.imm as usize);
-            st.v[a] = broadcast(x, e) & datamask(f);
-        }
-        V_DUP_GEN => {
-            let x = st.x[b];
-            st.v[a] = broadcast(x, e) & datamask(f);
-        }
-        V_INS_ELEM => {
-            let x = get(st.v[b], e, d as usize);
-            set(&mut st.v[a], e, u.imm as usize, x);
-        }
-        V_INS_GEN => {
-            let x = st.x[b];
-            set(&mut st.v[a], e, u.imm as usize, x);
-        }
-        V_UMOV => {
-            st.x[a] = get(st.v[b], e, u.imm as usize);
-        }
-        V_SMOV => {
-            let s = sx(get(st.v[b], e, u.imm as usize), e);
-            st.x[a] = if f == 1 { s as u64 } else { s as u32 as u64 };
-        }
-        V_EXT => {
-            let n = bytes(st.v[b]);
-            let m = bytes(st.v[c]);
-            let ds = 1usize << f;
-            let mut out = [0u8; 16];
-            for (i, o) in out.iter_mut().enumerate().take(ds) {
-                let j = u.imm as usize + i;
-                *o = if j < ds { n[j] } else { m[j - ds] };
-            }
-            st.v[a] = from_bytes(out);
-        }
-        V_TBL => {
-            let regs = d as usize;
-            let mut table = [0u8; 64];
-            for r in 0..regs {
-                table[16 * r..16 * r + 16].copy_from_slice(&bytes(st.v[(b + r) % 32]));
-            }
-            let idx = bytes(st.v[c]);
-            let old = bytes(st.v[a]);
-            let mut out = [0u8; 16];
-            for i in 0..(1usize << f) {
-                let j = idx[i] as usize;
-                out[i] = if j < 16 * regs {
-                    table[j]
-                } else if e == 1 {
-                    old[i]
+    // (the arms of the element functions armada-semantics defines come first: `elements`)
+    elements::match_with_elements!(
+        (st, u, e),
+        match u.op {
+            // ------------------------------------------------------------ moves and copies
+            V_MOVI => {
+                st.v[a] = if f >= 4 {
+                    (u.imm as u128) | ((u.imm as u128) << 64)
                 } else {
-                    0
+                    u.imm as u128 & datamask(f)
                 };
             }
-            st.v[a] = from_bytes(out);
-        }
-        V_UZP | V_ZIP | V_TRN => {
-            let (n, m) = (st.v[b], st.v[c]);
-            let cnt = 1usize << (f - e);
-            let part = d as usize;
-            let half = cnt / 2;
-            let mut r = 0u128;
-            for i in 0..cnt {
-                let x = match u.op {
-                    V_UZP => {
-                        let j = 2 * i + part;
-                        if j < cnt {
-                            get(n, e, j)
-                        } else {
-                            get(m, e, j - cnt)
-                        }
-                    }
-                    V_ZIP => {
-                        let j = part * half + i / 2;
-                        get(if i & 1 == 0 { n } else { m }, e, j)
-                    }
-                    _ => {
-                        let j = (i & !1) + part;
-                        get(if i & 1 == 0 { n } else { m }, e, j)
-                    }
+            V_ORR_IMM | V_AND_IMM => {
+                let imm = (u.imm as u128) | ((u.imm as u128) << 64);
+                let r = if u.op == V_ORR_IMM {
+                    st.v[a] | imm
+                } else {
+                    st.v[a] & imm
                 };
-                set(&mut r, e, i, x);
+                st.v[a] = r & datamask(f);
             }
-            st.v[a] = r;
-        }
-
-        // ------------------------------------------------------------ integer, element-wise
-        V_ADD => map2(st, u, |x, y| x.wrapping_add(y)),
-        V_SUB => map2(st, u, |x, y| x.wrapping_sub(y)),
-        V_MUL => map2(st, u, |x, y| x.wrapping_mul(y)),
-        V_MLA => map3(st, u, |acc, x, y| acc.wrapping_add(x.wrapping_mul(y))),
-        V_MLS => map3(st, u, |acc, x, y| acc.wrapping_sub(x.wrapping_mul(y))),
-        V_PMUL => map2(st, u, |x, y| clmul(x & 0xff, y & 0xff) as u64),
-        V_AND | V_BIC | V_ORR | V_ORN | V_EOR | V_BSL | V_BIT | V_BIF => {
-            let (n, m, old) = (st.v[b], st.v[c], st.v[a]);
-            let r = match u.op {
-                V_AND => n & m,
-                V_BIC => n & !m,
-                V_ORR => n | m,
-                V_ORN => n | !m,
-                V_EOR => n ^ m,
-                V_BSL => (old & n) | (!old & m),
-                V_BIT => (old & !m) | (n & m),
-                _ => (old & m) | (n & !m),
-            };
-            st.v[a] = r & datamask(f);
-        }
-        V_CMEQ => map2(st, u, |x, y| mask_if(x == y)),
-        V_CMTST => map2(st, u, |x, y| mask_if(x & y & mask(e) != 0)),
-        V_CMGT => map2(st, u, |x, y| mask_if(sx(x, e) > sx(y, e))),
-        V_CMGE => map2(st, u, |x, y| mask_if(sx(x, e) >= sx(y, e))),
-        V_CMHI => map2(st, u, |x, y| mask_if(x > y)),
-        V_CMHS => map2(st, u, |x, y| mask_if(x >= y)),
-        V_CMP0 => map1(st, u, |x| {
-            let s = sx(x, e);
-            mask_if(match d {
-                cmp0::EQ => s == 0,
-                cmp0::GE => s >= 0,
-                cmp0::GT => s > 0,
-                cmp0::LE => s <= 0,
-                _ => s < 0,
-            })
-        }),
-        V_MAX | V_MIN => {
-            let uns = d & 1 != 0;
-            let is_max = u.op == V_MAX;
-            map2(st, u, |x, y| {
-                let (p, q) = (int(x, e, uns), int(y, e, uns));
-                if (p > q) == is_max {
-                    x
-                } else {
-                    y
-                }
-            })
-        }
-        V_ABD => {
-            let uns = d & 1 != 0;
-            let acc = d & 2 != 0;
-            map3(st, u, |old, x, y| {
-                let r = (int(x, e, uns) - int(y, e, uns)).unsigned_abs() as u64;
-                if acc {
-                    old.wrapping_add(r)
-                } else {
-                    r
-                }
-            })
-        }
-        V_HADD | V_RHADD | V_HSUB => {
-            let uns = d & 1 != 0;
-            let op = u.op;
-            map2(st, u, |x, y| {
-                let (p, q) = (int(x, e, uns), int(y, e, uns));
-                (match op {
-                    V_HADD => (p + q) >> 1,
-                    V_RHADD => (p + q + 1) >> 1,
-                    _ => (p - q) >> 1,
-                }) as u64
-            })
-        }
-        V_QADD | V_QSUB => {
-            let uns = d & 1 != 0;
-            let add = u.op == V_QADD;
-            map2(st, u, |x, y| {
-                let (p, q) = (int(x, e, uns), int(y, e, uns));
-                let (r, s) = sat(if add { p + q } else { p - q }, e, uns);
-                qc |= s;
-                r
-            })
-        }
-        V_SUQADD => map3(st, u, |acc, x, _| {
-            let (r, s) = sat_s(int(acc, e, false) + int(x, e, true), e);
-            qc |= s;
-            r
-        }),
-        V_USQADD => map3(st, u, |acc, x, _| {
-            let (r, s) = sat_u(int(acc, e, true) + int(x, e, false), e);
-            qc |= s;
-            r
-        }),
-        V_SHL_REG => {
-            let (uns, round, satq) = (d & 1 != 0, d & 2 != 0, d & 4 != 0);
-            map2(st, u, |x, y| {
-                let (r, s) = shl_reg(x, y, e, uns, round, satq);
-                qc |= s;
-                r
-            })
-        }
-        V_SQDMULH => {
-            let round = d & 1 != 0;
-            map2(st, u, |x, y| {
-                let mut p = 2 * int(x, e, false) * int(y, e, false);
-                if round {
-                    p += 1i128 << (bits(e) - 1);
-                }
-                let (r, s) = sat_s(p >> bits(e), e);
-                qc |= s;
-                r
-            })
-        }
-        V_NEG => map1(st, u, |x| x.wrapping_neg()),
-        V_ABS => map1(st, u, |x| sx(x, e).unsigned_abs()),
-        V_SQABS | V_SQNEG => {
-            let neg = u.op == V_SQNEG;
-            map1(st, u, |x| {
-                let v = int(x, e, false);
-                let (r, s) = sat_s(if neg { -v } else { v.abs() }, e);
-                qc |= s;
-                r
-            })
-        }
-        V_NOT => st.v[a] = !st.v[b] & datamask(f),
-        V_CNT => map1(st, u, |x| (x & 0xff).count_ones() as u64),
-        V_CLZ => map1(st, u, |x| clz(x, e)),
-        V_CLS => map1(st, u, |x| cls(x, e)),
-        V_RBIT => map1(st, u, |x| (x as u8).reverse_bits() as u64),
-        V_REV => {
-            let n = bytes(st.v[b]);
-            let mut out = [0u8; 16];
-            let cmask = (1usize << d) - 1;
-            let emask = (1usize << e) - 1;
-            for (p, o) in out.iter_mut().enumerate().take(1usize << f) {
-                let k = (p & cmask) >> e;
-                let per = 1usize << (d - e);
-                let src = (p & !cmask) | ((per - 1 - k) << e) | (p & emask);
-                *o = n[src];
+            V_DUP_ELEM => {
+                let x = get(st.v[b], e, u.imm as usize);
+                st.v[a] = broadcast(x, e) & datamask(f);
             }
-            st.v[a] = from_bytes(out);
-        }
-        V_ADDLP => {
-            let uns = d & 1 != 0;
-            let acc = d & 2 != 0;
-            let (n, old) = (st.v[b], st.v[a]);
-            let cnt = (1usize << f) >> (e + 1);
-            let mut r = 0u128;
-            for i in 0..cnt {
-                let mut s = int(get(n, e, 2 * i), e, uns) + int(get(n, e, 2 * i + 1), e, uns);
-                if acc {
-                    s += get(old, e + 1, i) as i128;
-                }
-                set(&mut r, e + 1, i, s as u64);
+            V_DUP_GEN => {
+                let x = st.x[b];
+                st.v[a] = broadcast(x, e) & datamask(f);
             }
-            st.v[a] = r;
-        }
-        V_URECPE => map1(st, u, |x| float::urecpe(x as u32) as u64),
-        V_URSQRTE => map1(st, u, |x| float::ursqrte(x as u32) as u64),
-        V_PAIR => {
-            let (n, m) = (st.v[b], st.v[c]);
-            st.v[a] = match (e, f) {
-                (0, 4) => pairwise::<0, 16>(d, n, m),
-                (0, 3) => pairwise::<0, 8>(d, n, m),
-                (1, 4) => pairwise::<1, 8>(d, n, m),
-                (1, 3) => pairwise::<1, 4>(d, n, m),
-                (2, 4) => pairwise::<2, 4>(d, n, m),
-                (2, 3) => pairwise::<2, 2>(d, n, m),
-                (3, 4) => pairwise::<3, 2>(d, n, m),
-                _ => {
-                    // the decoder makes no other shape (`vsize`: no 1D vector)
-                    debug_assert!(false, "exec_fp: V_PAIR of shape ({e}, {f})");
-                    st.v[a]
+            V_INS_ELEM => {
+                let x = get(st.v[b], e, d as usize);
+                set(&mut st.v[a], e, u.imm as usize, x);
+            }
+            V_INS_GEN => {
+                let x = st.x[b];
+                set(&mut st.v[a], e, u.imm as usize, x);
+            }
+            V_UMOV => {
+                st.x[a] = get(st.v[b], e, u.imm as usize);
+            }
+            V_SMOV => {
+                let s = sx(get(st.v[b], e, u.imm as usize), e);
+                st.x[a] = if f == 1 { s as u64 } else { s as u32 as u64 };
+            }
+            V_EXT => {
+                let n = bytes(st.v[b]);
+                let m = bytes(st.v[c]);
+                let ds = 1usize << f;
+                let mut out = [0u8; 16];
+                for (i, o) in out.iter_mut().enumerate().take(ds) {
+                    let j = u.imm as usize + i;
+                    *o = if j < ds { n[j] } else { m[j - ds] };
                 }
-            };
-        }
-        V_REDUCE => {
-            let cnt = 1usize << (f - e);
-            let n = st.v[b];
-            let r: u64 = match d {
-                ired::SADDL | ired::UADDL => {
-                    let uns = d == ired::UADDL;
-                    let s: i128 = (0..cnt).map(|i| int(get(n, e, i), e, uns)).sum();
-                    s as u64 & mask(e + 1)
+                st.v[a] = from_bytes(out);
+            }
+            V_TBL => {
+                let regs = d as usize;
+                let mut table = [0u8; 64];
+                for r in 0..regs {
+                    table[16 * r..16 * r + 16].copy_from_slice(&bytes(st.v[(b + r) % 32]));
                 }
-                _ => {
-                    let mut acc = get(n, e, 0);
-                    for i in 1..cnt {
-                        acc = int_red(d, e, acc, get(n, e, i));
-                    }
-                    acc
+                let idx = bytes(st.v[c]);
+                let old = bytes(st.v[a]);
+                let mut out = [0u8; 16];
+                for i in 0..(1usize << f) {
+                    let j = idx[i] as usize;
+                    out[i] = if j < 16 * regs {
+                        table[j]
+                    } else if e == 1 {
+                        old[i]
+                    } else {
+                        0
+                    };
                 }
-            };
-            st.v[a] = r as u128;
-        }
-
-        // ------------------------------------------------------------ shifts by immediate
-        V_SHR => {
-            let (uns, round, acc) = (d & 1 != 0, d & 2 != 0, d & 4 != 0);
-            let sh = u.imm as u32;
-            map3(st, u, |old, x, _| {
-                let r = shr(x, e, sh, uns, round) as u64;
-                if acc {
-                    old.wrapping_add(r)
-                } else {
-                    r
-                }
-            })
-        }
-        V_SHL => {
-            let sh = u.imm as u32;
-            map1(st, u, |x| x << sh)
-        }
-        V_QSHL_IMM => {
-            let sh = u.imm as u32;
-            map1(st, u, |x| {
-                let (r, s) = match d {
-                    0 => sat_s(int(x, e, false) << sh, e),
-                    1 => sat_u(int(x, e, true) << sh, e),
-                    _ => sat_u(int(x, e, false) << sh, e),
-                };
-                qc |= s;
-                r
-            })
-        }
-        V_SRI => {
-            let sh = u.imm as u32;
-            map3(st, u, |old, x, _| {
-                if sh >= bits(e) {
-                    old
-                } else {
-                    let m = mask(e) >> sh;
-                    (old & !m) | ((x & mask(e)) >> sh)
-                }
-            })
-        }
-        V_SLI => {
-            let sh = u.imm as u32;
-            map3(st, u, |old, x, _| {
-                let m = (mask(e) << sh) & mask(e);
-                (old & !m) | (x << sh)
-            })
-        }
-        V_SHRN | V_XTN => {
-            let (round, kind) = (d & 1 != 0, d >> 1);
-            let sh = if u.op == V_SHRN { u.imm as u32 } else { 0 };
-            let src_uns = kind == narrow::TRUNC || kind == narrow::UU;
-            narrow_op(st, u, |x, _| {
-                let v = if sh == 0 {
-                    int(x, e + 1, src_uns)
-                } else {
-                    shr(x, e + 1, sh, src_uns, round)
-                };
-                let (r, s) = match kind {
-                    narrow::TRUNC => (v as u64 & mask(e), false),
-                    narrow::SS => sat_s(v, e),
-                    _ => sat_u(v, e),
-                };
-                qc |= s;
-                r
-            })
-        }
-        V_SHLL => {
-            let uns = d & 1 != 0;
-            let sh = u.imm as u32;
-            long_op(st, u, |x, _, _, _| (int(x, e, uns) << sh) as u64)
-        }
-
-        // ------------------------------------------------------------ three different
-        V_ADDL | V_SUBL | V_MULL | V_MLAL | V_MLSL | V_ABDL | V_ABAL => {
-            let uns = d & 1 != 0;
-            let op = u.op;
-            long_op(st, u, |x, y, _, acc| {
-                let (p, q) = (int(x, e, uns), int(y, e, uns));
-                let acc = acc as i128;
-                (match op {
-                    V_ADDL => p + q,
-                    V_SUBL => p - q,
-                    V_MULL => p * q,
-                    V_MLAL => acc + p * q,
-                    V_MLSL => acc - p * q,
-                    V_ABDL => (p - q).abs(),
-                    _ => acc + (p - q).abs(),
-                }) as u64
-            })
-        }
-        V_ADDW | V_SUBW => {
-            let uns = d & 1 != 0;
-            let add = u.op == V_ADDW;
-            long_op(st, u, |_, y, wide, _| {
-                let q = int(y, e, uns) as u64;
-                if add {
-                    wide.wrapping_add(q)
-                } else {
-                    wide.wrapping_sub(q)
-                }
-            })
-        }
-        V_ADDHN | V_SUBHN => {
-            let round = d & 1 != 0;
-            let add = u.op == V_ADDHN;
-            let sh = bits(e);
-            narrow_op(st, u, |x, y| {
-                let (p, q) = (int(x, e + 1, true), int(y, e + 1, true));
-                let mut s = if add { p + q } else { p - q };
-                if round {
-                    s += 1i128 << (sh - 1);
-                }
-                (s >> sh) as u64 & mask(e)
-            })
-        }
-        V_PMULL => {
-            let (n, m) = (st.v[b], st.v[c]);
-            if e == 3 {
-                st.v[a] = clmul(get(n, 3, f as usize), get(m, 3, f as usize));
-            } else {
-                let base = 8 * f as usize;
+                st.v[a] = from_bytes(out);
+            }
+            V_UZP | V_ZIP | V_TRN => {
+                let (n, m) = (st.v[b], st.v[c]);
+                let cnt = 1usize << (f - e);
+                let part = d as usize;
+                let half = cnt / 2;
                 let mut r = 0u128;
-                for i in 0..8 {
-                    let p = clmul(get(n, 0, base + i), get(m, 0, base + i));
-                    set(&mut r, 1, i, p as u64);
+                for i in 0..cnt {
+                    let x = match u.op {
+                        V_UZP => {
+                            let j = 2 * i + part;
+                            if j < cnt {
+                                get(n, e, j)
+                            } else {
+                                get(m, e, j - cnt)
+                            }
+                        }
+                        V_ZIP => {
+                            let j = part * half + i / 2;
+                            get(if i & 1 == 0 { n } else { m }, e, j)
+                        }
+                        _ => {
+                            let j = (i & !1) + part;
+                            get(if i & 1 == 0 { n } else { m }, e, j)
+                        }
+                    };
+                    set(&mut r, e, i, x);
                 }
                 st.v[a] = r;
             }
-        }
-        V_SQDMULL | V_SQDMLAL | V_SQDMLSL => {
-            let op = u.op;
-            long_op(st, u, |x, y, _, acc| {
-                let (p, s1) = sat_s(2 * int(x, e, false) * int(y, e, false), e + 1);
-                let (r, s2) = match op {
-                    V_SQDMULL => (p, false),
-                    V_SQDMLAL => sat_s(int(acc, e + 1, false) + int(p, e + 1, false), e + 1),
-                    _ => sat_s(int(acc, e + 1, false) - int(p, e + 1, false), e + 1),
-                };
-                qc |= s1 | s2;
-                r
-            })
-        }
 
-        // ------------------------------------------------------------ FP, element-wise
-        F_ADD => fp2!(add),
-        F_SUB => fp2!(sub),
-        F_MUL => fp2!(mul),
-        F_DIV => fp2!(div),
-        F_MULX => fp2!(mulx),
-        F_NMUL => fp2!(nmul),
-        F_ABD => fp2!(abd),
-        F_MAX => fp2!(max),
-        F_MIN => fp2!(min),
-        F_MAXNM => fp2!(maxnm),
-        F_MINNM => fp2!(minnm),
-        F_RECPS => fp2!(recps),
-        F_RSQRTS => fp2!(rsqrts),
-        F_CMEQ => fcmp2!(cmp_eq),
-        F_CMGE => fcmp2!(cmp_ge),
-        F_CMGT => fcmp2!(cmp_gt),
-        F_ACGE | F_ACGT => {
-            let ge = u.op == F_ACGE;
-            map2(st, u, |x, y| {
-                let t = if e == 2 {
-                    fabs_cmp::<f32>(x, y, ge, cx, &mut fl)
+            // ------------------------------------------------------------ integer, element-wise
+            // (ADD, SUB, MUL, MLA, MLS and the compares: `elements`)
+            V_PMUL => map2(st, u, |x, y| clmul(x & 0xff, y & 0xff) as u64),
+            V_AND | V_BIC | V_ORR | V_ORN | V_EOR | V_BSL | V_BIT | V_BIF => {
+                let (n, m, old) = (st.v[b], st.v[c], st.v[a]);
+                let r = match u.op {
+                    V_AND => n & m,
+                    V_BIC => n & !m,
+                    V_ORR => n | m,
+                    V_ORN => n | !m,
+                    V_EOR => n ^ m,
+                    V_BSL => (old & n) | (!old & m),
+                    V_BIT => (old & !m) | (n & m),
+                    _ => (old & m) | (n & !m),
+                };
+                st.v[a] = r & datamask(f);
+            }
+            V_CMP0 => map1(st, u, |x| {
+                let s = sx(x, e);
+                mask_if(match d {
+                    cmp0::EQ => s == 0,
+                    cmp0::GE => s >= 0,
+                    cmp0::GT => s > 0,
+                    cmp0::LE => s <= 0,
+                    _ => s < 0,
+                })
+            }),
+            V_MAX | V_MIN => {
+                let uns = d & 1 != 0;
+                let is_max = u.op == V_MAX;
+                map2(st, u, |x, y| {
+                    let (p, q) = (int(x, e, uns), int(y, e, uns));
+                    if (p > q) == is_max {
+                        x
+                    } else {
+                        y
+                    }
+                })
+            }
+            V_ABD => {
+                let uns = d & 1 != 0;
+                let acc = d & 2 != 0;
+                map3(st, u, |old, x, y| {
+                    let r = (int(x, e, uns) - int(y, e, uns)).unsigned_abs() as u64;
+                    if acc {
+                        old.wrapping_add(r)
+                    } else {
+                        r
+                    }
+                })
+            }
+            V_HADD | V_RHADD | V_HSUB => {
+                let uns = d & 1 != 0;
+                let op = u.op;
+                map2(st, u, |x, y| {
+                    let (p, q) = (int(x, e, uns), int(y, e, uns));
+                    (match op {
+                        V_HADD => (p + q) >> 1,
+                        V_RHADD => (p + q + 1) >> 1,
+                        _ => (p - q) >> 1,
+                    }) as u64
+                })
+            }
+            V_QADD | V_QSUB => {
+                let uns = d & 1 != 0;
+                let add = u.op == V_QADD;
+                map2(st, u, |x, y| {
+                    let (p, q) = (int(x, e, uns), int(y, e, uns));
+                    let (r, s) = sat(if add { p + q } else { p - q }, e, uns);
+                    qc |= s;
+                    r
+                })
+            }
+            V_SUQADD => map3(st, u, |acc, x, _| {
+                let (r, s) = sat_s(int(acc, e, false) + int(x, e, true), e);
+                qc |= s;
+                r
+            }),
+            V_USQADD => map3(st, u, |acc, x, _| {
+                let (r, s) = sat_u(int(acc, e, true) + int(x, e, false), e);
+                qc |= s;
+                r
+            }),
+            V_SHL_REG => {
+                let (uns, round, satq) = (d & 1 != 0, d & 2 != 0, d & 4 != 0);
+                map2(st, u, |x, y| {
+                    let (r, s) = shl_reg(x, y, e, uns, round, satq);
+                    qc |= s;
+                    r
+                })
+            }
+            V_SQDMULH => {
+                let round = d & 1 != 0;
+                map2(st, u, |x, y| {
+                    let mut p = 2 * int(x, e, false) * int(y, e, false);
+                    if round {
+                        p += 1i128 << (bits(e) - 1);
+                    }
+                    let (r, s) = sat_s(p >> bits(e), e);
+                    qc |= s;
+                    r
+                })
+            }
+            V_NEG => map1(st, u, |x| x.wrapping_neg()),
+            V_ABS => map1(st, u, |x| sx(x, e).unsigned_abs()),
+            V_SQABS | V_SQNEG => {
+                let neg = u.op == V_SQNEG;
+                map1(st, u, |x| {
+                    let v = int(x, e, false);
+                    let (r, s) = sat_s(if neg { -v } else { v.abs() }, e);
+                    qc |= s;
+                    r
+                })
+            }
+            V_NOT => st.v[a] = !st.v[b] & datamask(f),
+            V_CNT => map1(st, u, |x| (x & 0xff).count_ones() as u64),
+            V_CLZ => map1(st, u, |x| clz(x, e)),
+            V_CLS => map1(st, u, |x| cls(x, e)),
+            V_RBIT => map1(st, u, |x| (x as u8).reverse_bits() as u64),
+            V_REV => {
+                let n = bytes(st.v[b]);
+                let mut out = [0u8; 16];
+                let cmask = (1usize << d) - 1;
+                let emask = (1usize << e) - 1;
+                for (p, o) in out.iter_mut().enumerate().take(1usize << f) {
+                    let k = (p & cmask) >> e;
+                    let per = 1usize << (d - e);
+                    let src = (p & !cmask) | ((per - 1 - k) << e) | (p & emask);
+                    *o = n[src];
+                }
+                st.v[a] = from_bytes(out);
+            }
+            V_ADDLP => {
+                let uns = d & 1 != 0;
+                let acc = d & 2 != 0;
+                let (n, old) = (st.v[b], st.v[a]);
+                let cnt = (1usize << f) >> (e + 1);
+                let mut r = 0u128;
+                for i in 0..cnt {
+                    let mut s = int(get(n, e, 2 * i), e, uns) + int(get(n, e, 2 * i + 1), e, uns);
+                    if acc {
+                        s += get(old, e + 1, i) as i128;
+                    }
+                    set(&mut r, e + 1, i, s as u64);
+                }
+                st.v[a] = r;
+            }
+            V_URECPE => map1(st, u, |x| float::urecpe(x as u32) as u64),
+            V_URSQRTE => map1(st, u, |x| float::ursqrte(x as u32) as u64),
+            V_PAIR => {
+                let (n, m) = (st.v[b], st.v[c]);
+                st.v[a] = match (e, f) {
+                    (0, 4) => pairwise::<0, 16>(d, n, m),
+                    (0, 3) => pairwise::<0, 8>(d, n, m),
+                    (1, 4) => pairwise::<1, 8>(d, n, m),
+                    (1, 3) => pairwise::<1, 4>(d, n, m),
+                    (2, 4) => pairwise::<2, 4>(d, n, m),
+                    (2, 3) => pairwise::<2, 2>(d, n, m),
+                    (3, 4) => pairwise::<3, 2>(d, n, m),
+                    _ => {
+                        // the decoder makes no other shape (`vsize`: no 1D vector)
+                        debug_assert!(false, "exec_fp: V_PAIR of shape ({e}, {f})");
+                        st.v[a]
+                    }
+                };
+            }
+            V_REDUCE => {
+                let cnt = 1usize << (f - e);
+                let n = st.v[b];
+                let r: u64 = match d {
+                    ired::SADDL | ired::UADDL => {
+                        let uns = d == ired::UADDL;
+                        let s: i128 = (0..cnt).map(|i| int(get(n, e, i), e, uns)).sum();
+                        s as u64 & mask(e + 1)
+                    }
+                    _ => {
+                        let mut acc = get(n, e, 0);
+                        for i in 1..cnt {
+                            acc = int_red(d, e, acc, get(n, e, i));
+                        }
+                        acc
+                    }
+                };
+                st.v[a] = r as u128;
+            }
+
+            // ------------------------------------------------------------ shifts by immediate
+            V_SHR => {
+                let (uns, round, acc) = (d & 1 != 0, d & 2 != 0, d & 4 != 0);
+                let sh = u.imm as u32;
+                map3(st, u, |old, x, _| {
+                    let r = shr(x, e, sh, uns, round) as u64;
+                    if acc {
+                        old.wrapping_add(r)
+                    } else {
+                        r
+                    }
+                })
+            }
+            V_SHL => {
+                let sh = u.imm as u32;
+                map1(st, u, |x| x << sh)
+            }
+            V_QSHL_IMM => {
+                let sh = u.imm as u32;
+                map1(st, u, |x| {
+                    let (r, s) = match d {
+                        0 => sat_s(int(x, e, false) << sh, e),
+                        1 => sat_u(int(x, e, true) << sh, e),
+                        _ => sat_u(int(x, e, false) << sh, e),
+                    };
+                    qc |= s;
+                    r
+                })
+            }
+            V_SRI => {
+                let sh = u.imm as u32;
+                map3(st, u, |old, x, _| {
+                    if sh >= bits(e) {
+                        old
+                    } else {
+                        let m = mask(e) >> sh;
+                        (old & !m) | ((x & mask(e)) >> sh)
+                    }
+                })
+            }
+            V_SLI => {
+                let sh = u.imm as u32;
+                map3(st, u, |old, x, _| {
+                    let m = (mask(e) << sh) & mask(e);
+                    (old & !m) | (x << sh)
+                })
+            }
+            V_SHRN | V_XTN => {
+                let (round, kind) = (d & 1 != 0, d >> 1);
+                let sh = if u.op == V_SHRN { u.imm as u32 } else { 0 };
+                let src_uns = kind == narrow::TRUNC || kind == narrow::UU;
+                narrow_op(st, u, |x, _| {
+                    let v = if sh == 0 {
+                        int(x, e + 1, src_uns)
+                    } else {
+                        shr(x, e + 1, sh, src_uns, round)
+                    };
+                    let (r, s) = match kind {
+                        narrow::TRUNC => (v as u64 & mask(e), false),
+                        narrow::SS => sat_s(v, e),
+                        _ => sat_u(v, e),
+                    };
+                    qc |= s;
+                    r
+                })
+            }
+            V_SHLL => {
+                let uns = d & 1 != 0;
+                let sh = u.imm as u32;
+                long_op(st, u, |x, _, _, _| (int(x, e, uns) << sh) as u64)
+            }
+
+            // ------------------------------------------------------------ three different
+            V_ADDL | V_SUBL | V_MULL | V_MLAL | V_MLSL | V_ABDL | V_ABAL => {
+                let uns = d & 1 != 0;
+                let op = u.op;
+                long_op(st, u, |x, y, _, acc| {
+                    let (p, q) = (int(x, e, uns), int(y, e, uns));
+                    let acc = acc as i128;
+                    (match op {
+                        V_ADDL => p + q,
+                        V_SUBL => p - q,
+                        V_MULL => p * q,
+                        V_MLAL => acc + p * q,
+                        V_MLSL => acc - p * q,
+                        V_ABDL => (p - q).abs(),
+                        _ => acc + (p - q).abs(),
+                    }) as u64
+                })
+            }
+            V_ADDW | V_SUBW => {
+                let uns = d & 1 != 0;
+                let add = u.op == V_ADDW;
+                long_op(st, u, |_, y, wide, _| {
+                    let q = int(y, e, uns) as u64;
+                    if add {
+                        wide.wrapping_add(q)
+                    } else {
+                        wide.wrapping_sub(q)
+                    }
+                })
+            }
+            V_ADDHN | V_SUBHN => {
+                let round = d & 1 != 0;
+                let add = u.op == V_ADDHN;
+                let sh = bits(e);
+                narrow_op(st, u, |x, y| {
+                    let (p, q) = (int(x, e + 1, true), int(y, e + 1, true));
+                    let mut s = if add { p + q } else { p - q };
+                    if round {
+                        s += 1i128 << (sh - 1);
+                    }
+                    (s >> sh) as u64 & mask(e)
+                })
+            }
+            V_PMULL => {
+                let (n, m) = (st.v[b], st.v[c]);
+                if e == 3 {
+                    st.v[a] = clmul(get(n, 3, f as usize), get(m, 3, f as usize));
                 } else {
-                    fabs_cmp::<f64>(x, y, ge, cx, &mut fl)
+                    let base = 8 * f as usize;
+                    let mut r = 0u128;
+                    for i in 0..8 {
+                        let p = clmul(get(n, 0, base + i), get(m, 0, base + i));
+                        set(&mut r, 1, i, p as u64);
+                    }
+                    st.v[a] = r;
+                }
+            }
+            V_SQDMULL | V_SQDMLAL | V_SQDMLSL => {
+                let op = u.op;
+                long_op(st, u, |x, y, _, acc| {
+                    let (p, s1) = sat_s(2 * int(x, e, false) * int(y, e, false), e + 1);
+                    let (r, s2) = match op {
+                        V_SQDMULL => (p, false),
+                        V_SQDMLAL => sat_s(int(acc, e + 1, false) + int(p, e + 1, false), e + 1),
+                        _ => sat_s(int(acc, e + 1, false) - int(p, e + 1, false), e + 1),
+                    };
+                    qc |= s1 | s2;
+                    r
+                })
+            }
+
+            // ------------------------------------------------------------ FP, element-wise
+            F_ADD => fp2!(add),
+            F_SUB => fp2!(sub),
+            F_MUL => fp2!(mul),
+            F_DIV => fp2!(div),
+            F_MULX => fp2!(mulx),
+            F_NMUL => fp2!(nmul),
+            F_ABD => fp2!(abd),
+            F_MAX => fp2!(max),
+            F_MIN => fp2!(min),
+            F_MAXNM => fp2!(maxnm),
+            F_MINNM => fp2!(minnm),
+            F_RECPS => fp2!(recps),
+            F_RSQRTS => fp2!(rsqrts),
+            F_CMEQ => fcmp2!(cmp_eq),
+            F_CMGE => fcmp2!(cmp_ge),
+            F_CMGT => fcmp2!(cmp_gt),
+            F_ACGE | F_ACGT => {
+                let ge = u.op == F_ACGE;
+                map2(st, u, |x, y| {
+                    let t = if e == 2 {
+                        fabs_cmp::<f32>(x, y, ge, cx, &mut fl)
+                    } else {
+                        fabs_cmp::<f64>(x, y, ge, cx, &mut fl)
+                    };
+                    mask_if(t)
+                })
+            }
+            F_CMP0 => map1(st, u, |x| {
+                let t = if e == 2 {
+                    fcmp0::<f32>(x, d, cx, &mut fl)
+                } else {
+                    fcmp0::<f64>(x, d, cx, &mut fl)
                 };
                 mask_if(t)
-            })
-        }
-        F_CMP0 => map1(st, u, |x| {
-            let t = if e == 2 {
-                fcmp0::<f32>(x, d, cx, &mut fl)
-            } else {
-                fcmp0::<f64>(x, d, cx, &mut fl)
-            };
-            mask_if(t)
-        }),
-        F_MADD | F_MSUB | F_NMADD | F_NMSUB => {
-            let sign = if e == 2 { 1u64 << 31 } else { 1u64 << 63 };
-            // negations of the addend and of the first factor
-            let (neg_a, neg_n) = match u.op {
-                F_MADD => (0, 0),
-                F_MSUB => (0, sign),
-                F_NMADD => (sign, sign),
-                _ => (sign, 0),
-            };
-            let addend = st.v[d as usize];
-            let (n, m) = (st.v[b], opnd_m(st, u));
-            let cnt = 1usize << (f - e);
-            let mut r = 0u128;
-            for i in 0..cnt {
-                let (x, y, z) = (
-                    get(addend, e, i) ^ neg_a,
-                    get(n, e, i) ^ neg_n,
-                    get(m, e, i),
-                );
-                let v = if e == 2 {
-                    float::muladd::<f32>(x, y, z, cx, &mut fl)
-                } else {
-                    float::muladd::<f64>(x, y, z, cx, &mut fl)
+            }),
+            F_MADD | F_MSUB | F_NMADD | F_NMSUB => {
+                let sign = if e == 2 { 1u64 << 31 } else { 1u64 << 63 };
+                // negations of the addend and of the first factor
+                let (neg_a, neg_n) = match u.op {
+                    F_MADD => (0, 0),
+                    F_MSUB => (0, sign),
+                    F_NMADD => (sign, sign),
+                    _ => (sign, 0),
                 };
-                set(&mut r, e, i, v);
+                let addend = st.v[d as usize];
+                let (n, m) = (st.v[b], opnd_m(st, u));
+                let cnt = 1usize << (f - e);
+                let mut r = 0u128;
+                for i in 0..cnt {
+                    let (x, y, z) = (
+                        get(addend, e, i) ^ neg_a,
+                        get(n, e, i) ^ neg_n,
+                        get(m, e, i),
+                    );
+                    let v = if e == 2 {
+                        float::muladd::<f32>(x, y, z, cx, &mut fl)
+                    } else {
+                        float::muladd::<f64>(x, y, z, cx, &mut fl)
+                    };
+                    set(&mut r, e, i, v);
+                }
+                st.v[a] = r;
             }
-            st.v[a] = r;
-        }
-        F_ABS => map1(st, u, |x| {
-            if e == 2 {
-                float::abs::<f32>(x)
-            } else {
-                float::abs::<f64>(x)
-            }
-        }),
-        F_NEG => map1(st, u, |x| {
-            if e == 2 {
-                float::neg::<f32>(x)
-            } else {
-                float::neg::<f64>(x)
-            }
-        }),
-        F_SQRT => fp1!(sqrt),
-        F_RECPE => fp1!(recpe),
-        F_RSQRTE => fp1!(rsqrte),
-        F_RECPX => fp1!(recpx),
-        F_RINT => {
-            let exact = d == rmode::FPCR_EXACT;
-            let mode = if d == rmode::FPCR || exact {
-                ((st.fpcr >> 22) & 3) as u8
-            } else {
-                d
-            };
-            map1(st, u, |x| {
+            F_ABS => map1(st, u, |x| {
                 if e == 2 {
-                    float::round_int::<f32>(x, mode, exact, cx, &mut fl)
+                    float::abs::<f32>(x)
                 } else {
-                    float::round_int::<f64>(x, mode, exact, cx, &mut fl)
+                    float::abs::<f64>(x)
                 }
-            })
-        }
-        F_PAIR => {
-            let cnt = 1usize << (f - e);
-            let (n, m) = (st.v[b], st.v[c]);
-            let el = |j: usize| {
-                if j < cnt {
-                    get(n, e, j)
+            }),
+            F_NEG => map1(st, u, |x| {
+                if e == 2 {
+                    float::neg::<f32>(x)
                 } else {
-                    get(m, e, j - cnt)
+                    float::neg::<f64>(x)
                 }
-            };
-            let mut r = 0u128;
-            for i in 0..cnt {
-                set(
-                    &mut r,
-                    e,
-                    i,
-                    fp_red(d, e, el(2 * i), el(2 * i + 1), cx, &mut fl),
-                );
+            }),
+            F_SQRT => fp1!(sqrt),
+            F_RECPE => fp1!(recpe),
+            F_RSQRTE => fp1!(rsqrte),
+            F_RECPX => fp1!(recpx),
+            F_RINT => {
+                let exact = d == rmode::FPCR_EXACT;
+                let mode = if d == rmode::FPCR || exact {
+                    ((st.fpcr >> 22) & 3) as u8
+                } else {
+                    d
+                };
+                map1(st, u, |x| {
+                    if e == 2 {
+                        float::round_int::<f32>(x, mode, exact, cx, &mut fl)
+                    } else {
+                        float::round_int::<f64>(x, mode, exact, cx, &mut fl)
+                    }
+                })
             }
-            st.v[a] = r;
-        }
-        F_REDUCE => {
-            let cnt = 1usize << (f - e);
-            let n = st.v[b];
-            st.v[a] = fp_reduce(d, e, n, 0, cnt, cx, &mut fl) as u128;
-        }
+            F_PAIR => {
+                let cnt = 1usize << (f - e);
+                let (n, m) = (st.v[b], st.v[c]);
+                let el = |j: usize| {
+                    if j < cnt {
+                        get(n, e, j)
+                    } else {
+                        get(m, e, j - cnt)
+                    }
+                };
+                let mut r = 0u128;
+                for i in 0..cnt {
+                    set(
+                        &mut r,
+                        e,
+                        i,
+                        fp_red(d, e, el(2 * i), el(2 * i + 1), cx, &mut fl),
+                    );
+                }
+                st.v[a] = r;
+            }
+            F_REDUCE => {
+                let cnt = 1usize << (f - e);
+                let n = st.v[b];
+                st.v[a] = fp_reduce(d, e, n, 0, cnt, cx, &mut fl) as u128;
+            }
 
-        // ------------------------------------------------------------ FP conversions
-        F_CVT => {
-            let x = get(st.v[b], d, 0);
-            st.v[a] = float::convert(x, d, e, cx, &mut fl) as u128;
-        }
-        F_CVTL => {
-            let n = st.v[b];
-            let cnt = 8usize >> e;
-            let base = cnt * f as usize;
-            let mut r = 0u128;
-            for i in 0..cnt {
-                set(
-                    &mut r,
-                    e + 1,
-                    i,
-                    float::convert(get(n, e, base + i), e, e + 1, cx, &mut fl),
-                );
+            // ------------------------------------------------------------ FP conversions
+            F_CVT => {
+                let x = get(st.v[b], d, 0);
+                st.v[a] = float::convert(x, d, e, cx, &mut fl) as u128;
             }
-            st.v[a] = r;
-        }
-        F_CVTN => {
-            // e is the source size; the narrowing helper works with the destination size.
-            let odd = d == 1;
-            let src = e;
-            let nu = MicroOp { e: e - 1, ..*u };
-            narrow_op(st, &nu, |x, _| {
-                if odd {
-                    float::d_to_s_odd(x, cx, &mut fl)
-                } else {
-                    float::convert(x, src, src - 1, cx, &mut fl)
+            F_CVTL => {
+                let n = st.v[b];
+                let cnt = 8usize >> e;
+                let base = cnt * f as usize;
+                let mut r = 0u128;
+                for i in 0..cnt {
+                    set(
+                        &mut r,
+                        e + 1,
+                        i,
+                        float::convert(get(n, e, base + i), e, e + 1, cx, &mut fl),
+                    );
                 }
-            })
-        }
-        F_TO_INT => {
-            let x = get(st.v[b], e, 0);
-            let (mode, uns) = (d & 7, d & 8 != 0);
-            let wide = f == 1;
-            let fbits = u.imm as u32;
-            st.x[a] = if e == 2 {
-                float::to_int::<f32>(x, mode, uns, wide, fbits, cx, &mut fl)
-            } else {
-                float::to_int::<f64>(x, mode, uns, wide, fbits, cx, &mut fl)
-            };
-        }
-        INT_TO_F => {
-            let raw = st.x[b];
-            let uns = d & 1 != 0;
-            let x = match (f, uns) {
-                (0, true) => raw as u32 as u64,
-                (0, false) => raw as i32 as i64 as u64,
-                _ => raw,
-            };
-            let fbits = u.imm as u32;
-            st.v[a] = if e == 2 {
-                float::from_int::<f32>(x, uns, fbits, cx, &mut fl)
-            } else {
-                float::from_int::<f64>(x, uns, fbits, cx, &mut fl)
-            } as u128;
-        }
-        F_TO_INT_V => {
-            let (mode, uns) = (d & 7, d & 8 != 0);
-            let fbits = u.imm as u32;
-            map1(st, u, |x| {
-                if e == 2 {
-                    float::to_int::<f32>(x, mode, uns, false, fbits, cx, &mut fl)
+                st.v[a] = r;
+            }
+            F_CVTN => {
+                // e is the source size; the narrowing helper works with the destination size.
+                let odd = d == 1;
+                let src = e;
+                let nu = MicroOp { e: e - 1, ..*u };
+                narrow_op(st, &nu, |x, _| {
+                    if odd {
+                        float::d_to_s_odd(x, cx, &mut fl)
+                    } else {
+                        float::convert(x, src, src - 1, cx, &mut fl)
+                    }
+                })
+            }
+            F_TO_INT => {
+                let x = get(st.v[b], e, 0);
+                let (mode, uns) = (d & 7, d & 8 != 0);
+                let wide = f == 1;
+                let fbits = u.imm as u32;
+                st.x[a] = if e == 2 {
+                    float::to_int::<f32>(x, mode, uns, wide, fbits, cx, &mut fl)
                 } else {
-                    float::to_int::<f64>(x, mode, uns, true, fbits, cx, &mut fl)
-                }
-            })
-        }
-        INT_TO_F_V => {
-            let uns = d & 1 != 0;
-            let fbits = u.imm as u32;
-            map1(st, u, |x| {
-                let x = int(x, e, uns) as u64;
-                if e == 2 {
+                    float::to_int::<f64>(x, mode, uns, wide, fbits, cx, &mut fl)
+                };
+            }
+            INT_TO_F => {
+                let raw = st.x[b];
+                let uns = d & 1 != 0;
+                let x = match (f, uns) {
+                    (0, true) => raw as u32 as u64,
+                    (0, false) => raw as i32 as i64 as u64,
+                    _ => raw,
+                };
+                let fbits = u.imm as u32;
+                st.v[a] = if e == 2 {
                     float::from_int::<f32>(x, uns, fbits, cx, &mut fl)
                 } else {
                     float::from_int::<f64>(x, uns, fbits, cx, &mut fl)
-                }
-            })
-        }
+                } as u128;
+            }
+            F_TO_INT_V => {
+                let (mode, uns) = (d & 7, d & 8 != 0);
+                let fbits = u.imm as u32;
+                map1(st, u, |x| {
+                    if e == 2 {
+                        float::to_int::<f32>(x, mode, uns, false, fbits, cx, &mut fl)
+                    } else {
+                        float::to_int::<f64>(x, mode, uns, true, fbits, cx, &mut fl)
+                    }
+                })
+            }
+            INT_TO_F_V => {
+                let uns = d & 1 != 0;
+                let fbits = u.imm as u32;
+                map1(st, u, |x| {
+                    let x = int(x, e, uns) as u64;
+                    if e == 2 {
+                        float::from_int::<f32>(x, uns, fbits, cx, &mut fl)
+                    } else {
+                        float::from_int::<f64>(x, uns, fbits, cx, &mut fl)
+                    }
+                })
+            }
 
-        // ------------------------------------------------------------ FP compare and select
-        F_CMP | F_CCMP => {
-            if u.op == F_CCMP && !cond::check(d & 15, st.nzcv) {
-                st.nzcv = u.imm & 0xf000_0000;
-            } else {
-                let x = get(st.v[b], e, 0);
-                let y = if u.op == F_CMP && d & fcmp::ZERO != 0 {
-                    0
+            // ------------------------------------------------------------ FP compare and select
+            F_CMP | F_CCMP => {
+                if u.op == F_CCMP && !cond::check(d & 15, st.nzcv) {
+                    st.nzcv = u.imm & 0xf000_0000;
                 } else {
-                    get(st.v[c], e, 0)
-                };
-                let signal = if u.op == F_CMP {
-                    d & fcmp::SIGNAL != 0
-                } else {
-                    d & fcmp::CCMP_SIGNAL != 0
-                };
-                st.nzcv = if e == 2 {
-                    float::compare::<f32>(x, y, signal, cx, &mut fl)
-                } else {
-                    float::compare::<f64>(x, y, signal, cx, &mut fl)
-                };
+                    let x = get(st.v[b], e, 0);
+                    let y = if u.op == F_CMP && d & fcmp::ZERO != 0 {
+                        0
+                    } else {
+                        get(st.v[c], e, 0)
+                    };
+                    let signal = if u.op == F_CMP {
+                        d & fcmp::SIGNAL != 0
+                    } else {
+                        d & fcmp::CCMP_SIGNAL != 0
+                    };
+                    st.nzcv = if e == 2 {
+                        float::compare::<f32>(x, y, signal, cx, &mut fl)
+                    } else {
+                        float::compare::<f64>(x, y, signal, cx, &mut fl)
+                    };
+                }
+            }
+            F_CSEL => {
+                let src = if cond::check(d, st.nzcv) { b } else { c };
+                st.v[a] = get(st.v[src], e, 0) as u128;
+            }
+
+            // ------------------------------------------------------------ structure loads/stores
+            V_LD_MULTI | V_ST_MULTI | V_LD_SINGLE | V_ST_SINGLE | V_LD_REPL => {
+                return ldst::exec(st, mem, u);
+            }
+
+            _ => {
+                // The decoder produces no other op in this range.
+                debug_assert!(false, "exec_fp: unknown op {:#x}", u.op);
             }
         }
-        F_CSEL => {
-            let src = if cond::check(d, st.nzcv) { b } else { c };
-            st.v[a] = get(st.v[src], e, 0) as u128;
-        }
-
-        // ------------------------------------------------------------ structure loads/stores
-        V_LD_MULTI | V_ST_MULTI | V_LD_SINGLE | V_ST_SINGLE | V_LD_REPL => {
-            return ldst::exec(st, mem, u);
-        }
-
-        _ => {
-            // The decoder produces no other op in this range.
-            debug_assert!(false, "exec_fp: unknown op {:#x}", u.op);
-        }
-    }
+    );
     st.fpsr |= fl as u64 | if qc { QC } else { 0 };
     Ok(())
 }

@@ -404,18 +404,9 @@ __device__ __forceinline__ u64 clmul_lo(u64 a, u64 b, u64& hi) {
 __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64 y, u64 imm, bool& ok) {
     bool uns = d & 1;
     switch (op) {
-    case OP_V_ADD: return xx + y;
-    case OP_V_SUB: return xx - y;
-    case OP_V_MUL: return xx * y;
-    case OP_V_MLA: return o + xx * y;
-    case OP_V_MLS: return o - xx * y;
+// (ADD, SUB, MUL, MLA, MLS and the compares, defined in armada-semantics; and ELEMENT_CASES)
+// @include elements.cu
     case OP_V_PMUL: { u64 h; return clmul_lo(xx & 0xff, y & 0xff, h); }
-    case OP_V_CMEQ: return mask_if(xx == y);
-    case OP_V_CMTST: return mask_if((xx & y & emask(e)) != 0);
-    case OP_V_CMGT: return mask_if(esx(xx, e) > esx(y, e));
-    case OP_V_CMGE: return mask_if(esx(xx, e) >= esx(y, e));
-    case OP_V_CMHI: return mask_if(xx > y);
-    case OP_V_CMHS: return mask_if(xx >= y);
     case OP_V_CMP0: {
         i64 s = esx(xx, e);
         switch (d) {
@@ -658,8 +649,7 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
         return true;
     }
     // ---- element-wise integer ops
-    case OP_V_ADD: case OP_V_SUB: case OP_V_MUL: case OP_V_MLA: case OP_V_MLS: case OP_V_PMUL:
-    case OP_V_CMEQ: case OP_V_CMTST: case OP_V_CMGT: case OP_V_CMGE: case OP_V_CMHI: case OP_V_CMHS:
+    ELEMENT_CASES case OP_V_PMUL:
     case OP_V_CMP0: case OP_V_MAX: case OP_V_MIN: case OP_V_ABD: case OP_V_HADD: case OP_V_RHADD:
     case OP_V_HSUB: case OP_V_NEG: case OP_V_ABS: case OP_V_CNT: case OP_V_CLZ: case OP_V_CLS:
     case OP_V_RBIT: case OP_V_SHR: case OP_V_SHL: case OP_V_SRI: case OP_V_SLI: {

@@ -139,18 +139,9 @@ var<private> simd_ok: bool;
 fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
     let uns = (d & 1u) != 0u;
     switch op {
-        case OP_V_ADD: { return xx + y; }
-        case OP_V_SUB: { return xx - y; }
-        case OP_V_MUL: { return xx * y; }
-        case OP_V_MLA: { return o + xx * y; }
-        case OP_V_MLS: { return o - xx * y; }
+        // (ADD, SUB, MUL, MLA, MLS and the compares, defined in armada-semantics)
+        // @generated elements
         case OP_V_PMUL: { return clmul8(xx, y); }
-        case OP_V_CMEQ: { return mask_if(xx == y); }
-        case OP_V_CMTST: { return mask_if((xx & y & emask(e)) != 0lu); }
-        case OP_V_CMGT: { return mask_if(esx(xx, e) > esx(y, e)); }
-        case OP_V_CMGE: { return mask_if(esx(xx, e) >= esx(y, e)); }
-        case OP_V_CMHI: { return mask_if(xx > y); }
-        case OP_V_CMHS: { return mask_if(xx >= y); }
         case OP_V_CMP0: {
             let s = esx(xx, e);
             switch d {
@@ -414,8 +405,7 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             vstore(va, V2(acc, 0lu));
         }
         // ---- element-wise integer ops
-        case OP_V_ADD, OP_V_SUB, OP_V_MUL, OP_V_MLA, OP_V_MLS, OP_V_PMUL,
-             OP_V_CMEQ, OP_V_CMTST, OP_V_CMGT, OP_V_CMGE, OP_V_CMHI, OP_V_CMHS,
+        case /* @generated element ops */ OP_V_PMUL,
              OP_V_CMP0, OP_V_MAX, OP_V_MIN, OP_V_ABD, OP_V_HADD, OP_V_RHADD,
              OP_V_HSUB, OP_V_NEG, OP_V_ABS, OP_V_CNT, OP_V_CLZ, OP_V_CLS,
              OP_V_RBIT, OP_V_SHR, OP_V_SHL, OP_V_SRI, OP_V_SLI: {
