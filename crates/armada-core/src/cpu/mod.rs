@@ -299,15 +299,15 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
                 exit!(Stop::Budget);
             }
             // By reference, not a copy: a copied `MicroOp` went through the stack (a 16-byte
-            // store, then each field loaded back from it), which cost this loop 25-35% on every
+            // store, then each field loaded back from it), which cost this loop 10-35% on every
             // `armada bench` program (docs/performance.md, "The interpreter's dispatch").
             debug_assert!(idx < ops.len());
             // SAFETY: `idx` is in bounds. A region's slots are its words plus the
             // END_OF_REGION sentinel (`CodeCache`), and `idx` only ever (a) starts at a PC
             // `region_for` found in the region, (b) jumps to an offset below its length, or
-            // (c) steps past a slot that is not the sentinel (which leaves the loop), or past a
-            // fused compare's B.cond, which is in the same page and so not the sentinel
-            // either (`decode_page` fuses pairs within a page).
+            // (c) steps past a slot that is not the sentinel (whose arm leaves the loop), or
+            // past a fused compare's B.cond, which is in the compare's page and so not the
+            // sentinel either (`decode_page` fuses pairs within a page).
             let u = unsafe { ops.get_unchecked(idx) };
             let x = &mut st.x;
             let (a, b, c, d) = (
