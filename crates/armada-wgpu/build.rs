@@ -22,20 +22,28 @@ fn main() {
         );
         src.push('\n');
     }
-    // the ops armada-semantics defines, into the loop's switch
-    let marker = "// @generated defined\n";
-    assert!(src.contains(marker), "armada.wgsl has no `{marker}`");
-    let src = src.replace(marker, &armada_semantics::text::wgsl_cases());
-    let marker = "// @generated fused\n";
-    assert!(src.contains(marker), "armada.wgsl has no `{marker}`");
-    let src = src.replace(marker, &armada_semantics::text::wgsl_fused());
-    // the SIMD element functions, into simd.wgsl's int_elem and the case that loops over them
-    let marker = "        // @generated elements\n";
-    assert!(src.contains(marker), "simd.wgsl has no `{marker}`");
-    let src = src.replace(marker, &armada_semantics::text::wgsl_elements());
-    let marker = "/* @generated element ops */ ";
-    assert!(src.contains(marker), "simd.wgsl has no `{marker}`");
-    let src = src.replace(marker, &armada_semantics::text::wgsl_element_selectors());
+    use armada_semantics::text;
+    // (marker, the file that has it, what replaces it)
+    let generated = [
+        // the ops armada-semantics defines, into the loop's switch
+        ("// @generated defined\n", "armada.wgsl", text::wgsl_cases()),
+        ("// @generated fused\n", "armada.wgsl", text::wgsl_fused()),
+        // the SIMD element functions, into int_elem and the case that loops over them
+        (
+            "        // @generated elements\n",
+            "simd.wgsl",
+            text::wgsl_elements(),
+        ),
+        (
+            "/* @generated element ops */ ",
+            "simd.wgsl",
+            text::wgsl_element_selectors(),
+        ),
+    ];
+    for (marker, file, with) in generated {
+        assert!(src.contains(marker), "{file} has no `{marker}`");
+        src = src.replace(marker, &with);
+    }
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("shader.wgsl");
     std::fs::write(out, src).unwrap();
 }
