@@ -181,7 +181,7 @@ impl Tx<'_> {
                     Conv::Lo => self.b.ins().ireduce(I32, a),
                 }
             }
-            Expr::Prim(..) | Expr::Elem(_) | Expr::OnesIf(..) => {
+            Expr::Prim(..) | Expr::Elem(_) | Expr::OnesIf(..) | Expr::IfD(..) => {
                 unreachable!("checked by lowerable")
             }
         }
@@ -284,7 +284,7 @@ fn lowerable(e: &Expr) -> bool {
         Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) => lowerable(a) && lowerable(b),
         Expr::IfGe(v) => v.iter().all(lowerable),
         // (element functions run in the vector lowerings, vecint.rs)
-        Expr::Prim(..) | Expr::Elem(_) | Expr::OnesIf(..) => false,
+        Expr::Prim(..) | Expr::Elem(_) | Expr::OnesIf(..) | Expr::IfD(..) => false,
     }
 }
 

@@ -134,20 +134,26 @@ impl ElemDef {
 
     /// Whether the value reads Vd's old element (an accumulating op).
     pub fn reads_d(&self) -> bool {
-        fn has(e: &Expr) -> bool {
-            match e {
-                Expr::Elem(crate::expr::Lane::D) => true,
-                Expr::Un(_, _, a) | Expr::Conv(_, a) | Expr::Shifted(a) | Expr::Extended(a) => {
-                    has(a)
-                }
-                Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) | Expr::OnesIf(_, a, b) => {
-                    has(a) || has(b)
-                }
-                Expr::IfGe(v) => v.iter().any(has),
-                Expr::Prim(_, v) => v.iter().any(has),
-                _ => false,
-            }
+        reads(&self.value, crate::expr::Lane::D)
+    }
+
+    /// Whether the value reads Vm's element (a unary op does not).
+    pub fn reads_m(&self) -> bool {
+        reads(&self.value, crate::expr::Lane::M)
+    }
+}
+
+/// Whether `e` reads element operand `lane`.
+fn reads(e: &Expr, lane: crate::expr::Lane) -> bool {
+    let r = |x: &Expr| reads(x, lane);
+    match e {
+        Expr::Elem(l) => *l == lane,
+        Expr::Un(_, _, a) | Expr::Conv(_, a) | Expr::Shifted(a) | Expr::Extended(a) => r(a),
+        Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) | Expr::OnesIf(_, a, b) | Expr::IfD(_, a, b) => {
+            r(a) || r(b)
         }
-        has(&self.value)
+        Expr::IfGe(v) => v.iter().any(r),
+        Expr::Prim(_, v) => v.iter().any(r),
+        Expr::Reg(..) | Expr::Const(..) | Expr::Imm(_) | Expr::Field(..) | Expr::Carry(_) => false,
     }
 }

@@ -163,6 +163,9 @@ pub enum Expr {
     Elem(Lane),
     /// All ones (64 bits; the element's bits once stored) where the comparison holds, else 0.
     OnesIf(Cmp, Box<Expr>, Box<Expr>),
+    /// The first value where field d has the bit (a mask) set, else the second: the SIMD
+    /// ops' variants (unsigned, accumulating) the decoder puts in d.
+    IfD(u8, Box<Expr>, Box<Expr>),
 }
 
 impl Expr {
@@ -177,7 +180,7 @@ impl Expr {
             | Expr::Un(_, w, _)
             | Expr::Bin(_, w, ..) => *w,
             Expr::Elem(_) | Expr::OnesIf(..) => Width::X,
-            Expr::Shifted(a) | Expr::IfCond(a, _) => a.width(),
+            Expr::Shifted(a) | Expr::IfCond(a, _) | Expr::IfD(_, a, _) => a.width(),
             Expr::IfGe(v) => v[2].width(),
             Expr::Extended(_) => Width::X,
             Expr::Conv(Conv::Lo, _) => Width::W,
@@ -199,7 +202,10 @@ impl Expr {
                 a.operands(out)
             }
             Expr::IfGe(v) => v.iter().for_each(|e| e.operands(out)),
-            Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) | Expr::OnesIf(_, a, b) => {
+            Expr::Bin(_, _, a, b)
+            | Expr::IfCond(a, b)
+            | Expr::OnesIf(_, a, b)
+            | Expr::IfD(_, a, b) => {
                 a.operands(out);
                 b.operands(out);
             }
@@ -414,6 +420,11 @@ pub fn ones_if(cmp: Cmp, a: V<X>, b: V<X>) -> V<X> {
     V::of(Expr::OnesIf(cmp, Box::new(a.0), Box::new(b.0)))
 }
 
+/// `then` where field d has `bit` set, else `otherwise` (see [`Expr::IfD`]).
+pub fn if_d(bit: u8, then: V<X>, otherwise: V<X>) -> V<X> {
+    V::of(Expr::IfD(bit, Box::new(then.0), Box::new(otherwise.0)))
+}
+
 /// The micro-op's immediate at width `T`.
 pub fn imm<T: Bits>() -> V<T> {
     V::of(Expr::Imm(T::WIDTH))
@@ -522,7 +533,8 @@ impl Expr {
             | Expr::IfCond(..)
             | Expr::Prim(..)
             | Expr::Elem(_)
-            | Expr::OnesIf(..) => return None,
+            | Expr::OnesIf(..)
+            | Expr::IfD(..) => return None,
         })
     }
 }

@@ -168,7 +168,7 @@ mod tests {
                 args.iter().for_each(check)
             }
             Elem(_) => {}
-            OnesIf(_, a, b) => {
+            OnesIf(_, a, b) | IfD(_, a, b) => {
                 assert_eq!((a.width(), b.width()), (Width::X, Width::X), "{e:?}");
                 check(a);
                 check(b)

@@ -1,5 +1,5 @@
-//! AdvSIMD three same (the Arm ARM's encoding class; and its by-element forms, which read one
-//! element of Vm broadcast): the integer element functions. Each is the value of one
+//! AdvSIMD three same and two-register miscellaneous (the Arm ARM's encoding classes; and the
+//! by-element forms, which read one element of Vm broadcast): the integer element functions. Each is the value of one
 //! element of Vd from the same elements of Vn (`en`), Vm (`em`) and, accumulating, Vd's old
 //! one (`ed`), at the element size in field e; arithmetic wraps within the element (the bits
 //! above it are never stored).
@@ -8,7 +8,28 @@ use crate::def::ElemDef;
 use crate::expr::*;
 use armada_isa::ops::*;
 
+/// Field d's variant bits (the decoder's, `armada_isa::decode`): unsigned (UMAX, UABD ...)
+/// rather than signed, and accumulating (SABA, UABA) rather than not.
+const UNSIGNED: u8 = 1;
+const ACCUMULATE: u8 = 2;
+
+/// All ones where Vn's element is above Vm's: unsigned or signed as field d says.
+fn above() -> V<X> {
+    if_d(
+        UNSIGNED,
+        ones_if(Cmp::Hi, en(), em()),
+        ones_if(Cmp::Gt, en(), em()),
+    )
+}
+
+/// `a` where `mask` is all ones, `b` where it is 0.
+fn pick(mask: V<X>, a: V<X>, b: V<X>) -> V<X> {
+    (a & mask.clone()) | (b & !mask)
+}
+
 pub fn definitions() -> Vec<ElemDef> {
+    let negative = || ones_if(Cmp::Gt, 0.into(), en());
+    let difference = || pick(above(), en() - em(), em() - en());
     vec![
         ElemDef::new(V_ADD, "ADD (vector): Vd = Vn + Vm", en() + em()),
         ElemDef::new(V_SUB, "SUB (vector): Vd = Vn - Vm", en() - em()),
@@ -52,6 +73,28 @@ pub fn definitions() -> Vec<ElemDef> {
             V_CMHS,
             "CMHS (register): ones where Vn >= Vm, unsigned",
             ones_if(Cmp::Hs, en(), em()),
+        ),
+        ElemDef::new(
+            V_MAX,
+            "SMAX, UMAX: the larger of Vn and Vm",
+            pick(above(), en(), em()),
+        ),
+        ElemDef::new(
+            V_MIN,
+            "SMIN, UMIN: the smaller of Vn and Vm",
+            pick(above(), em(), en()),
+        ),
+        ElemDef::new(
+            V_ABD,
+            "SABD, UABD: |Vn - Vm|; SABA, UABA: Vd + |Vn - Vm|",
+            if_d(ACCUMULATE, ed() + difference(), difference()),
+        ),
+        ElemDef::new(V_NEG, "NEG (vector): Vd = -Vn", -en()),
+        // (-x where x < 0: x XOR ones, minus ones)
+        ElemDef::new(
+            V_ABS,
+            "ABS: Vd = |Vn|, signed",
+            (en() ^ negative()) - negative(),
         ),
     ]
 }

@@ -42,6 +42,7 @@ pub enum Node {
     IfCond,
     IfGe,
     OnesIf(Cmp),
+    IfD,
 }
 
 use Node as N;
@@ -104,6 +105,7 @@ pub const SPELLINGS: &[(Node, Width, [&str; 3])] = &[
     (N::OnesIf(Cmp::Hs), X64, ["mask_if({0} >= {1})", "mask_if({0} >= {1})", "mask_if({0} >= {1})"]),
     (N::OnesIf(Cmp::Gt), X64, ["mask_if(sx({0}, $e) > sx({1}, $e))", "mask_if(esx({0}, e) > esx({1}, e))", "mask_if(esx({0}, e) > esx({1}, e))"]),
     (N::OnesIf(Cmp::Ge), X64, ["mask_if(sx({0}, $e) >= sx({1}, $e))", "mask_if(esx({0}, e) >= esx({1}, e))", "mask_if(esx({0}, e) >= esx({1}, e))"]),
+    (N::IfD, X64, ["(if $u.d & {bit} != 0 { {0} } else { {1} })", "((d & {bit}) ? {0} : {1})", "select({1}, {0}, (d & {bit}u) != 0u)"]),
     (N::Prim(Prim::Crc32), W32, ["armada_semantics::prim::crc32({0}, {1}, $u.e, $u.f)", "crc32_fold({0}, {1}, e, f)", "crc32_fold({0}, {1}, e, f)"]),
 ];
 
@@ -274,6 +276,10 @@ pub fn expr(lang: Lang, e: &Expr) -> String {
             spelling(lang, N::OnesIf(*c), Width::X),
             &[expr(lang, a), expr(lang, b)],
         ),
+        Expr::IfD(bit, a, b) => fill(
+            &spelling(lang, N::IfD, a.width()).replace("{bit}", &bit.to_string()),
+            &[expr(lang, a), expr(lang, b)],
+        ),
     }
 }
 
@@ -375,7 +381,7 @@ pub fn rust_match(outlined: &[u16]) -> String {
 
 /// The interpreter's SIMD element functions (`cpu/fp/elements.rs`): a macro that takes
 /// `exec_fp`'s `match` and puts an arm for each defined element function first, each the
-/// element loop (`map2`, or `map3` where it reads Vd) over a closure of the definition, as the
+/// element loop (`map2`; `map3` where it reads Vd, `map1` where it reads only Vn) over a closure of the definition, as the
 /// hand-written arms were. Its caller names the state `$st`, the micro-op `$u` and the
 /// element size `$e` (the closures' parameters are the macro's own).
 pub fn rust_elements() -> String {
@@ -392,8 +398,10 @@ pub fn rust_elements() -> String {
         let body = expr(Lang::Rust, &d.value);
         let call = if d.reads_d() {
             format!("map3($st, $u, |o, x, y| {body})")
-        } else {
+        } else if d.reads_m() {
             format!("map2($st, $u, |x, y| {body})")
+        } else {
+            format!("map1($st, $u, |x| {body})")
         };
         s.push_str(&format!(
             "            // {}\n            armada_isa::ops::{} => {call},\n",

@@ -232,7 +232,7 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             }
 
             // ------------------------------------------------------------ integer, element-wise
-            // (ADD, SUB, MUL, MLA, MLS and the compares: `elements`)
+            // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, NEG, ABS: `elements`)
             V_PMUL => map2(st, u, |x, y| clmul(x & 0xff, y & 0xff) as u64),
             V_AND | V_BIC | V_ORR | V_ORN | V_EOR | V_BSL | V_BIT | V_BIF => {
                 let (n, m, old) = (st.v[b], st.v[c], st.v[a]);
@@ -258,30 +258,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                     _ => s < 0,
                 })
             }),
-            V_MAX | V_MIN => {
-                let uns = d & 1 != 0;
-                let is_max = u.op == V_MAX;
-                map2(st, u, |x, y| {
-                    let (p, q) = (int(x, e, uns), int(y, e, uns));
-                    if (p > q) == is_max {
-                        x
-                    } else {
-                        y
-                    }
-                })
-            }
-            V_ABD => {
-                let uns = d & 1 != 0;
-                let acc = d & 2 != 0;
-                map3(st, u, |old, x, y| {
-                    let r = (int(x, e, uns) - int(y, e, uns)).unsigned_abs() as u64;
-                    if acc {
-                        old.wrapping_add(r)
-                    } else {
-                        r
-                    }
-                })
-            }
             V_HADD | V_RHADD | V_HSUB => {
                 let uns = d & 1 != 0;
                 let op = u.op;
@@ -334,8 +310,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                     r
                 })
             }
-            V_NEG => map1(st, u, |x| x.wrapping_neg()),
-            V_ABS => map1(st, u, |x| sx(x, e).unsigned_abs()),
             V_SQABS | V_SQNEG => {
                 let neg = u.op == V_SQNEG;
                 map1(st, u, |x| {

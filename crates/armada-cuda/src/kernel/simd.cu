@@ -404,7 +404,8 @@ __device__ __forceinline__ u64 clmul_lo(u64 a, u64 b, u64& hi) {
 __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64 y, u64 imm, bool& ok) {
     bool uns = d & 1;
     switch (op) {
-// (ADD, SUB, MUL, MLA, MLS and the compares, defined in armada-semantics; and ELEMENT_CASES)
+// (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, NEG, ABS: defined in armada-semantics;
+// and ELEMENT_CASES)
 // @include elements.cu
     case OP_V_PMUL: { u64 h; return clmul_lo(xx & 0xff, y & 0xff, h); }
     case OP_V_CMP0: {
@@ -417,16 +418,6 @@ __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64
         default: return mask_if(s < 0);
         }
     }
-    case OP_V_MAX:
-    case OP_V_MIN: {
-        bool gt = uns ? xx > y : esx(xx, e) > esx(y, e);
-        return gt == (op == OP_V_MAX) ? xx : y;
-    }
-    case OP_V_ABD: {
-        bool gt = uns ? xx > y : esx(xx, e) > esx(y, e);
-        u64 r = gt ? xx - y : y - xx;
-        return (d & 2) ? o + r : r;
-    }
     case OP_V_HADD:
     case OP_V_RHADD:
     case OP_V_HSUB: {
@@ -435,8 +426,6 @@ __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64
         i64 r = op == OP_V_HADD ? (p + q) >> 1 : op == OP_V_RHADD ? (p + q + 1) >> 1 : (p - q) >> 1;
         return (u64)r;
     }
-    case OP_V_NEG: return 0 - xx;
-    case OP_V_ABS: { i64 s = esx(xx, e); return s < 0 ? 0 - (u64)s : (u64)s; }
     case OP_V_CNT: return popc8(xx);
     case OP_V_CLZ: return a_clz64(xx & emask(e)) - (64 - ebits(e));
     case OP_V_CLS: {
@@ -650,8 +639,8 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
     }
     // ---- element-wise integer ops
     ELEMENT_CASES case OP_V_PMUL:
-    case OP_V_CMP0: case OP_V_MAX: case OP_V_MIN: case OP_V_ABD: case OP_V_HADD: case OP_V_RHADD:
-    case OP_V_HSUB: case OP_V_NEG: case OP_V_ABS: case OP_V_CNT: case OP_V_CLZ: case OP_V_CLS:
+    case OP_V_CMP0: case OP_V_HADD: case OP_V_RHADD:
+    case OP_V_HSUB: case OP_V_CNT: case OP_V_CLZ: case OP_V_CLS:
     case OP_V_RBIT: case OP_V_SHR: case OP_V_SHL: case OP_V_SRI: case OP_V_SLI: {
         // map1 ops read no Vm, so no by-element broadcast of it
         V2 n = vload(rec, vb), o = vload(rec, va), r = {0, 0};

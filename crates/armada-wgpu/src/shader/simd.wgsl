@@ -139,7 +139,7 @@ var<private> simd_ok: bool;
 fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
     let uns = (d & 1u) != 0u;
     switch op {
-        // (ADD, SUB, MUL, MLA, MLS and the compares, defined in armada-semantics)
+        // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, NEG, ABS: armada-semantics)
         // @generated elements
         case OP_V_PMUL: { return clmul8(xx, y); }
         case OP_V_CMP0: {
@@ -151,15 +151,6 @@ fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
                 case CMP0_LE: { return mask_if(s <= 0li); }
                 default: { return mask_if(s < 0li); }
             }
-        }
-        case OP_V_MAX, OP_V_MIN: {
-            let gt = select(esx(xx, e) > esx(y, e), xx > y, uns);
-            return select(y, xx, gt == (op == OP_V_MAX));
-        }
-        case OP_V_ABD: {
-            let gt = select(esx(xx, e) > esx(y, e), xx > y, uns);
-            let r = select(y - xx, xx - y, gt);
-            return select(r, o + r, (d & 2u) != 0u);
         }
         case OP_V_HADD, OP_V_RHADD, OP_V_HSUB: {
             if e >= 3u {
@@ -177,11 +168,6 @@ fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
                 r = (p - q) >> 1u;
             }
             return u64(r);
-        }
-        case OP_V_NEG: { return 0lu - xx; }
-        case OP_V_ABS: {
-            let s = esx(xx, e);
-            return select(u64(s), 0lu - u64(s), s < 0li);
         }
         case OP_V_CNT: { return popc8(xx); }
         case OP_V_CLZ: { return u64(clz64(xx & emask(e)) - (64u - ebits(e))); }
@@ -406,8 +392,8 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
         }
         // ---- element-wise integer ops
         case /* @generated element ops */ OP_V_PMUL,
-             OP_V_CMP0, OP_V_MAX, OP_V_MIN, OP_V_ABD, OP_V_HADD, OP_V_RHADD,
-             OP_V_HSUB, OP_V_NEG, OP_V_ABS, OP_V_CNT, OP_V_CLZ, OP_V_CLS,
+             OP_V_CMP0, OP_V_HADD, OP_V_RHADD,
+             OP_V_HSUB, OP_V_CNT, OP_V_CLZ, OP_V_CLS,
              OP_V_RBIT, OP_V_SHR, OP_V_SHL, OP_V_SRI, OP_V_SLI: {
             let n = vload(vb);
             let o = vload(va);
