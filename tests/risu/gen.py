@@ -955,6 +955,8 @@ class Gen:
         "smin": ARR_NO2D, "umaxp": ARR_NO2D, "uminp": ARR_NO2D, "smaxp": ARR_NO2D,
         "sminp": ARR_NO2D, "addp": ARR_ALL, "ushl": ARR_ALL, "sshl": ARR_ALL,
         "uabd": ARR_NO2D, "sabd": ARR_NO2D, "uaba": ARR_NO2D, "saba": ARR_NO2D,
+        "shadd": ARR_NO2D, "uhadd": ARR_NO2D, "srhadd": ARR_NO2D, "urhadd": ARR_NO2D,
+        "shsub": ARR_NO2D, "uhsub": ARR_NO2D,
         "sqadd": ARR_ALL, "uqadd": ARR_ALL,
         "sqsub": ARR_ALL, "uqsub": ARR_ALL,
         "and": ARR_B, "orr": ARR_B, "eor": ARR_B, "bic": ARR_B, "orn": ARR_B,

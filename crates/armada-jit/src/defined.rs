@@ -181,7 +181,11 @@ impl Tx<'_> {
                     Conv::Lo => self.b.ins().ireduce(I32, a),
                 }
             }
-            Expr::Prim(..) | Expr::Elem(_) | Expr::OnesIf(..) | Expr::IfD(..) => {
+            Expr::Prim(..)
+            | Expr::Elem(_)
+            | Expr::OnesIf(..)
+            | Expr::IfD(..)
+            | Expr::ElemSext(_) => {
                 unreachable!("checked by lowerable")
             }
         }
@@ -284,7 +288,9 @@ fn lowerable(e: &Expr) -> bool {
         Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) => lowerable(a) && lowerable(b),
         Expr::IfGe(v) => v.iter().all(lowerable),
         // (element functions run in the vector lowerings, vecint.rs)
-        Expr::Prim(..) | Expr::Elem(_) | Expr::OnesIf(..) | Expr::IfD(..) => false,
+        Expr::Prim(..) | Expr::Elem(_) | Expr::OnesIf(..) | Expr::IfD(..) | Expr::ElemSext(_) => {
+            false
+        }
     }
 }
 

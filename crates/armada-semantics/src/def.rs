@@ -148,7 +148,11 @@ fn reads(e: &Expr, lane: crate::expr::Lane) -> bool {
     let r = |x: &Expr| reads(x, lane);
     match e {
         Expr::Elem(l) => *l == lane,
-        Expr::Un(_, _, a) | Expr::Conv(_, a) | Expr::Shifted(a) | Expr::Extended(a) => r(a),
+        Expr::Un(_, _, a)
+        | Expr::Conv(_, a)
+        | Expr::Shifted(a)
+        | Expr::Extended(a)
+        | Expr::ElemSext(a) => r(a),
         Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) | Expr::OnesIf(_, a, b) | Expr::IfD(_, a, b) => {
             r(a) || r(b)
         }

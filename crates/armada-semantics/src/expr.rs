@@ -166,6 +166,8 @@ pub enum Expr {
     /// The first value where field d has the bit (a mask) set, else the second: the SIMD
     /// ops' variants (unsigned, accumulating) the decoder puts in d.
     IfD(u8, Box<Expr>, Box<Expr>),
+    /// The value's element (its low bits, the element size in field e) sign-extended to 64.
+    ElemSext(Box<Expr>),
 }
 
 impl Expr {
@@ -179,7 +181,7 @@ impl Expr {
             | Expr::Carry(w)
             | Expr::Un(_, w, _)
             | Expr::Bin(_, w, ..) => *w,
-            Expr::Elem(_) | Expr::OnesIf(..) => Width::X,
+            Expr::Elem(_) | Expr::OnesIf(..) | Expr::ElemSext(_) => Width::X,
             Expr::Shifted(a) | Expr::IfCond(a, _) | Expr::IfD(_, a, _) => a.width(),
             Expr::IfGe(v) => v[2].width(),
             Expr::Extended(_) => Width::X,
@@ -198,9 +200,11 @@ impl Expr {
                 }
             }
             Expr::Const(..) | Expr::Imm(_) | Expr::Field(..) | Expr::Carry(_) | Expr::Elem(_) => {}
-            Expr::Un(_, _, a) | Expr::Conv(_, a) | Expr::Shifted(a) | Expr::Extended(a) => {
-                a.operands(out)
-            }
+            Expr::Un(_, _, a)
+            | Expr::Conv(_, a)
+            | Expr::Shifted(a)
+            | Expr::Extended(a)
+            | Expr::ElemSext(a) => a.operands(out),
             Expr::IfGe(v) => v.iter().for_each(|e| e.operands(out)),
             Expr::Bin(_, _, a, b)
             | Expr::IfCond(a, b)
@@ -425,6 +429,11 @@ pub fn if_d(bit: u8, then: V<X>, otherwise: V<X>) -> V<X> {
     V::of(Expr::IfD(bit, Box::new(then.0), Box::new(otherwise.0)))
 }
 
+/// The element `v` holds (the element size in field e), sign-extended to 64 bits.
+pub fn elem_sext(v: V<X>) -> V<X> {
+    V::of(Expr::ElemSext(Box::new(v.0)))
+}
+
 /// The micro-op's immediate at width `T`.
 pub fn imm<T: Bits>() -> V<T> {
     V::of(Expr::Imm(T::WIDTH))
@@ -534,7 +543,8 @@ impl Expr {
             | Expr::Prim(..)
             | Expr::Elem(_)
             | Expr::OnesIf(..)
-            | Expr::IfD(..) => return None,
+            | Expr::IfD(..)
+            | Expr::ElemSext(_) => return None,
         })
     }
 }

@@ -168,6 +168,10 @@ mod tests {
                 args.iter().for_each(check)
             }
             Elem(_) => {}
+            ElemSext(a) => {
+                assert_eq!(a.width(), Width::X, "{e:?}");
+                check(a)
+            }
             OnesIf(_, a, b) | IfD(_, a, b) => {
                 assert_eq!((a.width(), b.width()), (Width::X, Width::X), "{e:?}");
                 check(a);

@@ -29,6 +29,10 @@ fn pick(mask: V<X>, a: V<X>, b: V<X>) -> V<X> {
 
 pub fn definitions() -> Vec<ElemDef> {
     let negative = || ones_if(Cmp::Gt, 0.into(), en());
+    // the elements as integers (unsigned or signed as field d says) in 64 bits, which hold
+    // their sum and difference: these ops have no 64-bit elements
+    let p = || if_d(UNSIGNED, en(), elem_sext(en()));
+    let q = || if_d(UNSIGNED, em(), elem_sext(em()));
     let difference = || pick(above(), en() - em(), em() - en());
     vec![
         ElemDef::new(V_ADD, "ADD (vector): Vd = Vn + Vm", en() + em()),
@@ -89,6 +93,13 @@ pub fn definitions() -> Vec<ElemDef> {
             "SABD, UABD: |Vn - Vm|; SABA, UABA: Vd + |Vn - Vm|",
             if_d(ACCUMULATE, ed() + difference(), difference()),
         ),
+        ElemDef::new(V_HADD, "SHADD, UHADD: (Vn + Vm) >> 1", asr(p() + q(), 1)),
+        ElemDef::new(
+            V_RHADD,
+            "SRHADD, URHADD: (Vn + Vm + 1) >> 1",
+            asr(p() + q() + 1, 1),
+        ),
+        ElemDef::new(V_HSUB, "SHSUB, UHSUB: (Vn - Vm) >> 1", asr(p() - q(), 1)),
         ElemDef::new(V_NEG, "NEG (vector): Vd = -Vn", -en()),
         // (-x where x < 0: x XOR ones, minus ones)
         ElemDef::new(

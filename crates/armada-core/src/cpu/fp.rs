@@ -232,7 +232,8 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             }
 
             // ------------------------------------------------------------ integer, element-wise
-            // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, NEG, ABS: `elements`)
+            // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving
+            // adds, NEG, ABS: `elements`)
             V_PMUL => map2(st, u, |x, y| clmul(x & 0xff, y & 0xff) as u64),
             V_AND | V_BIC | V_ORR | V_ORN | V_EOR | V_BSL | V_BIT | V_BIF => {
                 let (n, m, old) = (st.v[b], st.v[c], st.v[a]);
@@ -258,18 +259,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                     _ => s < 0,
                 })
             }),
-            V_HADD | V_RHADD | V_HSUB => {
-                let uns = d & 1 != 0;
-                let op = u.op;
-                map2(st, u, |x, y| {
-                    let (p, q) = (int(x, e, uns), int(y, e, uns));
-                    (match op {
-                        V_HADD => (p + q) >> 1,
-                        V_RHADD => (p + q + 1) >> 1,
-                        _ => (p - q) >> 1,
-                    }) as u64
-                })
-            }
             V_QADD | V_QSUB => {
                 let uns = d & 1 != 0;
                 let add = u.op == V_QADD;

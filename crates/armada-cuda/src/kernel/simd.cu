@@ -404,8 +404,8 @@ __device__ __forceinline__ u64 clmul_lo(u64 a, u64 b, u64& hi) {
 __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64 y, u64 imm, bool& ok) {
     bool uns = d & 1;
     switch (op) {
-// (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, NEG, ABS: defined in armada-semantics;
-// and ELEMENT_CASES)
+// (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, NEG, ABS: defined
+// in armada-semantics; and ELEMENT_CASES)
 // @include elements.cu
     case OP_V_PMUL: { u64 h; return clmul_lo(xx & 0xff, y & 0xff, h); }
     case OP_V_CMP0: {
@@ -417,14 +417,6 @@ __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64
         case CMP0_LE: return mask_if(s <= 0);
         default: return mask_if(s < 0);
         }
-    }
-    case OP_V_HADD:
-    case OP_V_RHADD:
-    case OP_V_HSUB: {
-        if (e >= 3) { ok = false; return 0; }
-        i64 p = uns ? (i64)xx : esx(xx, e), q = uns ? (i64)y : esx(y, e);
-        i64 r = op == OP_V_HADD ? (p + q) >> 1 : op == OP_V_RHADD ? (p + q + 1) >> 1 : (p - q) >> 1;
-        return (u64)r;
     }
     case OP_V_CNT: return popc8(xx);
     case OP_V_CLZ: return a_clz64(xx & emask(e)) - (64 - ebits(e));
@@ -639,8 +631,7 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
     }
     // ---- element-wise integer ops
     ELEMENT_CASES case OP_V_PMUL:
-    case OP_V_CMP0: case OP_V_HADD: case OP_V_RHADD:
-    case OP_V_HSUB: case OP_V_CNT: case OP_V_CLZ: case OP_V_CLS:
+    case OP_V_CMP0: case OP_V_CNT: case OP_V_CLZ: case OP_V_CLS:
     case OP_V_RBIT: case OP_V_SHR: case OP_V_SHL: case OP_V_SRI: case OP_V_SLI: {
         // map1 ops read no Vm, so no by-element broadcast of it
         V2 n = vload(rec, vb), o = vload(rec, va), r = {0, 0};

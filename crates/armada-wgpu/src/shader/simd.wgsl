@@ -139,7 +139,8 @@ var<private> simd_ok: bool;
 fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
     let uns = (d & 1u) != 0u;
     switch op {
-        // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, NEG, ABS: armada-semantics)
+        // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, NEG, ABS:
+        // armada-semantics)
         // @generated elements
         case OP_V_PMUL: { return clmul8(xx, y); }
         case OP_V_CMP0: {
@@ -151,23 +152,6 @@ fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
                 case CMP0_LE: { return mask_if(s <= 0li); }
                 default: { return mask_if(s < 0li); }
             }
-        }
-        case OP_V_HADD, OP_V_RHADD, OP_V_HSUB: {
-            if e >= 3u {
-                simd_ok = false;
-                return 0lu;
-            }
-            let p = select(esx(xx, e), i64(xx), uns);
-            let q = select(esx(y, e), i64(y), uns);
-            var r: i64;
-            if op == OP_V_HADD {
-                r = (p + q) >> 1u;
-            } else if op == OP_V_RHADD {
-                r = (p + q + 1li) >> 1u;
-            } else {
-                r = (p - q) >> 1u;
-            }
-            return u64(r);
         }
         case OP_V_CNT: { return popc8(xx); }
         case OP_V_CLZ: { return u64(clz64(xx & emask(e)) - (64u - ebits(e))); }
@@ -392,8 +376,7 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
         }
         // ---- element-wise integer ops
         case /* @generated element ops */ OP_V_PMUL,
-             OP_V_CMP0, OP_V_HADD, OP_V_RHADD,
-             OP_V_HSUB, OP_V_CNT, OP_V_CLZ, OP_V_CLS,
+             OP_V_CMP0, OP_V_CNT, OP_V_CLZ, OP_V_CLS,
              OP_V_RBIT, OP_V_SHR, OP_V_SHL, OP_V_SRI, OP_V_SLI: {
             let n = vload(vb);
             let o = vload(va);
