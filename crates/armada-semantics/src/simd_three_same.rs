@@ -1,8 +1,8 @@
-//! AdvSIMD three same and two-register miscellaneous (the Arm ARM's encoding classes; and the
-//! by-element forms, which read one element of Vm broadcast): the integer element functions. Each is the value of one
-//! element of Vd from the same elements of Vn (`en`), Vm (`em`) and, accumulating, Vd's old
-//! one (`ed`), at the element size in field e; arithmetic wraps within the element (the bits
-//! above it are never stored).
+//! AdvSIMD three same and two-register miscellaneous (the Arm ARM's encoding classes; and
+//! the by-element forms, which read one element of Vm broadcast): the integer element
+//! functions. Each is the value of one element of Vd from the same elements of Vn (`en`),
+//! Vm (`em`) and, accumulating, Vd's old one (`ed`), at the element size in field e;
+//! arithmetic wraps within the element (the bits above it are never stored).
 
 use crate::def::ElemDef;
 use crate::expr::*;
