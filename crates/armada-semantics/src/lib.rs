@@ -17,6 +17,7 @@ pub mod dp_register;
 pub mod expr;
 pub mod prim;
 pub mod simd_three_same;
+pub mod simd_two_reg_misc;
 pub mod text;
 
 pub use def::{Def, Effect, ElemDef};
@@ -35,7 +36,11 @@ pub fn definitions() -> &'static [Def] {
 /// Every SIMD element function, in the order the generators write them.
 pub fn element_definitions() -> &'static [ElemDef] {
     static ALL: OnceLock<Vec<ElemDef>> = OnceLock::new();
-    ALL.get_or_init(simd_three_same::definitions)
+    ALL.get_or_init(|| {
+        let mut all = simd_three_same::definitions();
+        all.extend(simd_two_reg_misc::definitions());
+        all
+    })
 }
 
 /// The definition of micro-op `op`, if it has one here.

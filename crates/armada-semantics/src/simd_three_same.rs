@@ -1,8 +1,8 @@
-//! AdvSIMD three same and two-register miscellaneous (the Arm ARM's encoding classes; and
-//! the by-element forms, which read one element of Vm broadcast): the integer element
-//! functions. Each is the value of one element of Vd from the same elements of Vn (`en`),
-//! Vm (`em`) and, accumulating, Vd's old one (`ed`), at the element size in field e;
-//! arithmetic wraps within the element (the bits above it are never stored).
+//! AdvSIMD three same (the Arm ARM's encoding class; and the by-element forms, which read
+//! one element of Vm broadcast): the integer element functions. Each is the value of one
+//! element of Vd from the same elements of Vn (`en`), Vm (`em`) and, accumulating, Vd's old
+//! one (`ed`), at the element size in field e; arithmetic wraps within the element (the bits
+//! above it are never stored).
 
 use crate::def::ElemDef;
 use crate::expr::*;
@@ -28,7 +28,6 @@ fn pick(mask: V<X>, a: V<X>, b: V<X>) -> V<X> {
 }
 
 pub fn definitions() -> Vec<ElemDef> {
-    let negative = || ones_if(Cmp::Gt, 0.into(), en());
     // the elements as integers (unsigned or signed as field d says) in 64 bits, which hold
     // their sum and difference: these ops have no 64-bit elements
     let p = || if_d(UNSIGNED, en(), elem_sext(en()));
@@ -100,12 +99,5 @@ pub fn definitions() -> Vec<ElemDef> {
             asr(p() + q() + 1, 1),
         ),
         ElemDef::new(V_HSUB, "SHSUB, UHSUB: (Vn - Vm) >> 1", asr(p() - q(), 1)),
-        ElemDef::new(V_NEG, "NEG (vector): Vd = -Vn", -en()),
-        // (-x where x < 0: x XOR ones, minus ones)
-        ElemDef::new(
-            V_ABS,
-            "ABS: Vd = |Vn|, signed",
-            (en() ^ negative()) - negative(),
-        ),
     ]
 }
