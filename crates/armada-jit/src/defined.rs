@@ -185,6 +185,7 @@ impl Tx<'_> {
             | Expr::Elem(_)
             | Expr::OnesIf(..)
             | Expr::IfD(..)
+            | Expr::IfDIs(..)
             | Expr::ElemSext(_) => {
                 unreachable!("checked by lowerable")
             }
@@ -288,9 +289,12 @@ fn lowerable(e: &Expr) -> bool {
         Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) => lowerable(a) && lowerable(b),
         Expr::IfGe(v) => v.iter().all(lowerable),
         // (element functions run in the vector lowerings, vecint.rs)
-        Expr::Prim(..) | Expr::Elem(_) | Expr::OnesIf(..) | Expr::IfD(..) | Expr::ElemSext(_) => {
-            false
-        }
+        Expr::Prim(..)
+        | Expr::Elem(_)
+        | Expr::OnesIf(..)
+        | Expr::IfD(..)
+        | Expr::IfDIs(..)
+        | Expr::ElemSext(_) => false,
     }
 }
 

@@ -153,9 +153,11 @@ fn reads(e: &Expr, lane: crate::expr::Lane) -> bool {
         | Expr::Shifted(a)
         | Expr::Extended(a)
         | Expr::ElemSext(a) => r(a),
-        Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) | Expr::OnesIf(_, a, b) | Expr::IfD(_, a, b) => {
-            r(a) || r(b)
-        }
+        Expr::Bin(_, _, a, b)
+        | Expr::IfCond(a, b)
+        | Expr::OnesIf(_, a, b)
+        | Expr::IfD(_, a, b)
+        | Expr::IfDIs(_, a, b) => r(a) || r(b),
         Expr::IfGe(v) => v.iter().any(r),
         Expr::Prim(_, v) => v.iter().any(r),
         Expr::Reg(..) | Expr::Const(..) | Expr::Imm(_) | Expr::Field(..) | Expr::Carry(_) => false,

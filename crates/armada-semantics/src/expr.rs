@@ -166,6 +166,9 @@ pub enum Expr {
     /// The first value where field d has the bit (a mask) set, else the second: the SIMD
     /// ops' variants (unsigned, accumulating) the decoder puts in d.
     IfD(u8, Box<Expr>, Box<Expr>),
+    /// The first value where field d is the number, else the second: a SIMD op's choice
+    /// among more than two (CMP0's condition).
+    IfDIs(u8, Box<Expr>, Box<Expr>),
     /// The value's element (its low bits, the element size in field e) sign-extended to 64.
     ElemSext(Box<Expr>),
 }
@@ -182,7 +185,9 @@ impl Expr {
             | Expr::Un(_, w, _)
             | Expr::Bin(_, w, ..) => *w,
             Expr::Elem(_) | Expr::OnesIf(..) | Expr::ElemSext(_) => Width::X,
-            Expr::Shifted(a) | Expr::IfCond(a, _) | Expr::IfD(_, a, _) => a.width(),
+            Expr::Shifted(a) | Expr::IfCond(a, _) | Expr::IfD(_, a, _) | Expr::IfDIs(_, a, _) => {
+                a.width()
+            }
             Expr::IfGe(v) => v[2].width(),
             Expr::Extended(_) => Width::X,
             Expr::Conv(Conv::Lo, _) => Width::W,
@@ -209,7 +214,8 @@ impl Expr {
             Expr::Bin(_, _, a, b)
             | Expr::IfCond(a, b)
             | Expr::OnesIf(_, a, b)
-            | Expr::IfD(_, a, b) => {
+            | Expr::IfD(_, a, b)
+            | Expr::IfDIs(_, a, b) => {
                 a.operands(out);
                 b.operands(out);
             }
@@ -429,6 +435,11 @@ pub fn if_d(bit: u8, then: V<X>, otherwise: V<X>) -> V<X> {
     V::of(Expr::IfD(bit, Box::new(then.0), Box::new(otherwise.0)))
 }
 
+/// `then` where field d is `value`, else `otherwise` (see [`Expr::IfDIs`]).
+pub fn if_d_is(value: u8, then: V<X>, otherwise: V<X>) -> V<X> {
+    V::of(Expr::IfDIs(value, Box::new(then.0), Box::new(otherwise.0)))
+}
+
 /// The element `v` holds (the element size in field e), sign-extended to 64 bits.
 pub fn elem_sext(v: V<X>) -> V<X> {
     V::of(Expr::ElemSext(Box::new(v.0)))
@@ -544,6 +555,7 @@ impl Expr {
             | Expr::Elem(_)
             | Expr::OnesIf(..)
             | Expr::IfD(..)
+            | Expr::IfDIs(..)
             | Expr::ElemSext(_) => return None,
         })
     }

@@ -16,6 +16,7 @@ pub mod dp_immediate;
 pub mod dp_register;
 pub mod expr;
 pub mod prim;
+pub mod simd_shift_immediate;
 pub mod simd_three_same;
 pub mod simd_two_reg_misc;
 pub mod text;
@@ -39,6 +40,7 @@ pub fn element_definitions() -> &'static [ElemDef] {
     ALL.get_or_init(|| {
         let mut all = simd_three_same::definitions();
         all.extend(simd_two_reg_misc::definitions());
+        all.extend(simd_shift_immediate::definitions());
         all
     })
 }
@@ -177,7 +179,7 @@ mod tests {
                 assert_eq!(a.width(), Width::X, "{e:?}");
                 check(a)
             }
-            OnesIf(_, a, b) | IfD(_, a, b) => {
+            OnesIf(_, a, b) | IfD(_, a, b) | IfDIs(_, a, b) => {
                 assert_eq!((a.width(), b.width()), (Width::X, Width::X), "{e:?}");
                 check(a);
                 check(b)

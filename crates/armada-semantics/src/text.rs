@@ -43,6 +43,7 @@ pub enum Node {
     IfGe,
     OnesIf(Cmp),
     IfD,
+    IfDIs,
     ElemSext,
 }
 
@@ -107,6 +108,7 @@ pub const SPELLINGS: &[(Node, Width, [&str; 3])] = &[
     (N::OnesIf(Cmp::Gt), X64, ["mask_if(sx({0}, $e) > sx({1}, $e))", "mask_if(esx({0}, e) > esx({1}, e))", "mask_if(esx({0}, e) > esx({1}, e))"]),
     (N::OnesIf(Cmp::Ge), X64, ["mask_if(sx({0}, $e) >= sx({1}, $e))", "mask_if(esx({0}, e) >= esx({1}, e))", "mask_if(esx({0}, e) >= esx({1}, e))"]),
     (N::IfD, X64, ["(if $u.d & {bit} != 0 { {0} } else { {1} })", "((d & {bit}) ? {0} : {1})", "select({1}, {0}, (d & {bit}u) != 0u)"]),
+    (N::IfDIs, X64, ["(if $u.d == {v} { {0} } else { {1} })", "((d == {v}) ? {0} : {1})", "select({1}, {0}, d == {v}u)"]),
     (N::ElemSext, X64, ["(sx({0}, $e) as u64)", "((u64)esx({0}, e))", "u64(esx({0}, e))"]),
     (N::Prim(Prim::Crc32), W32, ["armada_semantics::prim::crc32({0}, {1}, $u.e, $u.f)", "crc32_fold({0}, {1}, e, f)", "crc32_fold({0}, {1}, e, f)"]),
 ];
@@ -276,6 +278,10 @@ pub fn expr(lang: Lang, e: &Expr) -> String {
         .to_string(),
         Expr::OnesIf(c, a, b) => fill(
             spelling(lang, N::OnesIf(*c), Width::X),
+            &[expr(lang, a), expr(lang, b)],
+        ),
+        Expr::IfDIs(v, a, b) => fill(
+            &spelling(lang, N::IfDIs, a.width()).replace("{v}", &v.to_string()),
             &[expr(lang, a), expr(lang, b)],
         ),
         Expr::ElemSext(a) => fill(spelling(lang, N::ElemSext, Width::X), &[expr(lang, a)]),

@@ -79,6 +79,7 @@ fn with_regs(e: &Expr, n: u64, m: u64) -> Expr {
         Prim(p, args) => Prim(*p, args.iter().map(|x| with_regs(x, n, m)).collect()),
         OnesIf(c, x, y) => OnesIf(*c, b(x), b(y)),
         IfD(k, x, y) => IfD(*k, b(x), b(y)),
+        IfDIs(k, x, y) => IfDIs(*k, b(x), b(y)),
         ElemSext(a) => ElemSext(b(a)),
     }
 }

@@ -233,7 +233,7 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
 
             // ------------------------------------------------------------ integer, element-wise
             // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving
-            // adds, NEG, ABS: `elements`)
+            // adds, CMP0, NEG, ABS, SHL: `elements`)
             V_PMUL => map2(st, u, |x, y| clmul(x & 0xff, y & 0xff) as u64),
             V_AND | V_BIC | V_ORR | V_ORN | V_EOR | V_BSL | V_BIT | V_BIF => {
                 let (n, m, old) = (st.v[b], st.v[c], st.v[a]);
@@ -249,16 +249,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                 };
                 st.v[a] = r & datamask(f);
             }
-            V_CMP0 => map1(st, u, |x| {
-                let s = sx(x, e);
-                mask_if(match d {
-                    cmp0::EQ => s == 0,
-                    cmp0::GE => s >= 0,
-                    cmp0::GT => s > 0,
-                    cmp0::LE => s <= 0,
-                    _ => s < 0,
-                })
-            }),
             V_QADD | V_QSUB => {
                 let uns = d & 1 != 0;
                 let add = u.op == V_QADD;
@@ -392,10 +382,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                         r
                     }
                 })
-            }
-            V_SHL => {
-                let sh = u.imm as u32;
-                map1(st, u, |x| x << sh)
             }
             V_QSHL_IMM => {
                 let sh = u.imm as u32;

@@ -404,20 +404,10 @@ __device__ __forceinline__ u64 clmul_lo(u64 a, u64 b, u64& hi) {
 __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64 y, u64 imm, bool& ok) {
     bool uns = d & 1;
     switch (op) {
-// (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, NEG, ABS: defined
-// in armada-semantics; and ELEMENT_CASES)
+// (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, CMP0, NEG, ABS,
+// SHL: defined in armada-semantics; and ELEMENT_CASES)
 // @include elements.cu
     case OP_V_PMUL: { u64 h; return clmul_lo(xx & 0xff, y & 0xff, h); }
-    case OP_V_CMP0: {
-        i64 s = esx(xx, e);
-        switch (d) {
-        case CMP0_EQ: return mask_if(s == 0);
-        case CMP0_GE: return mask_if(s >= 0);
-        case CMP0_GT: return mask_if(s > 0);
-        case CMP0_LE: return mask_if(s <= 0);
-        default: return mask_if(s < 0);
-        }
-    }
     case OP_V_CNT: return popc8(xx);
     case OP_V_CLZ: return a_clz64(xx & emask(e)) - (64 - ebits(e));
     case OP_V_CLS: {
@@ -441,7 +431,6 @@ __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64
         }
         return (d & 4) ? o + r : r;
     }
-    case OP_V_SHL: return xx << ((u32)imm & 63);
     case OP_V_SRI: {
         u32 sh = (u32)imm;
         if (sh >= ebits(e)) return o;
@@ -631,8 +620,8 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
     }
     // ---- element-wise integer ops
     ELEMENT_CASES case OP_V_PMUL:
-    case OP_V_CMP0: case OP_V_CNT: case OP_V_CLZ: case OP_V_CLS:
-    case OP_V_RBIT: case OP_V_SHR: case OP_V_SHL: case OP_V_SRI: case OP_V_SLI: {
+    case OP_V_CNT: case OP_V_CLZ: case OP_V_CLS:
+    case OP_V_RBIT: case OP_V_SHR: case OP_V_SRI: case OP_V_SLI: {
         // map1 ops read no Vm, so no by-element broadcast of it
         V2 n = vload(rec, vb), o = vload(rec, va), r = {0, 0};
         V2 m = opnd_m(rec, vc, e, imm);

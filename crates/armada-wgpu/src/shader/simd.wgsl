@@ -139,20 +139,10 @@ var<private> simd_ok: bool;
 fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
     let uns = (d & 1u) != 0u;
     switch op {
-        // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, NEG, ABS:
-        // armada-semantics)
+        // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, CMP0, NEG,
+        // ABS, SHL: armada-semantics)
         // @generated elements
         case OP_V_PMUL: { return clmul8(xx, y); }
-        case OP_V_CMP0: {
-            let s = esx(xx, e);
-            switch d {
-                case CMP0_EQ: { return mask_if(s == 0li); }
-                case CMP0_GE: { return mask_if(s >= 0li); }
-                case CMP0_GT: { return mask_if(s > 0li); }
-                case CMP0_LE: { return mask_if(s <= 0li); }
-                default: { return mask_if(s < 0li); }
-            }
-        }
         case OP_V_CNT: { return popc8(xx); }
         case OP_V_CLZ: { return u64(clz64(xx & emask(e)) - (64u - ebits(e))); }
         case OP_V_CLS: {
@@ -182,7 +172,6 @@ fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
             }
             return select(r, o + r, (d & 4u) != 0u);
         }
-        case OP_V_SHL: { return xx << (u32(imm) & 63u); }
         case OP_V_SRI: {
             let sh = u32(imm);
             if sh >= ebits(e) { return o; }
@@ -376,8 +365,8 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
         }
         // ---- element-wise integer ops
         case /* @generated element ops */ OP_V_PMUL,
-             OP_V_CMP0, OP_V_CNT, OP_V_CLZ, OP_V_CLS,
-             OP_V_RBIT, OP_V_SHR, OP_V_SHL, OP_V_SRI, OP_V_SLI: {
+             OP_V_CNT, OP_V_CLZ, OP_V_CLS,
+             OP_V_RBIT, OP_V_SHR, OP_V_SRI, OP_V_SLI: {
             let n = vload(vb);
             let o = vload(va);
             let m = opnd_m(vc, e, imm);
