@@ -145,21 +145,5 @@ impl ElemDef {
 
 /// Whether `e` reads element operand `lane`.
 fn reads(e: &Expr, lane: crate::expr::Lane) -> bool {
-    let r = |x: &Expr| reads(x, lane);
-    match e {
-        Expr::Elem(l) => *l == lane,
-        Expr::Un(_, _, a)
-        | Expr::Conv(_, a)
-        | Expr::Shifted(a)
-        | Expr::Extended(a)
-        | Expr::ElemSext(a) => r(a),
-        Expr::Bin(_, _, a, b)
-        | Expr::IfCond(a, b)
-        | Expr::OnesIf(_, a, b)
-        | Expr::IfD(_, a, b)
-        | Expr::IfDIs(_, a, b) => r(a) || r(b),
-        Expr::IfGe(v) => v.iter().any(r),
-        Expr::Prim(_, v) => v.iter().any(r),
-        Expr::Reg(..) | Expr::Const(..) | Expr::Imm(_) | Expr::Field(..) | Expr::Carry(_) => false,
-    }
+    *e == Expr::Elem(lane) || e.children().into_iter().any(|c| reads(c, lane))
 }

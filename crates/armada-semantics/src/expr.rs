@@ -196,31 +196,40 @@ impl Expr {
         }
     }
 
-    /// Every register operand the value reads.
-    pub fn operands(&self, out: &mut Vec<Operand>) {
+    /// The values this one is made of (none for a leaf): the one walk of the tree's shape
+    /// that the questions about a whole tree ([`Expr::operands`], `ElemDef::reads_d` ...)
+    /// go through.
+    pub fn children(&self) -> Vec<&Expr> {
         match self {
-            Expr::Reg(r, _) => {
-                if !out.contains(r) {
-                    out.push(*r)
-                }
-            }
-            Expr::Const(..) | Expr::Imm(_) | Expr::Field(..) | Expr::Carry(_) | Expr::Elem(_) => {}
+            Expr::Reg(..)
+            | Expr::Const(..)
+            | Expr::Imm(_)
+            | Expr::Field(..)
+            | Expr::Carry(_)
+            | Expr::Elem(_) => vec![],
             Expr::Un(_, _, a)
             | Expr::Conv(_, a)
             | Expr::Shifted(a)
             | Expr::Extended(a)
-            | Expr::ElemSext(a) => a.operands(out),
-            Expr::IfGe(v) => v.iter().for_each(|e| e.operands(out)),
+            | Expr::ElemSext(a) => vec![a],
             Expr::Bin(_, _, a, b)
             | Expr::IfCond(a, b)
             | Expr::OnesIf(_, a, b)
             | Expr::IfD(_, a, b)
-            | Expr::IfDIs(_, a, b) => {
-                a.operands(out);
-                b.operands(out);
-            }
-            Expr::Prim(_, args) => args.iter().for_each(|a| a.operands(out)),
+            | Expr::IfDIs(_, a, b) => vec![a, b],
+            Expr::IfGe(v) => v.iter().collect(),
+            Expr::Prim(_, args) => args.iter().collect(),
         }
+    }
+
+    /// Every register operand the value reads.
+    pub fn operands(&self, out: &mut Vec<Operand>) {
+        if let Expr::Reg(r, _) = self {
+            if !out.contains(r) {
+                out.push(*r)
+            }
+        }
+        self.children().into_iter().for_each(|c| c.operands(out));
     }
 }
 
