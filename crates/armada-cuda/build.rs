@@ -1,10 +1,13 @@
 //! Builds the kernel simulator: the CUDA kernel source compiled as C++ for the host, so the
 //! tests check the kernel against the CPU engine on machines without a GPU. Without a C++
 //! compiler the crate builds without it (`armada_sim` unset) and those tests skip. It also
-//! writes the kernel's cases for the micro-ops armada-semantics defines (`defined.cu`, the
+//! writes the kernel's cases for the micro-ops armada-semantics defines (`defined.cu` for the
+//! loop's switch, `defined_cold.cu` for the out-of-line rest: hot_ops.rs chooses), the
 //! compares of the fused pairs, `fused.cu`, and the SIMD element functions, `elements.cu`),
 //! which lib.rs includes for NVRTC.
 
+#[path = "src/hot_ops.rs"]
+mod hot_ops;
 #[allow(dead_code)]
 #[path = "../armada-gpu/src/layout.rs"]
 mod layout;
@@ -17,7 +20,9 @@ fn main() {
     // kernel variants for the simulator too, e.g. ARMADA_SIM_DEFINES="ARMADA_COLD"
     println!("cargo:rerun-if-env-changed=ARMADA_SIM_DEFINES");
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    std::fs::write(out.join("defined.cu"), armada_semantics::text::cuda_cases()).unwrap();
+    let (hot, cold) = defined_cases();
+    std::fs::write(out.join("defined.cu"), &hot).unwrap();
+    std::fs::write(out.join("defined_cold.cu"), &cold).unwrap();
     std::fs::write(out.join("fused.cu"), armada_semantics::text::cuda_fused()).unwrap();
     std::fs::write(
         out.join("elements.cu"),
@@ -48,11 +53,10 @@ fn main() {
             armada_semantics::text::cuda_elements(),
         ),
     );
-    // the ops armada-semantics defines, into interp.cu's switch (after it in the list)
-    parts.push((
-        "defined.cu".to_string(),
-        armada_semantics::text::cuda_cases(),
-    ));
+    // the ops armada-semantics defines, into interp.cu's switch and cold.cu's (after them
+    // in the list)
+    parts.push(("defined.cu".to_string(), hot));
+    parts.push(("defined_cold.cu".to_string(), cold));
     parts.push(("fused.cu".to_string(), armada_semantics::text::cuda_fused()));
     let parts: Vec<(&str, &str)> = parts
         .iter()
@@ -83,4 +87,13 @@ fn main() {
              tests that need it will skip"
         ),
     }
+}
+
+/// The defined ops' cases: those the loop runs inline, and the rest.
+fn defined_cases() -> (String, String) {
+    use armada_semantics::text::cuda_cases;
+    (
+        cuda_cases(hot_ops::inline),
+        cuda_cases(|n| !hot_ops::inline(n)),
+    )
 }

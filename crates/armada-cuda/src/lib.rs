@@ -5,6 +5,8 @@
 //! host CPU (tests, debugging).
 
 pub mod cuda;
+#[cfg(test)]
+mod hot_ops;
 pub mod nvrtc;
 #[cfg(armada_sim)]
 pub mod sim;
@@ -27,9 +29,10 @@ pub fn kernel_source() -> String {
 /// The kernel's main file, which names its parts where they go (`// @include NAME`).
 pub const KERNEL_SOURCE: &str = include_str!("kernel/armada.cu");
 /// The kernel's parts (name, text); build.rs lists the same files for the simulator. A part
-/// may name another (interp.cu names `defined.cu` and `fused.cu`, simd.cu `elements.cu`: the
+/// may name another (interp.cu names `defined.cu` and `fused.cu`, cold.cu `defined_cold.cu`, simd.cu
+/// `elements.cu`: the
 /// cases build.rs generates from armada-semantics' definitions), which then comes after it.
-pub const KERNEL_PARTS: [(&str, &str); 12] = [
+pub const KERNEL_PARTS: [(&str, &str); 14] = [
     ("int.cu", include_str!("kernel/int.cu")),
     ("simd.cu", include_str!("kernel/simd.cu")),
     (
@@ -38,6 +41,11 @@ pub const KERNEL_PARTS: [(&str, &str); 12] = [
     ),
     ("memory.cu", include_str!("kernel/memory.cu")),
     ("ldst.cu", include_str!("kernel/ldst.cu")),
+    ("cold.cu", include_str!("kernel/cold.cu")),
+    (
+        "defined_cold.cu",
+        include_str!(concat!(env!("OUT_DIR"), "/defined_cold.cu")),
+    ),
     ("coverage.cu", include_str!("kernel/coverage.cu")),
     ("persist.cu", include_str!("kernel/persist.cu")),
     ("devio.cu", include_str!("kernel/devio.cu")),
@@ -281,6 +289,27 @@ mod tests {
             {
                 assert!(src.contains(piece), "{name} is not in the source");
             }
+        }
+    }
+
+    /// hot_ops.rs names only ops armada-semantics defines, and every defined op has its case
+    /// in the kernel once: in the loop's switch or in exec_cold's.
+    #[test]
+    fn every_defined_op_is_in_one_switch() {
+        let names: Vec<&str> = armada_semantics::definitions()
+            .iter()
+            .map(|d| d.name())
+            .collect();
+        for hot in hot_ops::HOT {
+            assert!(
+                names.contains(hot),
+                "hot_ops.rs names {hot}, which is not defined"
+            );
+        }
+        let src = kernel_source();
+        for name in names {
+            let case = format!("case OP_{name}:");
+            assert_eq!(src.matches(&case).count(), 1, "{case}");
         }
     }
 }

@@ -496,9 +496,11 @@ fn all() -> impl Iterator<Item = (String, &'static Def)> {
     definitions().iter().map(|d| (d.name().to_string(), d))
 }
 
-/// The kernel's cases, for the interpreter loop's `switch (op)` (`kernel/interp.cu`).
-pub fn cuda_cases() -> String {
-    cases(Lang::Cuda, "        ", all())
+/// The kernel's cases of the definitions whose names `keep` takes, for a `switch (op)`: the
+/// interpreter loop's (`kernel/interp.cu`) for the ops the kernel runs inline, and the out of
+/// line function's (`kernel/cold.cu`) for the rest.
+pub fn cuda_cases(keep: impl Fn(&str) -> bool) -> String {
+    cases(Lang::Cuda, "        ", all().filter(|(name, _)| keep(name)))
 }
 
 /// The shader's cases, for the loop's `switch op` (`shader/armada.wgsl`).

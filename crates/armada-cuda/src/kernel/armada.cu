@@ -14,7 +14,7 @@
 // This file holds what every part needs (types, atomics, the parameters); the parts come in
 // where the `@include` lines name them (`layout::cuda_source`, in this order): integer
 // helpers (int.cu), SIMD and floating point (simd.cu), memory (memory.cu), the loads and
-// stores the interpreter calls out for (ldst.cu), edge coverage
+// stores the interpreter calls out for (ldst.cu), its other out-of-line ops (cold.cu), edge coverage
 // (coverage.cu), the syscalls the kernel answers (devio.cu), the interpreter (interp.cu),
 // and the kernels the host launches (entry.cu).
 
@@ -115,6 +115,7 @@ struct CopyDesc {
 
 // @include memory.cu
 // @include ldst.cu
+// @include cold.cu
 // @include coverage.cu
 // @include persist.cu
 // @include devio.cu

@@ -62,6 +62,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
     u32 miss_write = 0;
     u64 cold_miss = 0;
     u64 nw0 = 0, nimm = 0;
+    u64 jt = 0; // a branch's target (JUMP)
 
     if (!find_region(P, regs, pc, base, rlen, ops)) {
         stop = STOP_HOST;
@@ -90,6 +91,10 @@ __device__ void run_lane(const Params& P, u32 lane) {
     }
 #endif
 
+// Every branch goes to one jump (`jump:`, at the loop's end) instead of a copy of it in each
+// case, so that the loop's code stays small (instruction fetches were most of the kernel's
+// stalls on lanes of real programs). ARMADA_JUMP_INLINE (a variant to measure) copies it.
+#ifdef ARMADA_JUMP_INLINE
 #define JUMP(target_)                                                                 \
     {                                                                                 \
         u64 t_ = (target_);                                                           \
@@ -109,6 +114,13 @@ __device__ void run_lane(const Params& P, u32 lane) {
         RELOAD()                                                                      \
         continue;                                                                     \
     }
+#else
+#define JUMP(target_)                                                                 \
+    {                                                                                 \
+        jt = (target_);                                                               \
+        goto jump;                                                                    \
+    }
+#endif
 
 // A branch from slot idx: its edge, then the jump. FALL: a conditional branch not taken
 // (its fall-through is an edge too).
@@ -195,6 +207,18 @@ __device__ void run_lane(const Params& P, u32 lane) {
 #if defined(ARMADA_SIM) && defined(ARMADA_STATS)
         STAT(ops[op & 0x7ff]);
 #endif
+#ifndef ARMADA_NO_LDST_FIRST
+        // The loads and stores of general registers, a third of what real programs run, are
+        // found before the switch's tree of compares (ARMADA_NO_LDST_FIRST: a variant to
+        // measure).
+        if (op - OP_LDR_B <= OP_STR_X - OP_LDR_B || op == OP_LDP_X || op == OP_STP_X) goto ldst;
+#endif
+#ifdef ARMADA_ALU_FIRST
+        // (a variant to measure) the commonest ALU ops before the switch too
+        if (op == OP_ADD_IMM_X) { x[a] = x[b] + imm; idx++; retired++; continue; }
+        if (op == OP_MOV_IMM) { x[a] = imm; idx++; retired++; continue; }
+        if (op == OP_MOV_REG) { x[a] = x[b]; idx++; retired++; continue; }
+#endif
         switch (op) {
         case OP_NOP:
         case OP_PRFM:
@@ -279,40 +303,8 @@ __device__ void run_lane(const Params& P, u32 lane) {
             break;
 
         // ----- system
-        case OP_MRS: {
-            u64 v;
-            switch (imm) {
-            case SYSREG_NZCV: v = nzcv; break;
-            case SYSREG_FPCR: v = rec[S_FPCR]; break;
-            case SYSREG_FPSR: v = rec[S_FPSR]; break;
-            case SYSREG_TPIDR_EL0: v = tpidr; break;
-            case SYSREG_TPIDRRO_EL0: v = 0; break;
-            case SYSREG_DCZID_EL0: v = CONST_DCZID; break;
-            case SYSREG_CTR_EL0: v = CONST_CTR; break;
-            case SYSREG_MIDR_EL1: v = CONST_MIDR; break;
-            case SYSREG_MPIDR_EL1: v = 0x80000000ull; break;
-            case SYSREG_REVIDR_EL1: v = 0; break;
-            case SYSREG_ID_AA64PFR0_EL1: v = 0x0000000000010011ull; break;
-            case SYSREG_ID_AA64ISAR0_EL1: v = 0x0000000000200000ull; break;
-            case SYSREG_ID_AA64ISAR1_EL1: v = 0; break;
-            case SYSREG_CNTVCT_EL0:
-            case SYSREG_CNTPCT_EL0: v = retired; break;
-            case SYSREG_CNTFRQ_EL0: v = CONST_CNTFRQ; break;
-            default: v = 0; break;
-            }
-            x[a] = v;
-            break;
-        }
-        case OP_MSR: {
-            u64 v = x[b];
-            switch (imm) {
-            case SYSREG_NZCV: nzcv = (u32)(v & 0xf0000000ull); break;
-            case SYSREG_FPCR: rec[S_FPCR] = v & CONST_FPCR_MASK; break;
-            case SYSREG_FPSR: rec[S_FPSR] = v & CONST_FPSR_MASK; break;
-            default: tpidr = v; break;
-            }
-            break;
-        }
+        case OP_MRS: x[a] = sysreg_read(rec, imm, nzcv, tpidr, retired); break;
+        case OP_MSR: sysreg_write(rec, imm, x[b], nzcv, tpidr); break;
         case OP_CLREX: excl = MAXU64; break;
         case OP_DC_ZVA: {
             u64 addr = x[b] & ~(u64)(ZVA_BYTES - 1);
@@ -348,7 +340,8 @@ __device__ void run_lane(const Params& P, u32 lane) {
             }
             break;
         }
-        // the ops armada-semantics defines (crates/armada-semantics), generated
+        // the ops armada-semantics defines (crates/armada-semantics) that the loop runs
+        // inline (hot_ops.rs), generated; the others are exec_cold's (cold.cu)
 // @include defined.cu
 
         // ----- loads and stores
@@ -359,6 +352,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
         case OP_STR_V8: case OP_STR_V16: case OP_STR_V32: case OP_STR_V64: case OP_STR_V128:
         case OP_LDP_W: case OP_LDP_X: case OP_LDPSW: case OP_STP_W: case OP_STP_X:
         case OP_LDP_V32: case OP_LDP_V64: case OP_LDP_V128: case OP_STP_V32: case OP_STP_V64: case OP_STP_V128: {
+        ldst:
             u64 addr;
             if (f == AM_OFFSET || f == AM_PRE) addr = x[b] + imm;
             else if (f == AM_POST) addr = x[b];
@@ -423,13 +417,35 @@ __device__ void run_lane(const Params& P, u32 lane) {
             COLD(vec_struct(T, P, lane, rec, x, op, a, b, c, d, e, f, imm, cold_miss))
 
         default:
-            // FP/SIMD without memory: on the GPU when exec_simd knows it, else on the host.
-            if (op >= OP_V_MOVI && exec_simd(rec, x, nzcv, op, a, b, c, d, e, f, imm)) break;
+            // FP/SIMD without memory: on the GPU when exec_simd knows it; the other defined
+            // ops (cold.cu); else on the host.
+            if (op >= OP_V_MOVI) {
+                if (exec_simd(rec, x, nzcv, op, a, b, c, d, e, f, imm)) break;
+            } else if (exec_cold(x, nzcv, op, a, b, c, dr, e, f, imm)) {
+                break;
+            }
             stop = STOP_HOST;
             goto stop_here;
         }
         idx++;
         retired++;
+        continue;
+#ifndef ARMADA_JUMP_INLINE
+    jump:
+        retired++;
+        if (jt - base < rlen && (jt & 3) == 0) {
+            idx = (jt - base) >> 2;
+            RELOAD()
+            continue;
+        }
+        if (!find_region(P, regs, jt, base, rlen, ops)) {
+            pc = jt;
+            stop = STOP_HOST;
+            goto done;
+        }
+        idx = (jt - base) >> 2;
+        RELOAD()
+#endif
     }
 stop_here:
     pc = base + idx * 4;

@@ -91,9 +91,7 @@ impl Batch {
         }
         self.params.nactive = self.active.len() as u32;
         self.params.slice = slice.max(1);
-        // a small batch: one lane per warp (up to 32 threads a lane, 65536 threads in all)
-        let n = self.active.len().max(1) as u32;
-        self.params.lane_shift = (65536 / n).max(1).ilog2().min(5);
+        self.params.lane_shift = lane_shift(self.active.len().max(1) as u32);
         let t = Instant::now();
         self.dev.prepare_run(&self.params)?;
         self.stats.build_s += t.elapsed().as_secs_f64();
@@ -428,4 +426,18 @@ impl Batch {
         self.stats.diff_blocks += blocks as u64;
         Ok(())
     }
+}
+
+/// Threads a lane (as a power of two) for a launch of `n` lanes: a small batch spreads its
+/// lanes one to a warp (up to 32 threads a lane, 65,536 threads in all), so that lanes at
+/// different PCs do not serialize each other. `ARMADA_GPU_LANE_SHIFT=K` (0 to 5) chooses, to
+/// measure.
+fn lane_shift(n: u32) -> u32 {
+    static CHOSEN: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let chosen = CHOSEN.get_or_init(|| {
+        std::env::var("ARMADA_GPU_LANE_SHIFT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    });
+    chosen.unwrap_or_else(|| (65536 / n).max(1).ilog2()).min(5)
 }
