@@ -306,6 +306,8 @@ mod tests {
                 "hot_ops.rs names {hot}, which is not defined"
             );
         }
+        let inline = names.iter().filter(|n| hot_ops::inline(n)).count();
+        assert_eq!(inline, hot_ops::HOT.len(), "hot_ops.rs names an op twice");
         let src = kernel_source();
         for name in names {
             let case = format!("case OP_{name}:");
