@@ -525,6 +525,8 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("RMODE_FPCR", ops::rmode::FPCR as u64),
         ("RMODE_FPCR_EXACT", ops::rmode::FPCR_EXACT as u64),
         ("FCMP_ZERO", ops::fcmp::ZERO as u64),
+        ("FCMP_SIGNAL", ops::fcmp::SIGNAL as u64),
+        ("FCMP_CCMP_SIGNAL", ops::fcmp::CCMP_SIGNAL as u64),
         // FPCR.RMode, FZ, DN, AHP: any of them set sends FP arithmetic to the host
         ("FPCR_SPECIAL", 0x07c0_0000),
         ("S_SLEPT", S_SLEPT as u64),

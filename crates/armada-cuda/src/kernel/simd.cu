@@ -264,13 +264,17 @@ template <int E> __device__ __forceinline__ bool f_ordered(u64 a, u64 b, bool& o
     if (f_nan<E>(a) || f_nan<E>(b)) { ok = false; return false; }
     return true;
 }
-template <int E> __device__ __forceinline__ u32 f_compare(u64 a, u64 b, bool& ok) {
-    if (!f_ordered<E>(a, b, ok)) return 0;
-    u32 fl;
-    if (fv<E>(a) == fv<E>(b)) fl = 6;
-    else if (fv<E>(a) < fv<E>(b)) fl = 8;
-    else fl = 2;
-    return fl << 28;
+// FPCompare as NZCV: unordered 0011 (an Invalid Operation where `signal`, FCMPE, or either is
+// a signalling NaN), equal 0110, less 1000, greater 0010.
+template <int E> __device__ __forceinline__ u32 f_compare(u64 a, u64 b, bool signal, u32& fl) {
+    u32 r;
+    if (f_nan<E>(a) || f_nan<E>(b)) {
+        if (signal || f_snan<E>(a) || f_snan<E>(b)) fl |= FL_IOC;
+        r = 3;
+    } else if (fv<E>(a) == fv<E>(b)) r = 6;
+    else if (fv<E>(a) < fv<E>(b)) r = 8;
+    else r = 2;
+    return r << 28;
 }
 
 template <int E> __device__ __forceinline__ F_T round_val(F_T x, u32 mode) {
@@ -867,9 +871,8 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
         } else {
             u64 xv = vget(vload(rec, vb), e, 0);
             u64 yv = (op == OP_F_CMP && (d & FCMP_ZERO)) ? 0 : vget(vload(rec, vc), e, 0);
-            u32 r = e == 2 ? f_compare<2>(xv, yv, ok) : f_compare<3>(xv, yv, ok);
-            if (!ok) return false;
-            nzcv = r;
+            bool signal = (d & (op == OP_F_CMP ? FCMP_SIGNAL : FCMP_CCMP_SIGNAL)) != 0;
+            nzcv = e == 2 ? f_compare<2>(xv, yv, signal, fl) : f_compare<3>(xv, yv, signal, fl);
         }
         break;
     }
