@@ -92,35 +92,13 @@ __device__ void run_lane(const Params& P, u32 lane) {
 #endif
 
 // Every branch goes to one jump (`jump:`, at the loop's end) instead of a copy of it in each
-// case, so that the loop's code stays small (instruction fetches were most of the kernel's
-// stalls on lanes of real programs). ARMADA_JUMP_INLINE (a variant to measure) copies it.
-#ifdef ARMADA_JUMP_INLINE
-#define JUMP(target_)                                                                 \
-    {                                                                                 \
-        u64 t_ = (target_);                                                           \
-        retired++;                                                                    \
-        u64 off_ = t_ - base;                                                         \
-        if (off_ < rlen && (t_ & 3) == 0) {                                           \
-            idx = off_ >> 2;                                                          \
-            RELOAD()                                                                  \
-            continue;                                                                 \
-        }                                                                             \
-        if (!find_region(P, regs, t_, base, rlen, ops)) {                             \
-            pc = t_;                                                                  \
-            stop = STOP_HOST;                                                         \
-            goto done;                                                                \
-        }                                                                             \
-        idx = (t_ - base) >> 2;                                                       \
-        RELOAD()                                                                      \
-        continue;                                                                     \
-    }
-#else
+// case, so that the loop's code stays small: instruction fetches were most of the kernel's
+// stalls on lanes of real programs (docs/performance.md, "The loop's code kept small").
 #define JUMP(target_)                                                                 \
     {                                                                                 \
         jt = (target_);                                                               \
         goto jump;                                                                    \
     }
-#endif
 
 // A branch from slot idx: its edge, then the jump. FALL: a conditional branch not taken
 // (its fall-through is an edge too).
@@ -209,15 +187,10 @@ __device__ void run_lane(const Params& P, u32 lane) {
 #endif
 #ifndef ARMADA_NO_LDST_FIRST
         // The loads and stores of general registers, a third of what real programs run, are
-        // found before the switch's tree of compares (ARMADA_NO_LDST_FIRST: a variant to
-        // measure).
+        // found before the switch's tree of compares (NVRTC compiles the switch as a tree
+        // about seven compares deep with small jump tables at its leaves).
+        // ARMADA_NO_LDST_FIRST (a variant to measure) leaves them to the switch.
         if (op - OP_LDR_B <= OP_STR_X - OP_LDR_B || op == OP_LDP_X || op == OP_STP_X) goto ldst;
-#endif
-#ifdef ARMADA_ALU_FIRST
-        // (a variant to measure) the commonest ALU ops before the switch too
-        if (op == OP_ADD_IMM_X) { x[a] = x[b] + imm; idx++; retired++; continue; }
-        if (op == OP_MOV_IMM) { x[a] = imm; idx++; retired++; continue; }
-        if (op == OP_MOV_REG) { x[a] = x[b]; idx++; retired++; continue; }
 #endif
         switch (op) {
         case OP_NOP:
@@ -430,8 +403,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
         idx++;
         retired++;
         continue;
-#ifndef ARMADA_JUMP_INLINE
-    jump:
+    jump: // every branch's (JUMP): within the region an index, else the region found again
         retired++;
         if (jt - base < rlen && (jt & 3) == 0) {
             idx = (jt - base) >> 2;
@@ -445,7 +417,6 @@ __device__ void run_lane(const Params& P, u32 lane) {
         }
         idx = (jt - base) >> 2;
         RELOAD()
-#endif
     }
 stop_here:
     pc = base + idx * 4;
