@@ -409,6 +409,13 @@ impl Tx<'_> {
                     13 => Some((IntCC::SignedLessThanOrEqual, a, b)),
                     _ => None,
                 },
+                // an addition's carry is `r < a` (the sum wrapped): what ADC and ADCS read
+                // after ADDS, as a carry chain starts (Go's math/big loops), without NZCV
+                ADD64 | ADD32 => match c {
+                    2 => Some((IntCC::UnsignedLessThan, r, a)),
+                    3 => Some((IntCC::UnsignedGreaterThanOrEqual, r, a)),
+                    _ => None,
+                },
                 _ => None,
             };
             // N and Z of any kind come from the result; a logic op's C and V are clear
