@@ -302,9 +302,17 @@ fn forwards(op: u16) -> bool {
                 | ORR_IMM_W
                 | EOR_IMM_W
                 | ANDS_IMM_W
+                | LDR_B
+                | LDR_H
+                | LDR_W
+                | LDR_X
+                | LDRSB_W
+                | LDRSB_X
+                | LDRSH_W
+                | LDRSH_X
+                | LDRSW
                 | LDP_X
         )
-        || ldst::general_load(op)
 }
 
 /// Whether the block ends after `op` (a branch or SVC) or before it (an op only the

@@ -11,49 +11,48 @@ use armada_isa::uop::addr_mode;
 use armada_isa::MicroOp;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
 
-/// Whether `op` loads one general register (whose template ends with that register's
-/// store: `forwards`).
-pub(super) fn general_load(op: u16) -> bool {
-    matches!(
-        op,
-        LDR_B | LDR_H | LDR_W | LDR_X | LDRSB_W | LDRSB_X | LDRSH_W | LDRSH_X | LDRSW
-    )
-}
-
 /// Whether `op` is one of this module's.
 pub(super) fn handles(op: u16) -> bool {
-    general_load(op)
-        || matches!(
-            op,
-            STR_B
-                | STR_H
-                | STR_W
-                | STR_X
-                | LDP_X
-                | LDP_W
-                | LDPSW
-                | STP_X
-                | STP_W
-                | LDR_V8
-                | LDR_V16
-                | LDR_V32
-                | LDR_V64
-                | LDR_V128
-                | LDP_V32
-                | LDP_V64
-                | LDP_V128
-                | STR_V8
-                | STR_V16
-                | STR_V32
-                | STR_V64
-                | STR_V128
-                | STP_V32
-                | STP_V64
-                | STP_V128
-                | DC_ZVA
-                | ATOMIC_RMW
-                | CAS
-        )
+    matches!(
+        op,
+        LDR_B
+            | LDR_H
+            | LDR_W
+            | LDR_X
+            | LDRSB_W
+            | LDRSB_X
+            | LDRSH_W
+            | LDRSH_X
+            | LDRSW
+            | STR_B
+            | STR_H
+            | STR_W
+            | STR_X
+            | LDP_X
+            | LDP_W
+            | LDPSW
+            | STP_X
+            | STP_W
+            | LDR_V8
+            | LDR_V16
+            | LDR_V32
+            | LDR_V64
+            | LDR_V128
+            | LDP_V32
+            | LDP_V64
+            | LDP_V128
+            | STR_V8
+            | STR_V16
+            | STR_V32
+            | STR_V64
+            | STR_V128
+            | STP_V32
+            | STP_V64
+            | STP_V128
+            | DC_ZVA
+            | ATOMIC_RMW
+            | CAS
+    )
 }
 
 impl Block {
