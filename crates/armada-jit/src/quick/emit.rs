@@ -271,48 +271,6 @@ struct Block {
     live: Option<Live>,
     /// Where the way out for a run count that ran out was placed.
     hot_at: Option<usize>,
-    /// The guest register the last `store` wrote, the host register it wrote it from, and
-    /// the code's offset after the store (see [`Block::load`]).
-    fwd: Option<(u8, u8, usize)>,
-}
-
-/// Whether `op`'s template ends with its last `store` (of a register to the state), with no
-/// label bound after it that another path could come to: then the host register still holds
-/// that value where the next op starts (`Block::fwd`). Not so where a slow path comes back
-/// after the store having run the op on the interpreter (the atomics, the vector accesses),
-/// nor for ops that end their block.
-fn forwards(op: u16) -> bool {
-    alu_form(op).is_some()
-        || matches!(
-            op,
-            MOV_IMM
-                | MOV_REG
-                | MOV_REG_W
-                | MOVK_W
-                | MOVK_X
-                | ADD_IMM_X
-                | ADD_IMM_W
-                | ADDS_IMM_X
-                | ADDS_IMM_W
-                | AND_IMM_W
-                | AND_IMM_X
-                | ORR_IMM_X
-                | EOR_IMM_X
-                | ANDS_IMM_X
-                | ORR_IMM_W
-                | EOR_IMM_W
-                | ANDS_IMM_W
-                | LDR_B
-                | LDR_H
-                | LDR_W
-                | LDR_X
-                | LDRSB_W
-                | LDRSB_X
-                | LDRSH_W
-                | LDRSH_X
-                | LDRSW
-                | LDP_X
-        )
 }
 
 /// Whether the block ends after `op` (a branch or SVC) or before it (an op only the
@@ -508,7 +466,6 @@ pub fn block(
         slow: Vec::new(),
         live: None,
         hot_at: None,
-        fwd: None,
     };
     if let Some(c) = counter {
         b.count(c);
@@ -516,9 +473,6 @@ pub fn block(
     b.prologue(n);
     for (i, u) in ops[..n].iter().enumerate() {
         let live = b.live.take();
-        if i == 0 || !forwards(ops[i - 1].op) {
-            b.fwd = None;
-        }
         b.op(i, u, n, live);
         b.live = sets_live(u.op).or(match u.op {
             ADDS_IMM_W | ADDS_IMM_X | fused::ADDS_IMM_W_BCOND | fused::ADDS_IMM_X_BCOND => {
@@ -696,7 +650,6 @@ impl Block {
 
     /// The slow paths, after the block's last way out.
     fn slow_paths(&mut self) {
-        self.fwd = None;
         for s in std::mem::take(&mut self.slow) {
             match s {
                 Slow::Read { at, back, i, size } => {
@@ -816,39 +769,20 @@ impl Block {
         );
     }
 
-    /// Reads guest register `r` into host register `reg`: from the host register the op
-    /// before wrote it from, where that is the last thing emitted (`fwd`; a register move,
-    /// where reading the state back waits for the store to forward: pointer chasing, an
-    /// address computed by the op before), else from the state.
     fn load(&mut self, reg: u8, r: u8) {
         if r == reg::ZR {
             dynasm!(self.a ; .arch x64 ; xor Rd(reg), Rd(reg));
-        } else if let Some(h) = self.forwarded(r) {
-            if h != reg {
-                dynasm!(self.a ; .arch x64 ; mov Rq(reg), Rq(h));
-            }
         } else {
             self.rbx_op(0x8b, reg, xoff(r), true);
         }
     }
 
-    /// The low half of guest register `r` into `reg`, zero-extended (as `load`).
     fn load32(&mut self, reg: u8, r: u8) {
         if r == reg::ZR {
             dynasm!(self.a ; .arch x64 ; xor Rd(reg), Rd(reg));
-        } else if let Some(h) = self.forwarded(r) {
-            dynasm!(self.a ; .arch x64 ; mov Rd(reg), Rd(h));
         } else {
             self.rbx_op(0x8b, reg, xoff(r), false);
         }
-    }
-
-    /// The host register that holds guest register `r` as the last `store` wrote it, where
-    /// nothing has been emitted since (so no path other than that one reaches here).
-    fn forwarded(&self, r: u8) -> Option<u8> {
-        self.fwd
-            .filter(|&(g, _, at)| g == r && at == self.a.offset().0)
-            .map(|f| f.1)
     }
 
     /// Writes a guest register (the sink, where writes to the zero register go, is never
@@ -856,7 +790,6 @@ impl Block {
     fn store(&mut self, r: u8, reg: u8) {
         if r != reg::SINK {
             self.rbx_op(0x89, reg, xoff(r), true);
-            self.fwd = Some((r, reg, self.a.offset().0));
         }
     }
 

@@ -344,7 +344,6 @@ impl Block {
         }
         self.store(if u.op == CAS { u.d } else { u.a }, 0);
         dynasm!(self.a ; .arch x64 ; =>back);
-        self.fwd = None; // (the interpreter's way comes back here too)
         self.slow.push(Slow::One { at, back, i });
     }
 
@@ -448,7 +447,6 @@ impl Block {
             self.writeback(u);
         }
         dynasm!(self.a ; .arch x64 ; =>back);
-        self.fwd = None; // (the interpreter's way comes back here too)
         self.slow.push(Slow::One { at, back, i });
     }
 }
