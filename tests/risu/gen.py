@@ -967,6 +967,7 @@ class Gen:
     SIMD_2MISC = {
         "neg": ARR_ALL, "abs": ARR_ALL, "cnt": ARR_B, "not": ARR_B, "mvn": ARR_B,
         "rev64": ARR_NO2D, "rev32": ["8b", "16b", "4h", "8h"], "rev16": ARR_B,
+        "clz": ARR_NO2D, "cls": ARR_NO2D, "rbit": ARR_B,
     }
 
     def vreg(self):

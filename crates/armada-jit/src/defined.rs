@@ -134,6 +134,7 @@ impl Tx<'_> {
                     Un::Clz => ins.clz(a),
                     Un::Rbit => ins.bitrev(a),
                     Un::Rev => ins.bswap(a),
+                    Un::Popcnt => ins.popcnt(a),
                 }
             }
             Expr::Bin(op, w, a, b) => {

@@ -44,6 +44,8 @@ pub enum Un {
     Rbit,
     /// Bytes in reverse order (REV).
     Rev,
+    /// Set bits (CNT).
+    Popcnt,
 }
 
 /// Operations of two operands of one width; the result has that width. Arithmetic wraps;
@@ -417,6 +419,10 @@ pub fn rbit<T: Bits>(v: V<T>) -> V<T> {
 pub fn rev<T: Bits>(v: V<T>) -> V<T> {
     v.un(Un::Rev)
 }
+/// The set bits counted.
+pub fn popcnt<T: Bits>(v: V<T>) -> V<T> {
+    v.un(Un::Popcnt)
+}
 /// CRC32 of the low 2^e bytes of `data` into `acc` (see [`Prim::Crc32`]).
 pub fn crc32(acc: V<W>, data: V<X>) -> V<W> {
     V::of(Expr::Prim(Prim::Crc32, vec![acc.0, data.0]))
@@ -514,6 +520,7 @@ impl Expr {
                         Un::Clz => (a << (64 - bits)).leading_zeros().min(bits) as u64,
                         Un::Rbit => a.reverse_bits() >> (64 - bits),
                         Un::Rev => a.swap_bytes() >> (64 - bits),
+                        Un::Popcnt => (a << (64 - bits)).count_ones() as u64,
                     },
                 )
             }

@@ -5,6 +5,11 @@ use crate::def::ElemDef;
 use crate::expr::*;
 use armada_isa::ops::*;
 
+/// The element's bits: 8 << field e.
+fn esize() -> V<X> {
+    V::from(8) << field_e()
+}
+
 pub fn definitions() -> Vec<ElemDef> {
     // all ones where Vn's element is negative
     let negative = || ones_if(Cmp::Gt, 0.into(), en());
@@ -32,6 +37,29 @@ pub fn definitions() -> Vec<ElemDef> {
             ),
         ),
         ElemDef::new(V_NEG, "NEG (vector): Vd = -Vn", -en()),
+        ElemDef::new(V_CNT, "CNT: the set bits of each byte of Vn", popcnt(en())),
+        // (the element's leading zeros are those of the 64-bit value less the bits above it)
+        ElemDef::new(
+            V_CLZ,
+            "CLZ (vector): the leading zero bits of each element of Vn",
+            clz(en()) + esize() - 64,
+        ),
+        // (the bits after the sign bit that equal it: where the sign-extended value first
+        // differs from its neighbour above, counted as leading zeros, less the sign bit and
+        // the bits above the element)
+        ElemDef::new(
+            V_CLS,
+            "CLS (vector): the leading sign bits of each element of Vn, the sign bit not counted",
+            {
+                let s = || elem_sext(en());
+                clz(s() ^ asr(s(), 1)) + esize() - 65
+            },
+        ),
+        ElemDef::new(
+            V_RBIT,
+            "RBIT (vector): the bits of each byte of Vn reversed",
+            rbit(en()) >> (V::from(64) - esize()),
+        ),
         // (-x where x < 0: x XOR ones, minus ones)
         ElemDef::new(
             V_ABS,

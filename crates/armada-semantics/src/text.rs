@@ -64,6 +64,8 @@ pub const SPELLINGS: &[(Node, Width, [&str; 3])] = &[
     (N::Un(Un::Rbit), X64, ["{0}.reverse_bits()", "a_brev64({0})", "brev64({0})"]),
     (N::Un(Un::Rev), W32, ["{0}.swap_bytes()", "a_bswap32({0})", "bswap32({0})"]),
     (N::Un(Un::Rev), X64, ["{0}.swap_bytes()", "a_bswap64({0})", "bswap64({0})"]),
+    (N::Un(Un::Popcnt), W32, ["{0}.count_ones()", "a_popc32({0})", "countOneBits({0})"]),
+    (N::Un(Un::Popcnt), X64, ["({0}.count_ones() as u64)", "((u64)a_popc64({0}))", "u64(popc64({0}))"]),
     (N::Bin(Bin::Add), W32, ["{0}.wrapping_add({1})", "((u32)({0} + {1}))", "({0} + {1})"]),
     (N::Bin(Bin::Add), X64, ["{0}.wrapping_add({1})", "({0} + {1})", "({0} + {1})"]),
     (N::Bin(Bin::Sub), W32, ["{0}.wrapping_sub({1})", "((u32)({0} - {1}))", "({0} - {1})"]),

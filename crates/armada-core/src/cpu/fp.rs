@@ -299,10 +299,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                 })
             }
             V_NOT => st.v[a] = !st.v[b] & datamask(f),
-            V_CNT => map1(st, u, |x| (x & 0xff).count_ones() as u64),
-            V_CLZ => map1(st, u, |x| clz(x, e)),
-            V_CLS => map1(st, u, |x| cls(x, e)),
-            V_RBIT => map1(st, u, |x| (x as u8).reverse_bits() as u64),
             V_REV => {
                 let n = bytes(st.v[b]);
                 let mut out = [0u8; 16];

@@ -46,6 +46,8 @@ static inline u32 a_brev32(u32 v) {
 static inline u64 a_brev64(u64 v) { return ((u64)a_brev32((u32)v) << 32) | a_brev32((u32)(v >> 32)); }
 static inline u32 a_bswap32(u32 v) { return __builtin_bswap32(v); }
 static inline u64 a_bswap64(u64 v) { return __builtin_bswap64(v); }
+static inline u32 a_popc32(u32 v) { return (u32)__builtin_popcount(v); }
+static inline u32 a_popc64(u64 v) { return (u32)__builtin_popcountll(v); }
 static inline void a_store_progress(volatile u64* p, u64 v) { *p = v; }
 #else
 typedef unsigned long long u64;
@@ -61,6 +63,8 @@ typedef unsigned char u8;
 #define a_clz32(v) ((u32)__clz((int)(v)))
 #define a_brev32(v) __brev((v))
 #define a_brev64(v) __brevll((v))
+#define a_popc32(v) ((u32)__popc((v)))
+#define a_popc64(v) ((u32)__popcll((v)))
 #define a_bswap32(v) __byte_perm((v), 0u, 0x0123u)
 __device__ __forceinline__ u64 a_bswap64(u64 v) {
     return ((u64)__byte_perm((u32)v, 0u, 0x0123u) << 32) | __byte_perm((u32)(v >> 32), 0u, 0x0123u);

@@ -53,17 +53,6 @@ __device__ __forceinline__ u64 mask_if(bool t) { return t ? MAXU64 : 0; }
 __device__ __forceinline__ u8 vbyte(V2 v, u32 i) { return (u8)((i < 8 ? v.lo >> (8 * i) : v.hi >> (8 * (i - 8))) & 0xff); }
 __device__ __forceinline__ void vsetbyte(V2& v, u32 i, u8 b) { vset(v, 0, i, b); }
 
-__device__ __forceinline__ u32 popc8(u64 x) {
-    u32 v = (u32)(x & 0xff);
-    v = v - ((v >> 1) & 0x55);
-    v = (v & 0x33) + ((v >> 2) & 0x33);
-    return (v + (v >> 4)) & 0xf;
-}
-__device__ __forceinline__ u64 brev8(u64 x) {
-    u32 v = (u32)(x & 0xff), r = 0;
-    for (int i = 0; i < 8; i++) r |= ((v >> i) & 1) << (7 - i);
-    return r;
-}
 
 __device__ __forceinline__ u64 int_red(u32 kind, u32 e, u64 x, u64 y) {
     switch (kind) {
@@ -409,17 +398,9 @@ __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64
     bool uns = d & 1;
     switch (op) {
 // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, CMP0, NEG, ABS,
-// SHL: defined in armada-semantics; and ELEMENT_CASES)
+// CNT, CLZ, CLS, RBIT, SHL: defined in armada-semantics; and ELEMENT_CASES)
 // @include elements.cu
     case OP_V_PMUL: { u64 h; return clmul_lo(xx & 0xff, y & 0xff, h); }
-    case OP_V_CNT: return popc8(xx);
-    case OP_V_CLZ: return a_clz64(xx & emask(e)) - (64 - ebits(e));
-    case OP_V_CLS: {
-        i64 s = esx(xx, e);
-        u64 yy = (u64)(s < 0 ? ~s : s) & emask(e);
-        return a_clz64(yy) - (64 - ebits(e)) - 1;
-    }
-    case OP_V_RBIT: return brev8(xx);
     case OP_V_SHR: {
         u32 sh = (u32)imm;
         bool round = d & 2;
@@ -624,8 +605,7 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
     }
     // ---- element-wise integer ops
     ELEMENT_CASES case OP_V_PMUL:
-    case OP_V_CNT: case OP_V_CLZ: case OP_V_CLS:
-    case OP_V_RBIT: case OP_V_SHR: case OP_V_SRI: case OP_V_SLI: {
+    case OP_V_SHR: case OP_V_SRI: case OP_V_SLI: {
         // map1 ops read no Vm, so no by-element broadcast of it
         V2 n = vload(rec, vb), o = vload(rec, va), r = {0, 0};
         V2 m = opnd_m(rec, vc, e, imm);

@@ -77,6 +77,7 @@ fn clz64(v: u64) -> u32 {
     if hi != 0u { return countLeadingZeros(hi); }
     return 32u + countLeadingZeros(u32(v));
 }
+fn popc64(v: u64) -> u32 { return countOneBits(u32(v)) + countOneBits(u32(v >> 32u)); }
 fn brev64(v: u64) -> u64 { return (u64(reverseBits(u32(v))) << 32u) | u64(reverseBits(u32(v >> 32u))); }
 fn bswap32(v: u32) -> u32 {
     return (v << 24u) | ((v & 0xff00u) << 8u) | ((v >> 8u) & 0xff00u) | (v >> 24u);

@@ -71,8 +71,6 @@ fn vbyte(v: V2, i: u32) -> u32 {
 }
 fn vsetbyte(v: V2, i: u32, b: u32) -> V2 { return vset(v, 0u, i, u64(b)); }
 
-fn popc8(x: u64) -> u64 { return u64(countOneBits(u32(x & 0xfflu))); }
-fn brev8(x: u64) -> u64 { return u64(reverseBits(u32(x & 0xfflu)) >> 24u); }
 
 fn int_red(kind: u32, e: u32, x: u64, y: u64) -> u64 {
     switch kind {
@@ -140,17 +138,9 @@ fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
     let uns = (d & 1u) != 0u;
     switch op {
         // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, CMP0, NEG,
-        // ABS, SHL: armada-semantics)
+        // ABS, CNT, CLZ, CLS, RBIT, SHL: armada-semantics)
         // @generated elements
         case OP_V_PMUL: { return clmul8(xx, y); }
-        case OP_V_CNT: { return popc8(xx); }
-        case OP_V_CLZ: { return u64(clz64(xx & emask(e)) - (64u - ebits(e))); }
-        case OP_V_CLS: {
-            let s = esx(xx, e);
-            let yy = u64(select(s, ~s, s < 0li)) & emask(e);
-            return u64(clz64(yy) - (64u - ebits(e)) - 1u);
-        }
-        case OP_V_RBIT: { return brev8(xx); }
         case OP_V_SHR: {
             let sh = u32(imm);
             let round = (d & 2u) != 0u;
@@ -365,8 +355,7 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
         }
         // ---- element-wise integer ops
         case /* @generated element ops */ OP_V_PMUL,
-             OP_V_CNT, OP_V_CLZ, OP_V_CLS,
-             OP_V_RBIT, OP_V_SHR, OP_V_SRI, OP_V_SLI: {
+             OP_V_SHR, OP_V_SRI, OP_V_SLI: {
             let n = vload(vb);
             let o = vload(va);
             let m = opnd_m(vc, e, imm);

@@ -161,17 +161,6 @@ pub(super) fn shr(x: u64, e: u8, sh: u32, unsigned: bool, round: bool) -> i128 {
     }
 }
 
-/// Count of leading sign bits (not counting the sign bit itself).
-pub(super) fn cls(x: u64, e: u8) -> u64 {
-    let s = sx(x, e);
-    let y = if s < 0 { !s } else { s } as u64 & mask(e);
-    (y.leading_zeros() - (64 - bits(e)) - 1) as u64
-}
-
-pub(super) fn clz(x: u64, e: u8) -> u64 {
-    ((x & mask(e)).leading_zeros() - (64 - bits(e))) as u64
-}
-
 /// Carry-less product of two 64-bit values.
 pub(super) fn clmul(a: u64, b: u64) -> u128 {
     let mut r = 0u128;
