@@ -29,9 +29,9 @@ pub fn kernel_source() -> String {
 /// The kernel's main file, which names its parts where they go (`// @include NAME`).
 pub const KERNEL_SOURCE: &str = include_str!("kernel/armada.cu");
 /// The kernel's parts (name, text); build.rs lists the same files for the simulator. A part
-/// may name another (interp.cu names `defined.cu` and `fused.cu`, cold.cu `defined_cold.cu`, simd.cu
-/// `elements.cu`: the
-/// cases build.rs generates from armada-semantics' definitions), which then comes after it.
+/// may name another (interp.cu names `defined.cu` and `fused.cu`, cold.cu `defined_cold.cu`,
+/// simd.cu `elements.cu`: the cases build.rs generates from armada-semantics' definitions),
+/// which then comes after it.
 pub const KERNEL_PARTS: [(&str, &str); 14] = [
     ("int.cu", include_str!("kernel/int.cu")),
     ("simd.cu", include_str!("kernel/simd.cu")),
