@@ -8,7 +8,7 @@
 #                                            # the device tool's 64 MiB carry) with both
 #                                            # binaries stripped (NEW: target/release/armada),
 #                                            # the sysroot, qemu-aarch64 and go_channels
-#   scripts/gpu-ab.sh run [DIR]              # there: AB=dash,go,python (default all);
+#   scripts/gpu-ab.sh run [DIR]              # there: AB=dash,go,gosnap,python (default all);
 #                                            # OLD_ENV, NEW_ENV="VAR=value ...": set for
 #                                            # the old and the new runs (a knob against
 #                                            # its default: pack the same binary twice, and
@@ -17,7 +17,8 @@
 #                                            # environment and its size moves their counts)
 #
 # Batches (each is one of gpu-check's): 65,536 lanes of the forking dash script from its
-# snapshot (DASH_LANES), 16,384 lanes of go_channels (GO_LANES), 16,384 lanes of python3 from
+# snapshot (DASH_LANES), 16,384 lanes of go_channels (GO_LANES), the same from a snapshot at
+# main.main (gosnap), 16,384 lanes of python3 from
 # its snapshot at input (PY_LANES). Each runs old then new; their outputs must be identical
 # (`cmp`), and a --check of the new binary compares lanes with the CPU engine first.
 set -uo pipefail
@@ -43,7 +44,7 @@ pack)
     ;;
 run)
     D=${1:-.gpu-ab}
-    sections=${AB:-dash,go,python}
+    sections=${AB:-dash,go,gosnap,python}
     want() { [[ ",$sections," == *",$1,"* ]]; }
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     W=$(mktemp -d /tmp/armada-ab.XXXXXX)
@@ -82,6 +83,13 @@ run)
         n=${GO_LANES:-16384}
         "$D/armada-new" batch --backend cuda --no-progress --check --lanes $((n < 64 ? n : 64)) "$D/go_channels" 2>&1 >/dev/null | grep -o "check:.*"
         ab go --lanes "$n" "$D/go_channels"
+        qemu go_channels 512 "$n" "$W/qemu $D/go_channels > /dev/null"
+    fi
+    if want gosnap; then
+        # go_channels from a snapshot at main.main (its runtime's start once a batch)
+        n=${GO_LANES:-16384}
+        "$D/armada-new" batch --backend cuda --no-progress --check --lanes $((n < 64 ? n : 64)) --snapshot-at main.main "$D/go_channels" 2>&1 >/dev/null | grep -o "check:.*"
+        ab gosnap --lanes "$n" --snapshot-at main.main "$D/go_channels"
         qemu go_channels 512 "$n" "$W/qemu $D/go_channels > /dev/null"
     fi
     if want python; then
