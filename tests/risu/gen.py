@@ -996,10 +996,10 @@ class Gen:
                 es *= 2
             return [f"{op} {LANE[es]}{v()}, v{v()}.{a}"]
         if k == 8:
-            op = self.ch(["shl", "ushr", "sshr"])
+            op = self.ch(["shl", "ushr", "sshr", "sli", "sri"])
             a = self.ch(ARR_ALL)
             es = ESIZE[a]
-            sh = self.ri(0, es - 1) if op == "shl" else self.ri(1, es)
+            sh = self.ri(0, es - 1) if op in ("shl", "sli") else self.ri(1, es)
             return [f"{op} v{v()}.{a}, v{v()}.{a}, #{sh}"]
         if k == 9:
             na = self.ch(list(NARROW))

@@ -455,6 +455,15 @@ pub fn if_d_is(value: u8, then: V<X>, otherwise: V<X>) -> V<X> {
     V::of(Expr::IfDIs(value, Box::new(then.0), Box::new(otherwise.0)))
 }
 
+/// The element's bits (SIMD element functions): 8 << field e.
+pub fn esize() -> V<X> {
+    V::from(8) << field_e()
+}
+/// All ones in the element's bits (the element size in field e).
+pub fn emask() -> V<X> {
+    V::from(-1) >> (V::from(64) - esize())
+}
+
 /// The element `v` holds (the element size in field e), sign-extended to 64 bits.
 pub fn elem_sext(v: V<X>) -> V<X> {
     V::of(Expr::ElemSext(Box::new(v.0)))

@@ -5,11 +5,6 @@ use crate::def::ElemDef;
 use crate::expr::*;
 use armada_isa::ops::*;
 
-/// The element's bits: 8 << field e.
-fn esize() -> V<X> {
-    V::from(8) << field_e()
-}
-
 pub fn definitions() -> Vec<ElemDef> {
     // all ones where Vn's element is negative
     let negative = || ones_if(Cmp::Gt, 0.into(), en());

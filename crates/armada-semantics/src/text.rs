@@ -408,7 +408,9 @@ pub fn rust_elements() -> String {
     for d in element_definitions() {
         let body = expr(Lang::Rust, &d.value);
         let call = if d.reads_d() {
-            format!("map3($st, $u, |o, x, y| {body})")
+            // (Vm named only where it is read: SLI and SRI read Vd and Vn)
+            let y = if d.reads_m() { "y" } else { "_" };
+            format!("map3($st, $u, |o, x, {y}| {body})")
         } else if d.reads_m() {
             format!("map2($st, $u, |x, y| {body})")
         } else {

@@ -391,24 +391,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                     r
                 })
             }
-            V_SRI => {
-                let sh = u.imm as u32;
-                map3(st, u, |old, x, _| {
-                    if sh >= bits(e) {
-                        old
-                    } else {
-                        let m = mask(e) >> sh;
-                        (old & !m) | ((x & mask(e)) >> sh)
-                    }
-                })
-            }
-            V_SLI => {
-                let sh = u.imm as u32;
-                map3(st, u, |old, x, _| {
-                    let m = (mask(e) << sh) & mask(e);
-                    (old & !m) | (x << sh)
-                })
-            }
             V_SHRN | V_XTN => {
                 let (round, kind) = (d & 1 != 0, d >> 1);
                 let sh = if u.op == V_SHRN { u.imm as u32 } else { 0 };

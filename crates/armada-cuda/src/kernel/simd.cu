@@ -397,7 +397,7 @@ __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64
     bool uns = d & 1;
     switch (op) {
 // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, CMP0, NEG, ABS,
-// CNT, CLZ, CLS, RBIT, SHL: defined in armada-semantics; and ELEMENT_CASES)
+// CNT, CLZ, CLS, RBIT, SHL, SLI, SRI: defined in armada-semantics; and ELEMENT_CASES)
 // @include elements.cu
     case OP_V_PMUL: { u64 h; return clmul_lo(xx & 0xff, y & 0xff, h); }
     case OP_V_SHR: {
@@ -414,17 +414,6 @@ __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64
             r = (u64)(v >> sh);
         }
         return (d & 4) ? o + r : r;
-    }
-    case OP_V_SRI: {
-        u32 sh = (u32)imm;
-        if (sh >= ebits(e)) return o;
-        u64 m = emask(e) >> sh;
-        return (o & ~m) | ((xx & emask(e)) >> sh);
-    }
-    case OP_V_SLI: {
-        u32 sh = (u32)imm & 63;
-        u64 m = (emask(e) << sh) & emask(e);
-        return (o & ~m) | (xx << sh);
     }
     default: ok = false; return 0;
     }
@@ -604,7 +593,7 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
     }
     // ---- element-wise integer ops
     ELEMENT_CASES case OP_V_PMUL:
-    case OP_V_SHR: case OP_V_SRI: case OP_V_SLI: {
+    case OP_V_SHR: {
         // map1 ops read no Vm, so no by-element broadcast of it
         V2 n = vload(rec, vb), o = vload(rec, va), r = {0, 0};
         V2 m = opnd_m(rec, vc, e, imm);

@@ -138,7 +138,7 @@ fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
     let uns = (d & 1u) != 0u;
     switch op {
         // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, CMP0, NEG,
-        // ABS, CNT, CLZ, CLS, RBIT, SHL: armada-semantics)
+        // ABS, CNT, CLZ, CLS, RBIT, SHL, SLI, SRI: armada-semantics)
         // @generated elements
         case OP_V_PMUL: { return clmul8(xx, y); }
         case OP_V_SHR: {
@@ -161,17 +161,6 @@ fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
                 r = u64(v >> (sh & 63u));
             }
             return select(r, o + r, (d & 4u) != 0u);
-        }
-        case OP_V_SRI: {
-            let sh = u32(imm);
-            if sh >= ebits(e) { return o; }
-            let m = emask(e) >> (sh & 63u);
-            return (o & ~m) | ((xx & emask(e)) >> (sh & 63u));
-        }
-        case OP_V_SLI: {
-            let sh = u32(imm) & 63u;
-            let m = (emask(e) << sh) & emask(e);
-            return (o & ~m) | (xx << sh);
         }
         default: {
             simd_ok = false;
@@ -380,7 +369,7 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
         }
         // ---- element-wise integer ops
         case /* @generated element ops */ OP_V_PMUL,
-             OP_V_SHR, OP_V_SRI, OP_V_SLI: {
+             OP_V_SHR: {
             let n = vload(vb);
             let o = vload(va);
             let m = opnd_m(vc, e, imm);
