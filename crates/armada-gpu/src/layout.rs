@@ -374,6 +374,12 @@ pub mod fused {
 /// test checks; the kernels' build scripts read this file without armada-core).
 pub const COV_MAP_BYTES: usize = 1 << 16;
 
+/// Min-PC scheduling's window, in micro-ops: a lane waits while another lane of its warp
+/// (subgroup) is less than this many micro-ops behind it, so lanes out of step in the same
+/// code fall into step and lanes far apart run side by side (docs/cuda.md, "Min-PC within a
+/// window"; measured on Python lanes, docs/performance.md).
+pub const MINPC_WINDOW: u64 = 64;
+
 /// Instructions between a running lane's looks at the clock (see `Params::max_ns`).
 pub const CHECK_EVERY: u64 = 512;
 
@@ -464,6 +470,7 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("PT_FRAME_MASK", PT_FRAME_MASK),
         ("BLOCK_THREADS", BLOCK_THREADS as u64),
         ("CHECK_EVERY", CHECK_EVERY),
+        ("MINPC_WINDOW", MINPC_WINDOW),
         ("COV_MAP_BYTES", COV_MAP_BYTES as u64),
         ("LDST_LG", ldst_lg()),
         ("AM_OFFSET", addr_mode::OFFSET as u64),

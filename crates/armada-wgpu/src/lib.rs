@@ -146,10 +146,14 @@ pub fn shader_source_with(frames: u32, subgroups: bool) -> String {
 }
 
 /// Min-PC scheduling's vote with subgroup operations: whether this lane waits, another lane of
-/// its subgroup being at a lower micro-op (`key`: its word index).
+/// its subgroup being less than `MINPC_WINDOW` micro-ops behind it (`key`: its word index, 4
+/// words a micro-op).
 const VOTE_SUBGROUPS: &str = "
 // ----- min-PC scheduling's vote (generated: crates/armada-wgpu/src/lib.rs, with subgroups)
-fn vote_wait(key: u32) -> bool { return key != subgroupMin(key); }
+fn vote_wait(key: u32) -> bool {
+    let lag = key - subgroupMin(key);
+    return lag != 0u && lag < 4u * MINPC_WINDOW;
+}
 ";
 
 /// Without subgroup operations: no vote (the host leaves `P.vote` at 0).

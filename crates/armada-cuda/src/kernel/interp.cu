@@ -16,6 +16,14 @@ __device__ __forceinline__ bool find_region(const Params& P, u64 regs, u64 pc, u
     return false;
 }
 
+// min-PC scheduling's window (layout.rs: MINPC_WINDOW); ARMADA_MINPC_WINDOW=N (a variant to
+// measure) sets another
+#ifdef ARMADA_MINPC_WINDOW
+#define MINPC_LAG ((u32)(ARMADA_MINPC_WINDOW))
+#else
+#define MINPC_LAG ((u32)MINPC_WINDOW)
+#endif
+
 __device__ void run_lane(const Params& P, u32 lane) {
     if (P.restart) {
         u32 bits = P.restart[lane];
@@ -130,25 +138,20 @@ __device__ void run_lane(const Params& P, u32 lane) {
     nimm = ops[2 * idx + 1];
 
     for (;;) {
-#if defined(ARMADA_MINPC) && !defined(ARMADA_SIM)
+#if defined(ARMADA_MINPC) && !defined(ARMADA_SIM) && !defined(ARMADA_NO_MINPC)
         // Lanes of a warp at different micro-ops serialize, and lanes running the same code
-        // out of step stay out of step: only the lanes at the warp's lowest micro-op run an
-        // instruction (the others wait), so they fall back into step. On an H200 with 65,536
-        // lanes of lanecrc this took the kernel from 64 to 118 G/s (table) and from 51 to
-        // 135 G/s (bitwise). With one lane a warp (lane_shift 5) there is nothing to vote on.
+        // out of step stay out of step: a lane waits while another lane of its warp is less
+        // than MINPC_LAG micro-ops behind it, so lanes out of step in the same code fall
+        // into step, while lanes far apart (an interpreter's lanes in different handlers, or
+        // in different libraries) each run, sharing the loop's fetch and decode, instead of
+        // taking turns. Measured on an H100 (docs/performance.md, "Min-PC within a window"):
+        // 8,192 Python lanes' kernel 18.2 s waiting for any lane behind, 14.5 s with no
+        // vote, 11.8-12.6 s with a window of 16 to 256. With one lane a warp (lane_shift 5)
+        // there is nothing to vote on. ARMADA_NO_MINPC (a variant to measure): no vote.
         if (P.lane_shift < 5) {
             u32 key = (u32)((ops - P.ops) >> 1) + (u32)idx;
-            u32 act = __activemask();
-#ifdef ARMADA_MAJORITY
-            // (a variant to measure) the micro-op the most lanes are at runs, the lowest of
-            // those that tie: lanes of an interpreter's handlers wait at a handler until it
-            // is the commonest, instead of each running it alone
-            u32 many = __popc(__match_any_sync(act, key));
-            u32 most = __reduce_max_sync(act, many);
-            if (key != __reduce_min_sync(act, many == most ? key : 0xffffffffu)) continue;
-#else
-            if (key != __reduce_min_sync(act, key)) continue;
-#endif
+            u32 lag = key - __reduce_min_sync(__activemask(), key);
+            if (lag != 0 && lag < MINPC_LAG) continue;
         }
 #endif
         if (retired >= check) {

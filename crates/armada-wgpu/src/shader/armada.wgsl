@@ -186,10 +186,11 @@ fn run_lane(lane: u32) {
             let ow = 4u * oq;
             // Min-PC scheduling (docs/cuda.md): lanes of a subgroup running the same code out
             // of step stay out of step in a switch-based interpreter, each dispatch serving
-            // only the lanes at one micro-op. So only the lanes at the subgroup's lowest
-            // micro-op (its word index, unique across regions) run an instruction; the others
-            // wait and fall back into step. It changes which lane runs when, never what a lane
-            // computes, and the lowest always runs. Only in the pipelines built with VOTE (a
+            // only the lanes at one micro-op. So a lane waits while another lane of its
+            // subgroup is less than MINPC_WINDOW micro-ops behind it (its word index, unique
+            // across regions), and falls back into step; lanes far apart (in different
+            // handlers or libraries) run side by side. It changes which lane runs when, never
+            // what a lane computes, and the lowest always runs. Only in the pipelines built with VOTE (a
             // GPU with subgroups: vote_wait, lib.rs), and in launches where lanes share
             // subgroups (P.vote).
             let waiting = VOTE != 0u && P.vote != 0u && vote_wait(ow);
