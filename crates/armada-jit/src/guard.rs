@@ -31,7 +31,7 @@
 //! that was there before (Rust's stack overflow report, or the default action).
 
 use crate::helpers::Ctx;
-use armada_core::memory::WINDOW_RESERVED;
+use armada_core::memory::{AddressSpace, WINDOW_RESERVED};
 use std::cell::Cell;
 use std::sync::{Once, OnceLock};
 
@@ -134,9 +134,24 @@ impl SiteTable {
     }
 }
 
+/// A lane's quick blocks made for its guarded window, while they run (see
+/// `quick::emit`, [`with_quick`]): a host fault at one of their guarded accesses shows the
+/// page, or goes on at the access's slow path, which makes the access as the interpreter
+/// does (the registers are as the access left them: it wrote nothing).
+pub(crate) struct QuickRun {
+    pub window: *const u8,
+    pub mem: *mut AddressSpace,
+    /// The lane's code memory: [start, end).
+    pub code: (usize, usize),
+    /// Each guarded access's host instruction, [start, end), and its slow path, by start.
+    pub sites: *const [(usize, usize, usize)],
+}
+
 thread_local! {
     /// The context of the unit this thread runs (null outside units).
     static CURRENT: Cell<*mut Ctx> = const { Cell::new(std::ptr::null_mut()) };
+    /// The quick blocks this thread runs on a guarded window (null otherwise).
+    static QUICK: Cell<*const QuickRun> = const { Cell::new(std::ptr::null()) };
     /// Whether this thread has a signal stack of ours.
     static STACK: Cell<bool> = const { Cell::new(false) };
 }
@@ -162,6 +177,72 @@ pub(crate) fn with_ctx<R>(ctx: *mut Ctx, f: impl FnOnce() -> R) -> R {
     let r = f();
     CURRENT.set(std::ptr::null_mut());
     r
+}
+
+/// Guarded accesses of quick blocks that a host fault sent to their slow paths (the guest's
+/// own faults, writes to decoded code), whole process.
+pub(crate) static QUICK_SLOW_PATHS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
+/// Runs `f` (which runs quick blocks) with `q` as the thread's quick blocks, so that faults
+/// at their guarded accesses are handled; the handler is installed on first use. (Units
+/// the blocks enter run inside, with their own context: a fault is the blocks' only where
+/// it is at an instruction of their code.)
+pub(crate) fn with_quick<R>(q: &QuickRun, f: impl FnOnce() -> R) -> R {
+    keep_handler();
+    if !STACK.get() {
+        STACK.set(true);
+        alt_stack();
+    }
+    let before = QUICK.replace(q);
+    let r = f();
+    QUICK.set(before);
+    r
+}
+
+/// A fault at an instruction of the running quick blocks, in their window: the page shown
+/// (the access is made again), or the thread sent on to the access's slow path. False where
+/// the fault is not theirs.
+///
+/// # Safety
+/// `q` is the running blocks' [`QuickRun`], `uc` the handler's `ucontext_t`.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+unsafe fn quick_fault(q: *const QuickRun, a: u64, uc: *mut libc::c_void) -> bool {
+    let uc = &mut *(uc as *mut libc::ucontext_t);
+    let rip = uc.uc_mcontext.gregs[libc::REG_RIP as usize] as usize;
+    let q = &*q;
+    let base = q.window as u64;
+    if rip < q.code.0 || rip >= q.code.1 || a < base || a - base >= WINDOW_RESERVED {
+        return false;
+    }
+    // SAFETY: the blocks run on this address space and are stopped in this handler, on
+    // this thread: nothing else uses it until they go on.
+    let mem = &mut *q.mem;
+    let write = Some(uc.uc_mcontext.gregs[libc::REG_ERR as usize] & 2 != 0);
+    if mem.guard_fault(a - base, write) {
+        return true;
+    }
+    let sites = &*q.sites;
+    let i = sites.partition_point(|s| s.0 <= rip);
+    match i.checked_sub(1).map(|i| sites[i]) {
+        Some((_, end, slow)) if rip < end => {
+            uc.uc_mcontext.gregs[libc::REG_RIP as usize] = slow as i64;
+            QUICK_SLOW_PATHS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            true
+        }
+        _ => {
+            // every access of the blocks to their window is a site: one not found would
+            // have no way on
+            let msg = b"armada-jit: a guest fault at a quick block's instruction that is no guarded access's; stopping\n";
+            libc::write(2, msg.as_ptr().cast(), msg.len());
+            libc::abort();
+        }
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+unsafe fn quick_fault(_q: *const QuickRun, _a: u64, _uc: *mut libc::c_void) -> bool {
+    false
 }
 
 /// Puts the handler back if another took its place since (what it replaced is then the
@@ -236,6 +317,10 @@ unsafe fn was_write(uc: *mut libc::c_void) -> Option<bool> {
 }
 
 unsafe extern "C" fn on_segv(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    let q = QUICK.get();
+    if !q.is_null() && quick_fault(q, (*info).si_addr() as u64, uc) {
+        return;
+    }
     let ctx = CURRENT.get();
     if !ctx.is_null() && !(*ctx).window.is_null() && !(*ctx).mem.is_null() {
         let a = (*info).si_addr() as u64;

@@ -749,6 +749,16 @@ impl AddressSpace {
         self.window.is_some()
     }
 
+    /// The base of its guarded window (see [`guards_possible`]) while it has one: guest
+    /// address `a` is at `base + a` there (the quick tier's accesses, armada-jit's
+    /// `quick::emit`). A window given up is not returned.
+    pub fn guarded_window(&self) -> Option<*const u8> {
+        self.window
+            .as_ref()
+            .filter(|w| w.guarded())
+            .map(|w| w.base())
+    }
+
     /// Whether it has a guarded window (see [`guards_possible`]), which translated code
     /// reads and writes unchecked. Once it has one, it keeps it.
     pub fn guarded(&self) -> bool {

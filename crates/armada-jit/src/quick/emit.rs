@@ -12,6 +12,11 @@
 //!   state where it leaves to the dispatcher or calls out at its op `i`);
 //! - `r14`: an access's address, kept across its slow path for the writeback;
 //! - `r15`: a store's value, or a pair load's first value;
+//! - `rbp`: the guarded window the blocks were made for (`QCtx::window`), where they
+//!   were made for one: their general loads and stores read and write guest address `a`
+//!   at `rbp + a`, the host's MMU as the check, as units' guarded accesses (see
+//!   `crate::guard`: a host fault there shows the page, or sends the access to its slow
+//!   path, [`Made::sites`]);
 //! - the rest are scratch.
 //!
 //! NZCV is kept packed in the state (bits 31..28), made after each flag-setting op from
@@ -24,7 +29,7 @@
 //! block's straight line, so the code that runs is dense; every call and jump to the
 //! lane's stubs is a 32-bit displacement (all of a lane's code is in one mapping).
 
-use super::slow::{self, exit, Q_HI, Q_LIMIT, Q_ST, Q_STATUS, Q_TABLE};
+use super::slow::{self, exit, Q_HI, Q_LIMIT, Q_ST, Q_STATUS, Q_TABLE, Q_WINDOW};
 use armada_core::cpu::fused;
 use armada_core::state::CpuState;
 use armada_isa::ops::*;
@@ -105,6 +110,7 @@ pub fn stubs(base: usize) -> (Vec<u8>, Stubs) {
         ; push r15
         ; sub rsp, 8
         ; mov r12, rdi
+        ; mov rbp, QWORD [rdi + Q_WINDOW]
         ; mov rbx, QWORD [rdi + Q_ST]
         ; add rbx, BIAS
         ; mov r13, QWORD [rbx + RETIRED]
@@ -271,6 +277,10 @@ struct Block {
     live: Option<Live>,
     /// Where the way out for a run count that ran out was placed.
     hot_at: Option<usize>,
+    /// Whether the general loads and stores go through the guarded window at `rbp`.
+    window: bool,
+    /// Those accesses' host instructions (start and end offsets) and their slow paths.
+    sites: Vec<(usize, usize, DynamicLabel)>,
 }
 
 /// Whether the block ends after `op` (a branch or SVC) or before it (an op only the
@@ -410,6 +420,11 @@ pub struct Made {
     pub code: Vec<u8>,
     pub insns: usize,
     pub hot: Option<usize>,
+    /// Its accesses through the guarded window: each host instruction's range (start, end)
+    /// and its slow path's start, as offsets in `code`, by start. A host fault at one that
+    /// does not show the page goes on at the slow path (`crate::guard`), with the
+    /// registers as the access left them: the slow path makes it as the interpreter does.
+    pub sites: Vec<(u32, u32, u32)>,
 }
 
 /// Bytes of the instruction a counted block starts with (see [`count_insn`]): a patched
@@ -441,6 +456,7 @@ pub fn block(
     ops: &[MicroOp],
     stubs: Stubs,
     counter: Option<usize>,
+    window: bool,
 ) -> Option<Made> {
     let mut n = 0;
     let mut last = false;
@@ -466,6 +482,8 @@ pub fn block(
         slow: Vec::new(),
         live: None,
         hot_at: None,
+        window,
+        sites: Vec::new(),
     };
     if let Some(c) = counter {
         b.count(c);
@@ -488,11 +506,21 @@ pub fn block(
         b.chain_const(pc + 4 * n as u64, n);
     }
     b.slow_paths();
+    let labels = b.a.labels();
+    let sites = b
+        .sites
+        .iter()
+        .map(|&(s, e, at)| {
+            let at = labels.resolve_dynamic(at).ok()?.0;
+            Some((s as u32, e as u32, at as u32))
+        })
+        .collect::<Option<Vec<_>>>()?;
     let code = b.a.finalize().ok()?;
     Some(Made {
         code,
         insns: n,
         hot: b.hot_at,
+        sites,
     })
 }
 

@@ -45,6 +45,12 @@ pub fn unit_entries() -> u64 {
     UNIT_ENTRIES.load(Ordering::Relaxed)
 }
 
+/// Quick blocks' accesses through a guarded window that a host fault sent to their slow
+/// paths (`guard::QuickRun`), whole process.
+pub fn window_slow_paths() -> u64 {
+    crate::guard::QUICK_SLOW_PATHS.load(Ordering::Relaxed)
+}
+
 /// Times a lane's blocks were all dropped (code changed, or its code memory full).
 pub(crate) static FLUSHES: AtomicU64 = AtomicU64::new(0);
 
@@ -311,6 +317,13 @@ pub(crate) mod lane {
         /// Whether the lane's last run (of the quick tier alone) ran its budget out: the
         /// next starts wherever that quantum ended (see `block_at`).
         pub(crate) budget_ended: bool,
+        /// Whether the blocks were made for the address space's guarded window (their
+        /// general loads and stores go through it, see `emit`): made so where it has one
+        /// when they are made, and all made again when that changes.
+        guarded: bool,
+        /// Those blocks' guarded accesses (host instruction start and end, slow path), by
+        /// start, for the SIGSEGV handler (`guard::QuickRun`).
+        sites: Vec<(usize, usize, usize)>,
     }
 
     // SAFETY: the code memory is the lane's own and only used by the thread running it.
@@ -338,6 +351,19 @@ pub(crate) mod lane {
             .all(|u| matches!(term(u), Term::None | Term::Jump(_) | Term::Cond(_)))
     }
 
+    /// The guarded window blocks use for `mem` (null: none, they look the TLB up):
+    /// `ARMADA_QUICK_WINDOW=0` keeps them on the TLB (to measure).
+    fn window_of(mem: &AddressSpace) -> *const u8 {
+        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let on =
+            *ON.get_or_init(|| std::env::var_os("ARMADA_QUICK_WINDOW").is_none_or(|v| v != "0"));
+        if on {
+            mem.guarded_window().unwrap_or(std::ptr::null())
+        } else {
+            std::ptr::null()
+        }
+    }
+
     impl LaneQuick {
         /// A lane's blocks; with `tier_up`, each block counts its runs and leaves with
         /// `exit::HOT` after that many.
@@ -355,7 +381,20 @@ pub(crate) mod lane {
                 pages: Default::default(),
                 tier_up,
                 budget_ended: false,
+                guarded: false,
+                sites: Vec::new(),
             })
+        }
+
+        /// Makes every block again where the address space got or lost its guarded window
+        /// since they were made (see `guarded`).
+        fn follow_window(&mut self, mem: &AddressSpace) {
+            let guarded = !window_of(mem).is_null();
+            if guarded != self.guarded {
+                let epoch = self.epoch;
+                self.flush(epoch);
+                self.guarded = guarded;
+            }
         }
 
         /// The code cache's epoch the blocks are from.
@@ -390,6 +429,7 @@ pub(crate) mod lane {
             self.code.used = self.stubs_end;
             self.code.counts_used = 0;
             self.pages.clear();
+            self.sites.clear();
             self.epoch = epoch;
         }
 
@@ -403,6 +443,7 @@ pub(crate) mod lane {
             hot: u32,
             resumed: bool,
         ) -> Option<usize> {
+            self.follow_window(mem);
             let slot = ((pc >> 2) as usize) & (TABLE - 1);
             if self.table[slot].0 == pc {
                 return Some(self.table[slot].1);
@@ -472,12 +513,17 @@ pub(crate) mod lane {
                 self.flush(epoch);
             }
             let counter = counted.and_then(|n| self.code.counter(n));
-            let made = emit::block(self.code.next(), pc, ops, self.stubs, counter)?;
+            let made = emit::block(self.code.next(), pc, ops, self.stubs, counter, self.guarded)?;
             if made.code.len() > self.code.room() {
                 // (never: a block of the most ops is far below BLOCK_ROOM)
                 return None;
             }
             let at = self.code.put(&made.code);
+            self.sites.extend(
+                made.sites
+                    .iter()
+                    .map(|&(s, e, slow)| (at + s as usize, at + e as usize, at + slow as usize)),
+            );
             self.pages.insert(pc >> 12, buf);
             crate::store::perf_map("quick", at as *const u8, made.code.len(), pc);
             super::BLOCKS.fetch_add(1, Ordering::Relaxed);
@@ -530,8 +576,16 @@ pub(crate) mod lane {
                 mem.flush_tlb();
                 (st.clone(), copy)
             });
+            // (blocks made for a guarded window run only while the address space has one;
+            // the dispatcher then makes them again, see `block_at`)
+            let window = window_of(mem);
+            if self.guarded == window.is_null() {
+                self.follow_window(mem);
+                return (super::slow::exit::NEXT, None);
+            }
             let (entries, mask) = mem.tlb_table();
             let epoch = self.epoch;
+            let mem_ptr: *mut AddressSpace = mem;
             let mut ctx = QCtx {
                 st,
                 tlb_entries: entries,
@@ -549,6 +603,8 @@ pub(crate) mod lane {
                 epoch,
                 stop: None,
                 units,
+                window,
+                window_end: armada_core::memory::WINDOW_BYTES,
             };
             let start = st.retired;
             // (what units entered from the blocks ran is the translation tier's count)
@@ -561,7 +617,17 @@ pub(crate) mod lane {
             let rc = unsafe {
                 let enter: unsafe extern "sysv64" fn(*mut QCtx, usize) -> u64 =
                     std::mem::transmute(self.stubs.enter);
-                enter(&mut ctx, block)
+                if window.is_null() {
+                    enter(&mut ctx, block)
+                } else {
+                    let q = crate::guard::QuickRun {
+                        window,
+                        mem: mem_ptr,
+                        code: (self.code.base as usize, self.code.next()),
+                        sites: self.sites.as_slice(),
+                    };
+                    crate::guard::with_quick(&q, || enter(&mut ctx, block))
+                }
             };
             let stop = ctx.stop.take();
             super::RAN.fetch_add(

@@ -36,6 +36,12 @@ pub struct QCtx {
     /// Under the translation tier, how a block whose count ran out (or that was sent to
     /// its unit) enters the unit at its PC itself ([`unit`]); null on the quick tier alone.
     pub units: *mut UnitLink,
+    /// The guarded window the lane's blocks were made for (`AddressSpace::guarded_window`),
+    /// which the enter stub puts in `rbp`; null where they look the TLB up.
+    pub window: *const u8,
+    /// The first guest address past the window (`memory::WINDOW_BYTES`): accesses from
+    /// there on take their slow paths, as `window + address` would be other host memory.
+    pub window_end: u64,
 }
 
 /// What a quick block needs to enter a unit without the dispatcher (see [`unit`]): the
@@ -119,6 +125,8 @@ pub const Q_LIMIT: i32 = offset_of!(QCtx, limit) as i32;
 pub const Q_TABLE: i32 = offset_of!(QCtx, table) as i32;
 pub const Q_STATUS: i32 = offset_of!(QCtx, status) as i32;
 pub const Q_HI: i32 = offset_of!(QCtx, hi) as i32;
+pub const Q_WINDOW: i32 = offset_of!(QCtx, window) as i32;
+pub const Q_WINDOW_END: i32 = offset_of!(QCtx, window_end) as i32;
 
 // The helpers' statuses (OK, STOPPED with the stop in `QCtx::stop`, CODE_CHANGED: leave
 // after the instruction) and the ways back to the dispatcher (the enter stub's return

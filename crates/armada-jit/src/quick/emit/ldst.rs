@@ -4,7 +4,7 @@
 //! interpreter does (`slow::read`, `slow::write`), or the interpreter runs the whole op.
 
 use super::{voff, Block, Slow};
-use crate::quick::slow::{Q_TLB_ENTRIES, Q_TLB_MASK};
+use crate::quick::slow::{Q_TLB_ENTRIES, Q_TLB_MASK, Q_WINDOW_END};
 use armada_core::memory::tlb_layout as tl;
 use armada_isa::ops::*;
 use armada_isa::uop::addr_mode;
@@ -226,6 +226,25 @@ impl Block {
     fn read(&mut self, i: usize, size: i32) {
         let at = self.a.new_dynamic_label();
         let back = self.a.new_dynamic_label();
+        if self.window {
+            dynasm!(self.a ; .arch x64 ; cmp rsi, QWORD [r12 + Q_WINDOW_END] ; jae =>at);
+            let s = self.a.offset().0;
+            match size {
+                1 => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rbp + rsi]),
+                2 => dynasm!(self.a ; .arch x64 ; movzx eax, WORD [rbp + rsi]),
+                4 => dynasm!(self.a ; .arch x64 ; mov eax, DWORD [rbp + rsi]),
+                8 => dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rbp + rsi]),
+                _ => dynasm!(self.a
+                    ; .arch x64
+                    ; mov rax, QWORD [rbp + rsi]
+                    ; mov rdx, QWORD [rbp + rsi + 8]
+                ),
+            }
+            self.sites.push((s, self.a.offset().0, at));
+            dynasm!(self.a ; .arch x64 ; =>back);
+            self.slow.push(Slow::Read { at, back, i, size });
+            return;
+        }
         self.tlb(size, tl::RTAG, at);
         dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rax + tl::RPTR]);
         match size {
@@ -248,6 +267,38 @@ impl Block {
     fn write(&mut self, i: usize, size: i32, hi: u8) {
         let at = self.a.new_dynamic_label();
         let back = self.a.new_dynamic_label();
+        if self.window {
+            dynasm!(self.a ; .arch x64 ; cmp rsi, QWORD [r12 + Q_WINDOW_END] ; jae =>at);
+            if size == 16 {
+                // one host store, so that a fault on its second page leaves the first
+                // unwritten, as the interpreter's access does
+                self.load(1, hi);
+                dynasm!(self.a
+                    ; .arch x64
+                    ; movq xmm0, r15
+                    ; movq xmm1, rcx
+                    ; punpcklqdq xmm0, xmm1
+                );
+            }
+            let s = self.a.offset().0;
+            match size {
+                1 => dynasm!(self.a ; .arch x64 ; mov BYTE [rbp + rsi], r15b),
+                2 => dynasm!(self.a ; .arch x64 ; mov WORD [rbp + rsi], r15w),
+                4 => dynasm!(self.a ; .arch x64 ; mov DWORD [rbp + rsi], r15d),
+                8 => dynasm!(self.a ; .arch x64 ; mov QWORD [rbp + rsi], r15),
+                _ => dynasm!(self.a ; .arch x64 ; movdqu [rbp + rsi], xmm0),
+            }
+            self.sites.push((s, self.a.offset().0, at));
+            dynasm!(self.a ; .arch x64 ; =>back);
+            self.slow.push(Slow::Write {
+                at,
+                back,
+                i,
+                size,
+                hi,
+            });
+            return;
+        }
         self.tlb(size, tl::WTAG, at);
         dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rax + tl::WPTR]);
         match size {
