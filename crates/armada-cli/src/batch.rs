@@ -349,6 +349,11 @@ pub fn si(x: f64) -> String {
 
 pub fn batch(args: BatchArgs) -> Result<u8> {
     crate::run::check_backend(args.backend)?;
+    if args.backend != Backend::Cpu {
+        // (the host's mirrors of GPU lanes never get windows: their pages come from the
+        // heap, see `memory::heap_pages_only`)
+        armada_core::memory::heap_pages_only();
+    }
     if args.devices.is_some() && args.backend == Backend::Cpu {
         bail!(
             "--devices chooses GPUs, and this batch runs on the CPU engine: add --backend cuda (or wgpu), or leave --devices out (the CPU engine uses every core already)"

@@ -348,6 +348,10 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
         bail!("--lanes must be at least 1");
     }
     crate::run::check_backend(args.backend)?;
+    if args.backend != Backend::Cpu {
+        // (the GPU lanes' host mirrors: heap pages, see `memory::heap_pages_only`)
+        armada_core::memory::heap_pages_only();
+    }
     let tokens = match &args.dict {
         Some(p) => corpus::read_dict(p)?,
         None => Vec::new(),

@@ -80,6 +80,14 @@ fn guards_on() -> bool {
     }
 }
 
+/// Keeps this process's page buffers on the heap instead of the shared page file (so no
+/// address space gets a window): for processes that run GPU lanes, whose host mirrors never
+/// get windows and make their pages faster on the heap. Call it before any page is made;
+/// false (and no change) where the page file is already in use.
+pub fn heap_pages_only() -> bool {
+    arena::heap_only()
+}
+
 /// Turns guards on or off (and windows with them, when on) for address spaces whose
 /// windows are made from now on.
 pub fn set_guards(on: bool) {
