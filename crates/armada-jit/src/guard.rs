@@ -189,8 +189,7 @@ pub(crate) static QUICK_SLOW_PATHS: std::sync::atomic::AtomicU64 =
 /// the blocks enter run inside, with their own context: a fault is the blocks' only where
 /// it is at an instruction of their code.)
 pub(crate) fn with_quick<R>(q: &QuickRun, f: impl FnOnce() -> R) -> R {
-    // (installed once; the translation tier's dispatcher, whose address spaces are the ones
-    // with windows, puts it back each turn if a library replaced it: `keep_handler`)
+    // (the caller has checked the handler is ours this turn: `keep_handler`)
     INSTALL.call_once(install);
     if !STACK.get() {
         STACK.set(true);

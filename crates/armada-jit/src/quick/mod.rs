@@ -620,6 +620,16 @@ pub(crate) mod lane {
                 if window.is_null() {
                     enter(&mut ctx, block)
                 } else {
+                    // the handler checked to be ours once a turn of the tier, as for units
+                    // (a library loaded since may have replaced it)
+                    match units.as_mut() {
+                        Some(link) if link.handler_kept => {}
+                        Some(link) => {
+                            crate::guard::keep_handler();
+                            link.handler_kept = true;
+                        }
+                        None => crate::guard::keep_handler(),
+                    }
                     let q = crate::guard::QuickRun {
                         window,
                         mem: mem_ptr,
