@@ -2,8 +2,9 @@
 //! and stores go to `window + address` with no TLB lookup, and a host fault there shows the
 //! page or sends the access to its slow path. Each program below faults in the guest from
 //! inside a hot block (a store walking off its page, a pair store across into an unmapped
-//! page, a pair load past the window), and must stop exactly as the interpreter does:
-//! stop, PC, count, registers, flags and every byte of the data page.
+//! page, a pair load past the window, Q and D register pairs across pages), and must stop
+//! exactly as the interpreter does: stop, PC, count, registers, flags and every byte of
+//! the data page.
 
 use armada_core::cpu::{self, CodeCache, Tier};
 use armada_core::memory::{AddressSpace, Perm};
@@ -51,6 +52,32 @@ const PAST_WINDOW: [u32; 9] = [
     0xd420_0000, //    brk #0
 ];
 
+/// Q register pairs at 16 + 32k: the one at 0xff0 crosses into the unmapped page.
+const Q_PAIR_ACROSS: [u32; 8] = [
+    0xd280_4b02, //    mov x2, #600
+    0x9100_4363, //    add x3, x27, #16
+    0x4f00_e420, //    movi v0.16b, #1
+    0x4f00_e441, //    movi v1.16b, #2
+    0xac81_0460, // 4: stp q0, q1, [x3], #32
+    0xf100_0442, //    subs x2, x2, #1
+    0x54ff_ffc1, //    b.ne 4b
+    0xd420_0000, //    brk #0
+];
+
+/// D register pairs at 8 + 16k, each read back as a Q register: the pair at 0xff8
+/// crosses into the unmapped page.
+const D_PAIR_ACROSS: [u32; 9] = [
+    0xd280_4b02, //    mov x2, #600
+    0x9100_2363, //    add x3, x27, #8
+    0x4f00_e460, //    movi v0.16b, #3
+    0x4f00_e481, //    movi v1.16b, #4
+    0x6c81_0460, // 5: stp d0, d1, [x3], #16
+    0x3cdf_0062, //    ldur q2, [x3, #-16]
+    0xf100_0442, //    subs x2, x2, #1
+    0x54ff_ffa1, //    b.ne 5b
+    0xd420_0000, //    brk #0
+];
+
 /// `program` at [`CODE`], a data page at [`DATA`] (x27) with nothing mapped after it; with
 /// `window`, the address space made its window first (as the translation tier's
 /// dispatcher does), so the quick tier's blocks are made for it.
@@ -82,6 +109,7 @@ fn same(a: &(CpuState, Stop, Vec<u8>), b: &(CpuState, Stop, Vec<u8>), what: &str
     assert_eq!(a.0.retired, b.0.retired, "{what}: retired");
     assert_eq!(a.0.nzcv, b.0.nzcv, "{what}: nzcv");
     assert_eq!(a.0.x[..32], b.0.x[..32], "{what}: registers");
+    assert_eq!(a.0.v, b.0.v, "{what}: vector registers");
     assert!(a.2 == b.2, "{what}: memory");
 }
 
@@ -101,6 +129,8 @@ fn guest_faults_in_blocks_on_a_guarded_window_stop_as_the_interpreter() {
         ("a store off its page", &STORE_OFF_PAGE[..]),
         ("a pair across pages", &PAIR_ACROSS[..]),
         ("a pair past the window", &PAST_WINDOW[..]),
+        ("a Q pair across pages", &Q_PAIR_ACROSS[..]),
+        ("a D pair across pages", &D_PAIR_ACROSS[..]),
     ] {
         let interp = run(program, None, false);
         assert!(matches!(interp.1, Stop::Fault(_)), "{name}: {:?}", interp.1);
@@ -113,8 +143,9 @@ fn guest_faults_in_blocks_on_a_guarded_window_stop_as_the_interpreter() {
             "{name}: no quick block ran"
         );
         let slow = armada_jit::quick::window_slow_paths() - slow0;
-        if name != "a pair past the window" {
-            // (the address past the window is sent to the slow path before any access)
+        if !matches!(name, "a pair past the window" | "a Q pair across pages") {
+            // (an address past the window, and a 32-byte store across a page, are sent to
+            // the slow path before any access)
             assert!(slow >= 1, "{name}: no host fault went to a slow path");
         }
         // and without the window, the TLB's way, the same

@@ -426,7 +426,9 @@ impl Block {
         let back = self.a.new_dynamic_label();
         self.address(u);
         let total = if pair { 2 * size } else { size };
-        if load {
+        if self.window {
+            self.vector_window(u, size, pair, load, at);
+        } else if load {
             self.tlb(total, tl::RTAG, at);
             dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rax + tl::RPTR] ; add rcx, rsi);
             // the first register into rax (xmm0 for Q), the second into rdx (xmm1)
@@ -499,5 +501,88 @@ impl Block {
         }
         dynasm!(self.a ; .arch x64 ; =>back);
         self.slow.push(Slow::One { at, back, i });
+    }
+
+    /// [`Self::vector_access`] through the guarded window at `rbp` (see `read`): the access
+    /// at `rsi`, the registers moved as the TLB's way moves them, `at` the slow path (the
+    /// interpreter runs the op). A store is one host store, or two within one page (a
+    /// 32-byte pair crossing a page goes to the slow path), so that a guest fault never
+    /// leaves part of it written.
+    fn vector_window(&mut self, u: &MicroOp, size: i32, pair: bool, load: bool, at: DynamicLabel) {
+        let (va, vd) = (voff(u.a), voff(u.d));
+        dynasm!(self.a ; .arch x64 ; cmp rsi, QWORD [r12 + Q_WINDOW_END] ; jae =>at);
+        if load {
+            let s = self.a.offset().0;
+            match (size, pair) {
+                (1, _) => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rbp + rsi]),
+                (2, _) => dynasm!(self.a ; .arch x64 ; movzx eax, WORD [rbp + rsi]),
+                (4, false) => dynasm!(self.a ; .arch x64 ; mov eax, DWORD [rbp + rsi]),
+                (8, false) => dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rbp + rsi]),
+                (4, true) => dynasm!(self.a
+                    ; .arch x64
+                    ; mov eax, DWORD [rbp + rsi] ; mov edx, DWORD [rbp + rsi + 4]
+                ),
+                (8, true) => dynasm!(self.a
+                    ; .arch x64
+                    ; mov rax, QWORD [rbp + rsi] ; mov rdx, QWORD [rbp + rsi + 8]
+                ),
+                (_, false) => dynasm!(self.a ; .arch x64 ; movdqu xmm0, [rbp + rsi]),
+                (_, true) => dynasm!(self.a
+                    ; .arch x64
+                    ; movdqu xmm0, [rbp + rsi] ; movdqu xmm1, [rbp + rsi + 16]
+                ),
+            }
+            self.sites.push((s, self.a.offset().0, at));
+            self.writeback(u);
+            if size == 16 {
+                dynasm!(self.a ; .arch x64 ; movdqu [rbx + va], xmm0);
+                if pair {
+                    dynasm!(self.a ; .arch x64 ; movdqu [rbx + vd], xmm1);
+                }
+            } else {
+                dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + va], rax ; mov QWORD [rbx + va + 8], 0);
+                if pair {
+                    dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + vd], rdx ; mov QWORD [rbx + vd + 8], 0);
+                }
+            }
+            return;
+        }
+        // the value into rcx or xmm0 (a 32-byte pair: xmm0 and xmm1, within one page)
+        match (size, pair) {
+            (1, _) => dynasm!(self.a ; .arch x64 ; movzx ecx, BYTE [rbx + va]),
+            (2, _) => dynasm!(self.a ; .arch x64 ; movzx ecx, WORD [rbx + va]),
+            (4, false) => dynasm!(self.a ; .arch x64 ; mov ecx, DWORD [rbx + va]),
+            (8, false) => dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rbx + va]),
+            (4, true) => dynasm!(self.a
+                ; .arch x64
+                ; mov ecx, DWORD [rbx + va] ; mov edx, DWORD [rbx + vd]
+                ; shl rdx, 32 ; or rcx, rdx
+            ),
+            (8, true) => dynasm!(self.a
+                ; .arch x64
+                ; movq xmm0, QWORD [rbx + va] ; movq xmm1, QWORD [rbx + vd]
+                ; punpcklqdq xmm0, xmm1
+            ),
+            (_, false) => dynasm!(self.a ; .arch x64 ; movdqu xmm0, [rbx + va]),
+            (_, true) => dynasm!(self.a
+                ; .arch x64
+                ; mov eax, esi ; and eax, 0xfff ; cmp eax, 4096 - 32 ; ja =>at
+                ; movdqu xmm0, [rbx + va] ; movdqu xmm1, [rbx + vd]
+            ),
+        }
+        let s = self.a.offset().0;
+        match (size, pair) {
+            (1, _) => dynasm!(self.a ; .arch x64 ; mov BYTE [rbp + rsi], cl),
+            (2, _) => dynasm!(self.a ; .arch x64 ; mov WORD [rbp + rsi], cx),
+            (4, false) => dynasm!(self.a ; .arch x64 ; mov DWORD [rbp + rsi], ecx),
+            (8, false) | (4, true) => dynasm!(self.a ; .arch x64 ; mov QWORD [rbp + rsi], rcx),
+            (_, false) | (8, true) => dynasm!(self.a ; .arch x64 ; movdqu [rbp + rsi], xmm0),
+            (_, true) => dynasm!(self.a
+                ; .arch x64
+                ; movdqu [rbp + rsi], xmm0 ; movdqu [rbp + rsi + 16], xmm1
+            ),
+        }
+        self.sites.push((s, self.a.offset().0, at));
+        self.writeback(u);
     }
 }
