@@ -399,9 +399,12 @@ impl Block {
     }
 
     /// LDR, STR, LDP and STP of B, H, S, D and Q registers (op `i`): the whole access
-    /// (both of a pair) in one page the TLB has, through the host's SSE registers for Q;
-    /// else the interpreter runs the op (it writes no register before every access
-    /// succeeded, and a store into decoded code leaves from there).
+    /// (both of a pair) in one page the TLB has, or through the guarded window (see
+    /// `read`), through the host's SSE registers for Q; else the interpreter runs the op
+    /// (it writes no register before every access succeeded, and a store into decoded code
+    /// leaves from there). A store is one host store, or two within one page (a 32-byte
+    /// pair through the window checks that first), so that a guest fault on its second
+    /// page never leaves its first part written.
     fn vector_access(&mut self, i: usize, u: &MicroOp) {
         let (size, pair, load) = match u.op {
             LDR_V8 => (1, false, true),
@@ -426,12 +429,30 @@ impl Block {
         let back = self.a.new_dynamic_label();
         self.address(u);
         let total = if pair { 2 * size } else { size };
+        // the host address: rcx for a load, rax for a store
         if self.window {
-            self.vector_window(u, size, pair, load, at);
+            dynasm!(self.a ; .arch x64 ; cmp rsi, QWORD [r12 + Q_WINDOW_END] ; jae =>at);
+            if load {
+                dynasm!(self.a ; .arch x64 ; lea rcx, [rbp + rsi]);
+            } else {
+                if total == 32 {
+                    dynasm!(self.a
+                        ; .arch x64
+                        ; mov eax, esi ; and eax, 0xfff ; cmp eax, 4096 - 32 ; ja =>at
+                    );
+                }
+                dynasm!(self.a ; .arch x64 ; lea rax, [rbp + rsi]);
+            }
         } else if load {
             self.tlb(total, tl::RTAG, at);
             dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rax + tl::RPTR] ; add rcx, rsi);
+        } else {
+            self.tlb(total, tl::WTAG, at);
+            dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rax + tl::WPTR] ; add rax, rsi);
+        }
+        if load {
             // the first register into rax (xmm0 for Q), the second into rdx (xmm1)
+            let s = self.a.offset().0;
             match (size, pair) {
                 (1, _) => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rcx]),
                 (2, _) => dynasm!(self.a ; .arch x64 ; movzx eax, WORD [rcx]),
@@ -448,6 +469,7 @@ impl Block {
                     dynasm!(self.a ; .arch x64 ; movdqu xmm0, [rcx] ; movdqu xmm1, [rcx + 16])
                 }
             }
+            self.site(s, at);
             self.writeback(u);
             // Vt, then Vt2 (the interpreter's order, where they are the same register);
             // the bytes above the access are zero
@@ -463,126 +485,52 @@ impl Block {
                 }
             }
         } else {
-            self.tlb(total, tl::WTAG, at);
-            dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rax + tl::WPTR] ; add rax, rsi);
+            // the value into rcx, or xmm0 (and xmm1 for a pair of Q)
             match (size, pair) {
-                (1, _) => {
-                    dynasm!(self.a ; .arch x64 ; movzx ecx, BYTE [rbx + va] ; mov BYTE [rax], cl)
-                }
-                (2, _) => {
-                    dynasm!(self.a ; .arch x64 ; movzx ecx, WORD [rbx + va] ; mov WORD [rax], cx)
-                }
-                (4, false) => {
-                    dynasm!(self.a ; .arch x64 ; mov ecx, DWORD [rbx + va] ; mov DWORD [rax], ecx)
-                }
-                (8, false) => {
-                    dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rbx + va] ; mov QWORD [rax], rcx)
-                }
+                (1, _) => dynasm!(self.a ; .arch x64 ; movzx ecx, BYTE [rbx + va]),
+                (2, _) => dynasm!(self.a ; .arch x64 ; movzx ecx, WORD [rbx + va]),
+                (4, false) => dynasm!(self.a ; .arch x64 ; mov ecx, DWORD [rbx + va]),
+                (8, false) => dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rbx + va]),
                 (4, true) => dynasm!(self.a
                     ; .arch x64
                     ; mov ecx, DWORD [rbx + va] ; mov edx, DWORD [rbx + vd]
-                    ; mov DWORD [rax], ecx ; mov DWORD [rax + 4], edx
+                    ; shl rdx, 32 ; or rcx, rdx
                 ),
                 (8, true) => dynasm!(self.a
                     ; .arch x64
-                    ; mov rcx, QWORD [rbx + va] ; mov rdx, QWORD [rbx + vd]
-                    ; mov QWORD [rax], rcx ; mov QWORD [rax + 8], rdx
+                    ; movq xmm0, QWORD [rbx + va] ; movq xmm1, QWORD [rbx + vd]
+                    ; punpcklqdq xmm0, xmm1
                 ),
-                (_, false) => {
-                    dynasm!(self.a ; .arch x64 ; movdqu xmm0, [rbx + va] ; movdqu [rax], xmm0)
-                }
+                (_, false) => dynasm!(self.a ; .arch x64 ; movdqu xmm0, [rbx + va]),
                 (_, true) => dynasm!(self.a
                     ; .arch x64
                     ; movdqu xmm0, [rbx + va] ; movdqu xmm1, [rbx + vd]
+                ),
+            }
+            let s = self.a.offset().0;
+            match (size, pair) {
+                (1, _) => dynasm!(self.a ; .arch x64 ; mov BYTE [rax], cl),
+                (2, _) => dynasm!(self.a ; .arch x64 ; mov WORD [rax], cx),
+                (4, false) => dynasm!(self.a ; .arch x64 ; mov DWORD [rax], ecx),
+                (8, false) | (4, true) => dynasm!(self.a ; .arch x64 ; mov QWORD [rax], rcx),
+                (_, false) | (8, true) => dynasm!(self.a ; .arch x64 ; movdqu [rax], xmm0),
+                (_, true) => dynasm!(self.a
+                    ; .arch x64
                     ; movdqu [rax], xmm0 ; movdqu [rax + 16], xmm1
                 ),
             }
+            self.site(s, at);
             self.writeback(u);
         }
         dynasm!(self.a ; .arch x64 ; =>back);
         self.slow.push(Slow::One { at, back, i });
     }
 
-    /// [`Self::vector_access`] through the guarded window at `rbp` (see `read`): the access
-    /// at `rsi`, the registers moved as the TLB's way moves them, `at` the slow path (the
-    /// interpreter runs the op). A store is one host store, or two within one page (a
-    /// 32-byte pair crossing a page goes to the slow path), so that a guest fault never
-    /// leaves part of it written.
-    fn vector_window(&mut self, u: &MicroOp, size: i32, pair: bool, load: bool, at: DynamicLabel) {
-        let (va, vd) = (voff(u.a), voff(u.d));
-        dynasm!(self.a ; .arch x64 ; cmp rsi, QWORD [r12 + Q_WINDOW_END] ; jae =>at);
-        if load {
-            let s = self.a.offset().0;
-            match (size, pair) {
-                (1, _) => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rbp + rsi]),
-                (2, _) => dynasm!(self.a ; .arch x64 ; movzx eax, WORD [rbp + rsi]),
-                (4, false) => dynasm!(self.a ; .arch x64 ; mov eax, DWORD [rbp + rsi]),
-                (8, false) => dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rbp + rsi]),
-                (4, true) => dynasm!(self.a
-                    ; .arch x64
-                    ; mov eax, DWORD [rbp + rsi] ; mov edx, DWORD [rbp + rsi + 4]
-                ),
-                (8, true) => dynasm!(self.a
-                    ; .arch x64
-                    ; mov rax, QWORD [rbp + rsi] ; mov rdx, QWORD [rbp + rsi + 8]
-                ),
-                (_, false) => dynasm!(self.a ; .arch x64 ; movdqu xmm0, [rbp + rsi]),
-                (_, true) => dynasm!(self.a
-                    ; .arch x64
-                    ; movdqu xmm0, [rbp + rsi] ; movdqu xmm1, [rbp + rsi + 16]
-                ),
-            }
+    /// Where blocks use the guarded window: the host accesses from offset `s` to here are
+    /// a guarded access's, whose slow path is `at` (`emit::Made::sites`).
+    fn site(&mut self, s: usize, at: DynamicLabel) {
+        if self.window {
             self.sites.push((s, self.a.offset().0, at));
-            self.writeback(u);
-            if size == 16 {
-                dynasm!(self.a ; .arch x64 ; movdqu [rbx + va], xmm0);
-                if pair {
-                    dynasm!(self.a ; .arch x64 ; movdqu [rbx + vd], xmm1);
-                }
-            } else {
-                dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + va], rax ; mov QWORD [rbx + va + 8], 0);
-                if pair {
-                    dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + vd], rdx ; mov QWORD [rbx + vd + 8], 0);
-                }
-            }
-            return;
         }
-        // the value into rcx or xmm0 (a 32-byte pair: xmm0 and xmm1, within one page)
-        match (size, pair) {
-            (1, _) => dynasm!(self.a ; .arch x64 ; movzx ecx, BYTE [rbx + va]),
-            (2, _) => dynasm!(self.a ; .arch x64 ; movzx ecx, WORD [rbx + va]),
-            (4, false) => dynasm!(self.a ; .arch x64 ; mov ecx, DWORD [rbx + va]),
-            (8, false) => dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rbx + va]),
-            (4, true) => dynasm!(self.a
-                ; .arch x64
-                ; mov ecx, DWORD [rbx + va] ; mov edx, DWORD [rbx + vd]
-                ; shl rdx, 32 ; or rcx, rdx
-            ),
-            (8, true) => dynasm!(self.a
-                ; .arch x64
-                ; movq xmm0, QWORD [rbx + va] ; movq xmm1, QWORD [rbx + vd]
-                ; punpcklqdq xmm0, xmm1
-            ),
-            (_, false) => dynasm!(self.a ; .arch x64 ; movdqu xmm0, [rbx + va]),
-            (_, true) => dynasm!(self.a
-                ; .arch x64
-                ; mov eax, esi ; and eax, 0xfff ; cmp eax, 4096 - 32 ; ja =>at
-                ; movdqu xmm0, [rbx + va] ; movdqu xmm1, [rbx + vd]
-            ),
-        }
-        let s = self.a.offset().0;
-        match (size, pair) {
-            (1, _) => dynasm!(self.a ; .arch x64 ; mov BYTE [rbp + rsi], cl),
-            (2, _) => dynasm!(self.a ; .arch x64 ; mov WORD [rbp + rsi], cx),
-            (4, false) => dynasm!(self.a ; .arch x64 ; mov DWORD [rbp + rsi], ecx),
-            (8, false) | (4, true) => dynasm!(self.a ; .arch x64 ; mov QWORD [rbp + rsi], rcx),
-            (_, false) | (8, true) => dynasm!(self.a ; .arch x64 ; movdqu [rbp + rsi], xmm0),
-            (_, true) => dynasm!(self.a
-                ; .arch x64
-                ; movdqu [rbp + rsi], xmm0 ; movdqu [rbp + rsi + 16], xmm1
-            ),
-        }
-        self.sites.push((s, self.a.offset().0, at));
-        self.writeback(u);
     }
 }
