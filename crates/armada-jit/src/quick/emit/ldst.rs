@@ -222,31 +222,13 @@ impl Block {
     }
 
     /// Reads `size` bytes at rsi into rax (zero-extended; 16: the high half into rdx), for
-    /// op `i`. Keeps r13-r15.
+    /// op `i`: through the guarded window at `rbp` where the blocks use it (see `emit`),
+    /// else the TLB's entry. Keeps r13-r15.
     fn read(&mut self, i: usize, size: i32) {
         let at = self.a.new_dynamic_label();
         let back = self.a.new_dynamic_label();
-        if self.window {
-            dynasm!(self.a ; .arch x64 ; cmp rsi, QWORD [r12 + Q_WINDOW_END] ; jae =>at);
-            let s = self.a.offset().0;
-            match size {
-                1 => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rbp + rsi]),
-                2 => dynasm!(self.a ; .arch x64 ; movzx eax, WORD [rbp + rsi]),
-                4 => dynasm!(self.a ; .arch x64 ; mov eax, DWORD [rbp + rsi]),
-                8 => dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rbp + rsi]),
-                _ => dynasm!(self.a
-                    ; .arch x64
-                    ; mov rax, QWORD [rbp + rsi]
-                    ; mov rdx, QWORD [rbp + rsi + 8]
-                ),
-            }
-            self.sites.push((s, self.a.offset().0, at));
-            dynasm!(self.a ; .arch x64 ; =>back);
-            self.slow.push(Slow::Read { at, back, i, size });
-            return;
-        }
-        self.tlb(size, tl::RTAG, at);
-        dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rax + tl::RPTR]);
+        self.host_base(size, tl::RTAG, tl::RPTR, at, 1);
+        let s = self.a.offset().0;
         match size {
             1 => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rcx + rsi]),
             2 => dynasm!(self.a ; .arch x64 ; movzx eax, WORD [rcx + rsi]),
@@ -258,63 +240,36 @@ impl Block {
                 ; mov rdx, QWORD [rcx + rsi + 8]
             ),
         }
+        self.site(s, at);
         dynasm!(self.a ; .arch x64 ; =>back);
         self.slow.push(Slow::Read { at, back, i, size });
     }
 
     /// Writes the low `size` bytes of r15 at rsi, for op `i` (16: r15, then the guest
-    /// register `hi` above it).
+    /// register `hi` above it, as one host store, so that a guest fault on its second page
+    /// through the window leaves the first unwritten, as the interpreter's access does).
     fn write(&mut self, i: usize, size: i32, hi: u8) {
         let at = self.a.new_dynamic_label();
         let back = self.a.new_dynamic_label();
-        if self.window {
-            dynasm!(self.a ; .arch x64 ; cmp rsi, QWORD [r12 + Q_WINDOW_END] ; jae =>at);
-            if size == 16 {
-                // one host store, so that a fault on its second page leaves the first
-                // unwritten, as the interpreter's access does
-                self.load(1, hi);
-                dynasm!(self.a
-                    ; .arch x64
-                    ; movq xmm0, r15
-                    ; movq xmm1, rcx
-                    ; punpcklqdq xmm0, xmm1
-                );
-            }
-            let s = self.a.offset().0;
-            match size {
-                1 => dynasm!(self.a ; .arch x64 ; mov BYTE [rbp + rsi], r15b),
-                2 => dynasm!(self.a ; .arch x64 ; mov WORD [rbp + rsi], r15w),
-                4 => dynasm!(self.a ; .arch x64 ; mov DWORD [rbp + rsi], r15d),
-                8 => dynasm!(self.a ; .arch x64 ; mov QWORD [rbp + rsi], r15),
-                _ => dynasm!(self.a ; .arch x64 ; movdqu [rbp + rsi], xmm0),
-            }
-            self.sites.push((s, self.a.offset().0, at));
-            dynasm!(self.a ; .arch x64 ; =>back);
-            self.slow.push(Slow::Write {
-                at,
-                back,
-                i,
-                size,
-                hi,
-            });
-            return;
+        self.host_base(size, tl::WTAG, tl::WPTR, at, 0);
+        if size == 16 {
+            self.load(1, hi);
+            dynasm!(self.a
+                ; .arch x64
+                ; movq xmm0, r15
+                ; movq xmm1, rcx
+                ; punpcklqdq xmm0, xmm1
+            );
         }
-        self.tlb(size, tl::WTAG, at);
-        dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rax + tl::WPTR]);
+        let s = self.a.offset().0;
         match size {
             1 => dynasm!(self.a ; .arch x64 ; mov BYTE [rax + rsi], r15b),
             2 => dynasm!(self.a ; .arch x64 ; mov WORD [rax + rsi], r15w),
             4 => dynasm!(self.a ; .arch x64 ; mov DWORD [rax + rsi], r15d),
             8 => dynasm!(self.a ; .arch x64 ; mov QWORD [rax + rsi], r15),
-            _ => {
-                self.load(1, hi);
-                dynasm!(self.a
-                    ; .arch x64
-                    ; mov QWORD [rax + rsi], r15
-                    ; mov QWORD [rax + rsi + 8], rcx
-                );
-            }
+            _ => dynasm!(self.a ; .arch x64 ; movdqu [rax + rsi], xmm0),
         }
+        self.site(s, at);
         dynasm!(self.a ; .arch x64 ; =>back);
         self.slow.push(Slow::Write {
             at,
@@ -323,6 +278,24 @@ impl Block {
             size,
             hi,
         });
+    }
+
+    /// The base an access of `size` bytes at rsi adds rsi to, into host register `reg` (0:
+    /// rax, 1: rcx): the guarded window's (`rbp`), after a compare that sends an address
+    /// past the window to `slow`; else the TLB entry's pointer (`tag`, `ptr`: the entry's
+    /// read or write fields), where the entry has the page of the access's last byte.
+    fn host_base(&mut self, size: i32, tag: i32, ptr: i32, slow: DynamicLabel, reg: u8) {
+        if self.window {
+            dynasm!(self.a
+                ; .arch x64
+                ; cmp rsi, QWORD [r12 + Q_WINDOW_END]
+                ; jae =>slow
+                ; mov Rq(reg), rbp
+            );
+        } else {
+            self.tlb(size, tag, slow);
+            dynasm!(self.a ; .arch x64 ; mov Rq(reg), QWORD [rax + ptr]);
+        }
     }
 
     /// LSE's atomic ops and CAS (op `i`): a load, the op and a store at one host address
