@@ -8,10 +8,13 @@
 //!
 //! Alone in its process: it counts the units the process made.
 
+mod common;
+
 use armada_core::cpu::{self, CodeCache, Tier};
 use armada_core::memory::{AddressSpace, Perm};
 use armada_core::state::{CpuState, Stop};
 use armada_jit::Jit;
+use common::{same, End};
 use std::sync::Arc;
 
 const CODE: u64 = 0x10000;
@@ -36,7 +39,7 @@ const PROGRAM: [u32; 73] = [
     0xd4200000,
 ];
 
-fn run(tier: Option<Arc<dyn Tier>>, budget: u64) -> (CpuState, Stop, Vec<u8>) {
+fn run(tier: Option<Arc<dyn Tier>>, budget: u64) -> End {
     let mut mem = AddressSpace::new();
     mem.map(CODE, 0x1000, Perm::RX).unwrap();
     let bytes: Vec<u8> = PROGRAM.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -57,15 +60,6 @@ fn run(tier: Option<Arc<dyn Tier>>, budget: u64) -> (CpuState, Stop, Vec<u8>) {
     let mut data = vec![0u8; DATA_LEN as usize];
     mem.read_bytes(DATA, &mut data).unwrap();
     (st, stop, data)
-}
-
-fn same(a: &(CpuState, Stop, Vec<u8>), b: &(CpuState, Stop, Vec<u8>), what: &str) {
-    assert_eq!(a.1, b.1, "{what}: stop");
-    assert_eq!(a.0.pc, b.0.pc, "{what}: pc");
-    assert_eq!(a.0.retired, b.0.retired, "{what}: retired");
-    assert_eq!(a.0.nzcv, b.0.nzcv, "{what}: nzcv");
-    assert_eq!(a.0.x[..32], b.0.x[..32], "{what}: registers");
-    assert!(a.2 == b.2, "{what}: memory");
 }
 
 #[test]

@@ -8,10 +8,13 @@
 //! Alone in its process, its tests one at a time ([`ONE_AT_A_TIME`]): they count the units
 //! the process made and the instructions each tier ran.
 
+mod common;
+
 use armada_core::cpu::{self, CodeCache, Tier};
 use armada_core::memory::{AddressSpace, Perm};
 use armada_core::state::{CpuState, Stop};
 use armada_jit::{Jit, TierUp};
+use common::{same, End};
 use std::sync::Arc;
 
 /// Held by each test: the counts are the process's.
@@ -65,30 +68,17 @@ fn data(mem: &mut AddressSpace) -> Vec<u8> {
     data
 }
 
-fn run(tier: Option<Arc<dyn Tier>>, budget: u64) -> (CpuState, Stop, Vec<u8>) {
+fn run(tier: Option<Arc<dyn Tier>>, budget: u64) -> End {
     run_program(&PROGRAM, tier, budget)
 }
 
-fn run_program(
-    program: &[u32],
-    tier: Option<Arc<dyn Tier>>,
-    budget: u64,
-) -> (CpuState, Stop, Vec<u8>) {
+fn run_program(program: &[u32], tier: Option<Arc<dyn Tier>>, budget: u64) -> End {
     let (mut st, mut mem) = load_program(program);
     let mut code = CodeCache::new();
     code.set_tier(tier);
     let stop = cpu::run(&mut st, &mut mem, &mut code, budget);
     let data = data(&mut mem);
     (st, stop, data)
-}
-
-fn same(a: &(CpuState, Stop, Vec<u8>), b: &(CpuState, Stop, Vec<u8>), what: &str) {
-    assert_eq!(a.1, b.1, "{what}: stop");
-    assert_eq!(a.0.pc, b.0.pc, "{what}: pc");
-    assert_eq!(a.0.retired, b.0.retired, "{what}: retired");
-    assert_eq!(a.0.nzcv, b.0.nzcv, "{what}: nzcv");
-    assert_eq!(a.0.x[..32], b.0.x[..32], "{what}: registers");
-    assert!(a.2 == b.2, "{what}: memory");
 }
 
 /// Quick blocks at the 2nd reach, units asked for by a closed loop's 5th run and any other
@@ -143,7 +133,7 @@ fn a_hot_quick_block_leaves_for_its_unit() {
 
 /// One lane run in turns of `slice` instructions (as the scheduler runs a thread among
 /// others): each turn resumes where the last ended, anywhere in a block.
-fn run_sliced(slice: u64) -> (CpuState, Stop, Vec<u8>) {
+fn run_sliced(slice: u64) -> End {
     let (mut st, mut mem) = load();
     let mut code = CodeCache::new();
     code.set_tier(tiered());
