@@ -320,7 +320,9 @@ fn deadlocks_are_reported() {
 
 /// armada only (under qemu these are the host's files): with --deterministic, /proc and
 /// /sys describe the machine uname, sysinfo and sched_getaffinity describe, and an arm64
-/// /proc/cpuinfo; the same under --root, where the host's /proc is out of view.
+/// /proc/cpuinfo; the same under --root, where the host's /proc is out of view. Without it
+/// the machine's CPUs are the host's while the guest's affinity is one CPU (a lane runs
+/// its tasks one at a time: docs/architecture.md), as for a process pinned with taskset.
 #[test]
 fn machine_files_agree_with_the_syscalls() {
     const TEST: &str = "surface machine_files_agree_with_the_syscalls";
@@ -348,34 +350,39 @@ fn machine_files_agree_with_the_syscalls() {
     let work = common::workspace_root().join("target/test-work/surface-machine");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).expect("work dir");
-    let mut cmd = Command::new(common::armada_bin());
-    cmd.arg("run")
-        .args(common::tier_args())
-        .arg("--deterministic")
-        .arg(&busybox)
-        .args(["sh", "-c", script])
-        .current_dir(&work)
-        .env_clear()
-        .envs(common::tier_env())
-        .envs(common::base_env(&work));
-    let out = common::run_process(cmd, b"", common::default_timeout()).expect("armada runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let run = |deterministic: bool| {
+        let mut cmd = Command::new(common::armada_bin());
+        cmd.arg("run").args(common::tier_args());
+        if deterministic {
+            cmd.arg("--deterministic");
+        }
+        cmd.arg(&busybox)
+            .args(["sh", "-c", script])
+            .current_dir(&work)
+            .env_clear()
+            .envs(common::tier_env())
+            .envs(common::base_env(&work));
+        let out = common::run_process(cmd, b"", common::default_timeout()).expect("armada runs");
+        assert_eq!(
+            out.status,
+            0,
+            "{TEST}: {}\n{}",
+            out.status_text,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = run(true);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(
-        out.status,
-        0,
-        "{TEST}: {}\n{}",
-        out.status_text,
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert_eq!(lines.len(), 7, "{TEST}: output:\n{text}");
     assert_eq!(
         lines[0], lines[1],
         "uname -r and /proc/sys/kernel/osrelease differ"
     );
     assert_eq!(
-        lines[2], lines[3],
-        "nproc and /proc/cpuinfo's processors differ"
+        (lines[2], lines[3]),
+        ("1", "1"),
+        "nproc and /proc/cpuinfo's processors: one virtual core"
     );
     assert!(
         lines[4].ends_with("0x41"),
@@ -386,4 +393,16 @@ fn machine_files_agree_with_the_syscalls() {
     assert_eq!(lines[5], (8u64 << 30).to_string(), "MemTotal");
     // the virtual clock's uptime starts at 100 s
     assert_eq!(lines[6], "100", "uptime");
+
+    // the host's clock: the host's CPUs in /proc/cpuinfo, one in the guest's affinity
+    let text = run(false);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 7, "{TEST}: output:\n{text}");
+    let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(lines[2], "1", "nproc (the guest's affinity) is one CPU");
+    assert_eq!(
+        lines[3],
+        host_cpus.to_string(),
+        "/proc/cpuinfo lists the host's CPUs"
+    );
 }

@@ -229,9 +229,21 @@ impl Process {
         }
     }
 
-    /// The number of CPUs the guest is shown (sched_getaffinity's mask).
+    /// The number of CPUs the machine has, as /proc/cpuinfo and /sys/devices/system/cpu/online
+    /// show them: one (virtual) core in deterministic mode, the host's otherwise (as under
+    /// qemu-user). The process runs on one of them ([`Self::cpu_mask`]).
     pub(crate) fn cpu_count(&self) -> u32 {
-        self.cpu_mask().count_ones().max(1)
+        if self.cfg.deterministic {
+            return 1;
+        }
+        // SAFETY: set is plain data filled by the kernel.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+                return 1;
+            }
+            (libc::CPU_COUNT(&set) as u32).max(1)
+        }
     }
 
     pub(crate) fn sys_uname(&mut self, mem: &mut AddressSpace, buf: u64) -> SysResult {
@@ -545,26 +557,16 @@ impl Process {
         Ok(0)
     }
 
-    /// The CPUs the guest sees: one (virtual) core in deterministic mode, the host's
-    /// otherwise (as qemu-user reports them).
+    /// The CPUs the process may run on (sched_getaffinity's mask): CPU 0 alone, in every
+    /// mode, as for a process pinned there with `taskset`. A lane's tasks, every thread of
+    /// every process, run one at a time on one host thread (docs/architecture.md, the
+    /// scheduler), so a guest shown the host's 16 CPUs sized its runtime for parallelism it
+    /// never got: Go's runtime (GOMAXPROCS from this mask) then kept 16 Ps whose idle
+    /// spinning, work stealing and GC workers all ran in turn on that thread, and Go's
+    /// compress/flate tests took 2.7-2.9 s against 1.85 s with one P on a 16-core host
+    /// (docs/performance.md, "One CPU for the guest's affinity"). getcpu says CPU 0 too.
     fn cpu_mask(&self) -> u64 {
-        if self.cfg.deterministic {
-            return 1;
-        }
-        // SAFETY: set is plain data filled by the kernel.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-                return 1;
-            }
-            let mut m = 0u64;
-            for c in 0..64 {
-                if libc::CPU_ISSET(c, &set) {
-                    m |= 1 << c;
-                }
-            }
-            m.max(1)
-        }
+        1
     }
 
     /// /sys/devices/system/cpu/online (and possible): "0" or "0-3".
@@ -574,7 +576,7 @@ impl Process {
                 return v;
             }
         }
-        let n = 64 - self.cpu_mask().leading_zeros();
+        let n = self.cpu_count();
         if n <= 1 {
             b"0\n".to_vec()
         } else {
