@@ -8,6 +8,10 @@ use armada_machine::state::CpuState;
 
 /// Internal marker: the operation would block (the task waits until another changes
 /// something: see [`WaitKind::Retry`]).
+/// Instructions a task runs before the next runnable one gets its turn (armada-core's
+/// `runner::Lane` switches tasks at it; sched_rr_get_interval reports it as a time slice).
+pub const QUANTUM: u64 = 100_000;
+
 pub(crate) const WOULD_BLOCK: Errno = Errno(-1);
 
 /// Why the current task cannot go on now (see [`Events::block`]).

@@ -19,7 +19,7 @@
 //!   memory).
 
 use crate::fs::xattr;
-use crate::{wr_u32, Process, SysOutcome, SysResult};
+use crate::{Process, SysOutcome, SysResult};
 use armada_machine::memory::AddressSpace;
 use armada_machine::state::CpuState;
 use Support::*;
@@ -352,26 +352,28 @@ syscalls! {
         Refused(libc::EPERM, "the kernel log is restricted (dmesg_restrict=1)"), host;
     117 PTRACE "ptrace" [I, I, P, P] Missing, host;
     118 SCHED_SETPARAM "sched_setparam" [I, P]
-        Partial("accepted; every task is SCHED_OTHER on the lane's scheduler"), host,
-        |_p, _c| Ok(0);
+        Partial("every task is SCHED_OTHER on the lane's scheduler: priority 0 accepted"), host,
+        |p, c| p.sys_sched_param(c.mem, c.i(0), None, c.a[1], true);
     119 SCHED_SETSCHEDULER "sched_setscheduler" [I, I, P]
-        Partial("accepted; every task is SCHED_OTHER on the lane's scheduler"), host,
-        |_p, _c| Ok(0);
+        Partial("SCHED_OTHER, BATCH and IDLE accepted (one order for all); real-time EPERM"), host,
+        |p, c| p.sys_sched_param(c.mem, c.i(0), Some(c.i(1)), c.a[2], true);
     120 SCHED_GETSCHEDULER "sched_getscheduler" [I] Partial("always SCHED_OTHER"), host,
-        |_p, _c| Ok(0);
+        |p, c| p.sys_sched_param(c.mem, c.i(0), Some(0), 0, false);
     121 SCHED_GETPARAM "sched_getparam" [I, P] Partial("always priority 0"), host,
-        |_p, c| wr_u32(c.mem, c.a[1], 0).map(|_| 0);
+        |p, c| p.sys_sched_param(c.mem, c.i(0), None, c.a[1], false);
     122 SCHED_SETAFFINITY "sched_setaffinity" [I, U, P]
-        Partial("accepted; the lane's tasks share its one host thread"), host,
-        |_p, _c| Ok(0);
+        Partial("the process stays on its one CPU: a mask with CPU 0 is accepted, others EINVAL"), host,
+        |p, c| p.sys_sched_setaffinity(c.mem, c.i(0), c.a[1], c.a[2]);
     123 SCHED_GETAFFINITY "sched_getaffinity" [I, U, P] Full, host,
         |p, c| p.sys_sched_getaffinity(c.mem, c.i(0), c.a[1], c.a[2]);
     124 SCHED_YIELD "sched_yield" [] Full, host, |p, _c| p.sys_sched_yield();
-    125 SCHED_GET_PRIORITY_MAX "sched_get_priority_max" [I] Partial("0: SCHED_OTHER's range"), host,
-        |_p, _c| Ok(0);
-    126 SCHED_GET_PRIORITY_MIN "sched_get_priority_min" [I] Partial("0: SCHED_OTHER's range"), host,
-        |_p, _c| Ok(0);
-    127 SCHED_RR_GET_INTERVAL "sched_rr_get_interval" [I, P] Missing, host;
+    125 SCHED_GET_PRIORITY_MAX "sched_get_priority_max" [I] Full, host,
+        |_p, c| Process::sys_sched_priority_bound(c.i(0), true);
+    126 SCHED_GET_PRIORITY_MIN "sched_get_priority_min" [I] Full, host,
+        |_p, c| Process::sys_sched_priority_bound(c.i(0), false);
+    127 SCHED_RR_GET_INTERVAL "sched_rr_get_interval" [I, P]
+        Partial("the lane scheduler's turn (100,000 instructions) in the virtual clock's time"), host,
+        |p, c| p.sys_sched_rr_get_interval(c.mem, c.i(0), c.a[1]);
     128 RESTART_SYSCALL "restart_syscall" []
         Refused(libc::EINTR, "nothing to restart: Linux answers EINTR"), host;
     129 KILL "kill" [I, I] Full, host, |p, c| p.sys_kill(c.i(0), c.i(1));

@@ -1396,3 +1396,116 @@ fn proc_lists_the_lanes_processes() {
         "{text}"
     );
 }
+
+/// The guest runs on one CPU in every mode (a lane's tasks take turns on one host thread):
+/// sched_getaffinity shows CPU 0 alone, sched_setaffinity accepts a mask that includes it
+/// (any length, a short one read as the rest cleared) and refuses one that does not, as a
+/// process in a cpuset of one CPU sees, and getcpu says CPU 0.
+#[test]
+fn affinity_is_one_cpu() {
+    for deterministic in [false, true] {
+        let mut l = Lane::new(
+            LinuxConfig {
+                deterministic,
+                ..Default::default()
+            },
+            b"",
+        );
+        let m = SCRATCH + 0x100;
+        assert_eq!(l.call(SCHED_GETAFFINITY, &[0, 128, m]), 8);
+        assert_eq!(l.u64_at(m), 1);
+        assert_eq!(l.call(SCHED_GETAFFINITY, &[0, 4, m]), neg(libc::EINVAL));
+        l.put(m, &0b1011u64.to_le_bytes());
+        assert_eq!(l.call(SCHED_SETAFFINITY, &[0, 8, m]), 0);
+        assert_eq!(l.call(SCHED_SETAFFINITY, &[0, 1, m]), 0);
+        l.put(m, &0b1010u64.to_le_bytes());
+        assert_eq!(l.call(SCHED_SETAFFINITY, &[0, 8, m]), neg(libc::EINVAL));
+        assert_eq!(l.call(SCHED_SETAFFINITY, &[0, 0, m]), neg(libc::EINVAL));
+        assert_eq!(
+            l.call(SCHED_SETAFFINITY, &[0, 8, 0xdead_0000]),
+            neg(libc::EFAULT)
+        );
+        assert_eq!(l.call(SCHED_SETAFFINITY, &[4242, 8, m]), neg(libc::ESRCH));
+        l.put(m, &[0xff; 8]);
+        assert_eq!(l.call(GETCPU, &[m, 0]), 0);
+        assert_eq!(l.mem.read_u32(m).unwrap(), 0);
+    }
+}
+
+/// The scheduling policies' priority ranges are Linux's; every task's time slice is the lane
+/// scheduler's turn.
+#[test]
+fn sched_ranges_and_slice() {
+    let mut l = Lane::det();
+    for (policy, lo, hi) in [
+        (0, 0, 0),
+        (1, 1, 99),
+        (2, 1, 99),
+        (3, 0, 0),
+        (5, 0, 0),
+        (6, 0, 0),
+    ] {
+        assert_eq!(
+            l.call(SCHED_GET_PRIORITY_MIN, &[policy]),
+            lo,
+            "policy {policy}"
+        );
+        assert_eq!(
+            l.call(SCHED_GET_PRIORITY_MAX, &[policy]),
+            hi,
+            "policy {policy}"
+        );
+    }
+    for bad in [4u64, 7, (-23i64) as u64] {
+        assert_eq!(l.call(SCHED_GET_PRIORITY_MIN, &[bad]), neg(libc::EINVAL));
+        assert_eq!(l.call(SCHED_GET_PRIORITY_MAX, &[bad]), neg(libc::EINVAL));
+    }
+    let t = SCRATCH + 0x200;
+    assert_eq!(l.call(SCHED_RR_GET_INTERVAL, &[0, t]), 0);
+    let ns = crate::sched::QUANTUM * crate::time::clock::NS_PER_INSN;
+    assert_eq!(l.get(t, 16), {
+        let mut v = ((ns / 1_000_000_000) as i64).to_le_bytes().to_vec();
+        v.extend_from_slice(&((ns % 1_000_000_000) as i64).to_le_bytes());
+        v
+    });
+    assert_eq!(
+        l.call(SCHED_RR_GET_INTERVAL, &[0, 0xdead_0000]),
+        neg(libc::EFAULT)
+    );
+    assert_eq!(l.call(SCHED_RR_GET_INTERVAL, &[4242, t]), neg(libc::ESRCH));
+    assert_eq!(
+        l.call(SCHED_RR_GET_INTERVAL, &[(-1i64) as u64, t]),
+        neg(libc::EINVAL)
+    );
+    // one policy for all: SCHED_OTHER; setting it (or BATCH, IDLE) at priority 0 is taken,
+    // a real-time one is EPERM as for an unprivileged process, the rest EINVAL
+    let p = SCRATCH + 0x300;
+    let minus1 = (-1i64) as u64;
+    assert_eq!(l.call(SCHED_GETSCHEDULER, &[0]), 0);
+    assert_eq!(l.call(SCHED_GETSCHEDULER, &[minus1]), neg(libc::EINVAL));
+    l.put(p, &7u32.to_le_bytes());
+    assert_eq!(l.call(SCHED_GETPARAM, &[0, p]), 0);
+    assert_eq!(l.mem.read_u32(p).unwrap(), 0);
+    assert_eq!(l.call(SCHED_GETPARAM, &[minus1, p]), neg(libc::EINVAL));
+    assert_eq!(l.call(SCHED_GETPARAM, &[0, 0]), neg(libc::EINVAL));
+    assert_eq!(l.call(SCHED_SETPARAM, &[0, p]), 0);
+    assert_eq!(l.call(SCHED_SETPARAM, &[minus1, p]), neg(libc::EINVAL));
+    for policy in [0u64, 3, 5, 0x4000_0000] {
+        assert_eq!(
+            l.call(SCHED_SETSCHEDULER, &[0, policy, p]),
+            0,
+            "policy {policy:#x}"
+        );
+    }
+    assert_eq!(
+        l.call(SCHED_SETSCHEDULER, &[minus1, 0, p]),
+        neg(libc::EINVAL)
+    );
+    assert_eq!(l.call(SCHED_SETSCHEDULER, &[0, 1, p]), neg(libc::EINVAL));
+    l.put(p, &10u32.to_le_bytes());
+    assert_eq!(l.call(SCHED_SETPARAM, &[0, p]), neg(libc::EINVAL));
+    assert_eq!(l.call(SCHED_SETSCHEDULER, &[0, 0, p]), neg(libc::EINVAL));
+    assert_eq!(l.call(SCHED_SETSCHEDULER, &[0, 1, p]), neg(libc::EPERM));
+    assert_eq!(l.call(SCHED_SETSCHEDULER, &[0, 2, p]), neg(libc::EPERM));
+    assert_eq!(l.call(SCHED_SETSCHEDULER, &[0, 9, p]), neg(libc::EINVAL));
+}

@@ -19,8 +19,9 @@ use crate::linux::SysOutcome;
 use crate::process::Program;
 use crate::state::CpuState;
 
-/// Instructions a task runs before the next runnable one gets its turn.
-pub const QUANTUM: u64 = 100_000;
+/// Instructions a task runs before the next runnable one gets its turn (armada-linux's, where
+/// sched_rr_get_interval reports it).
+pub use crate::linux::sched::QUANTUM;
 
 /// Timer expiries in a row, with every task waiting and none woken, after which a
 /// deterministic run is reported as deadlocked (its virtual clock would otherwise run on

@@ -584,6 +584,97 @@ impl Process {
         }
     }
 
+    /// sched_getscheduler, sched_getparam, sched_setparam and sched_setscheduler: every task
+    /// is SCHED_OTHER (priority 0) on the lane's scheduler. Setting SCHED_OTHER, BATCH or IDLE
+    /// with priority 0 is accepted (the scheduler has one order for all); a real-time policy
+    /// is EPERM, as for an unprivileged process (RLIMIT_RTPRIO 0); what Linux refuses as
+    /// invalid (a negative pid, no parameter, a priority outside the policy's range, an
+    /// unknown policy) is EINVAL. `policy` None: sched_setparam (the current policy's).
+    pub(crate) fn sys_sched_param(
+        &mut self,
+        mem: &mut AddressSpace,
+        pid: i32,
+        policy: Option<i32>,
+        param: u64,
+        set: bool,
+    ) -> SysResult {
+        if pid < 0 || (param == 0 && (set || policy.is_none())) {
+            return Err(Errno::EINVAL);
+        }
+        if !set {
+            // sched_getparam (param given) or sched_getscheduler (param 0)
+            if param != 0 {
+                wr_u32(mem, param, 0)?;
+            }
+            return Ok(0);
+        }
+        let prio = crate::rd_u32(mem, param)? as i32;
+        const RESET_ON_FORK: i32 = 0x4000_0000;
+        match policy.unwrap_or(0) & !RESET_ON_FORK {
+            0 | 3 | 5 if prio == 0 => Ok(0),
+            1 | 2 if (1..=99).contains(&prio) => Err(Errno::EPERM),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// sched_get_priority_max and _min: Linux's ranges, 1 to 99 for the real-time policies
+    /// (SCHED_FIFO, SCHED_RR) and 0 for the others (SCHED_OTHER, BATCH, IDLE, DEADLINE);
+    /// EINVAL for a policy Linux does not know.
+    pub(crate) fn sys_sched_priority_bound(policy: i32, max: bool) -> SysResult {
+        match policy {
+            1 | 2 => Ok(if max { 99 } else { 1 }),
+            0 | 3 | 5 | 6 => Ok(0),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// sched_rr_get_interval: every task is SCHED_OTHER on the lane's scheduler, whose time
+    /// slice is a turn of [`crate::sched::QUANTUM`] instructions (in the virtual clock's
+    /// time: [`crate::time::clock::NS_PER_INSN`] a instruction), as Linux reports a
+    /// SCHED_OTHER task's slice.
+    pub(crate) fn sys_sched_rr_get_interval(
+        &mut self,
+        mem: &mut AddressSpace,
+        pid: i32,
+        tp: u64,
+    ) -> SysResult {
+        if pid < 0 {
+            return Err(Errno::EINVAL);
+        }
+        if pid != 0 && pid != self.pid && !self.is_thread(pid) {
+            return Err(Errno::ESRCH);
+        }
+        let ns = crate::sched::QUANTUM * crate::time::clock::NS_PER_INSN;
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&((ns / 1_000_000_000) as i64).to_le_bytes());
+        b[8..].copy_from_slice(&((ns % 1_000_000_000) as i64).to_le_bytes());
+        wr(mem, tp, &b)?;
+        Ok(0)
+    }
+
+    /// sched_setaffinity: the process stays on its one CPU ([`Self::cpu_mask`]), as a
+    /// process in a cpuset of one CPU does: a mask that includes it is accepted (the
+    /// affinity is then that CPU), one that does not is EINVAL. Linux reads at most its
+    /// mask's size and takes a shorter mask as the rest cleared.
+    pub(crate) fn sys_sched_setaffinity(
+        &mut self,
+        mem: &mut AddressSpace,
+        pid: i32,
+        len: u64,
+        mask: u64,
+    ) -> SysResult {
+        if pid != 0 && pid != self.pid && !self.is_thread(pid) {
+            return Err(Errno::ESRCH);
+        }
+        let mut b = [0u8; 8];
+        let n = len.min(8) as usize;
+        crate::rd(mem, mask, &mut b[..n])?;
+        if u64::from_le_bytes(b) & self.cpu_mask() == 0 {
+            return Err(Errno::EINVAL);
+        }
+        Ok(0)
+    }
+
     pub(crate) fn sys_sched_getaffinity(
         &mut self,
         mem: &mut AddressSpace,
