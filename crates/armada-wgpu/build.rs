@@ -2,7 +2,8 @@
 //! (the generated header is prepended at run time, from armada-gpu's layout), with the cases
 //! of the micro-ops armada-semantics defines where armada.wgsl says `// @generated defined` (and
 //! the fused pairs' compares at `// @generated fused`, the SIMD element functions at
-//! `// @generated elements` and `/* @generated element ops */` in simd.wgsl).
+//! `// @generated elements`, `/* @generated element ops */` and `// @generated element
+//! unary` in simd.wgsl).
 
 fn main() {
     let dir = std::path::Path::new("src/shader");
@@ -38,6 +39,11 @@ fn main() {
             "/* @generated element ops */ ",
             "simd.wgsl",
             text::wgsl_element_selectors(),
+        ),
+        (
+            "// @generated element unary\n",
+            "simd.wgsl",
+            text::wgsl_element_unary(),
         ),
     ];
     for (marker, file, with) in generated {

@@ -996,7 +996,11 @@ class Gen:
                 es *= 2
             return [f"{op} {LANE[es]}{v()}, v{v()}.{a}"]
         if k == 8:
-            op = self.ch(["shl", "ushr", "sshr", "sli", "sri"])
+            op = self.ch(["shl", "ushr", "sshr", "sli", "sri",
+                          "srshr", "urshr", "ssra", "usra", "srsra", "ursra"])
+            if self.p(0.2) and op not in ("shl", "sli", "sri"):
+                # the scalar forms (doubleword only), a shift by all 64 bits included
+                return [f"{op} d{v()}, d{v()}, #{self.ri(1, 64)}"]
             a = self.ch(ARR_ALL)
             es = ESIZE[a]
             sh = self.ri(0, es - 1) if op in ("shl", "sli") else self.ri(1, es)

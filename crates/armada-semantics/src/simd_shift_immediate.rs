@@ -5,9 +5,36 @@ use crate::def::ElemDef;
 use crate::expr::*;
 use armada_isa::ops::*;
 
+/// Field d's variant bits of the right shifts (the decoder's, `armada_isa::decode`): unsigned
+/// (USHR ...) rather than signed, rounding (SRSHR, URSHR ...), accumulating (SSRA, USRA ...).
+const UNSIGNED: u8 = 1;
+const ROUND: u8 = 2;
+const ACCUMULATE: u8 = 4;
+
+/// Vn's element shifted right by the immediate (1 to the element's bits), arithmetic or
+/// logical as field d says, rounded where it says: the element as an integer in 64 bits,
+/// shifted by the amount less one and then by one more, so that a shift by all 64 bits of a
+/// doubleword is two shifts each below 64; rounding adds the last bit shifted out, which is
+/// the manual's adding half the divisor first, without that sum's 65th bit.
+fn shift_right() -> V<X> {
+    let sh = imm::<X>;
+    let by_all_but_one = if_d(UNSIGNED, en() >> (sh() - 1), asr(elem_sext(en()), sh() - 1));
+    let by_all = if_d(
+        UNSIGNED,
+        by_all_but_one.clone() >> 1,
+        asr(by_all_but_one.clone(), 1),
+    );
+    by_all + if_d(ROUND, by_all_but_one & 1, 0.into())
+}
+
 pub fn definitions() -> Vec<ElemDef> {
     let sh = imm::<X>;
     vec![
+        ElemDef::new(
+            V_SHR,
+            "SSHR, USHR, SRSHR, URSHR: Vd = Vn >> shift (rounded); SSRA ... URSRA: Vd + that",
+            if_d(ACCUMULATE, ed(), 0.into()) + shift_right(),
+        ),
         ElemDef::new(V_SHL, "SHL: Vd = Vn << shift", en() << sh()),
         // (Vd's bits from the shift up kept; shift 0 to the element's bits less one)
         ElemDef::new(

@@ -446,6 +446,10 @@ pub fn cuda_elements() -> String {
         .map(|d| format!("case OP_{}:", d.name()))
         .collect();
     s.push_str(&format!("#define ELEMENT_CASES {}\n", labels.join(" ")));
+    s.push_str(&format!(
+        "#define ELEMENT_UNARY(op) ({})\n",
+        unary_test(|d| format!("op == OP_{}", d.name()))
+    ));
     for d in element_definitions() {
         s.push_str(&format!("    {}\n", element_case(Lang::Cuda, d)));
     }
@@ -460,6 +464,30 @@ pub fn wgsl_elements() -> String {
         s.push_str(&format!("        {}\n", element_case(Lang::Wgsl, d)));
     }
     s
+}
+
+/// Whether an element function reads no Vm (the loop then reads no broadcast element of it),
+/// as an expression of `op` made by `test` from each such definition.
+fn unary_test(test: impl Fn(&ElemDef) -> String) -> String {
+    let tests: Vec<String> = element_definitions()
+        .iter()
+        .filter(|d| !d.reads_m())
+        .map(test)
+        .collect();
+    if tests.is_empty() {
+        "false".to_string()
+    } else {
+        tests.join(" || ")
+    }
+}
+
+/// The shader's `element_unary(op)`, for `// @generated element unary` (simd.wgsl): whether
+/// the element function reads no Vm.
+pub fn wgsl_element_unary() -> String {
+    format!(
+        "fn element_unary(op: u32) -> bool {{\n    return {};\n}}\n",
+        unary_test(|d| format!("op == OP_{}", d.name()))
+    )
 }
 
 /// The shader's element functions' selectors, `OP_V_ADD, OP_V_SUB, ...` and a comma, for

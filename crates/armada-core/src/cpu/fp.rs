@@ -367,18 +367,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             }
 
             // ------------------------------------------------------------ shifts by immediate
-            V_SHR => {
-                let (uns, round, acc) = (d & 1 != 0, d & 2 != 0, d & 4 != 0);
-                let sh = u.imm as u32;
-                map3(st, u, |old, x, _| {
-                    let r = shr(x, e, sh, uns, round) as u64;
-                    if acc {
-                        old.wrapping_add(r)
-                    } else {
-                        r
-                    }
-                })
-            }
             V_QSHL_IMM => {
                 let sh = u.imm as u32;
                 map1(st, u, |x| {

@@ -397,24 +397,10 @@ __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64
     bool uns = d & 1;
     switch (op) {
 // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, CMP0, NEG, ABS,
-// CNT, CLZ, CLS, RBIT, SHL, SLI, SRI: defined in armada-semantics; and ELEMENT_CASES)
+// CNT, CLZ, CLS, RBIT, SHL, SHR (and SRA), SLI, SRI: defined in armada-semantics; and
+// ELEMENT_CASES, ELEMENT_UNARY)
 // @include elements.cu
     case OP_V_PMUL: { u64 h; return clmul_lo(xx & 0xff, y & 0xff, h); }
-    case OP_V_SHR: {
-        u32 sh = (u32)imm;
-        bool round = d & 2;
-        u64 r;
-        if (e >= 3) {
-            if (round) { ok = false; return 0; }
-            if (sh >= 64) r = uns ? 0 : (u64)((i64)xx >> 63);
-            else r = uns ? xx >> sh : (u64)((i64)xx >> sh);
-        } else {
-            i64 v = uns ? (i64)(xx & emask(e)) : esx(xx, e);
-            if (round) v += (i64)1 << (sh - 1);
-            r = (u64)(v >> sh);
-        }
-        return (d & 4) ? o + r : r;
-    }
     default: ok = false; return 0;
     }
 }
@@ -592,14 +578,11 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
         return true;
     }
     // ---- element-wise integer ops
-    ELEMENT_CASES case OP_V_PMUL:
-    case OP_V_SHR: {
+    ELEMENT_CASES case OP_V_PMUL: {
         // map1 ops read no Vm, so no by-element broadcast of it
         V2 n = vload(rec, vb), o = vload(rec, va), r = {0, 0};
         V2 m = opnd_m(rec, vc, e, imm);
-        bool unary = op == OP_V_CMP0 || op == OP_V_NEG || op == OP_V_ABS || op == OP_V_CNT || op == OP_V_CLZ ||
-                     op == OP_V_CLS || op == OP_V_RBIT || op == OP_V_SHR || op == OP_V_SHL || op == OP_V_SRI ||
-                     op == OP_V_SLI;
+        bool unary = ELEMENT_UNARY(op);
         u32 cnt = 1u << (f - e);
         bool ok = true;
         for (u32 i = 0; i < cnt; i++) {

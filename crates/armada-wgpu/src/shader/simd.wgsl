@@ -131,6 +131,9 @@ fn clmul8(a0: u64, b0: u64) -> u64 {
     return r;
 }
 
+// element_unary(op): whether an element function reads no Vm (armada-semantics)
+// @generated element unary
+
 // Set by int_elem for what the host must do.
 var<private> simd_ok: bool;
 
@@ -138,30 +141,9 @@ fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
     let uns = (d & 1u) != 0u;
     switch op {
         // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, CMP0, NEG,
-        // ABS, CNT, CLZ, CLS, RBIT, SHL, SLI, SRI: armada-semantics)
+        // ABS, CNT, CLZ, CLS, RBIT, SHL, SHR (and SRA), SLI, SRI: armada-semantics)
         // @generated elements
         case OP_V_PMUL: { return clmul8(xx, y); }
-        case OP_V_SHR: {
-            let sh = u32(imm);
-            let round = (d & 2u) != 0u;
-            var r: u64;
-            if e >= 3u {
-                if round {
-                    simd_ok = false;
-                    return 0lu;
-                }
-                if sh >= 64u {
-                    r = select(u64(i64(xx) >> 63u), 0lu, uns);
-                } else {
-                    r = select(u64(i64(xx) >> sh), xx >> sh, uns);
-                }
-            } else {
-                var v = select(esx(xx, e), i64(xx & emask(e)), uns);
-                if round { v += 1li << ((sh - 1u) & 63u); }
-                r = u64(v >> (sh & 63u));
-            }
-            return select(r, o + r, (d & 4u) != 0u);
-        }
         default: {
             simd_ok = false;
             return 0lu;
@@ -368,16 +350,13 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             vstore(va, V2(acc, 0lu));
         }
         // ---- element-wise integer ops
-        case /* @generated element ops */ OP_V_PMUL,
-             OP_V_SHR: {
+        case /* @generated element ops */ OP_V_PMUL: {
             let n = vload(vb);
             let o = vload(va);
             let m = opnd_m(vc, e, imm);
             var r = V2(0lu, 0lu);
             // map1 ops read no Vm
-            let unary = op == OP_V_CMP0 || op == OP_V_NEG || op == OP_V_ABS || op == OP_V_CNT || op == OP_V_CLZ ||
-                op == OP_V_CLS || op == OP_V_RBIT || op == OP_V_SHR || op == OP_V_SHL || op == OP_V_SRI ||
-                op == OP_V_SLI;
+            let unary = element_unary(op);
             let cnt = 1u << (f - e);
             simd_ok = true;
             for (var i = 0u; i < cnt; i++) {
