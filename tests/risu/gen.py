@@ -53,7 +53,7 @@ CLASSES = [
 ]
 FP_CLASSES = {"fp_scalar", "fp_convert", "simd_int", "simd_fp", "simd_ldst"}
 FPCR_RANDOM = {"fp_scalar", "fp_convert", "simd_fp"}
-FPSR_CLASSES = {"fp_scalar", "fp_convert", "simd_fp"}   # record FPSR (cleared before the block)
+FPSR_CLASSES = {"fp_scalar", "fp_convert", "simd_fp", "simd_int"}   # record FPSR (cleared before the block): QC of the saturating ops too
 MEM_CLASSES = {"load_store", "load_store_excl", "atomics_lse", "simd_ldst"}
 
 CONDS = ["eq", "ne", "cs", "cc", "mi", "pl", "vs", "vc",
@@ -968,7 +968,10 @@ class Gen:
         "neg": ARR_ALL, "abs": ARR_ALL, "cnt": ARR_B, "not": ARR_B, "mvn": ARR_B,
         "rev64": ARR_NO2D, "rev32": ["8b", "16b", "4h", "8h"], "rev16": ARR_B,
         "clz": ARR_NO2D, "cls": ARR_NO2D, "rbit": ARR_B,
+        "sqabs": ARR_ALL, "sqneg": ARR_ALL,
     }
+    # scalar forms of some of them (register letter: element size)
+    SIMD_SCALAR_SAT = ["sqadd", "uqadd", "sqsub", "uqsub", "sqabs", "sqneg"]
 
     def vreg(self):
         return self.ri(0, 31)
@@ -982,6 +985,12 @@ class Gen:
             return [f"{op} v{v()}.{a}, v{v()}.{a}, v{v()}.{a}"]
         if k == 5:
             op = self.ch(list(self.SIMD_2MISC))
+            if self.p(0.15):
+                # a saturating op on one element of any size (b, h, s or d registers)
+                op = self.ch(self.SIMD_SCALAR_SAT)
+                r = self.ch("bhsd")
+                srcs = 1 if op in ("sqabs", "sqneg") else 2
+                return [f"{op} {r}{v()}, " + ", ".join(f"{r}{v()}" for _ in range(srcs))]
             a = self.ch(self.SIMD_2MISC[op])
             return [f"{op} v{v()}.{a}, v{v()}.{a}"]
         if k == 6:

@@ -6,7 +6,7 @@ use armada_isa::ops;
 use armada_isa::uop::{addr_mode, cond, sysreg};
 // (what system registers read, as the CPU engine gives them: one home in armada-isa)
 use armada_isa::uop::sysreg::value::{
-    CNTFRQ_EL0 as CNTFRQ, CTR_EL0 as CTR, DCZID_EL0 as DCZID, FPCR_MASK, FPSR_MASK,
+    CNTFRQ_EL0 as CNTFRQ, CTR_EL0 as CTR, DCZID_EL0 as DCZID, FPCR_MASK, FPSR_MASK, FPSR_QC,
     MIDR_EL1 as MIDR, ZVA_BYTES,
 };
 use std::fmt::Write;
@@ -509,6 +509,7 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("CONST_CNTFRQ", CNTFRQ),
         ("CONST_FPCR_MASK", FPCR_MASK),
         ("CONST_FPSR_MASK", FPSR_MASK),
+        ("CONST_FPSR_QC", FPSR_QC),
         ("BY_ELEM", ops::BY_ELEM),
         ("LDST_WB", ops::LDST_WB as u64),
         ("IRED_ADD", ops::ired::ADD as u64),

@@ -263,5 +263,7 @@ pub mod sysreg {
         pub const FPCR_MASK: u64 = 0x07f0_0000;
         /// FPSR bits a program may set (NZCV, QC, the cumulative exception flags).
         pub const FPSR_MASK: u64 = 0xf800_009f;
+        /// FPSR.QC: set by an AdvSIMD saturating op that saturated, until a program clears it.
+        pub const FPSR_QC: u64 = 1 << 27;
     }
 }

@@ -116,6 +116,8 @@ pub struct ElemDef {
     pub doc: &'static str,
     /// The element, in 64 bits (only the element's bits are stored).
     pub value: Expr,
+    /// A saturating op's: not zero where the element saturated, which sets FPSR.QC.
+    pub saturated: Option<Expr>,
 }
 
 impl ElemDef {
@@ -124,6 +126,20 @@ impl ElemDef {
             op,
             doc,
             value: value.into_expr(),
+            saturated: None,
+        }
+    }
+
+    /// A saturating element function: the value, and where it saturated (FPSR.QC).
+    pub fn saturating(
+        op: u16,
+        doc: &'static str,
+        value: V<crate::expr::X>,
+        saturated: V<crate::expr::X>,
+    ) -> ElemDef {
+        ElemDef {
+            saturated: Some(saturated.into_expr()),
+            ..ElemDef::new(op, doc, value)
         }
     }
 
@@ -134,12 +150,17 @@ impl ElemDef {
 
     /// Whether the value reads Vd's old element (an accumulating op).
     pub fn reads_d(&self) -> bool {
-        reads(&self.value, crate::expr::Lane::D)
+        self.exprs().any(|e| reads(e, crate::expr::Lane::D))
     }
 
     /// Whether the value reads Vm's element (a unary op does not).
     pub fn reads_m(&self) -> bool {
-        reads(&self.value, crate::expr::Lane::M)
+        self.exprs().any(|e| reads(e, crate::expr::Lane::M))
+    }
+
+    /// The value and, saturating, where it saturated.
+    pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
+        std::iter::once(&self.value).chain(self.saturated.as_ref())
     }
 }
 

@@ -96,8 +96,10 @@ mod tests {
                 "{} is also an integer op",
                 d.name()
             );
-            assert_eq!(d.value.width(), Width::X, "{}", d.name());
-            check(&d.value);
+            for v in d.exprs() {
+                assert_eq!(v.width(), Width::X, "{}", d.name());
+                check(v);
+            }
         }
         let rust = text::rust_elements();
         let cuda = text::cuda_elements();

@@ -23,8 +23,54 @@ fn above() -> V<X> {
 }
 
 /// `a` where `mask` is all ones, `b` where it is 0.
-fn pick(mask: V<X>, a: V<X>, b: V<X>) -> V<X> {
+pub(crate) fn pick(mask: V<X>, a: V<X>, b: V<X>) -> V<X> {
     (a & mask.clone()) | (b & !mask)
+}
+
+/// An element at the top of 64 bits (the bits below it zero): a 64-bit sum or difference of
+/// two such overflows exactly where the element's own would, whatever the element's size, so
+/// one saturating form serves every size (and 64-bit elements need no 65th bit).
+pub(crate) fn top(v: V<X>) -> V<X> {
+    v << (V::from(64u64) - esize())
+}
+
+/// A top-aligned result back at the element's place: arithmetic or logical as field d says.
+fn untop(v: V<X>) -> V<X> {
+    let by = || V::from(64u64) - esize();
+    if_d(UNSIGNED, v.clone() >> by(), asr(v, by()))
+}
+
+/// The saturated value of an overflowed signed top-aligned result whose first operand was
+/// `n`: the largest (n not negative) or the smallest (n negative) signed value.
+pub(crate) fn signed_limit(n: V<X>) -> V<X> {
+    asr(n, 63) ^ V::from(i64::MAX as u64)
+}
+
+/// SQADD, UQADD (`sub` false) and SQSUB, UQSUB (true) of the top-aligned elements: the
+/// value, and 1 where it saturated. Signed overflow is the sum's (difference's) sign against
+/// the operands' signs; unsigned, the carry (borrow) out of bit 63, from the same signs.
+fn saturating(sub: bool) -> (V<X>, V<X>) {
+    let (n, m) = (|| top(en()), || top(em()));
+    let s = || if sub { n() - m() } else { n() + m() };
+    let (overflow, out) = if sub {
+        (
+            (n() ^ m()) & (n() ^ s()),
+            (!n() & m()) | ((!n() | m()) & s()),
+        )
+    } else {
+        (
+            (n() ^ s()) & (m() ^ s()),
+            (n() & m()) | ((n() | m()) & !s()),
+        )
+    };
+    let flag = if_d(UNSIGNED, out >> 63, overflow >> 63);
+    let limit = if_d(
+        UNSIGNED,
+        if sub { 0u64.into() } else { V::from(u64::MAX) },
+        signed_limit(n()),
+    );
+    let mask = V::from(0u64) - flag.clone();
+    (untop(pick(mask, limit, s())), flag)
 }
 
 pub fn definitions() -> Vec<ElemDef> {
@@ -99,5 +145,23 @@ pub fn definitions() -> Vec<ElemDef> {
             asr(p() + q() + 1, 1),
         ),
         ElemDef::new(V_HSUB, "SHSUB, UHSUB: (Vn - Vm) >> 1", asr(p() - q(), 1)),
+        {
+            let (value, saturated) = saturating(false);
+            ElemDef::saturating(
+                V_QADD,
+                "SQADD, UQADD: Vn + Vm, saturated (FPSR.QC)",
+                value,
+                saturated,
+            )
+        },
+        {
+            let (value, saturated) = saturating(true);
+            ElemDef::saturating(
+                V_QSUB,
+                "SQSUB, UQSUB: Vn - Vm, saturated (FPSR.QC)",
+                value,
+                saturated,
+            )
+        },
     ]
 }

@@ -3,7 +3,29 @@
 
 use crate::def::ElemDef;
 use crate::expr::*;
+use crate::simd_three_same::{pick, top};
 use armada_isa::ops::*;
+
+/// SQABS (`neg` false) and SQNEG (true) of Vn's element at the top of 64 bits (see
+/// `simd_three_same::top`): the value, and 1 where it saturated, which is only the most
+/// negative element, whose magnitude is one past the largest.
+fn saturating_sign(neg: bool) -> (V<X>, V<X>) {
+    let n = || top(en());
+    let s = || {
+        if neg {
+            V::from(0u64) - n()
+        } else {
+            // (n XOR its sign) - its sign: n where not negative, -n where negative
+            (n() ^ asr(n(), 63)) - asr(n(), 63)
+        }
+    };
+    // the result is negative where it should not be: from n and -n both negative (SQNEG)
+    // or from |n| negative (SQABS), both only at the most negative value
+    let flag = if neg { (n() & s()) >> 63 } else { s() >> 63 };
+    // (which saturates to the largest value: the magnitude of the most negative is positive)
+    let value = pick(V::from(0u64) - flag.clone(), V::from(i64::MAX as u64), s());
+    (asr(value, V::from(64u64) - esize()), flag)
+}
 
 pub fn definitions() -> Vec<ElemDef> {
     // all ones where Vn's element is negative
@@ -32,6 +54,19 @@ pub fn definitions() -> Vec<ElemDef> {
             ),
         ),
         ElemDef::new(V_NEG, "NEG (vector): Vd = -Vn", -en()),
+        {
+            let (value, saturated) = saturating_sign(false);
+            ElemDef::saturating(
+                V_SQABS,
+                "SQABS: |Vn|, saturated (FPSR.QC)",
+                value,
+                saturated,
+            )
+        },
+        {
+            let (value, saturated) = saturating_sign(true);
+            ElemDef::saturating(V_SQNEG, "SQNEG: -Vn, saturated (FPSR.QC)", value, saturated)
+        },
         ElemDef::new(V_CNT, "CNT: the set bits of each byte of Vn", popcnt(en())),
         // (the element's leading zeros are those of the 64-bit value less the bits above it)
         ElemDef::new(

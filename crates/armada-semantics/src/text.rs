@@ -401,12 +401,16 @@ pub fn rust_elements() -> String {
          /// `match $m.op` with the arms of the SIMD element functions armada-semantics defines,\n\
          /// then the caller's.\n\
          macro_rules! match_with_elements {{\n\
-         \x20   (($st:ident, $u:ident, $e:ident), match $m:ident.op {{ $($arms:tt)* }}) => {{\n\
+         \x20   (($st:ident, $u:ident, $e:ident, $qc:ident), match $m:ident.op {{ $($arms:tt)* }}) => {{\n\
          \x20       #[allow(unused_parens, clippy::all)]\n\
          \x20       match $m.op {{\n"
     );
     for d in element_definitions() {
-        let body = expr(Lang::Rust, &d.value);
+        let mut body = expr(Lang::Rust, &d.value);
+        if let Some(sat) = &d.saturated {
+            // (FPSR.QC: the caller's flag, which it ORs into FPSR)
+            body = format!("{{ $qc |= ({}) != 0; {body} }}", expr(Lang::Rust, sat));
+        }
         let call = if d.reads_d() {
             // (Vm named only where it is read: SLI and SRI read Vd and Vn)
             let y = if d.reads_m() { "y" } else { "_" };
@@ -429,11 +433,24 @@ pub fn rust_elements() -> String {
 }
 
 /// The element function `d` as a `case` of `int_elem`'s switch in the kernel or the shader.
+/// A saturating one sets the loop's QC flag (`qc` in the kernel, `simd_qc` in the shader),
+/// which the loop ORs into FPSR.
 fn element_case(lang: Lang, d: &ElemDef) -> String {
     let v = expr(lang, &d.value);
-    match lang {
-        Lang::Wgsl => format!("case OP_{}: {{ return {v}; }} // {}", d.name(), d.doc),
-        _ => format!("case OP_{}: return {v}; // {}", d.name(), d.doc),
+    let sat = d.saturated.as_ref().map(|e| expr(lang, e));
+    match (lang, sat) {
+        (Lang::Wgsl, None) => format!("case OP_{}: {{ return {v}; }} // {}", d.name(), d.doc),
+        (Lang::Wgsl, Some(q)) => format!(
+            "case OP_{}: {{ if ({q}) != 0lu {{ simd_qc = true; }} return {v}; }} // {}",
+            d.name(),
+            d.doc
+        ),
+        (_, None) => format!("case OP_{}: return {v}; // {}", d.name(), d.doc),
+        (_, Some(q)) => format!(
+            "case OP_{}: qc |= ({q}) != 0; return {v}; // {}",
+            d.name(),
+            d.doc
+        ),
     }
 }
 

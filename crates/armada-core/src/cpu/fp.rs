@@ -22,7 +22,7 @@ use float::{Ctx, Float};
 use lanes::*;
 
 /// FPSR.QC, the cumulative saturation bit.
-const QC: u64 = 1 << 27;
+use armada_isa::uop::sysreg::value::FPSR_QC as QC;
 
 /// The FPSR cumulative exception flags (IDC, IXC, UFC, OFC, DZC, IOC).
 const EXC: u32 = 0x9f;
@@ -127,7 +127,7 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
 
     // (the arms of the element functions armada-semantics defines come first: `elements`)
     elements::match_with_elements!(
-        (st, u, e),
+        (st, u, e, qc),
         match u.op {
             // ------------------------------------------------------------ moves and copies
             V_MOVI => {
@@ -233,7 +233,8 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
 
             // ------------------------------------------------------------ integer, element-wise
             // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving
-            // adds, CMP0, NEG, ABS, CNT, CLZ, CLS, RBIT, SHL, SLI, SRI: `elements`)
+            // adds, SQADD ... UQSUB, CMP0, NEG, ABS, SQABS, SQNEG, CNT, CLZ, CLS, RBIT, SHL,
+            // SHR, SLI, SRI: `elements`)
             V_PMUL => map2(st, u, |x, y| clmul(x & 0xff, y & 0xff) as u64),
             V_AND | V_BIC | V_ORR | V_ORN | V_EOR | V_BSL | V_BIT | V_BIF => {
                 let (n, m, old) = (st.v[b], st.v[c], st.v[a]);
@@ -248,16 +249,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                     _ => (old & m) | (n & !m),
                 };
                 st.v[a] = r & datamask(f);
-            }
-            V_QADD | V_QSUB => {
-                let uns = d & 1 != 0;
-                let add = u.op == V_QADD;
-                map2(st, u, |x, y| {
-                    let (p, q) = (int(x, e, uns), int(y, e, uns));
-                    let (r, s) = sat(if add { p + q } else { p - q }, e, uns);
-                    qc |= s;
-                    r
-                })
             }
             V_SUQADD => map3(st, u, |acc, x, _| {
                 let (r, s) = sat_s(int(acc, e, false) + int(x, e, true), e);
@@ -285,15 +276,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                         p += 1i128 << (bits(e) - 1);
                     }
                     let (r, s) = sat_s(p >> bits(e), e);
-                    qc |= s;
-                    r
-                })
-            }
-            V_SQABS | V_SQNEG => {
-                let neg = u.op == V_SQNEG;
-                map1(st, u, |x| {
-                    let v = int(x, e, false);
-                    let (r, s) = sat_s(if neg { -v } else { v.abs() }, e);
                     qc |= s;
                     r
                 })

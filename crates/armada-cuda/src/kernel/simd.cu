@@ -393,12 +393,14 @@ __device__ __forceinline__ u64 clmul_lo(u64 a, u64 b, u64& hi) {
 }
 
 // Integer element op of the element-wise group; `ok` is cleared for what the host must do.
-__device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64 y, u64 imm, bool& ok) {
+// qc: set where a saturating op saturated (FPSR.QC).
+__device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64 y, u64 imm, bool& ok,
+                                        bool& qc) {
     bool uns = d & 1;
     switch (op) {
 // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, CMP0, NEG, ABS,
-// CNT, CLZ, CLS, RBIT, SHL, SHR (and SRA), SLI, SRI: defined in armada-semantics; and
-// ELEMENT_CASES, ELEMENT_UNARY)
+// CNT, CLZ, CLS, RBIT, SHL, SHR (and SRA), SLI, SRI, SQADD ... UQSUB: defined in
+// armada-semantics; and ELEMENT_CASES, ELEMENT_UNARY)
 // @include elements.cu
     case OP_V_PMUL: { u64 h; return clmul_lo(xx & 0xff, y & 0xff, h); }
     default: ok = false; return 0;
@@ -584,13 +586,14 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
         V2 m = opnd_m(rec, vc, e, imm);
         bool unary = ELEMENT_UNARY(op);
         u32 cnt = 1u << (f - e);
-        bool ok = true;
+        bool ok = true, qc = false;
         for (u32 i = 0; i < cnt; i++) {
             u64 y = unary ? 0 : vget(m, e, i);
-            vset(r, e, i, int_elem(op, d, e, vget(o, e, i), vget(n, e, i), y, imm, ok));
+            vset(r, e, i, int_elem(op, d, e, vget(o, e, i), vget(n, e, i), y, imm, ok, qc));
         }
         if (!ok) return false;
         vstore(rec, va, r);
+        if (qc) rec[S_FPSR] |= CONST_FPSR_QC;
         return true;
     }
     // ---- narrowing and widening

@@ -136,12 +136,15 @@ fn clmul8(a0: u64, b0: u64) -> u64 {
 
 // Set by int_elem for what the host must do.
 var<private> simd_ok: bool;
+// Set by int_elem where a saturating op saturated (FPSR.QC).
+var<private> simd_qc: bool;
 
 fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
     let uns = (d & 1u) != 0u;
     switch op {
         // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, CMP0, NEG,
-        // ABS, CNT, CLZ, CLS, RBIT, SHL, SHR (and SRA), SLI, SRI: armada-semantics)
+        // ABS, CNT, CLZ, CLS, RBIT, SHL, SHR (and SRA), SLI, SRI, SQADD ... UQSUB:
+        // armada-semantics)
         // @generated elements
         case OP_V_PMUL: { return clmul8(xx, y); }
         default: {
@@ -359,6 +362,7 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             let unary = element_unary(op);
             let cnt = 1u << (f - e);
             simd_ok = true;
+            simd_qc = false;
             for (var i = 0u; i < cnt; i++) {
                 lp(2u);
                 let y = select(vget(m, e, i), 0lu, unary);
@@ -366,6 +370,7 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             }
             if !simd_ok { return false; }
             vstore(va, r);
+            if simd_qc { rset(S_FPSR, rget(S_FPSR) | CONST_FPSR_QC); }
         }
         // ---- narrowing and widening
         case OP_V_SHRN, OP_V_XTN: {
