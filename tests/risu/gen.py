@@ -959,6 +959,9 @@ class Gen:
         "shsub": ARR_NO2D, "uhsub": ARR_NO2D,
         "sqadd": ARR_ALL, "uqadd": ARR_ALL,
         "sqsub": ARR_ALL, "uqsub": ARR_ALL,
+        "sqshl": ARR_ALL, "uqshl": ARR_ALL, "srshl": ARR_ALL, "urshl": ARR_ALL,
+        "sqrshl": ARR_ALL, "uqrshl": ARR_ALL,
+        "sqdmulh": ["4h", "8h", "2s", "4s"], "sqrdmulh": ["4h", "8h", "2s", "4s"],
         "and": ARR_B, "orr": ARR_B, "eor": ARR_B, "bic": ARR_B, "orn": ARR_B,
         "bif": ARR_B, "bit": ARR_B, "bsl": ARR_B,
         "uzp1": ARR_ALL, "uzp2": ARR_ALL, "zip1": ARR_ALL, "zip2": ARR_ALL,
@@ -971,7 +974,8 @@ class Gen:
         "sqabs": ARR_ALL, "sqneg": ARR_ALL,
     }
     # scalar forms of some of them (register letter: element size)
-    SIMD_SCALAR_SAT = ["sqadd", "uqadd", "sqsub", "uqsub", "sqabs", "sqneg"]
+    SIMD_SCALAR_SAT = ["sqadd", "uqadd", "sqsub", "uqsub", "sqabs", "sqneg", "sqdmulh",
+                       "sqrdmulh"]
 
     def vreg(self):
         return self.ri(0, 31)
@@ -988,7 +992,7 @@ class Gen:
             if self.p(0.15):
                 # a saturating op on one element of any size (b, h, s or d registers)
                 op = self.ch(self.SIMD_SCALAR_SAT)
-                r = self.ch("bhsd")
+                r = self.ch("hs" if "dmulh" in op else "bhsd")
                 srcs = 1 if op in ("sqabs", "sqneg") else 2
                 return [f"{op} {r}{v()}, " + ", ".join(f"{r}{v()}" for _ in range(srcs))]
             a = self.ch(self.SIMD_2MISC[op])
@@ -1006,13 +1010,20 @@ class Gen:
             return [f"{op} {LANE[es]}{v()}, v{v()}.{a}"]
         if k == 8:
             op = self.ch(["shl", "ushr", "sshr", "sli", "sri",
-                          "srshr", "urshr", "ssra", "usra", "srsra", "ursra"])
+                          "srshr", "urshr", "ssra", "usra", "srsra", "ursra",
+                          "sqshl", "uqshl", "sqshlu"])
+            left = op in ("shl", "sli", "sqshl", "uqshl", "sqshlu")
             if self.p(0.2) and op not in ("shl", "sli", "sri"):
-                # the scalar forms (doubleword only), a shift by all 64 bits included
+                # the scalar forms: the saturating left shifts at every size, the right
+                # shifts on doublewords only (a shift by all 64 bits included)
+                if left:
+                    r = self.ch("bhsd")
+                    es = {"b": 8, "h": 16, "s": 32, "d": 64}[r]
+                    return [f"{op} {r}{v()}, {r}{v()}, #{self.ri(0, es - 1)}"]
                 return [f"{op} d{v()}, d{v()}, #{self.ri(1, 64)}"]
             a = self.ch(ARR_ALL)
             es = ESIZE[a]
-            sh = self.ri(0, es - 1) if op in ("shl", "sli") else self.ri(1, es)
+            sh = self.ri(0, es - 1) if left else self.ri(1, es)
             return [f"{op} v{v()}.{a}, v{v()}.{a}, #{sh}"]
         if k == 9:
             na = self.ch(list(NARROW))

@@ -3,6 +3,7 @@
 
 use crate::def::ElemDef;
 use crate::expr::*;
+use crate::simd_three_same::{nonzero, pick, signed_limit, top};
 use armada_isa::ops::*;
 
 /// Field d's variant bits of the right shifts (the decoder's, `armada_isa::decode`): unsigned
@@ -27,6 +28,34 @@ fn shift_right() -> V<X> {
     by_all + if_d(ROUND, by_all_but_one & 1, 0.into())
 }
 
+/// SQSHL (field d 0), UQSHL (1) and SQSHLU (2) by an immediate below the element's bits: the
+/// element at the top of 64 bits (`simd_three_same::top`) shifted left, saturated where a bit
+/// that differs from the result's sign (signed) or any set bit (unsigned) went out, or, for
+/// SQSHLU, where the element is negative (to 0): the value, and 1 where it saturated.
+fn saturating_shift_left() -> (V<X>, V<X>) {
+    let sh = imm::<X>;
+    let t = || top(en());
+    let shifted = || t() << sh();
+    let negative = || t() >> 63;
+    let lost_signed = nonzero(asr(shifted(), sh()) ^ t());
+    let lost_unsigned = || nonzero((shifted() >> sh()) ^ t());
+    let flag = if_d_is(
+        0,
+        lost_signed,
+        if_d_is(1, lost_unsigned(), negative() | lost_unsigned()),
+    );
+    let limit = if_d_is(
+        0,
+        signed_limit(t()),
+        // (SQSHLU: 0 below zero, else the largest unsigned, as UQSHL's)
+        !(V::from(0u64) - if_d_is(1, 0.into(), negative())),
+    );
+    let top_value = pick(V::from(0u64) - flag.clone(), limit, shifted());
+    let by = || V::from(64u64) - esize();
+    let value = if_d_is(0, asr(top_value.clone(), by()), top_value >> by());
+    (value, flag)
+}
+
 pub fn definitions() -> Vec<ElemDef> {
     let sh = imm::<X>;
     vec![
@@ -36,6 +65,15 @@ pub fn definitions() -> Vec<ElemDef> {
             if_d(ACCUMULATE, ed(), 0.into()) + shift_right(),
         ),
         ElemDef::new(V_SHL, "SHL: Vd = Vn << shift", en() << sh()),
+        {
+            let (value, saturated) = saturating_shift_left();
+            ElemDef::saturating(
+                V_QSHL_IMM,
+                "SQSHL, UQSHL, SQSHLU (immediate): Vn << shift, saturated (FPSR.QC)",
+                value,
+                saturated,
+            )
+        },
         // (Vd's bits from the shift up kept; shift 0 to the element's bits less one)
         ElemDef::new(
             V_SLI,

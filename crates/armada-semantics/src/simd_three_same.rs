@@ -12,6 +12,11 @@ use armada_isa::ops::*;
 /// rather than signed, and accumulating (SABA, UABA) rather than not.
 const UNSIGNED: u8 = 1;
 const ACCUMULATE: u8 = 2;
+/// SQDMULH's: rounding (SQRDMULH).
+const ROUNDING: u8 = 1;
+/// The shifts by register's (SSHL ... UQRSHL): rounding, saturating.
+const ROUND: u8 = 2;
+const SATURATE: u8 = 4;
 
 /// All ones where Vn's element is above Vm's: unsigned or signed as field d says.
 fn above() -> V<X> {
@@ -35,7 +40,7 @@ pub(crate) fn top(v: V<X>) -> V<X> {
 }
 
 /// A top-aligned result back at the element's place: arithmetic or logical as field d says.
-fn untop(v: V<X>) -> V<X> {
+pub(crate) fn untop(v: V<X>) -> V<X> {
     let by = || V::from(64u64) - esize();
     if_d(UNSIGNED, v.clone() >> by(), asr(v, by()))
 }
@@ -44,6 +49,11 @@ fn untop(v: V<X>) -> V<X> {
 /// `n`: the largest (n not negative) or the smallest (n negative) signed value.
 pub(crate) fn signed_limit(n: V<X>) -> V<X> {
     asr(n, 63) ^ V::from(i64::MAX as u64)
+}
+
+/// 1 where `v` is not zero, else 0 (its lowest set bit negated sets bit 63).
+pub(crate) fn nonzero(v: V<X>) -> V<X> {
+    (v.clone() | (V::from(0u64) - v)) >> 63
 }
 
 /// SQADD, UQADD (`sub` false) and SQSUB, UQSUB (true) of the top-aligned elements: the
@@ -71,6 +81,60 @@ fn saturating(sub: bool) -> (V<X>, V<X>) {
     );
     let mask = V::from(0u64) - flag.clone();
     (untop(pick(mask, limit, s())), flag)
+}
+
+/// SSHL, USHL, SRSHL, URSHL, SQSHL, UQSHL, SQRSHL, UQRSHL (register; field d: bit 0
+/// unsigned, bit 1 rounding, bit 2 saturating): Vn's element shifted by the signed low byte
+/// of Vm's, left where it is positive, right where negative. Every shift below is by at most
+/// 63 (an amount from 64 up chooses its result by `if_ge` instead), since each language takes
+/// a larger one modulo 64. Right: by the amount less one, then by one, plus the last bit out
+/// where rounding (as SRSHR); a right shift by more than 64 leaves the sign (or 0), whose
+/// last bit out is the sign bit (or 0) too. Left: wrapping, or saturating as SQSHL (immediate) is, from the
+/// element at the top of 64 bits. The value, and 1 where it saturated.
+fn shift_by_register() -> (V<X>, V<X>) {
+    // the amount: Vm's low byte, signed
+    let amount = || asr(em() << 56, 56);
+    let right_shift = || amount() >> 63;
+    let x = || if_d(UNSIGNED, en(), elem_sext(en()));
+    let shr = |v: V<X>, by: V<X>| if_d(UNSIGNED, v.clone() >> by.clone(), asr(v, by));
+    // right, by r = -amount (1 to 128): by r - 1, where from 64 up every bit is out (what
+    // is left is the sign, or 0), then by 1
+    let r_less_one = || V::from(0u64) - amount() - 1;
+    let by_all_but_one = || {
+        if_ge(
+            r_less_one(),
+            V::from(64u64),
+            if_d(UNSIGNED, 0.into(), asr(x(), 63)),
+            shr(x(), r_less_one()),
+        )
+    };
+    let right = shr(by_all_but_one(), 1.into()) + if_d(ROUND, by_all_but_one() & 1, 0.into());
+    // left, by the amount (0 to 127)
+    let left_plain = if_ge(amount(), V::from(64u64), 0.into(), x() << amount());
+    let t = || top(en());
+    let shifted = || if_ge(amount(), V::from(64u64), 0.into(), t() << amount());
+    let back = if_ge(amount(), V::from(64u64), 0.into(), shr(shifted(), amount()));
+    let lost = nonzero(back ^ t());
+    let limit = if_d(UNSIGNED, V::from(u64::MAX), signed_limit(t()));
+    let left_saturated = untop(pick(V::from(0u64) - lost.clone(), limit, shifted()));
+    let left = if_d(SATURATE, left_saturated, left_plain);
+    let right_mask = || V::from(0u64) - right_shift();
+    let flag = if_d(SATURATE, lost, 0.into()) & !right_mask();
+    (pick(right_mask(), right, left), flag)
+}
+
+/// SQDMULH and SQRDMULH (field d's bit 0: rounding) of halfword and word elements: the high
+/// half of twice the product, rounded where d says. The product of two signed elements of at
+/// most 32 bits is exact in 64; only the most negative times itself doubles past the
+/// largest (the product 2^(2 esize - 2)), and saturates to the largest element.
+fn doubling_multiply_high() -> (V<X>, V<X>) {
+    let product = || elem_sext(en()) * elem_sext(em());
+    let round = if_d(ROUNDING, V::from(1u64) << (esize() - 1), 0.into());
+    let value = asr(product() + product() + round, esize());
+    let at_limit = V::from(1u64) << (esize() + esize() - 2);
+    let flag = V::from(1u64) - nonzero(product() ^ at_limit);
+    let largest = emask() >> 1;
+    (pick(V::from(0u64) - flag.clone(), largest, value), flag)
 }
 
 pub fn definitions() -> Vec<ElemDef> {
@@ -150,6 +214,24 @@ pub fn definitions() -> Vec<ElemDef> {
             ElemDef::saturating(
                 V_QADD,
                 "SQADD, UQADD: Vn + Vm, saturated (FPSR.QC)",
+                value,
+                saturated,
+            )
+        },
+        {
+            let (value, saturated) = shift_by_register();
+            ElemDef::saturating(
+                V_SHL_REG,
+                "SSHL, USHL, SRSHL ... UQRSHL: Vn shifted by Vm's signed low byte (rounded, saturated)",
+                value,
+                saturated,
+            )
+        },
+        {
+            let (value, saturated) = doubling_multiply_high();
+            ElemDef::saturating(
+                V_SQDMULH,
+                "SQDMULH, SQRDMULH: the high half of 2 Vn Vm (rounded), saturated (FPSR.QC)",
                 value,
                 saturated,
             )

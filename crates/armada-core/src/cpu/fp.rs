@@ -233,8 +233,8 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
 
             // ------------------------------------------------------------ integer, element-wise
             // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving
-            // adds, SQADD ... UQSUB, CMP0, NEG, ABS, SQABS, SQNEG, CNT, CLZ, CLS, RBIT, SHL,
-            // SHR, SLI, SRI: `elements`)
+            // adds, SQADD ... UQSUB, SQDMULH, CMP0, NEG, ABS, SQABS, SQNEG, CNT, CLZ, CLS,
+            // RBIT, SHL, SHR, SQSHL (immediate), SLI, SRI: `elements`)
             V_PMUL => map2(st, u, |x, y| clmul(x & 0xff, y & 0xff) as u64),
             V_AND | V_BIC | V_ORR | V_ORN | V_EOR | V_BSL | V_BIT | V_BIF => {
                 let (n, m, old) = (st.v[b], st.v[c], st.v[a]);
@@ -260,26 +260,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                 qc |= s;
                 r
             }),
-            V_SHL_REG => {
-                let (uns, round, satq) = (d & 1 != 0, d & 2 != 0, d & 4 != 0);
-                map2(st, u, |x, y| {
-                    let (r, s) = shl_reg(x, y, e, uns, round, satq);
-                    qc |= s;
-                    r
-                })
-            }
-            V_SQDMULH => {
-                let round = d & 1 != 0;
-                map2(st, u, |x, y| {
-                    let mut p = 2 * int(x, e, false) * int(y, e, false);
-                    if round {
-                        p += 1i128 << (bits(e) - 1);
-                    }
-                    let (r, s) = sat_s(p >> bits(e), e);
-                    qc |= s;
-                    r
-                })
-            }
             V_NOT => st.v[a] = !st.v[b] & datamask(f),
             V_REV => {
                 let n = bytes(st.v[b]);
@@ -349,18 +329,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             }
 
             // ------------------------------------------------------------ shifts by immediate
-            V_QSHL_IMM => {
-                let sh = u.imm as u32;
-                map1(st, u, |x| {
-                    let (r, s) = match d {
-                        0 => sat_s(int(x, e, false) << sh, e),
-                        1 => sat_u(int(x, e, true) << sh, e),
-                        _ => sat_u(int(x, e, false) << sh, e),
-                    };
-                    qc |= s;
-                    r
-                })
-            }
             V_SHRN | V_XTN => {
                 let (round, kind) = (d & 1 != 0, d >> 1);
                 let sh = if u.op == V_SHRN { u.imm as u32 } else { 0 };

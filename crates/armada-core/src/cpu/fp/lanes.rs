@@ -94,62 +94,6 @@ pub(super) fn sat_u(x: i128, e: u8) -> (u64, bool) {
     }
 }
 
-/// Saturation to signed or unsigned.
-#[inline]
-pub(super) fn sat(x: i128, e: u8, unsigned: bool) -> (u64, bool) {
-    if unsigned {
-        sat_u(x, e)
-    } else {
-        sat_s(x, e)
-    }
-}
-
-/// SSHL/USHL/SRSHL/URSHL/SQSHL/UQSHL/SQRSHL/UQRSHL of one element: shift by the signed low
-/// byte of `m`. Returns (value, saturated).
-pub(super) fn shl_reg(
-    x: u64,
-    m: u64,
-    e: u8,
-    unsigned: bool,
-    round: bool,
-    satq: bool,
-) -> (u64, bool) {
-    let shift = m as u8 as i8 as i32;
-    let v = int(x, e, unsigned);
-    let b = bits(e) as i32;
-    let r: i128 = if shift >= 0 {
-        if shift >= b {
-            if v == 0 {
-                0
-            } else if satq {
-                // any nonzero value overflows: saturate towards its sign
-                return if unsigned || v > 0 {
-                    sat(i128::MAX, e, unsigned)
-                } else {
-                    sat(i128::MIN, e, unsigned)
-                };
-            } else {
-                0
-            }
-        } else {
-            v << shift
-        }
-    } else {
-        let s = -shift;
-        if round {
-            let s = s.min(65);
-            (v + (1i128 << (s - 1))) >> s
-        } else {
-            v >> s.min(64)
-        }
-    };
-    if satq {
-        sat(r, e, unsigned)
-    } else {
-        (r as u64 & mask(e), false)
-    }
-}
-
 /// Right shift by 1..=esize, optionally rounding, of an element.
 #[inline]
 pub(super) fn shr(x: u64, e: u8, sh: u32, unsigned: bool, round: bool) -> i128 {
