@@ -971,11 +971,11 @@ class Gen:
         "neg": ARR_ALL, "abs": ARR_ALL, "cnt": ARR_B, "not": ARR_B, "mvn": ARR_B,
         "rev64": ARR_NO2D, "rev32": ["8b", "16b", "4h", "8h"], "rev16": ARR_B,
         "clz": ARR_NO2D, "cls": ARR_NO2D, "rbit": ARR_B,
-        "sqabs": ARR_ALL, "sqneg": ARR_ALL,
+        "sqabs": ARR_ALL, "sqneg": ARR_ALL, "suqadd": ARR_ALL, "usqadd": ARR_ALL,
     }
     # scalar forms of some of them (register letter: element size)
     SIMD_SCALAR_SAT = ["sqadd", "uqadd", "sqsub", "uqsub", "sqabs", "sqneg", "sqdmulh",
-                       "sqrdmulh"]
+                       "sqrdmulh", "suqadd", "usqadd"]
 
     def vreg(self):
         return self.ri(0, 31)
@@ -993,7 +993,7 @@ class Gen:
                 # a saturating op on one element of any size (b, h, s or d registers)
                 op = self.ch(self.SIMD_SCALAR_SAT)
                 r = self.ch("hs" if "dmulh" in op else "bhsd")
-                srcs = 1 if op in ("sqabs", "sqneg") else 2
+                srcs = 1 if op in ("sqabs", "sqneg", "suqadd", "usqadd") else 2
                 return [f"{op} {r}{v()}, " + ", ".join(f"{r}{v()}" for _ in range(srcs))]
             a = self.ch(self.SIMD_2MISC[op])
             return [f"{op} v{v()}.{a}, v{v()}.{a}"]

@@ -27,6 +27,34 @@ fn saturating_sign(neg: bool) -> (V<X>, V<X>) {
     (asr(value, V::from(64u64) - esize()), flag)
 }
 
+/// SUQADD (`signed_into` true: Vd signed, Vn unsigned, a signed result) and USQADD (false:
+/// Vd unsigned, Vn signed, an unsigned result): Vd's element plus Vn's, saturated. Both at the
+/// top of 64 bits (`simd_three_same::top`), with their 64-bit sum s and its carry out:
+/// - SUQADD only overflows upward: with Vd not negative, where Vn's top bit or s's is set;
+///   with Vd negative, where the sum carried and s's top bit is set;
+/// - USQADD overflows upward (Vn not negative: it carried) or below zero (Vn negative: it did
+///   not carry), so where the carry differs from Vn's sign, to all ones or 0.
+fn saturating_accumulate(signed_into: bool) -> (V<X>, V<X>) {
+    let (d, n) = (|| top(ed()), || top(en()));
+    let s = || d() + n();
+    let carry = || ((d() & n()) | ((d() | n()) & !s())) >> 63;
+    let top_bit = |v: V<X>| v >> 63;
+    if signed_into {
+        let d_negative = || top_bit(d());
+        let flag = (d_negative() & carry() & top_bit(s()))
+            | ((V::from(1u64) - d_negative()) & (top_bit(n()) | top_bit(s())));
+        let value = pick(V::from(0u64) - flag.clone(), V::from(i64::MAX as u64), s());
+        (asr(value, V::from(64u64) - esize()), flag)
+    } else {
+        let n_negative = || top_bit(n());
+        let flag = carry() ^ n_negative();
+        // (the limit: 0 below zero, where Vn is negative, else all ones)
+        let limit = V::from(n_negative()) - 1;
+        let value = pick(V::from(0u64) - flag.clone(), limit, s());
+        (value >> (V::from(64u64) - esize()), flag)
+    }
+}
+
 pub fn definitions() -> Vec<ElemDef> {
     // all ones where Vn's element is negative
     let negative = || ones_if(Cmp::Gt, 0.into(), en());
@@ -66,6 +94,24 @@ pub fn definitions() -> Vec<ElemDef> {
         {
             let (value, saturated) = saturating_sign(true);
             ElemDef::saturating(V_SQNEG, "SQNEG: -Vn, saturated (FPSR.QC)", value, saturated)
+        },
+        {
+            let (value, saturated) = saturating_accumulate(true);
+            ElemDef::saturating(
+                V_SUQADD,
+                "SUQADD: signed Vd + unsigned Vn, saturated signed (FPSR.QC)",
+                value,
+                saturated,
+            )
+        },
+        {
+            let (value, saturated) = saturating_accumulate(false);
+            ElemDef::saturating(
+                V_USQADD,
+                "USQADD: unsigned Vd + signed Vn, saturated unsigned (FPSR.QC)",
+                value,
+                saturated,
+            )
         },
         ElemDef::new(V_CNT, "CNT: the set bits of each byte of Vn", popcnt(en())),
         // (the element's leading zeros are those of the 64-bit value less the bits above it)

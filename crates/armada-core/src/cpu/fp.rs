@@ -250,16 +250,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                 };
                 st.v[a] = r & datamask(f);
             }
-            V_SUQADD => map3(st, u, |acc, x, _| {
-                let (r, s) = sat_s(int(acc, e, false) + int(x, e, true), e);
-                qc |= s;
-                r
-            }),
-            V_USQADD => map3(st, u, |acc, x, _| {
-                let (r, s) = sat_u(int(acc, e, true) + int(x, e, false), e);
-                qc |= s;
-                r
-            }),
             V_NOT => st.v[a] = !st.v[b] & datamask(f),
             V_REV => {
                 let n = bytes(st.v[b]);
