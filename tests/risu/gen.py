@@ -962,6 +962,7 @@ class Gen:
         "sqshl": ARR_ALL, "uqshl": ARR_ALL, "srshl": ARR_ALL, "urshl": ARR_ALL,
         "sqrshl": ARR_ALL, "uqrshl": ARR_ALL,
         "sqdmulh": ["4h", "8h", "2s", "4s"], "sqrdmulh": ["4h", "8h", "2s", "4s"],
+        "pmul": ARR_B,
         "and": ARR_B, "orr": ARR_B, "eor": ARR_B, "bic": ARR_B, "orn": ARR_B,
         "bif": ARR_B, "bit": ARR_B, "bsl": ARR_B,
         "uzp1": ARR_ALL, "uzp2": ARR_ALL, "zip1": ARR_ALL, "zip2": ARR_ALL,

@@ -137,6 +137,15 @@ fn doubling_multiply_high() -> (V<X>, V<X>) {
     (pick(V::from(0u64) - flag.clone(), largest, value), flag)
 }
 
+/// PMUL's polynomial (carry-less) product of two bytes: Vn's byte shifted left by each set
+/// bit's place of Vm's, the eight XORed (the bits above the byte are not stored).
+fn polynomial_product() -> V<X> {
+    (0..8u64)
+        .map(|i| (V::from(0u64) - ((em() >> i) & 1)) & (en() << i))
+        .reduce(|a, b| a ^ b)
+        .expect("eight terms")
+}
+
 pub fn definitions() -> Vec<ElemDef> {
     // the elements as integers (unsigned or signed as field d says) in 64 bits, which hold
     // their sum and difference: these ops have no 64-bit elements
@@ -147,6 +156,11 @@ pub fn definitions() -> Vec<ElemDef> {
         ElemDef::new(V_ADD, "ADD (vector): Vd = Vn + Vm", en() + em()),
         ElemDef::new(V_SUB, "SUB (vector): Vd = Vn - Vm", en() - em()),
         ElemDef::new(V_MUL, "MUL (vector, by element): Vd = Vn * Vm", en() * em()),
+        ElemDef::new(
+            V_PMUL,
+            "PMUL: the polynomial (carry-less) product of Vn's and Vm's bytes, low byte",
+            polynomial_product(),
+        ),
         ElemDef::new(
             V_MLA,
             "MLA (vector, by element): Vd = Vd + Vn * Vm",

@@ -507,13 +507,14 @@ pub fn wgsl_element_unary() -> String {
     )
 }
 
-/// The shader's element functions' selectors, `OP_V_ADD, OP_V_SUB, ...` and a comma, for
+/// The shader's element functions' selectors, `OP_V_ADD, OP_V_SUB, ...`, for
 /// `/* @generated element ops */` in the case that runs the element loop (simd.wgsl).
 pub fn wgsl_element_selectors() -> String {
     element_definitions()
         .iter()
-        .map(|d| format!("OP_{}, ", d.name()))
-        .collect()
+        .map(|d| format!("OP_{}", d.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The fused compare-and-branch ops (`armada_isa::fused`) and the definitions of the

@@ -235,7 +235,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving
             // adds, SQADD ... UQSUB, SQDMULH, CMP0, NEG, ABS, SQABS, SQNEG, CNT, CLZ, CLS,
             // RBIT, SHL, SHR, SQSHL (immediate), SLI, SRI: `elements`)
-            V_PMUL => map2(st, u, |x, y| clmul(x & 0xff, y & 0xff) as u64),
             V_AND | V_BIC | V_ORR | V_ORN | V_EOR | V_BSL | V_BIT | V_BIF => {
                 let (n, m, old) = (st.v[b], st.v[c], st.v[a]);
                 let r = match u.op {

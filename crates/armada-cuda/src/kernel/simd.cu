@@ -399,10 +399,9 @@ __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64
     bool uns = d & 1;
     switch (op) {
 // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, CMP0, NEG, ABS,
-// CNT, CLZ, CLS, RBIT, SHL, SHR (and SRA), SLI, SRI, SQADD ... UQSUB: defined in
+// CNT, CLZ, CLS, RBIT, SHL, SHR (and SRA), SLI, SRI, PMUL and the saturating ops: defined in
 // armada-semantics; and ELEMENT_CASES, ELEMENT_UNARY)
 // @include elements.cu
-    case OP_V_PMUL: { u64 h; return clmul_lo(xx & 0xff, y & 0xff, h); }
     default: ok = false; return 0;
     }
 }
@@ -580,7 +579,7 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
         return true;
     }
     // ---- element-wise integer ops
-    ELEMENT_CASES case OP_V_PMUL: {
+    ELEMENT_CASES {
         // map1 ops read no Vm, so no by-element broadcast of it
         V2 n = vload(rec, vb), o = vload(rec, va), r = {0, 0};
         V2 m = opnd_m(rec, vc, e, imm);

@@ -146,7 +146,6 @@ fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
         // ABS, CNT, CLZ, CLS, RBIT, SHL, SHR (and SRA), SLI, SRI, SQADD ... UQSUB:
         // armada-semantics)
         // @generated elements
-        case OP_V_PMUL: { return clmul8(xx, y); }
         default: {
             simd_ok = false;
             return 0lu;
@@ -353,7 +352,7 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             vstore(va, V2(acc, 0lu));
         }
         // ---- element-wise integer ops
-        case /* @generated element ops */ OP_V_PMUL: {
+        case /* @generated element ops */ : {
             let n = vload(vb);
             let o = vload(va);
             let m = opnd_m(vc, e, imm);
