@@ -251,10 +251,13 @@ pub const FP_BASE: u16 = 0x400;
 
 /// Every micro-op's name, for traces and for the kernels' generated headers.
 pub fn name(op: u16) -> &'static str {
+    all().find(|e| e.0 == op).map(|e| e.1).unwrap_or("?")
+}
+
+/// Every micro-op, with its name: the integer ones, then the FP/SIMD ones.
+pub fn all() -> impl Iterator<Item = (u16, &'static str)> {
     int::NAMES
         .iter()
         .chain(crate::ops_fp::NAMES.iter())
-        .find(|e| e.0 == op)
-        .map(|e| e.1)
-        .unwrap_or("?")
+        .copied()
 }
