@@ -49,7 +49,7 @@ fn saturating_accumulate(signed_into: bool) -> (V<X>, V<X>) {
         let n_negative = || top_bit(n());
         let flag = carry() ^ n_negative();
         // (the limit: 0 below zero, where Vn is negative, else all ones)
-        let limit = V::from(n_negative()) - 1;
+        let limit = n_negative() - 1;
         let value = pick(V::from(0u64) - flag.clone(), limit, s());
         (value >> (V::from(64u64) - esize()), flag)
     }
