@@ -2,8 +2,8 @@
 //! (the generated header is prepended at run time, from armada-gpu's layout), with the cases
 //! of the micro-ops armada-semantics defines where armada.wgsl says `// @generated defined` (and
 //! the fused pairs' compares at `// @generated fused`, the SIMD element functions at
-//! `// @generated elements`, `/* @generated element ops */` and `// @generated element
-//! unary` in simd.wgsl).
+//! `// @generated elements`, `/* @generated element ops */`, `// @generated element
+//! unary`, `// @generated long elements` and `/* @generated long ops */` in simd.wgsl).
 
 fn main() {
     let dir = std::path::Path::new("src/shader");
@@ -44,6 +44,17 @@ fn main() {
             "// @generated element unary\n",
             "simd.wgsl",
             text::wgsl_element_unary(),
+        ),
+        // the long element functions, into long_elem and the case that loops over them
+        (
+            "        // @generated long elements\n",
+            "simd.wgsl",
+            text::wgsl_long_elements(),
+        ),
+        (
+            "/* @generated long ops */ ",
+            "simd.wgsl",
+            text::wgsl_long_selectors(),
         ),
     ];
     for (marker, file, with) in generated {

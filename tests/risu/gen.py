@@ -1078,9 +1078,19 @@ class Gen:
             return self.simd_movi()
         if k == 17:   # widening
             op = self.ch(["uaddw", "saddw", "usubw", "ssubw", "usubl", "ssubl", "uaddl", "saddl",
-                          "umull", "smull", "umull", "smull", "umlal", "smlal"])
-            na = self.ch(list(NARROW))
+                          "umull", "smull", "umull", "smull", "umlal", "smlal", "umlsl", "smlsl",
+                          "uabdl", "sabdl", "uabal", "sabal", "sqdmull", "sqdmlal", "sqdmlsl"])
+            # (the saturating doubling ones take halfwords and words only)
+            na = self.ch([n for n in NARROW if not op.startswith("sqd") or n[-1] in "hs"])
             wa, two = NARROW[na]
+            if op in ("smull", "umull", "smlal", "umlal", "smlsl", "umlsl", "sqdmull", "sqdmlal",
+                      "sqdmlsl") and na[-1] in "hs" and self.p(0.3):
+                # by element: Vm one element (v0-v15 for halfwords)
+                es = ESIZE[na]
+                m = self.ri(0, 15) if es == 16 else v()
+                idx = self.ri(0, 128 // es - 1)
+                op += "2" if two else ""
+                return [f"{op} v{v()}.{wa}, v{v()}.{na}, v{m}.{LANE[es]}[{idx}]"]
             op += "2" if two else ""
             if op.rstrip("2").endswith("w"):
                 return [f"{op} v{v()}.{wa}, v{v()}.{wa}, v{v()}.{na}"]

@@ -118,6 +118,11 @@ pub struct ElemDef {
     pub value: Expr,
     /// A saturating op's: not zero where the element saturated, which sets FPSR.QC.
     pub saturated: Option<Expr>,
+    /// A long op (SADDL, UMULL, SQDMLAL ...): the value is an element of twice the size in field
+    /// e, from Vn's and Vm's elements of field e's size in the part field f names (the upper
+    /// half for the "2" forms); Vd's old element (`ed`) and Vn's wide one (`en_wide`) are at
+    /// twice the size.
+    pub long: bool,
 }
 
 impl ElemDef {
@@ -127,6 +132,28 @@ impl ElemDef {
             doc,
             value: value.into_expr(),
             saturated: None,
+            long: false,
+        }
+    }
+
+    /// A long element function (see [`ElemDef::long`]).
+    pub fn long(op: u16, doc: &'static str, value: V<crate::expr::X>) -> ElemDef {
+        ElemDef {
+            long: true,
+            ..ElemDef::new(op, doc, value)
+        }
+    }
+
+    /// A saturating long element function.
+    pub fn long_saturating(
+        op: u16,
+        doc: &'static str,
+        value: V<crate::expr::X>,
+        saturated: V<crate::expr::X>,
+    ) -> ElemDef {
+        ElemDef {
+            long: true,
+            ..ElemDef::saturating(op, doc, value, saturated)
         }
     }
 
@@ -156,6 +183,16 @@ impl ElemDef {
     /// Whether the value reads Vm's element (a unary op does not).
     pub fn reads_m(&self) -> bool {
         self.exprs().any(|e| reads(e, crate::expr::Lane::M))
+    }
+
+    /// Whether the value reads Vn's element (a long op's wide-operand form may not).
+    pub fn reads_n(&self) -> bool {
+        self.exprs().any(|e| reads(e, crate::expr::Lane::N))
+    }
+
+    /// Whether the value reads Vn's wide element (SADDW ...).
+    pub fn reads_wide(&self) -> bool {
+        self.exprs().any(|e| reads(e, crate::expr::Lane::W))
     }
 
     /// The value and, saturating, where it saturated.

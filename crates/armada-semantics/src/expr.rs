@@ -118,6 +118,8 @@ pub enum Lane {
     N,
     M,
     D,
+    /// Vn's element at twice the size (a long op's wide operand: SADDW's Vn).
+    W,
 }
 
 /// A comparison of two elements, as an element of all ones where it holds, else zero: `Eq`,
@@ -439,6 +441,10 @@ pub fn em() -> V<X> {
 /// Vd's element before the op (the accumulator).
 pub fn ed() -> V<X> {
     V::of(Expr::Elem(Lane::D))
+}
+/// Vn's element at twice the element size, in a long op (SADDW, SSUBW: the wide operand).
+pub fn en_wide() -> V<X> {
+    V::of(Expr::Elem(Lane::W))
 }
 /// All ones where `cmp` holds between two elements, else 0 (see [`Cmp`]).
 pub fn ones_if(cmp: Cmp, a: V<X>, b: V<X>) -> V<X> {

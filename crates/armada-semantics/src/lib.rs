@@ -17,6 +17,7 @@ pub mod dp_register;
 pub mod expr;
 pub mod prim;
 pub mod simd_shift_immediate;
+pub mod simd_three_different;
 pub mod simd_three_same;
 pub mod simd_two_reg_misc;
 pub mod text;
@@ -41,6 +42,7 @@ pub fn element_definitions() -> &'static [ElemDef] {
         let mut all = simd_three_same::definitions();
         all.extend(simd_two_reg_misc::definitions());
         all.extend(simd_shift_immediate::definitions());
+        all.extend(simd_three_different::definitions());
         all
     })
 }
@@ -103,7 +105,7 @@ mod tests {
         }
         let rust = text::rust_elements();
         let cuda = text::cuda_elements();
-        let wgsl = text::wgsl_elements();
+        let wgsl = text::wgsl_elements() + &text::wgsl_long_elements();
         for d in element_definitions() {
             assert!(
                 rust.contains(&format!("ops::{} =>", d.name())),

@@ -65,6 +65,11 @@ pub fn definitions() -> Vec<ElemDef> {
             if_d(ACCUMULATE, ed(), 0.into()) + shift_right(),
         ),
         ElemDef::new(V_SHL, "SHL: Vd = Vn << shift", en() << sh()),
+        ElemDef::long(
+            V_SHLL,
+            "SSHLL, USHLL, SHLL: Vd = Vn << shift, widened",
+            if_d(1, en(), elem_sext(en())) << sh(),
+        ),
         {
             let (value, saturated) = saturating_shift_left();
             ElemDef::saturating(

@@ -19,7 +19,7 @@ const ROUND: u8 = 2;
 const SATURATE: u8 = 4;
 
 /// All ones where Vn's element is above Vm's: unsigned or signed as field d says.
-fn above() -> V<X> {
+pub(crate) fn above() -> V<X> {
     if_d(
         UNSIGNED,
         ones_if(Cmp::Hi, en(), em()),

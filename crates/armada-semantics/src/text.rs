@@ -135,7 +135,7 @@ struct Leaves {
     /// NZCV = cond ? flags of {a} + {b} + {c} : field f.
     cond_flags: [&'static str; 2],
     /// A SIMD element function's operands: Vn's, Vm's and Vd's element (`Lane`).
-    elems: [&'static str; 3],
+    elems: [&'static str; 4],
 }
 
 const LEAVES: [Leaves; 3] = [
@@ -161,7 +161,7 @@ const LEAVES: [Leaves; 3] = [
             "$nzcv = if armada_isa::uop::cond::check($u.e, $nzcv) { let (p, q, k) = ({a}, {b}, {c}); {log}crate::cpu::int::add_with_flags64(p, q, k).1 } else { ($u.f as u64 & 15) << 28 }",
         ],
         // (the closure's parameters: `map2`'s |x, y|, `map3`'s |o, x, y|)
-        elems: ["x", "y", "o"],
+        elems: ["x", "y", "o", "w"],
     },
     Leaves {
         reg: ["((u32)x[{r}])", "x[{r}]"],
@@ -185,7 +185,7 @@ const LEAVES: [Leaves; 3] = [
             "if (cond_holds(e, nzcv)) add_flags64({a}, {b}, {c}, nzcv); else nzcv = (f & 15) << 28;",
         ],
         // (`int_elem`'s parameters, simd.cu)
-        elems: ["xx", "y", "o"],
+        elems: ["xx", "y", "o", "w"],
     },
     Leaves {
         reg: ["u32(x[{r}])", "x[{r}]"],
@@ -209,7 +209,7 @@ const LEAVES: [Leaves; 3] = [
             "if cond_holds(e, nzcv) { add_flags64({a}, {b}, {c}); } else { nzcv = (f & 15u) << 28u; }",
         ],
         // (`int_elem`'s parameters, simd.wgsl)
-        elems: ["xx", "y", "o"],
+        elems: ["xx", "y", "o", "w"],
     },
 ];
 
@@ -276,6 +276,7 @@ pub fn expr(lang: Lang, e: &Expr) -> String {
             Lane::N => 0,
             Lane::M => 1,
             Lane::D => 2,
+            Lane::W => 3,
         }]
         .to_string(),
         Expr::OnesIf(c, a, b) => fill(
@@ -411,7 +412,17 @@ pub fn rust_elements() -> String {
             // (FPSR.QC: the caller's flag, which it ORs into FPSR)
             body = format!("{{ $qc |= ({}) != 0; {body} }}", expr(Lang::Rust, sat));
         }
-        let call = if d.reads_d() {
+        let call = if d.long {
+            // (each operand named only where it is read)
+            let name = |read: bool, n: &'static str| if read { n } else { "_" };
+            format!(
+                "long_op($st, $u, |{}, {}, {}, {}| {body})",
+                name(d.reads_n(), "x"),
+                name(d.reads_m(), "y"),
+                name(d.reads_wide(), "w"),
+                name(d.reads_d(), "o")
+            )
+        } else if d.reads_d() {
             // (Vm named only where it is read: SLI and SRI read Vd and Vn)
             let y = if d.reads_m() { "y" } else { "_" };
             format!("map3($st, $u, |o, x, {y}| {body})")
@@ -454,20 +465,43 @@ fn element_case(lang: Lang, d: &ElemDef) -> String {
     }
 }
 
+/// The element functions of one shape: those whose element is the same size as their
+/// operands' (`long` false), or the long ones (true).
+fn of_shape(long: bool) -> impl Iterator<Item = &'static ElemDef> {
+    element_definitions().iter().filter(move |d| d.long == long)
+}
+
 /// The kernel's element functions (`elements.cu`, included in `int_elem`'s switch in
 /// simd.cu), and `ELEMENT_CASES`, their labels, for the switch that runs the element loop.
+///
+/// The long ones go into macros for `long_elem` (simd.cu, after `int_elem`): `LONG_CASES`,
+/// their labels, and `LONG_ELEMENTS`, their cases.
 pub fn cuda_elements() -> String {
     let mut s = format!("    // ----- {HEADER}\n");
-    let labels: Vec<String> = element_definitions()
-        .iter()
-        .map(|d| format!("case OP_{}:", d.name()))
-        .collect();
-    s.push_str(&format!("#define ELEMENT_CASES {}\n", labels.join(" ")));
+    let labels = |long| {
+        of_shape(long)
+            .map(|d| format!("case OP_{}:", d.name()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    s.push_str(&format!("#define ELEMENT_CASES {}\n", labels(false)));
     s.push_str(&format!(
         "#define ELEMENT_UNARY(op) ({})\n",
         unary_test(|d| format!("op == OP_{}", d.name()))
     ));
-    for d in element_definitions() {
+    s.push_str(&format!("#define LONG_CASES {}\n", labels(true)));
+    s.push_str("#define LONG_ELEMENTS \\\n");
+    for d in of_shape(true) {
+        // (a line comment would swallow the macro's next line: a block comment instead)
+        let case = element_case(Lang::Cuda, d);
+        let case = match case.split_once(" // ") {
+            Some((code, doc)) => format!("{code} /* {} */", doc.replace("*/", "* /")),
+            None => case,
+        };
+        s.push_str(&format!("    {case} \\\n"));
+    }
+    s.push_str("    /* (end of LONG_ELEMENTS) */\n");
+    for d in of_shape(false) {
         s.push_str(&format!("    {}\n", element_case(Lang::Cuda, d)));
     }
     s
@@ -477,20 +511,35 @@ pub fn cuda_elements() -> String {
 /// (simd.wgsl).
 pub fn wgsl_elements() -> String {
     let mut s = format!("        // ----- {HEADER}\n");
-    for d in element_definitions() {
+    for d in of_shape(false) {
         s.push_str(&format!("        {}\n", element_case(Lang::Wgsl, d)));
     }
     s
 }
 
+/// The shader's long element functions, for `// @generated long elements` in `long_elem`'s
+/// switch (simd.wgsl).
+pub fn wgsl_long_elements() -> String {
+    let mut s = format!("        // ----- {HEADER}\n");
+    for d in of_shape(true) {
+        s.push_str(&format!("        {}\n", element_case(Lang::Wgsl, d)));
+    }
+    s
+}
+
+/// The shader's long element functions' selectors, for `/* @generated long ops */` in the
+/// case that runs the long element loop (simd.wgsl).
+pub fn wgsl_long_selectors() -> String {
+    of_shape(true)
+        .map(|d| format!("OP_{}", d.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Whether an element function reads no Vm (the loop then reads no broadcast element of it),
 /// as an expression of `op` made by `test` from each such definition.
 fn unary_test(test: impl Fn(&ElemDef) -> String) -> String {
-    let tests: Vec<String> = element_definitions()
-        .iter()
-        .filter(|d| !d.reads_m())
-        .map(test)
-        .collect();
+    let tests: Vec<String> = of_shape(false).filter(|d| !d.reads_m()).map(test).collect();
     if tests.is_empty() {
         "false".to_string()
     } else {
@@ -510,8 +559,7 @@ pub fn wgsl_element_unary() -> String {
 /// The shader's element functions' selectors, `OP_V_ADD, OP_V_SUB, ...`, for
 /// `/* @generated element ops */` in the case that runs the element loop (simd.wgsl).
 pub fn wgsl_element_selectors() -> String {
-    element_definitions()
-        .iter()
+    of_shape(false)
         .map(|d| format!("OP_{}", d.name()))
         .collect::<Vec<_>>()
         .join(", ")

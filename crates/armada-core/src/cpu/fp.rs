@@ -337,42 +337,8 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                     r
                 })
             }
-            V_SHLL => {
-                let uns = d & 1 != 0;
-                let sh = u.imm as u32;
-                long_op(st, u, |x, _, _, _| (int(x, e, uns) << sh) as u64)
-            }
 
             // ------------------------------------------------------------ three different
-            V_ADDL | V_SUBL | V_MULL | V_MLAL | V_MLSL | V_ABDL | V_ABAL => {
-                let uns = d & 1 != 0;
-                let op = u.op;
-                long_op(st, u, |x, y, _, acc| {
-                    let (p, q) = (int(x, e, uns), int(y, e, uns));
-                    let acc = acc as i128;
-                    (match op {
-                        V_ADDL => p + q,
-                        V_SUBL => p - q,
-                        V_MULL => p * q,
-                        V_MLAL => acc + p * q,
-                        V_MLSL => acc - p * q,
-                        V_ABDL => (p - q).abs(),
-                        _ => acc + (p - q).abs(),
-                    }) as u64
-                })
-            }
-            V_ADDW | V_SUBW => {
-                let uns = d & 1 != 0;
-                let add = u.op == V_ADDW;
-                long_op(st, u, |_, y, wide, _| {
-                    let q = int(y, e, uns) as u64;
-                    if add {
-                        wide.wrapping_add(q)
-                    } else {
-                        wide.wrapping_sub(q)
-                    }
-                })
-            }
             V_ADDHN | V_SUBHN => {
                 let round = d & 1 != 0;
                 let add = u.op == V_ADDHN;
@@ -399,19 +365,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                     }
                     st.v[a] = r;
                 }
-            }
-            V_SQDMULL | V_SQDMLAL | V_SQDMLSL => {
-                let op = u.op;
-                long_op(st, u, |x, y, _, acc| {
-                    let (p, s1) = sat_s(2 * int(x, e, false) * int(y, e, false), e + 1);
-                    let (r, s2) = match op {
-                        V_SQDMULL => (p, false),
-                        V_SQDMLAL => sat_s(int(acc, e + 1, false) + int(p, e + 1, false), e + 1),
-                        _ => sat_s(int(acc, e + 1, false) - int(p, e + 1, false), e + 1),
-                    };
-                    qc |= s1 | s2;
-                    r
-                })
             }
 
             // ------------------------------------------------------------ FP, element-wise

@@ -406,6 +406,17 @@ __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64
     }
 }
 
+// A long element function (armada-semantics: LONG_ELEMENTS, defined in elements.cu): o is
+// Vd's element and w Vn's at twice the size e, xx and y Vn's and Vm's at size e; `ok` is
+// cleared for what the host must do, `qc` set where a saturating op saturated.
+__device__ __forceinline__ u64 long_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64 y, u64 w, u64 imm, bool& ok,
+                                         bool& qc) {
+    switch (op) {
+    LONG_ELEMENTS
+    default: ok = false; return 0;
+    }
+}
+
 // Executes an FP/SIMD micro-op that needs no memory. Returns false to leave it to the host.
 // x: the general registers; rec: the lane record (vector registers, FPCR, FPSR).
 __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 a, u32 b, u32 c,
@@ -621,33 +632,21 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
         vstore(rec, va, r);
         return true;
     }
-    case OP_V_SHLL: case OP_V_ADDL: case OP_V_SUBL: case OP_V_ADDW: case OP_V_SUBW: case OP_V_MULL:
-    case OP_V_MLAL: case OP_V_MLSL: case OP_V_ABDL: case OP_V_ABAL: {
+    // ---- long element functions (armada-semantics: LONG_CASES): Vn's and Vm's elements of
+    // size e from the part f names, Vd's and Vn's wide ones (index i) at size e + 1
+    LONG_CASES {
         if (e >= 3) return false;
-        bool uns = d & 1;
         V2 n = vload(rec, vb), o = vload(rec, va), r = {0, 0};
         V2 m = opnd_m(rec, vc, e, imm);
         u32 cnt = f == 2 ? 1 : 8u >> e, base = f == 1 ? 8u >> e : 0;
+        bool ok = true, qc = false;
         for (u32 i = 0; i < cnt; i++) {
             u64 xn = vget(n, e, base + i), xm = vget(m, e, base + i);
-            u64 wide = vget(n, e + 1, i), acc = vget(o, e + 1, i);
-            i64 p = uns ? (i64)xn : esx(xn, e), q = uns ? (i64)xm : esx(xm, e);
-            u64 res;
-            switch (op) {
-            case OP_V_SHLL: res = (u64)p << ((u32)imm & 63); break;
-            case OP_V_ADDL: res = (u64)p + (u64)q; break;
-            case OP_V_SUBL: res = (u64)p - (u64)q; break;
-            case OP_V_ADDW: res = wide + (u64)q; break;
-            case OP_V_SUBW: res = wide - (u64)q; break;
-            case OP_V_MULL: res = (u64)p * (u64)q; break;
-            case OP_V_MLAL: res = acc + (u64)p * (u64)q; break;
-            case OP_V_MLSL: res = acc - (u64)p * (u64)q; break;
-            case OP_V_ABDL: res = p > q ? (u64)p - (u64)q : (u64)q - (u64)p; break;
-            default: res = acc + (p > q ? (u64)p - (u64)q : (u64)q - (u64)p); break;
-            }
-            vset(r, e + 1, i, res);
+            vset(r, e + 1, i, long_elem(op, d, e, vget(o, e + 1, i), xn, xm, vget(n, e + 1, i), imm, ok, qc));
         }
+        if (!ok) return false;
         vstore(rec, va, r);
+        if (qc) rec[S_FPSR] |= CONST_FPSR_QC;
         return true;
     }
     case OP_V_ADDHN:

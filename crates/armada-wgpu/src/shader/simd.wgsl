@@ -153,6 +153,18 @@ fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
     }
 }
 
+// A long element function (armada-semantics): o is Vd's element and w Vn's at twice the size
+// e, xx and y Vn's and Vm's at size e.
+fn long_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, w: u64, imm: u64) -> u64 {
+    switch op {
+        // @generated long elements
+        default: {
+            simd_ok = false;
+            return 0lu;
+        }
+    }
+}
+
 // Executes an AdvSIMD micro-op that needs no memory; false leaves it (untouched) to the host.
 // FPCompare as NZCV (bits 31..28) of two floats of 2^e bytes given as bits: unordered 0011
 // (and FPSR's IOC where `signal`, FCMPE, or either is a signalling NaN), equal 0110 (+0 and -0
@@ -400,41 +412,27 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             }
             vstore(va, r);
         }
-        case OP_V_SHLL, OP_V_ADDL, OP_V_SUBL, OP_V_ADDW, OP_V_SUBW, OP_V_MULL,
-             OP_V_MLAL, OP_V_MLSL, OP_V_ABDL, OP_V_ABAL: {
+        // ---- long element functions (armada-semantics): Vn's and Vm's elements of size e
+        // from the part f names, Vd's and Vn's wide ones (index i) at size e + 1
+        case /* @generated long ops */ : {
             if e >= 3u { return false; }
-            let uns = (d & 1u) != 0u;
             let n = vload(vb);
             let o = vload(va);
             var r = V2(0lu, 0lu);
             let m = opnd_m(vc, e, imm);
             let cnt = select(8u >> e, 1u, f == 2u);
             let base = select(0u, 8u >> e, f == 1u);
+            simd_ok = true;
+            simd_qc = false;
             for (var i = 0u; i < cnt; i++) {
                 lp(2u);
                 let xn = vget(n, e, base + i);
                 let xm = vget(m, e, base + i);
-                let wide = vget(n, e + 1u, i);
-                let acc = vget(o, e + 1u, i);
-                let p = select(esx(xn, e), i64(xn), uns);
-                let q = select(esx(xm, e), i64(xm), uns);
-                let ad = select(u64(q) - u64(p), u64(p) - u64(q), p > q);
-                var res: u64;
-                switch op {
-                    case OP_V_SHLL: { res = u64(p) << (u32(imm) & 63u); }
-                    case OP_V_ADDL: { res = u64(p) + u64(q); }
-                    case OP_V_SUBL: { res = u64(p) - u64(q); }
-                    case OP_V_ADDW: { res = wide + u64(q); }
-                    case OP_V_SUBW: { res = wide - u64(q); }
-                    case OP_V_MULL: { res = u64(p) * u64(q); }
-                    case OP_V_MLAL: { res = acc + u64(p) * u64(q); }
-                    case OP_V_MLSL: { res = acc - u64(p) * u64(q); }
-                    case OP_V_ABDL: { res = ad; }
-                    default: { res = acc + ad; }
-                }
-                r = vset(r, e + 1u, i, res);
+                r = vset(r, e + 1u, i, long_elem(op, d, e, vget(o, e + 1u, i), xn, xm, vget(n, e + 1u, i), imm));
             }
+            if !simd_ok { return false; }
             vstore(va, r);
+            if simd_qc { rset(S_FPSR, rget(S_FPSR) | CONST_FPSR_QC); }
         }
         case OP_V_ADDHN, OP_V_SUBHN: {
             let round = (d & 1u) != 0u;
