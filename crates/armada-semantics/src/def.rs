@@ -136,25 +136,9 @@ impl ElemDef {
         }
     }
 
-    /// A long element function (see [`ElemDef::long`]).
-    pub fn long(op: u16, doc: &'static str, value: V<crate::expr::X>) -> ElemDef {
-        ElemDef {
-            long: true,
-            ..ElemDef::new(op, doc, value)
-        }
-    }
-
-    /// A saturating long element function.
-    pub fn long_saturating(
-        op: u16,
-        doc: &'static str,
-        value: V<crate::expr::X>,
-        saturated: V<crate::expr::X>,
-    ) -> ElemDef {
-        ElemDef {
-            long: true,
-            ..ElemDef::saturating(op, doc, value, saturated)
-        }
+    /// The same function as a long one (see the field `long`).
+    pub fn long(self) -> ElemDef {
+        ElemDef { long: true, ..self }
     }
 
     /// A saturating element function: the value, and where it saturated (FPSR.QC).

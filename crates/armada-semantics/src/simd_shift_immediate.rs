@@ -65,11 +65,12 @@ pub fn definitions() -> Vec<ElemDef> {
             if_d(ACCUMULATE, ed(), 0.into()) + shift_right(),
         ),
         ElemDef::new(V_SHL, "SHL: Vd = Vn << shift", en() << sh()),
-        ElemDef::long(
+        ElemDef::new(
             V_SHLL,
             "SSHLL, USHLL, SHLL: Vd = Vn << shift, widened",
             if_d(1, en(), elem_sext(en())) << sh(),
-        ),
+        )
+        .long(),
         {
             let (value, saturated) = saturating_shift_left();
             ElemDef::saturating(

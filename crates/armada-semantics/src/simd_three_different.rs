@@ -5,7 +5,7 @@
 
 use crate::def::ElemDef;
 use crate::expr::*;
-use crate::simd_three_same::{above, nonzero, pick, signed_limit};
+use crate::simd_three_same::{above, pick, signed_limit, signed_product};
 use armada_isa::ops::*;
 
 /// Field d's variant bit (the decoder's): unsigned (UADDL ...) rather than signed.
@@ -24,16 +24,18 @@ fn difference() -> V<X> {
     pick(above(), p() - q(), q() - p())
 }
 
-/// SQDMULL's product of two signed elements (halfwords or words), doubled, and 1 where it
-/// saturated: only the most negative times itself (the product 2^(2 esize - 2)) doubles past
-/// the largest element of twice the size.
+/// SQDMULL: twice the product of two signed elements (halfwords or words) at twice their
+/// size, the largest there where it is too large (`simd_three_same::signed_product`); and 1
+/// where it saturated.
 fn doubled_product() -> (V<X>, V<X>) {
-    let product = || elem_sext(en()) * elem_sext(em());
-    let at_limit = V::from(1u64) << (esize() + esize() - 2);
-    let flag = V::from(1u64) - nonzero(product() ^ at_limit);
+    let (product, flag) = signed_product();
     let largest = (V::from(1u64) << (esize() + esize() - 1)) - 1;
     (
-        pick(V::from(0u64) - flag.clone(), largest, product() + product()),
+        pick(
+            V::from(0u64) - flag.clone(),
+            largest,
+            product.clone() + product,
+        ),
         flag,
     )
 }
@@ -60,53 +62,56 @@ pub fn definitions() -> Vec<ElemDef> {
     let (sqdmull, sqdmull_sat) = doubled_product();
     let (sqdmlal, sqdmlal_sat) = accumulated_product(false);
     let (sqdmlsl, sqdmlsl_sat) = accumulated_product(true);
+    let long = |op, doc, value| ElemDef::new(op, doc, value).long();
+    let saturating =
+        |op, doc, value, saturated| ElemDef::saturating(op, doc, value, saturated).long();
     vec![
-        ElemDef::long(V_ADDL, "SADDL, UADDL: Vd = Vn + Vm, widened", p() + q()),
-        ElemDef::long(V_SUBL, "SSUBL, USUBL: Vd = Vn - Vm, widened", p() - q()),
-        ElemDef::long(
+        long(V_ADDL, "SADDL, UADDL: Vd = Vn + Vm, widened", p() + q()),
+        long(V_SUBL, "SSUBL, USUBL: Vd = Vn - Vm, widened", p() - q()),
+        long(
             V_ADDW,
             "SADDW, UADDW: Vd = wide Vn + Vm, widened",
             en_wide() + q(),
         ),
-        ElemDef::long(
+        long(
             V_SUBW,
             "SSUBW, USUBW: Vd = wide Vn - Vm, widened",
             en_wide() - q(),
         ),
-        ElemDef::long(V_MULL, "SMULL, UMULL: Vd = Vn * Vm, widened", p() * q()),
-        ElemDef::long(
+        long(V_MULL, "SMULL, UMULL: Vd = Vn * Vm, widened", p() * q()),
+        long(
             V_MLAL,
             "SMLAL, UMLAL: Vd = Vd + Vn * Vm, widened",
             ed() + p() * q(),
         ),
-        ElemDef::long(
+        long(
             V_MLSL,
             "SMLSL, UMLSL: Vd = Vd - Vn * Vm, widened",
             ed() - p() * q(),
         ),
-        ElemDef::long(
+        long(
             V_ABDL,
             "SABDL, UABDL: Vd = |Vn - Vm|, widened",
             difference(),
         ),
-        ElemDef::long(
+        long(
             V_ABAL,
             "SABAL, UABAL: Vd = Vd + |Vn - Vm|, widened",
             ed() + difference(),
         ),
-        ElemDef::long_saturating(
+        saturating(
             V_SQDMULL,
             "SQDMULL: Vd = 2 Vn Vm, widened, saturated (FPSR.QC)",
             sqdmull,
             sqdmull_sat,
         ),
-        ElemDef::long_saturating(
+        saturating(
             V_SQDMLAL,
             "SQDMLAL: Vd = Vd + 2 Vn Vm, widened, saturated (FPSR.QC)",
             sqdmlal,
             sqdmlal_sat,
         ),
-        ElemDef::long_saturating(
+        saturating(
             V_SQDMLSL,
             "SQDMLSL: Vd = Vd - 2 Vn Vm, widened, saturated (FPSR.QC)",
             sqdmlsl,

@@ -123,16 +123,23 @@ fn shift_by_register() -> (V<X>, V<X>) {
     (pick(right_mask(), right, left), flag)
 }
 
-/// SQDMULH and SQRDMULH (field d's bit 0: rounding) of halfword and word elements: the high
-/// half of twice the product, rounded where d says. The product of two signed elements of at
-/// most 32 bits is exact in 64; only the most negative times itself doubles past the
-/// largest (the product 2^(2 esize - 2)), and saturates to the largest element.
-fn doubling_multiply_high() -> (V<X>, V<X>) {
-    let product = || elem_sext(en()) * elem_sext(em());
-    let round = if_d(ROUNDING, V::from(1u64) << (esize() - 1), 0.into());
-    let value = asr(product() + product() + round, esize());
+/// The product of Vn's and Vm's elements as signed integers (halfwords or words: exact in 64
+/// bits), and 1 where doubling it passes the largest signed value of twice the element size:
+/// only the most negative element times itself (the product 2^(2 esize - 2)) does.
+pub(crate) fn signed_product() -> (V<X>, V<X>) {
+    let product = elem_sext(en()) * elem_sext(em());
     let at_limit = V::from(1u64) << (esize() + esize() - 2);
-    let flag = V::from(1u64) - nonzero(product() ^ at_limit);
+    let doubled_too_far = V::from(1u64) - nonzero(product.clone() ^ at_limit);
+    (product, doubled_too_far)
+}
+
+/// SQDMULH and SQRDMULH (field d's bit 0: rounding) of halfword and word elements: the high
+/// half of twice the product, rounded where d says; where the doubled product is too large
+/// ([`signed_product`]), the largest element.
+fn doubling_multiply_high() -> (V<X>, V<X>) {
+    let (product, flag) = signed_product();
+    let round = if_d(ROUNDING, V::from(1u64) << (esize() - 1), 0.into());
+    let value = asr(product.clone() + product + round, esize());
     let largest = emask() >> 1;
     (pick(V::from(0u64) - flag.clone(), largest, value), flag)
 }

@@ -584,6 +584,15 @@ impl Process {
         }
     }
 
+    /// The task a scheduling call names: 0 (the caller), the process or one of its threads;
+    /// another pid is ESRCH (the lane's other processes are not the caller's to schedule).
+    fn sched_target(&self, pid: i32) -> Result<(), Errno> {
+        if pid != 0 && pid != self.pid && !self.is_thread(pid) {
+            return Err(Errno::ESRCH);
+        }
+        Ok(())
+    }
+
     /// sched_getscheduler, sched_getparam, sched_setparam and sched_setscheduler: every task
     /// is SCHED_OTHER (priority 0) on the lane's scheduler. Setting SCHED_OTHER, BATCH or IDLE
     /// with priority 0 is accepted (the scheduler has one order for all); a real-time policy
@@ -641,9 +650,7 @@ impl Process {
         if pid < 0 {
             return Err(Errno::EINVAL);
         }
-        if pid != 0 && pid != self.pid && !self.is_thread(pid) {
-            return Err(Errno::ESRCH);
-        }
+        self.sched_target(pid)?;
         let ns = crate::sched::QUANTUM * crate::time::clock::NS_PER_INSN;
         let mut b = [0u8; 16];
         b[..8].copy_from_slice(&((ns / 1_000_000_000) as i64).to_le_bytes());
@@ -663,9 +670,7 @@ impl Process {
         len: u64,
         mask: u64,
     ) -> SysResult {
-        if pid != 0 && pid != self.pid && !self.is_thread(pid) {
-            return Err(Errno::ESRCH);
-        }
+        self.sched_target(pid)?;
         let mut b = [0u8; 8];
         let n = len.min(8) as usize;
         crate::rd(mem, mask, &mut b[..n])?;
@@ -682,9 +687,7 @@ impl Process {
         len: u64,
         mask: u64,
     ) -> SysResult {
-        if pid != 0 && pid != self.pid && !self.is_thread(pid) {
-            return Err(Errno::ESRCH);
-        }
+        self.sched_target(pid)?;
         if len < 8 || len & 7 != 0 {
             return Err(Errno::EINVAL);
         }
