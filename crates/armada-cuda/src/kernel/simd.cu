@@ -396,7 +396,6 @@ __device__ __forceinline__ u64 clmul_lo(u64 a, u64 b, u64& hi) {
 // qc: set where a saturating op saturated (FPSR.QC).
 __device__ __forceinline__ u64 int_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u64 y, u64 imm, bool& ok,
                                         bool& qc) {
-    bool uns = d & 1;
     switch (op) {
 // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, CMP0, NEG, ABS,
 // CNT, CLZ, CLS, RBIT, SHL, SHR (and SRA), SLI, SRI, PMUL and the saturating ops: defined in

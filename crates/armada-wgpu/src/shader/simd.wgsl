@@ -140,10 +140,9 @@ var<private> simd_ok: bool;
 var<private> simd_qc: bool;
 
 fn int_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, imm: u64) -> u64 {
-    let uns = (d & 1u) != 0u;
     switch op {
         // (ADD, SUB, MUL, MLA, MLS, the compares, MAX, MIN, ABD, the halving adds, CMP0, NEG,
-        // ABS, CNT, CLZ, CLS, RBIT, SHL, SHR (and SRA), SLI, SRI, SQADD ... UQSUB:
+        // ABS, CNT, CLZ, CLS, RBIT, SHL, SHR (and SRA), SLI, SRI, PMUL and the saturating ops:
         // armada-semantics)
         // @generated elements
         default: {
