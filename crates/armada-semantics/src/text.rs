@@ -134,7 +134,8 @@ struct Leaves {
     logic_flags: [&'static str; 2],
     /// NZCV = cond ? flags of {a} + {b} + {c} : field f.
     cond_flags: [&'static str; 2],
-    /// A SIMD element function's operands: Vn's, Vm's and Vd's element (`Lane`).
+    /// A SIMD element function's operands: Vn's, Vm's and Vd's element, and Vn's wide one in
+    /// a long op (`Lane`).
     elems: [&'static str; 4],
 }
 
@@ -160,7 +161,8 @@ const LEAVES: [Leaves; 3] = [
             "$nzcv = if armada_isa::uop::cond::check($u.e, $nzcv) { let (p, q, k) = ({a}, {b}, {c}); {log}crate::cpu::int::add_with_flags32(p, q, k).1 } else { ($u.f as u64 & 15) << 28 }",
             "$nzcv = if armada_isa::uop::cond::check($u.e, $nzcv) { let (p, q, k) = ({a}, {b}, {c}); {log}crate::cpu::int::add_with_flags64(p, q, k).1 } else { ($u.f as u64 & 15) << 28 }",
         ],
-        // (the closure's parameters: `map2`'s |x, y|, `map3`'s |o, x, y|)
+        // (the closure's parameters: `map2`'s |x, y|, `map3`'s |o, x, y|, `long_op`'s
+        // |x, y, w, o|)
         elems: ["x", "y", "o", "w"],
     },
     Leaves {
@@ -184,7 +186,7 @@ const LEAVES: [Leaves; 3] = [
             "if (cond_holds(e, nzcv)) add_flags32({a}, {b}, {c}, nzcv); else nzcv = (f & 15) << 28;",
             "if (cond_holds(e, nzcv)) add_flags64({a}, {b}, {c}, nzcv); else nzcv = (f & 15) << 28;",
         ],
-        // (`int_elem`'s parameters, simd.cu)
+        // (`int_elem`'s and `long_elem`'s parameters, simd.cu)
         elems: ["xx", "y", "o", "w"],
     },
     Leaves {
@@ -208,7 +210,7 @@ const LEAVES: [Leaves; 3] = [
             "if cond_holds(e, nzcv) { add_flags32({a}, {b}, {c}); } else { nzcv = (f & 15u) << 28u; }",
             "if cond_holds(e, nzcv) { add_flags64({a}, {b}, {c}); } else { nzcv = (f & 15u) << 28u; }",
         ],
-        // (`int_elem`'s parameters, simd.wgsl)
+        // (`int_elem`'s and `long_elem`'s parameters, simd.wgsl)
         elems: ["xx", "y", "o", "w"],
     },
 ];
