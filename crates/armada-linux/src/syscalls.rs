@@ -353,14 +353,14 @@ syscalls! {
     117 PTRACE "ptrace" [I, I, P, P] Missing, host;
     118 SCHED_SETPARAM "sched_setparam" [I, P]
         Partial("every task is SCHED_OTHER on the lane's scheduler: priority 0 accepted"), host,
-        |p, c| p.sys_sched_param(c.mem, c.i(0), None, c.a[1], true);
+        |p, c| p.sys_sched_set(c.mem, c.i(0), None, c.a[1]);
     119 SCHED_SETSCHEDULER "sched_setscheduler" [I, I, P]
         Partial("SCHED_OTHER, BATCH and IDLE accepted (one order for all); real-time EPERM"), host,
-        |p, c| p.sys_sched_param(c.mem, c.i(0), Some(c.i(1)), c.a[2], true);
+        |p, c| p.sys_sched_set(c.mem, c.i(0), Some(c.i(1)), c.a[2]);
     120 SCHED_GETSCHEDULER "sched_getscheduler" [I] Partial("always SCHED_OTHER"), host,
-        |p, c| p.sys_sched_param(c.mem, c.i(0), Some(0), 0, false);
+        |p, c| p.sys_sched_get(c.mem, c.i(0), None);
     121 SCHED_GETPARAM "sched_getparam" [I, P] Partial("always priority 0"), host,
-        |p, c| p.sys_sched_param(c.mem, c.i(0), None, c.a[1], false);
+        |p, c| p.sys_sched_get(c.mem, c.i(0), Some(c.a[1]));
     122 SCHED_SETAFFINITY "sched_setaffinity" [I, U, P]
         Partial("the process stays on its one CPU: a mask with CPU 0 is accepted, others EINVAL"), host,
         |p, c| p.sys_sched_setaffinity(c.mem, c.i(0), c.a[1], c.a[2]);

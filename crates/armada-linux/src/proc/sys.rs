@@ -593,29 +593,37 @@ impl Process {
         Ok(())
     }
 
-    /// sched_getscheduler, sched_getparam, sched_setparam and sched_setscheduler: every task
-    /// is SCHED_OTHER (priority 0) on the lane's scheduler. Setting SCHED_OTHER, BATCH or IDLE
-    /// with priority 0 is accepted (the scheduler has one order for all); a real-time policy
-    /// is EPERM, as for an unprivileged process (RLIMIT_RTPRIO 0); what Linux refuses as
-    /// invalid (a negative pid, no parameter, a priority outside the policy's range, an
-    /// unknown policy) is EINVAL. `policy` None: sched_setparam (the current policy's).
-    pub(crate) fn sys_sched_param(
+    /// sched_getscheduler (`param` None) and sched_getparam: every task is SCHED_OTHER at
+    /// priority 0 on the lane's scheduler. A negative pid or no parameter is EINVAL.
+    pub(crate) fn sys_sched_get(
+        &mut self,
+        mem: &mut AddressSpace,
+        pid: i32,
+        param: Option<u64>,
+    ) -> SysResult {
+        if pid < 0 || param == Some(0) {
+            return Err(Errno::EINVAL);
+        }
+        if let Some(p) = param {
+            wr_u32(mem, p, 0)?;
+        }
+        Ok(0)
+    }
+
+    /// sched_setparam (`policy` None: the task's own, SCHED_OTHER) and sched_setscheduler:
+    /// SCHED_OTHER, BATCH or IDLE with priority 0 is accepted (the scheduler has one order for
+    /// all); a real-time policy is EPERM, as for an unprivileged process (RLIMIT_RTPRIO 0);
+    /// what Linux refuses as invalid (a negative pid, no parameter, a priority outside the
+    /// policy's range, an unknown policy) is EINVAL.
+    pub(crate) fn sys_sched_set(
         &mut self,
         mem: &mut AddressSpace,
         pid: i32,
         policy: Option<i32>,
         param: u64,
-        set: bool,
     ) -> SysResult {
-        if pid < 0 || (param == 0 && (set || policy.is_none())) {
+        if pid < 0 || param == 0 {
             return Err(Errno::EINVAL);
-        }
-        if !set {
-            // sched_getparam (param given) or sched_getscheduler (param 0)
-            if param != 0 {
-                wr_u32(mem, param, 0)?;
-            }
-            return Ok(0);
         }
         let prio = crate::rd_u32(mem, param)? as i32;
         const RESET_ON_FORK: i32 = 0x4000_0000;
@@ -652,10 +660,8 @@ impl Process {
         }
         self.sched_target(pid)?;
         let ns = crate::sched::QUANTUM * crate::time::clock::NS_PER_INSN;
-        let mut b = [0u8; 16];
-        b[..8].copy_from_slice(&((ns / 1_000_000_000) as i64).to_le_bytes());
-        b[8..].copy_from_slice(&((ns % 1_000_000_000) as i64).to_le_bytes());
-        wr(mem, tp, &b)?;
+        let (sec, nsec) = ((ns / 1_000_000_000) as i64, (ns % 1_000_000_000) as i64);
+        crate::time::clock::write_timespec(mem, tp, sec, nsec)?;
         Ok(0)
     }
 

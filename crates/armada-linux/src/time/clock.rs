@@ -133,7 +133,12 @@ impl Rng {
     }
 }
 
-fn write_timespec(mem: &mut AddressSpace, addr: u64, sec: i64, nsec: i64) -> Result<(), Errno> {
+pub(crate) fn write_timespec(
+    mem: &mut AddressSpace,
+    addr: u64,
+    sec: i64,
+    nsec: i64,
+) -> Result<(), Errno> {
     let mut b = [0u8; 16];
     b[..8].copy_from_slice(&sec.to_le_bytes());
     b[8..].copy_from_slice(&nsec.to_le_bytes());
