@@ -68,7 +68,7 @@ pub fn definitions() -> Vec<ElemDef> {
         ElemDef::new(
             V_SHLL,
             "SSHLL, USHLL, SHLL: Vd = Vn << shift, widened",
-            if_d(1, en(), elem_sext(en())) << sh(),
+            if_d(UNSIGNED, en(), elem_sext(en())) << sh(),
         )
         .long(),
         {
