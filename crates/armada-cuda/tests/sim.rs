@@ -627,12 +627,17 @@ fn python_lanes_from_a_snapshot_at_input_match_full_runs() {
         );
     }
     let stops = stat(&gpu, "stops");
+    // and the pages of its allocator's arenas have lazy entries (a whole 1 MiB arena each):
+    // 4 misses in these 6 lanes, 28 when an area of more than 64 pages got entries only
+    // around the pages it missed
     assert!(
-        stops_of(&gpu, "miss-write") < 30 * lanes as u64,
+        stops_of(&gpu, "miss-write") < 2 * lanes as u64,
         "stops: {stops}"
     );
-    // each lane reads the clocks a dozen times: the kernel answers those
-    assert!(stops_of(&gpu, "svc") < 10 * lanes as u64, "stops: {stops}");
+    // each lane reads the clocks a dozen times, and its script from stdin into a page of the
+    // snapshot's (copied in the kernel): the kernel answers those; 4 syscalls a lane are the
+    // host's (24 here; 30 when the first read stopped)
+    assert!(stops_of(&gpu, "svc") < 5 * lanes as u64, "stops: {stops}");
 }
 
 #[test]

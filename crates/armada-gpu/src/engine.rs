@@ -375,6 +375,8 @@ pub struct Batch {
     slice: u64,
     pub stats: Stats,
     trace: bool,
+    /// Each lane's retired count at the last launch (`ARMADA_CUDA_TRACE`).
+    trace_last: Vec<u64>,
     /// Lanes that have ended, for pollers on other threads.
     pub(crate) done: Arc<std::sync::atomic::AtomicUsize>,
     spare: Spare,

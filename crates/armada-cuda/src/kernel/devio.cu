@@ -27,9 +27,12 @@ __device__ __forceinline__ bool range_ok(const Params& P, u32 lane, u64* rec, u6
         if (vpn >> PT_VPN_BITS) return false;
         u64 s = pt_find(P, (rec[S_SPACE] << PT_VPN_BITS | vpn) + 1);
         if (s == MAXU64) {
-            if (write) return false;
             s = pt_find(P, (rec[S_IMAGE] << PT_VPN_BITS | vpn) + 1);
             if (s == MAXU64) return false;
+            // an image page is written only through a copy of the lane's own, which pt_walk
+            // makes where the host marked it copy-on-write (the first read of stdin from a
+            // snapshot goes to such a page)
+            if (write && ((P.pt[2 * s + 1] & (PT_W | PT_LAZY)) != (PT_W | PT_LAZY) || !P.claims || P.start)) return false;
         }
         if (!(P.pt[2 * s + 1] & (write ? PT_W : PT_R))) return false;
     }

@@ -110,20 +110,32 @@ impl Batch {
             self.take_claims()?;
         }
         if self.trace {
-            eprintln!(
-                "armada-cuda: launch {} of {} lanes, slice {}, {:.3} s, lane 0 stop {} retired {}",
-                self.stats.launches,
-                self.active.len(),
-                slice,
-                secs,
-                stop_name(self.stops[0]),
-                // SAFETY: the progress counters live as long as the batch.
-                unsafe { std::ptr::read_volatile(self.progress_host) }
-            );
+            self.trace_launch(slice, secs);
         }
         self.stats.transfer_s += t.elapsed().as_secs_f64();
         self.stats.lap(0, &mut lap);
         Ok(())
+    }
+
+    /// `ARMADA_CUDA_TRACE`: a line a launch with what it did (the lanes that ran, why they
+    /// left, the instructions they retired), to see where a batch's kernel time goes.
+    fn trace_launch(&mut self, slice: u64, secs: f64) {
+        let mut why: std::collections::BTreeMap<&str, usize> = Default::default();
+        let mut retired = 0u64;
+        self.trace_last.resize(self.lanes.len(), 0);
+        for &l in &self.active {
+            let l = l as usize;
+            *why.entry(stop_name(self.stops[l])).or_default() += 1;
+            // SAFETY: the progress counters (one a lane) live as long as the batch.
+            let now = unsafe { std::ptr::read_volatile(self.progress_host.add(l)) };
+            retired += now.saturating_sub(self.trace_last[l]);
+            self.trace_last[l] = now;
+        }
+        eprintln!(
+            "armada-cuda: launch {} of {} lanes, slice {slice}, {secs:.4} s, {retired} instructions, left: {why:?}",
+            self.stats.launches,
+            self.active.len(),
+        );
     }
 
     /// Brings the state of the listed (stopped) lanes down: their records, the vector
@@ -141,10 +153,11 @@ impl Batch {
             for (k, &l) in svc.iter().enumerate().take(4) {
                 let r = &recs[k * W..(k + 1) * W];
                 eprintln!(
-                    "armada-cuda: lane {l} stop {} pc {:#x} info {:#x} retired {} dirty {}",
+                    "armada-cuda: lane {l} stop {} pc {:#x} info {:#x} x8 {} retired {} dirty {}",
                     stop_name(self.stops[l as usize]),
                     r[S_PC],
                     r[S_INFO],
+                    r[S_X + 8],
                     r[S_RETIRED],
                     r[S_DIRTY_N]
                 );

@@ -359,6 +359,7 @@ impl Batch {
             slice: slice.or(dev.default_slice()).unwrap_or(DEFAULT_SLICE),
             stats: Stats::default(),
             trace: std::env::var_os("ARMADA_CUDA_TRACE").is_some(),
+            trace_last: Vec::new(),
             done: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             spare: Spare::default(),
             lazy,

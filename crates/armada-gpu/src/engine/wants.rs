@@ -12,9 +12,13 @@ use armada_core::memory::{AddressSpace, PageBuf, Perm, PAGE_SHIFT};
 use rustc_hash::FxHashSet;
 use std::sync::Arc;
 
-/// A writable area of at most this many pages (a program's data and bss) gets lazy entries for
-/// all its pages when the lane starts with it or maps it; a larger one for its first pages.
-pub(super) const LAZY_AREA_PAGES: u64 = 64;
+/// A writable area of at most this many pages (a program's data and bss, an allocator's
+/// arena) gets lazy entries for all its pages when the lane starts with it or maps it; a
+/// larger one for its first pages. CPython's allocator maps 1 MiB arenas (256 pages) and
+/// places its pools anywhere in them: with 64, a Python lane from a snapshot stopped about
+/// five more times on pages of its arenas (docs/performance.md, "Lazy entries for whole
+/// arenas").
+pub(super) const LAZY_AREA_PAGES: u64 = 256;
 /// Around a page the lane starts with or writes, this many pages on each side get lazy
 /// entries (stacks grow down a page at a time, heaps and bss up).
 pub(super) const LAZY_AROUND: u64 = 4;
