@@ -16,6 +16,12 @@ __device__ __forceinline__ bool find_region(const Params& P, u64 regs, u64 pc, u
     return false;
 }
 
+// A micro-op's two words (w0: op and fields; the immediate), 16-byte aligned as P.ops is, so
+// that one load brings both.
+struct alignas(16) OpWords {
+    u64 w0, imm;
+};
+
 // min-PC scheduling's window (layout.rs: MINPC_WINDOW); ARMADA_MINPC_WINDOW=N (a variant to
 // measure) sets another
 #ifdef ARMADA_MINPC_WINDOW
@@ -66,6 +72,9 @@ __device__ void run_lane(const Params& P, u32 lane) {
     u64 info = 0;
     u64 base = 0, rlen = 0, idx = 0;
     const u64* ops = P.ops;
+    // the vote's key is the micro-op's index in P.ops: kbase (the region's first) + idx, kept in
+    // a register so that a turn reads no P.ops (the Params sit in local memory)
+    u32 kbase = 0;
     u64 miss_addr = 0;
     u32 miss_write = 0;
     u64 cold_miss = 0;
@@ -76,6 +85,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
         stop = STOP_HOST;
         goto done;
     }
+    kbase = (u32)((ops - P.ops) >> 1);
     idx = (pc - base) >> 2;
 
 // Translates one access of `size` bytes (never crossing a page) or leaves through a miss.
@@ -94,8 +104,9 @@ __device__ void run_lane(const Params& P, u32 lane) {
 #else
 #define RELOAD()                                                                      \
     {                                                                                 \
-        nw0 = ops[2 * idx];                                                           \
-        nimm = ops[2 * idx + 1];                                                      \
+        OpWords at_ = ((const OpWords*)ops)[idx];                                     \
+        nw0 = at_.w0;                                                                 \
+        nimm = at_.imm;                                                               \
     }
 #endif
 
@@ -149,7 +160,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
         // vote, 11.8-12.6 s with a window of 16 to 256. With one lane a warp (lane_shift 5)
         // there is nothing to vote on. ARMADA_NO_MINPC (a variant to measure): no vote.
         if (P.lane_shift < 5) {
-            u32 key = (u32)((ops - P.ops) >> 1) + (u32)idx;
+            u32 key = kbase + (u32)idx;
             u32 lag = key - __reduce_min_sync(__activemask(), key);
             if (lag != 0 && lag < MINPC_LAG) continue;
         }
@@ -177,8 +188,12 @@ __device__ void run_lane(const Params& P, u32 lane) {
         u64 imm = ops[2 * idx + 1];
 #else
         u64 w0 = nw0, imm = nimm;
-        nw0 = ops[2 * idx + 2];
-        nimm = ops[2 * idx + 3];
+        {
+            // the next micro-op's two words in one 16-byte load
+            OpWords nx = ((const OpWords*)ops)[idx + 1];
+            nw0 = nx.w0;
+            nimm = nx.imm;
+        }
 #endif
         u32 op = (u32)(w0 & 0xffff);
         u32 a = (u32)(w0 >> 16) & 63, b = (u32)(w0 >> 24) & 63, c = (u32)(w0 >> 32) & 63;
@@ -206,6 +221,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
                 stop = STOP_HOST;
                 goto done;
             }
+            kbase = (u32)((ops - P.ops) >> 1);
             idx = (pc - base) >> 2;
             RELOAD()
             continue;
@@ -418,6 +434,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
             stop = STOP_HOST;
             goto done;
         }
+        kbase = (u32)((ops - P.ops) >> 1);
         idx = (jt - base) >> 2;
         RELOAD()
     }
