@@ -28,7 +28,16 @@ pub struct CoverageMap {
     /// free: a fuzzer hands a map to every execution, and 64 KiB of stores each time were a
     /// tenth of a short target's executions.
     zero: bool,
+    /// The 64-byte blocks `hit` wrote since the map was cleared, a bit each; `None` once
+    /// the map was written another way (`as_mut_slice`, `add`), which makes it scanned whole.
+    /// A fuzzer looks at every run's map: a scan of only the blocks a run touched (a few
+    /// dozen of 1,024 for a short target) instead of all 64 KiB was a fifth of a short
+    /// target's executions (docs/performance.md, "A run's map scanned where it was hit").
+    touched: Option<[u64; BLOCKS / 64]>,
 }
+
+/// The map's 64-byte blocks.
+const BLOCKS: usize = MAP_SIZE / 64;
 
 impl PartialEq for CoverageMap {
     fn eq(&self, other: &Self) -> bool {
@@ -46,6 +55,7 @@ impl Default for CoverageMap {
                 .try_into()
                 .expect("size"),
             zero: true,
+            touched: Some([0; BLOCKS / 64]),
         }
     }
 }
@@ -60,21 +70,50 @@ impl CoverageMap {
     #[inline(always)]
     pub fn hit(&mut self, src: u64, dst: u64) {
         self.zero = false;
-        let c = &mut self.counts[edge_index(src, dst)];
+        let i = edge_index(src, dst);
+        if let Some(t) = self.touched.as_mut() {
+            t[i >> 12] |= 1 << ((i >> 6) & 63);
+        }
+        let c = &mut self.counts[i];
         *c = c.saturating_add(1);
     }
     pub fn clear(&mut self) {
         if !self.zero {
-            self.counts.fill(0);
+            match self.touched {
+                Some(t) => each_block(&t, |b| self.counts[b * 64..b * 64 + 64].fill(0)),
+                None => self.counts.fill(0),
+            }
             self.zero = true;
         }
+        self.touched = Some([0; BLOCKS / 64]);
     }
     pub fn as_slice(&self) -> &[u8] {
         &self.counts[..]
     }
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         self.zero = false;
+        self.touched = None;
         &mut self.counts[..]
+    }
+    /// Calls `f` with each hit slot and its count, in slot order (see `each_hit`), over the
+    /// blocks `hit` touched where those are known.
+    fn each_hit(&self, mut f: impl FnMut(usize, u8) -> std::ops::ControlFlow<()>) {
+        match &self.touched {
+            Some(t) => {
+                let mut stop = false;
+                each_block(t, |b| {
+                    if !stop {
+                        let base = b * 64;
+                        each_hit(&self.counts[base..base + 64], |i, c| {
+                            let r = f(base + i, c);
+                            stop = r.is_break();
+                            r
+                        });
+                    }
+                });
+            }
+            None => each_hit(&self.counts[..], f),
+        }
     }
     /// Slots hit at least once.
     pub fn edges(&self) -> usize {
@@ -84,17 +123,18 @@ impl CoverageMap {
     /// for it make the map the CPU engine records.
     pub fn add(&mut self, other: &[u8]) {
         self.zero = false;
+        self.touched = None;
         for (c, &o) in self.counts.iter_mut().zip(other) {
             *c = c.saturating_add(o);
         }
     }
     /// What this map adds to `virgin`; a map that adds nothing is cleared on the way (only
-    /// its non-zero blocks are written), so a fuzzer's worker gives it back ready for the
+    /// the blocks it hit are written), so a fuzzer's worker gives it back ready for the
     /// next execution in one pass over it instead of two.
     pub fn novelty_or_clear(&mut self, virgin: &Virgin) -> Novelty {
-        let mut blocks = [0u64; MAP_SIZE / 64 / 64];
+        let mut blocks = [0u64; BLOCKS / 64];
         let mut n = Novelty::None;
-        each_hit(&self.counts[..], |i, c| {
+        self.each_hit(|i, c| {
             blocks[i / 4096] |= 1 << ((i / 64) % 64);
             let s = virgin.seen[i];
             if s == 0 {
@@ -107,21 +147,20 @@ impl CoverageMap {
             std::ops::ControlFlow::Continue(())
         });
         if n == Novelty::None {
-            for (w, &bits) in blocks.iter().enumerate() {
-                let mut bits = bits;
-                while bits != 0 {
-                    let b = w * 64 + bits.trailing_zeros() as usize;
-                    self.counts[b * 64..b * 64 + 64].fill(0);
-                    bits &= bits - 1;
-                }
-            }
+            each_block(&blocks, |b| self.counts[b * 64..b * 64 + 64].fill(0));
             self.zero = true;
+            self.touched = Some([0; BLOCKS / 64]);
         }
         n
     }
     /// [`path_hash`] of this map.
     pub fn path_hash(&self) -> u32 {
-        path_hash(self.as_slice())
+        let mut h = 0u32;
+        self.each_hit(|i, c| {
+            h = h.wrapping_add(slot_mix(i as u32, c));
+            std::ops::ControlFlow::Continue(())
+        });
+        h
     }
 }
 
@@ -229,6 +268,18 @@ fn each_hit(map: &[u8], mut f: impl FnMut(usize, u8) -> std::ops::ControlFlow<()
                 }
                 w &= !(0xffu64 << (8 * byte));
             }
+        }
+    }
+}
+
+/// Calls `f` with the number of each block whose bit is set in `bits`, in order.
+#[inline]
+fn each_block(bits: &[u64; BLOCKS / 64], mut f: impl FnMut(usize)) {
+    for (w, &word) in bits.iter().enumerate() {
+        let mut word = word;
+        while word != 0 {
+            f(w * 64 + word.trailing_zeros() as usize);
+            word &= word - 1;
         }
     }
 }
@@ -425,6 +476,42 @@ mod tests {
                 proptest::prop_assert!(m.as_slice().iter().all(|&c| c == 0));
             } else {
                 proptest::prop_assert!(m == before);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Maps written by `hit`, which scan only the blocks it touched, agree with the same
+        /// counts written through the slice (scanned whole): novelty, the path hash, clearing,
+        /// and the next runs on the same map after it was cleared.
+        #[test]
+        fn touched_blocks_agree_with_the_whole_map(
+            earlier in proptest::collection::vec((0u64..1 << 20, 0u64..1 << 20), 0..60),
+            runs in proptest::collection::vec(
+                proptest::collection::vec((0u64..1 << 20, 0u64..1 << 20, 1usize..300), 0..40), 1..4),
+        ) {
+            let mut v = Virgin::default();
+            let mut seen = CoverageMap::default();
+            for &(s, d) in &earlier {
+                seen.hit(s * 4, d * 4);
+            }
+            v.merge(seen.as_slice());
+            let mut m = CoverageMap::default();
+            for run in &runs {
+                for &(s, d, k) in run {
+                    for _ in 0..k {
+                        m.hit(s * 4, d * 4);
+                    }
+                }
+                let mut whole = CoverageMap::default();
+                whole.as_mut_slice().copy_from_slice(m.as_slice());
+                proptest::prop_assert_eq!(m.path_hash(), path_hash(m.as_slice()));
+                proptest::prop_assert_eq!(m.path_hash(), whole.path_hash());
+                let n = m.novelty_or_clear(&v);
+                proptest::prop_assert_eq!(n, whole.novelty_or_clear(&v));
+                proptest::prop_assert!(m == whole);
+                m.clear();
+                proptest::prop_assert!(m.as_slice().iter().all(|&c| c == 0));
             }
         }
     }
