@@ -263,6 +263,17 @@ impl OpenFile {
             Kind::Pipe { .. } | Kind::Socket { .. } | Kind::NetSock | Kind::Event(_) => false,
         }
     }
+    /// What a read at `off` (else at the file's position) can give of armada's in-memory
+    /// files (a lane's stdin, a fuzzer's input); None for the others.
+    pub(crate) fn in_memory_left(&self, off: Option<u64>) -> Option<usize> {
+        match &self.kind {
+            Kind::StdinBuf(d) | Kind::Mem(d) => {
+                let pos = usize::try_from(off.unwrap_or(self.pos)).unwrap_or(usize::MAX);
+                Some(d.len().saturating_sub(pos))
+            }
+            _ => None,
+        }
+    }
     /// The host's stat of the file behind this description (None for armada's own files).
     pub(crate) fn host_stat(&self) -> Option<libc::stat> {
         host_fstat(self.host_fd()?).ok()
