@@ -695,6 +695,8 @@ pub fn fuzz(
     let mut go_on = progress(&run.stats);
     // ARMADA_FUZZ_PROFILE=1: where a round's time goes (the executor says more)
     let profile = std::env::var_os("ARMADA_FUZZ_PROFILE").is_some();
+    // (with it: seconds making inputs, waiting for rounds, taking their results)
+    let mut laps = [0f64; 3];
     let done = |s: &FuzzStats| {
         opts.max_time.is_some_and(|m| s.elapsed >= m)
             || opts.max_execs.is_some_and(|m| s.execs >= m)
@@ -746,13 +748,17 @@ pub fn fuzz(
         }
         exec.recycle(results);
         if profile {
-            eprintln!(
-                "armada fuzz: round {}: mutations {:.3} s, collection {:.3} s, results {:.3} s",
-                run.stats.rounds,
-                round.mutations_s,
+            let (collection, results) = (
                 (t_ran - t_collect).as_secs_f64(),
-                t_ran.elapsed().as_secs_f64()
+                t_ran.elapsed().as_secs_f64(),
             );
+            eprintln!(
+                "armada fuzz: round {}: mutations {:.6} s, collection {:.6} s, results {:.6} s",
+                run.stats.rounds, round.mutations_s, collection, results
+            );
+            laps[0] += round.mutations_s;
+            laps[1] += collection;
+            laps[2] += results;
         }
         run.minimize_crashes(&exec, opts.lanes)?;
         if last_sync.elapsed() >= SYNC_EVERY {
@@ -780,5 +786,17 @@ pub fn fuzz(
         go_on = progress(&run.stats);
     }
     run.write_status(opts.exec_limit, true)?;
+    if profile {
+        // the fuzzer's thread: what it did between rounds, and how long it waited for them
+        eprintln!(
+            "armada fuzz: {} rounds in {:.3} s: making inputs {:.3} s, waiting for rounds {:.3} s, taking results {:.3} s, the rest {:.3} s",
+            run.stats.rounds,
+            t0.elapsed().as_secs_f64(),
+            laps[0],
+            laps[1],
+            laps[2],
+            t0.elapsed().as_secs_f64() - laps.iter().sum::<f64>()
+        );
+    }
     Ok(run.stats)
 }
