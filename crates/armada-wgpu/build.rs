@@ -3,7 +3,8 @@
 //! of the micro-ops armada-semantics defines where armada.wgsl says `// @generated defined` (and
 //! the fused pairs' compares at `// @generated fused`, the SIMD element functions at
 //! `// @generated elements`, `/* @generated element ops */`, `// @generated element
-//! unary`, `// @generated long elements` and `/* @generated long ops */` in simd.wgsl).
+//! unary`, `/* @generated pair ops */`, `// @generated long elements` and `/* @generated long
+//! ops */` in simd.wgsl).
 
 fn main() {
     let dir = std::path::Path::new("src/shader");
@@ -44,6 +45,12 @@ fn main() {
             "// @generated element unary\n",
             "simd.wgsl",
             text::wgsl_element_unary(),
+        ),
+        // the pairwise ones, into the case that loops over pairs (their cases are int_elem's)
+        (
+            "/* @generated pair ops */ ",
+            "simd.wgsl",
+            text::wgsl_pair_selectors(),
         ),
         // the long element functions, into long_elem and the case that loops over them
         (

@@ -54,7 +54,7 @@ pub mod cmp0 {
     pub const LT: u8 = 4;
 }
 
-/// Operations of `V_PAIR` / `V_REDUCE` (`d`).
+/// Operations of `V_REDUCE` (`d`).
 pub mod ired {
     pub const ADD: u8 = 0;
     pub const SMAX: u8 = 1;
@@ -125,7 +125,9 @@ crate::ops::define_ops!(FpOps, 0x400, [
     V_REV,       // e, f, d = log2 of the container in bytes (REV16/32/64)
     V_ADDLP,     // e = source esize, f, d bit 0: unsigned, bit 1: accumulate (S/UADDLP, S/UADALP)
     V_URECPE, V_URSQRTE, // e = 2
-    V_PAIR,      // a, b, c, e, f, d = ired::*: ADDP SMAXP ... (pairs of the concatenation Vm:Vn)
+    V_ADDP,      // a, b, c, e, f: ADDP (vector): each element the sum of a pair of the concatenation Vm:Vn
+    V_MAXP,      // a, b, c, e, f, d bit 0: unsigned: SMAXP, UMAXP (pairs as V_ADDP's)
+    V_MINP,      // a, b, c, e, f, d bit 0: unsigned: SMINP, UMINP (pairs as V_ADDP's)
     V_REDUCE,    // a, b, e, f (source bytes), d = ired::*: ADDV SMAXV ... SADDLV, ADDP (scalar)
     // ---- integer shifts by immediate (imm = shift)
     V_SHR,       // d bit 0: unsigned, bit 1: round, bit 2: accumulate (SSHR USHR SRSHR URSHR SSRA ...)

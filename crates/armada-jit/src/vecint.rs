@@ -35,7 +35,7 @@ impl Tx<'_> {
                 self.element_wise(u)
             }
             V_CMP0 if whole && e <= 2 && d <= cmp0::LT => self.element_wise(u),
-            V_PAIR if matches!(f, 3 | 4) && d <= ired::UMIN && (e <= 2 || d == ired::ADD) => {
+            V_ADDP | V_MAXP | V_MINP if matches!(f, 3 | 4) && (e <= 2 || u.op == V_ADDP) => {
                 self.pairwise(u)
             }
             V_REDUCE
@@ -147,7 +147,16 @@ impl Tx<'_> {
         let y = self.b.ins().shuffle(n, m, od);
         let x = self.as_lanes(ty, x);
         let y = self.as_lanes(ty, y);
-        let r = self.reduce_step(u.d, x, y);
+        // (the pairwise ops' meaning: armada-semantics' ADD, MAX and MIN element functions,
+        // field d's bit 0 unsigned; these are the host's vector instructions for them)
+        let kind = match (u.op, u.d & 1) {
+            (V_ADDP, _) => ired::ADD,
+            (V_MAXP, 0) => ired::SMAX,
+            (V_MAXP, _) => ired::UMAX,
+            (V_MINP, 0) => ired::SMIN,
+            _ => ired::UMIN,
+        };
+        let r = self.reduce_step(kind, x, y);
         self.set_lanes(u.a, r, u.f);
     }
 

@@ -118,11 +118,25 @@ pub struct ElemDef {
     pub value: Expr,
     /// A saturating op's: not zero where the element saturated, which sets FPSR.QC.
     pub saturated: Option<Expr>,
-    /// A long op (SADDL, UMULL, SQDMLAL ...): the value is an element of twice the size in field
-    /// e, from Vn's and Vm's elements of field e's size in the part field f names (the upper
-    /// half for the "2" forms); Vd's old element (`ed`) and Vn's wide one (`en_wide`) are at
-    /// twice the size.
-    pub long: bool,
+    /// Which elements of the operands make an element of Vd.
+    pub shape: Shape,
+}
+
+/// Which elements of the operands an element function reads for each element of Vd.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// The same element of Vn, Vm (or one of Vm broadcast, by element) and Vd, at the element
+    /// size in field e.
+    Same,
+    /// A long op (SADDL, UMULL, SQDMLAL ...): the value is an element of twice the size in
+    /// field e, from Vn's and Vm's elements of field e's size in the part field f names (the
+    /// upper half for the "2" forms); Vd's old element (`ed`) and Vn's wide one (`en_wide`)
+    /// are at twice the size.
+    Long,
+    /// A pairwise op (ADDP, SMAXP ...): element i of Vd is the value of the pair of adjacent
+    /// elements 2i and 2i + 1 of the concatenation Vm:Vn (Vn's elements first), read as Vn's
+    /// (`en`) and Vm's (`em`) elements.
+    Pairwise,
 }
 
 impl ElemDef {
@@ -132,13 +146,24 @@ impl ElemDef {
             doc,
             value: value.into_expr(),
             saturated: None,
-            long: false,
+            shape: Shape::Same,
         }
     }
 
-    /// The same function as a long one (see the field `long`).
+    /// The same function as a long one ([`Shape::Long`]).
     pub fn long(self) -> ElemDef {
-        ElemDef { long: true, ..self }
+        ElemDef {
+            shape: Shape::Long,
+            ..self
+        }
+    }
+
+    /// The same function over pairs of adjacent elements ([`Shape::Pairwise`]).
+    pub fn pairwise(self) -> ElemDef {
+        ElemDef {
+            shape: Shape::Pairwise,
+            ..self
+        }
     }
 
     /// A saturating element function: the value, and where it saturated (FPSR.QC).

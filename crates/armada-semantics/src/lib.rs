@@ -22,7 +22,7 @@ pub mod simd_three_same;
 pub mod simd_two_reg_misc;
 pub mod text;
 
-pub use def::{Def, Effect, ElemDef};
+pub use def::{Def, Effect, ElemDef, Shape};
 use std::sync::OnceLock;
 
 /// Every definition, in the order the generators write them.

@@ -218,6 +218,25 @@ pub fn definitions() -> Vec<ElemDef> {
             "SMIN, UMIN: the smaller of Vn and Vm",
             pick(above(), em(), en()),
         ),
+        // the pairwise forms: the same functions of a pair of adjacent elements of Vm:Vn
+        ElemDef::new(
+            V_ADDP,
+            "ADDP (vector): the sum of a pair of elements of Vm:Vn",
+            en() + em(),
+        )
+        .pairwise(),
+        ElemDef::new(
+            V_MAXP,
+            "SMAXP, UMAXP: the larger of a pair of elements of Vm:Vn",
+            pick(above(), en(), em()),
+        )
+        .pairwise(),
+        ElemDef::new(
+            V_MINP,
+            "SMINP, UMINP: the smaller of a pair of elements of Vm:Vn",
+            pick(above(), em(), en()),
+        )
+        .pairwise(),
         ElemDef::new(
             V_ABD,
             "SABD, UABD: |Vn - Vm|; SABA, UABA: Vd + |Vn - Vm|",

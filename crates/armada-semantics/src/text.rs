@@ -6,7 +6,7 @@
 use crate::def::{Def, Effect};
 use crate::definitions;
 use crate::expr::{Bin, Cmp, Conv, Expr, Field, Lane, Operand, Prim, Un, Width};
-use crate::{element_definitions, ElemDef};
+use crate::{element_definitions, ElemDef, Shape};
 
 /// A target language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -395,7 +395,8 @@ pub fn rust_match(outlined: &[u16]) -> String {
 
 /// The interpreter's SIMD element functions (`cpu/fp/elements.rs`): a macro that takes
 /// `exec_fp`'s `match` and puts an arm for each defined element function first, each the
-/// element loop (`map2`; `map3` where it reads Vd, `map1` where it reads only Vn) over a closure of the definition, as the
+/// element loop (`map2`; `map3` where it reads Vd, `map1` where it reads only Vn; `long_op`
+/// and `pair2` for the long and pairwise shapes) over a closure of the definition, as the
 /// hand-written arms were. Its caller names the state `$st`, the micro-op `$u` and the
 /// element size `$e` (the closures' parameters are the macro's own).
 pub fn rust_elements() -> String {
@@ -414,7 +415,9 @@ pub fn rust_elements() -> String {
             // (FPSR.QC: the caller's flag, which it ORs into FPSR)
             body = format!("{{ $qc |= ({}) != 0; {body} }}", expr(Lang::Rust, sat));
         }
-        let call = if d.long {
+        let call = if d.shape == Shape::Pairwise {
+            format!("pair2($st, $u, |x, y| {body})")
+        } else if d.shape == Shape::Long {
             // (each operand named only where it is read)
             let name = |read: bool, n: &'static str| if read { n } else { "_" };
             format!(
@@ -467,10 +470,19 @@ fn element_case(lang: Lang, d: &ElemDef) -> String {
     }
 }
 
-/// The element functions of one shape: those whose element is the same size as their
-/// operands' (`long` false), or the long ones (true).
-fn of_shape(long: bool) -> impl Iterator<Item = &'static ElemDef> {
-    element_definitions().iter().filter(move |d| d.long == long)
+/// The element functions of one shape.
+fn of_shape(shape: Shape) -> impl Iterator<Item = &'static ElemDef> {
+    element_definitions()
+        .iter()
+        .filter(move |d| d.shape == shape)
+}
+
+/// The element functions whose element is the same size as their operands': the
+/// element-wise and the pairwise ones (the kernel's and the shader's `int_elem`).
+fn same_size() -> impl Iterator<Item = &'static ElemDef> {
+    element_definitions()
+        .iter()
+        .filter(|d| d.shape != Shape::Long)
 }
 
 /// The kernel's element functions (`elements.cu`, included in `int_elem`'s switch in
@@ -480,20 +492,21 @@ fn of_shape(long: bool) -> impl Iterator<Item = &'static ElemDef> {
 /// their labels, and `LONG_ELEMENTS`, their cases.
 pub fn cuda_elements() -> String {
     let mut s = format!("    // ----- {HEADER}\n");
-    let labels = |long| {
-        of_shape(long)
+    let labels = |shape| {
+        of_shape(shape)
             .map(|d| format!("case OP_{}:", d.name()))
             .collect::<Vec<_>>()
             .join(" ")
     };
-    s.push_str(&format!("#define ELEMENT_CASES {}\n", labels(false)));
+    s.push_str(&format!("#define ELEMENT_CASES {}\n", labels(Shape::Same)));
+    s.push_str(&format!("#define PAIR_CASES {}\n", labels(Shape::Pairwise)));
     s.push_str(&format!(
         "#define ELEMENT_UNARY(op) ({})\n",
         unary_test(|d| format!("op == OP_{}", d.name()))
     ));
-    s.push_str(&format!("#define LONG_CASES {}\n", labels(true)));
+    s.push_str(&format!("#define LONG_CASES {}\n", labels(Shape::Long)));
     s.push_str("#define LONG_ELEMENTS \\\n");
-    for d in of_shape(true) {
+    for d in of_shape(Shape::Long) {
         // (a line comment would swallow the macro's next line: a block comment instead)
         let case = element_case(Lang::Cuda, d);
         let case = match case.split_once(" // ") {
@@ -503,7 +516,7 @@ pub fn cuda_elements() -> String {
         s.push_str(&format!("    {case} \\\n"));
     }
     s.push_str("    /* (end of LONG_ELEMENTS) */\n");
-    for d in of_shape(false) {
+    for d in same_size() {
         s.push_str(&format!("    {}\n", element_case(Lang::Cuda, d)));
     }
     s
@@ -513,7 +526,7 @@ pub fn cuda_elements() -> String {
 /// (simd.wgsl).
 pub fn wgsl_elements() -> String {
     let mut s = format!("        // ----- {HEADER}\n");
-    for d in of_shape(false) {
+    for d in same_size() {
         s.push_str(&format!("        {}\n", element_case(Lang::Wgsl, d)));
     }
     s
@@ -523,7 +536,7 @@ pub fn wgsl_elements() -> String {
 /// switch (simd.wgsl).
 pub fn wgsl_long_elements() -> String {
     let mut s = format!("        // ----- {HEADER}\n");
-    for d in of_shape(true) {
+    for d in of_shape(Shape::Long) {
         s.push_str(&format!("        {}\n", element_case(Lang::Wgsl, d)));
     }
     s
@@ -532,16 +545,16 @@ pub fn wgsl_long_elements() -> String {
 /// The shader's long element functions' selectors, for `/* @generated long ops */` in the
 /// case that runs the long element loop (simd.wgsl).
 pub fn wgsl_long_selectors() -> String {
-    of_shape(true)
-        .map(|d| format!("OP_{}", d.name()))
-        .collect::<Vec<_>>()
-        .join(", ")
+    selectors(Shape::Long)
 }
 
 /// Whether an element function reads no Vm (the loop then reads no broadcast element of it),
 /// as an expression of `op` made by `test` from each such definition.
 fn unary_test(test: impl Fn(&ElemDef) -> String) -> String {
-    let tests: Vec<String> = of_shape(false).filter(|d| !d.reads_m()).map(test).collect();
+    let tests: Vec<String> = of_shape(Shape::Same)
+        .filter(|d| !d.reads_m())
+        .map(test)
+        .collect();
     if tests.is_empty() {
         "false".to_string()
     } else {
@@ -561,7 +574,18 @@ pub fn wgsl_element_unary() -> String {
 /// The shader's element functions' selectors, `OP_V_ADD, OP_V_SUB, ...`, for
 /// `/* @generated element ops */` in the case that runs the element loop (simd.wgsl).
 pub fn wgsl_element_selectors() -> String {
-    of_shape(false)
+    selectors(Shape::Same)
+}
+
+/// The shader's pairwise element functions' selectors, for `/* @generated pair ops */` in
+/// the case that runs the pairwise loop (simd.wgsl).
+pub fn wgsl_pair_selectors() -> String {
+    selectors(Shape::Pairwise)
+}
+
+/// `OP_A, OP_B, ...` of the element functions of `shape`.
+fn selectors(shape: Shape) -> String {
+    of_shape(shape)
         .map(|d| format!("OP_{}", d.name()))
         .collect::<Vec<_>>()
         .join(", ")

@@ -280,23 +280,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             }
             V_URECPE => map1(st, u, |x| float::urecpe(x as u32) as u64),
             V_URSQRTE => map1(st, u, |x| float::ursqrte(x as u32) as u64),
-            V_PAIR => {
-                let (n, m) = (st.v[b], st.v[c]);
-                st.v[a] = match (e, f) {
-                    (0, 4) => pairwise::<0, 16>(d, n, m),
-                    (0, 3) => pairwise::<0, 8>(d, n, m),
-                    (1, 4) => pairwise::<1, 8>(d, n, m),
-                    (1, 3) => pairwise::<1, 4>(d, n, m),
-                    (2, 4) => pairwise::<2, 4>(d, n, m),
-                    (2, 3) => pairwise::<2, 2>(d, n, m),
-                    (3, 4) => pairwise::<3, 2>(d, n, m),
-                    _ => {
-                        // the decoder makes no other shape (`vsize`: no 1D vector)
-                        debug_assert!(false, "exec_fp: V_PAIR of shape ({e}, {f})");
-                        st.v[a]
-                    }
-                };
-            }
             V_REDUCE => {
                 let cnt = 1usize << (f - e);
                 let n = st.v[b];
@@ -691,15 +674,41 @@ fn by_shape(
     }
 }
 
-/// An integer pairwise op (ADDP, the MAXP and MINP forms; `kind` as for `int_red`) of N
-/// elements of 2^E bytes: the pairs of Vn's elements, then Vm's, each made one element.
+/// Vd = op over the pairs of adjacent elements of the concatenation Vm:Vn (Vn's first): the
+/// pairwise element functions (ADDP, SMAXP ...), each element op(pair's first, its second).
 #[inline(always)]
-fn pairwise<const E: u8, const N: usize>(kind: u8, n: u128, m: u128) -> u128 {
+fn pair2(st: &mut CpuState, u: &MicroOp, mut op: impl FnMut(u64, u64) -> u64) {
+    let (n, m) = (st.v[u.b as usize], st.v[u.c as usize]);
+    let op = &mut op;
+    st.v[u.a as usize] = match (u.e, u.f) {
+        (0, 4) => pairwise::<0, 16>(n, m, op),
+        (0, 3) => pairwise::<0, 8>(n, m, op),
+        (1, 4) => pairwise::<1, 8>(n, m, op),
+        (1, 3) => pairwise::<1, 4>(n, m, op),
+        (2, 4) => pairwise::<2, 4>(n, m, op),
+        (2, 3) => pairwise::<2, 2>(n, m, op),
+        (3, 4) => pairwise::<3, 2>(n, m, op),
+        (e, f) => {
+            // the decoder makes no other shape (`vsize`: no 1D vector)
+            debug_assert!(false, "pair2: {} of shape ({e}, {f})", name(u.op));
+            st.v[u.a as usize]
+        }
+    };
+}
+
+/// `op` over the pairs of N elements of 2^E bytes: the pairs of Vn's elements, then Vm's,
+/// each made one element.
+#[inline(always)]
+fn pairwise<const E: u8, const N: usize>(
+    n: u128,
+    m: u128,
+    op: &mut impl FnMut(u64, u64) -> u64,
+) -> u128 {
     let (xs, ys) = (elements::<E>(n), elements::<E>(m));
     let el = |j: usize| if j < N { xs[j] } else { ys[j - N] };
     let mut r = [0u64; 16];
     for (i, o) in r.iter_mut().enumerate().take(N) {
-        *o = int_red(kind, E, el(2 * i), el(2 * i + 1));
+        *o = op(el(2 * i), el(2 * i + 1));
     }
     from_elements::<E, N>(&r)
 }

@@ -556,16 +556,21 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
         vstore(rec, va, r);
         return true;
     }
-    case OP_V_PAIR: {
+    // ---- pairwise element functions (armada-semantics: PAIR_CASES): element i of Vd from
+    // elements 2i and 2i + 1 of the concatenation Vm:Vn, through int_elem
+    PAIR_CASES {
         u32 cnt = 1u << (f - e);
         V2 n = vload(rec, vb), m = vload(rec, vc), r = {0, 0};
+        bool ok = true, qc = false;
         for (u32 i = 0; i < cnt; i++) {
             u32 j0 = 2 * i, j1 = 2 * i + 1;
             u64 x0 = j0 < cnt ? vget(n, e, j0) : vget(m, e, j0 - cnt);
             u64 x1 = j1 < cnt ? vget(n, e, j1) : vget(m, e, j1 - cnt);
-            vset(r, e, i, int_red(d, e, x0, x1));
+            vset(r, e, i, int_elem(op, d, e, 0, x0, x1, imm, ok, qc));
         }
+        if (!ok) return false;
         vstore(rec, va, r);
+        if (qc) rec[S_FPSR] |= CONST_FPSR_QC;
         return true;
     }
     case OP_V_REDUCE: {

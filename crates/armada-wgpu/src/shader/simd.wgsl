@@ -325,20 +325,26 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             }
             vstore(va, r);
         }
-        case OP_V_PAIR: {
+        // ---- pairwise element functions (armada-semantics): element i of Vd from elements 2i
+        // and 2i + 1 of the concatenation Vm:Vn, through int_elem
+        case /* @generated pair ops */ : {
             let cnt = 1u << (f - e);
             let n = vload(vb);
             let m = vload(vc);
             var r = V2(0lu, 0lu);
+            simd_ok = true;
+            simd_qc = false;
             for (var i = 0u; i < cnt; i++) {
                 lp(2u);
                 let j0 = 2u * i;
                 let j1 = 2u * i + 1u;
                 let x0 = select(vget(m, e, j0 - cnt), vget(n, e, j0), j0 < cnt);
                 let x1 = select(vget(m, e, j1 - cnt), vget(n, e, j1), j1 < cnt);
-                r = vset(r, e, i, int_red(d, e, x0, x1));
+                r = vset(r, e, i, int_elem(op, d, e, 0lu, x0, x1, imm));
             }
+            if !simd_ok { return false; }
             vstore(va, r);
+            if simd_qc { rset(S_FPSR, rget(S_FPSR) | CONST_FPSR_QC); }
         }
         case OP_V_REDUCE: {
             let cnt = 1u << (f - e);
