@@ -3,8 +3,8 @@
 //! of the micro-ops armada-semantics defines where armada.wgsl says `// @generated defined` (and
 //! the fused pairs' compares at `// @generated fused`, the SIMD element functions at
 //! `// @generated elements`, `/* @generated element ops */`, `// @generated element
-//! unary`, `/* @generated pair ops */`, `// @generated long elements` and `/* @generated long
-//! ops */` in simd.wgsl).
+//! unary`, `/* @generated pair ops */`, `/* @generated across ops */`, `// @generated long
+//! elements` and `/* @generated long ops */` in simd.wgsl).
 
 fn main() {
     let dir = std::path::Path::new("src/shader");
@@ -51,6 +51,12 @@ fn main() {
             "/* @generated pair ops */ ",
             "simd.wgsl",
             text::wgsl_pair_selectors(),
+        ),
+        // the across-lanes reductions, into the case that folds (their cases are int_elem's)
+        (
+            "/* @generated across ops */ ",
+            "simd.wgsl",
+            text::wgsl_across_selectors(),
         ),
         // the long element functions, into long_elem and the case that loops over them
         (

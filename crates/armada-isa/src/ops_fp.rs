@@ -54,18 +54,6 @@ pub mod cmp0 {
     pub const LT: u8 = 4;
 }
 
-/// Operations of `V_REDUCE` (`d`).
-pub mod ired {
-    pub const ADD: u8 = 0;
-    pub const SMAX: u8 = 1;
-    pub const SMIN: u8 = 2;
-    pub const UMAX: u8 = 3;
-    pub const UMIN: u8 = 4;
-    /// `V_REDUCE` only: SADDLV / UADDLV (result is twice the element size).
-    pub const SADDL: u8 = 5;
-    pub const UADDL: u8 = 6;
-}
-
 /// Operations of `F_PAIR` / `F_REDUCE` (`d`).
 pub mod fred {
     pub const ADD: u8 = 0;
@@ -128,7 +116,10 @@ crate::ops::define_ops!(FpOps, 0x400, [
     V_ADDP,      // a, b, c, e, f: ADDP (vector): each element the sum of a pair of the concatenation Vm:Vn
     V_MAXP,      // a, b, c, e, f, d bit 0: unsigned: SMAXP, UMAXP (pairs as V_ADDP's)
     V_MINP,      // a, b, c, e, f, d bit 0: unsigned: SMINP, UMINP (pairs as V_ADDP's)
-    V_REDUCE,    // a, b, e, f (source bytes), d = ired::*: ADDV SMAXV ... SADDLV, ADDP (scalar)
+    V_ADDV,      // a, b, e, f: ADDV, ADDP (scalar): Vd's element 0 the sum of Vn's elements (the rest 0)
+    V_MAXV,      // a, b, e, f, d bit 0: unsigned: SMAXV, UMAXV (the largest of Vn's elements)
+    V_MINV,      // a, b, e, f, d bit 0: unsigned: SMINV, UMINV (the smallest)
+    V_ADDLV,     // a, b, e (Vn's size), f, d bit 0: unsigned: SADDLV, UADDLV (the sum at twice e)
     // ---- integer shifts by immediate (imm = shift)
     V_SHR,       // d bit 0: unsigned, bit 1: round, bit 2: accumulate (SSHR USHR SRSHR URSHR SSRA ...)
     V_SHL,

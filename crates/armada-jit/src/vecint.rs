@@ -38,8 +38,8 @@ impl Tx<'_> {
             V_ADDP | V_MAXP | V_MINP if matches!(f, 3 | 4) && (e <= 2 || u.op == V_ADDP) => {
                 self.pairwise(u)
             }
-            V_REDUCE
-                if matches!(f, 3 | 4) && e < f && d <= ired::UMIN && (e <= 2 || d == ired::ADD) =>
+            V_ADDV | V_MAXV | V_MINV
+                if matches!(f, 3 | 4) && e < f && (e <= 2 || u.op == V_ADDV) =>
             {
                 self.across(u)
             }
@@ -107,18 +107,19 @@ impl Tx<'_> {
         self.set_lanes(u.a, r, u.f);
     }
 
-    /// `op` of two vectors of lanes `ty`, for the pairwise and across-lanes ops (`ired`).
-    fn reduce_step(&mut self, kind: u8, x: Value, y: Value) -> Value {
+    /// One step of a pairwise op or an across-lanes reduction, `u`'s (ADDP, SMAXP ...; ADDV,
+    /// SMAXV ...): their meaning is armada-semantics' ADD, MAX and MIN element functions, field
+    /// d's bit 0 unsigned; these are the host's vector instructions for them.
+    fn reduce_step(&mut self, u: &MicroOp, x: Value, y: Value) -> Value {
         let ins = self.b.ins();
-        match kind {
-            ired::ADD => ins.iadd(x, y),
-            ired::SMAX => ins.smax(x, y),
-            ired::SMIN => ins.smin(x, y),
-            ired::UMAX => ins.umax(x, y),
+        match (u.op, u.d & 1) {
+            (V_ADDP | V_ADDV, _) => ins.iadd(x, y),
+            (V_MAXP | V_MAXV, 0) => ins.smax(x, y),
+            (V_MAXP | V_MAXV, _) => ins.umax(x, y),
+            (V_MINP | V_MINV, 0) => ins.smin(x, y),
             _ => ins.umin(x, y),
         }
     }
-
     /// ADDP, SMAXP, SMINP, UMAXP and UMINP (vector): lane j of the result is `op` of
     /// lanes 2j and 2j+1 of the concatenation of Vn (low) and Vm (high), of the whole
     /// registers (`f` 4) or of their low halves (`f` 3). Two byte shuffles gather the
@@ -147,16 +148,7 @@ impl Tx<'_> {
         let y = self.b.ins().shuffle(n, m, od);
         let x = self.as_lanes(ty, x);
         let y = self.as_lanes(ty, y);
-        // (the pairwise ops' meaning: armada-semantics' ADD, MAX and MIN element functions,
-        // field d's bit 0 unsigned; these are the host's vector instructions for them)
-        let kind = match (u.op, u.d & 1) {
-            (V_ADDP, _) => ired::ADD,
-            (V_MAXP, 0) => ired::SMAX,
-            (V_MAXP, _) => ired::UMAX,
-            (V_MINP, 0) => ired::SMIN,
-            _ => ired::UMIN,
-        };
-        let r = self.reduce_step(kind, x, y);
+        let r = self.reduce_step(u, x, y);
         self.set_lanes(u.a, r, u.f);
     }
 
@@ -177,7 +169,7 @@ impl Tx<'_> {
             let bytes = self.as_lanes(I8X16, x);
             let y = self.b.ins().shuffle(bytes, bytes, mask);
             let y = self.as_lanes(ty, y);
-            x = self.reduce_step(u.d, x, y);
+            x = self.reduce_step(u, x, y);
             width /= 2;
         }
         let lane = self.b.ins().extractlane(x, 0);

@@ -137,6 +137,10 @@ pub enum Shape {
     /// elements 2i and 2i + 1 of the concatenation Vm:Vn (Vn's elements first), read as Vn's
     /// (`en`) and Vm's (`em`) elements.
     Pairwise,
+    /// An across-lanes reduction (ADDV, SMAXV ...): element 0 of Vd (the rest of Vd zero) is
+    /// the fold of Vn's elements, from the first, each step the value of the fold so far
+    /// (read as Vn's element, `en`) and the next element (as Vm's, `em`).
+    Across,
 }
 
 impl ElemDef {
@@ -154,6 +158,14 @@ impl ElemDef {
     pub fn long(self) -> ElemDef {
         ElemDef {
             shape: Shape::Long,
+            ..self
+        }
+    }
+
+    /// The same function as the step of a fold over Vn's elements ([`Shape::Across`]).
+    pub fn across(self) -> ElemDef {
+        ElemDef {
+            shape: Shape::Across,
             ..self
         }
     }

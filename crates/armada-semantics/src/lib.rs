@@ -16,6 +16,7 @@ pub mod dp_immediate;
 pub mod dp_register;
 pub mod expr;
 pub mod prim;
+pub mod simd_across_lanes;
 pub mod simd_shift_immediate;
 pub mod simd_three_different;
 pub mod simd_three_same;
@@ -43,6 +44,7 @@ pub fn element_definitions() -> &'static [ElemDef] {
         all.extend(simd_two_reg_misc::definitions());
         all.extend(simd_shift_immediate::definitions());
         all.extend(simd_three_different::definitions());
+        all.extend(simd_across_lanes::definitions());
         all
     })
 }

@@ -395,8 +395,8 @@ pub fn rust_match(outlined: &[u16]) -> String {
 
 /// The interpreter's SIMD element functions (`cpu/fp/elements.rs`): a macro that takes
 /// `exec_fp`'s `match` and puts an arm for each defined element function first, each the
-/// element loop (`map2`; `map3` where it reads Vd, `map1` where it reads only Vn; `long_op`
-/// and `pair2` for the long and pairwise shapes) over a closure of the definition, as the
+/// element loop (`map2`; `map3` where it reads Vd, `map1` where it reads only Vn; `long_op`,
+/// `pair2` and `across` for the long, pairwise and across-lanes shapes) over a closure of the definition, as the
 /// hand-written arms were. Its caller names the state `$st`, the micro-op `$u` and the
 /// element size `$e` (the closures' parameters are the macro's own).
 pub fn rust_elements() -> String {
@@ -417,6 +417,8 @@ pub fn rust_elements() -> String {
         }
         let call = if d.shape == Shape::Pairwise {
             format!("pair2($st, $u, |x, y| {body})")
+        } else if d.shape == Shape::Across {
+            format!("across($st, $u, |x, y| {body})")
         } else if d.shape == Shape::Long {
             // (each operand named only where it is read)
             let name = |read: bool, n: &'static str| if read { n } else { "_" };
@@ -477,8 +479,8 @@ fn of_shape(shape: Shape) -> impl Iterator<Item = &'static ElemDef> {
         .filter(move |d| d.shape == shape)
 }
 
-/// The element functions whose element is the same size as their operands': the
-/// element-wise and the pairwise ones (the kernel's and the shader's `int_elem`).
+/// The element functions whose element is the same size as their operands': all but the
+/// long ones (the kernel's and the shader's `int_elem`).
 fn same_size() -> impl Iterator<Item = &'static ElemDef> {
     element_definitions()
         .iter()
@@ -500,6 +502,7 @@ pub fn cuda_elements() -> String {
     };
     s.push_str(&format!("#define ELEMENT_CASES {}\n", labels(Shape::Same)));
     s.push_str(&format!("#define PAIR_CASES {}\n", labels(Shape::Pairwise)));
+    s.push_str(&format!("#define ACROSS_CASES {}\n", labels(Shape::Across)));
     s.push_str(&format!(
         "#define ELEMENT_UNARY(op) ({})\n",
         unary_test(|d| format!("op == OP_{}", d.name()))
@@ -581,6 +584,12 @@ pub fn wgsl_element_selectors() -> String {
 /// the case that runs the pairwise loop (simd.wgsl).
 pub fn wgsl_pair_selectors() -> String {
     selectors(Shape::Pairwise)
+}
+
+/// The shader's across-lanes reductions' selectors, for `/* @generated across ops */` in
+/// the case that runs the fold (simd.wgsl).
+pub fn wgsl_across_selectors() -> String {
+    selectors(Shape::Across)
 }
 
 /// `OP_A, OP_B, ...` of the element functions of `shape`.

@@ -280,24 +280,14 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             }
             V_URECPE => map1(st, u, |x| float::urecpe(x as u32) as u64),
             V_URSQRTE => map1(st, u, |x| float::ursqrte(x as u32) as u64),
-            V_REDUCE => {
-                let cnt = 1usize << (f - e);
+            V_ADDLV => {
+                // SADDLV, UADDLV: the sum of Vn's elements at twice their size
+                let uns = d & 1 != 0;
                 let n = st.v[b];
-                let r: u64 = match d {
-                    ired::SADDL | ired::UADDL => {
-                        let uns = d == ired::UADDL;
-                        let s: i128 = (0..cnt).map(|i| int(get(n, e, i), e, uns)).sum();
-                        s as u64 & mask(e + 1)
-                    }
-                    _ => {
-                        let mut acc = get(n, e, 0);
-                        for i in 1..cnt {
-                            acc = int_red(d, e, acc, get(n, e, i));
-                        }
-                        acc
-                    }
-                };
-                st.v[a] = r as u128;
+                let s: i128 = (0..1usize << (f - e))
+                    .map(|i| int(get(n, e, i), e, uns))
+                    .sum();
+                st.v[a] = (s as u64 & mask(e + 1)) as u128;
             }
 
             // ------------------------------------------------------------ shifts by immediate
@@ -696,6 +686,18 @@ fn pair2(st: &mut CpuState, u: &MicroOp, mut op: impl FnMut(u64, u64) -> u64) {
     };
 }
 
+/// Vd's element 0 (the rest 0) = the fold of Vn's elements by `op` (the fold so far, the next
+/// element), from the first: the across-lanes reductions (ADDV, SMAXV ...).
+#[inline(always)]
+fn across(st: &mut CpuState, u: &MicroOp, mut op: impl FnMut(u64, u64) -> u64) {
+    let (n, e) = (st.v[u.b as usize], u.e);
+    let mut acc = get(n, e, 0);
+    for i in 1..1usize << (u.f - e) {
+        acc = op(acc, get(n, e, i)) & mask(e);
+    }
+    st.v[u.a as usize] = acc as u128;
+}
+
 /// `op` over the pairs of N elements of 2^E bytes: the pairs of Vn's elements, then Vm's,
 /// each made one element.
 #[inline(always)]
@@ -795,31 +797,6 @@ fn narrow_op(st: &mut CpuState, u: &MicroOp, mut op: impl FnMut(u64, u64) -> u64
         set(&mut r, e, base + i, x);
     }
     st.v[u.a as usize] = r;
-}
-
-/// One step of an integer pairwise operation or reduction (inlined: the pairwise loops
-/// then unroll).
-#[inline(always)]
-fn int_red(kind: u8, e: u8, x: u64, y: u64) -> u64 {
-    match kind {
-        ired::ADD => x.wrapping_add(y) & mask(e),
-        ired::SMAX => {
-            if sx(x, e) >= sx(y, e) {
-                x
-            } else {
-                y
-            }
-        }
-        ired::SMIN => {
-            if sx(x, e) <= sx(y, e) {
-                x
-            } else {
-                y
-            }
-        }
-        ired::UMAX => x.max(y),
-        _ => x.min(y),
-    }
 }
 
 /// One step of an FP pairwise operation or reduction.

@@ -53,15 +53,6 @@ __device__ __forceinline__ u64 mask_if(bool t) { return t ? MAXU64 : 0; }
 __device__ __forceinline__ u8 vbyte(V2 v, u32 i) { return (u8)((i < 8 ? v.lo >> (8 * i) : v.hi >> (8 * (i - 8))) & 0xff); }
 __device__ __forceinline__ void vsetbyte(V2& v, u32 i, u8 b) { vset(v, 0, i, b); }
 
-__device__ __forceinline__ u64 int_red(u32 kind, u32 e, u64 x, u64 y) {
-    switch (kind) {
-    case IRED_ADD: return (x + y) & emask(e);
-    case IRED_SMAX: return esx(x, e) >= esx(y, e) ? x : y;
-    case IRED_SMIN: return esx(x, e) <= esx(y, e) ? x : y;
-    case IRED_UMAX: return x > y ? x : y;
-    default: return x < y ? x : y;
-    }
-}
 
 // ----- IEEE helpers on bit patterns (fast mode only: RN, no FZ, no DN) ----------------------
 
@@ -573,23 +564,30 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
         if (qc) rec[S_FPSR] |= CONST_FPSR_QC;
         return true;
     }
-    case OP_V_REDUCE: {
+    // ---- across-lanes reductions (armada-semantics: ACROSS_CASES): Vd's element 0 the fold of
+    // Vn's elements through int_elem (the fold so far as Vn's element, the next as Vm's)
+    ACROSS_CASES {
         u32 cnt = 1u << (f - e);
         V2 n = vload(rec, vb), r = {0, 0};
-        u64 acc;
-        if (d == IRED_SADDL || d == IRED_UADDL) {
-            if (e >= 3) return false;
-            i64 s = 0;
-            for (u32 i = 0; i < cnt; i++) {
-                u64 v = vget(n, e, i);
-                s += d == IRED_UADDL ? (i64)v : esx(v, e);
-            }
-            acc = (u64)s & emask(e + 1);
-        } else {
-            acc = vget(n, e, 0);
-            for (u32 i = 1; i < cnt; i++) acc = int_red(d, e, acc, vget(n, e, i));
-        }
+        bool ok = true, qc = false;
+        u64 acc = vget(n, e, 0);
+        for (u32 i = 1; i < cnt; i++) acc = int_elem(op, d, e, 0, acc, vget(n, e, i), imm, ok, qc) & emask(e);
+        if (!ok) return false;
         r.lo = acc;
+        vstore(rec, va, r);
+        if (qc) rec[S_FPSR] |= CONST_FPSR_QC;
+        return true;
+    }
+    case OP_V_ADDLV: { // SADDLV, UADDLV (d bit 0): the sum of Vn's elements at twice their size
+        if (e >= 3) return false;
+        u32 cnt = 1u << (f - e);
+        V2 n = vload(rec, vb), r = {0, 0};
+        i64 s = 0;
+        for (u32 i = 0; i < cnt; i++) {
+            u64 v = vget(n, e, i);
+            s += (d & 1) ? (i64)v : esx(v, e);
+        }
+        r.lo = (u64)s & emask(e + 1);
         vstore(rec, va, r);
         return true;
     }

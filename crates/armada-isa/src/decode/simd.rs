@@ -170,13 +170,13 @@ fn xtn_s(f: &Fields, kind: u8) -> Option<MicroOp> {
     Some(rr(f, V_XTN, e, PART_SCALAR).d(kind << 1))
 }
 
-/// Across-lanes integer reductions.
-fn across(f: &Fields, kind: u8) -> Option<MicroOp> {
+/// Across-lanes integer reductions: `op`, field d `d` (bit 0: unsigned).
+fn across(f: &Fields, op: u16, d: u8) -> Option<MicroOp> {
     let size = f.get('z');
     if size == 3 || (size == 2 && f.get('Q') == 0) {
         return None;
     }
-    Some(rr(f, V_REDUCE, size as u8, qf(f)).d(kind))
+    Some(rr(f, op, size as u8, qf(f)).d(d))
 }
 
 /// FMAXV and friends: 4S only.
@@ -886,13 +886,13 @@ pub(super) const TABLE: &[Encoding] = &[
     enc("FSQRT (vector)",  "0Q 1 01110 1S 10000 11111 10 nnnnn ddddd", |f| fv2(f, F_SQRT, 0)),
 
     // ======== AdvSIMD across lanes
-    enc("SADDLV",  "0Q 0 01110 zz 11000 00011 10 nnnnn ddddd", |f| across(f, ired::SADDL)),
-    enc("SMAXV",   "0Q 0 01110 zz 11000 01010 10 nnnnn ddddd", |f| across(f, ired::SMAX)),
-    enc("SMINV",   "0Q 0 01110 zz 11000 11010 10 nnnnn ddddd", |f| across(f, ired::SMIN)),
-    enc("ADDV",    "0Q 0 01110 zz 11000 11011 10 nnnnn ddddd", |f| across(f, ired::ADD)),
-    enc("UADDLV",  "0Q 1 01110 zz 11000 00011 10 nnnnn ddddd", |f| across(f, ired::UADDL)),
-    enc("UMAXV",   "0Q 1 01110 zz 11000 01010 10 nnnnn ddddd", |f| across(f, ired::UMAX)),
-    enc("UMINV",   "0Q 1 01110 zz 11000 11010 10 nnnnn ddddd", |f| across(f, ired::UMIN)),
+    enc("SADDLV",  "0Q 0 01110 zz 11000 00011 10 nnnnn ddddd", |f| across(f, V_ADDLV, 0)),
+    enc("SMAXV",   "0Q 0 01110 zz 11000 01010 10 nnnnn ddddd", |f| across(f, V_MAXV, 0)),
+    enc("SMINV",   "0Q 0 01110 zz 11000 11010 10 nnnnn ddddd", |f| across(f, V_MINV, 0)),
+    enc("ADDV",    "0Q 0 01110 zz 11000 11011 10 nnnnn ddddd", |f| across(f, V_ADDV, 0)),
+    enc("UADDLV",  "0Q 1 01110 zz 11000 00011 10 nnnnn ddddd", |f| across(f, V_ADDLV, 1)),
+    enc("UMAXV",   "0Q 1 01110 zz 11000 01010 10 nnnnn ddddd", |f| across(f, V_MAXV, 1)),
+    enc("UMINV",   "0Q 1 01110 zz 11000 11010 10 nnnnn ddddd", |f| across(f, V_MINV, 1)),
     enc("FMAXNMV", "0Q 1 01110 0S 11000 01100 10 nnnnn ddddd", |f| facross(f, fred::MAXNM)),
     enc("FMAXV",   "0Q 1 01110 0S 11000 01111 10 nnnnn ddddd", |f| facross(f, fred::MAX)),
     enc("FMINNMV", "0Q 1 01110 1S 11000 01100 10 nnnnn ddddd", |f| facross(f, fred::MINNM)),
@@ -951,7 +951,7 @@ pub(super) const TABLE: &[Encoding] = &[
     // ======== AdvSIMD scalar copy
     enc("DUP (element, scalar) (MOV)", "01 0 11110000 iiiii 0 0000 1 nnnnn ddddd", |f| dup_elem(f, true)),
     // ======== AdvSIMD scalar pairwise
-    enc("ADDP (scalar)",    "01 0 11110 zz 11000 11011 10 nnnnn ddddd", |f| { if f.get('z') != 3 { return None; } Some(rr(f, V_REDUCE, 3, 4).d(ired::ADD)) }),
+    enc("ADDP (scalar)",    "01 0 11110 zz 11000 11011 10 nnnnn ddddd", |f| { if f.get('z') != 3 { return None; } Some(rr(f, V_ADDV, 3, 4)) }),
     enc("FMAXNMP (scalar)", "01 1 11110 0S 11000 01100 10 nnnnn ddddd", |f| fpair_s(f, fred::MAXNM)),
     enc("FADDP (scalar)",   "01 1 11110 0S 11000 01101 10 nnnnn ddddd", |f| fpair_s(f, fred::ADD)),
     enc("FMAXP (scalar)",   "01 1 11110 0S 11000 01111 10 nnnnn ddddd", |f| fpair_s(f, fred::MAX)),
@@ -1188,7 +1188,7 @@ mod tests {
             // frinti v0.4s ; fcvtzu v0.2s ; uaddlv s0, v1.8h ; fminnmv s0, v1.4s
             (0x6ea19820, m(F_RINT, 0, 1, 0, rmode::FPCR, 2, 4, 0)),
             (0x2ea1b820, m(F_TO_INT_V, 0, 1, 0, rmode::Z | 8, 2, 3, 0)),
-            (0x6e703820, m(V_REDUCE, 0, 1, 0, ired::UADDL, 1, 4, 0)),
+            (0x6e703820, m(V_ADDLV, 0, 1, 0, 1, 1, 4, 0)),
             (0x6eb0c820, m(F_REDUCE, 0, 1, 0, fred::MINNM, 2, 4, 0)),
         ]);
         // add v0.1d (size 11, Q = 0), mul v0.2d, fadd v0.1d are reserved
@@ -1223,7 +1223,7 @@ mod tests {
     fn scalar_forms() {
         check(&[
             // addp d0, v1.2d ; faddp s0, v1.2s ; fmaxp d0, v1.2d
-            (0x5ef1b820, m(V_REDUCE, 0, 1, 0, ired::ADD, 3, 4, 0)),
+            (0x5ef1b820, m(V_ADDV, 0, 1, 0, 0, 3, 4, 0)),
             (0x7e30d820, m(F_REDUCE, 0, 1, 0, fred::ADD, 2, 3, 0)),
             (0x7e70f820, m(F_REDUCE, 0, 1, 0, fred::MAX, 3, 4, 0)),
             // cmhi d0, d1, d2 ; sqadd b0, b1, b2 ; fabd s0, s1, s2 ; sqdmlal d0, s1, s2

@@ -72,15 +72,6 @@ fn vbyte(v: V2, i: u32) -> u32 {
 fn vsetbyte(v: V2, i: u32, b: u32) -> V2 { return vset(v, 0u, i, u64(b)); }
 
 
-fn int_red(kind: u32, e: u32, x: u64, y: u64) -> u64 {
-    switch kind {
-        case IRED_ADD: { return (x + y) & emask(e); }
-        case IRED_SMAX: { return select(y, x, esx(x, e) >= esx(y, e)); }
-        case IRED_SMIN: { return select(y, x, esx(x, e) <= esx(y, e)); }
-        case IRED_UMAX: { return select(y, x, x > y); }
-        default: { return select(y, x, x < y); }
-    }
-}
 
 // The second operand: Vm, or one element of Vm broadcast (by-element forms).
 fn opnd_m(c: u32, e: u32, imm: u64) -> V2 {
@@ -346,27 +337,33 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             vstore(va, r);
             if simd_qc { rset(S_FPSR, rget(S_FPSR) | CONST_FPSR_QC); }
         }
-        case OP_V_REDUCE: {
+        // ---- across-lanes reductions (armada-semantics): Vd's element 0 the fold of Vn's
+        // elements through int_elem (the fold so far as Vn's element, the next as Vm's)
+        case /* @generated across ops */ : {
             let cnt = 1u << (f - e);
             let n = vload(vb);
-            var acc: u64;
-            if d == IRED_SADDL || d == IRED_UADDL {
-                if e >= 3u { return false; }
-                var s = 0li;
-                for (var i = 0u; i < cnt; i++) {
-                    lp(2u);
-                    let v = vget(n, e, i);
-                    s += select(esx(v, e), i64(v), d == IRED_UADDL);
-                }
-                acc = u64(s) & emask(e + 1u);
-            } else {
-                acc = vget(n, e, 0u);
-                for (var i = 1u; i < cnt; i++) {
-                    lp(2u);
-                    acc = int_red(d, e, acc, vget(n, e, i));
-                }
+            simd_ok = true;
+            simd_qc = false;
+            var acc = vget(n, e, 0u);
+            for (var i = 1u; i < cnt; i++) {
+                lp(2u);
+                acc = int_elem(op, d, e, 0lu, acc, vget(n, e, i), imm) & emask(e);
             }
+            if !simd_ok { return false; }
             vstore(va, V2(acc, 0lu));
+            if simd_qc { rset(S_FPSR, rget(S_FPSR) | CONST_FPSR_QC); }
+        }
+        case OP_V_ADDLV: { // SADDLV, UADDLV (d bit 0): the sum of Vn's elements at twice their size
+            if e >= 3u { return false; }
+            let cnt = 1u << (f - e);
+            let n = vload(vb);
+            var s = 0li;
+            for (var i = 0u; i < cnt; i++) {
+                lp(2u);
+                let v = vget(n, e, i);
+                s += select(esx(v, e), i64(v), (d & 1u) != 0u);
+            }
+            vstore(va, V2(u64(s) & emask(e + 1u), 0lu));
         }
         // ---- element-wise integer ops
         case /* @generated element ops */ : {

@@ -1,0 +1,31 @@
+//! AdvSIMD across lanes (the Arm ARM's encoding class; and ADDP (scalar), the same sum of a
+//! doubleword pair): the integer reductions. Each is the step of a fold over Vn's elements
+//! ([`crate::def::Shape::Across`]): `en` the fold so far, `em` the next element.
+
+use crate::def::ElemDef;
+use crate::expr::*;
+use crate::simd_three_same::{above, pick};
+use armada_isa::ops::*;
+
+pub fn definitions() -> Vec<ElemDef> {
+    vec![
+        ElemDef::new(
+            V_ADDV,
+            "ADDV, ADDP (scalar): the sum of Vn's elements",
+            en() + em(),
+        )
+        .across(),
+        ElemDef::new(
+            V_MAXV,
+            "SMAXV, UMAXV: the largest of Vn's elements",
+            pick(above(), en(), em()),
+        )
+        .across(),
+        ElemDef::new(
+            V_MINV,
+            "SMINV, UMINV: the smallest of Vn's elements",
+            pick(above(), em(), en()),
+        )
+        .across(),
+    ]
+}
