@@ -4,7 +4,7 @@
 
 use crate::def::ElemDef;
 use crate::expr::*;
-use crate::simd_three_same::{above, pick};
+use crate::simd_three_same::{larger, smaller};
 use armada_isa::ops::*;
 
 pub fn definitions() -> Vec<ElemDef> {
@@ -18,13 +18,13 @@ pub fn definitions() -> Vec<ElemDef> {
         ElemDef::new(
             V_MAXV,
             "SMAXV, UMAXV: the largest of Vn's elements",
-            pick(above(), en(), em()),
+            larger(),
         )
         .across(),
         ElemDef::new(
             V_MINV,
             "SMINV, UMINV: the smallest of Vn's elements",
-            pick(above(), em(), en()),
+            smaller(),
         )
         .across(),
     ]

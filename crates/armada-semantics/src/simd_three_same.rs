@@ -27,6 +27,17 @@ pub(crate) fn above() -> V<X> {
     )
 }
 
+/// The larger of Vn's and Vm's elements, unsigned or signed as field d says (SMAX, UMAX; and
+/// their pairwise and across-lanes forms).
+pub(crate) fn larger() -> V<X> {
+    pick(above(), en(), em())
+}
+
+/// The smaller (SMIN, UMIN, ...).
+pub(crate) fn smaller() -> V<X> {
+    pick(above(), em(), en())
+}
+
 /// `a` where `mask` is all ones, `b` where it is 0.
 pub(crate) fn pick(mask: V<X>, a: V<X>, b: V<X>) -> V<X> {
     (a & mask.clone()) | (b & !mask)
@@ -208,16 +219,8 @@ pub fn definitions() -> Vec<ElemDef> {
             "CMHS (register): ones where Vn >= Vm, unsigned",
             ones_if(Cmp::Hs, en(), em()),
         ),
-        ElemDef::new(
-            V_MAX,
-            "SMAX, UMAX: the larger of Vn and Vm",
-            pick(above(), en(), em()),
-        ),
-        ElemDef::new(
-            V_MIN,
-            "SMIN, UMIN: the smaller of Vn and Vm",
-            pick(above(), em(), en()),
-        ),
+        ElemDef::new(V_MAX, "SMAX, UMAX: the larger of Vn and Vm", larger()),
+        ElemDef::new(V_MIN, "SMIN, UMIN: the smaller of Vn and Vm", smaller()),
         // the pairwise forms: the same functions of a pair of adjacent elements of Vm:Vn
         ElemDef::new(
             V_ADDP,
@@ -228,13 +231,13 @@ pub fn definitions() -> Vec<ElemDef> {
         ElemDef::new(
             V_MAXP,
             "SMAXP, UMAXP: the larger of a pair of elements of Vm:Vn",
-            pick(above(), en(), em()),
+            larger(),
         )
         .pairwise(),
         ElemDef::new(
             V_MINP,
             "SMINP, UMINP: the smaller of a pair of elements of Vm:Vn",
-            pick(above(), em(), en()),
+            smaller(),
         )
         .pairwise(),
         ElemDef::new(
