@@ -720,7 +720,9 @@ if want scaling && [[ -x $G/fuzz/recurse ]]; then
         [[ $t == length ]] && extra=(--snapshot-at main) && args=(@@)
         for cpus in 0 "$all"; do
             rm -rf "$work/sc-$t"
-            timeout 300 taskset -c "$cpus" $A fuzz --corpus "$work/sc-$t/c" --crashes "$work/sc-$t/x" --max-time "$st" --no-progress --stats-json "$log/scale-$t-$cpus.json" "${extra[@]}" "$F/$t" "${args[@]}" >/dev/null 2>"$log/scale-$t-$cpus.txt"
+            # (ARMADA_FUZZ_PROFILE: the fuzzer thread's totals, its serial part, end the log)
+            ARMADA_FUZZ_PROFILE=1 timeout 300 taskset -c "$cpus" $A fuzz --corpus "$work/sc-$t/c" --crashes "$work/sc-$t/x" --max-time "$st" --no-progress --stats-json "$log/scale-$t-$cpus.json" "${extra[@]}" "$F/$t" "${args[@]}" >/dev/null 2>"$log/scale-$t-$cpus.txt"
+            note "scaling: $t on cpus $cpus: $(grep -o '[0-9]* rounds in .*' "$log/scale-$t-$cpus.txt")"
         done
         note "scaling: armada fuzz $t, 1 core and $cores: $(python3 -c '
 import json, sys
