@@ -30,9 +30,9 @@ pub struct CoverageMap {
     zero: bool,
     /// The 64-byte blocks `hit` wrote since the map was cleared, a bit each; `None` once
     /// the map was written another way (`as_mut_slice`, `add`), which makes it scanned whole.
-    /// A fuzzer looks at every run's map: a scan of only the blocks a run touched (a few
-    /// dozen of 1,024 for a short target) instead of all 64 KiB was a fifth of a short
-    /// target's executions (docs/performance.md, "A run's map scanned where it was hit").
+    /// A fuzzer looks at every run's map: the scan of all 64 KiB for the few hundred blocks a
+    /// short target's run touches was a fifth of its executions (docs/performance.md, "A
+    /// run's map scanned where it was hit").
     touched: Option<[u64; BLOCKS / 64]>,
 }
 

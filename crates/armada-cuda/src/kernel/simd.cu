@@ -53,7 +53,6 @@ __device__ __forceinline__ u64 mask_if(bool t) { return t ? MAXU64 : 0; }
 __device__ __forceinline__ u8 vbyte(V2 v, u32 i) { return (u8)((i < 8 ? v.lo >> (8 * i) : v.hi >> (8 * (i - 8))) & 0xff); }
 __device__ __forceinline__ void vsetbyte(V2& v, u32 i, u8 b) { vset(v, 0, i, b); }
 
-
 // ----- IEEE helpers on bit patterns (fast mode only: RN, no FZ, no DN) ----------------------
 
 #ifdef ARMADA_SIM

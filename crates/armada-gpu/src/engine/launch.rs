@@ -118,7 +118,8 @@ impl Batch {
     }
 
     /// `ARMADA_CUDA_TRACE`: a line a launch with what it did (the lanes that ran, why they
-    /// left, the instructions they retired), to see where a batch's kernel time goes.
+    /// left, the instructions they retired), to see where a batch's kernel time goes. (A
+    /// lane's first launch counts what it had retired before, a snapshot's start included.)
     fn trace_launch(&mut self, slice: u64, secs: f64) {
         let mut why: std::collections::BTreeMap<&str, usize> = Default::default();
         let mut retired = 0u64;
