@@ -396,8 +396,8 @@ pub fn rust_match(outlined: &[u16]) -> String {
 /// The interpreter's SIMD element functions (`cpu/fp/elements.rs`): a macro that takes
 /// `exec_fp`'s `match` and puts an arm for each defined element function first, each the
 /// element loop (`map2`; `map3` where it reads Vd, `map1` where it reads only Vn; `long_op`,
-/// `pair2` and `across` for the long, pairwise and across-lanes shapes) over a closure of the definition, as the
-/// hand-written arms were. Its caller names the state `$st`, the micro-op `$u` and the
+/// `pair2` and `across` for the long, pairwise and across-lanes shapes) over a closure of
+/// the definition, as the hand-written arms were. Its caller names the state `$st`, the micro-op `$u` and the
 /// element size `$e` (the closures' parameters are the macro's own).
 pub fn rust_elements() -> String {
     let mut s = format!(
@@ -415,28 +415,27 @@ pub fn rust_elements() -> String {
             // (FPSR.QC: the caller's flag, which it ORs into FPSR)
             body = format!("{{ $qc |= ({}) != 0; {body} }}", expr(Lang::Rust, sat));
         }
-        let call = if d.shape == Shape::Pairwise {
-            format!("pair2($st, $u, |x, y| {body})")
-        } else if d.shape == Shape::Across {
-            format!("across($st, $u, |x, y| {body})")
-        } else if d.shape == Shape::Long {
-            // (each operand named only where it is read)
-            let name = |read: bool, n: &'static str| if read { n } else { "_" };
-            format!(
-                "long_op($st, $u, |{}, {}, {}, {}| {body})",
-                name(d.reads_n(), "x"),
-                name(d.reads_m(), "y"),
-                name(d.reads_wide(), "w"),
-                name(d.reads_d(), "o")
-            )
-        } else if d.reads_d() {
-            // (Vm named only where it is read: SLI and SRI read Vd and Vn)
-            let y = if d.reads_m() { "y" } else { "_" };
-            format!("map3($st, $u, |o, x, {y}| {body})")
-        } else if d.reads_m() {
-            format!("map2($st, $u, |x, y| {body})")
-        } else {
-            format!("map1($st, $u, |x| {body})")
+        let call = match d.shape {
+            Shape::Pairwise => format!("pair2($st, $u, |x, y| {body})"),
+            Shape::Across => format!("across($st, $u, |x, y| {body})"),
+            Shape::Long => {
+                // (each operand named only where it is read)
+                let name = |read: bool, n: &'static str| if read { n } else { "_" };
+                format!(
+                    "long_op($st, $u, |{}, {}, {}, {}| {body})",
+                    name(d.reads_n(), "x"),
+                    name(d.reads_m(), "y"),
+                    name(d.reads_wide(), "w"),
+                    name(d.reads_d(), "o")
+                )
+            }
+            Shape::Same if d.reads_d() => {
+                // (Vm named only where it is read: SLI and SRI read Vd and Vn)
+                let y = if d.reads_m() { "y" } else { "_" };
+                format!("map3($st, $u, |o, x, {y}| {body})")
+            }
+            Shape::Same if d.reads_m() => format!("map2($st, $u, |x, y| {body})"),
+            Shape::Same => format!("map1($st, $u, |x| {body})"),
         };
         s.push_str(&format!(
             "            // {}\n            armada_isa::ops::{} => {call},\n",
@@ -488,7 +487,8 @@ fn same_size() -> impl Iterator<Item = &'static ElemDef> {
 }
 
 /// The kernel's element functions (`elements.cu`, included in `int_elem`'s switch in
-/// simd.cu), and `ELEMENT_CASES`, their labels, for the switch that runs the element loop.
+/// simd.cu), and `ELEMENT_CASES`, `PAIR_CASES` and `ACROSS_CASES`, the labels of the
+/// element-wise, pairwise and across-lanes ones, for the cases that run their loops.
 ///
 /// The long ones go into macros for `long_elem` (simd.cu, after `int_elem`): `LONG_CASES`,
 /// their labels, and `LONG_ELEMENTS`, their cases.
