@@ -3,8 +3,8 @@
 //! of the micro-ops armada-semantics defines where armada.wgsl says `// @generated defined` (and
 //! the fused pairs' compares at `// @generated fused`, the SIMD element functions at
 //! `// @generated elements`, `/* @generated element ops */`, `// @generated element
-//! unary`, `/* @generated pair ops */`, `/* @generated across ops */`, `// @generated long
-//! elements` and `/* @generated long ops */` in simd.wgsl).
+//! unary`, `/* @generated pair ops */`, `/* @generated across ops */`, `/* @generated across
+//! long ops */`, `// @generated long elements` and `/* @generated long ops */` in simd.wgsl).
 
 fn main() {
     let dir = std::path::Path::new("src/shader");
@@ -57,6 +57,11 @@ fn main() {
             "/* @generated across ops */ ",
             "simd.wgsl",
             text::wgsl_across_selectors(),
+        ),
+        (
+            "/* @generated across long ops */ ",
+            "simd.wgsl",
+            text::wgsl_across_long_selectors(),
         ),
         // the long element functions, into long_elem and the case that loops over them
         (

@@ -141,6 +141,10 @@ pub enum Shape {
     /// the fold of Vn's elements, from the first, each step the value of the fold so far
     /// (read as Vn's element, `en`) and the next element (as Vm's, `em`).
     Across,
+    /// A long across-lanes reduction (SADDLV, UADDLV): element 0 of Vd, at twice the size in
+    /// field e (the rest of Vd zero), is the fold of Vn's elements from 0, each step the value
+    /// of the fold so far (`en`, at twice the size) and the next element (`em`).
+    AcrossLong,
 }
 
 impl ElemDef {
@@ -166,6 +170,14 @@ impl ElemDef {
     pub fn across(self) -> ElemDef {
         ElemDef {
             shape: Shape::Across,
+            ..self
+        }
+    }
+
+    /// The same function as the step of a long fold ([`Shape::AcrossLong`]).
+    pub fn across_long(self) -> ElemDef {
+        ElemDef {
+            shape: Shape::AcrossLong,
             ..self
         }
     }

@@ -1,10 +1,14 @@
 //! AdvSIMD across lanes (the Arm ARM's encoding class; and ADDP (scalar), the same sum of a
 //! doubleword pair): the integer reductions. Each is the step of a fold over Vn's elements
-//! ([`crate::def::Shape::Across`]): `en` the fold so far, `em` the next element.
+//! ([`crate::def::Shape::Across`]; SADDLV and UADDLV at twice the element size,
+//! [`crate::def::Shape::AcrossLong`]): `en` the fold so far, `em` the next element.
 
 use crate::def::ElemDef;
 use crate::expr::*;
 use crate::simd_three_same::{larger, smaller};
+
+/// Field d's variant bit (the decoder's): unsigned (UADDLV) rather than signed.
+const UNSIGNED: u8 = 1;
 use armada_isa::ops::*;
 
 pub fn definitions() -> Vec<ElemDef> {
@@ -27,5 +31,11 @@ pub fn definitions() -> Vec<ElemDef> {
             smaller(),
         )
         .across(),
+        ElemDef::new(
+            V_ADDLV,
+            "SADDLV, UADDLV: the sum of Vn's elements, at twice their size",
+            en() + if_d(UNSIGNED, em(), elem_sext(em())),
+        )
+        .across_long(),
     ]
 }

@@ -396,8 +396,8 @@ pub fn rust_match(outlined: &[u16]) -> String {
 /// The interpreter's SIMD element functions (`cpu/fp/elements.rs`): a macro that takes
 /// `exec_fp`'s `match` and puts an arm for each defined element function first, each the
 /// element loop (`map2`; `map3` where it reads Vd, `map1` where it reads only Vn; `long_op`,
-/// `pair2` and `across` for the long, pairwise and across-lanes shapes) over a closure of
-/// the definition, as the hand-written arms were. Its caller names the state `$st`, the micro-op `$u` and the
+/// `pair2`, `across` and `across_long` for the other shapes) over a closure of the
+/// definition, as the hand-written arms were. Its caller names the state `$st`, the micro-op `$u` and the
 /// element size `$e` (the closures' parameters are the macro's own).
 pub fn rust_elements() -> String {
     let mut s = format!(
@@ -418,6 +418,7 @@ pub fn rust_elements() -> String {
         let call = match d.shape {
             Shape::Pairwise => format!("pair2($st, $u, |x, y| {body})"),
             Shape::Across => format!("across($st, $u, |x, y| {body})"),
+            Shape::AcrossLong => format!("across_long($st, $u, |x, y| {body})"),
             Shape::Long => {
                 // (each operand named only where it is read)
                 let name = |read: bool, n: &'static str| if read { n } else { "_" };
@@ -487,8 +488,9 @@ fn same_size() -> impl Iterator<Item = &'static ElemDef> {
 }
 
 /// The kernel's element functions (`elements.cu`, included in `int_elem`'s switch in
-/// simd.cu), and `ELEMENT_CASES`, `PAIR_CASES` and `ACROSS_CASES`, the labels of the
-/// element-wise, pairwise and across-lanes ones, for the cases that run their loops.
+/// simd.cu), and `ELEMENT_CASES`, `PAIR_CASES`, `ACROSS_CASES` and `ACROSS_LONG_CASES`, the
+/// labels of the element-wise, pairwise and across-lanes ones, for the cases that run their
+/// loops.
 ///
 /// The long ones go into macros for `long_elem` (simd.cu, after `int_elem`): `LONG_CASES`,
 /// their labels, and `LONG_ELEMENTS`, their cases.
@@ -503,6 +505,10 @@ pub fn cuda_elements() -> String {
     s.push_str(&format!("#define ELEMENT_CASES {}\n", labels(Shape::Same)));
     s.push_str(&format!("#define PAIR_CASES {}\n", labels(Shape::Pairwise)));
     s.push_str(&format!("#define ACROSS_CASES {}\n", labels(Shape::Across)));
+    s.push_str(&format!(
+        "#define ACROSS_LONG_CASES {}\n",
+        labels(Shape::AcrossLong)
+    ));
     s.push_str(&format!(
         "#define ELEMENT_UNARY(op) ({})\n",
         unary_test(|d| format!("op == OP_{}", d.name()))
@@ -590,6 +596,12 @@ pub fn wgsl_pair_selectors() -> String {
 /// the case that runs the fold (simd.wgsl).
 pub fn wgsl_across_selectors() -> String {
     selectors(Shape::Across)
+}
+
+/// The shader's long across-lanes reductions' selectors, for `/* @generated across long ops
+/// */` in the case that runs the long fold (simd.wgsl).
+pub fn wgsl_across_long_selectors() -> String {
+    selectors(Shape::AcrossLong)
 }
 
 /// `OP_A, OP_B, ...` of the element functions of `shape`.

@@ -280,15 +280,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             }
             V_URECPE => map1(st, u, |x| float::urecpe(x as u32) as u64),
             V_URSQRTE => map1(st, u, |x| float::ursqrte(x as u32) as u64),
-            V_ADDLV => {
-                // SADDLV, UADDLV: the sum of Vn's elements at twice their size
-                let uns = d & 1 != 0;
-                let n = st.v[b];
-                let s: i128 = (0..1usize << (f - e))
-                    .map(|i| int(get(n, e, i), e, uns))
-                    .sum();
-                st.v[a] = (s as u64 & mask(e + 1)) as u128;
-            }
 
             // ------------------------------------------------------------ shifts by immediate
             V_SHRN | V_XTN => {
@@ -694,6 +685,18 @@ fn across(st: &mut CpuState, u: &MicroOp, mut op: impl FnMut(u64, u64) -> u64) {
     let mut acc = get(n, e, 0);
     for i in 1..1usize << (u.f - e) {
         acc = op(acc, get(n, e, i)) & mask(e);
+    }
+    st.v[u.a as usize] = acc as u128;
+}
+
+/// Vd's element 0 at twice the element size (the rest 0) = the fold of Vn's elements by
+/// `op` (the fold so far, the next element), from 0: SADDLV, UADDLV.
+#[inline(always)]
+fn across_long(st: &mut CpuState, u: &MicroOp, mut op: impl FnMut(u64, u64) -> u64) {
+    let (n, e) = (st.v[u.b as usize], u.e);
+    let mut acc = 0;
+    for i in 0..1usize << (u.f - e) {
+        acc = op(acc, get(n, e, i)) & mask(e + 1);
     }
     st.v[u.a as usize] = acc as u128;
 }

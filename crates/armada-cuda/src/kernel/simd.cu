@@ -577,16 +577,16 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
         if (qc) rec[S_FPSR] |= CONST_FPSR_QC;
         return true;
     }
-    case OP_V_ADDLV: { // SADDLV, UADDLV (d bit 0): the sum of Vn's elements at twice their size
+    // SADDLV, UADDLV (armada-semantics: ACROSS_LONG_CASES): the fold from 0 at twice the size
+    ACROSS_LONG_CASES {
         if (e >= 3) return false;
         u32 cnt = 1u << (f - e);
         V2 n = vload(rec, vb), r = {0, 0};
-        i64 s = 0;
-        for (u32 i = 0; i < cnt; i++) {
-            u64 v = vget(n, e, i);
-            s += (d & 1) ? (i64)v : esx(v, e);
-        }
-        r.lo = (u64)s & emask(e + 1);
+        bool ok = true, qc = false;
+        u64 acc = 0;
+        for (u32 i = 0; i < cnt; i++) acc = int_elem(op, d, e, 0, acc, vget(n, e, i), imm, ok, qc) & emask(e + 1);
+        if (!ok) return false;
+        r.lo = acc;
         vstore(rec, va, r);
         return true;
     }

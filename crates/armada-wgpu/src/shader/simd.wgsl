@@ -353,17 +353,20 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             vstore(va, V2(acc, 0lu));
             if simd_qc { rset(S_FPSR, rget(S_FPSR) | CONST_FPSR_QC); }
         }
-        case OP_V_ADDLV: { // SADDLV, UADDLV (d bit 0): the sum of Vn's elements at twice their size
+        // SADDLV, UADDLV (armada-semantics): the fold from 0 at twice the element size
+        case /* @generated across long ops */ : {
             if e >= 3u { return false; }
             let cnt = 1u << (f - e);
             let n = vload(vb);
-            var s = 0li;
+            simd_ok = true;
+            simd_qc = false;
+            var acc = 0lu;
             for (var i = 0u; i < cnt; i++) {
                 lp(2u);
-                let v = vget(n, e, i);
-                s += select(esx(v, e), i64(v), (d & 1u) != 0u);
+                acc = int_elem(op, d, e, 0lu, acc, vget(n, e, i), imm) & emask(e + 1u);
             }
-            vstore(va, V2(u64(s) & emask(e + 1u), 0lu));
+            if !simd_ok { return false; }
+            vstore(va, V2(acc, 0lu));
         }
         // ---- element-wise integer ops
         case /* @generated element ops */ : {
