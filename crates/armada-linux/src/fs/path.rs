@@ -199,31 +199,13 @@ pub fn normalize_lexically(base: &[u8], path: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::tempdir;
     use std::os::unix::fs::symlink;
-
-    struct TempDir(PathBuf);
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    pub(crate) fn tempdir(tag: &str) -> PathBuf {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static N: AtomicU32 = AtomicU32::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "armada-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        std::fs::canonicalize(&p).unwrap()
-    }
 
     #[test]
     fn confinement() {
-        let outer = tempdir("root");
-        let _g = TempDir(outer.clone());
+        let g = tempdir("root");
+        let outer = g.0.clone();
         let root = outer.join("root");
         std::fs::create_dir_all(root.join("etc")).unwrap();
         std::fs::create_dir_all(root.join("a/b")).unwrap();
@@ -286,8 +268,8 @@ mod tests {
 
     #[test]
     fn prefix_lookup() {
-        let dir = tempdir("prefix");
-        let _g = TempDir(dir.clone());
+        let g = tempdir("prefix");
+        let dir = g.0.clone();
         std::fs::create_dir_all(dir.join("lib")).unwrap();
         std::fs::write(dir.join("lib/ld.so"), b"x").unwrap();
         assert_eq!(

@@ -10,7 +10,8 @@ use std::sync::Arc;
 const SCRATCH: u64 = 0x10_0000;
 const SCRATCH_LEN: u64 = 0x4_0000;
 
-struct TempDir(PathBuf);
+/// A directory of a test's own, removed (whatever the guest made unreadable) when dropped.
+pub(crate) struct TempDir(pub(crate) PathBuf);
 impl Drop for TempDir {
     fn drop(&mut self) {
         // the guest may have chmod-ed things unreadable
@@ -22,7 +23,7 @@ impl Drop for TempDir {
     }
 }
 
-fn tempdir(tag: &str) -> TempDir {
+pub(crate) fn tempdir(tag: &str) -> TempDir {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
     let p = std::env::temp_dir().join(format!(
