@@ -47,6 +47,8 @@ mod bare;
 mod code;
 mod coverage;
 mod devio;
+mod feed;
+pub use feed::feed_refusal;
 mod file_frames;
 mod launch;
 mod pagetable;
@@ -114,6 +116,8 @@ pub struct Stats {
     pub restart_s: f64,
     /// `restart_s` in parts (`RESTART_PARTS`).
     pub restart_parts: [f64; 4],
+    /// Lanes held at once where more wait for their slots (`feed`).
+    pub slots: Option<usize>,
     pub stops: HashMap<&'static str, u64>,
     pub host_ops: HashMap<&'static str, u64>,
 }
@@ -418,6 +422,8 @@ pub struct Batch {
     d_tlb2: DevPtr,
     gen: u32,
     gens: u32,
+    /// Lanes waiting for the slots of lanes that end (`feed`; None: every lane at once).
+    feed: Option<feed::Feed>,
 }
 
 /// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
@@ -469,6 +475,7 @@ impl Drop for Batch {
             self.d_persist.ends,
             self.d_persist.virgin,
             self.d_persist.covlist,
+            self.feed.as_ref().map_or(0, |f| f.d_inputs),
         ] {
             if p != 0 {
                 d.free(p);
@@ -509,6 +516,7 @@ impl Batch {
         ProgressReader {
             ptr: self.progress_host as usize,
             lanes: self.lanes.len(),
+            ended: self.feed.as_ref().map(|f| f.retired.clone()),
         }
     }
 
@@ -559,11 +567,13 @@ impl Batch {
         }
         if !svc.is_empty() {
             self.service(&svc)?;
+            self.refill()?;
         }
         let reader = self.progress_reader();
+        let (lanes_done, lanes) = self.lanes_done_of();
         progress(Progress {
-            lanes_done: self.lanes.len() - self.active.len(),
-            lanes: self.lanes.len(),
+            lanes_done,
+            lanes,
             instructions: reader.retired(),
         });
         Ok(!self.active.is_empty())
@@ -628,6 +638,9 @@ impl Batch {
 
     /// Every lane's result (lanes that have not ended report the instruction limit).
     pub fn results(&mut self) -> Vec<LaneResult> {
+        if let Some(all) = self.feed_results() {
+            return all;
+        }
         self.lanes
             .iter_mut()
             .enumerate()
@@ -769,6 +782,17 @@ impl Batch {
             ),
             ("final slice".into(), self.slice.to_string()),
             (
+                "slots".into(),
+                match (&self.feed, s.slots) {
+                    (Some(f), Some(n)) => format!(
+                        "{n} lanes at once of {}, each slot taken by the next lane as one ended \
+                         ({} lanes set up in a slot another had held)",
+                        f.total, f.fed
+                    ),
+                    _ => "every lane at once".into(),
+                },
+            ),
+            (
                 "restarts".into(),
                 if self.d_start != 0 {
                     format!(
@@ -787,10 +811,12 @@ impl Batch {
 }
 
 /// Reads retired-instruction counts that the kernel publishes in host-mapped memory.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct ProgressReader {
     ptr: usize,
     lanes: usize,
+    /// What lanes that left their slot retired (`feed`).
+    ended: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl ProgressReader {
@@ -801,6 +827,10 @@ impl ProgressReader {
             // SAFETY: p points at `lanes` u64 counters that live as long as the batch; the
             // kernel writes them whole, and volatile reads see the latest value.
             .map(|i| unsafe { std::ptr::read_volatile(p.add(i)) })
-            .sum()
+            .sum::<u64>()
+            + self
+                .ended
+                .as_ref()
+                .map_or(0, |e| e.load(std::sync::atomic::Ordering::Relaxed))
     }
 }

@@ -272,6 +272,7 @@ pub fn run_spawned_on(
         spawn_s,
         progress,
         stop: &stop,
+        feed: true,
     };
     let respawn = |i: usize| spec.spawn(i).map(Box::new).map_err(Error::from);
     // each device's results are taken, and its batch freed, on its own thread
@@ -289,12 +290,19 @@ pub fn run_spawned_on(
                 0,
                 (
                     "batches".into(),
-                    format!(
-                        "{} one after the other, after the device ran out of memory {} times \
-                         (the figures are the first's, {first} lanes)",
-                        share.stats.len(),
-                        share.waves
-                    ),
+                    if share.stats.len() == 1 {
+                        format!(
+                            "one, after the device ran out of memory {} times (see slots)",
+                            share.waves
+                        )
+                    } else {
+                        format!(
+                            "{} one after the other, after the device ran out of memory {} \
+                             times (the figures are the first's, {first} lanes)",
+                            share.stats.len(),
+                            share.waves
+                        )
+                    },
                 ),
             );
         }

@@ -14,7 +14,7 @@
 //! lanes that could not run end as `Exit::Unsupported` with the device's error, and the rest
 //! of the batch keeps its results.
 
-use crate::engine::{Batch, KernelIo, ProgressReader};
+use crate::engine::{feed_refusal, Batch, KernelIo, ProgressReader};
 use crate::{Engine, Error};
 use armada_core::batch::{DeviceShare, Progress};
 use armada_core::runner::Lane;
@@ -62,6 +62,10 @@ pub struct ShardOptions<'a> {
     /// Set from outside to end the run between rounds: [`run_sharded`] then returns
     /// `Error::Device("interrupted")`.
     pub stop: &'a AtomicBool,
+    /// A batch may hold fewer lanes at once than it has, each slot taking the next lane as
+    /// one ends (`Batch::feed`): where the device runs out of memory, and with
+    /// `ARMADA_GPU_SLOTS=N`. Only for callers that take the batch's `results`.
+    pub feed: bool,
 }
 
 /// A batch's lanes waiting for a device: (first lane's number, the lanes, engine position).
@@ -133,6 +137,13 @@ pub fn run_sharded<T: Send>(
     // the fewest lanes each device ran out of memory with: a piece queued for it with as
     // many is split before it runs, not after it fails too
     let mut too_many: Vec<usize> = vec![usize::MAX; engines.len()];
+    // the most lanes a batch on each device holds at once, the others waiting for slots
+    let first_slots = std::env::var("ARMADA_GPU_SLOTS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| opts.feed && n > 0)
+        .unwrap_or(usize::MAX);
+    let mut slots: Vec<usize> = vec![first_slots; engines.len()];
     while !queue.is_empty() {
         let mut fitted = Vec::with_capacity(queue.len());
         for p in queue {
@@ -150,7 +161,7 @@ pub fn run_sharded<T: Send>(
             }
         }
         queue = rest;
-        let results = wave(engines, pieces, finish, opts, base, total);
+        let results = wave(engines, pieces, &slots, finish, opts, base, total);
         if opts.stop.load(Ordering::Relaxed) {
             return Err(Error::Device("interrupted".into()));
         }
@@ -177,6 +188,27 @@ pub fn run_sharded<T: Send>(
                 // Lanes are deterministic, so running them again gives what they would have
                 // given; what the failed batch ran is lost time, which the message says.
                 Err(Error::OutOfMemory(m, fit)) if count >= 2 => {
+                    shares[device].waves += 1;
+                    let mut again = remake(start, count, respawn)?;
+                    // Fewer lanes at once, the others waiting for the slots of lanes that
+                    // end, where they may (`Batch::feed`); else batches one after the other.
+                    let held = count.min(slots[device]);
+                    let each = slots_for(held, fit);
+                    if opts.feed
+                        && each < held
+                        && feed_refusal(&again[..each], &again[each..]).is_none()
+                    {
+                        eprintln!(
+                            "armada: device {} ran out of memory with {held} lanes at once ({m}); \
+                             running the {count} lanes {each} at a time, each taking the slot of \
+                             a lane that ended (fewer lanes at once, or --lane-memory, avoids \
+                             the lost time)",
+                            engines[device].ordinal(),
+                        );
+                        slots[device] = each;
+                        queue.insert(0, (start, again, device));
+                        continue;
+                    }
                     let parts = pieces_for(count, fit);
                     let sizes: Vec<usize> = (0..parts)
                         .map(|k| count * (k + 1) / parts - count * k / parts)
@@ -193,9 +225,7 @@ pub fn run_sharded<T: Send>(
                             String::new()
                         }
                     );
-                    shares[device].waves += 1;
                     too_many[device] = too_many[device].min(count);
-                    let mut again = remake(start, count, respawn)?;
                     let mut front = Vec::with_capacity(parts);
                     let mut at = start;
                     for size in sizes {
@@ -269,6 +299,14 @@ fn pieces_for(count: usize, fit: Option<usize>) -> usize {
     count.div_ceil(each.max(1)).clamp(2, count)
 }
 
+/// How many of `held` lanes a batch that ran out of memory with them holds at once next:
+/// nine tenths of the `fit` it said fit (lanes may grow past what the largest held when it
+/// failed), else half; fewer than `held` (at least one).
+fn slots_for(held: usize, fit: Option<usize>) -> usize {
+    let each = fit.map_or(held / 2, |f| f - f / 10);
+    if each >= held { held / 2 } else { each }.max(1)
+}
+
 /// `p` into `out`, halved (the first half first) until each part has fewer than `limit`
 /// lanes, or one.
 fn halve_to<T>(p: (usize, Vec<T>, usize), limit: usize, out: &mut Vec<(usize, Vec<T>, usize)>) {
@@ -327,6 +365,7 @@ type Ran<T> = (usize, usize, usize, f64, Result<Finished<T>, Error>);
 fn wave<T: Send>(
     engines: &[Engine],
     pieces: Vec<Piece>,
+    slots: &[usize],
     finish: &(dyn Fn(Batch) -> T + Sync),
     opts: &ShardOptions<'_>,
     base: (usize, u64),
@@ -346,7 +385,8 @@ fn wave<T: Send>(
                 let ordinal = engine.ordinal();
                 let h = s.spawn(move || {
                     let t = Instant::now();
-                    let run = || run_piece(engine, lanes, finish, opts, slot);
+                    let held = slots[device];
+                    let run = || run_piece(engine, lanes, held, finish, opts, slot);
                     let r = if k > 1 {
                         match rayon::ThreadPoolBuilder::new()
                             .num_threads(threads)
@@ -400,15 +440,26 @@ fn wave<T: Send>(
 }
 
 /// One piece's batch, set up, run to its end, its coverage collected and given to
-/// `finish`; `slot` shows its progress.
+/// `finish`; `slot` shows its progress. It holds at most `held` lanes at once where the
+/// others may wait for their slots (`Batch::feed`), else all.
 fn run_piece<T>(
     engine: &Engine,
-    lanes: Vec<Box<Lane>>,
+    mut lanes: Vec<Box<Lane>>,
+    held: usize,
     finish: &(dyn Fn(Batch) -> T + Sync),
     opts: &ShardOptions<'_>,
     slot: &Mutex<Option<Live>>,
 ) -> Result<Finished<T>, Error> {
+    let waiting = if opts.feed
+        && held < lanes.len()
+        && feed_refusal(&lanes[..held], &lanes[held..]).is_none()
+    {
+        lanes.split_off(held)
+    } else {
+        Vec::new()
+    };
     let mut b = engine.batch_with(lanes, opts.max_instructions, opts.io)?;
+    b.feed(waiting)?;
     b.stats.spawn_s = opts.spawn_s;
     let show = |v: Option<Live>| *slot.lock().unwrap_or_else(|p| p.into_inner()) = v;
     show(Some(Live::Running {
@@ -429,8 +480,8 @@ fn run_piece<T>(
         show(None);
         return Err(e);
     }
-    let retired: u64 = b.lanes_mut().map(|(l, _)| l.retired()).sum();
-    show(Some(Live::Ended(b.lanes(), retired)));
+    let retired = b.retired_all();
+    show(Some(Live::Ended(b.lanes_all(), retired)));
     let stats = b.stats_list();
     Ok(Finished {
         out: finish(b),

@@ -602,6 +602,8 @@ where
         spawn_s: 0.0,
         progress: &|_| {},
         stop,
+        // (the lanes themselves come back, not their results)
+        feed: false,
     };
     let finish = |b: armada_gpu::Batch| b.into_lanes();
     let sharded = match armada_gpu::multi::run_sharded(engines, ready, &respawn, &finish, &opts) {

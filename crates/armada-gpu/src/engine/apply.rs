@@ -391,8 +391,9 @@ impl Batch {
         // their entries, frames and reserves are not given back one by one, which for a
         // batch of short runs ending in one launch was a tenth of a second of serial work.
         // The device memory goes with the batch.
-        let closing =
-            self.d_start == 0 && slow.iter().filter(|r| r.1.exited).count() == self.active.len();
+        let closing = self.d_start == 0
+            && !self.feeding()
+            && slow.iter().filter(|r| r.1.exited).count() == self.active.len();
         let mut ended = false;
         // collect, running lanes, forks, code, ended lanes, reserves (APPLY_PARTS)
         let mut parts = [t_apply.elapsed().as_secs_f64(), 0.0, 0.0, 0.0, 0.0, 0.0];
@@ -580,15 +581,18 @@ impl Batch {
 
     /// Lane `i` gives up its page-table entries, its frames and its reserve (it ended, or it
     /// is set up again). A persistent lane's entries leave the device's table too (its keys
-    /// are looked up again once it runs again); otherwise the device keeps the stale keys,
-    /// which no lookup asks for (`HostTable::forget`).
+    /// are looked up again once it runs again), as do those of a lane whose slot a waiting
+    /// lane takes (`feed`); otherwise the device keeps the stale keys, which no lookup asks
+    /// for (`HostTable::forget`).
     pub(super) fn release_lane(&mut self, i: usize) -> Result<(), Error> {
         let l = &mut self.lanes[i];
         // (claims it made after the host last looked: their frames are the lane's now)
         apply_claims(l, &self.pt, i)?;
-        let persistent = self.d_start != 0;
+        // (a slot a waiting lane takes next has its key looked up again too)
+        let reused = self.d_start != 0 || self.feeding();
+        let l = &mut self.lanes[i];
         for (_, e) in l.entries.drain() {
-            if persistent {
+            if reused {
                 self.pt.remove(e.slot);
             } else {
                 self.pt.forget(e.slot);
@@ -628,10 +632,8 @@ impl Batch {
         let lanes = &self.lanes;
         self.active.retain(|&l| !lanes[l as usize].done);
         self.active_dirty = true;
-        self.done.store(
-            self.lanes.len() - self.active.len(),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        self.done
+            .store(self.lanes_done_of().0, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Takes what `apply_shared` did for lane `i` into the batch: table writes, freed frames,

@@ -367,7 +367,7 @@ impl Batch {
 
     /// Sets the listed lanes up again from their host lanes, as `Batch::new` does (entries,
     /// pages, reserve, record), and keeps that as their start.
-    fn setup_again(&mut self, again: &[usize]) -> Result<(), Error> {
+    pub(super) fn setup_again(&mut self, again: &[usize]) -> Result<(), Error> {
         if again.is_empty() {
             return Ok(());
         }

@@ -387,6 +387,7 @@ impl Batch {
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .map_or(TLB2_GEN_MAX, |g: u32| g.clamp(1, TLB2_GEN_MAX)),
+            feed: None,
         };
         batch.queue = dev.new_queue()?;
         batch.stats.regions = nregions as usize;

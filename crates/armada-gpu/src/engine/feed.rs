@@ -1,0 +1,321 @@
+//! Lanes fed into the slots of lanes that ended: a batch of more lanes than it holds at once.
+//!
+//! A batch runs `slots` lanes at a time; the others wait on the host, in order. When a lane
+//! ends, its result is taken and the next waiting lane is set up in its slot (as
+//! `Batch::new` sets up a lane: its entries, reserve, record and kernel I/O block), while the
+//! other lanes go on where they are. So lanes whose runs differ in length keep the device
+//! full until the last lanes start, where batches run one after another each wait for their
+//! longest lane; and a batch whose lanes do not all fit in device memory at once runs in as
+//! many slots as fit instead of in batches one after the other.
+//!
+//! A lane's result does not depend on its slot or on the lanes beside it, so the results are
+//! those of one batch of all the lanes. A slot is given back to a new lane only once the old
+//! one's page-table entries have left the device's table (its key is the slot's, see
+//! `apply::release_lane`).
+
+use super::{Batch, LaneHost};
+use crate::device::{htod_slice, DevPtr};
+use crate::layout::*;
+use crate::Error;
+use armada_core::batch::LaneResult;
+use armada_core::memory::PAGE_SIZE;
+use armada_core::runner::Lane;
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The lanes waiting for a slot, and what the slots' lanes were.
+pub(super) struct Feed {
+    /// Waiting lanes, with their numbers in the batch, and each one's stdin on the device
+    /// (address, length) where the kernel answers reads (`devio`).
+    waiting: VecDeque<(usize, Box<Lane>, [u64; 2])>,
+    /// The number in the batch of the lane each slot holds.
+    slot_lane: Vec<usize>,
+    /// Slots whose lane ended and whose result was taken (they hold no lane now).
+    empty: Vec<bool>,
+    /// Results of the lanes that ended and left their slot.
+    pub(super) ended: Vec<LaneResult>,
+    /// All lanes, slots and waiting.
+    pub(super) total: usize,
+    /// Instructions the lanes that left their slot retired (for progress readers).
+    pub(super) retired: Arc<AtomicU64>,
+    /// The waiting lanes' stdin, all uploaded at the start (0: none).
+    pub(super) d_inputs: DevPtr,
+    /// Lanes set up in a slot that another lane held.
+    pub(super) fed: u64,
+}
+
+/// Why the lanes `waiting` cannot wait for the slots of a batch that starts with `first`
+/// (`Batch::feed`), or None: a waiting lane must run a program one of the starting lanes
+/// runs (the slots' setup knows only their images), and no lane may collect coverage (its
+/// map is the slot's).
+pub fn feed_refusal(first: &[Box<Lane>], waiting: &[Box<Lane>]) -> Option<String> {
+    if first.iter().chain(waiting).any(|l| l.coverage().is_some()) {
+        return Some("the lanes collect coverage".into());
+    }
+    waiting
+        .iter()
+        .position(|w| {
+            !first
+                .iter()
+                .any(|f| Arc::ptr_eq(&f.program.image, &w.program.image))
+        })
+        .map(|k| {
+            format!(
+                "waiting lane {k} runs a program none of the {} starting lanes runs",
+                first.len()
+            )
+        })
+}
+
+impl Batch {
+    /// Makes `waiting` (numbered from the batch's lane count on) wait for the slots of lanes
+    /// that end. Before the first round, in a batch that is not persistent and collects no
+    /// coverage; every waiting lane must run a program one of the starting lanes runs.
+    pub fn feed(&mut self, waiting: Vec<Box<Lane>>) -> Result<(), Error> {
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        let refuse = |why: String| Err(Error::Device(format!("lanes waiting for slots: {why}")));
+        if self.stats.launches > 0 || self.feed.is_some() {
+            return refuse("they must be given before the first round, once".into());
+        }
+        if self.d_start != 0 || self.d_cov != 0 {
+            return refuse("not with persistent lanes or coverage".into());
+        }
+        for (k, w) in waiting.iter().enumerate() {
+            if self.image_index(w).is_none() {
+                return refuse(format!(
+                    "waiting lane {k} runs a program none of the starting lanes runs"
+                ));
+            }
+        }
+        let slots = self.lanes.len();
+        // their stdin goes up once, in a buffer of its own (the slots' blocks point into
+        // `d_inputs`, which a new upload would free)
+        let mut io: Vec<[u64; 2]> = vec![[0, 0]; waiting.len()];
+        let mut d_inputs = 0;
+        if self.devio {
+            let inputs: Vec<&[u8]> = waiting
+                .iter()
+                .map(|l| l.program.process.stdin_bytes().unwrap_or(&[]))
+                .collect();
+            let mut at = Vec::with_capacity(inputs.len());
+            let mut total = 0usize;
+            for i in &inputs {
+                at.push(total);
+                total += i.len().div_ceil(8) * 8;
+            }
+            let mut bytes = vec![0u8; total.max(8)];
+            for (i, &a) in inputs.iter().zip(&at) {
+                bytes[a..a + i.len()].copy_from_slice(i);
+            }
+            d_inputs = self.dev.alloc(bytes.len())?;
+            self.dev.htod(d_inputs, &bytes)?;
+            for ((slot, i), &a) in io.iter_mut().zip(&inputs).zip(&at) {
+                *slot = [d_inputs + a as u64, i.len() as u64];
+            }
+        }
+        let total = slots + waiting.len();
+        let waiting = waiting
+            .into_iter()
+            .zip(io)
+            .enumerate()
+            .map(|(k, (mut l, io))| {
+                l.device_engine();
+                (slots + k, l, io)
+            })
+            .collect();
+        self.feed = Some(Feed {
+            waiting,
+            slot_lane: (0..slots).collect(),
+            empty: vec![false; slots],
+            ended: Vec::new(),
+            total,
+            retired: Arc::new(AtomicU64::new(0)),
+            d_inputs,
+            fed: 0,
+        });
+        self.stats.slots = Some(slots);
+        Ok(())
+    }
+
+    /// Whether lanes still wait for slots (a lane that ends then gives its slot up).
+    pub(super) fn feeding(&self) -> bool {
+        self.feed.as_ref().is_some_and(|f| !f.waiting.is_empty())
+    }
+
+    /// The position in `images` of the program `lane` runs.
+    fn image_index(&self, lane: &Lane) -> Option<usize> {
+        self.images[..self.empty_image].iter().position(|i| {
+            i.elf
+                .as_ref()
+                .is_some_and(|e| Arc::ptr_eq(e, &lane.program.image))
+        })
+    }
+
+    /// After a round: each lane that ended gives its result up and its slot to the next
+    /// waiting lane, which is set up there and joins the active lanes.
+    pub(super) fn refill(&mut self) -> Result<(), Error> {
+        let Some(feed) = self.feed.as_mut() else {
+            return Ok(());
+        };
+        let mut again = Vec::new();
+        let mut blocks: Vec<(usize, [u64; 2])> = Vec::new();
+        for i in 0..self.lanes.len() {
+            if !self.lanes[i].done || feed.empty[i] {
+                continue;
+            }
+            let lh = &mut self.lanes[i];
+            let mut r = LaneResult::from_lane(feed.slot_lane[i], &mut lh.lane, lh.host_steps);
+            r.private_bytes += lh.ended_private * PAGE_SIZE;
+            feed.retired.fetch_add(r.instructions, Ordering::Relaxed);
+            feed.ended.push(r);
+            feed.empty[i] = true;
+            let Some((number, lane, io)) = feed.waiting.pop_front() else {
+                continue;
+            };
+            feed.slot_lane[i] = number;
+            feed.empty[i] = false;
+            feed.fed += 1;
+            again.push(i);
+            blocks.push((i, io));
+            let old_epoch = lh.epoch;
+            let limit = lh.limit;
+            *lh = LaneHost {
+                space_mem: lane.program.mem.space_id(),
+                lane,
+                image: 0,
+                entries: FxHashMap::default(),
+                space: i as u64,
+                spaces: FxHashMap::default(),
+                cow: FxHashMap::default(),
+                cow_freed: Vec::new(),
+                epoch: old_epoch.wrapping_add(1).max(1),
+                limit,
+                dev_limit: limit,
+                regions: 0,
+                code: Vec::new(),
+                host_steps: 0,
+                done: false,
+                last_miss: ((0, 0, false), 0),
+                res_grown: 0,
+                reserve: Vec::new(),
+                res_taken: false,
+                claimed: Vec::new(),
+                ended_private: 0,
+                touched: false,
+                dev_exit: None,
+                dev_news: None,
+                unapplied: Vec::new(),
+                start_reserve: Vec::new(),
+            };
+        }
+        if again.is_empty() {
+            return Ok(());
+        }
+        for &i in &again {
+            let image = self
+                .image_index(&self.lanes[i].lane)
+                .expect("checked when the lane began to wait");
+            self.lanes[i].image = image;
+            if let Some(t) = self.trace_last.get_mut(i) {
+                *t = 0;
+            }
+            if !self.progress_host.is_null() {
+                // SAFETY: progress_host holds one counter a lane for the batch's life; the
+                // kernel writes it only during a launch, and none runs now.
+                unsafe { std::ptr::write_volatile(self.progress_host.add(i), 0) };
+            }
+        }
+        if self.devio && self.d_sysd != 0 {
+            for &(i, io) in &blocks {
+                let mut b = vec![0u64; SYSD_WORDS];
+                b[..2].copy_from_slice(&io);
+                let stat = self.lanes[i].lane.program.process.device_io().stat;
+                for (fd, st) in stat.iter().enumerate() {
+                    if let Some(st) = st {
+                        for (w, c) in st.chunks_exact(8).enumerate() {
+                            b[8 + 16 * fd + w] = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+                        }
+                    }
+                }
+                htod_slice(&*self.dev, self.d_sysd + (i * SYSD_WORDS * 8) as u64, &b)?;
+            }
+        }
+        self.setup_again(&again)?;
+        self.active.extend(again.iter().map(|&i| i as u32));
+        self.active.sort_unstable();
+        self.active_dirty = true;
+        Ok(())
+    }
+
+    /// The feed's results: every lane's, in lane order (those still in a slot too).
+    pub(super) fn feed_results(&mut self) -> Option<Vec<LaneResult>> {
+        let mut feed = self.feed.take()?;
+        let mut out = std::mem::take(&mut feed.ended);
+        for (i, lh) in self.lanes.iter_mut().enumerate() {
+            if feed.empty[i] {
+                continue;
+            }
+            if lh.lane.exit.is_none() {
+                lh.lane.exit = Some(armada_core::runner::Exit::InstructionLimit);
+            }
+            let mut r = LaneResult::from_lane(feed.slot_lane[i], &mut lh.lane, lh.host_steps);
+            r.private_bytes += lh.ended_private * PAGE_SIZE;
+            out.push(r);
+        }
+        // (lanes that never had a slot: none once the batch ran to its end)
+        for (number, mut lane, _) in feed.waiting.drain(..) {
+            lane.exit = Some(armada_core::runner::Exit::Unsupported(
+                "not run: its batch ended before a slot was free (a bug in armada)".into(),
+            ));
+            out.push(LaneResult::from_lane(number, &mut lane, 0));
+        }
+        out.sort_by_key(|r| r.lane);
+        self.feed = Some(feed);
+        Some(out)
+    }
+
+    /// Lanes that have ended (of all the batch's, waiting ones included) and all its lanes.
+    pub(super) fn lanes_done_of(&self) -> (usize, usize) {
+        match &self.feed {
+            Some(f) => {
+                let in_slots = self
+                    .lanes
+                    .iter()
+                    .zip(&f.empty)
+                    .filter(|(l, e)| l.done && !**e)
+                    .count();
+                (f.ended.len() + in_slots, f.total)
+            }
+            None => (self.lanes.len() - self.active.len(), self.lanes.len()),
+        }
+    }
+}
+
+impl Batch {
+    /// Instructions all the batch's lanes retired, as their host lanes count them (those
+    /// that left their slot included).
+    pub fn retired_all(&self) -> u64 {
+        let empty = self.feed.as_ref().map(|f| &f.empty[..]);
+        let in_slots: u64 = self
+            .lanes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| empty.is_none_or(|e| !e[*i]))
+            .map(|(_, l)| l.lane.retired())
+            .sum();
+        in_slots
+            + self
+                .feed
+                .as_ref()
+                .map_or(0, |f| f.retired.load(Ordering::Relaxed))
+    }
+
+    /// All the batch's lanes, waiting ones included.
+    pub fn lanes_all(&self) -> usize {
+        self.lanes_done_of().1
+    }
+}
