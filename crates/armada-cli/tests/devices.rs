@@ -10,6 +10,9 @@
 //!   device failing at once (the batch fails with the device's error), and the last device
 //!   failing after some lanes ended (the rest end unrun, status 125, with the reason);
 //! - two and three batches side by side on one device (`ARMADA_GPU_SHARDS`);
+//! - fewer lanes at once than the batch has, each slot taking the next lane as one ends
+//!   (`ARMADA_GPU_SLOTS`): forking dash lanes, Python lanes from a snapshot, threads, and
+//!   lanes that would not fit the device's memory at once;
 //! - fewer lanes than devices; `--devices` naming a device the host lacks, a list that does
 //!   not parse, and `--devices` on the CPU engine.
 
@@ -36,7 +39,8 @@ fn batch(devices: usize, env: &[(&str, &str)], args: &[&str]) -> Out {
         .args(["--backend", "cuda", "--no-progress"])
         .args(["-U", "ARMADA_CUDA_SIM", "-U", "ARMADA_CUDA_SIM_DEVICES"])
         .args(["-U", "ARMADA_CUDA_SIM_FAIL", "-U", "ARMADA_CUDA_SLICE"])
-        .args(["-U", "ARMADA_GPU_SHARDS"])
+        .args(["-U", "ARMADA_GPU_SHARDS", "-U", "ARMADA_GPU_SLOTS"])
+        .args(["-U", "ARMADA_CUDA_SIM_FRAME_MIB"])
         .arg("--out")
         .arg(&out)
         .args(args)
@@ -330,4 +334,113 @@ fn shards_on_one_device_match_one_batch() {
     );
     assert_eq!(two.status, one.status, "{}", two.stderr);
     assert_eq!(two.jsonl, one.jsonl);
+}
+
+/// A batch holding fewer lanes at once than it has (`ARMADA_GPU_SLOTS`, `Batch::feed`): as a
+/// lane ends, the next one is set up in its slot while the others run on. Every lane's
+/// result is the one it has in a batch of all the lanes at once (and the CPU engine's):
+/// forking dash lanes, threaded lanes, Python lanes from a snapshot each with its own stdin.
+/// Lanes too large for all to fit the device's memory at once run in the slots that fit:
+/// no slot is given a lane while the running lanes might then outgrow the memory.
+#[test]
+fn lanes_fed_into_slots_match_one_batch() {
+    let Some(g) = setup("lanes_fed_into_slots_match_one_batch") else {
+        return;
+    };
+    let slots = |n: &'static str| [("ARMADA_GPU_SLOTS", n)];
+    let compare = |args: &[&str], n: &'static str, lanes: usize| {
+        let one = batch(1, &[], args);
+        let mut a = vec!["--check"];
+        a.extend_from_slice(args);
+        let fed = batch(1, &slots(n), &a);
+        assert_eq!(fed.status, one.status, "{}", fed.stderr);
+        assert_eq!(fed.jsonl, one.jsonl, "{}", fed.stderr);
+        for s in [
+            format!("{lanes} of {lanes} lanes identical to the CPU engine"),
+            format!("slots: {n} lanes at once of {lanes}"),
+        ] {
+            assert!(fed.stderr.contains(&s), "no {s:?} in\n{}", fed.stderr);
+        }
+    };
+    compare(
+        &[
+            "--lanes",
+            "9",
+            "--max-instructions",
+            "400000",
+            &prog(&g, "lanecrc"),
+            "{lane}",
+            "{lane}",
+        ],
+        "2",
+        9,
+    );
+    compare(&["--lanes", "5", &prog(&g, "threads_compute")], "2", 5);
+    match common::debian_sysroot(&["bin/dash", "usr/bin/python3"]) {
+        Ok(root) => {
+            let root = root.to_string_lossy().into_owned();
+            let dash = format!("{root}/bin/dash");
+            let script = "x=$(echo $1); echo $((x * 3)) | cat; exit $(($1 % 4))";
+            compare(
+                &[
+                    "--lanes", "7", "-L", &root, &dash, "-c", script, "sh", "{lane}",
+                ],
+                "3",
+                7,
+            );
+            let dir = scratch().join(format!("py-{}", unique()));
+            std::fs::create_dir_all(&dir).unwrap();
+            for i in 0..6 {
+                let text = format!(
+                    "print(sum(range({})))\nraise SystemExit({})\n",
+                    40 * i + 1,
+                    i % 3
+                );
+                std::fs::write(dir.join(i.to_string()), text).unwrap();
+            }
+            let dir_s = dir.to_string_lossy().into_owned();
+            let py = format!("{root}/usr/bin/python3");
+            let args = [
+                "--lanes",
+                "6",
+                "--snapshot-at",
+                "input",
+                "--stdin-dir",
+                &dir_s,
+                "-L",
+                &root,
+                &py,
+            ];
+            compare(&args, "2", 6);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        Err(e) => {
+            assert!(!common::in_ci(), "{e}");
+            eprintln!("dash and python3 lanes skipped: {e}");
+        }
+    }
+    // 16 lanes of 8 MiB each on a device with 64 MiB of frames: 7 slots, but the lanes'
+    // admission keeps fewer running, so the device never runs out of memory
+    let touch = prog(&g, "pagetouch");
+    let args = ["--check", "--lanes", "16", &touch, "8", "1"];
+    let small = [
+        ("ARMADA_GPU_SLOTS", "7"),
+        ("ARMADA_CUDA_SIM_FRAME_MIB", "128"),
+    ];
+    let fed = batch(1, &small, &args);
+    assert_eq!(fed.status, 0, "{}", fed.stderr);
+    assert!(!fed.stderr.contains("ran out of memory"), "{}", fed.stderr);
+    assert!(
+        fed.stderr
+            .contains("16 of 16 lanes identical to the CPU engine"),
+        "{}",
+        fed.stderr
+    );
+    let waits = fed
+        .stderr
+        .split("rounds that left a slot empty for want of memory: ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse::<u64>().ok());
+    assert!(waits.is_some_and(|w| w > 0), "{}", fed.stderr);
 }

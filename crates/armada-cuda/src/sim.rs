@@ -204,7 +204,14 @@ impl Device for SimDevice {
         self.free(host as u64);
     }
     fn mem_info(&self) -> (u64, u64) {
-        (16 << 30, 16 << 30)
+        match self.frame_cap {
+            // (what the frames may still take)
+            Some(cap) => {
+                let used: usize = self.frame_chunks.lock().unwrap().iter().map(|c| c.1).sum();
+                (cap.saturating_sub(used) as u64, cap as u64)
+            }
+            None => (16 << 30, 16 << 30),
+        }
     }
     fn bind(&self) -> Result<(), Error> {
         Ok(())

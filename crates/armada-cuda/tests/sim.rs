@@ -643,9 +643,8 @@ fn python_lanes_from_a_snapshot_at_input_match_full_runs() {
 #[test]
 fn lanes_beyond_the_devices_memory_run_in_waves() {
     // 16 lanes each writing 8 MiB on a simulated device of one chunk of frames (64 MiB and
-    // their shadows):
-    // the batch runs out of memory, and its lanes run as smaller batches one after the
-    // other, each lane's result the CPU engine's. One lane alone that does not fit is still
+    // their shadows): the batch runs out of memory, and its lanes run again, fewer at a
+    // time, each slot taking the next lane as one ends; each lane's result the CPU engine's. One lane alone that does not fit is still
     // a clear error.
     if !armada_cuda::HAS_SIM {
         eprintln!("skipped: no kernel simulator in this build");
@@ -666,7 +665,14 @@ fn lanes_beyond_the_devices_memory_run_in_waves() {
     same_as_cpu(&s, &engine);
     let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
     assert!(
-        stat(&out, "batches").contains("one after the other"),
+        stat(&out, "batches").contains("after the device ran out of memory"),
+        "{:?}",
+        out.stats
+    );
+    // (run as one batch of fewer slots: halved twice, 16 -> 8 -> 4, each lane needing 8 MiB
+    // of the 64 MiB of frames)
+    assert!(
+        stat(&out, "slots").starts_with("4 lanes at once of 16"),
         "{:?}",
         out.stats
     );

@@ -288,9 +288,17 @@ struct LaneHost {
     /// (`apply::apply_claims`; persistent lanes apply them only when the host looks).
     unapplied: Vec<apply::Claim>,
     start_reserve: Vec<u32>,
+    /// The most frames the lane held when the host looked (`own_frames`; counted where
+    /// lanes wait for slots, `feed`).
+    peak_own: u64,
 }
 
 impl LaneHost {
+    /// Frames the lane holds: its own pages and its reserve.
+    fn own_frames(&self) -> u64 {
+        (self.entries.values().filter(|e| e.private).count() + self.reserve.len()) as u64
+    }
+
     /// Readies the lane to go (back) onto the device: its scheduler fires the timers that
     /// are due and switches tasks whose turn is over (`Lane::schedule`), and the record's
     /// limit becomes the next point it must look again, so the device stops the lane at
@@ -424,6 +432,8 @@ pub struct Batch {
     gens: u32,
     /// Lanes waiting for the slots of lanes that end (`feed`; None: every lane at once).
     feed: Option<feed::Feed>,
+    /// The most frames a lane held (its own pages and its reserve) when it gave them up.
+    lane_peak: u64,
 }
 
 /// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
@@ -611,10 +621,15 @@ impl Batch {
         if !self.frames.exhausted {
             return Error::OutOfMemory(m, fit);
         }
-        let own = |l: &LaneHost| {
-            l.entries.values().filter(|e| e.private).count() as u64 + l.reserve.len() as u64
-        };
-        let largest = self.lanes.iter().map(own).max().unwrap_or(0);
+        let own = |l: &LaneHost| l.own_frames();
+        // (lanes that ended in a batch that feeds its slots count too)
+        let largest = self
+            .lanes
+            .iter()
+            .map(own)
+            .max()
+            .unwrap_or(0)
+            .max(self.lane_peak);
         let room = self.frames.live.saturating_sub(self.frames.shared);
         if largest == 0 {
             return Error::OutOfMemory(m, fit);
@@ -786,8 +801,12 @@ impl Batch {
                 match (&self.feed, s.slots) {
                     (Some(f), Some(n)) => format!(
                         "{n} lanes at once of {}, each slot taken by the next lane as one ended \
-                         ({} lanes set up in a slot another had held)",
-                        f.total, f.fed
+                         ({} lanes set up in a slot another had held; rounds that left a slot \
+                         empty for want of memory: {}; the largest lane held {} KiB)",
+                        f.total,
+                        f.fed,
+                        f.waits,
+                        (self.lane_peak * PAGE_SIZE) >> 10
                     ),
                     _ => "every lane at once".into(),
                 },

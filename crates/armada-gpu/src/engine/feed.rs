@@ -42,8 +42,10 @@ pub(super) struct Feed {
     pub(super) retired: Arc<AtomicU64>,
     /// The waiting lanes' stdin, all uploaded at the start (0: none).
     pub(super) d_inputs: DevPtr,
-    /// Lanes set up in a slot that another lane held.
+    /// Lanes set up in a slot that another lane held, and rounds after which a slot stayed
+    /// empty for want of memory.
     pub(super) fed: u64,
+    pub(super) waits: u64,
 }
 
 /// Why the lanes `waiting` cannot wait for the slots of a batch that starts with `first`
@@ -136,9 +138,21 @@ impl Batch {
             retired: Arc::new(AtomicU64::new(0)),
             d_inputs,
             fed: 0,
+            waits: 0,
         });
         self.stats.slots = Some(slots);
         Ok(())
+    }
+
+    /// Frames the slots' lanes may hold in all: the batch's frames that hold no shared page,
+    /// and half of what the device has free (the rest is for the page table's growth and
+    /// for the batches beside this one on the device).
+    fn room(&self) -> u64 {
+        let have = (self.frames.chunks.len() as u64) << self.frames.shift;
+        let (free, _) = self.dev.mem_info();
+        // (a frame takes its page and its shadow)
+        let more = free / 2 / (2 * PAGE_SIZE);
+        (have + more).saturating_sub(self.frames.shared + self.pool.max as u64)
     }
 
     /// Whether lanes still wait for slots (a lane that ends then gives its slot up).
@@ -155,27 +169,44 @@ impl Batch {
         })
     }
 
-    /// After a round: each lane that ended gives its result up and its slot to the next
-    /// waiting lane, which is set up there and joins the active lanes.
+    /// After a round: each lane that ended gives its result and its slot up, and waiting
+    /// lanes are set up in the empty slots and join the active lanes, as many as the
+    /// device's memory has room for (`admits`).
     pub(super) fn refill(&mut self) -> Result<(), Error> {
         let Some(feed) = self.feed.as_mut() else {
             return Ok(());
         };
-        let mut again = Vec::new();
-        let mut blocks: Vec<(usize, [u64; 2])> = Vec::new();
-        for i in 0..self.lanes.len() {
-            if !self.lanes[i].done || feed.empty[i] {
+        for (i, lh) in self.lanes.iter_mut().enumerate() {
+            if !lh.done || feed.empty[i] {
                 continue;
             }
-            let lh = &mut self.lanes[i];
             let mut r = LaneResult::from_lane(feed.slot_lane[i], &mut lh.lane, lh.host_steps);
             r.private_bytes += lh.ended_private * PAGE_SIZE;
             feed.retired.fetch_add(r.instructions, Ordering::Relaxed);
             feed.ended.push(r);
             feed.empty[i] = true;
-            let Some((number, lane, io)) = feed.waiting.pop_front() else {
+        }
+        let mut running = feed.empty.iter().filter(|e| !**e).count();
+        let room = self.room();
+        let feed = self.feed.as_mut().expect("checked above");
+        let mut again = Vec::new();
+        let mut blocks: Vec<(usize, [u64; 2])> = Vec::new();
+        for i in 0..self.lanes.len() {
+            if !feed.empty[i] || feed.waiting.is_empty() {
                 continue;
+            }
+            // every running lane may grow to what the largest held (the first lane always
+            // goes: nothing else would free memory)
+            let need = self.lane_peak * (running as u64 + 1);
+            if running > 0 && need > room {
+                feed.waits += 1;
+                break;
+            }
+            let Some((number, lane, io)) = feed.waiting.pop_front() else {
+                break;
             };
+            running += 1;
+            let lh = &mut self.lanes[i];
             feed.slot_lane[i] = number;
             feed.empty[i] = false;
             feed.fed += 1;
@@ -210,6 +241,7 @@ impl Batch {
                 dev_news: None,
                 unapplied: Vec::new(),
                 start_reserve: Vec::new(),
+                peak_own: 0,
             };
         }
         if again.is_empty() {

@@ -113,6 +113,8 @@ impl Batch {
         let files = &self.files;
         let code = &self.code;
         let reserve = self.reserve_rule();
+        // (what each lane holds, where waiting lanes' admission needs it: `feed`)
+        let feeding = self.feeding();
         let done: Done = self
             .lanes
             .par_iter_mut()
@@ -122,6 +124,9 @@ impl Batch {
                     return done;
                 };
                 let lane_id = svc[w.k] as usize;
+                if feeding {
+                    lh.peak_own = lh.peak_own.max(lh.own_frames());
+                }
                 record_to_state(w.rec, w.v, &mut lh.lane.program.state);
                 if devio {
                     super::devio::sync_from_device(&mut lh.lane, w.rec, kept);

@@ -187,6 +187,7 @@ impl Batch {
                 dev_news: None,
                 unapplied: Vec::new(),
                 start_reserve: Vec::new(),
+                peak_own: 0,
             })
             .collect();
         let n = lanes.len();
@@ -388,6 +389,7 @@ impl Batch {
                 .and_then(|v| v.parse().ok())
                 .map_or(TLB2_GEN_MAX, |g: u32| g.clamp(1, TLB2_GEN_MAX)),
             feed: None,
+            lane_peak: 0,
         };
         batch.queue = dev.new_queue()?;
         batch.stats.regions = nregions as usize;
