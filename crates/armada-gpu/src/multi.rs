@@ -161,13 +161,34 @@ pub fn run_sharded<T: Send>(
             }
         }
         queue = rest;
-        let results = wave(engines, pieces, &slots, finish, opts, base, total);
+        let results = wave(
+            engines,
+            pieces,
+            &slots,
+            respawn,
+            finish,
+            opts,
+            (base, total),
+        );
         if opts.stop.load(Ordering::Relaxed) {
             return Err(Error::Device("interrupted".into()));
         }
         let mut failed: Vec<(usize, usize, String)> = Vec::new();
-        for (start, count, device, secs, r) in results {
+        for ran in results {
+            let Ran {
+                start,
+                count,
+                device,
+                secs,
+                r,
+                held,
+                ooms,
+            } = ran;
             shares[device].seconds += secs;
+            // (the piece ran out of memory and ran again with fewer lanes at once: the
+            // device's later pieces start with as few)
+            shares[device].waves += ooms;
+            slots[device] = slots[device].min(held);
             match r {
                 Ok(f) => {
                     let share = &mut shares[device];
@@ -182,33 +203,15 @@ pub fn run_sharded<T: Send>(
                         out: f.out,
                     });
                 }
-                // More lanes than the device holds at once: they run as smaller batches one
-                // after the other on it (split again if need be): as many as the failed
-                // batch said fit, less a tenth for lanes that grow further, else halves.
-                // Lanes are deterministic, so running them again gives what they would have
-                // given; what the failed batch ran is lost time, which the message says.
+                // More lanes than the device holds at once, and they could not wait for
+                // slots (`run_fed`): they run as smaller batches one after the other on it
+                // (split again if need be): as many as the failed batch said fit, less a
+                // tenth for lanes that grow further, else halves. Lanes are deterministic,
+                // so running them again gives what they would have given; what the failed
+                // batch ran is lost time, which the message says.
                 Err(Error::OutOfMemory(m, fit)) if count >= 2 => {
                     shares[device].waves += 1;
                     let mut again = remake(start, count, respawn)?;
-                    // Fewer lanes at once, the others waiting for the slots of lanes that
-                    // end, where they may (`Batch::feed`); else batches one after the other.
-                    let held = count.min(slots[device]);
-                    let each = slots_for(held, fit);
-                    if opts.feed
-                        && each < held
-                        && feed_refusal(&again[..each], &again[each..]).is_none()
-                    {
-                        eprintln!(
-                            "armada: device {} ran out of memory with {held} lanes at once ({m}); \
-                             running the {count} lanes {each} at a time, each taking the slot of \
-                             a lane that ended (fewer lanes at once, or --lane-memory, avoids \
-                             the lost time)",
-                            engines[device].ordinal(),
-                        );
-                        slots[device] = each;
-                        queue.insert(0, (start, again, device));
-                        continue;
-                    }
                     let parts = pieces_for(count, fit);
                     let sizes: Vec<usize> = (0..parts)
                         .map(|k| count * (k + 1) / parts - count * k / parts)
@@ -359,19 +362,33 @@ fn split<T>(start: usize, mut lanes: Vec<T>, devices: &[usize]) -> Vec<(usize, V
     pieces
 }
 
-/// One result of a wave: (first lane, lanes, engine position, wall seconds, the batch).
-type Ran<T> = (usize, usize, usize, f64, Result<Finished<T>, Error>);
+/// One result of a wave.
+struct Ran<T> {
+    /// The piece's first lane, its lanes, its engine's position.
+    start: usize,
+    count: usize,
+    device: usize,
+    /// Its wall seconds and its batch.
+    secs: f64,
+    r: Result<Finished<T>, Error>,
+    /// The most lanes it held at once, and the times it ran out of memory and ran again
+    /// with fewer (`run_fed`).
+    held: usize,
+    ooms: usize,
+}
 
-/// Runs each piece on its device's thread at once, reporting progress from this thread
-/// until all have ended.
+/// Runs each piece on its device's thread at once (`run_fed`, `slots` the most lanes each
+/// device's batch holds at once), reporting progress from this thread until all have ended
+/// (`base`: lanes ended and instructions retired before this wave; `total`: the batch's
+/// lanes).
 fn wave<T: Send>(
     engines: &[Engine],
     pieces: Vec<Piece>,
     slots: &[usize],
+    respawn: &(dyn Fn(usize) -> Result<Box<Lane>, Error> + Sync),
     finish: &(dyn Fn(Batch) -> T + Sync),
     opts: &ShardOptions<'_>,
-    base: (usize, u64),
-    total: usize,
+    (base, total): ((usize, u64), usize),
 ) -> Vec<Ran<T>> {
     let k = pieces.len();
     let live: Vec<Mutex<Option<Live>>> = (0..k).map(|_| Mutex::new(None)).collect();
@@ -388,7 +405,7 @@ fn wave<T: Send>(
                 let h = s.spawn(move || {
                     let t = Instant::now();
                     let held = slots[device];
-                    let run = || run_piece(engine, lanes, held, finish, opts, slot);
+                    let run = || run_fed(engine, (start, lanes), held, respawn, finish, opts, slot);
                     let r = if k > 1 {
                         match rayon::ThreadPoolBuilder::new()
                             .num_threads(threads)
@@ -396,9 +413,13 @@ fn wave<T: Send>(
                             .build()
                         {
                             Ok(pool) => pool.install(run),
-                            Err(e) => Err(Error::Device(format!(
-                                "cannot start the host threads for its service: {e}"
-                            ))),
+                            Err(e) => (
+                                Err(Error::Device(format!(
+                                    "cannot start the host threads for its service: {e}"
+                                ))),
+                                held,
+                                0,
+                            ),
                         }
                     } else {
                         run()
@@ -432,13 +453,70 @@ fn wave<T: Send>(
         handles
             .into_iter()
             .map(|(start, count, device, h)| {
-                let (secs, r) = h.join().unwrap_or_else(|_| {
-                    (0.0, Err(Error::Device("its batch thread panicked".into())))
+                let (secs, (r, held, ooms)) = h.join().unwrap_or_else(|_| {
+                    let e = Error::Device("its batch thread panicked".into());
+                    (0.0, (Err(e), slots[device], 0))
                 });
-                (start, count, device, secs, r)
+                Ran {
+                    start,
+                    count,
+                    device,
+                    secs,
+                    r,
+                    held,
+                    ooms,
+                }
             })
             .collect()
     })
+}
+
+/// A piece run on its device's thread (`run_piece`) holding at most `held` lanes at once;
+/// where the device runs out of memory and the lanes may wait for slots, run again at once
+/// with fewer (`slots_for`), so the other pieces of the wave (another batch on the device)
+/// never wait for it. Returns the batch, the most lanes it held at once at the end, and the
+/// times it ran out of memory and ran again. Lanes are deterministic, so running them again
+/// gives what they would have given; what the failed batch ran is lost time, which the
+/// message says.
+fn run_fed<T>(
+    engine: &Engine,
+    piece: (usize, Vec<Box<Lane>>),
+    mut held: usize,
+    respawn: &(dyn Fn(usize) -> Result<Box<Lane>, Error> + Sync),
+    finish: &(dyn Fn(Batch) -> T + Sync),
+    opts: &ShardOptions<'_>,
+    slot: &Mutex<Option<Live>>,
+) -> (Result<Finished<T>, Error>, usize, usize) {
+    let (start, mut lanes) = piece;
+    let count = lanes.len();
+    let mut ooms = 0;
+    loop {
+        let r = run_piece(engine, lanes, held, finish, opts, slot);
+        let Err(Error::OutOfMemory(m, fit)) = &r else {
+            return (r, held, ooms);
+        };
+        let at_once = count.min(held);
+        let each = slots_for(at_once, *fit);
+        if !opts.feed || count < 2 || each >= at_once {
+            return (r, held, ooms);
+        }
+        let again = match remake(start, count, respawn) {
+            Ok(a) => a,
+            Err(e) => return (Err(e), held, ooms),
+        };
+        if feed_refusal(&again[..each], &again[each..]).is_some() {
+            return (r, held, ooms);
+        }
+        eprintln!(
+            "armada: device {} ran out of memory with {at_once} lanes at once ({m}); running \
+             the {count} lanes {each} at a time, each taking the slot of a lane that ended \
+             (fewer lanes at once, or --lane-memory, avoids the lost time)",
+            engine.ordinal(),
+        );
+        held = each;
+        lanes = again;
+        ooms += 1;
+    }
 }
 
 /// One piece's batch, set up, run to its end, its coverage collected and given to
