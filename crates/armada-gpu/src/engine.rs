@@ -294,6 +294,40 @@ struct LaneHost {
 }
 
 impl LaneHost {
+    /// `lane` in slot `slot` (its page-table key, see `spaces`) running image `image`, with
+    /// nothing on the device yet; `epoch` its record's first.
+    fn new(lane: Box<Lane>, image: usize, slot: usize, limit: u64, epoch: u32) -> LaneHost {
+        LaneHost {
+            space_mem: lane.program.mem.space_id(),
+            lane,
+            image,
+            entries: FxHashMap::default(),
+            space: slot as u64,
+            spaces: FxHashMap::default(),
+            cow: FxHashMap::default(),
+            cow_freed: Vec::new(),
+            epoch,
+            limit,
+            dev_limit: limit,
+            regions: 0,
+            code: Vec::new(),
+            host_steps: 0,
+            done: false,
+            last_miss: ((0, 0, false), 0),
+            res_grown: 0,
+            reserve: Vec::new(),
+            res_taken: false,
+            claimed: Vec::new(),
+            ended_private: 0,
+            touched: false,
+            dev_exit: None,
+            dev_news: None,
+            unapplied: Vec::new(),
+            start_reserve: Vec::new(),
+            peak_own: 0,
+        }
+    }
+
     /// Frames the lane holds: its own pages and its reserve.
     fn own_frames(&self) -> u64 {
         (self.entries.values().filter(|e| e.private).count() + self.reserve.len()) as u64

@@ -175,20 +175,13 @@ pub fn run_sharded<T: Send>(
         }
         let mut failed: Vec<(usize, usize, String)> = Vec::new();
         for ran in results {
-            let Ran {
-                start,
-                count,
-                device,
-                secs,
-                r,
-                held,
-                ooms,
-            } = ran;
+            let (start, count, device, secs, r) =
+                (ran.start, ran.count, ran.device, ran.secs, ran.r);
             shares[device].seconds += secs;
             // (the piece ran out of memory and ran again with fewer lanes at once: the
             // device's later pieces start with as few)
-            shares[device].waves += ooms;
-            slots[device] = slots[device].min(held);
+            shares[device].waves += ran.ooms;
+            slots[device] = slots[device].min(ran.held);
             match r {
                 Ok(f) => {
                     let share = &mut shares[device];

@@ -20,7 +20,6 @@ use crate::Error;
 use armada_core::batch::LaneResult;
 use armada_core::memory::PAGE_SIZE;
 use armada_core::runner::Lane;
-use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -214,35 +213,7 @@ impl Batch {
             blocks.push((i, io));
             let old_epoch = lh.epoch;
             let limit = lh.limit;
-            *lh = LaneHost {
-                space_mem: lane.program.mem.space_id(),
-                lane,
-                image: 0,
-                entries: FxHashMap::default(),
-                space: i as u64,
-                spaces: FxHashMap::default(),
-                cow: FxHashMap::default(),
-                cow_freed: Vec::new(),
-                epoch: old_epoch.wrapping_add(1).max(1),
-                limit,
-                dev_limit: limit,
-                regions: 0,
-                code: Vec::new(),
-                host_steps: 0,
-                done: false,
-                last_miss: ((0, 0, false), 0),
-                res_grown: 0,
-                reserve: Vec::new(),
-                res_taken: false,
-                claimed: Vec::new(),
-                ended_private: 0,
-                touched: false,
-                dev_exit: None,
-                dev_news: None,
-                unapplied: Vec::new(),
-                start_reserve: Vec::new(),
-                peak_own: 0,
-            };
+            *lh = LaneHost::new(lane, 0, i, limit, old_epoch.wrapping_add(1).max(1));
         }
         if again.is_empty() {
             return Ok(());

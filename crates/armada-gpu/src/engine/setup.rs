@@ -160,35 +160,7 @@ impl Batch {
             .into_par_iter()
             .zip(lane_image)
             .enumerate()
-            .map(|(i, (lane, image))| LaneHost {
-                space_mem: lane.program.mem.space_id(),
-                lane,
-                image,
-                entries: FxHashMap::default(),
-                space: i as u64,
-                spaces: FxHashMap::default(),
-                cow: FxHashMap::default(),
-                cow_freed: Vec::new(),
-                epoch: 1,
-                limit,
-                dev_limit: limit,
-                regions: 0,
-                code: Vec::new(),
-                host_steps: 0,
-                done: false,
-                last_miss: ((0, 0, false), 0),
-                res_grown: 0,
-                reserve: Vec::new(),
-                res_taken: false,
-                claimed: Vec::new(),
-                ended_private: 0,
-                touched: false,
-                dev_exit: None,
-                dev_news: None,
-                unapplied: Vec::new(),
-                start_reserve: Vec::new(),
-                peak_own: 0,
-            })
+            .map(|(i, (lane, image))| LaneHost::new(lane, image, i, limit, 1))
             .collect();
         let n = lanes.len();
         let dev_ref: &dyn Device = &*dev;
