@@ -72,6 +72,8 @@ use upload::Pinned;
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
     pub launches: u64,
+    /// Lanes in all launches (the mean a launch shows how full the device was kept).
+    pub lanes_launched: u64,
     pub kernel_s: f64,
     /// Kernel builds a launch waited for (`Device::prepare_run`: the wgpu engine compiles
     /// the interpreter for more frame buffers as a batch grows), apart from `kernel_s`.
@@ -466,8 +468,9 @@ pub struct Batch {
     gens: u32,
     /// Lanes waiting for the slots of lanes that end (`feed`; None: every lane at once).
     feed: Option<feed::Feed>,
-    /// The most frames a lane held (its own pages and its reserve) when it gave them up.
-    lane_peak: u64,
+    /// The most frames each lane held (its own pages and its reserve), counted as it gave
+    /// them up.
+    lane_peaks: feed::Peaks,
 }
 
 /// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
@@ -663,7 +666,7 @@ impl Batch {
             .map(own)
             .max()
             .unwrap_or(0)
-            .max(self.lane_peak);
+            .max(self.lane_peaks.max);
         let room = self.frames.live.saturating_sub(self.frames.shared);
         if largest == 0 {
             return Error::OutOfMemory(m, fit);
@@ -719,7 +722,14 @@ impl Batch {
         stops.sort();
         vec![
             ("device".into(), self.dev.describe()),
-            ("launches".into(), s.launches.to_string()),
+            (
+                "launches".into(),
+                format!(
+                    "{} ({} lanes a launch on average)",
+                    s.launches,
+                    s.lanes_launched / s.launches.max(1)
+                ),
+            ),
             ("kernel s".into(), format!("{:.3}", s.kernel_s)),
             ("kernel builds s".into(), format!("{:.3}", s.build_s)),
             ("service s".into(), format!("{:.3}", s.service_s)),
@@ -840,7 +850,7 @@ impl Batch {
                         f.total,
                         f.fed,
                         f.waits,
-                        (self.lane_peak * PAGE_SIZE) >> 10
+                        (self.lane_peaks.max * PAGE_SIZE) >> 10
                     ),
                     _ => "every lane at once".into(),
                 },

@@ -592,7 +592,7 @@ impl Batch {
         let reused = self.d_start != 0 || self.feeding();
         let l = &mut self.lanes[i];
         // (the most the lane held, for the slots' lanes to come: `feed`)
-        self.lane_peak = self.lane_peak.max(l.peak_own.max(l.own_frames()));
+        self.lane_peaks.add(l.peak_own.max(l.own_frames()));
         for (_, e) in l.entries.drain() {
             if reused {
                 self.pt.remove(e.slot);

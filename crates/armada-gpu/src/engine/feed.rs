@@ -47,6 +47,29 @@ pub(super) struct Feed {
     pub(super) waits: u64,
 }
 
+/// The most frames each lane held, over the lanes that gave theirs up.
+#[derive(Default)]
+pub(super) struct Peaks {
+    pub(super) max: u64,
+    sum: u64,
+    n: u64,
+}
+
+impl Peaks {
+    pub(super) fn add(&mut self, frames: u64) {
+        self.max = self.max.max(frames);
+        self.sum += frames;
+        self.n += 1;
+    }
+
+    /// What a lane to come is taken to need: the mean with a quarter more, at most the
+    /// largest (0 before any lane ended).
+    pub(super) fn typical(&self) -> u64 {
+        let mean = self.sum / self.n.max(1);
+        (mean + mean / 4).min(self.max)
+    }
+}
+
 /// Why the lanes `waiting` cannot wait for the slots of a batch that starts with `first`
 /// (`Batch::feed`), or None: a waiting lane must run a program one of the starting lanes
 /// runs (the slots' setup knows only their images), and no lane may collect coverage (its
@@ -187,6 +210,19 @@ impl Batch {
         }
         let mut running = feed.empty.iter().filter(|e| !**e).count();
         let room = self.room();
+        let feed = self.feed.as_ref().expect("checked above");
+        // What the running lanes may come to hold: each the most the host saw it hold, or
+        // what lanes that ended held at most on average with a quarter more, whichever is
+        // more (all growing to the largest lane's peak at once would leave a third of the
+        // slots of a Python batch empty)
+        let each = self.lane_peaks.typical();
+        let mut committed: u64 = self
+            .lanes
+            .iter()
+            .zip(&feed.empty)
+            .filter(|(_, e)| !**e)
+            .map(|(l, _)| l.peak_own.max(each))
+            .sum();
         let feed = self.feed.as_mut().expect("checked above");
         let mut again = Vec::new();
         let mut blocks: Vec<(usize, [u64; 2])> = Vec::new();
@@ -194,13 +230,12 @@ impl Batch {
             if !feed.empty[i] || feed.waiting.is_empty() {
                 continue;
             }
-            // every running lane may grow to what the largest held (the first lane always
-            // goes: nothing else would free memory)
-            let need = self.lane_peak * (running as u64 + 1);
-            if running > 0 && need > room {
+            // (the first lane always goes: nothing else would free memory)
+            if running > 0 && committed + each > room {
                 feed.waits += 1;
                 break;
             }
+            committed += each;
             let Some((number, lane, io)) = feed.waiting.pop_front() else {
                 break;
             };

@@ -101,6 +101,7 @@ impl Batch {
         let secs = t.elapsed().as_secs_f64();
         self.stats.kernel_s += secs;
         self.stats.launches += 1;
+        self.stats.lanes_launched += self.active.len() as u64;
         let t = Instant::now();
         let mut lap = t;
         let stops: Vec<u32> = dtoh_vec(&*self.dev, self.d_stops, self.lanes.len())?;

@@ -361,7 +361,7 @@ impl Batch {
                 .and_then(|v| v.parse().ok())
                 .map_or(TLB2_GEN_MAX, |g: u32| g.clamp(1, TLB2_GEN_MAX)),
             feed: None,
-            lane_peak: 0,
+            lane_peaks: Default::default(),
         };
         batch.queue = dev.new_queue()?;
         batch.stats.regions = nregions as usize;
