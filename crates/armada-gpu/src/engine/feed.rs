@@ -357,3 +357,21 @@ impl Batch {
         self.lanes_done_of().1
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Peaks;
+
+    #[test]
+    fn a_lane_to_come_needs_the_mean_peak_and_a_quarter_at_most_the_largest() {
+        let mut p = Peaks::default();
+        assert_eq!(p.typical(), 0, "no lane ended: nothing known");
+        for f in [400, 400, 400, 800] {
+            p.add(f);
+        }
+        assert_eq!((p.max, p.typical()), (800, 625));
+        let mut one = Peaks::default();
+        one.add(100);
+        assert_eq!(one.typical(), 100, "never more than the largest");
+    }
+}
