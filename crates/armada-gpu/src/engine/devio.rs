@@ -206,14 +206,7 @@ impl Batch {
         let mut words = vec![0u64; n * SYSD_WORDS];
         for (k, l) in lanes.iter().enumerate() {
             let b = &mut words[k * SYSD_WORDS..(k + 1) * SYSD_WORDS];
-            b[..2].copy_from_slice(&io[2 * k..2 * k + 2]);
-            for (fd, st) in l.lane.program.process.device_io().stat.iter().enumerate() {
-                if let Some(st) = st {
-                    for (w, c) in st.chunks_exact(8).enumerate() {
-                        b[8 + 16 * fd + w] = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-                    }
-                }
-            }
+            sys_block(&l.lane, [io[2 * k], io[2 * k + 1]], b);
         }
         let d_sysd = self.dev.alloc(words.len() * 8)?;
         self.d_sysd = d_sysd;
@@ -228,12 +221,8 @@ impl Batch {
         &mut self,
         inputs: &[I],
     ) -> Result<Vec<u64>, Error> {
-        let mut at = Vec::with_capacity(inputs.len());
-        let mut total = 0usize;
-        for i in inputs {
-            at.push(total);
-            total += i.as_ref().len().div_ceil(8) * 8;
-        }
+        let (bytes, at) = pack_inputs(inputs);
+        let total = bytes.len();
         if total.max(8) > self.inputs_bytes {
             let bytes = total.max(8).next_power_of_two();
             let p = self.dev.alloc(bytes)?;
@@ -243,16 +232,40 @@ impl Batch {
             self.d_inputs = p;
             self.inputs_bytes = bytes;
         }
-        let mut bytes = vec![0u8; total];
-        for (i, &a) in inputs.iter().zip(&at) {
-            let i = i.as_ref();
-            bytes[a..a + i.len()].copy_from_slice(i);
-        }
         self.dev.htod(self.d_inputs, &bytes)?;
         Ok(inputs
             .iter()
             .zip(&at)
             .flat_map(|(i, &a)| [self.d_inputs + a as u64, i.as_ref().len() as u64])
             .collect())
+    }
+}
+
+/// `inputs` back to back, each at a multiple of 8 bytes, and where each starts.
+pub(super) fn pack_inputs<I: AsRef<[u8]>>(inputs: &[I]) -> (Vec<u8>, Vec<usize>) {
+    let mut at = Vec::with_capacity(inputs.len());
+    let mut total = 0usize;
+    for i in inputs {
+        at.push(total);
+        total += i.as_ref().len().div_ceil(8) * 8;
+    }
+    let mut bytes = vec![0u8; total];
+    for (i, &a) in inputs.iter().zip(&at) {
+        let i = i.as_ref();
+        bytes[a..a + i.len()].copy_from_slice(i);
+    }
+    (bytes, at)
+}
+
+/// Lane `lane`'s block for the kernel's answers (`SYSD_WORDS` words into `b`): its stdin's
+/// (address, length) on the device, and the stat of each of its fds 0-2.
+pub(super) fn sys_block(lane: &Lane, input: [u64; 2], b: &mut [u64]) {
+    b[..2].copy_from_slice(&input);
+    for (fd, st) in lane.program.process.device_io().stat.iter().enumerate() {
+        if let Some(st) = st {
+            for (w, c) in st.chunks_exact(8).enumerate() {
+                b[8 + 16 * fd + w] = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            }
+        }
     }
 }

@@ -13,6 +13,7 @@
 //! one's page-table entries have left the device's table (its key is the slot's, see
 //! `apply::release_lane`).
 
+use super::devio::{pack_inputs, sys_block};
 use super::{Batch, LaneHost};
 use crate::device::{htod_slice, DevPtr};
 use crate::layout::*;
@@ -125,16 +126,8 @@ impl Batch {
                 .iter()
                 .map(|l| l.program.process.stdin_bytes().unwrap_or(&[]))
                 .collect();
-            let mut at = Vec::with_capacity(inputs.len());
-            let mut total = 0usize;
-            for i in &inputs {
-                at.push(total);
-                total += i.len().div_ceil(8) * 8;
-            }
-            let mut bytes = vec![0u8; total.max(8)];
-            for (i, &a) in inputs.iter().zip(&at) {
-                bytes[a..a + i.len()].copy_from_slice(i);
-            }
+            let (mut bytes, at) = pack_inputs(&inputs);
+            bytes.resize(bytes.len().max(8), 0);
             d_inputs = self.dev.alloc(bytes.len())?;
             self.dev.htod(d_inputs, &bytes)?;
             for ((slot, i), &a) in io.iter_mut().zip(&inputs).zip(&at) {
@@ -193,7 +186,7 @@ impl Batch {
 
     /// After a round: each lane that ended gives its result and its slot up, and waiting
     /// lanes are set up in the empty slots and join the active lanes, as many as the
-    /// device's memory has room for (`admits`).
+    /// device's memory has room for (`room`).
     pub(super) fn refill(&mut self) -> Result<(), Error> {
         let Some(feed) = self.feed.as_mut() else {
             return Ok(());
@@ -270,15 +263,7 @@ impl Batch {
         if self.devio && self.d_sysd != 0 {
             for &(i, io) in &blocks {
                 let mut b = vec![0u64; SYSD_WORDS];
-                b[..2].copy_from_slice(&io);
-                let stat = self.lanes[i].lane.program.process.device_io().stat;
-                for (fd, st) in stat.iter().enumerate() {
-                    if let Some(st) = st {
-                        for (w, c) in st.chunks_exact(8).enumerate() {
-                            b[8 + 16 * fd + w] = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-                        }
-                    }
-                }
+                sys_block(&self.lanes[i].lane, io, &mut b);
                 htod_slice(&*self.dev, self.d_sysd + (i * SYSD_WORDS * 8) as u64, &b)?;
             }
         }
@@ -316,24 +301,6 @@ impl Batch {
         Some(out)
     }
 
-    /// Lanes that have ended (of all the batch's, waiting ones included) and all its lanes.
-    pub(super) fn lanes_done_of(&self) -> (usize, usize) {
-        match &self.feed {
-            Some(f) => {
-                let in_slots = self
-                    .lanes
-                    .iter()
-                    .zip(&f.empty)
-                    .filter(|(l, e)| l.done && !**e)
-                    .count();
-                (f.ended.len() + in_slots, f.total)
-            }
-            None => (self.lanes.len() - self.active.len(), self.lanes.len()),
-        }
-    }
-}
-
-impl Batch {
     /// Instructions all the batch's lanes retired, as their host lanes count them (those
     /// that left their slot included).
     pub fn retired_all(&self) -> u64 {
@@ -355,6 +322,22 @@ impl Batch {
     /// All the batch's lanes, waiting ones included.
     pub fn lanes_all(&self) -> usize {
         self.lanes_done_of().1
+    }
+
+    /// Lanes that have ended (of all the batch's, waiting ones included) and all its lanes.
+    pub(super) fn lanes_done_of(&self) -> (usize, usize) {
+        match &self.feed {
+            Some(f) => {
+                let in_slots = self
+                    .lanes
+                    .iter()
+                    .zip(&f.empty)
+                    .filter(|(l, e)| l.done && !**e)
+                    .count();
+                (f.ended.len() + in_slots, f.total)
+            }
+            None => (self.lanes.len() - self.active.len(), self.lanes.len()),
+        }
     }
 }
 
