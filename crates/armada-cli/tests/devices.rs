@@ -341,7 +341,8 @@ fn shards_on_one_device_match_one_batch() {
 /// result is the one it has in a batch of all the lanes at once (and the CPU engine's):
 /// forking dash lanes, threaded lanes, Python lanes from a snapshot each with its own stdin.
 /// Lanes too large for all to fit the device's memory at once run in the slots that fit:
-/// no slot is given a lane while the running lanes might then outgrow the memory.
+/// no slot is given a lane while the running lanes might then outgrow the memory, and a
+/// batch in slots that runs out all the same keeps the results of the lanes that ended.
 #[test]
 fn lanes_fed_into_slots_match_one_batch() {
     let Some(g) = setup("lanes_fed_into_slots_match_one_batch") else {
@@ -412,6 +413,56 @@ fn lanes_fed_into_slots_match_one_batch() {
                 &py,
             ];
             compare(&args, "2", 6);
+            // A batch in slots that runs out of memory keeps the results of the lanes that
+            // had ended and runs only the others again: five small scripts in the 5 slots,
+            // then five that each write 30 MiB, admitted as the small ones end (their mean
+            // is small) and too many at once for 128 MiB of frames (their loop first, so
+            // that all five are in before any grows, whichever rounds the small ones end in).
+            for i in 0..10 {
+                let text = if i >= 5 {
+                    format!(
+                        "for i in range(200000):\n    pass\nx = b'a' * (30 << 20)\nprint({i}, len(x))\n"
+                    )
+                } else {
+                    format!("print({i})\n")
+                };
+                std::fs::write(dir.join(i.to_string()), text).unwrap();
+            }
+            let args = [
+                "--lanes",
+                "10",
+                "--snapshot-at",
+                "input",
+                "--stdin-dir",
+                &dir_s,
+                "-L",
+                &root,
+                &py,
+            ];
+            let roomy = batch(1, &[], &args);
+            let mut a = vec!["--check"];
+            a.extend_from_slice(&args);
+            let tight = [
+                ("ARMADA_GPU_SLOTS", "5"),
+                ("ARMADA_CUDA_SIM_FRAME_MIB", "256"),
+            ];
+            let fed = batch(1, &tight, &a);
+            assert_eq!((fed.status, roomy.status), (0, 0), "{}", fed.stderr);
+            assert_eq!(fed.jsonl, roomy.jsonl, "{}", fed.stderr);
+            for s in [
+                "10 of 10 lanes identical to the CPU engine",
+                "ran out of memory with 5 lanes at once",
+                "running the 5 lanes left",
+            ] {
+                assert!(fed.stderr.contains(s), "no {s:?} in\n{}", fed.stderr);
+            }
+            let kept = fed
+                .stderr
+                .split(" lanes' results kept")
+                .next()
+                .and_then(|h| h.rsplit('(').next())
+                .and_then(|n| n.parse::<usize>().ok());
+            assert!(kept.is_some_and(|k| k >= 1), "{}", fed.stderr);
             let _ = std::fs::remove_dir_all(&dir);
         }
         Err(e) => {

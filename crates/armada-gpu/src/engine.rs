@@ -722,13 +722,10 @@ impl Batch {
         stops.sort();
         vec![
             ("device".into(), self.dev.describe()),
+            ("launches".into(), s.launches.to_string()),
             (
-                "launches".into(),
-                format!(
-                    "{} ({} lanes a launch on average)",
-                    s.launches,
-                    s.lanes_launched / s.launches.max(1)
-                ),
+                "lanes a launch".into(),
+                (s.lanes_launched / s.launches.max(1)).to_string(),
             ),
             ("kernel s".into(), format!("{:.3}", s.kernel_s)),
             ("kernel builds s".into(), format!("{:.3}", s.build_s)),

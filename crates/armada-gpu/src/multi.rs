@@ -16,7 +16,7 @@
 
 use crate::engine::{feed_refusal, Batch, KernelIo, ProgressReader};
 use crate::{Engine, Error};
-use armada_core::batch::{DeviceShare, Progress};
+use armada_core::batch::{DeviceShare, LaneResult, Progress};
 use armada_core::runner::Lane;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -319,6 +319,27 @@ fn halve_to<T>(p: (usize, Vec<T>, usize), limit: usize, out: &mut Vec<(usize, Ve
     halve_to((start + half, second, device), limit, out);
 }
 
+/// Whether `lanes` may not run `held` at a time, the others waiting for slots
+/// (`feed_refusal`).
+fn refused(lanes: &[(usize, Box<Lane>)], held: usize) -> bool {
+    let held = held.min(lanes.len());
+    let all: Vec<&Lane> = lanes.iter().map(|(_, l)| &**l).collect();
+    feed_refusal(&all[..held], &all[held..]).is_some()
+}
+
+/// Lanes `start + n` for each `n` of `these` made again (in parallel), with their `n`.
+fn remake_these(
+    start: usize,
+    these: &[usize],
+    respawn: &(dyn Fn(usize) -> Result<Box<Lane>, Error> + Sync),
+) -> Result<Vec<(usize, Box<Lane>)>, Error> {
+    use rayon::prelude::*;
+    these
+        .par_iter()
+        .map(|&n| respawn(start + n).map(|l| (n, l)))
+        .collect()
+}
+
 /// Lanes `start..start+count` made again (in parallel).
 fn remake(
     start: usize,
@@ -480,31 +501,45 @@ fn run_fed<T>(
     opts: &ShardOptions<'_>,
     slot: &Mutex<Option<Live>>,
 ) -> (Result<Finished<T>, Error>, usize, usize) {
-    let (start, mut lanes) = piece;
+    let (start, lanes) = piece;
     let count = lanes.len();
+    let mut lanes: Vec<(usize, Box<Lane>)> = lanes.into_iter().enumerate().collect();
+    // results of lanes that ended in a batch that then ran out of memory
+    let mut kept: Vec<LaneResult> = Vec::new();
     let mut ooms = 0;
     loop {
-        let r = run_piece(engine, lanes, held, finish, opts, slot);
+        let left = lanes.len();
+        let (r, ended) = run_piece(engine, lanes, kept, held, finish, opts, slot);
         let Err(Error::OutOfMemory(m, fit)) = &r else {
             return (r, held, ooms);
         };
-        let at_once = count.min(held);
+        let at_once = left.min(held);
         let each = slots_for(at_once, *fit);
         if !opts.feed || count < 2 || each >= at_once {
             return (r, held, ooms);
         }
-        let again = match remake(start, count, respawn) {
+        kept = ended.unwrap_or_default();
+        let mut done = vec![false; count];
+        for r in &kept {
+            done[r.lane] = true;
+        }
+        let todo: Vec<usize> = (0..count).filter(|&n| !done[n]).collect();
+        let again = match remake_these(start, &todo, respawn) {
             Ok(a) => a,
             Err(e) => return (Err(e), held, ooms),
         };
-        if feed_refusal(&again[..each], &again[each..]).is_some() {
+        let each = each.min(todo.len()).max(1);
+        if refused(&again, each) {
             return (r, held, ooms);
         }
         eprintln!(
             "armada: device {} ran out of memory with {at_once} lanes at once ({m}); running \
-             the {count} lanes {each} at a time, each taking the slot of a lane that ended \
-             (fewer lanes at once, or --lane-memory, avoids the lost time)",
+             the {} lanes left {each} at a time, each taking the slot of a lane that ended ({} \
+             lanes' results kept; fewer lanes at once, or --lane-memory, avoids the lost \
+             time)",
             engine.ordinal(),
+            todo.len(),
+            kept.len(),
         );
         held = each;
         lanes = again;
@@ -517,22 +552,27 @@ fn run_fed<T>(
 /// others may wait for their slots (`Batch::feed`), else all.
 fn run_piece<T>(
     engine: &Engine,
-    mut lanes: Vec<Box<Lane>>,
+    mut lanes: Vec<(usize, Box<Lane>)>,
+    kept: Vec<LaneResult>,
     held: usize,
     finish: &(dyn Fn(Batch) -> T + Sync),
     opts: &ShardOptions<'_>,
     slot: &Mutex<Option<Live>>,
-) -> Result<Finished<T>, Error> {
-    let waiting = if opts.feed
-        && held < lanes.len()
-        && feed_refusal(&lanes[..held], &lanes[held..]).is_none()
-    {
+) -> (Result<Finished<T>, Error>, Option<Vec<LaneResult>>) {
+    let waiting = if opts.feed && held < lanes.len() && !refused(&lanes, held) {
         lanes.split_off(held)
     } else {
         Vec::new()
     };
-    let mut b = engine.batch_with(lanes, opts.max_instructions, opts.io)?;
-    b.feed(waiting)?;
+    let (first, lanes): (Vec<usize>, Vec<Box<Lane>>) = lanes.into_iter().unzip();
+    let mut b = match engine.batch_with(lanes, opts.max_instructions, opts.io) {
+        Ok(b) => b,
+        // (nothing ran: what an earlier batch kept stays kept)
+        Err(e) => return (Err(e), Some(kept)),
+    };
+    if let Err(e) = b.feed_numbered(first, waiting, kept) {
+        return (Err(e), None);
+    }
     b.stats.spawn_s = opts.spawn_s;
     let show = |v: Option<Live>| *slot.lock().unwrap_or_else(|p| p.into_inner()) = v;
     show(Some(Live::Running {
@@ -551,16 +591,20 @@ fn run_piece<T>(
     if let Err(e) = ran {
         // the reader points into the batch's memory: forget it before the batch goes
         show(None);
-        return Err(e);
+        let ended = b.take_ended();
+        return (Err(e), ended);
     }
     let retired = b.retired_all();
     show(Some(Live::Ended(b.lanes_all(), retired)));
     let stats = b.stats_list();
-    Ok(Finished {
-        out: finish(b),
-        retired,
-        stats,
-    })
+    (
+        Ok(Finished {
+            out: finish(b),
+            retired,
+            stats,
+        }),
+        None,
+    )
 }
 
 #[cfg(test)]

@@ -75,7 +75,7 @@ impl Peaks {
 /// (`Batch::feed`), or None: a waiting lane must run a program one of the starting lanes
 /// runs (the slots' setup knows only their images), and no lane may collect coverage (its
 /// map is the slot's).
-pub fn feed_refusal(first: &[Box<Lane>], waiting: &[Box<Lane>]) -> Option<String> {
+pub fn feed_refusal(first: &[&Lane], waiting: &[&Lane]) -> Option<String> {
     if first.iter().chain(waiting).any(|l| l.coverage().is_some()) {
         return Some("the lanes collect coverage".into());
     }
@@ -102,6 +102,35 @@ impl Batch {
         if waiting.is_empty() {
             return Ok(());
         }
+        let slots = self.lanes.len();
+        let waiting = waiting
+            .into_iter()
+            .enumerate()
+            .map(|(k, l)| (slots + k, l))
+            .collect();
+        self.feed_numbered((0..slots).collect(), waiting, Vec::new())
+    }
+
+    /// As `feed`, with the lanes numbered: the starting lanes (the batch's, in its order) are
+    /// `first`, each waiting lane comes with its number, and `kept` are the results of the
+    /// batch's other lanes, which ended in an earlier batch (one that ran out of memory,
+    /// `take_ended`). The results then come in the order of the numbers.
+    pub fn feed_numbered(
+        &mut self,
+        first: Vec<usize>,
+        waiting: Vec<(usize, Box<Lane>)>,
+        kept: Vec<LaneResult>,
+    ) -> Result<(), Error> {
+        if waiting.is_empty() && kept.is_empty() && first.iter().enumerate().all(|(i, &n)| i == n) {
+            return Ok(());
+        }
+        if first.len() != self.lanes.len() {
+            return Err(Error::Device(format!(
+                "{} numbers for a batch of {} lanes (a bug in armada)",
+                first.len(),
+                self.lanes.len()
+            )));
+        }
         let refuse = |why: String| Err(Error::Device(format!("lanes waiting for slots: {why}")));
         if self.stats.launches > 0 || self.feed.is_some() {
             return refuse("they must be given before the first round, once".into());
@@ -109,7 +138,7 @@ impl Batch {
         if self.d_start != 0 || self.d_cov != 0 {
             return refuse("not with persistent lanes or coverage".into());
         }
-        for (k, w) in waiting.iter().enumerate() {
+        for (k, (_, w)) in waiting.iter().enumerate() {
             if self.image_index(w).is_none() {
                 return refuse(format!(
                     "waiting lane {k} runs a program none of the starting lanes runs"
@@ -124,7 +153,7 @@ impl Batch {
         if self.devio {
             let inputs: Vec<&[u8]> = waiting
                 .iter()
-                .map(|l| l.program.process.stdin_bytes().unwrap_or(&[]))
+                .map(|(_, l)| l.program.process.stdin_bytes().unwrap_or(&[]))
                 .collect();
             let (mut bytes, at) = pack_inputs(&inputs);
             bytes.resize(bytes.len().max(8), 0);
@@ -134,23 +163,23 @@ impl Batch {
                 *slot = [d_inputs + a as u64, i.len() as u64];
             }
         }
-        let total = slots + waiting.len();
+        let total = slots + waiting.len() + kept.len();
         let waiting = waiting
             .into_iter()
             .zip(io)
-            .enumerate()
-            .map(|(k, (mut l, io))| {
+            .map(|((number, mut l), io)| {
                 l.device_engine();
-                (slots + k, l, io)
+                (number, l, io)
             })
             .collect();
+        let retired: u64 = kept.iter().map(|r| r.instructions).sum();
         self.feed = Some(Feed {
             waiting,
-            slot_lane: (0..slots).collect(),
+            slot_lane: first,
             empty: vec![false; slots],
-            ended: Vec::new(),
+            ended: kept,
             total,
-            retired: Arc::new(AtomicU64::new(0)),
+            retired: Arc::new(AtomicU64::new(retired)),
             d_inputs,
             fed: 0,
             waits: 0,
@@ -322,6 +351,23 @@ impl Batch {
     /// All the batch's lanes, waiting ones included.
     pub fn lanes_all(&self) -> usize {
         self.lanes_done_of().1
+    }
+
+    /// The results of the lanes that have ended (those an earlier batch kept too), taken
+    /// out of a batch that feeds its slots and failed: the lanes that had not ended run again
+    /// elsewhere. None where the batch does not feed its slots.
+    pub fn take_ended(&mut self) -> Option<Vec<LaneResult>> {
+        let feed = self.feed.as_mut()?;
+        let mut out = std::mem::take(&mut feed.ended);
+        for (i, lh) in self.lanes.iter_mut().enumerate() {
+            if lh.done && !feed.empty[i] {
+                let mut r = LaneResult::from_lane(feed.slot_lane[i], &mut lh.lane, lh.host_steps);
+                r.private_bytes += lh.ended_private * PAGE_SIZE;
+                out.push(r);
+                feed.empty[i] = true;
+            }
+        }
+        Some(out)
     }
 
     /// Lanes that have ended (of all the batch's, waiting ones included) and all its lanes.
