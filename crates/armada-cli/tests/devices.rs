@@ -401,17 +401,14 @@ fn lanes_fed_into_slots_match_one_batch() {
             }
             let dir_s = dir.to_string_lossy().into_owned();
             let py = format!("{root}/usr/bin/python3");
-            let args = [
-                "--lanes",
-                "6",
-                "--snapshot-at",
-                "input",
-                "--stdin-dir",
-                &dir_s,
-                "-L",
-                &root,
-                &py,
-            ];
+            let py_args = |lanes: &'static str| -> Vec<String> {
+                let snap = ["--lanes", lanes, "--snapshot-at", "input", "--stdin-dir"];
+                let mut a: Vec<String> = snap.iter().map(|s| s.to_string()).collect();
+                a.extend([dir_s.clone(), "-L".into(), root.clone(), py.clone()]);
+                a
+            };
+            let six = py_args("6");
+            let args: Vec<&str> = six.iter().map(String::as_str).collect();
             compare(&args, "2", 6);
             // A batch in slots that runs out of memory keeps the results of the lanes that
             // had ended and runs only the others again: five small scripts in the 5 slots,
@@ -428,17 +425,8 @@ fn lanes_fed_into_slots_match_one_batch() {
                 };
                 std::fs::write(dir.join(i.to_string()), text).unwrap();
             }
-            let args = [
-                "--lanes",
-                "10",
-                "--snapshot-at",
-                "input",
-                "--stdin-dir",
-                &dir_s,
-                "-L",
-                &root,
-                &py,
-            ];
+            let ten = py_args("10");
+            let args: Vec<&str> = ten.iter().map(String::as_str).collect();
             let roomy = batch(1, &[], &args);
             let mut a = vec!["--check"];
             a.extend_from_slice(&args);
