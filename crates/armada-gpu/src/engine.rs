@@ -27,6 +27,8 @@
 //!   serially;
 //! - `pagetable`: the host's copy of the page table and the frame pool, and their device side;
 //! - `upload`: step 5's transfer (records, pages, table writes) through the staging buffers;
+//! - `feed`: lanes waiting for the slots of lanes that end (a batch of more lanes than it
+//!   holds at once), set up in them between rounds;
 //! - `bare`: bare-machine lanes (one flat region, no Linux process), beside the batch loop.
 
 use crate::device::{DevPtr, Device, Queue};
@@ -48,7 +50,6 @@ mod code;
 mod coverage;
 mod devio;
 mod feed;
-pub use feed::feed_refusal;
 mod file_frames;
 mod launch;
 mod pagetable;
@@ -64,6 +65,7 @@ mod wants;
 pub use bare::{BareEnd, BareLane, DeviceBuffer};
 pub use coverage::CoverageNews;
 pub use devio::KernelIo;
+pub use feed::feed_refusal;
 use pagetable::{Frames, HostTable};
 use records::{lane_stop, record_to_state};
 use upload::Pinned;
