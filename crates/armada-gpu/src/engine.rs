@@ -842,7 +842,7 @@ impl Batch {
             (
                 "slots".into(),
                 match (&self.feed, s.slots) {
-                    (Some(f), Some(n)) => format!(
+                    (Some(f), Some(n)) if f.total > n => format!(
                         "{n} lanes at once of {}, each slot taken by the next lane as one ended \
                          ({} lanes set up in a slot another had held; rounds that left a slot \
                          empty for want of memory: {}; the largest lane held {} KiB)",

@@ -559,7 +559,10 @@ fn run_piece<T>(
     opts: &ShardOptions<'_>,
     slot: &Mutex<Option<Live>>,
 ) -> (Result<Finished<T>, Error>, Option<Vec<LaneResult>>) {
-    let waiting = if opts.feed && held < lanes.len() && !refused(&lanes, held) {
+    // (a batch that may feed its slots takes each lane's result as it ends, whether or not
+    // lanes wait, so that one that runs out of memory keeps those)
+    let feedable = opts.feed && !refused(&lanes, held);
+    let waiting = if feedable && held < lanes.len() {
         lanes.split_off(held)
     } else {
         Vec::new()
@@ -570,8 +573,10 @@ fn run_piece<T>(
         // (nothing ran: what an earlier batch kept stays kept)
         Err(e) => return (Err(e), Some(kept)),
     };
-    if let Err(e) = b.feed_numbered(first, waiting, kept) {
-        return (Err(e), None);
+    if feedable || !kept.is_empty() {
+        if let Err(e) = b.feed_numbered(first, waiting, kept) {
+            return (Err(e), None);
+        }
     }
     b.stats.spawn_s = opts.spawn_s;
     let show = |v: Option<Live>| *slot.lock().unwrap_or_else(|p| p.into_inner()) = v;

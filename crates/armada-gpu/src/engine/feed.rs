@@ -114,16 +114,15 @@ impl Batch {
     /// As `feed`, with the lanes numbered: the starting lanes (the batch's, in its order) are
     /// `first`, each waiting lane comes with its number, and `kept` are the results of the
     /// batch's other lanes, which ended in an earlier batch (one that ran out of memory,
-    /// `take_ended`). The results then come in the order of the numbers.
+    /// `take_ended`). The results then come in the order of the numbers. With no lane
+    /// waiting, each lane's result is still taken as it ends, so that a batch that fails
+    /// keeps those (`take_ended`).
     pub fn feed_numbered(
         &mut self,
         first: Vec<usize>,
         waiting: Vec<(usize, Box<Lane>)>,
         kept: Vec<LaneResult>,
     ) -> Result<(), Error> {
-        if waiting.is_empty() && kept.is_empty() && first.iter().enumerate().all(|(i, &n)| i == n) {
-            return Ok(());
-        }
         if first.len() != self.lanes.len() {
             return Err(Error::Device(format!(
                 "{} numbers for a batch of {} lanes (a bug in armada)",
@@ -229,6 +228,9 @@ impl Batch {
             feed.retired.fetch_add(r.instructions, Ordering::Relaxed);
             feed.ended.push(r);
             feed.empty[i] = true;
+        }
+        if feed.waiting.is_empty() {
+            return Ok(());
         }
         let mut running = feed.empty.iter().filter(|e| !**e).count();
         let room = self.room();
