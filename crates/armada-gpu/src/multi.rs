@@ -574,7 +574,7 @@ fn run_piece<T>(
         Err(e) => return (Err(e), Some(kept)),
     };
     if feedable || !kept.is_empty() {
-        if let Err(e) = b.feed_numbered(first, waiting, kept) {
+        if let Err(e) = b.feed(first, waiting, kept) {
             return (Err(e), None);
         }
     }

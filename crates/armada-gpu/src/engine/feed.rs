@@ -95,29 +95,15 @@ pub fn feed_refusal(first: &[&Lane], waiting: &[&Lane]) -> Option<String> {
 }
 
 impl Batch {
-    /// Makes `waiting` (numbered from the batch's lane count on) wait for the slots of lanes
-    /// that end. Before the first round, in a batch that is not persistent and collects no
-    /// coverage; every waiting lane must run a program one of the starting lanes runs.
-    pub fn feed(&mut self, waiting: Vec<Box<Lane>>) -> Result<(), Error> {
-        if waiting.is_empty() {
-            return Ok(());
-        }
-        let slots = self.lanes.len();
-        let waiting = waiting
-            .into_iter()
-            .enumerate()
-            .map(|(k, l)| (slots + k, l))
-            .collect();
-        self.feed_numbered((0..slots).collect(), waiting, Vec::new())
-    }
-
-    /// As `feed`, with the lanes numbered: the starting lanes (the batch's, in its order) are
-    /// `first`, each waiting lane comes with its number, and `kept` are the results of the
-    /// batch's other lanes, which ended in an earlier batch (one that ran out of memory,
-    /// `take_ended`). The results then come in the order of the numbers. With no lane
-    /// waiting, each lane's result is still taken as it ends, so that a batch that fails
-    /// keeps those (`take_ended`).
-    pub fn feed_numbered(
+    /// Makes `waiting` wait for the slots of lanes that end. Before the first round, in a
+    /// batch that is not persistent and collects no coverage; every waiting lane must run a
+    /// program one of the starting lanes runs. The lanes are numbered: the starting lanes
+    /// (the batch's, in its order) are `first`, each waiting lane comes with its number, and
+    /// `kept` are the results of the batch's other lanes, which ended in an earlier batch (one
+    /// that ran out of memory, `take_ended`). The results then come in the order of the
+    /// numbers. With no lane waiting, each lane's result is still taken as it ends, so that a
+    /// batch that fails keeps those (`take_ended`).
+    pub fn feed(
         &mut self,
         first: Vec<usize>,
         waiting: Vec<(usize, Box<Lane>)>,
