@@ -458,8 +458,9 @@ fn lanes_fed_into_slots_match_one_batch() {
             eprintln!("dash and python3 lanes skipped: {e}");
         }
     }
-    // 16 lanes of 8 MiB each on a device with 64 MiB of frames: 7 slots, but the lanes'
-    // admission keeps fewer running, so the device never runs out of memory
+    // 16 lanes of 8 MiB each on a device with 64 MiB of frames, in 7 slots (as many as
+    // fit): each slot's next lane is admitted only while the running lanes could all grow to
+    // what the lanes that ended held, so the device never runs out of memory
     let touch = prog(&g, "pagetouch");
     let args = ["--check", "--lanes", "16", &touch, "8", "1"];
     let small = [
@@ -475,11 +476,9 @@ fn lanes_fed_into_slots_match_one_batch() {
         "{}",
         fed.stderr
     );
-    let waits = fed
-        .stderr
-        .split("rounds that left a slot empty for want of memory: ")
-        .nth(1)
-        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|n| n.parse::<u64>().ok());
-    assert!(waits.is_some_and(|w| w > 0), "{}", fed.stderr);
+    assert!(
+        fed.stderr.contains("slots: 7 lanes at once of 16"),
+        "{}",
+        fed.stderr
+    );
 }

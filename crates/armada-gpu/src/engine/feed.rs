@@ -173,15 +173,16 @@ impl Batch {
         Ok(())
     }
 
-    /// Frames the slots' lanes may hold in all: the batch's frames that hold no shared page,
-    /// and half of what the device has free (the rest is for the page table's growth and
-    /// for the batches beside this one on the device).
+    /// Frames the slots' lanes may hold in all: the batch's frames that hold no shared page
+    /// and are not the pool's (the size it is filled to now: it shrinks once lanes take few,
+    /// `fill_pool`), and half of what the device has free (the rest is for the page table's
+    /// growth and for the batches beside this one on the device).
     fn room(&self) -> u64 {
         let have = (self.frames.chunks.len() as u64) << self.frames.shift;
         let (free, _) = self.dev.mem_info();
         // (a frame takes its page and its shadow)
         let more = free / 2 / (2 * PAGE_SIZE);
-        (have + more).saturating_sub(self.frames.shared + self.pool.max as u64)
+        (have + more).saturating_sub(self.frames.shared + self.pool.holds() as u64)
     }
 
     /// Whether lanes still wait for slots (a lane that ends then gives its slot up).

@@ -40,6 +40,9 @@ pub(super) struct FramePool {
     pub(super) max: usize,
     /// An allocation for it failed: it grows no more (the lanes need the memory).
     full: bool,
+    /// The most frames a launch took lately (each launch's count, or this one's less an
+    /// eighth), for giving frames back once the lanes take few (`fill_pool`).
+    recent: usize,
     /// Frames the lanes took from it, and launches that emptied it (figures).
     pub(super) frames_taken: u64,
     pub(super) emptied: u64,
@@ -49,6 +52,16 @@ impl FramePool {
     /// The pool's largest size for a batch of `lanes` lanes.
     pub(super) fn max_for(lanes: usize) -> usize {
         (MAX_PER_LANE * lanes).clamp(MIN_SLOTS, MAX_SLOTS)
+    }
+
+    /// The frames the pool is filled to before each launch (0 without a pool): they are
+    /// live, and no lane's until one takes them.
+    pub(super) fn holds(&self) -> usize {
+        if self.d == 0 {
+            0
+        } else {
+            self.target
+        }
     }
 
     /// Claim-log entries one launch may make: every lane's whole reserve, and the pool.
@@ -91,6 +104,21 @@ impl Batch {
         let rest = f.pool.split_off(taken);
         // (the taken frames are lanes' pages now: none of them may be handed out again)
         f.pool.clear();
+        // A pool the lanes no longer empty gives frames back, to at most twice what a launch
+        // took lately: lanes started from a snapshot take millions of frames in their first
+        // launches and a few thousand a launch after, and a pool left at its largest held
+        // memory the lanes' own pages then lacked (a fed batch's slots stayed empty).
+        let keep = (2 * self.pool.recent).max(MIN_SLOTS);
+        if self.pool.target > 2 * keep {
+            self.pool.target = keep;
+        }
+        let mut rest = rest;
+        if rest.len() > self.pool.target {
+            for frame in rest.split_off(self.pool.target) {
+                f.release(frame);
+                f.reserved -= 1;
+            }
+        }
         let want = self.pool.target.saturating_sub(rest.len());
         let mut fresh = Vec::with_capacity(want);
         while !self.pool.full && fresh.len() < want {
@@ -132,6 +160,7 @@ impl Batch {
         self.frames.pool_taken = taken;
         let p = &mut self.pool;
         p.frames_taken += taken as u64;
+        p.recent = next.max(p.recent - p.recent / 8);
         if next > len {
             p.emptied += 1;
             if !p.full {
