@@ -815,8 +815,12 @@ impl Batch {
                         "no frame pool".to_string()
                     } else {
                         format!(
-                            "{} frames from the batch's pool, which ran out in {} launches",
-                            self.pool.frames_taken, self.pool.emptied
+                            "{} frames from the batch's pool, which ran out in {} launches \
+                             and was filled to {} frames at most, {} at the end",
+                            self.pool.frames_taken,
+                            self.pool.emptied,
+                            self.pool.largest,
+                            self.pool.holds()
                         )
                     };
                     format!(

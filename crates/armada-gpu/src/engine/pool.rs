@@ -46,6 +46,8 @@ pub(super) struct FramePool {
     /// Frames the lanes took from it, and launches that emptied it (figures).
     pub(super) frames_taken: u64,
     pub(super) emptied: u64,
+    /// The most frames it was filled to.
+    pub(super) largest: usize,
 }
 
 impl FramePool {
@@ -138,6 +140,7 @@ impl Batch {
         let whole = fresh.len() != taken;
         f.pool = fresh;
         f.pool.extend_from_slice(&rest);
+        self.pool.largest = self.pool.largest.max(f.pool.len());
         let up = if whole { f.pool.len() } else { taken };
         let words: Vec<u64> = f.pool[..up].iter().map(|&frame| frame as u64).collect();
         let d = self.pool.d;
