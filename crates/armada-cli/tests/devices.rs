@@ -334,6 +334,27 @@ fn shards_on_one_device_match_one_batch() {
     );
     assert_eq!(two.status, one.status, "{}", two.stderr);
     assert_eq!(two.jsonl, one.jsonl);
+    // Batches side by side on one device each hold at most their share of its memory (so
+    // the first to find a size that fits does not take most of it); a batch whose one
+    // lane needs more runs again with what the device has. Two shards of one lane each on
+    // 256 MiB of frames: lane 1 writes 150 MiB, more than its shard's half.
+    let touch = prog(&g, "pagetouch");
+    let two = batch(
+        1,
+        &[
+            ("ARMADA_GPU_SHARDS", "2"),
+            ("ARMADA_CUDA_SIM_FRAME_MIB", "512"),
+        ],
+        &["--check", "--lanes", "2", &touch, "{lane}50", "1"],
+    );
+    assert_eq!(two.status, 0, "{}", two.stderr);
+    for s in [
+        "2 of 2 lanes identical to the CPU engine",
+        "share of the device's memory (230 MiB, 1/2",
+        "running the 1 lanes left again with what the device has",
+    ] {
+        assert!(two.stderr.contains(s), "no {s:?} in\n{}", two.stderr);
+    }
 }
 
 /// A batch holding fewer lanes at once than it has (`ARMADA_GPU_SLOTS`, `Batch::feed`): as a

@@ -273,6 +273,7 @@ pub fn run_spawned_on(
         progress,
         stop: &stop,
         feed: true,
+        device_share: shards,
     };
     let respawn = |i: usize| spec.spawn(i).map(Box::new).map_err(Error::from);
     // each device's results are taken, and its batch freed, on its own thread

@@ -66,6 +66,10 @@ pub struct ShardOptions<'a> {
     /// one ends (`Batch::feed`): where the device runs out of memory, and with
     /// `ARMADA_GPU_SLOTS=N`. Only for callers that take the batch's `results`.
     pub feed: bool,
+    /// How many of the engines are batches side by side on one device
+    /// (`shards_on_one_device`): each may then hold at most that share of the device's
+    /// memory in frames (`Batch::share_device`), 1 where each engine has a device.
+    pub device_share: usize,
 }
 
 /// A batch's lanes waiting for a device: (first lane's number, the lanes, engine position).
@@ -507,15 +511,24 @@ fn run_fed<T>(
     // results of lanes that ended in a batch that then ran out of memory
     let mut kept: Vec<LaneResult> = Vec::new();
     let mut ooms = 0;
+    let mut share = opts.device_share;
     loop {
         let left = lanes.len();
-        let (r, ended) = run_piece(engine, lanes, kept, held, finish, opts, slot);
+        let (r, ended) = run_piece(engine, lanes, kept, (held, share), finish, opts, slot);
         let Err(Error::OutOfMemory(m, fit)) = &r else {
             return (r, held, ooms);
         };
         let at_once = left.min(held);
-        let each = slots_for(at_once, *fit);
-        if !opts.feed || count < 2 || each >= at_once {
+        let mut each = slots_for(at_once, *fit);
+        // a batch that cannot hold fewer lanes, held back by its share of the device: once
+        // more with the whole device (what the batches beside it leave)
+        let unshare = share > 1
+            && m.contains(crate::engine::SHARE_REFUSED)
+            && (!opts.feed || count < 2 || each >= at_once);
+        if unshare {
+            share = 1;
+            each = at_once;
+        } else if !opts.feed || count < 2 || each >= at_once {
             return (r, held, ooms);
         }
         kept = ended.unwrap_or_default();
@@ -529,18 +542,29 @@ fn run_fed<T>(
             Err(e) => return (Err(e), held, ooms),
         };
         let each = each.min(todo.len()).max(1);
-        if refused(&again, each) {
+        if !unshare && refused(&again, each) {
             return (r, held, ooms);
         }
-        eprintln!(
-            "armada: device {} ran out of memory with {at_once} lanes at once ({m}); running \
-             the {} lanes left {each} at a time, each taking the slot of a lane that ended ({} \
-             lanes' results kept; fewer lanes at once, or --lane-memory, avoids the lost \
-             time)",
-            engine.ordinal(),
-            todo.len(),
-            kept.len(),
-        );
+        if unshare {
+            eprintln!(
+                "armada: device {} ran out of memory with {at_once} lanes at once ({m}); \
+                 running the {} lanes left again with what the device has ({} lanes' results \
+                 kept)",
+                engine.ordinal(),
+                todo.len(),
+                kept.len(),
+            );
+        } else {
+            eprintln!(
+                "armada: device {} ran out of memory with {at_once} lanes at once ({m}); \
+                 running the {} lanes left {each} at a time, each taking the slot of a lane \
+                 that ended ({} lanes' results kept; fewer lanes at once, or --lane-memory, \
+                 avoids the lost time)",
+                engine.ordinal(),
+                todo.len(),
+                kept.len(),
+            );
+        }
         held = each;
         lanes = again;
         ooms += 1;
@@ -549,12 +573,13 @@ fn run_fed<T>(
 
 /// One piece's batch, set up, run to its end, its coverage collected and given to
 /// `finish`; `slot` shows its progress. It holds at most `held` lanes at once where the
-/// others may wait for their slots (`Batch::feed`), else all.
+/// others may wait for their slots (`Batch::feed`), else all; and at most a `share`th of its
+/// device's memory (`Batch::share_device`).
 fn run_piece<T>(
     engine: &Engine,
     mut lanes: Vec<(usize, Box<Lane>)>,
     kept: Vec<LaneResult>,
-    held: usize,
+    (held, share): (usize, usize),
     finish: &(dyn Fn(Batch) -> T + Sync),
     opts: &ShardOptions<'_>,
     slot: &Mutex<Option<Live>>,
@@ -573,6 +598,7 @@ fn run_piece<T>(
         // (nothing ran: what an earlier batch kept stays kept)
         Err(e) => return (Err(e), Some(kept)),
     };
+    b.share_device(share);
     if feedable || !kept.is_empty() {
         if let Err(e) = b.feed(first, waiting, kept) {
             return (Err(e), None);

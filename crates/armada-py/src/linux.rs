@@ -604,6 +604,7 @@ where
         stop,
         // (the lanes themselves come back, not their results)
         feed: false,
+        device_share: 1,
     };
     let finish = |b: armada_gpu::Batch| b.into_lanes();
     let sharded = match armada_gpu::multi::run_sharded(engines, ready, &respawn, &finish, &opts) {

@@ -312,6 +312,10 @@ pub(super) struct Frames {
     /// left for another chunk.
     pub(super) pool: Vec<u32>,
     pub(super) pool_taken: usize,
+    /// The most chunks the batch may hold, where it shares its device with batches beside
+    /// it (`Batch::share_device`), and that share's size in MiB and denominator (the
+    /// message of a refusal).
+    pub(super) max_chunks: Option<(usize, u64, usize)>,
 }
 
 impl Frames {
@@ -322,6 +326,19 @@ impl Frames {
             None => {
                 let f = self.next;
                 if f >> self.shift >= self.chunks.len() as u64 {
+                    if let Some((most, mib, k)) = self.max_chunks {
+                        if self.chunks.len() >= most {
+                            if let Some(f) = self.spare_from_pool() {
+                                return Ok(f);
+                            }
+                            let e = Error::Device(format!(
+                                "out of memory: {} ({mib} MiB, 1/{k}: the batches beside it \
+                                 on the device have the rest)",
+                                super::SHARE_REFUSED
+                            ));
+                            return Err(self.short(e));
+                        }
+                    }
                     if self.chunks.len() >= MAX_CHUNKS || f > PT_FRAME_MASK {
                         if let Some(f) = self.spare_from_pool() {
                             return Ok(f);

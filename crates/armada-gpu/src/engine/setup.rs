@@ -250,6 +250,7 @@ impl Batch {
             exhausted: false,
             pool: Vec::new(),
             pool_taken: 0,
+            max_chunks: None,
         };
         let zero = frames.alloc(dev_ref)?;
         debug_assert_eq!(zero, ZERO_FRAME);
