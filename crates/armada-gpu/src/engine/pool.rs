@@ -120,6 +120,9 @@ impl Batch {
                 f.release(frame);
                 f.reserved -= 1;
             }
+            // (the frames it gave back are there to take again: a pool that the device once
+            // refused may grow again from them, or it would stay at its smallest for good)
+            self.pool.full = false;
         }
         let want = self.pool.target.saturating_sub(rest.len());
         let mut fresh = Vec::with_capacity(want);
