@@ -67,12 +67,12 @@ pub use coverage::CoverageNews;
 pub use devio::KernelIo;
 pub use feed::feed_refusal;
 use pagetable::{Frames, HostTable};
+use records::{lane_stop, record_to_state};
+use upload::Pinned;
 
 /// What a batch's refusal of frames says where its share of the device ran out
 /// (`Batch::share_device`), for telling it from the device's own.
 pub(crate) const SHARE_REFUSED: &str = "this batch's share of the device's memory";
-use records::{lane_stop, record_to_state};
-use upload::Pinned;
 
 /// Figures of one batch run.
 #[derive(Clone, Debug, Default)]

@@ -195,10 +195,10 @@ impl Batch {
     /// This batch is one of `k` side by side on its device (`shards_on_one_device`): it holds
     /// at most a `k`th of the device's memory in frames (of nine tenths of it, the rest for
     /// page tables and buffers; rounded up to whole chunks). A batch that cannot hold fewer
-    /// lanes runs again without it (`multi::run_fed`). Where they did not, the first batch to find a size that
-    /// fit took most of the device, and the other ran out of memory again and again: on an
-    /// H100, 65,536 Python lanes in two batches, one ran in 12,108 slots with 26 GiB of
-    /// frames and the other, after three failed attempts, in 3,076 with 7 GiB.
+    /// lanes runs again without it (`multi::run_fed`). Without shares the first batch to
+    /// find a size that fit took most of the device, and the other ran out of memory again
+    /// and again: on an H100, 65,536 Python lanes in two batches, one ran in 12,108 slots
+    /// with 26 GiB of frames and the other, after three failed attempts, in 3,076 with 7 GiB.
     pub fn share_device(&mut self, k: usize) {
         if k < 2 {
             self.frames.max_chunks = None;
