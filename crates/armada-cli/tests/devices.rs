@@ -431,6 +431,30 @@ fn lanes_fed_into_slots_match_one_batch() {
             let six = py_args("6");
             let args: Vec<&str> = six.iter().map(String::as_str).collect();
             compare(&args, "2", 6);
+            // The frame pool gives back what the lanes no longer take: 64 lanes from the
+            // snapshot take hundreds of frames each in their first launch, and few after.
+            for i in 6..64 {
+                std::fs::write(dir.join(i.to_string()), format!("print({i})\n")).unwrap();
+            }
+            let many = py_args("64");
+            let args: Vec<&str> = many.iter().map(String::as_str).collect();
+            let pool = batch(1, &[], &args);
+            let sizes: Vec<u64> = pool
+                .stderr
+                .split("was filled to ")
+                .nth(1)
+                .map(|r| {
+                    r.split(|c: char| !c.is_ascii_digit())
+                        .filter_map(|n| n.parse().ok())
+                        .take(2)
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert!(
+                sizes.len() == 2 && sizes[1] < sizes[0],
+                "the pool kept its largest size ({sizes:?}):\n{}",
+                pool.stderr
+            );
             // A batch in slots that runs out of memory keeps the results of the lanes that
             // had ended and runs only the others again: five small scripts in the 5 slots,
             // then five that each write 30 MiB, admitted as the small ones end (their mean
