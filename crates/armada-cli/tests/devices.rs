@@ -503,9 +503,9 @@ fn lanes_fed_into_slots_match_one_batch() {
             eprintln!("dash and python3 lanes skipped: {e}");
         }
     }
-    // 16 lanes of 8 MiB each on a device with 64 MiB of frames, in 7 slots (as many as
-    // fit): each slot's next lane is admitted only while the running lanes could all grow to
-    // what the lanes that ended held, so the device never runs out of memory
+    // 16 lanes of 8 MiB each on a device with 64 MiB of frames, in 7 slots: as many as fit
+    // with the frame pool counted at the size it is filled to (counted at its largest, the
+    // admission used to keep some of them empty), and the device never runs out of memory
     let touch = prog(&g, "pagetouch");
     let args = ["--check", "--lanes", "16", &touch, "8", "1"];
     let small = [
