@@ -545,26 +545,21 @@ fn run_fed<T>(
         if !unshare && refused(&again, each) {
             return (r, held, ooms);
         }
-        if unshare {
-            eprintln!(
-                "armada: device {} ran out of memory with {at_once} lanes at once ({m}); \
-                 running the {} lanes left again with what the device has ({} lanes' results \
-                 kept)",
-                engine.ordinal(),
-                todo.len(),
-                kept.len(),
-            );
+        let (how, advice) = if unshare {
+            ("again with what the device has".to_string(), "")
         } else {
-            eprintln!(
-                "armada: device {} ran out of memory with {at_once} lanes at once ({m}); \
-                 running the {} lanes left {each} at a time, each taking the slot of a lane \
-                 that ended ({} lanes' results kept; fewer lanes at once, or --lane-memory, \
-                 avoids the lost time)",
-                engine.ordinal(),
-                todo.len(),
-                kept.len(),
-            );
-        }
+            (
+                format!("{each} at a time, each taking the slot of a lane that ended"),
+                "; fewer lanes at once, or --lane-memory, avoids the lost time",
+            )
+        };
+        eprintln!(
+            "armada: device {} ran out of memory with {at_once} lanes at once ({m}); running \
+             the {} lanes left {how} ({} lanes' results kept{advice})",
+            engine.ordinal(),
+            todo.len(),
+            kept.len(),
+        );
         held = each;
         lanes = again;
         ooms += 1;
