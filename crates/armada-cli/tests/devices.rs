@@ -40,7 +40,7 @@ fn batch(devices: usize, env: &[(&str, &str)], args: &[&str]) -> Out {
         .args(["-U", "ARMADA_CUDA_SIM", "-U", "ARMADA_CUDA_SIM_DEVICES"])
         .args(["-U", "ARMADA_CUDA_SIM_FAIL", "-U", "ARMADA_CUDA_SLICE"])
         .args(["-U", "ARMADA_GPU_SHARDS", "-U", "ARMADA_GPU_SLOTS"])
-        .args(["-U", "ARMADA_CUDA_SIM_FRAME_MIB"])
+        .args(["-U", "ARMADA_CUDA_SIM_FRAME_MIB", "-U", "ARMADA_GPU_PARK"])
         .arg("--out")
         .arg(&out)
         .args(args)
@@ -455,11 +455,13 @@ fn lanes_fed_into_slots_match_one_batch() {
                 "the pool kept its largest size ({sizes:?}):\n{}",
                 pool.stderr
             );
-            // A batch in slots that runs out of memory keeps the results of the lanes that
-            // had ended and runs only the others again: five small scripts in the 5 slots,
-            // then five that each write 30 MiB, admitted as the small ones end (their mean
-            // is small) and too many at once for 128 MiB of frames (their loop first, so
-            // that all five are in before any grows, whichever rounds the small ones end in).
+            // Five small scripts in the 5 slots, then five that each write 30 MiB, admitted
+            // as the small ones end (their mean is small) and too many at once for 128 MiB
+            // of frames (their loop first, so that all five are in before any grows,
+            // whichever rounds the small ones end in). A lane the device then refuses a
+            // frame leaves it, its state kept on the host, and comes back as others end; with
+            // that off (ARMADA_GPU_PARK=0), the batch fails, keeps the results of the lanes
+            // that had ended and runs only the others again.
             for i in 0..10 {
                 let text = if i >= 5 {
                     format!(
@@ -475,17 +477,39 @@ fn lanes_fed_into_slots_match_one_batch() {
             let roomy = batch(1, &[], &args);
             let mut a = vec!["--check"];
             a.extend_from_slice(&args);
-            let tight = [
-                ("ARMADA_GPU_SLOTS", "5"),
-                ("ARMADA_CUDA_SIM_FRAME_MIB", "256"),
-            ];
-            let fed = batch(1, &tight, &a);
-            assert_eq!((fed.status, roomy.status), (0, 0), "{}", fed.stderr);
+            let tight = |park| {
+                [
+                    ("ARMADA_GPU_SLOTS", "5"),
+                    ("ARMADA_CUDA_SIM_FRAME_MIB", "256"),
+                    ("ARMADA_GPU_PARK", park),
+                ]
+            };
+            let parked = batch(1, &tight("1"), &a);
+            assert_eq!((parked.status, roomy.status), (0, 0), "{}", parked.stderr);
+            assert_eq!(parked.jsonl, roomy.jsonl, "{}", parked.stderr);
+            assert!(
+                parked
+                    .stderr
+                    .contains("10 of 10 lanes identical to the CPU engine")
+                    && !parked.stderr.contains("ran out of memory"),
+                "{}",
+                parked.stderr
+            );
+            let left = parked
+                .stderr
+                .split("lanes off the device: ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next())
+                .and_then(|n| n.parse::<u64>().ok());
+            assert!(left.is_some_and(|n| n >= 1), "{}", parked.stderr);
+            let fed = batch(1, &tight("0"), &a);
+            assert_eq!(fed.status, 0, "{}", fed.stderr);
             assert_eq!(fed.jsonl, roomy.jsonl, "{}", fed.stderr);
             for s in [
                 "10 of 10 lanes identical to the CPU engine",
                 "ran out of memory with 5 lanes at once",
                 "running the 5 lanes left",
+                "lanes off the device: none",
             ] {
                 assert!(fed.stderr.contains(s), "no {s:?} in\n{}", fed.stderr);
             }

@@ -299,6 +299,9 @@ struct LaneHost {
     /// The most frames the lane held when the host looked (`own_frames`; counted where
     /// lanes wait for slots, `feed`).
     peak_own: u64,
+    /// The lane left the device for want of memory and waits on the host to come back
+    /// (`feed`: `Batch::park`); its slot holds it meanwhile.
+    parked: bool,
 }
 
 impl LaneHost {
@@ -333,7 +336,27 @@ impl LaneHost {
             unapplied: Vec::new(),
             start_reserve: Vec::new(),
             peak_own: 0,
+            parked: false,
         }
+    }
+
+    /// The lane as `new` makes it, with nothing on the device, its record's epoch moved on
+    /// (the kernel's cached translations of the old one go stale): for a lane that leaves
+    /// the device with all its state on the host (`Batch::park`) once its frames and
+    /// entries were given back. What it is on the host stays: its counts, its limit, its
+    /// image and code regions (a library's regions stay in the region table).
+    fn vacate(&mut self) {
+        debug_assert!(self.entries.is_empty() && self.reserve.is_empty());
+        self.spaces.clear();
+        self.cow.clear();
+        self.cow_freed.clear();
+        self.epoch = self.epoch.wrapping_add(1).max(1);
+        self.dev_limit = self.limit;
+        self.last_miss = ((0, 0, false), 0);
+        self.res_taken = false;
+        self.claimed.clear();
+        self.unapplied.clear();
+        self.start_reserve.clear();
     }
 
     /// Frames the lane holds: its own pages and its reserve.
@@ -860,6 +883,17 @@ impl Batch {
                         (self.lane_peaks.max * PAGE_SIZE) >> 10
                     ),
                     _ => "every lane at once".into(),
+                },
+            ),
+            (
+                "lanes off the device".into(),
+                match &self.feed {
+                    Some(f) if f.parks > 0 => format!(
+                        "{} times a lane left the device for want of memory, its state kept \
+                         on the host, and came back as lanes ended",
+                        f.parks
+                    ),
+                    _ => "none".into(),
                 },
             ),
             (

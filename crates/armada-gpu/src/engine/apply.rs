@@ -20,6 +20,7 @@ use crate::layout::*;
 use crate::Error;
 use armada_core::memory::PAGE_SIZE;
 use rayon::prelude::*;
+use rustc_hash::FxHashSet;
 use std::time::Instant;
 
 /// A lane's reserve is drawn on for its pages on the servicing thread while it holds more
@@ -395,6 +396,7 @@ impl Batch {
             && !self.feeding()
             && slow.iter().filter(|r| r.1.exited).count() == self.active.len();
         let mut ended = false;
+        let mut parked = false;
         // collect, running lanes, forks, code, ended lanes, reserves (APPLY_PARTS)
         let mut parts = [t_apply.elapsed().as_secs_f64(), 0.0, 0.0, 0.0, 0.0, 0.0];
         // (a stuck lane never gets here: the servicing thread made it the round's error)
@@ -404,8 +406,12 @@ impl Batch {
             let t_lane = Instant::now();
             let forked = plan.forked.take();
             let code_keys = std::mem::take(&mut plan.code_keys);
-            if !(closing && exited) {
-                self.apply_rest(lane_id, applied, plan, &mut uploads)?;
+            // (a lane the device refuses a frame may leave it: `park`)
+            let stays =
+                closing && exited || self.apply_or_park(lane_id, applied, plan, &mut uploads)?;
+            if !stays {
+                parked = true;
+                continue;
             }
             if exited {
                 let lh = &mut self.lanes[lane_id];
@@ -435,6 +441,10 @@ impl Batch {
         }
         let t_res = Instant::now();
         for lane in top_up {
+            // (not for a lane that left the device)
+            if self.lanes[lane as usize].parked {
+                continue;
+            }
             if let Some(r) = self.top_up(lane as usize)? {
                 records.push(lane, S_POOL_LEFT, &r);
             }
@@ -456,7 +466,7 @@ impl Batch {
                 *s.stops.entry(stop_name(code as u32)).or_insert(0) += n;
             }
         }
-        if ended {
+        if ended || parked {
             self.retire_done();
         }
         self.stats.apply_s += t_apply.elapsed().as_secs_f64();
@@ -572,7 +582,7 @@ impl Batch {
             }
         }
         if plan.exited {
-            self.release_lane(i)?;
+            self.release_lane(i, false)?;
         }
         self.stats.frames_peak = self.frames.peak;
         self.stats.guest_frames_peak = self.frames.guest_peak;
@@ -580,19 +590,23 @@ impl Batch {
     }
 
     /// Lane `i` gives up its page-table entries, its frames and its reserve (it ended, or it
-    /// is set up again). A persistent lane's entries leave the device's table too (its keys
-    /// are looked up again once it runs again), as do those of a lane whose slot a waiting
-    /// lane takes (`feed`); otherwise the device keeps the stale keys, which no lookup asks
-    /// for (`HostTable::forget`).
-    pub(super) fn release_lane(&mut self, i: usize) -> Result<(), Error> {
+    /// is set up again, or with `parks` it leaves the device to come back later: `park`).
+    /// A persistent lane's entries leave the device's table too (its keys are looked up
+    /// again once it runs again), as do those of a lane whose slot a waiting lane takes or
+    /// that comes back (`feed`); otherwise the device keeps the stale keys, which no lookup
+    /// asks for (`HostTable::forget`).
+    pub(super) fn release_lane(&mut self, i: usize, parks: bool) -> Result<(), Error> {
         let l = &mut self.lanes[i];
         // (claims it made after the host last looked: their frames are the lane's now)
         apply_claims(l, &self.pt, i)?;
         // (a slot a waiting lane takes next has its key looked up again too)
-        let reused = self.d_start != 0 || self.feeding();
+        let reused = parks || self.d_start != 0 || self.feeding();
         let l = &mut self.lanes[i];
-        // (the most the lane held, for the slots' lanes to come: `feed`)
-        self.lane_peaks.add(l.peak_own.max(l.own_frames()));
+        // (the most the lane held, for the slots' lanes to come: `feed`; a lane that comes
+        // back has not ended)
+        if !parks {
+            self.lane_peaks.add(l.peak_own.max(l.own_frames()));
+        }
         for (_, e) in l.entries.drain() {
             if reused {
                 self.pt.remove(e.slot);
@@ -629,10 +643,15 @@ impl Batch {
         Ok(())
     }
 
-    /// Takes the lanes that ended out of the active list.
+    /// Takes the lanes that ended, or that left the device to come back later (`park`), out
+    /// of the active list.
     pub(super) fn retire_done(&mut self) {
         let lanes = &self.lanes;
-        self.active.retain(|&l| !lanes[l as usize].done);
+        self.active
+            .retain(|&l| !lanes[l as usize].done && !lanes[l as usize].parked);
+        if let Some(f) = self.feed.as_mut() {
+            f.fresh_parks = 0;
+        }
         self.active_dirty = true;
         self.done
             .store(self.lanes_done_of().0, std::sync::atomic::Ordering::Relaxed);
@@ -661,6 +680,29 @@ impl Batch {
             self.apply_plan(i, plan, uploads)?;
         }
         Ok(())
+    }
+
+    /// `apply_rest`, where a lane the device refuses a frame leaves it to come back later
+    /// instead, if it may (`park`): returns false when it left.
+    pub(super) fn apply_or_park(
+        &mut self,
+        i: usize,
+        done: Applied,
+        plan: Plan,
+        uploads: &mut Vec<(u32, PageSrc)>,
+    ) -> Result<bool, Error> {
+        let exited = plan.exited;
+        let mark = uploads.len();
+        match self.apply_rest(i, done, plan, uploads) {
+            Err(Error::OutOfMemory(..)) if !exited && self.may_park(i) => {
+                let freed: FxHashSet<u32> = self.park(i)?.into_iter().collect();
+                // (its pages' uploads would go to frames that are not its own now)
+                let tail = uploads.split_off(mark);
+                uploads.extend(tail.into_iter().filter(|(f, _)| !freed.contains(f)));
+                Ok(false)
+            }
+            r => r.map(|()| true),
+        }
     }
 
     /// Fills lane `i`'s frame reserve up to `res_target` frames, within its memory cap (counting the

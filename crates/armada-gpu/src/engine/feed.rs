@@ -43,9 +43,20 @@ pub(super) struct Feed {
     /// The waiting lanes' stdin, all uploaded at the start (0: none).
     pub(super) d_inputs: DevPtr,
     /// Lanes set up in a slot that another lane held, and rounds after which a slot stayed
-    /// empty for want of memory.
+    /// empty (or a lane that left the device stayed off it) for want of memory.
     pub(super) fed: u64,
     pub(super) waits: u64,
+    /// Slots whose lane left the device for want of memory (`Batch::park`), in the order
+    /// they left: they come back first, as memory frees.
+    parked: VecDeque<usize>,
+    /// Times a lane left the device so, and lanes that left it since the active list last
+    /// dropped them (`retire_done`).
+    pub(super) parks: u64,
+    pub(super) fresh_parks: usize,
+    /// Lanes may leave the device so (`ARMADA_GPU_PARK=0`: no, a batch that runs out of
+    /// memory fails and runs again with fewer lanes at once, as before; for comparisons and
+    /// for the tests of that path).
+    park: bool,
 }
 
 /// The most frames each lane held, over the lanes that gave theirs up.
@@ -168,6 +179,10 @@ impl Batch {
             d_inputs,
             fed: 0,
             waits: 0,
+            parked: VecDeque::new(),
+            parks: 0,
+            fresh_parks: 0,
+            park: std::env::var("ARMADA_GPU_PARK").map_or(true, |v| v != "0"),
         });
         self.stats.slots = Some(slots);
         Ok(())
@@ -212,9 +227,56 @@ impl Batch {
         self.frames.max_chunks = Some((most, share >> 20, k));
     }
 
-    /// Whether lanes still wait for slots (a lane that ends then gives its slot up).
+    /// Whether lanes still wait for slots or to come back to the device (a lane that ends
+    /// then gives its slot up, and its memory to them).
     pub(super) fn feeding(&self) -> bool {
-        self.feed.as_ref().is_some_and(|f| !f.waiting.is_empty())
+        self.feed
+            .as_ref()
+            .is_some_and(|f| !f.waiting.is_empty() || !f.parked.is_empty())
+    }
+
+    /// Whether lane `i`, which the device just refused a frame, may leave it and wait on the
+    /// host to come back (`park`): in a batch that feeds its slots (not persistent), a lane
+    /// that runs one process (its state then all in its host lane and its one space), while
+    /// another lane stays on the device to free memory.
+    pub(super) fn may_park(&self, i: usize) -> bool {
+        let Some(f) = self.feed.as_ref() else {
+            return false;
+        };
+        let l = &self.lanes[i];
+        let on_device = self.active.len() - f.fresh_parks;
+        f.park
+            && self.d_start == 0
+            && !l.done
+            && !l.parked
+            && l.spaces.is_empty()
+            && l.cow.is_empty()
+            && l.lane.process_count() == 1
+            && on_device > 1
+    }
+
+    /// Lane `i` leaves the device for want of memory, and waits on the host, in its slot, to
+    /// come back when lanes that end free some (`refill`). The host has its whole state: the
+    /// lane stopped in this round and was serviced (its registers and written pages came
+    /// down), or it has not started. So it gives back its frames, entries and reserve, and
+    /// comes back as a lane from a snapshot starts (`setup_again`), its pages going up again;
+    /// nothing it ran is lost. Before this, the batch failed, and ran again with fewer lanes
+    /// at once from their start. Returns the frames it gave back.
+    pub(super) fn park(&mut self, i: usize) -> Result<Vec<u32>, Error> {
+        let held = self.lanes[i].own_frames();
+        let before = self.frames.free.len();
+        self.release_lane(i, true)?;
+        let freed = self.frames.free[before..].to_vec();
+        let lh = &mut self.lanes[i];
+        // (it needs more than it held: it was refused a frame)
+        lh.peak_own = lh.peak_own.max(held + 1);
+        lh.vacate();
+        lh.parked = true;
+        let f = self.feed.as_mut().expect("may_park checked it");
+        f.parked.push_back(i);
+        f.parks += 1;
+        f.fresh_parks += 1;
+        Ok(freed)
     }
 
     /// The position in `images` of the program `lane` runs.
@@ -243,10 +305,17 @@ impl Batch {
             feed.ended.push(r);
             feed.empty[i] = true;
         }
-        if feed.waiting.is_empty() {
+        if feed.waiting.is_empty() && feed.parked.is_empty() {
             return Ok(());
         }
-        let mut running = feed.empty.iter().filter(|e| !**e).count();
+        let lanes = &self.lanes;
+        let on_device = |(i, e): (usize, &bool)| !*e && !lanes[i].parked;
+        let mut running = feed
+            .empty
+            .iter()
+            .enumerate()
+            .filter(|&x| on_device(x))
+            .count();
         let room = self.room();
         let feed = self.feed.as_ref().expect("checked above");
         // What the running lanes may come to hold: each the most the host saw it hold, or
@@ -254,18 +323,36 @@ impl Batch {
         // more (all growing to the largest lane's peak at once would leave a third of the
         // slots of a Python batch empty)
         let each = self.lane_peaks.typical();
-        let mut committed: u64 = self
-            .lanes
+        let mut committed: u64 = feed
+            .empty
             .iter()
-            .zip(&feed.empty)
-            .filter(|(_, e)| !**e)
-            .map(|(l, _)| l.peak_own.max(each))
+            .enumerate()
+            .filter(|&x| on_device(x))
+            .map(|(i, _)| self.lanes[i].peak_own.max(each))
             .sum();
         let feed = self.feed.as_mut().expect("checked above");
         let mut again = Vec::new();
+        // lanes that left the device come back first (the first always: nothing else would
+        // free memory), each taken to need the most it held; but none while no lane has
+        // ended, since until then nothing says how far the running lanes grow (they all
+        // began together, and each that came back would push another off: 512 Python lanes
+        // in 128 MiB of frames left the device 2,385 times so)
+        while let Some(&i) = feed.parked.front() {
+            let need = self.lanes[i].peak_own.max(each);
+            if running > 0 && (self.lane_peaks.n == 0 || committed + need > room) {
+                feed.waits += 1;
+                break;
+            }
+            feed.parked.pop_front();
+            committed += need;
+            running += 1;
+            self.lanes[i].parked = false;
+            again.push(i);
+        }
+        let back = again.len();
         let mut blocks: Vec<(usize, [u64; 2])> = Vec::new();
         for i in 0..self.lanes.len() {
-            if !feed.empty[i] || feed.waiting.is_empty() {
+            if !feed.empty[i] || feed.waiting.is_empty() || !feed.parked.is_empty() {
                 continue;
             }
             // (the first lane always goes: nothing else would free memory)
@@ -291,7 +378,7 @@ impl Batch {
         if again.is_empty() {
             return Ok(());
         }
-        for &i in &again {
+        for &i in &again[back..] {
             let image = self
                 .image_index(&self.lanes[i].lane)
                 .expect("checked when the lane began to wait");
@@ -313,7 +400,17 @@ impl Batch {
             }
         }
         self.setup_again(&again)?;
-        self.active.extend(again.iter().map(|&i| i as u32));
+        // (those the device had no room for after all wait again)
+        let lanes = &self.lanes;
+        self.active.extend(
+            again
+                .iter()
+                .filter(|&&i| !lanes[i].parked)
+                .map(|&i| i as u32),
+        );
+        if let Some(f) = self.feed.as_mut() {
+            f.fresh_parks = 0;
+        }
         self.active.sort_unstable();
         self.active_dirty = true;
         Ok(())

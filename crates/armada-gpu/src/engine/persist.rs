@@ -257,7 +257,7 @@ impl Batch {
                     self.frames.reserved += claimed;
                 }
                 Reset::Again(lane) => {
-                    self.release_lane(i)?;
+                    self.release_lane(i, false)?;
                     let l = &mut self.lanes[i];
                     l.lane = lane;
                     // (one process, so one space: the lane's own key)
@@ -398,7 +398,10 @@ impl Batch {
         let mut uploads = Vec::new();
         let mut records = Records::default();
         for (i, plan, applied) in plans {
-            self.apply_rest(i, applied, plan, &mut uploads)?;
+            // (a lane the device has no room for waits on the host again: `park`)
+            if !self.apply_or_park(i, applied, plan, &mut uploads)? {
+                continue;
+            }
             let reserve = self.top_up(i)?;
             let l = &mut self.lanes[i];
             l.start_reserve.clone_from(&l.reserve);

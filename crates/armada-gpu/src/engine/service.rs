@@ -113,8 +113,9 @@ impl Batch {
         let files = &self.files;
         let code = &self.code;
         let reserve = self.reserve_rule();
-        // (what each lane holds, where waiting lanes' admission needs it: `feed`)
-        let feeding = self.feeding();
+        // (what each lane holds, where the admission of waiting lanes, or of lanes that
+        // left the device, needs it: `feed`)
+        let feeding = self.feed.is_some();
         let done: Done = self
             .lanes
             .par_iter_mut()
