@@ -300,8 +300,10 @@ struct LaneHost {
     /// lanes wait for slots, `feed`).
     peak_own: u64,
     /// The lane left the device for want of memory and waits on the host to come back
-    /// (`feed`: `Batch::park`); its slot holds it meanwhile.
+    /// (`feed`: `Batch::park`); its slot holds it meanwhile. And the bytes of pages the
+    /// host holds for it then (counted against the process's budget for such lanes).
     parked: bool,
+    parked_bytes: u64,
 }
 
 impl LaneHost {
@@ -337,6 +339,7 @@ impl LaneHost {
             start_reserve: Vec::new(),
             peak_own: 0,
             parked: false,
+            parked_bytes: 0,
         }
     }
 

@@ -53,10 +53,42 @@ pub(super) struct Feed {
     /// dropped them (`retire_done`).
     pub(super) parks: u64,
     pub(super) fresh_parks: usize,
+    /// This batch's part of `PARKED_BYTES` (given back when the batch goes, whatever
+    /// its lanes then).
+    parked_bytes: u64,
     /// Lanes may leave the device so (`ARMADA_GPU_PARK=0`: no, a batch that runs out of
     /// memory fails and runs again with fewer lanes at once, as before; for comparisons and
     /// for the tests of that path).
     park: bool,
+}
+
+/// Bytes of guest pages the host holds for lanes that left the device (`Batch::park`), over
+/// every batch of the process (shards of one device, several devices).
+static PARKED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// The most `PARKED_BYTES` may reach: a quarter of the host's memory (8 GiB where
+/// /proc/meminfo does not say). A lane that leaves the device keeps its pages on the host
+/// until it comes back; a batch that starts 32,768 Python lanes, of which a third fit,
+/// would otherwise hold the rest's pages (about 1.7 MB a lane at its end) all at once.
+/// Past it, a lane the device refuses fails the batch, as without parking.
+fn parked_budget() -> u64 {
+    static BUDGET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        let total = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+                line.split_whitespace().nth(1)?.parse::<u64>().ok()
+            })
+            .map_or(32 << 30, |kib| kib << 10);
+        total / 4
+    })
+}
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        PARKED_BYTES.fetch_sub(self.parked_bytes, Ordering::Relaxed);
+    }
 }
 
 /// The most frames each lane held, over the lanes that gave theirs up.
@@ -182,6 +214,7 @@ impl Batch {
             parked: VecDeque::new(),
             parks: 0,
             fresh_parks: 0,
+            parked_bytes: 0,
             park: std::env::var("ARMADA_GPU_PARK").map_or(true, |v| v != "0"),
         });
         self.stats.slots = Some(slots);
@@ -253,6 +286,8 @@ impl Batch {
             && l.cow.is_empty()
             && l.lane.process_count() == 1
             && on_device > 1
+            && PARKED_BYTES.load(Ordering::Relaxed) + l.lane.program.mem.private_bytes()
+                <= parked_budget()
     }
 
     /// Lane `i` leaves the device for want of memory, and waits on the host, in its slot, to
@@ -272,7 +307,10 @@ impl Batch {
         lh.peak_own = lh.peak_own.max(held + 1);
         lh.vacate();
         lh.parked = true;
+        lh.parked_bytes = lh.lane.program.mem.private_bytes();
+        PARKED_BYTES.fetch_add(lh.parked_bytes, Ordering::Relaxed);
         let f = self.feed.as_mut().expect("may_park checked it");
+        f.parked_bytes += lh.parked_bytes;
         f.parked.push_back(i);
         f.parks += 1;
         f.fresh_parks += 1;
@@ -304,6 +342,10 @@ impl Batch {
             feed.retired.fetch_add(r.instructions, Ordering::Relaxed);
             feed.ended.push(r);
             feed.empty[i] = true;
+            // (its memory is not looked at again: its pages go now, not when a waiting lane
+            // takes the slot or the batch ends, so slots that no lane takes again do not
+            // hold the pages of every lane that ran in them)
+            drop(std::mem::take(&mut lh.lane.program.mem));
         }
         if feed.waiting.is_empty() && feed.parked.is_empty() {
             return Ok(());
@@ -346,7 +388,11 @@ impl Batch {
             feed.parked.pop_front();
             committed += need;
             running += 1;
-            self.lanes[i].parked = false;
+            let lh = &mut self.lanes[i];
+            lh.parked = false;
+            let bytes = std::mem::take(&mut lh.parked_bytes);
+            feed.parked_bytes -= bytes;
+            PARKED_BYTES.fetch_sub(bytes, Ordering::Relaxed);
             again.push(i);
         }
         let back = again.len();
