@@ -641,11 +641,12 @@ fn python_lanes_from_a_snapshot_at_input_match_full_runs() {
 }
 
 #[test]
-fn lanes_beyond_the_devices_memory_run_in_waves() {
+fn lanes_beyond_the_devices_memory_leave_it_and_come_back() {
     // 16 lanes each writing 8 MiB on a simulated device of one chunk of frames (64 MiB and
-    // their shadows): the batch runs out of memory, and its lanes run again, fewer at a
-    // time, each slot taking the next lane as one ends; each lane's result the CPU engine's. One lane alone that does not fit is still
-    // a clear error.
+    // their shadows): the lanes the device refuses frames leave it, their state on the host,
+    // and come back as others end (`Batch::park`; with ARMADA_GPU_PARK=0 the batch fails and
+    // runs again in fewer slots, which the devices test runs); each lane's result the CPU
+    // engine's. One lane alone that does not fit is still a clear error.
     if !armada_cuda::HAS_SIM {
         eprintln!("skipped: no kernel simulator in this build");
         return;
@@ -664,15 +665,10 @@ fn lanes_beyond_the_devices_memory_run_in_waves() {
     let s = spec(&p, 16, &["8", "1"], |_| Vec::new());
     same_as_cpu(&s, &engine);
     let out = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+    // (one batch, never failed: lanes left the device and came back)
     assert!(
-        stat(&out, "batches").contains("after the device ran out of memory"),
-        "{:?}",
-        out.stats
-    );
-    // (run as one batch of fewer slots: halved twice, 16 -> 8 -> 4, each lane needing 8 MiB
-    // of the 64 MiB of frames)
-    assert!(
-        stat(&out, "slots").starts_with("4 lanes at once of 16"),
+        stat(&out, "lanes off the device").contains("times a lane left the device")
+            && !stat(&out, "batches").contains("ran out of memory"),
         "{:?}",
         out.stats
     );

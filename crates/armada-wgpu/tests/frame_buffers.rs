@@ -1,7 +1,7 @@
 //! Lanes' pages spread over several frame buffers (spaces): with buffers of 4 MiB, 512 frames
 //! each (frames and shadows), 64 lanes of about 13 pages need two or more, and every lane
-//! must still match the CPU engine; past the frame buffers the shader binds, a batch runs
-//! its lanes again with fewer at once (slots), a lane that alone does not fit fails
+//! must still match the CPU engine; past the frame buffers the shader binds, lanes leave the
+//! device and come back as others end (`Batch::park`), a lane that alone does not fit fails
 //! with a message that says so, and the device runs the next batch. On lavapipe in CI, like
 //! differential.rs (ARMADA_TEST_WGPU=require makes a missing adapter a failure).
 
@@ -61,8 +61,10 @@ fn lanes_over_several_frame_buffers_match_cpu() {
         "the batch fit in {most} frame buffer: the test needs more lanes"
     );
 
-    // past the three frame buffers: the batch runs out, and its lanes run again with fewer
-    // at once, each slot taking the next lane as one ends, each lane still the CPU engine's
+    // past the three frame buffers: the lanes the device refuses frames leave it, their
+    // state kept on the host, and come back as others end (the batch does not fail and run
+    // again; ARMADA_GPU_PARK=0 would, which the devices test runs on the CUDA simulator),
+    // each lane still the CPU engine's
     let s = spec(&prog, 128, &[], stdin);
     let gpu = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
     let cpu = armada_core::batch::run_cpu(&s, &|_| {}).unwrap();
@@ -76,13 +78,7 @@ fn lanes_over_several_frame_buffers_match_cpu() {
     }
     let stat = |name: &str| gpu.stats.iter().find(|(k, _)| k == name).map(|(_, v)| v);
     assert!(
-        stat("batches").is_some_and(|v| v.contains("after the device ran out of memory")),
-        "{:?}",
-        gpu.stats
-    );
-    // (run again in fewer slots, each taking the next lane as one ended)
-    assert!(
-        stat("slots").is_some_and(|v| v.contains("lanes at once of 128")),
+        stat("lanes off the device").is_some_and(|v| v.contains("times a lane left the device")),
         "{:?}",
         gpu.stats
     );
