@@ -304,6 +304,10 @@ struct LaneHost {
     /// host holds for it then (counted against the process's budget for such lanes).
     parked: bool,
     parked_bytes: u64,
+    /// The pages it had entries for when it left, entries again when it comes back
+    /// (`setup_again`): its lazy and library entries were the service's answers to its
+    /// misses, and without them each lane that came back stopped at its writes again.
+    back: Vec<u64>,
 }
 
 impl LaneHost {
@@ -340,6 +344,7 @@ impl LaneHost {
             peak_own: 0,
             parked: false,
             parked_bytes: 0,
+            back: Vec::new(),
         }
     }
 
@@ -462,6 +467,8 @@ pub struct Batch {
     spare: Spare,
     /// Lazy pages are on (the device supports them and ARMADA_GPU_LAZY is not 0).
     lazy: bool,
+    /// `Frames::refusals` when lanes last left the device for want of memory (`shed`).
+    refusals_seen: u64,
     /// The lanes' coverage maps (`Params::cov`; 0: no coverage), see `coverage`.
     d_cov: DevPtr,
     /// The maps were added to the lanes' own (`collect_coverage`).
@@ -664,9 +671,10 @@ impl Batch {
     pub fn service(&mut self, svc: &[u32]) -> Result<(), Error> {
         let down = self.download_stopped(svc)?;
         let serviced = self.service_lanes(svc, down)?;
-        let (records, uploads) = self
+        let (records, mut uploads) = self
             .apply_serviced(serviced)
             .map_err(|e| self.lanes_that_fit(e))?;
+        self.shed(svc, &mut uploads)?;
         // code decoded for lanes that mapped libraries, before their records name it
         self.code
             .upload(&*self.dev, &mut self.d_ops, &mut self.d_regions)?;

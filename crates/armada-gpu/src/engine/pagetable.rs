@@ -305,8 +305,9 @@ pub(super) struct Frames {
     /// much each lane had when the device ran out.
     pub(super) lanes: u64,
     pub(super) shared: u64,
-    /// Set when an allocation failed for want of device memory (`short`).
+    /// Set when an allocation failed for want of device memory (`short`), and how many did.
     pub(super) exhausted: bool,
+    pub(super) refusals: u64,
     /// The frames in the batch's pool (`pool`), slot by slot: the last ones, past the slots
     /// the last launch took, are what an allocation takes when the device has no memory
     /// left for another chunk.
@@ -391,6 +392,7 @@ impl Frames {
             return e;
         };
         self.exhausted = true;
+        self.refusals += 1;
         let own = self.live.saturating_sub(self.shared);
         if self.lanes < 2 || own == 0 {
             return Error::OutOfMemory(m, None);
@@ -406,6 +408,13 @@ impl Frames {
             ),
             None,
         )
+    }
+
+    /// Frames the batch has and no one holds: free ones, and those of its chunks not handed
+    /// out yet.
+    pub(super) fn unused(&self) -> u64 {
+        let made = (self.chunks.len() as u64) << self.shift;
+        self.free.len() as u64 + made.saturating_sub(self.next)
     }
 
     /// `n` frames of lanes' reserves now hold pages of theirs.

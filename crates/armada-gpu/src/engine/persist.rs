@@ -42,6 +42,7 @@ use crate::layout::*;
 use crate::Error;
 use armada_core::runner::Lane;
 use rayon::prelude::*;
+use rustc_hash::FxHashSet;
 use std::time::Instant;
 
 /// The device buffers of the kernel's side of `restart` (`Params::undo` ..; 0: none yet).
@@ -385,8 +386,23 @@ impl Batch {
             .enumerate()
             .filter(|(i, _)| is_again[*i])
             .map(|(i, l)| {
+                let mut wants = start_wants(l, &images[l.image], lazy, false);
+                // (a lane that left the device for want of memory: the entries it had)
+                let back = std::mem::take(&mut l.back);
+                if !back.is_empty() {
+                    let mut wanted: FxHashSet<u64> = wants.iter().map(|w| w.0).collect();
+                    let mem = &l.lane.program.mem;
+                    for v in back {
+                        if wanted.insert(v) {
+                            match want_for(mem, v, &images[l.image], false, false, true, lazy) {
+                                Want::Nothing => {}
+                                w => wants.push((v, w)),
+                            }
+                        }
+                    }
+                }
                 let mut plan = Plan {
-                    wants: start_wants(l, &images[l.image], lazy, false),
+                    wants,
                     ..Default::default()
                 };
                 let applied = apply_shared(pt, files, l, &mut plan, false);

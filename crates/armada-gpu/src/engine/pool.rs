@@ -120,24 +120,23 @@ impl Batch {
                 f.release(frame);
                 f.reserved -= 1;
             }
-            // (the frames it gave back are there to take again: a pool that the device once
-            // refused may grow again from them, or it would stay at its smallest for good)
-            self.pool.full = false;
         }
         let want = self.pool.target.saturating_sub(rest.len());
         let mut fresh = Vec::with_capacity(want);
-        while !self.pool.full && fresh.len() < want {
+        while fresh.len() < want {
             f.reserved += 1;
-            match f.alloc(&*self.dev) {
-                Ok(frame) => fresh.push(frame),
-                Err(_) => {
-                    // the device is out of memory: the pool grows no more (the lanes' own
-                    // pages need it)
-                    f.reserved -= 1;
-                    self.pool.full = true;
-                }
-            }
+            let Ok(frame) = f.alloc(&*self.dev) else {
+                f.reserved -= 1;
+                break;
+            };
+            fresh.push(frame);
         }
+        // The device out of memory: the pool grows no more (the lanes' own pages need it)
+        // until a fill reaches its size again; but it is refilled to its size whenever the
+        // device has the frames (a pool that stopped refilling for good once the device had
+        // refused it one left the lanes of a batch that had run out stopping at their writes
+        // for the rest of the batch)
+        self.pool.full = fresh.len() < want;
         // (the usual launch: as many new frames as were taken, in their slots; otherwise the
         // slots move and all go up)
         let whole = fresh.len() != taken;
