@@ -305,7 +305,8 @@ pub(super) struct Frames {
     /// much each lane had when the device ran out.
     pub(super) lanes: u64,
     pub(super) shared: u64,
-    /// Set when an allocation failed for want of device memory (`short`), and how many did.
+    /// Set when an allocation failed for want of device memory (`short`); and how many of
+    /// the lanes' did (the pool's own are taken back out, `fill_pool`), for `Batch::shed`.
     pub(super) exhausted: bool,
     pub(super) refusals: u64,
     /// The frames in the batch's pool (`pool`), slot by slot: the last ones, past the slots

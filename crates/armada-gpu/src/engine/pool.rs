@@ -123,6 +123,9 @@ impl Batch {
         }
         let want = self.pool.target.saturating_sub(rest.len());
         let mut fresh = Vec::with_capacity(want);
+        // (the device refusing the pool is not a lane refused: no lane leaves the device for
+        // it, `shed`)
+        let refusals = f.refusals;
         while fresh.len() < want {
             f.reserved += 1;
             let Ok(frame) = f.alloc(&*self.dev) else {
@@ -137,6 +140,7 @@ impl Batch {
         // refused it one left the lanes of a batch that had run out stopping at their writes
         // for the rest of the batch)
         self.pool.full = fresh.len() < want;
+        f.refusals = refusals;
         // (the usual launch: as many new frames as were taken, in their slots; otherwise the
         // slots move and all go up)
         let whole = fresh.len() != taken;
