@@ -49,11 +49,11 @@ CLASSES = [
     "logical_imm", "logical_shifted", "move_wide", "pc_rel", "bitfield",
     "extr", "cond_select", "cond_compare", "mul_div", "data_proc_1",
     "shift_reg", "load_store", "load_store_excl", "atomics_lse", "branch",
-    "fp_scalar", "fp_convert", "simd_int", "simd_fp", "simd_ldst",
+    "fp_scalar", "fp_convert", "simd_int", "simd_fp", "simd_ldst", "fp_estimate",
 ]
-FP_CLASSES = {"fp_scalar", "fp_convert", "simd_int", "simd_fp", "simd_ldst"}
-FPCR_RANDOM = {"fp_scalar", "fp_convert", "simd_fp"}
-FPSR_CLASSES = {"fp_scalar", "fp_convert", "simd_fp", "simd_int"}   # record FPSR (cleared before the block): QC of the saturating ops too
+FP_CLASSES = {"fp_scalar", "fp_convert", "simd_int", "simd_fp", "simd_ldst", "fp_estimate"}
+FPCR_RANDOM = {"fp_scalar", "fp_convert", "simd_fp", "fp_estimate"}
+FPSR_CLASSES = {"fp_scalar", "fp_convert", "simd_fp", "simd_int", "fp_estimate"}   # record FPSR (cleared before the block): QC of the saturating ops too
 MEM_CLASSES = {"load_store", "load_store_excl", "atomics_lse", "simd_ldst"}
 
 CONDS = ["eq", "ne", "cs", "cc", "mi", "pl", "vs", "vc",
@@ -289,7 +289,7 @@ class Gen:
 
     def v_value(self):
         r = self.r
-        if self.cls in ("fp_scalar", "fp_convert", "simd_fp"):
+        if self.cls in ("fp_scalar", "fp_convert", "simd_fp", "fp_estimate"):
             kinds = ["f32"] * 6 + ["f64"] * 6 + ["mix"] * 3 + ["rand", "int", "small"]
         elif self.cls == "simd_int":
             kinds = ["int"] * 6 + ["rand"] * 4 + ["small"] * 3 + ["f32", "f64"]
@@ -973,6 +973,7 @@ class Gen:
         "rev64": ARR_NO2D, "rev32": ["8b", "16b", "4h", "8h"], "rev16": ARR_B,
         "clz": ARR_NO2D, "cls": ARR_NO2D, "rbit": ARR_B,
         "sqabs": ARR_ALL, "sqneg": ARR_ALL, "suqadd": ARR_ALL, "usqadd": ARR_ALL,
+        "urecpe": ["2s", "4s"], "ursqrte": ["2s", "4s"],
     }
     # scalar forms of some of them (register letter: element size)
     SIMD_SCALAR_SAT = ["sqadd", "uqadd", "sqsub", "uqsub", "sqabs", "sqneg", "sqdmulh",
@@ -1252,6 +1253,33 @@ class Gen:
             return setup + [f"{mn} {lst}, [x{rb}], #{nbytes}"]
         rm = self.s(zr=False, excl=(rb,))
         return setup + [f"{mn} {lst}, [x{rb}], x{rm}"]
+
+    # ---------------------------------------------------------- fp_estimate
+    def i_fp_estimate(self):
+        """The reciprocal and reciprocal square root estimates and Newton steps."""
+        v = self.vreg
+        k = self.ri(0, 9)
+        if k <= 2:   # scalar
+            t = self.ch("sd")
+
+            def V():
+                return f"{t}{self.ri(0, 31)}"
+            if k == 0:
+                return [f"{self.ch(['frecpe', 'frsqrte', 'frecpx'])} {V()}, {V()}"]
+            return [f"{self.ch(['frecps', 'frsqrts'])} {V()}, {V()}, {V()}"]
+        if k == 8:
+            a = self.ch(["2s", "4s"])
+            return [f"{self.ch(['urecpe', 'ursqrte'])} v{v()}.{a}, v{v()}.{a}"]
+        a = self.ch(ARR_F)
+        if k <= 4:
+            return [f"{self.ch(['frecpe', 'frsqrte'])} v{v()}.{a}, v{v()}.{a}"]
+        if k <= 7:
+            return [f"{self.ch(['frecps', 'frsqrts'])} v{v()}.{a}, v{v()}.{a}, v{v()}.{a}"]
+        # a Newton step as code writes it: estimate, step, multiply
+        x, e, s = v(), v(), v()
+        est, step = self.ch([("frecpe", "frecps"), ("frsqrte", "frsqrts")])
+        return [f"{est} v{e}.{a}, v{x}.{a}", f"{step} v{s}.{a}, v{x}.{a}, v{e}.{a}",
+                f"fmul v{e}.{a}, v{e}.{a}, v{s}.{a}"]
 
     # ============================================================ program
     def block(self, k):

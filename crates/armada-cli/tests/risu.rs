@@ -29,7 +29,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// Cases per class when `RISU_CASES` is not set (24 classes -> 12000 cases).
+/// Cases per class when `RISU_CASES` is not set (25 classes -> 12500 cases).
 const DEFAULT_CASES: u32 = 500;
 
 macro_rules! risu_classes {
@@ -69,6 +69,7 @@ risu_classes!(
     simd_int,
     simd_fp,
     simd_ldst,
+    fp_estimate,
 );
 
 /// The generator's class list must match the tests above.

@@ -295,6 +295,109 @@ template <int E> __device__ __forceinline__ u64 f_from_int(u64 x, bool uns, u32 
     return FT<E>::bits(r);
 }
 
+// ---- the reciprocal estimates and steps (FRECPE, FRSQRTE, FRECPX, FRECPS, FRSQRTS, URECPE,
+// URSQRTE), as the CPU engine computes them (cpu/fp/float.rs) under the plain FPCR this code runs
+// under (round to nearest, no flushing): integer steps on the operand's bits. NaN operands go to
+// the host, which propagates them.
+#define FL_DZC 2u
+#define FL_OFC 4u
+
+// RecipEstimate: a 9-bit input in [256, 511] to a 9-bit estimate.
+__device__ __forceinline__ u32 recip_estimate(u32 input) {
+    u32 b = (1u << 19) / (input * 2 + 1);
+    return (b + 1) >> 1;
+}
+
+// RecipSqrtEstimate: a 9-bit input in [128, 511] to a 9-bit estimate. The Arm ARM's search for
+// the least b >= 512 with a * (b + 1)^2 >= 2^28 starts from the square root's floor less 2
+// (at or below that b), so it takes a step or two instead of up to 512.
+__device__ __forceinline__ u32 recip_sqrt_estimate(u32 input) {
+    u64 a = input;
+    if (a < 256) a = a * 2 + 1;
+    else a = ((a >> 1) << 1) * 2 + 2;
+    i64 s = (i64)sqrt((double)(1u << 28) / (double)a) - 2;
+    u64 b = s > 512 ? (u64)s : 512;
+    while (a * (b + 1) * (b + 1) < (1ull << 28)) b++;
+    return (u32)((b + 1) / 2);
+}
+
+template <int E> __device__ __forceinline__ u32 f_exp_bits() { return E == 2 ? 8 : 11; }
+
+template <int E> __device__ __noinline__ u64 f_recpe(u64 a, u32& fl, bool& ok) {
+    if (f_nan<E>(a)) { ok = false; return 0; }
+    const u32 fb = FT<E>::FRAC;
+    u64 sign = a & F_SIGN;
+    if (f_inf<E>(a)) return sign;
+    if (f_zero<E>(a)) { fl |= FL_DZC; return sign | F_INF; }
+    i64 exp = (i64)((a >> fb) & ((1ull << f_exp_bits<E>()) - 1));
+    u64 frac = (a & ((1ull << fb) - 1)) << (52 - fb); // aligned to a double's 52 bits
+    // a subnormal with the top two fraction bits zero: the reciprocal overflows (to infinity,
+    // rounding to nearest)
+    if (exp == 0 && frac >> 50 == 0) { fl |= FL_OFC | FL_IXC; return sign | F_INF; }
+    if (exp == 0) {
+        if (((frac >> 51) & 1) == 0) { exp = -1; frac <<= 2; }
+        else frac <<= 1;
+        frac &= (1ull << 52) - 1;
+    }
+    u64 est = recip_estimate(256 | (u32)((frac >> 44) & 0xff));
+    i64 rexp = (E == 2 ? 253 : 2045) - exp;
+    u64 rfrac = (est & 0xff) << 44;
+    if (rexp == 0) rfrac = (rfrac >> 1) | (1ull << 51);
+    else if (rexp == -1) { rfrac = (rfrac >> 2) | (1ull << 50); rexp = 0; }
+    return sign | ((u64)rexp << fb) | (rfrac >> (52 - fb));
+}
+
+template <int E> __device__ __noinline__ u64 f_rsqrte(u64 a, u32& fl, bool& ok) {
+    if (f_nan<E>(a)) { ok = false; return 0; }
+    const u32 fb = FT<E>::FRAC;
+    if (f_zero<E>(a)) { fl |= FL_DZC; return (a & F_SIGN) | F_INF; }
+    if (a & F_SIGN) { fl |= FL_IOC; return F_DNAN; }
+    if (f_inf<E>(a)) return 0;
+    i64 exp = (i64)((a >> fb) & ((1ull << f_exp_bits<E>()) - 1));
+    u64 frac = (a & ((1ull << fb) - 1)) << (52 - fb);
+    if (exp == 0) {
+        while (((frac >> 51) & 1) == 0) { frac <<= 1; exp--; }
+        frac = (frac & ((1ull << 51) - 1)) << 1;
+    }
+    u32 scaled = (exp & 1) ? 128 | (u32)((frac >> 45) & 0x7f) : 256 | (u32)((frac >> 44) & 0xff);
+    u64 est = recip_sqrt_estimate(scaled);
+    i64 rexp = ((E == 2 ? 380 : 3068) - exp) / 2;
+    return ((u64)rexp << fb) | ((est & 0xff) << (fb - 8));
+}
+
+template <int E> __device__ __forceinline__ u64 f_recpx(u64 a, bool& ok) {
+    if (f_nan<E>(a)) { ok = false; return 0; }
+    const u32 fb = FT<E>::FRAC;
+    u64 emask_ = (1ull << f_exp_bits<E>()) - 1;
+    u64 exp = (a >> fb) & emask_;
+    return (a & F_SIGN) | ((exp == 0 ? emask_ - 1 : ~exp & emask_) << fb);
+}
+
+// FRECPS: 2 - n * m, fused.
+template <int E> __device__ __forceinline__ u64 f_recps(u64 n, u64 m, u32& fl, bool& ok) {
+    return f_muladd<E>(FT<E>::bits((F_T)2), n ^ F_SIGN, m, fl, ok);
+}
+
+// FRSQRTS: (3 - n * m) / 2 with one rounding. The CPU engine's fast path, taken only where
+// Inexact is already set (it does not work Inexact out): halving a factor that halves exactly,
+// or, both factors tiny, a product that vanishes next to 3.
+template <int E> __device__ __noinline__ u64 f_rsqrts(u64 n, u64 m, u32& fl, bool& ok) {
+    if (!(fl & FL_IXC)) { ok = false; return 0; }
+    F_T x = fv<E>(n ^ F_SIGN), y = fv<E>(m);
+    F_T half = (F_T)0.5, two = (F_T)2;
+    F_T xh = x * half, yh = y * half, r;
+    if (xh * two == x) r = fma(xh, y, (F_T)1.5);
+    else if (yh * two == y) r = fma(x, yh, (F_T)1.5);
+    else r = fma(x, y, (F_T)3) * half;
+    u64 rb = FT<E>::bits(r);
+    if (!f_safe<E>(rb)) { ok = false; return 0; }
+    return rb;
+}
+
+// URECPE, URSQRTE: of a 32-bit element.
+__device__ __forceinline__ u32 urecpe(u32 x) { return x >> 31 == 0 ? 0xffffffffu : recip_estimate(x >> 23) << 23; }
+__device__ __forceinline__ u32 ursqrte(u32 x) { return x >> 30 == 0 ? 0xffffffffu : recip_sqrt_estimate(x >> 23) << 23; }
+
 // S <-> D conversion (FPConvert): NaNs, overflow and tiny results go to the host.
 __device__ __forceinline__ u64 f_convert(u64 x, u32 from, u32 to, u32& fl, bool& ok) {
     if (from == 2) {
@@ -346,6 +449,11 @@ template <int E> __device__ __forceinline__ u64 f_elem(u32 op, u32 d, u64 x, u64
     case OP_F_ABS: return x & ~F_SIGN;
     case OP_F_NEG: return x ^ F_SIGN;
     case OP_F_SQRT: return f_sqrt<E>(x, fl, ok);
+    case OP_F_RECPE: return f_recpe<E>(x, fl, ok);
+    case OP_F_RSQRTE: return f_rsqrte<E>(x, fl, ok);
+    case OP_F_RECPX: return f_recpx<E>(x, ok);
+    case OP_F_RECPS: return f_recps<E>(x, y, fl, ok);
+    case OP_F_RSQRTS: return f_rsqrts<E>(x, y, fl, ok);
     case OP_F_RINT: {
         if (f_nan<E>(x)) { ok = false; return 0; }
         F_T v = fv<E>(x);
@@ -430,6 +538,16 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
     }
     case OP_V_DUP_ELEM: vstore(rec, va, datamask(broadcast(vget(vload(rec, vb), e, (u32)imm), e), f)); return true;
     case OP_V_DUP_GEN: vstore(rec, va, datamask(broadcast(x[b], e), f)); return true;
+    case OP_V_URECPE:
+    case OP_V_URSQRTE: {
+        V2 n = vload(rec, vb), r = {0, 0};
+        for (u32 i = 0; i < (1u << (f - 2)); i++) {
+            u32 v = (u32)vget(n, 2, i);
+            vset(r, 2, i, op == OP_V_URECPE ? urecpe(v) : ursqrte(v));
+        }
+        vstore(rec, va, r);
+        return true;
+    }
     case OP_V_INS_ELEM: {
         V2 r = vload(rec, va);
         vset(r, e, (u32)imm, vget(vload(rec, vb), e, d));
@@ -701,10 +819,12 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
     case OP_F_ADD: case OP_F_SUB: case OP_F_MUL: case OP_F_DIV: case OP_F_MULX: case OP_F_NMUL:
     case OP_F_ABD: case OP_F_MAX: case OP_F_MIN: case OP_F_MAXNM: case OP_F_MINNM: case OP_F_CMEQ:
     case OP_F_CMGE: case OP_F_CMGT: case OP_F_ACGE: case OP_F_ACGT: case OP_F_CMP0: case OP_F_ABS:
-    case OP_F_NEG: case OP_F_SQRT: case OP_F_RINT: case OP_F_TO_INT_V: case OP_INT_TO_F_V: {
+    case OP_F_NEG: case OP_F_SQRT: case OP_F_RINT: case OP_F_TO_INT_V: case OP_INT_TO_F_V: case OP_F_RECPE:
+    case OP_F_RSQRTE: case OP_F_RECPX: case OP_F_RECPS: case OP_F_RSQRTS: {
         if (e != 2 && e != 3) return false;
         bool unary = op == OP_F_CMP0 || op == OP_F_ABS || op == OP_F_NEG || op == OP_F_SQRT || op == OP_F_RINT ||
-                     op == OP_F_TO_INT_V || op == OP_INT_TO_F_V;
+                     op == OP_F_TO_INT_V || op == OP_INT_TO_F_V || op == OP_F_RECPE || op == OP_F_RSQRTE ||
+                     op == OP_F_RECPX;
         V2 n = vload(rec, vb), r = {0, 0};
         V2 m = unary ? r : opnd_m(rec, vc, e, imm);
         u32 dd = d;

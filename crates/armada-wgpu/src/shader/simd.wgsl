@@ -71,6 +71,21 @@ fn vbyte(v: V2, i: u32) -> u32 {
 }
 fn vsetbyte(v: V2, i: u32, b: u32) -> V2 { return vset(v, 0u, i, u64(b)); }
 
+// RecipEstimate and RecipSqrtEstimate (URECPE, URSQRTE, as cpu/fp/float.rs): a 9-bit input to a
+// 9-bit estimate. The Arm ARM's search for the least b >= 512 with a * (b + 1)^2 >= 2^28 starts
+// from the square root's floor less 2 (at or below that b), so it takes a step or two.
+fn recip_estimate(input: u32) -> u32 {
+    let b = (1u << 19u) / (input * 2u + 1u);
+    return (b + 1u) >> 1u;
+}
+fn recip_sqrt_estimate(input: u32) -> u32 {
+    var a = input * 2u + 1u;
+    if (input >= 256u) { a = ((input >> 1u) << 1u) * 2u + 2u; }
+    var b = u32(max(512, i32(sqrt(268435456.0 / f32(a))) - 2));
+    while (a * (b + 1u) * (b + 1u) < 268435456u) { b += 1u; }
+    return (b + 1u) / 2u;
+}
+
 
 
 // The second operand: Vm, or one element of Vm broadcast (by-element forms).
@@ -202,6 +217,21 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
         }
         case OP_V_DUP_ELEM: { vstore(va, datamask(broadcast(vget(vload(vb), e, u32(imm)), e), f)); }
         case OP_V_DUP_GEN: { vstore(va, datamask(broadcast(x[b], e), f)); }
+        case OP_V_URECPE, OP_V_URSQRTE: {
+            let n = vload(vb);
+            var r = V2(0lu, 0lu);
+            for (var i = 0u; i < (1u << (f - 2u)); i++) {
+                let v = u32(vget(n, 2u, i));
+                var o = 0xffffffffu;
+                if (op == OP_V_URECPE && (v >> 31u) != 0u) {
+                    o = recip_estimate(v >> 23u) << 23u;
+                } else if (op == OP_V_URSQRTE && (v >> 30u) != 0u) {
+                    o = recip_sqrt_estimate(v >> 23u) << 23u;
+                }
+                r = vset(r, 2u, i, u64(o));
+            }
+            vstore(va, r);
+        }
         case OP_V_INS_ELEM: { vstore(va, vset(vload(va), e, u32(imm), vget(vload(vb), e, d))); }
         case OP_V_INS_GEN: { vstore(va, vset(vload(va), e, u32(imm), x[b])); }
         case OP_V_UMOV: { x[a] = vget(vload(vb), e, u32(imm)); }
