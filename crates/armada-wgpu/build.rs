@@ -4,7 +4,8 @@
 //! the fused pairs' compares at `// @generated fused`, the SIMD element functions at
 //! `// @generated elements`, `/* @generated element ops */`, `// @generated element
 //! unary`, `/* @generated pair ops */`, `/* @generated across ops */`, `/* @generated across
-//! long ops */`, `// @generated long elements` and `/* @generated long ops */` in simd.wgsl).
+//! long ops */`, `// @generated long elements`, `/* @generated long ops */`, `// @generated
+//! narrow elements` and `/* @generated narrow ops */` in simd.wgsl).
 
 fn main() {
     let dir = std::path::Path::new("src/shader");
@@ -73,6 +74,17 @@ fn main() {
             "/* @generated long ops */ ",
             "simd.wgsl",
             text::wgsl_long_selectors(),
+        ),
+        // the narrowing ones, into narrow_elem and the case that loops over them
+        (
+            "        // @generated narrow elements\n",
+            "simd.wgsl",
+            text::wgsl_narrow_elements(),
+        ),
+        (
+            "/* @generated narrow ops */ ",
+            "simd.wgsl",
+            text::wgsl_narrow_selectors(),
         ),
     ];
     for (marker, file, with) in generated {

@@ -1031,13 +1031,25 @@ class Gen:
             na = self.ch(list(NARROW))
             wa, two = NARROW[na]
             es = ESIZE[na]
-            t = self.ri(0, 2)
+            t = self.ri(0, 4)
+            # the scalar forms of the saturating narrows: b from h, h from s, s from d
+            nl, wl = self.ch([("b", "h"), ("h", "s"), ("s", "d")])
+            scalar = self.p(0.2)
             if t == 0:
-                op = self.ch(["shrn", "rshrn"]) + ("2" if two else "")
-                return [f"{op} v{v()}.{na}, v{v()}.{wa}, #{self.ri(1, es)}"]
+                op = self.ch(["shrn", "rshrn", "sqshrn", "uqshrn", "sqshrun", "sqrshrn",
+                              "uqrshrn", "sqrshrun"])
+                if scalar and op.startswith(("sq", "uq")):
+                    sh = self.ri(1, {"b": 8, "h": 16, "s": 32}[nl])
+                    return [f"{op} {nl}{v()}, {wl}{v()}, #{sh}"]
+                return [f"{op}{'2' if two else ''} v{v()}.{na}, v{v()}.{wa}, #{self.ri(1, es)}"]
             if t == 1:
-                op = "xtn" + ("2" if two else "")
-                return [f"{op} v{v()}.{na}, v{v()}.{wa}"]
+                op = self.ch(["xtn", "sqxtn", "uqxtn", "sqxtun"])
+                if scalar and op != "xtn":
+                    return [f"{op} {nl}{v()}, {wl}{v()}"]
+                return [f"{op}{'2' if two else ''} v{v()}.{na}, v{v()}.{wa}"]
+            if t == 2:
+                op = self.ch(["addhn", "raddhn", "subhn", "rsubhn"]) + ("2" if two else "")
+                return [f"{op} v{v()}.{na}, v{v()}.{wa}, v{v()}.{wa}"]
             if self.p(0.25):
                 op = self.ch(["uxtl", "sxtl"]) + ("2" if two else "")
                 return [f"{op} v{v()}.{wa}, v{v()}.{na}"]

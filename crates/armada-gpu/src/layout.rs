@@ -522,7 +522,6 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("CMP0_GT", ops::cmp0::GT as u64),
         ("CMP0_LE", ops::cmp0::LE as u64),
         ("CMP0_LT", ops::cmp0::LT as u64),
-        ("NARROW_TRUNC", ops::narrow::TRUNC as u64),
         ("RMODE_FPCR", ops::rmode::FPCR as u64),
         ("RMODE_FPCR_EXACT", ops::rmode::FPCR_EXACT as u64),
         ("FCMP_ZERO", ops::fcmp::ZERO as u64),

@@ -145,6 +145,11 @@ pub enum Shape {
     /// field e (the rest of Vd zero), is the fold of Vn's elements from 0, each step the value
     /// of the fold so far (`en`, at twice the size) and the next element (`em`).
     AcrossLong,
+    /// A narrowing op (XTN, SQXTN, SHRN, SQRSHRUN, ADDHN ...): the value is an element of
+    /// field e's size from Vn's and Vm's elements at twice it (`en`, `em`: the whole wide
+    /// elements), in the lower half of Vd (the upper half zero), or for the "2" forms (field
+    /// f 1) in the upper half (the lower half kept); a scalar form (field f 2) is one element.
+    Narrow,
 }
 
 impl ElemDef {
@@ -162,6 +167,14 @@ impl ElemDef {
     pub fn long(self) -> ElemDef {
         ElemDef {
             shape: Shape::Long,
+            ..self
+        }
+    }
+
+    /// The same function as a narrowing one ([`Shape::Narrow`]).
+    pub fn narrow(self) -> ElemDef {
+        ElemDef {
+            shape: Shape::Narrow,
             ..self
         }
     }

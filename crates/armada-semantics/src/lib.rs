@@ -107,7 +107,8 @@ mod tests {
         }
         let rust = text::rust_elements();
         let cuda = text::cuda_elements();
-        let wgsl = text::wgsl_elements() + &text::wgsl_long_elements();
+        let wgsl =
+            text::wgsl_elements() + &text::wgsl_long_elements() + &text::wgsl_narrow_elements();
         for d in element_definitions() {
             assert!(
                 rust.contains(&format!("ops::{} =>", d.name())),

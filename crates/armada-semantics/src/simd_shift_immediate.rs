@@ -4,6 +4,7 @@
 use crate::def::ElemDef;
 use crate::expr::*;
 use crate::simd_three_same::{nonzero, pick, signed_limit, top};
+use crate::simd_two_reg_misc::{narrowed, wide_sext};
 use armada_isa::ops::*;
 
 /// Field d's variant bits of the right shifts (the decoder's, `armada_isa::decode`): unsigned
@@ -56,6 +57,23 @@ fn saturating_shift_left() -> (V<X>, V<X>) {
     (value, flag)
 }
 
+/// Field d's bit 0 of SHRN and its kin: rounding (RSHRN, SQRSHRN ...).
+const NARROW_ROUND: u8 = 1;
+
+/// SHRN and its kin: Vn's wide element shifted right by the immediate (1 to the narrow
+/// element's bits), arithmetic where field d reads the source as signed, rounded where it
+/// says (as `shift_right`: by the amount less one, then by one more, adding the last bit
+/// shifted out), then narrowed (`simd_two_reg_misc::narrowed`).
+fn shift_right_narrow() -> (V<X>, V<X>) {
+    let sh = imm::<X>;
+    let round = |by_all_but_one: V<X>, by_all: V<X>| {
+        by_all + if_d(NARROW_ROUND, by_all_but_one & 1, 0.into())
+    };
+    let s = || asr(wide_sext(en()), sh() - 1);
+    let u = || en() >> (sh() - 1);
+    narrowed(round(s(), asr(s(), 1)), round(u(), u() >> 1))
+}
+
 pub fn definitions() -> Vec<ElemDef> {
     let sh = imm::<X>;
     vec![
@@ -65,6 +83,16 @@ pub fn definitions() -> Vec<ElemDef> {
             if_d(ACCUMULATE, ed(), 0.into()) + shift_right(),
         ),
         ElemDef::new(V_SHL, "SHL: Vd = Vn << shift", en() << sh()),
+        {
+            let (value, saturated) = shift_right_narrow();
+            ElemDef::saturating(
+                V_SHRN,
+                "SHRN, RSHRN, SQSHRN, UQSHRN, SQSHRUN (and rounding): Vd = Vn >> shift, narrowed, truncated or saturated (FPSR.QC)",
+                value,
+                saturated,
+            )
+            .narrow()
+        },
         ElemDef::new(
             V_SHLL,
             "SSHLL, USHLL, SHLL: Vd = Vn << shift, widened",

@@ -58,6 +58,27 @@ fn accumulated_product(sub: bool) -> (V<X>, V<X>) {
     (asr(value, by()), first | overflow)
 }
 
+/// Field d of ADDHN and SUBHN: rounding (RADDHN, RSUBHN).
+const HIGH_ROUND: u8 = 1;
+
+/// ADDHN (`sub` false) and SUBHN (true): the high half of the sum (difference) of Vn's and
+/// Vm's wide elements, rounded where field d says, as the manual's sum of twice the element's
+/// bits plus one: done in halves of the element's size, the low halves' carry (borrow, an
+/// arithmetic shift of their difference) added into the high halves, so that 64-bit wide
+/// elements need no 65th bit.
+fn high_half(sub: bool) -> V<X> {
+    let low = |v: V<X>| v & emask();
+    let high = |v: V<X>| v >> esize();
+    let round = if_d(HIGH_ROUND, V::from(1u64) << (esize() - 1), 0.into());
+    if sub {
+        let lo = low(en()) - low(em()) + round;
+        high(en()) - high(em()) + asr(lo, esize())
+    } else {
+        let lo = low(en()) + low(em()) + round;
+        high(en()) + high(em()) + (lo >> esize())
+    }
+}
+
 pub fn definitions() -> Vec<ElemDef> {
     let (sqdmull, sqdmull_sat) = doubled_product();
     let (sqdmlal, sqdmlal_sat) = accumulated_product(false);
@@ -65,7 +86,18 @@ pub fn definitions() -> Vec<ElemDef> {
     let long = |op, doc, value| ElemDef::new(op, doc, value).long();
     let saturating =
         |op, doc, value, saturated| ElemDef::saturating(op, doc, value, saturated).long();
+    let narrow = |op, doc, value| ElemDef::new(op, doc, value).narrow();
     vec![
+        narrow(
+            V_ADDHN,
+            "ADDHN, RADDHN: Vd = the high half of Vn + Vm (rounded), narrowed",
+            high_half(false),
+        ),
+        narrow(
+            V_SUBHN,
+            "SUBHN, RSUBHN: Vd = the high half of Vn - Vm (rounded), narrowed",
+            high_half(true),
+        ),
         long(V_ADDL, "SADDL, UADDL: Vd = Vn + Vm, widened", p() + q()),
         long(V_SUBL, "SSUBL, USUBL: Vd = Vn - Vm, widened", p() - q()),
         long(

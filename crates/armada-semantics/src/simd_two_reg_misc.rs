@@ -3,7 +3,7 @@
 
 use crate::def::ElemDef;
 use crate::expr::*;
-use crate::simd_three_same::{pick, top};
+use crate::simd_three_same::{nonzero, pick, top};
 use armada_isa::ops::*;
 
 /// SQABS (`neg` false) and SQNEG (true) of Vn's element at the top of 64 bits (see
@@ -53,6 +53,56 @@ fn saturating_accumulate(signed_into: bool) -> (V<X>, V<X>) {
         let value = pick(V::from(0u64) - flag.clone(), limit, s());
         (value >> (V::from(64u64) - esize()), flag)
     }
+}
+
+/// Field d of the narrowing ops (`armada_isa::ops::narrow`'s kind shifted left by one, SHRN's
+/// rounding in bit 0): the source read as signed (SQXTN, SQXTUN, SQSHRN ...), and the result
+/// saturated unsigned (UQXTN, SQXTUN, UQSHRN ...); neither bit: plain truncation (XTN, SHRN).
+pub(crate) const SIGNED_SOURCE: u8 = (narrow::SS << 1) & (narrow::SU << 1);
+pub(crate) const UNSIGNED_RESULT: u8 = (narrow::UU << 1) & (narrow::SU << 1);
+
+/// Vn's wide element (twice field e's size) sign-extended to 64 bits.
+pub(crate) fn wide_sext(v: V<X>) -> V<X> {
+    let by = || V::from(64u64) - esize() - esize();
+    asr(v << by(), by())
+}
+
+/// A narrowing op's element from its source value, `signed` (a signed 64-bit integer) or
+/// `unsigned` as field d reads the source, truncated or saturated to field e's size as field
+/// d says: the value, and 1 where it saturated. Signed saturation: where the value differs
+/// from its low bits sign-extended, to the largest or the smallest by its sign; unsigned:
+/// where bits above the element's are set (a negative signed value included), to all ones,
+/// or 0 for a negative one.
+pub(crate) fn narrowed(signed: V<X>, unsigned: V<X>) -> (V<X>, V<X>) {
+    let by = || V::from(64u64) - esize();
+    let s = || signed.clone();
+    let signed_flag = || nonzero(asr(s() << by(), by()) ^ s());
+    let signed_value = pick(
+        V::from(0u64) - signed_flag(),
+        asr(s(), 63) ^ (emask() >> 1),
+        s(),
+    );
+    let u = || unsigned.clone();
+    let unsigned_flag = || nonzero(u() >> esize());
+    let unsigned_value = pick(V::from(0u64) - unsigned_flag(), emask(), u());
+    // (a signed source saturated unsigned: above the element's bits, or negative)
+    let su_flag = || nonzero(s() >> esize());
+    let su_value = pick(
+        V::from(0u64) - su_flag(),
+        pick(V::from(0u64) - (s() >> 63), 0.into(), emask()),
+        s(),
+    );
+    let value = if_d(
+        UNSIGNED_RESULT,
+        if_d(SIGNED_SOURCE, su_value, unsigned_value),
+        if_d(SIGNED_SOURCE, signed_value, u()),
+    );
+    let flag = if_d(
+        UNSIGNED_RESULT,
+        if_d(SIGNED_SOURCE, su_flag(), unsigned_flag()),
+        if_d(SIGNED_SOURCE, signed_flag(), 0.into()),
+    );
+    (value, flag)
 }
 
 pub fn definitions() -> Vec<ElemDef> {
@@ -112,6 +162,16 @@ pub fn definitions() -> Vec<ElemDef> {
                 value,
                 saturated,
             )
+        },
+        {
+            let (value, saturated) = narrowed(wide_sext(en()), en());
+            ElemDef::saturating(
+                V_XTN,
+                "XTN, SQXTN, UQXTN, SQXTUN: Vd = Vn narrowed, truncated or saturated (FPSR.QC)",
+                value,
+                saturated,
+            )
+            .narrow()
         },
         ElemDef::new(V_CNT, "CNT: the set bits of each byte of Vn", popcnt(en())),
         // (the element's leading zeros are those of the 64-bit value less the bits above it)

@@ -396,7 +396,7 @@ pub fn rust_match(outlined: &[u16]) -> String {
 /// The interpreter's SIMD element functions (`cpu/fp/elements.rs`): a macro that takes
 /// `exec_fp`'s `match` and puts an arm for each defined element function first, each the
 /// element loop (`map2`; `map3` where it reads Vd, `map1` where it reads only Vn; `long_op`,
-/// `pair2`, `across` and `across_long` for the other shapes) over a closure of the
+/// `narrow_op`, `pair2`, `across` and `across_long` for the other shapes) over a closure of the
 /// definition, as the hand-written arms were. Its caller names the state `$st`, the micro-op `$u` and the
 /// element size `$e` (the closures' parameters are the macro's own).
 pub fn rust_elements() -> String {
@@ -429,6 +429,10 @@ pub fn rust_elements() -> String {
                     name(d.reads_wide(), "w"),
                     name(d.reads_d(), "o")
                 )
+            }
+            Shape::Narrow => {
+                let y = if d.reads_m() { "y" } else { "_" };
+                format!("narrow_op($st, $u, |x, {y}| {body})")
             }
             Shape::Same if d.reads_d() => {
                 // (Vm named only where it is read: SLI and SRI read Vd and Vn)
@@ -480,11 +484,11 @@ fn of_shape(shape: Shape) -> impl Iterator<Item = &'static ElemDef> {
 }
 
 /// The element functions whose element is the same size as their operands': all but the
-/// long ones (the kernel's and the shader's `int_elem`).
+/// long and the narrowing ones (the kernel's and the shader's `int_elem`).
 fn same_size() -> impl Iterator<Item = &'static ElemDef> {
     element_definitions()
         .iter()
-        .filter(|d| d.shape != Shape::Long)
+        .filter(|d| d.shape != Shape::Long && d.shape != Shape::Narrow)
 }
 
 /// The kernel's element functions (`elements.cu`, included in `int_elem`'s switch in
@@ -493,7 +497,8 @@ fn same_size() -> impl Iterator<Item = &'static ElemDef> {
 /// loops.
 ///
 /// The long ones go into macros for `long_elem` (simd.cu, after `int_elem`): `LONG_CASES`,
-/// their labels, and `LONG_ELEMENTS`, their cases.
+/// their labels, and `LONG_ELEMENTS`, their cases; the narrowing ones likewise into
+/// `NARROW_CASES` and `NARROW_ELEMENTS` for `narrow_elem`.
 pub fn cuda_elements() -> String {
     let mut s = format!("    // ----- {HEADER}\n");
     let labels = |shape| {
@@ -513,18 +518,20 @@ pub fn cuda_elements() -> String {
         "#define ELEMENT_UNARY(op) ({})\n",
         unary_test(|d| format!("op == OP_{}", d.name()))
     ));
-    s.push_str(&format!("#define LONG_CASES {}\n", labels(Shape::Long)));
-    s.push_str("#define LONG_ELEMENTS \\\n");
-    for d in of_shape(Shape::Long) {
-        // (a line comment would swallow the macro's next line: a block comment instead)
-        let case = element_case(Lang::Cuda, d);
-        let case = match case.split_once(" // ") {
-            Some((code, doc)) => format!("{code} /* {} */", doc.replace("*/", "* /")),
-            None => case,
-        };
-        s.push_str(&format!("    {case} \\\n"));
+    for (shape, name) in [(Shape::Long, "LONG"), (Shape::Narrow, "NARROW")] {
+        s.push_str(&format!("#define {name}_CASES {}\n", labels(shape)));
+        s.push_str(&format!("#define {name}_ELEMENTS \\\n"));
+        for d in of_shape(shape) {
+            // (a line comment would swallow the macro's next line: a block comment instead)
+            let case = element_case(Lang::Cuda, d);
+            let case = match case.split_once(" // ") {
+                Some((code, doc)) => format!("{code} /* {} */", doc.replace("*/", "* /")),
+                None => case,
+            };
+            s.push_str(&format!("    {case} \\\n"));
+        }
+        s.push_str(&format!("    /* (end of {name}_ELEMENTS) */\n"));
     }
-    s.push_str("    /* (end of LONG_ELEMENTS) */\n");
     for d in same_size() {
         s.push_str(&format!("    {}\n", element_case(Lang::Cuda, d)));
     }
@@ -555,6 +562,22 @@ pub fn wgsl_long_elements() -> String {
 /// case that runs the long element loop (simd.wgsl).
 pub fn wgsl_long_selectors() -> String {
     selectors(Shape::Long)
+}
+
+/// The shader's narrowing element functions, for `// @generated narrow elements` in
+/// `narrow_elem`'s switch (simd.wgsl).
+pub fn wgsl_narrow_elements() -> String {
+    let mut s = format!("        // ----- {HEADER}\n");
+    for d in of_shape(Shape::Narrow) {
+        s.push_str(&format!("        {}\n", element_case(Lang::Wgsl, d)));
+    }
+    s
+}
+
+/// The shader's narrowing element functions' selectors, for `/* @generated narrow ops */` in
+/// the case that runs the narrowing loop (simd.wgsl).
+pub fn wgsl_narrow_selectors() -> String {
+    selectors(Shape::Narrow)
 }
 
 /// Whether an element function reads no Vm (the loop then reads no broadcast element of it),

@@ -281,41 +281,8 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             V_URECPE => map1(st, u, |x| float::urecpe(x as u32) as u64),
             V_URSQRTE => map1(st, u, |x| float::ursqrte(x as u32) as u64),
 
-            // ------------------------------------------------------------ shifts by immediate
-            V_SHRN | V_XTN => {
-                let (round, kind) = (d & 1 != 0, d >> 1);
-                let sh = if u.op == V_SHRN { u.imm as u32 } else { 0 };
-                let src_uns = kind == narrow::TRUNC || kind == narrow::UU;
-                narrow_op(st, u, |x, _| {
-                    let v = if sh == 0 {
-                        int(x, e + 1, src_uns)
-                    } else {
-                        shr(x, e + 1, sh, src_uns, round)
-                    };
-                    let (r, s) = match kind {
-                        narrow::TRUNC => (v as u64 & mask(e), false),
-                        narrow::SS => sat_s(v, e),
-                        _ => sat_u(v, e),
-                    };
-                    qc |= s;
-                    r
-                })
-            }
-
-            // ------------------------------------------------------------ three different
-            V_ADDHN | V_SUBHN => {
-                let round = d & 1 != 0;
-                let add = u.op == V_ADDHN;
-                let sh = bits(e);
-                narrow_op(st, u, |x, y| {
-                    let (p, q) = (int(x, e + 1, true), int(y, e + 1, true));
-                    let mut s = if add { p + q } else { p - q };
-                    if round {
-                        s += 1i128 << (sh - 1);
-                    }
-                    (s >> sh) as u64 & mask(e)
-                })
-            }
+            // (SHRN, XTN and their saturating forms, ADDHN, SUBHN: armada-semantics, as
+            // narrowing element functions)
             V_PMULL => {
                 let (n, m) = (st.v[b], st.v[c]);
                 if e == 3 {

@@ -514,6 +514,15 @@ __device__ __forceinline__ u64 long_elem(u32 op, u32 d, u32 e, u64 o, u64 xx, u6
     }
 }
 
+// A narrowing element function (armada-semantics: NARROW_ELEMENTS, defined in elements.cu): xx
+// and y are Vn's and Vm's elements at twice the size e, the result one of size e.
+__device__ __forceinline__ u64 narrow_elem(u32 op, u32 d, u32 e, u64 xx, u64 y, u64 imm, bool& ok, bool& qc) {
+    switch (op) {
+    NARROW_ELEMENTS
+    default: ok = false; return 0;
+    }
+}
+
 // Executes an FP/SIMD micro-op that needs no memory. Returns false to leave it to the host.
 // x: the general registers; rec: the lane record (vector registers, FPCR, FPSR).
 __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 a, u32 b, u32 c,
@@ -726,29 +735,20 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
         return true;
     }
     // ---- narrowing and widening
-    case OP_V_SHRN:
-    case OP_V_XTN: {
-        bool round = d & 1;
-        u32 kind = d >> 1;
-        if (kind != NARROW_TRUNC) return false;
-        u32 sh = op == OP_V_SHRN ? (u32)imm : 0;
-        if (e + 1 >= 3 && round) return false;
-        V2 n = vload(rec, vb), r = {0, 0};
+    // ---- narrowing element functions (armada-semantics: NARROW_CASES): Vn's and Vm's elements
+    // at twice the size e, each giving one of size e in the lower half of Vd (the upper half
+    // zero), or for the "2" forms (f 1) in the upper half (the lower half kept)
+    NARROW_CASES {
+        if (e >= 3) return false;
+        V2 n = vload(rec, vb), m = vload(rec, vc), r = {0, 0};
         u32 cnt = f == 2 ? 1 : 8u >> e, base = f == 1 ? 8u >> e : 0;
         if (f == 1) r = datamask(vload(rec, va), 3);
-        for (u32 i = 0; i < cnt; i++) {
-            u64 v = vget(n, e + 1, i);
-            u64 res;
-            if (sh == 0) res = v;
-            else if (e + 1 >= 3) res = v >> sh;
-            else {
-                i64 w = (i64)v;
-                if (round) w += (i64)1 << (sh - 1);
-                res = (u64)(w >> sh);
-            }
-            vset(r, e, base + i, res);
-        }
+        bool ok = true, qc = false;
+        for (u32 i = 0; i < cnt; i++)
+            vset(r, e, base + i, narrow_elem(op, d, e, vget(n, e + 1, i), vget(m, e + 1, i), imm, ok, qc));
+        if (!ok) return false;
         vstore(rec, va, r);
+        if (qc) rec[S_FPSR] |= CONST_FPSR_QC;
         return true;
     }
     // ---- long element functions (armada-semantics: LONG_CASES): Vn's and Vm's elements of
@@ -766,29 +766,6 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
         if (!ok) return false;
         vstore(rec, va, r);
         if (qc) rec[S_FPSR] |= CONST_FPSR_QC;
-        return true;
-    }
-    case OP_V_ADDHN:
-    case OP_V_SUBHN: {
-        bool round = d & 1;
-        u32 sh = ebits(e);
-        V2 n = vload(rec, vb), m = vload(rec, vc), r = {0, 0};
-        u32 cnt = f == 2 ? 1 : 8u >> e, base = f == 1 ? 8u >> e : 0;
-        if (f == 1) r = datamask(vload(rec, va), 3);
-        for (u32 i = 0; i < cnt; i++) {
-            u64 p = vget(n, e + 1, i), q = vget(m, e + 1, i);
-            u64 s = op == OP_V_ADDHN ? p + q : p - q;
-            u64 carry = op == OP_V_ADDHN ? (s < p) : 0;
-            if (round) {
-                u64 s2 = s + (1ull << (sh - 1));
-                carry += s2 < s;
-                s = s2;
-            }
-            // bits sh.. of the 65-bit sum; the carry only matters when the source is 64-bit
-            u64 res = sh >= 64 ? carry : (s >> sh) | (sh == 32 ? carry << 32 : 0);
-            vset(r, e, base + i, res);
-        }
-        vstore(rec, va, r);
         return true;
     }
     case OP_V_PMULL: {

@@ -170,6 +170,18 @@ fn long_elem(op: u32, d: u32, e: u32, o: u64, xx: u64, y: u64, w: u64, imm: u64)
     }
 }
 
+// A narrowing element function (armada-semantics): xx and y are Vn's and Vm's elements at
+// twice the size e, the result one of size e.
+fn narrow_elem(op: u32, d: u32, e: u32, xx: u64, y: u64, imm: u64) -> u64 {
+    switch op {
+        // @generated narrow elements
+        default: {
+            simd_ok = false;
+            return 0lu;
+        }
+    }
+}
+
 // Executes an AdvSIMD micro-op that needs no memory; false leaves it (untouched) to the host.
 // FPCompare as NZCV (bits 31..28) of two floats of 2^e bytes given as bits: unordered 0011
 // (and FPSR's IOC where `signal`, FCMPE, or either is a signalling NaN), equal 0110 (+0 and -0
@@ -419,33 +431,26 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             if simd_qc { rset(S_FPSR, rget(S_FPSR) | CONST_FPSR_QC); }
         }
         // ---- narrowing and widening
-        case OP_V_SHRN, OP_V_XTN: {
-            let round = (d & 1u) != 0u;
-            let kind = d >> 1u;
-            if kind != NARROW_TRUNC { return false; }
-            let sh = select(0u, u32(imm), op == OP_V_SHRN);
-            if e + 1u >= 3u && round { return false; }
+        // ---- narrowing element functions (armada-semantics): Vn's and Vm's elements at twice
+        // the size e, each giving one of size e in the lower half of Vd (the upper half zero),
+        // or for the "2" forms (f 1) in the upper half (the lower half kept)
+        case /* @generated narrow ops */ : {
+            if e >= 3u { return false; }
             let n = vload(vb);
+            let m = vload(vc);
             var r = V2(0lu, 0lu);
             let cnt = select(8u >> e, 1u, f == 2u);
             let base = select(0u, 8u >> e, f == 1u);
             if f == 1u { r = datamask(vload(va), 3u); }
+            simd_ok = true;
+            simd_qc = false;
             for (var i = 0u; i < cnt; i++) {
                 lp(2u);
-                let v = vget(n, e + 1u, i);
-                var res: u64;
-                if sh == 0u {
-                    res = v;
-                } else if e + 1u >= 3u {
-                    res = v >> (sh & 63u);
-                } else {
-                    var w = i64(v);
-                    if round { w += 1li << ((sh - 1u) & 63u); }
-                    res = u64(w >> (sh & 63u));
-                }
-                r = vset(r, e, base + i, res);
+                r = vset(r, e, base + i, narrow_elem(op, d, e, vget(n, e + 1u, i), vget(m, e + 1u, i), imm));
             }
+            if !simd_ok { return false; }
             vstore(va, r);
+            if simd_qc { rset(S_FPSR, rget(S_FPSR) | CONST_FPSR_QC); }
         }
         // ---- long element functions (armada-semantics): Vn's and Vm's elements of size e
         // from the part f names, Vd's and Vn's wide ones (index i) at size e + 1
@@ -468,37 +473,6 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             if !simd_ok { return false; }
             vstore(va, r);
             if simd_qc { rset(S_FPSR, rget(S_FPSR) | CONST_FPSR_QC); }
-        }
-        case OP_V_ADDHN, OP_V_SUBHN: {
-            let round = (d & 1u) != 0u;
-            let sh = ebits(e);
-            let n = vload(vb);
-            let m = vload(vc);
-            var r = V2(0lu, 0lu);
-            let cnt = select(8u >> e, 1u, f == 2u);
-            let base = select(0u, 8u >> e, f == 1u);
-            if f == 1u { r = datamask(vload(va), 3u); }
-            for (var i = 0u; i < cnt; i++) {
-                lp(2u);
-                let p = vget(n, e + 1u, i);
-                let q = vget(m, e + 1u, i);
-                var s = select(p - q, p + q, op == OP_V_ADDHN);
-                var carry = select(0lu, select(0lu, 1lu, s < p), op == OP_V_ADDHN);
-                if round {
-                    let s2 = s + (1lu << ((sh - 1u) & 63u));
-                    carry += select(0lu, 1lu, s2 < s);
-                    s = s2;
-                }
-                // bits sh.. of the 65-bit sum; the carry only matters when the source is 64-bit
-                var res: u64;
-                if sh >= 64u {
-                    res = carry;
-                } else {
-                    res = (s >> sh) | select(0lu, carry << 32u, sh == 32u);
-                }
-                r = vset(r, e, base + i, res);
-            }
-            vstore(va, r);
         }
         case OP_V_PMULL: {
             let n = vload(vb);

@@ -66,45 +66,6 @@ pub(super) fn broadcast(x: u64, e: u8) -> u128 {
     r
 }
 
-/// Signed saturation to 2^e bytes: (value, saturated).
-#[inline]
-pub(super) fn sat_s(x: i128, e: u8) -> (u64, bool) {
-    let b = bits(e);
-    let max = (1i128 << (b - 1)) - 1;
-    let min = -(1i128 << (b - 1));
-    if x > max {
-        (max as u64 & mask(e), true)
-    } else if x < min {
-        (min as u64 & mask(e), true)
-    } else {
-        (x as u64 & mask(e), false)
-    }
-}
-
-/// Unsigned saturation to 2^e bytes.
-#[inline]
-pub(super) fn sat_u(x: i128, e: u8) -> (u64, bool) {
-    let max = mask(e) as i128;
-    if x > max {
-        (mask(e), true)
-    } else if x < 0 {
-        (0, true)
-    } else {
-        (x as u64, false)
-    }
-}
-
-/// Right shift by 1..=esize, optionally rounding, of an element.
-#[inline]
-pub(super) fn shr(x: u64, e: u8, sh: u32, unsigned: bool, round: bool) -> i128 {
-    let v = int(x, e, unsigned);
-    if round {
-        (v + (1i128 << (sh - 1))) >> sh
-    } else {
-        v >> sh
-    }
-}
-
 /// Carry-less product of two 64-bit values.
 pub(super) fn clmul(a: u64, b: u64) -> u128 {
     let mut r = 0u128;
