@@ -541,8 +541,13 @@ pub fn cuda_elements() -> String {
 /// The shader's element functions, for `// @generated elements` in `int_elem`'s switch
 /// (simd.wgsl).
 pub fn wgsl_elements() -> String {
+    wgsl_element_cases(same_size())
+}
+
+/// The shader's cases of `defs`, one a line, under the generated header.
+fn wgsl_element_cases(defs: impl Iterator<Item = &'static ElemDef>) -> String {
     let mut s = format!("        // ----- {HEADER}\n");
-    for d in same_size() {
+    for d in defs {
         s.push_str(&format!("        {}\n", element_case(Lang::Wgsl, d)));
     }
     s
@@ -551,11 +556,7 @@ pub fn wgsl_elements() -> String {
 /// The shader's long element functions, for `// @generated long elements` in `long_elem`'s
 /// switch (simd.wgsl).
 pub fn wgsl_long_elements() -> String {
-    let mut s = format!("        // ----- {HEADER}\n");
-    for d in of_shape(Shape::Long) {
-        s.push_str(&format!("        {}\n", element_case(Lang::Wgsl, d)));
-    }
-    s
+    wgsl_element_cases(of_shape(Shape::Long))
 }
 
 /// The shader's long element functions' selectors, for `/* @generated long ops */` in the
@@ -567,11 +568,7 @@ pub fn wgsl_long_selectors() -> String {
 /// The shader's narrowing element functions, for `// @generated narrow elements` in
 /// `narrow_elem`'s switch (simd.wgsl).
 pub fn wgsl_narrow_elements() -> String {
-    let mut s = format!("        // ----- {HEADER}\n");
-    for d in of_shape(Shape::Narrow) {
-        s.push_str(&format!("        {}\n", element_case(Lang::Wgsl, d)));
-    }
-    s
+    wgsl_element_cases(of_shape(Shape::Narrow))
 }
 
 /// The shader's narrowing element functions' selectors, for `/* @generated narrow ops */` in
