@@ -18,7 +18,7 @@ Record layout (little endian), one per case, written with write(1, ...):
     -- FP/SIMD classes only --
     264  u64  FPCR
     272  u128 v0 .. v31            (32 * 16 bytes)
-    -- FP classes (fp_scalar, fp_convert, simd_fp) only: FPSR is cleared before the block --
+    -- FPSR classes (fp_scalar, fp_convert, simd_fp, simd_int, fp_estimate): FPSR is cleared before the block --
     784  u64  FPSR                 (mrs fpsr: cumulative exception flags and QC)
     -- memory classes only, a second write() --
     +0   1024 bytes: the first 1 KiB of the scratch buffer

@@ -106,6 +106,8 @@ template <int E> __device__ __forceinline__ F_T fv(u64 b) { return FT<E>::of(b);
 
 // FPSR cumulative exception flags (cpu/fp/soft.rs).
 #define FL_IOC 1u
+#define FL_DZC 2u
+#define FL_OFC 4u
 #define FL_IXC 16u
 #define FL_EXC 0x9fu
 
@@ -299,8 +301,6 @@ template <int E> __device__ __forceinline__ u64 f_from_int(u64 x, bool uns, u32 
 // URSQRTE), as the CPU engine computes them (cpu/fp/float.rs) under the plain FPCR this code runs
 // under (round to nearest, no flushing): integer steps on the operand's bits. NaN operands go to
 // the host, which propagates them.
-#define FL_DZC 2u
-#define FL_OFC 4u
 
 // RecipEstimate: a 9-bit input in [256, 511] to a 9-bit estimate.
 __device__ __forceinline__ u32 recip_estimate(u32 input) {

@@ -308,8 +308,7 @@ impl Batch {
             return Ok(());
         }
         self.refusals_seen = self.frames.refusals;
-        let have = (self.frames.chunks.len() as u64) << self.frames.shift;
-        let target = have / 8;
+        let target = self.frames.spare();
         let mut unused = self.frames.unused();
         if unused >= target {
             return Ok(());
@@ -428,7 +427,7 @@ impl Batch {
         // in 128 MiB of frames left the device 2,385 times so)
         // (and with an eighth of the batch's frames left over, as `shed` leaves them: lanes
         // brought back to the last frame ran with their pool empty, stopping at writes)
-        let spare = ((self.frames.chunks.len() as u64) << self.frames.shift) / 8;
+        let spare = self.frames.spare();
         while let Some(&i) = feed.parked.front() {
             let need = self.lanes[i].peak_own.max(each);
             if running > 0 && (self.lane_peaks.n == 0 || committed + need + spare > room) {

@@ -414,8 +414,19 @@ impl Frames {
     /// Frames the batch has and no one holds: free ones, and those of its chunks not handed
     /// out yet.
     pub(super) fn unused(&self) -> u64 {
-        let made = (self.chunks.len() as u64) << self.shift;
-        self.free.len() as u64 + made.saturating_sub(self.next)
+        self.free.len() as u64 + self.made().saturating_sub(self.next)
+    }
+
+    /// Frames in the batch's chunks.
+    fn made(&self) -> u64 {
+        (self.chunks.len() as u64) << self.shift
+    }
+
+    /// The frames a batch that ran out keeps unused (`Batch::shed`), and that lanes coming
+    /// back leave over (`Batch::refill`): an eighth of its frames, so that its pool refills
+    /// and its lanes do not stop at their first writes.
+    pub(super) fn spare(&self) -> u64 {
+        self.made() / 8
     }
 
     /// `n` frames of lanes' reserves now hold pages of theirs.
