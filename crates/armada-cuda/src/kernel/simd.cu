@@ -734,7 +734,6 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
         if (qc) rec[S_FPSR] |= CONST_FPSR_QC;
         return true;
     }
-    // ---- narrowing and widening
     // ---- narrowing element functions (armada-semantics: NARROW_CASES): Vn's and Vm's elements
     // at twice the size e, each giving one of size e in the lower half of Vd (the upper half
     // zero), or for the "2" forms (f 1) in the upper half (the lower half kept)

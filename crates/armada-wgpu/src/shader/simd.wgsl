@@ -430,7 +430,6 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             vstore(va, r);
             if simd_qc { rset(S_FPSR, rget(S_FPSR) | CONST_FPSR_QC); }
         }
-        // ---- narrowing and widening
         // ---- narrowing element functions (armada-semantics): Vn's and Vm's elements at twice
         // the size e, each giving one of size e in the lower half of Vd (the upper half zero),
         // or for the "2" forms (f 1) in the upper half (the lower half kept)
