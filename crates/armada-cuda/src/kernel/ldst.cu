@@ -255,18 +255,20 @@ __device__ __noinline__ u32 excl_atomic(Tlb& T, const Params& P, u32 lane, u64* 
     return COLD_OK;
 }
 
-// LD1/ST1 of one register group and the one-element forms (LD2..LD4 go to the host).
+// Structure loads and stores (cpu/fp/ldst.rs): LD1-LD4/ST1-ST4 of multiple structures, of one
+// element (single structure) and LD1R-LD4R. At most 64 bytes, so at most two pages, both
+// translated before anything changes. LD1/ST1 of whole registers go 8 bytes at a time; the rest
+// element by element in memory order: element j of an interleaving group is element j / selem
+// of register t + j % selem, of a single structure element f of register t + j.
 __device__ __noinline__ u32 vec_struct(Tlb& T, const Params& P, u32 lane, u64* rec, u64* x, u32 op, u32 a,
                                        u32 b, u32 c, u32 d, u32 e, u32 f, u64 imm, u64& miss) {
-    u32 selem = d & 7;
-    if (selem != 1) {
-        return COLD_HOST;
-    }
+    u32 selem = d & 7, rpt = (d >> 3) & 7;
+    bool multi = op == OP_V_LD_MULTI || op == OP_V_ST_MULTI;
+    if (selem < 1 || selem > 4 || e > 3) return COLD_HOST;
+    if (multi && ((f != 3 && f != 4) || rpt * selem > 4)) return COLD_HOST;
     u64 addr = x[b];
     bool wr = op == OP_V_ST_MULTI || op == OP_V_ST_SINGLE;
-    u32 size;
-    if (op == OP_V_LD_MULTI || op == OP_V_ST_MULTI) size = ((d >> 3) & 7) << f;
-    else size = 1u << e;
+    u32 size = multi ? (rpt * selem) << f : selem << e;
     u64 off = addr & 4095;
     u8* p0;
     u8* p1 = 0;
@@ -281,8 +283,8 @@ __device__ __noinline__ u32 vec_struct(Tlb& T, const Params& P, u32 lane, u64* r
         CTR(q1, a1, wr)
         p1 = q1;
     }
-    if (op == OP_V_LD_MULTI || op == OP_V_ST_MULTI) {
-        u32 rpt = (d >> 3) & 7, rb = 1u << f;
+    if (multi && selem == 1) {
+        u32 rb = 1u << f;
         for (u32 r = 0; r < rpt; r++) {
             u32 reg = (a + r) & 31;
             for (u32 h = 0; h < rb / 8; h++) {
@@ -308,24 +310,34 @@ __device__ __noinline__ u32 vec_struct(Tlb& T, const Params& P, u32 lane, u64* r
             if (!wr && rb == 8) rec[S_V + 2 * reg + 1] = 0;
         }
     } else {
-        u64 v = 0;
-        u32 reg = a & 31;
-        V2 rv = vload(rec, reg);
-        if (op == OP_V_ST_SINGLE) v = vget(rv, e, f);
-        for (u32 i = 0; i < size; i++) {
+        // the group's registers: stores and single-element loads start from their values, the
+        // other loads from zero (an 8-byte register's upper half is cleared)
+        V2 regs[4];
+        bool keep = wr || op == OP_V_LD_SINGLE;
+        for (u32 k = 0; k < 4; k++) regs[k] = keep ? vload(rec, (a + k) & 31) : V2{0, 0};
+        u32 eb = 1u << e;
+        for (u32 j = 0; j < (size >> e); j++) {
+            u32 s = multi ? j % selem : j, i = multi ? j / selem : f;
+            u32 at = j << e;
             if (wr) {
-                u8 byte = (u8)(v >> (8 * i));
-                if (i < n0) p0[i] = byte; else p1[i - n0] = byte;
+                u64 v = vget(regs[s], e, i);
+                for (u32 q = 0; q < eb; q++) {
+                    u32 k = at + q;
+                    u8 byte = (u8)(v >> (8 * q));
+                    if (k < n0) p0[k] = byte; else p1[k - n0] = byte;
+                }
             } else {
-                v |= (u64)(i < n0 ? p0[i] : p1[i - n0]) << (8 * i);
+                u64 v = 0;
+                for (u32 q = 0; q < eb; q++) {
+                    u32 k = at + q;
+                    v |= (u64)(k < n0 ? p0[k] : p1[k - n0]) << (8 * q);
+                }
+                if (op == OP_V_LD_REPL) regs[s] = datamask(broadcast(v, e), f);
+                else vset(regs[s], e, i, v);
             }
         }
-        if (op == OP_V_LD_SINGLE) {
-            vset(rv, e, f, v);
-            vstore(rec, reg, rv);
-        } else if (op == OP_V_LD_REPL) {
-            vstore(rec, reg, datamask(broadcast(v, e), f));
-        }
+        if (!wr)
+            for (u32 k = 0; k < selem; k++) vstore(rec, (a + k) & 31, regs[k]);
     }
     if (d & LDST_WB) x[b] = addr + (x[c] + imm);
     return COLD_OK;

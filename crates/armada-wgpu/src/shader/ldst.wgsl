@@ -277,23 +277,27 @@ fn exec_excl(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32) -> bool {
     return true;
 }
 
-// Structure loads and stores of one register group (LD1/ST1 and the one-element forms); the
-// interleaving forms (LD2..LD4) go to the host.
+// Structure loads and stores (cpu/fp/ldst.rs): LD1-LD4/ST1-ST4 of multiple structures, of one
+// element (single structure) and LD1R-LD4R. At most 64 bytes, so at most two pages, both
+// translated before anything changes (a fault leaves the registers and memory as they were,
+// and the host redoes the access). LD1/ST1 of whole registers go 8 bytes at a time; the rest
+// element by element in memory order: element j of an interleaving group is element j / selem
+// of register t + j % selem (selem registers of one structure each), of a single structure
+// element f of register t + j.
 fn exec_vldst(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) -> bool {
     let selem = d & 7u;
-    if selem != 1u { return stop_host(); }
+    if selem < 1u || selem > 4u || e > 3u { return stop_host(); }
     let addr = x[b];
     let wr = op == OP_V_ST_MULTI || op == OP_V_ST_SINGLE;
     let multi = op == OP_V_LD_MULTI || op == OP_V_ST_MULTI;
+    let rpt = (d >> 3u) & 7u;
     var size: u32;
     if multi {
-        if f != 3u && f != 4u { return stop_host(); } // 8 or 16 bytes a register
-        size = ((d >> 3u) & 7u) << f;
+        // 8 or 16 bytes a register, at most 4 registers
+        if (f != 3u && f != 4u) || rpt * selem > 4u { return stop_host(); }
+        size = (rpt * selem) << f;
     } else {
-        // one element of at most 8 bytes (the decoder makes no other; the bound keeps every
-        // access inside its frames whatever the micro-op says)
-        if e > 3u { return stop_host(); }
-        size = 1u << e;
+        size = selem << e;
     }
     let off = u32(addr & 4095lu);
     var n0 = size;
@@ -305,8 +309,7 @@ fn exec_vldst(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64)
         p1 = tr((addr | 4095lu) + 1lu, wr);
         if p1 == NOFP { return false; }
     }
-    if multi {
-        let rpt = (d >> 3u) & 7u;
+    if multi && selem == 1u {
         let rb = 1u << f;
         for (var r = 0u; r < rpt; r++) {
             lp(2u);
@@ -324,17 +327,38 @@ fn exec_vldst(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64)
             if !wr && rb == 8u { st64w(reg + 2u, 0lu); }
         }
     } else {
-        let reg = a & 31u;
-        let rv = vload(reg);
-        if wr {
-            st_span(p0, p1, n0, 0u, size, vget(rv, e, f));
-        } else {
-            let v = ld_span(p0, p1, n0, 0u, size);
-            if op == OP_V_LD_SINGLE {
-                vstore(reg, vset(rv, e, f, v));
-            } else {
-                vstore(reg, datamask(broadcast(v, e), f));
+        // the registers of the group: stores and single-element loads start from their values,
+        // the other loads from zero (an 8-byte register's upper half is cleared)
+        // (unrolled, as the stores below: lavapipe counts every loop of the main loop's body)
+        var regs: array<V2, 4>;
+        if wr || op == OP_V_LD_SINGLE {
+            regs[0] = vload(a & 31u);
+            regs[1] = vload((a + 1u) & 31u);
+            regs[2] = vload((a + 2u) & 31u);
+            regs[3] = vload((a + 3u) & 31u);
+        }
+        let eb = 1u << e;
+        for (var j = 0u; j < (size >> e); j++) {
+            lp(2u);
+            var s = j;
+            var i = f;
+            if multi {
+                s = j % selem;
+                i = j / selem;
             }
+            if wr {
+                st_span(p0, p1, n0, j << e, eb, vget(regs[s], e, i));
+            } else if op == OP_V_LD_REPL {
+                regs[s] = datamask(broadcast(ld_span(p0, p1, n0, j << e, eb), e), f);
+            } else {
+                regs[s] = vset(regs[s], e, i, ld_span(p0, p1, n0, j << e, eb));
+            }
+        }
+        if !wr {
+            vstore(a & 31u, regs[0]);
+            if selem > 1u { vstore((a + 1u) & 31u, regs[1]); }
+            if selem > 2u { vstore((a + 2u) & 31u, regs[2]); }
+            if selem > 3u { vstore((a + 3u) & 31u, regs[3]); }
         }
     }
     if (d & LDST_WB) != 0u { x[b] = addr + (x[c] + imm); }
