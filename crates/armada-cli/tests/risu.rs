@@ -477,8 +477,8 @@ fn run_class(class: &str) {
     run_class_on(class, backend.as_deref(), DEFAULT_CASES);
 }
 
-/// A share of the classes, at WGPU_CASES cases each: integer, load/store, and the FP classes,
-/// which the shader runs in its integer soft-float under risu's random FPCR (fp.wgsl).
+/// The integer and load/store classes the wgpu engine runs in its shader (the FP classes
+/// would run on the host instruction by instruction), at WGPU_CASES cases each.
 const WGPU_CLASSES: &[&str] = &[
     "add_sub_shifted",
     "adc_sbc",
@@ -492,10 +492,6 @@ const WGPU_CLASSES: &[&str] = &[
     "branch",
     "simd_int",
     "simd_ldst",
-    "fp_scalar",
-    "fp_convert",
-    "simd_fp",
-    "fp_estimate",
 ];
 /// Cases per class on wgpu when `RISU_CASES` is not set: lavapipe (CI) is slow.
 const WGPU_CASES: u32 = 100;

@@ -1,8 +1,8 @@
 // AdvSIMD micro-ops without memory (simd.cu's integer part): moves, permutes, TBL, logic,
 // element-wise integer arithmetic, compares and shifts, widening/narrowing, pairwise and
-// across-lane reductions, and the FP bit moves FABS, FNEG and FCSEL (FMOV decodes to V_* moves).
-// The FP arithmetic, conversions and compares are fp.wgsl's (exec_fp, for what exec_simd does
-// not know).
+// across-lane reductions. FP arithmetic, conversions and compares are not here (WGSL has no
+// f64 and no rounding control): exec_simd returns false and the host runs them; of the FP ops
+// only the pure bit moves FABS, FNEG and FCSEL stay (FMOV decodes to V_* moves).
 // Vector registers live in the lane record (S_V + 2 * r: low, high); a write sets S_VDIRTY.
 
 struct V2 {
@@ -183,6 +183,31 @@ fn narrow_elem(op: u32, d: u32, e: u32, xx: u64, y: u64, imm: u64) -> u64 {
 }
 
 // Executes an AdvSIMD micro-op that needs no memory; false leaves it (untouched) to the host.
+// FPCompare as NZCV (bits 31..28) of two floats of 2^e bytes given as bits: unordered 0011
+// (and FPSR's IOC where `signal`, FCMPE, or either is a signalling NaN), equal 0110 (+0 and -0
+// too), less 1000, greater 0010. Sign and magnitude order as the signed keys +m and -m.
+fn f_compare(x: u64, y: u64, e: u32, signal: bool) -> u32 {
+    let wide = e == 3u;
+    let sign = select(1lu << 31u, 1lu << 63u, wide);
+    let inf = select(0x7f800000lu, 0x7ff0000000000000lu, wide);
+    let quiet = select(0x00400000lu, 0x0008000000000000lu, wide);
+    let mx = x & ~sign;
+    let my = y & ~sign;
+    if mx > inf || my > inf {
+        let snan = (mx > inf && (x & quiet) == 0lu) || (my > inf && (y & quiet) == 0lu);
+        if signal || snan {
+            rset(S_FPSR, rget(S_FPSR) | 1lu);
+        }
+        return 0x30000000u;
+    }
+    if x == y || (mx == 0lu && my == 0lu) {
+        return 0x60000000u;
+    }
+    let kx = select(i64(mx), -i64(mx), (x & sign) != 0lu);
+    let ky = select(i64(my), -i64(my), (y & sign) != 0lu);
+    return select(0x20000000u, 0x80000000u, kx < ky);
+}
+
 fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) -> bool {
     let va = a & 31u;
     let vb = b & 31u;
@@ -482,8 +507,25 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             let src = select(vc, vb, cond_holds(d, nzcv));
             vstore(va, V2(vget(vload(src), e, 0u), 0lu));
         }
+        // ---- FP compare (cpu/fp/float.rs compare), on the operands' bits: in the plain IEEE
+        // mode only (FZ flushes denormal inputs, which the host does)
+        case OP_F_CMP, OP_F_CCMP: {
+            if e != 2u && e != 3u { return false; }
+            if (u32(rget(S_FPCR)) & FPCR_SPECIAL) != 0u { return false; }
+            if op == OP_F_CCMP && !cond_holds(d & 15u, nzcv) {
+                nzcv = u32(imm & 0xf0000000lu);
+            } else {
+                let x = vget(vload(vb), e, 0u);
+                var y = 0lu;
+                if op != OP_F_CMP || (d & FCMP_ZERO) == 0u {
+                    y = vget(vload(vc), e, 0u);
+                }
+                let signal = (d & select(FCMP_CCMP_SIGNAL, FCMP_SIGNAL, op == OP_F_CMP)) != 0u;
+                nzcv = f_compare(x, y, e, signal);
+            }
+        }
         default: {
-            return exec_fp(op, a, b, c, d, e, f, imm);
+            return false;
         }
     }
     return true;
