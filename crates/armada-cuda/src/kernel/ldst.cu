@@ -290,20 +290,9 @@ __device__ __noinline__ u32 vec_struct(Tlb& T, const Params& P, u32 lane, u64* r
             for (u32 h = 0; h < rb / 8; h++) {
                 u32 at = r * rb + 8 * h;
                 if (wr) {
-                    u64 v = rec[S_V + 2 * reg + h];
-                    if (!p1) st_raw(p0 + at, 8, v);
-                    else for (u32 i = 0; i < 8; i++) {
-                        u32 k = at + i;
-                        if (k < n0) p0[k] = (u8)(v >> (8 * i)); else p1[k - n0] = (u8)(v >> (8 * i));
-                    }
+                    st_span(p0, p1, n0, at, 8, rec[S_V + 2 * reg + h]);
                 } else {
-                    u64 v = 0;
-                    if (!p1) v = ld_raw(p0 + at, 8);
-                    else for (u32 i = 0; i < 8; i++) {
-                        u32 k = at + i;
-                        v |= (u64)(k < n0 ? p0[k] : p1[k - n0]) << (8 * i);
-                    }
-                    rec[S_V + 2 * reg + h] = v;
+                    rec[S_V + 2 * reg + h] = ld_span(p0, p1, n0, at, 8);
                     rec[S_VDIRTY] = 1;
                 }
             }
@@ -318,20 +307,10 @@ __device__ __noinline__ u32 vec_struct(Tlb& T, const Params& P, u32 lane, u64* r
         u32 eb = 1u << e;
         for (u32 j = 0; j < (size >> e); j++) {
             u32 s = multi ? j % selem : j, i = multi ? j / selem : f;
-            u32 at = j << e;
             if (wr) {
-                u64 v = vget(regs[s], e, i);
-                for (u32 q = 0; q < eb; q++) {
-                    u32 k = at + q;
-                    u8 byte = (u8)(v >> (8 * q));
-                    if (k < n0) p0[k] = byte; else p1[k - n0] = byte;
-                }
+                st_span(p0, p1, n0, j << e, eb, vget(regs[s], e, i));
             } else {
-                u64 v = 0;
-                for (u32 q = 0; q < eb; q++) {
-                    u32 k = at + q;
-                    v |= (u64)(k < n0 ? p0[k] : p1[k - n0]) << (8 * q);
-                }
+                u64 v = ld_span(p0, p1, n0, j << e, eb);
                 if (op == OP_V_LD_REPL) regs[s] = datamask(broadcast(v, e), f);
                 else vset(regs[s], e, i, v);
             }

@@ -265,3 +265,26 @@ __device__ __forceinline__ void st_raw(u8* p, u32 size, u64 v) {
     for (u32 i = 0; i < size; i++) p[i] = (u8)(v >> (8 * i));
 }
 
+// `len` bytes at offset `at` of an access whose first n0 bytes are at p0 and the rest at p1
+// (the next page's frame; null when it does not cross a page), as the shader's ld_span/st_span.
+__device__ __forceinline__ u64 ld_span(const u8* p0, const u8* p1, u32 n0, u32 at, u32 len) {
+    if (!p1 || at + len <= n0) return ld_raw(p0 + at, len);
+    u64 v = 0;
+    for (u32 i = 0; i < len; i++) {
+        u32 k = at + i;
+        v |= (u64)(k < n0 ? p0[k] : p1[k - n0]) << (8 * i);
+    }
+    return v;
+}
+__device__ __forceinline__ void st_span(u8* p0, u8* p1, u32 n0, u32 at, u32 len, u64 v) {
+    if (!p1 || at + len <= n0) {
+        st_raw(p0 + at, len, v);
+        return;
+    }
+    for (u32 i = 0; i < len; i++) {
+        u32 k = at + i;
+        if (k < n0) p0[k] = (u8)(v >> (8 * i));
+        else p1[k - n0] = (u8)(v >> (8 * i));
+    }
+}
+
