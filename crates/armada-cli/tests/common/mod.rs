@@ -19,7 +19,11 @@
 //!   cases that fork, clone or exec (armada runs single-process programs only).
 //! - `CI` (or `ARMADA_TEST_STRICT`, set by scripts/test): when set, missing tools are a
 //!   failure instead of a skip.
+//! - `ARMADA_TEST_ORACLE_CACHE=DIR`: keep qemu's runs in DIR and compare later passes over
+//!   the same cases against them (scripts/test sets it: `oracle_cache.rs`).
 #![allow(dead_code)]
+
+pub mod oracle_cache;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -835,7 +839,12 @@ pub fn compare_runs(
 }
 
 pub enum CaseResult {
-    Pass { qemu: Duration, armada: Duration },
+    /// `kept`: qemu's side was a run kept from an earlier pass (oracle_cache.rs).
+    Pass {
+        qemu: Duration,
+        armada: Duration,
+        kept: bool,
+    },
     Fail(String),
 }
 
@@ -912,6 +921,39 @@ pub fn forky_syscalls(strace: &[u8]) -> Vec<String> {
     found
 }
 
+/// What decides qemu's run of `case` in `dir` (see oracle_cache.rs): the oracle's command
+/// line, the program's path and bytes, the arguments, the environment `make_command` gives,
+/// stdin, the input files and the directory.
+fn oracle_key(case: &Case, qprefix: &[&OsStr], dir: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let program = fs::read(&case.program).unwrap_or_default();
+    let mut parts: Vec<&[u8]> = qprefix.iter().map(|a| a.as_bytes()).collect();
+    parts.push(b"program");
+    parts.push(case.program.as_os_str().as_bytes());
+    parts.push(&program);
+    parts.push(b"args");
+    parts.extend(case.args.iter().map(|a| a.as_bytes()));
+    parts.push(b"env");
+    let env: Vec<(OsString, OsString)> = base_env(dir)
+        .into_iter()
+        .chain(case.env.iter().cloned())
+        .collect();
+    for (k, v) in &env {
+        parts.push(k.as_bytes());
+        parts.push(v.as_bytes());
+    }
+    parts.push(b"stdin");
+    parts.push(&case.stdin);
+    parts.push(b"files");
+    for (name, data) in &case.files {
+        parts.push(name.as_bytes());
+        parts.push(data);
+    }
+    parts.push(b"dir");
+    parts.push(dir.as_os_str().as_bytes());
+    oracle_cache::key(&parts)
+}
+
 /// Runs one case under both qemu and armada in `dir` and compares.
 pub fn run_case(case: &Case, dir: &Path) -> CaseResult {
     // Two cases of one program (with and without --deterministic, or --net host) must not
@@ -984,7 +1026,16 @@ pub fn run_case(case: &Case, dir: &Path) -> CaseResult {
     // run's oracle hung for all of its 120 s on Go's os/exec, which takes it 0.2 s in every
     // other run): an oracle that timed out runs once more, so that only a case that hangs
     // twice is reported as the oracle's timeout.
-    let mut oracle = run(&qprefix);
+    // qemu's side of a case is the same in every pass over the suites (oracle_cache.rs)
+    let cache = oracle_cache::dir().map(|d| (oracle_key(case, &qprefix, dir), d));
+    let kept = cache
+        .as_ref()
+        .and_then(|(key, d)| oracle_cache::load(d, key));
+    let was_kept = kept.is_some();
+    let mut oracle = match kept {
+        Some(r) => Ok(r),
+        None => run(&qprefix),
+    };
     if matches!(&oracle, Ok((q, _)) if q.timed_out) {
         eprintln!(
             "note: {}: qemu-aarch64 timed out; running it once more",
@@ -996,6 +1047,15 @@ pub fn run_case(case: &Case, dir: &Path) -> CaseResult {
         Ok(r) => r,
         Err(e) => return report(vec![e], None, None),
     };
+    if let (Some((key, d)), false) = (&cache, was_kept) {
+        if let Err(e) = oracle_cache::store(d, key, &q, &qfiles) {
+            eprintln!(
+                "note: {}: cannot keep qemu's run in {}: {e}",
+                case.name,
+                d.display()
+            );
+        }
+    }
     let (a, afiles) = match run(&aprefix) {
         Ok(r) => r,
         Err(e) => return report(vec![e], Some(&q), None),
@@ -1025,6 +1085,7 @@ pub fn run_case(case: &Case, dir: &Path) -> CaseResult {
         CaseResult::Pass {
             qemu: q.elapsed,
             armada: a.elapsed,
+            kept: was_kept,
         }
     } else {
         report(problems, Some(&q), Some(&a))
@@ -1074,8 +1135,15 @@ pub fn run_suite(suite: &str, cases: Vec<Case>) {
         .and_then(|s| s.parse::<usize>().ok())
         .unwrap_or_else(|| thread::available_parallelism().map_or(2, |n| n.get()))
         .clamp(1, cases.len());
-    let base =
-        std::env::temp_dir().join(format!("armada-{}-{}", sanitize(suite), std::process::id()));
+    // (with the oracle's runs kept, every pass runs a case in the same directory: its path
+    // is part of what qemu saw)
+    let base = match oracle_cache::dir() {
+        Some(d) => oracle_cache::work_dir(&d).join(sanitize(suite)),
+        None => {
+            std::env::temp_dir().join(format!("armada-{}-{}", sanitize(suite), std::process::id()))
+        }
+    };
+
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<CaseResult>>> =
         Mutex::new((0..cases.len()).map(|_| None).collect());
@@ -1096,10 +1164,13 @@ pub fn run_suite(suite: &str, cases: Vec<Case>) {
                 let dir = base.join(format!("{i:03}-{}", sanitize(&case.name)));
                 let r = run_case(case, &dir);
                 match &r {
-                    CaseResult::Pass { qemu, armada } => eprintln!(
-                        "ok      {:<44} qemu {:>7.3}s  armada {:>7.3}s",
+                    CaseResult::Pass {
+                        qemu, armada, kept, ..
+                    } => eprintln!(
+                        "ok      {:<44} qemu {:>7.3}s{} armada {:>7.3}s",
                         case.name,
                         qemu.as_secs_f64(),
+                        if *kept { " (kept)" } else { "" },
                         armada.as_secs_f64()
                     ),
                     CaseResult::Fail(_) => eprintln!("FAILED  {}", case.name),
@@ -1113,23 +1184,36 @@ pub fn run_suite(suite: &str, cases: Vec<Case>) {
     }
     let results = results.into_inner().unwrap();
     let mut failures = Vec::new();
-    let (mut tq, mut ta) = (Duration::ZERO, Duration::ZERO);
+    let (mut tq, mut ta, mut kept) = (Duration::ZERO, Duration::ZERO, 0);
     for r in results.into_iter().flatten() {
         match r {
-            CaseResult::Pass { qemu, armada } => {
-                tq += qemu;
+            CaseResult::Pass {
+                qemu,
+                armada,
+                kept: k,
+            } => {
+                // (a kept run took no time in this pass)
+                if !k {
+                    tq += qemu;
+                }
+                kept += k as usize;
                 ta += armada;
             }
             CaseResult::Fail(s) => failures.push(s),
         }
     }
     eprintln!(
-        "{suite}: {} passed, {} failed, wall {:.1}s (qemu total {:.1}s, armada total {:.1}s)",
+        "{suite}: {} passed, {} failed, wall {:.1}s (qemu total {:.1}s, armada total {:.1}s{})",
         cases.len() - failures.len(),
         failures.len(),
         started.elapsed().as_secs_f64(),
         tq.as_secs_f64(),
-        ta.as_secs_f64()
+        ta.as_secs_f64(),
+        if kept > 0 {
+            format!("; {kept} cases against qemu's runs kept from an earlier pass")
+        } else {
+            String::new()
+        }
     );
     if !failures.is_empty() {
         for f in &failures {
