@@ -504,9 +504,21 @@ fn wgpu_share() {
         println!("skipped: ARMADA_TEST_WGPU unset (scripts/test sets it)");
         return;
     }
-    for class in WGPU_CLASSES {
-        run_class_on(class, Some("wgpu"), WGPU_CASES);
-    }
+    // Two classes at a time: a run of one lane keeps one of lavapipe's threads busy, and
+    // the classes are independent (each its own files). A panic in either worker fails the
+    // test when the scope ends.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                while let Some(class) =
+                    WGPU_CLASSES.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                {
+                    run_class_on(class, Some("wgpu"), WGPU_CASES);
+                }
+            });
+        }
+    });
 }
 
 fn run_class_on(class: &str, backend: Option<&str>, default_cases: u32) {
