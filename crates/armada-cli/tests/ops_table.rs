@@ -61,7 +61,9 @@ fn table() -> String {
          armada-semantics defines it once and each engine's code for it is generated from that \
          (docs/semantics.md); *by hand* otherwise. **CUDA**, **WGSL**: *device* where the kernel \
          or the shader has a case for it, *host* where a lane at it stops for the host, which \
-         runs it on the CPU engine's code and sends the lane on. A device case may still leave \
+         runs it on the CPU engine's code and sends the lane on. WGSL's FP arithmetic is in \
+         fp.wgsl, which a GPU's pipelines take on once lanes stop at FP ops (a CPU adapter \
+         leaves FP to the host: ARMADA_WGPU_FP). A device case may still leave \
          some forms to the host (an FP op under a rounding mode or flush the kernel does not \
          model, a structure access across pages): `armada batch` counts those in its summary's \
          host-step ops. The Cranelift tier is not in the table: its lowerings choose by the op's \

@@ -154,6 +154,10 @@ pub trait Device: Send + Sync {
     fn host_run(&self) -> u64 {
         1
     }
+    /// The micro-ops at which lanes stopped for the host in the round just serviced (one
+    /// entry a host step): a device that can run more on itself at some cost (wgpu's FP
+    /// pipeline) learns here that a batch needs it.
+    fn host_stepped(&self, _ops: &[u16]) {}
     /// Whether the kernel runs the fused compare-and-branch micro-ops (`layout::fused`); the
     /// host then rewrites such pairs in the shared code.
     fn fused_pairs(&self) -> bool {

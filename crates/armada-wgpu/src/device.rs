@@ -272,24 +272,31 @@ impl Fixed {
 /// A pipeline once built (or why not).
 type Built = OnceLock<Result<wgpu::ComputePipeline, String>>;
 
-/// The interpreter's pipelines by (FRAME_SPACES, COVERAGE, VOTE): each built the first time
-/// it is asked for (a batch's pages outgrow the frame buffers in use, it wants coverage, or
-/// its lanes share subgroups), so plain runs of small batches never pay for the others.
+/// A run pipeline's key: FRAME_SPACES, COVERAGE, VOTE, and whether its module has fp.wgsl.
+type Key = (u32, bool, bool, bool);
+
+/// The interpreter's pipelines by `Key`: each built the first time it is asked for (a batch's
+/// pages outgrow the frame buffers in use, it wants coverage, its lanes share subgroups, or it
+/// runs FP on the device), so plain runs of small batches never pay for the others.
 /// Builds of different keys proceed at once (on a GPU a growing batch builds ahead, see
 /// `WgpuDevice::build_ahead`); a second asker of a key waits for the build under way.
 struct RunPipelines {
     device: wgpu::Device,
     module: wgpu::ShaderModule,
+    /// The shader with fp.wgsl (its source until then), made the first time a pipeline with
+    /// FP on the device is built.
+    fp_source: String,
+    fp_module: OnceLock<Result<wgpu::ShaderModule, String>>,
     layout: wgpu::PipelineLayout,
     /// The overrides every run pipeline has (LOOP_BUDGET on CPU adapters).
     constants: Vec<(&'static str, f64)>,
     /// ARMADA_WGPU_PREFETCH=0: no pipeline loads micro-ops ahead.
     no_prefetch: bool,
-    built: Mutex<HashMap<(u32, bool, bool), Arc<Built>>>,
+    built: Mutex<HashMap<Key, Arc<Built>>>,
 }
 
 impl RunPipelines {
-    fn cell(&self, key: (u32, bool, bool)) -> Arc<Built> {
+    fn cell(&self, key: Key) -> Arc<Built> {
         self.built
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -298,30 +305,42 @@ impl RunPipelines {
             .clone()
     }
 
-    fn get(
-        &self,
-        spaces: u32,
-        coverage: bool,
-        vote: bool,
-    ) -> Result<wgpu::ComputePipeline, String> {
-        self.cell((spaces, coverage, vote))
-            .get_or_init(|| self.build(spaces, coverage, vote))
-            .clone()
+    fn get(&self, key: Key) -> Result<wgpu::ComputePipeline, String> {
+        self.cell(key).get_or_init(|| self.build(key)).clone()
     }
 
     /// Whether the pipeline of the key is built (not only under way).
-    fn is_built(&self, spaces: u32, coverage: bool, vote: bool) -> bool {
-        self.cell((spaces, coverage, vote))
-            .get()
-            .is_some_and(|r| r.is_ok())
+    fn is_built(&self, key: Key) -> bool {
+        self.cell(key).get().is_some_and(|r| r.is_ok())
     }
 
-    fn build(
-        &self,
-        spaces: u32,
-        coverage: bool,
-        vote: bool,
-    ) -> Result<wgpu::ComputePipeline, String> {
+    /// The module with fp.wgsl, made (naga parses and checks it) the first time it is asked for.
+    fn fp_module(&self) -> Result<&wgpu::ShaderModule, String> {
+        self.fp_module
+            .get_or_init(|| {
+                let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+                // SAFETY: as the module without fp.wgsl (`WgpuDevice::open`): the shader bounds
+                // its own indices into `mem`, and fp.wgsl touches memory only through them.
+                let m = unsafe {
+                    self.device.create_shader_module_trusted(
+                        wgpu::ShaderModuleDescriptor {
+                            label: Some("armada.wgsl with fp.wgsl"),
+                            source: wgpu::ShaderSource::Wgsl(self.fp_source.as_str().into()),
+                        },
+                        wgpu::ShaderRuntimeChecks::unchecked(),
+                    )
+                };
+                match pollster::block_on(scope.pop()) {
+                    Some(e) => Err(e.to_string()),
+                    None => Ok(m),
+                }
+            })
+            .as_ref()
+            .map_err(|e| e.clone())
+    }
+
+    fn build(&self, (spaces, coverage, vote, fp): Key) -> Result<wgpu::ComputePipeline, String> {
+        let module = if fp { self.fp_module()? } else { &self.module };
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut constants = self.constants.clone();
         constants.push(("FRAME_SPACES", spaces as f64));
@@ -339,9 +358,9 @@ impl RunPipelines {
         let p = self
             .device
             .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some("run"),
+                label: Some(if fp { "run with fp" } else { "run" }),
                 layout: Some(&self.layout),
-                module: &self.module,
+                module,
                 entry_point: Some("run"),
                 compilation_options: wgpu::PipelineCompilationOptions {
                     constants: &constants,
@@ -387,9 +406,12 @@ pub struct WgpuDevice {
     /// The interpreter's pipelines (see `RunPipelines`).
     runs: Arc<RunPipelines>,
     /// Whether growing batches build pipelines ahead (`build_ahead`), and the threads doing
-    /// so, by the frame buffers of their pipeline.
+    /// so, by the key of their pipeline.
     ahead_on: bool,
-    ahead: Mutex<Vec<(u32, std::thread::JoinHandle<()>)>>,
+    ahead: Mutex<Vec<(Key, std::thread::JoinHandle<()>)>>,
+    /// When the run pipelines have fp.wgsl, and whether a batch has asked for it yet.
+    fp: FpPolicy,
+    want_fp: std::sync::atomic::AtomicBool,
     max_groups: u32,
     /// A MAP_READ buffer reused for reads, grown as needed.
     staging: Mutex<Option<(wgpu::Buffer, u64)>>,
@@ -408,6 +430,30 @@ pub struct WgpuDevice {
     /// The most invocations a subgroup has, where the shader has subgroup operations and
     /// min-PC scheduling is on (a GPU, unless ARMADA_WGPU_MINPC=0); 0: no vote.
     vote_width: u32,
+}
+
+/// When a device runs FP arithmetic in the shader (`Options::fp`; ARMADA_WGPU_FP=0, 1 or
+/// `stops`). Results are the same in every case (fp.wgsl is the CPU engine's exact
+/// arithmetic); what differs is where the time goes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FpPolicy {
+    /// Never: the FP ops the shader's plain part does not run go to the host.
+    Never,
+    /// From the first launch.
+    Always,
+    /// Once lanes have stopped for the host at FP ops (`host_stepped`); on a GPU the pipelines
+    /// with fp.wgsl are built on a thread meanwhile, and launches go on without them until
+    /// they are ready.
+    OnFpStops,
+}
+
+/// Whether the shader's plain part leaves `op` to the host (where fp.wgsl runs it): the FP
+/// arithmetic, conversions and compares, but the bit moves FABS and FNEG.
+fn fp_op(op: u16) -> bool {
+    use armada_isa::ops;
+    ((ops::F_ADD..=ops::INT_TO_F_V).contains(&op) && op != ops::F_ABS && op != ops::F_NEG)
+        || op == ops::F_CMP
+        || op == ops::F_CCMP
 }
 
 fn no_device(what: impl std::fmt::Display) -> Error {
@@ -580,7 +626,7 @@ impl WgpuDevice {
         let (counter, dummy) = (small("armada counter"), small("armada no frames"));
 
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let source = crate::shader_source_with(frame_bindings, subgroups);
+        let source = crate::shader_source_with(frame_bindings, subgroups, false);
         // SAFETY: the shader bounds every index into `mem` by itself (guest accesses go
         // through frames from the page table the host writes); see the module comment.
         let module = unsafe {
@@ -689,6 +735,8 @@ impl WgpuDevice {
             runs: Arc::new(RunPipelines {
                 device: device.clone(),
                 module,
+                fp_source: crate::shader_source_with(frame_bindings, subgroups, true),
+                fp_module: OnceLock::new(),
                 layout: pl,
                 constants: overrides,
                 no_prefetch: opts.no_prefetch,
@@ -696,6 +744,12 @@ impl WgpuDevice {
             }),
             ahead_on: std::env::var("ARMADA_WGPU_BUILD_AHEAD").map_or(!cpu, |v| v != "0"),
             ahead: Mutex::new(Vec::new()),
+            fp: opts.fp.unwrap_or(if cpu {
+                FpPolicy::Never
+            } else {
+                FpPolicy::OnFpStops
+            }),
+            want_fp: std::sync::atomic::AtomicBool::new(false),
             max_groups: limits.max_compute_workgroups_per_dimension,
             staging: Mutex::new(None),
             reading: Mutex::new(()),
@@ -715,7 +769,7 @@ impl WgpuDevice {
             info,
         };
         // the interpreter for one frame buffer now, so a shader the driver refuses fails here
-        dev.run_pipeline(1, false, false)?;
+        dev.run_pipeline((1, false, false, dev.fp == FpPolicy::Always))?;
         Ok(dev)
     }
 
@@ -729,63 +783,85 @@ impl WgpuDevice {
     /// crashed there: exit status 139 on an H200). Not on a CPU adapter, where a build takes
     /// as long and the cores are the lanes' (ARMADA_WGPU_BUILD_AHEAD=0 or 1 decides either way).
     fn build_ahead(&self, k: usize) {
-        if !self.ahead_on {
-            return;
-        }
         let most = (self.lock_spaces().list.len() - 1) as u32;
         let spaces = ((k as u32 + 1).next_power_of_two()).min(most);
         if spaces <= k as u32 {
             return;
         }
+        // a batch that grows has many lanes, which vote where the device can
+        let vote = self.vote_width > 0;
+        self.build_key_ahead((spaces, false, vote, self.fp_now()));
+    }
+
+    /// Starts building the pipeline of `key` on a thread of its own (`build_ahead`), unless
+    /// one is under way or builds ahead are off.
+    fn build_key_ahead(&self, key: Key) {
+        if !self.ahead_on {
+            return;
+        }
         let mut ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner());
-        if ahead.iter().any(|(s, _)| *s == spaces) {
+        if ahead.iter().any(|(k, _)| *k == key) {
             return;
         }
         let runs = self.runs.clone();
-        // a batch that grows has many lanes, which vote where the device can
-        let vote = self.vote_width > 0;
         if let Ok(h) = std::thread::Builder::new()
             .name("armada-wgpu-build".into())
-            .spawn(move || drop(runs.get(spaces, false, vote)))
+            .spawn(move || drop(runs.get(key)))
         {
-            ahead.push((spaces, h));
+            ahead.push((key, h));
         }
     }
 
-    /// The interpreter pipeline for `spaces` frame buffers in use (FRAME_SPACES), with edge
-    /// coverage or without (COVERAGE), with min-PC scheduling's vote or without (VOTE), built
-    /// the first time it is asked for.
-    fn run_pipeline(
-        &self,
-        spaces: u32,
-        coverage: bool,
-        vote: bool,
-    ) -> Result<wgpu::ComputePipeline, Error> {
-        self.runs.get(spaces, coverage, vote).map_err(|e| {
+    /// Whether launches now want the pipelines with fp.wgsl (`FpPolicy`).
+    fn fp_now(&self) -> bool {
+        match self.fp {
+            FpPolicy::Never => false,
+            FpPolicy::Always => true,
+            FpPolicy::OnFpStops => self.want_fp.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    /// The interpreter pipeline of `key`: for `spaces` frame buffers in use (FRAME_SPACES),
+    /// with edge coverage or without (COVERAGE), with min-PC scheduling's vote or without
+    /// (VOTE), with FP on the device or not (fp.wgsl), built the first time it is asked for.
+    fn run_pipeline(&self, key: Key) -> Result<wgpu::ComputePipeline, Error> {
+        let (spaces, coverage, vote, fp) = key;
+        self.runs.get(key).map_err(|e| {
             Error::Compile(format!(
-                "the WGSL shader did not compile on {} ({spaces} frame buffers{}{}): {e}",
+                "the WGSL shader did not compile on {} ({spaces} frame buffers{}{}{}): {e}",
                 self.info.name,
                 if coverage { ", with coverage" } else { "" },
-                if vote { ", with min-PC scheduling" } else { "" }
+                if vote { ", with min-PC scheduling" } else { "" },
+                if fp {
+                    ", with FP arithmetic (fp.wgsl; ARMADA_WGPU_FP=0 leaves it to the host)"
+                } else {
+                    ""
+                }
             ))
         })
     }
 
     /// A run launch's parameters for `p`, and the key of the pipeline it runs (`run_pipeline`).
-    fn run_launch(&self, p: &Params) -> (WParams, (u32, bool, bool)) {
+    fn run_launch(&self, p: &Params) -> (WParams, Key) {
         let mut wp = WParams::run(p);
         wp.lane_shift = wp.lane_shift.max(self.min_lane_shift);
         // vote only where a subgroup holds several lanes (a small batch has one a subgroup)
         wp.vote = ((1u64 << wp.lane_shift) < self.vote_width as u64) as u32;
         let spaces = self.spaces_in_use();
         let cov = p.cov != 0;
+        let built = |vote, fp| self.runs.is_built((spaces, cov, vote, fp));
         // A batch's tail (fewer lanes running, each in a subgroup of its own) keeps the
         // voting pipeline it ran with, P.vote = 0, rather than wait for a build of the other.
-        let vote = self.vote_width > 0
-            && (wp.vote != 0
-                || (self.runs.is_built(spaces, cov, true)
-                    && !self.runs.is_built(spaces, cov, false)));
-        (wp, (spaces, cov, vote))
+        let vote_for =
+            |fp| self.vote_width > 0 && (wp.vote != 0 || (built(true, fp) && !built(false, fp)));
+        let mut fp = self.fp_now();
+        // On a GPU, lanes that stopped at FP ops go on without fp.wgsl (the host runs those)
+        // until its pipeline is built on a thread (12-27 s a build on an H100).
+        if fp && self.fp == FpPolicy::OnFpStops && self.ahead_on && !built(vote_for(true), true) {
+            self.build_key_ahead((spaces, cov, vote_for(true), true));
+            fp = false;
+        }
+        (wp, (spaces, cov, vote_for(fp), fp))
     }
 
     /// FRAME_SPACES for a launch now: the highest frame buffer in use, rounded up to a power
@@ -1168,8 +1244,8 @@ impl Device for WgpuDevice {
     }
 
     fn launch_run(&self, p: &Params) -> Result<(), Error> {
-        let (wp, (spaces, cov, vote)) = self.run_launch(p);
-        let pipeline = self.run_pipeline(spaces, cov, vote)?;
+        let (wp, key) = self.run_launch(p);
+        let pipeline = self.run_pipeline(key)?;
         let _g = self.submitting.lock().unwrap_or_else(|e| e.into_inner());
         if p.claims != 0 {
             self.queue.write_buffer(&self.fixed.counter, 4, &[0u8; 4]);
@@ -1191,8 +1267,8 @@ impl Device for WgpuDevice {
     // which depends on the launch's lanes)
 
     fn prepare_run(&self, p: &Params) -> Result<(), Error> {
-        let (_, (spaces, cov, vote)) = self.run_launch(p);
-        self.run_pipeline(spaces, cov, vote).map(|_| ())
+        let (_, key) = self.run_launch(p);
+        self.run_pipeline(key).map(|_| ())
     }
 
     fn cov_news(
@@ -1348,9 +1424,20 @@ impl Device for WgpuDevice {
     }
 
     fn host_run(&self) -> u64 {
-        // FP arithmetic runs on the host: a stop costs a launch and a round trip, so the host
-        // runs on through the FP-dense stretch (a few microseconds on the CPU engine)
+        // FP arithmetic runs on the host (until the pipelines with fp.wgsl are in use): a stop
+        // costs a launch and a round trip, so the host runs on through the FP-dense stretch
+        // (a few microseconds on the CPU engine)
         4096
+    }
+
+    fn host_stepped(&self, ops: &[u16]) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.fp == FpPolicy::OnFpStops
+            && !self.want_fp.load(Relaxed)
+            && ops.iter().any(|&op| fp_op(op))
+        {
+            self.want_fp.store(true, Relaxed);
+        }
     }
 }
 

@@ -14,7 +14,7 @@ pub mod device;
 pub use armada_gpu::{
     run_batch, run_lanes, Batch, Devices, Engine, Error, LaneStop, Running, Stats,
 };
-pub use device::{quiet_vulkan_layers, set_by_armada, WgpuDevice};
+pub use device::{quiet_vulkan_layers, set_by_armada, FpPolicy, WgpuDevice};
 use std::sync::Arc;
 
 /// How the wgpu engine runs.
@@ -43,6 +43,11 @@ pub struct Options {
     /// Load each micro-op when it runs instead of one iteration ahead (for measuring what
     /// the prefetch gives).
     pub no_prefetch: bool,
+    /// When FP arithmetic runs in the shader (fp.wgsl's soft-float) rather than on the host
+    /// (`FpPolicy`). `None`: on a GPU once lanes stop for the host at FP ops; never on a CPU
+    /// adapter, where the host's CPU engine runs FP far faster than lavapipe would (nbody:
+    /// 0.7 s of kernel with the host's FP, 6 s with fp.wgsl).
+    pub fp: Option<FpPolicy>,
     /// Print the adapter and per-batch notes on stderr.
     pub verbose: bool,
 }
@@ -50,7 +55,7 @@ pub struct Options {
 impl Options {
     /// Defaults, adjusted by the environment: ARMADA_WGPU_SLICE=N, ARMADA_WGPU_MEMORY_MIB=N,
     /// ARMADA_WGPU_BINDING_MIB=N, ARMADA_WGPU_FRAME_BINDINGS=N, ARMADA_WGPU_MINPC=0|1,
-    /// ARMADA_WGPU_PREFETCH=0, ARMADA_WGPU_VERBOSE=1 (wgpu's own WGPU_BACKEND and
+    /// ARMADA_WGPU_PREFETCH=0, ARMADA_WGPU_FP=0|1|stops, ARMADA_WGPU_VERBOSE=1 (wgpu's own WGPU_BACKEND and
     /// WGPU_ADAPTER_NAME also apply).
     pub fn from_env() -> Options {
         let num = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
@@ -62,6 +67,13 @@ impl Options {
                 .map(|n| n.min(u32::MAX as u64) as u32),
             minpc: std::env::var("ARMADA_WGPU_MINPC").ok().map(|v| v != "0"),
             no_prefetch: std::env::var("ARMADA_WGPU_PREFETCH").is_ok_and(|v| v == "0"),
+            fp: std::env::var("ARMADA_WGPU_FP")
+                .ok()
+                .map(|v| match v.as_str() {
+                    "0" => FpPolicy::Never,
+                    "stops" => FpPolicy::OnFpStops,
+                    _ => FpPolicy::Always,
+                }),
             verbose: std::env::var("ARMADA_WGPU_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),
         }
     }
@@ -125,25 +137,39 @@ pub const DEFAULT_FRAME_BINDINGS: u32 = 6;
 /// Each is also a case of the switch every guest access goes through (`spaces_wgsl`).
 pub const MAX_FRAME_BINDINGS: u32 = 26;
 
-/// The shader as compiled for `DEFAULT_FRAME_BINDINGS` frame buffers, without subgroups: what
-/// an adapter of WebGPU's guaranteed limits and no optional features gets.
+/// The whole shader (FP arithmetic included) as compiled for `DEFAULT_FRAME_BINDINGS` frame
+/// buffers, without subgroups: what an adapter of WebGPU's guaranteed limits and no optional
+/// features gets once a batch runs FP on the device.
 pub fn shader_source() -> String {
-    shader_source_with(DEFAULT_FRAME_BINDINGS, false)
+    shader_source_with(DEFAULT_FRAME_BINDINGS, false, true)
 }
 
 /// The shader as compiled for `frames` frame buffers (at least 1), with or without subgroup
-/// operations (the adapter's `wgpu::Features::SUBGROUP`): the generated header, the shader's
-/// files, then the frame buffers' bindings and the accessors over every space, and min-PC
-/// scheduling's vote.
-pub fn shader_source_with(frames: u32, subgroups: bool) -> String {
+/// operations (the adapter's `wgpu::Features::SUBGROUP`), with FP arithmetic on the device or
+/// left to the host (`fp`: fp.wgsl, or an `exec_fp` that runs nothing): the generated header,
+/// the shader's files, then the frame buffers' bindings and the accessors over every space,
+/// min-PC scheduling's vote and the FP piece.
+pub fn shader_source_with(frames: u32, subgroups: bool, fp: bool) -> String {
     // (naga 30 takes subgroup built-ins without WGSL's `enable subgroups;`, which it rejects as
     // not implemented: the device's SUBGROUP feature is what allows them)
     let mut s = armada_gpu::layout::wgsl_header();
     s.push_str(&SHADER_BODY.replace("// @params\n", &device::wgsl_params()));
     s.push_str(&spaces_wgsl(frames.max(1)));
     s.push_str(if subgroups { VOTE_SUBGROUPS } else { VOTE_NONE });
+    s.push_str(if fp { FP_DEVICE } else { FP_HOST });
     s
 }
+
+/// FP arithmetic, conversions and compares in integer soft-float (src/shader/fp.wgsl), in the
+/// pipelines a device builds once a batch needs them (device.rs, `FpPolicy`): in every
+/// pipeline, its size slowed every program on lavapipe by 25-40%.
+const FP_DEVICE: &str = concat!("\n// ----- fp.wgsl\n", include_str!("shader/fp.wgsl"));
+
+/// Without fp.wgsl: the FP ops simd.wgsl does not run go to the host.
+const FP_HOST: &str = "
+// ----- FP arithmetic on the host (generated: crates/armada-wgpu/src/lib.rs, without fp.wgsl)
+fn exec_fp(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) -> bool { return false; }
+";
 
 /// Min-PC scheduling's vote with subgroup operations: whether this lane waits, another lane of
 /// its subgroup being less than `MINPC_WINDOW` micro-ops behind it (`key`: its word index, 4

@@ -268,3 +268,68 @@ fn lanes_differ_and_limits_hold() {
         check(engine, &s, "malloc_test capped");
     }
 }
+
+/// FP arithmetic in the shader (fp.wgsl, the CPU engine's exact soft-float), which a GPU turns
+/// on once lanes stop for the host at FP ops and a CPU adapter never by default (the host is
+/// faster there): fp_edge (NaNs, infinities, subnormals, signed zeros, rounding modes and
+/// flush-to-zero, conversions) gives the CPU engine's results, instruction counts included,
+/// on an engine that has it from the first launch, with no instruction left to the host, and
+/// on one that turns it on at the first FP stop, after which no lane stops at one again.
+#[test]
+fn fp_on_the_device_matches_cpu() {
+    if engine().is_none() {
+        return;
+    }
+    let prog = repo().join("target/guest/fp_edge");
+    if !prog.exists() {
+        eprintln!("skipped: no guest programs (tests/guest/build.sh target/guest)");
+        return;
+    }
+    const LANES: usize = 2;
+    for policy in [
+        armada_wgpu::FpPolicy::Always,
+        armada_wgpu::FpPolicy::OnFpStops,
+    ] {
+        let opts = armada_wgpu::Options {
+            fp: Some(policy),
+            ..armada_wgpu::Options::from_env()
+        };
+        let engine = armada_wgpu::open(&opts).unwrap();
+        let s = spec(&prog, LANES, &[], |_| Vec::new());
+        let gpu = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+        if let Err(e) = armada_gpu::check::same_as_cpu_run(&gpu, &s) {
+            panic!("fp_edge with FP on the device ({policy:?}): {e}");
+        }
+        // "host-step ops": NAME=COUNT for each op a lane stopped at for the host
+        let stat = |name: &str| {
+            gpu.stats
+                .iter()
+                .find(|(k, _)| k == name)
+                .map_or(String::new(), |(_, v)| v.clone())
+        };
+        let ops = stat("host-step ops");
+        let steps: Vec<(&str, u64)> = ops
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .map(|(op, n)| (op, n.parse().unwrap()))
+            .collect();
+        match policy {
+            armada_wgpu::FpPolicy::Always => {
+                assert!(steps.is_empty(), "{policy:?}: host steps at {ops}")
+            }
+            _ => {
+                let n: u64 = steps.iter().map(|s| s.1).sum();
+                assert!(
+                    n >= 1 && n <= LANES as u64,
+                    "{policy:?}: {n} host steps ({ops}): the lanes went on stopping at FP ops"
+                );
+                assert!(
+                    steps
+                        .iter()
+                        .all(|(op, _)| op.starts_with("F_") || op.starts_with("INT_TO_F")),
+                    "{policy:?}: host steps at {ops}"
+                );
+            }
+        }
+    }
+}

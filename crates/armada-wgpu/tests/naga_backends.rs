@@ -445,34 +445,35 @@ fn nonempty(len: usize) -> Result<(), String> {
 fn shader_translates_for_every_backend() {
     // the shader as an adapter of WebGPU's limits gets it, and with the fewest and the most
     // frame buffers the engine binds (MAX_FRAME_BINDINGS is what Metal's buffer slots allow)
-    // frame buffers, and each with and without subgroups
-    for (frames, subgroups) in [
-        (armada_wgpu::DEFAULT_FRAME_BINDINGS, false),
-        (armada_wgpu::DEFAULT_FRAME_BINDINGS, true),
-        (1, false),
-        (1, true),
-        (armada_wgpu::MAX_FRAME_BINDINGS, true),
-        (armada_wgpu::MAX_FRAME_BINDINGS, false),
+    // frame buffers, each with and without subgroups, and each with and without fp.wgsl
+    for (frames, subgroups, fp) in [
+        (armada_wgpu::DEFAULT_FRAME_BINDINGS, false, false),
+        (armada_wgpu::DEFAULT_FRAME_BINDINGS, true, true),
+        (1, false, true),
+        (1, true, false),
+        (armada_wgpu::MAX_FRAME_BINDINGS, true, true),
+        (armada_wgpu::MAX_FRAME_BINDINGS, false, false),
     ] {
-        let source = armada_wgpu::shader_source_with(frames, subgroups);
+        let source = armada_wgpu::shader_source_with(frames, subgroups, fp);
         let t = std::time::Instant::now();
         let with = if subgroups { "with" } else { "without" };
+        let fp_with = if fp { "with" } else { "without" };
         if let Err(e) = translate_all(&source, subgroups) {
             panic!(
-                "the wgpu engine's shader ({frames} frame buffers, {with} subgroups) does not \
-                 translate:\n\n{e}"
+                "the wgpu engine's shader ({frames} frame buffers, {with} subgroups, {fp_with} \
+                 fp.wgsl) does not translate:\n\n{e}"
             );
         }
         eprintln!(
-            "{frames} frame buffers, {with} subgroups: every entry point x {} override settings \
-             x {} backend versions translated in {:?}",
+            "{frames} frame buffers, {with} subgroups, {fp_with} fp.wgsl: every entry point x {} \
+             override settings x {} backend versions translated in {:?}",
             SETTINGS.len(),
             spirv_versions(subgroups).len() + MSL.len() + HLSL.len(),
             t.elapsed()
         );
     }
     // one more frame buffer would not bind on Metal
-    let over = armada_wgpu::shader_source_with(armada_wgpu::MAX_FRAME_BINDINGS + 1, true);
+    let over = armada_wgpu::shader_source_with(armada_wgpu::MAX_FRAME_BINDINGS + 1, true, false);
     let e = translate_all(&over, true).unwrap_err();
     assert!(e.contains("Metal"), "{e}");
 }
@@ -554,7 +555,7 @@ fn the_harness_rejects_bad_input() {
     };
     assert!(e.contains("SHADER_INT64"), "{e}");
     // and its build with subgroups needs SUBGROUP
-    let source = armada_wgpu::shader_source_with(armada_wgpu::DEFAULT_FRAME_BINDINGS, true);
+    let source = armada_wgpu::shader_source_with(armada_wgpu::DEFAULT_FRAME_BINDINGS, true, true);
     let Err(e) = validate(&source, Capabilities::SHADER_INT64) else {
         panic!("the shader with subgroups validated without SUBGROUP");
     };

@@ -210,7 +210,8 @@ pub(super) struct Figures {
     misses: u64,
     host_steps: u64,
     host_instructions: u64,
-    host_ops: Vec<&'static str>,
+    /// The micro-ops of the host steps (one an instruction the kernel left to the host).
+    host_ops: Vec<u16>,
     /// Stops by kind (index: the stop code, the last for codes past STOP_EXIT).
     stops: [u64; STOP_EXIT as usize + 2],
 }
@@ -458,8 +459,11 @@ impl Batch {
         s.misses += figures.misses;
         s.host_steps += figures.host_steps;
         s.host_instructions += figures.host_instructions;
-        for op in figures.host_ops {
-            *s.host_ops.entry(op).or_insert(0) += 1;
+        if !figures.host_ops.is_empty() {
+            self.dev.host_stepped(&figures.host_ops);
+        }
+        for &op in &figures.host_ops {
+            *s.host_ops.entry(armada_isa::ops::name(op)).or_insert(0) += 1;
         }
         for (code, &n) in figures.stops.iter().enumerate() {
             if n > 0 {

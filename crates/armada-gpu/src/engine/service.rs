@@ -19,7 +19,7 @@ use crate::Error;
 use armada_core::memory::{Access, AddressSpace, Fault, Perm, PAGE_SHIFT, PAGE_SIZE};
 use armada_core::runner::Exit;
 use armada_core::state::Stop;
-use armada_isa::{decode, ops};
+use armada_isa::decode;
 use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
@@ -46,7 +46,7 @@ pub(super) struct Plan {
     pub(super) host_instructions: u64,
     pub(super) host_steps: u64,
     /// The micro-op the kernel left to the host, when it was one.
-    pub(super) host_op: Option<&'static str>,
+    pub(super) host_op: Option<u16>,
     /// Write the page-table entries even when the host copy says they are current.
     pub(super) force: bool,
     /// The lane makes no progress (an engine bug): the batch stops with this message.
@@ -448,7 +448,7 @@ fn host_step(lh: &mut LaneHost, image: &Image, plan: &mut Plan) -> Option<Exit> 
     let inside = lh.code.iter().any(|&(s, e)| pc >= s && pc < e);
     let mut word = [0u8; 4];
     if inside && lh.lane.program.mem.fetch_bytes(pc, &mut word).is_ok() {
-        plan.host_op = Some(ops::name(decode(u32::from_le_bytes(word), pc).op));
+        plan.host_op = Some(decode(u32::from_le_bytes(word), pc).op);
     }
     let before_r = lh.lane.program.state.retired;
     // (to the record's limit: a point the scheduler must see comes first)

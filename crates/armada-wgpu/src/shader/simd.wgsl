@@ -1,8 +1,9 @@
 // AdvSIMD micro-ops without memory (simd.cu's integer part): moves, permutes, TBL, logic,
 // element-wise integer arithmetic, compares and shifts, widening/narrowing, pairwise and
-// across-lane reductions. FP arithmetic, conversions and compares are not here (WGSL has no
-// f64 and no rounding control): exec_simd returns false and the host runs them; of the FP ops
-// only the pure bit moves FABS, FNEG and FCSEL stay (FMOV decodes to V_* moves).
+// across-lane reductions, the FP bit moves FABS, FNEG and FCSEL (FMOV decodes to V_* moves)
+// and FCMP/FCCMP in the plain IEEE mode. The rest of FP (arithmetic, conversions, compares
+// under FZ) is exec_fp's: fp.wgsl's integer soft-float in the pipelines built with it, or a
+// stub that leaves it to the host (lib.rs, `shader_source_with`).
 // Vector registers live in the lane record (S_V + 2 * r: low, high); a write sets S_VDIRTY.
 
 struct V2 {
@@ -511,7 +512,7 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
         // mode only (FZ flushes denormal inputs, which the host does)
         case OP_F_CMP, OP_F_CCMP: {
             if e != 2u && e != 3u { return false; }
-            if (u32(rget(S_FPCR)) & FPCR_SPECIAL) != 0u { return false; }
+            if (u32(rget(S_FPCR)) & FPCR_SPECIAL) != 0u { return exec_fp(op, a, b, c, d, e, f, imm); }
             if op == OP_F_CCMP && !cond_holds(d & 15u, nzcv) {
                 nzcv = u32(imm & 0xf0000000lu);
             } else {
@@ -525,7 +526,7 @@ fn exec_simd(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) 
             }
         }
         default: {
-            return false;
+            return exec_fp(op, a, b, c, d, e, f, imm);
         }
     }
     return true;
