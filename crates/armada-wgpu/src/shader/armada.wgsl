@@ -37,8 +37,8 @@ const OP_WAIT: u32 = 0xffffu;
 // Loop budget (LOOP_BUDGET, helpers.wgsl): an upper bound of the loop iterations lavapipe counts
 // for one pass of the main loop (every loop construct inlined into it counts one even when no
 // lane enters it: 26 loops in the source, 23 measured on Mesa 22.3, before the structure
-// accesses' element loop made 27), and a margin for the inner loops of one
-// instruction (page-table probes included).
+// accesses' element loop made 27; the pipelines with fp.wgsl have three more, 30), and a
+// margin for the inner loops of one instruction (page-table probes included).
 const LOOP_PER_ITER: u32 = 32u;
 const LOOP_MARGIN: u32 = 1024u;
 
