@@ -474,11 +474,11 @@ fn disassembly(tools: &Tools, elf: &Path, case: usize) -> String {
 
 fn run_class(class: &str) {
     let backend = env::var("RISU_BACKEND").ok();
-    run_class_on(class, backend.as_deref(), DEFAULT_CASES);
+    run_class_on(class, backend.as_deref(), DEFAULT_CASES, &[]);
 }
 
-/// The integer and load/store classes the wgpu engine runs in its shader (the FP classes
-/// would run on the host instruction by instruction), at WGPU_CASES cases each.
+/// The integer and load/store classes the wgpu engine runs in its shader whatever its FP
+/// policy, at WGPU_CASES cases each.
 const WGPU_CLASSES: &[&str] = &[
     "add_sub_shifted",
     "adc_sbc",
@@ -495,6 +495,11 @@ const WGPU_CLASSES: &[&str] = &[
 ];
 /// Cases per class on wgpu when `RISU_CASES` is not set: lavapipe (CI) is slow.
 const WGPU_CASES: u32 = 100;
+/// The FP classes, on wgpu with FP in the shader (ARMADA_WGPU_FP=1: fp.wgsl, which a GPU
+/// takes on once lanes stop at FP ops and lavapipe otherwise leaves to the host), at
+/// WGPU_FP_CASES each under random FPCR: every rounding mode, FZ, DN and AHP.
+const WGPU_FP_CLASSES: &[&str] = &["fp_scalar", "simd_fp", "fp_convert", "fp_estimate"];
+const WGPU_FP_CASES: u32 = 50;
 
 /// A share of the classes on the wgpu engine, against qemu. Runs when ARMADA_TEST_WGPU is set
 /// (scripts/test sets it once lavapipe is installed).
@@ -507,21 +512,32 @@ fn wgpu_share() {
     // Two classes at a time: a run of one lane keeps one of lavapipe's threads busy, and
     // the classes are independent (each its own files). A panic in either worker fails the
     // test when the scope ends.
+    let runs: Vec<(&str, u32, &[(&str, &str)])> = WGPU_CLASSES
+        .iter()
+        .map(|c| (*c, WGPU_CASES, &[][..]))
+        .chain(
+            WGPU_FP_CLASSES
+                .iter()
+                .map(|c| (*c, WGPU_FP_CASES, &[("ARMADA_WGPU_FP", "1")][..])),
+        )
+        .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
-                while let Some(class) =
-                    WGPU_CLASSES.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                while let Some((class, cases, env)) =
+                    runs.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
                 {
-                    run_class_on(class, Some("wgpu"), WGPU_CASES);
+                    run_class_on(class, Some("wgpu"), *cases, env);
                 }
             });
         }
     });
 }
 
-fn run_class_on(class: &str, backend: Option<&str>, default_cases: u32) {
+/// Runs `class` on `backend` against qemu-aarch64, with `env` set for both (a guest sees its
+/// environment: the two must be the same).
+fn run_class_on(class: &str, backend: Option<&str>, default_cases: u32, env: &[(&str, &str)]) {
     if !class_selected(class) {
         println!("skipped: {class} not in RISU_CLASSES");
         return;
@@ -604,7 +620,7 @@ fn run_class_on(class: &str, backend: Option<&str>, default_cases: u32) {
 
     // oracle
     let mut q = Command::new(&tools.qemu);
-    q.arg(&elf);
+    q.arg(&elf).envs(env.iter().copied());
     let oracle = run_with_timeout(q, timeout).unwrap_or_else(|e| panic!("risu: {e}"));
     if !oracle.ok() || oracle.stdout.len() != expect_len {
         panic!(
@@ -622,7 +638,7 @@ fn run_class_on(class: &str, backend: Option<&str>, default_cases: u32) {
     // armada
     let bin = armada_bin();
     let mut a = Command::new(&bin);
-    a.arg("run");
+    a.arg("run").envs(env.iter().copied());
     if let Some(b) = backend {
         a.args(["--backend", b]);
     }
