@@ -512,7 +512,9 @@ fn wgpu_share() {
     // Two classes at a time: a run of one lane keeps one of lavapipe's threads busy, and
     // the classes are independent (each its own files). A panic in either worker fails the
     // test when the scope ends.
-    let runs: Vec<(&str, u32, &[(&str, &str)])> = WGPU_CLASSES
+    // (class, cases, environment)
+    type Run<'a> = (&'a str, u32, &'a [(&'a str, &'a str)]);
+    let runs: Vec<Run> = WGPU_CLASSES
         .iter()
         .map(|c| (*c, WGPU_CASES, &[][..]))
         .chain(

@@ -26,6 +26,17 @@ static void sem_add(int id, int n, int op)
     while (semop(id, &b, 1) < 0) CHECK(errno == EINTR);
 }
 
+/* Waits until `n` processes wait for semaphore `k` of set `id` (GETNCNT), a millisecond at a
+ * time for up to 10 s: a child that must be blocked before the parent goes on is blocked, on
+ * a loaded machine too (a plain 10 ms nap once let qemu's child reach its semop only after
+ * the set was removed: EINVAL, not EIDRM). */
+static void wait_waiters(int id, int k, int n)
+{
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 10000 && semctl(id, k, GETNCNT) != n; i++)
+        nanosleep(&ms, NULL);
+}
+
 static void shm_between_processes(void)
 {
     int id = shmget(IPC_PRIVATE, 10000, IPC_CREAT | 0600);
@@ -183,8 +194,7 @@ static void semaphores(void)
         fflush(stdout);
         _exit(0);
     }
-    struct timespec nap = {0, 10000000};
-    nanosleep(&nap, NULL);
+    wait_waiters(id, 1, 1);
     printf("waiting for sem 1 (GETNCNT): %d\n", semctl(id, 1, GETNCNT));
     fflush(stdout);
     sem_add(id, 1, 1);
@@ -198,7 +208,7 @@ static void semaphores(void)
         fflush(stdout);
         _exit(0);
     }
-    nanosleep(&nap, NULL);
+    wait_waiters(id, 1, 1);
     CHECK(semctl(id, 0, IPC_RMID) == 0);
     reap(pid);
     errno = 0;
