@@ -412,6 +412,8 @@ pub struct WgpuDevice {
     /// When the run pipelines have fp.wgsl, and whether a batch has asked for it yet.
     fp: FpPolicy,
     want_fp: std::sync::atomic::AtomicBool,
+    /// The FP stops `host_stepped` has seen (`FpPolicy::OnFpStops`).
+    fp_stops: std::sync::atomic::AtomicU64,
     max_groups: u32,
     /// A MAP_READ buffer reused for reads, grown as needed.
     staging: Mutex<Option<(wgpu::Buffer, u64)>>,
@@ -441,11 +443,18 @@ pub enum FpPolicy {
     Never,
     /// From the first launch.
     Always,
-    /// Once lanes have stopped for the host at FP ops (`host_stepped`); on a GPU the pipelines
-    /// with fp.wgsl are built on a thread meanwhile, and launches go on without them until
-    /// they are ready.
-    OnFpStops,
+    /// Once lanes have stopped for the host at FP ops this many times in all
+    /// (`host_stepped`); on a GPU the pipelines with fp.wgsl are built on a thread meanwhile,
+    /// and launches go on without them until they are ready.
+    OnFpStops(u64),
 }
+
+/// The FP stops after which a GPU builds the pipelines with fp.wgsl by default: each stop
+/// lets the host run up to 4,096 instructions (`host_run`), so 4,096 stops are up to 16 M
+/// instructions of the host's FP. A program with fewer never pays for the build: the first
+/// took NVIDIA's compiler 31 s on an H100, and a process that ends waits for a build under
+/// way (`Drop`). nbody on 4,096 lanes stops 4,096 times in its first round.
+pub const FP_STOPS_BEFORE_BUILD: u64 = 4096;
 
 /// Whether the shader's plain part leaves `op` to the host (where fp.wgsl runs it): the FP
 /// arithmetic, conversions and compares, but the bit moves FABS and FNEG.
@@ -747,9 +756,10 @@ impl WgpuDevice {
             fp: opts.fp.unwrap_or(if cpu {
                 FpPolicy::Never
             } else {
-                FpPolicy::OnFpStops
+                FpPolicy::OnFpStops(FP_STOPS_BEFORE_BUILD)
             }),
             want_fp: std::sync::atomic::AtomicBool::new(false),
+            fp_stops: std::sync::atomic::AtomicU64::new(0),
             max_groups: limits.max_compute_workgroups_per_dimension,
             staging: Mutex::new(None),
             reading: Mutex::new(()),
@@ -817,7 +827,7 @@ impl WgpuDevice {
         match self.fp {
             FpPolicy::Never => false,
             FpPolicy::Always => true,
-            FpPolicy::OnFpStops => self.want_fp.load(std::sync::atomic::Ordering::Relaxed),
+            FpPolicy::OnFpStops(_) => self.want_fp.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -857,7 +867,8 @@ impl WgpuDevice {
         let mut fp = self.fp_now();
         // On a GPU, lanes that stopped at FP ops go on without fp.wgsl (the host runs those)
         // until its pipeline is built on a thread (12-27 s a build on an H100).
-        if fp && self.fp == FpPolicy::OnFpStops && self.ahead_on && !built(vote_for(true), true) {
+        let on_stops = matches!(self.fp, FpPolicy::OnFpStops(_));
+        if fp && on_stops && self.ahead_on && !built(vote_for(true), true) {
             self.build_key_ahead((spaces, cov, vote_for(true), true));
             fp = false;
         }
@@ -1432,10 +1443,14 @@ impl Device for WgpuDevice {
 
     fn host_stepped(&self, ops: &[u16]) {
         use std::sync::atomic::Ordering::Relaxed;
-        if self.fp == FpPolicy::OnFpStops
-            && !self.want_fp.load(Relaxed)
-            && ops.iter().any(|&op| fp_op(op))
-        {
+        let FpPolicy::OnFpStops(after) = self.fp else {
+            return;
+        };
+        if self.want_fp.load(Relaxed) {
+            return;
+        }
+        let n = ops.iter().filter(|&&op| fp_op(op)).count() as u64;
+        if n > 0 && self.fp_stops.fetch_add(n, Relaxed) + n >= after {
             self.want_fp.store(true, Relaxed);
         }
     }

@@ -14,7 +14,7 @@ pub mod device;
 pub use armada_gpu::{
     run_batch, run_lanes, Batch, Devices, Engine, Error, LaneStop, Running, Stats,
 };
-pub use device::{quiet_vulkan_layers, set_by_armada, FpPolicy, WgpuDevice};
+pub use device::{quiet_vulkan_layers, set_by_armada, FpPolicy, WgpuDevice, FP_STOPS_BEFORE_BUILD};
 use std::sync::Arc;
 
 /// How the wgpu engine runs.
@@ -71,7 +71,7 @@ impl Options {
                 .ok()
                 .map(|v| match v.as_str() {
                     "0" => FpPolicy::Never,
-                    "stops" => FpPolicy::OnFpStops,
+                    "stops" => FpPolicy::OnFpStops(1),
                     _ => FpPolicy::Always,
                 }),
             verbose: std::env::var("ARMADA_WGPU_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0"),

@@ -273,8 +273,9 @@ fn lanes_differ_and_limits_hold() {
 /// on once lanes stop for the host at FP ops and a CPU adapter never by default (the host is
 /// faster there): fp_edge (NaNs, infinities, subnormals, signed zeros, rounding modes and
 /// flush-to-zero, conversions) gives the CPU engine's results, instruction counts included,
-/// on an engine that has it from the first launch, with no instruction left to the host, and
-/// on one that turns it on at the first FP stop, after which no lane stops at one again.
+/// on an engine that has it from the first launch, with no instruction left to the host, on
+/// one that turns it on at the first FP stop, after which no lane stops at one again, and on
+/// one whose count of stops the program never reaches (FP stays on the host).
 #[test]
 fn fp_on_the_device_matches_cpu() {
     if engine().is_none() {
@@ -288,7 +289,8 @@ fn fp_on_the_device_matches_cpu() {
     const LANES: usize = 2;
     for policy in [
         armada_wgpu::FpPolicy::Always,
-        armada_wgpu::FpPolicy::OnFpStops,
+        armada_wgpu::FpPolicy::OnFpStops(1),
+        armada_wgpu::FpPolicy::OnFpStops(1 << 40),
     ] {
         let opts = armada_wgpu::Options {
             fp: Some(policy),
@@ -316,6 +318,11 @@ fn fp_on_the_device_matches_cpu() {
         match policy {
             armada_wgpu::FpPolicy::Always => {
                 assert!(steps.is_empty(), "{policy:?}: host steps at {ops}")
+            }
+            // fewer FP stops than the policy's count: FP stays on the host
+            armada_wgpu::FpPolicy::OnFpStops(n) if n > 1 => {
+                let fp: u64 = steps.iter().map(|s| s.1).sum();
+                assert!(fp > LANES as u64, "{policy:?}: host steps at {ops}");
             }
             _ => {
                 let n: u64 = steps.iter().map(|s| s.1).sum();
