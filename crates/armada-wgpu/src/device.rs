@@ -18,6 +18,7 @@
 //! The CUDA kernel writes progress into host-mapped memory while it runs; here the host copy
 //! of a "mapped" range is refreshed after each launch.
 
+use crate::pipelines::{FpPolicy, FpSwitch, Key, RunPipelines, FP_STOPS_BEFORE_BUILD};
 use crate::Options;
 use armada_gpu::device::{DevPtr, Device};
 use armada_gpu::layout::Params;
@@ -269,112 +270,6 @@ impl Fixed {
     }
 }
 
-/// A pipeline once built (or why not).
-type Built = OnceLock<Result<wgpu::ComputePipeline, String>>;
-
-/// A run pipeline's key: FRAME_SPACES, COVERAGE, VOTE, and whether its module has fp.wgsl.
-type Key = (u32, bool, bool, bool);
-
-/// The interpreter's pipelines by `Key`: each built the first time it is asked for (a batch's
-/// pages outgrow the frame buffers in use, it wants coverage, its lanes share subgroups, or it
-/// runs FP on the device), so plain runs of small batches never pay for the others.
-/// Builds of different keys proceed at once (on a GPU a growing batch builds ahead, see
-/// `WgpuDevice::build_ahead`); a second asker of a key waits for the build under way.
-struct RunPipelines {
-    device: wgpu::Device,
-    module: wgpu::ShaderModule,
-    /// The shader with fp.wgsl (its source until then), made the first time a pipeline with
-    /// FP on the device is built.
-    fp_source: String,
-    fp_module: OnceLock<Result<wgpu::ShaderModule, String>>,
-    layout: wgpu::PipelineLayout,
-    /// The overrides every run pipeline has (LOOP_BUDGET on CPU adapters).
-    constants: Vec<(&'static str, f64)>,
-    /// ARMADA_WGPU_PREFETCH=0: no pipeline loads micro-ops ahead.
-    no_prefetch: bool,
-    built: Mutex<HashMap<Key, Arc<Built>>>,
-}
-
-impl RunPipelines {
-    fn cell(&self, key: Key) -> Arc<Built> {
-        self.built
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(key)
-            .or_default()
-            .clone()
-    }
-
-    fn get(&self, key: Key) -> Result<wgpu::ComputePipeline, String> {
-        self.cell(key).get_or_init(|| self.build(key)).clone()
-    }
-
-    /// Whether the pipeline of the key is built (not only under way).
-    fn is_built(&self, key: Key) -> bool {
-        self.cell(key).get().is_some_and(|r| r.is_ok())
-    }
-
-    /// The module with fp.wgsl, made (naga parses and checks it) the first time it is asked for.
-    fn fp_module(&self) -> Result<&wgpu::ShaderModule, String> {
-        self.fp_module
-            .get_or_init(|| {
-                let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-                // SAFETY: as the module without fp.wgsl (`WgpuDevice::open`): the shader bounds
-                // its own indices into `mem`, and fp.wgsl touches memory only through them.
-                let m = unsafe {
-                    self.device.create_shader_module_trusted(
-                        wgpu::ShaderModuleDescriptor {
-                            label: Some("armada.wgsl with fp.wgsl"),
-                            source: wgpu::ShaderSource::Wgsl(self.fp_source.as_str().into()),
-                        },
-                        wgpu::ShaderRuntimeChecks::unchecked(),
-                    )
-                };
-                match pollster::block_on(scope.pop()) {
-                    Some(e) => Err(e.to_string()),
-                    None => Ok(m),
-                }
-            })
-            .as_ref()
-            .map_err(|e| e.clone())
-    }
-
-    fn build(&self, (spaces, coverage, vote, fp): Key) -> Result<wgpu::ComputePipeline, String> {
-        let module = if fp { self.fp_module()? } else { &self.module };
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut constants = self.constants.clone();
-        constants.push(("FRAME_SPACES", spaces as f64));
-        if coverage {
-            constants.push(("COVERAGE", 1.0));
-        }
-        if vote {
-            constants.push(("VOTE", 1.0));
-        }
-        // Waiting lanes would load ahead for nothing at every wait: on an H200 the pipelines
-        // that vote ran the CRC batches 7-9% faster without it (issue 17 step 3).
-        if vote || self.no_prefetch {
-            constants.push(("OP_PREFETCH", 0.0));
-        }
-        let p = self
-            .device
-            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(if fp { "run with fp" } else { "run" }),
-                layout: Some(&self.layout),
-                module,
-                entry_point: Some("run"),
-                compilation_options: wgpu::PipelineCompilationOptions {
-                    constants: &constants,
-                    ..Default::default()
-                },
-                cache: None,
-            });
-        match pollster::block_on(scope.pop()) {
-            Some(e) => Err(e.to_string()),
-            None => Ok(p),
-        }
-    }
-}
-
 impl Drop for WgpuDevice {
     /// Waits for the pipelines being built ahead: the process may exit next, and one that
     /// exited while a thread was inside NVIDIA's driver crashed there.
@@ -409,11 +304,8 @@ pub struct WgpuDevice {
     /// so, by the key of their pipeline.
     ahead_on: bool,
     ahead: Mutex<Vec<(Key, std::thread::JoinHandle<()>)>>,
-    /// When the run pipelines have fp.wgsl, and whether a batch has asked for it yet.
-    fp: FpPolicy,
-    want_fp: std::sync::atomic::AtomicBool,
-    /// The FP stops `host_stepped` has seen (`FpPolicy::OnFpStops`).
-    fp_stops: std::sync::atomic::AtomicU64,
+    /// When the run pipelines have fp.wgsl.
+    fp: FpSwitch,
     max_groups: u32,
     /// A MAP_READ buffer reused for reads, grown as needed.
     staging: Mutex<Option<(wgpu::Buffer, u64)>>,
@@ -432,37 +324,6 @@ pub struct WgpuDevice {
     /// The most invocations a subgroup has, where the shader has subgroup operations and
     /// min-PC scheduling is on (a GPU, unless ARMADA_WGPU_MINPC=0); 0: no vote.
     vote_width: u32,
-}
-
-/// When a device runs FP arithmetic in the shader (`Options::fp`; ARMADA_WGPU_FP=0, 1 or
-/// `stops`). Results are the same in every case (fp.wgsl is the CPU engine's exact
-/// arithmetic); what differs is where the time goes.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum FpPolicy {
-    /// Never: the FP ops the shader's plain part does not run go to the host.
-    Never,
-    /// From the first launch.
-    Always,
-    /// Once lanes have stopped for the host at FP ops this many times in all
-    /// (`host_stepped`); on a GPU the pipelines with fp.wgsl are built on a thread meanwhile,
-    /// and launches go on without them until they are ready.
-    OnFpStops(u64),
-}
-
-/// The FP stops after which a GPU builds the pipelines with fp.wgsl by default: each stop
-/// lets the host run up to 4,096 instructions (`host_run`), so 4,096 stops are up to 16 M
-/// instructions of the host's FP. A program with fewer never pays for the build: the first
-/// took NVIDIA's compiler 31 s on an H100, and a process that ends waits for a build under
-/// way (`Drop`). nbody on 4,096 lanes stops 4,096 times in its first round.
-pub const FP_STOPS_BEFORE_BUILD: u64 = 4096;
-
-/// Whether the shader's plain part leaves `op` to the host (where fp.wgsl runs it): the FP
-/// arithmetic, conversions and compares, but the bit moves FABS and FNEG.
-fn fp_op(op: u16) -> bool {
-    use armada_isa::ops;
-    ((ops::F_ADD..=ops::INT_TO_F_V).contains(&op) && op != ops::F_ABS && op != ops::F_NEG)
-        || op == ops::F_CMP
-        || op == ops::F_CCMP
 }
 
 fn no_device(what: impl std::fmt::Display) -> Error {
@@ -744,7 +605,8 @@ impl WgpuDevice {
             runs: Arc::new(RunPipelines {
                 device: device.clone(),
                 module,
-                fp_source: crate::shader_source_with(frame_bindings, subgroups, true),
+                frames: frame_bindings,
+                subgroups,
                 fp_module: OnceLock::new(),
                 layout: pl,
                 constants: overrides,
@@ -753,13 +615,11 @@ impl WgpuDevice {
             }),
             ahead_on: std::env::var("ARMADA_WGPU_BUILD_AHEAD").map_or(!cpu, |v| v != "0"),
             ahead: Mutex::new(Vec::new()),
-            fp: opts.fp.unwrap_or(if cpu {
+            fp: FpSwitch::new(opts.fp.unwrap_or(if cpu {
                 FpPolicy::Never
             } else {
                 FpPolicy::OnFpStops(FP_STOPS_BEFORE_BUILD)
-            }),
-            want_fp: std::sync::atomic::AtomicBool::new(false),
-            fp_stops: std::sync::atomic::AtomicU64::new(0),
+            })),
             max_groups: limits.max_compute_workgroups_per_dimension,
             staging: Mutex::new(None),
             reading: Mutex::new(()),
@@ -779,7 +639,7 @@ impl WgpuDevice {
             info,
         };
         // the interpreter for one frame buffer now, so a shader the driver refuses fails here
-        dev.run_pipeline((1, false, false, dev.fp == FpPolicy::Always))?;
+        dev.run_pipeline((1, false, false, dev.fp.policy == FpPolicy::Always))?;
         Ok(dev)
     }
 
@@ -800,7 +660,7 @@ impl WgpuDevice {
         }
         // a batch that grows has many lanes, which vote where the device can
         let vote = self.vote_width > 0;
-        self.build_key_ahead((spaces, false, vote, self.fp_now()));
+        self.build_key_ahead((spaces, false, vote, self.fp.wanted()));
     }
 
     /// Starts building the pipeline of `key` on a thread of its own (`build_ahead`), unless
@@ -819,15 +679,6 @@ impl WgpuDevice {
             .spawn(move || drop(runs.get(key)))
         {
             ahead.push((key, h));
-        }
-    }
-
-    /// Whether launches now want the pipelines with fp.wgsl (`FpPolicy`).
-    fn fp_now(&self) -> bool {
-        match self.fp {
-            FpPolicy::Never => false,
-            FpPolicy::Always => true,
-            FpPolicy::OnFpStops(_) => self.want_fp.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -864,10 +715,10 @@ impl WgpuDevice {
         // voting pipeline it ran with, P.vote = 0, rather than wait for a build of the other.
         let vote_for =
             |fp| self.vote_width > 0 && (wp.vote != 0 || (built(true, fp) && !built(false, fp)));
-        let mut fp = self.fp_now();
+        let mut fp = self.fp.wanted();
         // On a GPU, lanes that stopped at FP ops go on without fp.wgsl (the host runs those)
         // until its pipeline is built on a thread (12-27 s a build on an H100).
-        let on_stops = matches!(self.fp, FpPolicy::OnFpStops(_));
+        let on_stops = matches!(self.fp.policy, FpPolicy::OnFpStops(_));
         if fp && on_stops && self.ahead_on && !built(vote_for(true), true) {
             self.build_key_ahead((spaces, cov, vote_for(true), true));
             fp = false;
@@ -1442,17 +1293,7 @@ impl Device for WgpuDevice {
     }
 
     fn host_stepped(&self, ops: &[u16]) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let FpPolicy::OnFpStops(after) = self.fp else {
-            return;
-        };
-        if self.want_fp.load(Relaxed) {
-            return;
-        }
-        let n = ops.iter().filter(|&&op| fp_op(op)).count() as u64;
-        if n > 0 && self.fp_stops.fetch_add(n, Relaxed) + n >= after {
-            self.want_fp.store(true, Relaxed);
-        }
+        self.fp.stepped(ops);
     }
 }
 

@@ -10,11 +10,13 @@
 //! desktop GPUs clear of OS watchdogs), and the shader leaves floating point to the host.
 
 pub mod device;
+mod pipelines;
 
 pub use armada_gpu::{
     run_batch, run_lanes, Batch, Devices, Engine, Error, LaneStop, Running, Stats,
 };
-pub use device::{quiet_vulkan_layers, set_by_armada, FpPolicy, WgpuDevice, FP_STOPS_BEFORE_BUILD};
+pub use device::{quiet_vulkan_layers, set_by_armada, WgpuDevice};
+pub use pipelines::{FpPolicy, FP_STOPS_BEFORE_BUILD};
 use std::sync::Arc;
 
 /// How the wgpu engine runs.
