@@ -34,17 +34,14 @@ pub fn dir() -> Option<PathBuf> {
 /// a collision of the key) over `parts`, each with its length (no two lists of parts give
 /// the same byte stream).
 pub fn key(parts: &[&[u8]]) -> String {
-    let mut sip = std::collections::hash_map::DefaultHasher::new();
-    let mut fnv: u64 = 0xcbf29ce484222325;
+    let mut stream = Vec::new();
     for p in parts {
-        for chunk in [&(p.len() as u64).to_le_bytes()[..], p] {
-            chunk.hash(&mut sip);
-            for &b in chunk {
-                fnv = (fnv ^ b as u64).wrapping_mul(0x100000001b3);
-            }
-        }
+        stream.extend((p.len() as u64).to_le_bytes());
+        stream.extend_from_slice(p);
     }
-    format!("{:016x}{fnv:016x}", sip.finish())
+    let mut sip = std::collections::hash_map::DefaultHasher::new();
+    stream.hash(&mut sip);
+    format!("{:016x}{:016x}", sip.finish(), super::fnv64(&stream))
 }
 
 /// Where the suites run their cases while the cache is on: the same path in every pass,
