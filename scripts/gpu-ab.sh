@@ -44,6 +44,9 @@ pack)
     ;;
 run)
     D=${1:-.gpu-ab}
+    for f in armada-old armada-new sysroot.tar.xz qemu-aarch64.xz; do
+        [[ -e $D/$f ]] || { echo "gpu-ab: $D/$f is missing: pack here first, and carry $D to the device (it is git-ignored)" >&2; exit 2; }
+    done
     sections=${AB:-dash,go,gosnap,python}
     want() { [[ ",$sections," == *",$1,"* ]]; }
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
