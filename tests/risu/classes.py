@@ -1082,6 +1082,12 @@ class Gen:
                 return [f"{op} v{v()}.{wa}, v{v()}.{wa}, v{v()}.{na}"]
             return [f"{op} v{v()}.{wa}, v{v()}.{na}, v{v()}.{na}"]
         if k == 18:   # by element
+            if self.p(0.25):
+                # FEAT_DotProd: words from bytes, Vm's word broadcast or whole
+                op = self.ch(["sdot", "udot"])
+                a, b = self.ch([("2s", "8b"), ("4s", "16b")])
+                m = f"v{v()}.4b[{self.ri(0, 3)}]" if self.p(0.5) else f"v{v()}.{b}"
+                return [f"{op} v{v()}.{a}, v{v()}.{b}, {m}"]
             op = self.ch(["mul", "mla", "mls"])
             a = self.ch(["4h", "8h", "2s", "4s"])
             if ESIZE[a] == 16:

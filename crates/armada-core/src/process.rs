@@ -16,8 +16,9 @@ use crate::linux::{Errno, LinuxConfig, Process, Stdio, SysOutcome};
 use crate::memory::{AddressSpace, Perm, PAGE_SIZE};
 use crate::state::CpuState;
 
-/// HWCAP_FP | HWCAP_ASIMD | HWCAP_ATOMICS: what armada implements (never SVE).
-pub const HWCAP: u64 = (1 << 0) | (1 << 1) | (1 << 8);
+/// HWCAP_FP | HWCAP_ASIMD | HWCAP_ATOMICS | HWCAP_ASIMDDP: what armada implements (never
+/// SVE), as the ID registers MRS reads say it (`sysreg::value`).
+pub const HWCAP: u64 = armada_isa::uop::sysreg::value::HWCAP;
 pub const HWCAP2: u64 = 0;
 /// AT_MINSIGSTKSZ as Linux/arm64 reports it.
 pub const MINSIGSTKSZ: u64 = 5120;
@@ -534,7 +535,7 @@ mod tests {
         q.mem.read_bytes(aux[&AT_RANDOM], &mut r2).unwrap();
         assert_eq!(r1, r2);
         assert_ne!(r1, [0u8; 16]);
-        assert_eq!(HWCAP, 0x103);
+        assert_eq!(HWCAP, 0x10_0103);
     }
 
     #[test]

@@ -5,10 +5,7 @@
 use armada_isa::ops;
 use armada_isa::uop::{addr_mode, cond, sysreg};
 // (what system registers read, as the CPU engine gives them: one home in armada-isa)
-use armada_isa::uop::sysreg::value::{
-    CNTFRQ_EL0 as CNTFRQ, CTR_EL0 as CTR, DCZID_EL0 as DCZID, FPCR_MASK, FPSR_MASK, FPSR_QC,
-    MIDR_EL1 as MIDR, ZVA_BYTES,
-};
+use armada_isa::uop::sysreg::value::{FPCR_MASK, FPSR_MASK, FPSR_QC, ZVA_BYTES};
 use std::fmt::Write;
 
 // ----- the lane record: one per lane in device memory, S_WORDS u64 words -----------------------
@@ -502,11 +499,7 @@ fn constants() -> Vec<(&'static str, u64)> {
         ("SYSREG_ID_AA64ISAR0_EL1", sysreg::ID_AA64ISAR0_EL1),
         ("SYSREG_ID_AA64ISAR1_EL1", sysreg::ID_AA64ISAR1_EL1),
         ("SYSREG_CNTPCT_EL0", sysreg::CNTPCT_EL0),
-        ("CONST_DCZID", DCZID),
         ("ZVA_BYTES", ZVA_BYTES),
-        ("CONST_CTR", CTR),
-        ("CONST_MIDR", MIDR),
-        ("CONST_CNTFRQ", CNTFRQ),
         ("CONST_FPCR_MASK", FPCR_MASK),
         ("CONST_FPSR_MASK", FPSR_MASK),
         ("CONST_FPSR_QC", FPSR_QC),
@@ -563,6 +556,12 @@ pub fn header() -> String {
     }
     let table: Vec<String> = cond::TABLE.iter().map(|t| t.to_string()).collect();
     let _ = writeln!(h, "#define COND_TABLE_INIT {}", table.join(", "));
+    // MRS's constant registers, as cases of its switch
+    let cases: Vec<String> = sysreg::value::CONSTANT
+        .iter()
+        .map(|(id, v)| format!("case {id}: return {v:#x}ull;"))
+        .collect();
+    let _ = writeln!(h, "#define SYSREG_CONSTANTS {}", cases.join(" "));
     h
 }
 
@@ -600,6 +599,12 @@ pub fn wgsl_header() -> String {
         "const COND_TABLE = array<u32, 16>({});",
         table.join(", ")
     );
+    // MRS's constant registers (WGSL has no macros: a function for mrs's default case)
+    h.push_str("fn sysreg_constant(id: u32) -> u64 {\n    switch id {\n");
+    for (id, v) in sysreg::value::CONSTANT {
+        let _ = writeln!(h, "        case {id}u: {{ return {v:#x}lu; }}");
+    }
+    h.push_str("        default: { return 0lu; }\n    }\n}\n");
     h
 }
 

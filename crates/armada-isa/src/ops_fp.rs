@@ -109,6 +109,7 @@ crate::ops::define_ops!(FpOps, 0x400, [
     V_USQADD,    // a = Vd (read too), b = Vn
     V_SHL_REG,   // SSHL USHL SRSHL URSHL SQSHL UQSHL SQRSHL UQRSHL: d bit 0 unsigned, bit 1 round, bit 2 saturate
     V_SQDMULH,   // d = 1: rounding (SQRDMULH)
+    V_DOT,       // e = 2, d = 1: unsigned: SDOT, UDOT (vector, by element): each word of Vd plus the dot product of the four bytes of Vn's and Vm's words there
     V_NEG, V_ABS, V_SQABS, V_SQNEG, V_NOT, V_CNT, V_CLZ, V_CLS, V_RBIT,
     V_REV,       // e, f, d = log2 of the container in bytes (REV16/32/64)
     V_ADDLP,     // e = source esize, f, d bit 0: unsigned, bit 1: accumulate (S/UADDLP, S/UADALP)

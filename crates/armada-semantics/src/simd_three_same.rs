@@ -164,6 +164,22 @@ fn polynomial_product() -> V<X> {
         .expect("eight terms")
 }
 
+/// SDOT, UDOT (FEAT_DotProd): a word of Vd plus the products of the four bytes of Vn's and
+/// Vm's words there, byte by byte, signed or unsigned as field d says. (A word holds the
+/// sum: four products of bytes need at most 18 bits; only the word's bits are stored.)
+fn dot_product() -> V<X> {
+    let byte = |v: V<X>, k: u64| {
+        if_d(
+            UNSIGNED,
+            (v.clone() >> (8 * k)) & 0xff,
+            asr(v << (56 - 8 * k), 56),
+        )
+    };
+    (0..4u64)
+        .map(|k| byte(en(), k) * byte(em(), k))
+        .fold(ed(), |sum, product| sum + product)
+}
+
 pub fn definitions() -> Vec<ElemDef> {
     // the elements as integers (unsigned or signed as field d says) in 64 bits, which hold
     // their sum and difference: these ops have no 64-bit elements
@@ -279,6 +295,11 @@ pub fn definitions() -> Vec<ElemDef> {
                 saturated,
             )
         },
+        ElemDef::new(
+            V_DOT,
+            "SDOT, UDOT (vector, by element): Vd.S += the dot product of Vn's and Vm's bytes there",
+            dot_product(),
+        ),
         {
             let (value, saturated) = saturating(true);
             ElemDef::saturating(

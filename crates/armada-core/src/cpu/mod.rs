@@ -24,10 +24,7 @@ use int::*;
 /// NZCV (bits 31..28) of a flag-setting add and of a logic result, as the interpreter
 /// computes them (a tier that defers flags makes them with these).
 pub use int::{add_with_flags32, add_with_flags64, logic_flags32, logic_flags64};
-use sysreg::value::{
-    CNTFRQ_EL0 as CNTFRQ, CTR_EL0 as CTR, DCZID_EL0 as DCZID, FPCR_MASK, FPSR_MASK,
-    MIDR_EL1 as MIDR, ZVA_BYTES,
-};
+use sysreg::value::{FPCR_MASK, FPSR_MASK, ZVA_BYTES};
 
 /// Another way to run a lane's code: the translation tier (`armada-jit`) is one. It runs
 /// exactly what the interpreter runs (same stops, registers, memory and instruction count),
@@ -433,18 +430,8 @@ fn run_with_mode<const COV: bool, const CMP: bool, const STEP: bool>(
                             sysreg::FPCR => st.fpcr,
                             sysreg::FPSR => st.fpsr,
                             sysreg::TPIDR_EL0 => st.tpidr,
-                            sysreg::TPIDRRO_EL0 => 0,
-                            sysreg::DCZID_EL0 => DCZID,
-                            sysreg::CTR_EL0 => CTR,
-                            sysreg::MIDR_EL1 => MIDR,
-                            sysreg::MPIDR_EL1 => 0x8000_0000,
-                            sysreg::REVIDR_EL1 => 0,
-                            sysreg::ID_AA64PFR0_EL1 => 0x0000_0000_0001_0011,
-                            sysreg::ID_AA64ISAR0_EL1 => 0x0000_0000_0020_0000,
-                            sysreg::ID_AA64ISAR1_EL1 => 0,
                             sysreg::CNTVCT_EL0 | sysreg::CNTPCT_EL0 => retired,
-                            sysreg::CNTFRQ_EL0 => CNTFRQ,
-                            _ => 0,
+                            id => sysreg::value::constant(id).unwrap_or(0),
                         };
                         st.x[a] = v;
                     }

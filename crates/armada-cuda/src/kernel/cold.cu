@@ -29,18 +29,10 @@ __device__ COLD_FN u64 sysreg_read(const u64* rec, u64 imm, u32 nzcv, u64 tpidr,
     case SYSREG_FPCR: return rec[S_FPCR];
     case SYSREG_FPSR: return rec[S_FPSR];
     case SYSREG_TPIDR_EL0: return tpidr;
-    case SYSREG_TPIDRRO_EL0: return 0;
-    case SYSREG_DCZID_EL0: return CONST_DCZID;
-    case SYSREG_CTR_EL0: return CONST_CTR;
-    case SYSREG_MIDR_EL1: return CONST_MIDR;
-    case SYSREG_MPIDR_EL1: return 0x80000000ull;
-    case SYSREG_REVIDR_EL1: return 0;
-    case SYSREG_ID_AA64PFR0_EL1: return 0x0000000000010011ull;
-    case SYSREG_ID_AA64ISAR0_EL1: return 0x0000000000200000ull;
-    case SYSREG_ID_AA64ISAR1_EL1: return 0;
     case SYSREG_CNTVCT_EL0:
     case SYSREG_CNTPCT_EL0: return retired;
-    case SYSREG_CNTFRQ_EL0: return CONST_CNTFRQ;
+    // (the registers whose read is a constant: armada_isa's sysreg::value::CONSTANT)
+    SYSREG_CONSTANTS
     default: return 0;
     }
 }

@@ -363,6 +363,14 @@ fn elem_int(f: &Fields, op: u16, scalar: bool, d: u8) -> Option<MicroOp> {
     )
 }
 
+/// SDOT, UDOT (by element): Vm's word `H:L` (its four bytes) broadcast, as the by-element
+/// integer ops read an element of field e's size.
+fn elem_dot(f: &Fields, d: u8) -> Option<MicroOp> {
+    let rm = (f.get('M') << 4 | f.get('m')) as u8;
+    let i = (f.get('H') << 1 | f.get('L')) as u64;
+    Some(rrr(f, V_DOT, 2, qf(f)).c(rm).d(d).imm(BY_ELEM | i))
+}
+
 fn elem_long(f: &Fields, op: u16, scalar: bool, d: u8) -> Option<MicroOp> {
     let (e, rm, i) = idx_int(f)?;
     let part = if scalar {
@@ -758,6 +766,10 @@ pub(super) const TABLE: &[Encoding] = &[
     enc("MLA (vector)",  "0Q 0 01110 zz 1 mmmmm 10010 1 nnnnn ddddd", |f| v3(f, V_MLA, Sz::NoD, 0)),
     enc("MLS (vector)",  "0Q 1 01110 zz 1 mmmmm 10010 1 nnnnn ddddd", |f| v3(f, V_MLS, Sz::NoD, 0)),
     enc("MUL (vector)",  "0Q 0 01110 zz 1 mmmmm 10011 1 nnnnn ddddd", |f| v3(f, V_MUL, Sz::NoD, 0)),
+
+    // ======== AdvSIMD three same (extra): FEAT_DotProd (words of Vd from the bytes of Vn, Vm)
+    enc("SDOT (vector)", "0Q 0 01110 10 0 mmmmm 1 0010 1 nnnnn ddddd", |f| Some(rrr(f, V_DOT, 2, qf(f)))),
+    enc("UDOT (vector)", "0Q 1 01110 10 0 mmmmm 1 0010 1 nnnnn ddddd", |f| Some(rrr(f, V_DOT, 2, qf(f)).d(1))),
     enc("PMUL",          "0Q 1 01110 zz 1 mmmmm 10011 1 nnnnn ddddd", |f| v3(f, V_PMUL, Sz::B, 0)),
     enc("SMAXP",  "0Q 0 01110 zz 1 mmmmm 10100 1 nnnnn ddddd", |f| v3(f, V_MAXP, Sz::NoD, 0)),
     enc("UMAXP",  "0Q 1 01110 zz 1 mmmmm 10100 1 nnnnn ddddd", |f| v3(f, V_MAXP, Sz::NoD, 1)),
@@ -938,6 +950,8 @@ pub(super) const TABLE: &[Encoding] = &[
     enc("UMLSL, UMLSL2 (by element)", "0Q 1 01111 zz L M mmmm 0110 H 0 nnnnn ddddd", |f| elem_long(f, V_MLSL, false, 1)),
     enc("SQDMLSL, SQDMLSL2 (by element)", "0Q 0 01111 zz L M mmmm 0111 H 0 nnnnn ddddd", |f| elem_long(f, V_SQDMLSL, false, 0)),
     enc("MUL (by element)",  "0Q 0 01111 zz L M mmmm 1000 H 0 nnnnn ddddd", |f| elem_int(f, V_MUL, false, 0)),
+    enc("SDOT (by element)", "0Q 0 01111 10 L M mmmm 1110 H 0 nnnnn ddddd", |f| elem_dot(f, 0)),
+    enc("UDOT (by element)", "0Q 1 01111 10 L M mmmm 1110 H 0 nnnnn ddddd", |f| elem_dot(f, 1)),
     enc("SMULL, SMULL2 (by element)", "0Q 0 01111 zz L M mmmm 1010 H 0 nnnnn ddddd", |f| elem_long(f, V_MULL, false, 0)),
     enc("UMULL, UMULL2 (by element)", "0Q 1 01111 zz L M mmmm 1010 H 0 nnnnn ddddd", |f| elem_long(f, V_MULL, false, 1)),
     enc("SQDMULL, SQDMULL2 (by element)", "0Q 0 01111 zz L M mmmm 1011 H 0 nnnnn ddddd", |f| elem_long(f, V_SQDMULL, false, 0)),
@@ -1193,6 +1207,22 @@ mod tests {
         ]);
         // add v0.1d (size 11, Q = 0), mul v0.2d, fadd v0.1d are reserved
         for w in [0x0ee28420, 0x4ee29c20, 0x0e62d420] {
+            assert_eq!(decode_named(w, 0).0.op, UNDEFINED, "{w:08x}");
+        }
+    }
+
+    #[test]
+    fn dot_product() {
+        check(&[
+            // sdot v3.2s, v31.8b, v25.8b ; udot v16.4s, v16.16b, v13.16b
+            (0x0e9997e3, m(V_DOT, 3, 31, 25, 0, 2, 3, 0)),
+            (0x6e8d9610, m(V_DOT, 16, 16, 13, 1, 2, 4, 0)),
+            // udot v13.2s, v11.8b, v15.4b[2] ; udot v21.4s, v17.16b, v5.4b[3]
+            (0x2f8fe96d, m(V_DOT, 13, 11, 15, 1, 2, 3, BY_ELEM | 2)),
+            (0x6fa5ea35, m(V_DOT, 21, 17, 5, 1, 2, 4, BY_ELEM | 3)),
+        ]);
+        // the same with size 01: reserved
+        for w in [0x0e5997e3, 0x2f4fe96d] {
             assert_eq!(decode_named(w, 0).0.op, UNDEFINED, "{w:08x}");
         }
     }
