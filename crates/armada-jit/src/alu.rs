@@ -223,6 +223,7 @@ impl Tx<'_> {
             || self.vec_fp(u)
             || self.simd(u)
             || self.vec_int(u)
+            || self.elem_defined(u)
             || self.load_multiple(slot, u)
         {
             return;

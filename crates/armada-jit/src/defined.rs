@@ -6,11 +6,23 @@
 //! would make them. Flags go to this tier's lazy flags (`flags.rs`): a definition's
 //! `a + !b + 1` is recorded as the subtraction it is.
 
-use crate::translate::Tx;
+use crate::translate::{host_mem, Tx, FPSR_OFF};
+use armada_isa::ops::BY_ELEM;
+use armada_isa::uop::sysreg::value::FPSR_QC;
 use armada_isa::MicroOp;
-use armada_semantics::expr::{Bin, Conv, Expr, Operand, Un, Width};
+use armada_semantics::expr::{Bin, Cmp, Conv, Expr, Lane, Operand, Un, Width};
 use armada_semantics::Effect;
+use armada_semantics::Shape;
 use cranelift_codegen::ir::{condcodes::IntCC, types::I32, types::I64, InstBuilder, Value};
+
+/// The element operands of a SIMD element function being translated, each where the
+/// function reads it (none outside one).
+#[derive(Default)]
+struct Elems {
+    n: Option<Value>,
+    m: Option<Value>,
+    d: Option<Value>,
+}
 
 impl Tx<'_> {
     /// Translates `u` as micro-op `op` (its own number, or the base op of a fused one) from
@@ -20,7 +32,7 @@ impl Tx<'_> {
         let Some(d) = armada_semantics::definition(op) else {
             return false;
         };
-        if !d.values().into_iter().all(lowerable) {
+        if !d.values().into_iter().all(|e| lowerable(e, false)) {
             return false;
         }
         let wide = d.width() == Width::X;
@@ -82,6 +94,11 @@ impl Tx<'_> {
     }
 
     fn lower(&mut self, e: &Expr, u: &MicroOp) -> Value {
+        self.lower_in(e, u, &Elems::default())
+    }
+
+    /// `e` as IR, its element operands (a SIMD element function's) those of `env`.
+    fn lower_in(&mut self, e: &Expr, u: &MicroOp, env: &Elems) -> Value {
         if !matches!(e, Expr::Const(..)) {
             if let Some(v) = e.fold(u.imm, u.e, u.f) {
                 return self.b.ins().iconst(ty(e.width()), v as i64);
@@ -103,30 +120,30 @@ impl Tx<'_> {
                 narrow(self, c, *w)
             }
             Expr::Shifted(a) => {
-                let v = self.lower(a, u);
+                let v = self.lower_in(a, u, env);
                 self.shift(v, u.e, u.f, a.width().bits())
             }
             Expr::Extended(a) => {
-                let v = self.lower(a, u);
+                let v = self.lower_in(a, u, env);
                 self.extend(v, u.e, u.f)
             }
             Expr::IfGe(v) => {
                 // (folded above where the comparison is known, as for the bitfield moves)
-                let l = self.lower(&v[0], u);
-                let r = self.lower(&v[1], u);
+                let l = self.lower_in(&v[0], u, env);
+                let r = self.lower_in(&v[1], u, env);
                 let ge = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, l, r);
-                let x = self.lower(&v[2], u);
-                let y = self.lower(&v[3], u);
+                let x = self.lower_in(&v[2], u, env);
+                let y = self.lower_in(&v[3], u, env);
                 self.b.ins().select(ge, x, y)
             }
             Expr::IfCond(a, b) => {
                 let holds = self.cond(u.e);
-                let x = self.lower(a, u);
-                let y = self.lower(b, u);
+                let x = self.lower_in(a, u, env);
+                let y = self.lower_in(b, u, env);
                 self.b.ins().select(holds, x, y)
             }
             Expr::Un(op, _, a) => {
-                let a = self.lower(a, u);
+                let a = self.lower_in(a, u, env);
                 let ins = self.b.ins();
                 match op {
                     Un::Not => ins.bnot(a),
@@ -141,8 +158,8 @@ impl Tx<'_> {
                 // (a NOT on the right of AND, OR, EOR is the host's and-not, or-not, xor-not)
                 if let (Bin::And | Bin::Or | Bin::Xor, Expr::Un(Un::Not, _, nb)) = (op, &**b) {
                     if nb.fold(u.imm, u.e, u.f).is_none() {
-                        let x = self.lower(a, u);
-                        let y = self.lower(nb, u);
+                        let x = self.lower_in(a, u, env);
+                        let y = self.lower_in(nb, u, env);
                         let ins = self.b.ins();
                         return match op {
                             Bin::And => ins.band_not(x, y),
@@ -161,36 +178,150 @@ impl Tx<'_> {
                         if n >= bits {
                             return self.b.ins().iconst(ty(*w), 0);
                         }
-                        let v = self.lower(inner, u);
+                        let v = self.lower_in(inner, u, env);
                         return self.b.ins().ishl_imm_s(v, n as i64);
                     }
                 }
-                let x = self.lower(a, u);
+                let x = self.lower_in(a, u, env);
                 if let Some(c) = b.fold(u.imm, u.e, u.f) {
                     if let Some(v) = self.bin_imm(*op, *w, x, c) {
                         return v;
                     }
                 }
-                let y = self.lower(b, u);
+                let y = self.lower_in(b, u, env);
                 self.bin(*op, *w, x, y)
             }
             Expr::Conv(c, a) => {
-                let a = self.lower(a, u);
+                let a = self.lower_in(a, u, env);
                 match c {
                     Conv::Zext => self.b.ins().uextend(I64, a),
                     Conv::Sext => self.b.ins().sextend(I64, a),
                     Conv::Lo => self.b.ins().ireduce(I32, a),
                 }
             }
-            Expr::Prim(..)
-            | Expr::Elem(_)
-            | Expr::OnesIf(..)
-            | Expr::IfD(..)
-            | Expr::IfDIs(..)
-            | Expr::ElemSext(_) => {
-                unreachable!("checked by lowerable")
+            Expr::Elem(l) => match l {
+                Lane::N => env.n,
+                Lane::M => env.m,
+                Lane::D => env.d,
+                Lane::W => None,
+            }
+            .expect("an element operand the op reads (checked by lowerable)"),
+            // (field d's variants are known here: only the chosen value is translated)
+            Expr::IfD(bit, a, b) => {
+                let v = if u.d & bit != 0 { a } else { b };
+                self.lower_in(v, u, env)
+            }
+            Expr::IfDIs(n, a, b) => {
+                let v = if u.d == *n { a } else { b };
+                self.lower_in(v, u, env)
+            }
+            Expr::ElemSext(a) => {
+                let v = self.lower_in(a, u, env);
+                self.elem_sext(v, u.e)
+            }
+            Expr::OnesIf(c, a, b) => {
+                let mut x = self.lower_in(a, u, env);
+                let mut y = self.lower_in(b, u, env);
+                if matches!(c, Cmp::Gt | Cmp::Ge) {
+                    x = self.elem_sext(x, u.e);
+                    y = self.elem_sext(y, u.e);
+                }
+                let cc = match c {
+                    Cmp::Eq => IntCC::Equal,
+                    Cmp::Ne => IntCC::NotEqual,
+                    Cmp::Hi => IntCC::UnsignedGreaterThan,
+                    Cmp::Hs => IntCC::UnsignedGreaterThanOrEqual,
+                    Cmp::Gt => IntCC::SignedGreaterThan,
+                    Cmp::Ge => IntCC::SignedGreaterThanOrEqual,
+                };
+                let t = self.b.ins().icmp(cc, x, y);
+                let t = self.b.ins().uextend(I64, t);
+                self.b.ins().ineg(t)
+            }
+            Expr::Prim(..) => unreachable!("checked by lowerable"),
+        }
+    }
+
+    /// `u`, a SIMD element function of armada-semantics' of the plain shape (`Shape::Same`:
+    /// ADD, SQADD, SSHL, SDOT ...) on words or doublewords, from its definition, an element
+    /// at a time in the host's general registers: the tier's vector lowerings (`vec_int`)
+    /// come first, and this takes what they leave, which went to the interpreter's code
+    /// through a call. Bytes and halfwords stay there: 8 or 16 elements of a tree each would
+    /// be more code to compile than the call saves. False leaves `u` to the caller.
+    pub(crate) fn elem_defined(&mut self, u: &MicroOp) -> bool {
+        let Some(d) = armada_semantics::element_definition(u.op) else {
+            return false;
+        };
+        if d.shape != Shape::Same
+            || !(2..=3).contains(&u.e)
+            || !(u.e..=4).contains(&u.f)
+            || !d.exprs().all(|e| lowerable(e, true))
+        {
+            return false;
+        }
+        let count = 1u64 << (u.f - u.e);
+        let m_at = |i: u64| {
+            if u.imm & BY_ELEM != 0 {
+                u.imm & 15
+            } else {
+                i
+            }
+        };
+        // every element's value first (Vd may be Vn or Vm), then the stores
+        let mut values = Vec::with_capacity(count as usize);
+        let mut saturated: Option<Value> = None;
+        for i in 0..count {
+            let env = Elems {
+                n: d.reads_n().then(|| self.element(u.b, u.e, i)),
+                m: d.reads_m().then(|| self.element(u.c, u.e, m_at(i))),
+                d: d.reads_d().then(|| self.element(u.a, u.e, i)),
+            };
+            values.push(self.lower_in(&d.value, u, &env));
+            if let Some(s) = &d.saturated {
+                let s = self.lower_in(s, u, &env);
+                saturated = Some(match saturated {
+                    Some(t) => self.b.ins().bor(t, s),
+                    None => s,
+                });
             }
         }
+        for (i, v) in values.into_iter().enumerate() {
+            self.set_element(u.a, u.e, i as u64, v);
+        }
+        // the bytes of Vd above the elements are 0
+        let zero = self.b.ins().iconst(I64, 0);
+        let mut at = (count << u.e) as i32;
+        while at < 16 {
+            let c = self.ctx();
+            let off = Self::v_off(u.a) + at;
+            if at % 8 == 4 {
+                self.b.ins().istore32(host_mem(), zero, c, off);
+                at += 4;
+            } else {
+                self.b.ins().store(host_mem(), zero, c, off);
+                at += 8;
+            }
+        }
+        if let Some(s) = saturated {
+            // FPSR.QC where any element saturated
+            let any = self.b.ins().icmp_imm_u(IntCC::NotEqual, s, 0);
+            let qc = self.b.ins().iconst(I64, FPSR_QC as i64);
+            let q = self.b.ins().select(any, qc, zero);
+            let fpsr = self.load_state(FPSR_OFF);
+            let fpsr = self.b.ins().bor(fpsr, q);
+            self.store_state(fpsr, FPSR_OFF);
+        }
+        true
+    }
+
+    /// The element of 2^e bytes at the bottom of `v`, sign-extended to 64 bits.
+    fn elem_sext(&mut self, v: Value, e: u8) -> Value {
+        let by = 64 - (8i64 << e);
+        if by == 0 {
+            return v;
+        }
+        let v = self.b.ins().ishl_imm_s(v, by);
+        self.b.ins().sshr_imm_s(v, by)
     }
 
     /// `x op c` with the constant as an immediate, where Cranelift has that form.
@@ -282,20 +413,24 @@ fn narrow(tx: &mut Tx<'_>, v: Value, w: Width) -> Value {
 }
 
 /// Whether this tier lowers every operation of `e` (primitives it leaves to the
-/// interpreter: CRC32's table walk).
-fn lowerable(e: &Expr) -> bool {
+/// interpreter: CRC32's table walk); the element operands and field d's choices only in an
+/// element function (`elements`).
+fn lowerable(e: &Expr, elements: bool) -> bool {
+    let all = |v: &[&Expr]| v.iter().all(|c| lowerable(c, elements));
     match e {
-        Expr::Reg(..) | Expr::Const(..) | Expr::Imm(_) | Expr::Field(..) | Expr::Carry(_) => true,
-        Expr::Un(_, _, a) | Expr::Conv(_, a) | Expr::Shifted(a) | Expr::Extended(a) => lowerable(a),
-        Expr::Bin(_, _, a, b) | Expr::IfCond(a, b) => lowerable(a) && lowerable(b),
-        Expr::IfGe(v) => v.iter().all(lowerable),
-        // (element functions run in the vector lowerings, vecint.rs)
-        Expr::Prim(..)
-        | Expr::Elem(_)
-        | Expr::OnesIf(..)
-        | Expr::IfD(..)
-        | Expr::IfDIs(..)
-        | Expr::ElemSext(_) => false,
+        Expr::Reg(..) | Expr::Carry(_) => !elements,
+        Expr::Const(..) | Expr::Imm(_) | Expr::Field(..) => true,
+        Expr::Un(_, _, a) | Expr::Conv(_, a) => all(&[a.as_ref()]),
+        Expr::Shifted(a) | Expr::Extended(a) => !elements && all(&[a.as_ref()]),
+        Expr::IfCond(a, b) => !elements && all(&[a.as_ref(), b.as_ref()]),
+        Expr::Bin(_, _, a, b) => all(&[a.as_ref(), b.as_ref()]),
+        Expr::IfGe(v) => v.iter().all(|c| lowerable(c, elements)),
+        Expr::Elem(l) => elements && *l != Lane::W,
+        Expr::OnesIf(_, a, b) | Expr::IfD(_, a, b) | Expr::IfDIs(_, a, b) => {
+            elements && all(&[a.as_ref(), b.as_ref()])
+        }
+        Expr::ElemSext(a) => elements && all(&[a.as_ref()]),
+        Expr::Prim(..) => false,
     }
 }
 
@@ -310,9 +445,26 @@ mod tests {
     fn every_definition_is_translated_but_crc32() {
         let left: Vec<&str> = armada_semantics::definitions()
             .iter()
-            .filter(|d| !d.values().into_iter().all(lowerable))
+            .filter(|d| !d.values().into_iter().all(|e| lowerable(e, false)))
             .map(|d| d.name())
             .collect();
         assert_eq!(left, ["CRC32"]);
+    }
+
+    /// Every element function of the plain shape is translated (on words and doublewords)
+    /// from its definition where no vector lowering takes it: none is left to a primitive.
+    #[test]
+    fn every_plain_element_function_is_translated() {
+        let same: Vec<_> = armada_semantics::element_definitions()
+            .iter()
+            .filter(|d| d.shape == armada_semantics::Shape::Same)
+            .collect();
+        assert!(same.len() > 30, "{} element functions", same.len());
+        let left: Vec<&str> = same
+            .iter()
+            .filter(|d| !d.exprs().all(|e| lowerable(e, true)))
+            .map(|d| d.name())
+            .collect();
+        assert_eq!(left, Vec::<&str>::new());
     }
 }

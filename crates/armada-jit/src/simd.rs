@@ -307,7 +307,7 @@ impl Tx<'_> {
 
     /// Sets element `i` of 2^e bytes of vector register `r` to the low bits of `x` (the
     /// rest of the register as it was).
-    fn set_element(&mut self, r: u8, e: u8, i: u64, x: Value) {
+    pub(crate) fn set_element(&mut self, r: u8, e: u8, i: u64, x: Value) {
         let off = Self::element_off(r, e, i);
         let c = self.ctx();
         let m = host_mem();

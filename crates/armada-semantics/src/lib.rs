@@ -49,6 +49,22 @@ pub fn element_definitions() -> &'static [ElemDef] {
     })
 }
 
+/// The element function of micro-op `op`, if it has one here.
+pub fn element_definition(op: u16) -> Option<&'static ElemDef> {
+    static BY_OP: OnceLock<Vec<Option<usize>>> = OnceLock::new();
+    let by_op = BY_OP.get_or_init(|| {
+        let all = element_definitions();
+        let top = all.iter().map(|d| d.op as usize + 1).max().unwrap_or(0);
+        let mut v = vec![None; top];
+        for (i, d) in all.iter().enumerate() {
+            v[d.op as usize] = Some(i);
+        }
+        v
+    });
+    let i = (*by_op.get(op as usize)?)?;
+    Some(&element_definitions()[i])
+}
+
 /// The definition of micro-op `op`, if it has one here.
 pub fn definition(op: u16) -> Option<&'static Def> {
     static BY_OP: OnceLock<Vec<Option<usize>>> = OnceLock::new();
