@@ -3,7 +3,8 @@
 //! compiler the crate builds without it (`armada_sim` unset) and those tests skip. It also
 //! writes the kernel's cases for the micro-ops armada-semantics defines (`defined.cu` for the
 //! loop's switch, `defined_cold.cu` for the out-of-line rest: hot_ops.rs chooses), the
-//! compares of the fused pairs, `fused.cu`, and the SIMD element functions, `elements.cu`),
+//! compares of the fused pairs, `fused.cu`, the SIMD element functions, `elements.cu`, and
+//! the FP element functions, `fp_elements.cu`),
 //! which lib.rs includes for NVRTC.
 
 #[path = "src/hot_ops.rs"]
@@ -29,6 +30,11 @@ fn main() {
         armada_semantics::text::cuda_elements(),
     )
     .unwrap();
+    std::fs::write(
+        out.join("fp_elements.cu"),
+        armada_semantics::text_fp::cuda_fp_elements(),
+    )
+    .unwrap();
     if std::env::var_os("ARMADA_NO_SIM").is_some() {
         return;
     }
@@ -51,6 +57,14 @@ fn main() {
         (
             "elements.cu".to_string(),
             armada_semantics::text::cuda_elements(),
+        ),
+    );
+    // and the FP element functions, into its f_elem
+    parts.insert(
+        at + 1,
+        (
+            "fp_elements.cu".to_string(),
+            armada_semantics::text_fp::cuda_fp_elements(),
         ),
     );
     // the ops armada-semantics defines, into interp.cu's switch and cold.cu's (after them

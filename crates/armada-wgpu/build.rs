@@ -5,7 +5,9 @@
 //! `// @generated elements`, `/* @generated element ops */`, `// @generated element
 //! unary`, `/* @generated pair ops */`, `/* @generated across ops */`, `/* @generated across
 //! long ops */`, `// @generated long elements`, `/* @generated long ops */`, `// @generated
-//! narrow elements` and `/* @generated narrow ops */` in simd.wgsl).
+//! narrow elements` and `/* @generated narrow ops */` in simd.wgsl); and fp.wgsl, the FP piece
+//! (lib.rs), with the FP element functions at `// @generated fp elements` and `// @generated
+//! fp after`.
 
 fn main() {
     let dir = std::path::Path::new("src/shader");
@@ -91,6 +93,25 @@ fn main() {
         assert!(src.contains(marker), "{file} has no `{marker}`");
         src = src.replace(marker, &with);
     }
-    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("shader.wgsl");
-    std::fs::write(out, src).unwrap();
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    std::fs::write(out.join("shader.wgsl"), src).unwrap();
+    // fp.wgsl, the piece only some pipelines have (lib.rs), with the FP element functions
+    // at `// @generated fp elements` and `// @generated fp after`
+    let p = dir.join("fp.wgsl");
+    println!("cargo:rerun-if-changed={}", p.display());
+    let mut fp = std::fs::read_to_string(&p).expect("src/shader/fp.wgsl");
+    for (marker, with) in [
+        (
+            "        // @generated fp elements\n",
+            armada_semantics::text_fp::wgsl_fp_elements(),
+        ),
+        (
+            "// @generated fp after\n",
+            armada_semantics::text_fp::wgsl_fp_after(),
+        ),
+    ] {
+        assert!(fp.contains(marker), "fp.wgsl has no `{marker}`");
+        fp = fp.replace(marker, &with);
+    }
+    std::fs::write(out.join("fp.wgsl"), fp).unwrap();
 }

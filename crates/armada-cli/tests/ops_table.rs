@@ -46,6 +46,7 @@ fn table() -> String {
         .iter()
         .map(|d| d.op)
         .chain(armada_semantics::element_definitions().iter().map(|d| d.op))
+        .chain(armada_semantics::fp_definitions().iter().map(|d| d.op))
         .collect();
     let cuda = cased(&armada_cuda::kernel_source());
     let wgsl = cased(&armada_wgpu::shader_source());

@@ -30,14 +30,19 @@ pub fn kernel_source() -> String {
 pub const KERNEL_SOURCE: &str = include_str!("kernel/armada.cu");
 /// The kernel's parts (name, text); build.rs lists the same files for the simulator. A part
 /// may name another (interp.cu names `defined.cu` and `fused.cu`, cold.cu `defined_cold.cu`,
-/// simd.cu `elements.cu`: the cases build.rs generates from armada-semantics' definitions),
+/// simd.cu `elements.cu` and `fp_elements.cu`: the cases build.rs generates from
+/// armada-semantics' definitions),
 /// which then comes after it.
-pub const KERNEL_PARTS: [(&str, &str); 14] = [
+pub const KERNEL_PARTS: [(&str, &str); 15] = [
     ("int.cu", include_str!("kernel/int.cu")),
     ("simd.cu", include_str!("kernel/simd.cu")),
     (
         "elements.cu",
         include_str!(concat!(env!("OUT_DIR"), "/elements.cu")),
+    ),
+    (
+        "fp_elements.cu",
+        include_str!(concat!(env!("OUT_DIR"), "/fp_elements.cu")),
     ),
     ("memory.cu", include_str!("kernel/memory.cu")),
     ("ldst.cu", include_str!("kernel/ldst.cu")),

@@ -15,6 +15,7 @@ pub mod def;
 pub mod dp_immediate;
 pub mod dp_register;
 pub mod expr;
+pub mod fp_data_processing;
 pub mod prim;
 pub mod simd_across_lanes;
 pub mod simd_shift_immediate;
@@ -22,6 +23,7 @@ pub mod simd_three_different;
 pub mod simd_three_same;
 pub mod simd_two_reg_misc;
 pub mod text;
+pub mod text_fp;
 
 pub use def::{Def, Effect, ElemDef, Shape};
 use std::sync::OnceLock;
@@ -47,6 +49,12 @@ pub fn element_definitions() -> &'static [ElemDef] {
         all.extend(simd_across_lanes::definitions());
         all
     })
+}
+
+/// Every FP element function (FADD ... FRECPX), in the order the generators write them.
+pub fn fp_definitions() -> &'static [fp_data_processing::FpDef] {
+    static ALL: OnceLock<Vec<fp_data_processing::FpDef>> = OnceLock::new();
+    ALL.get_or_init(fp_data_processing::definitions)
 }
 
 /// The element function of micro-op `op`, if it has one here.

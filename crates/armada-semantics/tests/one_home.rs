@@ -1,4 +1,4 @@
-//! A defined op (or SIMD element function) has no hand-written arm left in an engine: in the interpreter's and the
+//! A defined op (or SIMD or FP element function) has no hand-written arm left in an engine: in the interpreter's and the
 //! Cranelift tier's Rust a hand arm would win over the definition without a word (the CUDA
 //! and WGSL compilers reject a second `case` themselves). The quick tier's x86-64 templates
 //! are hand lowerings on purpose (docs/semantics.md).
@@ -20,6 +20,7 @@ fn no_engine_handles_a_defined_op_by_hand() {
         "armada-cuda/src/kernel/simd.cu",
         "armada-wgpu/src/shader/armada.wgsl",
         "armada-wgpu/src/shader/simd.wgsl",
+        "armada-wgpu/src/shader/fp.wgsl",
     ];
     let names: Vec<&str> = armada_semantics::definitions()
         .iter()
@@ -29,6 +30,7 @@ fn no_engine_handles_a_defined_op_by_hand() {
                 .iter()
                 .map(|d| d.name()),
         )
+        .chain(armada_semantics::fp_definitions().iter().map(|d| d.name()))
         .collect();
     let mut found = Vec::new();
     for f in files {

@@ -162,10 +162,14 @@ pub fn shader_source_with(frames: u32, subgroups: bool, fp: bool) -> String {
     s
 }
 
-/// FP arithmetic, conversions and compares in integer soft-float (src/shader/fp.wgsl), in the
+/// FP arithmetic, conversions and compares in integer soft-float (src/shader/fp.wgsl, with the
+/// FP element functions build.rs generates), in the
 /// pipelines a device builds once a batch needs them (device.rs, `FpPolicy`): in every
 /// pipeline, its size slowed every program on lavapipe by 25-40%.
-const FP_DEVICE: &str = concat!("\n// ----- fp.wgsl\n", include_str!("shader/fp.wgsl"));
+const FP_DEVICE: &str = concat!(
+    "\n// ----- fp.wgsl\n",
+    include_str!(concat!(env!("OUT_DIR"), "/fp.wgsl"))
+);
 
 /// Without fp.wgsl: the FP ops simd.wgsl does not run go to the host.
 const FP_HOST: &str = "

@@ -86,48 +86,9 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
     let mut fl = st.fpsr as u32 & EXC;
 
     // FP op on one or two bit patterns, by element size.
-    macro_rules! fp1 {
-        ($func:ident) => {
-            map1(st, u, |x| {
-                if e == 2 {
-                    float::$func::<f32>(x, cx, &mut fl)
-                } else {
-                    float::$func::<f64>(x, cx, &mut fl)
-                }
-            })
-        };
-    }
-    macro_rules! fp2 {
-        ($func:ident) => {
-            map2(st, u, |x, y| {
-                if e == 2 {
-                    float::$func::<f32>(x, y, cx, &mut fl)
-                } else {
-                    float::$func::<f64>(x, y, cx, &mut fl)
-                }
-            })
-        };
-    }
-    macro_rules! fcmp2 {
-        ($func:ident) => {
-            map2(st, u, |x, y| {
-                let t = if e == 2 {
-                    float::$func::<f32>(x, y, cx, &mut fl)
-                } else {
-                    float::$func::<f64>(x, y, cx, &mut fl)
-                };
-                if t {
-                    u64::MAX
-                } else {
-                    0
-                }
-            })
-        };
-    }
-
     // (the arms of the element functions armada-semantics defines come first: `elements`)
     elements::match_with_elements!(
-        (st, u, e, qc),
+        (st, u, e, qc, cx, fl),
         match u.op {
             // ------------------------------------------------------------ moves and copies
             V_MOVI => {
@@ -299,33 +260,8 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
             }
 
             // ------------------------------------------------------------ FP, element-wise
-            F_ADD => fp2!(add),
-            F_SUB => fp2!(sub),
-            F_MUL => fp2!(mul),
-            F_DIV => fp2!(div),
-            F_MULX => fp2!(mulx),
-            F_NMUL => fp2!(nmul),
-            F_ABD => fp2!(abd),
-            F_MAX => fp2!(max),
-            F_MIN => fp2!(min),
-            F_MAXNM => fp2!(maxnm),
-            F_MINNM => fp2!(minnm),
-            F_RECPS => fp2!(recps),
-            F_RSQRTS => fp2!(rsqrts),
-            F_CMEQ => fcmp2!(cmp_eq),
-            F_CMGE => fcmp2!(cmp_ge),
-            F_CMGT => fcmp2!(cmp_gt),
-            F_ACGE | F_ACGT => {
-                let ge = u.op == F_ACGE;
-                map2(st, u, |x, y| {
-                    let t = if e == 2 {
-                        fabs_cmp::<f32>(x, y, ge, cx, &mut fl)
-                    } else {
-                        fabs_cmp::<f64>(x, y, ge, cx, &mut fl)
-                    };
-                    mask_if(t)
-                })
-            }
+            // (FADD ... FACGT, FSQRT and the estimates: armada-semantics' FP element
+            // functions, fp_data_processing.rs)
             F_CMP0 => map1(st, u, |x| {
                 let t = if e == 2 {
                     fcmp0::<f32>(x, d, cx, &mut fl)
@@ -376,10 +312,6 @@ pub(crate) fn exec_fp(st: &mut CpuState, mem: &mut AddressSpace, u: &MicroOp) ->
                     float::neg::<f64>(x)
                 }
             }),
-            F_SQRT => fp1!(sqrt),
-            F_RECPE => fp1!(recpe),
-            F_RSQRTE => fp1!(rsqrte),
-            F_RECPX => fp1!(recpx),
             F_RINT => {
                 let exact = d == rmode::FPCR_EXACT;
                 let mode = if d == rmode::FPCR || exact {
@@ -796,16 +728,6 @@ fn fp_reduce(kind: u8, e: u8, n: u128, lo: usize, cnt: usize, cx: Ctx, fl: &mut 
     let x = fp_reduce(kind, e, n, lo, half, cx, fl);
     let y = fp_reduce(kind, e, n, lo + half, half, cx, fl);
     fp_red(kind, e, x, y, cx, fl)
-}
-
-/// FACGE / FACGT: signalling compares of the absolute values.
-fn fabs_cmp<F: Float>(x: u64, y: u64, ge: bool, cx: Ctx, fl: &mut u32) -> bool {
-    let (x, y) = (float::abs::<F>(x), float::abs::<F>(y));
-    if ge {
-        float::cmp_ge::<F>(x, y, cx, fl)
-    } else {
-        float::cmp_gt::<F>(x, y, cx, fl)
-    }
 }
 
 /// FCMEQ (quiet) and FCMGE/FCMGT/FCMLE/FCMLT (signalling) against zero.

@@ -221,23 +221,12 @@ template <int E> __device__ __forceinline__ u64 f_maxmin(u32 op, u64 a, u64 b, b
     return fv<E>(a) < fv<E>(b) ? a : b;
 }
 
-template <int E> __device__ __noinline__ u64 f_arith(u32 op, u64 a, u64 b, u32& fl, bool& ok) {
-    switch (op) {
-    case OP_F_ADD: return f_add<E>(a, b, false, fl, ok);
-    case OP_F_SUB: return f_add<E>(a, b, true, fl, ok);
-    case OP_F_MUL: return f_mul<E>(a, b, fl, ok);
-    case OP_F_DIV: return f_div<E>(a, b, fl, ok);
-    case OP_F_NMUL: return f_mul<E>(a, b, fl, ok) ^ F_SIGN;
-    case OP_F_ABD: return f_add<E>(a, b, true, fl, ok) & ~F_SIGN;
-    case OP_F_MULX:
-        if (f_nan<E>(a) || f_nan<E>(b)) { ok = false; return 0; }
-        if ((f_inf<E>(a) && f_zero<E>(b)) || (f_zero<E>(a) && f_inf<E>(b)))
-            return ((a ^ b) & F_SIGN) | FT<E>::bits((F_T)2.0);
-        return f_mul<E>(a, b, fl, ok);
-    case OP_F_MAX: case OP_F_MIN: case OP_F_MAXNM: case OP_F_MINNM:
-        return f_maxmin<E>(op, a, b, ok);
-    default: ok = false; return 0;
-    }
+// FMULX: as FMUL, but infinity times zero is 2.0 with the product's sign.
+template <int E> __device__ __forceinline__ u64 f_mulx(u64 a, u64 b, u32& fl, bool& ok) {
+    if (f_nan<E>(a) || f_nan<E>(b)) { ok = false; return 0; }
+    if ((f_inf<E>(a) && f_zero<E>(b)) || (f_zero<E>(a) && f_inf<E>(b)))
+        return ((a ^ b) & F_SIGN) | FT<E>::bits((F_T)2.0);
+    return f_mul<E>(a, b, fl, ok);
 }
 
 template <int E> __device__ __forceinline__ bool f_ordered(u64 a, u64 b, bool& ok) {
@@ -423,18 +412,19 @@ template <int E> __device__ __forceinline__ u64 fp_red(u32 kind, u64 x, u64 y, u
     }
 }
 
+// The FP element functions armada-semantics defines (fp_data_processing.rs), out of line as
+// the arithmetic was before them: a case in each instance of the element loop would grow it.
+template <int E> __device__ __noinline__ u64 f_defined(u32 op, u64 x, u64 y, u32& fl, bool& ok) {
+    switch (op) {
+// @include fp_elements.cu
+    default: ok = false; return 0;
+    }
+}
+
 // One element of the element-wise FP ops. `y` is the second operand, or the fraction bits of
 // the fixed-point conversions; `exact` marks FRINTX.
 template <int E> __device__ __forceinline__ u64 f_elem(u32 op, u32 d, u64 x, u64 y, bool exact, u32& fl, bool& ok) {
     switch (op) {
-    case OP_F_ADD: case OP_F_SUB: case OP_F_MUL: case OP_F_DIV: case OP_F_MULX: case OP_F_NMUL:
-    case OP_F_ABD: case OP_F_MAX: case OP_F_MIN: case OP_F_MAXNM: case OP_F_MINNM:
-        return f_arith<E>(op, x, y, fl, ok);
-    case OP_F_CMEQ: return f_ordered<E>(x, y, ok) ? mask_if(fv<E>(x) == fv<E>(y)) : 0;
-    case OP_F_CMGE: return f_ordered<E>(x, y, ok) ? mask_if(fv<E>(x) >= fv<E>(y)) : 0;
-    case OP_F_CMGT: return f_ordered<E>(x, y, ok) ? mask_if(fv<E>(x) > fv<E>(y)) : 0;
-    case OP_F_ACGE: return f_ordered<E>(x, y, ok) ? mask_if(fabs(fv<E>(x)) >= fabs(fv<E>(y))) : 0;
-    case OP_F_ACGT: return f_ordered<E>(x, y, ok) ? mask_if(fabs(fv<E>(x)) > fabs(fv<E>(y))) : 0;
     case OP_F_CMP0: {
         if (!f_ordered<E>(x, 0, ok)) return 0;
         F_T v = fv<E>(x);
@@ -448,12 +438,6 @@ template <int E> __device__ __forceinline__ u64 f_elem(u32 op, u32 d, u64 x, u64
     }
     case OP_F_ABS: return x & ~F_SIGN;
     case OP_F_NEG: return x ^ F_SIGN;
-    case OP_F_SQRT: return f_sqrt<E>(x, fl, ok);
-    case OP_F_RECPE: return f_recpe<E>(x, fl, ok);
-    case OP_F_RSQRTE: return f_rsqrte<E>(x, fl, ok);
-    case OP_F_RECPX: return f_recpx<E>(x, ok);
-    case OP_F_RECPS: return f_recps<E>(x, y, fl, ok);
-    case OP_F_RSQRTS: return f_rsqrts<E>(x, y, fl, ok);
     case OP_F_RINT: {
         if (f_nan<E>(x)) { ok = false; return 0; }
         F_T v = fv<E>(x);
@@ -467,7 +451,8 @@ template <int E> __device__ __forceinline__ u64 f_elem(u32 op, u32 d, u64 x, u64
         u64 v = uns ? x & emask(E) : (u64)esx(x, E);
         return f_from_int<E>(v, uns, (u32)y, fl);
     }
-    default: ok = false; return 0;
+    // FADD ... FACGT, FSQRT and the estimates
+    default: return f_defined<E>(op, x, y, fl, ok);
     }
 }
 
@@ -792,15 +777,12 @@ __device__ __noinline__ bool exec_simd(u64* rec, u64* x, u32& nzcv, u32 op, u32 
     u32 fl = (u32)rec[S_FPSR] & FL_EXC;
     bool ok = true;
     switch (op) {
-    case OP_F_ADD: case OP_F_SUB: case OP_F_MUL: case OP_F_DIV: case OP_F_MULX: case OP_F_NMUL:
-    case OP_F_ABD: case OP_F_MAX: case OP_F_MIN: case OP_F_MAXNM: case OP_F_MINNM: case OP_F_CMEQ:
-    case OP_F_CMGE: case OP_F_CMGT: case OP_F_ACGE: case OP_F_ACGT: case OP_F_CMP0: case OP_F_ABS:
-    case OP_F_NEG: case OP_F_SQRT: case OP_F_RINT: case OP_F_TO_INT_V: case OP_INT_TO_F_V: case OP_F_RECPE:
-    case OP_F_RSQRTE: case OP_F_RECPX: case OP_F_RECPS: case OP_F_RSQRTS: {
+    // (the FP element functions' labels and which read no Vm: generated, fp_elements.cu)
+    FP_ELEMENT_CASES
+    case OP_F_CMP0: case OP_F_ABS: case OP_F_NEG: case OP_F_RINT: case OP_F_TO_INT_V: case OP_INT_TO_F_V: {
         if (e != 2 && e != 3) return false;
-        bool unary = op == OP_F_CMP0 || op == OP_F_ABS || op == OP_F_NEG || op == OP_F_SQRT || op == OP_F_RINT ||
-                     op == OP_F_TO_INT_V || op == OP_INT_TO_F_V || op == OP_F_RECPE || op == OP_F_RSQRTE ||
-                     op == OP_F_RECPX;
+        bool unary = FP_ELEMENT_UNARY(op) || op == OP_F_CMP0 || op == OP_F_ABS || op == OP_F_NEG ||
+                     op == OP_F_RINT || op == OP_F_TO_INT_V || op == OP_INT_TO_F_V;
         V2 n = vload(rec, vb), r = {0, 0};
         V2 m = unary ? r : opnd_m(rec, vc, e, imm);
         u32 dd = d;

@@ -761,29 +761,14 @@ fn fp_recpx(e: u32, a0: u64) -> u64 {
 // FRINTX). The pairwise and across-lanes folds come as the op of their kind.
 fn fp_one(op: u32, d: u32, e: u32, f: u32, addend: u64, x: u64, y: u64, exact: bool) -> u64 {
     switch op {
-        case OP_F_ADD, OP_F_SUB, OP_F_ABD: { return fp_addsub(e, x, y, op != OP_F_ADD); }
-        case OP_F_MUL, OP_F_NMUL, OP_F_MULX: { return fp_mul(e, x, y, op == OP_F_MULX); }
-        case OP_F_DIV: { return fp_div(e, x, y); }
-        case OP_F_MAX, OP_F_MIN, OP_F_MAXNM, OP_F_MINNM: {
-            return fp_maxmin(e, x, y, op == OP_F_MAX || op == OP_F_MAXNM, op == OP_F_MAXNM || op == OP_F_MINNM);
+        // FADD ... FACGT, FSQRT and the estimates: armada-semantics' FP element functions
+        // @generated fp elements
+        case OP_F_MADD, OP_F_MSUB, OP_F_NMADD, OP_F_NMSUB: { return fp_fused(e, addend, x, y, 0u); }
+        case OP_F_CMP0: {
+            // against zero: LE and LT as 0 >= x and 0 > x
+            let rev = d == CMP0_LE || d == CMP0_LT;
+            return fp_cmp(e, select(x, 0lu, rev), select(0lu, x, rev), d == CMP0_EQ, d == CMP0_GE || d == CMP0_LE);
         }
-        case OP_F_MADD, OP_F_MSUB, OP_F_NMADD, OP_F_NMSUB, OP_F_RECPS, OP_F_RSQRTS: {
-            let step = select(select(0u, 1u, op == OP_F_RECPS), 2u, op == OP_F_RSQRTS);
-            return fp_fused(e, addend, x, y, step);
-        }
-        case OP_F_CMEQ, OP_F_CMGE, OP_F_CMGT, OP_F_ACGE, OP_F_ACGT, OP_F_CMP0: {
-            // FACGE, FACGT: of the magnitudes; against zero, LE and LT as 0 >= x and 0 > x
-            let abs = select(MAXU64, ~f_sign(e), op == OP_F_ACGE || op == OP_F_ACGT);
-            let rev = op == OP_F_CMP0 && (d == CMP0_LE || d == CMP0_LT);
-            let eq = op == OP_F_CMEQ || (op == OP_F_CMP0 && d == CMP0_EQ);
-            let ge = op == OP_F_CMGE || op == OP_F_ACGE || (op == OP_F_CMP0 && (d == CMP0_GE || d == CMP0_LE));
-            let z = select(y & abs, 0lu, op == OP_F_CMP0);
-            return fp_cmp(e, select(x & abs, z, rev), select(z, x, rev), eq, ge);
-        }
-        case OP_F_SQRT: { return fp_sqrt(e, x); }
-        case OP_F_RECPE: { return fp_recpe(e, x); }
-        case OP_F_RSQRTE: { return fp_rsqrte(e, x); }
-        case OP_F_RECPX: { return fp_recpx(e, x); }
         case OP_F_RINT: { return fp_round_int(e, x, d, exact); }
         case OP_F_TO_INT, OP_F_TO_INT_V: {
             // the scalar form's f: a 64-bit register; the vector form's: its element size
@@ -803,6 +788,8 @@ fn fp_one(op: u32, d: u32, e: u32, f: u32, addend: u64, x: u64, y: u64, exact: b
         }
     }
 }
+
+// @generated fp after
 
 // The op of an F_PAIR's or F_REDUCE's kind (d = FRED_*).
 fn fred_op(kind: u32) -> u32 {
@@ -848,8 +835,8 @@ fn exec_fp(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) ->
     if op < OP_F_ADD || op > OP_INT_TO_F_V || op == OP_F_ABS || op == OP_F_NEG { return false; }
     let cvt = op == OP_F_CVT || op == OP_F_CVTL || op == OP_F_CVTN;
     if !cvt && e != 2u && e != 3u { return false; }
-    let unary = op == OP_F_CMP0 || op == OP_F_SQRT || op == OP_F_RECPE || op == OP_F_RSQRTE || op == OP_F_RECPX ||
-                op == OP_F_RINT || op == OP_F_TO_INT_V || op == OP_INT_TO_F_V;
+    let unary = fp_element_unary(op) || op == OP_F_CMP0 || op == OP_F_RINT || op == OP_F_TO_INT_V ||
+                op == OP_INT_TO_F_V;
     let fused = op == OP_F_MADD || op == OP_F_MSUB || op == OP_F_NMADD || op == OP_F_NMSUB;
     let n = vload(vb);
     var m = V2(0lu, 0lu);
@@ -906,7 +893,6 @@ fn exec_fp(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) ->
         case OP_F_TO_INT, OP_INT_TO_F: { steps = 1u; }
         default: {}
     }
-    let fix = select(select(MAXU64, ~f_sign(e), op == OP_F_ABD), MAXU64, op == OP_F_NMUL);
     var t0 = 0lu;
     var t1 = 0lu;
     simd_ok = true;
@@ -943,8 +929,9 @@ fn exec_fp(op: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, imm: u64) ->
         pk_on = false;
         var v = fp_one(eop, dd, e, f, vget(addend, e, i) ^ neg_a, xv ^ select(0lu, neg_n, fused), yv, exact);
         if pk_on { v = round_pack(pk_e, pk_sign, pk_mant, pk_exp, pk_sticky, pk_mode, pk_fz, pk_ahp); }
-        // FNMUL's product negated and FABD's difference made positive, NaNs included
-        v = select(v & fix, v ^ f_sign(e), op == OP_F_NMUL);
+        // FNMUL's product negated and FABD's difference made positive, NaNs included, once
+        // rounded (generated from the definitions: fp_after)
+        v = fp_after(op, e, v);
         if i == 0u { t0 = v; } else if i == 1u { t1 = v; }
         r = vset(r, re, base + out, v);
     }

@@ -525,16 +525,6 @@ fn div_slow<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
     soft::div(F::FMT, a, b, cx.rnd(), fl)
 }
 
-/// FNMUL: the negated product (a NaN result has its sign flipped too).
-pub(super) fn nmul<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
-    mul::<F>(a, b, cx, fl) ^ F::SIGN
-}
-
-/// FABD: |a - b| (a NaN result loses its sign too).
-pub(super) fn abd<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
-    sub::<F>(a, b, cx, fl) & !F::SIGN
-}
-
 /// FMULX: as FMUL, but infinity times zero is 2.0 with the sign of the product.
 pub(super) fn mulx<F: Float>(a: u64, b: u64, cx: Ctx, fl: &mut u32) -> u64 {
     if let Some(n) = nans2::<F>(a, b, cx, fl) {
