@@ -130,22 +130,61 @@ fn unary(test: impl Fn(&FpDef) -> String) -> String {
     }
 }
 
-/// The kernel's FP element functions (`fp_elements.cu`), the cases of `f_defined`'s switch
-/// in simd.cu (its parameters are the elements `x` and `y`); and `FP_ELEMENT_CASES`, their
-/// labels, and `FP_ELEMENT_UNARY(op)`, which of them read no Vm, for the case that runs
-/// their element loop.
+/// Whether the kernel runs `d` out of line (`f_arith`, `__noinline__`): the two-operand
+/// arithmetic, whose code is large (each a rounding check of its own), out of the element
+/// loop; the compares, the one-operand ops and the steps inline in `f_elem`, as they were
+/// written by hand. Measured on an H100: all of them out of line made nbody's kernel 9%
+/// slower (docs/performance.md).
+fn cuda_out_of_line(d: &FpDef) -> bool {
+    let mut v = &d.value;
+    while let FpExpr::Neg(a) | FpExpr::Abs(a) = v {
+        v = a;
+    }
+    matches!(
+        v,
+        FpExpr::Op(
+            FpOp::Add
+                | FpOp::Sub
+                | FpOp::Mul
+                | FpOp::MulX
+                | FpOp::Div
+                | FpOp::Max
+                | FpOp::Min
+                | FpOp::MaxNum
+                | FpOp::MinNum,
+            _
+        )
+    )
+}
+
+/// The kernel's FP element functions (`fp_elements.cu`, included in simd.cu before `f_elem`,
+/// whose parameters are the elements `x` and `y`): `f_arith`, the out-of-line ones' function;
+/// `FP_ARITH_CASES`, its labels; `FP_INLINE_ELEMENTS`, the cases of the others for `f_elem`'s
+/// switch; and `FP_ELEMENT_CASES`, every label, and `FP_ELEMENT_UNARY(op)`, which read no Vm,
+/// for the case that runs their element loop.
 pub fn cuda_fp_elements() -> String {
-    let mut s = format!("    // ----- {HEADER}\n");
-    let labels: Vec<String> = fp_definitions()
-        .iter()
-        .map(|d| format!("case OP_{}:", d.name()))
-        .collect();
-    s.push_str(&format!("#define FP_ELEMENT_CASES {}\n", labels.join(" ")));
+    let mut s = format!("// ----- {HEADER}\n");
+    let labels = |pick: &dyn Fn(&FpDef) -> bool| {
+        fp_definitions()
+            .iter()
+            .filter(|d| pick(d))
+            .map(|d| format!("case OP_{}:", d.name()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    s.push_str(&format!("#define FP_ELEMENT_CASES {}\n", labels(&|_| true)));
     s.push_str(&format!(
         "#define FP_ELEMENT_UNARY(op) ({})\n",
         unary(|d| format!("(op) == OP_{}", d.name()))
     ));
-    for d in fp_definitions() {
+    s.push_str(&format!(
+        "#define FP_ARITH_CASES {}\n",
+        labels(&cuda_out_of_line)
+    ));
+    s.push_str(
+        "template <int E> __device__ __noinline__ u64 f_arith(u32 op, u64 x, u64 y, u32& fl, bool& ok) {\n    switch (op) {\n",
+    );
+    for d in fp_definitions().iter().filter(|d| cuda_out_of_line(d)) {
         s.push_str(&format!(
             "    case OP_{}: return {}; // {}\n",
             d.name(),
@@ -153,6 +192,18 @@ pub fn cuda_fp_elements() -> String {
             d.doc
         ));
     }
+    s.push_str("    default: ok = false; return 0;\n    }\n}\n");
+    s.push_str("#define FP_INLINE_ELEMENTS \\\n");
+    for d in fp_definitions().iter().filter(|d| !cuda_out_of_line(d)) {
+        // (a line comment would swallow the macro's next line: a block comment instead)
+        s.push_str(&format!(
+            "    case OP_{}: return {}; /* {} */ \\\n",
+            d.name(),
+            expr(Lang::Cuda, &d.value),
+            d.doc.replace("*/", "* /")
+        ));
+    }
+    s.push_str("    /* (end of FP_INLINE_ELEMENTS) */\n");
     s
 }
 

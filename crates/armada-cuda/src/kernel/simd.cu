@@ -412,19 +412,16 @@ template <int E> __device__ __forceinline__ u64 fp_red(u32 kind, u64 x, u64 y, u
     }
 }
 
-// The FP element functions armada-semantics defines (fp_data_processing.rs), out of line as
-// the arithmetic was before them: a case in each instance of the element loop would grow it.
-template <int E> __device__ __noinline__ u64 f_defined(u32 op, u64 x, u64 y, u32& fl, bool& ok) {
-    switch (op) {
+// The FP element functions armada-semantics defines (fp_data_processing.rs): f_arith, the
+// two-operand arithmetic out of line, and the macros of f_elem's other cases and labels
 // @include fp_elements.cu
-    default: ok = false; return 0;
-    }
-}
 
 // One element of the element-wise FP ops. `y` is the second operand, or the fraction bits of
 // the fixed-point conversions; `exact` marks FRINTX.
 template <int E> __device__ __forceinline__ u64 f_elem(u32 op, u32 d, u64 x, u64 y, bool exact, u32& fl, bool& ok) {
     switch (op) {
+    FP_ARITH_CASES return f_arith<E>(op, x, y, fl, ok);
+    FP_INLINE_ELEMENTS
     case OP_F_CMP0: {
         if (!f_ordered<E>(x, 0, ok)) return 0;
         F_T v = fv<E>(x);
@@ -451,8 +448,7 @@ template <int E> __device__ __forceinline__ u64 f_elem(u32 op, u32 d, u64 x, u64
         u64 v = uns ? x & emask(E) : (u64)esx(x, E);
         return f_from_int<E>(v, uns, (u32)y, fl);
     }
-    // FADD ... FACGT, FSQRT and the estimates
-    default: return f_defined<E>(op, x, y, fl, ok);
+    default: ok = false; return 0;
     }
 }
 
