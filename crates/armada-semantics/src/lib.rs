@@ -57,18 +57,20 @@ pub fn fp_definitions() -> &'static [fp_data_processing::FpDef] {
     ALL.get_or_init(fp_data_processing::definitions)
 }
 
+/// Each op's index in a table of definitions (`ops`, in the table's order), by op number.
+fn index_by_op(ops: impl Iterator<Item = u16> + Clone) -> Vec<Option<usize>> {
+    let top = ops.clone().map(|op| op as usize + 1).max().unwrap_or(0);
+    let mut v = vec![None; top];
+    for (i, op) in ops.enumerate() {
+        v[op as usize] = Some(i);
+    }
+    v
+}
+
 /// The element function of micro-op `op`, if it has one here.
 pub fn element_definition(op: u16) -> Option<&'static ElemDef> {
     static BY_OP: OnceLock<Vec<Option<usize>>> = OnceLock::new();
-    let by_op = BY_OP.get_or_init(|| {
-        let all = element_definitions();
-        let top = all.iter().map(|d| d.op as usize + 1).max().unwrap_or(0);
-        let mut v = vec![None; top];
-        for (i, d) in all.iter().enumerate() {
-            v[d.op as usize] = Some(i);
-        }
-        v
-    });
+    let by_op = BY_OP.get_or_init(|| index_by_op(element_definitions().iter().map(|d| d.op)));
     let i = (*by_op.get(op as usize)?)?;
     Some(&element_definitions()[i])
 }
@@ -76,15 +78,7 @@ pub fn element_definition(op: u16) -> Option<&'static ElemDef> {
 /// The definition of micro-op `op`, if it has one here.
 pub fn definition(op: u16) -> Option<&'static Def> {
     static BY_OP: OnceLock<Vec<Option<usize>>> = OnceLock::new();
-    let by_op = BY_OP.get_or_init(|| {
-        let all = definitions();
-        let top = all.iter().map(|d| d.op as usize + 1).max().unwrap_or(0);
-        let mut v = vec![None; top];
-        for (i, d) in all.iter().enumerate() {
-            v[d.op as usize] = Some(i);
-        }
-        v
-    });
+    let by_op = BY_OP.get_or_init(|| index_by_op(definitions().iter().map(|d| d.op)));
     let i = (*by_op.get(op as usize)?)?;
     Some(&definitions()[i])
 }

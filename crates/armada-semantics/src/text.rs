@@ -584,10 +584,12 @@ pub fn wgsl_narrow_selectors() -> String {
 /// Whether an element function reads no Vm (the loop then reads no broadcast element of it),
 /// as an expression of `op` made by `test` from each such definition.
 fn unary_test(test: impl Fn(&ElemDef) -> String) -> String {
-    let tests: Vec<String> = of_shape(Shape::Same)
-        .filter(|d| !d.reads_m())
-        .map(test)
-        .collect();
+    any_of(of_shape(Shape::Same).filter(|d| !d.reads_m()).map(test))
+}
+
+/// The tests joined by `||` (C and WGSL alike), or `false` where there are none.
+pub(crate) fn any_of(tests: impl Iterator<Item = String>) -> String {
+    let tests: Vec<String> = tests.collect();
     if tests.is_empty() {
         "false".to_string()
     } else {

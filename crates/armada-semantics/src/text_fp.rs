@@ -4,7 +4,7 @@
 
 use crate::fp_data_processing::{FpCmp, FpDef, FpExpr, FpOp};
 use crate::fp_definitions;
-use crate::text::{Lang, HEADER};
+use crate::text::{any_of, Lang, HEADER};
 
 /// How each language spells each FP operation; `{0}` and `{1}` are the operands.
 /// - Rust (the interpreter's `cpu/fp/float.rs`): generic in `T`, f32 or f64 as field e says;
@@ -118,16 +118,7 @@ pub fn rust_arms() -> String {
 
 /// The ops of the FP element functions that read no Vm, as `test` spells each.
 fn unary(test: impl Fn(&FpDef) -> String) -> String {
-    let t: Vec<String> = fp_definitions()
-        .iter()
-        .filter(|d| !d.reads_m())
-        .map(test)
-        .collect();
-    if t.is_empty() {
-        "false".to_string()
-    } else {
-        t.join(" || ")
-    }
+    any_of(fp_definitions().iter().filter(|d| !d.reads_m()).map(test))
 }
 
 /// Whether the kernel runs `d` out of line (`f_arith`, `__noinline__`): the two-operand
