@@ -16,6 +16,7 @@ pub mod dp_immediate;
 pub mod dp_register;
 pub mod expr;
 pub mod fp_data_processing;
+pub mod lang;
 pub mod prim;
 pub mod simd_across_lanes;
 pub mod simd_shift_immediate;

@@ -4,7 +4,7 @@
 
 use crate::fp_data_processing::{FpCmp, FpDef, FpExpr, FpOp};
 use crate::fp_definitions;
-use crate::text::{any_of, Lang, HEADER};
+use crate::lang::{any_of, Lang, HEADER};
 
 /// How each language spells each FP operation; `{0}` and `{1}` are the operands.
 /// - Rust (the interpreter's `cpu/fp/float.rs`): generic in `T`, f32 or f64 as field e says;
