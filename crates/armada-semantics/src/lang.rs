@@ -36,3 +36,12 @@ pub(crate) fn any_of(tests: impl Iterator<Item = String>) -> String {
         tests.join(" || ")
     }
 }
+
+/// A spelling with its operands in place of `{0}`, `{1}`, ...
+pub(crate) fn fill(template: &str, args: &[String]) -> String {
+    let mut s = template.to_string();
+    for (i, a) in args.iter().enumerate() {
+        s = s.replace(&format!("{{{i}}}"), a);
+    }
+    s
+}

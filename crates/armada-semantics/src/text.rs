@@ -6,7 +6,7 @@
 use crate::def::{Def, Effect};
 use crate::definitions;
 use crate::expr::{Bin, Cmp, Conv, Expr, Field, Lane, Operand, Prim, Un, Width};
-use crate::lang::{any_of, Lang, HEADER};
+use crate::lang::{any_of, fill, Lang, HEADER};
 use crate::{element_definitions, ElemDef, Shape};
 
 /// An operation, as [`SPELLINGS`] names it.
@@ -211,13 +211,6 @@ pub fn spelling(lang: Lang, node: Node, width: Width) -> &'static str {
 /// `e` as one operand in `lang`.
 pub fn expr(lang: Lang, e: &Expr) -> String {
     let leaves = &LEAVES[lang.column()];
-    let fill = |s: &str, args: &[String]| {
-        let mut s = s.to_string();
-        for (i, a) in args.iter().enumerate() {
-            s = s.replace(&format!("{{{i}}}"), a);
-        }
-        s
-    };
     match e {
         Expr::Reg(r, w) => {
             let name = leaves.names[match r {

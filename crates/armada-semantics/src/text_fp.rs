@@ -4,7 +4,7 @@
 
 use crate::fp_data_processing::{FpCmp, FpDef, FpExpr, FpOp};
 use crate::fp_definitions;
-use crate::lang::{any_of, Lang, HEADER};
+use crate::lang::{any_of, fill, Lang, HEADER};
 
 /// How each language spells each FP operation; `{0}` and `{1}` are the operands.
 /// - Rust (the interpreter's `cpu/fp/float.rs`): generic in `T`, f32 or f64 as field e says;
@@ -51,14 +51,6 @@ const ABS: [&str; 3] = [
     "({0} & ~F_SIGN)",
     "({0} & ~f_sign(e))",
 ];
-
-fn fill(template: &str, args: &[String]) -> String {
-    let mut s = template.to_string();
-    for (i, a) in args.iter().enumerate() {
-        s = s.replace(&format!("{{{i}}}"), a);
-    }
-    s
-}
 
 /// `e` in `lang`: Vn's element is `x`, Vm's `y` in every language.
 fn expr(lang: Lang, e: &FpExpr) -> String {
