@@ -90,8 +90,7 @@ fn main() {
         ),
     ];
     for (marker, file, with) in generated {
-        assert!(src.contains(marker), "{file} has no `{marker}`");
-        src = src.replace(marker, &with);
+        splice(&mut src, file, marker, &with);
     }
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     std::fs::write(out.join("shader.wgsl"), src).unwrap();
@@ -110,8 +109,13 @@ fn main() {
             armada_semantics::text_fp::wgsl_fp_after(),
         ),
     ] {
-        assert!(fp.contains(marker), "fp.wgsl has no `{marker}`");
-        fp = fp.replace(marker, &with);
+        splice(&mut fp, "fp.wgsl", marker, &with);
     }
     std::fs::write(out.join("fp.wgsl"), fp).unwrap();
+}
+
+/// `marker` in `text` (from `file`) replaced by `with`; a marker the file lacks is an error.
+fn splice(text: &mut String, file: &str, marker: &str, with: &str) {
+    assert!(text.contains(marker), "{file} has no `{marker}`");
+    *text = text.replace(marker, with);
 }

@@ -766,10 +766,6 @@ pub(super) const TABLE: &[Encoding] = &[
     enc("MLA (vector)",  "0Q 0 01110 zz 1 mmmmm 10010 1 nnnnn ddddd", |f| v3(f, V_MLA, Sz::NoD, 0)),
     enc("MLS (vector)",  "0Q 1 01110 zz 1 mmmmm 10010 1 nnnnn ddddd", |f| v3(f, V_MLS, Sz::NoD, 0)),
     enc("MUL (vector)",  "0Q 0 01110 zz 1 mmmmm 10011 1 nnnnn ddddd", |f| v3(f, V_MUL, Sz::NoD, 0)),
-
-    // ======== AdvSIMD three same (extra): FEAT_DotProd (words of Vd from the bytes of Vn, Vm)
-    enc("SDOT (vector)", "0Q 0 01110 10 0 mmmmm 1 0010 1 nnnnn ddddd", |f| Some(rrr(f, V_DOT, 2, qf(f)))),
-    enc("UDOT (vector)", "0Q 1 01110 10 0 mmmmm 1 0010 1 nnnnn ddddd", |f| Some(rrr(f, V_DOT, 2, qf(f)).d(1))),
     enc("PMUL",          "0Q 1 01110 zz 1 mmmmm 10011 1 nnnnn ddddd", |f| v3(f, V_PMUL, Sz::B, 0)),
     enc("SMAXP",  "0Q 0 01110 zz 1 mmmmm 10100 1 nnnnn ddddd", |f| v3(f, V_MAXP, Sz::NoD, 0)),
     enc("UMAXP",  "0Q 1 01110 zz 1 mmmmm 10100 1 nnnnn ddddd", |f| v3(f, V_MAXP, Sz::NoD, 1)),
@@ -909,6 +905,10 @@ pub(super) const TABLE: &[Encoding] = &[
     enc("FMAXV",   "0Q 1 01110 0S 11000 01111 10 nnnnn ddddd", |f| facross(f, fred::MAX)),
     enc("FMINNMV", "0Q 1 01110 1S 11000 01100 10 nnnnn ddddd", |f| facross(f, fred::MINNM)),
     enc("FMINV",   "0Q 1 01110 1S 11000 01111 10 nnnnn ddddd", |f| facross(f, fred::MIN)),
+
+    // ======== AdvSIMD three same (extra): FEAT_DotProd (words of Vd from the bytes of Vn, Vm)
+    enc("SDOT (vector)", "0Q 0 01110 10 0 mmmmm 1 0010 1 nnnnn ddddd", |f| Some(rrr(f, V_DOT, 2, qf(f)))),
+    enc("UDOT (vector)", "0Q 1 01110 10 0 mmmmm 1 0010 1 nnnnn ddddd", |f| Some(rrr(f, V_DOT, 2, qf(f)).d(1))),
 
     // ======== AdvSIMD shift by immediate
     enc("SSHR",    "0Q 0 011110 hhhh bbb 00000 1 nnnnn ddddd", |f| shr_v(f, 0)),
