@@ -72,6 +72,8 @@ fn main() {
     parts.push(("defined.cu".to_string(), hot));
     parts.push(("defined_cold.cu".to_string(), cold));
     parts.push(("fused.cu".to_string(), armada_semantics::text::cuda_fused()));
+    // (a batch's translated blocks: none in this build, `sim.rs` compiles those it is given)
+    parts.push(("blocks.cu".to_string(), String::new()));
     let parts: Vec<(&str, &str)> = parts
         .iter()
         .map(|(n, t)| (n.as_str(), t.as_str()))

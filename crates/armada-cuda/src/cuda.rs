@@ -29,6 +29,9 @@ pub struct CudaDevice {
     cov_news: sys::CUfunction,
     /// The builds with edge coverage (few lanes, many lanes), compiled on first use.
     covered: OnceLock<Result<(sys::CUfunction, sys::CUfunction), String>>,
+    /// The builds with batches' translated blocks (few lanes, many lanes): build k + 1 is
+    /// `Params::blocks` k + 1.
+    blocks: Mutex<Vec<(sys::CUfunction, sys::CUfunction)>>,
     /// What compiling more builds needs: the source and the many-lane build's defines.
     src: String,
     many_define: String,
@@ -189,6 +192,7 @@ impl CudaDevice {
             pt_write,
             cov_news,
             covered: OnceLock::new(),
+            blocks: Mutex::new(Vec::new()),
             src,
             many_define,
             cache_dir,
@@ -216,17 +220,7 @@ impl CudaDevice {
                 &[self.many_define.as_str(), "-DARMADA_MINPC", cov],
             )
             .map_err(|e| e.to_string())?;
-            let load = |cubin: &[u8]| -> Result<sys::CUfunction, String> {
-                self.bind().map_err(|e| e.to_string())?;
-                // SAFETY: cubin is a complete module image; the context is current. The
-                // module stays loaded for the device's life (unloaded with the context).
-                let m = unsafe { result::module::load_data(cubin.as_ptr() as *const c_void) }
-                    .map_err(|e| format!("cuModuleLoadData: {e:?}"))?;
-                let c = CString::new("armada_run").unwrap();
-                // SAFETY: the module is loaded; c is a valid name.
-                unsafe { result::module::get_function(m, c) }
-                    .map_err(|e| format!("cuModuleGetFunction(armada_run): {e:?}"))
-            };
+            let load = |cubin: &[u8]| self.load_run(cubin).map_err(|e| e.to_string());
             Ok((load(&few)?, load(&many)?))
         });
         r.clone().map_err(|e| {
@@ -234,6 +228,19 @@ impl CudaDevice {
                 "the kernel build with coverage did not compile: {e}"
             ))
         })
+    }
+
+    /// The `armada_run` of a build compiled after the start (coverage, translated blocks).
+    fn load_run(&self, cubin: &[u8]) -> Result<sys::CUfunction, Error> {
+        self.bind()?;
+        // SAFETY: cubin is a complete module image; the context is current. The module stays
+        // loaded for the device's life (unloaded with the context).
+        let m = unsafe { result::module::load_data(cubin.as_ptr() as *const c_void) }
+            .map_err(|e| derr("cuModuleLoadData", e))?;
+        let c = CString::new("armada_run").unwrap();
+        // SAFETY: the module is loaded; c is a valid name.
+        unsafe { result::module::get_function(m, c) }
+            .map_err(|e| derr("cuModuleGetFunction(armada_run)", e))
     }
 
     fn launch(
@@ -277,6 +284,8 @@ impl CudaDevice {
     fn run_function(&self, p: &Params) -> Result<sys::CUfunction, Error> {
         let (few, many) = if p.cov != 0 {
             self.covered()?
+        } else if p.blocks != 0 {
+            self.blocks.lock().unwrap()[p.blocks as usize - 1]
         } else {
             (self.run, self.run_many)
         };
@@ -303,6 +312,29 @@ impl Device for CudaDevice {
     }
     fn second_level_tlb(&self) -> bool {
         true
+    }
+    fn translates(&self) -> bool {
+        true
+    }
+    fn build_blocks(
+        &self,
+        code: &[u64],
+        samples: &[(u32, u32)],
+    ) -> Result<Option<(u64, Vec<u32>)>, Error> {
+        let Some((cases, heads)) = crate::blocks::build(code, samples) else {
+            return Ok(None);
+        };
+        let src = crate::kernel_source_with_blocks(&cases);
+        let on = "-DARMADA_BLOCKS";
+        let ((few, _), (many, _)) = compile_pair(
+            (&src, &self.arch, &self.name, &self.cache_dir),
+            &[on],
+            &[self.many_define.as_str(), "-DARMADA_MINPC", on],
+        )?;
+        let pair = (self.load_run(&few)?, self.load_run(&many)?);
+        let mut builds = self.blocks.lock().unwrap();
+        builds.push(pair);
+        Ok(Some((builds.len() as u64, heads)))
     }
     fn device_syscalls(&self) -> bool {
         true

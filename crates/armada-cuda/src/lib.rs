@@ -4,6 +4,7 @@
 //! and [`open`] say why, and the `sim` option runs the same kernel source compiled for the
 //! host CPU (tests, debugging).
 
+pub mod blocks;
 pub mod cuda;
 #[cfg(test)]
 mod hot_ops;
@@ -26,6 +27,18 @@ pub fn kernel_source() -> String {
     armada_gpu::layout::cuda_source(KERNEL_SOURCE, &KERNEL_PARTS)
 }
 
+/// The kernel source with a batch's translated blocks (`blocks::cases`) in the loop's
+/// `OP_TBLOCK` case; compiled with `ARMADA_BLOCKS` defined.
+pub fn kernel_source_with_blocks(cases: &str) -> String {
+    let mut parts = KERNEL_PARTS;
+    for p in parts.iter_mut() {
+        if p.0 == "blocks.cu" {
+            p.1 = cases;
+        }
+    }
+    armada_gpu::layout::cuda_source(KERNEL_SOURCE, &parts)
+}
+
 /// The kernel's main file, which names its parts where they go (`// @include NAME`).
 pub const KERNEL_SOURCE: &str = include_str!("kernel/armada.cu");
 /// The kernel's parts (name, text); build.rs lists the same files for the simulator. A part
@@ -33,7 +46,7 @@ pub const KERNEL_SOURCE: &str = include_str!("kernel/armada.cu");
 /// simd.cu `elements.cu` and `fp_elements.cu`: the cases build.rs generates from
 /// armada-semantics' definitions),
 /// which then comes after it.
-pub const KERNEL_PARTS: [(&str, &str); 15] = [
+pub const KERNEL_PARTS: [(&str, &str); 16] = [
     ("int.cu", include_str!("kernel/int.cu")),
     ("simd.cu", include_str!("kernel/simd.cu")),
     (
@@ -63,6 +76,9 @@ pub const KERNEL_PARTS: [(&str, &str); 15] = [
         "fused.cu",
         include_str!(concat!(env!("OUT_DIR"), "/fused.cu")),
     ),
+    // a batch's translated blocks (`kernel_source_with_blocks`); none in the kernel built
+    // at start
+    ("blocks.cu", ""),
     ("entry.cu", include_str!("kernel/entry.cu")),
 ];
 

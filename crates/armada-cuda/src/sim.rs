@@ -36,6 +36,55 @@ pub struct SimDevice {
     pub frame_cap: Option<usize>,
     /// Frame chunks held: (address, bytes).
     frame_chunks: Mutex<Vec<(u64, usize)>>,
+    /// The builds with batches' translated blocks (`build_blocks`): build k + 1 is
+    /// `Params::blocks` k + 1, its library kept loaded with its lane function.
+    blocks: Mutex<Vec<(libloading::Library, RunLane)>>,
+}
+
+/// The simulator's entry for one lane.
+type RunLane = unsafe extern "C" fn(*const Params, u32);
+
+/// Compiles the simulator's source with translated blocks `cases` into a shared library
+/// and loads it. The build script compiles the simulator of the start; a batch's blocks
+/// are known only while it runs, so they are compiled here, by the same C++ compiler
+/// (`CXX`, else `c++`), about 3 s at -O1.
+fn compile_blocks(cases: &str) -> Result<(libloading::Library, RunLane), Error> {
+    use std::sync::atomic::AtomicUsize;
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "armada-sim-blocks-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let fail = |what: String| Error::Compile(format!("the simulator's build with translated blocks: {what}"));
+    std::fs::create_dir_all(&dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
+    let src = dir.join("blocks.cpp");
+    let lib = dir.join("libblocks.so");
+    let text = format!(
+        "#define ARMADA_SIM 1\n#define ARMADA_BLOCKS 1\n{}",
+        crate::kernel_source_with_blocks(cases)
+    );
+    std::fs::write(&src, text).map_err(|e| fail(format!("{}: {e}", src.display())))?;
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let out = std::process::Command::new(&cxx)
+        .args(["-std=c++17", "-O1", "-fno-strict-aliasing", "-fwrapv", "-fPIC", "-shared"])
+        .args(["-w", "-Wl,-Bsymbolic", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .output()
+        .map_err(|e| fail(format!("{cxx}: {e}")))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(fail(format!("{cxx} failed: {}", err.lines().take(20).collect::<Vec<_>>().join("\n"))));
+    }
+    // SAFETY: the library is the kernel's source compiled for this host; loading it runs no
+    // code of its own (no constructors but the C++ runtime's).
+    let loaded = unsafe { libloading::Library::new(&lib) }.map_err(|e| fail(e.to_string()))?;
+    // SAFETY: the symbol is the simulator's lane entry, of this type (sim.rs's extern block).
+    let run: RunLane = *unsafe { loaded.get::<RunLane>(b"armada_sim_run_lane\0") }
+        .map_err(|e| fail(e.to_string()))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok((loaded, run))
 }
 
 impl SimDevice {
@@ -71,6 +120,22 @@ impl Device for SimDevice {
     }
     fn device_syscalls(&self) -> bool {
         true
+    }
+    fn translates(&self) -> bool {
+        true
+    }
+    fn build_blocks(
+        &self,
+        code: &[u64],
+        samples: &[(u32, u32)],
+    ) -> Result<Option<(u64, Vec<u32>)>, Error> {
+        let Some((cases, heads)) = crate::blocks::build(code, samples) else {
+            return Ok(None);
+        };
+        let built = compile_blocks(&cases)?;
+        let mut builds = self.blocks.lock().unwrap();
+        builds.push(built);
+        Ok(Some((builds.len() as u64, heads)))
     }
 
     fn describe(&self) -> String {
@@ -127,10 +192,15 @@ impl Device for SimDevice {
             )));
         }
         let pp = *p;
+        let run: RunLane = if p.blocks != 0 {
+            self.blocks.lock().unwrap()[p.blocks as usize - 1].1
+        } else {
+            armada_sim_run_lane
+        };
         // Lanes touch disjoint memory (shared frames are only read), like GPU threads.
         (0..p.nactive).into_par_iter().for_each(|i| {
             // SAFETY: the parameters describe live allocations of this device.
-            unsafe { armada_sim_run_lane(&pp, i) }
+            unsafe { run(&pp, i) }
         });
         Ok(())
     }

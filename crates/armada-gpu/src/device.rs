@@ -168,6 +168,22 @@ pub trait Device: Send + Sync {
     fn device_syscalls(&self) -> bool {
         false
     }
+    /// Whether the device translates a batch's hot blocks (`build_blocks`); a batch then
+    /// samples where its lanes' slices end (`layout::S_INFO` at `STOP_SLICE`).
+    fn translates(&self) -> bool {
+        false
+    }
+    /// A build of the kernel with blocks translated from `code` (a batch's micro-ops, two
+    /// words each) where `samples` ((micro-op index, count): where slices ended) fell: its
+    /// number (`Params::blocks`) and each block's head, block k's at `heads[k]`, for the
+    /// batch to rewrite to `layout::TBLOCK`. None: no block worth translating.
+    fn build_blocks(
+        &self,
+        _code: &[u64],
+        _samples: &[(u32, u32)],
+    ) -> Result<Option<(u64, Vec<u32>)>, Error> {
+        Ok(None)
+    }
     /// Whether the kernel copies lazy pages (`layout::PT_LAZY`) on their first write from the
     /// lane's frame reserve and logs the claims (`Params::claims`); the host then maps pages
     /// a lane is likely to write as lazy, so those writes do not stop the lane.

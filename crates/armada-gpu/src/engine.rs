@@ -46,6 +46,7 @@ use std::time::Instant;
 
 mod apply;
 mod bare;
+mod blocks;
 mod code;
 mod coverage;
 mod devio;
@@ -510,6 +511,8 @@ pub struct Batch {
     /// The most frames each lane held (its own pages and its reserve), counted as it gave
     /// them up.
     lane_peaks: feed::Peaks,
+    /// Translated blocks (`blocks`).
+    blocks: blocks::Blocks,
 }
 
 /// Host buffers kept from round to round. A round of tens of thousands of stopped lanes moves
@@ -876,6 +879,7 @@ impl Batch {
                     s.micro_ops, s.regions, s.images
                 ),
             ),
+            ("translated blocks".into(), self.blocks.describe()),
             (
                 "page-table slots".into(),
                 format!("{} ({} grows)", s.pt_slots, s.pt_grows),

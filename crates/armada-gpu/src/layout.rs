@@ -298,6 +298,10 @@ kernel_params! {
     /// Each lane's second-level translation cache (`TLB2_ENTRIES` pairs of words: tag, frame
     /// address; zeroed, which is no entry). Zero: none.
     tlb2: u64 => "u64*",
+    /// The kernel build holding this batch's translated blocks (`Device::build_blocks`; 0:
+    /// none, and no micro-op is `OP_TBLOCK`). The host chooses the function by it; the
+    /// kernel does not read it.
+    blocks: u64 => "u64",
     slice: u64 => "u64",
     max_ns: u64 => "u64",
     min_grace_ns: u64 => "u64",
@@ -366,6 +370,13 @@ pub mod fused {
         (SUBS_SR_X_BCOND, "SUBS_SR_X_BCOND"),
     ];
 }
+
+/// The CUDA kernel's translated blocks (`armada-cuda/src/blocks.rs`): a micro-op slot where a
+/// translated block starts is rewritten to this op, the block's number in the fields word's
+/// bits 16-47; the block holds the slot's own micro-op for when it cannot run whole. Only a
+/// kernel build with that batch's blocks (`Params::blocks`) runs such code.
+pub const TBLOCK: u16 = 0x3f8;
+const _: () = assert!(fused::SUBS_SR_X_BCOND < TBLOCK && TBLOCK < ops::FP_BASE);
 
 /// Bytes of one lane's coverage map (`Params::cov`): `armada_core::coverage::MAP_SIZE` (a
 /// test checks; the kernels' build scripts read this file without armada-core).
@@ -542,6 +553,7 @@ pub fn header() -> String {
     for (n, name) in op_names().into_iter().chain(fused::NAMES) {
         let _ = writeln!(h, "#define OP_{name} {n}");
     }
+    let _ = writeln!(h, "#define OP_TBLOCK {TBLOCK}");
     for (name, v) in constants() {
         let _ = writeln!(h, "#define {name} {v}ull");
     }
@@ -621,7 +633,7 @@ mod tests {
         assert_eq!(S_DIRTY_MORE + DIRTY_MORE, S_WORDS);
         const { assert!(CORE_WORDS <= S_DIRTY && S_IMAGE < S_V && S_V + 64 <= S_DIRTY_MORE) };
         const { assert!(S_WORDS * 8 <= 8192) };
-        assert_eq!(std::mem::size_of::<Params>(), 28 * 8 + 6 * 4);
+        assert_eq!(std::mem::size_of::<Params>(), 29 * 8 + 6 * 4);
         // a second-level tag holds any page number the table does, the generation and a bit
         const { assert!(PT_VPN_BITS + TLB2_GEN_BITS < 64 && TLB2_ENTRIES.is_power_of_two()) };
     }

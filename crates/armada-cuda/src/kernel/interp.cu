@@ -195,6 +195,7 @@ __device__ void run_lane(const Params& P, u32 lane) {
             nimm = nx.imm;
         }
 #endif
+    decode: // (a translated block that cannot run whole comes back with its slot's own micro-op)
         u32 op = (u32)(w0 & 0xffff);
         u32 a = (u32)(w0 >> 16) & 63, b = (u32)(w0 >> 24) & 63, c = (u32)(w0 >> 32) & 63;
         u32 d = (u32)(w0 >> 40) & 0xff, dr = d & 63;
@@ -336,6 +337,18 @@ __device__ void run_lane(const Params& P, u32 lane) {
         // inline (hot_ops.rs), generated; the others are exec_cold's (cold.cu)
 // @include defined.cu
 
+#ifdef ARMADA_BLOCKS
+        // A translated block (blocks.rs, generated for this batch's hot code): it runs whole
+        // when the lane's budget has room for all of it, leaving through `jump`, `miss` or
+        // `block_out`; otherwise its case puts the slot's own micro-op in w0 and imm, and
+        // the loop runs that.
+        case OP_TBLOCK:
+            switch ((u32)(w0 >> 16)) {
+// @include blocks.cu
+            }
+            goto decode;
+#endif
+
         // ----- loads and stores
         case OP_LDR_B: case OP_LDR_H: case OP_LDR_W: case OP_LDR_X:
         case OP_LDRSB_W: case OP_LDRSB_X: case OP_LDRSH_W: case OP_LDRSH_X: case OP_LDRSW:
@@ -422,6 +435,11 @@ __device__ void run_lane(const Params& P, u32 lane) {
         idx++;
         retired++;
         continue;
+#ifdef ARMADA_BLOCKS
+    block_out: // a translated block ended before a micro-op it leaves to the loop (idx)
+        RELOAD()
+        continue;
+#endif
     jump: // every branch's (JUMP): within the region an index, else the region found again
         retired++;
         if (jt - base < rlen && (jt & 3) == 0) {
@@ -448,6 +466,9 @@ miss:
     goto done;
 done:
     if (stop == STOP_LIMIT || stop == STOP_SLICE) pc = base + idx * 4;
+    // where a lane's slice ended, as the micro-op's index in P.ops: the host's sample of
+    // where lanes spend their time, to choose the blocks it translates
+    if (stop == STOP_SLICE) info = kbase + idx;
     COV_FLUSH()
 #pragma unroll
     for (int r = 0; r < 32; r++) rec[S_X + r] = x[r];

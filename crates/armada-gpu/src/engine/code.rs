@@ -202,6 +202,16 @@ impl Code {
         first
     }
 
+    /// Rewrites the first slot of each translated block (block k's at `heads[k]`) to
+    /// `tblock` with the block's number in bits 16-47; the device's build holds each slot's
+    /// own micro-op.
+    pub(super) fn mark_blocks(&mut self, heads: &[u32], tblock: u16) {
+        for (k, &h) in heads.iter().enumerate() {
+            self.ops[2 * h as usize] = tblock as u64 | (k as u64) << 16;
+        }
+        self.stale = true;
+    }
+
     pub(super) fn nregions(&self) -> u32 {
         (self.regions.len() / 3) as u32
     }

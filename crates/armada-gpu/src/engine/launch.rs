@@ -113,6 +113,7 @@ impl Batch {
         if self.trace {
             self.trace_launch(slice, secs);
         }
+        self.sample_blocks()?;
         self.stats.transfer_s += t.elapsed().as_secs_f64();
         self.stats.lap(0, &mut lap);
         Ok(())

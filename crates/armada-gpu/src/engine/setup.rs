@@ -365,6 +365,7 @@ impl Batch {
                 .map_or(TLB2_GEN_MAX, |g: u32| g.clamp(1, TLB2_GEN_MAX)),
             feed: None,
             lane_peaks: Default::default(),
+            blocks: super::blocks::Blocks::new(dev.translates()),
         };
         batch.queue = dev.new_queue()?;
         batch.stats.regions = nregions as usize;
