@@ -92,6 +92,9 @@ pub struct Options {
     pub sim: bool,
     /// Print compile and per-batch notes on stderr.
     pub verbose: bool,
+    /// Samples of where slices ended a batch takes before the device builds its translated
+    /// blocks (`armada_gpu::Options::block_samples`; Some(0): none).
+    pub block_samples: Option<u64>,
     /// Where compiled kernels are cached (default: see `nvrtc::cache_dir`).
     pub cache_dir: Option<PathBuf>,
     /// Devices the simulator has (0 is taken as 1), to test batches over several devices
@@ -117,6 +120,8 @@ impl Options {
                 .and_then(|v| v.parse().ok()),
             sim: flag("ARMADA_CUDA_SIM"),
             verbose: flag("ARMADA_CUDA_VERBOSE"),
+            // (ARMADA_GPU_BLOCKS and ARMADA_GPU_BLOCK_SAMPLES are read by the batch)
+            block_samples: None,
             cache_dir: None,
             sim_devices: std::env::var("ARMADA_CUDA_SIM_DEVICES")
                 .ok()
@@ -135,6 +140,7 @@ impl Options {
         armada_gpu::Options {
             slice: self.slice,
             verbose: self.verbose,
+            block_samples: self.block_samples,
         }
     }
 }

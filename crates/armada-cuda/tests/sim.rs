@@ -761,3 +761,41 @@ fn reserve_frames_the_host_takes_leave_the_kernels_count() {
         same_as_cpu(&s, &engine);
     }
 }
+
+/// Translated blocks (blocks.rs): a batch that builds them early (after 64 samples of where
+/// slices ended, slices of 997 instructions) ends every lane as the CPU engine does, in a
+/// batch of static, dynamically linked, threaded and forking programs; and the blocks were
+/// built (the simulator compiles them with the host's C++ compiler).
+#[test]
+fn translated_blocks_match_the_cpu_engine() {
+    let device = std::env::var_os("ARMADA_TEST_CUDA").is_some();
+    if !device && !armada_cuda::HAS_SIM {
+        eprintln!("skipped: no kernel simulator in this build and ARMADA_TEST_CUDA unset");
+        return;
+    }
+    let engine = armada_cuda::open(&armada_cuda::Options {
+        sim: !device,
+        slice: Some(997),
+        block_samples: Some(64),
+        ..Default::default()
+    })
+    .unwrap();
+    let Some((s, lanes)) = armada_gpu::check::mixed_suite(&repo(), false, 2) else {
+        eprintln!("skipped: guest programs or the sysroot missing (scripts/test builds them)");
+        return;
+    };
+    let gpu = armada_gpu::run_batch(&engine, &s, &|_| {}).unwrap();
+    let built = stat(&gpu, "translated blocks");
+    let count: usize = built
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(count > 0, "no blocks were built: {built}");
+    if let Err(e) = armada_gpu::check::mixed_ends_as_expected(&gpu, &lanes) {
+        panic!("{e}");
+    }
+    if let Err(e) = armada_gpu::check::same_as_cpu_run(&gpu, &s) {
+        panic!("{e}");
+    }
+}

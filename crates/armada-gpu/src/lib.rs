@@ -60,6 +60,10 @@ pub struct Options {
     pub slice: Option<u64>,
     /// Print per-batch notes on stderr.
     pub verbose: bool,
+    /// Where the device translates blocks (`Device::translates`): the samples of where
+    /// slices ended a batch takes before it builds them. None: `ARMADA_GPU_BLOCK_SAMPLES`,
+    /// else 65,536; Some(0): no blocks.
+    pub block_samples: Option<u64>,
 }
 
 /// An open device with its compiled kernel, for running batches.
@@ -132,13 +136,15 @@ impl Engine {
                 l
             })
             .collect();
-        Batch::new(
+        let mut b = Batch::new(
             self.dev.clone(),
             lanes,
             max_instructions,
             self.opts.slice,
             device_io,
-        )
+        )?;
+        b.translate_after(self.opts.block_samples);
+        Ok(b)
     }
 }
 

@@ -92,6 +92,7 @@ pub fn open(opts: &Options) -> Result<Engine, Error> {
         armada_gpu::Options {
             slice: opts.slice,
             verbose: opts.verbose,
+            block_samples: None,
         },
     ))
 }
@@ -107,6 +108,7 @@ pub fn open_devices(opts: &Options, which: &Devices) -> Result<Vec<Engine>, Erro
     let gpu = armada_gpu::Options {
         slice: opts.slice,
         verbose: opts.verbose,
+        block_samples: None,
     };
     let mut engines = Vec::with_capacity(list.len());
     for o in list {

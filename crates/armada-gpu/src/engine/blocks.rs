@@ -36,6 +36,9 @@ pub(super) struct Blocks {
 }
 
 impl Blocks {
+    /// `on`: the device translates. `ARMADA_GPU_BLOCKS=0` turns blocks off (to measure
+    /// against them), `ARMADA_GPU_BLOCK_SAMPLES` sets the samples taken before they are
+    /// built (`Batch::translate_after` sets them for a batch).
     pub(super) fn new(on: bool) -> Blocks {
         let env_on = std::env::var("ARMADA_GPU_BLOCKS").map_or(true, |v| v != "0");
         Blocks {
@@ -68,6 +71,16 @@ impl Blocks {
 }
 
 impl Batch {
+    /// Blocks are built after `samples` samples (None: as `Blocks::new` found; Some(0): no
+    /// blocks).
+    pub fn translate_after(&mut self, samples: Option<u64>) {
+        match samples {
+            Some(0) => self.blocks.on = false,
+            Some(n) => self.blocks.want = n,
+            None => {}
+        }
+    }
+
     /// After a launch: samples where the lanes' slices ended and, once there are enough,
     /// builds the blocks and rewrites their first slots.
     pub(super) fn sample_blocks(&mut self) -> Result<(), Error> {

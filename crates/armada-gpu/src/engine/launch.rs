@@ -113,9 +113,9 @@ impl Batch {
         if self.trace {
             self.trace_launch(slice, secs);
         }
-        self.sample_blocks()?;
         self.stats.transfer_s += t.elapsed().as_secs_f64();
         self.stats.lap(0, &mut lap);
+        self.sample_blocks()?;
         Ok(())
     }
 
@@ -181,7 +181,7 @@ impl Batch {
         let more: Vec<(usize, usize)> = (0..svc.len())
             .filter_map(|k| {
                 let n = recs[k * W + S_DIRTY_N] as usize;
-                (n > DIRTY_CAP && n <= DIRTY_ALL).then_some((k, n - DIRTY_CAP))
+                (n > DIRTY_CAP && n <= DIRTY_ALL).then(|| (k, n - DIRTY_CAP))
             })
             .collect();
         let more_words = self.download_parts(
