@@ -54,7 +54,7 @@ run)
     tar -C "$W" -xJf "$D/sysroot.tar.xz"
     S=$W/sysroot
     xz -dc "$D/qemu-aarch64.xz" >"$W/qemu" && chmod +x "$W/qemu"
-    F='lanes on cuda.*\|kernel s: [0-9.]*\|service s: [0-9.]*\|transfer s: [0-9.]*\|page-table apply s: [0-9.]*\|apply parts s: [a-z0-9. ]*\|upload parts s: [a-z0-9. ]*\|transfer parts s: [a-z0-9. ]*\|check:.*\|ran out of memory with [0-9]* lanes\|slots: [0-9][^;]*\|rounds that left a slot[^;]*'
+    F='translated blocks: [^,]*\|lanes on cuda.*\|kernel s: [0-9.]*\|service s: [0-9.]*\|transfer s: [0-9.]*\|page-table apply s: [0-9.]*\|apply parts s: [a-z0-9. ]*\|upload parts s: [a-z0-9. ]*\|transfer parts s: [a-z0-9. ]*\|check:.*\|ran out of memory with [0-9]* lanes\|slots: [0-9][^;]*\|rounds that left a slot[^;]*'
     # ab NAME ARGS...: old then new, each timed, outputs compared
     ab() {
         local name=$1

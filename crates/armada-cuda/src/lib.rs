@@ -95,6 +95,8 @@ pub struct Options {
     /// Samples of where slices ended a batch takes before the device builds its translated
     /// blocks (`armada_gpu::Options::block_samples`; Some(0): none).
     pub block_samples: Option<u64>,
+    /// Wait for the blocks' build (`armada_gpu::Options::block_wait`).
+    pub block_wait: bool,
     /// Where compiled kernels are cached (default: see `nvrtc::cache_dir`).
     pub cache_dir: Option<PathBuf>,
     /// Devices the simulator has (0 is taken as 1), to test batches over several devices
@@ -122,6 +124,7 @@ impl Options {
             verbose: flag("ARMADA_CUDA_VERBOSE"),
             // (ARMADA_GPU_BLOCKS and ARMADA_GPU_BLOCK_SAMPLES are read by the batch)
             block_samples: None,
+            block_wait: false,
             cache_dir: None,
             sim_devices: std::env::var("ARMADA_CUDA_SIM_DEVICES")
                 .ok()
@@ -141,6 +144,7 @@ impl Options {
             slice: self.slice,
             verbose: self.verbose,
             block_samples: self.block_samples,
+            block_wait: self.block_wait,
         }
     }
 }

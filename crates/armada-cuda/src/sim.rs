@@ -56,7 +56,11 @@ fn compile_blocks(cases: &str) -> Result<(libloading::Library, RunLane), Error> 
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ));
-    let fail = |what: String| Error::Compile(format!("the simulator's build with translated blocks: {what}"));
+    let fail = |what: String| {
+        Error::Compile(format!(
+            "the simulator's build with translated blocks: {what}"
+        ))
+    };
     std::fs::create_dir_all(&dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
     let src = dir.join("blocks.cpp");
     let lib = dir.join("libblocks.so");
@@ -67,7 +71,14 @@ fn compile_blocks(cases: &str) -> Result<(libloading::Library, RunLane), Error> 
     std::fs::write(&src, text).map_err(|e| fail(format!("{}: {e}", src.display())))?;
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
     let out = std::process::Command::new(&cxx)
-        .args(["-std=c++17", "-O1", "-fno-strict-aliasing", "-fwrapv", "-fPIC", "-shared"])
+        .args([
+            "-std=c++17",
+            "-O1",
+            "-fno-strict-aliasing",
+            "-fwrapv",
+            "-fPIC",
+            "-shared",
+        ])
         .args(["-w", "-Wl,-Bsymbolic", "-o"])
         .arg(&lib)
         .arg(&src)
@@ -75,7 +86,10 @@ fn compile_blocks(cases: &str) -> Result<(libloading::Library, RunLane), Error> 
         .map_err(|e| fail(format!("{cxx}: {e}")))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(fail(format!("{cxx} failed: {}", err.lines().take(20).collect::<Vec<_>>().join("\n"))));
+        return Err(fail(format!(
+            "{cxx} failed: {}",
+            err.lines().take(20).collect::<Vec<_>>().join("\n")
+        )));
     }
     // SAFETY: the library is the kernel's source compiled for this host; loading it runs no
     // code of its own (no constructors but the C++ runtime's).

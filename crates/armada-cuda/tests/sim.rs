@@ -777,6 +777,7 @@ fn translated_blocks_match_the_cpu_engine() {
         sim: !device,
         slice: Some(997),
         block_samples: Some(64),
+        block_wait: true,
         ..Default::default()
     })
     .unwrap();

@@ -64,6 +64,9 @@ pub struct Options {
     /// slices ended a batch takes before it builds them. None: `ARMADA_GPU_BLOCK_SAMPLES`,
     /// else 65,536; Some(0): no blocks.
     pub block_samples: Option<u64>,
+    /// Wait for the blocks' build where a batch starts it, instead of running on without
+    /// them meanwhile (tests: the blocks then run in any batch that lasts past its samples).
+    pub block_wait: bool,
 }
 
 /// An open device with its compiled kernel, for running batches.
@@ -143,7 +146,7 @@ impl Engine {
             self.opts.slice,
             device_io,
         )?;
-        b.translate_after(self.opts.block_samples);
+        b.translate_after(self.opts.block_samples, self.opts.block_wait);
         Ok(b)
     }
 }

@@ -93,6 +93,7 @@ pub fn open(opts: &Options) -> Result<Engine, Error> {
             slice: opts.slice,
             verbose: opts.verbose,
             block_samples: None,
+            block_wait: false,
         },
     ))
 }
@@ -109,6 +110,7 @@ pub fn open_devices(opts: &Options, which: &Devices) -> Result<Vec<Engine>, Erro
         slice: opts.slice,
         verbose: opts.verbose,
         block_samples: None,
+        block_wait: false,
     };
     let mut engines = Vec::with_capacity(list.len());
     for o in list {
