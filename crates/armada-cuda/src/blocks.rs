@@ -342,7 +342,7 @@ fn translate(i: usize, size: u32, write: u32) -> String {
     let miss = if write == 1 { "BX_MISS_W" } else { "BX_MISS_R" };
     format!(
         "if ((ad_ & 4095) + {size} > 4096) return BlockExit{{BX_OUT, {i}, 0}}; \
-         u8* p_ = tlb_get(T, P, lane, rec, ad_, {write}); \
+         u8* p_ = blk_tr(T, P, lane, rec, ad_, {write}); \
          if (!p_) return BlockExit{{{miss}, {i}, ad_}}; "
     )
 }
