@@ -20,6 +20,10 @@ fn main() {
         }
         None => (armada_cuda::kernel_source(), vec![]),
     };
+    // more options to try (NVRTC_EXTRA="-Xptxas -O1", say)
+    let extra = std::env::var("NVRTC_EXTRA").unwrap_or_default();
+    let mut defines = defines;
+    defines.extend(extra.split_whitespace());
     let t = std::time::Instant::now();
     let compiled = armada_cuda::nvrtc::compile(&src, &arch, &defines);
     eprintln!("compiled in {:.2} s", t.elapsed().as_secs_f64());

@@ -146,8 +146,9 @@ fn extent(code: &[u64], head: usize) -> usize {
 }
 
 /// The blocks to translate, from the samples ((micro-op index, count) where slices ended):
-/// the heads holding most of the samples, most first, each with its length.
-pub fn choose(code: &[u64], samples: &[(u32, u32)]) -> Vec<(u32, usize)> {
+/// the heads holding most of the samples, most first, each with its length; and the share
+/// of the samples they hold, per mille.
+pub fn choose(code: &[u64], samples: &[(u32, u32)]) -> (Vec<(u32, usize)>, u32) {
     let mut by_head: rustc_hash::FxHashMap<usize, u64> = Default::default();
     let mut total = 0u64;
     for &(k, c) in samples {
@@ -182,13 +183,13 @@ pub fn choose(code: &[u64], samples: &[(u32, u32)]) -> Vec<(u32, usize)> {
             covered += c;
         }
     }
-    out
+    (out, (covered * 1000 / total.max(1)) as u32)
 }
 
 /// The blocks worth translating for `samples` of `code` (`choose`): the kernel's source for
-/// them and each one's head. None when there is none.
-pub fn build(code: &[u64], samples: &[(u32, u32)]) -> Option<(String, Vec<u32>)> {
-    let chosen = choose(code, samples);
+/// them, each one's head, and the samples they hold (per mille). None when there is none.
+pub fn build(code: &[u64], samples: &[(u32, u32)]) -> Option<(String, Vec<u32>, u32)> {
+    let (chosen, covered) = choose(code, samples);
     if chosen.is_empty() {
         return None;
     }
@@ -197,7 +198,7 @@ pub fn build(code: &[u64], samples: &[(u32, u32)]) -> Option<(String, Vec<u32>)>
     if let Some(path) = std::env::var_os("ARMADA_CUDA_BLOCKS_DUMP") {
         let _ = std::fs::write(path, &text);
     }
-    Some((text, chosen.iter().map(|b| b.0).collect()))
+    Some((text, chosen.iter().map(|b| b.0).collect(), covered))
 }
 
 /// The identifiers `text` uses (to declare only the fields a statement reads).
@@ -432,8 +433,9 @@ mod tests {
         assert_eq!(extent(&code, 1), 6);
         assert_eq!(extent(&code, 3), 4);
         assert_eq!(head_of(&code, 7), None);
-        let chosen = choose(&code, &[(4, 10), (5, 3), (1, 4)]);
+        let (chosen, covered) = choose(&code, &[(4, 10), (5, 3), (1, 4)]);
         assert_eq!(chosen, vec![(3, 4), (1, 6)]);
+        assert_eq!(covered, 1000);
         let text = source(&code, &chosen);
         assert!(text.contains("blk_0(") && text.contains("blk_1("));
         assert!(text.contains("return BlockExit{BX_JUMP, 3,"), "{text}");

@@ -1,7 +1,7 @@
 //! The CUDA device: cudarc's driver API over the kernel compiled by NVRTC.
 
 use crate::Error;
-use armada_gpu::device::{DevPtr, Device, Queue};
+use armada_gpu::device::{BlockBuild, DevPtr, Device, Queue};
 use armada_gpu::layout::{Params, BLOCK_THREADS};
 use cudarc::driver::{result, sys};
 use std::ffi::{c_void, CString};
@@ -320,8 +320,8 @@ impl Device for CudaDevice {
         &self,
         code: &[u64],
         samples: &[(u32, u32)],
-    ) -> Result<Option<(u64, Vec<u32>)>, Error> {
-        let Some((cases, heads)) = crate::blocks::build(code, samples) else {
+    ) -> Result<Option<BlockBuild>, Error> {
+        let Some((cases, heads, covered)) = crate::blocks::build(code, samples) else {
             return Ok(None);
         };
         let src = crate::kernel_source_with_blocks(&cases);
@@ -334,7 +334,11 @@ impl Device for CudaDevice {
         let pair = (self.load_run(&few)?, self.load_run(&many)?);
         let mut builds = self.blocks.lock().unwrap();
         builds.push(pair);
-        Ok(Some((builds.len() as u64, heads)))
+        Ok(Some(BlockBuild {
+            build: builds.len() as u64,
+            heads,
+            covered,
+        }))
     }
     fn device_syscalls(&self) -> bool {
         true

@@ -2,7 +2,7 @@
 //! the same `Device` trait, so the engine and the kernel are tested without a GPU.
 
 use crate::Error;
-use armada_gpu::device::{DevPtr, Device};
+use armada_gpu::device::{BlockBuild, DevPtr, Device};
 use armada_gpu::layout::CopyDesc;
 use armada_gpu::layout::Params;
 use rayon::prelude::*;
@@ -142,14 +142,18 @@ impl Device for SimDevice {
         &self,
         code: &[u64],
         samples: &[(u32, u32)],
-    ) -> Result<Option<(u64, Vec<u32>)>, Error> {
-        let Some((cases, heads)) = crate::blocks::build(code, samples) else {
+    ) -> Result<Option<BlockBuild>, Error> {
+        let Some((cases, heads, covered)) = crate::blocks::build(code, samples) else {
             return Ok(None);
         };
         let built = compile_blocks(&cases)?;
         let mut builds = self.blocks.lock().unwrap();
         builds.push(built);
-        Ok(Some((builds.len() as u64, heads)))
+        Ok(Some(BlockBuild {
+            build: builds.len() as u64,
+            heads,
+            covered,
+        }))
     }
 
     fn describe(&self) -> String {

@@ -14,6 +14,17 @@ pub type DevPtr = u64;
 /// A queue of work on the device (`Device::new_queue`); 0 is the device's own.
 pub type Queue = u64;
 
+/// A kernel build with a batch's translated blocks (`Device::build_blocks`).
+#[derive(Clone, Debug)]
+pub struct BlockBuild {
+    /// Its number (`Params::blocks`).
+    pub build: u64,
+    /// Block k's first micro-op, for the batch to rewrite to `layout::TBLOCK`.
+    pub heads: Vec<u32>,
+    /// The samples that fell in the blocks, per mille.
+    pub covered: u32,
+}
+
 pub trait Device: Send + Sync {
     /// What it is, for messages ("NVIDIA H200 (sm_90)").
     fn describe(&self) -> String;
@@ -174,14 +185,13 @@ pub trait Device: Send + Sync {
         false
     }
     /// A build of the kernel with blocks translated from `code` (a batch's micro-ops, two
-    /// words each) where `samples` ((micro-op index, count): where slices ended) fell: its
-    /// number (`Params::blocks`) and each block's head, block k's at `heads[k]`, for the
-    /// batch to rewrite to `layout::TBLOCK`. None: no block worth translating.
+    /// words each) where `samples` ((micro-op index, count): where slices ended) fell. None:
+    /// no block worth translating.
     fn build_blocks(
         &self,
         _code: &[u64],
         _samples: &[(u32, u32)],
-    ) -> Result<Option<(u64, Vec<u32>)>, Error> {
+    ) -> Result<Option<BlockBuild>, Error> {
         Ok(None)
     }
     /// Whether the kernel copies lazy pages (`layout::PT_LAZY`) on their first write from the

@@ -7,6 +7,7 @@
 //! only when the lane's budget has room for it (docs/cuda.md, "Translated blocks").
 
 use super::Batch;
+use crate::device::BlockBuild;
 use crate::layout::{STOP_SLICE, S_INFO, TBLOCK};
 use crate::Error;
 use rustc_hash::FxHashMap;
@@ -19,7 +20,7 @@ const SAMPLES: u64 = 1 << 15;
 const SAMPLES_A_LAUNCH: usize = 1024;
 
 /// What a build gives: its number and the blocks' heads (`Device::build_blocks`).
-type Built = Result<Option<(u64, Vec<u32>)>, Error>;
+type Built = Result<Option<BlockBuild>, Error>;
 
 /// A batch's translated blocks.
 #[derive(Default)]
@@ -38,8 +39,10 @@ pub(super) struct Blocks {
     done: bool,
     /// Wait for the build (`Batch::translate_after`).
     wait: bool,
-    /// Blocks translated, the build's seconds, and why there are none when it failed.
+    /// Blocks translated, the samples they hold (per mille), the build's seconds, and why
+    /// there are none when it failed.
     pub(super) count: usize,
+    covered: u32,
     pub(super) build_s: f64,
     pub(super) failed: Option<String>,
 }
@@ -79,8 +82,11 @@ impl Blocks {
             return format!("none yet (building from {} samples)", self.taken);
         }
         format!(
-            "{} blocks from {} samples of where slices ended, built in {:.2} s",
-            self.count, self.taken, self.build_s
+            "{} blocks holding {:.1}% of {} samples of where slices ended, built in {:.2} s",
+            self.count,
+            self.covered as f64 / 10.0,
+            self.taken,
+            self.build_s
         )
     }
 }
@@ -166,7 +172,11 @@ impl Batch {
 
     /// Rewrites the built blocks' first slots and runs their build from the next launch.
     fn install_blocks(&mut self, built: Built) -> Result<(), Error> {
-        let (build, heads) = match built {
+        let BlockBuild {
+            build,
+            heads,
+            covered,
+        } = match built {
             Ok(Some(b)) => b,
             Ok(None) => return Ok(()),
             // A build that fails leaves the batch as it was (the interpreter runs every
@@ -177,6 +187,7 @@ impl Batch {
             }
         };
         self.blocks.count = heads.len();
+        self.blocks.covered = covered;
         self.code.mark_blocks(&heads, TBLOCK);
         self.code
             .upload(&*self.dev, &mut self.d_ops, &mut self.d_regions)?;
