@@ -215,8 +215,7 @@ pub fn source(code: &[u64], blocks: &[(u32, usize)]) -> String {
     for (k, &(head, n)) in blocks.iter().enumerate() {
         let _ = writeln!(
             s,
-            "__device__ __noinline__ BlockExit blk_{k}(u64* x, u32& nzcv, Tlb& T, const Params& P, \
-             u32 lane, u64* rec, u64 pc0) {{"
+            "__device__ __noinline__ BlockExit blk_{k}(u64* x, u32& nzcv, const Tlb& T, u64 pc0) {{"
         );
         let mut ended = false;
         for i in 0..n {
@@ -336,15 +335,20 @@ fn write_back(f: &Fields) -> String {
     }
 }
 
-/// An access of `size` bytes at `ad_` translated into `p_`, or the block left before it: for
-/// the loop when it crosses a page (the loop's slow path takes it), as a miss when the
-/// lane's table does not hold the page for it.
+/// An access of `size` bytes at `ad_` translated into `p_`, or the block left before it for
+/// the loop (`blk_tr`: a page not among the lane's latest four, a misaligned or page-crossing
+/// access, which the loop's paths take).
 fn translate(i: usize, size: u32, write: u32) -> String {
-    let miss = if write == 1 { "BX_MISS_W" } else { "BX_MISS_R" };
+    // (an aligned access of up to 8 bytes is within a page; a pair's second word may not be)
+    let off = if size > 8 {
+        format!(" || (ad_ & 4095) > {}", 4096 - size)
+    } else {
+        String::new()
+    };
     format!(
-        "if ((ad_ & 4095) + {size} > 4096) return BlockExit{{BX_OUT, {i}, 0}}; \
-         u8* p_ = blk_tr(T, P, lane, rec, ad_, {write}); \
-         if (!p_) return BlockExit{{{miss}, {i}, ad_}}; "
+        "u8* p_ = blk_tr(T, ad_, {write}); \
+         if (!p_ || (ad_ & {}){off}) return BlockExit{{BX_OUT, {i}, 0}}; ",
+        size.min(8) - 1
     )
 }
 
@@ -358,9 +362,15 @@ fn access(f: &Fields, i: usize) -> String {
         _ => 8,
     };
     let write = (op >= ops::STR_B) as u32;
+    let ty = match size {
+        1 => "u8",
+        2 => "u16",
+        4 => "u32",
+        _ => "u64",
+    };
     let mut s = format!("{{ u64 ad_ = {}; {}", address(f), translate(i, size, write));
     if write == 1 {
-        let _ = write!(s, "blk_st(p_, {size}, x[{}]); {}", f.a, write_back(f));
+        let _ = write!(s, "*({ty}*)p_ = ({ty})x[{}]; {}", f.a, write_back(f));
     } else {
         let ext = match op {
             ops::LDRSB_W => "v_ = (u32)(i32)(signed char)(u8)v_; ",
@@ -372,7 +382,7 @@ fn access(f: &Fields, i: usize) -> String {
         };
         let _ = write!(
             s,
-            "u64 v_ = blk_ld(p_, {size}); {ext}{}x[{}] = v_; ",
+            "u64 v_ = *(const {ty}*)p_; {ext}{}x[{}] = v_; ",
             write_back(f),
             f.a
         );
@@ -389,13 +399,13 @@ fn pair(f: &Fields, i: usize) -> String {
     if write == 1 {
         let _ = write!(
             s,
-            "blk_st(p_, 8, x[{a}]); blk_st(p_ + 8, 8, x[{dr}]); {}",
+            "((u64*)p_)[0] = x[{a}]; ((u64*)p_)[1] = x[{dr}]; {}",
             write_back(f)
         );
     } else {
         let _ = write!(
             s,
-            "u64 v0_ = blk_ld(p_, 8), v1_ = blk_ld(p_ + 8, 8); {}x[{a}] = v0_; x[{dr}] = v1_; ",
+            "u64 v0_ = ((const u64*)p_)[0], v1_ = ((const u64*)p_)[1]; {}x[{a}] = v0_; x[{dr}] = v1_; ",
             write_back(f)
         );
     }
@@ -439,6 +449,6 @@ mod tests {
         let text = source(&code, &chosen);
         assert!(text.contains("blk_0(") && text.contains("blk_1("));
         assert!(text.contains("return BlockExit{BX_JUMP, 3,"), "{text}");
-        assert!(text.contains("blk_tr(T, P, lane, rec, ad_, 1)"), "{text}");
+        assert!(text.contains("blk_tr(T, ad_, 1)"), "{text}");
     }
 }

@@ -27,50 +27,28 @@ struct alignas(16) OpWords {
 // OP_TBLOCK with k in its fields, and `BLOCK_TABLE[3k ..]` the slot's own micro-op and the
 // block's length. A block runs its micro-ops and says how it left and how many of them
 // retired before (n): at the micro-op after its last or before one the loop runs (BX_OUT,
-// at idx + n), a branch taken (BX_JUMP to v, the branch retired by the loop's `jump`), or a
-// page the lane's table does not hold (BX_MISS_R/W at address v). Out of line, one function
-// each: as one function with the loop, a few hundred blocks took NVRTC many minutes.
+// at idx + n), or by a branch taken (BX_JUMP to v, the branch retired by the loop's
+// `jump`). Out of line, one function each: as one function with the loop, a few hundred
+// blocks took NVRTC many minutes.
 #define BX_OUT 0
 #define BX_JUMP 1
-#define BX_MISS_R 2
-#define BX_MISS_W 3
 struct BlockExit {
     u32 how, n;
     u64 v;
 };
-typedef BlockExit (*BlockFn)(u64* x, u32& nzcv, Tlb& T, const Params& P, u32 lane, u64* rec, u64 pc0);
-// A block's accesses keep their code small (each is inlined into every block that makes
-// one): the lane's latest translation and an aligned access inline, the rest out of line.
-__device__ __noinline__ u8* blk_tlb_out(Tlb& T, const Params& P, u32 lane, u64* rec, u64 addr, u32 write) {
-    return tlb_get(T, P, lane, rec, addr, write);
-}
-__device__ __forceinline__ u8* blk_tr(Tlb& T, const Params& P, u32 lane, u64* rec, u64 addr, u32 write) {
-    if (T.tag0 == (addr >> 12) && (!write || (T.wr & 1))) return (u8*)(T.ptr0 + (addr & 4095));
-    return blk_tlb_out(T, P, lane, rec, addr, write);
-}
-__device__ __noinline__ u64 blk_ld_out(const u8* p, u32 size) { return ld_raw(p, size); }
-__device__ __noinline__ void blk_st_out(u8* p, u32 size, u64 v) { st_raw(p, size, v); }
-__device__ __forceinline__ u64 blk_ld(const u8* p, u32 size) {
-    if (((u64)p & (size - 1)) == 0) {
-        switch (size) {
-        case 1: return *p;
-        case 2: return *(const u16*)p;
-        case 4: return *(const u32*)p;
-        default: return *(const u64*)p;
-        }
-    }
-    return blk_ld_out(p, size);
-}
-__device__ __forceinline__ void blk_st(u8* p, u32 size, u64 v) {
-    if (((u64)p & (size - 1)) == 0) {
-        switch (size) {
-        case 1: *p = (u8)v; return;
-        case 2: *(u16*)p = (u16)v; return;
-        case 4: *(u32*)p = (u32)v; return;
-        default: *(u64*)p = v; return;
-        }
-    }
-    blk_st_out(p, size, v);
+typedef BlockExit (*BlockFn)(u64* x, u32& nzcv, const Tlb& T, u64 pc0);
+// A block's access: a page in the lane's translation cache (its four latest pages) and an
+// aligned access run in the block; anything else leaves the block at that micro-op for the
+// loop (which fills the cache). So a block calls nothing: each is a leaf function, with no
+// registers saved around calls in it (calls out of every access doubled a block's code and
+// NVRTC's time on it).
+__device__ __forceinline__ u8* blk_tr(const Tlb& T, u64 addr, u32 write) {
+    u64 vpn = addr >> 12, off = addr & 4095;
+    if (T.tag0 == vpn && (!write || (T.wr & 1))) return (u8*)(T.ptr0 + off);
+    if (T.tag1 == vpn && (!write || (T.wr & 2))) return (u8*)(T.ptr1 + off);
+    if (T.tag2 == vpn && (!write || (T.wr & 4))) return (u8*)(T.ptr2 + off);
+    if (T.tag3 == vpn && (!write || (T.wr & 8))) return (u8*)(T.ptr3 + off);
+    return 0;
 }
 // @include blocks.cu
 #endif
@@ -401,17 +379,19 @@ __device__ void run_lane(const Params& P, u32 lane) {
                 imm = bt[1];
                 goto decode;
             }
-            BlockExit r = BLOCKS[(u32)(w0 >> 16)](x, nzcv, T, P, lane, rec, base + idx * 4);
+            BlockExit r = BLOCKS[(u32)(w0 >> 16)](x, nzcv, T, base + idx * 4);
             idx += r.n;
             retired += r.n;
             if (r.how == BX_JUMP) {
                 jt = r.v;
                 goto jump;
             }
-            if (r.how != BX_OUT) {
-                miss_addr = r.v;
-                miss_write = r.how == BX_MISS_W;
-                goto miss;
+            if (r.n == 0) {
+                // it left before its first micro-op: the loop runs that one, or the lane
+                // would come back to the block for ever
+                w0 = bt[0];
+                imm = bt[1];
+                goto decode;
             }
             RELOAD()
             continue;
