@@ -201,6 +201,27 @@ pub fn build(code: &[u64], samples: &[(u32, u32)]) -> Option<(String, Vec<u32>, 
     Some((text, chosen.iter().map(|b| b.0).collect(), covered))
 }
 
+/// `Device::build_blocks` for a device that compiles a build from the blocks' source
+/// (`compile`) and keeps it in `builds`, where build k + 1 is the k-th.
+pub fn build_into<T>(
+    code: &[u64],
+    samples: &[(u32, u32)],
+    builds: &std::sync::Mutex<Vec<T>>,
+    compile: impl FnOnce(&str) -> Result<T, crate::Error>,
+) -> Result<Option<armada_gpu::device::BlockBuild>, crate::Error> {
+    let Some((text, heads, covered)) = build(code, samples) else {
+        return Ok(None);
+    };
+    let built = compile(&text)?;
+    let mut builds = builds.lock().unwrap();
+    builds.push(built);
+    Ok(Some(armada_gpu::device::BlockBuild {
+        build: builds.len() as u64,
+        heads,
+        covered,
+    }))
+}
+
 /// The identifiers `text` uses (to declare only the fields a statement reads).
 fn uses(text: &str, name: &str) -> bool {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))

@@ -321,24 +321,16 @@ impl Device for CudaDevice {
         code: &[u64],
         samples: &[(u32, u32)],
     ) -> Result<Option<BlockBuild>, Error> {
-        let Some((cases, heads, covered)) = crate::blocks::build(code, samples) else {
-            return Ok(None);
-        };
-        let src = crate::kernel_source_with_blocks(&cases);
-        let on = "-DARMADA_BLOCKS";
-        let ((few, _), (many, _)) = compile_pair(
-            (&src, &self.arch, &self.name, &self.cache_dir),
-            &[on],
-            &[self.many_define.as_str(), "-DARMADA_MINPC", on],
-        )?;
-        let pair = (self.load_run(&few)?, self.load_run(&many)?);
-        let mut builds = self.blocks.lock().unwrap();
-        builds.push(pair);
-        Ok(Some(BlockBuild {
-            build: builds.len() as u64,
-            heads,
-            covered,
-        }))
+        crate::blocks::build_into(code, samples, &self.blocks, |text| {
+            let src = crate::kernel_source_with_blocks(text);
+            let on = "-DARMADA_BLOCKS";
+            let ((few, _), (many, _)) = compile_pair(
+                (&src, &self.arch, &self.name, &self.cache_dir),
+                &[on],
+                &[self.many_define.as_str(), "-DARMADA_MINPC", on],
+            )?;
+            Ok((self.load_run(&few)?, self.load_run(&many)?))
+        })
     }
     fn device_syscalls(&self) -> bool {
         true

@@ -143,17 +143,7 @@ impl Device for SimDevice {
         code: &[u64],
         samples: &[(u32, u32)],
     ) -> Result<Option<BlockBuild>, Error> {
-        let Some((cases, heads, covered)) = crate::blocks::build(code, samples) else {
-            return Ok(None);
-        };
-        let built = compile_blocks(&cases)?;
-        let mut builds = self.blocks.lock().unwrap();
-        builds.push(built);
-        Ok(Some(BlockBuild {
-            build: builds.len() as u64,
-            heads,
-            covered,
-        }))
+        crate::blocks::build_into(code, samples, &self.blocks, compile_blocks)
     }
 
     fn describe(&self) -> String {
