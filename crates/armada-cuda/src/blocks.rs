@@ -14,9 +14,14 @@
 //! micro-ops this file translates, past conditional branches (each a side exit), up to an
 //! unconditional branch or `MAX_LEN` micro-ops. The micro-ops' meaning is not written here
 //! again: the integer ops' statements are armada-semantics' (as the kernel's own cases are),
-//! and the loads, stores and branches are the interpreter loop's fast paths (interp.cu),
-//! whose slow paths (an access across a page, a TLB miss) leave the block at that micro-op
-//! with every earlier one retired, so results and instruction counts are the interpreter's.
+//! and the loads, stores and branches are the interpreter loop's fast paths (interp.cu);
+//! an access the block does not take (a page outside the lane's four latest translations, a
+//! misaligned or page-crossing access) leaves it at that micro-op with every earlier one
+//! retired, so results and instruction counts are the interpreter's.
+//!
+//! Measured on an H100, this form loses: 8,192 Python lanes' kernel took 13-20% longer with
+//! 64-256 blocks (docs/performance.md, "Translated blocks on the GPU, a first step"), so the
+//! batch builds blocks only when asked (`ARMADA_GPU_BLOCKS=1`).
 
 use armada_isa::ops;
 use armada_isa::uop::addr_mode;
