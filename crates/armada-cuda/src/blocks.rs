@@ -107,9 +107,8 @@ fn kind(f: &Fields) -> Kind {
 
 /// Whether `op` is a compare fused with the B.cond after it (`armada_isa::fused`).
 fn is_fused(op: u16) -> bool {
-    armada_semantics::definitions()
-        .iter()
-        .any(|d| armada_isa::fused::with_branch(d.op) == Some(op))
+    use armada_isa::fused;
+    (fused::ADDS_IMM_W_BCOND..fused::FUSED_END).contains(&op)
 }
 
 /// The micro-op at index `k` of `code` (two words each).
