@@ -46,6 +46,9 @@ pub const HOT: u32 = 24;
 /// place, and CPython's tests went back to the dispatcher twice as often (docs/performance.md,
 /// issue 48, step 5).
 pub(crate) const LOOKUP: usize = 16384;
+/// Slots a flush of a lane's table puts back one by one (see `LaneJit::filled`); past that,
+/// the whole table.
+const FILLED_MAX: usize = LOOKUP / 16;
 
 /// A table where nothing is found: under `ARMADA_JIT_CHECK` every unit returns to the
 /// dispatcher, which checks it.
@@ -264,6 +267,12 @@ struct LaneJit {
     /// The code cache's epoch the units are from.
     epoch: u64,
     lookup: Box<[(u64, Option<UnitFn>)]>,
+    /// The slots of `lookup` written since its last flush, while they are few
+    /// (`FILLED_MAX`; None past that): a flush puts back only those. The table is 256 KiB,
+    /// and each lane of a CPU batch flushes it once (its code cache is a recycled one,
+    /// whose epoch moved): a whole fill per lane was 13% of a batch of `hello` lanes, and
+    /// memory bandwidth that 16 threads share.
+    filled: Option<Vec<u32>>,
     /// Every entry reached. A direct-mapped table of reaches alone lost entries to each
     /// other: two PCs of one slot reached in turn reset each other's count and stayed
     /// interpreted for good (most of the time of Debian's sha256sum went there).
@@ -344,6 +353,7 @@ impl LaneJit {
             guarded: false,
             epoch: code.epoch(),
             lookup: vec![(u64::MAX, None); LOOKUP].into_boxed_slice(),
+            filled: Some(Vec::new()),
             entries: Default::default(),
             quick: None,
             no_quick: false,
@@ -354,11 +364,34 @@ impl LaneJit {
 
     /// The code changed: units are looked up again (the counts stay).
     fn flush(&mut self, epoch: u64) {
-        self.lookup.fill((u64::MAX, None));
+        match self.filled.as_mut() {
+            Some(slots) => {
+                for &i in slots.iter() {
+                    self.lookup[i as usize] = (u64::MAX, None);
+                }
+                slots.clear();
+            }
+            None => {
+                self.lookup.fill((u64::MAX, None));
+                self.filled = Some(Vec::new());
+            }
+        }
         for e in self.entries.values_mut() {
             e.unit = None;
         }
         self.epoch = epoch;
+    }
+
+    /// Puts `pc`'s unit (or None: left to the interpreter) in its slot of the table.
+    fn set_slot(&mut self, i: usize, pc: u64, f: Option<UnitFn>) {
+        self.lookup[i] = (pc, f);
+        if let Some(slots) = self.filled.as_mut() {
+            if slots.len() < FILLED_MAX {
+                slots.push(i as u32);
+            } else {
+                self.filled = None;
+            }
+        }
     }
 
     /// Runs units for guarded windows (`g`) or not from now on: looked up again.
@@ -397,7 +430,7 @@ impl LaneJit {
             // blocks chain through it: otherwise every way there went round the dispatcher)
             let known = self.entries.get(&pc).and_then(|e| e.unit);
             if let Some(f) = known {
-                self.lookup[i] = (pc, f);
+                self.set_slot(i, pc, f);
             }
             return known.flatten();
         }
@@ -416,7 +449,7 @@ impl LaneJit {
     ) -> Option<UnitFn> {
         let e = self.entries.entry(pc).or_default();
         if let Some(f) = e.unit {
-            self.lookup[i] = (pc, f);
+            self.set_slot(i, pc, f);
             return f;
         }
         e.reaches += 1;
@@ -481,7 +514,7 @@ impl LaneJit {
         }
         // (decoding may have moved the epoch: the tables are flushed before they are used)
         if code.epoch() == self.epoch {
-            self.lookup[i] = (pc, f);
+            self.set_slot(i, pc, f);
             self.entries.entry(pc).or_default().unit = Some(f);
         }
         store::Found::Ready(f)
@@ -878,5 +911,41 @@ pub(crate) fn check_unit(
             }
         }
         std::process::exit(70);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(k: usize) -> Option<UnitFn> {
+        std::ptr::NonNull::new((0x1000 + 16 * k) as *mut u8).map(UnitFn)
+    }
+
+    fn empty(lane: &LaneJit) -> bool {
+        lane.lookup.iter().all(|&(pc, f)| pc == u64::MAX && f.is_none())
+    }
+
+    /// A flush empties every slot written since the last one, whether it put back the
+    /// slots one by one or, past `FILLED_MAX` of them, the whole table.
+    #[test]
+    fn a_flush_empties_every_slot_written() {
+        let code = CodeCache::new();
+        let mut lane = LaneJit::new(&code);
+        for round in 0..3u64 {
+            // a few, some written twice; then more than are put back one by one
+            let n = [40, FILLED_MAX + 7, 3][round as usize];
+            for k in 0..n {
+                let pc = 0x40_0000 + 4 * (k as u64 * 37 % LOOKUP as u64);
+                lane.set_slot(slot(pc), pc, unit(k));
+                if k % 5 == 1 {
+                    lane.set_slot(slot(pc), pc, None);
+                }
+            }
+            assert!(!empty(&lane));
+            lane.flush(round + 1);
+            assert!(empty(&lane), "round {round}: a slot survived the flush");
+            assert_eq!(lane.filled.as_ref().map(Vec::len), Some(0));
+        }
     }
 }

@@ -32,7 +32,7 @@ use std::time::Instant;
 /// translated code reads a lane's table of `(u64, Option<UnitFn>)` as two u64s, 0 for None.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(transparent)]
-pub struct UnitFn(std::ptr::NonNull<u8>);
+pub struct UnitFn(pub(crate) std::ptr::NonNull<u8>);
 
 // SAFETY: a unit is immutable code, valid while its store lives (every holder holds it).
 unsafe impl Send for UnitFn {}

@@ -84,8 +84,16 @@ impl Creds {
     }
 
     /// armada's own credentials on the host: the guest starts as what runs it (a root in
-    /// a container without every capability sees that, as under qemu).
+    /// a container without every capability sees that, as under qemu). Read once: they
+    /// take some 45 system calls (the bounding set is a prctl a capability), which every
+    /// lane of a batch of short runs paid (10% of 10,000 `hello` lanes), and armada never
+    /// changes its own.
     pub(crate) fn host() -> Creds {
+        static HOST: std::sync::OnceLock<Creds> = std::sync::OnceLock::new();
+        HOST.get_or_init(Creds::read_host).clone()
+    }
+
+    fn read_host() -> Creds {
         let (mut u, mut g) = ([0u32; 3], [0u32; 3]);
         // SAFETY: each pointer is to a u32 of ours.
         unsafe {
