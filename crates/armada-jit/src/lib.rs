@@ -923,7 +923,9 @@ mod tests {
     }
 
     fn empty(lane: &LaneJit) -> bool {
-        lane.lookup.iter().all(|&(pc, f)| pc == u64::MAX && f.is_none())
+        lane.lookup
+            .iter()
+            .all(|&(pc, f)| pc == u64::MAX && f.is_none())
     }
 
     /// A flush empties every slot written since the last one, whether it put back the
