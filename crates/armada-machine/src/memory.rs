@@ -1200,10 +1200,21 @@ impl AddressSpace {
             return Ok(self.fill_write_entry(vpn, ptr));
         }
         let over = self.lane_pages.load(Ordering::Relaxed) >= self.limit / PAGE_SIZE;
-        let page = self
-            .pages
-            .get_or_insert_with(vpn, || Page { data: zero_page() });
-        let copy = Arc::strong_count(&page.data) != 1;
+        // (a page not materialized yet gets zeros of its own at once: taking the shared
+        // zero page first, then dropping it for a new page, changed a reference count that
+        // every thread of a batch shares twice at each lane's first write of each page)
+        let fresh = self.pages.get(vpn).is_none();
+        if fresh && over {
+            return Err(Fault {
+                addr,
+                access: Access::Write,
+                mapped: false,
+            });
+        }
+        let page = self.pages.get_or_insert_with(vpn, || Page {
+            data: Arc::new(PageBuf::zeroed()),
+        });
+        let copy = fresh || Arc::strong_count(&page.data) != 1;
         if copy && over {
             return Err(Fault {
                 addr,

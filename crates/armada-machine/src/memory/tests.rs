@@ -111,6 +111,36 @@ fn limit_faults_alone() {
     m.write_u8(0x12000, 1).unwrap();
 }
 
+/// A page written before anything read it and a page read first (the shared zero page
+/// until its first write) each count once against the cap, and a write over the cap
+/// changes nothing.
+#[test]
+fn first_writes_count_once_whether_read_before_or_not() {
+    let mut m = AddressSpace::new();
+    m.set_limit(2 * PAGE_SIZE);
+    m.map(0x10000, 0x4000, Perm::RW).unwrap();
+    m.write_u8(0x10008, 1).unwrap();
+    assert_eq!(m.private_bytes(), PAGE_SIZE);
+    m.write_u8(0x10010, 2).unwrap();
+    assert_eq!(m.private_bytes(), PAGE_SIZE);
+    assert_eq!(m.read_u8(0x11000).unwrap(), 0);
+    assert_eq!(m.private_bytes(), PAGE_SIZE);
+    m.write_u8(0x11000, 3).unwrap();
+    assert_eq!(m.private_bytes(), 2 * PAGE_SIZE);
+    // over the cap: a page never touched, and one that was read
+    assert_eq!(m.read_u8(0x12000).unwrap(), 0);
+    assert!(m.write_u8(0x12000, 4).is_err());
+    assert!(m.write_u8(0x13000, 4).is_err());
+    assert_eq!(m.private_bytes(), 2 * PAGE_SIZE);
+    assert_eq!(m.read_u8(0x12000).unwrap(), 0);
+    assert_eq!(m.read_u8(0x13000).unwrap(), 0);
+    assert_eq!(
+        (m.read_u8(0x10008).unwrap(), m.read_u8(0x10010).unwrap()),
+        (1, 2)
+    );
+    assert_eq!(m.read_u8(0x11000).unwrap(), 3);
+}
+
 #[test]
 fn flat_memory_is_one_buffer() {
     let mut m = AddressSpace::with_flat(0, 0x10000, Perm::RWX).unwrap();
