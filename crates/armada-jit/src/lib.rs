@@ -295,6 +295,18 @@ struct Entry {
     reaches: u32,
     /// None: not asked for yet (or asked and pending); Some(None): left to the interpreter.
     unit: Option<Option<UnitFn>>,
+    /// What the store gave for this entry before the code cache's epoch last moved, and the
+    /// address of the page buffer it was given for: while the page holds that buffer, it
+    /// is the store's answer still (its units never change), so the lane takes it back
+    /// without asking. Each lane of a CPU batch starts with its code cache's epoch moved
+    /// (see `CodeCache::recycle`), and asking again for every unit through the store's
+    /// shared lock was 60% of a batch of `hello` lanes on 16 cores, all of it the lock's
+    /// reader count going from core to core.
+    kept: Option<(usize, Option<UnitFn>)>,
+    /// The store's count of finished compiles (`Store::finished`) when it last said this
+    /// entry's unit was still being made, plus one (0: it has not said so): the lane asks
+    /// again only once some compile has finished since.
+    waiting: u64,
 }
 
 /// The units of a program's code, shared by its lanes: made for address spaces with guarded
@@ -404,6 +416,11 @@ impl LaneJit {
         };
         let epoch = self.epoch;
         self.flush(epoch);
+        // (what the other store gave is not this one's)
+        for e in self.entries.values_mut() {
+            e.kept = None;
+            e.waiting = 0;
+        }
     }
 
     /// The unit at `pc`, if there is one to run: looked up, or translated once hot.
@@ -456,12 +473,19 @@ impl LaneJit {
         if e.reaches < hot {
             return None;
         }
+        // (nothing finished since the store said it was being made: no need to ask)
+        let finished = self.store.finished();
+        if e.waiting == finished + 1 {
+            e.reaches = hot.saturating_sub(8);
+            return None;
+        }
         match self.ask(pc, mem, code, hot, wait) {
             store::Found::Ready(f) => f,
             store::Found::Pending => {
                 // look again in a few reaches
                 if let Some(e) = self.entries.get_mut(&pc) {
                     e.reaches = hot.saturating_sub(8);
+                    e.waiting = finished + 1;
                 }
                 None
             }
@@ -480,8 +504,16 @@ impl LaneJit {
     ) -> store::Found {
         let i = slot(pc);
         // what the store knows by the page's key first: page_ops copies the page
-        let known = match code.page_buffer(pc, mem) {
-            Some(buf) if !wait => self.store.known(pc, &buf),
+        let buffer = code.page_buffer(pc, mem);
+        let at = buffer.map(|b| Arc::as_ptr(b) as usize);
+        let kept = self
+            .entries
+            .get(&pc)
+            .and_then(|e| e.kept)
+            .filter(|&(b, _)| Some(b) == at);
+        let known = match (kept, buffer) {
+            (Some((_, f)), _) => Some(store::Found::Ready(f)),
+            (None, Some(buf)) if !wait => self.store.known(pc, buf),
             _ => None,
         };
         let found = match known {
@@ -515,7 +547,11 @@ impl LaneJit {
         // (decoding may have moved the epoch: the tables are flushed before they are used)
         if code.epoch() == self.epoch {
             self.set_slot(i, pc, f);
-            self.entries.entry(pc).or_default().unit = Some(f);
+            let e = self.entries.entry(pc).or_default();
+            e.unit = Some(f);
+            // (a unit of writable code is the lane's alone: asked for again after a flush)
+            e.kept = at.map(|b| (b, f));
+            e.waiting = 0;
         }
         store::Found::Ready(f)
     }

@@ -271,8 +271,12 @@ pub struct Store {
     /// Shared units by (entry PC, page buffer address). Read far more than written: every
     /// lane of a batch asks for each unit it reaches (its own table starts empty), so
     /// lookups share the lock (with a `Mutex`, 16 threads of short lanes spent most of a
-    /// batch asleep on it).
+    /// batch asleep on it). Even so, each read changes the lock's reader count, a cache
+    /// line every core takes in turn: lanes keep what they were told (`LaneJit`'s entries)
+    /// and ask again about a unit being made only after `finished` moved.
     map: RwLock<HashMap<(u64, usize), Entry>>,
+    /// Compiles finished (a unit published, or left to the interpreter).
+    finished: AtomicU64,
     /// Made on the first compile (a program that never gets hot never pays for it); an
     /// `Err` once making it failed.
     inner: Mutex<Result<Option<Inner>, ()>>,
@@ -441,6 +445,7 @@ impl Store {
         Store {
             guarded,
             map: RwLock::new(HashMap::new()),
+            finished: AtomicU64::new(0),
             inner: Mutex::new(Ok(None)),
             code_bytes: AtomicUsize::new(0),
             sites: Mutex::new(Vec::new()),
@@ -454,6 +459,12 @@ impl Store {
 
     fn key_of(pc: u64, buffer: &Arc<PageBuf>) -> (u64, usize) {
         (pc, Arc::as_ptr(buffer) as *const u8 as usize)
+    }
+
+    /// Compiles finished so far: while this has not moved, a unit the store said was being
+    /// made still is.
+    pub fn finished(&self) -> u64 {
+        self.finished.load(Ordering::Acquire)
     }
 
     /// What is known of the shared unit entered at `pc` of the page whose buffer is `buffer`
@@ -571,6 +582,7 @@ impl Store {
             if let Some(e) = map.get_mut(&key) {
                 e.state = State::Done(f);
             }
+            self.finished.fetch_add(1, Ordering::Release);
             if let (Some((body, others)), Some(buffer)) = (&compiled, &page.buffer) {
                 for (i, &slot) in others.iter().enumerate() {
                     let key = Self::key_of(page.base + 4 * slot as u64, buffer);

@@ -299,12 +299,18 @@ impl CodeCache {
     /// The page buffer [`Self::page_ops`] would give for `pc` (None: writable code, or no
     /// code there), without decoding or copying anything: a tier's key for what it has
     /// already made of that page.
-    pub fn page_buffer(&mut self, pc: u64, mem: &mut AddressSpace) -> Option<Arc<PageBuf>> {
+    /// Borrowed, not cloned: every lane of a batch shares the buffer, and a clone is a
+    /// change of its reference count on every core that runs one.
+    pub fn page_buffer<'m>(
+        &mut self,
+        pc: u64,
+        mem: &'m mut AddressSpace,
+    ) -> Option<&'m Arc<PageBuf>> {
         let ri = self.region_for(pc, mem).ok()?;
         if self.regions[ri].writable {
             return None;
         }
-        mem.page_data(pc >> PAGE_SHIFT).cloned()
+        mem.page_data(pc >> PAGE_SHIFT)
     }
 
     /// The decoded page holding `pc` (decoded now if it was not), for a tier that makes
