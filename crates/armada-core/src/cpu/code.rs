@@ -111,10 +111,48 @@ pub(crate) struct Region {
     decoded: HashMap<u64, Arc<PageBuf>>,
 }
 
+impl Region {
+    /// Whether `mem` has this region's area as it was when the region was made.
+    fn area_holds(&self, mem: &AddressSpace) -> bool {
+        mem.area_at(self.base) == Some((self.base, self.end, self.perm))
+    }
+
+    /// Keeps the decoded pages whose buffers `mem` holds (the same bytes: a region holds
+    /// each buffer it decoded, so its address names those bytes) and marks them as code
+    /// again where the area is writable; every other page is decoded again when it runs.
+    fn keep_pages(&mut self, mem: &mut AddressSpace) {
+        let (slots, ran, writable, base) = (&mut self.ops, &mut self.ran, self.writable, self.base);
+        self.decoded.retain(|&vpn, buf| {
+            let same = mem.page_data(vpn).is_some_and(|b| Arc::ptr_eq(b, buf));
+            if same {
+                if writable {
+                    mem.mark_code_page(vpn);
+                }
+            } else {
+                let first = (((vpn << PAGE_SHIFT) - base) / 4) as usize;
+                let n = WORDS_PER_PAGE.min(slots.len() - 1 - first);
+                slots[first..first + n].fill(MicroOp::new(ops::NOT_DECODED));
+                clear_ran(ran, first, n);
+            }
+            same
+        });
+    }
+}
+
+/// Regions a code cache keeps parked (see `CodeCache::parked`).
+const PARKED: usize = 32;
+
 /// The decoded code of one lane.
 #[derive(Default)]
 pub struct CodeCache {
     regions: Vec<Region>,
+    /// Regions whose areas went or changed, set aside (at most [`PARKED`]) for an area like
+    /// theirs to come back: a dynamically linked program's loader maps its libraries one
+    /// by one, each a change of the executable areas, and each lane of a batch starts
+    /// before its libraries are mapped. Dropping the regions then (an munmap each, and a
+    /// new mapping when the library came back) was 16 of each a lane of `sqlite3`, and on
+    /// 16 cores every munmap stops every core the batch runs on for a TLB flush.
+    parked: Vec<Region>,
     generation: u64,
     shared: Option<Arc<DecodedPages>>,
     /// Bumped whenever decoded code is dropped (a region, a page, a recycle), so a tier
@@ -243,6 +281,8 @@ impl CodeCache {
         for vpn in changed {
             self.invalidate_page(vpn);
         }
+        // (parked pages were decoded with the old breakpoints)
+        self.parked.clear();
     }
 
     /// The debugger's breakpoints (see [`Self::set_traps`]).
@@ -282,10 +322,29 @@ impl CodeCache {
             self.invalidate_page(vpn);
         }
         if self.generation != mem.generation() {
-            // An executable area changed: whatever was decoded may be stale.
-            self.regions.clear();
-            self.generation = mem.generation();
+            // An executable area changed: what was decoded is kept where its area and its
+            // pages' buffers are as they were
+            self.settle_regions(mem);
             self.epoch += 1;
+        }
+    }
+
+    /// Keeps each region whose area `mem` still has as it was, with the decoded pages whose
+    /// buffers `mem` still holds, and parks the others (see [`Self::parked`]).
+    fn settle_regions(&mut self, mem: &mut AddressSpace) {
+        self.generation = mem.generation();
+        let (keep, park): (Vec<Region>, Vec<Region>) = std::mem::take(&mut self.regions)
+            .into_iter()
+            .partition(|r| r.area_holds(mem));
+        self.regions = keep;
+        for r in &mut self.regions {
+            r.keep_pages(mem);
+        }
+        for r in park {
+            if self.parked.len() == PARKED {
+                self.parked.remove(0);
+            }
+            self.parked.push(r);
         }
     }
 
@@ -361,31 +420,13 @@ impl CodeCache {
     pub fn recycle(&mut self, mem: &mut AddressSpace) {
         self.epoch += 1;
         let _ = mem.take_code_write();
-        self.generation = mem.generation();
-        self.regions
-            .retain(|r| mem.area_at(r.base) == Some((r.base, r.end, r.perm)));
-        for r in &mut self.regions {
-            let (slots, ran, writable, base) = (&mut r.ops, &mut r.ran, r.writable, r.base);
-            r.decoded.retain(|&vpn, buf| {
-                let same = mem.page_data(vpn).is_some_and(|b| Arc::ptr_eq(b, buf));
-                if same {
-                    if writable {
-                        mem.mark_code_page(vpn);
-                    }
-                } else {
-                    let first = (((vpn << PAGE_SHIFT) - base) / 4) as usize;
-                    let n = WORDS_PER_PAGE.min(slots.len() - 1 - first);
-                    slots[first..first + n].fill(MicroOp::new(ops::NOT_DECODED));
-                    clear_ran(ran, first, n);
-                }
-                same
-            });
-        }
+        self.settle_regions(mem);
     }
 
     /// Drops every decoded micro-op.
     pub fn clear(&mut self) {
         self.regions.clear();
+        self.parked.clear();
         self.epoch += 1;
     }
 
@@ -403,6 +444,16 @@ impl CodeCache {
         let (start, end, perm) = mem.area_at(pc).ok_or(fault(false))?;
         if !perm.contains(Perm::X) {
             return Err(fault(true));
+        }
+        if let Some(k) = self
+            .parked
+            .iter()
+            .rposition(|r| (r.base, r.end, r.perm) == (start, end, perm))
+        {
+            let mut r = self.parked.remove(k);
+            r.keep_pages(mem);
+            self.regions.push(r);
+            return Ok(self.regions.len() - 1);
         }
         let n = ((end - start) / 4) as usize;
         let mut slots = Slots::zeroed(n + 1);
@@ -506,5 +557,59 @@ impl CodeCache {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: u64 = 0x40_0000;
+
+    /// A page of code holding `word` in every slot.
+    fn code_page(word: u32) -> Arc<PageBuf> {
+        let mut d = [0u8; PAGE_SIZE as usize];
+        for c in d.chunks_mut(4) {
+            c.copy_from_slice(&word.to_le_bytes());
+        }
+        Arc::new(PageBuf::from_bytes(&d))
+    }
+
+    fn map(mem: &mut AddressSpace, page: &Arc<PageBuf>) {
+        mem.map(BASE, PAGE_SIZE, Perm::RX).unwrap();
+        mem.share_page(BASE >> PAGE_SHIFT, page.clone());
+    }
+
+    /// An area of code that goes and comes back (a library unmapped and mapped again, a
+    /// lane recycled before its loader maps its libraries) gets its parked region back,
+    /// with the pages decoded from the same buffers and no page whose bytes changed.
+    #[test]
+    fn a_region_whose_area_comes_back_keeps_only_its_unchanged_pages() {
+        let (nop, brk) = (code_page(0xd503_201f), code_page(0xd420_0000));
+        let mut mem = AddressSpace::new();
+        let mut code = CodeCache::new();
+        map(&mut mem, &nop);
+        let first = code.page_ops(BASE, &mut mem).unwrap().ops[0];
+        mem.unmap(BASE, PAGE_SIZE).unwrap();
+        map(&mut mem, &nop);
+        let again = code.page_ops(BASE, &mut mem).unwrap().ops[0];
+        assert_eq!(again, first);
+        assert_eq!((code.regions.len(), code.parked.len()), (1, 0));
+        assert!(
+            code.regions[0].decoded.contains_key(&(BASE >> PAGE_SHIFT)),
+            "the page was decoded again, not kept"
+        );
+        mem.unmap(BASE, PAGE_SIZE).unwrap();
+        map(&mut mem, &brk);
+        let other = code.page_ops(BASE, &mut mem).unwrap().ops[0];
+        assert_ne!(
+            other.op, first.op,
+            "a parked page ran with another page's bytes"
+        );
+        // and a recycled cache into memory with other bytes there
+        let mut fresh = AddressSpace::new();
+        map(&mut fresh, &nop);
+        code.recycle(&mut fresh);
+        assert_eq!(code.page_ops(BASE, &mut fresh).unwrap().ops[0], first);
     }
 }
