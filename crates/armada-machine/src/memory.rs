@@ -373,6 +373,10 @@ pub struct AddressSpace {
     /// resized), so an engine knows its decoded code may be stale. Data-only mappings leave it
     /// alone, so programs that mmap and munmap buffers keep their decoded code.
     generation: u64,
+    /// Bumped by [`Self::invalidate_code`] (code changed behind the engines' back): an
+    /// engine drops everything it decoded, where a change of `generation` alone lets it
+    /// keep what it decoded from areas and pages that are as they were.
+    invalidations: u64,
     /// Where translated code reads this address space's pages (see `window.rs`): made when
     /// translated code first asks for the TLB's view.
     window: Option<Window>,
@@ -438,6 +442,7 @@ impl Clone for AddressSpace {
             code_written: Vec::new(),
             flat: self.flat.clone(),
             generation: 0,
+            invalidations: 0,
             window: None,
             no_window: false,
             retired: None,
@@ -489,6 +494,7 @@ impl AddressSpace {
             code_written: Vec::new(),
             flat: None,
             generation: 0,
+            invalidations: 0,
             window: None,
             no_window: false,
             retired: None,
@@ -538,6 +544,13 @@ impl AddressSpace {
     /// view of memory): everything decoded is dropped before the next instruction runs.
     pub fn invalidate_code(&mut self) {
         self.generation += 1;
+        self.invalidations += 1;
+    }
+
+    /// Changes at each [`Self::invalidate_code`].
+    #[inline]
+    pub fn invalidations(&self) -> u64 {
+        self.invalidations
     }
 
     /// Caps the memory this lane may own privately (pages it wrote), in bytes.

@@ -154,6 +154,9 @@ pub struct CodeCache {
     /// 16 cores every munmap stops every core the batch runs on for a TLB flush.
     parked: Vec<Region>,
     generation: u64,
+    /// The memory's `invalidations` the decoded code is from (see
+    /// `AddressSpace::invalidate_code`).
+    invalidations: u64,
     shared: Option<Arc<DecodedPages>>,
     /// Bumped whenever decoded code is dropped (a region, a page, a recycle), so a tier
     /// that keeps code of its own made from these slots knows to look again.
@@ -333,6 +336,14 @@ impl CodeCache {
     /// buffers `mem` still holds, and parks the others (see [`Self::parked`]).
     fn settle_regions(&mut self, mem: &mut AddressSpace) {
         self.generation = mem.generation();
+        // Code changed behind the engines' back, or flat memory, whose pages have no
+        // buffers to tell them by: nothing decoded is kept.
+        if self.invalidations != mem.invalidations() || mem.flat().is_some() {
+            self.invalidations = mem.invalidations();
+            self.regions.clear();
+            self.parked.clear();
+            return;
+        }
         let (keep, park): (Vec<Region>, Vec<Region>) = std::mem::take(&mut self.regions)
             .into_iter()
             .partition(|r| r.area_holds(mem));
@@ -578,6 +589,20 @@ mod tests {
     fn map(mem: &mut AddressSpace, page: &Arc<PageBuf>) {
         mem.map(BASE, PAGE_SIZE, Perm::RX).unwrap();
         mem.share_page(BASE >> PAGE_SHIFT, page.clone());
+    }
+
+    /// Code changed behind the engines' back (a raw view of flat memory, then
+    /// `invalidate_code`, as the Python API does) is decoded again: nothing is kept.
+    #[test]
+    fn invalidated_code_is_decoded_again() {
+        let mut mem = AddressSpace::with_flat(0, 0x10000, Perm::RWX).unwrap();
+        mem.flat_mut().unwrap().1[..4].copy_from_slice(&0xd503_201fu32.to_le_bytes());
+        let mut code = CodeCache::new();
+        let first = code.page_ops(0, &mut mem).unwrap().ops[0];
+        mem.flat_mut().unwrap().1[..4].copy_from_slice(&0xd420_0000u32.to_le_bytes());
+        mem.invalidate_code();
+        let other = code.page_ops(0, &mut mem).unwrap().ops[0];
+        assert_ne!(other.op, first.op, "code changed through a raw view ran as it was");
     }
 
     /// An area of code that goes and comes back (a library unmapped and mapped again, a
