@@ -602,7 +602,10 @@ mod tests {
         mem.flat_mut().unwrap().1[..4].copy_from_slice(&0xd420_0000u32.to_le_bytes());
         mem.invalidate_code();
         let other = code.page_ops(0, &mut mem).unwrap().ops[0];
-        assert_ne!(other.op, first.op, "code changed through a raw view ran as it was");
+        assert_ne!(
+            other.op, first.op,
+            "code changed through a raw view ran as it was"
+        );
     }
 
     /// An area of code that goes and comes back (a library unmapped and mapped again, a
