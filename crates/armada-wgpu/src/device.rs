@@ -321,10 +321,16 @@ pub struct WgpuDevice {
     slice: u64,
     /// log2(threads per lane) at least (lavapipe's loop cap, see `open`).
     min_lane_shift: u32,
+    /// Every launch runs the pipeline for all the frame buffers (`spaces_in_use`).
+    all_spaces: bool,
     /// The most invocations a subgroup has, where the shader has subgroup operations and
     /// min-PC scheduling is on (a GPU, unless ARMADA_WGPU_MINPC=0); 0: no vote.
     vote_width: u32,
 }
+
+/// The most frame buffers for which a CPU adapter's launches all run one pipeline, the one
+/// for every frame buffer (`WgpuDevice::all_spaces`).
+const ALL_SPACES_MOST: u32 = 4;
 
 fn no_device(what: impl std::fmt::Display) -> Error {
     Error::NoDevice(format!(
@@ -629,6 +635,14 @@ impl WgpuDevice {
             chunk_shift,
             slice: if cpu { 100_000 } else { 1_000_000 },
             min_lane_shift: if cpu { 4 } else { 0 },
+            // On a CPU adapter each pipeline is a build of a minute or more (lavapipe, 2
+            // cores: 75 s for one frame buffer, about 120 s for three, over 15 minutes for
+            // 26), so where the frame buffers are few one build for all of them beats one a
+            // power of two (a batch over three 2 MiB frame buffers: 334 s -> 205 s with the
+            // driver's cache empty, 98 -> 84 s with it full). ARMADA_WGPU_ALL_SPACES=0 or 1
+            // decides either way.
+            all_spaces: std::env::var("ARMADA_WGPU_ALL_SPACES")
+                .map_or(cpu && frame_bindings <= ALL_SPACES_MOST, |v| v != "0"),
             // On a CPU adapter each lane has a SIMD batch of its own (lavapipe's loop cap), so
             // there is nothing to vote on.
             vote_width: if subgroups && !cpu {
@@ -638,8 +652,13 @@ impl WgpuDevice {
             },
             info,
         };
-        // the interpreter for one frame buffer now, so a shader the driver refuses fails here
-        dev.run_pipeline((1, false, false, dev.fp.policy == FpPolicy::Always))?;
+        // the interpreter for the first launches now, so a shader the driver refuses fails here
+        dev.run_pipeline((
+            dev.spaces_in_use(),
+            false,
+            false,
+            dev.fp.policy == FpPolicy::Always,
+        ))?;
         Ok(dev)
     }
 
@@ -728,8 +747,12 @@ impl WgpuDevice {
 
     /// FRAME_SPACES for a launch now: the highest frame buffer in use, rounded up to a power
     /// of two (so a growing batch builds few pipelines), at most the bindings there are.
+    /// On a CPU adapter with at most [`ALL_SPACES_MOST`] frame buffers, all of them.
     fn spaces_in_use(&self) -> u32 {
         let sp = self.lock_spaces();
+        if self.all_spaces {
+            return (sp.list.len() - 1) as u32;
+        }
         let highest = sp
             .list
             .iter()
