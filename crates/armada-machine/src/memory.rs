@@ -270,7 +270,7 @@ pub struct AddressSpace {
     /// from a snapshot, most of which the host never reads, do not each start with 8 KiB.
     tlb: Box<[TlbEntry]>,
     tlb_mask: usize,
-    /// Fills since the TLB was made or last grew (see [`TLB_GROW_FILLS`]).
+    /// Fills since the TLB was made or last grew (see [`tlb::TLB_GROW_FILLS`]).
     tlb_fills: usize,
     /// Entries filled since the TLB was last emptied (saturating), and the first
     /// [`TLB_RECENT`] of their indices: emptying it clears those alone. The GPU engines empty
