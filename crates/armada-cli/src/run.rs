@@ -306,9 +306,10 @@ pub fn run(args: RunArgs, inherited: Vec<i32>) -> Result<u8> {
         if tier.as_ref().is_some_and(|t| t.name() == "quick") {
             let (blocks, insns, secs, ran, flushes) = armada_jit::quick::stats();
             eprintln!(
-                "armada: quick tier: {blocks} blocks of {insns} instructions made in {:.1} ms ({} KiB of code), all dropped {flushes} times; {:.1}% of the instructions run were in blocks",
+                "armada: quick tier: {blocks} blocks of {insns} instructions made in {:.1} ms ({} KiB of code), all dropped {flushes} times, a changed page's {} times; {:.1}% of the instructions run were in blocks",
                 secs * 1e3,
                 armada_jit::quick::code_bytes() / 1024,
+                armada_jit::quick::pages_dropped(),
                 ran as f64 * 100.0 / n.max(1) as f64
             );
         } else if tier.is_some() {

@@ -623,7 +623,17 @@ impl Block {
     /// target's block, the target PC in the 8 bytes after the call) and is patched to the
     /// block once it exists, as TCG chains its translation blocks. Each block checks the
     /// budget itself, so a chain of them stops where the interpreter would.
+    ///
+    /// Only within the block's page: a target on another page is looked up in the table
+    /// each time (`chain_rax`), so that a page's blocks can be set aside, and taken back,
+    /// by clearing their table slots alone (`LaneQuick::revalidate`): no other page's
+    /// block jumps to them directly.
     fn chain_const(&mut self, target: u64, count: usize) {
+        if target >> 12 != self.pc >> 12 {
+            dynasm!(self.a ; .arch x64 ; mov rax, QWORD target as i64);
+            self.chain_rax(count);
+            return;
+        }
         dynasm!(self.a ; .arch x64 ; add r13, count as i32);
         self.a.push(0xe9);
         self.a.push_i32(0);

@@ -51,8 +51,15 @@ pub fn window_slow_paths() -> u64 {
     crate::guard::QUICK_SLOW_PATHS.load(Ordering::Relaxed)
 }
 
-/// Times a lane's blocks were all dropped (code changed, or its code memory full).
+/// Times a lane's blocks were all dropped (its code memory full, or its window changed).
 pub(crate) static FLUSHES: AtomicU64 = AtomicU64::new(0);
+/// Pages whose blocks were dropped alone, the page changed (`LaneQuick::settle`).
+pub(crate) static PAGES_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Pages whose blocks a lane dropped because the page changed, whole process.
+pub fn pages_dropped() -> u64 {
+    PAGES_DROPPED.load(Ordering::Relaxed)
+}
 
 /// The quick tier's statistics: blocks made, guest instructions in them, seconds spent
 /// making them, instructions run in blocks, and the times a lane's blocks were all
@@ -300,13 +307,35 @@ pub(crate) mod lane {
         hot: usize,
     }
 
+    /// A page that has blocks: the page buffer they were made from (held, so that no
+    /// other buffer takes its address), and whether they are set aside (see
+    /// [`LaneQuick::revalidate`]).
+    struct BlockPage {
+        buf: std::sync::Arc<armada_core::memory::PageBuf>,
+        aside: bool,
+    }
+
+    /// Whether `mem` still has page `vpn` executable, not writable, in buffer `buf`.
+    fn page_holds(
+        mem: &AddressSpace,
+        vpn: u64,
+        buf: &std::sync::Arc<armada_core::memory::PageBuf>,
+    ) -> bool {
+        mem.area_at(vpn << 12)
+            .is_some_and(|(_, _, perm)| perm.contains(Perm::X) && !perm.contains(Perm::W))
+            && mem
+                .page_data(vpn)
+                .is_some_and(|b| std::sync::Arc::ptr_eq(b, buf))
+    }
+
     pub struct LaneQuick {
         epoch: u64,
-        /// The page buffer each page with blocks was made from (by page number): the
-        /// blocks stay while every one of them is still there, executable and not
-        /// writable, whatever else moved the code cache's epoch (a library mapped by
-        /// `dlopen` moves it, and made Python's lanes make their blocks again 20 times).
-        pages: rustc_hash::FxHashMap<u64, usize>,
+        /// The pages with blocks, by page number: a page's blocks stay while it is still
+        /// there in the same buffer, executable and not writable, whatever else moved the
+        /// code cache's epoch (a library mapped by `dlopen` moves it, and made Python's
+        /// lanes make their blocks again 20 times; a lane given a recycled code cache
+        /// starts before its libraries are mapped again).
+        pages: rustc_hash::FxHashMap<u64, BlockPage>,
         code: CodeMem,
         stubs_end: usize,
         stubs: Stubs,
@@ -402,21 +431,51 @@ pub(crate) mod lane {
             self.epoch
         }
 
-        /// The code cache's epoch moved: keeps the blocks if the pages they were made from
-        /// are all as they were, else drops every block.
+        /// The code cache's epoch moved: the blocks of each page that is no longer as they
+        /// were made from (`page_holds`) are set aside, the others stay. Setting a page's
+        /// blocks aside clears their table slots: every way into them from elsewhere goes
+        /// through the table (a block chains directly only to blocks of its own page, see
+        /// emit's `chain_const`), so the dispatcher sees the next reach of one and
+        /// `settle`s the page then: its blocks are taken back where the page is there again
+        /// as it was (a recycled lane's libraries, mapped again at their addresses from the
+        /// same file's pages), else dropped.
         pub fn revalidate(&mut self, epoch: u64, mem: &AddressSpace) {
-            let same = self.pages.iter().all(|(&vpn, &buf)| {
-                mem.area_at(vpn << 12)
-                    .is_some_and(|(_, _, perm)| perm.contains(Perm::X) && !perm.contains(Perm::W))
-                    && mem
-                        .page_data(vpn)
-                        .is_some_and(|b| std::sync::Arc::as_ptr(b) as usize == buf)
-            });
-            if same {
-                self.epoch = epoch;
-            } else {
-                self.flush(epoch);
+            let mut set_aside = false;
+            for (&vpn, p) in self.pages.iter_mut() {
+                if !p.aside && !page_holds(mem, vpn, &p.buf) {
+                    p.aside = true;
+                    set_aside = true;
+                }
             }
+            if set_aside {
+                let pages = &self.pages;
+                for slot in self.table.iter_mut() {
+                    if slot.0 != u64::MAX && pages.get(&(slot.0 >> 12)).is_none_or(|p| p.aside) {
+                        *slot = (u64::MAX, 0);
+                    }
+                }
+            }
+            self.epoch = epoch;
+        }
+
+        /// Takes back the blocks of `pc`'s page if they were set aside and the page is as
+        /// they were made from, or drops them if it is not (see [`Self::revalidate`]).
+        fn settle(&mut self, pc: u64, mem: &AddressSpace) {
+            let vpn = pc >> 12;
+            let Some(p) = self.pages.get_mut(&vpn).filter(|p| p.aside) else {
+                return;
+            };
+            if page_holds(mem, vpn, &p.buf) {
+                p.aside = false;
+                return;
+            }
+            self.pages.remove(&vpn);
+            for (&at, e) in self.entries.iter_mut() {
+                if at >> 12 == vpn {
+                    e.block = None;
+                }
+            }
+            super::PAGES_DROPPED.fetch_add(1, Ordering::Relaxed);
         }
 
         /// The code changed: every block is made again (reach counts stay).
@@ -448,6 +507,7 @@ pub(crate) mod lane {
             if self.table[slot].0 == pc {
                 return Some(self.table[slot].1);
             }
+            self.settle(pc, mem);
             if resumed {
                 return self
                     .entries
@@ -498,7 +558,7 @@ pub(crate) mod lane {
             let page = code.page_ops(pc, mem).ok()?;
             // code on writable pages stays on the interpreter (the blocks are not told of
             // writes to it)
-            let buf = std::sync::Arc::as_ptr(page.buffer.as_ref()?) as usize;
+            let buf = page.buffer.clone()?;
             let first = ((pc - page.base) / 4) as usize;
             let ops = page.ops.get(first..)?;
             let counted = self.tier_up.and_then(|t| {
@@ -524,7 +584,7 @@ pub(crate) mod lane {
                     .iter()
                     .map(|&(s, e, slow)| (at + s as usize, at + e as usize, at + slow as usize)),
             );
-            self.pages.insert(pc >> 12, buf);
+            self.pages.insert(pc >> 12, BlockPage { buf, aside: false });
             crate::store::perf_map("quick", at as *const u8, made.code.len(), pc);
             super::BLOCKS.fetch_add(1, Ordering::Relaxed);
             super::INSNS.fetch_add(made.insns as u64, Ordering::Relaxed);
