@@ -308,11 +308,12 @@ pub(crate) mod lane {
     }
 
     /// A page that has blocks: the page buffer they were made from (held, so that no
-    /// other buffer takes its address), and whether they are set aside (see
-    /// [`LaneQuick::revalidate`]).
+    /// other buffer takes its address), whether they are set aside (see
+    /// [`LaneQuick::revalidate`]), and their PCs (what dropping the page's blocks resets).
     struct BlockPage {
         buf: std::sync::Arc<armada_core::memory::PageBuf>,
         aside: bool,
+        pcs: Vec<u64>,
     }
 
     /// Whether `mem` still has page `vpn` executable, not writable, in buffer `buf`.
@@ -454,6 +455,13 @@ pub(crate) mod lane {
                         *slot = (u64::MAX, 0);
                     }
                 }
+                // PCs left to the interpreter are tried again, as when every block went
+                // (their code may have become a block's: mapped executable since)
+                for e in self.entries.values_mut() {
+                    if e.block == Some(0) {
+                        e.block = None;
+                    }
+                }
             }
             self.epoch = epoch;
         }
@@ -469,9 +477,17 @@ pub(crate) mod lane {
                 p.aside = false;
                 return;
             }
-            self.pages.remove(&vpn);
-            for (&at, e) in self.entries.iter_mut() {
-                if at >> 12 == vpn {
+            self.drop_page(vpn);
+        }
+
+        /// Drops the blocks of page `vpn` (their code stays until the next `flush`, reached
+        /// by nothing: no table slot, and no other page's block chains to them).
+        fn drop_page(&mut self, vpn: u64) {
+            let Some(p) = self.pages.remove(&vpn) else {
+                return;
+            };
+            for pc in p.pcs {
+                if let Some(e) = self.entries.get_mut(&pc) {
                     e.block = None;
                 }
             }
@@ -584,7 +600,24 @@ pub(crate) mod lane {
                     .iter()
                     .map(|&(s, e, slow)| (at + s as usize, at + e as usize, at + slow as usize)),
             );
-            self.pages.insert(pc >> 12, BlockPage { buf, aside: false });
+            let vpn = pc >> 12;
+            if self
+                .pages
+                .get(&vpn)
+                .is_some_and(|p| !std::sync::Arc::ptr_eq(&p.buf, &buf))
+            {
+                // (never where the code cache's epoch tracks the page: `settle` ran first)
+                self.drop_page(vpn);
+            }
+            self.pages
+                .entry(vpn)
+                .or_insert_with(|| BlockPage {
+                    buf,
+                    aside: false,
+                    pcs: Vec::new(),
+                })
+                .pcs
+                .push(pc);
             crate::store::perf_map("quick", at as *const u8, made.code.len(), pc);
             super::BLOCKS.fetch_add(1, Ordering::Relaxed);
             super::INSNS.fetch_add(made.insns as u64, Ordering::Relaxed);
