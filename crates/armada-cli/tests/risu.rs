@@ -501,53 +501,125 @@ const WGPU_CASES: u32 = 100;
 const WGPU_FP_CLASSES: &[&str] = &["fp_scalar", "simd_fp", "fp_convert", "fp_estimate"];
 const WGPU_FP_CASES: u32 = 50;
 
-/// A share of the classes on the wgpu engine, against qemu. Runs when ARMADA_TEST_WGPU is set
-/// (scripts/test sets it once lavapipe is installed).
+/// A share of the classes on the wgpu engine, against qemu: the integer classes as one
+/// `armada batch --commands` of a lane a class, the FP classes as another (each lavapipe
+/// process pays its own start, about 7 s on 2 cores, and a batch spreads its lanes over
+/// lavapipe's threads). Runs when ARMADA_TEST_WGPU is set (scripts/test sets it once
+/// lavapipe is installed).
 #[test]
 fn wgpu_share() {
     if env::var_os("ARMADA_TEST_WGPU").is_none() {
         println!("skipped: ARMADA_TEST_WGPU unset (scripts/test sets it)");
         return;
     }
-    // Two classes at a time: a run of one lane keeps one of lavapipe's threads busy, and
-    // the classes are independent (each its own files). A panic in either worker fails the
-    // test when the scope ends.
-    // (class, cases, environment)
-    type Run<'a> = (&'a str, u32, &'a [(&'a str, &'a str)]);
-    let runs: Vec<Run> = WGPU_CLASSES
-        .iter()
-        .map(|c| (*c, WGPU_CASES, &[][..]))
-        .chain(
-            WGPU_FP_CLASSES
-                .iter()
-                .map(|c| (*c, WGPU_FP_CASES, &[("ARMADA_WGPU_FP", "1")][..])),
-        )
-        .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            s.spawn(|| {
-                while let Some((class, cases, env)) =
-                    runs.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                {
-                    run_class_on(class, Some("wgpu"), *cases, env);
-                }
-            });
+    // (classes, cases, environment)
+    type Group<'a> = (&'a [&'a str], u32, &'a [(&'a str, &'a str)]);
+    let groups: [Group; 2] = [
+        (WGPU_CLASSES, WGPU_CASES, &[]),
+        (WGPU_FP_CLASSES, WGPU_FP_CASES, &[("ARMADA_WGPU_FP", "1")]),
+    ];
+    for (k, (classes, cases, env)) in groups.iter().enumerate() {
+        let prepared: Vec<Prepared> = classes
+            .iter()
+            .filter_map(|c| prepare(c, *cases, env))
+            .collect();
+        if prepared.is_empty() {
+            continue;
         }
-    });
+        let dir = out_dir().join(format!("wgpu-batch-{k}"));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let commands: String = prepared
+            .iter()
+            .map(|p| format!("'{}'\n", p.elf.display()))
+            .collect();
+        let list = dir.join("commands");
+        fs::write(&list, commands).unwrap();
+        let mut a = Command::new(armada_bin());
+        a.args(["batch", "--backend", "wgpu", "--no-progress", "--commands"])
+            .arg(&list)
+            .arg("--output-dir")
+            .arg(dir.join("lanes"))
+            .arg("--out")
+            .arg(dir.join("lanes.jsonl"))
+            .envs(env.iter().copied());
+        let t0 = Instant::now();
+        let batch = run_with_timeout(a, prepared[0].timeout * prepared.len() as u32)
+            .unwrap_or_else(|e| panic!("risu: {e}"));
+        let took = t0.elapsed();
+        let lines = fs::read_to_string(dir.join("lanes.jsonl")).unwrap_or_default();
+        let lines: Vec<serde_json::Value> = lines
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line of armada batch --out"))
+            .collect();
+        assert_eq!(
+            lines.len(),
+            prepared.len(),
+            "risu: armada batch on wgpu ({}) wrote {} lanes' lines for {} classes:\n{}",
+            batch.describe(),
+            lines.len(),
+            prepared.len(),
+            batch.stderr_tail()
+        );
+        for (i, (p, line)) in prepared.iter().zip(&lines).enumerate() {
+            // the lane as a run of its own: its exit status, stdout and stderr
+            let status = line["status"].as_i64().expect("a lane's status") as i32;
+            use std::os::unix::process::ExitStatusExt;
+            let read = |ext: &str| fs::read(dir.join("lanes").join(format!("{i}.{ext}")));
+            let lane = RunOut {
+                status: Some(ExitStatus::from_raw((status & 0xff) << 8)),
+                timed_out: batch.timed_out,
+                stdout: read("stdout").unwrap_or_default(),
+                stderr: read("stderr").unwrap_or_default(),
+            };
+            judge(p, &lane, took, &format!("lane {i} of a wgpu batch"));
+        }
+    }
+}
+
+/// A class's program, built and run under qemu-aarch64 (the oracle): what an armada run of
+/// it is judged against.
+struct Prepared {
+    class: String,
+    tools: Tools,
+    seed: u64,
+    cases: u32,
+    fpcr_arg: &'static str,
+    asm: PathBuf,
+    side_path: PathBuf,
+    elf: PathBuf,
+    side: String,
+    layout: Layout,
+    oracle: RunOut,
+    timeout: Duration,
+    report_max: usize,
 }
 
 /// Runs `class` on `backend` against qemu-aarch64, with `env` set for both (a guest sees its
 /// environment: the two must be the same).
 fn run_class_on(class: &str, backend: Option<&str>, default_cases: u32, env: &[(&str, &str)]) {
+    let Some(p) = prepare(class, default_cases, env) else {
+        return;
+    };
+    let mut a = Command::new(armada_bin());
+    a.arg("run").envs(env.iter().copied());
+    if let Some(b) = backend {
+        a.args(["--backend", b]);
+    }
+    a.arg(&p.elf);
+    let t0 = Instant::now();
+    let arm = run_with_timeout(a, p.timeout).unwrap_or_else(|e| panic!("risu: {e}"));
+    judge(&p, &arm, t0.elapsed(), "armada run");
+}
+
+/// Generates and builds `class`'s program and runs it under qemu-aarch64 with `env`; None
+/// (after saying why) where the class is not selected or the tools are missing outside CI.
+fn prepare(class: &str, default_cases: u32, env: &[(&str, &str)]) -> Option<Prepared> {
     if !class_selected(class) {
         println!("skipped: {class} not in RISU_CLASSES");
-        return;
+        return None;
     }
-    let tools = match Tools::find() {
-        Some(t) => t,
-        None => return,
-    };
+    let tools = Tools::find()?;
     let seed: u64 = match env::var("RISU_SEED") {
         Ok(s) if !s.trim().is_empty() => s
             .trim()
@@ -637,21 +709,45 @@ fn run_class_on(class: &str, backend: Option<&str>, default_cases: u32, env: &[(
         );
     }
 
-    // armada
-    let bin = armada_bin();
-    let mut a = Command::new(&bin);
-    a.arg("run").envs(env.iter().copied());
-    if let Some(b) = backend {
-        a.args(["--backend", b]);
-    }
-    a.arg(&elf);
-    let t0 = Instant::now();
-    let arm = run_with_timeout(a, timeout).unwrap_or_else(|e| panic!("risu: {e}"));
-    let took = t0.elapsed();
+    Some(Prepared {
+        class: class.to_string(),
+        tools,
+        seed,
+        cases,
+        fpcr_arg,
+        asm,
+        side_path,
+        elf,
+        side,
+        layout,
+        oracle,
+        timeout,
+        report_max,
+    })
+}
 
+/// Passes where `arm` (armada's run of `p`'s program, `what` it was) exited 0 with the
+/// oracle's output; otherwise panics with the cases that differ, their inputs and code.
+fn judge(p: &Prepared, arm: &RunOut, took: Duration, what: &str) {
+    let Prepared {
+        class,
+        tools,
+        seed,
+        cases,
+        fpcr_arg,
+        asm,
+        side_path,
+        elf,
+        side,
+        layout,
+        oracle,
+        report_max,
+        ..
+    } = p;
+    let (seed, cases, report_max) = (*seed, *cases, *report_max);
     if arm.ok() && arm.stdout == oracle.stdout {
         println!(
-            "risu {class}: {cases} cases, seed {seed}: ok (armada {:.2}s)",
+            "risu {class}: {cases} cases, seed {seed}: ok ({what}, {:.2}s)",
             took.as_secs_f64()
         );
         return;
@@ -669,8 +765,8 @@ fn run_class_on(class: &str, backend: Option<&str>, default_cases: u32, env: &[(
     let mut r = String::new();
     let _ = writeln!(
         r,
-        "\nrisu MISMATCH: class={class} seed={seed} cases={cases} (qemu-aarch64 vs {})",
-        bin.display()
+        "\nrisu MISMATCH: class={class} seed={seed} cases={cases} (qemu-aarch64 vs {}, {what})",
+        armada_bin().display()
     );
     let _ = writeln!(
         r,
@@ -729,7 +825,7 @@ fn run_class_on(class: &str, backend: Option<&str>, default_cases: u32, env: &[(
             &[][..]
         };
         let mut n = 0;
-        let (ins, blk) = case_text(&side, c);
+        let (ins, blk) = case_text(side, c);
         let mut show = named_regs(&blk);
         for (name, off, len) in layout.fields() {
             let wv = &w[off..off + len];
@@ -782,7 +878,7 @@ fn run_class_on(class: &str, backend: Option<&str>, default_cases: u32, env: &[(
             let _ = writeln!(r, "  {l}");
         }
         let _ = writeln!(r, "  disassembly:");
-        r.push_str(&disassembly(&tools, &elf, c));
+        r.push_str(&disassembly(tools, elf, c));
         let _ = writeln!(
             r,
             "  reproduce: python3 tests/risu/gen.py --class {class} --seed {seed} --cases {cases} --case {c} --fpcr {fpcr_arg} \

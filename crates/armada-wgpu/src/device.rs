@@ -634,7 +634,11 @@ impl WgpuDevice {
             failed,
             chunk_shift,
             slice: if cpu { 100_000 } else { 1_000_000 },
-            min_lane_shift: if cpu { 4 } else { 0 },
+            // llvmpipe runs a workgroup on one of its threads: on a CPU adapter each lane is a
+            // workgroup of its own (64 threads, the first runs it), so a batch of a few lanes
+            // keeps every thread busy (where 4 lanes shared a workgroup, a batch of up to 4
+            // ran on one thread) and no lane shares a SIMD batch with another.
+            min_lane_shift: if cpu { WORKGROUP.ilog2() } else { 0 },
             // On a CPU adapter each pipeline is a build of a minute or more (lavapipe, 2
             // cores: 75 s for one frame buffer, about 120 s for three, over 15 minutes for
             // 26), so where the frame buffers are few one build for all of them beats one a
