@@ -323,6 +323,9 @@ pub struct WgpuDevice {
     min_lane_shift: u32,
     /// Every launch runs the pipeline for all the frame buffers (`spaces_in_use`).
     all_spaces: bool,
+    /// Every launch runs a pipeline with the coverage code, which a launch without coverage
+    /// skips at run time (its map pointer, `k_a`, is 0): a CPU adapter's (one build fewer).
+    all_coverage: bool,
     /// The most invocations a subgroup has, where the shader has subgroup operations and
     /// min-PC scheduling is on (a GPU, unless ARMADA_WGPU_MINPC=0); 0: no vote.
     vote_width: u32,
@@ -647,6 +650,9 @@ impl WgpuDevice {
             // decides either way.
             all_spaces: std::env::var("ARMADA_WGPU_ALL_SPACES")
                 .map_or(cpu && frame_bindings <= ALL_SPACES_MOST, |v| v != "0"),
+            // (as for the frame buffers: on lavapipe a pipeline is a build of a minute or more,
+            // and a launch that skips the coverage code pays a uniform's test an edge)
+            all_coverage: std::env::var("ARMADA_WGPU_ALL_COVERAGE").map_or(cpu, |v| v != "0"),
             // On a CPU adapter each lane has a SIMD batch of its own (lavapipe's loop cap), so
             // there is nothing to vote on.
             vote_width: if subgroups && !cpu {
@@ -659,7 +665,7 @@ impl WgpuDevice {
         // the interpreter for the first launches now, so a shader the driver refuses fails here
         dev.run_pipeline((
             dev.spaces_in_use(),
-            false,
+            dev.all_coverage,
             false,
             dev.fp.policy == FpPolicy::Always,
         ))?;
@@ -683,7 +689,7 @@ impl WgpuDevice {
         }
         // a batch that grows has many lanes, which vote where the device can
         let vote = self.vote_width > 0;
-        self.build_key_ahead((spaces, false, vote, self.fp.wanted()));
+        self.build_key_ahead((spaces, self.all_coverage, vote, self.fp.wanted()));
     }
 
     /// Starts building the pipeline of `key` on a thread of its own (`build_ahead`), unless
@@ -732,7 +738,7 @@ impl WgpuDevice {
         // vote only where a subgroup holds several lanes (a small batch has one a subgroup)
         wp.vote = ((1u64 << wp.lane_shift) < self.vote_width as u64) as u32;
         let spaces = self.spaces_in_use();
-        let cov = p.cov != 0;
+        let cov = p.cov != 0 || self.all_coverage;
         let built = |vote, fp| self.runs.is_built((spaces, cov, vote, fp));
         // A batch's tail (fewer lanes running, each in a subgroup of its own) keeps the
         // voting pipeline it ran with, P.vote = 0, rather than wait for a build of the other.

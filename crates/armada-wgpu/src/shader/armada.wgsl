@@ -62,9 +62,10 @@ fn find_region(regs: u64, pc: u64) -> bool {
 }
 
 // The edge (src, dst) into the current lane's map: coverage.rs's edge_index, a saturating
-// one-byte counter (the lane owns its map: no atomics).
+// one-byte counter (the lane owns its map: no atomics). A pipeline with coverage runs
+// launches without it too on a CPU adapter (`all_coverage`): their map pointer is 0.
 fn cov_edge(src: u64, dst: u64) {
-    if COVERAGE == 0u { return; }
+    if COVERAGE == 0u || P.k_a == 0lu { return; }
     let s = u32(src >> 2u) * 0x9e3779b1u;
     let slot = ((s ^ u32(dst >> 2u)) * 0x85ebca6bu) >> 16u;
     let w = wi(P.k_a) + cur_lane * (COV_MAP_BYTES / 4u) + (slot >> 2u);

@@ -47,8 +47,9 @@ fn lp(n: u32) {
 const LO32: u64 = 0xfffffffflu;
 
 // Edge coverage (armada-core's coverage.rs): with COVERAGE != 0 (a pipeline constant the host
-// sets when a batch asks for coverage) every branch edge counts in the lane's map, the
-// COV_MAP_BYTES at P.k_a + lane * COV_MAP_BYTES; 0 compiles it away.
+// sets when a batch asks for coverage, and on a CPU adapter always) every branch edge counts
+// in the lane's map, the COV_MAP_BYTES at P.k_a + lane * COV_MAP_BYTES (none where P.k_a is
+// 0); 0 compiles it away.
 override COVERAGE: u32 = 0u;
 
 // The interpreter loads the next micro-op one iteration ahead (armada.wgsl, `nwords`); 0 loads
